@@ -1,0 +1,129 @@
+//! Model providers: Anthropic Messages and OpenAI Chat Completions over SSE, with retries.
+//!
+//! `stream` runs one model call on a worker thread and reports `StreamEvent`s on a channel; the
+//! caller selects over that channel and its own cancel signal. On cancel the caller drops the
+//! receiver and the worker is abandoned (a blocked read cannot be interrupted).
+//! This module knows no tool implementation and persists nothing.
+
+pub mod types;
+
+pub use types::*;
+
+use std::fmt;
+use std::time::Duration;
+
+/// The wire protocol a provider speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ApiKind {
+    Anthropic,
+    /// OpenAI itself (sends `max_completion_tokens`).
+    OpenAi,
+    /// Any OpenAI-compatible server (ollama, llama.cpp, vLLM, LM Studio, OpenRouter...).
+    OpenAiCompat,
+}
+
+/// Where and how to reach a provider.
+#[derive(Clone, Debug)]
+pub struct Endpoint {
+    /// Provider id from the configuration, for messages.
+    pub provider_id: String,
+    pub kind: ApiKind,
+    /// Base URL, e.g. `https://api.anthropic.com` or `http://127.0.0.1:8080/v1`.
+    pub base_url: String,
+    /// None or empty: no auth header is sent (local servers).
+    pub api_key: Option<String>,
+    /// Extra headers, sent as is.
+    pub headers: Vec<(String, String)>,
+}
+
+#[derive(Clone, Debug)]
+pub struct RetryPolicy {
+    /// Total attempts, first included.
+    pub max_attempts: u32,
+    /// First backoff delay; doubles each attempt, capped at `max_backoff`.
+    pub base_backoff: Duration,
+    pub max_backoff: Duration,
+    /// A server asking to wait longer than this is not retried (the error says how long).
+    pub max_retry_after: Duration,
+    pub connect_timeout: Duration,
+    /// Time to the response headers.
+    pub response_timeout: Duration,
+    /// Longest silence allowed between two reads of the stream.
+    pub idle_timeout: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_attempts: 4,
+            base_backoff: Duration::from_millis(500),
+            max_backoff: Duration::from_secs(8),
+            max_retry_after: Duration::from_secs(60),
+            connect_timeout: Duration::from_secs(10),
+            response_timeout: Duration::from_secs(120),
+            idle_timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+/// Why a model call failed, after retries.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LlmError {
+    /// Could not connect / DNS / TLS / reset before a response.
+    Connect { url: String, message: String },
+    /// The server answered with an error status.
+    Http {
+        status: u16,
+        message: String,
+        request_id: Option<String>,
+    },
+    /// No bytes for longer than the idle timeout.
+    IdleTimeout { secs: u64 },
+    /// The stream ended before the final event.
+    Truncated,
+    /// The stream carried something we could not understand, or an error event.
+    Protocol(String),
+    /// The server asked to wait longer than we are willing to.
+    RetryAfterTooLong { status: u16, secs: u64 },
+}
+
+impl fmt::Display for LlmError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LlmError::Connect { url, message } => write!(f, "cannot reach {url}: {message}"),
+            LlmError::Http {
+                status,
+                message,
+                request_id,
+            } => {
+                write!(f, "HTTP {status}: {message}")?;
+                if let Some(id) = request_id {
+                    write!(f, " (request id {id})")?;
+                }
+                Ok(())
+            }
+            LlmError::IdleTimeout { secs } => {
+                write!(f, "the model server sent nothing for {secs} s; gave up")
+            }
+            LlmError::Truncated => write!(f, "the model's stream ended before it was complete"),
+            LlmError::Protocol(m) => write!(f, "unexpected reply from the model server: {m}"),
+            LlmError::RetryAfterTooLong { status, secs } => write!(
+                f,
+                "HTTP {status}: the server asks to wait {secs} s before retrying; try again later"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for LlmError {}
+
+/// Starts one model call on a worker thread (with retries per `policy`) and returns the channel
+/// its events arrive on. The last event is `Done` or `Error`.
+#[allow(unused_variables)]
+pub fn stream(
+    endpoint: &Endpoint,
+    req: &ChatRequest,
+    policy: &RetryPolicy,
+) -> crossbeam_channel::Receiver<StreamEvent> {
+    todo!()
+}

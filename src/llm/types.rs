@@ -1,0 +1,212 @@
+//! The data model shared by the providers, the agent loop and the store.
+//!
+//! `Part` serialises exactly as Go Crush stores message parts (`{"type": T, "data": {...}}`), so the
+//! store can persist it unchanged and a tool that reads Crush's database reads ours.
+
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+    Assistant,
+    Tool,
+    System,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+            Role::System => "system",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Role> {
+        Some(match s {
+            "user" => Role::User,
+            "assistant" => Role::Assistant,
+            "tool" => Role::Tool,
+            "system" => Role::System,
+            _ => return None,
+        })
+    }
+}
+
+/// One part of a message, in Crush's stored shape.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "type", content = "data", rename_all = "snake_case")]
+pub enum Part {
+    Text {
+        text: String,
+    },
+    Reasoning {
+        thinking: String,
+        #[serde(default)]
+        signature: String,
+    },
+    ToolCall {
+        id: String,
+        name: String,
+        /// Raw JSON text of the arguments as the model sent them (always valid JSON once stored;
+        /// the agent replaces unparseable input with `{}`).
+        input: String,
+        #[serde(default)]
+        provider_executed: bool,
+        #[serde(default)]
+        finished: bool,
+    },
+    ToolResult {
+        tool_call_id: String,
+        name: String,
+        content: String,
+        #[serde(default)]
+        data: String,
+        #[serde(default)]
+        mime_type: String,
+        /// JSON text: tool-specific metadata (and, later, hook results).
+        #[serde(default)]
+        metadata: String,
+        #[serde(default)]
+        is_error: bool,
+    },
+    Finish {
+        /// end_turn | max_tokens | tool_use | canceled | error | content_filter | unknown
+        reason: String,
+        /// Unix seconds.
+        time: i64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        details: Option<String>,
+    },
+    ShellCommand {
+        command: String,
+        output: String,
+        exit_code: i32,
+    },
+}
+
+/// A message as sent to a provider (and as stored, minus ids and timestamps).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Message {
+    pub role: Role,
+    pub parts: Vec<Part>,
+}
+
+impl Message {
+    pub fn user(text: impl Into<String>) -> Message {
+        Message {
+            role: Role::User,
+            parts: vec![Part::Text { text: text.into() }],
+        }
+    }
+    /// Concatenated text parts.
+    pub fn text(&self) -> String {
+        let mut s = String::new();
+        for p in &self.parts {
+            if let Part::Text { text } = p {
+                s.push_str(text);
+            }
+        }
+        s
+    }
+    pub fn tool_calls(&self) -> impl Iterator<Item = (&str, &str, &str)> {
+        self.parts.iter().filter_map(|p| match p {
+            Part::ToolCall { id, name, input, .. } => Some((id.as_str(), name.as_str(), input.as_str())),
+            _ => None,
+        })
+    }
+}
+
+/// A tool as offered to the model.
+#[derive(Clone, Debug)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema object of the parameters.
+    pub parameters: serde_json::Value,
+}
+
+#[derive(Clone, Debug)]
+pub struct ChatRequest {
+    pub model: String,
+    pub system: String,
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolSpec>,
+    pub max_tokens: Option<u32>,
+    pub temperature: Option<f64>,
+}
+
+/// Token counts of one model call, in ledger terms: `input` excludes cached tokens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input: u64,
+    pub output: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+}
+
+impl Usage {
+    /// Tokens the call occupied in the context window.
+    pub fn context_tokens(&self) -> u64 {
+        self.input + self.cache_read + self.cache_write + self.output
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FinishReason {
+    EndTurn,
+    ToolUse,
+    MaxTokens,
+    ContentFilter,
+    Other(String),
+}
+
+impl FinishReason {
+    /// The reason as stored in a `finish` part.
+    pub fn as_str(&self) -> &str {
+        match self {
+            FinishReason::EndTurn => "end_turn",
+            FinishReason::ToolUse => "tool_use",
+            FinishReason::MaxTokens => "max_tokens",
+            FinishReason::ContentFilter => "content_filter",
+            FinishReason::Other(_) => "unknown",
+        }
+    }
+}
+
+/// A complete model reply.
+#[derive(Clone, Debug)]
+pub struct Response {
+    /// Reasoning, text and tool-call parts in the order the model produced them. Tool-call inputs
+    /// are the raw concatenated argument text (may be invalid JSON; the agent checks).
+    pub parts: Vec<Part>,
+    /// None when the provider reported no usage (unknown, never zero).
+    pub usage: Option<Usage>,
+    pub finish: FinishReason,
+    /// The model name the server reported, if any.
+    pub model: Option<String>,
+}
+
+/// What the streaming worker sends to the turn loop.
+#[derive(Debug)]
+pub enum StreamEvent {
+    TextDelta(String),
+    ReasoningDelta(String),
+    /// A tool call began (for progress display only).
+    ToolCallStart { id: String, name: String },
+    /// The attempt failed and will be retried after `wait`: everything streamed so far for this
+    /// call must be discarded.
+    Retry {
+        attempt: u32,
+        wait: Duration,
+        reason: String,
+    },
+    /// Final event of a successful call.
+    Done(Response),
+    /// Final event of a failed call (after retries).
+    Error(crate::llm::LlmError),
+}

@@ -1,0 +1,5 @@
+mod llm;
+mod store;
+mod tools;
+
+fn main() {}

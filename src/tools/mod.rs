@@ -1,0 +1,82 @@
+//! The agent's tools, one file per tool behind the small `Tool` trait.
+//!
+//! Tools do not print and do not touch the store: they take parsed input and a context and return
+//! a `ToolOutput`. Whether a call needs the user's permission is decided by `Tool::permission`;
+//! the agent asks (or refuses) before calling `run`.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+/// Records which files the session has read, so edits can require a prior view and refuse a file
+/// that changed since. Implemented by the agent over the session store.
+pub trait ReadTracker: Send + Sync {
+    /// Remember that `path` (absolute) was read while its modification time was `mtime_ns`.
+    fn record_read(&self, path: &Path, mtime_ns: i64);
+    /// The modification time recorded at the last read of `path`, if it was read in this session.
+    fn last_read(&self, path: &Path) -> Option<i64>;
+}
+
+/// Everything a tool may use while it runs.
+pub struct ToolCtx<'a> {
+    /// The session's working directory (relative paths resolve against it).
+    pub cwd: &'a Path,
+    /// The project root (git worktree root, else `cwd`). Reading inside it needs no permission.
+    pub project_root: &'a Path,
+    pub reads: &'a dyn ReadTracker,
+    /// Set when the user cancels the turn: long-running tools stop and kill their processes.
+    pub cancel: Arc<AtomicBool>,
+}
+
+/// A permission a call needs before it may run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PermissionRequest {
+    pub tool: String,
+    /// Crush's action names: execute (bash), write (edit, multiedit, write), read (view), list (ls,
+    /// glob, grep), fetch (fetch).
+    pub action: &'static str,
+    /// The file or directory concerned (absolute); for bash, the working directory.
+    pub path: PathBuf,
+    /// One line for the user: the command, the file, the URL.
+    pub description: String,
+    /// Optional diff to show (edit, multiedit, write).
+    pub diff: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ToolOutput {
+    /// What the model sees.
+    pub content: String,
+    pub is_error: bool,
+    /// Tool-specific metadata stored with the result (JSON object or Null).
+    pub metadata: Value,
+}
+
+impl ToolOutput {
+    pub fn ok(content: impl Into<String>) -> ToolOutput {
+        ToolOutput {
+            content: content.into(),
+            ..Default::default()
+        }
+    }
+    pub fn error(content: impl Into<String>) -> ToolOutput {
+        ToolOutput {
+            content: content.into(),
+            is_error: true,
+            ..Default::default()
+        }
+    }
+}
+
+pub trait Tool: Send + Sync {
+    /// The name the model sees (Crush's names, so permissions and hook matchers carry over).
+    fn name(&self) -> &'static str;
+    fn description(&self) -> String;
+    /// JSON Schema of the parameters.
+    fn schema(&self) -> Value;
+    /// The permission this call needs, or None. Err: the input is invalid (the message goes to the
+    /// model as an error result and the tool does not run).
+    fn permission(&self, input: &Value, ctx: &ToolCtx) -> Result<Option<PermissionRequest>, String>;
+    fn run(&self, input: &Value, ctx: &ToolCtx) -> ToolOutput;
+}
