@@ -3,19 +3,33 @@
 //! nothing.
 
 use crate::llm::{Part, Role, Usage};
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 use std::fmt;
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub mod projects;
+mod schema;
 
 #[derive(Debug)]
 pub enum StoreError {
     /// The database could not be opened or migrated.
-    Open { path: PathBuf, message: String },
+    Open {
+        path: PathBuf,
+        message: String,
+    },
     /// The database was written by a newer crush.
-    TooNew { path: PathBuf, found: i64, supported: i64 },
+    TooNew {
+        path: PathBuf,
+        found: i64,
+        supported: i64,
+    },
     NotFound(String),
-    Ambiguous { prefix: String, candidates: Vec<String> },
+    Ambiguous {
+        prefix: String,
+        candidates: Vec<String>,
+    },
     Sql(String),
 }
 
@@ -23,7 +37,11 @@ impl fmt::Display for StoreError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             StoreError::Open { path, message } => {
-                write!(f, "cannot open the session store {}: {message}", path.display())
+                write!(
+                    f,
+                    "cannot open the session store {}: {message}",
+                    path.display()
+                )
             }
             StoreError::TooNew {
                 path,
@@ -108,59 +126,766 @@ pub struct UsageRecord {
     pub price_source: String,
 }
 
-pub struct Store {
-    #[allow(dead_code)]
-    conn: rusqlite::Connection,
+/// One row of the `usage` ledger: one model call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct UsageRow {
+    pub id: i64,
+    pub session_id: String,
+    /// The first assistant message of the step, if the step had one.
+    pub message_id: Option<String>,
+    pub provider: String,
+    pub model: String,
+    /// None: the provider reported no usage.
+    pub usage: Option<Usage>,
+    /// USD; None when unpriced.
+    pub cost: Option<f64>,
+    pub price_source: String,
+    /// Unix seconds.
+    pub created_at: i64,
 }
 
-#[allow(unused_variables)]
+/// The text of the synthetic result that closes a tool call a crash interrupted.
+pub const INTERRUPTED_TOOL_RESULT: &str = "tool call was interrupted before it finished";
+
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+const SESSION_COLUMNS: &str = "id, parent_session_id, title, message_count, prompt_tokens, \
+     completion_tokens, cost, context_tokens, created_at, updated_at";
+
+const MESSAGE_COLUMNS: &str = "id, session_id, seq, role, parts, model, provider, created_at";
+
+/// Adds one call's tokens (and cost) to the session and every ancestor: a sub-agent's usage is
+/// recorded against the child session and its parents' totals include it exactly once, in the
+/// same transaction.
+const ADD_TOTALS_WITH_COST: &str = "WITH RECURSIVE chain(id) AS (
+        SELECT ?1
+        UNION
+        SELECT s.parent_session_id FROM sessions s JOIN chain c ON s.id = c.id
+        WHERE s.parent_session_id IS NOT NULL
+    )
+    UPDATE sessions SET prompt_tokens = prompt_tokens + ?2,
+        completion_tokens = completion_tokens + ?3,
+        cost = cost + ?4,
+        updated_at = ?5
+    WHERE id IN (SELECT id FROM chain)";
+
+const ADD_TOTALS_NO_COST: &str = "WITH RECURSIVE chain(id) AS (
+        SELECT ?1
+        UNION
+        SELECT s.parent_session_id FROM sessions s JOIN chain c ON s.id = c.id
+        WHERE s.parent_session_id IS NOT NULL
+    )
+    UPDATE sessions SET prompt_tokens = prompt_tokens + ?2,
+        completion_tokens = completion_tokens + ?3,
+        updated_at = ?4
+    WHERE id IN (SELECT id FROM chain)";
+
 impl Store {
     /// Opens (creating if needed) the database, sets WAL, foreign keys and a busy timeout, and
-    /// migrates by `PRAGMA user_version` inside a transaction.
+    /// migrates by `PRAGMA user_version` inside a transaction. A database written by a newer
+    /// schema is refused (`TooNew`) before anything is written to it.
     pub fn open(path: &Path) -> Result<Store> {
-        todo!()
+        let open_err = |message: String| StoreError::Open {
+            path: path.to_path_buf(),
+            message,
+        };
+        if let Some(parent) = path.parent()
+            && !parent.as_os_str().is_empty()
+        {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| open_err(format!("cannot create {}: {e}", parent.display())))?;
+        }
+        let conn = Connection::open(path).map_err(|e| open_err(e.to_string()))?;
+        conn.busy_timeout(Duration::from_millis(30_000))
+            .map_err(|e| open_err(e.to_string()))?;
+        conn.pragma_update(None, "foreign_keys", true)
+            .map_err(|e| open_err(e.to_string()))?;
+
+        // Refuse a newer schema before anything (even the journal mode) is written.
+        let found = user_version(&conn).map_err(|e| open_err(e.to_string()))?;
+        if found > schema::SUPPORTED_VERSION {
+            return Err(StoreError::TooNew {
+                path: path.to_path_buf(),
+                found,
+                supported: schema::SUPPORTED_VERSION,
+            });
+        }
+
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+            .map_err(|e| open_err(format!("cannot enable WAL: {e}")))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(open_err(format!(
+                "cannot enable WAL (journal mode is {mode})"
+            )));
+        }
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(|e| open_err(e.to_string()))?;
+
+        let store = Store {
+            conn,
+            path: path.to_path_buf(),
+        };
+        if found < schema::SUPPORTED_VERSION {
+            store.migrate()?;
+        }
+        Ok(store)
     }
+
+    /// The database file this store was opened on.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn migrate(&self) -> Result<()> {
+        let open_err = |e: rusqlite::Error| StoreError::Open {
+            path: self.path.clone(),
+            message: format!("migration failed: {e}"),
+        };
+        let tx = self.write_tx().map_err(|e| StoreError::Open {
+            path: self.path.clone(),
+            message: e.to_string(),
+        })?;
+        // Read again inside the transaction: another process may have migrated meanwhile.
+        let found = user_version(&tx).map_err(open_err)?;
+        if found > schema::SUPPORTED_VERSION {
+            return Err(StoreError::TooNew {
+                path: self.path.clone(),
+                found,
+                supported: schema::SUPPORTED_VERSION,
+            });
+        }
+        if found == schema::SUPPORTED_VERSION {
+            return Ok(());
+        }
+        let from = usize::try_from(found.max(0)).unwrap_or(0);
+        for (i, sql) in schema::MIGRATIONS.iter().enumerate().skip(from) {
+            tx.execute_batch(sql).map_err(open_err)?;
+            if i == 0 {
+                schema::adopt_existing(&tx).map_err(open_err)?;
+            }
+            tx.pragma_update(None, "user_version", (i + 1) as i64)
+                .map_err(open_err)?;
+        }
+        tx.commit().map_err(open_err)?;
+        Ok(())
+    }
+
+    /// A write transaction that takes the write lock up front, so concurrent writers (other
+    /// processes, other connections) serialize instead of failing on lock upgrade.
+    fn write_tx(&self) -> Result<Transaction<'_>> {
+        Ok(Transaction::new_unchecked(
+            &self.conn,
+            TransactionBehavior::Immediate,
+        )?)
+    }
+
     pub fn create_session(&self, title: &str, parent: Option<&str>) -> Result<Session> {
-        todo!()
+        let id = new_id()?;
+        let now = now_secs();
+        let tx = self.write_tx()?;
+        if let Some(p) = parent
+            && !session_exists(&tx, p)?
+        {
+            return Err(StoreError::NotFound(p.to_string()));
+        }
+        tx.execute(
+            "INSERT INTO sessions (id, parent_session_id, title, created_at, updated_at)
+             VALUES (?1, ?2, ?3, ?4, ?4)",
+            params![id, parent, title, now],
+        )?;
+        let s = load_session(&tx, &id)?.ok_or_else(|| StoreError::NotFound(id.clone()))?;
+        tx.commit()?;
+        Ok(s)
     }
+
     pub fn session(&self, id: &str) -> Result<Option<Session>> {
-        todo!()
+        load_session(&self.conn, id)
     }
-    /// A full id or a unique prefix of one.
+
+    /// A full id or a unique prefix of one (sub-agent sessions included).
     pub fn resolve_session(&self, id_or_prefix: &str) -> Result<Session> {
-        todo!()
+        if let Some(s) = self.session(id_or_prefix)? {
+            return Ok(s);
+        }
+        if id_or_prefix.is_empty() {
+            return Err(StoreError::NotFound(String::new()));
+        }
+        let mut stmt = self.conn.prepare(
+            "SELECT id FROM sessions WHERE substr(id, 1, length(?1)) = ?1
+             ORDER BY updated_at DESC, created_at DESC, rowid DESC",
+        )?;
+        let ids = stmt
+            .query_map([id_or_prefix], |r| r.get::<_, String>(0))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        match ids.len() {
+            0 => Err(StoreError::NotFound(id_or_prefix.to_string())),
+            1 => self
+                .session(&ids[0])?
+                .ok_or_else(|| StoreError::NotFound(id_or_prefix.to_string())),
+            n => {
+                const SHOWN: usize = 20;
+                let mut candidates: Vec<String> = ids.into_iter().take(SHOWN).collect();
+                if n > SHOWN {
+                    candidates.push(format!("... and {} more", n - SHOWN));
+                }
+                Err(StoreError::Ambiguous {
+                    prefix: id_or_prefix.to_string(),
+                    candidates,
+                })
+            }
+        }
     }
+
     /// Top-level sessions, most recently updated first.
     pub fn list_sessions(&self) -> Result<Vec<Session>> {
-        todo!()
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions WHERE parent_session_id IS NULL
+             ORDER BY updated_at DESC, created_at DESC, rowid DESC"
+        ))?;
+        let rows = stmt
+            .query_map([], session_from_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
     }
-    /// The most recently updated top-level session.
+
+    /// The most recently updated top-level session (never a sub-agent's).
     pub fn latest_session(&self) -> Result<Option<Session>> {
-        todo!()
+        Ok(self
+            .conn
+            .query_row(
+                &format!(
+                    "SELECT {SESSION_COLUMNS} FROM sessions WHERE parent_session_id IS NULL
+                     ORDER BY updated_at DESC, created_at DESC, rowid DESC LIMIT 1"
+                ),
+                [],
+                session_from_row,
+            )
+            .optional()?)
     }
+
+    /// The session's messages in order.
     pub fn messages(&self, session_id: &str) -> Result<Vec<StoredMessage>> {
-        todo!()
+        load_messages(&self.conn, session_id)
     }
+
     pub fn add_message(&self, session_id: &str, msg: &NewMessage) -> Result<StoredMessage> {
-        todo!()
+        let tx = self.write_tx()?;
+        if !session_exists(&tx, session_id)? {
+            return Err(StoreError::NotFound(session_id.to_string()));
+        }
+        let now = now_secs();
+        let stored = insert_message(&tx, session_id, msg, now)?;
+        tx.execute(
+            "UPDATE sessions SET updated_at = ?1 WHERE id = ?2",
+            params![now, session_id],
+        )?;
+        tx.commit()?;
+        Ok(stored)
     }
+
     /// One finished step in one transaction: its messages (assistant, then tool results), its
-    /// usage row (tied to the first assistant message) and the session's running totals.
+    /// usage row (tied to the first assistant message) and the session's running totals (and
+    /// those of its ancestors, for a sub-agent session).
     pub fn commit_step(
         &self,
         session_id: &str,
         msgs: &[NewMessage],
         usage: Option<&UsageRecord>,
     ) -> Result<Vec<StoredMessage>> {
-        todo!()
+        // Validate before taking the write lock.
+        let checked = usage.map(CheckedUsage::new).transpose()?;
+
+        let tx = self.write_tx()?;
+        if !session_exists(&tx, session_id)? {
+            return Err(StoreError::NotFound(session_id.to_string()));
+        }
+        let now = now_secs();
+        let mut stored = Vec::with_capacity(msgs.len());
+        for m in msgs {
+            stored.push(insert_message(&tx, session_id, m, now)?);
+        }
+        tx.execute(
+            "UPDATE sessions SET updated_at = ?1 WHERE id = ?2",
+            params![now, session_id],
+        )?;
+
+        if let (Some(rec), Some(c)) = (usage, checked) {
+            let message_id = stored
+                .iter()
+                .find(|m| m.role == Role::Assistant)
+                .map(|m| m.id.as_str());
+            tx.execute(
+                "INSERT INTO usage (session_id, message_id, provider, model, input_tokens,
+                     output_tokens, cache_read_tokens, cache_write_tokens, cost, price_source,
+                     created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                params![
+                    session_id,
+                    message_id,
+                    rec.provider,
+                    rec.model,
+                    c.tokens.map(|t| t.input),
+                    c.tokens.map(|t| t.output),
+                    c.tokens.map(|t| t.cache_read),
+                    c.tokens.map(|t| t.cache_write),
+                    c.cost,
+                    rec.price_source,
+                    now,
+                ],
+            )?;
+            let (prompt, completion) = c.tokens.map_or((0, 0), |t| (t.prompt, t.output));
+            match c.cost {
+                Some(cost) => tx.execute(
+                    ADD_TOTALS_WITH_COST,
+                    params![session_id, prompt, completion, cost, now],
+                )?,
+                None => tx.execute(
+                    ADD_TOTALS_NO_COST,
+                    params![session_id, prompt, completion, now],
+                )?,
+            };
+            if let Some(t) = c.tokens {
+                tx.execute(
+                    "UPDATE sessions SET context_tokens = ?1 WHERE id = ?2",
+                    params![t.context, session_id],
+                )?;
+            }
+        }
+        tx.commit()?;
+        Ok(stored)
     }
+
+    /// Sets the title only.
     pub fn set_title(&self, session_id: &str, title: &str) -> Result<()> {
-        todo!()
+        let n = self.conn.execute(
+            "UPDATE sessions SET title = ?1 WHERE id = ?2",
+            params![title, session_id],
+        )?;
+        if n == 0 {
+            return Err(StoreError::NotFound(session_id.to_string()));
+        }
+        Ok(())
     }
+
+    /// Records that `path` was read now, when its modification time was `mtime_ns`.
     pub fn record_read(&self, session_id: &str, path: &Path, mtime_ns: i64) -> Result<()> {
-        todo!()
+        let tx = self.write_tx()?;
+        if !session_exists(&tx, session_id)? {
+            return Err(StoreError::NotFound(session_id.to_string()));
+        }
+        tx.execute(
+            "INSERT INTO read_files (session_id, path, read_at, mtime_ns) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (path, session_id)
+             DO UPDATE SET read_at = excluded.read_at, mtime_ns = excluded.mtime_ns",
+            params![session_id, path_text(path), now_secs(), mtime_ns],
+        )?;
+        tx.commit()?;
+        Ok(())
     }
+
+    /// The modification time (ns) `path` had when this session last read it, if it did.
     pub fn last_read(&self, session_id: &str, path: &Path) -> Result<Option<i64>> {
-        todo!()
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT mtime_ns FROM read_files WHERE session_id = ?1 AND path = ?2",
+                params![session_id, path_text(path)],
+                |r| r.get::<_, Option<i64>>(0),
+            )
+            .optional()?
+            .flatten())
+    }
+
+    /// Deletes a session with its messages, file snapshots, reads, usage rows and, recursively,
+    /// its sub-agent sessions, in one transaction. Ancestors keep their totals: that spend
+    /// happened.
+    pub fn delete_session(&self, id: &str) -> Result<()> {
+        let tx = self.write_tx()?;
+        if !session_exists(&tx, id)? {
+            return Err(StoreError::NotFound(id.to_string()));
+        }
+        let ids = {
+            let mut stmt = tx.prepare(
+                "WITH RECURSIVE tree(id) AS (
+                    SELECT ?1
+                    UNION
+                    SELECT s.id FROM sessions s JOIN tree t ON s.parent_session_id = t.id
+                 )
+                 SELECT id FROM tree",
+            )?;
+            stmt.query_map([id], |r| r.get::<_, String>(0))?
+                .collect::<rusqlite::Result<Vec<_>>>()?
+        };
+        for sid in &ids {
+            tx.execute("DELETE FROM messages WHERE session_id = ?1", [sid])?;
+            tx.execute("DELETE FROM files WHERE session_id = ?1", [sid])?;
+            tx.execute("DELETE FROM read_files WHERE session_id = ?1", [sid])?;
+            tx.execute("DELETE FROM usage WHERE session_id = ?1", [sid])?;
+        }
+        for sid in &ids {
+            tx.execute("DELETE FROM sessions WHERE id = ?1", [sid])?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Closes every tool call that has no result after it (the process died while it ran) with
+    /// one `tool` message of synthetic error results. Returns how many calls were closed.
+    pub fn close_interrupted(&self, session_id: &str) -> Result<usize> {
+        let tx = self.write_tx()?;
+        if !session_exists(&tx, session_id)? {
+            return Err(StoreError::NotFound(session_id.to_string()));
+        }
+        let msgs = load_messages(&tx, session_id)?;
+        // Calls in order; a result answers a call only if it comes after it.
+        let mut open: Vec<(String, String)> = Vec::new();
+        for m in &msgs {
+            for p in &m.parts {
+                match p {
+                    Part::ToolCall { id, name, .. } => open.push((id.clone(), name.clone())),
+                    Part::ToolResult { tool_call_id, .. } => {
+                        open.retain(|(id, _)| id != tool_call_id)
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if open.is_empty() {
+            return Ok(0);
+        }
+        let parts = open
+            .iter()
+            .map(|(id, name)| Part::ToolResult {
+                tool_call_id: id.clone(),
+                name: name.clone(),
+                content: INTERRUPTED_TOOL_RESULT.to_string(),
+                data: String::new(),
+                mime_type: String::new(),
+                metadata: String::new(),
+                is_error: true,
+            })
+            .collect();
+        let msg = NewMessage {
+            role: Role::Tool,
+            parts,
+            model: None,
+            provider: None,
+        };
+        let now = now_secs();
+        insert_message(&tx, session_id, &msg, now)?;
+        tx.execute(
+            "UPDATE sessions SET updated_at = ?1 WHERE id = ?2",
+            params![now, session_id],
+        )?;
+        tx.commit()?;
+        Ok(open.len())
+    }
+
+    /// The session's usage ledger rows, oldest first.
+    pub fn usage_rows(&self, session_id: &str) -> Result<Vec<UsageRow>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT id, session_id, message_id, provider, model, input_tokens, output_tokens,
+                 cache_read_tokens, cache_write_tokens, cost, price_source, created_at
+             FROM usage WHERE session_id = ?1 ORDER BY id",
+        )?;
+        let rows = stmt
+            .query_map([session_id], |r| {
+                let toks: [Option<i64>; 4] = [r.get(5)?, r.get(6)?, r.get(7)?, r.get(8)?];
+                Ok((
+                    UsageRow {
+                        id: r.get(0)?,
+                        session_id: r.get(1)?,
+                        message_id: r.get(2)?,
+                        provider: r.get(3)?,
+                        model: r.get(4)?,
+                        usage: None,
+                        cost: r.get(9)?,
+                        price_source: r.get(10)?,
+                        created_at: r.get(11)?,
+                    },
+                    toks,
+                ))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows
+            .into_iter()
+            .map(|(mut row, toks)| {
+                if toks.iter().any(Option::is_some) {
+                    let t = |v: Option<i64>| v.and_then(|n| u64::try_from(n).ok()).unwrap_or(0);
+                    row.usage = Some(Usage {
+                        input: t(toks[0]),
+                        output: t(toks[1]),
+                        cache_read: t(toks[2]),
+                        cache_write: t(toks[3]),
+                    });
+                }
+                row
+            })
+            .collect())
     }
 }
+
+/// Token counts of one call converted to SQLite integers, with the sums the totals need.
+#[derive(Clone, Copy)]
+struct CheckedTokens {
+    input: i64,
+    output: i64,
+    cache_read: i64,
+    cache_write: i64,
+    /// input + cache read + cache write
+    prompt: i64,
+    /// prompt + output
+    context: i64,
+}
+
+struct CheckedUsage {
+    tokens: Option<CheckedTokens>,
+    cost: Option<f64>,
+}
+
+impl CheckedUsage {
+    fn new(rec: &UsageRecord) -> Result<CheckedUsage> {
+        let conv = |what: &str, v: u64| {
+            i64::try_from(v).map_err(|_| {
+                StoreError::Sql(format!(
+                    "usage for {}/{}: {what} tokens {v} out of range (must be 0..={})",
+                    rec.provider,
+                    rec.model,
+                    i64::MAX
+                ))
+            })
+        };
+        let tokens = match rec.usage {
+            None => None,
+            Some(u) => {
+                let input = conv("input", u.input)?;
+                let output = conv("output", u.output)?;
+                let cache_read = conv("cache read", u.cache_read)?;
+                let cache_write = conv("cache write", u.cache_write)?;
+                let overflow = || {
+                    StoreError::Sql(format!(
+                        "usage for {}/{}: token sum out of range",
+                        rec.provider, rec.model
+                    ))
+                };
+                let prompt = input
+                    .checked_add(cache_read)
+                    .and_then(|n| n.checked_add(cache_write))
+                    .ok_or_else(overflow)?;
+                let context = prompt.checked_add(output).ok_or_else(overflow)?;
+                Some(CheckedTokens {
+                    input,
+                    output,
+                    cache_read,
+                    cache_write,
+                    prompt,
+                    context,
+                })
+            }
+        };
+        if let Some(c) = rec.cost
+            && !(c.is_finite() && c >= 0.0)
+        {
+            return Err(StoreError::Sql(format!(
+                "usage for {}/{}: cost {c} is not a non-negative number of USD",
+                rec.provider, rec.model
+            )));
+        }
+        Ok(CheckedUsage {
+            tokens,
+            cost: rec.cost,
+        })
+    }
+}
+
+fn user_version(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.query_row("PRAGMA user_version", [], |r| r.get(0))
+}
+
+fn session_exists(conn: &Connection, id: &str) -> Result<bool> {
+    Ok(conn
+        .query_row("SELECT 1 FROM sessions WHERE id = ?1", [id], |_| Ok(()))
+        .optional()?
+        .is_some())
+}
+
+fn load_session(conn: &Connection, id: &str) -> Result<Option<Session>> {
+    Ok(conn
+        .query_row(
+            &format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?1"),
+            [id],
+            session_from_row,
+        )
+        .optional()?)
+}
+
+fn session_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Session> {
+    Ok(Session {
+        id: r.get(0)?,
+        parent_session_id: r.get(1)?,
+        title: r.get(2)?,
+        message_count: r.get(3)?,
+        prompt_tokens: r.get(4)?,
+        completion_tokens: r.get(5)?,
+        cost: r.get(6)?,
+        context_tokens: r.get(7)?,
+        created_at: r.get(8)?,
+        updated_at: r.get(9)?,
+    })
+}
+
+fn load_messages(conn: &Connection, session_id: &str) -> Result<Vec<StoredMessage>> {
+    let mut stmt = conn.prepare(&format!(
+        "SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1 ORDER BY seq"
+    ))?;
+    type Raw = (
+        String,
+        String,
+        i64,
+        String,
+        String,
+        Option<String>,
+        Option<String>,
+        i64,
+    );
+    let raw = stmt
+        .query_map([session_id], |r| {
+            Ok::<Raw, _>((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+                r.get(6)?,
+                r.get(7)?,
+            ))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    raw.into_iter()
+        .map(
+            |(id, session_id, seq, role, parts, model, provider, created_at)| {
+                let role = Role::parse(&role).ok_or_else(|| {
+                    StoreError::Sql(format!("message {id}: unknown role '{role}'"))
+                })?;
+                let parts: Vec<Part> = serde_json::from_str(&parts).map_err(|e| {
+                    StoreError::Sql(format!("message {id}: cannot decode parts: {e}"))
+                })?;
+                Ok(StoredMessage {
+                    id,
+                    session_id,
+                    seq,
+                    role,
+                    parts,
+                    model,
+                    provider,
+                    created_at,
+                })
+            },
+        )
+        .collect()
+}
+
+/// Inserts one message at the end of the session (seq = max + 1). Must run inside a write
+/// transaction so the seq cannot race.
+fn insert_message(
+    conn: &Connection,
+    session_id: &str,
+    msg: &NewMessage,
+    now: i64,
+) -> Result<StoredMessage> {
+    let id = new_id()?;
+    let parts = serde_json::to_string(&msg.parts)
+        .map_err(|e| StoreError::Sql(format!("cannot encode message parts: {e}")))?;
+    let finished_at = msg.parts.iter().rev().find_map(|p| match p {
+        Part::Finish { time, .. } => Some(*time),
+        _ => None,
+    });
+    let seq: i64 = conn.query_row(
+        "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?1",
+        [session_id],
+        |r| r.get(0),
+    )?;
+    conn.execute(
+        "INSERT INTO messages (id, session_id, role, parts, model, created_at, updated_at,
+             finished_at, provider, is_summary_message, seq)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8, 0, ?9)",
+        params![
+            id,
+            session_id,
+            msg.role.as_str(),
+            parts,
+            msg.model,
+            now,
+            finished_at,
+            msg.provider,
+            seq
+        ],
+    )?;
+    Ok(StoredMessage {
+        id,
+        session_id: session_id.to_string(),
+        seq,
+        role: msg.role,
+        parts: msg.parts.clone(),
+        model: msg.model.clone(),
+        provider: msg.provider.clone(),
+        created_at: now,
+    })
+}
+
+fn path_text(path: &Path) -> String {
+    path.to_string_lossy().into_owned()
+}
+
+fn now_secs() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// A random (version 4) UUID, from the kernel's random source.
+pub fn new_id() -> Result<String> {
+    let mut b = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut b))
+        .map_err(|e| StoreError::Sql(format!("cannot read /dev/urandom for an id: {e}")))?;
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    Ok(format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    ))
+}
+
+/// Creates a project data dir (mode 0700) with a `.gitignore` of `*` if it has none.
+pub fn ensure_data_dir(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let gi = dir.join(".gitignore");
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&gi)
+    {
+        Ok(mut f) => f.write_all(b"*\n"),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,10 +1,357 @@
 //! `projects.json` in the global data dir: known projects, most recent first, written atomically.
+//!
+//! Format (Crush's): `{"projects":[{"path","data_dir","last_accessed"}]}`, `last_accessed` in
+//! RFC 3339 UTC, keyed by exact path, sorted by `last_accessed` descending, mode 0600.
 
+use serde::{Deserialize, Serialize};
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::io::AsRawFd;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+const FILE_NAME: &str = "projects.json";
+const LOCK_NAME: &str = "projects.json.lock";
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct Project {
+    pub path: String,
+    pub data_dir: String,
+    /// RFC 3339, UTC.
+    pub last_accessed: String,
+}
+
+#[derive(Serialize, Deserialize, Default)]
+struct ProjectList {
+    #[serde(default)]
+    projects: Vec<Project>,
+}
 
 /// Records that `project` (with data dir `data_dir`) was used now. Safe when several processes
 /// write at once (temp file + rename under a lock file).
-#[allow(unused_variables)]
-pub fn touch(global_data: &Path, project: &Path, data_dir: &Path) -> std::io::Result<()> {
-    todo!()
+pub fn touch(global_data: &Path, project: &Path, data_dir: &Path) -> io::Result<()> {
+    fs::create_dir_all(global_data)?;
+    let _lock = Lock::acquire(&global_data.join(LOCK_NAME))?;
+
+    let file = global_data.join(FILE_NAME);
+    let mut projects = read_projects(&file)?;
+    let path = project.to_string_lossy().into_owned();
+    projects.retain(|p| p.path != path);
+    projects.push(Project {
+        path,
+        data_dir: data_dir.to_string_lossy().into_owned(),
+        last_accessed: rfc3339_utc(SystemTime::now()),
+    });
+    // Stable sort, newest first; unparseable timestamps go last.
+    projects.sort_by_key(|p| std::cmp::Reverse(parse_rfc3339(&p.last_accessed)));
+
+    let mut text = serde_json::to_string_pretty(&ProjectList { projects })
+        .map_err(|e| io::Error::other(format!("cannot encode {FILE_NAME}: {e}")))?;
+    text.push('\n');
+    write_atomic(&file, text.as_bytes())
+}
+
+/// The known projects, most recent first. A missing or unreadable-as-JSON file is an empty list.
+pub fn list(global_data: &Path) -> io::Result<Vec<Project>> {
+    read_projects(&global_data.join(FILE_NAME))
+}
+
+fn read_projects(file: &Path) -> io::Result<Vec<Project>> {
+    match fs::read(file) {
+        Ok(bytes) => Ok(serde_json::from_slice::<ProjectList>(&bytes)
+            .map(|l| l.projects)
+            .unwrap_or_default()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(e),
+    }
+}
+
+/// An exclusive `flock` on a lock file, released on drop (closing the descriptor).
+struct Lock {
+    _file: File,
+}
+
+impl Lock {
+    fn acquire(path: &Path) -> io::Result<Lock> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(path)?;
+        loop {
+            // SAFETY: flock on a descriptor we own and keep open for the lock's lifetime.
+            let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
+            if rc == 0 {
+                return Ok(Lock { _file: file });
+            }
+            let err = io::Error::last_os_error();
+            if err.kind() != io::ErrorKind::Interrupted {
+                return Err(err);
+            }
+        }
+    }
+}
+
+/// Writes `bytes` to a temp file in the same directory, fsyncs it and renames it over `file`.
+fn write_atomic(file: &Path, bytes: &[u8]) -> io::Result<()> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let dir = file
+        .parent()
+        .ok_or_else(|| io::Error::other("projects file has no parent directory"))?;
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| FILE_NAME.to_string());
+    let tmp = dir.join(format!(
+        ".{name}.tmp.{}.{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let result = (|| {
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        drop(f);
+        fs::rename(&tmp, file)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+        return result;
+    }
+    // Make the rename durable; not fatal where directories cannot be synced.
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// `2026-11-30T09:06:47Z`
+pub(crate) fn rfc3339_utc(t: SystemTime) -> String {
+    let secs = match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+        Err(e) => -i64::try_from(e.duration().as_secs()).unwrap_or(i64::MAX),
+    };
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
+}
+
+/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (Howard Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+/// (year, month, day) to days since 1970-01-01.
+fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let m = i64::from(m);
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(d) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// Parses RFC 3339 (as Go writes it: optional fraction, `Z` or `±hh:mm`) to (Unix seconds,
+/// nanoseconds), for ordering.
+fn parse_rfc3339(s: &str) -> Option<(i64, u32)> {
+    let b = s.as_bytes();
+    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
+        return None;
+    }
+    if b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let t = s.get(r)?;
+        if t.bytes().all(|c| c.is_ascii_digit()) {
+            t.parse().ok()
+        } else {
+            None
+        }
+    };
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (h, mi, se) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || se > 60 {
+        return None;
+    }
+    let mut i = 19;
+    let mut nanos: u32 = 0;
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        let start = i;
+        while i < b.len() && b[i].is_ascii_digit() {
+            if i - start < 9 {
+                nanos = nanos * 10 + u32::from(b[i] - b'0');
+            }
+            i += 1;
+        }
+        let digits = i - start;
+        if digits == 0 {
+            return None;
+        }
+        for _ in digits..9 {
+            nanos *= 10;
+        }
+    }
+    let offset = match b.get(i)? {
+        b'Z' | b'z' if i + 1 == b.len() => 0,
+        sign @ (b'+' | b'-') if i + 6 == b.len() && b[i + 3] == b':' => {
+            let oh = num(i + 1..i + 3)?;
+            let om = num(i + 4..i + 6)?;
+            let off = oh * 3600 + om * 60;
+            if *sign == b'+' { off } else { -off }
+        }
+        _ => return None,
+    };
+    let days = days_from_civil(y, mo as u32, d as u32);
+    Some((days * 86_400 + h * 3600 + mi * 60 + se - offset, nanos))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn formats_rfc3339() {
+        assert_eq!(rfc3339_utc(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        let t = UNIX_EPOCH + Duration::from_secs(1_796_029_607);
+        assert_eq!(rfc3339_utc(t), "2026-11-30T09:06:47Z");
+        let t = UNIX_EPOCH + Duration::from_secs(951_782_400); // leap day 2000
+        assert_eq!(rfc3339_utc(t), "2000-02-29T00:00:00Z");
+    }
+
+    #[test]
+    fn parses_rfc3339() {
+        assert_eq!(
+            parse_rfc3339("2026-11-30T09:06:47Z"),
+            Some((1_796_029_607, 0))
+        );
+        assert_eq!(
+            parse_rfc3339("2026-11-30T10:06:47.5+01:00"),
+            Some((1_796_029_607, 500_000_000))
+        );
+        assert_eq!(
+            parse_rfc3339("2026-11-30T09:06:47.123456789Z"),
+            Some((1_796_029_607, 123_456_789))
+        );
+        assert_eq!(parse_rfc3339("yesterday"), None);
+        assert_eq!(parse_rfc3339("2026-11-30T09:06:47"), None);
+        for secs in [0i64, 86_399, 951_782_400, 1_796_029_607, 4_102_444_800] {
+            let t = UNIX_EPOCH + Duration::from_secs(secs as u64);
+            assert_eq!(parse_rfc3339(&rfc3339_utc(t)), Some((secs, 0)));
+        }
+    }
+
+    #[test]
+    fn touch_adds_updates_and_sorts() {
+        let dir = tempfile::tempdir().unwrap();
+        let g = dir.path().join("global");
+        // Existing entries written by Go Crush (fractional seconds, an offset).
+        fs::create_dir_all(&g).unwrap();
+        fs::write(
+            g.join(FILE_NAME),
+            r#"{"projects":[
+                {"path":"/old","data_dir":"/old/.crush","last_accessed":"2020-01-01T00:00:00.123456Z"},
+                {"path":"/mid","data_dir":"/mid/.crush","last_accessed":"2021-01-01T01:00:00+01:00"},
+                {"path":"/a","data_dir":"/a/.crush","last_accessed":"2019-01-01T00:00:00Z"}
+            ]}"#,
+        )
+        .unwrap();
+        touch(&g, Path::new("/a"), Path::new("/a/.crush2")).unwrap();
+        let l = list(&g).unwrap();
+        let paths: Vec<&str> = l.iter().map(|p| p.path.as_str()).collect();
+        assert_eq!(paths, ["/a", "/mid", "/old"]);
+        assert_eq!(l[0].data_dir, "/a/.crush2");
+        assert!(parse_rfc3339(&l[0].last_accessed).is_some());
+        assert!(l[0].last_accessed.ends_with('Z'));
+        // Untouched entries keep their text.
+        assert_eq!(l[2].last_accessed, "2020-01-01T00:00:00.123456Z");
+        // No temp files left behind.
+        let names: Vec<String> = fs::read_dir(&g)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(names.iter().all(|n| !n.contains(".tmp.")), "{names:?}");
+        use std::os::unix::fs::PermissionsExt;
+        let mode = fs::metadata(g.join(FILE_NAME))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[test]
+    fn corrupt_file_is_replaced_not_fatal() {
+        let dir = tempfile::tempdir().unwrap();
+        let g = dir.path();
+        fs::write(g.join(FILE_NAME), "{not json").unwrap();
+        assert!(list(g).unwrap().is_empty());
+        touch(g, Path::new("/p"), Path::new("/p/.crush")).unwrap();
+        let l = list(g).unwrap();
+        assert_eq!(l.len(), 1);
+        assert_eq!(l[0].path, "/p");
+    }
+
+    #[test]
+    fn missing_file_is_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(list(&dir.path().join("nope")).unwrap().is_empty());
+    }
+
+    #[test]
+    fn concurrent_touches_keep_every_entry() {
+        let dir = tempfile::tempdir().unwrap();
+        let g = dir.path().join("g");
+        let threads: Vec<_> = (0..8)
+            .map(|t| {
+                let g = g.clone();
+                std::thread::spawn(move || {
+                    for i in 0..10 {
+                        let p = format!("/proj/{t}/{i}");
+                        touch(&g, Path::new(&p), Path::new(&format!("{p}/.crush"))).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let text = fs::read_to_string(g.join(FILE_NAME)).unwrap();
+        let parsed: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let l = list(&g).unwrap();
+        assert_eq!(parsed["projects"].as_array().unwrap().len(), 80);
+        assert_eq!(l.len(), 80);
+        let mut paths: Vec<&str> = l.iter().map(|p| p.path.as_str()).collect();
+        paths.sort();
+        paths.dedup();
+        assert_eq!(paths.len(), 80);
+        // Sorted newest first.
+        let keys: Vec<_> = l.iter().map(|p| parse_rfc3339(&p.last_accessed)).collect();
+        assert!(keys.windows(2).all(|w| w[0] >= w[1]));
+    }
 }
