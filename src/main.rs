@@ -1,5 +1,73 @@
+//! crush: parse flags, dispatch, map errors to exit codes.
+
+mod agent;
+mod app;
+mod cli;
+mod config;
+mod docs;
 mod llm;
+mod paths;
+mod run;
+mod sessions;
+mod signal;
 mod store;
 mod tools;
 
-fn main() {}
+use app::AppError;
+use cli::Command;
+use std::io::Write;
+use std::process::ExitCode;
+
+/// Prints command output to stdout; a closed stdout is not an error.
+fn print(s: &str) -> Result<i32, AppError> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(s.as_bytes()).and_then(|_| out.flush()) {
+        Ok(()) => Ok(0),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
+        Err(e) => Err(AppError::Runtime(format!("cannot write to stdout: {e}"))),
+    }
+}
+
+fn dispatch(cli: cli::Cli) -> Result<i32, AppError> {
+    let g = &cli.global;
+    match &cli.command {
+        Command::Version => print(&format!("crush {}\n", env!("CARGO_PKG_VERSION"))),
+        Command::Help(cmd) => {
+            print(&cli::help_text(cmd.as_deref()).map_err(|e| AppError::Usage(e.0))?)
+        }
+        Command::Generate(kind) => print(&docs::generate(kind).map_err(AppError::Usage)?),
+        Command::Run(args) => run::run(g, args),
+        Command::SessionsList { json } => print(&sessions::list(g, *json)?),
+        Command::SessionsShow { id, json } => print(&sessions::show(g, id, *json)?),
+        Command::Dirs => {
+            let loaded = app::load_config(g)?;
+            print(&format!(
+                "config\t{}\ndata\t{}\nproject\t{}\nproject data\t{}\n",
+                paths::global_config_dir().display(),
+                paths::global_data_dir().display(),
+                loaded.project_root.display(),
+                loaded.data_dir.display()
+            ))
+        }
+        Command::Repl => Err(AppError::Usage(
+            "the interactive session is not available in this build yet; use: crush run \"your prompt\"".into(),
+        )),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = match cli::parse_from(std::env::args_os().skip(1)) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("crush: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match dispatch(cli) {
+        Ok(code) => ExitCode::from(code as u8),
+        Err(e) => {
+            eprintln!("crush: {e}");
+            ExitCode::from(e.exit_code() as u8)
+        }
+    }
+}

@@ -115,7 +115,9 @@ impl Message {
     }
     pub fn tool_calls(&self) -> impl Iterator<Item = (&str, &str, &str)> {
         self.parts.iter().filter_map(|p| match p {
-            Part::ToolCall { id, name, input, .. } => Some((id.as_str(), name.as_str(), input.as_str())),
+            Part::ToolCall {
+                id, name, input, ..
+            } => Some((id.as_str(), name.as_str(), input.as_str())),
             _ => None,
         })
     }
@@ -197,7 +199,10 @@ pub enum StreamEvent {
     TextDelta(String),
     ReasoningDelta(String),
     /// A tool call began (for progress display only).
-    ToolCallStart { id: String, name: String },
+    ToolCallStart {
+        id: String,
+        name: String,
+    },
     /// The attempt failed and will be retried after `wait`: everything streamed so far for this
     /// call must be discarded.
     Retry {

@@ -214,9 +214,21 @@ impl Store {
             });
         }
 
-        let mode: String = conn
-            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
-            .map_err(|e| open_err(format!("cannot enable WAL: {e}")))?;
+        // Switching the journal mode needs an exclusive lock and SQLite does not call the busy
+        // handler for it, so several processes opening a fresh file at once must retry.
+        let mut attempts = 0;
+        let mode: String = loop {
+            match conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)) {
+                Ok(m) => break m,
+                Err(rusqlite::Error::SqliteFailure(e, _))
+                    if e.code == rusqlite::ErrorCode::DatabaseBusy && attempts < 500 =>
+                {
+                    attempts += 1;
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Err(e) => return Err(open_err(format!("cannot enable WAL: {e}"))),
+            }
+        };
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(open_err(format!(
                 "cannot enable WAL (journal mode is {mode})"

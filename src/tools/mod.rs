@@ -11,7 +11,7 @@ use std::sync::atomic::AtomicBool;
 
 /// Records which files the session has read, so edits can require a prior view and refuse a file
 /// that changed since. Implemented by the agent over the session store.
-pub trait ReadTracker: Send + Sync {
+pub trait ReadTracker {
     /// Remember that `path` (absolute) was read while its modification time was `mtime_ns`.
     fn record_read(&self, path: &Path, mtime_ns: i64);
     /// The modification time recorded at the last read of `path`, if it was read in this session.
@@ -77,6 +77,12 @@ pub trait Tool: Send + Sync {
     fn schema(&self) -> Value;
     /// The permission this call needs, or None. Err: the input is invalid (the message goes to the
     /// model as an error result and the tool does not run).
-    fn permission(&self, input: &Value, ctx: &ToolCtx) -> Result<Option<PermissionRequest>, String>;
+    fn permission(&self, input: &Value, ctx: &ToolCtx)
+    -> Result<Option<PermissionRequest>, String>;
     fn run(&self, input: &Value, ctx: &ToolCtx) -> ToolOutput;
+}
+
+/// Every built-in tool, sorted by name.
+pub fn builtin() -> Vec<Box<dyn Tool>> {
+    Vec::new()
 }

@@ -1,0 +1,158 @@
+//! Whether a tool call that needs permission may run without asking.
+//!
+//! Order: `--yolo`, then `permissions.allowed_tools` (`tool` or `tool:action`), then grants the
+//! user gave for this session. A bash grant covers that exact command only (Go Crush grants every
+//! command in the directory: a known complaint); a grant for a file tool covers that tool in
+//! that directory.
+
+use crate::tools::PermissionRequest;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Grant {
+    Command(String),
+    ToolInDir { tool: String, dir: PathBuf },
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct Permissions {
+    pub yolo: bool,
+    pub allowed_tools: Vec<String>,
+    session: Vec<Grant>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    Allowed,
+    /// The user would have to be asked.
+    Ask,
+}
+
+fn dir_of(p: &Path) -> PathBuf {
+    if p.is_dir() {
+        p.to_path_buf()
+    } else {
+        p.parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| p.to_path_buf())
+    }
+}
+
+impl Permissions {
+    pub fn new(yolo: bool, allowed_tools: Vec<String>) -> Permissions {
+        Permissions {
+            yolo,
+            allowed_tools,
+            session: Vec::new(),
+        }
+    }
+
+    pub fn check(&self, req: &PermissionRequest) -> Decision {
+        if self.yolo {
+            return Decision::Allowed;
+        }
+        let with_action = format!("{}:{}", req.tool, req.action);
+        if self
+            .allowed_tools
+            .iter()
+            .any(|a| a == &req.tool || a == &with_action)
+        {
+            return Decision::Allowed;
+        }
+        let granted = self.session.iter().any(|g| match g {
+            Grant::Command(c) => req.tool == "bash" && c == &req.description,
+            Grant::ToolInDir { tool, dir } => tool == &req.tool && dir == &dir_of(&req.path),
+        });
+        if granted {
+            Decision::Allowed
+        } else {
+            Decision::Ask
+        }
+    }
+
+    /// "Always, for this session".
+    pub fn grant_for_session(&mut self, req: &PermissionRequest) {
+        let g = if req.tool == "bash" {
+            Grant::Command(req.description.clone())
+        } else {
+            Grant::ToolInDir {
+                tool: req.tool.clone(),
+                dir: dir_of(&req.path),
+            }
+        };
+        if !self.session.contains(&g) {
+            self.session.push(g);
+        }
+    }
+
+    /// How a user allows this call without being asked, for messages.
+    pub fn hint(req: &PermissionRequest) -> String {
+        format!(
+            "run with --yolo, or allow it in crush.json: \"permissions\": {{\"allowed_tools\": [\"{}\"]}} (or \"{}:{}\")",
+            req.tool, req.tool, req.action
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(tool: &str, action: &'static str, desc: &str, path: &str) -> PermissionRequest {
+        PermissionRequest {
+            tool: tool.into(),
+            action,
+            path: PathBuf::from(path),
+            description: desc.into(),
+            diff: None,
+        }
+    }
+
+    #[test]
+    fn allow_rules() {
+        let p = Permissions::new(false, vec!["bash".into(), "write:write".into()]);
+        assert_eq!(
+            p.check(&req("bash", "execute", "rm x", "/p")),
+            Decision::Allowed
+        );
+        assert_eq!(
+            p.check(&req("write", "write", "f", "/p/f")),
+            Decision::Allowed
+        );
+        assert_eq!(p.check(&req("edit", "write", "f", "/p/f")), Decision::Ask);
+        assert_eq!(
+            Permissions::new(true, vec![]).check(&req("edit", "write", "f", "/p/f")),
+            Decision::Allowed
+        );
+    }
+
+    #[test]
+    fn session_grant_for_bash_covers_only_that_command() {
+        let mut p = Permissions::new(false, vec![]);
+        let r = req("bash", "execute", "make test", "/p");
+        p.grant_for_session(&r);
+        assert_eq!(p.check(&r), Decision::Allowed);
+        assert_eq!(
+            p.check(&req("bash", "execute", "rm -rf /", "/p")),
+            Decision::Ask
+        );
+    }
+
+    #[test]
+    fn session_grant_for_file_tools_covers_the_directory() {
+        let mut p = Permissions::new(false, vec![]);
+        p.grant_for_session(&req("edit", "write", "a", "/p/src/a.rs"));
+        assert_eq!(
+            p.check(&req("edit", "write", "b", "/p/src/b.rs")),
+            Decision::Allowed
+        );
+        assert_eq!(
+            p.check(&req("edit", "write", "c", "/p/c.rs")),
+            Decision::Ask
+        );
+        assert_eq!(
+            p.check(&req("write", "write", "b", "/p/src/b.rs")),
+            Decision::Ask
+        );
+    }
+}

@@ -1,0 +1,242 @@
+//! The system prompt: who the agent is, its environment (cwd, platform, date, git status) and the
+//! project's context files, in a deterministic order (stable prompts cache well).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// Context files Crush reads by default, in the order they are considered.
+pub const DEFAULT_CONTEXT_PATHS: &[&str] = &[
+    ".github/copilot-instructions.md",
+    ".cursorrules",
+    ".cursor/rules/",
+    "CLAUDE.md",
+    "CLAUDE.local.md",
+    "GEMINI.md",
+    "gemini.md",
+    "crush.md",
+    "crush.local.md",
+    "Crush.md",
+    "Crush.local.md",
+    "CRUSH.md",
+    "CRUSH.local.md",
+    "AGENTS.md",
+    "agents.md",
+    "Agents.md",
+];
+
+/// Total bytes of context files put into the prompt; the rest is left out with a note.
+const CONTEXT_BUDGET: usize = 200 * 1024;
+
+const INTRO: &str = "You are crush, an AI coding assistant working in the user's terminal. \
+You help with software engineering tasks: reading and changing code, running commands, explaining.\n\
+\n\
+Rules:\n\
+- Be concise. Answer directly; no preamble or postamble.\n\
+- Use the tools to look before you change anything. View a file before you edit or overwrite it.\n\
+- Paths may be relative to the working directory or absolute.\n\
+- Each bash call runs in a fresh shell: no state (cd, variables) carries over between calls.\n\
+- When a tool call is refused or fails, read the reason and adapt; do not repeat the same call.\n\
+- Follow the conventions of the project and of any context files below.\n";
+
+/// Files from `entries` (relative to `cwd`, `~/` expanded), directories walked recursively in
+/// name order, deduplicated by path in first-seen order, missing ones skipped.
+pub fn context_files(cwd: &Path, entries: &[String]) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    for e in entries {
+        let p = crate::paths::resolve(cwd, e);
+        collect(&p, &mut out);
+    }
+    out
+}
+
+fn collect(p: &Path, out: &mut Vec<PathBuf>) {
+    if p.is_dir() {
+        let mut children: Vec<PathBuf> = match std::fs::read_dir(p) {
+            Ok(rd) => rd.filter_map(|e| e.ok().map(|e| e.path())).collect(),
+            Err(_) => return,
+        };
+        children.sort();
+        for c in children {
+            collect(&c, out);
+        }
+    } else if p.is_file() {
+        // Case-insensitive file systems would list CLAUDE.md and claude.md twice.
+        let key = p.to_string_lossy().to_lowercase();
+        if !out
+            .iter()
+            .any(|o| o.to_string_lossy().to_lowercase() == key)
+        {
+            out.push(p.to_path_buf());
+        }
+    }
+}
+
+fn git_status(cwd: &Path) -> Option<String> {
+    let out = Command::new("git")
+        .args(["status", "--short", "--branch"])
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut lines: Vec<&str> = text.lines().take(21).collect();
+    if lines.len() == 21 {
+        lines[20] = "...";
+    }
+    Some(lines.join("\n"))
+}
+
+/// Today's date as YYYY-MM-DD (UTC), without a date crate.
+pub fn today() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// Howard Hinnant's days-to-civil algorithm.
+pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+pub struct PromptInputs<'a> {
+    pub cwd: &'a Path,
+    pub project_root: &'a Path,
+    /// Project context entries (defaults first, then the user's).
+    pub context_paths: &'a [String],
+    /// Global context entries (`~/.config/crush/CRUSH.md`...).
+    pub global_context_paths: &'a [String],
+    pub model: &'a str,
+    pub prefix: Option<&'a str>,
+}
+
+pub fn system_prompt(inp: &PromptInputs) -> String {
+    let mut s = String::new();
+    if let Some(p) = inp.prefix.filter(|p| !p.is_empty()) {
+        s.push_str(p);
+        s.push_str("\n\n");
+    }
+    s.push_str(INTRO);
+    s.push_str("\n<env>\n");
+    s.push_str(&format!("Working directory: {}\n", inp.cwd.display()));
+    s.push_str(&format!("Project root: {}\n", inp.project_root.display()));
+    let is_git = inp.project_root.join(".git").exists();
+    s.push_str(&format!(
+        "Is a git repository: {}\n",
+        if is_git { "yes" } else { "no" }
+    ));
+    s.push_str(&format!(
+        "Platform: {} ({})\n",
+        std::env::consts::OS,
+        std::env::consts::ARCH
+    ));
+    s.push_str(&format!("Today's date: {}\n", today()));
+    s.push_str(&format!("Model: {}\n", inp.model));
+    s.push_str("</env>\n");
+    if is_git && let Some(st) = git_status(inp.cwd) {
+        s.push_str("\n<git_status>\n");
+        s.push_str(&st);
+        s.push_str("\n</git_status>\n");
+    }
+    let mut files = context_files(inp.cwd, inp.global_context_paths);
+    for f in context_files(inp.cwd, inp.context_paths) {
+        if !files.contains(&f) {
+            files.push(f);
+        }
+    }
+    let mut used = 0usize;
+    let mut blocks = String::new();
+    for f in files {
+        let Ok(text) = std::fs::read_to_string(&f) else {
+            continue;
+        };
+        if used + text.len() > CONTEXT_BUDGET {
+            blocks.push_str(&format!(
+                "<file path=\"{}\">(left out: the context files exceed {} KiB; view it if needed)</file>\n",
+                f.display(),
+                CONTEXT_BUDGET / 1024
+            ));
+            continue;
+        }
+        used += text.len();
+        blocks.push_str(&format!(
+            "<file path=\"{}\">\n{}\n</file>\n",
+            f.display(),
+            text.trim_end()
+        ));
+    }
+    if !blocks.is_empty() {
+        s.push_str("\n<project_context>\nThe user's instructions for this project:\n");
+        s.push_str(&blocks);
+        s.push_str("</project_context>\n");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(20_787), (2026, 11, 30));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    }
+
+    #[test]
+    fn context_files_in_a_stable_order() {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path();
+        std::fs::write(d.join("AGENTS.md"), "agents").unwrap();
+        std::fs::write(d.join("CLAUDE.md"), "claude").unwrap();
+        std::fs::create_dir_all(d.join("docs/b")).unwrap();
+        std::fs::write(d.join("docs/z.md"), "z").unwrap();
+        std::fs::write(d.join("docs/b/a.md"), "a").unwrap();
+        let mut entries: Vec<String> = DEFAULT_CONTEXT_PATHS
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        entries.push("docs/".into());
+        entries.push("AGENTS.md".into());
+        let files = context_files(d, &entries);
+        let names: Vec<String> = files
+            .iter()
+            .map(|f| f.strip_prefix(d).unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            names,
+            vec!["CLAUDE.md", "AGENTS.md", "docs/b/a.md", "docs/z.md"]
+        );
+        let inputs = PromptInputs {
+            cwd: d,
+            project_root: d,
+            context_paths: &entries,
+            global_context_paths: &[],
+            model: "m",
+            prefix: None,
+        };
+        let a = system_prompt(&inputs);
+        assert!(a.contains("<file path=") && a.contains("claude"));
+        assert_eq!(
+            a,
+            system_prompt(&inputs),
+            "the prompt must be deterministic"
+        );
+    }
+}

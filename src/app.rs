@@ -1,0 +1,253 @@
+//! Start-up shared by the commands: working directory, configuration, data dir, store, session
+//! and agent. Errors carry the exit code class of SPEC §1.
+
+use crate::agent::{Agent, permissions::Permissions, prompt};
+use crate::cli::Global;
+use crate::config::{self, ConfigError, Loaded};
+use crate::llm::RetryPolicy;
+use crate::store::{self, Store};
+use serde_json::{Value, json};
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug)]
+pub enum AppError {
+    /// Bad flag, bad arguments: exit 2.
+    Usage(String),
+    /// Invalid configuration or no provider: exit 2.
+    Config(String),
+    /// Provider unreachable, I/O: exit 1.
+    Runtime(String),
+}
+
+impl AppError {
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            AppError::Usage(_) | AppError::Config(_) => 2,
+            AppError::Runtime(_) => 1,
+        }
+    }
+}
+
+impl fmt::Display for AppError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AppError::Usage(m) | AppError::Config(m) | AppError::Runtime(m) => f.write_str(m),
+        }
+    }
+}
+
+impl From<ConfigError> for AppError {
+    fn from(e: ConfigError) -> Self {
+        AppError::Config(e.to_string())
+    }
+}
+
+impl From<store::StoreError> for AppError {
+    fn from(e: store::StoreError) -> Self {
+        match e {
+            store::StoreError::NotFound(_) | store::StoreError::Ambiguous { .. } => {
+                AppError::Usage(e.to_string())
+            }
+            _ => AppError::Runtime(e.to_string()),
+        }
+    }
+}
+
+/// The working directory: `-c DIR` or the process's.
+pub fn working_dir(global: &Global) -> Result<PathBuf, AppError> {
+    let cwd = match &global.cwd {
+        Some(d) => {
+            let abs = std::env::current_dir()
+                .map(|c| c.join(d))
+                .unwrap_or_else(|_| d.clone());
+            if !abs.is_dir() {
+                return Err(AppError::Usage(format!(
+                    "--cwd {}: not a directory",
+                    d.display()
+                )));
+            }
+            abs
+        }
+        None => std::env::current_dir()
+            .map_err(|e| AppError::Runtime(format!("cannot read the current directory: {e}")))?,
+    };
+    Ok(cwd.canonicalize().unwrap_or(cwd))
+}
+
+/// Loads the configuration with the command-line layer.
+pub fn load_config(global: &Global) -> Result<Loaded, AppError> {
+    let cwd = working_dir(global)?;
+    let mut runtime = json!({});
+    if global.debug {
+        runtime["options"] = json!({"debug": true});
+    }
+    let loaded = config::load(&cwd, global.data_dir.as_deref(), runtime)?;
+    for w in &loaded.warnings {
+        eprintln!("crush: warning: {w}");
+    }
+    if loaded.config.options.debug {
+        for l in &loaded.layers {
+            if let Some(p) = &l.path {
+                eprintln!("crush: debug: config layer {:?}: {}", l.kind, p.display());
+            }
+        }
+        eprintln!("crush: debug: data dir {}", loaded.data_dir.display());
+    }
+    Ok(loaded)
+}
+
+/// Creates the project data dir, registers the project and opens the store.
+pub fn open_store(loaded: &Loaded) -> Result<Store, AppError> {
+    store::ensure_data_dir(&loaded.data_dir).map_err(|e| {
+        AppError::Runtime(format!(
+            "cannot create the data directory {}: {e}",
+            loaded.data_dir.display()
+        ))
+    })?;
+    if let Err(e) = store::projects::touch(
+        &crate::paths::global_data_dir(),
+        &loaded.project_root,
+        &loaded.data_dir,
+    ) {
+        eprintln!("crush: warning: cannot update projects.json: {e}");
+    }
+    Ok(Store::open(&loaded.data_dir.join("crush.db"))?)
+}
+
+/// Opens the store without creating anything (read-only commands).
+pub fn open_existing_store(loaded: &Loaded) -> Result<Option<Store>, AppError> {
+    let db = loaded.data_dir.join("crush.db");
+    if !db.exists() {
+        return Ok(None);
+    }
+    Ok(Some(Store::open(&db)?))
+}
+
+pub struct OpenSession<'s> {
+    pub agent: Agent<'s>,
+    pub title: String,
+    pub resumed: bool,
+}
+
+/// A title from the first words of the prompt.
+pub fn title_from_prompt(prompt: &str) -> String {
+    let line = prompt.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut t: String = line.chars().take(50).collect();
+    if line.chars().count() > 50 {
+        t.push('…');
+    }
+    if t.is_empty() {
+        "Untitled Session".into()
+    } else {
+        t
+    }
+}
+
+fn leak<T>(v: T) -> &'static T {
+    Box::leak(Box::new(v))
+}
+
+/// Everything a turn needs: config, model, store, session (new, `-s` or `-C`), agent.
+pub fn open_session(global: &Global, prompt_text: &str) -> Result<OpenSession<'static>, AppError> {
+    let loaded = load_config(global)?;
+    let model = loaded.resolve_model(global.model.as_deref(), false)?;
+    // The store lives as long as the process; leaking it keeps the agent free of lifetimes.
+    let store: &'static Store = leak(open_store(&loaded)?);
+    let (session, resumed) = if let Some(id) = &global.session {
+        let s = store.resolve_session(id)?;
+        if s.parent_session_id.is_some() {
+            return Err(AppError::Usage(format!(
+                "session {} is a sub-agent's session; continue its parent {} instead",
+                s.id,
+                s.parent_session_id.unwrap_or_default()
+            )));
+        }
+        (s, true)
+    } else if global.continue_last {
+        match store.latest_session()? {
+            Some(s) => (s, true),
+            None => (
+                store.create_session(&title_from_prompt(prompt_text), None)?,
+                false,
+            ),
+        }
+    } else {
+        (
+            store.create_session(&title_from_prompt(prompt_text), None)?,
+            false,
+        )
+    };
+    let opts = &loaded.config.options;
+    let mut context_paths: Vec<String> = prompt::DEFAULT_CONTEXT_PATHS
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    context_paths.extend(opts.context_paths.iter().cloned());
+    let mut global_context = vec![
+        crate::paths::global_config_dir()
+            .join("CRUSH.md")
+            .to_string_lossy()
+            .into_owned(),
+        crate::paths::user_config_home()
+            .join("AGENTS.md")
+            .to_string_lossy()
+            .into_owned(),
+    ];
+    global_context.extend(opts.global_context_paths.iter().cloned());
+    let system = prompt::system_prompt(&prompt::PromptInputs {
+        cwd: &loaded.cwd,
+        project_root: &loaded.project_root,
+        context_paths: &context_paths,
+        global_context_paths: &global_context,
+        model: &model.model.id,
+        prefix: model.provider.system_prompt_prefix.as_deref(),
+    });
+    let disabled = &opts.disabled_tools;
+    let tools = crate::tools::builtin()
+        .into_iter()
+        .filter(|t| !disabled.iter().any(|d| d == t.name()))
+        .collect();
+    let max_steps = extra_option(&loaded, "max_steps")
+        .and_then(Value::as_u64)
+        .unwrap_or(100) as usize;
+    let mut policy = RetryPolicy::default();
+    if let Some(ms) = std::env::var("CRUSH_RETRY_BASE_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        policy.base_backoff = Duration::from_millis(ms);
+    }
+    if let Some(s) = extra_option(&loaded, "request_idle_timeout").and_then(Value::as_u64) {
+        policy.idle_timeout = Duration::from_secs(s.max(1));
+    }
+    let title = session.title.clone();
+    let agent = Agent {
+        store,
+        session_id: session.id,
+        permissions: Permissions::new(global.yolo, loaded.config.permissions.allowed_tools.clone()),
+        model,
+        tools,
+        policy,
+        system,
+        cwd: loaded.cwd.clone(),
+        project_root: loaded.project_root.clone(),
+        max_steps,
+        cancel: crate::signal::interrupt_flag(),
+    };
+    Ok(OpenSession {
+        agent,
+        title,
+        resumed,
+    })
+}
+
+/// An `options` key that is ours rather than Crush's (read from the merged layers).
+fn extra_option<'a>(loaded: &'a Loaded, key: &str) -> Option<&'a Value> {
+    loaded
+        .layers
+        .iter()
+        .rev()
+        .find_map(|l| l.value.get("options").and_then(|o| o.get(key)))
+}

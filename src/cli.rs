@@ -1,0 +1,544 @@
+//! Command-line parsing with lexopt. One table of flags and one table of commands drive parsing,
+//! `--help`, `help COMMAND`, the man page and the shell completions (see `docs.rs`).
+
+use std::ffi::OsString;
+use std::fmt;
+use std::path::PathBuf;
+
+/// Which commands a flag applies to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// Every command.
+    Global,
+    /// Only the listed commands (names from `COMMANDS`).
+    Only(&'static [&'static str]),
+}
+
+pub struct Flag {
+    pub short: Option<char>,
+    pub long: &'static str,
+    /// Name of the value (`DIR`, `FILE`...) or None for a switch.
+    pub value: Option<&'static str>,
+    pub help: &'static str,
+    pub scope: Scope,
+}
+
+pub static FLAGS: &[Flag] = &[
+    Flag {
+        short: Some('c'),
+        long: "cwd",
+        value: Some("DIR"),
+        help: "Run as if started in DIR",
+        scope: Scope::Global,
+    },
+    Flag {
+        short: Some('D'),
+        long: "data-dir",
+        value: Some("DIR"),
+        help: "Use DIR as the project data directory (default <project>/.crush)",
+        scope: Scope::Global,
+    },
+    Flag {
+        short: Some('d'),
+        long: "debug",
+        value: None,
+        help: "Write debug logs to stderr and the log file",
+        scope: Scope::Global,
+    },
+    Flag {
+        short: Some('y'),
+        long: "yolo",
+        value: None,
+        help: "Allow every tool call without asking (banned commands stay banned)",
+        scope: Scope::Only(&["", "run"]),
+    },
+    Flag {
+        short: Some('m'),
+        long: "model",
+        value: Some("[PROVIDER/]MODEL"),
+        help: "Use this model as the large model",
+        scope: Scope::Only(&["", "run"]),
+    },
+    Flag {
+        short: None,
+        long: "small-model",
+        value: Some("[PROVIDER/]MODEL"),
+        help: "Use this model as the small model (titles, summaries)",
+        scope: Scope::Only(&["", "run"]),
+    },
+    Flag {
+        short: Some('s'),
+        long: "session",
+        value: Some("ID"),
+        help: "Continue the session with this id (or unique prefix)",
+        scope: Scope::Only(&["", "run"]),
+    },
+    Flag {
+        short: Some('C'),
+        long: "continue",
+        value: None,
+        help: "Continue the most recent session",
+        scope: Scope::Only(&["", "run"]),
+    },
+    Flag {
+        short: Some('q'),
+        long: "quiet",
+        value: None,
+        help: "Hide the progress indicator and tool lines on stderr",
+        scope: Scope::Only(&["run"]),
+    },
+    Flag {
+        short: None,
+        long: "json",
+        value: None,
+        help: "Print JSON: one event per line for run, a document for listings",
+        scope: Scope::Only(&["run", "sessions"]),
+    },
+    Flag {
+        short: Some('o'),
+        long: "output",
+        value: Some("FILE"),
+        help: "Also write the final message to FILE",
+        scope: Scope::Only(&["run"]),
+    },
+    Flag {
+        short: Some('h'),
+        long: "help",
+        value: None,
+        help: "Show help",
+        scope: Scope::Global,
+    },
+    Flag {
+        short: Some('v'),
+        long: "version",
+        value: None,
+        help: "Show the version",
+        scope: Scope::Only(&[""]),
+    },
+];
+
+pub struct CommandSpec {
+    pub name: &'static str,
+    pub usage: &'static str,
+    pub about: &'static str,
+    /// Subcommands (for completions), if any.
+    pub subcommands: &'static [&'static str],
+}
+
+pub static COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "run",
+        usage: "crush run [FLAGS] [PROMPT...]",
+        about: "Run one non-interactive turn. A piped stdin is placed before the prompt. \
+                stdout carries only the answer (or JSON events with --json).",
+        subcommands: &[],
+    },
+    CommandSpec {
+        name: "sessions",
+        usage: "crush sessions list [--json] | show ID [--json]",
+        about: "List the project's sessions, or show one with its messages.",
+        subcommands: &["list", "show"],
+    },
+    CommandSpec {
+        name: "dirs",
+        usage: "crush dirs",
+        about: "Print where configuration, global data and project data live.",
+        subcommands: &[],
+    },
+    CommandSpec {
+        name: "help",
+        usage: "crush help [COMMAND]",
+        about: "Show help for crush or for one command.",
+        subcommands: &[],
+    },
+];
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Global {
+    pub cwd: Option<PathBuf>,
+    pub data_dir: Option<PathBuf>,
+    pub debug: bool,
+    pub yolo: bool,
+    pub model: Option<String>,
+    pub small_model: Option<String>,
+    pub session: Option<String>,
+    pub continue_last: bool,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RunArgs {
+    pub prompt: Vec<String>,
+    pub quiet: bool,
+    pub json: bool,
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Command {
+    Repl,
+    Run(RunArgs),
+    SessionsList {
+        json: bool,
+    },
+    SessionsShow {
+        id: String,
+        json: bool,
+    },
+    Dirs,
+    /// Help for crush (None) or one command.
+    Help(Option<String>),
+    Version,
+    /// Hidden: print a generated document (man, bash, zsh, fish).
+    Generate(String),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cli {
+    pub global: Global,
+    pub command: Command,
+}
+
+#[derive(Debug, PartialEq)]
+pub struct UsageError(pub String);
+
+impl fmt::Display for UsageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+fn find_flag(short: Option<char>, long: Option<&str>) -> Option<&'static Flag> {
+    FLAGS.iter().find(|f| match (short, long) {
+        (Some(c), _) => f.short == Some(c),
+        (_, Some(l)) => f.long == l,
+        _ => false,
+    })
+}
+
+fn applies(flag: &Flag, command: &str) -> bool {
+    match flag.scope {
+        Scope::Global => true,
+        Scope::Only(cmds) => cmds.contains(&command),
+    }
+}
+
+fn display_name(cmd: &str) -> String {
+    if cmd.is_empty() {
+        "crush".to_string()
+    } else {
+        format!("crush {cmd}")
+    }
+}
+
+pub fn parse_from<I>(args: I) -> Result<Cli, UsageError>
+where
+    I: IntoIterator,
+    I::Item: Into<OsString>,
+{
+    use lexopt::prelude::*;
+    let mut parser = lexopt::Parser::from_args(args);
+    let mut global = Global::default();
+    let mut run = RunArgs::default();
+    let mut json = false;
+    let mut help = false;
+    let mut version = false;
+    let mut generate: Option<String> = None;
+    let mut command = String::new();
+    let mut positionals: Vec<String> = Vec::new();
+    let mut seen: Vec<&'static Flag> = Vec::new();
+    let err = |e: lexopt::Error| UsageError(e.to_string());
+
+    while let Some(arg) = parser.next().map_err(err)? {
+        let flag = match &arg {
+            Short(c) => find_flag(Some(*c), None)
+                .ok_or_else(|| UsageError(format!("unknown flag -{c}; see 'crush --help'")))?,
+            Long("generate") => {
+                generate = Some(parser.value().map_err(err)?.string().map_err(err)?);
+                continue;
+            }
+            Long(l) => find_flag(None, Some(l))
+                .ok_or_else(|| UsageError(format!("unknown flag --{l}; see 'crush --help'")))?,
+            Value(v) => {
+                let v = v
+                    .clone()
+                    .string()
+                    .map_err(|_| UsageError("an argument is not valid UTF-8".into()))?;
+                if command.is_empty() && positionals.is_empty() {
+                    if COMMANDS.iter().any(|c| c.name == v) {
+                        command = v;
+                        continue;
+                    }
+                    if v == "r" {
+                        command = "run".into();
+                        continue;
+                    }
+                    if v == "session" || v == "s" {
+                        command = "sessions".into();
+                        continue;
+                    }
+                    return Err(UsageError(format!(
+                        "unknown command '{v}'; see 'crush --help' (to send a prompt, use: crush run \"{v} ...\")"
+                    )));
+                }
+                positionals.push(v);
+                if command == "run" {
+                    // Everything after the first prompt word is prompt, flags included.
+                    for rest in parser.raw_args().map_err(err)? {
+                        positionals.push(rest.to_string_lossy().into_owned());
+                    }
+                }
+                continue;
+            }
+        };
+        seen.push(flag);
+        let mut value = || -> Result<String, UsageError> {
+            let v = parser.value().map_err(err)?;
+            v.string()
+                .map_err(|_| UsageError(format!("the value of --{} is not valid UTF-8", flag.long)))
+        };
+        match flag.long {
+            "cwd" => global.cwd = Some(PathBuf::from(value()?)),
+            "data-dir" => global.data_dir = Some(PathBuf::from(value()?)),
+            "debug" => global.debug = true,
+            "yolo" => global.yolo = true,
+            "model" => global.model = Some(value()?),
+            "small-model" => global.small_model = Some(value()?),
+            "session" => global.session = Some(value()?),
+            "continue" => global.continue_last = true,
+            "quiet" => run.quiet = true,
+            "json" => json = true,
+            "output" => run.output = Some(PathBuf::from(value()?)),
+            "help" => help = true,
+            "version" => version = true,
+            other => unreachable!("flag --{other} is in the table but not handled"),
+        }
+    }
+
+    if !help && !version {
+        if let Some(flag) = seen.iter().find(|f| !applies(f, &command)) {
+            return Err(UsageError(format!(
+                "flag --{} is not valid for '{}'; see '{} --help'",
+                flag.long,
+                display_name(&command),
+                display_name(&command)
+            )));
+        }
+    }
+    if global.session.is_some() && global.continue_last {
+        return Err(UsageError(
+            "--session and --continue cannot be used together".into(),
+        ));
+    }
+    let command = if let Some(kind) = generate {
+        Command::Generate(kind)
+    } else if version {
+        Command::Version
+    } else if help {
+        Command::Help(if command.is_empty() {
+            None
+        } else {
+            Some(command)
+        })
+    } else {
+        match command.as_str() {
+            "" => Command::Repl,
+            "run" => {
+                run.prompt = positionals;
+                run.json = json;
+                Command::Run(run)
+            }
+            "sessions" => {
+                let mut it = positionals.into_iter();
+                match (it.next().as_deref(), it.next(), it.next()) {
+                    (None | Some("list" | "ls"), None, None) => Command::SessionsList { json },
+                    (Some("show"), Some(id), None) => Command::SessionsShow { id, json },
+                    (Some("show"), None, _) => {
+                        return Err(UsageError(
+                            "usage: crush sessions show ID (see 'crush sessions list')".into(),
+                        ));
+                    }
+                    (Some(other), _, _) => {
+                        return Err(UsageError(format!(
+                            "unknown sessions command '{other}'; usage: crush sessions list | show ID"
+                        )));
+                    }
+                    _ => {
+                        return Err(UsageError("usage: crush sessions list | show ID".into()));
+                    }
+                }
+            }
+            "dirs" => {
+                if let Some(p) = positionals.first() {
+                    return Err(UsageError(format!(
+                        "crush dirs takes no arguments (got '{p}')"
+                    )));
+                }
+                Command::Dirs
+            }
+            "help" => Command::Help(positionals.into_iter().next()),
+            _ => unreachable!("command {command} is in the table but not handled"),
+        }
+    };
+    Ok(Cli { global, command })
+}
+
+fn flag_synopsis(f: &Flag) -> String {
+    let mut s = match f.short {
+        Some(c) => format!("-{c}, --{}", f.long),
+        None => format!("    --{}", f.long),
+    };
+    if let Some(v) = f.value {
+        s.push(' ');
+        s.push_str(v);
+    }
+    s
+}
+
+fn flags_block(out: &mut String, flags: &[&Flag]) {
+    for f in flags {
+        out.push_str(&format!("  {:<32} {}\n", flag_synopsis(f), f.help));
+    }
+}
+
+/// The text of `crush --help` (None) or `crush help COMMAND`.
+pub fn help_text(command: Option<&str>) -> Result<String, UsageError> {
+    let mut out = String::new();
+    match command {
+        None => {
+            out.push_str(&format!(
+                "crush {} — a terminal AI coding assistant\n\nUsage:\n  crush [FLAGS]                 start an interactive session\n",
+                env!("CARGO_PKG_VERSION")
+            ));
+            for c in COMMANDS {
+                out.push_str(&format!("  {:<29} {}\n", c.usage, first_sentence(c.about)));
+            }
+            out.push_str("\nFlags:\n");
+            let flags: Vec<&Flag> = FLAGS.iter().filter(|f| applies(f, "")).collect();
+            flags_block(&mut out, &flags);
+            out.push_str(
+                "\nExit codes: 0 success, 1 runtime failure, 2 usage or configuration error,\n3 stopped by policy (a permission was refused), 130 interrupted.\n\nRun 'crush help COMMAND' for a command's flags; 'man crush' for everything.\n",
+            );
+        }
+        Some(name) => {
+            let c = COMMANDS.iter().find(|c| c.name == name).ok_or_else(|| {
+                UsageError(format!("unknown command '{name}'; see 'crush --help'"))
+            })?;
+            out.push_str(&format!("Usage: {}\n\n{}\n\nFlags:\n", c.usage, c.about));
+            let flags: Vec<&Flag> = FLAGS.iter().filter(|f| applies(f, c.name)).collect();
+            flags_block(&mut out, &flags);
+        }
+    }
+    Ok(out)
+}
+
+fn first_sentence(s: &str) -> &str {
+    match s.find(". ") {
+        Some(i) => &s[..=i],
+        None => s,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Cli, UsageError> {
+        parse_from(args.iter().copied())
+    }
+
+    #[test]
+    fn run_with_flags_and_prompt() {
+        let cli = parse(&[
+            "run", "-q", "--json", "-y", "-m", "fake/m", "fix", "the", "bug",
+        ])
+        .unwrap();
+        assert!(cli.global.yolo);
+        assert_eq!(cli.global.model.as_deref(), Some("fake/m"));
+        match cli.command {
+            Command::Run(r) => {
+                assert!(r.quiet && r.json);
+                assert_eq!(r.prompt, vec!["fix", "the", "bug"]);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn global_flags_before_the_command() {
+        let cli = parse(&["-c", "/tmp", "-D", "/tmp/d", "run", "hi"]).unwrap();
+        assert_eq!(cli.global.cwd, Some(PathBuf::from("/tmp")));
+        assert_eq!(cli.global.data_dir, Some(PathBuf::from("/tmp/d")));
+    }
+
+    #[test]
+    fn prompt_words_after_the_first_are_not_flags() {
+        let cli = parse(&["run", "explain", "-q", "please"]).unwrap();
+        match cli.command {
+            Command::Run(r) => {
+                assert_eq!(r.prompt, vec!["explain", "-q", "please"]);
+                assert!(!r.quiet);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn flags_outside_their_scope_are_refused() {
+        let e = parse(&["sessions", "list", "-o", "x"]).unwrap_err();
+        assert!(
+            e.0.contains("--output is not valid for 'crush sessions'"),
+            "{e}"
+        );
+        assert!(
+            parse(&["--bogus"])
+                .unwrap_err()
+                .0
+                .contains("unknown flag --bogus")
+        );
+    }
+
+    #[test]
+    fn session_and_continue_conflict() {
+        assert!(parse(&["run", "-s", "abc", "-C", "x"]).is_err());
+    }
+
+    #[test]
+    fn sessions_subcommands() {
+        assert_eq!(
+            parse(&["sessions", "show", "ab12", "--json"])
+                .unwrap()
+                .command,
+            Command::SessionsShow {
+                id: "ab12".into(),
+                json: true
+            }
+        );
+        assert_eq!(
+            parse(&["sessions"]).unwrap().command,
+            Command::SessionsList { json: false }
+        );
+        assert!(parse(&["sessions", "frob"]).is_err());
+    }
+
+    #[test]
+    fn help_and_version() {
+        assert_eq!(parse(&["--version"]).unwrap().command, Command::Version);
+        assert_eq!(
+            parse(&["help", "run"]).unwrap().command,
+            Command::Help(Some("run".into()))
+        );
+        assert_eq!(
+            parse(&["run", "--help"]).unwrap().command,
+            Command::Help(Some("run".into()))
+        );
+        let h = help_text(Some("run")).unwrap();
+        assert!(h.contains("--output FILE"), "{h}");
+        assert!(help_text(Some("nope")).is_err());
+    }
+
+    #[test]
+    fn unknown_command_suggests_run() {
+        let e = parse(&["fix", "it"]).unwrap_err();
+        assert!(e.0.contains("crush run"), "{e}");
+    }
+}

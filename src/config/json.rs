@@ -1,0 +1,78 @@
+//! Reading JSON config files (errors with file:line:column) and merging layers.
+
+use serde_json::Value;
+use std::path::Path;
+
+/// Parses `text` (the contents of `path`) as a JSON object.
+pub fn parse_object(path: &Path, text: &str) -> Result<Value, String> {
+    if text.trim().is_empty() {
+        return Ok(Value::Object(Default::default()));
+    }
+    match serde_json::from_str::<Value>(text) {
+        Ok(v @ Value::Object(_)) => Ok(v),
+        Ok(_) => Err(format!(
+            "{}:1:1: the configuration must be a JSON object ({{ ... }})",
+            path.display()
+        )),
+        Err(e) => Err(format!(
+            "{}:{}:{}: invalid JSON: {}",
+            path.display(),
+            e.line(),
+            e.column(),
+            strip_position(&e.to_string())
+        )),
+    }
+}
+
+/// serde_json appends " at line L column C"; we print the position up front instead.
+fn strip_position(msg: &str) -> &str {
+    match msg.rfind(" at line ") {
+        Some(i) => &msg[..i],
+        None => msg,
+    }
+}
+
+/// Merges `upper` into `lower`: objects recursively, arrays concatenated, scalars replaced.
+pub fn merge(lower: &mut Value, upper: Value) {
+    match (lower, upper) {
+        (Value::Object(l), Value::Object(u)) => {
+            for (k, v) in u {
+                match l.get_mut(&k) {
+                    Some(existing) => merge(existing, v),
+                    None => {
+                        l.insert(k, v);
+                    }
+                }
+            }
+        }
+        (Value::Array(l), Value::Array(u)) => l.extend(u),
+        (l, u) => *l = u,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn merge_rules() {
+        let mut a = json!({"o": {"x": 1, "y": [1]}, "s": "a", "arr": [1, 2]});
+        merge(
+            &mut a,
+            json!({"o": {"y": [2], "z": true}, "s": "b", "arr": [3]}),
+        );
+        assert_eq!(
+            a,
+            json!({"o": {"x": 1, "y": [1, 2], "z": true}, "s": "b", "arr": [1, 2, 3]})
+        );
+    }
+
+    #[test]
+    fn invalid_json_names_file_line_and_column() {
+        let e = parse_object(Path::new("/p/crush.json"), "{\n  \"a\": 1,\n  oops\n}").unwrap_err();
+        assert!(e.starts_with("/p/crush.json:3:3: invalid JSON"), "{e}");
+        assert!(parse_object(Path::new("x.json"), "[1]").is_err());
+        assert_eq!(parse_object(Path::new("x.json"), "  ").unwrap(), json!({}));
+    }
+}

@@ -1,0 +1,349 @@
+//! The man page and shell completions, generated from the flag and command tables of `cli.rs`
+//! (`crush --generate man|bash|zsh|fish`). The committed copies in `man/` and `completions/`
+//! are checked against this output by a test, so they cannot fall out of step with the flags.
+
+use crate::cli::{COMMANDS, FLAGS, Flag, Scope};
+
+fn roff_escape(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('-', "\\-")
+}
+
+fn scope_text(f: &Flag) -> String {
+    match f.scope {
+        Scope::Global => String::new(),
+        Scope::Only(cmds) => {
+            let names: Vec<String> = cmds
+                .iter()
+                .map(|c| {
+                    if c.is_empty() {
+                        "crush".to_string()
+                    } else {
+                        format!("crush {c}")
+                    }
+                })
+                .collect();
+            format!(" (for {})", names.join(", "))
+        }
+    }
+}
+
+const MAN_BODY: &str = r#".SH CONFIGURATION
+Configuration is JSON, merged from the global file
+.I $CRUSH_GLOBAL_CONFIG/crush.json
+(default
+.IR ~/.config/crush/crush.json )
+and the project files
+.I crush.json
+and
+.I .crush.json
+found from the working directory up to the project root (the git worktree root). Objects merge
+recursively, arrays concatenate, later files win for scalars. Unknown top-level keys give a warning
+naming the file; invalid JSON is an error naming file:line:column (exit 2).
+.PP
+A provider needs a
+.B type
+(anthropic, openai or openai-compat), a
+.B base_url
+(optional for anthropic and openai) and, for cloud APIs, an
+.BR api_key ;
+values of api_key, base_url and extra_headers expand $VAR, ${VAR} and ${VAR:-default}.
+Without an api_key, anthropic and openai providers read ANTHROPIC_API_KEY and OPENAI_API_KEY;
+when one of these variables is set and no provider of that name is configured, the provider is
+added automatically. A local server (ollama, llama.cpp, vLLM, LM Studio) needs only base_url:
+.PP
+.nf
+{
+  "providers": {
+    "local": {
+      "type": "openai-compat",
+      "base_url": "http://127.0.0.1:11434/v1",
+      "models": [{"id": "qwen2.5-coder", "context_window": 32768}]
+    }
+  },
+  "models": {"large": {"provider": "local", "model": "qwen2.5-coder"}},
+  "permissions": {"allowed_tools": ["bash", "edit"]}
+}
+.fi
+.PP
+Model prices (cost_per_1m_in, cost_per_1m_out, cost_per_1m_in_cached for cache writes,
+cost_per_1m_out_cached for cache reads) are USD per million tokens; a model without prices is
+recorded as unpriced, never as $0.
+.PP
+Other keys: options.context_paths (extra context files or directories for the system prompt),
+options.data_directory, options.disabled_tools, options.debug, options.max_steps (default 100),
+options.request_idle_timeout (seconds of silence before a model stream is abandoned, default 120).
+.SH PERMISSIONS
+Reading and listing inside the project need no permission. Running commands, writing files,
+fetching URLs and reading outside the project do. In
+.B crush run
+such a call is refused unless
+.B \-\-yolo
+is given or
+.B permissions.allowed_tools
+lists the tool ("bash") or the tool and action ("edit:write", "bash:execute", "fetch:fetch",
+"view:read"); the model is told, stderr says how to allow it, and the run exits 3.
+A read-only shell command (ls, git status, ...) needs no permission when it has no redirection,
+pipe, command chaining or substitution. Banned commands (curl, sudo, package installs, ...) are
+refused even with \-\-yolo.
+.SH FILES
+.TP
+.I <project>/.crush/crush.db
+The session store (SQLite). Tables sessions, messages, files, read_files as in Crush, plus usage
+(one row per model call).
+.TP
+.I $CRUSH_GLOBAL_DATA/projects.json
+Known projects, most recent first.
+.SH ENVIRONMENT
+.TP
+.B CRUSH_GLOBAL_CONFIG, CRUSH_GLOBAL_DATA
+Override the global config and data directories (else XDG_CONFIG_HOME/crush and
+XDG_DATA_HOME/crush).
+.TP
+.B ANTHROPIC_API_KEY, OPENAI_API_KEY
+API keys for providers configured without one.
+.TP
+.B CRUSH_RETRY_BASE_MS
+First retry delay for model calls in milliseconds (default 500; doubles per attempt up to 8 s).
+.TP
+.B HTTPS_PROXY, HTTP_PROXY, NO_PROXY
+Proxies for model calls (loopback addresses are never proxied).
+.SH EXIT STATUS
+0 success; 1 runtime failure (provider unreachable after retries, I/O); 2 usage or configuration
+error; 3 stopped by policy (a needed permission was refused in a non-interactive run);
+130 interrupted. A closed stdout exits quietly with 0.
+"#;
+
+pub fn man() -> String {
+    let mut s = String::new();
+    s.push_str(&format!(
+        ".TH CRUSH 1 \"\" \"crush {}\" \"User Commands\"\n",
+        env!("CARGO_PKG_VERSION")
+    ));
+    s.push_str(".SH NAME\ncrush \\- a terminal AI coding assistant\n");
+    s.push_str(".SH SYNOPSIS\n.B crush\n[\\fIFLAGS\\fR]\n");
+    for c in COMMANDS {
+        s.push_str(&format!(".br\n.B {}\n", roff_escape(c.usage)));
+    }
+    s.push_str(".SH DESCRIPTION\ncrush reads your code, runs tools and answers in the terminal, streaming from Anthropic or any OpenAI-compatible server.\n");
+    s.push_str(".SH COMMANDS\n");
+    for c in COMMANDS {
+        s.push_str(&format!(
+            ".TP\n.B {}\n{}\n",
+            roff_escape(c.usage),
+            roff_escape(c.about)
+        ));
+    }
+    s.push_str(".SH FLAGS\n");
+    for f in FLAGS {
+        let mut head = match f.short {
+            Some(c) => format!("\\-{c}, \\-\\-{}", f.long),
+            None => format!("\\-\\-{}", f.long),
+        };
+        if let Some(v) = f.value {
+            head.push_str(&format!(" \\fI{}\\fR", roff_escape(v)));
+        }
+        s.push_str(&format!(
+            ".TP\n.B {head}\n{}{}\n",
+            roff_escape(f.help),
+            roff_escape(&scope_text(f))
+        ));
+    }
+    s.push_str(MAN_BODY);
+    s
+}
+
+fn flags_for(cmd: &str) -> Vec<&'static Flag> {
+    FLAGS
+        .iter()
+        .filter(|f| match f.scope {
+            Scope::Global => true,
+            Scope::Only(c) => c.contains(&cmd),
+        })
+        .collect()
+}
+
+fn words(cmd: &str) -> String {
+    let mut w: Vec<String> = Vec::new();
+    for f in flags_for(cmd) {
+        if let Some(c) = f.short {
+            w.push(format!("-{c}"));
+        }
+        w.push(format!("--{}", f.long));
+    }
+    w.join(" ")
+}
+
+pub fn bash() -> String {
+    let mut s = String::from(
+        "# bash completion for crush (generated by crush --generate bash)\n_crush() {\n    local cur cmd i\n    cur=\"${COMP_WORDS[COMP_CWORD]}\"\n    cmd=\"\"\n    for ((i = 1; i < COMP_CWORD; i++)); do\n        case \"${COMP_WORDS[i]}\" in\n",
+    );
+    let names: Vec<&str> = COMMANDS.iter().map(|c| c.name).collect();
+    s.push_str(&format!(
+        "            {}) cmd=\"${{COMP_WORDS[i]}}\"; break ;;\n",
+        names.join("|")
+    ));
+    s.push_str("        esac\n    done\n    case \"$cmd\" in\n");
+    for c in COMMANDS {
+        let subs = c.subcommands.join(" ");
+        s.push_str(&format!(
+            "        {}) COMPREPLY=($(compgen -W \"{} {}\" -- \"$cur\")) ;;\n",
+            c.name,
+            words(c.name),
+            subs
+        ));
+    }
+    s.push_str(&format!(
+        "        *) COMPREPLY=($(compgen -W \"{} {}\" -- \"$cur\")) ;;\n",
+        words(""),
+        names.join(" ")
+    ));
+    s.push_str("    esac\n}\ncomplete -o default -F _crush crush\n");
+    s
+}
+
+fn zsh_escape(s: &str) -> String {
+    s.replace('\'', "'\\''")
+        .replace('[', "\\[")
+        .replace(']', "\\]")
+        .replace(':', "\\:")
+}
+
+pub fn zsh() -> String {
+    let mut s = String::from(
+        "#compdef crush\n# zsh completion for crush (generated by crush --generate zsh)\n\n_crush() {\n    local -a commands\n    commands=(\n",
+    );
+    for c in COMMANDS {
+        s.push_str(&format!(
+            "        '{}:{}'\n",
+            c.name,
+            zsh_escape(c.about.split(". ").next().unwrap_or(""))
+        ));
+    }
+    s.push_str("    )\n    local cmd=${words[(i)(run|sessions|dirs|help)]}\n");
+    s.push_str("    if (( cmd <= $#words )); then\n        case ${words[cmd]} in\n");
+    for c in COMMANDS {
+        s.push_str(&format!(
+            "            {})\n                _arguments \\\n",
+            c.name
+        ));
+        for f in flags_for(c.name) {
+            s.push_str(&zsh_flag(f));
+        }
+        if c.subcommands.is_empty() {
+            s.push_str("                    '*::argument:_files'\n                ;;\n");
+        } else {
+            s.push_str(&format!(
+                "                    '1:subcommand:({})' '*::argument:_files'\n                ;;\n",
+                c.subcommands.join(" ")
+            ));
+        }
+    }
+    s.push_str("        esac\n    else\n        _arguments \\\n");
+    for f in flags_for("") {
+        s.push_str(&zsh_flag(f));
+    }
+    s.push_str("            '1:command:->cmds'\n        _describe 'command' commands\n    fi\n}\n\n_crush \"$@\"\n");
+    s
+}
+
+fn zsh_flag(f: &Flag) -> String {
+    let value = match f.value {
+        Some(v) if v == "DIR" => ":dir:_files -/".to_string(),
+        Some(v) if v == "FILE" => ":file:_files".to_string(),
+        Some(v) => format!(":{}:", zsh_escape(&v.to_lowercase())),
+        None => String::new(),
+    };
+    let help = zsh_escape(f.help);
+    match f.short {
+        Some(c) => format!(
+            "                    '(-{c} --{l})'{{-{c},--{l}}}'[{help}]{value}' \\\n",
+            l = f.long
+        ),
+        None => format!("                    '--{}[{help}]{value}' \\\n", f.long),
+    }
+}
+
+pub fn fish() -> String {
+    let mut s = String::from("# fish completion for crush (generated by crush --generate fish)\n");
+    let names: Vec<&str> = COMMANDS.iter().map(|c| c.name).collect();
+    let none = format!("not __fish_seen_subcommand_from {}", names.join(" "));
+    for c in COMMANDS {
+        s.push_str(&format!(
+            "complete -c crush -f -n '{none}' -a {} -d '{}'\n",
+            c.name,
+            c.about
+                .split(". ")
+                .next()
+                .unwrap_or("")
+                .replace('\'', "\\'")
+        ));
+        for sub in c.subcommands {
+            s.push_str(&format!(
+                "complete -c crush -f -n '__fish_seen_subcommand_from {}' -a {sub}\n",
+                c.name
+            ));
+        }
+    }
+    for f in FLAGS {
+        let cond = match f.scope {
+            Scope::Global => String::new(),
+            Scope::Only(cmds) => {
+                let mut conds: Vec<String> = Vec::new();
+                for c in cmds.iter() {
+                    if c.is_empty() {
+                        conds.push(none.clone());
+                    } else {
+                        conds.push(format!("__fish_seen_subcommand_from {c}"));
+                    }
+                }
+                format!(" -n '{}'", conds.join("; or "))
+            }
+        };
+        let short = f.short.map(|c| format!(" -s {c}")).unwrap_or_default();
+        let req = if f.value.is_some() { " -r" } else { "" };
+        s.push_str(&format!(
+            "complete -c crush{cond}{short} -l {}{req} -d '{}'\n",
+            f.long,
+            f.help.replace('\'', "\\'")
+        ));
+    }
+    s
+}
+
+pub fn generate(kind: &str) -> Result<String, String> {
+    match kind {
+        "man" => Ok(man()),
+        "bash" => Ok(bash()),
+        "zsh" => Ok(zsh()),
+        "fish" => Ok(fish()),
+        other => Err(format!(
+            "--generate {other}: expected man, bash, zsh or fish"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_flag_and_command_is_documented() {
+        let (m, b, z, f) = (man(), bash(), zsh(), fish());
+        for flag in FLAGS {
+            let long = format!("--{}", flag.long);
+            assert!(
+                m.contains(&format!("\\-\\-{}", flag.long)),
+                "man lacks {long}"
+            );
+            assert!(b.contains(&long), "bash lacks {long}");
+            assert!(z.contains(&long), "zsh lacks {long}");
+            assert!(
+                f.contains(&format!("-l {}", flag.long)),
+                "fish lacks {long}"
+            );
+        }
+        for c in COMMANDS {
+            assert!(b.contains(c.name) && z.contains(c.name) && f.contains(c.name));
+        }
+    }
+}

@@ -1,0 +1,96 @@
+//! Every directory and file location of SPEC §2.
+
+use std::env;
+use std::path::{Path, PathBuf};
+
+fn home() -> PathBuf {
+    env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/"))
+}
+
+fn env_dir(var: &str) -> Option<PathBuf> {
+    env::var_os(var)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+/// `$CRUSH_GLOBAL_CONFIG`, else `$XDG_CONFIG_HOME/crush`, else `~/.config/crush`.
+pub fn global_config_dir() -> PathBuf {
+    env_dir("CRUSH_GLOBAL_CONFIG")
+        .or_else(|| env_dir("XDG_CONFIG_HOME").map(|d| d.join("crush")))
+        .unwrap_or_else(|| home().join(".config").join("crush"))
+}
+
+/// `$CRUSH_GLOBAL_DATA`, else `$XDG_DATA_HOME/crush`, else `~/.local/share/crush`.
+pub fn global_data_dir() -> PathBuf {
+    env_dir("CRUSH_GLOBAL_DATA")
+        .or_else(|| env_dir("XDG_DATA_HOME").map(|d| d.join("crush")))
+        .unwrap_or_else(|| home().join(".local").join("share").join("crush"))
+}
+
+/// `~/.config` (for the global context files Crush reads, such as `~/.config/AGENTS.md`).
+pub fn user_config_home() -> PathBuf {
+    env_dir("XDG_CONFIG_HOME").unwrap_or_else(|| home().join(".config"))
+}
+
+/// The nearest enclosing git worktree root (a directory holding `.git`, file or directory), else
+/// `cwd` itself.
+pub fn project_root(cwd: &Path) -> PathBuf {
+    let mut dir = Some(cwd);
+    while let Some(d) = dir {
+        if d.join(".git").exists() {
+            return d.to_path_buf();
+        }
+        dir = d.parent();
+    }
+    cwd.to_path_buf()
+}
+
+/// Directories from `cwd` up to `root` (inclusive), nearest first. `cwd` must be inside `root`.
+pub fn dirs_up_to(cwd: &Path, root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut dir = Some(cwd);
+    while let Some(d) = dir {
+        out.push(d.to_path_buf());
+        if d == root {
+            break;
+        }
+        dir = d.parent();
+    }
+    out
+}
+
+/// Where a user-given path points, relative to `base` when not absolute; `~/` expands to HOME.
+pub fn resolve(base: &Path, p: &str) -> PathBuf {
+    if let Some(rest) = p.strip_prefix("~/") {
+        return home().join(rest);
+    }
+    let p = Path::new(p);
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        base.join(p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn project_root_is_the_git_worktree() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().join("repo");
+        let sub = root.join("a").join("b");
+        std::fs::create_dir_all(&sub).unwrap();
+        assert_eq!(project_root(&sub), sub);
+        std::fs::create_dir(root.join(".git")).unwrap();
+        assert_eq!(project_root(&sub), root);
+        assert_eq!(
+            dirs_up_to(&sub, &root),
+            vec![sub.clone(), root.join("a"), root.clone()]
+        );
+    }
+}

@@ -1,0 +1,454 @@
+//! `crush run`: one non-interactive turn. stdout is a contract — the assistant's text, or one
+//! JSON event per line with `--json` — and is written from this module only. Everything else
+//! goes to stderr.
+
+use crate::agent::{AgentEvent, Answer, Sink, Stop, TurnResult};
+use crate::app::{self, AppError};
+use crate::cli::{Global, RunArgs};
+use crate::tools::PermissionRequest;
+use serde::Serialize;
+use serde_json::Value;
+use std::io::{IsTerminal, Read, Write};
+
+/// Version of the `--json` event schema; bump on incompatible changes.
+pub const JSON_SCHEMA_VERSION: u32 = 1;
+
+/// One line of `crush run --json`.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum JsonEvent<'a> {
+    Session {
+        v: u32,
+        session_id: &'a str,
+        title: &'a str,
+        resumed: bool,
+        model: &'a str,
+        provider: &'a str,
+    },
+    Text {
+        v: u32,
+        text: &'a str,
+    },
+    Reasoning {
+        v: u32,
+        text: &'a str,
+    },
+    Retry {
+        v: u32,
+        attempt: u32,
+        wait_ms: u128,
+        reason: &'a str,
+    },
+    ToolCall {
+        v: u32,
+        id: &'a str,
+        name: &'a str,
+        input: &'a Value,
+    },
+    ToolResult {
+        v: u32,
+        id: &'a str,
+        name: &'a str,
+        content: &'a str,
+        is_error: bool,
+    },
+    PermissionRefused {
+        v: u32,
+        tool: &'a str,
+        action: &'a str,
+        description: &'a str,
+        hint: &'a str,
+    },
+    Usage {
+        v: u32,
+        model: &'a str,
+        /// Null when the provider reported no usage.
+        input_tokens: Option<u64>,
+        output_tokens: Option<u64>,
+        cache_read_tokens: Option<u64>,
+        cache_write_tokens: Option<u64>,
+        /// USD; null when unpriced.
+        cost: Option<f64>,
+    },
+    Finish {
+        v: u32,
+        session_id: &'a str,
+        /// end_turn | max_tokens | max_steps | loop | permission_refused | canceled | error
+        reason: &'a str,
+        steps: usize,
+        text: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<&'a str>,
+    },
+}
+
+/// Writes to stdout; a closed stdout (broken pipe) ends the process quietly with 0.
+struct Out {
+    stdout: std::io::Stdout,
+}
+
+impl Out {
+    fn write(&mut self, s: &str) {
+        let mut lock = self.stdout.lock();
+        let r = lock.write_all(s.as_bytes()).and_then(|_| lock.flush());
+        if let Err(e) = r {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                std::process::exit(0);
+            }
+            eprintln!("crush: cannot write to stdout: {e}");
+            std::process::exit(1);
+        }
+    }
+    fn json(&mut self, ev: &JsonEvent) {
+        let mut line = serde_json::to_string(ev).unwrap_or_else(|e| {
+            format!("{{\"type\":\"error\",\"v\":{JSON_SCHEMA_VERSION},\"message\":\"{e}\"}}")
+        });
+        line.push('\n');
+        self.write(&line);
+    }
+}
+
+/// The key argument of a tool call, for one-line display.
+pub fn key_argument(input: &Value) -> String {
+    for k in ["command", "file_path", "pattern", "url", "path", "prompt"] {
+        if let Some(s) = input.get(k).and_then(Value::as_str) {
+            let line = s.lines().next().unwrap_or("");
+            let mut short: String = line.chars().take(100).collect();
+            if short.len() < s.len() {
+                short.push('…');
+            }
+            return short;
+        }
+    }
+    String::new()
+}
+
+struct RunSink {
+    out: Out,
+    json: bool,
+    quiet: bool,
+    /// Text printed for the current model call (to replay-skip after a retry).
+    call_printed: String,
+    /// After a retry: what the user already saw of the call, and the new call's text so far.
+    replay: Option<String>,
+    redo: String,
+    printed_any: bool,
+    last_char: Option<char>,
+    /// A new step began: separate its text from the previous step's.
+    new_step: bool,
+}
+
+impl RunSink {
+    fn print_text(&mut self, t: &str) {
+        let mut t = t;
+        if !self.printed_any {
+            t = t.trim_start();
+            if t.is_empty() {
+                return;
+            }
+        }
+        if self.new_step && self.printed_any && self.last_char != Some('\n') {
+            self.out.write("\n");
+        }
+        self.new_step = false;
+        self.out.write(t);
+        self.printed_any = true;
+        self.last_char = t.chars().last().or(self.last_char);
+    }
+
+    fn text(&mut self, t: &str) {
+        if self.json {
+            self.out.json(&JsonEvent::Text {
+                v: JSON_SCHEMA_VERSION,
+                text: t,
+            });
+            return;
+        }
+        if let Some(shown) = self.replay.take() {
+            self.redo.push_str(t);
+            if shown.starts_with(self.redo.as_str()) {
+                self.replay = Some(shown);
+                return;
+            }
+            let redo = std::mem::take(&mut self.redo);
+            if let Some(rest) = redo.strip_prefix(shown.as_str()) {
+                self.print_text(rest);
+            } else {
+                eprintln!(
+                    "crush: the retried answer differs from the interrupted one; it follows in full"
+                );
+                self.print_text("\n");
+                self.print_text(&redo);
+            }
+            self.call_printed = redo;
+            return;
+        }
+        self.call_printed.push_str(t);
+        self.print_text(t);
+    }
+
+    fn note(&self, s: &str) {
+        if !self.quiet {
+            eprintln!("{s}");
+        }
+    }
+}
+
+impl Sink for RunSink {
+    fn event(&mut self, ev: AgentEvent) {
+        let v = JSON_SCHEMA_VERSION;
+        match ev {
+            AgentEvent::TextDelta(t) => self.text(&t),
+            AgentEvent::ReasoningDelta(t) => {
+                if self.json {
+                    self.out.json(&JsonEvent::Reasoning { v, text: &t });
+                }
+            }
+            AgentEvent::Retry {
+                attempt,
+                wait,
+                reason,
+            } => {
+                eprintln!(
+                    "crush: model call failed ({reason}); retry {attempt} in {:.1} s",
+                    wait.as_secs_f64()
+                );
+                if self.json {
+                    self.out.json(&JsonEvent::Retry {
+                        v,
+                        attempt,
+                        wait_ms: wait.as_millis(),
+                        reason: &reason,
+                    });
+                } else if !self.call_printed.is_empty() || self.replay.is_some() {
+                    let shown = self.replay.take().unwrap_or_default() + &self.call_printed;
+                    self.replay = Some(shown);
+                    self.redo.clear();
+                    self.call_printed.clear();
+                }
+            }
+            AgentEvent::ToolCall { id, name, input } => {
+                self.new_step = true;
+                self.call_printed.clear();
+                self.replay = None;
+                if self.json {
+                    self.out.json(&JsonEvent::ToolCall {
+                        v,
+                        id: &id,
+                        name: &name,
+                        input: &input,
+                    });
+                } else {
+                    self.note(&format!("[{name}] {}", key_argument(&input)));
+                }
+            }
+            AgentEvent::ToolResult {
+                id,
+                name,
+                content,
+                is_error,
+            } => {
+                if self.json {
+                    self.out.json(&JsonEvent::ToolResult {
+                        v,
+                        id: &id,
+                        name: &name,
+                        content: &content,
+                        is_error,
+                    });
+                } else if is_error {
+                    let first = content.lines().next().unwrap_or("");
+                    self.note(&format!("[{name}] error: {first}"));
+                }
+            }
+            AgentEvent::PermissionRefused { request, hint } => {
+                eprintln!(
+                    "crush: refused {} ({}: {}): a non-interactive run cannot ask for permission; to allow it, {hint}",
+                    request.tool, request.action, request.description
+                );
+                if self.json {
+                    self.out.json(&JsonEvent::PermissionRefused {
+                        v,
+                        tool: &request.tool,
+                        action: request.action,
+                        description: &request.description,
+                        hint: &hint,
+                    });
+                }
+            }
+            AgentEvent::Usage { usage, cost, model } => {
+                if self.json {
+                    self.out.json(&JsonEvent::Usage {
+                        v,
+                        model: &model,
+                        input_tokens: usage.map(|u| u.input),
+                        output_tokens: usage.map(|u| u.output),
+                        cache_read_tokens: usage.map(|u| u.cache_read),
+                        cache_write_tokens: usage.map(|u| u.cache_write),
+                        cost,
+                    });
+                }
+            }
+            AgentEvent::StepCommitted { .. } => {
+                self.new_step = true;
+                self.call_printed.clear();
+                self.replay = None;
+            }
+        }
+    }
+
+    fn ask(&mut self, _req: &PermissionRequest) -> Option<Answer> {
+        None
+    }
+}
+
+/// A piped or redirected stdin (FIFO or regular file); a terminal or /dev/null is ignored.
+fn read_stdin_if_piped() -> Result<Option<String>, AppError> {
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        return Ok(None);
+    }
+    // SAFETY: fstat on fd 0 with a zeroed stat buffer.
+    let kind = unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        if libc::fstat(0, &mut st) != 0 {
+            return Ok(None);
+        }
+        st.st_mode & libc::S_IFMT
+    };
+    if kind != libc::S_IFIFO && kind != libc::S_IFREG && kind != libc::S_IFSOCK {
+        return Ok(None);
+    }
+    let mut buf = Vec::new();
+    stdin
+        .lock()
+        .read_to_end(&mut buf)
+        .map_err(|e| AppError::Runtime(format!("cannot read stdin: {e}")))?;
+    Ok(Some(String::from_utf8_lossy(&buf).into_owned()))
+}
+
+fn stop_name(s: &Stop) -> &'static str {
+    match s {
+        Stop::EndTurn => "end_turn",
+        Stop::MaxTokens => "max_tokens",
+        Stop::MaxSteps(_) => "max_steps",
+        Stop::Loop => "loop",
+        Stop::PermissionRefused => "permission_refused",
+        Stop::Canceled => "canceled",
+        Stop::Error(_) => "error",
+    }
+}
+
+pub fn run(global: &Global, args: &RunArgs) -> Result<i32, AppError> {
+    let piped = read_stdin_if_piped()?;
+    let mut prompt = args.prompt.join(" ");
+    if let Some(s) = piped.filter(|s| !s.trim().is_empty()) {
+        prompt = if prompt.trim().is_empty() {
+            s
+        } else {
+            format!("{}\n\n{prompt}", s.trim_end())
+        };
+    }
+    if prompt.trim().is_empty() {
+        return Err(AppError::Usage(
+            "no prompt: give one as arguments (crush run \"explain this\") or on stdin".into(),
+        ));
+    }
+    if let Some(o) = &args.output
+        && let Some(parent) = o.parent().filter(|p| !p.as_os_str().is_empty())
+    {
+        std::fs::create_dir_all(parent).map_err(|e| {
+            AppError::Usage(format!(
+                "-o {}: cannot create {}: {e}",
+                o.display(),
+                parent.display()
+            ))
+        })?;
+    }
+
+    let mut session = app::open_session(global, &prompt)?;
+    let mut sink = RunSink {
+        out: Out {
+            stdout: std::io::stdout(),
+        },
+        json: args.json,
+        quiet: args.quiet,
+        call_printed: String::new(),
+        replay: None,
+        redo: String::new(),
+        printed_any: false,
+        last_char: None,
+        new_step: false,
+    };
+    if args.json {
+        sink.out.json(&JsonEvent::Session {
+            v: JSON_SCHEMA_VERSION,
+            session_id: &session.agent.session_id,
+            title: &session.title,
+            resumed: session.resumed,
+            model: &session.agent.model.model.id,
+            provider: &session.agent.model.provider.id,
+        });
+    }
+    let result: TurnResult = session
+        .agent
+        .run_turn(&prompt, &mut sink)
+        .map_err(AppError::Runtime)?;
+    if !args.json && sink.printed_any && sink.last_char != Some('\n') {
+        sink.out.write("\n");
+    }
+    let error_text = match &result.stop {
+        Stop::Error(e) => Some(e.to_string()),
+        _ => None,
+    };
+    if args.json {
+        sink.out.json(&JsonEvent::Finish {
+            v: JSON_SCHEMA_VERSION,
+            session_id: &session.agent.session_id,
+            reason: stop_name(&result.stop),
+            steps: result.steps,
+            text: &result.final_text,
+            error: error_text.as_deref(),
+        });
+    }
+    if let Some(o) = &args.output {
+        std::fs::write(o, format!("{}\n", result.final_text.trim_end()))
+            .map_err(|e| AppError::Runtime(format!("-o {}: cannot write: {e}", o.display())))?;
+    }
+    let sid = &session.agent.session_id;
+    Ok(match &result.stop {
+        Stop::EndTurn => 0,
+        Stop::MaxTokens => {
+            eprintln!("crush: the answer was cut off at the model's output limit (session {sid})");
+            0
+        }
+        Stop::MaxSteps(n) => {
+            eprintln!(
+                "crush: stopped after {n} steps without finishing; continue with: crush run -s {sid} \"continue\""
+            );
+            1
+        }
+        Stop::Loop => {
+            eprintln!(
+                "crush: stopped: the model kept repeating the same tool call with the same result (session {sid})"
+            );
+            1
+        }
+        Stop::PermissionRefused => {
+            eprintln!(
+                "crush: the turn stopped because a tool call needed permission (session {sid})"
+            );
+            3
+        }
+        Stop::Canceled => {
+            eprintln!("crush: interrupted; the session {sid} was saved");
+            130
+        }
+        Stop::Error(e) => {
+            eprintln!(
+                "crush: {e}\ncrush: the session {sid} was saved; retry with: crush run -s {sid} \"continue\""
+            );
+            1
+        }
+    })
+}
