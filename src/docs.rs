@@ -347,3 +347,25 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod committed {
+    /// `make docs` regenerates these files; this test fails when they fall out of step.
+    #[test]
+    fn man_page_and_completions_match_the_flag_table() {
+        let root = env!("CARGO_MANIFEST_DIR");
+        for (file, kind) in [
+            ("man/crush.1", "man"),
+            ("completions/crush.bash", "bash"),
+            ("completions/_crush", "zsh"),
+            ("completions/crush.fish", "fish"),
+        ] {
+            let committed = std::fs::read_to_string(format!("{root}/{file}"))
+                .unwrap_or_else(|e| panic!("{file}: {e}"));
+            assert!(
+                committed == super::generate(kind).unwrap(),
+                "{file} is out of date: run `make docs`"
+            );
+        }
+    }
+}
