@@ -1,0 +1,3 @@
+//! Integration test modules. Add one `mod` line per file.
+
+mod fake_server;

@@ -1,0 +1,320 @@
+//! A throw-away environment for running the real `crush` binary: temp HOME, XDG and Crush
+//! directories, a git project, a config pointing at the fake server, and a run with a hard timeout.
+
+use super::reply::Dialect;
+use super::server::FakeServer;
+use serde_json::{Value, json};
+use std::io::{Read, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A run that takes longer than this is killed and the test fails.
+pub const RUN_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The result of one run of the binary.
+#[derive(Clone, Debug)]
+pub struct Output {
+    /// The exit code; `128 + signal` if killed by a signal.
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Output {
+    pub fn success(&self) -> bool {
+        self.code == 0
+    }
+
+    /// Panics with both streams unless the exit code is `code`.
+    pub fn assert_code(&self, code: i32) -> &Self {
+        assert_eq!(
+            self.code, code,
+            "unexpected exit code\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.stdout, self.stderr
+        );
+        self
+    }
+
+    pub fn assert_success(&self) -> &Self {
+        self.assert_code(0)
+    }
+}
+
+/// Temp directories laid out as:
+/// `home/`, `config/` (CRUSH_GLOBAL_CONFIG), `data/` (CRUSH_GLOBAL_DATA), `xdg_config/`,
+/// `xdg_data/`, `xdg_cache/` and `project/` (a git repository, the working directory).
+pub struct TestEnv {
+    dir: tempfile::TempDir,
+}
+
+impl Default for TestEnv {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Environment variables removed from every run (besides `CRUSH_*` and `*_API_KEY`).
+const SCRUBBED: &[&str] = &[
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+    "no_proxy",
+    "ftp_proxy",
+    "OPENROUTER_API_KEY",
+];
+
+fn scrubbed(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    upper.starts_with("CRUSH")
+        || upper.starts_with("ANTHROPIC_")
+        || upper.starts_with("OPENAI_")
+        || upper.starts_with("AWS_")
+        || upper.starts_with("AZURE_")
+        || upper.starts_with("GOOGLE_")
+        || upper.starts_with("VERTEXAI_")
+        || upper.starts_with("GEMINI_")
+        || upper.starts_with("GIT_")
+        || upper.ends_with("_API_KEY")
+        || upper.ends_with("_PROXY")
+        || SCRUBBED.iter().any(|s| s.eq_ignore_ascii_case(name))
+}
+
+impl TestEnv {
+    pub fn new() -> TestEnv {
+        let dir = tempfile::Builder::new()
+            .prefix("crush-test-")
+            .tempdir()
+            .expect("create temp dir");
+        let env = TestEnv { dir };
+        for d in [
+            env.home(),
+            env.config_dir(),
+            env.data_dir(),
+            env.xdg_config(),
+            env.xdg_data(),
+            env.xdg_cache(),
+            env.project(),
+        ] {
+            std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("create {}: {e}", d.display()));
+        }
+        // A git repository makes `project/` the project root; tolerate a missing git.
+        let _ = Command::new("git")
+            .args(["-c", "init.defaultBranch=main", "init", "-q"])
+            .current_dir(env.project())
+            .env("HOME", env.home())
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        env
+    }
+
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+    pub fn home(&self) -> PathBuf {
+        self.root().join("home")
+    }
+    /// `CRUSH_GLOBAL_CONFIG`
+    pub fn config_dir(&self) -> PathBuf {
+        self.root().join("config")
+    }
+    /// `CRUSH_GLOBAL_DATA`
+    pub fn data_dir(&self) -> PathBuf {
+        self.root().join("data")
+    }
+    pub fn xdg_config(&self) -> PathBuf {
+        self.root().join("xdg_config")
+    }
+    pub fn xdg_data(&self) -> PathBuf {
+        self.root().join("xdg_data")
+    }
+    pub fn xdg_cache(&self) -> PathBuf {
+        self.root().join("xdg_cache")
+    }
+    /// The working directory of every run.
+    pub fn project(&self) -> PathBuf {
+        self.root().join("project")
+    }
+
+    /// Writes `config/crush.json` (the global config).
+    pub fn write_config(&self, config: &Value) {
+        let text = serde_json::to_string_pretty(config).expect("serialize config");
+        self.write(&self.config_dir().join("crush.json"), &text);
+    }
+
+    /// Writes a file relative to the project directory, creating parent directories.
+    pub fn write_project_file(&self, rel: &str, content: &str) -> PathBuf {
+        let p = self.project().join(rel);
+        self.write(&p, content);
+        p
+    }
+
+    /// Reads a file relative to the project directory.
+    pub fn read_project_file(&self, rel: &str) -> String {
+        let p = self.project().join(rel);
+        std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("read {}: {e}", p.display()))
+    }
+
+    fn write(&self, path: &Path, content: &str) {
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("create parent dir");
+        }
+        std::fs::write(path, content).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+    }
+
+    /// A config whose provider `fake` (model `fake-model`, large and small) is `server`.
+    pub fn config_for(&self, server: &FakeServer, dialect: Dialect) -> Value {
+        let (kind, base_url) = match dialect {
+            Dialect::Anthropic => ("anthropic", server.anthropic_base_url()),
+            Dialect::OpenAi => ("openai-compat", server.openai_base_url()),
+        };
+        json!({
+            "providers": {"fake": {
+                "type": kind, "base_url": base_url, "api_key": "test-key",
+                "models": [{"id": "fake-model", "name": "Fake Model", "context_window": 200000,
+                    "default_max_tokens": 4096, "cost_per_1m_in": 3.0, "cost_per_1m_out": 15.0,
+                    "cost_per_1m_in_cached": 3.75, "cost_per_1m_out_cached": 0.3}]}},
+            "models": {"large": {"provider": "fake", "model": "fake-model"},
+                       "small": {"provider": "fake", "model": "fake-model"}}
+        })
+    }
+
+    /// `write_config(config_for(server, dialect))`.
+    pub fn use_server(&self, server: &FakeServer, dialect: Dialect) {
+        self.write_config(&self.config_for(server, dialect));
+    }
+
+    /// The binary with a clean environment pointed at the temp dirs, cwd = `project/`.
+    pub fn crush(&self) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_crush"));
+        for (name, _) in std::env::vars_os() {
+            if let Some(n) = name.to_str()
+                && scrubbed(n)
+            {
+                cmd.env_remove(n);
+            }
+        }
+        cmd.env("HOME", self.home())
+            .env("XDG_CONFIG_HOME", self.xdg_config())
+            .env("XDG_DATA_HOME", self.xdg_data())
+            .env("XDG_CACHE_HOME", self.xdg_cache())
+            .env("CRUSH_GLOBAL_CONFIG", self.config_dir())
+            .env("CRUSH_GLOBAL_DATA", self.data_dir())
+            .env("CRUSH_DISABLE_PROVIDER_AUTO_UPDATE", "1")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .current_dir(self.project());
+        cmd
+    }
+
+    /// Runs `crush ARGS` with `stdin` (closed if `None`), killed after [`RUN_TIMEOUT`].
+    pub fn run(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        let mut cmd = self.crush();
+        cmd.args(args);
+        run_command(cmd, stdin, RUN_TIMEOUT)
+    }
+}
+
+/// Runs `cmd` to completion with `stdin`, in its own process group. Past `timeout` the whole
+/// group is killed and the test panics showing the output so far.
+pub fn run_command(mut cmd: Command, stdin: Option<&str>, timeout: Duration) -> Output {
+    cmd.stdin(if stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .process_group(0);
+    let desc = format!("{cmd:?}");
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {desc}: {e}"));
+    let pid = child.id() as libc::pid_t;
+
+    if let (Some(input), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        let input = input.to_owned();
+        std::thread::spawn(move || {
+            let _ = pipe.write_all(input.as_bytes()); // EPIPE if the child doesn't read: fine
+        });
+    }
+    let (done_tx, done_rx) = crossbeam_channel::unbounded::<()>();
+    let collect = |pipe: Option<Box<dyn Read + Send>>| {
+        let buf = Arc::new(Mutex::new(Vec::new()));
+        if let Some(mut pipe) = pipe {
+            let (buf, done) = (buf.clone(), done_tx.clone());
+            std::thread::spawn(move || {
+                let mut chunk = [0u8; 8192];
+                while let Ok(n) = pipe.read(&mut chunk) {
+                    if n == 0 {
+                        break;
+                    }
+                    buf.lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .extend_from_slice(&chunk[..n]);
+                }
+                let _ = done.send(());
+            });
+        } else {
+            let _ = done_tx.send(());
+        }
+        buf
+    };
+    let out = collect(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let err = collect(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let text = |b: &Arc<Mutex<Vec<u8>>>| {
+        String::from_utf8_lossy(&b.lock().unwrap_or_else(|e| e.into_inner())).into_owned()
+    };
+
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() >= deadline => {
+                // SAFETY: plain syscalls on the group we created for this child.
+                unsafe {
+                    libc::killpg(pid, libc::SIGKILL);
+                }
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "{desc} still running after {timeout:?}: killed\n--- stdout so far ---\n{}\n--- stderr so far ---\n{}",
+                    text(&out),
+                    text(&err)
+                );
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+            Err(e) => panic!("wait for {desc}: {e}"),
+        }
+    };
+    // Readers end at EOF; a leftover grandchild may hold the pipes, so don't wait forever.
+    let grace = Instant::now() + Duration::from_secs(5);
+    let drained = (0..2).all(|_| done_rx.recv_deadline(grace).is_ok());
+    if !drained {
+        // Stragglers of the child's own process group still hold the pipes.
+        // SAFETY: a plain syscall on the group created for this child.
+        unsafe {
+            libc::killpg(pid, libc::SIGKILL);
+        }
+    }
+    let code = status
+        .code()
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
+    Output {
+        code,
+        stdout: text(&out),
+        stderr: text(&err),
+    }
+}

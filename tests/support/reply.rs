@@ -1,0 +1,669 @@
+//! Scripted replies of the fake model server, and how one reply renders in each dialect.
+//!
+//! A [`Reply`] is dialect-neutral: the server renders it as Anthropic Messages SSE or OpenAI Chat
+//! Completions SSE depending on the request path (see `reference/wire-formats.md` §1.1 and §2.1).
+
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// Which API a request speaks, chosen from its path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dialect {
+    /// `POST …/v1/messages`
+    Anthropic,
+    /// `POST …/chat/completions`
+    OpenAi,
+}
+
+impl Dialect {
+    /// The dialect of a request path (query string ignored), if it is a model endpoint.
+    pub fn from_path(path: &str) -> Option<Dialect> {
+        let path = path.split('?').next().unwrap_or(path).trim_end_matches('/');
+        if path.ends_with("/messages") {
+            Some(Dialect::Anthropic)
+        } else if path.ends_with("/chat/completions") {
+            Some(Dialect::OpenAi)
+        } else {
+            None
+        }
+    }
+}
+
+/// Token usage reported by one model call, in ledger terms (wire-formats §1.2 and §2.2).
+///
+/// Anthropic reports `input` as `input_tokens`; OpenAI reports `prompt_tokens = input + cache_read +
+/// cache_write`, `cached_tokens = cache_read` and, when non-zero, `cache_write_tokens`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Usage {
+    pub input: u64,
+    pub output: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+}
+
+impl Usage {
+    /// What a reply reports unless told otherwise.
+    pub const DEFAULT: Usage = Usage {
+        input: 100,
+        output: 20,
+        cache_read: 0,
+        cache_write: 0,
+    };
+
+    pub fn new(input: u64, output: u64, cache_read: u64, cache_write: u64) -> Usage {
+        Usage {
+            input,
+            output,
+            cache_read,
+            cache_write,
+        }
+    }
+}
+
+/// One tool call the fake model makes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolCall {
+    /// `None`: the server makes one up (`toolu_fake_<request>_<i>` / `call_fake_<request>_<i>`).
+    pub id: Option<String>,
+    pub name: String,
+    /// The arguments exactly as streamed (normally JSON text, possibly invalid on purpose).
+    pub arguments: String,
+}
+
+impl ToolCall {
+    pub fn new(name: &str, input: Value) -> ToolCall {
+        ToolCall {
+            id: None,
+            name: name.to_owned(),
+            arguments: input.to_string(),
+        }
+    }
+
+    /// A call whose arguments are sent verbatim, e.g. invalid JSON.
+    pub fn raw(name: &str, arguments: &str) -> ToolCall {
+        ToolCall {
+            id: None,
+            name: name.to_owned(),
+            arguments: arguments.to_owned(),
+        }
+    }
+
+    pub fn with_id(mut self, id: &str) -> ToolCall {
+        self.id = Some(id.to_owned());
+        self
+    }
+}
+
+/// Something that goes wrong after the 200 headers were sent.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Fault {
+    /// Send the content so far, then half an event line, then close: no stop event, no usage, no
+    /// `message_stop` / `[DONE]`. The last tool call (if any) loses its last argument piece.
+    CutMidStream,
+    /// A data line holding invalid JSON right after the first event; the rest of the stream,
+    /// terminator included, follows normally.
+    Malformed,
+    /// Send the first event, then nothing for this long, then close.
+    Stall(Duration),
+    /// Send the content, then a mid-stream error event (Anthropic `event: error`; OpenAI a chunk
+    /// with top-level `error` and `finish_reason:"error"`, then `[DONE]`).
+    ErrorEvent { kind: String, message: String },
+}
+
+/// A streamed (HTTP 200, `text/event-stream`) model answer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stream {
+    /// `(thinking, signature)`: an Anthropic thinking block / OpenAI `reasoning_content`.
+    pub thinking: Option<(String, String)>,
+    pub text: Option<String>,
+    pub tool_calls: Vec<ToolCall>,
+    /// `None`: Anthropic still sends zeros in `message_start`; OpenAI sends no usage chunk.
+    pub usage: Option<Usage>,
+    /// Sent verbatim in both dialects when set; otherwise `tool_use`/`end_turn` (Anthropic) and
+    /// `tool_calls`/`stop` (OpenAI).
+    pub stop_reason: Option<String>,
+    pub fault: Option<Fault>,
+}
+
+impl Stream {
+    fn new(text: Option<String>, tool_calls: Vec<ToolCall>) -> Stream {
+        Stream {
+            thinking: None,
+            text,
+            tool_calls,
+            usage: Some(Usage::DEFAULT),
+            stop_reason: None,
+            fault: None,
+        }
+    }
+}
+
+/// One scripted answer to one request.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reply {
+    /// A streamed model answer, rendered in the request's dialect.
+    Stream {
+        stream: Stream,
+        headers: Vec<(String, String)>,
+    },
+    /// A non-streamed reply with this status and body (verbatim; content-type is JSON when the
+    /// body starts with `{`, else text/plain, unless a header says otherwise).
+    Status {
+        status: u16,
+        headers: Vec<(String, String)>,
+        body: String,
+    },
+    /// An API error whose JSON body follows the request's dialect (wire-formats §1.3, §2.2).
+    ApiError {
+        status: u16,
+        kind: String,
+        message: String,
+        headers: Vec<(String, String)>,
+    },
+    /// Exactly these headers and body (plus `content-length` and `connection: close` if missing).
+    /// Use it for hand-made SSE framing or for non-model endpoints such as `GET /v2/providers`.
+    Raw {
+        status: u16,
+        headers: Vec<(String, String)>,
+        body: Vec<u8>,
+    },
+}
+
+impl Reply {
+    /// A plain text answer (`end_turn` / `stop`).
+    pub fn text(text: &str) -> Reply {
+        Reply::stream(Stream::new(Some(text.to_owned()), Vec::new()))
+    }
+
+    /// One tool call, no text.
+    pub fn tool_call(name: &str, input: Value) -> Reply {
+        Reply::tool_calls(vec![ToolCall::new(name, input)])
+    }
+
+    /// Several tool calls in one step.
+    pub fn tool_calls(calls: Vec<ToolCall>) -> Reply {
+        Reply::stream(Stream::new(None, calls))
+    }
+
+    /// Some text, then tool calls, in one step.
+    pub fn text_then_tools(text: &str, calls: Vec<ToolCall>) -> Reply {
+        Reply::stream(Stream::new(Some(text.to_owned()), calls))
+    }
+
+    /// A tool call whose streamed arguments are `arguments` verbatim (e.g. `"{not json"`).
+    pub fn invalid_tool_json(name: &str, arguments: &str) -> Reply {
+        Reply::tool_calls(vec![ToolCall::raw(name, arguments)])
+    }
+
+    /// HTTP error with a verbatim body.
+    pub fn status(status: u16, body: &str) -> Reply {
+        Reply::Status {
+            status,
+            headers: Vec::new(),
+            body: body.to_owned(),
+        }
+    }
+
+    /// HTTP error with the dialect's JSON error body, e.g. `api_error(429, "rate_limit_error", "slow down")`.
+    pub fn api_error(status: u16, kind: &str, message: &str) -> Reply {
+        Reply::ApiError {
+            status,
+            kind: kind.to_owned(),
+            message: message.to_owned(),
+            headers: Vec::new(),
+        }
+    }
+
+    /// Exact status, headers and body.
+    pub fn raw(status: u16, headers: Vec<(&str, &str)>, body: impl Into<Vec<u8>>) -> Reply {
+        Reply::Raw {
+            status,
+            headers: headers
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect(),
+            body: body.into(),
+        }
+    }
+
+    /// A hand-written SSE body served as `text/event-stream` with status 200.
+    pub fn raw_sse(body: &str) -> Reply {
+        Reply::raw(200, vec![("content-type", "text/event-stream")], body)
+    }
+
+    /// Text `partial`, then the connection closes mid-event.
+    pub fn cut_mid_stream(partial: &str) -> Reply {
+        Reply::text(partial).fault(Fault::CutMidStream)
+    }
+
+    /// A stream with an invalid JSON data line (see [`Fault::Malformed`]).
+    pub fn malformed_sse() -> Reply {
+        Reply::text("text after a malformed line").fault(Fault::Malformed)
+    }
+
+    /// Headers and one event, then silence for `d`, then close.
+    pub fn stall(d: Duration) -> Reply {
+        Reply::text("never sent").fault(Fault::Stall(d))
+    }
+
+    /// Text `partial`, then a mid-stream error event such as `overloaded_error`.
+    pub fn error_mid_stream(partial: &str, kind: &str, message: &str) -> Reply {
+        Reply::text(partial).fault(Fault::ErrorEvent {
+            kind: kind.to_owned(),
+            message: message.to_owned(),
+        })
+    }
+
+    pub fn stream(stream: Stream) -> Reply {
+        Reply::Stream {
+            stream,
+            headers: Vec::new(),
+        }
+    }
+
+    /// Adds a response header (any variant).
+    pub fn header(mut self, name: &str, value: &str) -> Reply {
+        let h = (name.to_owned(), value.to_owned());
+        match &mut self {
+            Reply::Stream { headers, .. }
+            | Reply::Status { headers, .. }
+            | Reply::ApiError { headers, .. }
+            | Reply::Raw { headers, .. } => headers.push(h),
+        }
+        self
+    }
+
+    /// Sets the usage of a stream reply.
+    pub fn with_usage(self, input: u64, output: u64, cache_read: u64, cache_write: u64) -> Reply {
+        self.map_stream(|s| s.usage = Some(Usage::new(input, output, cache_read, cache_write)))
+    }
+
+    /// No usage: OpenAI sends no usage chunk; Anthropic sends zeros.
+    pub fn without_usage(self) -> Reply {
+        self.map_stream(|s| s.usage = None)
+    }
+
+    /// Adds a thinking block (Anthropic, with signature) / `reasoning_content` (OpenAI) first.
+    pub fn with_thinking(self, thinking: &str, signature: &str) -> Reply {
+        self.map_stream(|s| s.thinking = Some((thinking.to_owned(), signature.to_owned())))
+    }
+
+    /// Overrides the stop / finish reason, verbatim in both dialects.
+    pub fn stop_reason(self, reason: &str) -> Reply {
+        self.map_stream(|s| s.stop_reason = Some(reason.to_owned()))
+    }
+
+    pub fn fault(self, fault: Fault) -> Reply {
+        self.map_stream(|s| s.fault = Some(fault))
+    }
+
+    fn map_stream(mut self, f: impl FnOnce(&mut Stream)) -> Reply {
+        match &mut self {
+            Reply::Stream { stream, .. } => f(stream),
+            other => panic!("this builder applies only to stream replies, not {other:?}"),
+        }
+        self
+    }
+}
+
+/// What the connection thread does to send a reply.
+#[derive(Debug)]
+pub struct Plan {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    /// `true`: the body is a stream of steps with no length (close- or chunk-delimited).
+    pub streaming: bool,
+    pub steps: Vec<Step>,
+    /// `false`: close the socket without ending the body properly (no final chunk).
+    pub complete: bool,
+}
+
+#[derive(Debug)]
+pub enum Step {
+    Write(String),
+    Sleep(Duration),
+}
+
+/// Ids the rendering uses, unique per request.
+pub struct Ids {
+    pub request: usize,
+}
+
+impl Reply {
+    /// Renders this reply for a request in `dialect` (`None`: not a model endpoint).
+    pub fn plan(&self, dialect: Option<Dialect>, ids: &Ids) -> Plan {
+        let request_id = format!("req_fake_{}", ids.request);
+        let mut common = vec![
+            ("request-id".to_owned(), request_id.clone()),
+            ("x-request-id".to_owned(), request_id.clone()),
+        ];
+        match self {
+            Reply::Stream { stream, headers } => {
+                let Some(dialect) = dialect else {
+                    return plain(
+                        404,
+                        headers,
+                        "fake server: stream reply on a non-model path",
+                    );
+                };
+                common.push(("content-type".into(), "text/event-stream".into()));
+                common.push(("cache-control".into(), "no-cache".into()));
+                common.extend(headers.iter().cloned());
+                let (steps, complete) = match dialect {
+                    Dialect::Anthropic => anthropic_steps(stream, ids),
+                    Dialect::OpenAi => openai_steps(stream, ids),
+                };
+                Plan {
+                    status: 200,
+                    headers: common,
+                    streaming: true,
+                    steps,
+                    complete,
+                }
+            }
+            Reply::Status {
+                status,
+                headers,
+                body,
+            } => {
+                common.extend(headers.iter().cloned());
+                plain(*status, &common, body)
+            }
+            Reply::ApiError {
+                status,
+                kind,
+                message,
+                headers,
+            } => {
+                common.extend(headers.iter().cloned());
+                let body = match dialect {
+                    Some(Dialect::OpenAi) => json!({"error": {"message": message, "type": kind,
+                        "param": null, "code": kind}}),
+                    _ => json!({"type": "error", "error": {"type": kind, "message": message},
+                        "request_id": request_id}),
+                };
+                plain(*status, &common, &body.to_string())
+            }
+            Reply::Raw {
+                status,
+                headers,
+                body,
+            } => Plan {
+                status: *status,
+                headers: headers.clone(),
+                streaming: false,
+                steps: vec![Step::Write(String::from_utf8_lossy(body).into_owned())],
+                complete: true,
+            },
+        }
+    }
+}
+
+fn plain(status: u16, headers: &[(String, String)], body: &str) -> Plan {
+    let mut headers = headers.to_vec();
+    if !headers
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+    {
+        let ct = if body.trim_start().starts_with('{') {
+            "application/json"
+        } else {
+            "text/plain; charset=utf-8"
+        };
+        headers.push(("content-type".into(), ct.into()));
+    }
+    Plan {
+        status,
+        headers,
+        streaming: false,
+        steps: vec![Step::Write(body.to_owned())],
+        complete: true,
+    }
+}
+
+/// Splits `s` into at most `n` non-empty pieces at char boundaries (fewer if `s` is short).
+pub fn pieces(s: &str, n: usize) -> Vec<String> {
+    let chars: Vec<char> = s.chars().collect();
+    if chars.is_empty() {
+        return Vec::new();
+    }
+    let n = n.clamp(1, chars.len());
+    let size = chars.len().div_ceil(n);
+    chars.chunks(size).map(|c| c.iter().collect()).collect()
+}
+
+/// An event list with the index where the "tail" (closing events) starts.
+struct Events {
+    events: Vec<String>,
+    /// Index of the last argument delta of the last tool call, if any.
+    last_args_piece: Option<usize>,
+    tail: usize,
+}
+
+fn sse_event(name: &str, data: &Value) -> String {
+    format!("event: {name}\ndata: {data}\n\n")
+}
+
+fn sse_data(data: &Value) -> String {
+    format!("data: {data}\n\n")
+}
+
+fn tool_id(call: &ToolCall, prefix: &str, ids: &Ids, i: usize) -> String {
+    call.id
+        .clone()
+        .unwrap_or_else(|| format!("{prefix}_fake_{}_{i}", ids.request))
+}
+
+fn anthropic_events(s: &Stream, ids: &Ids) -> Events {
+    let u = s.usage.unwrap_or(Usage::new(0, 0, 0, 0));
+    let mut ev = vec![sse_event(
+        "message_start",
+        &json!({"type": "message_start", "message": {
+            "id": format!("msg_fake_{}", ids.request), "type": "message", "role": "assistant",
+            "model": "fake-model", "content": [], "stop_reason": null, "stop_sequence": null,
+            "usage": {"input_tokens": u.input, "cache_creation_input_tokens": u.cache_write,
+                      "cache_read_input_tokens": u.cache_read, "output_tokens": 1}}}),
+    )];
+    let mut index = 0;
+    let mut block = |ev: &mut Vec<String>, start: Value, deltas: Vec<Value>| {
+        ev.push(sse_event(
+            "content_block_start",
+            &json!({"type": "content_block_start", "index": index, "content_block": start}),
+        ));
+        for d in deltas {
+            ev.push(sse_event(
+                "content_block_delta",
+                &json!({"type": "content_block_delta", "index": index, "delta": d}),
+            ));
+        }
+        ev.push(sse_event(
+            "content_block_stop",
+            &json!({"type": "content_block_stop", "index": index}),
+        ));
+        index += 1;
+    };
+    if let Some((thinking, signature)) = &s.thinking {
+        let mut deltas: Vec<Value> = pieces(thinking, 2)
+            .into_iter()
+            .map(|p| json!({"type": "thinking_delta", "thinking": p}))
+            .collect();
+        deltas.push(json!({"type": "signature_delta", "signature": signature}));
+        block(&mut ev, json!({"type": "thinking", "thinking": ""}), deltas);
+    }
+    if let Some(text) = &s.text {
+        let deltas = pieces(text, 2)
+            .into_iter()
+            .map(|p| json!({"type": "text_delta", "text": p}))
+            .collect();
+        block(&mut ev, json!({"type": "text", "text": ""}), deltas);
+    }
+    let mut last_args_piece = None;
+    for (i, call) in s.tool_calls.iter().enumerate() {
+        if i == 0 {
+            ev.push(sse_event("ping", &json!({"type": "ping"})));
+        }
+        let id = tool_id(call, "toolu", ids, i);
+        let deltas: Vec<Value> = pieces(&call.arguments, 3)
+            .into_iter()
+            .map(|p| json!({"type": "input_json_delta", "partial_json": p}))
+            .collect();
+        let n = deltas.len();
+        block(
+            &mut ev,
+            json!({"type": "tool_use", "id": id, "name": call.name, "input": {}}),
+            deltas,
+        );
+        // ev ends with: …deltas, stop.
+        last_args_piece = (n > 1).then(|| ev.len() - 2);
+    }
+    let tail = if index > 0 { ev.len() - 1 } else { ev.len() };
+    let stop = s.stop_reason.clone().unwrap_or_else(|| {
+        if s.tool_calls.is_empty() {
+            "end_turn".into()
+        } else {
+            "tool_use".into()
+        }
+    });
+    ev.push(sse_event(
+        "message_delta",
+        &json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null},
+                "usage": {"output_tokens": u.output}}),
+    ));
+    ev.push(sse_event("message_stop", &json!({"type": "message_stop"})));
+    Events {
+        events: ev,
+        last_args_piece,
+        tail,
+    }
+}
+
+fn openai_events(s: &Stream, ids: &Ids) -> Events {
+    let id = format!("chatcmpl-fake-{}", ids.request);
+    let chunk = |delta: Value, finish: Value| {
+        sse_data(
+            &json!({"id": id, "object": "chat.completion.chunk", "created": 1_730_000_000,
+            "model": "fake-model", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            "usage": null}),
+        )
+    };
+    let mut ev = vec![chunk(
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    )];
+    if let Some((thinking, _)) = &s.thinking {
+        for p in pieces(thinking, 2) {
+            ev.push(chunk(json!({"reasoning_content": p}), Value::Null));
+        }
+    }
+    if let Some(text) = &s.text {
+        for p in pieces(text, 2) {
+            ev.push(chunk(json!({"content": p}), Value::Null));
+        }
+    }
+    let mut last_args_piece = None;
+    for (i, call) in s.tool_calls.iter().enumerate() {
+        let cid = tool_id(call, "call", ids, i);
+        ev.push(chunk(
+            json!({"tool_calls": [{"index": i, "id": cid, "type": "function",
+                "function": {"name": call.name, "arguments": ""}}]}),
+            Value::Null,
+        ));
+        let args = pieces(&call.arguments, 3);
+        let n = args.len();
+        for p in args {
+            ev.push(chunk(
+                json!({"tool_calls": [{"index": i, "function": {"arguments": p}}]}),
+                Value::Null,
+            ));
+        }
+        last_args_piece = (n > 1).then(|| ev.len() - 1);
+    }
+    let tail = ev.len();
+    let finish = s.stop_reason.clone().unwrap_or_else(|| {
+        if s.tool_calls.is_empty() {
+            "stop".into()
+        } else {
+            "tool_calls".into()
+        }
+    });
+    ev.push(chunk(json!({}), json!(finish)));
+    if let Some(u) = s.usage {
+        let prompt = u.input + u.cache_read + u.cache_write;
+        let mut details = json!({"cached_tokens": u.cache_read});
+        if u.cache_write > 0 {
+            details["cache_write_tokens"] = json!(u.cache_write);
+        }
+        ev.push(sse_data(
+            &json!({"id": id, "object": "chat.completion.chunk",
+            "created": 1_730_000_000, "model": "fake-model", "choices": [],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": u.output,
+                      "total_tokens": prompt + u.output, "prompt_tokens_details": details}}),
+        ));
+    }
+    ev.push("data: [DONE]\n\n".to_owned());
+    Events {
+        events: ev,
+        last_args_piece,
+        tail,
+    }
+}
+
+fn steps_for(s: &Stream, e: Events, dialect: Dialect, ids: &Ids) -> (Vec<Step>, bool) {
+    let Events {
+        mut events,
+        last_args_piece,
+        tail,
+    } = e;
+    let write = |v: Vec<String>| v.into_iter().map(Step::Write).collect::<Vec<_>>();
+    match &s.fault {
+        None => (write(events), true),
+        Some(Fault::CutMidStream) => {
+            events.truncate(tail);
+            if let Some(i) = last_args_piece
+                && i + 1 == events.len()
+            {
+                events.pop();
+            }
+            events.push(match dialect {
+                Dialect::Anthropic => "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_de".to_owned(),
+                Dialect::OpenAi => format!("data: {{\"id\":\"chatcmpl-fake-{}\",\"object\":\"chat.completion.chunk\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"cu", ids.request),
+            });
+            (write(events), false)
+        }
+        Some(Fault::Malformed) => {
+            events.insert(1, "data: {\"type\": this is not json\n\n".to_owned());
+            (write(events), true)
+        }
+        Some(Fault::Stall(d)) => {
+            let mut steps = write(events.into_iter().take(1).collect());
+            steps.push(Step::Sleep(*d));
+            (steps, false)
+        }
+        Some(Fault::ErrorEvent { kind, message }) => {
+            events.truncate(tail);
+            match dialect {
+                Dialect::Anthropic => events.push(sse_event(
+                    "error",
+                    &json!({"type": "error", "error": {"type": kind, "message": message}}),
+                )),
+                Dialect::OpenAi => {
+                    events.push(sse_data(&json!({
+                        "id": format!("chatcmpl-fake-{}", ids.request),
+                        "object": "chat.completion.chunk", "model": "fake-model",
+                        "error": {"message": message, "type": kind, "code": kind},
+                        "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "error"}]})));
+                    events.push("data: [DONE]\n\n".to_owned());
+                }
+            }
+            (write(events), true)
+        }
+    }
+}
+
+fn anthropic_steps(s: &Stream, ids: &Ids) -> (Vec<Step>, bool) {
+    steps_for(s, anthropic_events(s, ids), Dialect::Anthropic, ids)
+}
+
+fn openai_steps(s: &Stream, ids: &Ids) -> (Vec<Step>, bool) {
+    steps_for(s, openai_events(s, ids), Dialect::OpenAi, ids)
+}
