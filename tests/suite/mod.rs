@@ -1,3 +1,4 @@
 //! Integration test modules. Add one `mod` line per file.
 
 mod fake_server;
+mod run;

@@ -1,0 +1,481 @@
+//! `crush run` end to end: the real binary against the fake model server.
+
+use crate::support::{Dialect, FakeServer, Reply, TestEnv};
+use serde_json::{Value, json};
+
+const BOTH: [Dialect; 2] = [Dialect::OpenAi, Dialect::Anthropic];
+
+fn env_with(server: &FakeServer, dialect: Dialect) -> TestEnv {
+    let env = TestEnv::new();
+    env.use_server(server, dialect);
+    env
+}
+
+fn json_lines(stdout: &str) -> Vec<Value> {
+    stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
+fn session_json(env: &TestEnv) -> Value {
+    let list = env.run(&["sessions", "list", "--json"], None);
+    list.assert_success();
+    let sessions: Value = serde_json::from_str(&list.stdout).expect("sessions list --json");
+    let id = sessions[0]["id"]
+        .as_str()
+        .expect("a session id")
+        .to_string();
+    let show = env.run(&["sessions", "show", &id, "--json"], None);
+    show.assert_success();
+    serde_json::from_str(&show.stdout).expect("sessions show --json")
+}
+
+#[test]
+fn plain_answer_streams_to_stdout_only() {
+    for d in BOTH {
+        let server = FakeServer::with_script(vec![Reply::text("Hello from the model.")]);
+        let env = env_with(&server, d);
+        let out = env.run(&["run", "say hello"], None);
+        out.assert_success();
+        assert_eq!(out.stdout, "Hello from the model.\n", "{d:?}");
+        let req = server.last_request();
+        assert_eq!(req.user_texts(), vec!["say hello".to_string()]);
+        assert!(
+            req.system_text().contains("Working directory"),
+            "system prompt has the env"
+        );
+        assert!(req.tool_names().contains(&"bash".to_string()));
+        server.assert_clean();
+    }
+}
+
+#[test]
+fn bash_tool_call_writes_a_file_with_yolo() {
+    for d in BOTH {
+        let server = FakeServer::with_script(vec![
+            Reply::tool_call("bash", json!({"command": "echo hi > f.txt"})),
+            Reply::text("Created f.txt."),
+        ]);
+        let env = env_with(&server, d);
+        let out = env.run(&["run", "-q", "-y", "make f.txt"], None);
+        out.assert_success();
+        assert_eq!(env.read_project_file("f.txt"), "hi\n", "{d:?}");
+        assert_eq!(out.stdout, "Created f.txt.\n");
+        let results = server.last_request().tool_results();
+        assert_eq!(results.len(), 1);
+        assert!(
+            !results[0].2,
+            "bash result is not an error: {:?}",
+            results[0]
+        );
+        server.assert_clean();
+    }
+}
+
+#[test]
+fn several_tool_calls_in_one_step() {
+    let server = FakeServer::with_script(vec![
+        Reply::tool_calls(vec![
+            crate::support::ToolCall::new("bash", json!({"command": "echo one > 1.txt"})),
+            crate::support::ToolCall::new("bash", json!({"command": "echo two > 2.txt"})),
+        ]),
+        Reply::text("both"),
+    ]);
+    let env = env_with(&server, Dialect::OpenAi);
+    env.run(&["run", "-y", "two files"], None).assert_success();
+    assert_eq!(env.read_project_file("1.txt"), "one\n");
+    assert_eq!(env.read_project_file("2.txt"), "two\n");
+    assert_eq!(server.last_request().tool_results().len(), 2);
+    server.assert_clean();
+}
+
+#[test]
+fn view_then_edit_changes_the_file() {
+    for d in BOTH {
+        let server = FakeServer::with_script(vec![
+            Reply::tool_call("view", json!({"file_path": "a.txt"})),
+            Reply::tool_call(
+                "edit",
+                json!({"file_path": "a.txt", "old_string": "world", "new_string": "crush"}),
+            ),
+            Reply::text("Edited."),
+        ]);
+        let env = env_with(&server, d);
+        env.write_project_file("a.txt", "hello world\n");
+        let out = env.run(&["run", "-y", "edit a.txt"], None);
+        out.assert_success();
+        assert_eq!(env.read_project_file("a.txt"), "hello crush\n", "{d:?}");
+        let view_result = &server.request(1).tool_results()[0];
+        assert!(view_result.1.contains("hello world"), "{view_result:?}");
+        server.assert_clean();
+    }
+}
+
+#[test]
+fn edit_without_view_is_refused_and_the_model_is_told() {
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call(
+            "edit",
+            json!({"file_path": "a.txt", "old_string": "world", "new_string": "crush"}),
+        ),
+        Reply::text("I must view it first."),
+    ]);
+    let env = env_with(&server, Dialect::OpenAi);
+    env.write_project_file("a.txt", "hello world\n");
+    env.run(&["run", "-y", "edit a.txt"], None).assert_success();
+    assert_eq!(env.read_project_file("a.txt"), "hello world\n");
+    let (_, text, is_error) = server.last_request().tool_results()[0].clone();
+    assert!(is_error, "{text}");
+    assert!(text.to_lowercase().contains("view"), "{text}");
+    server.assert_clean();
+}
+
+#[test]
+fn a_call_needing_permission_is_refused_and_exits_3() {
+    let server = FakeServer::with_script(vec![Reply::tool_call(
+        "bash",
+        json!({"command": "echo hi > f.txt"}),
+    )]);
+    let env = env_with(&server, Dialect::OpenAi);
+    let out = env.run(&["run", "make f.txt"], None);
+    out.assert_code(3);
+    assert!(
+        !env.project().join("f.txt").exists(),
+        "the tool must not run"
+    );
+    assert!(out.stderr.contains("--yolo"), "{}", out.stderr);
+    assert!(out.stderr.contains("allowed_tools"), "{}", out.stderr);
+    // The model is told why, in the stored session.
+    let s = session_json(&env);
+    let parts = s["messages"].to_string();
+    assert!(parts.contains("Permission denied"), "{parts}");
+    server.assert_clean();
+}
+
+#[test]
+fn allowed_tools_in_config_grant_permission() {
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call("bash", json!({"command": "echo hi > f.txt"})),
+        Reply::text("ok"),
+    ]);
+    let env = TestEnv::new();
+    let mut cfg = env.config_for(&server, Dialect::OpenAi);
+    cfg["permissions"] = json!({"allowed_tools": ["bash:execute"]});
+    env.write_config(&cfg);
+    env.run(&["run", "make f.txt"], None).assert_success();
+    assert_eq!(env.read_project_file("f.txt"), "hi\n");
+}
+
+#[test]
+fn reading_outside_the_project_needs_permission() {
+    let server = FakeServer::with_script(vec![Reply::tool_call(
+        "view",
+        json!({"file_path": "/etc/hostname"}),
+    )]);
+    let env = env_with(&server, Dialect::OpenAi);
+    let out = env.run(&["run", "read it"], None);
+    out.assert_code(3);
+    assert!(out.stderr.contains("view"), "{}", out.stderr);
+}
+
+#[test]
+fn json_output_is_one_event_per_line() {
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call("bash", json!({"command": "echo hi"})),
+        Reply::text("done").with_usage(12, 87, 2048, 100),
+    ]);
+    let env = env_with(&server, Dialect::Anthropic);
+    let out = env.run(&["run", "--json", "-y", "go"], None);
+    out.assert_success();
+    let events = json_lines(&out.stdout);
+    let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(types.first(), Some(&"session"));
+    assert_eq!(types.last(), Some(&"finish"));
+    for t in ["tool_call", "tool_result", "text", "usage"] {
+        assert!(types.contains(&t), "missing {t}: {types:?}");
+    }
+    assert!(
+        events.iter().all(|e| e["v"] == 1),
+        "every event has the schema version"
+    );
+    let usage = events
+        .iter()
+        .filter(|e| e["type"] == "usage")
+        .last()
+        .unwrap();
+    assert_eq!(usage["input_tokens"], 12);
+    assert_eq!(usage["output_tokens"], 87);
+    assert_eq!(usage["cache_read_tokens"], 2048);
+    assert_eq!(usage["cache_write_tokens"], 100);
+    let finish = events.last().unwrap();
+    assert_eq!(finish["reason"], "end_turn");
+    assert_eq!(finish["text"], "done");
+    let session_id = events[0]["session_id"].as_str().unwrap();
+    assert_eq!(finish["session_id"], session_id);
+}
+
+#[test]
+fn piped_stdin_goes_before_the_prompt() {
+    let server = FakeServer::with_script(vec![Reply::text("reviewed")]);
+    let env = env_with(&server, Dialect::OpenAi);
+    let out = env.run(&["run", "review this"], Some("diff --git a b\n+x\n"));
+    out.assert_success();
+    let texts = server.last_request().user_texts();
+    assert_eq!(texts, vec!["diff --git a b\n+x\n\nreview this".to_string()]);
+}
+
+#[test]
+fn empty_prompt_is_a_usage_error() {
+    let server = FakeServer::start();
+    let env = env_with(&server, Dialect::OpenAi);
+    let out = env.run(&["run"], Some("   \n"));
+    out.assert_code(2);
+    assert!(out.stderr.contains("no prompt"), "{}", out.stderr);
+    assert_eq!(server.request_count(), 0);
+}
+
+#[test]
+fn output_file_gets_the_final_message() {
+    let server = FakeServer::with_script(vec![Reply::text("final words")]);
+    let env = env_with(&server, Dialect::OpenAi);
+    let out_path = env.root().join("out/answer.txt");
+    env.run(&["run", "-o", out_path.to_str().unwrap(), "hi"], None)
+        .assert_success();
+    assert_eq!(std::fs::read_to_string(out_path).unwrap(), "final words\n");
+}
+
+#[test]
+fn session_is_stored_listed_and_continued() {
+    let server = FakeServer::with_script(vec![
+        Reply::text("first answer"),
+        Reply::text("second answer"),
+    ]);
+    let env = env_with(&server, Dialect::OpenAi);
+    env.run(&["run", "first question"], None).assert_success();
+    let list = env.run(&["sessions", "list"], None);
+    list.assert_success();
+    assert!(list.stdout.contains("first question"), "{}", list.stdout);
+    env.run(&["run", "-C", "second question"], None)
+        .assert_success();
+    // The second call carried the whole conversation.
+    let req = server.last_request();
+    assert_eq!(
+        req.user_texts(),
+        vec!["first question".to_string(), "second question".to_string()]
+    );
+    let s = session_json(&env);
+    assert_eq!(s["messages"].as_array().unwrap().len(), 4);
+    assert_eq!(
+        s["meta"]["prompt_tokens"], 200,
+        "running totals of both calls"
+    );
+    assert!(env.project().join(".crush/crush.db").exists());
+    assert_eq!(
+        std::fs::read_to_string(env.project().join(".crush/.gitignore")).unwrap(),
+        "*\n"
+    );
+    let projects = std::fs::read_to_string(env.data_dir().join("projects.json")).unwrap();
+    assert!(projects.contains("\"projects\""), "{projects}");
+}
+
+#[test]
+fn server_error_500_is_retried() {
+    for d in BOTH {
+        let server = FakeServer::with_script(vec![
+            Reply::api_error(500, "api_error", "internal"),
+            Reply::text("recovered"),
+        ]);
+        let env = env_with(&server, d);
+        let mut cmd = env.crush();
+        cmd.env("CRUSH_RETRY_BASE_MS", "10").args(["run", "hi"]);
+        let out = crate::support::env::run_command(cmd, None, crate::support::RUN_TIMEOUT);
+        out.assert_success();
+        assert_eq!(out.stdout, "recovered\n");
+        assert_eq!(server.request_count(), 2, "{d:?}");
+        assert_eq!(
+            server.request(0).body,
+            server.request(1).body,
+            "identical retry body"
+        );
+    }
+}
+
+#[test]
+fn rate_limit_429_honours_retry_after() {
+    let server = FakeServer::with_script(vec![
+        Reply::api_error(429, "rate_limit_error", "slow down").header("retry-after", "1"),
+        Reply::text("after the wait"),
+    ]);
+    let env = env_with(&server, Dialect::Anthropic);
+    let out = env.run(&["run", "hi"], None);
+    out.assert_success();
+    assert_eq!(out.stdout, "after the wait\n");
+    assert_eq!(server.request_count(), 2);
+    assert!(out.stderr.contains("retry"), "{}", out.stderr);
+}
+
+#[test]
+fn unauthorized_is_not_retried() {
+    let server = FakeServer::with_script(vec![Reply::api_error(
+        401,
+        "authentication_error",
+        "invalid x-api-key",
+    )]);
+    let env = env_with(&server, Dialect::Anthropic);
+    let out = env.run(&["run", "hi"], None);
+    out.assert_code(1);
+    assert!(out.stderr.contains("401"), "{}", out.stderr);
+    assert!(out.stderr.contains("invalid x-api-key"), "{}", out.stderr);
+    assert_eq!(server.request_count(), 1);
+}
+
+#[test]
+fn a_cut_stream_fails_with_exit_1_and_the_session_still_loads() {
+    let cut =
+        || Reply::text("partial answer that never ends").fault(crate::support::Fault::CutMidStream);
+    let server = FakeServer::with_script(vec![cut(), cut(), cut(), cut()]);
+    let env = env_with(&server, Dialect::OpenAi);
+    let mut cmd = env.crush();
+    cmd.env("CRUSH_RETRY_BASE_MS", "10").args(["run", "hi"]);
+    let out = crate::support::env::run_command(cmd, None, crate::support::RUN_TIMEOUT);
+    out.assert_code(1);
+    assert_eq!(server.request_count(), 4, "retried up to the attempt limit");
+    let s = session_json(&env);
+    let msgs = s["messages"].as_array().unwrap();
+    assert_eq!(msgs[0]["role"], "user");
+    assert!(msgs.last().unwrap().to_string().contains("error"));
+}
+
+#[test]
+fn invalid_tool_json_gets_an_error_result_and_the_run_continues() {
+    let server = FakeServer::with_script(vec![
+        Reply::invalid_tool_json("bash", "{not json"),
+        Reply::text("sorry, fixed"),
+    ]);
+    let env = env_with(&server, Dialect::OpenAi);
+    let out = env.run(&["run", "-y", "go"], None);
+    out.assert_success();
+    assert_eq!(out.stdout, "sorry, fixed\n");
+    let (_, text, is_error) = server.last_request().tool_results()[0].clone();
+    assert!(is_error);
+    assert!(text.contains("not valid JSON"), "{text}");
+    server.assert_clean();
+}
+
+#[test]
+fn unreachable_server_exits_1_with_the_address() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let env = TestEnv::new();
+    env.write_config(&json!({
+        "providers": {"local": {"type": "openai-compat", "base_url": format!("http://127.0.0.1:{port}/v1"),
+            "models": [{"id": "m"}]}}
+    }));
+    let mut cmd = env.crush();
+    cmd.env("CRUSH_RETRY_BASE_MS", "5").args(["run", "hi"]);
+    let out = crate::support::env::run_command(cmd, None, crate::support::RUN_TIMEOUT);
+    out.assert_code(1);
+    assert!(
+        out.stderr.contains(&format!("127.0.0.1:{port}")),
+        "{}",
+        out.stderr
+    );
+    // The session with the user's prompt is stored and loads.
+    let s = session_json(&env);
+    assert_eq!(s["messages"][0]["role"], "user");
+}
+
+#[test]
+fn no_provider_is_a_configuration_error() {
+    let env = TestEnv::new();
+    let out = env.run(&["run", "hi"], None);
+    out.assert_code(2);
+    assert!(
+        out.stderr.contains("no provider configured"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn invalid_config_names_file_line_and_column() {
+    let env = TestEnv::new();
+    std::fs::write(
+        env.config_dir().join("crush.json"),
+        "{\n  \"providers\": {,\n}\n",
+    )
+    .unwrap();
+    let out = env.run(&["run", "hi"], None);
+    out.assert_code(2);
+    let file = env.config_dir().join("crush.json");
+    assert!(
+        out.stderr.contains(&format!("{}:2:", file.display())),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn unknown_config_keys_warn_with_the_file() {
+    let server = FakeServer::with_script(vec![Reply::text("ok")]);
+    let env = TestEnv::new();
+    let mut cfg = env.config_for(&server, Dialect::OpenAi);
+    cfg["colour_scheme"] = json!("dark");
+    env.write_config(&cfg);
+    let out = env.run(&["run", "hi"], None);
+    out.assert_success();
+    assert!(out.stderr.contains("colour_scheme"), "{}", out.stderr);
+    assert!(out.stderr.contains("crush.json"), "{}", out.stderr);
+}
+
+#[test]
+fn project_config_overrides_global() {
+    let server = FakeServer::with_script(vec![Reply::text("ok")]);
+    let env = env_with(&server, Dialect::OpenAi);
+    env.write_project_file(
+        ".crush.json",
+        &json!({"providers": {"fake": {"models": [{"id": "other-model"}]}},
+                "models": {"large": {"provider": "fake", "model": "other-model"}}})
+        .to_string(),
+    );
+    env.run(&["run", "hi"], None).assert_success();
+    assert_eq!(server.last_body()["model"], "other-model");
+}
+
+#[test]
+fn repeating_the_same_call_is_stopped_as_a_loop() {
+    let same = || Reply::tool_call("bash", json!({"command": "echo same"}));
+    let server = FakeServer::with_script((0..6).map(|_| same()).collect());
+    let env = env_with(&server, Dialect::OpenAi);
+    let out = env.run(&["run", "-y", "loop"], None);
+    out.assert_code(1);
+    assert!(out.stderr.contains("repeating"), "{}", out.stderr);
+    assert_eq!(server.request_count(), 6);
+}
+
+#[test]
+fn banned_commands_are_refused_even_with_yolo() {
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call("bash", json!({"command": "curl http://example.com"})),
+        Reply::text("ok, no curl"),
+    ]);
+    let env = env_with(&server, Dialect::OpenAi);
+    env.run(&["run", "-y", "fetch it"], None).assert_success();
+    let (_, text, is_error) = server.last_request().tool_results()[0].clone();
+    assert!(is_error && text.contains("not allowed"), "{text}");
+}
+
+#[test]
+fn version_and_help() {
+    let env = TestEnv::new();
+    let out = env.run(&["--version"], None);
+    out.assert_success();
+    assert!(out.stdout.starts_with("crush "), "{}", out.stdout);
+    let help = env.run(&["help", "run"], None);
+    help.assert_success();
+    assert!(help.stdout.contains("--yolo"));
+    env.run(&["run", "--frobnicate"], None).assert_code(2);
+}
