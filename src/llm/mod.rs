@@ -5,6 +5,11 @@
 //! receiver and the worker is abandoned (a blocked read cannot be interrupted).
 //! This module knows no tool implementation and persists nothing.
 
+pub mod anthropic;
+mod client;
+pub mod openai;
+pub mod retry;
+pub mod sse;
 pub mod types;
 
 pub use types::*;
@@ -119,11 +124,25 @@ impl std::error::Error for LlmError {}
 
 /// Starts one model call on a worker thread (with retries per `policy`) and returns the channel
 /// its events arrive on. The last event is `Done` or `Error`.
-#[allow(unused_variables)]
+///
+/// Before each retry a `StreamEvent::Retry` says which attempt failed (1 = the first), how long the
+/// worker waits and why; whatever that attempt streamed must be discarded. The request body is
+/// identical on every attempt. Requests to loopback addresses never use a proxy; others follow
+/// the usual proxy environment variables.
 pub fn stream(
     endpoint: &Endpoint,
     req: &ChatRequest,
     policy: &RetryPolicy,
 ) -> crossbeam_channel::Receiver<StreamEvent> {
-    todo!()
+    client::stream(endpoint, req, policy)
+}
+
+/// Runs one model call to its end (retries included) and returns the reply: for short calls
+/// such as title generation.
+pub fn complete(
+    endpoint: &Endpoint,
+    req: &ChatRequest,
+    policy: &RetryPolicy,
+) -> Result<Response, LlmError> {
+    client::complete(endpoint, req, policy)
 }

@@ -1,0 +1,1224 @@
+//! Anthropic Messages API: request body, headers, and the streaming event accumulator.
+
+use super::retry::{Failure, error_from_json, kind_retryable};
+use super::sse::SseEvent;
+use super::{
+    ChatRequest, Endpoint, FinishReason, LlmError, Part, Response, Role, StreamEvent, Usage,
+};
+use serde_json::{Map, Value, json};
+use std::collections::{BTreeMap, HashSet};
+
+pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+pub const API_VERSION: &str = "2023-06-01";
+/// Used when the request does not say (the API requires a value).
+pub const DEFAULT_MAX_TOKENS: u32 = 8192;
+const INTERRUPTED: &str = "Tool call was interrupted; it produced no result.";
+
+/// `{base}/v1/messages`, without doubling a `/v1` the base already has.
+pub fn url(base: &str) -> String {
+    let base = base.trim().trim_end_matches('/');
+    let base = if base.is_empty() {
+        DEFAULT_BASE_URL
+    } else {
+        base
+    };
+    if base.ends_with("/v1/messages") {
+        base.to_string()
+    } else if base.ends_with("/v1") {
+        format!("{base}/messages")
+    } else {
+        format!("{base}/v1/messages")
+    }
+}
+
+/// Provider headers (besides content-type/accept, which the client sets).
+pub fn headers(ep: &Endpoint) -> Vec<(String, String)> {
+    let mut h = Vec::new();
+    if let Some(k) = ep.api_key.as_deref().filter(|k| !k.is_empty()) {
+        h.push(("x-api-key".to_string(), k.to_string()));
+    }
+    h.push(("anthropic-version".to_string(), API_VERSION.to_string()));
+    h
+}
+
+/// Tool ids must match `[A-Za-z0-9_-]+`: other characters become `_` (the same on both sides of
+/// a call/result pair, so they still match).
+fn sanitize_id(id: &str) -> String {
+    let s: String = id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if s.is_empty() {
+        "toolu_empty".to_string()
+    } else {
+        s
+    }
+}
+
+fn non_blank(s: &str) -> bool {
+    !s.trim().is_empty()
+}
+
+/// Parses a stored argument text into the object `tool_use.input` needs (`{}` when invalid).
+pub fn parse_input(raw: &str) -> Value {
+    match serde_json::from_str::<Value>(raw) {
+        Ok(v @ Value::Object(_)) => v,
+        _ => Value::Object(Map::new()),
+    }
+}
+
+fn tool_result_block(id: &str, content: &str, is_error: bool) -> Value {
+    let content = if non_blank(content) {
+        content
+    } else {
+        "(no output)"
+    };
+    let mut b = json!({"type": "tool_result", "tool_use_id": sanitize_id(id), "content": content});
+    if is_error {
+        b["is_error"] = Value::Bool(true);
+    }
+    b
+}
+
+fn is_tool_result(b: &Value) -> bool {
+    b.get("type").and_then(Value::as_str) == Some("tool_result")
+}
+
+/// The Messages request body for `req` (streaming).
+pub fn build_request(req: &ChatRequest) -> Value {
+    let mut system_texts: Vec<String> = Vec::new();
+    if non_blank(&req.system) {
+        system_texts.push(req.system.clone());
+    }
+    // (role, blocks), roles "user" / "assistant".
+    let mut msgs: Vec<(&'static str, Vec<Value>)> = Vec::new();
+    for m in &req.messages {
+        let mut blocks = Vec::new();
+        let role = match m.role {
+            Role::System => {
+                let t = m.text();
+                if non_blank(&t) {
+                    system_texts.push(t);
+                }
+                continue;
+            }
+            Role::Assistant => "assistant",
+            Role::User | Role::Tool => "user",
+        };
+        for p in &m.parts {
+            match p {
+                Part::Text { text } if non_blank(text) => {
+                    blocks.push(json!({"type": "text", "text": text}));
+                }
+                Part::Reasoning {
+                    thinking,
+                    signature,
+                } if role == "assistant" && !signature.is_empty() => {
+                    blocks.push(
+                        json!({"type": "thinking", "thinking": thinking, "signature": signature}),
+                    );
+                }
+                Part::ToolCall {
+                    id, name, input, ..
+                } if role == "assistant" => {
+                    blocks.push(
+                        json!({"type": "tool_use", "id": sanitize_id(id), "name": name,
+                        "input": parse_input(input)}),
+                    );
+                }
+                Part::ToolResult {
+                    tool_call_id,
+                    content,
+                    is_error,
+                    ..
+                } if role == "user" => {
+                    blocks.push(tool_result_block(tool_call_id, content, *is_error));
+                }
+                Part::ShellCommand {
+                    command, output, ..
+                } if role == "user" => {
+                    blocks.push(json!({"type": "text", "text": format!("!{command}\n{output}")}));
+                }
+                _ => {}
+            }
+        }
+        if blocks.is_empty() {
+            continue;
+        }
+        match msgs.last_mut() {
+            Some((r, prev)) if *r == role => prev.extend(blocks),
+            _ => msgs.push((role, blocks)),
+        }
+    }
+    pair_tool_results(&mut msgs);
+
+    // Cache breakpoints (at most 4): the last system block, the last tool, the last block of each
+    // of the last two messages (thinking blocks cannot carry one).
+    let ephemeral = json!({"type": "ephemeral"});
+    let n = msgs.len();
+    let mut messages = Vec::with_capacity(n);
+    for (i, (role, mut blocks)) in msgs.into_iter().enumerate() {
+        if i + 2 >= n
+            && let Some(last) = blocks.last_mut()
+            && !matches!(
+                last.get("type").and_then(Value::as_str),
+                Some("thinking" | "redacted_thinking")
+            )
+        {
+            last["cache_control"] = ephemeral.clone();
+        }
+        messages.push(json!({"role": role, "content": blocks}));
+    }
+
+    let mut body = json!({
+        "model": req.model,
+        "max_tokens": req.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        "stream": true,
+        "messages": messages,
+    });
+    if !system_texts.is_empty() {
+        let k = system_texts.len();
+        let sys: Vec<Value> = system_texts
+            .into_iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let mut b = json!({"type": "text", "text": t});
+                if i + 1 == k {
+                    b["cache_control"] = ephemeral.clone();
+                }
+                b
+            })
+            .collect();
+        body["system"] = Value::Array(sys);
+    }
+    if !req.tools.is_empty() {
+        let k = req.tools.len();
+        let tools: Vec<Value> = req
+            .tools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let mut v = json!({"name": t.name, "description": t.description,
+                    "input_schema": t.parameters});
+                if i + 1 == k {
+                    v["cache_control"] = ephemeral.clone();
+                }
+                v
+            })
+            .collect();
+        body["tools"] = Value::Array(tools);
+    }
+    if let Some(t) = req.temperature {
+        body["temperature"] = json!(t);
+    }
+    body
+}
+
+/// Makes every `tool_use` answered by a `tool_result` at the head of the next user message:
+/// results are put first and in call order, missing ones become error results, results without
+/// a call (or repeated) are dropped.
+fn pair_tool_results(msgs: &mut Vec<(&'static str, Vec<Value>)>) {
+    let mut i = 0;
+    let mut prev_ids: Vec<String> = Vec::new();
+    while i < msgs.len() {
+        if msgs[i].0 == "assistant" {
+            prev_ids = msgs[i]
+                .1
+                .iter()
+                .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_use"))
+                .filter_map(|b| b.get("id").and_then(Value::as_str).map(str::to_string))
+                .collect();
+            if !prev_ids.is_empty() && msgs.get(i + 1).map(|m| m.0) != Some("user") {
+                msgs.insert(i + 1, ("user", Vec::new()));
+            }
+            i += 1;
+            continue;
+        }
+        let blocks = std::mem::take(&mut msgs[i].1);
+        let (results, others): (Vec<Value>, Vec<Value>) =
+            blocks.into_iter().partition(is_tool_result);
+        let mut seen = HashSet::new();
+        let mut ordered = Vec::new();
+        for id in &prev_ids {
+            let found = results
+                .iter()
+                .find(|b| b.get("tool_use_id").and_then(Value::as_str) == Some(id.as_str()));
+            if seen.insert(id.clone()) {
+                ordered.push(match found {
+                    Some(b) => b.clone(),
+                    None => tool_result_block(id, INTERRUPTED, true),
+                });
+            }
+        }
+        ordered.extend(others);
+        msgs[i].1 = ordered;
+        prev_ids.clear();
+        if msgs[i].1.is_empty() {
+            msgs.remove(i);
+            // Removing may leave two assistant messages side by side: merge them.
+            if i > 0 && i < msgs.len() && msgs[i - 1].0 == msgs[i].0 {
+                let next = msgs.remove(i);
+                msgs[i - 1].1.extend(next.1);
+                i -= 1;
+            }
+            continue;
+        }
+        i += 1;
+    }
+}
+
+#[derive(Debug)]
+enum Block {
+    Text(String),
+    Thinking {
+        thinking: String,
+        signature: String,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        json: String,
+        finished: bool,
+    },
+    Ignored,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct UsageFields {
+    input: Option<u64>,
+    output: Option<u64>,
+    cache_read: Option<u64>,
+    cache_write: Option<u64>,
+}
+
+impl UsageFields {
+    /// Takes every field present in `u` (cumulative values: the last one wins).
+    fn update(&mut self, u: &Value) {
+        let get = |k: &str| u.get(k).and_then(Value::as_u64);
+        if let Some(v) = get("input_tokens") {
+            self.input = Some(v);
+        }
+        if let Some(v) = get("output_tokens") {
+            self.output = Some(v);
+        }
+        if let Some(v) = get("cache_read_input_tokens") {
+            self.cache_read = Some(v);
+        }
+        if let Some(v) = get("cache_creation_input_tokens") {
+            self.cache_write = Some(v);
+        }
+    }
+    fn usage(&self) -> Option<Usage> {
+        if self.input.is_none()
+            && self.output.is_none()
+            && self.cache_read.is_none()
+            && self.cache_write.is_none()
+        {
+            return None;
+        }
+        Some(Usage {
+            input: self.input.unwrap_or(0),
+            output: self.output.unwrap_or(0),
+            cache_read: self.cache_read.unwrap_or(0),
+            cache_write: self.cache_write.unwrap_or(0),
+        })
+    }
+}
+
+/// Maps `stop_reason` to our finish reason.
+pub fn finish_reason(stop: Option<&str>, has_tool_calls: bool) -> FinishReason {
+    match stop {
+        Some("end_turn" | "stop_sequence") => FinishReason::EndTurn,
+        Some("tool_use") => FinishReason::ToolUse,
+        Some("max_tokens" | "model_context_window_exceeded") => FinishReason::MaxTokens,
+        Some("refusal") => FinishReason::ContentFilter,
+        Some(other) => FinishReason::Other(other.to_string()),
+        None if has_tool_calls => FinishReason::ToolUse,
+        None => FinishReason::EndTurn,
+    }
+}
+
+/// Builds a `Response` from the stream's events. Pure: feed events, then `finish`.
+#[derive(Debug, Default)]
+pub struct Accumulator {
+    blocks: BTreeMap<u64, Block>,
+    usage: UsageFields,
+    stop_reason: Option<String>,
+    model: Option<String>,
+    done: bool,
+}
+
+fn protocol(msg: String) -> Failure {
+    Failure::retry(LlmError::Protocol(msg))
+}
+
+impl Accumulator {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// True once `message_stop` arrived.
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// Takes one event; progress for the display goes to `out`. Returns whether the message is
+    /// complete (`message_stop`).
+    pub fn feed(&mut self, ev: &SseEvent, out: &mut Vec<StreamEvent>) -> Result<bool, Failure> {
+        let data = ev.data.trim();
+        if data.is_empty() {
+            return Ok(self.done);
+        }
+        let v: Value = match serde_json::from_str(data) {
+            Ok(v) => v,
+            Err(e) => {
+                if ev.event == "ping" {
+                    return Ok(self.done);
+                }
+                return Err(protocol(format!(
+                    "invalid JSON in `{}` event: {e}",
+                    ev.event
+                )));
+            }
+        };
+        let ty = v
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or(ev.event.as_str());
+        match ty {
+            "message_start" => {
+                if let Some(m) = v.get("message") {
+                    if let Some(model) = m.get("model").and_then(Value::as_str) {
+                        self.model = Some(model.to_string());
+                    }
+                    if let Some(u) = m.get("usage") {
+                        self.usage.update(u);
+                    }
+                }
+            }
+            "content_block_start" => {
+                let idx = self.index(&v);
+                let cb = v.get("content_block").unwrap_or(&Value::Null);
+                let s = |k: &str| cb.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+                let block = match cb.get("type").and_then(Value::as_str) {
+                    Some("text") => {
+                        let t = s("text");
+                        if !t.is_empty() {
+                            out.push(StreamEvent::TextDelta(t.clone()));
+                        }
+                        Block::Text(t)
+                    }
+                    Some("thinking") => {
+                        let t = s("thinking");
+                        if !t.is_empty() {
+                            out.push(StreamEvent::ReasoningDelta(t.clone()));
+                        }
+                        Block::Thinking {
+                            thinking: t,
+                            signature: s("signature"),
+                        }
+                    }
+                    Some("tool_use") => {
+                        let (id, name) = (s("id"), s("name"));
+                        out.push(StreamEvent::ToolCallStart {
+                            id: id.clone(),
+                            name: name.clone(),
+                        });
+                        Block::ToolUse {
+                            id,
+                            name,
+                            json: String::new(),
+                            finished: false,
+                        }
+                    }
+                    // redacted_thinking, server tools, and anything new.
+                    _ => Block::Ignored,
+                };
+                self.blocks.insert(idx, block);
+            }
+            "content_block_delta" => {
+                let idx = self.index(&v);
+                let d = v.get("delta").unwrap_or(&Value::Null);
+                let s = |k: &str| d.get(k).and_then(Value::as_str).unwrap_or("");
+                match d.get("type").and_then(Value::as_str) {
+                    Some("text_delta") => {
+                        let t = s("text");
+                        if let Block::Text(buf) =
+                            self.blocks.entry(idx).or_insert(Block::Text(String::new()))
+                        {
+                            buf.push_str(t);
+                            if !t.is_empty() {
+                                out.push(StreamEvent::TextDelta(t.to_string()));
+                            }
+                        }
+                    }
+                    Some("thinking_delta") => {
+                        let t = s("thinking");
+                        if let Block::Thinking { thinking, .. } =
+                            self.blocks.entry(idx).or_insert(Block::Thinking {
+                                thinking: String::new(),
+                                signature: String::new(),
+                            })
+                        {
+                            thinking.push_str(t);
+                            if !t.is_empty() {
+                                out.push(StreamEvent::ReasoningDelta(t.to_string()));
+                            }
+                        }
+                    }
+                    Some("signature_delta") => {
+                        if let Some(Block::Thinking { signature, .. }) = self.blocks.get_mut(&idx) {
+                            signature.push_str(s("signature"));
+                        }
+                    }
+                    Some("input_json_delta") => {
+                        if let Some(Block::ToolUse { json, .. }) = self.blocks.get_mut(&idx) {
+                            json.push_str(s("partial_json"));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            "content_block_stop" => {
+                let idx = self.index(&v);
+                if let Some(Block::ToolUse { finished, .. }) = self.blocks.get_mut(&idx) {
+                    *finished = true;
+                }
+            }
+            "message_delta" => {
+                if let Some(r) = v
+                    .get("delta")
+                    .and_then(|d| d.get("stop_reason"))
+                    .and_then(Value::as_str)
+                {
+                    self.stop_reason = Some(r.to_string());
+                }
+                if let Some(u) = v.get("usage") {
+                    self.usage.update(u);
+                }
+            }
+            "message_stop" => self.done = true,
+            "error" => {
+                let eb = error_from_json(&v).unwrap_or_default();
+                let kind = eb.kind.clone().unwrap_or_else(|| "error".to_string());
+                let msg = if eb.message.is_empty() {
+                    snippet_of(data)
+                } else {
+                    eb.message.clone()
+                };
+                return Err(Failure {
+                    error: LlmError::Protocol(format!("{kind}: {msg}")),
+                    retryable: kind_retryable(eb.kind.as_deref(), eb.code.as_deref()),
+                    retry_after: None,
+                });
+            }
+            // ping and unknown events.
+            _ => {}
+        }
+        Ok(self.done)
+    }
+
+    fn index(&self, v: &Value) -> u64 {
+        v.get("index")
+            .and_then(Value::as_u64)
+            .unwrap_or(self.blocks.len() as u64)
+    }
+
+    /// The response, whatever state the stream is in.
+    pub fn into_response(self) -> Response {
+        let mut parts = Vec::new();
+        let mut has_tools = false;
+        for (_, b) in self.blocks {
+            match b {
+                Block::Text(text) if !text.is_empty() => parts.push(Part::Text { text }),
+                Block::Thinking {
+                    thinking,
+                    signature,
+                } if !thinking.is_empty() || !signature.is_empty() => parts.push(Part::Reasoning {
+                    thinking,
+                    signature,
+                }),
+                Block::ToolUse {
+                    id,
+                    name,
+                    json,
+                    finished,
+                } => {
+                    has_tools = true;
+                    let input = if json.trim().is_empty() {
+                        "{}".to_string()
+                    } else {
+                        json
+                    };
+                    parts.push(Part::ToolCall {
+                        id,
+                        name,
+                        input,
+                        provider_executed: false,
+                        finished,
+                    });
+                }
+                _ => {}
+            }
+        }
+        Response {
+            parts,
+            usage: self.usage.usage(),
+            finish: finish_reason(self.stop_reason.as_deref(), has_tools),
+            model: self.model,
+        }
+    }
+
+    /// The response of a complete stream; `Truncated` (retryable) if `message_stop` never came.
+    pub fn finish(self) -> Result<Response, Failure> {
+        if !self.done {
+            return Err(Failure::retry(LlmError::Truncated));
+        }
+        Ok(self.into_response())
+    }
+}
+
+fn snippet_of(s: &str) -> String {
+    super::retry::snippet(s, 200)
+}
+
+/// A non-streaming reply (`{"type":"message",…}`), for servers that ignore `stream:true`.
+pub fn response_from_json(v: &Value) -> Option<Response> {
+    if v.get("type").and_then(Value::as_str) != Some("message") {
+        return None;
+    }
+    let mut acc = Accumulator::new();
+    if let Some(u) = v.get("usage") {
+        acc.usage.update(u);
+    }
+    acc.model = v.get("model").and_then(Value::as_str).map(str::to_string);
+    acc.stop_reason = v
+        .get("stop_reason")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    for (i, b) in v
+        .get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let s = |k: &str| b.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        let block = match b.get("type").and_then(Value::as_str) {
+            Some("text") => Block::Text(s("text")),
+            Some("thinking") => Block::Thinking {
+                thinking: s("thinking"),
+                signature: s("signature"),
+            },
+            Some("tool_use") => Block::ToolUse {
+                id: s("id"),
+                name: s("name"),
+                json: b.get("input").map(Value::to_string).unwrap_or_default(),
+                finished: true,
+            },
+            _ => Block::Ignored,
+        };
+        acc.blocks.insert(i as u64, block);
+    }
+    acc.done = true;
+    Some(acc.into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::sse::SseReader;
+    use crate::llm::{Message, ToolSpec};
+    use std::io::Cursor;
+
+    pub(crate) const EXAMPLE: &str = r#"event: message_start
+data: {"type":"message_start","message":{"id":"msg_01X","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":12,"cache_creation_input_tokens":100,"cache_read_input_tokens":2048,"output_tokens":1}}}
+
+event: content_block_start
+data: {"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"User wants main.rs."}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"EqQB…"}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":0}
+
+event: ping
+data: {"type":"ping"}
+
+event: content_block_start
+data: {"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"Reading it."}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":1}
+
+event: content_block_start
+data: {"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"toolu_01A","name":"view","input":{}}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"{\"file_pa"}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"th\":\"src/main.rs\"}"}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":2}
+
+event: message_delta
+data: {"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":87}}
+
+event: message_stop
+data: {"type":"message_stop"}
+
+"#;
+
+    fn run(stream: &str) -> (Result<Response, Failure>, Vec<StreamEvent>) {
+        let mut acc = Accumulator::new();
+        let mut out = Vec::new();
+        for ev in SseReader::new(Cursor::new(stream.as_bytes().to_vec())) {
+            let ev = ev.unwrap();
+            match acc.feed(&ev, &mut out) {
+                Ok(true) => break,
+                Ok(false) => {}
+                Err(f) => return (Err(f), out),
+            }
+        }
+        (acc.finish(), out)
+    }
+
+    fn ev(ty: &str, data: &str) -> String {
+        format!("event: {ty}\ndata: {data}\n\n")
+    }
+
+    fn start() -> String {
+        ev(
+            "message_start",
+            r#"{"type":"message_start","message":{"model":"m","usage":{"input_tokens":5,"output_tokens":1}}}"#,
+        )
+    }
+
+    fn stop(reason: &str) -> String {
+        ev(
+            "message_delta",
+            &format!(
+                r#"{{"type":"message_delta","delta":{{"stop_reason":"{reason}"}},"usage":{{"output_tokens":9}}}}"#
+            ),
+        ) + &ev("message_stop", r#"{"type":"message_stop"}"#)
+    }
+
+    fn tool_start(i: u32, id: &str) -> String {
+        ev(
+            "content_block_start",
+            &format!(
+                r#"{{"type":"content_block_start","index":{i},"content_block":{{"type":"tool_use","id":"{id}","name":"bash","input":{{}}}}}}"#
+            ),
+        )
+    }
+
+    fn json_delta(i: u32, piece: &str) -> String {
+        let d = json!({"type":"content_block_delta","index":i,"delta":{"type":"input_json_delta","partial_json":piece}});
+        ev("content_block_delta", &d.to_string())
+    }
+
+    fn block_stop(i: u32) -> String {
+        ev(
+            "content_block_stop",
+            &format!(r#"{{"type":"content_block_stop","index":{i}}}"#),
+        )
+    }
+
+    #[test]
+    fn example_stream() {
+        let (r, out) = run(EXAMPLE);
+        let r = r.unwrap();
+        assert_eq!(r.finish, FinishReason::ToolUse);
+        assert_eq!(r.model.as_deref(), Some("claude-sonnet-4-5"));
+        assert_eq!(
+            r.parts,
+            vec![
+                Part::Reasoning {
+                    thinking: "User wants main.rs.".into(),
+                    signature: "EqQB…".into()
+                },
+                Part::Text {
+                    text: "Reading it.".into()
+                },
+                Part::ToolCall {
+                    id: "toolu_01A".into(),
+                    name: "view".into(),
+                    input: r#"{"file_path":"src/main.rs"}"#.into(),
+                    provider_executed: false,
+                    finished: true
+                },
+            ]
+        );
+        // Checklist 6: ledger 12 / 100 / 2048 / 87.
+        assert_eq!(
+            r.usage,
+            Some(Usage {
+                input: 12,
+                output: 87,
+                cache_read: 2048,
+                cache_write: 100
+            })
+        );
+        assert!(matches!(&out[0], StreamEvent::ReasoningDelta(t) if t == "User wants main.rs."));
+        assert!(matches!(&out[1], StreamEvent::TextDelta(t) if t == "Reading it."));
+        assert!(
+            matches!(&out[2], StreamEvent::ToolCallStart { id, name } if id == "toolu_01A" && name == "view")
+        );
+    }
+
+    #[test]
+    fn usage_repeated_in_message_delta_is_not_doubled() {
+        let s = EXAMPLE.replace(
+            r#""usage":{"output_tokens":87}"#,
+            r#""usage":{"input_tokens":12,"cache_creation_input_tokens":100,"cache_read_input_tokens":2048,"output_tokens":87}"#,
+        );
+        let r = run(&s).0.unwrap();
+        assert_eq!(
+            r.usage,
+            Some(Usage {
+                input: 12,
+                output: 87,
+                cache_read: 2048,
+                cache_write: 100
+            })
+        );
+    }
+
+    #[test]
+    fn text_stream_with_pings() {
+        let s = start()
+            + &ev("ping", r#"{"type": "ping"}"#)
+            + &ev(
+                "content_block_start",
+                r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+            )
+            + &ev("ping", r#"{"type": "ping"}"#)
+            + &ev(
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello"}}"#,
+            )
+            + &ev(
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":", world"}}"#,
+            )
+            + &block_stop(0)
+            + &ev("ping", r#"{"type": "ping"}"#)
+            + &stop("end_turn");
+        let r = run(&s).0.unwrap();
+        assert_eq!(r.finish, FinishReason::EndTurn);
+        assert_eq!(
+            r.parts,
+            vec![Part::Text {
+                text: "Hello, world".into()
+            }]
+        );
+        assert_eq!(r.usage.map(|u| (u.input, u.output)), Some((5, 9)));
+    }
+
+    #[test]
+    fn tool_json_split_inside_key_and_escape() {
+        // The arguments {"command":"echo a\nb"} split inside a key and between `\` and `n`.
+        let s = start()
+            + &tool_start(0, "toolu_1")
+            + &json_delta(0, "{\"comm")
+            + &json_delta(0, "and\":\"echo a\\")
+            + &json_delta(0, "nb\"}")
+            + &block_stop(0)
+            + &stop("tool_use");
+        let r = run(&s).0.unwrap();
+        let Part::ToolCall { input, .. } = &r.parts[0] else {
+            panic!("{:?}", r.parts)
+        };
+        let v: Value = serde_json::from_str(input).unwrap();
+        assert_eq!(v, json!({"command": "echo a\nb"}));
+    }
+
+    #[test]
+    fn tool_without_arguments() {
+        for deltas in ["".to_string(), json_delta(0, "")] {
+            let s =
+                start() + &tool_start(0, "toolu_1") + &deltas + &block_stop(0) + &stop("tool_use");
+            let r = run(&s).0.unwrap();
+            assert!(matches!(&r.parts[0], Part::ToolCall { input, .. } if input == "{}"));
+        }
+    }
+
+    #[test]
+    fn two_tools_and_text() {
+        let s = start()
+            + &ev(
+                "content_block_start",
+                r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":"Both."}}"#,
+            )
+            + &block_stop(0)
+            + &tool_start(1, "toolu_a")
+            + &json_delta(1, "{}")
+            + &block_stop(1)
+            + &tool_start(2, "toolu_b")
+            + &json_delta(2, r#"{"x":1}"#)
+            + &block_stop(2)
+            + &stop("tool_use");
+        let r = run(&s).0.unwrap();
+        let ids: Vec<_> = r
+            .parts
+            .iter()
+            .filter_map(|p| match p {
+                Part::ToolCall { id, .. } => Some(id.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ids, ["toolu_a", "toolu_b"]);
+        assert_eq!(
+            r.parts[0],
+            Part::Text {
+                text: "Both.".into()
+            }
+        );
+    }
+
+    #[test]
+    fn error_event_midstream() {
+        let s = start()
+            + &ev(
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}"#,
+            )
+            + &ev(
+                "error",
+                r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+            );
+        let f = run(&s).0.unwrap_err();
+        assert!(f.retryable);
+        assert_eq!(
+            f.error,
+            LlmError::Protocol("overloaded_error: Overloaded".into())
+        );
+        let s = start()
+            + &ev(
+                "error",
+                r#"{"type":"error","error":{"type":"invalid_request_error","message":"bad"}}"#,
+            );
+        assert!(!run(&s).0.unwrap_err().retryable);
+    }
+
+    #[test]
+    fn truncated_without_message_stop() {
+        let s = start() + &tool_start(0, "t") + &json_delta(0, "{\"a\":");
+        let f = run(&s).0.unwrap_err();
+        assert_eq!(f.error, LlmError::Truncated);
+        assert!(f.retryable);
+        // Cut in the middle of a data line.
+        let s = start() + "event: content_block_delta\ndata: {\"type\":\"content_bl";
+        assert_eq!(run(&s).0.unwrap_err().error, LlmError::Truncated);
+    }
+
+    #[test]
+    fn malformed_json_is_a_retryable_protocol_error() {
+        let s = start() + &ev("content_block_delta", "{not json");
+        let f = run(&s).0.unwrap_err();
+        assert!(f.retryable);
+        assert!(matches!(f.error, LlmError::Protocol(_)));
+    }
+
+    #[test]
+    fn max_tokens_leaves_tool_unfinished() {
+        let s = start() + &tool_start(0, "t") + &json_delta(0, "{\"a\":") + &stop("max_tokens");
+        let r = run(&s).0.unwrap();
+        assert_eq!(r.finish, FinishReason::MaxTokens);
+        assert!(matches!(
+            &r.parts[0],
+            Part::ToolCall {
+                finished: false,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn unknown_events_and_blocks_are_ignored() {
+        let s = start()
+            + &ev("whatever", r#"{"type":"whatever","x":1}"#)
+            + &ev(
+                "content_block_start",
+                r#"{"type":"content_block_start","index":0,"content_block":{"type":"server_tool_use","id":"s"}}"#,
+            )
+            + &ev(
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":0,"delta":{"type":"citations_delta","citation":{}}}"#,
+            )
+            + &block_stop(0)
+            + &stop("end_turn");
+        let r = run(&s).0.unwrap();
+        assert!(r.parts.is_empty());
+    }
+
+    fn tool_call(id: &str, input: &str) -> Part {
+        Part::ToolCall {
+            id: id.into(),
+            name: "bash".into(),
+            input: input.into(),
+            provider_executed: false,
+            finished: true,
+        }
+    }
+
+    fn tool_result(id: &str, content: &str, is_error: bool) -> Part {
+        Part::ToolResult {
+            tool_call_id: id.into(),
+            name: "bash".into(),
+            content: content.into(),
+            data: String::new(),
+            mime_type: String::new(),
+            metadata: String::new(),
+            is_error,
+        }
+    }
+
+    fn req(messages: Vec<Message>) -> ChatRequest {
+        ChatRequest {
+            model: "claude-x".into(),
+            system: "You are crush".into(),
+            messages,
+            tools: vec![ToolSpec {
+                name: "bash".into(),
+                description: "Run".into(),
+                parameters: json!({"type":"object","properties":{}}),
+            }],
+            max_tokens: Some(1000),
+            temperature: None,
+        }
+    }
+
+    fn count_cache_control(v: &Value) -> usize {
+        match v {
+            Value::Object(m) => {
+                m.contains_key("cache_control") as usize
+                    + m.values().map(count_cache_control).sum::<usize>()
+            }
+            Value::Array(a) => a.iter().map(count_cache_control).sum(),
+            _ => 0,
+        }
+    }
+
+    fn assert_no_empty_text(v: &Value) {
+        match v {
+            Value::Object(m) => {
+                if m.get("type").and_then(Value::as_str) == Some("text") {
+                    let t = m.get("text").and_then(Value::as_str).unwrap();
+                    assert!(!t.trim().is_empty(), "empty text block in {v}");
+                }
+                m.values().for_each(assert_no_empty_text);
+            }
+            Value::Array(a) => a.iter().for_each(assert_no_empty_text),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn request_shape() {
+        let msgs = vec![
+            Message::user("Show main.rs"),
+            Message {
+                role: Role::Assistant,
+                parts: vec![
+                    Part::Reasoning {
+                        thinking: "hmm".into(),
+                        signature: "SIG".into(),
+                    },
+                    Part::Text { text: "  ".into() },
+                    Part::Text {
+                        text: "Running both.".into(),
+                    },
+                    tool_call("toolu_a", r#"{"command":"ls"}"#),
+                    tool_call("toolu_b", "not json"),
+                    Part::Finish {
+                        reason: "tool_use".into(),
+                        time: 0,
+                        message: None,
+                        details: None,
+                    },
+                ],
+            },
+            Message {
+                role: Role::Tool,
+                parts: vec![tool_result("toolu_a", "a.txt", false)],
+            },
+            Message {
+                role: Role::Tool,
+                parts: vec![tool_result("toolu_b", "", true)],
+            },
+            Message::user("Now explain."),
+            Message {
+                role: Role::User,
+                parts: vec![Part::ShellCommand {
+                    command: "ls".into(),
+                    output: "a.txt\n".into(),
+                    exit_code: 0,
+                }],
+            },
+            Message::user(""),
+        ];
+        let body = build_request(&req(msgs));
+        assert_eq!(body["model"], "claude-x");
+        assert_eq!(body["max_tokens"], 1000);
+        assert_eq!(body["stream"], true);
+        assert_eq!(
+            body["system"],
+            json!([{"type":"text","text":"You are crush","cache_control":{"type":"ephemeral"}}])
+        );
+        assert_eq!(body["tools"][0]["input_schema"]["type"], "object");
+        let m = body["messages"].as_array().unwrap();
+        assert_eq!(m.len(), 3, "{body:#}");
+        assert_eq!(m[0]["content"][0]["text"], "Show main.rs");
+        assert_eq!(m[1]["role"], "assistant");
+        let a = m[1]["content"].as_array().unwrap();
+        assert_eq!(a.len(), 4);
+        assert_eq!(
+            a[0],
+            json!({"type":"thinking","thinking":"hmm","signature":"SIG"})
+        );
+        assert_eq!(a[2]["input"], json!({"command":"ls"}));
+        assert_eq!(a[3]["input"], json!({}));
+        let u = m[2]["content"].as_array().unwrap();
+        assert_eq!(m[2]["role"], "user");
+        assert_eq!(u[0]["type"], "tool_result");
+        assert_eq!(u[0]["tool_use_id"], "toolu_a");
+        assert_eq!(u[0]["content"], "a.txt");
+        assert!(u[0].get("is_error").is_none());
+        assert_eq!(u[1]["tool_use_id"], "toolu_b");
+        assert_eq!(u[1]["content"], "(no output)");
+        assert_eq!(u[1]["is_error"], true);
+        assert_eq!(u[2]["text"], "Now explain.");
+        assert_eq!(u[3]["text"], "!ls\na.txt\n");
+        assert_eq!(u.len(), 4);
+        assert_no_empty_text(&body);
+        assert!(count_cache_control(&body) <= 4);
+        assert_eq!(count_cache_control(&body), 4);
+    }
+
+    #[test]
+    fn tool_results_are_put_first_and_missing_ones_filled() {
+        let msgs = vec![
+            Message::user("go"),
+            Message {
+                role: Role::Assistant,
+                parts: vec![tool_call("t1", "{}"), tool_call("t2", "{}")],
+            },
+            Message::user("interrupting"),
+            Message {
+                role: Role::Tool,
+                parts: vec![
+                    tool_result("t2", "two", false),
+                    tool_result("zz", "orphan", false),
+                ],
+            },
+        ];
+        let body = build_request(&req(msgs));
+        let u = body["messages"][2]["content"].as_array().unwrap();
+        assert_eq!(u.len(), 3, "{u:?}");
+        assert_eq!(u[0]["tool_use_id"], "t1");
+        assert_eq!(u[0]["is_error"], true);
+        assert_eq!(u[1]["tool_use_id"], "t2");
+        assert_eq!(u[1]["content"], "two");
+        assert_eq!(u[2]["text"], "interrupting");
+        // A trailing tool call without results gets a user message with an error result.
+        let msgs = vec![
+            Message::user("go"),
+            Message {
+                role: Role::Assistant,
+                parts: vec![tool_call("t.1", "{}")],
+            },
+        ];
+        let body = build_request(&req(msgs));
+        assert_eq!(body["messages"][1]["content"][0]["id"], "t_1");
+        assert_eq!(body["messages"][2]["content"][0]["tool_use_id"], "t_1");
+    }
+
+    #[test]
+    fn roles_alternate() {
+        let msgs = vec![
+            Message::user("a"),
+            Message::user("b"),
+            Message {
+                role: Role::Assistant,
+                parts: vec![Part::Text { text: "x".into() }],
+            },
+            Message {
+                role: Role::Assistant,
+                parts: vec![Part::Text { text: "".into() }],
+            },
+            Message {
+                role: Role::Assistant,
+                parts: vec![Part::Text { text: "y".into() }],
+            },
+            Message::user("c"),
+        ];
+        let body = build_request(&req(msgs));
+        let roles: Vec<_> = body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(roles, ["user", "assistant", "user"]);
+        assert_eq!(body["messages"][1]["content"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn urls_and_headers() {
+        assert_eq!(
+            url("https://api.anthropic.com"),
+            "https://api.anthropic.com/v1/messages"
+        );
+        assert_eq!(
+            url("https://api.anthropic.com/"),
+            "https://api.anthropic.com/v1/messages"
+        );
+        assert_eq!(
+            url("http://127.0.0.1:9/v1"),
+            "http://127.0.0.1:9/v1/messages"
+        );
+        assert_eq!(url(""), "https://api.anthropic.com/v1/messages");
+        let ep = Endpoint {
+            provider_id: "anthropic".into(),
+            kind: crate::llm::ApiKind::Anthropic,
+            base_url: String::new(),
+            api_key: Some("k".into()),
+            headers: vec![],
+        };
+        let h = headers(&ep);
+        assert!(h.contains(&("x-api-key".into(), "k".into())));
+        assert!(h.contains(&("anthropic-version".into(), "2023-06-01".into())));
+    }
+
+    #[test]
+    fn non_streaming_reply() {
+        let v: Value = serde_json::from_str(r#"{"id":"msg_01X","type":"message","role":"assistant","model":"claude-sonnet-4-5",
+ "content":[{"type":"text","text":"Reading it."},
+            {"type":"tool_use","id":"toolu_01A","name":"view","input":{"file_path":"src/main.rs"}}],
+ "stop_reason":"tool_use","stop_sequence":null,
+ "usage":{"input_tokens":12,"cache_creation_input_tokens":0,"cache_read_input_tokens":2048,"output_tokens":40}}"#).unwrap();
+        let r = response_from_json(&v).unwrap();
+        assert_eq!(r.finish, FinishReason::ToolUse);
+        assert_eq!(r.parts.len(), 2);
+        assert!(
+            matches!(&r.parts[1], Part::ToolCall { input, .. } if input == r#"{"file_path":"src/main.rs"}"#)
+        );
+        assert_eq!(r.usage.unwrap().cache_read, 2048);
+    }
+}

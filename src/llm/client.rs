@@ -1,0 +1,889 @@
+//! The streaming worker: one HTTP call per attempt over ureq, SSE parsed as it arrives, progress
+//! sent on a channel, retries per `RetryPolicy`.
+
+use super::retry::{self, Failure, backoff, classify_http, error_from_json, jittered};
+use super::sse::{MAX_EVENT_BYTES, SseReader, TooLarge};
+use super::{
+    ApiKind, ChatRequest, Endpoint, LlmError, Part, Response, RetryPolicy, StreamEvent, anthropic,
+    openai,
+};
+use crossbeam_channel::{Receiver, Sender};
+use std::io::{self, BufReader, Read};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Largest error body read (the message is cut to a snippet anyway).
+const MAX_ERROR_BODY: u64 = 256 * 1024;
+
+/// Starts the worker thread; see `crate::llm::stream`.
+pub fn stream(
+    endpoint: &Endpoint,
+    req: &ChatRequest,
+    policy: &RetryPolicy,
+) -> Receiver<StreamEvent> {
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let job = Job::new(endpoint, req, policy);
+    let spare = tx.clone();
+    let spawned = std::thread::Builder::new()
+        .name("llm-stream".into())
+        .spawn(move || job.run(&tx));
+    if let Err(e) = spawned {
+        let _ = spare.send(StreamEvent::Error(LlmError::Protocol(format!(
+            "cannot start the model worker thread: {e}"
+        ))));
+    }
+    rx
+}
+
+/// Runs one call to the end and returns its result (for short calls such as titles).
+pub fn complete(
+    endpoint: &Endpoint,
+    req: &ChatRequest,
+    policy: &RetryPolicy,
+) -> Result<Response, LlmError> {
+    for ev in stream(endpoint, req, policy).iter() {
+        match ev {
+            StreamEvent::Done(r) => return Ok(r),
+            StreamEvent::Error(e) => return Err(e),
+            _ => {}
+        }
+    }
+    Err(LlmError::Protocol(
+        "the model worker stopped without a result".into(),
+    ))
+}
+
+/// Everything one call needs, owned by the worker. The body is serialised once, so every attempt
+/// sends identical bytes.
+struct Job {
+    url: String,
+    kind: ApiKind,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+    policy: RetryPolicy,
+}
+
+/// How an attempt ended without a response.
+enum End {
+    Failed(Failure),
+    /// The receiver was dropped: stop quietly.
+    Gone,
+}
+
+impl From<Failure> for End {
+    fn from(f: Failure) -> Self {
+        End::Failed(f)
+    }
+}
+
+enum Acc {
+    Anthropic(anthropic::Accumulator),
+    OpenAi(openai::Accumulator),
+}
+
+impl Acc {
+    fn new(kind: ApiKind) -> Acc {
+        match kind {
+            ApiKind::Anthropic => Acc::Anthropic(anthropic::Accumulator::new()),
+            ApiKind::OpenAi | ApiKind::OpenAiCompat => Acc::OpenAi(openai::Accumulator::new()),
+        }
+    }
+    fn feed(
+        &mut self,
+        ev: &super::sse::SseEvent,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<bool, Failure> {
+        match self {
+            Acc::Anthropic(a) => a.feed(ev, out),
+            Acc::OpenAi(a) => a.feed(ev, out),
+        }
+    }
+    fn finish(self) -> Result<Response, Failure> {
+        match self {
+            Acc::Anthropic(a) => a.finish(),
+            Acc::OpenAi(a) => a.finish(),
+        }
+    }
+}
+
+/// True when `url` points at this machine (such requests never go through a proxy).
+pub fn is_loopback_url(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let hostport = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = match hostport.strip_prefix('[') {
+        Some(r) => r.split(']').next().unwrap_or(""),
+        None => hostport.split(':').next().unwrap_or(""),
+    }
+    .to_ascii_lowercase();
+    host == "localhost"
+        || host.ends_with(".localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|a| a.is_loopback())
+}
+
+fn nonzero(d: Duration) -> Option<Duration> {
+    (!d.is_zero()).then_some(d)
+}
+
+fn secs_ceil(d: Duration) -> u64 {
+    d.as_secs_f64().ceil() as u64
+}
+
+fn clock_seed() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+impl Job {
+    fn new(ep: &Endpoint, req: &ChatRequest, policy: &RetryPolicy) -> Job {
+        let (url, body, mut headers) = match ep.kind {
+            ApiKind::Anthropic => (
+                anthropic::url(&ep.base_url),
+                anthropic::build_request(req),
+                anthropic::headers(ep),
+            ),
+            ApiKind::OpenAi | ApiKind::OpenAiCompat => (
+                openai::url(&ep.base_url),
+                openai::build_request(req, ep.kind),
+                openai::headers(ep),
+            ),
+        };
+        headers.extend(ep.headers.iter().cloned());
+        Job {
+            url,
+            kind: ep.kind,
+            headers,
+            // Serialising a Value cannot fail (all keys are strings).
+            body: serde_json::to_vec(&body).unwrap_or_default(),
+            policy: policy.clone(),
+        }
+    }
+
+    fn agent(&self) -> ureq::Agent {
+        let p = &self.policy;
+        let mut cfg = ureq::Agent::config_builder()
+            .timeout_connect(nonzero(p.connect_timeout))
+            .timeout_recv_response(nonzero(p.response_timeout))
+            .timeout_per_read(nonzero(p.idle_timeout))
+            .http_status_as_error(false)
+            .user_agent(format!("crush/{}", env!("CARGO_PKG_VERSION")));
+        if is_loopback_url(&self.url) {
+            cfg = cfg.proxy(None);
+        }
+        cfg.build().into()
+    }
+
+    fn run(&self, tx: &Sender<StreamEvent>) {
+        let agent = self.agent();
+        let max = self.policy.max_attempts.max(1);
+        let mut attempt = 1;
+        loop {
+            let f = match self.attempt(&agent, tx) {
+                Ok(r) => {
+                    let _ = tx.send(StreamEvent::Done(r));
+                    return;
+                }
+                Err(End::Gone) => return,
+                Err(End::Failed(f)) => f,
+            };
+            if !f.retryable || attempt >= max {
+                let _ = tx.send(StreamEvent::Error(f.error));
+                return;
+            }
+            let wait = f
+                .retry_after
+                .unwrap_or_else(|| jittered(backoff(&self.policy, attempt), clock_seed()));
+            let ev = StreamEvent::Retry {
+                attempt,
+                wait,
+                reason: f.error.to_string(),
+            };
+            if tx.send(ev).is_err() {
+                return;
+            }
+            std::thread::sleep(wait);
+            attempt += 1;
+        }
+    }
+
+    fn attempt(&self, agent: &ureq::Agent, tx: &Sender<StreamEvent>) -> Result<Response, End> {
+        let mut rb = agent
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "text/event-stream")
+            .header("accept-encoding", "identity");
+        for (k, v) in &self.headers {
+            rb = rb.header(k.as_str(), v.as_str());
+        }
+        let resp = rb.send(&self.body[..]).map_err(|e| self.send_error(e))?;
+        let status = resp.status().as_u16();
+        let headers: Vec<(String, String)> = resp
+            .headers()
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.as_str().to_string(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect();
+        let reader = resp.into_body().into_reader();
+        if !(200..300).contains(&status) {
+            let body = read_limited(reader, MAX_ERROR_BODY);
+            return Err(
+                classify_http(status, &headers, &body, &self.policy, SystemTime::now()).into(),
+            );
+        }
+        let ct = retry::header(&headers, "content-type")
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        if !ct.is_empty() && !ct.starts_with("text/event-stream") {
+            return self.whole_body(&ct, &headers, reader, tx);
+        }
+        let mut sse = SseReader::new(BufReader::new(reader));
+        let mut acc = Acc::new(self.kind);
+        let mut out = Vec::new();
+        loop {
+            match sse.next_event() {
+                Ok(Some(ev)) => {
+                    let r = acc.feed(&ev, &mut out);
+                    for e in out.drain(..) {
+                        if tx.send(e).is_err() {
+                            return Err(End::Gone);
+                        }
+                    }
+                    if r? {
+                        return Ok(acc.finish()?);
+                    }
+                }
+                Ok(None) => return Ok(acc.finish()?),
+                Err(e) => return Err(self.read_error(e).into()),
+            }
+        }
+    }
+
+    /// A 2xx reply that is not an event stream: an error object, or a whole (non-streamed) reply
+    /// from a server that ignored `stream:true`.
+    fn whole_body(
+        &self,
+        ct: &str,
+        headers: &[(String, String)],
+        reader: impl Read,
+        tx: &Sender<StreamEvent>,
+    ) -> Result<Response, End> {
+        let body = read_limited(reader, MAX_EVENT_BYTES as u64);
+        let v = serde_json::from_str::<serde_json::Value>(body.trim()).ok();
+        if let Some(v) = &v {
+            if let Some(eb) = error_from_json(v) {
+                let request_id = retry::header(headers, "request-id")
+                    .or_else(|| retry::header(headers, "x-request-id"));
+                let mut msg = format!("server error: {}", eb.message);
+                if let Some(id) = request_id.or(eb.request_id.as_deref()) {
+                    msg.push_str(&format!(" (request id {id})"));
+                }
+                return Err(Failure {
+                    error: LlmError::Protocol(msg),
+                    retryable: retry::kind_retryable(eb.kind.as_deref(), eb.code.as_deref()),
+                    retry_after: None,
+                }
+                .into());
+            }
+            let resp = match self.kind {
+                ApiKind::Anthropic => anthropic::response_from_json(v),
+                _ => openai::response_from_json(v),
+            };
+            if let Some(r) = resp {
+                for p in &r.parts {
+                    let ev = match p {
+                        Part::Text { text } => StreamEvent::TextDelta(text.clone()),
+                        Part::Reasoning { thinking, .. } => {
+                            StreamEvent::ReasoningDelta(thinking.clone())
+                        }
+                        Part::ToolCall { id, name, .. } => StreamEvent::ToolCallStart {
+                            id: id.clone(),
+                            name: name.clone(),
+                        },
+                        _ => continue,
+                    };
+                    if tx.send(ev).is_err() {
+                        return Err(End::Gone);
+                    }
+                }
+                return Ok(r);
+            }
+        }
+        Err(Failure::fatal(LlmError::Protocol(format!(
+            "expected an event stream, got {ct}: {}",
+            retry::snippet(&body, 200)
+        )))
+        .into())
+    }
+
+    fn send_error(&self, e: ureq::Error) -> End {
+        let connect = |message: String| LlmError::Connect {
+            url: self.url.clone(),
+            message,
+        };
+        let f = match e {
+            ureq::Error::Timeout(t) => {
+                use ureq::Timeout as T;
+                match t {
+                    T::Resolve | T::Connect => Failure::retry(connect(format!(
+                        "connection timed out after {} s",
+                        secs_ceil(self.policy.connect_timeout)
+                    ))),
+                    T::RecvResponse => Failure::retry(LlmError::IdleTimeout {
+                        secs: secs_ceil(self.policy.response_timeout),
+                    }),
+                    T::PerRead => Failure::retry(LlmError::IdleTimeout {
+                        secs: secs_ceil(self.policy.idle_timeout),
+                    }),
+                    other => Failure::retry(connect(format!("timeout: {other}"))),
+                }
+            }
+            ureq::Error::Io(io) => Failure::retry(connect(io.to_string())),
+            ureq::Error::HostNotFound => Failure::retry(connect("host not found".into())),
+            ureq::Error::ConnectionFailed => Failure::retry(connect("connection failed".into())),
+            ureq::Error::Protocol(p) => {
+                Failure::retry(connect(format!("HTTP protocol error: {p}")))
+            }
+            ureq::Error::Http(_) | ureq::Error::BadUri(_) | ureq::Error::InvalidProxyUrl => {
+                Failure::fatal(LlmError::Protocol(format!("cannot build the request: {e}")))
+            }
+            other => Failure::fatal(connect(other.to_string())),
+        };
+        End::Failed(f)
+    }
+
+    fn read_error(&self, e: io::Error) -> Failure {
+        let ureq_timeout = e
+            .get_ref()
+            .and_then(|i| i.downcast_ref::<ureq::Error>())
+            .is_some_and(|u| matches!(u, ureq::Error::Timeout(_)));
+        if ureq_timeout
+            || matches!(
+                e.kind(),
+                io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock
+            )
+        {
+            return Failure::retry(LlmError::IdleTimeout {
+                secs: secs_ceil(self.policy.idle_timeout),
+            });
+        }
+        if e.get_ref().is_some_and(|i| i.is::<TooLarge>()) {
+            return Failure::fatal(LlmError::Protocol(e.to_string()));
+        }
+        Failure::retry(LlmError::Connect {
+            url: self.url.clone(),
+            message: format!("connection lost while streaming: {e}"),
+        })
+    }
+}
+
+/// Up to `limit` bytes of `r` as text (read errors end the read: what came is kept).
+fn read_limited(r: impl Read, limit: u64) -> String {
+    let mut buf = Vec::new();
+    let _ = r.take(limit).read_to_end(&mut buf);
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::{FinishReason, Message, Usage};
+    use std::io::{BufRead, Write};
+    use std::net::{TcpListener, TcpStream};
+    use std::sync::{Arc, Mutex};
+    use std::thread;
+    use std::time::Instant;
+
+    /// One canned reply: pieces written with a pause before each, then the socket is closed.
+    struct Reply(Vec<(u64, Vec<u8>)>);
+
+    fn reply(raw: impl Into<String>) -> Reply {
+        Reply(vec![(0, raw.into().into_bytes())])
+    }
+
+    fn http(status: u16, headers: &[(&str, &str)], body: &str) -> String {
+        let mut s = format!("HTTP/1.1 {status} X\r\nconnection: close\r\n");
+        for (k, v) in headers {
+            s.push_str(&format!("{k}: {v}\r\n"));
+        }
+        s.push_str("\r\n");
+        s.push_str(body);
+        s
+    }
+
+    fn sse_head() -> String {
+        http(200, &[("content-type", "text/event-stream")], "")
+    }
+
+    struct Server {
+        url: String,
+        bodies: Arc<Mutex<Vec<String>>>,
+    }
+
+    /// Serves `replies` in order, one connection each, on 127.0.0.1.
+    fn serve(replies: Vec<Reply>) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let bodies = Arc::new(Mutex::new(Vec::new()));
+        let b2 = bodies.clone();
+        thread::spawn(move || {
+            for r in replies {
+                let Ok((mut sock, _)) = listener.accept() else {
+                    return;
+                };
+                let Some(body) = read_request(&sock) else {
+                    continue;
+                };
+                b2.lock().unwrap().push(body);
+                for (pause, bytes) in r.0 {
+                    thread::sleep(Duration::from_millis(pause));
+                    if sock.write_all(&bytes).is_err() {
+                        break;
+                    }
+                    let _ = sock.flush();
+                }
+                let _ = sock.shutdown(std::net::Shutdown::Both);
+            }
+        });
+        Server { url, bodies }
+    }
+
+    fn read_request(sock: &TcpStream) -> Option<String> {
+        let mut rd = BufReader::new(sock.try_clone().ok()?);
+        let mut len = 0usize;
+        loop {
+            let mut line = String::new();
+            if rd.read_line(&mut line).ok()? == 0 {
+                return None;
+            }
+            let l = line.trim_end();
+            if l.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = l.split_once(':')
+                && k.eq_ignore_ascii_case("content-length")
+            {
+                len = v.trim().parse().ok()?;
+            }
+        }
+        let mut body = vec![0; len];
+        rd.read_exact(&mut body).ok()?;
+        String::from_utf8(body).ok()
+    }
+
+    fn policy() -> RetryPolicy {
+        RetryPolicy {
+            max_attempts: 3,
+            base_backoff: Duration::from_millis(5),
+            max_backoff: Duration::from_millis(20),
+            max_retry_after: Duration::from_secs(5),
+            connect_timeout: Duration::from_secs(2),
+            response_timeout: Duration::from_secs(5),
+            idle_timeout: Duration::from_secs(5),
+        }
+    }
+
+    fn endpoint(url: &str, kind: ApiKind) -> Endpoint {
+        Endpoint {
+            provider_id: "test".into(),
+            kind,
+            base_url: url.to_string(),
+            api_key: Some("secret".into()),
+            headers: vec![("x-extra".into(), "1".into())],
+        }
+    }
+
+    fn request() -> ChatRequest {
+        ChatRequest {
+            model: "m".into(),
+            system: "sys".into(),
+            messages: vec![Message::user("hi")],
+            tools: vec![],
+            max_tokens: Some(100),
+            temperature: None,
+        }
+    }
+
+    fn collect(rx: Receiver<StreamEvent>) -> Vec<StreamEvent> {
+        rx.iter().collect()
+    }
+
+    fn anthropic_text(text: &str) -> String {
+        let mut s = sse_head();
+        let evs = [
+            r#"{"type":"message_start","message":{"model":"claude","usage":{"input_tokens":3,"output_tokens":1}}}"#.to_string(),
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#.to_string(),
+            r#"{"type":"ping"}"#.to_string(),
+            serde_json::json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":text}}).to_string(),
+            r#"{"type":"content_block_stop","index":0}"#.to_string(),
+            r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":7}}"#.to_string(),
+            r#"{"type":"message_stop"}"#.to_string(),
+        ];
+        for e in evs {
+            let ty: serde_json::Value = serde_json::from_str(&e).unwrap();
+            s.push_str(&format!(
+                "event: {}\ndata: {e}\n\n",
+                ty["type"].as_str().unwrap()
+            ));
+        }
+        s
+    }
+
+    fn openai_text(text: &str) -> String {
+        let mut s = sse_head();
+        s.push_str(&format!(
+            "data: {}\n\n",
+            serde_json::json!({"model":"gpt","choices":[{"index":0,"delta":{"content":text},"finish_reason":null}]})
+        ));
+        s.push_str(
+            r#"data: {"model":"gpt","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+        );
+        s.push_str("\n\n");
+        s.push_str(r#"data: {"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":2}}"#);
+        s.push_str("\n\ndata: [DONE]\n\n");
+        s
+    }
+
+    fn done(evs: &[StreamEvent]) -> &Response {
+        match evs.last() {
+            Some(StreamEvent::Done(r)) => r,
+            other => panic!("expected Done, got {other:?} in {evs:?}"),
+        }
+    }
+
+    fn error(evs: &[StreamEvent]) -> &LlmError {
+        match evs.last() {
+            Some(StreamEvent::Error(e)) => e,
+            other => panic!("expected Error, got {other:?} in {evs:?}"),
+        }
+    }
+
+    fn retries(evs: &[StreamEvent]) -> Vec<(u32, Duration)> {
+        evs.iter()
+            .filter_map(|e| match e {
+                StreamEvent::Retry { attempt, wait, .. } => Some((*attempt, *wait)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn loopback_detection() {
+        assert!(is_loopback_url("http://127.0.0.1:8080/v1"));
+        assert!(is_loopback_url("http://localhost"));
+        assert!(is_loopback_url("http://[::1]:11434/v1"));
+        assert!(is_loopback_url("http://user:pw@127.0.0.2/"));
+        assert!(!is_loopback_url("https://api.anthropic.com"));
+        assert!(!is_loopback_url("http://10.0.0.1:8080"));
+        assert!(!is_loopback_url("http://localhost.example.com"));
+    }
+
+    #[test]
+    fn anthropic_streams_text_end_to_end() {
+        let srv = serve(vec![reply(anthropic_text("Hello there"))]);
+        let evs = collect(stream(
+            &endpoint(&srv.url, ApiKind::Anthropic),
+            &request(),
+            &policy(),
+        ));
+        let r = done(&evs);
+        assert_eq!(
+            r.parts,
+            vec![Part::Text {
+                text: "Hello there".into()
+            }]
+        );
+        assert_eq!(r.finish, FinishReason::EndTurn);
+        assert_eq!(
+            r.usage,
+            Some(Usage {
+                input: 3,
+                output: 7,
+                cache_read: 0,
+                cache_write: 0
+            })
+        );
+        assert!(matches!(&evs[0], StreamEvent::TextDelta(t) if t == "Hello there"));
+        let bodies = srv.bodies.lock().unwrap();
+        let sent: serde_json::Value = serde_json::from_str(&bodies[0]).unwrap();
+        assert_eq!(sent["stream"], true);
+        assert_eq!(sent["messages"][0]["content"][0]["text"], "hi");
+    }
+
+    #[test]
+    fn openai_streams_text_in_small_pieces() {
+        // Every byte in its own write: lines, CRLF and UTF-8 split across reads.
+        let raw = openai_text("héllo → 世界").replace("\n\n", "\r\n\r\n");
+        let (head, body) = raw.split_at(raw.find("\r\n\r\n").unwrap() + 4);
+        let mut pieces = vec![(0, head.as_bytes().to_vec())];
+        pieces.extend(body.bytes().map(|b| (0, vec![b])));
+        let srv = serve(vec![Reply(pieces)]);
+        let r = complete(
+            &endpoint(&srv.url, ApiKind::OpenAiCompat),
+            &request(),
+            &policy(),
+        )
+        .unwrap();
+        assert_eq!(
+            r.parts,
+            vec![Part::Text {
+                text: "héllo → 世界".into()
+            }]
+        );
+        assert_eq!(r.usage.map(|u| u.input), Some(9));
+        assert_eq!(r.model.as_deref(), Some("gpt"));
+    }
+
+    #[test]
+    fn server_error_then_success_is_retried_with_identical_body() {
+        let srv = serve(vec![
+            reply(http(
+                500,
+                &[("content-type", "application/json")],
+                r#"{"error":{"message":"boom"}}"#,
+            )),
+            reply(http(
+                529,
+                &[],
+                r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+            )),
+            reply(anthropic_text("ok")),
+        ]);
+        let evs = collect(stream(
+            &endpoint(&srv.url, ApiKind::Anthropic),
+            &request(),
+            &policy(),
+        ));
+        assert_eq!(done(&evs).parts, vec![Part::Text { text: "ok".into() }]);
+        let r = retries(&evs);
+        assert_eq!(r.iter().map(|x| x.0).collect::<Vec<_>>(), [1, 2]);
+        assert!(r.iter().all(|(_, w)| *w <= Duration::from_millis(20)));
+        match &evs[0] {
+            StreamEvent::Retry { reason, .. } => assert!(reason.contains("boom"), "{reason}"),
+            other => panic!("{other:?}"),
+        }
+        let bodies = srv.bodies.lock().unwrap();
+        assert_eq!(bodies.len(), 3);
+        assert!(bodies.iter().all(|b| b == &bodies[0]));
+    }
+
+    #[test]
+    fn rate_limit_waits_for_retry_after_ms() {
+        let srv = serve(vec![
+            reply(http(
+                429,
+                &[("retry-after-ms", "150"), ("retry-after", "1")],
+                r#"{"error":{"message":"slow down","type":"rate_limit_exceeded"}}"#,
+            )),
+            reply(openai_text("done")),
+        ]);
+        let t0 = Instant::now();
+        let evs = collect(stream(
+            &endpoint(&srv.url, ApiKind::OpenAi),
+            &request(),
+            &policy(),
+        ));
+        assert_eq!(
+            done(&evs).parts,
+            vec![Part::Text {
+                text: "done".into()
+            }]
+        );
+        assert_eq!(retries(&evs), [(1, Duration::from_millis(150))]);
+        assert!(t0.elapsed() >= Duration::from_millis(150));
+    }
+
+    #[test]
+    fn retry_after_too_long_is_not_retried() {
+        let srv = serve(vec![reply(http(429, &[("retry-after", "3600")], "{}"))]);
+        let evs = collect(stream(
+            &endpoint(&srv.url, ApiKind::OpenAi),
+            &request(),
+            &policy(),
+        ));
+        assert_eq!(evs.len(), 1);
+        assert_eq!(
+            error(&evs),
+            &LlmError::RetryAfterTooLong {
+                status: 429,
+                secs: 3600
+            }
+        );
+    }
+
+    #[test]
+    fn unauthorized_is_not_retried_and_shows_the_message() {
+        let body = r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"},"request_id":"req_42"}"#;
+        let srv = serve(vec![reply(http(
+            401,
+            &[("content-type", "application/json")],
+            body,
+        ))]);
+        let evs = collect(stream(
+            &endpoint(&srv.url, ApiKind::Anthropic),
+            &request(),
+            &policy(),
+        ));
+        assert_eq!(evs.len(), 1);
+        let e = error(&evs);
+        let shown = e.to_string();
+        assert!(
+            shown.contains("401")
+                && shown.contains("invalid x-api-key")
+                && shown.contains("req_42"),
+            "{shown}"
+        );
+        assert_eq!(srv.bodies.lock().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn cut_mid_stream_is_retried_then_done() {
+        let full = anthropic_text("complete answer");
+        let cut = &full[..full.find("content_block_stop").unwrap()];
+        let srv = serve(vec![reply(cut.to_string()), reply(full.clone())]);
+        let evs = collect(stream(
+            &endpoint(&srv.url, ApiKind::Anthropic),
+            &request(),
+            &policy(),
+        ));
+        assert!(matches!(&evs[0], StreamEvent::TextDelta(t) if t == "complete answer"));
+        assert!(
+            matches!(&evs[1], StreamEvent::Retry { attempt: 1, reason, .. } if reason.contains("ended before"))
+        );
+        assert_eq!(
+            done(&evs).parts,
+            vec![Part::Text {
+                text: "complete answer".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn midstream_error_event_is_retried() {
+        let mut first = sse_head();
+        first.push_str("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n");
+        let srv = serve(vec![reply(first), reply(anthropic_text("fine"))]);
+        let evs = collect(stream(
+            &endpoint(&srv.url, ApiKind::Anthropic),
+            &request(),
+            &policy(),
+        ));
+        assert_eq!(retries(&evs).len(), 1);
+        assert_eq!(
+            done(&evs).parts,
+            vec![Part::Text {
+                text: "fine".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn idle_stall_times_out() {
+        let mut p = policy();
+        p.idle_timeout = Duration::from_millis(300);
+        p.max_attempts = 2;
+        let stall = || {
+            let mut head = sse_head();
+            head.push_str(": ping\n\n");
+            Reply(vec![
+                (0, head.into_bytes()),
+                (1500, b"data: late\n\n".to_vec()),
+            ])
+        };
+        let srv = serve(vec![stall(), stall()]);
+        let t0 = Instant::now();
+        let evs = collect(stream(
+            &endpoint(&srv.url, ApiKind::OpenAiCompat),
+            &request(),
+            &p,
+        ));
+        assert_eq!(error(&evs), &LlmError::IdleTimeout { secs: 1 });
+        assert_eq!(retries(&evs).len(), 1);
+        assert!(
+            t0.elapsed() < Duration::from_millis(1400),
+            "{:?}",
+            t0.elapsed()
+        );
+    }
+
+    #[test]
+    fn json_reply_to_a_stream_request() {
+        let err = r#"{"error":{"message":"model is loading","type":"invalid_request_error"}}"#;
+        let srv = serve(vec![reply(http(
+            200,
+            &[("content-type", "application/json")],
+            err,
+        ))]);
+        let evs = collect(stream(
+            &endpoint(&srv.url, ApiKind::OpenAiCompat),
+            &request(),
+            &policy(),
+        ));
+        assert!(error(&evs).to_string().contains("model is loading"));
+        let whole = r#"{"model":"x","choices":[{"index":0,"message":{"role":"assistant","content":"whole"},"finish_reason":"stop"}]}"#;
+        let srv = serve(vec![reply(http(
+            200,
+            &[("content-type", "application/json")],
+            whole,
+        ))]);
+        let r = complete(
+            &endpoint(&srv.url, ApiKind::OpenAiCompat),
+            &request(),
+            &policy(),
+        )
+        .unwrap();
+        assert_eq!(
+            r.parts,
+            vec![Part::Text {
+                text: "whole".into()
+            }]
+        );
+        let srv = serve(vec![reply(http(
+            200,
+            &[("content-type", "text/html")],
+            "<html>hi</html>",
+        ))]);
+        let e = complete(
+            &endpoint(&srv.url, ApiKind::OpenAiCompat),
+            &request(),
+            &policy(),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("<html>hi</html>"), "{e}");
+    }
+
+    #[test]
+    fn connection_refused_is_retried_then_reported() {
+        let port = {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let mut p = policy();
+        p.max_attempts = 2;
+        let evs = collect(stream(
+            &endpoint(&format!("http://127.0.0.1:{port}"), ApiKind::OpenAiCompat),
+            &request(),
+            &p,
+        ));
+        assert_eq!(retries(&evs).len(), 1);
+        assert!(matches!(error(&evs), LlmError::Connect { .. }));
+    }
+
+    #[test]
+    fn dropped_receiver_stops_the_worker() {
+        let srv = serve(vec![reply(anthropic_text("x"))]);
+        drop(stream(
+            &endpoint(&srv.url, ApiKind::Anthropic),
+            &request(),
+            &policy(),
+        ));
+        // Nothing to assert beyond "no panic": the worker sends into a closed channel and exits.
+        thread::sleep(Duration::from_millis(50));
+    }
+}
