@@ -314,15 +314,16 @@ where
         }
     }
 
-    if !help && !version {
-        if let Some(flag) = seen.iter().find(|f| !applies(f, &command)) {
-            return Err(UsageError(format!(
-                "flag --{} is not valid for '{}'; see '{} --help'",
-                flag.long,
-                display_name(&command),
-                display_name(&command)
-            )));
-        }
+    if !help
+        && !version
+        && let Some(flag) = seen.iter().find(|f| !applies(f, &command))
+    {
+        return Err(UsageError(format!(
+            "flag --{} is not valid for '{}'; see '{} --help'",
+            flag.long,
+            display_name(&command),
+            display_name(&command)
+        )));
     }
     if global.session.is_some() && global.continue_last {
         return Err(UsageError(

@@ -248,8 +248,8 @@ pub fn zsh() -> String {
 
 fn zsh_flag(f: &Flag) -> String {
     let value = match f.value {
-        Some(v) if v == "DIR" => ":dir:_files -/".to_string(),
-        Some(v) if v == "FILE" => ":file:_files".to_string(),
+        Some("DIR") => ":dir:_files -/".to_string(),
+        Some("FILE") => ":file:_files".to_string(),
         Some(v) => format!(":{}:", zsh_escape(&v.to_lowercase())),
         None => String::new(),
     };

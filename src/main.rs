@@ -1,20 +1,8 @@
 //! crush: parse flags, dispatch, map errors to exit codes.
 
-mod agent;
-mod app;
-mod cli;
-mod config;
-mod docs;
-mod llm;
-mod paths;
-mod run;
-mod sessions;
-mod signal;
-mod store;
-mod tools;
-
-use app::AppError;
-use cli::Command;
+use crush::app::AppError;
+use crush::cli::Command;
+use crush::{app, cli, docs, paths, run, sessions};
 use std::io::Write;
 use std::process::ExitCode;
 

@@ -199,11 +199,7 @@ fn json_output_is_one_event_per_line() {
         events.iter().all(|e| e["v"] == 1),
         "every event has the schema version"
     );
-    let usage = events
-        .iter()
-        .filter(|e| e["type"] == "usage")
-        .last()
-        .unwrap();
+    let usage = events.iter().rfind(|e| e["type"] == "usage").unwrap();
     assert_eq!(usage["input_tokens"], 12);
     assert_eq!(usage["output_tokens"], 87);
     assert_eq!(usage["cache_read_tokens"], 2048);

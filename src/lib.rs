@@ -1,0 +1,15 @@
+//! crush: a terminal AI coding assistant. The binary (`main.rs`) only parses flags and
+//! dispatches; everything else lives in these modules, one per concept.
+
+pub mod agent;
+pub mod app;
+pub mod cli;
+pub mod config;
+pub mod docs;
+pub mod llm;
+pub mod paths;
+pub mod run;
+pub mod sessions;
+pub mod signal;
+pub mod store;
+pub mod tools;
