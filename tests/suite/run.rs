@@ -475,3 +475,44 @@ fn version_and_help() {
     assert!(help.stdout.contains("--yolo"));
     env.run(&["run", "--frobnicate"], None).assert_code(2);
 }
+
+#[test]
+fn sigint_mid_stream_exits_130_and_saves_the_session() {
+    let server = FakeServer::with_script(vec![Reply::stall(std::time::Duration::from_secs(30))]);
+    let env = env_with(&server, Dialect::OpenAi);
+    let mut cmd = env.crush();
+    cmd.args(["run", "-q", "wait for it"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn crush");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while server.request_count() == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "crush never called the model"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("crush did not stop after SIGINT");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(130));
+    let s = session_json(&env);
+    let last = s["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .to_string();
+    assert!(last.contains("canceled"), "{last}");
+}
