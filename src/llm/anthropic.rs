@@ -289,29 +289,43 @@ enum Block {
     Ignored,
 }
 
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 struct UsageFields {
     input: Option<u64>,
     output: Option<u64>,
     cache_read: Option<u64>,
     cache_write: Option<u64>,
+    /// A field that was not a non-negative integer: the whole usage is rejected.
+    bad: Option<String>,
 }
 
 impl UsageFields {
     /// Takes every field present in `u` (cumulative values: the last one wins).
     fn update(&mut self, u: &Value) {
-        let get = |k: &str| u.get(k).and_then(Value::as_u64);
-        if let Some(v) = get("input_tokens") {
-            self.input = Some(v);
+        let mut get = |k: &str| match crate::llm::types::token_field(u, k) {
+            Ok(v) => v,
+            Err(e) => {
+                self.bad.get_or_insert(e);
+                None
+            }
+        };
+        let (input, output, cache_read, cache_write) = (
+            get("input_tokens"),
+            get("output_tokens"),
+            get("cache_read_input_tokens"),
+            get("cache_creation_input_tokens"),
+        );
+        if input.is_some() {
+            self.input = input;
         }
-        if let Some(v) = get("output_tokens") {
-            self.output = Some(v);
+        if output.is_some() {
+            self.output = output;
         }
-        if let Some(v) = get("cache_read_input_tokens") {
-            self.cache_read = Some(v);
+        if cache_read.is_some() {
+            self.cache_read = cache_read;
         }
-        if let Some(v) = get("cache_creation_input_tokens") {
-            self.cache_write = Some(v);
+        if cache_write.is_some() {
+            self.cache_write = cache_write;
         }
     }
     fn usage(&self) -> Option<Usage> {
@@ -567,9 +581,12 @@ impl Accumulator {
                 _ => {}
             }
         }
+        let (usage, usage_rejected) =
+            crate::llm::types::settle_usage(self.usage.usage(), self.usage.bad.clone());
         Response {
             parts,
-            usage: self.usage.usage(),
+            usage,
+            usage_rejected,
             finish: finish_reason(self.stop_reason.as_deref(), has_tools),
             model: self.model,
         }
@@ -797,6 +814,31 @@ data: {"type":"message_stop"}
                 cache_write: 100
             })
         );
+    }
+
+    #[test]
+    fn negative_or_absurd_usage_is_rejected_not_recorded() {
+        for (delta_usage, why) in [
+            (r#""usage":{"output_tokens":-3}"#, "output_tokens"),
+            (r#""usage":{"output_tokens":5000000000}"#, "not plausible"),
+        ] {
+            let s =
+                start() + &stop("end_turn").replace(r#""usage":{"output_tokens":9}"#, delta_usage);
+            let r = run(&s).0.unwrap();
+            assert_eq!(r.usage, None, "{delta_usage}");
+            let reason = r.usage_rejected.unwrap_or_default();
+            assert!(reason.contains(why), "{delta_usage}: {reason}");
+        }
+    }
+
+    #[test]
+    fn all_zero_usage_is_unknown() {
+        let s = start().replace(
+            r#""input_tokens":5,"output_tokens":1"#,
+            r#""input_tokens":0,"output_tokens":0"#,
+        ) + &stop("end_turn").replace(r#""output_tokens":9"#, r#""output_tokens":0"#);
+        let r = run(&s).0.unwrap();
+        assert_eq!((r.usage, r.usage_rejected), (None, None));
     }
 
     #[test]

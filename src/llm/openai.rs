@@ -241,29 +241,46 @@ pub struct Accumulator {
     by_index: HashMap<u64, usize>,
     finish: Option<String>,
     usage: Option<Usage>,
+    usage_rejected: Option<String>,
     model: Option<String>,
     done: bool,
 }
 
-/// Reads an OpenAI usage object into ledger terms (`input` excludes cached tokens).
-pub fn parse_usage(u: &Value) -> Option<Usage> {
-    let obj = u.as_object()?;
-    let get = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
-    let prompt = get(obj.get("prompt_tokens"));
-    let details = obj.get("prompt_tokens_details");
-    let cache_read = get(details.and_then(|d| d.get("cached_tokens")));
-    let cache_write = get(details.and_then(|d| d.get("cache_write_tokens")));
-    if obj.get("prompt_tokens").is_none() && obj.get("completion_tokens").is_none() {
-        return None;
+/// Reads an OpenAI usage object into ledger terms (`input` excludes cached tokens). `Ok(None)`:
+/// no usage in it; `Err`: a count is not a non-negative integer, or the cached counts exceed
+/// the prompt count (the numbers contradict each other).
+pub fn parse_usage(u: &Value) -> Result<Option<Usage>, String> {
+    use crate::llm::types::token_field;
+    if !u.is_object() {
+        return Ok(None);
     }
-    Some(Usage {
-        input: prompt
-            .saturating_sub(cache_read)
-            .saturating_sub(cache_write),
-        output: get(obj.get("completion_tokens")),
+    let prompt = token_field(u, "prompt_tokens")?;
+    let completion = token_field(u, "completion_tokens")?;
+    if prompt.is_none() && completion.is_none() {
+        return Ok(None);
+    }
+    let prompt = prompt.unwrap_or(0);
+    let (cache_read, cache_write) = match u.get("prompt_tokens_details") {
+        Some(d) if d.is_object() => (
+            token_field(d, "cached_tokens")?.unwrap_or(0),
+            token_field(d, "cache_write_tokens")?.unwrap_or(0),
+        ),
+        _ => (0, 0),
+    };
+    let input = prompt
+        .checked_sub(cache_read)
+        .and_then(|n| n.checked_sub(cache_write))
+        .ok_or_else(|| {
+            format!(
+                "prompt_tokens {prompt} is less than its cached ({cache_read}) and cache-write ({cache_write}) tokens"
+            )
+        })?;
+    Ok(Some(Usage {
+        input,
+        output: completion.unwrap_or(0),
         cache_read,
         cache_write,
-    })
+    }))
 }
 
 fn args_text(v: Option<&Value>) -> String {
@@ -318,8 +335,12 @@ impl Accumulator {
             .get("usage")
             .filter(|u| !u.is_null())
             .or_else(|| v.get("x_groq").and_then(|x| x.get("usage")));
-        if let Some(u) = usage.and_then(parse_usage) {
-            self.usage = Some(u);
+        if let Some(u) = usage {
+            match parse_usage(u) {
+                Ok(Some(u)) => self.usage = Some(u),
+                Ok(None) => {}
+                Err(e) => self.usage_rejected = Some(e),
+            }
         }
         let choices = v.get("choices").and_then(Value::as_array);
         let choice = choices.and_then(|cs| {
@@ -482,9 +503,12 @@ impl Accumulator {
             }
             Some(other) => FinishReason::Other(other.to_string()),
         };
+        let (usage, usage_rejected) =
+            crate::llm::types::settle_usage(self.usage, self.usage_rejected);
         Response {
             parts,
-            usage: self.usage,
+            usage,
+            usage_rejected,
             finish,
             model: self.model,
         }
@@ -644,6 +668,54 @@ mod tests {
                 cache_write: 3
             })
         );
+    }
+
+    fn usage_stream(usage: &str) -> String {
+        chunk(json!({"content":"ok"}), None)
+            + &chunk(json!({}), Some("stop"))
+            + &format!("data: {{\"choices\":[],\"usage\":{usage}}}\n\n")
+            + "data: [DONE]\n\n"
+    }
+
+    #[test]
+    fn negative_or_absurd_usage_is_rejected_not_recorded() {
+        for (usage, why) in [
+            (
+                r#"{"prompt_tokens":-5,"completion_tokens":2}"#,
+                "prompt_tokens",
+            ),
+            (
+                r#"{"prompt_tokens":10,"completion_tokens":2.5}"#,
+                "completion_tokens",
+            ),
+            (
+                r#"{"prompt_tokens":"10","completion_tokens":2}"#,
+                "prompt_tokens",
+            ),
+            (
+                r#"{"prompt_tokens":10,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":11}}"#,
+                "cached",
+            ),
+            (
+                r#"{"prompt_tokens":10,"completion_tokens":99000000000}"#,
+                "not plausible",
+            ),
+        ] {
+            let r = run(&usage_stream(usage)).0.unwrap();
+            assert_eq!(r.usage, None, "{usage}");
+            let reason = r.usage_rejected.unwrap_or_default();
+            assert!(reason.contains(why), "{usage}: {reason}");
+        }
+    }
+
+    #[test]
+    fn all_zero_usage_is_unknown() {
+        let r = run(&usage_stream(
+            r#"{"prompt_tokens":0,"completion_tokens":0}"#,
+        ))
+        .0
+        .unwrap();
+        assert_eq!((r.usage, r.usage_rejected), (None, None));
     }
 
     #[test]

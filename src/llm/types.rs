@@ -151,10 +151,65 @@ pub struct Usage {
     pub cache_write: u64,
 }
 
+/// The largest token count one model call can plausibly report (no model has a context window
+/// near a billion tokens). Larger numbers are rejected as absurd, never recorded.
+pub const MAX_PLAUSIBLE_TOKENS: u64 = 1_000_000_000;
+
 impl Usage {
     /// Tokens the call occupied in the context window.
     pub fn context_tokens(&self) -> u64 {
-        self.input + self.cache_read + self.cache_write + self.output
+        self.input
+            .saturating_add(self.cache_read)
+            .saturating_add(self.cache_write)
+            .saturating_add(self.output)
+    }
+
+    /// What the ledger may record: `Ok(None)` when every count is zero (no real call consumes
+    /// zero input tokens: the provider reported nothing, so the usage is unknown, never zero),
+    /// `Err` with a reason when a count is absurd.
+    pub fn checked(self) -> Result<Option<Usage>, String> {
+        let fields = [
+            ("input", self.input),
+            ("output", self.output),
+            ("cache read", self.cache_read),
+            ("cache write", self.cache_write),
+        ];
+        if let Some((name, v)) = fields.iter().find(|(_, v)| *v > MAX_PLAUSIBLE_TOKENS) {
+            return Err(format!(
+                "{name} tokens {v} is not plausible for one call (limit {MAX_PLAUSIBLE_TOKENS})"
+            ));
+        }
+        if fields.iter().all(|(_, v)| *v == 0) {
+            return Ok(None);
+        }
+        Ok(Some(self))
+    }
+}
+
+/// Reads one token count of a provider's usage object: `Ok(None)` when absent or null, `Err`
+/// when it is not a non-negative integer (negative, fractional, a string...).
+pub fn token_field(u: &serde_json::Value, key: &str) -> Result<Option<u64>, String> {
+    match u.get(key) {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .map(Some)
+            .ok_or_else(|| format!("{key} is {v}, not a non-negative integer")),
+    }
+}
+
+/// Turns parsed usage into what a `Response` carries: `(usage, why it was rejected)`.
+pub fn settle_usage(
+    usage: Option<Usage>,
+    rejected: Option<String>,
+) -> (Option<Usage>, Option<String>) {
+    if let Some(why) = rejected {
+        return (None, Some(why));
+    }
+    match usage.map(Usage::checked) {
+        None => (None, None),
+        Some(Ok(u)) => (u, None),
+        Some(Err(why)) => (None, Some(why)),
     }
 }
 
@@ -186,8 +241,12 @@ pub struct Response {
     /// Reasoning, text and tool-call parts in the order the model produced them. Tool-call inputs
     /// are the raw concatenated argument text (may be invalid JSON; the agent checks).
     pub parts: Vec<Part>,
-    /// None when the provider reported no usage (unknown, never zero).
+    /// None when the provider reported no usage (unknown, never zero), or when what it reported
+    /// was rejected (see `usage_rejected`).
     pub usage: Option<Usage>,
+    /// Why the reported usage was rejected (negative, non-integer or absurd counts); the call is
+    /// then recorded with unknown usage and the reason is logged.
+    pub usage_rejected: Option<String>,
     pub finish: FinishReason,
     /// The model name the server reported, if any.
     pub model: Option<String>,

@@ -11,6 +11,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub mod projects;
 mod schema;
+pub mod stats;
 
 #[derive(Debug)]
 pub enum StoreError {
@@ -296,7 +297,18 @@ impl Store {
     }
 
     pub fn create_session(&self, title: &str, parent: Option<&str>) -> Result<Session> {
-        let id = new_id()?;
+        self.create_session_with_id(&new_id()?, title, parent)
+    }
+
+    /// Creates a session with a given id: a sub-agent's session uses Crush's convention
+    /// `<assistant message id>$$<tool call id>` so that Crush finds it from the tool call.
+    pub fn create_session_with_id(
+        &self,
+        id: &str,
+        title: &str,
+        parent: Option<&str>,
+    ) -> Result<Session> {
+        let id = id.to_string();
         let now = now_secs();
         let tx = self.write_tx()?;
         if let Some(p) = parent
@@ -430,36 +442,7 @@ impl Store {
                 .iter()
                 .find(|m| m.role == Role::Assistant)
                 .map(|m| m.id.as_str());
-            tx.execute(
-                "INSERT INTO usage (session_id, message_id, provider, model, input_tokens,
-                     output_tokens, cache_read_tokens, cache_write_tokens, cost, price_source,
-                     created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                params![
-                    session_id,
-                    message_id,
-                    rec.provider,
-                    rec.model,
-                    c.tokens.map(|t| t.input),
-                    c.tokens.map(|t| t.output),
-                    c.tokens.map(|t| t.cache_read),
-                    c.tokens.map(|t| t.cache_write),
-                    c.cost,
-                    rec.price_source,
-                    now,
-                ],
-            )?;
-            let (prompt, completion) = c.tokens.map_or((0, 0), |t| (t.prompt, t.output));
-            match c.cost {
-                Some(cost) => tx.execute(
-                    ADD_TOTALS_WITH_COST,
-                    params![session_id, prompt, completion, cost, now],
-                )?,
-                None => tx.execute(
-                    ADD_TOTALS_NO_COST,
-                    params![session_id, prompt, completion, now],
-                )?,
-            };
+            insert_usage(&tx, session_id, message_id, rec, &c, now)?;
             if let Some(t) = c.tokens {
                 tx.execute(
                     "UPDATE sessions SET context_tokens = ?1 WHERE id = ?2",
@@ -469,6 +452,76 @@ impl Store {
         }
         tx.commit()?;
         Ok(stored)
+    }
+
+    /// Records a model call that produced no message of the session (title generation): one
+    /// usage row and the running totals (of the session and its ancestors), in one transaction.
+    /// The context size is left alone: that call's context was not the session's.
+    pub fn record_usage(&self, session_id: &str, usage: &UsageRecord) -> Result<()> {
+        let c = CheckedUsage::new(usage)?;
+        let tx = self.write_tx()?;
+        if !session_exists(&tx, session_id)? {
+            return Err(StoreError::NotFound(session_id.to_string()));
+        }
+        insert_usage(&tx, session_id, None, usage, &c, now_secs())?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Stores a summary of the session in one transaction: the assistant message (with
+    /// `is_summary_message = 1`), the usage row of the call that wrote it, the running totals,
+    /// `sessions.summary_message_id`, and the new context size (the summary's own tokens:
+    /// history sent to the model starts at the summary from now on).
+    pub fn commit_summary(
+        &self,
+        session_id: &str,
+        msg: &NewMessage,
+        usage: Option<&UsageRecord>,
+    ) -> Result<StoredMessage> {
+        let checked = usage.map(CheckedUsage::new).transpose()?;
+        let tx = self.write_tx()?;
+        if !session_exists(&tx, session_id)? {
+            return Err(StoreError::NotFound(session_id.to_string()));
+        }
+        let now = now_secs();
+        let stored = insert_message_as(&tx, session_id, msg, now, true)?;
+        if let (Some(rec), Some(c)) = (usage, &checked) {
+            insert_usage(&tx, session_id, Some(&stored.id), rec, c, now)?;
+        }
+        let context = match checked.as_ref().and_then(|c| c.tokens) {
+            Some(t) => t.output,
+            // Unknown: about four characters per token.
+            None => i64::try_from(
+                msg.parts
+                    .iter()
+                    .map(|p| match p {
+                        Part::Text { text } => text.len() / 4,
+                        _ => 0,
+                    })
+                    .sum::<usize>(),
+            )
+            .unwrap_or(i64::MAX),
+        };
+        tx.execute(
+            "UPDATE sessions SET summary_message_id = ?1, context_tokens = ?2, updated_at = ?3
+             WHERE id = ?4",
+            params![stored.id, context, now, session_id],
+        )?;
+        tx.commit()?;
+        Ok(stored)
+    }
+
+    /// The id of the session's latest summary message, if it was ever summarized.
+    pub fn summary_message_id(&self, session_id: &str) -> Result<Option<String>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT summary_message_id FROM sessions WHERE id = ?1",
+                [session_id],
+                |r| r.get::<_, Option<String>>(0),
+            )
+            .optional()?
+            .flatten())
     }
 
     /// Sets the title only.
@@ -714,6 +767,49 @@ impl CheckedUsage {
     }
 }
 
+/// Writes one usage row and adds its tokens (and cost, when priced) to the session and every
+/// ancestor. Must run inside the write transaction of the step it belongs to.
+fn insert_usage(
+    conn: &Connection,
+    session_id: &str,
+    message_id: Option<&str>,
+    rec: &UsageRecord,
+    c: &CheckedUsage,
+    now: i64,
+) -> Result<()> {
+    conn.execute(
+        "INSERT INTO usage (session_id, message_id, provider, model, input_tokens,
+             output_tokens, cache_read_tokens, cache_write_tokens, cost, price_source,
+             created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        params![
+            session_id,
+            message_id,
+            rec.provider,
+            rec.model,
+            c.tokens.map(|t| t.input),
+            c.tokens.map(|t| t.output),
+            c.tokens.map(|t| t.cache_read),
+            c.tokens.map(|t| t.cache_write),
+            c.cost,
+            rec.price_source,
+            now,
+        ],
+    )?;
+    let (prompt, completion) = c.tokens.map_or((0, 0), |t| (t.prompt, t.output));
+    match c.cost {
+        Some(cost) => conn.execute(
+            ADD_TOTALS_WITH_COST,
+            params![session_id, prompt, completion, cost, now],
+        )?,
+        None => conn.execute(
+            ADD_TOTALS_NO_COST,
+            params![session_id, prompt, completion, now],
+        )?,
+    };
+    Ok(())
+}
+
 fn user_version(conn: &Connection) -> rusqlite::Result<i64> {
     conn.query_row("PRAGMA user_version", [], |r| r.get(0))
 }
@@ -810,6 +906,17 @@ fn insert_message(
     msg: &NewMessage,
     now: i64,
 ) -> Result<StoredMessage> {
+    insert_message_as(conn, session_id, msg, now, false)
+}
+
+/// `insert_message`, marking the message as a summary (`is_summary_message`) or not.
+fn insert_message_as(
+    conn: &Connection,
+    session_id: &str,
+    msg: &NewMessage,
+    now: i64,
+    is_summary: bool,
+) -> Result<StoredMessage> {
     let id = new_id()?;
     let parts = serde_json::to_string(&msg.parts)
         .map_err(|e| StoreError::Sql(format!("cannot encode message parts: {e}")))?;
@@ -825,7 +932,7 @@ fn insert_message(
     conn.execute(
         "INSERT INTO messages (id, session_id, role, parts, model, created_at, updated_at,
              finished_at, provider, is_summary_message, seq)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8, 0, ?9)",
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8, ?9, ?10)",
         params![
             id,
             session_id,
@@ -835,6 +942,7 @@ fn insert_message(
             now,
             finished_at,
             msg.provider,
+            is_summary,
             seq
         ],
     )?;

@@ -1130,3 +1130,146 @@ fn adopts_a_database_made_by_go_crush() {
     let s = Store::open(&path).unwrap();
     assert_eq!(s.messages("s1").unwrap().len(), 5);
 }
+
+#[test]
+fn record_usage_adds_totals_but_not_context() {
+    let (_d, s) = open_tmp();
+    let parent = s.create_session("p", None).unwrap();
+    let child = s
+        .create_session_with_id("msg-1$$call-1", "c", Some(&parent.id))
+        .unwrap();
+    assert_eq!(child.id, "msg-1$$call-1");
+    s.commit_step(
+        &parent.id,
+        &[text(Role::Assistant, "a")],
+        Some(&rec(Some(u(100, 10, 0, 0)), Some(1.0))),
+    )
+    .unwrap();
+    // A title call: a row, totals, no message, context untouched.
+    s.record_usage(&child.id, &rec(Some(u(7, 3, 0, 0)), None))
+        .unwrap();
+    let p = s.session(&parent.id).unwrap().unwrap();
+    assert_eq!(
+        (p.prompt_tokens, p.completion_tokens, p.cost),
+        (107, 13, 1.0)
+    );
+    assert_eq!(p.context_tokens, 110);
+    let rows = s.usage_rows(&child.id).unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].message_id, None);
+    assert_eq!(rows[0].cost, None);
+    assert_eq!(s.messages(&child.id).unwrap().len(), 0);
+    assert!(matches!(
+        s.record_usage("nope", &rec(None, None)),
+        Err(StoreError::NotFound(_))
+    ));
+}
+
+#[test]
+fn commit_summary_marks_the_message_and_resets_the_context() {
+    let (_d, s) = open_tmp();
+    let sess = s.create_session("t", None).unwrap();
+    s.commit_step(
+        &sess.id,
+        &[text(Role::Assistant, "long work")],
+        Some(&rec(Some(u(9000, 500, 0, 0)), Some(0.1))),
+    )
+    .unwrap();
+    assert_eq!(s.summary_message_id(&sess.id).unwrap(), None);
+    let m = s
+        .commit_summary(
+            &sess.id,
+            &text(Role::Assistant, "the summary"),
+            Some(&rec(Some(u(9500, 300, 0, 0)), Some(0.2))),
+        )
+        .unwrap();
+    assert_eq!(s.summary_message_id(&sess.id).unwrap(), Some(m.id.clone()));
+    let flag: i64 = s
+        .conn
+        .query_row(
+            "SELECT is_summary_message FROM messages WHERE id = ?1",
+            [&m.id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(flag, 1);
+    let others: i64 = s
+        .conn
+        .query_row(
+            "SELECT COUNT(*) FROM messages WHERE is_summary_message = 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(others, 1);
+    let t = s.session(&sess.id).unwrap().unwrap();
+    // Totals keep counting; the context is now the summary's size.
+    assert_eq!((t.prompt_tokens, t.completion_tokens), (18500, 800));
+    assert!((t.cost - 0.3).abs() < 1e-12);
+    assert_eq!(t.context_tokens, 300);
+    let rows = s.usage_rows(&sess.id).unwrap();
+    assert_eq!(rows[1].message_id.as_deref(), Some(m.id.as_str()));
+}
+
+#[test]
+fn stats_sum_the_ledger_and_keep_unpriced_apart() {
+    let (_d, s) = open_tmp();
+    let a = s.create_session("a", None).unwrap();
+    let child = s.create_session("a-child", Some(&a.id)).unwrap();
+    let b = s.create_session("b", None).unwrap();
+    s.commit_step(&a.id, &[], Some(&rec(Some(u(100, 10, 5, 2)), Some(1.0))))
+        .unwrap();
+    s.commit_step(&child.id, &[], Some(&rec(Some(u(20, 2, 0, 0)), Some(0.5))))
+        .unwrap();
+    let mut local = rec(Some(u(50, 5, 0, 0)), None);
+    local.provider = "local".into();
+    local.model = "qwen".into();
+    s.commit_step(&b.id, &[], Some(&local)).unwrap();
+    local.usage = None;
+    s.commit_step(&b.id, &[], Some(&local)).unwrap();
+
+    let st = s.stats().unwrap();
+    assert_eq!(st.total.calls, 4);
+    assert_eq!(
+        (
+            st.total.input_tokens,
+            st.total.output_tokens,
+            st.total.cache_read_tokens,
+            st.total.cache_write_tokens
+        ),
+        (170, 17, 5, 2)
+    );
+    assert_eq!(st.total.unknown_usage_calls, 1);
+    assert_eq!((st.total.priced_calls, st.total.unpriced_calls), (2, 2));
+    assert_eq!(st.total.cost_usd(), Some(1.5));
+
+    assert_eq!(st.models.len(), 2);
+    let qwen = st.models.iter().find(|m| m.model == "qwen").unwrap();
+    assert_eq!(qwen.totals.calls, 2);
+    assert_eq!(qwen.totals.cost_usd(), None, "unpriced is not $0");
+
+    assert_eq!(st.sessions.len(), 2, "the child counts under its parent");
+    let sa = st.sessions.iter().find(|x| x.id == a.id).unwrap();
+    assert_eq!(sa.totals.calls, 2);
+    assert_eq!(sa.sub_agent_sessions, 1);
+    assert_eq!(sa.totals.cost_usd(), Some(1.5));
+    let sb = st.sessions.iter().find(|x| x.id == b.id).unwrap();
+    assert_eq!((sb.totals.calls, sb.totals.unpriced_calls), (2, 2));
+    assert_eq!(sb.totals.cost_usd(), None);
+
+    // The per-session sums agree with the session totals (which include sub-agents once).
+    let ta = s.session(&a.id).unwrap().unwrap();
+    assert_eq!(
+        ta.prompt_tokens,
+        sa.totals.input_tokens + sa.totals.cache_read_tokens + sa.totals.cache_write_tokens
+    );
+    assert_eq!(ta.completion_tokens, sa.totals.output_tokens);
+}
+
+#[test]
+fn stats_of_an_empty_store() {
+    let (_d, s) = open_tmp();
+    let st = s.stats().unwrap();
+    assert_eq!(st.total, stats::Totals::default());
+    assert!(st.models.is_empty() && st.sessions.is_empty());
+}
