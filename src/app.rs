@@ -205,7 +205,7 @@ pub fn open_session(global: &Global, prompt_text: &str) -> Result<OpenSession<'s
         prefix: model.provider.system_prompt_prefix.as_deref(),
     });
     let disabled = &opts.disabled_tools;
-    let tools = crate::tools::builtin()
+    let tools = crate::agent::subagent::with_agent_tool(crate::tools::builtin(), disabled)
         .into_iter()
         .filter(|t| !disabled.iter().any(|d| d == t.name()))
         .collect();
@@ -235,6 +235,8 @@ pub fn open_session(global: &Global, prompt_text: &str) -> Result<OpenSession<'s
         project_root: loaded.project_root.clone(),
         max_steps,
         cancel: crate::signal::interrupt_flag(),
+        is_sub_agent: false,
+        auto_summarize: !opts.disable_auto_summarize,
     };
     Ok(OpenSession {
         agent,

@@ -289,6 +289,7 @@ impl Sink for RunSink {
                     });
                 }
             }
+            AgentEvent::Notice(text) => eprintln!("crush: {text}"),
             AgentEvent::StepCommitted { .. } => {
                 self.new_step = true;
                 self.call_printed.clear();

@@ -6,6 +6,8 @@
 
 pub mod permissions;
 pub mod prompt;
+pub mod subagent;
+pub mod summarize;
 
 use crate::config::ResolvedModel;
 use crate::llm::{
@@ -57,6 +59,9 @@ pub enum AgentEvent {
     StepCommitted {
         step: usize,
     },
+    /// A diagnostic for stderr or the log (rejected usage, auto-summarize, a sub-agent's retry),
+    /// never part of the answer.
+    Notice(String),
 }
 
 /// The user's answer to a permission question.
@@ -109,6 +114,11 @@ pub struct Agent<'a> {
     pub project_root: PathBuf,
     pub max_steps: usize,
     pub cancel: Arc<AtomicBool>,
+    /// This agent runs the `agent` tool's task in a child session (hooks report it).
+    pub is_sub_agent: bool,
+    /// Summarize the session when its context nears the model's window
+    /// (`options.disable_auto_summarize` turns it off).
+    pub auto_summarize: bool,
 }
 
 /// Read records kept in the session store.
@@ -247,9 +257,13 @@ impl<'a> Agent<'a> {
     }
 
     fn call_model(&self, history: &[Message], sink: &mut dyn Sink) -> CallEnd {
+        self.call_with_system(&self.system, history, sink)
+    }
+
+    fn call_with_system(&self, system: &str, history: &[Message], sink: &mut dyn Sink) -> CallEnd {
         let req = ChatRequest {
             model: self.model.model.id.clone(),
-            system: self.system.clone(),
+            system: system.to_string(),
             messages: history.to_vec(),
             tools: self.tool_specs(),
             max_tokens: self.model.max_tokens(),
@@ -295,10 +309,49 @@ impl<'a> Agent<'a> {
     }
 
     fn commit(&self, msgs: &[NewMessage], usage: Option<&UsageRecord>) -> Result<(), String> {
+        self.commit_returning(msgs, usage).map(|_| ())
+    }
+
+    fn commit_returning(
+        &self,
+        msgs: &[NewMessage],
+        usage: Option<&UsageRecord>,
+    ) -> Result<Vec<crate::store::StoredMessage>, String> {
         self.store
             .commit_step(&self.session_id, msgs, usage)
-            .map(|_| ())
             .map_err(|e| e.to_string())
+    }
+
+    /// The ledger row of one finished model call (reporting it to the sink, and saying why when
+    /// the provider's numbers were rejected). Cost is None when the model is unpriced or the
+    /// usage unknown: never a made-up $0.
+    fn usage_record(&self, resp: &llm::Response, sink: &mut dyn Sink) -> UsageRecord {
+        if let Some(why) = &resp.usage_rejected {
+            sink.event(AgentEvent::Notice(format!(
+                "ignored the token usage {}/{} reported ({why}); the call is recorded with unknown usage",
+                self.model.provider.id, self.model.model.id
+            )));
+        }
+        let cost = resp.usage.as_ref().and_then(|u| self.model.cost(u));
+        sink.event(AgentEvent::Usage {
+            usage: resp.usage,
+            cost,
+            model: self.model.model.id.clone(),
+        });
+        let source = self.model.price_source();
+        UsageRecord {
+            provider: self.model.provider.id.clone(),
+            model: self.model.model.id.clone(),
+            usage: resp.usage,
+            cost,
+            price_source: match (cost, resp.usage) {
+                (Some(_), _) => source,
+                (None, _) if source == "flat_rate" => source,
+                (None, None) if source != "unpriced" => "unknown_usage",
+                (None, _) => "unpriced",
+            }
+            .to_string(),
+        }
     }
 
     fn new_message(&self, role: Role, parts: Vec<Part>) -> NewMessage {
@@ -313,19 +366,11 @@ impl<'a> Agent<'a> {
 
     /// Runs one turn for `prompt`, starting from the session's stored history.
     pub fn run_turn(&mut self, prompt: &str, sink: &mut dyn Sink) -> Result<TurnResult, String> {
-        let stored = self
-            .store
-            .messages(&self.session_id)
-            .map_err(|e| e.to_string())?;
-        let mut history = history_for_model(
-            stored
-                .into_iter()
-                .map(|m| Message {
-                    role: m.role,
-                    parts: m.parts,
-                })
-                .collect(),
-        );
+        // A session left near the window by its last turn is summarized before this one.
+        if self.context_needs_summary() {
+            self.summarize_or_warn(sink);
+        }
+        let mut history = self.load_history()?;
         let user = Message::user(prompt);
         self.store
             .add_message(
@@ -389,23 +434,7 @@ impl<'a> Agent<'a> {
                 }
             };
 
-            let cost = resp.usage.as_ref().and_then(|u| self.model.cost(u));
-            sink.event(AgentEvent::Usage {
-                usage: resp.usage,
-                cost,
-                model: self.model.model.id.clone(),
-            });
-            let usage_rec = UsageRecord {
-                provider: self.model.provider.id.clone(),
-                model: self.model.model.id.clone(),
-                usage: resp.usage,
-                cost,
-                price_source: if cost.is_some() {
-                    self.model.price_source().to_string()
-                } else {
-                    "unpriced".to_string()
-                },
-            };
+            let usage_rec = self.usage_record(&resp, sink);
 
             // Validate tool calls: unparseable input is stored as {} and answered with an error.
             let mut parts: Vec<Part> = Vec::new();
@@ -489,6 +518,19 @@ impl<'a> Agent<'a> {
                 });
             }
 
+            // The call is paid for: record it (with the assistant message) before the tools run,
+            // so a process killed mid-tool still has it in the ledger. Tool results follow in
+            // their own transaction; a call left without one is closed on reload.
+            let assistant_id = self
+                .commit_returning(
+                    &[self.new_message(Role::Assistant, parts)],
+                    Some(&usage_rec),
+                )?
+                .into_iter()
+                .next()
+                .map(|m| m.id)
+                .unwrap_or_default();
+
             // Run the tools, in order.
             let mut results: Vec<Part> = Vec::new();
             let mut stop: Option<Stop> = None;
@@ -532,7 +574,13 @@ impl<'a> Agent<'a> {
                     reads: &reads,
                     cancel: self.cancel.clone(),
                 };
+                let sub_agent = name == subagent::TOOL_NAME && !self.is_sub_agent;
                 let out = match self.tools.iter().find(|t| t.name() == name) {
+                    Some(_) if sub_agent => {
+                        let (out, sub_stop) = self.run_sub_agent(&assistant_id, &id, &input, sink);
+                        stop = sub_stop;
+                        out
+                    }
                     None => ToolOutput::error(format!(
                         "Unknown tool '{name}'. Available tools: {}",
                         self.tools
@@ -591,13 +639,7 @@ impl<'a> Agent<'a> {
                 role: Role::Tool,
                 parts: results.clone(),
             };
-            self.commit(
-                &[
-                    self.new_message(Role::Assistant, parts),
-                    self.new_message(Role::Tool, results),
-                ],
-                Some(&usage_rec),
-            )?;
+            self.commit(&[self.new_message(Role::Tool, results)], None)?;
             sink.event(AgentEvent::StepCommitted { step });
 
             // Ids differ on every call: the signature is what was asked and what came back.
@@ -631,6 +673,12 @@ impl<'a> Agent<'a> {
                     final_text,
                     steps: step,
                 });
+            }
+            // Near the window: summarize, and carry the user's request on from the summary.
+            if self.context_needs_summary()
+                && let Some(h) = self.summarize_and_carry_on(prompt, sink)
+            {
+                history = h;
             }
         }
     }

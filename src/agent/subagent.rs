@@ -1,0 +1,307 @@
+//! The `agent` tool: a read-only sub-agent (glob, grep, ls, view, fetch) that works on a task in
+//! a child session and returns its final text as the tool result.
+//!
+//! - The child session's id follows Go Crush: `<assistant message id>$$<tool call id>`, with
+//!   `parent_session_id` set, so Crush (and any reader of its schema) links the tool call to the
+//!   session. The parent's assistant message is committed before its tools run, so the id
+//!   exists; if that id is taken (a provider repeating a tool call id), a UUID is used instead.
+//! - Each of the child's model calls writes its own usage row against the child session; the
+//!   store adds it to the parent's totals in the same transaction, so the parent includes the
+//!   child exactly once (Go Crush instead adds `child.cost` to the parent afterwards,
+//!   read-modify-write, and leaves readers to skip children to avoid counting twice).
+//! - The child has the parent's model, permissions and cancel flag. Its read-only tools need no
+//!   permission inside the project; anything else (reading outside it, fetching) is asked
+//!   through the parent's sink, so a non-interactive run refuses instead of waiting.
+//! - Its text is not part of the parent's answer: only usage, diagnostics and permission
+//!   refusals reach the parent's sink.
+
+use super::{Agent, AgentEvent, Answer, Sink, Stop, TurnResult};
+use crate::tools::common::req_str;
+use crate::tools::{PermissionRequest, Tool, ToolCtx, ToolOutput};
+use serde_json::{Value, json};
+
+/// The tool's name, as Crush exposes it.
+pub const TOOL_NAME: &str = "agent";
+
+/// The tools a sub-agent may use (read-only), if the parent has them.
+pub const SUB_AGENT_TOOLS: &[&str] = &["fetch", "glob", "grep", "ls", "view"];
+
+/// What the model sees of the `agent` tool. The agent loop runs it (it needs the store and the
+/// model, which tools do not get); `run` is never reached through the loop.
+pub struct AgentTool;
+
+impl Tool for AgentTool {
+    fn name(&self) -> &'static str {
+        TOOL_NAME
+    }
+
+    fn description(&self) -> String {
+        "Launch a sub-agent that works on a task with read-only tools (glob, grep, ls, view, \
+         fetch) and returns its final answer. Use it to search a codebase or gather information \
+         when you are not sure where to look: it keeps that search out of your context. The \
+         sub-agent cannot change files or run commands, and it sees nothing of this \
+         conversation: give it a self-contained task, and say exactly what it should report \
+         back. Several independent searches may be launched in one step."
+            .into()
+    }
+
+    fn schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "prompt": {
+                    "type": "string",
+                    "description": "The task for the sub-agent, self-contained"
+                }
+            },
+            "required": ["prompt"]
+        })
+    }
+
+    fn permission(
+        &self,
+        input: &Value,
+        _ctx: &ToolCtx,
+    ) -> Result<Option<PermissionRequest>, String> {
+        req_str(input, "prompt")?;
+        Ok(None)
+    }
+
+    fn run(&self, _input: &Value, _ctx: &ToolCtx) -> ToolOutput {
+        ToolOutput::error("the agent tool is not available here")
+    }
+}
+
+/// `tools` with the `agent` tool added, kept sorted by name (unless it is disabled).
+pub fn with_agent_tool(mut tools: Vec<Box<dyn Tool>>, disabled: &[String]) -> Vec<Box<dyn Tool>> {
+    if !disabled.iter().any(|d| d == TOOL_NAME) && !tools.iter().any(|t| t.name() == TOOL_NAME) {
+        tools.push(Box::new(AgentTool));
+        tools.sort_by_key(|t| t.name());
+    }
+    tools
+}
+
+/// The system prompt of a sub-agent: the parent's environment and context, another role.
+const TASK_INTRO: &str = "You are a sub-agent of crush, an AI coding assistant. Another agent \
+gave you a task. Work on it with your read-only tools (glob, grep, ls, view, fetch): you cannot \
+change files or run commands. When you are done, answer with a concise, self-contained report \
+of what you found — file paths, line numbers, names — because only your final message is \
+returned to the other agent.\n";
+
+fn task_system(parent_system: &str) -> String {
+    if parent_system.contains(super::prompt::INTRO) {
+        parent_system.replacen(super::prompt::INTRO, TASK_INTRO, 1)
+    } else {
+        format!("{TASK_INTRO}\n{parent_system}")
+    }
+}
+
+fn short_title(prompt: &str) -> String {
+    let line = prompt.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut t: String = line.chars().take(50).collect();
+    if line.chars().count() > 50 {
+        t.push('…');
+    }
+    if t.is_empty() {
+        "Sub-agent task".into()
+    } else {
+        t
+    }
+}
+
+/// Passes to the parent's sink what concerns the user; the sub-agent's own text and tool calls
+/// are not the parent's answer.
+struct SubSink<'a> {
+    parent: &'a mut dyn Sink,
+}
+
+impl Sink for SubSink<'_> {
+    fn event(&mut self, ev: AgentEvent) {
+        match ev {
+            AgentEvent::Usage { .. }
+            | AgentEvent::PermissionRefused { .. }
+            | AgentEvent::Notice(_) => self.parent.event(ev),
+            AgentEvent::Retry {
+                attempt, reason, ..
+            } => self.parent.event(AgentEvent::Notice(format!(
+                "sub-agent model call failed ({reason}); retry {attempt}"
+            ))),
+            AgentEvent::TextDelta(_)
+            | AgentEvent::ReasoningDelta(_)
+            | AgentEvent::ToolCall { .. }
+            | AgentEvent::ToolResult { .. }
+            | AgentEvent::StepCommitted { .. } => {}
+        }
+    }
+    fn ask(&mut self, req: &PermissionRequest) -> Option<Answer> {
+        self.parent.ask(req)
+    }
+}
+
+fn stop_name(s: &Stop) -> &'static str {
+    match s {
+        Stop::EndTurn => "end_turn",
+        Stop::MaxTokens => "max_tokens",
+        Stop::MaxSteps(_) => "max_steps",
+        Stop::Loop => "loop",
+        Stop::PermissionRefused => "permission_refused",
+        Stop::Canceled => "canceled",
+        Stop::Error(_) => "error",
+    }
+}
+
+impl Agent<'_> {
+    /// Runs the `agent` tool call `tool_call_id` of the assistant message `assistant_id`: a
+    /// sub-agent turn in a child session. Returns the tool result and, when the parent's turn
+    /// must stop too (a refused permission, a cancel), why.
+    pub(super) fn run_sub_agent(
+        &self,
+        assistant_id: &str,
+        tool_call_id: &str,
+        input: &Value,
+        sink: &mut dyn Sink,
+    ) -> (ToolOutput, Option<Stop>) {
+        let prompt = match req_str(input, "prompt") {
+            Ok(p) => p,
+            Err(e) => return (ToolOutput::error(e), None),
+        };
+        let crush_id = format!("{assistant_id}$${tool_call_id}");
+        let id = match self.store.session(&crush_id) {
+            Ok(None) if !assistant_id.is_empty() && !tool_call_id.is_empty() => crush_id,
+            _ => match crate::store::new_id() {
+                Ok(id) => id,
+                Err(e) => return (ToolOutput::error(e.to_string()), None),
+            },
+        };
+        let session = match self.store.create_session_with_id(
+            &id,
+            &short_title(prompt),
+            Some(&self.session_id),
+        ) {
+            Ok(s) => s,
+            Err(e) => {
+                return (
+                    ToolOutput::error(format!("cannot start the sub-agent: {e}")),
+                    None,
+                );
+            }
+        };
+        let tools = crate::tools::builtin()
+            .into_iter()
+            .filter(|t| {
+                SUB_AGENT_TOOLS.contains(&t.name())
+                    && self.tools.iter().any(|p| p.name() == t.name())
+            })
+            .collect();
+        let mut child = Agent {
+            store: self.store,
+            session_id: session.id.clone(),
+            model: self.model.clone(),
+            tools,
+            permissions: self.permissions.clone(),
+            policy: self.policy.clone(),
+            system: task_system(&self.system),
+            cwd: self.cwd.clone(),
+            project_root: self.project_root.clone(),
+            max_steps: self.max_steps,
+            cancel: self.cancel.clone(),
+            is_sub_agent: true,
+            auto_summarize: self.auto_summarize,
+        };
+        let mut sub_sink = SubSink { parent: sink };
+        let result: TurnResult = match child.run_turn(prompt, &mut sub_sink) {
+            Ok(r) => r,
+            Err(e) => {
+                return (
+                    ToolOutput::error(format!("the sub-agent failed: {e}")),
+                    None,
+                );
+            }
+        };
+        let metadata = json!({
+            "session_id": session.id,
+            "steps": result.steps,
+            "stop": stop_name(&result.stop),
+        });
+        let text = result.final_text.trim();
+        let (content, is_error, stop) = match &result.stop {
+            Stop::EndTurn | Stop::MaxTokens if !text.is_empty() => (text.to_string(), false, None),
+            Stop::EndTurn | Stop::MaxTokens => (
+                "The sub-agent finished without an answer.".to_string(),
+                true,
+                None,
+            ),
+            Stop::MaxSteps(n) => (
+                format!("The sub-agent stopped after {n} steps without finishing. Its last words: {text}"),
+                true,
+                None,
+            ),
+            Stop::Loop => (
+                format!("The sub-agent stopped: it kept repeating the same tool call. Its last words: {text}"),
+                true,
+                None,
+            ),
+            Stop::PermissionRefused => (
+                "The sub-agent stopped: one of its tool calls needed a permission that was refused."
+                    .to_string(),
+                true,
+                Some(Stop::PermissionRefused),
+            ),
+            Stop::Canceled => (
+                "The user canceled the sub-agent.".to_string(),
+                true,
+                Some(Stop::Canceled),
+            ),
+            Stop::Error(e) => (
+                format!("The sub-agent's model call failed: {e}"),
+                true,
+                None,
+            ),
+        };
+        (
+            ToolOutput {
+                content,
+                is_error,
+                metadata,
+            },
+            stop,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_tool_is_added_sorted_unless_disabled() {
+        let names = |t: &[Box<dyn Tool>]| t.iter().map(|t| t.name()).collect::<Vec<_>>();
+        let tools = with_agent_tool(crate::tools::builtin(), &[]);
+        assert_eq!(names(&tools)[0], "agent");
+        let mut sorted = names(&tools);
+        sorted.sort();
+        assert_eq!(names(&tools), sorted);
+        let tools = with_agent_tool(crate::tools::builtin(), &["agent".to_string()]);
+        assert!(!names(&tools).contains(&"agent"));
+    }
+
+    #[test]
+    fn task_prompt_replaces_the_intro_and_keeps_the_environment() {
+        let parent = format!(
+            "{}\n<env>\nWorking directory: /x\n</env>\n",
+            super::super::prompt::INTRO
+        );
+        let t = task_system(&parent);
+        assert!(t.starts_with("You are a sub-agent"));
+        assert!(t.contains("Working directory: /x"));
+        assert!(!t.contains(super::super::prompt::INTRO));
+        assert!(task_system("prefix only").starts_with("You are a sub-agent"));
+    }
+
+    #[test]
+    fn titles_are_short() {
+        assert_eq!(short_title("  find   the\nparser "), "find the parser");
+        assert_eq!(short_title(""), "Sub-agent task");
+        assert_eq!(short_title(&"x".repeat(80)).chars().count(), 51);
+    }
+}

@@ -1,0 +1,306 @@
+//! Summarization: when a session's context nears the model's window, the model writes a summary
+//! of the conversation, stored as a message with `is_summary_message = 1` and pointed to by
+//! `sessions.summary_message_id`; from then on the model is sent the history from the summary
+//! on. A turn interrupted for it carries the user's request on.
+//!
+//! The trigger margin is proportional to the window (`SUMMARIZE_MARGIN_PERCENT`): Go Crush keeps
+//! a flat 20 000 tokens for windows over 200 000, which summarizes a 1M-token window only at 98 %.
+
+use super::{Agent, AgentEvent, Answer, CallEnd, Sink, history_for_model};
+use crate::llm::{Message, Part, Role, Usage};
+use crate::store::{NewMessage, StoredMessage};
+use crate::tools::PermissionRequest;
+
+/// Summarize once the context leaves less than this share of the window free.
+pub const SUMMARIZE_MARGIN_PERCENT: u64 = 20;
+
+/// Whether `used` tokens of a `window`-token context call for a summary: the free space is at
+/// most `SUMMARIZE_MARGIN_PERCENT` of the window. An unknown window (0) never triggers.
+pub fn needs_summary(window: u64, used: u64) -> bool {
+    if window == 0 || used == 0 {
+        return false;
+    }
+    let margin =
+        window / 100 * SUMMARIZE_MARGIN_PERCENT + window % 100 * SUMMARIZE_MARGIN_PERCENT / 100;
+    window.saturating_sub(used) <= margin
+}
+
+/// The system prompt of the summary call (Crush's `summary.md` sections).
+pub const SUMMARY_SYSTEM: &str = "You are summarizing a coding session so that it can continue \
+in a fresh context. Write a summary that lets another assistant pick the work up exactly where \
+it stopped, without re-reading anything already done. Do not call tools. Use these sections:\n\
+\n\
+## Current State\nWhat the user asked for, what is done, what is in progress.\n\
+## Files & Changes\nEvery file read, created or changed, with the relevant details (paths, \
+functions, line numbers).\n\
+## Technical Context\nCommands that worked or failed, errors seen, decisions and constraints.\n\
+## Strategy\nThe approach being taken and why.\n\
+## Exact Next Steps\nWhat to do next, in order.\n";
+
+/// The user message that asks for the summary.
+pub const SUMMARY_PROMPT: &str = "Provide a detailed summary of our conversation above.";
+
+/// How the summary is put before the rest of the history.
+const SUMMARY_HEADER: &str = "This session continues an earlier conversation, summarized here:\n\n";
+
+/// The user message that carries an interrupted request on after a summary (Crush's wording).
+pub fn carry_on_prompt(original: &str) -> String {
+    format!(
+        "The previous session was interrupted because it got too long, the initial user request was: `{original}`"
+    )
+}
+
+/// The messages to send the model: from the latest summary on (the summary as a user message),
+/// interrupted tool calls closed.
+pub fn history_since_summary(stored: Vec<StoredMessage>, summary_id: Option<&str>) -> Vec<Message> {
+    let start = summary_id
+        .and_then(|id| stored.iter().position(|m| m.id == id))
+        .unwrap_or(0);
+    let msgs = stored
+        .into_iter()
+        .skip(start)
+        .map(|m| {
+            if summary_id == Some(m.id.as_str()) {
+                let text: String = m
+                    .parts
+                    .iter()
+                    .filter_map(|p| match p {
+                        Part::Text { text } => Some(text.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                Message::user(format!("{SUMMARY_HEADER}{text}"))
+            } else {
+                Message {
+                    role: m.role,
+                    parts: m.parts,
+                }
+            }
+        })
+        .collect();
+    history_for_model(msgs)
+}
+
+/// A summary that was written and stored.
+#[derive(Debug, Clone)]
+pub struct Summary {
+    pub message_id: String,
+    pub text: String,
+    /// None: the provider reported no usage.
+    pub usage: Option<Usage>,
+    /// USD; None when unpriced.
+    pub cost: Option<f64>,
+}
+
+/// Keeps the summary's text off the answer stream; asks and diagnostics still go through.
+struct Quiet<'a> {
+    inner: &'a mut dyn Sink,
+}
+
+impl Sink for Quiet<'_> {
+    fn event(&mut self, ev: AgentEvent) {
+        match ev {
+            AgentEvent::TextDelta(_)
+            | AgentEvent::ReasoningDelta(_)
+            | AgentEvent::StepCommitted { .. } => {}
+            AgentEvent::Retry {
+                attempt, reason, ..
+            } => self.inner.event(AgentEvent::Notice(format!(
+                "summary call failed ({reason}); retry {attempt}"
+            ))),
+            other => self.inner.event(other),
+        }
+    }
+    fn ask(&mut self, req: &PermissionRequest) -> Option<Answer> {
+        self.inner.ask(req)
+    }
+}
+
+impl Agent<'_> {
+    /// The session's history for the model, from its latest summary on.
+    pub(super) fn load_history(&self) -> Result<Vec<Message>, String> {
+        let stored = self
+            .store
+            .messages(&self.session_id)
+            .map_err(|e| e.to_string())?;
+        let summary = self
+            .store
+            .summary_message_id(&self.session_id)
+            .map_err(|e| e.to_string())?;
+        Ok(history_since_summary(stored, summary.as_deref()))
+    }
+
+    /// Whether auto-summarize is on and the session's current context (the last call's input
+    /// and output) is within the margin of the model's window.
+    pub(super) fn context_needs_summary(&self) -> bool {
+        if !self.auto_summarize {
+            return false;
+        }
+        let used = match self.store.session(&self.session_id) {
+            Ok(Some(s)) => u64::try_from(s.context_tokens).unwrap_or(0),
+            _ => return false,
+        };
+        needs_summary(self.model.model.context_window, used)
+    }
+
+    /// Asks the model for a summary of the session (history from the last summary on) and
+    /// stores it with its usage; later turns start from it. What `/compact` runs.
+    pub fn summarize(&mut self, sink: &mut dyn Sink) -> Result<Summary, String> {
+        let mut history = self.load_history()?;
+        if history.is_empty() {
+            return Err("there is nothing to summarize yet".into());
+        }
+        history.push(Message::user(SUMMARY_PROMPT));
+        let mut quiet = Quiet { inner: sink };
+        let resp = match self.call_with_system(SUMMARY_SYSTEM, &history, &mut quiet) {
+            CallEnd::Done(r) => r,
+            CallEnd::Failed(e, _) => return Err(format!("the summary call failed: {e}")),
+            CallEnd::Canceled(_) => return Err("summarizing was canceled".into()),
+        };
+        let rec = self.usage_record(&resp, &mut quiet);
+        let text: String = resp
+            .parts
+            .iter()
+            .filter_map(|p| match p {
+                Part::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect::<String>()
+            .trim()
+            .to_string();
+        if text.is_empty() {
+            // The call happened and is paid for even though it is useless.
+            self.store
+                .record_usage(&self.session_id, &rec)
+                .map_err(|e| e.to_string())?;
+            return Err("the model returned an empty summary".into());
+        }
+        let msg = NewMessage {
+            role: Role::Assistant,
+            parts: vec![
+                Part::Text { text: text.clone() },
+                Part::Finish {
+                    reason: "end_turn".into(),
+                    time: super::now(),
+                    message: None,
+                    details: None,
+                },
+            ],
+            model: Some(self.model.model.id.clone()),
+            provider: Some(self.model.provider.id.clone()),
+        };
+        let stored = self
+            .store
+            .commit_summary(&self.session_id, &msg, Some(&rec))
+            .map_err(|e| e.to_string())?;
+        Ok(Summary {
+            message_id: stored.id,
+            text,
+            usage: rec.usage,
+            cost: rec.cost,
+        })
+    }
+
+    /// Summarizes, reporting a failure as a notice (the turn goes on with the full history).
+    pub(super) fn summarize_or_warn(&mut self, sink: &mut dyn Sink) -> bool {
+        let window = self.model.model.context_window;
+        let used = self
+            .store
+            .session(&self.session_id)
+            .ok()
+            .flatten()
+            .map_or(0, |s| s.context_tokens);
+        sink.event(AgentEvent::Notice(format!(
+            "the context ({used} tokens) is near the model's {window}-token window; summarizing the session"
+        )));
+        match self.summarize(sink) {
+            Ok(_) => true,
+            Err(e) => {
+                sink.event(AgentEvent::Notice(format!(
+                    "could not summarize: {e}; continuing with the full history"
+                )));
+                false
+            }
+        }
+    }
+
+    /// Mid-turn: summarizes, then stores the carry-on request and returns the new history.
+    pub(super) fn summarize_and_carry_on(
+        &mut self,
+        prompt: &str,
+        sink: &mut dyn Sink,
+    ) -> Option<Vec<Message>> {
+        if !self.summarize_or_warn(sink) {
+            return None;
+        }
+        let carry = self.new_message(Role::User, Message::user(carry_on_prompt(prompt)).parts);
+        if let Err(e) = self.store.add_message(&self.session_id, &carry) {
+            sink.event(AgentEvent::Notice(format!(
+                "could not store the carried-on request: {e}"
+            )));
+            return None;
+        }
+        match self.load_history() {
+            Ok(h) => Some(h),
+            Err(e) => {
+                sink.event(AgentEvent::Notice(format!(
+                    "could not reload the summarized history: {e}"
+                )));
+                None
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn margin_is_proportional_to_the_window() {
+        // 20 % of 10 000 = 2 000: summarize from 8 000 tokens on.
+        assert!(!needs_summary(10_000, 7_999));
+        assert!(needs_summary(10_000, 8_000));
+        // A 1M window summarizes at 800k, where a flat 20k margin would wait until 980k.
+        assert!(!needs_summary(1_000_000, 799_999));
+        assert!(needs_summary(1_000_000, 800_000));
+        // Past the window (a provider that let it overflow) still triggers.
+        assert!(needs_summary(10_000, 12_000));
+        // Unknown window or nothing used: never.
+        assert!(!needs_summary(0, 5_000));
+        assert!(!needs_summary(10_000, 0));
+        // No overflow on huge numbers.
+        assert!(needs_summary(u64::MAX, u64::MAX));
+    }
+
+    fn stored(id: &str, role: Role, text: &str) -> StoredMessage {
+        StoredMessage {
+            id: id.into(),
+            session_id: "s".into(),
+            seq: 0,
+            role,
+            parts: vec![Part::Text { text: text.into() }],
+            model: None,
+            provider: None,
+            created_at: 0,
+        }
+    }
+
+    #[test]
+    fn history_starts_at_the_summary_as_a_user_message() {
+        let msgs = vec![
+            stored("1", Role::User, "old question"),
+            stored("2", Role::Assistant, "old answer"),
+            stored("3", Role::Assistant, "SUMMARY"),
+            stored("4", Role::User, "next"),
+        ];
+        let h = history_since_summary(msgs.clone(), Some("3"));
+        assert_eq!(h.len(), 2);
+        assert_eq!(h[0].role, Role::User);
+        assert!(h[0].text().ends_with("SUMMARY"), "{}", h[0].text());
+        assert_eq!(h[1].text(), "next");
+        // No summary (or one that is gone): everything.
+        assert_eq!(history_since_summary(msgs.clone(), None).len(), 4);
+        assert_eq!(history_since_summary(msgs, Some("gone")).len(), 4);
+    }
+}
