@@ -92,7 +92,7 @@ pub static FLAGS: &[Flag] = &[
         long: "json",
         value: None,
         help: "Print JSON: one event per line for run, a document for listings",
-        scope: Scope::Only(&["run", "sessions"]),
+        scope: Scope::Only(&["run", "sessions", "stats"]),
     },
     Flag {
         short: Some('o'),
@@ -140,6 +140,14 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &["list", "show"],
     },
     CommandSpec {
+        name: "stats",
+        usage: "crush stats [--json]",
+        about: "Show the project's model calls, tokens by kind and cost from the usage ledger: \
+                in total, per model and per session (a sub-agent's calls count under the session \
+                that started it). Calls without a price are shown as unpriced, never as $0.",
+        subcommands: &[],
+    },
+    CommandSpec {
         name: "dirs",
         usage: "crush dirs",
         about: "Print where configuration, global data and project data live.",
@@ -182,6 +190,9 @@ pub enum Command {
     },
     SessionsShow {
         id: String,
+        json: bool,
+    },
+    Stats {
         json: bool,
     },
     Dirs,
@@ -368,6 +379,14 @@ where
                     }
                 }
             }
+            "stats" => {
+                if let Some(p) = positionals.first() {
+                    return Err(UsageError(format!(
+                        "crush stats takes no arguments (got '{p}')"
+                    )));
+                }
+                Command::Stats { json }
+            }
             "dirs" => {
                 if let Some(p) = positionals.first() {
                     return Err(UsageError(format!(
@@ -535,6 +554,16 @@ mod tests {
         let h = help_text(Some("run")).unwrap();
         assert!(h.contains("--output FILE"), "{h}");
         assert!(help_text(Some("nope")).is_err());
+    }
+
+    #[test]
+    fn stats_takes_json_only() {
+        assert_eq!(
+            parse(&["stats", "--json"]).unwrap().command,
+            Command::Stats { json: true }
+        );
+        assert!(parse(&["stats", "x"]).is_err());
+        assert!(parse(&["stats", "-o", "f"]).is_err());
     }
 
     #[test]

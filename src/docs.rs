@@ -219,7 +219,11 @@ pub fn zsh() -> String {
             zsh_escape(c.about.split(". ").next().unwrap_or(""))
         ));
     }
-    s.push_str("    )\n    local cmd=${words[(i)(run|sessions|dirs|help)]}\n");
+    let names: Vec<&str> = COMMANDS.iter().map(|c| c.name).collect();
+    s.push_str(&format!(
+        "    )\n    local cmd=${{words[(i)({})]}}\n",
+        names.join("|")
+    ));
     s.push_str("    if (( cmd <= $#words )); then\n        case ${words[cmd]} in\n");
     for c in COMMANDS {
         s.push_str(&format!(

@@ -11,5 +11,6 @@ pub mod paths;
 pub mod run;
 pub mod sessions;
 pub mod signal;
+pub mod stats;
 pub mod store;
 pub mod tools;

@@ -2,7 +2,7 @@
 
 use crush::app::AppError;
 use crush::cli::Command;
-use crush::{app, cli, docs, paths, run, sessions};
+use crush::{app, cli, docs, paths, run, sessions, stats};
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -27,6 +27,7 @@ fn dispatch(cli: cli::Cli) -> Result<i32, AppError> {
         Command::Run(args) => run::run(g, args),
         Command::SessionsList { json } => print(&sessions::list(g, *json)?),
         Command::SessionsShow { id, json } => print(&sessions::show(g, id, *json)?),
+        Command::Stats { json } => print(&stats::report(g, *json)?),
         Command::Dirs => {
             let loaded = app::load_config(g)?;
             print(&format!(
