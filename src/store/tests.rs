@@ -1130,3 +1130,34 @@ fn adopts_a_database_made_by_go_crush() {
     let s = Store::open(&path).unwrap();
     assert_eq!(s.messages("s1").unwrap().len(), 5);
 }
+
+#[test]
+fn record_usage_adds_to_totals_but_not_the_context() {
+    let (_d, store) = open_tmp();
+    let s = store.create_session("t", None).unwrap();
+    store
+        .commit_step(
+            &s.id,
+            &[text(Role::Assistant, "a")],
+            Some(&rec(Some(u(100, 10, 0, 0)), Some(0.5))),
+        )
+        .unwrap();
+    store
+        .record_usage(&s.id, &rec(Some(u(20, 5, 0, 0)), Some(0.25)))
+        .unwrap();
+    let after = store.session(&s.id).unwrap().unwrap();
+    assert_eq!(after.prompt_tokens, 120);
+    assert_eq!(after.completion_tokens, 15);
+    assert!((after.cost - 0.75).abs() < 1e-9);
+    assert_eq!(
+        after.context_tokens, 110,
+        "the title call is not the context"
+    );
+    let rows = store.usage_rows(&s.id).unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[1].message_id, None);
+    assert!(matches!(
+        store.record_usage("nope", &rec(None, None)),
+        Err(StoreError::NotFound(_))
+    ));
+}
