@@ -8,6 +8,7 @@ pub mod config;
 pub mod docs;
 pub mod llm;
 pub mod paths;
+pub mod repl;
 pub mod run;
 pub mod sessions;
 pub mod signal;

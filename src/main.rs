@@ -2,7 +2,7 @@
 
 use crush::app::AppError;
 use crush::cli::Command;
-use crush::{app, cli, docs, paths, run, sessions};
+use crush::{app, cli, docs, paths, repl, run, sessions};
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -27,6 +27,9 @@ fn dispatch(cli: cli::Cli) -> Result<i32, AppError> {
         Command::Run(args) => run::run(g, args),
         Command::SessionsList { json } => print(&sessions::list(g, *json)?),
         Command::SessionsShow { id, json } => print(&sessions::show(g, id, *json)?),
+        Command::SessionsExport { id, format } => print(&sessions::export(g, id, *format)?),
+        Command::SessionsDelete { id } => print(&sessions::delete(g, id)?),
+        Command::SessionsRename { id, title } => print(&sessions::rename(g, id, title)?),
         Command::Dirs => {
             let loaded = app::load_config(g)?;
             print(&format!(
@@ -37,9 +40,7 @@ fn dispatch(cli: cli::Cli) -> Result<i32, AppError> {
                 loaded.data_dir.display()
             ))
         }
-        Command::Repl => Err(AppError::Usage(
-            "the interactive session is not available in this build yet; use: crush run \"your prompt\"".into(),
-        )),
+        Command::Repl(args) => repl::run(g, args),
     }
 }
 
