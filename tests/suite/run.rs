@@ -121,7 +121,7 @@ fn edit_without_view_is_refused_and_the_model_is_told() {
         ),
         Reply::text("I must view it first."),
     ]);
-    let env = env_with(&server, Dialect::OpenAi);
+    let env = env_with(&server, Dialect::Anthropic);
     env.write_project_file("a.txt", "hello world\n");
     env.run(&["run", "-y", "edit a.txt"], None).assert_success();
     assert_eq!(env.read_project_file("a.txt"), "hello world\n");
@@ -349,7 +349,7 @@ fn invalid_tool_json_gets_an_error_result_and_the_run_continues() {
         Reply::invalid_tool_json("bash", "{not json"),
         Reply::text("sorry, fixed"),
     ]);
-    let env = env_with(&server, Dialect::OpenAi);
+    let env = env_with(&server, Dialect::Anthropic);
     let out = env.run(&["run", "-y", "go"], None);
     out.assert_success();
     assert_eq!(out.stdout, "sorry, fixed\n");
@@ -458,7 +458,7 @@ fn banned_commands_are_refused_even_with_yolo() {
         Reply::tool_call("bash", json!({"command": "curl http://example.com"})),
         Reply::text("ok, no curl"),
     ]);
-    let env = env_with(&server, Dialect::OpenAi);
+    let env = env_with(&server, Dialect::Anthropic);
     env.run(&["run", "-y", "fetch it"], None).assert_success();
     let (_, text, is_error) = server.last_request().tool_results()[0].clone();
     assert!(is_error && text.contains("not allowed"), "{text}");
