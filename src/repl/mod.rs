@@ -118,6 +118,8 @@ struct ReplSink<'a> {
     interactive: bool,
     /// Ctrl-C while a question was open.
     interrupted: bool,
+    /// The user just refused a call: its error result needs no second line.
+    refused: bool,
 }
 
 impl Sink for ReplSink<'_> {
@@ -147,7 +149,7 @@ impl Sink for ReplSink<'_> {
                 is_error,
                 ..
             } => {
-                if is_error {
+                if is_error && !std::mem::take(&mut self.refused) {
                     self.term
                         .tool_error(&name, content.lines().next().unwrap_or(""));
                 }
@@ -189,11 +191,15 @@ impl Sink for ReplSink<'_> {
             match line.trim().to_ascii_lowercase().as_str() {
                 "y" | "yes" => return Some(Answer::Yes),
                 "a" | "always" => return Some(Answer::Always),
-                "n" | "no" => return Some(Answer::No),
+                "n" | "no" => {
+                    self.refused = true;
+                    return Some(Answer::No);
+                }
                 other if !self.interactive => {
                     // A script that did not expect the question must not lose every line after.
                     self.term
                         .note(&format!("'{other}' is not y, a or n: refused"));
+                    self.refused = true;
                     return Some(Answer::No);
                 }
                 _ => self
@@ -456,6 +462,7 @@ impl Repl {
             lines: &mut self.lines,
             interactive: self.interactive,
             interrupted: false,
+            refused: false,
         };
         let result = self.agent.run_turn(text, &mut sink);
         let interrupted = sink.interrupted;

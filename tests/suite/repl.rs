@@ -446,59 +446,183 @@ fn permission_always_covers_that_exact_command_for_the_session() {
 }
 
 #[test]
-fn sigint_twice_at_the_prompt_exits_130() {
-    use std::io::{Read, Write};
-    let (_server, env) = setup(vec![]);
-    let mut cmd = env.crush();
-    cmd.stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let mut child = cmd.spawn().expect("spawn crush");
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stderr = child.stderr.take().unwrap();
-    let seen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-    let s2 = seen.clone();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 1024];
-        while let Ok(n) = stderr.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            s2.lock()
-                .unwrap()
-                .push_str(&String::from_utf8_lossy(&buf[..n]));
-        }
-    });
-    // Ready once it answered a command (the SIGINT handler is in place by then).
-    stdin.write_all(b"/sessions\n").unwrap();
-    let deadline = Instant::now() + RUN_TIMEOUT;
-    while !seen.lock().unwrap().contains("No sessions yet") {
-        assert!(Instant::now() < deadline, "crush never answered /sessions");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    while !seen.lock().unwrap().contains("Ctrl-C again") {
-        assert!(Instant::now() < deadline, "no hint after the first Ctrl-C");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+fn write_shows_the_diff_and_always_covers_that_tool_in_that_directory() {
+    let (server, env) = setup(vec![
+        Reply::tool_call("write", json!({"file_path": "a.txt", "content": "alpha\n"})),
+        Reply::tool_call("write", json!({"file_path": "b.txt", "content": "beta\n"})),
+        Reply::tool_call(
+            "write",
+            json!({"file_path": "sub/c.txt", "content": "gamma\n"}),
+        ),
+        Reply::text("stopped"),
+    ]);
+    let out = repl(&env, &[], "write files\nalways\nn\n");
+    out.assert_success();
     assert!(
-        child.try_wait().unwrap().is_none(),
+        out.stderr.contains("+alpha"),
+        "the diff is shown: {}",
+        out.stderr
+    );
+    assert_eq!(env.read_project_file("a.txt"), "alpha\n");
+    assert_eq!(
+        env.read_project_file("b.txt"),
+        "beta\n",
+        "same tool, same directory"
+    );
+    assert!(
+        !env.project().join("sub/c.txt").exists(),
+        "another directory is asked"
+    );
+    assert_eq!(
+        out.stderr.matches("Allow write:").count(),
+        2,
+        "{}",
+        out.stderr
+    );
+    assert_eq!(turns(&server).len(), 3);
+}
+
+/// A running REPL fed through a pipe, its stderr and stdout watched live.
+struct Live {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    stdout: std::sync::Arc<std::sync::Mutex<String>>,
+    stderr: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl Live {
+    fn start(mut cmd: std::process::Command) -> Live {
+        use std::io::Read;
+        cmd.stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = cmd.spawn().expect("spawn crush");
+        let watch = |mut r: Box<dyn Read + Send>| {
+            let buf = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+            let b = buf.clone();
+            std::thread::spawn(move || {
+                let mut chunk = [0u8; 4096];
+                while let Ok(n) = r.read(&mut chunk) {
+                    if n == 0 {
+                        break;
+                    }
+                    b.lock()
+                        .unwrap()
+                        .push_str(&String::from_utf8_lossy(&chunk[..n]));
+                }
+            });
+            buf
+        };
+        let stdout = watch(Box::new(child.stdout.take().unwrap()));
+        let stderr = watch(Box::new(child.stderr.take().unwrap()));
+        Live {
+            stdin: child.stdin.take(),
+            child,
+            stdout,
+            stderr,
+        }
+    }
+
+    fn send(&mut self, line: &str) {
+        use std::io::Write;
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+    }
+
+    fn wait_for(&self, what: &str, pred: impl Fn(&str, &str) -> bool) {
+        let deadline = Instant::now() + RUN_TIMEOUT;
+        loop {
+            let (out, err) = (
+                self.stdout.lock().unwrap().clone(),
+                self.stderr.lock().unwrap().clone(),
+            );
+            if pred(&out, &err) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}\n--- stdout ---\n{out}\n--- stderr ---\n{err}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn sigint(&self) {
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
+    }
+
+    /// Closes stdin (Ctrl-D) and returns the exit code.
+    fn finish(mut self) -> i32 {
+        drop(self.stdin.take());
+        self.wait()
+    }
+
+    /// Waits for the exit (stdin stays open) and returns the exit code.
+    fn wait(mut self) -> i32 {
+        let deadline = Instant::now() + RUN_TIMEOUT;
+        loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                return s.code().unwrap_or(-1);
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("crush did not exit");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+#[test]
+fn sigint_twice_at_the_prompt_exits_130() {
+    let (_server, env) = setup(vec![]);
+    let mut live = Live::start(env.crush());
+    // Ready once it answered a command (the SIGINT handler is in place by then).
+    live.send("/sessions");
+    live.wait_for("/sessions", |_, err| err.contains("No sessions yet"));
+    live.sigint();
+    live.wait_for("the hint", |_, err| err.contains("Ctrl-C again"));
+    assert!(
+        live.child.try_wait().unwrap().is_none(),
         "one Ctrl-C does not exit"
     );
-    // SAFETY: as above.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("crush did not exit after two SIGINTs");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    assert_eq!(status.code(), Some(130));
+    live.sigint();
+    assert_eq!(live.wait(), 130);
+}
+
+#[test]
+fn ctrl_c_during_a_tool_kills_it_and_the_session_goes_on() {
+    let (server, env) = setup(vec![
+        Reply::tool_call("bash", json!({"command": "sleep 30; echo late > late.txt"})),
+        Reply::text("after the cancel"),
+    ]);
+    let mut live = Live::start(env.crush());
+    live.send("run the slow thing");
+    live.send("y");
+    live.wait_for("the tool line", |_, err| err.contains("[bash] sleep 30"));
+    live.sigint();
+    live.wait_for("the cancel notice", |_, err| err.contains("canceled"));
+    live.send("next");
+    live.wait_for("the next answer", |out, _| out.contains("after the cancel"));
+    assert_eq!(live.finish(), 0, "Ctrl-D exits 0");
+    assert!(
+        !env.project().join("late.txt").exists(),
+        "the process group was killed"
+    );
+    // The interrupted call has a result, so the next request was well-formed.
+    let t = turns(&server);
+    assert_eq!(t.len(), 2);
+    assert_eq!(t[1].tool_results().len(), 1, "{:?}", t[1].tool_results());
+    server.assert_clean();
+    let id = sessions(&env)[0]["id"].as_str().unwrap().to_string();
+    let reasons: Vec<String> = parts(&show(&env, &id))
+        .iter()
+        .filter(|(_, p)| p["type"] == "finish")
+        .map(|(_, p)| p["data"]["reason"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(reasons, vec!["tool_use", "end_turn"]);
 }
 
 /// A tmux server on a private socket, killed when dropped.
