@@ -2,7 +2,7 @@
 
 use crush::app::AppError;
 use crush::cli::Command;
-use crush::{app, cli, docs, paths, repl, run, sessions};
+use crush::{app, catalog, cli, docs, paths, repl, run, sessions};
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -39,6 +39,13 @@ fn dispatch(cli: cli::Cli) -> Result<i32, AppError> {
                 loaded.project_root.display(),
                 loaded.data_dir.display()
             ))
+        }
+        Command::Models { query, json } => {
+            let loaded = app::load_config(g)?;
+            print(&catalog::list::models(&loaded, query.as_deref(), *json)?)
+        }
+        Command::UpdateProviders { source } => {
+            print(&catalog::update_providers_command(source.as_deref())?)
         }
         Command::Repl(args) => repl::run(g, args),
     }
