@@ -314,6 +314,39 @@ fn export_in_both_formats_from_the_repl_and_the_command_line() {
 }
 
 #[test]
+fn compact_continues_in_a_new_session_from_a_summary() {
+    let (server, env) = setup(vec![
+        Reply::text("hi"),
+        Reply::text("SUMMARY: we said hello."),
+        Reply::text("continuing"),
+    ]);
+    let out = repl(&env, &[], "hello\n/compact\nnext\n");
+    out.assert_success();
+    assert!(out.stderr.contains("Compacted session"), "{}", out.stderr);
+    let t = turns(&server);
+    assert_eq!(t.len(), 3);
+    assert!(
+        t[1].user_texts().last().unwrap().contains("summary"),
+        "{:?}",
+        t[1].user_texts()
+    );
+    let last = t[2].user_texts();
+    assert_eq!(last.len(), 2, "{last:?}");
+    assert!(last[0].contains("SUMMARY: we said hello."), "{last:?}");
+    assert_eq!(last[1], "next");
+    let list = sessions(&env);
+    assert_eq!(list.len(), 2);
+    assert_eq!(list[0]["title"], "Generated Title (continued)");
+    // The summary call is in the old session's ledger: turn, title, summary.
+    let old = list[1]["id"].as_str().unwrap();
+    let doc: Value =
+        serde_json::from_str(&env.run(&["sessions", "export", old, "--json"], None).stdout)
+            .unwrap();
+    assert_eq!(doc["usage"].as_array().unwrap().len(), 3);
+    server.assert_clean();
+}
+
+#[test]
 fn bang_runs_a_command_and_records_it_as_a_shell_command_part() {
     let (server, env) = setup(vec![Reply::text("I see the file.")]);
     env.write_project_file("hello.txt", "hi there\n");
