@@ -694,8 +694,8 @@ fn concurrent_open_of_a_fresh_file() {
 fn resolve_by_prefix() {
     let (_d, s) = open_tmp();
     let a = s.create_session("a", None).unwrap();
-    // Fixed ids to make prefixes predictable.
-    for id in ["abc-1", "abc-2", "abd-1", "x$$y"] {
+    // Fixed ids to make prefixes predictable; "q" is not a hex digit, so no UUID shares them.
+    for id in ["qbc-1", "qbc-2", "qbd-1", "x$$y"] {
         s.conn
             .execute(
                 "INSERT INTO sessions (id, parent_session_id, title, created_at, updated_at)
@@ -706,16 +706,16 @@ fn resolve_by_prefix() {
     }
     assert_eq!(s.resolve_session(&a.id).unwrap().id, a.id);
     assert_eq!(s.resolve_session(&a.id[..8]).unwrap().id, a.id);
-    assert_eq!(s.resolve_session("abd").unwrap().id, "abd-1");
-    assert_eq!(s.resolve_session("abc-2").unwrap().id, "abc-2");
+    assert_eq!(s.resolve_session("qbd").unwrap().id, "qbd-1");
+    assert_eq!(s.resolve_session("qbc-2").unwrap().id, "qbc-2");
     // Children resolve too.
     assert_eq!(s.resolve_session("x$").unwrap().id, "x$$y");
-    match s.resolve_session("ab") {
+    match s.resolve_session("qb") {
         Err(StoreError::Ambiguous { prefix, candidates }) => {
-            assert_eq!(prefix, "ab");
+            assert_eq!(prefix, "qb");
             let mut c = candidates.clone();
             c.sort();
-            assert_eq!(c, ["abc-1", "abc-2", "abd-1"]);
+            assert_eq!(c, ["qbc-1", "qbc-2", "qbd-1"]);
         }
         other => panic!("expected ambiguous, got {other:?}"),
     }
