@@ -761,22 +761,26 @@ impl Repl {
             Err(e) => return self.term.error(&e.to_string()),
         };
         let unpriced = rows.iter().filter(|r| r.cost.is_none()).count();
+        let cost = if unpriced == rows.len() && !rows.is_empty() {
+            "unpriced (the model has no prices)".to_string()
+        } else if unpriced > 0 {
+            format!(
+                "${:.4} (+ {unpriced} unpriced call{} not counted)",
+                s.cost,
+                if unpriced == 1 { "" } else { "s" }
+            )
+        } else {
+            format!("${:.4}", s.cost)
+        };
         let mut out = format!(
-            "session      {} “{}”\nmodel calls  {}\ntokens in    {}\ntokens out   {}\ncontext      {}\ncost         ${:.4}",
+            "session      {} “{}”\nmodel calls  {}\ntokens in    {}\ntokens out   {}\ncontext      {}\ncost         {cost}",
             short_id(&s.id),
             s.title,
             rows.len(),
             s.prompt_tokens,
             s.completion_tokens,
             s.context_tokens,
-            s.cost
         );
-        if unpriced > 0 {
-            out.push_str(&format!(
-                " (+ {unpriced} unpriced call{} not counted)",
-                if unpriced == 1 { "" } else { "s" }
-            ));
-        }
         out.push('\n');
         self.term.print(&out);
     }
