@@ -2,7 +2,7 @@
 
 use crush::app::AppError;
 use crush::cli::Command;
-use crush::{app, cli, docs, paths, run, sessions};
+use crush::{app, cli, config, docs, run, sessions};
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -27,15 +27,14 @@ fn dispatch(cli: cli::Cli) -> Result<i32, AppError> {
         Command::Run(args) => run::run(g, args),
         Command::SessionsList { json } => print(&sessions::list(g, *json)?),
         Command::SessionsShow { id, json } => print(&sessions::show(g, id, *json)?),
-        Command::Dirs => {
-            let loaded = app::load_config(g)?;
-            print(&format!(
-                "config\t{}\ndata\t{}\nproject\t{}\nproject data\t{}\n",
-                paths::global_config_dir().display(),
-                paths::global_data_dir().display(),
-                loaded.project_root.display(),
-                loaded.data_dir.display()
-            ))
+        Command::Dirs => print(&config::show::dirs(&app::load_config(g)?)),
+        Command::ConfigShow { origin, json } => print(&config::show::config_show(
+            &app::load_config(g)?,
+            *origin,
+            *json,
+        )),
+        Command::Trust { revoke } => {
+            print(&config::show::trust(&app::working_dir(g)?, *revoke)?)
         }
         Command::Repl => Err(AppError::Usage(
             "the interactive session is not available in this build yet; use: crush run \"your prompt\"".into(),
