@@ -253,6 +253,7 @@ pub fn open_session(global: &Global, prompt_text: &str) -> Result<OpenSession<'s
         project_root: loaded.project_root.clone(),
         max_steps,
         cancel: crate::signal::interrupt_flag(),
+        config: Some(loaded),
     };
     Ok(OpenSession {
         agent,

@@ -412,8 +412,12 @@ fn parse_complaint(line: &str, top: &Path) -> (Option<u32>, PathBuf, Option<Stri
     (Some(n), file, Some(msg.to_string()))
 }
 
+/// Where the bash tool puts its records in a tool result's metadata: an array of argument
+/// vectors, applied by the turn to the session's runtime layer.
+pub const METADATA_KEY: &str = "session_config";
+
 /// The bash tool's script: the prelude, then `command` evaluated with the builtins available.
-/// Run it as `/bin/sh -c SCRIPT crushrc RECORDS LARGE SMALL COMMAND`.
+/// Run it as `/bin/sh -c SCRIPT sh RECORDS LARGE SMALL COMMAND`.
 pub fn wrap_command() -> String {
     format!("{}eval \"$1\"\n", prelude())
 }

@@ -16,6 +16,14 @@ pub enum SessionSource {
 }
 
 impl Loaded {
+    /// The current large/small models, as the shell builtin `model large|small` prints them.
+    pub fn shell_models(&self) -> super::crushrc::Models {
+        super::crushrc::Models {
+            large: commands::current_model(&self.merged, "large").unwrap_or_default(),
+            small: commands::current_model(&self.merged, "small").unwrap_or_default(),
+        }
+    }
+
     /// Applies one session-only command line, as typed in the REPL (`/model small a/b`,
     /// `option progress false`; a leading `/` is optional), to the runtime layer.
     pub fn apply_session_line(&mut self, line: &str) -> Result<Outcome, String> {
