@@ -79,6 +79,7 @@ const KNOWN_OPTIONS: &[&str] = &[
 /// The built-in defaults (layer 1).
 pub fn defaults() -> Value {
     json!({"options": {
+        "debug": false,
         "progress": true,
         "auto_lsp": true,
         "max_steps": 100,

@@ -70,6 +70,14 @@ fn summarize(items: &[String]) -> String {
             None => counts.push((kind, 1)),
         }
     }
+    let rank = |k: &str| match k {
+        "crushrc" => 0,
+        "hook" => 1,
+        "mcp" => 2,
+        "lsp" => 3,
+        _ => 4,
+    };
+    counts.sort_by_key(|(k, _)| rank(k));
     counts
         .iter()
         .map(|(k, n)| {

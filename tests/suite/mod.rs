@@ -1,4 +1,5 @@
 //! Integration test modules. Add one `mod` line per file.
 
+mod config;
 mod fake_server;
 mod run;
