@@ -53,7 +53,7 @@ fn all_ten_layers_set_the_same_key_and_the_highest_wins() {
     // Layer n sets options.debug to (n is even); the flag of layer 10 can only say true.
     for top in 1..=10u8 {
         let env = TestEnv::new();
-        let val = |n: u8| n % 2 == 0;
+        let val = |n: u8| n.is_multiple_of(2);
         let p = env.project();
         for n in 2..=top {
             let v = val(n);
