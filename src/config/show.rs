@@ -146,13 +146,14 @@ pub fn config_show(loaded: &Loaded, origin: bool, as_json: bool) -> String {
 /// The text of `crush dirs`: one `label<TAB>path` line each.
 pub fn dirs(loaded: &Loaded) -> String {
     let mut out = format!(
-        "config\t{}\ndata\t{}\nproject\t{}\nproject data\t{}\nglobal state\t{}\nworkspace state\t{}\n",
+        "config\t{}\ndata\t{}\nproject\t{}\nproject data\t{}\nglobal state\t{}\nworkspace state\t{}\nprovider catalog\t{}\n",
         paths::global_config_dir().display(),
         paths::global_data_dir().display(),
         loaded.project_root.display(),
         loaded.data_dir.display(),
         state::global_path().display(),
         state::workspace_path(&loaded.data_dir).display(),
+        crate::catalog::store::cache_path(&paths::global_data_dir()).display(),
     );
     for l in &loaded.layers {
         if let Some(p) = &l.path {
