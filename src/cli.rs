@@ -84,15 +84,43 @@ pub static FLAGS: &[Flag] = &[
         short: Some('q'),
         long: "quiet",
         value: None,
-        help: "Hide the progress indicator and tool lines on stderr",
-        scope: Scope::Only(&["run"]),
+        help: "Hide the progress indicator (and, for run, the tool lines on stderr)",
+        scope: Scope::Only(&["", "run"]),
     },
     Flag {
         short: None,
         long: "json",
         value: None,
         help: "Print JSON: one event per line for run, a document for listings",
-        scope: Scope::Only(&["run", "sessions", "stats"]),
+        scope: Scope::Only(&["run", "sessions", "models", "config", "stats"]),
+    },
+    Flag {
+        short: None,
+        long: "origin",
+        value: None,
+        help: "Name the layer and file:line that set each value",
+        scope: Scope::Only(&["config"]),
+    },
+    Flag {
+        short: None,
+        long: "revoke",
+        value: None,
+        help: "Withdraw the project's trust",
+        scope: Scope::Only(&["trust"]),
+    },
+    Flag {
+        short: None,
+        long: "trust",
+        value: None,
+        help: "Trust the project's crushrc, hooks, MCP servers and $(...) values for this invocation",
+        scope: Scope::Global,
+    },
+    Flag {
+        short: None,
+        long: "format",
+        value: Some("md|json"),
+        help: "Format of sessions export (default md)",
+        scope: Scope::Only(&["sessions"]),
     },
     Flag {
         short: Some('o'),
@@ -135,9 +163,40 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "sessions",
-        usage: "crush sessions list [--json] | show ID [--json]",
-        about: "List the project's sessions, or show one with its messages.",
-        subcommands: &["list", "show"],
+        usage: "crush sessions list [--json] | show ID [--json] | export ID [--format md|json] | delete ID | rename ID TITLE",
+        about: "List the project's sessions (short ids; any unique prefix of an id works), show one \
+                with its messages, export it as Markdown or JSON, delete it, or rename it.",
+        subcommands: &["list", "show", "export", "delete", "rename"],
+    },
+    CommandSpec {
+        name: "config",
+        usage: "crush config show [--origin] [--json]",
+        about: "Print the effective configuration. With --origin, each value names the layer and \
+                file:line that set it.",
+        subcommands: &["show"],
+    },
+    CommandSpec {
+        name: "trust",
+        usage: "crush trust [--revoke]",
+        about: "Trust this project's own crushrc files, hooks, MCP and LSP servers and $(...) \
+                values: list them and record their hash, so a change asks again.",
+        subcommands: &[],
+    },
+    CommandSpec {
+        name: "models",
+        usage: "crush models [QUERY] [--json]",
+        about: "List the models of the configured providers, then those of the provider catalog \
+                that are not configured and what they need. QUERY filters by provider, model id \
+                or name.",
+        subcommands: &[],
+    },
+    CommandSpec {
+        name: "update-providers",
+        usage: "crush update-providers [SOURCE]",
+        about: "Replace the cached provider catalog. SOURCE: nothing (Catwalk at $CATWALK_URL \
+                or https://catwalk.charm.land), an http(s) base URL (+ /v2/providers), a URL \
+                ending in .json, a local file, or 'embedded' for the built-in copy.",
+        subcommands: &[],
     },
     CommandSpec {
         name: "stats",
@@ -150,7 +209,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "dirs",
         usage: "crush dirs",
-        about: "Print where configuration, global data and project data live.",
+        about: "Print where configuration, state, global data and project data live, and the \
+                configuration files in use.",
         subcommands: &[],
     },
     CommandSpec {
@@ -171,6 +231,8 @@ pub struct Global {
     pub small_model: Option<String>,
     pub session: Option<String>,
     pub continue_last: bool,
+    /// `--trust`: trust the project for this invocation.
+    pub trust: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -181,9 +243,14 @@ pub struct RunArgs {
     pub output: Option<PathBuf>,
 }
 
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ReplArgs {
+    pub quiet: bool,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Command {
-    Repl,
+    Repl(ReplArgs),
     Run(RunArgs),
     SessionsList {
         json: bool,
@@ -195,7 +262,32 @@ pub enum Command {
     Stats {
         json: bool,
     },
+    SessionsExport {
+        id: String,
+        format: crate::sessions::ExportFormat,
+    },
+    SessionsDelete {
+        id: String,
+    },
+    SessionsRename {
+        id: String,
+        title: String,
+    },
     Dirs,
+    ConfigShow {
+        origin: bool,
+        json: bool,
+    },
+    Trust {
+        revoke: bool,
+    },
+    Models {
+        query: Option<String>,
+        json: bool,
+    },
+    UpdateProviders {
+        source: Option<String>,
+    },
     /// Help for crush (None) or one command.
     Help(Option<String>),
     Version,
@@ -251,6 +343,9 @@ where
     let mut global = Global::default();
     let mut run = RunArgs::default();
     let mut json = false;
+    let mut format: Option<String> = None;
+    let mut origin = false;
+    let mut revoke = false;
     let mut help = false;
     let mut version = false;
     let mut generate: Option<String> = None;
@@ -318,6 +413,10 @@ where
             "continue" => global.continue_last = true,
             "quiet" => run.quiet = true,
             "json" => json = true,
+            "format" => format = Some(value()?),
+            "origin" => origin = true,
+            "revoke" => revoke = true,
+            "trust" => global.trust = true,
             "output" => run.output = Some(PathBuf::from(value()?)),
             "help" => help = true,
             "version" => version = true,
@@ -353,32 +452,13 @@ where
         })
     } else {
         match command.as_str() {
-            "" => Command::Repl,
+            "" => Command::Repl(ReplArgs { quiet: run.quiet }),
             "run" => {
                 run.prompt = positionals;
                 run.json = json;
                 Command::Run(run)
             }
-            "sessions" => {
-                let mut it = positionals.into_iter();
-                match (it.next().as_deref(), it.next(), it.next()) {
-                    (None | Some("list" | "ls"), None, None) => Command::SessionsList { json },
-                    (Some("show"), Some(id), None) => Command::SessionsShow { id, json },
-                    (Some("show"), None, _) => {
-                        return Err(UsageError(
-                            "usage: crush sessions show ID (see 'crush sessions list')".into(),
-                        ));
-                    }
-                    (Some(other), _, _) => {
-                        return Err(UsageError(format!(
-                            "unknown sessions command '{other}'; usage: crush sessions list | show ID"
-                        )));
-                    }
-                    _ => {
-                        return Err(UsageError("usage: crush sessions list | show ID".into()));
-                    }
-                }
-            }
+            "sessions" => sessions_command(positionals, json, format)?,
             "stats" => {
                 if let Some(p) = positionals.first() {
                     return Err(UsageError(format!(
@@ -395,11 +475,148 @@ where
                 }
                 Command::Dirs
             }
+            "config" => match positionals.as_slice() {
+                [s] if s == "show" => Command::ConfigShow { origin, json },
+                [] => {
+                    return Err(UsageError(
+                        "usage: crush config show [--origin] [--json]".into(),
+                    ));
+                }
+                [other, ..] => {
+                    return Err(UsageError(format!(
+                        "unknown config command '{other}'; usage: crush config show [--origin] [--json]"
+                    )));
+                }
+            },
+            "trust" => {
+                if let Some(p) = positionals.first() {
+                    return Err(UsageError(format!(
+                        "crush trust takes no arguments (got '{p}'); usage: crush trust [--revoke]"
+                    )));
+                }
+                Command::Trust { revoke }
+            }
+            "models" => {
+                if positionals.len() > 1 {
+                    return Err(UsageError(
+                        "usage: crush models [QUERY] [--json] (one query word)".into(),
+                    ));
+                }
+                Command::Models {
+                    query: positionals.into_iter().next(),
+                    json,
+                }
+            }
+            "update-providers" => {
+                if positionals.len() > 1 {
+                    return Err(UsageError(
+                        "usage: crush update-providers [URL | FILE | embedded]".into(),
+                    ));
+                }
+                Command::UpdateProviders {
+                    source: positionals.into_iter().next(),
+                }
+            }
             "help" => Command::Help(positionals.into_iter().next()),
             _ => unreachable!("command {command} is in the table but not handled"),
         }
     };
     Ok(Cli { global, command })
+}
+
+const SESSIONS_USAGE: &str = "usage: crush sessions list | show ID | export ID [--format md|json] | delete ID | rename ID TITLE";
+
+fn sessions_command(
+    positionals: Vec<String>,
+    json: bool,
+    format: Option<String>,
+) -> Result<Command, UsageError> {
+    use crate::sessions::ExportFormat;
+    let mut it = positionals.into_iter();
+    let sub = it.next();
+    let id = it.next();
+    let rest: Vec<String> = it.collect();
+    let sub = match sub.as_deref() {
+        None | Some("list" | "ls") => "list",
+        Some("show") => "show",
+        Some("export") => "export",
+        Some("delete" | "rm") => "delete",
+        Some("rename") => "rename",
+        Some(other) => {
+            return Err(UsageError(format!(
+                "unknown sessions command '{other}'; {SESSIONS_USAGE}"
+            )));
+        }
+    };
+    if format.is_some() && sub != "export" {
+        return Err(UsageError(format!(
+            "--format is only for 'crush sessions export'; {SESSIONS_USAGE}"
+        )));
+    }
+    if json && !matches!(sub, "list" | "show" | "export") {
+        return Err(UsageError(format!(
+            "--json is not valid for 'crush sessions {sub}'; {SESSIONS_USAGE}"
+        )));
+    }
+    let need_id = |id: Option<String>| {
+        id.ok_or_else(|| {
+            UsageError(format!(
+                "usage: crush sessions {sub} ID ... (see 'crush sessions list')"
+            ))
+        })
+    };
+    let no_more = |rest: &[String]| match rest.first() {
+        Some(extra) => Err(UsageError(format!(
+            "unexpected argument '{extra}'; {SESSIONS_USAGE}"
+        ))),
+        None => Ok(()),
+    };
+    Ok(match sub {
+        "list" => {
+            if let Some(extra) = id {
+                return Err(UsageError(format!(
+                    "unexpected argument '{extra}'; {SESSIONS_USAGE}"
+                )));
+            }
+            Command::SessionsList { json }
+        }
+        "show" => {
+            no_more(&rest)?;
+            Command::SessionsShow {
+                id: need_id(id)?,
+                json,
+            }
+        }
+        "export" => {
+            no_more(&rest)?;
+            let format = match (format.as_deref(), json) {
+                (Some(f), _) => ExportFormat::parse(f)
+                    .ok_or_else(|| UsageError(format!("--format {f}: use md or json")))?,
+                (None, true) => ExportFormat::Json,
+                (None, false) => ExportFormat::Markdown,
+            };
+            Command::SessionsExport {
+                id: need_id(id)?,
+                format,
+            }
+        }
+        "delete" => {
+            no_more(&rest)?;
+            Command::SessionsDelete { id: need_id(id)? }
+        }
+        _ => {
+            let id = need_id(id)?;
+            if rest.is_empty() {
+                return Err(UsageError(
+                    "usage: crush sessions rename ID TITLE (the new title is missing)".into(),
+                ));
+            }
+            Command::SessionsRename {
+                id,
+                title: rest.join(" "),
+            }
+        }
+    })
 }
 
 fn flag_synopsis(f: &Flag) -> String {
@@ -538,6 +755,73 @@ mod tests {
             Command::SessionsList { json: false }
         );
         assert!(parse(&["sessions", "frob"]).is_err());
+        assert_eq!(
+            parse(&["sessions", "export", "ab", "--format", "json"])
+                .unwrap()
+                .command,
+            Command::SessionsExport {
+                id: "ab".into(),
+                format: crate::sessions::ExportFormat::Json
+            }
+        );
+        assert_eq!(
+            parse(&["sessions", "export", "ab"]).unwrap().command,
+            Command::SessionsExport {
+                id: "ab".into(),
+                format: crate::sessions::ExportFormat::Markdown
+            }
+        );
+        assert!(parse(&["sessions", "export", "ab", "--format", "pdf"]).is_err());
+        assert!(parse(&["sessions", "show", "ab", "--format", "md"]).is_err());
+        assert!(parse(&["sessions", "export"]).is_err());
+        assert_eq!(
+            parse(&["sessions", "rm", "ab"]).unwrap().command,
+            Command::SessionsDelete { id: "ab".into() }
+        );
+        assert_eq!(
+            parse(&["sessions", "rename", "ab", "New", "title"])
+                .unwrap()
+                .command,
+            Command::SessionsRename {
+                id: "ab".into(),
+                title: "New title".into()
+            }
+        );
+        assert!(parse(&["sessions", "rename", "ab"]).is_err());
+        assert!(parse(&["sessions", "delete", "ab", "--json"]).is_err());
+    }
+
+    #[test]
+    fn the_repl_takes_session_flags_and_quiet() {
+        let cli = parse(&["-C", "-q", "-y", "-m", "p/m"]).unwrap();
+        assert_eq!(cli.command, Command::Repl(ReplArgs { quiet: true }));
+        assert!(cli.global.continue_last && cli.global.yolo);
+        let cli = parse(&["-s", "abc"]).unwrap();
+        assert_eq!(cli.global.session.as_deref(), Some("abc"));
+        assert!(parse(&["-s", "abc", "-C"]).is_err());
+    }
+
+    #[test]
+    fn catalog_commands() {
+        assert_eq!(
+            parse(&["models", "sonnet", "--json"]).unwrap().command,
+            Command::Models {
+                query: Some("sonnet".into()),
+                json: true
+            }
+        );
+        assert_eq!(
+            parse(&["update-providers"]).unwrap().command,
+            Command::UpdateProviders { source: None }
+        );
+        assert_eq!(
+            parse(&["update-providers", "embedded"]).unwrap().command,
+            Command::UpdateProviders {
+                source: Some("embedded".into())
+            }
+        );
+        assert!(parse(&["update-providers", "a", "b"]).is_err());
+        assert!(parse(&["update-providers", "--json"]).is_err());
     }
 
     #[test]
@@ -564,6 +848,28 @@ mod tests {
         );
         assert!(parse(&["stats", "x"]).is_err());
         assert!(parse(&["stats", "-o", "f"]).is_err());
+    }
+
+    #[test]
+    fn config_and_trust_commands() {
+        assert_eq!(
+            parse(&["config", "show", "--origin", "--json"])
+                .unwrap()
+                .command,
+            Command::ConfigShow {
+                origin: true,
+                json: true
+            }
+        );
+        assert!(parse(&["config"]).is_err());
+        assert!(parse(&["config", "edit"]).is_err());
+        assert_eq!(
+            parse(&["trust", "--revoke"]).unwrap().command,
+            Command::Trust { revoke: true }
+        );
+        assert!(parse(&["trust", "x"]).is_err());
+        assert!(parse(&["run", "--origin", "x"]).is_err());
+        assert!(parse(&["--trust", "run", "x"]).unwrap().global.trust);
     }
 
     #[test]

@@ -27,18 +27,142 @@ fn scope_text(f: &Flag) -> String {
     }
 }
 
-const MAN_BODY: &str = r#".SH CONFIGURATION
-Configuration is JSON, merged from the global file
-.I $CRUSH_GLOBAL_CONFIG/crush.json
-(default
-.IR ~/.config/crush/crush.json )
-and the project files
-.I crush.json
+const MAN_BODY: &str = r#".SH INTERACTIVE SESSION
+.B crush
+with no command reads prompts line by line, from a terminal or from a pipe (one prompt per line
+or block, so it can be scripted), streams each answer to stdout, and prints one line per tool call
+on stderr. On a terminal a status line shows while the model is working (silenced by
+.B \-q
+or
+.BR "/option progress false" );
+colour is used only on a terminal and never when NO_COLOR is set; piped output holds no escape
+codes.
+.PP
+A tool call that needs permission asks inline:
+.B "Allow bash: COMMAND? [y]es / [a]lways this session / [n]o"
+(with the diff for edit and write). The answer is read from the same input, so a script answers
+with a line. "Always" covers that exact command for bash, and that tool in that directory for file
+tools, until the session changes. "No" ends the turn and the model is told. From a pipe, an answer
+other than y, a or n counts as no.
+.PP
+Multi-line input: a line
+.B {
+starts a block that ends at a line
+.B }
+(or
+.BI { tag
+\&...
+.IB tag }
+for text containing a lone brace); a line ending in a backslash continues on the next line.
+.BI ! COMMAND
+runs a shell command, prints its output and records it in the session as a shell_command part.
+A prompt starting with
+.B //
+sends a leading slash.
+.PP
+Slash commands, any unique prefix accepted (an unknown one suggests the close ones):
+.B /help
+.B /new
+(a new session, created with the next prompt),
+.B /sessions
+(short ids; the current one marked),
+.BI /resume " ID"
+(an id or unique prefix),
+.B /model
+.RB [ large | small ]
+.IR PROVIDER/MODEL ,
+.BI /option " KEY VALUE"
+(progress),
+.B /permissions
+.RB [ allow | deny
+.IR TOOL ...]
+(these three change this run only, never a file),
+.B /cost
+(tokens and cost of the session),
+.B /compact
+(summarize the session with the large model and continue in a new session that starts from the
+summary),
+.B /export
+.RB [ md | json ]
+.RI [ FILE ],
+.B /quit
+(also
+.BR exit ).
+.PP
+Ctrl-C during a turn cancels it: the stream is abandoned, running commands are killed, the
+partial answer is kept and marked canceled, and the session stays consistent. Ctrl-C at the
+prompt twice exits with status 130; Ctrl-D exits with 0.
+.B \-s
+.I ID
 and
+.B \-C
+continue a session (\-C: the most recent top-level session, never a sub-agent's).
+.PP
+A new session is titled by the small model after its first prompt (one short call, recorded in the
+usage ledger); if that fails, by the first words of the prompt.
+.B crush run
+titles sessions by the first words of the prompt and makes no extra call.
+.SH CONFIGURATION
+Ten layers, lowest priority first: 1 built-in defaults; 2 global state
+.RI ( $CRUSH_GLOBAL_DATA/crush.json
+as written by Go Crush, then
+.IR $CRUSH_GLOBAL_DATA/state.json );
+3 workspace state
+.RI ( <project data>/state.json );
+4 global
+.I crush.json
+and 5 global
+.I crushrc
+in
+.I $CRUSH_GLOBAL_CONFIG
+(default
+.IR ~/.config/crush );
+6 project
+.IR crush.json ,
+7 project
+.IR crushrc ,
+8 project
 .I .crush.json
-found from the working directory up to the project root (the git worktree root). Objects merge
-recursively, arrays concatenate, later files win for scalars. Unknown top-level keys give a warning
-naming the file; invalid JSON is an error naming file:line:column (exit 2).
+and 9 project
+.IR .crushrc ,
+found from the project root (the git worktree root) down to the working directory; 10 runtime
+(flags, CRUSH_* variables, session-only commands). JSON layers merge: objects recursively, arrays
+concatenate, later scalars win. State is written by crush (atomically) and never mixed into your
+files; crush never writes a configuration file. Unknown keys give a warning naming file:line;
+invalid JSON is an error naming file:line:column (exit 2).
+.B crush config show \-\-origin
+names the layer and file:line of every value.
+.PP
+A
+.I crushrc
+is a POSIX shell script run by /bin/sh in its own directory, with CRUSH_VERSION set and these
+builtins: option KEY [VALUE], option reset KEY, option ui KEY VALUE,
+model large|small [PROVIDER/MODEL] [\-\-max\-tokens N \-\-temperature F \-\-reasoning\-effort E ...]
+(without a model it prints the current one), model add PROVIDER/ID [\-\-context\-window N
+\-\-price\-input F \-\-price\-output F \-\-price\-cache\-create F \-\-price\-cache\-hit F ...],
+model remove PROVIDER/ID, permissions allow TOOL[:ACTION]..., permissions deny TOOL...,
+provider add ID [\-\-type T \-\-base\-url U \-\-api\-key K \-\-extra\-header K V ...], provider remove ID,
+hook add EVENT \-\-command C [\-\-name N \-\-matcher RE \-\-timeout S \-\-fail\-closed],
+hook remove EVENT [\-\-name N], mcp add NAME \-\-command C [\-\-args A]... [\-\-env K V]...,
+mcp remove NAME, lsp add NAME ..., lsp remove NAME. Each applies, in order, to the configuration
+accumulated below the file, so a project file can remove or reset what a global one set. An
+invalid command, a script that exits non-zero, or one still running after 30 s (its process group
+is killed; CRUSH_CONFIG_TIMEOUT changes the limit) fails the load with file:line (exit 2).
+\-\-price\-cache\-create is the cache write price and \-\-price\-cache\-hit the cache read price
+(Go Crush swaps them).
+.PP
+A project's own crushrc files, hooks, MCP and LSP servers and $(command) values run only once the
+project is trusted:
+.B crush trust
+lists them and records a SHA\-256 of their definitions in the global state; a change untrusts the
+project again.
+.B \-\-trust
+or CRUSH_TRUST_PROJECT=1 trusts for one invocation. An untrusted project's other settings load,
+and one line says what was skipped.
+.PP
+The same commands run by the agent in its bash tool change the running session only; the tool
+result reports them. permissions allow from the bash tool needs the user's yes, and is refused in
+crush run unless \-\-yolo.
 .PP
 A provider needs a
 .B type
@@ -46,10 +170,15 @@ A provider needs a
 .B base_url
 (optional for anthropic and openai) and, for cloud APIs, an
 .BR api_key ;
-values of api_key, base_url and extra_headers expand $VAR, ${VAR} and ${VAR:-default}.
-Without an api_key, anthropic and openai providers read ANTHROPIC_API_KEY and OPENAI_API_KEY;
-when one of these variables is set and no provider of that name is configured, the provider is
-added automatically. A local server (ollama, llama.cpp, vLLM, LM Studio) needs only base_url:
+values of api_key, base_url, extra_headers and MCP fields expand $VAR, ${VAR}, ${VAR:-default}
+and $(command) (a variable CRUSH_NAME wins over NAME). The top\-level env map is expanded and
+exported at start\-up.
+Providers of the catalog (see PROVIDER CATALOG) need no configuration: setting the API key
+variable the catalog names (ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY, ...) enables
+one, with its models, prices and default models. A provider configured under a catalog id
+overrides its base_url and api_key, puts its own models first and adds extra_headers over the
+catalog's headers. A provider whose key resolves empty is skipped, except your own
+openai-compat servers: a local server (ollama, llama.cpp, vLLM, LM Studio) needs only base_url:
 .PP
 .nf
 {
@@ -66,12 +195,44 @@ added automatically. A local server (ollama, llama.cpp, vLLM, LM Studio) needs o
 .fi
 .PP
 Model prices (cost_per_1m_in, cost_per_1m_out, cost_per_1m_in_cached for cache writes,
-cost_per_1m_out_cached for cache reads) are USD per million tokens; a model without prices is
-recorded as unpriced, never as $0.
+cost_per_1m_out_cached for cache reads) are USD per million tokens; a model without prices, a
+catalog model whose input and output prices are both 0, and every model of a provider with
+"flat_rate": true are recorded as unpriced, never as $0. A model you list under a catalog
+provider without prices takes the catalog's.
+.PP
+Model selection: \-m, \-\-small\-model and models.large/small take PROVIDER/MODEL or a model
+id offered by exactly one configured provider; an id offered by several is an error listing
+them. Without a choice, the large and small models are the catalog defaults of the first
+configured provider (catalog order, then your own providers by id); with only models.large set,
+the small model is its provider's default small model, else the large model.
 .PP
 Other keys: options.context_paths (extra context files or directories for the system prompt),
 options.data_directory, options.disabled_tools, options.debug, options.max_steps (default 100),
 options.request_idle_timeout (seconds of silence before a model stream is abandoned, default 120).
+.SH PROVIDER CATALOG
+The list of providers and models comes from Charm's Catwalk. A snapshot is compiled into the
+binary, so an air-gapped machine works with no network. With auto-update on (the default), a
+start that needs a provider or a model, when the cached copy is older than 24 hours (1 hour
+after a failed attempt) or missing, sends
+.I GET $CATWALK_URL/v2/providers
+(default https://catwalk.charm.land) with If\-None\-Match set to the ETag the server sent
+last time; 304 keeps the cache, 200 replaces it atomically. The request is abandoned after 2
+seconds; any failure prints one warning line and uses the cache, else the embedded copy. Other
+starts read the cache without any network, and commands that need no model (dirs, sessions,
+help) do not even decode it.
+.PP
+.B option provider-auto-update false
+in a crushrc, "options": {"disable_provider_auto_update": true} or
+CRUSH_DISABLE_PROVIDER_AUTO_UPDATE=1 turn auto-update off: no connection at all, and the cache
+is used when present (unlike Go Crush, which then ignores it), else the embedded copy.
+.PP
+.B crush update-providers
+refreshes the cache on demand: from Catwalk, from an http(s) base URL (+ /v2/providers), from a
+URL ending in .json, from a local file, or from the embedded copy
+.RB ( embedded ).
+The input must be a non-empty JSON array of providers; anything else is an error and the cache
+is left as it was. The cache then counts as checked for 24 hours; to keep a custom catalog for
+good, turn auto-update off.
 .SH PERMISSIONS
 Reading and listing inside the project need no permission. Running commands, writing files,
 fetching URLs and reading outside the project do. In
@@ -81,7 +242,8 @@ such a call is refused unless
 is given or
 .B permissions.allowed_tools
 lists the tool ("bash") or the tool and action ("edit:write", "bash:execute", "fetch:fetch",
-"view:read"); the model is told, stderr says how to allow it, and the run exits 3.
+"view:read"); the model is told, stderr says how to allow it, and the run exits 3. The
+interactive session asks instead (see INTERACTIVE SESSION).
 A read-only shell command (ls, git status, ...) needs no permission when it has no redirection,
 pipe, command chaining or substitution. Banned commands (curl, sudo, package installs, ...) are
 refused even with \-\-yolo.
@@ -93,14 +255,47 @@ The session store (SQLite). Tables sessions, messages, files, read_files as in C
 .TP
 .I $CRUSH_GLOBAL_DATA/projects.json
 Known projects, most recent first.
+.TP
+.I $CRUSH_GLOBAL_DATA/state.json, <project>/.crush/state.json
+Machine\-written state: last chosen and recent models, UI preferences, trust records (global).
+.TP
+.I $CRUSH_GLOBAL_DATA/providers.json
+The cached provider catalog, as the server sent it.
+.TP
+.I $CRUSH_GLOBAL_DATA/providers.meta.json
+The server's ETag for the cache, the URL it came from, and when it was last checked.
 .SH ENVIRONMENT
 .TP
 .B CRUSH_GLOBAL_CONFIG, CRUSH_GLOBAL_DATA
 Override the global config and data directories (else XDG_CONFIG_HOME/crush and
 XDG_DATA_HOME/crush).
 .TP
-.B ANTHROPIC_API_KEY, OPENAI_API_KEY
-API keys for providers configured without one.
+.B ANTHROPIC_API_KEY, OPENAI_API_KEY, ...
+API keys of catalog providers (the catalog names the variable); also the key of an anthropic
+or openai provider configured without one.
+.TP
+.B CATWALK_URL
+Base URL of the provider catalog (default https://catwalk.charm.land).
+.TP
+.B CRUSH_DISABLE_PROVIDER_AUTO_UPDATE
+1 (or true, yes, on) turns catalog auto-update off.
+.TP
+.B CRUSH_CATALOG_TIMEOUT_MS
+How long a catalog download may take, in milliseconds (default 2000 at start-up, 30000 for
+update\-providers).
+.TP
+.B CRUSH_CATALOG_TTL
+Seconds a checked catalog is trusted before the next check (default 86400; 0 checks on every
+start, as Go Crush does).
+.TP
+.B CRUSH_TRUST_PROJECT
+1 trusts the project for this invocation (like \-\-trust).
+.TP
+.B CRUSH_CONFIG_TIMEOUT
+Seconds a crushrc or a $(command) value may run (default 30).
+.TP
+.B CRUSH_DISABLE_PROVIDER_AUTO_UPDATE, CRUSH_DISABLE_DEFAULT_PROVIDERS, CRUSH_DISABLE_METRICS
+Set the matching options in the runtime layer.
 .TP
 .B CRUSH_RETRY_BASE_MS
 First retry delay for model calls in milliseconds (default 500; doubles per attempt up to 8 s).

@@ -3,11 +3,13 @@
 
 pub mod agent;
 pub mod app;
+pub mod catalog;
 pub mod cli;
 pub mod config;
 pub mod docs;
 pub mod llm;
 pub mod paths;
+pub mod repl;
 pub mod run;
 pub mod sessions;
 pub mod signal;

@@ -2,7 +2,7 @@
 
 use crush::app::AppError;
 use crush::cli::Command;
-use crush::{app, cli, docs, paths, run, sessions, stats};
+use crush::{app, catalog, cli, config, docs, repl, run, sessions, stats};
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -28,19 +28,24 @@ fn dispatch(cli: cli::Cli) -> Result<i32, AppError> {
         Command::SessionsList { json } => print(&sessions::list(g, *json)?),
         Command::SessionsShow { id, json } => print(&sessions::show(g, id, *json)?),
         Command::Stats { json } => print(&stats::report(g, *json)?),
-        Command::Dirs => {
-            let loaded = app::load_config(g)?;
-            print(&format!(
-                "config\t{}\ndata\t{}\nproject\t{}\nproject data\t{}\n",
-                paths::global_config_dir().display(),
-                paths::global_data_dir().display(),
-                loaded.project_root.display(),
-                loaded.data_dir.display()
-            ))
-        }
-        Command::Repl => Err(AppError::Usage(
-            "the interactive session is not available in this build yet; use: crush run \"your prompt\"".into(),
+        Command::SessionsExport { id, format } => print(&sessions::export(g, id, *format)?),
+        Command::SessionsDelete { id } => print(&sessions::delete(g, id)?),
+        Command::SessionsRename { id, title } => print(&sessions::rename(g, id, title)?),
+        Command::Dirs => print(&config::show::dirs(&app::load_config(g)?)),
+        Command::ConfigShow { origin, json } => print(&config::show::config_show(
+            &app::load_config(g)?,
+            *origin,
+            *json,
         )),
+        Command::Trust { revoke } => print(&config::show::trust(&app::working_dir(g)?, *revoke)?),
+        Command::Models { query, json } => {
+            let loaded = app::load_config(g)?;
+            print(&catalog::list::models(&loaded, query.as_deref(), *json)?)
+        }
+        Command::UpdateProviders { source } => {
+            print(&catalog::update_providers_command(source.as_deref())?)
+        }
+        Command::Repl(args) => repl::run(g, args),
     }
 }
 

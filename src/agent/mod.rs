@@ -6,8 +6,10 @@
 
 pub mod permissions;
 pub mod prompt;
+pub mod session_config;
 pub mod subagent;
 pub mod summarize;
+pub mod title;
 
 use crate::config::ResolvedModel;
 use crate::llm::{
@@ -119,6 +121,9 @@ pub struct Agent<'a> {
     /// Summarize the session when its context nears the model's window
     /// (`options.disable_auto_summarize` turns it off).
     pub auto_summarize: bool,
+    /// The session's configuration: session-only commands from the bash tool change its runtime
+    /// layer (None: they are reported as ignored).
+    pub config: Option<crate::config::Loaded>,
 }
 
 /// Read records kept in the session store.
@@ -332,26 +337,13 @@ impl<'a> Agent<'a> {
                 self.model.provider.id, self.model.model.id
             )));
         }
-        let cost = resp.usage.as_ref().and_then(|u| self.model.cost(u));
+        let rec = title::usage_record(&self.model, resp.usage);
         sink.event(AgentEvent::Usage {
-            usage: resp.usage,
-            cost,
+            usage: rec.usage,
+            cost: rec.cost,
             model: self.model.model.id.clone(),
         });
-        let source = self.model.price_source();
-        UsageRecord {
-            provider: self.model.provider.id.clone(),
-            model: self.model.model.id.clone(),
-            usage: resp.usage,
-            cost,
-            price_source: match (cost, resp.usage) {
-                (Some(_), _) => source,
-                (None, _) if source == "flat_rate" => source,
-                (None, None) if source != "unpriced" => "unknown_usage",
-                (None, _) => "unpriced",
-            }
-            .to_string(),
-        }
+        rec
     }
 
     fn new_message(&self, role: Role, parts: Vec<Part>) -> NewMessage {
@@ -568,14 +560,16 @@ impl<'a> Agent<'a> {
                     name: name.clone(),
                     input: input.clone(),
                 });
+                let models = self.config.as_ref().map(|c| c.shell_models());
                 let ctx = ToolCtx {
                     cwd: &self.cwd,
                     project_root: &self.project_root,
                     reads: &reads,
                     cancel: self.cancel.clone(),
+                    session_models: models.as_ref(),
                 };
                 let sub_agent = name == subagent::TOOL_NAME && !self.is_sub_agent;
-                let out = match self.tools.iter().find(|t| t.name() == name) {
+                let mut out = match self.tools.iter().find(|t| t.name() == name) {
                     Some(_) if sub_agent => {
                         let (out, sub_stop) = self.run_sub_agent(&assistant_id, &id, &input, sink);
                         stop = sub_stop;
@@ -623,6 +617,17 @@ impl<'a> Agent<'a> {
                         },
                     },
                 };
+                session_config::apply(
+                    session_config::Parts {
+                        config: &mut self.config,
+                        permissions: &mut self.permissions,
+                        tools: &mut self.tools,
+                        model: &mut self.model,
+                        cwd: &self.cwd,
+                    },
+                    &mut out,
+                    sink,
+                );
                 if self.cancel.load(Ordering::SeqCst) && stop.is_none() {
                     stop = Some(Stop::Canceled);
                 }

@@ -207,6 +207,8 @@ impl Agent<'_> {
             cancel: self.cancel.clone(),
             is_sub_agent: true,
             auto_summarize: self.auto_summarize,
+            // Session-only configuration comes from the bash tool, which a sub-agent lacks.
+            config: None,
         };
         let mut sub_sink = SubSink { parent: sink };
         let result: TurnResult = match child.run_turn(prompt, &mut sub_sink) {

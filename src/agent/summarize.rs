@@ -133,7 +133,12 @@ impl Agent<'_> {
     /// Whether auto-summarize is on and the session's current context (the last call's input
     /// and output) is within the margin of the model's window.
     pub(super) fn context_needs_summary(&self) -> bool {
-        if !self.auto_summarize {
+        // `/option auto-summarize false` in a session changes the runtime layer.
+        let disabled = self
+            .config
+            .as_ref()
+            .is_some_and(|c| c.config.options.disable_auto_summarize);
+        if !self.auto_summarize || disabled {
             return false;
         }
         let used = match self.store.session(&self.session_id) {

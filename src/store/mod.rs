@@ -442,28 +442,22 @@ impl Store {
                 .iter()
                 .find(|m| m.role == Role::Assistant)
                 .map(|m| m.id.as_str());
-            insert_usage(&tx, session_id, message_id, rec, &c, now)?;
-            if let Some(t) = c.tokens {
-                tx.execute(
-                    "UPDATE sessions SET context_tokens = ?1 WHERE id = ?2",
-                    params![t.context, session_id],
-                )?;
-            }
+            insert_usage(&tx, session_id, message_id, rec, &c, now, true)?;
         }
         tx.commit()?;
         Ok(stored)
     }
 
-    /// Records a model call that produced no message of the session (title generation): one
-    /// usage row and the running totals (of the session and its ancestors), in one transaction.
-    /// The context size is left alone: that call's context was not the session's.
-    pub fn record_usage(&self, session_id: &str, usage: &UsageRecord) -> Result<()> {
-        let c = CheckedUsage::new(usage)?;
+    /// A model call that belongs to no message (title generation): one usage row and the
+    /// session's running totals, in one transaction. The context size is left alone: the call
+    /// did not see the conversation.
+    pub fn record_usage(&self, session_id: &str, rec: &UsageRecord) -> Result<()> {
+        let c = CheckedUsage::new(rec)?;
         let tx = self.write_tx()?;
         if !session_exists(&tx, session_id)? {
             return Err(StoreError::NotFound(session_id.to_string()));
         }
-        insert_usage(&tx, session_id, None, usage, &c, now_secs())?;
+        insert_usage(&tx, session_id, None, rec, &c, now_secs(), false)?;
         tx.commit()?;
         Ok(())
     }
@@ -486,7 +480,7 @@ impl Store {
         let now = now_secs();
         let stored = insert_message_as(&tx, session_id, msg, now, true)?;
         if let (Some(rec), Some(c)) = (usage, &checked) {
-            insert_usage(&tx, session_id, Some(&stored.id), rec, c, now)?;
+            insert_usage(&tx, session_id, Some(&stored.id), rec, c, now, false)?;
         }
         let context = match checked.as_ref().and_then(|c| c.tokens) {
             Some(t) => t.output,
@@ -767,17 +761,18 @@ impl CheckedUsage {
     }
 }
 
-/// Writes one usage row and adds its tokens (and cost, when priced) to the session and every
-/// ancestor. Must run inside the write transaction of the step it belongs to.
+/// Inserts one usage row and adds it to the running totals of the session and its ancestors;
+/// `set_context` also records the call's tokens as the session's current context size.
 fn insert_usage(
-    conn: &Connection,
+    tx: &Transaction<'_>,
     session_id: &str,
     message_id: Option<&str>,
     rec: &UsageRecord,
     c: &CheckedUsage,
     now: i64,
+    set_context: bool,
 ) -> Result<()> {
-    conn.execute(
+    tx.execute(
         "INSERT INTO usage (session_id, message_id, provider, model, input_tokens,
              output_tokens, cache_read_tokens, cache_write_tokens, cost, price_source,
              created_at)
@@ -798,15 +793,21 @@ fn insert_usage(
     )?;
     let (prompt, completion) = c.tokens.map_or((0, 0), |t| (t.prompt, t.output));
     match c.cost {
-        Some(cost) => conn.execute(
+        Some(cost) => tx.execute(
             ADD_TOTALS_WITH_COST,
             params![session_id, prompt, completion, cost, now],
         )?,
-        None => conn.execute(
+        None => tx.execute(
             ADD_TOTALS_NO_COST,
             params![session_id, prompt, completion, now],
         )?,
     };
+    if set_context && let Some(t) = c.tokens {
+        tx.execute(
+            "UPDATE sessions SET context_tokens = ?1 WHERE id = ?2",
+            params![t.context, session_id],
+        )?;
+    }
     Ok(())
 }
 

@@ -1,5 +1,8 @@
 //! Integration test modules. Add one `mod` line per file.
 
+mod catalog;
+mod config;
 mod fake_server;
 mod ledger;
+mod repl;
 mod run;
