@@ -27,6 +27,157 @@ fn scope_text(f: &Flag) -> String {
     }
 }
 
+/// Usage accounting and the store's schema, placed before FILES.
+const STORE_BODY: &str = r#".SH USAGE AND COST
+Every model call \(em each step of a turn, a sub\-agent's steps, summaries and titles \(em writes
+one row to the usage ledger in the same transaction as the message it produced, so a killed
+process never leaves a paid call unrecorded.
+.B crush stats
+sums the ledger per session, per model and in total; a call without a price is counted as
+unpriced, never as $0.
+.PP
+The
+.B agent
+tool starts a read\-only sub\-agent (glob, grep, ls, view, fetch) in a child session with the same
+model and permissions. Its calls are recorded against the child session and counted once in the
+parent's totals. Inside the project it needs no permission; anything else it would need is asked
+like any other call (refused in
+.BR "crush run" ).
+.PP
+When the context of a session (the last call's input and output) leaves no more than 20% of the
+model's context window free, the session is summarized: the model writes a summary, stored as a
+summary message, and the history sent from then on starts at it; a turn interrupted for it goes on
+with the user's request carried over. The margin is proportional to the window (Go Crush keeps a
+flat 20 000 tokens, which waits until 98% of a 1M\-token window). Turn it off with
+.B options.disable_auto_summarize
+(crushrc:
+.BR "option auto\-summarize false" ).
+.SH SESSION STORE
+.I <project>/.crush/crush.db
+is a SQLite database in WAL mode; its schema version is
+.B PRAGMA user_version
+(1). crush refuses, before writing anything, a database whose version is newer than it knows.
+Another program may read it while crush runs (open it read\-only). Timestamps are Unix seconds.
+Tables sessions, messages, files and read_files keep Go Crush's columns, so tools written for
+Crush's database read this one; the column meanings below are this program's.
+.SS sessions \(em one row per conversation
+.TP
+.B id
+A UUID; a sub\-agent's session is
+.I <assistant message id>$$<tool call id>
+(Go Crush's convention), naming the message and the
+.B agent
+tool call that started it.
+.TP
+.B parent_session_id
+The session whose agent tool call started this one; NULL for a top\-level session.
+.TP
+.B title
+The session's title.
+.TP
+.B message_count
+Number of messages (kept by triggers).
+.TP
+.B prompt_tokens
+Running total of input tokens (input + cache read + cache write) over every call of this session
+and of its sub\-agent sessions: the sum of those usage rows. (Go Crush stores the last call's
+context size here; here that is context_tokens.)
+.TP
+.B completion_tokens
+Running total of output tokens, same scope.
+.TP
+.B cost
+Running total in USD of the priced calls, same scope, added in SQL (never read, changed and written
+back). Unpriced calls add nothing, so 0 does not mean free: look for NULL costs in usage. A
+sub\-agent's cost is already in its parent's: to total a project sum usage.cost, or sessions.cost
+over top\-level sessions only.
+.TP
+.B context_tokens
+Tokens in the context at the session's last call (input + cache read + cache write + output);
+after a summary, the summary's size. Drives the context meter and auto\-summarize; not a total.
+.TP
+.B summary_message_id
+The latest summary message (NULL if never summarized); the model is sent the history from it on.
+.TP
+.B todos
+Go Crush's todo list (JSON), kept as is.
+.TP
+.B created_at, updated_at
+Creation and last change.
+.SS messages \(em the conversation
+.TP
+.B id, session_id
+A UUID and the session it belongs to.
+.TP
+.B seq
+Order within the session (unique per session). Sort by it: created_at has one\-second ties.
+.TP
+.B role
+user, assistant, tool (tool results) or system.
+.TP
+.B parts
+JSON array of {type, data} in Go Crush's part types: text, reasoning, tool_call, tool_result,
+finish, image_url, binary.
+.TP
+.B model, provider
+The model and provider of an assistant message.
+.TP
+.B is_summary_message
+1 for a summary written by summarization.
+.TP
+.B created_at, updated_at, finished_at
+finished_at is the time of the message's finish part.
+.SS files, read_files
+.B files
+holds Go Crush's file history snapshots (id, session_id, path, content, version, created_at,
+updated_at).
+.B read_files
+records which files a session viewed (session_id, path, read_at) and
+.BR mtime_ns ,
+the file's modification time then (nanoseconds), so an edit can refuse a file changed since.
+.SS usage \(em one row per model call
+.TP
+.B id
+Increasing; a reader can keep the last id it saw as a watermark. Rows are never updated.
+.TP
+.B session_id
+The session that made the call (a sub\-agent's calls are on its own session).
+.TP
+.B message_id
+The assistant message the call produced (the summary message for a summary); NULL for a call that
+produced none (a title, an empty summary).
+.TP
+.B provider, model
+As configured.
+.TP
+.B input_tokens
+Uncached input tokens (OpenAI's prompt_tokens minus cached and cache\-write tokens).
+.TP
+.B output_tokens
+Output tokens, reasoning included.
+.TP
+.B cache_read_tokens, cache_write_tokens
+Input tokens read from and written to the provider's prompt cache.
+.IP
+All four token columns are NULL when the provider reported no usage, or numbers that were
+rejected (negative, not integers, over a billion; a warning says so): unknown, never zero.
+.TP
+.B cost
+USD for the call: input, output, cache\-write and cache\-read tokens times the model's prices per
+million. NULL when the model has no price (or its provider is flat\-rate) or the usage is unknown.
+.TP
+.B price_source
+Where the prices came from: catalog, config; or why there is no cost: unpriced, unknown_usage.
+.TP
+.B created_at
+When the call finished.
+.PP
+For every session, prompt_tokens, completion_tokens and cost equal the sums of the usage rows of
+the session and its sub\-agent sessions (NULL counting as 0), at every commit, whatever process
+wrote them. Deleting a session deletes its usage rows and its sub\-agent sessions; the totals of
+its ancestors keep that spend.
+"#;
+
 const MAN_BODY: &str = r#".SH INTERACTIVE SESSION
 .B crush
 with no command reads prompts line by line, from a terminal or from a pipe (one prompt per line
@@ -343,7 +494,7 @@ pub fn man() -> String {
             roff_escape(&scope_text(f))
         ));
     }
-    s.push_str(MAN_BODY);
+    s.push_str(&MAN_BODY.replacen(".SH FILES\n", &format!("{STORE_BODY}.SH FILES\n"), 1));
     s
 }
 

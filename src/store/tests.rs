@@ -1304,3 +1304,31 @@ fn record_usage_adds_to_totals_but_not_the_context() {
         Err(StoreError::NotFound(_))
     ));
 }
+
+#[test]
+fn the_man_page_documents_every_table_and_column() {
+    let (_d, s) = open_tmp();
+    let man = crate::docs::man();
+    let store_section = &man[man
+        .find(".SH SESSION STORE")
+        .expect("a SESSION STORE section")..];
+    let tables: Vec<String> = s
+        .conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    assert_eq!(tables.len(), 5, "{tables:?}");
+    for t in &tables {
+        assert!(store_section.contains(t.as_str()), "table {t} undocumented");
+        for (col, ..) in columns(&s, t) {
+            let plain = store_section.replace("\\-", "-");
+            assert!(
+                plain.contains(&col),
+                "column {t}.{col} is not in the man page's SESSION STORE section"
+            );
+        }
+    }
+}
