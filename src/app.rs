@@ -284,10 +284,7 @@ pub fn build_agent(
     let loaded = &ctx.loaded;
     let system = system_prompt(loaded, &model);
     let disabled = &loaded.config.options.disabled_tools;
-    let tools = crate::agent::subagent::with_agent_tool(crate::tools::builtin(), disabled)
-        .into_iter()
-        .filter(|t| !disabled.iter().any(|d| d == t.name()))
-        .collect();
+    let tools = crate::agent::subagent::main_agent_tools(disabled);
     let max_steps = loaded.config.options.max_steps.unwrap_or(100) as usize;
     let policy = retry_policy(loaded);
     Agent {

@@ -107,10 +107,7 @@ impl super::Agent<'_> {
         self.permissions.allowed_tools = cfg.config.permissions.allowed_tools.clone();
         let disabled = cfg.config.options.disabled_tools.clone();
         // A tool denied earlier comes back when the user allows it again.
-        self.tools = crate::tools::builtin()
-            .into_iter()
-            .filter(|t| !disabled.iter().any(|d| d == t.name()))
-            .collect();
+        self.tools = super::subagent::main_agent_tools(&disabled);
         let mut large_changed = false;
         if cfg.config.models.large != large_before {
             let m = cfg.resolve_model(None, false).map_err(|e| e.to_string())?;

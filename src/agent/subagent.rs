@@ -81,6 +81,14 @@ pub fn with_agent_tool(mut tools: Vec<Box<dyn Tool>>, disabled: &[String]) -> Ve
     tools
 }
 
+/// The main agent's tools: the built-in ones and `agent`, sorted, without the disabled ones.
+pub fn main_agent_tools(disabled: &[String]) -> Vec<Box<dyn Tool>> {
+    with_agent_tool(crate::tools::builtin(), disabled)
+        .into_iter()
+        .filter(|t| !disabled.iter().any(|d| d == t.name()))
+        .collect()
+}
+
 /// The system prompt of a sub-agent: the parent's environment and context, another role.
 const TASK_INTRO: &str = "You are a sub-agent of crush, an AI coding assistant. Another agent \
 gave you a task. Work on it with your read-only tools (glob, grep, ls, view, fetch): you cannot \
@@ -285,6 +293,9 @@ mod tests {
         assert_eq!(names(&tools), sorted);
         let tools = with_agent_tool(crate::tools::builtin(), &["agent".to_string()]);
         assert!(!names(&tools).contains(&"agent"));
+        let tools = main_agent_tools(&["bash".to_string()]);
+        assert_eq!(names(&tools)[0], "agent");
+        assert!(!names(&tools).contains(&"bash"));
     }
 
     #[test]
