@@ -703,3 +703,49 @@ fn a_database_from_a_newer_crush_is_refused_without_writes() {
     assert_eq!(server.model_requests().len(), requests, "no model call");
     assert_eq!(std::fs::read(db_path(&env)).unwrap(), before, "no write");
 }
+
+#[test]
+fn json_usage_events_include_the_sub_agents_calls_once() {
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call("agent", json!({"prompt": "Count the files."})).with_usage(1000, 50, 0, 0),
+        Reply::text("There are none.").with_usage(300, 20, 0, 0),
+        Reply::text("No files.").with_usage(1200, 40, 0, 0),
+    ]);
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::OpenAi);
+    let out = env.run(&["run", "--json", "count"], None);
+    out.assert_success();
+    let events: Vec<Value> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let costs: Vec<f64> = events
+        .iter()
+        .filter(|e| e["type"] == "usage")
+        .map(|e| e["cost"].as_f64().unwrap())
+        .collect();
+    assert_eq!(costs.len(), 3, "{}", out.stdout);
+    let sum: f64 = costs.iter().sum();
+    let all = price(1000, 50) + price(300, 20) + price(1200, 40);
+    assert!((sum - all).abs() < 1e-12);
+    // The sub-agent's text reaches the parent's stream only as the agent tool's result.
+    let result = events
+        .iter()
+        .find(|e| e["type"] == "tool_result")
+        .expect("the agent call's result");
+    assert_eq!(result["name"], "agent");
+    assert_eq!(result["content"], "There are none.");
+    assert_eq!(
+        events.iter().filter(|e| e["type"] == "tool_call").count(),
+        1
+    );
+    let texts: String = events
+        .iter()
+        .filter(|e| e["type"] == "text")
+        .filter_map(|e| e["text"].as_str())
+        .collect();
+    assert_eq!(texts, "No files.");
+    let v: Value = serde_json::from_str(&env.run(&["stats", "--json"], None).stdout).unwrap();
+    assert!((v["total"]["cost"].as_f64().unwrap() - sum).abs() < 1e-12);
+}
