@@ -14,4 +14,5 @@ pub mod run;
 pub mod sessions;
 pub mod signal;
 pub mod store;
+pub mod time;
 pub mod tools;
