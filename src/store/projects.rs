@@ -156,7 +156,6 @@ pub(crate) fn write_atomic(file: &Path, bytes: &[u8]) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     #[test]
     fn touch_adds_updates_and_sorts() {
