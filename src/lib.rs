@@ -6,6 +6,7 @@ pub mod app;
 pub mod cli;
 pub mod config;
 pub mod docs;
+pub mod hooks;
 pub mod llm;
 pub mod paths;
 pub mod run;
