@@ -600,13 +600,19 @@ impl<'a> Agent<'a> {
             )?;
             sink.event(AgentEvent::StepCommitted { step });
 
+            // Ids differ on every call: the signature is what was asked and what came back.
             let mut h = DefaultHasher::new();
-            format!(
-                "{:?}{:?}",
-                assistant.tool_calls().collect::<Vec<_>>(),
-                tool_msg.parts
-            )
-            .hash(&mut h);
+            for (_, name, input) in assistant.tool_calls() {
+                (name, input).hash(&mut h);
+            }
+            for p in &tool_msg.parts {
+                if let Part::ToolResult {
+                    content, is_error, ..
+                } = p
+                {
+                    (content, is_error).hash(&mut h);
+                }
+            }
             let sig = h.finish();
             history.push(assistant);
             history.push(tool_msg);

@@ -3,6 +3,28 @@
 //! Tools do not print and do not touch the store: they take parsed input and a context and return
 //! a `ToolOutput`. Whether a call needs the user's permission is decided by `Tool::permission`;
 //! the agent asks (or refuses) before calling `run`.
+//!
+//! `builtin()` returns every tool, sorted by name. `shell::run` is the general process runner
+//! (process group, timeout, cancel, capped output) that hooks reuse.
+
+// The binary does not wire the tools in yet; drop this once the agent calls `builtin()`.
+
+pub mod bash;
+pub mod common;
+pub mod diff;
+pub mod edit;
+pub mod fetch;
+pub mod glob;
+pub mod grep;
+pub mod ignore;
+pub mod ls;
+pub mod multiedit;
+pub mod shell;
+pub mod view;
+pub mod write;
+
+#[cfg(test)]
+pub(crate) mod testutil;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -82,7 +104,50 @@ pub trait Tool: Send + Sync {
     fn run(&self, input: &Value, ctx: &ToolCtx) -> ToolOutput;
 }
 
-/// Every built-in tool, sorted by name.
+/// Every built-in tool, sorted by name (Crush sends the tool list sorted).
 pub fn builtin() -> Vec<Box<dyn Tool>> {
-    Vec::new()
+    let mut tools: Vec<Box<dyn Tool>> = vec![
+        Box::new(bash::Bash),
+        Box::new(edit::Edit),
+        Box::new(fetch::Fetch),
+        Box::new(glob::Glob),
+        Box::new(grep::Grep),
+        Box::new(ls::Ls),
+        Box::new(multiedit::MultiEdit),
+        Box::new(view::View),
+        Box::new(write::Write),
+    ];
+    tools.sort_by_key(|t| t.name());
+    tools
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_sorted_and_schemas_are_objects() {
+        let tools = builtin();
+        let names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
+        assert_eq!(
+            names,
+            [
+                "bash",
+                "edit",
+                "fetch",
+                "glob",
+                "grep",
+                "ls",
+                "multiedit",
+                "view",
+                "write"
+            ]
+        );
+        for t in &tools {
+            let schema = t.schema();
+            assert_eq!(schema["type"], "object", "{}", t.name());
+            assert!(schema["properties"].is_object(), "{}", t.name());
+            assert!(!t.description().is_empty());
+        }
+    }
 }

@@ -121,7 +121,7 @@ fn edit_without_view_is_refused_and_the_model_is_told() {
         ),
         Reply::text("I must view it first."),
     ]);
-    let env = env_with(&server, Dialect::OpenAi);
+    let env = env_with(&server, Dialect::Anthropic);
     env.write_project_file("a.txt", "hello world\n");
     env.run(&["run", "-y", "edit a.txt"], None).assert_success();
     assert_eq!(env.read_project_file("a.txt"), "hello world\n");
@@ -349,7 +349,7 @@ fn invalid_tool_json_gets_an_error_result_and_the_run_continues() {
         Reply::invalid_tool_json("bash", "{not json"),
         Reply::text("sorry, fixed"),
     ]);
-    let env = env_with(&server, Dialect::OpenAi);
+    let env = env_with(&server, Dialect::Anthropic);
     let out = env.run(&["run", "-y", "go"], None);
     out.assert_success();
     assert_eq!(out.stdout, "sorry, fixed\n");
@@ -458,7 +458,7 @@ fn banned_commands_are_refused_even_with_yolo() {
         Reply::tool_call("bash", json!({"command": "curl http://example.com"})),
         Reply::text("ok, no curl"),
     ]);
-    let env = env_with(&server, Dialect::OpenAi);
+    let env = env_with(&server, Dialect::Anthropic);
     env.run(&["run", "-y", "fetch it"], None).assert_success();
     let (_, text, is_error) = server.last_request().tool_results()[0].clone();
     assert!(is_error && text.contains("not allowed"), "{text}");
@@ -474,4 +474,45 @@ fn version_and_help() {
     help.assert_success();
     assert!(help.stdout.contains("--yolo"));
     env.run(&["run", "--frobnicate"], None).assert_code(2);
+}
+
+#[test]
+fn sigint_mid_stream_exits_130_and_saves_the_session() {
+    let server = FakeServer::with_script(vec![Reply::stall(std::time::Duration::from_secs(30))]);
+    let env = env_with(&server, Dialect::OpenAi);
+    let mut cmd = env.crush();
+    cmd.args(["run", "-q", "wait for it"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn crush");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while server.request_count() == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "crush never called the model"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("crush did not stop after SIGINT");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(130));
+    let s = session_json(&env);
+    let last = s["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .to_string();
+    assert!(last.contains("canceled"), "{last}");
 }

@@ -1,0 +1,1104 @@
+//! The `bash` tool: one `/bin/sh -c` per call (no state between calls), in its own process group,
+//! with a timeout, capped output and Crush's banned commands refused.
+//!
+//! The safety checks use a small tokenizer (quotes, escapes, `;` `&&` `||` `|` `&` newlines,
+//! `$(..)`, backquotes, subshells, redirections, here-documents), not a full shell parser. Every
+//! simple command found, including inside substitutions, `sh -c '..'`, `eval`, `find -exec` and
+//! wrappers such as `env`, `nohup`, `timeout N`, `xargs`, `command`, `exec`, is checked.
+
+use super::common::{opt_str, opt_u64, req_str, resolve_or_cwd, truncate_middle};
+use super::shell::{self, ShellSpec};
+use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+pub struct Bash;
+
+/// Output limit (characters) of stdout and stderr together.
+pub const MAX_OUTPUT_CHARS: usize = 30_000;
+pub const DEFAULT_TIMEOUT_SECS: u64 = 120;
+pub const MAX_TIMEOUT_SECS: u64 = 600;
+
+/// Commands refused outright (Crush's list).
+pub const BANNED_COMMANDS: &[&str] = &[
+    // network
+    "alias",
+    "aria2c",
+    "axel",
+    "chrome",
+    "curl",
+    "curlie",
+    "firefox",
+    "http-prompt",
+    "httpie",
+    "links",
+    "lynx",
+    "nc",
+    "safari",
+    "scp",
+    "ssh",
+    "telnet",
+    "w3m",
+    "wget",
+    "xh",
+    // privilege
+    "doas",
+    "su",
+    "sudo",
+    // package managers
+    "apk",
+    "apt",
+    "apt-cache",
+    "apt-get",
+    "dnf",
+    "dpkg",
+    "emerge",
+    "home-manager",
+    "makepkg",
+    "opkg",
+    "pacman",
+    "paru",
+    "pkg",
+    "pkg_add",
+    "pkg_delete",
+    "portage",
+    "rpm",
+    "yay",
+    "yum",
+    "zypper",
+    // system
+    "at",
+    "batch",
+    "chkconfig",
+    "crontab",
+    "fdisk",
+    "mkfs",
+    "mount",
+    "parted",
+    "service",
+    "systemctl",
+    "umount",
+    // network configuration
+    "firewall-cmd",
+    "ifconfig",
+    "ip",
+    "iptables",
+    "netstat",
+    "pfctl",
+    "route",
+    "ufw",
+];
+
+/// (command, leading positional arguments, flags of which one must be present).
+const ARGUMENT_BLOCKERS: &[(&str, &[&str], &[&str])] = &[
+    ("apk", &["add"], &[]),
+    ("apt", &["install"], &[]),
+    ("apt-get", &["install"], &[]),
+    ("dnf", &["install"], &[]),
+    ("yum", &["install"], &[]),
+    ("zypper", &["install"], &[]),
+    ("zypper", &["in"], &[]),
+    ("pkg", &["install"], &[]),
+    ("pacman", &[], &["-S"]),
+    ("brew", &["install"], &[]),
+    ("cargo", &["install"], &[]),
+    ("gem", &["install"], &[]),
+    ("go", &["install"], &[]),
+    ("npm", &["install"], &["-g", "--global"]),
+    ("npm", &["i"], &["-g", "--global"]),
+    ("npm", &["add"], &["-g", "--global"]),
+    ("pip", &["install"], &["--user"]),
+    ("pip3", &["install"], &["--user"]),
+    ("pnpm", &["add"], &["-g", "--global"]),
+    ("pnpm", &["install"], &["-g", "--global"]),
+    ("yarn", &["global", "add"], &[]),
+    ("go", &["test"], &["-exec"]),
+];
+
+const SAFE_COMMANDS: &[&str] = &[
+    "cal", "date", "df", "du", "echo", "env", "free", "groups", "hostname", "id", "ls", "printenv",
+    "ps", "pwd", "set", "type", "uname", "unset", "uptime", "whatis", "whereis", "which", "whoami",
+];
+
+const SAFE_GIT: &[&str] = &[
+    "blame",
+    "describe",
+    "diff",
+    "grep",
+    "log",
+    "ls-files",
+    "ls-remote",
+    "rev-parse",
+    "shortlog",
+    "show",
+    "status",
+];
+
+// ------------------------------------------------------------------------------------------
+// Tokenizer
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    End,
+    Paren,
+    Backquote,
+}
+
+struct Parser {
+    chars: Vec<char>,
+    i: usize,
+    out: Vec<Vec<String>>,
+    /// Here-document delimiters waiting for the end of the current line: (delimiter, strip tabs).
+    heredocs: Vec<(String, bool)>,
+}
+
+#[derive(Default)]
+struct Cmd {
+    words: Vec<String>,
+    word: String,
+    in_word: bool,
+    skip_next: bool,
+    heredoc_next: Option<bool>,
+}
+
+impl Parser {
+    fn peek(&self) -> Option<char> {
+        self.chars.get(self.i).copied()
+    }
+
+    fn finish_word(&mut self, c: &mut Cmd) {
+        if c.in_word {
+            let w = std::mem::take(&mut c.word);
+            if let Some(strip) = c.heredoc_next.take() {
+                self.heredocs.push((w.clone(), strip));
+                c.skip_next = false;
+            } else if c.skip_next {
+                c.skip_next = false;
+            } else {
+                c.words.push(w);
+            }
+            c.in_word = false;
+        }
+    }
+
+    fn finish_cmd(&mut self, c: &mut Cmd) {
+        self.finish_word(c);
+        if !c.words.is_empty() {
+            self.out.push(std::mem::take(&mut c.words));
+        }
+        c.skip_next = false;
+        c.heredoc_next = None;
+    }
+
+    /// Skips pending here-document bodies (called right after a newline).
+    fn skip_heredocs(&mut self) {
+        for (delim, strip) in std::mem::take(&mut self.heredocs) {
+            loop {
+                if self.i >= self.chars.len() {
+                    return;
+                }
+                let start = self.i;
+                while self.i < self.chars.len() && self.chars[self.i] != '\n' {
+                    self.i += 1;
+                }
+                let line: String = self.chars[start..self.i].iter().collect();
+                if self.i < self.chars.len() {
+                    self.i += 1;
+                }
+                let line = if strip {
+                    line.trim_start_matches('\t')
+                } else {
+                    &line
+                };
+                if line == delim {
+                    break;
+                }
+            }
+        }
+    }
+
+    fn parse_dquote(&mut self, c: &mut Cmd) {
+        while let Some(ch) = self.peek() {
+            self.i += 1;
+            match ch {
+                '"' => return,
+                '\\' => {
+                    if let Some(n) = self.peek() {
+                        self.i += 1;
+                        if !matches!(n, '$' | '`' | '"' | '\\' | '\n') {
+                            c.word.push('\\');
+                        }
+                        if n != '\n' {
+                            c.word.push(n);
+                        }
+                    }
+                }
+                '`' => self.parse_seq(Stop::Backquote),
+                '$' if self.peek() == Some('(') => {
+                    self.i += 1;
+                    self.parse_seq(Stop::Paren);
+                }
+                _ => c.word.push(ch),
+            }
+        }
+    }
+
+    fn parse_seq(&mut self, stop: Stop) {
+        let mut c = Cmd::default();
+        while let Some(ch) = self.peek() {
+            self.i += 1;
+            match ch {
+                '\\' => match self.peek() {
+                    Some('\n') => self.i += 1,
+                    Some(n) => {
+                        self.i += 1;
+                        c.in_word = true;
+                        c.word.push(n);
+                    }
+                    None => {}
+                },
+                '\'' => {
+                    c.in_word = true;
+                    while let Some(n) = self.peek() {
+                        self.i += 1;
+                        if n == '\'' {
+                            break;
+                        }
+                        c.word.push(n);
+                    }
+                }
+                '"' => {
+                    c.in_word = true;
+                    self.parse_dquote(&mut c);
+                }
+                '`' => {
+                    if stop == Stop::Backquote {
+                        self.finish_cmd(&mut c);
+                        return;
+                    }
+                    c.in_word = true;
+                    self.parse_seq(Stop::Backquote);
+                }
+                '$' if self.peek() == Some('(') => {
+                    self.i += 1;
+                    c.in_word = true;
+                    self.parse_seq(Stop::Paren);
+                }
+                '\n' => {
+                    self.finish_cmd(&mut c);
+                    self.skip_heredocs();
+                }
+                ';' | '|' => self.finish_cmd(&mut c),
+                '&' => {
+                    if self.peek() == Some('>') {
+                        // &> / &>> redirection
+                        self.finish_word(&mut c);
+                        while self.peek() == Some('>') {
+                            self.i += 1;
+                        }
+                        c.skip_next = true;
+                    } else {
+                        self.finish_cmd(&mut c);
+                    }
+                }
+                '(' => self.finish_cmd(&mut c),
+                ')' => {
+                    self.finish_cmd(&mut c);
+                    if stop == Stop::Paren {
+                        return;
+                    }
+                }
+                '<' | '>' => {
+                    if c.in_word && !c.word.is_empty() && c.word.chars().all(|d| d.is_ascii_digit())
+                    {
+                        // "2>": the digits are a file descriptor, not a word.
+                        c.word.clear();
+                        c.in_word = false;
+                    } else {
+                        self.finish_word(&mut c);
+                    }
+                    if self.peek() == Some('(') {
+                        // process substitution <( .. ) / >( .. )
+                        self.i += 1;
+                        self.parse_seq(Stop::Paren);
+                        continue;
+                    }
+                    let mut op = String::from(ch);
+                    while let Some(n @ ('<' | '>' | '&' | '|' | '-')) = self.peek() {
+                        op.push(n);
+                        self.i += 1;
+                    }
+                    if op.starts_with("<<") && !op.starts_with("<<<") {
+                        c.heredoc_next = Some(op.ends_with('-'));
+                    } else if op.ends_with('&') && self.peek().is_some_and(|d| d == '-') {
+                        self.i += 1; // >&- closes a descriptor
+                    } else {
+                        c.skip_next = true;
+                    }
+                }
+                '#' if !c.in_word => {
+                    while let Some(n) = self.peek() {
+                        if n == '\n' {
+                            break;
+                        }
+                        self.i += 1;
+                    }
+                }
+                ' ' | '\t' | '\r' => self.finish_word(&mut c),
+                _ => {
+                    c.in_word = true;
+                    c.word.push(ch);
+                }
+            }
+        }
+        self.finish_cmd(&mut c);
+    }
+}
+
+/// Every simple command of a shell line (words after quote removal), flattened: commands inside
+/// substitutions and subshells are listed too. Redirection targets are dropped.
+pub fn simple_commands(line: &str) -> Vec<Vec<String>> {
+    let mut p = Parser {
+        chars: line.chars().collect(),
+        i: 0,
+        out: Vec::new(),
+        heredocs: Vec::new(),
+    };
+    p.parse_seq(Stop::End);
+    p.out
+}
+
+// ------------------------------------------------------------------------------------------
+// Banned commands
+
+fn is_assignment(w: &str) -> bool {
+    match w.split_once('=') {
+        Some((name, _)) => {
+            !name.is_empty()
+                && name
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        }
+        None => false,
+    }
+}
+
+fn basename(w: &str) -> &str {
+    w.rsplit('/').next().unwrap_or(w)
+}
+
+const KEYWORDS: &[&str] = &[
+    "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "{", "}", "!", "esac", "in",
+];
+
+/// Skips options of a wrapper command. `with_arg` lists options that take a separate argument.
+fn skip_opts(words: &[String], mut i: usize, with_arg: &[&str]) -> usize {
+    while i < words.len() {
+        let w = words[i].as_str();
+        if w == "--" {
+            return i + 1;
+        }
+        if !w.starts_with('-') || w == "-" {
+            break;
+        }
+        i += if with_arg.contains(&w) { 2 } else { 1 };
+    }
+    i
+}
+
+fn refuse(words: &[String]) -> String {
+    let mut s = words.join(" ");
+    if s.chars().count() > 200 {
+        s = s.chars().take(200).collect::<String>() + "...";
+    }
+    format!("command is not allowed for security reasons: {s}")
+}
+
+fn blocked_by_arguments(cmd: &str, args: &[String]) -> bool {
+    let positional: Vec<&str> = args
+        .iter()
+        .map(String::as_str)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let flags: Vec<&str> = args
+        .iter()
+        .map(String::as_str)
+        .filter(|a| a.starts_with('-'))
+        .collect();
+    ARGUMENT_BLOCKERS.iter().any(|(c, pos, need)| {
+        *c == cmd
+            && positional.len() >= pos.len()
+            && positional[..pos.len()] == **pos
+            && (need.is_empty()
+                || flags.iter().any(|f| {
+                    need.iter().any(|n| {
+                        *f == *n
+                            || f.starts_with(&format!("{n}="))
+                            // pacman -Syu and friends
+                            || (*n == "-S" && f.starts_with("-S"))
+                    })
+                }))
+    })
+}
+
+fn check_words(words: &[String], depth: usize) -> Result<(), String> {
+    if depth > 8 {
+        return Ok(());
+    }
+    let mut i = 0;
+    while i < words.len() {
+        let w = words[i].as_str();
+        if is_assignment(w) || KEYWORDS.contains(&w) {
+            i += 1;
+            continue;
+        }
+        let cmd = basename(w);
+        if matches!(cmd, "for" | "case" | "select") {
+            return Ok(());
+        }
+        if cmd == "function" {
+            i += 2; // function NAME { ...
+            continue;
+        }
+        let rest = &words[i + 1..];
+        if BANNED_COMMANDS.contains(&cmd) || blocked_by_arguments(cmd, rest) {
+            return Err(refuse(&words[i..]));
+        }
+        match cmd {
+            "env" => {
+                let mut j = i + 1;
+                while j < words.len() {
+                    let a = words[j].as_str();
+                    if a == "-S" || a == "--split-string" {
+                        if let Some(script) = words.get(j + 1) {
+                            return check_command(script, depth + 1);
+                        }
+                        return Ok(());
+                    } else if let Some(script) = a.strip_prefix("--split-string=") {
+                        return check_command(script, depth + 1);
+                    } else if matches!(a, "-u" | "--unset" | "-C" | "--chdir") {
+                        j += 2;
+                    } else if a.starts_with('-') || is_assignment(a) {
+                        j += 1;
+                    } else {
+                        break;
+                    }
+                }
+                i = j;
+            }
+            "nohup" | "builtin" | "setsid" => i += 1,
+            "command" => i = skip_opts(words, i + 1, &[]),
+            "exec" => i = skip_opts(words, i + 1, &["-a"]),
+            "time" => i = skip_opts(words, i + 1, &[]),
+            "nice" => i = skip_opts(words, i + 1, &["-n"]),
+            "stdbuf" => i = skip_opts(words, i + 1, &["-i", "-o", "-e"]),
+            "timeout" => {
+                // options, then the duration
+                i = skip_opts(words, i + 1, &["-s", "-k", "--signal", "--kill-after"]) + 1;
+            }
+            "xargs" => {
+                i = skip_opts(
+                    words,
+                    i + 1,
+                    &["-I", "-n", "-P", "-L", "-d", "-E", "-s", "-a", "-e", "-l"],
+                );
+            }
+            "watch" => {
+                let j = skip_opts(words, i + 1, &["-n", "-d", "--interval"]);
+                return check_command(&words[j.min(words.len())..].join(" "), depth + 1);
+            }
+            "eval" => return check_command(&rest.join(" "), depth + 1),
+            "sh" | "bash" | "dash" | "zsh" | "ksh" | "ash" | "fish" => {
+                // sh -c SCRIPT / bash -lc SCRIPT
+                let mut j = i + 1;
+                while j < words.len() && words[j].starts_with('-') {
+                    let flag = &words[j];
+                    if !flag.starts_with("--")
+                        && flag.contains('c')
+                        && let Some(script) = words.get(j + 1)
+                    {
+                        return check_command(script, depth + 1);
+                    }
+                    j += 1;
+                }
+                return Ok(());
+            }
+            "find" => {
+                let mut j = i + 1;
+                while j < words.len() {
+                    if matches!(words[j].as_str(), "-exec" | "-execdir" | "-ok" | "-okdir") {
+                        let start = j + 1;
+                        let mut end = start;
+                        while end < words.len() && words[end] != ";" && words[end] != "+" {
+                            end += 1;
+                        }
+                        check_words(&words[start..end], depth + 1)?;
+                        j = end;
+                    }
+                    j += 1;
+                }
+                return Ok(());
+            }
+            _ if cmd.starts_with("python") && rest.first().is_some_and(|a| a == "-m") => {
+                i += 2;
+            }
+            _ => return Ok(()),
+        }
+    }
+    Ok(())
+}
+
+fn check_command(command: &str, depth: usize) -> Result<(), String> {
+    for words in simple_commands(command) {
+        check_words(&words, depth)?;
+    }
+    Ok(())
+}
+
+/// Err("command is not allowed for security reasons: ...") when any simple command of the line
+/// is banned or hits an argument blocker.
+pub fn check_banned(command: &str) -> Result<(), String> {
+    check_command(command, 0)
+}
+
+// ------------------------------------------------------------------------------------------
+// Read-only commands that need no permission
+
+fn safe_git(args: &[String]) -> bool {
+    let mut i = 0;
+    while args.get(i).is_some_and(|a| a == "--no-pager") {
+        i += 1;
+    }
+    let Some(sub) = args.get(i) else {
+        return false;
+    };
+    let rest = &args[i + 1..];
+    let has = |pred: &dyn Fn(&str) -> bool| rest.iter().any(|a| pred(a));
+    match sub.as_str() {
+        s if SAFE_GIT.contains(&s) => !has(&|a| {
+            a.starts_with("--output")
+                || a.starts_with("-O")
+                || a.starts_with("--open-files-in-pager")
+                || a == "--ext-diff"
+        }),
+        "config" => {
+            has(&|a| matches!(a, "--get" | "--get-all" | "--get-regexp" | "--list" | "-l"))
+                && !has(&|a| {
+                    matches!(
+                        a,
+                        "--add"
+                            | "--unset"
+                            | "--unset-all"
+                            | "--replace-all"
+                            | "--rename-section"
+                            | "--remove-section"
+                            | "-e"
+                            | "--edit"
+                    )
+                })
+        }
+        "branch" => rest.iter().all(|a| {
+            matches!(
+                a.as_str(),
+                "-a" | "--all"
+                    | "-r"
+                    | "--remotes"
+                    | "-v"
+                    | "-vv"
+                    | "--verbose"
+                    | "--list"
+                    | "-l"
+                    | "--show-current"
+                    | "--no-color"
+                    | "--merged"
+                    | "--no-merged"
+            )
+        }),
+        "tag" => rest
+            .iter()
+            .all(|a| matches!(a.as_str(), "-l" | "--list") || a.starts_with("-n")),
+        "remote" => {
+            rest.iter().all(|a| a == "-v" || a == "--verbose")
+                || matches!(rest.first().map(String::as_str), Some("get-url" | "show"))
+        }
+        _ => false,
+    }
+}
+
+fn safe_words(words: &[String]) -> bool {
+    let Some(first) = words.first() else {
+        return false;
+    };
+    if first.contains('/') || is_assignment(first) {
+        return false;
+    }
+    let rest = &words[1..];
+    let positional = || rest.iter().any(|a| !a.starts_with('-'));
+    match first.as_str() {
+        "git" => safe_git(rest),
+        // env with arguments runs a command
+        "env" => rest.is_empty(),
+        "date" => !rest
+            .iter()
+            .any(|a| a.starts_with("-s") || a.starts_with("--set")),
+        "hostname" => {
+            !positional() && !rest.iter().any(|a| a == "-F" || a == "--file" || a == "-b")
+        }
+        "time" | "nohup" => safe_words(rest),
+        "nice" => safe_words(&rest[skip_opts(rest, 0, &["-n"])..]),
+        "timeout" => {
+            let j = skip_opts(rest, 0, &["-s", "-k", "--signal", "--kill-after"]) + 1;
+            j <= rest.len() && safe_words(&rest[j..])
+        }
+        c => SAFE_COMMANDS.contains(&c),
+    }
+}
+
+/// Whether `command` is a single read-only command from the safe list with no redirection, pipe,
+/// chaining, background, substitution or newline: such a command runs without asking.
+pub fn is_safe_read_only(command: &str) -> bool {
+    let command = command.trim();
+    if command.is_empty()
+        || command.contains(['>', '<', '|', ';', '&', '`', '\n', '\r'])
+        || command.contains("$(")
+    {
+        return false;
+    }
+    let cmds = simple_commands(command);
+    cmds.len() == 1 && safe_words(&cmds[0])
+}
+
+// ------------------------------------------------------------------------------------------
+// The tool
+
+/// The environment added to every command: marks the agent and keeps tools non-interactive.
+pub fn agent_env() -> Vec<(String, String)> {
+    [
+        ("CRUSH", "1"),
+        ("AGENT", "crush"),
+        ("AI_AGENT", "crush"),
+        ("PAGER", "cat"),
+        ("GIT_PAGER", "cat"),
+        ("GIT_TERMINAL_PROMPT", "0"),
+        ("GIT_EDITOR", "true"),
+        ("DEBIAN_FRONTEND", "noninteractive"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
+fn timeout_secs(input: &Value) -> Result<u64, String> {
+    let t = opt_u64(input, "timeout")?.unwrap_or(DEFAULT_TIMEOUT_SECS);
+    // Values no number of seconds could be are read as milliseconds (a common model habit).
+    let t = if t > MAX_TIMEOUT_SECS { t / 1000 } else { t };
+    Ok(t.clamp(1, MAX_TIMEOUT_SECS))
+}
+
+impl Tool for Bash {
+    fn name(&self) -> &'static str {
+        "bash"
+    }
+
+    fn description(&self) -> String {
+        format!(
+            "Runs a shell command with /bin/sh -c and returns its output (stdout, then stderr).\n\
+             \n\
+             - Every call starts a fresh shell: no state (cd, variables, functions) carries over \
+             between calls. Use `working_dir` instead of `cd`, and chain dependent steps with && in \
+             one call.\n\
+             - `timeout` is in seconds (default {DEFAULT_TIMEOUT_SECS}, max {MAX_TIMEOUT_SECS}); the \
+             command and everything it started are killed when it expires.\n\
+             - Output over {MAX_OUTPUT_CHARS} characters is truncated in the middle. The exit code is \
+             reported when it is not 0.\n\
+             - Stdin is empty and nothing is interactive: pass flags such as --yes / --no-edit, never \
+             start editors, pagers or REPLs. A server or watcher started in the background must have \
+             its output redirected (cmd > log 2>&1 &) or the call waits for it.\n\
+             - Prefer the dedicated tools: view to read files, grep to search contents, glob to find \
+             files, ls to list directories, edit/write to change files.\n\
+             - Quote paths containing spaces.\n\
+             - Banned for security (refused, also inside pipelines, substitutions, sh -c and wrappers \
+             like env/nohup/xargs): network tools ({}), sudo/su/doas, package managers (apt, \
+             pacman, yum, ...), system administration (mount, systemctl, crontab, ...), network \
+             configuration, and global installs (npm install -g, pip install --user, cargo/go/gem/\
+             brew install, go test -exec).\n\
+             - Read-only commands such as ls, pwd, git status/log/diff run without asking the user \
+             when they contain no redirection, pipe or chaining; everything else needs permission.",
+            "curl, wget, ssh, scp, nc, ..."
+        )
+    }
+
+    fn schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "description": "The command to run"},
+                "description": {
+                    "type": "string",
+                    "description": "A short description of what the command does (5-10 words)"
+                },
+                "working_dir": {
+                    "type": "string",
+                    "description": "Directory to run in (default: the session's working directory)"
+                },
+                "timeout": {
+                    "type": "integer",
+                    "description": format!(
+                        "Timeout in seconds (default {DEFAULT_TIMEOUT_SECS}, max {MAX_TIMEOUT_SECS})"
+                    )
+                }
+            },
+            "required": ["command"]
+        })
+    }
+
+    fn permission(
+        &self,
+        input: &Value,
+        ctx: &ToolCtx,
+    ) -> Result<Option<PermissionRequest>, String> {
+        let command = req_str(input, "command")?;
+        check_banned(command)?;
+        timeout_secs(input)?;
+        let dir = resolve_or_cwd(ctx, opt_str(input, "working_dir")?);
+        if !dir.is_dir() {
+            return Err(format!(
+                "working directory {} does not exist",
+                dir.display()
+            ));
+        }
+        if is_safe_read_only(command) {
+            return Ok(None);
+        }
+        Ok(Some(PermissionRequest {
+            tool: self.name().to_string(),
+            action: "execute",
+            path: dir,
+            description: command.to_string(),
+            diff: None,
+        }))
+    }
+
+    fn run(&self, input: &Value, ctx: &ToolCtx) -> ToolOutput {
+        let command = match req_str(input, "command") {
+            Ok(c) => c,
+            Err(e) => return ToolOutput::error(e),
+        };
+        if let Err(e) = check_banned(command) {
+            return ToolOutput::error(e);
+        }
+        let timeout = match timeout_secs(input) {
+            Ok(t) => t,
+            Err(e) => return ToolOutput::error(e),
+        };
+        let dir = match opt_str(input, "working_dir") {
+            Ok(d) => resolve_or_cwd(ctx, d),
+            Err(e) => return ToolOutput::error(e),
+        };
+        if !dir.is_dir() {
+            return ToolOutput::error(format!(
+                "working directory {} does not exist",
+                dir.display()
+            ));
+        }
+        let mut spec = ShellSpec::shell(command, &dir);
+        spec.env = agent_env();
+        spec.timeout = Some(Duration::from_secs(timeout));
+        spec.cancel = Some(ctx.cancel.clone());
+        let r = match shell::run(&spec) {
+            Ok(r) => r,
+            Err(e) => return ToolOutput::error(format!("failed to start the command: {e}")),
+        };
+        let mut body = r.stdout.trim_end_matches('\n').to_string();
+        let stderr = r.stderr.trim_end_matches('\n');
+        if !stderr.is_empty() {
+            if !body.is_empty() {
+                body.push('\n');
+            }
+            body.push_str(stderr);
+        }
+        let mut text =
+            truncate_middle(&body, MAX_OUTPUT_CHARS, r.stdout_dropped + r.stderr_dropped);
+        let mut note = String::new();
+        if r.timed_out {
+            note = format!("Command timed out after {timeout} s and was killed");
+        } else if r.canceled {
+            note = "Command was aborted before completion".to_string();
+        } else if r.code() != 0 {
+            note = format!("Exit code {}", r.code());
+        }
+        if !note.is_empty() {
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(&note);
+        }
+        if text.is_empty() {
+            text = "no output".to_string();
+        }
+        text.push_str(&format!("\n\n<cwd>{}</cwd>", dir.display()));
+        ToolOutput {
+            content: text,
+            is_error: false,
+            metadata: json!({
+                "exit_code": r.code(),
+                "timed_out": r.timed_out,
+                "canceled": r.canceled,
+                "working_dir": dir.display().to_string(),
+                "duration_ms": r.duration.as_millis() as u64,
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::testutil::Fixture;
+    use std::time::Instant;
+
+    fn words(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn tokenizer_splits_and_flattens() {
+        assert_eq!(
+            simple_commands("a b && c 'd e' || f | g; h & i\nj"),
+            vec![
+                words(&["a", "b"]),
+                words(&["c", "d e"]),
+                words(&["f"]),
+                words(&["g"]),
+                words(&["h"]),
+                words(&["i"]),
+                words(&["j"])
+            ]
+        );
+        let cmds = simple_commands("echo \"x $(curl a) y\" `wget b` > out 2>&1 (sub; shell)");
+        assert!(cmds.contains(&words(&["curl", "a"])));
+        assert!(cmds.contains(&words(&["wget", "b"])));
+        assert!(cmds.contains(&words(&["sub"])));
+        assert!(cmds.contains(&words(&["shell"])));
+        assert!(!cmds.iter().flatten().any(|w| w == "out" || w == "2"));
+        // Here-document bodies are data, comments are ignored.
+        let cmds = simple_commands("cat <<'EOF' > f\ncurl x\nEOF\nls # curl");
+        assert_eq!(cmds, vec![words(&["cat"]), words(&["ls"])]);
+        assert_eq!(
+            simple_commands("echo a\\ b \"c\\\"d\""),
+            vec![words(&["echo", "a b", "c\"d"])]
+        );
+    }
+
+    #[test]
+    fn banned_commands_anywhere() {
+        for cmd in [
+            "curl https://example.com",
+            "a && curl x",
+            "env FOO=1 sudo ls",
+            "FOO=bar wget x",
+            "/usr/bin/curl x",
+            "echo $(curl x)",
+            "echo \"`ssh host`\"",
+            "nohup sudo rm x",
+            "timeout 5 nc -l 80",
+            "timeout -s KILL 5 nc -l 80",
+            "xargs -n1 curl < urls",
+            "command curl x",
+            "exec sudo ls",
+            "sh -c 'curl x'",
+            "bash -lc \"apt-get update\"",
+            "eval curl x",
+            "find . -name x -exec curl {} \\;",
+            "ls | xargs sudo rm",
+            "(cd x && wget y)",
+            "apt install foo",
+            "npm install -g typescript",
+            "npm i --global typescript",
+            "pip install --user requests",
+            "pip3 install --user=yes requests",
+            "python3 -m pip install --user x",
+            "cargo install ripgrep",
+            "go install x@latest",
+            "go test -exec sudo ./...",
+            "yarn global add x",
+            "pnpm add -g x",
+            "brew install x",
+            "true; systemctl restart x",
+            "function f { curl x; }",
+            "f() { wget x; }",
+            "cat <(curl x)",
+        ] {
+            let err = check_banned(cmd).expect_err(cmd);
+            assert!(
+                err.starts_with("command is not allowed for security reasons: "),
+                "{err}"
+            );
+        }
+        assert_eq!(
+            check_banned("ls && curl -s x").unwrap_err(),
+            "command is not allowed for security reasons: curl -s x"
+        );
+        for cmd in [
+            "ls -la",
+            "echo curl",
+            "grep -r 'sudo' .",
+            "npm install",
+            "pip install requests",
+            "cargo build",
+            "go test ./...",
+            "git commit -m 'use curl'",
+            "cat <<EOF\nsudo x\nEOF",
+            "for f in curl wget; do echo $f; done",
+        ] {
+            assert!(check_banned(cmd).is_ok(), "{cmd}");
+        }
+    }
+
+    #[test]
+    fn safe_read_only_commands() {
+        for cmd in [
+            "ls -la",
+            "git status",
+            "git --no-pager log -n 5",
+            "git diff HEAD~1",
+            "pwd",
+            "echo hello",
+            "git config --get user.name",
+            "git branch -a",
+            "env",
+            "uname -a",
+        ] {
+            assert!(is_safe_read_only(cmd), "{cmd}");
+        }
+        for cmd in [
+            "echo x > f",
+            "ls | sh",
+            "ls; rm x",
+            "ls && rm x",
+            "ls || rm x",
+            "ls &",
+            "echo $(rm x)",
+            "echo `rm x`",
+            "ls\nrm x",
+            "cat < f",
+            "rm -rf x",
+            "git push",
+            "git branch -D main",
+            "git tag v1",
+            "git config user.name x",
+            "git diff --output=f",
+            "env rm x",
+            "PATH=. ls",
+            "./ls",
+            "nohup rm x",
+            "timeout 5 rm x",
+            "kill 1",
+        ] {
+            assert!(!is_safe_read_only(cmd), "{cmd}");
+        }
+        assert!(is_safe_read_only("timeout 5 ls"));
+    }
+
+    #[test]
+    fn permission_rules() {
+        let fx = Fixture::new();
+        let ctx = fx.ctx();
+        let p = |c: &str| Bash.permission(&json!({ "command": c }), &ctx);
+        assert_eq!(p("ls -la").unwrap(), None);
+        assert_eq!(p("git status").unwrap(), None);
+        for c in ["echo x > f", "ls | sh", "ls; rm x"] {
+            let req = p(c).unwrap().expect(c);
+            assert_eq!(req.action, "execute");
+            assert_eq!(req.description, c);
+            assert_eq!(req.path, fx.root());
+        }
+        assert!(p("a && curl x").unwrap_err().contains("security"));
+        assert!(Bash.permission(&json!({}), &ctx).is_err());
+        assert!(
+            Bash.permission(&json!({"command": "ls", "working_dir": "nope"}), &ctx)
+                .unwrap_err()
+                .contains("does not exist")
+        );
+    }
+
+    #[test]
+    fn runs_commands() {
+        let fx = Fixture::new();
+        fx.write("sub/keep.txt", "");
+        let ctx = fx.ctx();
+        let out = Bash.run(
+            &json!({"command": "echo hi > made.txt && cat made.txt"}),
+            &ctx,
+        );
+        assert!(!out.is_error);
+        assert_eq!(fx.read("made.txt"), "hi\n");
+        assert_eq!(
+            out.content,
+            format!("hi\n\n<cwd>{}</cwd>", fx.root().display())
+        );
+        assert_eq!(out.metadata["exit_code"], 0);
+
+        let out = Bash.run(&json!({"command": "ls", "working_dir": "sub"}), &ctx);
+        assert!(out.content.starts_with("keep.txt\n\n<cwd>"));
+        assert!(out.content.contains("/sub</cwd>"));
+
+        let out = Bash.run(&json!({"command": "true"}), &ctx);
+        assert!(out.content.starts_with("no output\n\n<cwd>"));
+
+        let out = Bash.run(&json!({"command": "echo o; echo e >&2; exit 4"}), &ctx);
+        assert!(
+            out.content.starts_with("o\ne\nExit code 4\n"),
+            "{}",
+            out.content
+        );
+        assert_eq!(out.metadata["exit_code"], 4);
+
+        let out = Bash.run(&json!({"command": "echo $CRUSH $AI_AGENT"}), &ctx);
+        assert!(out.content.starts_with("1 crush\n"));
+
+        let out = Bash.run(&json!({"command": "sudo ls"}), &ctx);
+        assert!(out.is_error);
+    }
+
+    #[test]
+    fn output_is_capped() {
+        let fx = Fixture::new();
+        let ctx = fx.ctx();
+        let out = Bash.run(
+            &json!({"command": "echo BEGIN; i=0; while [ $i -lt 10000 ]; do echo 0123456789; i=$((i+1)); done; echo FINISH"}),
+            &ctx,
+        );
+        assert!(out.content.starts_with("BEGIN\n"));
+        assert!(out.content.contains("characters truncated ...]"));
+        assert!(out.content.contains("FINISH\n\n<cwd>"));
+        assert!(out.content.chars().count() < MAX_OUTPUT_CHARS + 500);
+    }
+
+    #[test]
+    fn timeout_and_cancel() {
+        let fx = Fixture::new();
+        let ctx = fx.ctx();
+        let started = Instant::now();
+        let out = Bash.run(
+            &json!({"command": "sleep 30 & sleep 30", "timeout": 1}),
+            &ctx,
+        );
+        assert!(started.elapsed() < Duration::from_secs(4));
+        assert_eq!(out.metadata["timed_out"], true);
+        assert!(out.content.contains("timed out after 1 s"));
+
+        assert_eq!(timeout_secs(&json!({"timeout": 30000})).unwrap(), 30);
+        assert_eq!(timeout_secs(&json!({"timeout": 0})).unwrap(), 1);
+        assert_eq!(timeout_secs(&json!({})).unwrap(), DEFAULT_TIMEOUT_SECS);
+        assert_eq!(timeout_secs(&json!({"timeout": 599})).unwrap(), 599);
+
+        fx.cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+        let started = Instant::now();
+        let out = Bash.run(&json!({"command": "sleep 30"}), &ctx);
+        assert!(started.elapsed() < Duration::from_secs(3));
+        assert!(out.content.contains("aborted"));
+    }
+}

@@ -1,0 +1,306 @@
+//! Helpers shared by the tools: parameter access, path resolution, the project boundary, the
+//! read-before-write rule and output truncation.
+
+use super::{PermissionRequest, ToolCtx};
+use serde_json::Value;
+use std::fs;
+use std::path::{Component, Path, PathBuf};
+use std::time::UNIX_EPOCH;
+
+/// A required, non-empty string parameter.
+pub fn req_str<'a>(input: &'a Value, name: &str) -> Result<&'a str, String> {
+    match input.get(name) {
+        Some(Value::String(s)) if !s.is_empty() => Ok(s),
+        Some(Value::String(_)) => Err(format!("parameter `{name}` must not be empty")),
+        Some(Value::Null) | None => Err(format!("missing required parameter `{name}`")),
+        Some(_) => Err(format!("parameter `{name}` must be a string")),
+    }
+}
+
+/// A required string parameter that may be empty (edit's `old_string`, write's `content`).
+pub fn req_str_empty_ok<'a>(input: &'a Value, name: &str) -> Result<&'a str, String> {
+    match input.get(name) {
+        Some(Value::String(s)) => Ok(s),
+        Some(Value::Null) | None => Err(format!("missing required parameter `{name}`")),
+        Some(_) => Err(format!("parameter `{name}` must be a string")),
+    }
+}
+
+/// An optional string parameter; an empty string counts as absent.
+pub fn opt_str<'a>(input: &'a Value, name: &str) -> Result<Option<&'a str>, String> {
+    match input.get(name) {
+        Some(Value::String(s)) if s.is_empty() => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(Value::Null) | None => Ok(None),
+        Some(_) => Err(format!("parameter `{name}` must be a string")),
+    }
+}
+
+/// An optional non-negative integer parameter (accepts integral floats and numeric strings, which
+/// some models send).
+pub fn opt_u64(input: &Value, name: &str) -> Result<Option<u64>, String> {
+    match input.get(name) {
+        Some(Value::Null) | None => Ok(None),
+        Some(Value::Number(n)) => {
+            if let Some(v) = n.as_u64() {
+                Ok(Some(v))
+            } else if let Some(f) = n.as_f64().filter(|f| *f >= 0.0 && f.fract() == 0.0) {
+                Ok(Some(f as u64))
+            } else {
+                Err(format!("parameter `{name}` must be a non-negative integer"))
+            }
+        }
+        Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
+        Some(Value::String(s)) => s
+            .trim()
+            .parse::<u64>()
+            .map(Some)
+            .map_err(|_| format!("parameter `{name}` must be a non-negative integer")),
+        Some(_) => Err(format!("parameter `{name}` must be a non-negative integer")),
+    }
+}
+
+/// An optional boolean parameter (accepts "true"/"false" strings).
+pub fn opt_bool(input: &Value, name: &str) -> Result<bool, String> {
+    match input.get(name) {
+        Some(Value::Null) | None => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(Value::String(s)) if s == "true" => Ok(true),
+        Some(Value::String(s)) if s == "false" || s.is_empty() => Ok(false),
+        Some(_) => Err(format!("parameter `{name}` must be a boolean")),
+    }
+}
+
+/// Removes `.` and resolves `..` lexically.
+pub fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    out.push("..");
+                }
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// Canonicalizes a path that may not exist yet: the longest existing ancestor is canonicalized
+/// (resolving symlinks) and the rest is appended.
+pub fn canonicalize_lenient(path: &Path) -> PathBuf {
+    let path = normalize(path);
+    if let Ok(p) = fs::canonicalize(&path) {
+        return p;
+    }
+    let mut rest: Vec<std::ffi::OsString> = Vec::new();
+    let mut cur = path.clone();
+    loop {
+        match cur.file_name() {
+            Some(name) => {
+                rest.push(name.to_os_string());
+                if !cur.pop() {
+                    return path;
+                }
+            }
+            None => return path,
+        }
+        if let Ok(mut base) = fs::canonicalize(&cur) {
+            for r in rest.iter().rev() {
+                base.push(r);
+            }
+            return base;
+        }
+    }
+}
+
+/// Resolves a path parameter: `~` and `~/x` expand to $HOME, relative paths are relative to the
+/// session's working directory, and the result is absolute and canonical.
+pub fn resolve(ctx: &ToolCtx, raw: &str) -> PathBuf {
+    let raw = raw.trim();
+    let expanded: PathBuf = if raw == "~" || raw.starts_with("~/") {
+        match std::env::var_os("HOME") {
+            Some(home) => {
+                Path::new(&home).join(raw.trim_start_matches('~').trim_start_matches('/'))
+            }
+            None => PathBuf::from(raw),
+        }
+    } else {
+        PathBuf::from(raw)
+    };
+    let abs = if expanded.is_absolute() {
+        expanded
+    } else {
+        ctx.cwd.join(expanded)
+    };
+    canonicalize_lenient(&abs)
+}
+
+/// Resolves an optional directory parameter, defaulting to the working directory.
+pub fn resolve_or_cwd(ctx: &ToolCtx, raw: Option<&str>) -> PathBuf {
+    match raw {
+        Some(r) => resolve(ctx, r),
+        None => canonicalize_lenient(ctx.cwd),
+    }
+}
+
+/// Whether `path` (already resolved) lies inside the project root.
+pub fn inside_project(ctx: &ToolCtx, path: &Path) -> bool {
+    let root = canonicalize_lenient(ctx.project_root);
+    path.starts_with(&root)
+}
+
+/// The permission a read-only tool needs for `path`: none inside the project, else `action`.
+pub fn outside_project_permission(
+    ctx: &ToolCtx,
+    tool: &str,
+    action: &'static str,
+    path: &Path,
+    what: &str,
+) -> Option<PermissionRequest> {
+    if inside_project(ctx, path) {
+        None
+    } else {
+        Some(PermissionRequest {
+            tool: tool.to_string(),
+            action,
+            path: path.to_path_buf(),
+            description: format!("{what} {} (outside the project)", path.display()),
+            diff: None,
+        })
+    }
+}
+
+/// Modification time in nanoseconds since the epoch (negative before it).
+pub fn mtime_ns(meta: &fs::Metadata) -> i64 {
+    match meta.modified() {
+        Ok(t) => match t.duration_since(UNIX_EPOCH) {
+            Ok(d) => d.as_nanos() as i64,
+            Err(e) => -(e.duration().as_nanos() as i64),
+        },
+        Err(_) => 0,
+    }
+}
+
+/// The read-before-write rule shared by write, edit and multiedit. Ok when the file does not exist
+/// yet; else the file must have been viewed in this session and be unchanged since.
+pub fn check_fresh(ctx: &ToolCtx, path: &Path) -> Result<(), String> {
+    let meta = match fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(format!("cannot access {}: {e}", path.display())),
+    };
+    if meta.is_dir() {
+        return Err(format!("{} is a directory, not a file", path.display()));
+    }
+    match ctx.reads.last_read(path) {
+        None => Err(format!(
+            "you must view the file before modifying it: use the view tool on {} first",
+            path.display()
+        )),
+        Some(t) if t != mtime_ns(&meta) => Err(format!(
+            "file {} was modified since it was last read; view it again before modifying it",
+            path.display()
+        )),
+        Some(_) => Ok(()),
+    }
+}
+
+/// Records the current modification time of `path` as read.
+pub fn record_current(ctx: &ToolCtx, path: &Path) {
+    if let Ok(meta) = fs::metadata(path) {
+        ctx.reads.record_read(path, mtime_ns(&meta));
+    }
+}
+
+/// Keeps the head and tail of `s` when it has more than `max` characters, with a marker saying how
+/// many characters were dropped (`extra_dropped` adds characters already dropped upstream).
+pub fn truncate_middle(s: &str, max: usize, extra_dropped: usize) -> String {
+    let total = s.chars().count();
+    if total <= max {
+        return s.to_string();
+    }
+    let half = max / 2;
+    let head_end = s.char_indices().nth(half).map_or(s.len(), |(i, _)| i);
+    let tail_start = s
+        .char_indices()
+        .nth(total - (max - half))
+        .map_or(s.len(), |(i, _)| i);
+    let dropped = total - max + extra_dropped;
+    format!(
+        "{}\n\n[... {dropped} characters truncated ...]\n\n{}",
+        &s[..head_end],
+        &s[tail_start..]
+    )
+}
+
+/// Cuts a single line to `max` characters, marking the cut.
+pub fn truncate_line(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => format!("{}... [line truncated]", &s[..i]),
+        None => s.to_string(),
+    }
+}
+
+/// A short display form of a path: relative to the working directory when inside it.
+pub fn display_path(ctx: &ToolCtx, path: &Path) -> String {
+    let cwd = canonicalize_lenient(ctx.cwd);
+    match path.strip_prefix(&cwd) {
+        Ok(rel) if !rel.as_os_str().is_empty() => rel.display().to_string(),
+        _ => path.display().to_string(),
+    }
+}
+
+/// Whether the first 8 KB of `data` contain a NUL byte.
+pub fn looks_binary(data: &[u8]) -> bool {
+    data[..data.len().min(8192)].contains(&0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::testutil::Fixture;
+
+    #[test]
+    fn params() {
+        let v = serde_json::json!({"a": "x", "e": "", "n": 5, "f": 3.0, "s": "7", "b": "true"});
+        assert_eq!(req_str(&v, "a").unwrap(), "x");
+        assert!(req_str(&v, "e").is_err());
+        assert!(req_str(&v, "zz").is_err());
+        assert_eq!(req_str_empty_ok(&v, "e").unwrap(), "");
+        assert_eq!(opt_str(&v, "e").unwrap(), None);
+        assert_eq!(opt_u64(&v, "n").unwrap(), Some(5));
+        assert_eq!(opt_u64(&v, "f").unwrap(), Some(3));
+        assert_eq!(opt_u64(&v, "s").unwrap(), Some(7));
+        assert!(opt_u64(&v, "a").is_err());
+        assert!(opt_bool(&v, "b").unwrap());
+        assert!(!opt_bool(&v, "zz").unwrap());
+    }
+
+    #[test]
+    fn truncation() {
+        let s = "a".repeat(50) + &"b".repeat(50);
+        let t = truncate_middle(&s, 20, 0);
+        assert!(t.starts_with("aaaaaaaaaa\n"));
+        assert!(t.ends_with("\nbbbbbbbbbb"));
+        assert!(t.contains("[... 80 characters truncated ...]"));
+        assert_eq!(truncate_middle("short", 20, 0), "short");
+        assert_eq!(truncate_line("héllo", 2), "hé... [line truncated]");
+    }
+
+    #[test]
+    fn resolving_paths() {
+        let fx = Fixture::new();
+        let ctx = fx.ctx();
+        let root = fs::canonicalize(fx.root()).unwrap();
+        assert_eq!(resolve(&ctx, "a/../b/./c.txt"), root.join("b/c.txt"));
+        assert!(inside_project(&ctx, &resolve(&ctx, "x")));
+        assert!(!inside_project(&ctx, &resolve(&ctx, "../outside")));
+        assert_eq!(
+            resolve(&ctx, "/etc/../etc"),
+            fs::canonicalize("/etc").unwrap()
+        );
+    }
+}

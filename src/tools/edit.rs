@@ -1,0 +1,299 @@
+//! The `edit` tool: replaces an exact string in a file (or creates a file when `old_string` is
+//! empty). Shares the replacement logic with multiedit.
+
+use super::common::{check_fresh, opt_bool, req_str, req_str_empty_ok, resolve};
+use super::write::{FileChange, change_metadata, read_existing};
+use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
+use serde_json::{Value, json};
+use std::path::Path;
+
+pub struct Edit;
+
+/// Replaces `old` by `new` in `content`: exactly one occurrence unless `replace_all`. When the
+/// file uses CRLF line endings and the strings use LF, they are converted. Returns the new content
+/// and the number of replacements.
+pub fn replace_in(
+    content: &str,
+    old: &str,
+    new: &str,
+    replace_all: bool,
+) -> Result<(String, usize), String> {
+    if old.is_empty() {
+        return Err("old_string must not be empty when editing an existing file".to_string());
+    }
+    if old == new {
+        return Err("old_string and new_string are identical; nothing to change".to_string());
+    }
+    let mut old = old.to_string();
+    let mut new = new.to_string();
+    let mut count = content.matches(old.as_str()).count();
+    if count == 0 && content.contains("\r\n") && old.contains('\n') && !old.contains("\r\n") {
+        old = old.replace('\n', "\r\n");
+        new = new.replace("\r\n", "\n").replace('\n', "\r\n");
+        count = content.matches(old.as_str()).count();
+    }
+    match count {
+        0 => Err(
+            "old_string not found in the file. It must match exactly, including whitespace, \
+             indentation and line breaks; view the file again and copy the exact text"
+                .to_string(),
+        ),
+        n if n > 1 && !replace_all => Err(format!(
+            "old_string appears {n} times in the file. Add more surrounding lines to make it \
+             unique, or set replace_all to true to replace every occurrence"
+        )),
+        n => {
+            let out = if replace_all {
+                content.replace(old.as_str(), &new)
+            } else {
+                content.replacen(old.as_str(), &new, 1)
+            };
+            Ok((out, n))
+        }
+    }
+}
+
+/// The current content of a file that is about to be edited (must exist, be viewed and fresh).
+pub fn load_for_edit(ctx: &ToolCtx, path: &Path) -> Result<String, String> {
+    if path.is_dir() {
+        return Err(format!("{} is a directory", path.display()));
+    }
+    check_fresh(ctx, path)?;
+    read_existing(path)?.ok_or_else(|| {
+        format!(
+            "file not found: {}. To create a file, use an empty old_string or the write tool",
+            path.display()
+        )
+    })
+}
+
+/// The content a creating edit (empty old_string) replaces: None for a missing file, Some("")
+/// for an empty one; a file with content is an error.
+pub fn load_for_create(path: &Path) -> Result<Option<String>, String> {
+    if path.is_dir() {
+        return Err(format!("{} is a directory", path.display()));
+    }
+    match read_existing(path)? {
+        Some(c) if !c.is_empty() => Err(format!(
+            "file {} already exists; view it and give a non-empty old_string to change it",
+            path.display()
+        )),
+        other => Ok(other),
+    }
+}
+
+fn plan(input: &Value, ctx: &ToolCtx) -> Result<(FileChange, usize), String> {
+    let path = resolve(ctx, req_str(input, "file_path")?);
+    let old = req_str_empty_ok(input, "old_string")?;
+    let new = req_str_empty_ok(input, "new_string")?;
+    let replace_all = opt_bool(input, "replace_all")?;
+    if old.is_empty() {
+        let existing = load_for_create(&path)?;
+        if new.is_empty() && existing.is_some() {
+            return Err("old_string and new_string are both empty; nothing to change".to_string());
+        }
+        return Ok((
+            FileChange {
+                path,
+                old: existing,
+                new: new.to_string(),
+            },
+            1,
+        ));
+    }
+    let content = load_for_edit(ctx, &path)?;
+    let (updated, count) = replace_in(&content, old, new, replace_all)?;
+    Ok((
+        FileChange {
+            path,
+            old: Some(content),
+            new: updated,
+        },
+        count,
+    ))
+}
+
+impl Tool for Edit {
+    fn name(&self) -> &'static str {
+        "edit"
+    }
+
+    fn description(&self) -> String {
+        "Replaces text in a file: `old_string` is replaced by `new_string`.\n\
+         \n\
+         - View the file first: editing a file not viewed in this session, or changed since it \
+         was viewed, is refused.\n\
+         - `old_string` must match the file exactly (whitespace, indentation, line breaks; never \
+         include the line-number prefix shown by view) and must occur exactly once. Include a \
+         few surrounding lines to make it unique, or set `replace_all` to replace every \
+         occurrence (e.g. renaming).\n\
+         - An empty `new_string` deletes the text. An empty `old_string` creates a new file with \
+         `new_string` as its content.\n\
+         - For several changes to one file, use multiedit."
+            .to_string()
+    }
+
+    fn schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "file_path": {"type": "string", "description": "The file to modify"},
+                "old_string": {"type": "string", "description": "The exact text to replace"},
+                "new_string": {"type": "string", "description": "The replacement text"},
+                "replace_all": {
+                    "type": "boolean",
+                    "description": "Replace every occurrence of old_string (default false)"
+                }
+            },
+            "required": ["file_path", "old_string", "new_string"]
+        })
+    }
+
+    fn permission(
+        &self,
+        input: &Value,
+        ctx: &ToolCtx,
+    ) -> Result<Option<PermissionRequest>, String> {
+        Ok(Some(plan(input, ctx)?.0.permission(self.name(), ctx)))
+    }
+
+    fn run(&self, input: &Value, ctx: &ToolCtx) -> ToolOutput {
+        let (change, count) = match plan(input, ctx) {
+            Ok(p) => p,
+            Err(e) => return ToolOutput::error(e),
+        };
+        let created = change.old.is_none();
+        match change.apply(ctx) {
+            Ok(d) => {
+                let content = if created {
+                    format!(
+                        "File created: {} ({} lines)",
+                        change.path.display(),
+                        d.additions
+                    )
+                } else {
+                    format!(
+                        "Edited {}: {count} replacement{}, {} line{} added, {} removed",
+                        change.path.display(),
+                        if count == 1 { "" } else { "s" },
+                        d.additions,
+                        if d.additions == 1 { "" } else { "s" },
+                        d.removals
+                    )
+                };
+                ToolOutput {
+                    content,
+                    is_error: false,
+                    metadata: change_metadata(&d, &change.path),
+                }
+            }
+            Err(e) => ToolOutput::error(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::testutil::Fixture;
+    use crate::tools::view::View;
+
+    fn viewed(fx: &Fixture, rel: &str, content: &str) {
+        fx.write(rel, content);
+        assert!(!View.run(&json!({"file_path": rel}), &fx.ctx()).is_error);
+    }
+
+    #[test]
+    fn edit_requires_view_and_fresh_file() {
+        let fx = Fixture::new();
+        fx.write("a.txt", "hello world\n");
+        let ctx = fx.ctx();
+        let input = json!({"file_path": "a.txt", "old_string": "world", "new_string": "there"});
+        let out = Edit.run(&input, &ctx);
+        assert!(
+            out.is_error && out.content.contains("must view"),
+            "{}",
+            out.content
+        );
+        assert!(Edit.permission(&input, &ctx).is_err());
+
+        viewed(&fx, "a.txt", "hello world\n");
+        fx.write("a.txt", "hello world, changed\n");
+        fx.age("a.txt", 5);
+        let out = Edit.run(&input, &ctx);
+        assert!(out.content.contains("modified since"), "{}", out.content);
+        assert_eq!(fx.read("a.txt"), "hello world, changed\n");
+    }
+
+    #[test]
+    fn unique_multiple_and_replace_all() {
+        let fx = Fixture::new();
+        viewed(&fx, "a.rs", "let a = 1;\nlet b = 1;\nlet c = 2;\n");
+        let ctx = fx.ctx();
+        let out = Edit.run(
+            &json!({"file_path": "a.rs", "old_string": "= 1", "new_string": "= 3"}),
+            &ctx,
+        );
+        assert!(out.is_error && out.content.contains("appears 2 times"));
+        let out = Edit.run(
+            &json!({"file_path": "a.rs", "old_string": "= 9", "new_string": "= 3"}),
+            &ctx,
+        );
+        assert!(out.is_error && out.content.contains("not found"));
+
+        let input =
+            json!({"file_path": "a.rs", "old_string": "let c = 2;", "new_string": "let c = 5;"});
+        let req = Edit.permission(&input, &ctx).unwrap().unwrap();
+        assert!(req.diff.unwrap().contains("-let c = 2;\n+let c = 5;"));
+        let out = Edit.run(&input, &ctx);
+        assert!(!out.is_error, "{}", out.content);
+        assert_eq!(out.metadata["additions"], 1);
+        assert_eq!(out.metadata["removals"], 1);
+        assert!(
+            out.metadata["diff"]
+                .as_str()
+                .unwrap()
+                .contains("+let c = 5;")
+        );
+
+        // Our own write counts as a read, so a follow-up edit works without a new view.
+        let out = Edit.run(
+            &json!({"file_path": "a.rs", "old_string": "= 1", "new_string": "= 7", "replace_all": true}),
+            &ctx,
+        );
+        assert!(out.content.contains("2 replacements"), "{}", out.content);
+        assert_eq!(fx.read("a.rs"), "let a = 7;\nlet b = 7;\nlet c = 5;\n");
+
+        // Deletion.
+        let out = Edit.run(
+            &json!({"file_path": "a.rs", "old_string": "let b = 7;\n", "new_string": ""}),
+            &ctx,
+        );
+        assert!(!out.is_error);
+        assert_eq!(fx.read("a.rs"), "let a = 7;\nlet c = 5;\n");
+    }
+
+    #[test]
+    fn create_with_empty_old_string() {
+        let fx = Fixture::new();
+        let ctx = fx.ctx();
+        let out = Edit.run(
+            &json!({"file_path": "new/x.txt", "old_string": "", "new_string": "a\nb\n"}),
+            &ctx,
+        );
+        assert!(!out.is_error, "{}", out.content);
+        assert_eq!(fx.read("new/x.txt"), "a\nb\n");
+        let out = Edit.run(
+            &json!({"file_path": "new/x.txt", "old_string": "", "new_string": "c"}),
+            &ctx,
+        );
+        assert!(out.is_error && out.content.contains("already exists"));
+    }
+
+    #[test]
+    fn crlf_files() {
+        let (out, n) = replace_in("a\r\nb\r\nc\r\n", "a\nb\n", "x\ny\n", false).unwrap();
+        assert_eq!((out.as_str(), n), ("x\r\ny\r\nc\r\n", 1));
+        assert!(replace_in("abc", "b", "b", false).is_err());
+    }
+}

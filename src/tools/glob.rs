@@ -1,0 +1,310 @@
+//! The `glob` tool: files whose path matches a glob pattern, newest first. Uses `rg --files` when
+//! ripgrep is on PATH, else a walk; both honour `.gitignore` and `.crushignore`.
+
+use super::common::{
+    canonicalize_lenient, inside_project, mtime_ns, opt_str, outside_project_permission, req_str,
+    resolve_or_cwd,
+};
+use super::ignore::{self, CrushIgnoreFilter, Flow, GlobSet, WalkOptions};
+use super::shell::{self, ShellSpec};
+use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
+use serde_json::{Value, json};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+pub struct Glob;
+
+pub const MAX_RESULTS: usize = 100;
+pub const SEARCH_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Whether a pattern asks for hidden files explicitly (`.github/**`, `**/.env`).
+pub fn wants_hidden(pattern: &str) -> bool {
+    pattern.starts_with('.') && !pattern.starts_with("./") || pattern.contains("/.")
+}
+
+/// Sorts paths by modification time, newest first (then by path).
+pub fn sort_newest_first(paths: Vec<PathBuf>) -> Vec<PathBuf> {
+    let mut with_time: Vec<(i64, PathBuf)> = paths
+        .into_iter()
+        .map(|p| {
+            let t = fs::metadata(&p).map(|m| mtime_ns(&m)).unwrap_or(i64::MIN);
+            (t, p)
+        })
+        .collect();
+    with_time.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    with_time.into_iter().map(|(_, p)| p).collect()
+}
+
+/// Files under `root` matching `pattern`, listed by `rg --files`; None when rg cannot run.
+fn rg_files(
+    rg: &Path,
+    root: &Path,
+    pattern: &str,
+    top: Option<&Path>,
+    cancel: &std::sync::Arc<AtomicBool>,
+) -> Option<(Vec<PathBuf>, bool)> {
+    let mut argv = vec![
+        rg.display().to_string(),
+        "--files".into(),
+        "--no-messages".into(),
+        "--no-require-git".into(),
+    ];
+    if wants_hidden(pattern) {
+        argv.extend(["--hidden".into(), "--glob".into(), "!.git".into()]);
+    }
+    // No --glob: rg's globs override ignore files, so the pattern is applied here instead.
+    let mut spec = ShellSpec::exec(argv, root);
+    spec.timeout = Some(SEARCH_TIMEOUT);
+    spec.cancel = Some(cancel.clone());
+    spec.output_cap = 32 * 1024 * 1024;
+    let r = shell::run(&spec).ok()?;
+    if r.exit_code.is_some_and(|c| c > 1) && r.stdout.is_empty() {
+        return None;
+    }
+    let set = GlobSet::new(pattern);
+    let mut filter = top.map(CrushIgnoreFilter::new);
+    let files = r
+        .stdout
+        .lines()
+        .map(|l| l.trim_start_matches("./"))
+        .filter(|l| !l.is_empty() && set.matches(l))
+        .map(|l| root.join(l))
+        .filter(|p| p.is_file())
+        .filter(|p| filter.as_mut().is_none_or(|f| !f.ignored(p, false)))
+        .collect();
+    Some((files, r.timed_out || r.canceled))
+}
+
+/// Files under `root` matching `pattern` through the ignore-aware walk.
+pub fn walk_files(
+    root: &Path,
+    pattern: &str,
+    top: Option<&Path>,
+    cancel: &AtomicBool,
+) -> (Vec<PathBuf>, bool) {
+    let set = GlobSet::new(pattern);
+    let opts = WalkOptions {
+        hidden: wants_hidden(pattern),
+        top: top.map(Path::to_path_buf),
+        ..Default::default()
+    };
+    let started = Instant::now();
+    let mut stopped = false;
+    let mut files = Vec::new();
+    let mut n = 0usize;
+    ignore::walk(root, &opts, &mut |e| {
+        n += 1;
+        if n.is_multiple_of(256)
+            && (started.elapsed() > SEARCH_TIMEOUT || cancel.load(Ordering::Relaxed))
+        {
+            stopped = true;
+            return Flow::Stop;
+        }
+        if !e.is_dir && set.matches(&e.rel) {
+            files.push(e.path.clone());
+        }
+        Flow::Continue
+    });
+    (files, stopped)
+}
+
+fn find(input: &Value, ctx: &ToolCtx, allow_rg: bool) -> Result<ToolOutput, String> {
+    let pattern = req_str(input, "pattern")?;
+    let root = resolve_or_cwd(ctx, opt_str(input, "path")?);
+    if !root.is_dir() {
+        return Err(format!("directory not found: {}", root.display()));
+    }
+    let project = canonicalize_lenient(ctx.project_root);
+    let top = inside_project(ctx, &root).then_some(project.as_path());
+    let found = match ignore::find_rg().filter(|_| allow_rg) {
+        Some(rg) => rg_files(&rg, &root, pattern, top, &ctx.cancel),
+        None => None,
+    };
+    let (files, stopped) = match found {
+        Some(f) => f,
+        None => walk_files(&root, pattern, top, &ctx.cancel),
+    };
+    let total = files.len();
+    let mut files = sort_newest_first(files);
+    let truncated = total > MAX_RESULTS;
+    files.truncate(MAX_RESULTS);
+    let mut content = if files.is_empty() {
+        "No files found".to_string()
+    } else {
+        files
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    if truncated {
+        content.push_str(&format!(
+            "\n\n(Results are truncated: showing the {MAX_RESULTS} most recently modified of \
+             {total} files. Use a more specific path or pattern.)"
+        ));
+    }
+    if stopped {
+        content.push_str(
+            "\n\n(The search was stopped before it finished; results may be incomplete.)",
+        );
+    }
+    Ok(ToolOutput {
+        content,
+        is_error: false,
+        metadata: json!({"count": files.len(), "total": total, "truncated": truncated}),
+    })
+}
+
+impl Tool for Glob {
+    fn name(&self) -> &'static str {
+        "glob"
+    }
+
+    fn description(&self) -> String {
+        format!(
+            "Finds files by name or path pattern, newest first.\n\
+             \n\
+             - `pattern`: a glob. `*` matches within one path segment, `**` across directories, \
+             `?` one character, `[abc]` a set, `{{a,b}}` alternatives. A pattern without `/` \
+             matches file names at any depth (`*.rs`); with `/` it matches the path relative to \
+             `path` (`src/**/*.ts`).\n\
+             - `path`: directory to search (default: the working directory).\n\
+             - Files excluded by .gitignore or .crushignore, and hidden files (unless the pattern \
+             names them), are skipped. At most {MAX_RESULTS} results, most recently modified \
+             first.\n\
+             - To search file contents use grep."
+        )
+    }
+
+    fn schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "description": "Glob pattern, e.g. **/*.rs"},
+                "path": {"type": "string", "description": "Directory to search (default: working directory)"}
+            },
+            "required": ["pattern"]
+        })
+    }
+
+    fn permission(
+        &self,
+        input: &Value,
+        ctx: &ToolCtx,
+    ) -> Result<Option<PermissionRequest>, String> {
+        req_str(input, "pattern")?;
+        let root = resolve_or_cwd(ctx, opt_str(input, "path")?);
+        Ok(outside_project_permission(
+            ctx,
+            self.name(),
+            "list",
+            &root,
+            "Search files in",
+        ))
+    }
+
+    fn run(&self, input: &Value, ctx: &ToolCtx) -> ToolOutput {
+        find(input, ctx, true).unwrap_or_else(ToolOutput::error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::testutil::Fixture;
+
+    fn setup() -> Fixture {
+        let fx = Fixture::new();
+        fx.write(".gitignore", "ignored/\n*.gen.rs\n");
+        fx.write(".crushignore", "private/\n");
+        fx.write("src/old.rs", "");
+        fx.write("src/new.rs", "");
+        fx.write("src/deep/x.rs", "");
+        fx.write("src/a.gen.rs", "");
+        fx.write("ignored/i.rs", "");
+        fx.write("private/p.rs", "");
+        fx.write("README.md", "");
+        fx.write(".github/ci.yml", "");
+        fx.age("src/old.rs", 100);
+        fx.age("src/deep/x.rs", 50);
+        fx
+    }
+
+    fn names(out: &ToolOutput, fx: &Fixture) -> Vec<String> {
+        out.content
+            .lines()
+            .take_while(|l| !l.is_empty())
+            .map(|l| {
+                l.strip_prefix(&format!("{}/", fx.root().display()))
+                    .unwrap_or(l)
+                    .to_string()
+            })
+            .collect()
+    }
+
+    fn check(allow_rg: bool) {
+        let fx = setup();
+        let ctx = fx.ctx();
+        let out = find(&json!({"pattern": "**/*.rs"}), &ctx, allow_rg).unwrap();
+        assert_eq!(
+            names(&out, &fx),
+            ["src/new.rs", "src/deep/x.rs", "src/old.rs"]
+        );
+        let out = find(
+            &json!({"pattern": "*.rs", "path": "src/deep"}),
+            &ctx,
+            allow_rg,
+        )
+        .unwrap();
+        assert_eq!(names(&out, &fx), ["src/deep/x.rs"]);
+        let out = find(&json!({"pattern": "src/*.rs"}), &ctx, allow_rg).unwrap();
+        assert_eq!(names(&out, &fx), ["src/new.rs", "src/old.rs"]);
+        let out = find(&json!({"pattern": "*.{md,yml}"}), &ctx, allow_rg).unwrap();
+        assert_eq!(names(&out, &fx), ["README.md"]);
+        let out = find(&json!({"pattern": ".github/*.yml"}), &ctx, allow_rg).unwrap();
+        assert_eq!(names(&out, &fx), [".github/ci.yml"]);
+        let out = find(&json!({"pattern": "*.zig"}), &ctx, allow_rg).unwrap();
+        assert_eq!(out.content, "No files found");
+    }
+
+    #[test]
+    fn walk_fallback_honours_ignores_and_sorts() {
+        check(false);
+    }
+
+    #[test]
+    fn ripgrep_when_available() {
+        if ignore::find_rg().is_some() {
+            check(true);
+        }
+    }
+
+    #[test]
+    fn truncation_and_permission() {
+        let fx = Fixture::new();
+        for i in 0..105 {
+            fx.write(&format!("f{i}.txt"), "");
+        }
+        let ctx = fx.ctx();
+        let out = find(&json!({"pattern": "*.txt"}), &ctx, false).unwrap();
+        assert_eq!(out.metadata["count"], 100);
+        assert!(out.content.contains("Results are truncated"));
+        assert_eq!(
+            Glob.permission(&json!({"pattern": "*"}), &ctx).unwrap(),
+            None
+        );
+        assert_eq!(
+            Glob.permission(&json!({"pattern": "*", "path": "/"}), &ctx)
+                .unwrap()
+                .unwrap()
+                .action,
+            "list"
+        );
+        assert!(
+            Glob.run(&json!({"pattern": "*", "path": "missing"}), &ctx)
+                .is_error
+        );
+    }
+}

@@ -1,0 +1,457 @@
+//! The `grep` tool: searches file contents with a regular expression (or literal text), results
+//! grouped by file, newest files first. Uses ripgrep when on PATH, else a walk with regex-lite;
+//! both honour `.gitignore` and `.crushignore` and skip binary files.
+
+use super::common::{
+    canonicalize_lenient, inside_project, looks_binary, mtime_ns, opt_bool, opt_str,
+    outside_project_permission, req_str, resolve_or_cwd, truncate_line,
+};
+use super::glob::{SEARCH_TIMEOUT, wants_hidden};
+use super::ignore::{self, CrushIgnoreFilter, Flow, GlobSet, WalkOptions};
+use super::shell::{self, ShellSpec};
+use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+pub struct Grep;
+
+pub const MAX_MATCHES: usize = 100;
+const MAX_LINE_CHARS: usize = 500;
+const MAX_FILE_BYTES: u64 = 10 * 1024 * 1024;
+
+struct Query<'a> {
+    pattern: &'a str,
+    include: Option<&'a str>,
+    literal: bool,
+}
+
+/// (line number, text)
+type MatchLine = (usize, String);
+/// Matches per file.
+type Matches = BTreeMap<PathBuf, Vec<MatchLine>>;
+
+fn rg_search(
+    rg: &Path,
+    root: &Path,
+    q: &Query,
+    top: Option<&Path>,
+    cancel: &std::sync::Arc<AtomicBool>,
+) -> Result<Option<(Matches, bool)>, String> {
+    let (cwd, target) = if root.is_dir() {
+        (root.to_path_buf(), ".".to_string())
+    } else {
+        let parent = root.parent().unwrap_or(Path::new("/")).to_path_buf();
+        let name = root
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        (parent, name)
+    };
+    let mut argv = vec![
+        rg.display().to_string(),
+        "-n".into(),
+        "-H".into(),
+        "--no-heading".into(),
+        "--null".into(),
+        "--no-messages".into(),
+        "--no-require-git".into(),
+        "--color".into(),
+        "never".into(),
+        "--max-count".into(),
+        (MAX_MATCHES + 1).to_string(),
+    ];
+    if q.literal {
+        argv.push("-F".into());
+    }
+    // rg's --glob overrides ignore files; a file type does not. Name-only globs become a type,
+    // path globs are applied to the results.
+    let include = q.include.map(GlobSet::new);
+    let mut post_filter = None;
+    if let Some(inc) = q.include {
+        if wants_hidden(inc) {
+            argv.extend(["--hidden".into(), "--glob".into(), "!.git".into()]);
+        }
+        if inc.contains('/') {
+            post_filter = include;
+        } else {
+            argv.extend([
+                "--type-add".into(),
+                format!("crushinclude:{inc}"),
+                "--type".into(),
+                "crushinclude".into(),
+            ]);
+        }
+    }
+    argv.extend(["-e".into(), q.pattern.to_string(), "--".into(), target]);
+    let mut spec = ShellSpec::exec(argv, &cwd);
+    spec.timeout = Some(SEARCH_TIMEOUT);
+    spec.cancel = Some(cancel.clone());
+    spec.output_cap = 32 * 1024 * 1024;
+    let Ok(r) = shell::run(&spec) else {
+        return Ok(None);
+    };
+    if r.exit_code == Some(2) && r.stdout.is_empty() {
+        let msg = r.stderr.trim();
+        if msg.is_empty() {
+            return Ok(None);
+        }
+        return Err(format!("grep failed: {msg}"));
+    }
+    let mut filter = top.map(CrushIgnoreFilter::new);
+    let mut matches = Matches::new();
+    for line in r.stdout.lines() {
+        let Some((file, rest)) = line.split_once('\0') else {
+            continue;
+        };
+        let Some((num, text)) = rest.split_once(':') else {
+            continue;
+        };
+        let Ok(num) = num.parse::<usize>() else {
+            continue;
+        };
+        let rel = file.trim_start_matches("./");
+        if post_filter.as_ref().is_some_and(|g| !g.matches(rel)) {
+            continue;
+        }
+        let path = cwd.join(rel);
+        if filter.as_mut().is_some_and(|f| f.ignored(&path, false)) {
+            continue;
+        }
+        matches
+            .entry(path)
+            .or_default()
+            .push((num, text.trim_end_matches('\r').to_string()));
+    }
+    Ok(Some((matches, r.timed_out || r.canceled)))
+}
+
+fn build_regex(q: &Query) -> Result<regex_lite::Regex, String> {
+    let src = if q.literal {
+        regex_lite::escape(q.pattern)
+    } else {
+        q.pattern.to_string()
+    };
+    regex_lite::Regex::new(&src).map_err(|e| format!("invalid regular expression: {e}"))
+}
+
+fn search_file(re: &regex_lite::Regex, path: &Path, matches: &mut Matches) {
+    if fs::metadata(path)
+        .map(|m| m.len() > MAX_FILE_BYTES)
+        .unwrap_or(true)
+    {
+        return;
+    }
+    let Ok(data) = fs::read(path) else {
+        return;
+    };
+    if looks_binary(&data) {
+        return;
+    }
+    let text = String::from_utf8_lossy(&data);
+    let mut found = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if re.is_match(line) {
+            found.push((i + 1, line.trim_end_matches('\r').to_string()));
+            if found.len() > MAX_MATCHES {
+                break;
+            }
+        }
+    }
+    if !found.is_empty() {
+        matches.insert(path.to_path_buf(), found);
+    }
+}
+
+fn walk_search(
+    root: &Path,
+    q: &Query,
+    top: Option<&Path>,
+    cancel: &AtomicBool,
+) -> Result<(Matches, bool), String> {
+    let re = build_regex(q)?;
+    let mut matches = Matches::new();
+    if root.is_file() {
+        search_file(&re, root, &mut matches);
+        return Ok((matches, false));
+    }
+    let include = q.include.map(GlobSet::new);
+    let opts = WalkOptions {
+        hidden: q.include.is_some_and(wants_hidden),
+        top: top.map(Path::to_path_buf),
+        ..Default::default()
+    };
+    let started = Instant::now();
+    let mut stopped = false;
+    ignore::walk(root, &opts, &mut |e| {
+        if started.elapsed() > SEARCH_TIMEOUT || cancel.load(Ordering::Relaxed) {
+            stopped = true;
+            return Flow::Stop;
+        }
+        if !e.is_dir && include.as_ref().is_none_or(|g| g.matches(&e.rel)) {
+            search_file(&re, &e.path, &mut matches);
+        }
+        Flow::Continue
+    });
+    Ok((matches, stopped))
+}
+
+fn search(input: &Value, ctx: &ToolCtx, allow_rg: bool) -> Result<ToolOutput, String> {
+    let q = Query {
+        pattern: req_str(input, "pattern")?,
+        include: opt_str(input, "include")?,
+        literal: opt_bool(input, "literal_text")?,
+    };
+    let root = resolve_or_cwd(ctx, opt_str(input, "path")?);
+    if !root.exists() {
+        return Err(format!("path not found: {}", root.display()));
+    }
+    let project = canonicalize_lenient(ctx.project_root);
+    let top = inside_project(ctx, &root).then_some(project.as_path());
+    let via_rg = match ignore::find_rg().filter(|_| allow_rg) {
+        Some(rg) => rg_search(&rg, &root, &q, top, &ctx.cancel)?,
+        None => None,
+    };
+    let (matches, stopped) = match via_rg {
+        Some(m) => m,
+        None => walk_search(&root, &q, top, &ctx.cancel)?,
+    };
+
+    let mut files: Vec<(i64, PathBuf, Vec<MatchLine>)> = matches
+        .into_iter()
+        .map(|(p, mut lines)| {
+            lines.sort_by_key(|l| l.0);
+            let t = fs::metadata(&p).map(|m| mtime_ns(&m)).unwrap_or(i64::MIN);
+            (t, p, lines)
+        })
+        .collect();
+    files.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    let total: usize = files.iter().map(|f| f.2.len()).sum();
+    // A file stops being searched after MAX_MATCHES + 1 hits, so the total is then a lower bound.
+    let capped = files.iter().any(|f| f.2.len() > MAX_MATCHES);
+    if total == 0 {
+        let mut content = "No files found".to_string();
+        if stopped {
+            content.push_str(" (the search was stopped before it finished)");
+        }
+        return Ok(ToolOutput {
+            content,
+            is_error: false,
+            metadata: json!({"matches": 0, "truncated": false}),
+        });
+    }
+    let shown = total.min(MAX_MATCHES);
+    let mut content = if capped {
+        format!("Found more than {MAX_MATCHES} matches")
+    } else {
+        format!("Found {total} matches")
+    };
+    if total > MAX_MATCHES {
+        content.push_str(&format!(" (showing the first {MAX_MATCHES})"));
+    }
+    content.push('\n');
+    let mut left = MAX_MATCHES;
+    for (_, path, lines) in &files {
+        if left == 0 {
+            break;
+        }
+        content.push_str(&format!("{}:\n", path.display()));
+        for (num, text) in lines.iter().take(left) {
+            content.push_str(&format!(
+                "  Line {num}: {}\n",
+                truncate_line(text, MAX_LINE_CHARS)
+            ));
+            left -= 1;
+        }
+        content.push('\n');
+    }
+    if total > MAX_MATCHES {
+        content.push_str(
+            "(Results are truncated. Consider using a more specific pattern, path or include.)\n",
+        );
+    }
+    if stopped {
+        content
+            .push_str("(The search was stopped before it finished; results may be incomplete.)\n");
+    }
+    Ok(ToolOutput {
+        content: content.trim_end().to_string(),
+        is_error: false,
+        metadata: json!({"matches": shown, "total": total, "truncated": total > MAX_MATCHES}),
+    })
+}
+
+impl Tool for Grep {
+    fn name(&self) -> &'static str {
+        "grep"
+    }
+
+    fn description(&self) -> String {
+        format!(
+            "Searches file contents for a regular expression and lists matching lines with their \
+             line numbers, grouped by file, most recently modified files first.\n\
+             \n\
+             - `pattern`: a regular expression (Rust syntax: `fn\\s+main`, `log.*Error`); set \
+             `literal_text` to true to search for the exact text instead (no escaping needed).\n\
+             - `include`: only files whose name matches this glob (`*.rs`, `*.{{ts,tsx}}`).\n\
+             - `path`: directory or file to search (default: the working directory).\n\
+             - Files excluded by .gitignore or .crushignore, hidden files and binary files are \
+             skipped. At most {MAX_MATCHES} matches are shown.\n\
+             - To find files by name use glob."
+        )
+    }
+
+    fn schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "description": "Regular expression (or text with literal_text)"},
+                "path": {"type": "string", "description": "Directory or file to search (default: working directory)"},
+                "include": {"type": "string", "description": "Glob of file names to search, e.g. *.js"},
+                "literal_text": {
+                    "type": "boolean",
+                    "description": "Treat pattern as literal text rather than a regular expression"
+                }
+            },
+            "required": ["pattern"]
+        })
+    }
+
+    fn permission(
+        &self,
+        input: &Value,
+        ctx: &ToolCtx,
+    ) -> Result<Option<PermissionRequest>, String> {
+        req_str(input, "pattern")?;
+        opt_str(input, "include")?;
+        opt_bool(input, "literal_text")?;
+        let root = resolve_or_cwd(ctx, opt_str(input, "path")?);
+        Ok(outside_project_permission(
+            ctx,
+            self.name(),
+            "list",
+            &root,
+            "Search in",
+        ))
+    }
+
+    fn run(&self, input: &Value, ctx: &ToolCtx) -> ToolOutput {
+        search(input, ctx, true).unwrap_or_else(ToolOutput::error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::testutil::Fixture;
+
+    fn setup() -> Fixture {
+        let fx = Fixture::new();
+        fx.write(".gitignore", "ignored/\n*.gen.md\n");
+        fx.write("x.gen.md", "TODO generated\n");
+        fx.write("docs/sub.md", "TODO docs\n");
+        fx.age("docs/sub.md", 200);
+        fx.write(".crushignore", "private.txt\n");
+        fx.write("old.rs", "fn main() {}\n// TODO old\n");
+        fx.write("new.rs", "// TODO new\nlet x = a.b;\n// TODO again\n");
+        fx.write("notes.md", "TODO in markdown\n");
+        fx.write("ignored/x.rs", "TODO hidden by gitignore\n");
+        fx.write("private.txt", "TODO hidden by crushignore\n");
+        fs::write(fx.path("bin.dat"), b"TODO\0binary").unwrap();
+        fx.age("old.rs", 100);
+        fx.age("notes.md", 50);
+        fx
+    }
+
+    fn check(allow_rg: bool) {
+        let fx = setup();
+        let ctx = fx.ctx();
+        let r = fx.root().display().to_string();
+        let out = search(&json!({"pattern": "TODO"}), &ctx, allow_rg).unwrap();
+        assert_eq!(
+            out.content,
+            format!(
+                "Found 5 matches\n{r}/new.rs:\n  Line 1: // TODO new\n  Line 3: // TODO again\n\n\
+                 {r}/notes.md:\n  Line 1: TODO in markdown\n\n{r}/old.rs:\n  Line 2: // TODO old\n\n\
+                 {r}/docs/sub.md:\n  Line 1: TODO docs"
+            )
+        );
+        let out = search(
+            &json!({"pattern": "TODO", "include": "*.md"}),
+            &ctx,
+            allow_rg,
+        )
+        .unwrap();
+        assert_eq!(out.metadata["matches"], 2, "{}", out.content);
+        let out = search(
+            &json!({"pattern": "TODO", "include": "*.{md,rs}"}),
+            &ctx,
+            allow_rg,
+        )
+        .unwrap();
+        assert_eq!(out.metadata["matches"], 5, "{}", out.content);
+        let out = search(
+            &json!({"pattern": "TODO", "include": "docs/*.md"}),
+            &ctx,
+            allow_rg,
+        )
+        .unwrap();
+        assert_eq!(out.metadata["matches"], 1, "{}", out.content);
+        let out = search(&json!({"pattern": "a.b"}), &ctx, allow_rg).unwrap();
+        assert_eq!(out.metadata["matches"], 1);
+        let out = search(
+            &json!({"pattern": "a.b(", "literal_text": true}),
+            &ctx,
+            allow_rg,
+        )
+        .unwrap();
+        assert_eq!(out.content, "No files found");
+        let out = search(
+            &json!({"pattern": "fn\\s+main", "path": "old.rs"}),
+            &ctx,
+            allow_rg,
+        )
+        .unwrap();
+        assert!(
+            out.content.contains("Line 1: fn main() {}"),
+            "{}",
+            out.content
+        );
+        assert!(search(&json!({"pattern": "("}), &ctx, allow_rg).is_err());
+    }
+
+    #[test]
+    fn walk_fallback() {
+        check(false);
+    }
+
+    #[test]
+    fn ripgrep_when_available() {
+        if ignore::find_rg().is_some() {
+            check(true);
+        }
+    }
+
+    #[test]
+    fn cap_and_permission() {
+        let fx = Fixture::new();
+        fx.write("many.txt", &"hit\n".repeat(150));
+        let ctx = fx.ctx();
+        let out = search(&json!({"pattern": "hit"}), &ctx, false).unwrap();
+        assert_eq!(out.metadata["matches"], 100);
+        assert!(out.content.contains("Results are truncated"));
+        assert_eq!(out.content.matches("Line ").count(), 100);
+        assert_eq!(
+            Grep.permission(&json!({"pattern": "x"}), &ctx).unwrap(),
+            None
+        );
+        assert!(
+            Grep.permission(&json!({"pattern": "x", "path": "/tmp"}), &ctx)
+                .unwrap()
+                .is_some()
+        );
+    }
+}

@@ -1,0 +1,206 @@
+//! The `multiedit` tool: several edits to one file, applied in order in memory and written only
+//! when all of them succeed.
+
+use super::common::{opt_bool, req_str, resolve};
+use super::edit::{load_for_create, load_for_edit, replace_in};
+use super::write::{FileChange, change_metadata};
+use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
+use serde_json::{Value, json};
+
+pub struct MultiEdit;
+
+fn plan(input: &Value, ctx: &ToolCtx) -> Result<(FileChange, usize), String> {
+    let path = resolve(ctx, req_str(input, "file_path")?);
+    let edits = match input.get("edits") {
+        Some(Value::Array(a)) if !a.is_empty() => a,
+        Some(Value::Array(_)) => return Err("`edits` must contain at least one edit".to_string()),
+        _ => return Err("missing required parameter `edits` (an array of edits)".to_string()),
+    };
+    let n = edits.len();
+    let mut parsed = Vec::with_capacity(n);
+    for (i, e) in edits.iter().enumerate() {
+        let field = |name: &str| match e.get(name) {
+            Some(Value::String(s)) => Ok(s.as_str()),
+            None | Some(Value::Null) => Err(format!("edit {} of {n}: missing `{name}`", i + 1)),
+            Some(_) => Err(format!("edit {} of {n}: `{name}` must be a string", i + 1)),
+        };
+        let all = opt_bool(e, "replace_all").map_err(|m| format!("edit {} of {n}: {m}", i + 1))?;
+        parsed.push((field("old_string")?, field("new_string")?, all));
+    }
+
+    let creating = parsed[0].0.is_empty();
+    let (original, mut content) = if creating {
+        let existing = load_for_create(&path)?;
+        (existing, parsed[0].1.to_string())
+    } else {
+        let c = load_for_edit(ctx, &path)?;
+        (Some(c.clone()), c)
+    };
+    let mut replacements = usize::from(creating);
+    for (i, (old, new, all)) in parsed.iter().enumerate().skip(usize::from(creating)) {
+        let fail =
+            |m: String| format!("edit {} of {n} failed: {m}. No changes were written", i + 1);
+        if old.is_empty() {
+            return Err(fail(
+                "old_string is empty (only the first edit may create the file)".to_string(),
+            ));
+        }
+        let (next, count) = replace_in(&content, old, new, *all).map_err(fail)?;
+        content = next;
+        replacements += count;
+    }
+    if original.as_deref() == Some(content.as_str()) {
+        return Err("the edits leave the file unchanged; nothing to write".to_string());
+    }
+    Ok((
+        FileChange {
+            path,
+            old: original,
+            new: content,
+        },
+        replacements,
+    ))
+}
+
+impl Tool for MultiEdit {
+    fn name(&self) -> &'static str {
+        "multiedit"
+    }
+
+    fn description(&self) -> String {
+        "Makes several replacements in one file in a single step. Each edit works like the edit \
+         tool (`old_string`, `new_string`, optional `replace_all`) and applies to the result of \
+         the previous one, in order.\n\
+         \n\
+         - All edits are checked before anything is written: if one fails (text not found, or \
+         found several times without replace_all), the file is left untouched and the error \
+         names the failing edit.\n\
+         - View the file first; a file changed since it was viewed is refused.\n\
+         - To create a file, give the first edit an empty `old_string` and the content as its \
+         `new_string`; the following edits apply to that content."
+            .to_string()
+    }
+
+    fn schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "file_path": {"type": "string", "description": "The file to modify"},
+                "edits": {
+                    "type": "array",
+                    "description": "Edits applied in order",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "old_string": {"type": "string", "description": "The exact text to replace"},
+                            "new_string": {"type": "string", "description": "The replacement text"},
+                            "replace_all": {
+                                "type": "boolean",
+                                "description": "Replace every occurrence (default false)"
+                            }
+                        },
+                        "required": ["old_string", "new_string"]
+                    }
+                }
+            },
+            "required": ["file_path", "edits"]
+        })
+    }
+
+    fn permission(
+        &self,
+        input: &Value,
+        ctx: &ToolCtx,
+    ) -> Result<Option<PermissionRequest>, String> {
+        Ok(Some(plan(input, ctx)?.0.permission(self.name(), ctx)))
+    }
+
+    fn run(&self, input: &Value, ctx: &ToolCtx) -> ToolOutput {
+        let (change, count) = match plan(input, ctx) {
+            Ok(p) => p,
+            Err(e) => return ToolOutput::error(e),
+        };
+        let edits = input
+            .get("edits")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
+        match change.apply(ctx) {
+            Ok(d) => ToolOutput {
+                content: format!(
+                    "Applied {edits} edit{} ({count} replacement{}) to {}: {} lines added, {} removed",
+                    if edits == 1 { "" } else { "s" },
+                    if count == 1 { "" } else { "s" },
+                    change.path.display(),
+                    d.additions,
+                    d.removals
+                ),
+                is_error: false,
+                metadata: change_metadata(&d, &change.path),
+            },
+            Err(e) => ToolOutput::error(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::testutil::Fixture;
+    use crate::tools::view::View;
+
+    #[test]
+    fn all_or_nothing() {
+        let fx = Fixture::new();
+        fx.write("m.txt", "alpha\nbeta\ngamma\n");
+        let ctx = fx.ctx();
+        let ok = json!({"file_path": "m.txt", "edits": [
+            {"old_string": "alpha", "new_string": "ALPHA"},
+            {"old_string": "ALPHA\nbeta", "new_string": "AB"},
+        ]});
+        assert!(MultiEdit.run(&ok, &ctx).content.contains("must view"));
+        assert!(!View.run(&json!({"file_path": "m.txt"}), &ctx).is_error);
+
+        let bad = json!({"file_path": "m.txt", "edits": [
+            {"old_string": "alpha", "new_string": "ALPHA"},
+            {"old_string": "missing", "new_string": "x"},
+        ]});
+        let out = MultiEdit.run(&bad, &ctx);
+        assert!(out.is_error);
+        assert!(
+            out.content.starts_with("edit 2 of 2 failed"),
+            "{}",
+            out.content
+        );
+        assert_eq!(fx.read("m.txt"), "alpha\nbeta\ngamma\n");
+        assert!(MultiEdit.permission(&bad, &ctx).is_err());
+
+        let req = MultiEdit.permission(&ok, &ctx).unwrap().unwrap();
+        assert_eq!(req.action, "write");
+        let out = MultiEdit.run(&ok, &ctx);
+        assert!(!out.is_error, "{}", out.content);
+        assert_eq!(fx.read("m.txt"), "AB\ngamma\n");
+        assert!(out.content.starts_with("Applied 2 edits"));
+    }
+
+    #[test]
+    fn create_then_edit_and_bad_input() {
+        let fx = Fixture::new();
+        let ctx = fx.ctx();
+        let out = MultiEdit.run(
+            &json!({"file_path": "n.txt", "edits": [
+                {"old_string": "", "new_string": "one two two"},
+                {"old_string": "two", "new_string": "2", "replace_all": true},
+            ]}),
+            &ctx,
+        );
+        assert!(!out.is_error, "{}", out.content);
+        assert_eq!(fx.read("n.txt"), "one 2 2");
+        let out = MultiEdit.run(&json!({"file_path": "n.txt", "edits": []}), &ctx);
+        assert!(out.is_error);
+        let out = MultiEdit.run(
+            &json!({"file_path": "n.txt", "edits": [{"old_string": "one"}]}),
+            &ctx,
+        );
+        assert!(out.content.contains("missing `new_string`"));
+    }
+}

@@ -1,0 +1,280 @@
+//! The `view` tool: reads a text file with line numbers and records the read.
+
+use super::common::{
+    display_path, looks_binary, mtime_ns, opt_u64, outside_project_permission, req_str, resolve,
+    truncate_line,
+};
+use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
+use serde_json::{Value, json};
+use std::fs;
+use std::path::Path;
+
+pub struct View;
+
+pub const MAX_FILE_BYTES: u64 = 200 * 1024;
+pub const DEFAULT_LIMIT: u64 = 200;
+pub const MAX_LINE_CHARS: usize = 2000;
+
+/// Up to five names in the file's directory that resemble the missing name.
+fn similar_names(path: &Path) -> Vec<String> {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return Vec::new();
+    };
+    let name = name.to_string_lossy().to_lowercase();
+    let stem = name.split('.').next().unwrap_or(&name).to_string();
+    let Ok(rd) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = rd
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            let l = n.to_lowercase();
+            let similar = l.contains(&name)
+                || name.contains(&l)
+                || (!stem.is_empty() && l.split('.').next() == Some(stem.as_str()));
+            similar.then(|| dir.join(&n).display().to_string())
+        })
+        .collect();
+    out.sort();
+    out.truncate(5);
+    out
+}
+
+impl Tool for View {
+    fn name(&self) -> &'static str {
+        "view"
+    }
+
+    fn description(&self) -> String {
+        format!(
+            "Reads a text file and shows it with line numbers (`     1|text`).\n\
+             \n\
+             - `file_path`: absolute or relative to the working directory.\n\
+             - `offset`: 0-based line to start at; `limit`: number of lines (default \
+             {DEFAULT_LIMIT}). Use them to page through long files.\n\
+             - Lines longer than {MAX_LINE_CHARS} characters are cut. Files over {} KB and binary \
+             files are refused; for a directory use ls.\n\
+             - You must view a file before changing it with edit, multiedit or write; view it again \
+             if it changed since.",
+            MAX_FILE_BYTES / 1024
+        )
+    }
+
+    fn schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "file_path": {"type": "string", "description": "The file to read"},
+                "offset": {
+                    "type": "integer",
+                    "description": "0-based line number to start reading from"
+                },
+                "limit": {
+                    "type": "integer",
+                    "description": format!("Number of lines to read (default {DEFAULT_LIMIT})")
+                }
+            },
+            "required": ["file_path"]
+        })
+    }
+
+    fn permission(
+        &self,
+        input: &Value,
+        ctx: &ToolCtx,
+    ) -> Result<Option<PermissionRequest>, String> {
+        let path = resolve(ctx, req_str(input, "file_path")?);
+        opt_u64(input, "offset")?;
+        opt_u64(input, "limit")?;
+        Ok(outside_project_permission(
+            ctx,
+            self.name(),
+            "read",
+            &path,
+            "Read",
+        ))
+    }
+
+    fn run(&self, input: &Value, ctx: &ToolCtx) -> ToolOutput {
+        match view(input, ctx) {
+            Ok(out) => out,
+            Err(e) => ToolOutput::error(e),
+        }
+    }
+}
+
+fn view(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, String> {
+    let path = resolve(ctx, req_str(input, "file_path")?);
+    let offset = opt_u64(input, "offset")?.unwrap_or(0) as usize;
+    let limit = match opt_u64(input, "limit")? {
+        Some(0) | None => DEFAULT_LIMIT,
+        Some(l) => l,
+    } as usize;
+    let meta = match fs::metadata(&path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let similar = similar_names(&path);
+            let mut msg = format!("file not found: {}", path.display());
+            if !similar.is_empty() {
+                msg.push_str("\n\nDid you mean one of these?\n");
+                msg.push_str(&similar.join("\n"));
+            }
+            return Err(msg);
+        }
+        Err(e) => return Err(format!("cannot access {}: {e}", path.display())),
+    };
+    if meta.is_dir() {
+        return Err(format!(
+            "{} is a directory; use the ls tool to list its contents",
+            path.display()
+        ));
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(format!(
+            "file is too large ({} bytes; the maximum is {} bytes). Use grep to find the relevant \
+             part, or bash with head/sed to read a section",
+            meta.len(),
+            MAX_FILE_BYTES
+        ));
+    }
+    let data = fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if looks_binary(&data) {
+        return Err(format!(
+            "{} looks like a binary file; view only reads text files",
+            path.display()
+        ));
+    }
+    let text = String::from_utf8_lossy(&data);
+    let lines: Vec<&str> = text.lines().collect();
+    let total = lines.len();
+    if offset > 0 && offset >= total {
+        return Err(format!(
+            "offset {offset} is beyond the end of the file ({total} lines)"
+        ));
+    }
+    let end = offset.saturating_add(limit).min(total);
+    let mut out = String::from("<file>\n");
+    for (i, line) in lines[offset..end].iter().enumerate() {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        out.push_str(&format!(
+            "{:>6}|{}\n",
+            offset + i + 1,
+            truncate_line(line, MAX_LINE_CHARS)
+        ));
+    }
+    if total == 0 {
+        out.push_str("(empty file)\n");
+    }
+    if end < total {
+        out.push_str(&format!(
+            "\n(File has more lines ({total} in total). Use the offset parameter to read beyond \
+             line {end})\n"
+        ));
+    }
+    out.push_str("</file>\n");
+    ctx.reads.record_read(&path, mtime_ns(&meta));
+    Ok(ToolOutput {
+        content: out,
+        is_error: false,
+        metadata: json!({
+            "file_path": path.display().to_string(),
+            "display_path": display_path(ctx, &path),
+            "lines": end - offset.min(end),
+            "total_lines": total,
+        }),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::ReadTracker;
+    use crate::tools::testutil::Fixture;
+
+    #[test]
+    fn numbering_offset_limit() {
+        let fx = Fixture::new();
+        let text: String = (1..=300).map(|i| format!("line {i}\n")).collect();
+        let p = fx.write("f.txt", &text);
+        let ctx = fx.ctx();
+        let out = View.run(&json!({"file_path": "f.txt"}), &ctx);
+        assert!(!out.is_error, "{}", out.content);
+        assert!(
+            out.content
+                .starts_with("<file>\n     1|line 1\n     2|line 2\n")
+        );
+        assert!(out.content.contains("   200|line 200\n"));
+        assert!(!out.content.contains("line 201"));
+        assert!(out.content.contains("beyond line 200"));
+        assert!(out.content.ends_with("</file>\n"));
+        let meta = fs::metadata(&p).unwrap();
+        assert_eq!(fx.reads.last_read(&p), Some(mtime_ns(&meta)));
+
+        let out = View.run(&json!({"file_path": p, "offset": 10, "limit": 3}), &ctx);
+        assert_eq!(
+            out.content,
+            "<file>\n    11|line 11\n    12|line 12\n    13|line 13\n\n(File has more lines (300 in \
+             total). Use the offset parameter to read beyond line 13)\n</file>\n"
+        );
+        let out = View.run(&json!({"file_path": "f.txt", "offset": 298}), &ctx);
+        assert!(out.content.contains("   300|line 300\n</file>"));
+        let out = View.run(&json!({"file_path": "f.txt", "offset": 300}), &ctx);
+        assert!(out.is_error);
+        let out = View.run(
+            &json!({"file_path": "f.txt", "offset": 299, "limit": u64::MAX}),
+            &ctx,
+        );
+        assert!(out.content.contains("   300|line 300\n</file>"));
+    }
+
+    #[test]
+    fn refusals_and_suggestions() {
+        let fx = Fixture::new();
+        fx.write("config.json", "{}");
+        fs::write(fx.path("bin.dat"), b"abc\0def").unwrap();
+        fs::write(fx.path("big.txt"), vec![b'a'; 300 * 1024]).unwrap();
+        fs::create_dir(fx.path("dir")).unwrap();
+        fx.write("long.txt", &"x".repeat(5000));
+        let ctx = fx.ctx();
+        let out = View.run(&json!({"file_path": "config.yaml"}), &ctx);
+        assert!(out.is_error);
+        assert!(out.content.contains("Did you mean"));
+        assert!(out.content.contains("config.json"));
+        assert!(
+            View.run(&json!({"file_path": "bin.dat"}), &ctx)
+                .content
+                .contains("binary")
+        );
+        assert!(
+            View.run(&json!({"file_path": "big.txt"}), &ctx)
+                .content
+                .contains("too large")
+        );
+        assert!(
+            View.run(&json!({"file_path": "dir"}), &ctx)
+                .content
+                .contains("ls")
+        );
+        let out = View.run(&json!({"file_path": "long.txt"}), &ctx);
+        assert!(out.content.contains("[line truncated]"));
+        assert!(out.content.len() < 2100);
+    }
+
+    #[test]
+    fn permission_outside_project_only() {
+        let fx = Fixture::new();
+        let ctx = fx.ctx();
+        assert_eq!(
+            View.permission(&json!({"file_path": "a.txt"}), &ctx)
+                .unwrap(),
+            None
+        );
+        let req = View
+            .permission(&json!({"file_path": "/etc/hostname"}), &ctx)
+            .unwrap()
+            .unwrap();
+        assert_eq!(req.action, "read");
+        assert!(View.permission(&json!({}), &ctx).is_err());
+    }
+}

@@ -1,0 +1,224 @@
+//! The `write` tool (create or overwrite a file), and `FileChange`, the planned change to one file
+//! shared by write, edit and multiedit: its diff, its permission request and applying it.
+
+use super::common::{
+    check_fresh, display_path, record_current, req_str, req_str_empty_ok, resolve,
+};
+use super::diff::{self, Diff};
+use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
+use serde_json::{Value, json};
+use std::fs;
+use std::path::PathBuf;
+
+pub struct Write;
+
+/// A validated change to one file, computed before asking permission and again before writing.
+#[derive(Clone, Debug)]
+pub struct FileChange {
+    pub path: PathBuf,
+    /// Current content (None: the file does not exist yet).
+    pub old: Option<String>,
+    pub new: String,
+}
+
+impl FileChange {
+    pub fn diff(&self, ctx: &ToolCtx) -> Diff {
+        diff::unified(
+            self.old.as_deref().unwrap_or(""),
+            &self.new,
+            &display_path(ctx, &self.path),
+        )
+    }
+
+    pub fn permission(&self, tool: &str, ctx: &ToolCtx) -> PermissionRequest {
+        let verb = if self.old.is_some() {
+            "Modify"
+        } else {
+            "Create"
+        };
+        PermissionRequest {
+            tool: tool.to_string(),
+            action: "write",
+            path: self.path.clone(),
+            description: format!("{verb} {}", self.path.display()),
+            diff: Some(self.diff(ctx).text),
+        }
+    }
+
+    /// Writes the new content (creating parent directories) and records the new modification
+    /// time as read, so further edits need no new view.
+    pub fn apply(&self, ctx: &ToolCtx) -> Result<Diff, String> {
+        let d = self.diff(ctx);
+        if let Some(parent) = self.path.parent() {
+            fs::create_dir_all(parent)
+                .map_err(|e| format!("cannot create directory {}: {e}", parent.display()))?;
+        }
+        fs::write(&self.path, &self.new)
+            .map_err(|e| format!("cannot write {}: {e}", self.path.display()))?;
+        record_current(ctx, &self.path);
+        Ok(d)
+    }
+}
+
+/// Reads the current content of a file that must be text (None when it does not exist).
+pub fn read_existing(path: &std::path::Path) -> Result<Option<String>, String> {
+    match fs::read(path) {
+        Ok(bytes) => String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|_| format!("{} is not valid UTF-8 text", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+    }
+}
+
+fn plan(input: &Value, ctx: &ToolCtx) -> Result<FileChange, String> {
+    let path = resolve(ctx, req_str(input, "file_path")?);
+    let content = req_str_empty_ok(input, "content")?;
+    if path.is_dir() {
+        return Err(format!("{} is a directory", path.display()));
+    }
+    check_fresh(ctx, &path)?;
+    let old = match fs::read(&path) {
+        Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    if old.as_deref() == Some(content) {
+        return Err(format!(
+            "{} already contains exactly this content; nothing to write",
+            path.display()
+        ));
+    }
+    Ok(FileChange {
+        path,
+        old,
+        new: content.to_string(),
+    })
+}
+
+pub fn change_metadata(d: &Diff, path: &std::path::Path) -> Value {
+    json!({
+        "file_path": path.display().to_string(),
+        "diff": d.text,
+        "additions": d.additions,
+        "removals": d.removals,
+    })
+}
+
+impl Tool for Write {
+    fn name(&self) -> &'static str {
+        "write"
+    }
+
+    fn description(&self) -> String {
+        "Writes a file with the given content, creating it (and missing parent directories) or \
+         replacing it entirely.\n\
+         \n\
+         - An existing file must have been read with view first in this session, and must not \
+         have changed since; otherwise view it again.\n\
+         - Prefer edit or multiedit for changes to part of an existing file; use write for new \
+         files or complete rewrites.\n\
+         - `file_path` is absolute or relative to the working directory."
+            .to_string()
+    }
+
+    fn schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "file_path": {"type": "string", "description": "The file to write"},
+                "content": {"type": "string", "description": "The complete new content"}
+            },
+            "required": ["file_path", "content"]
+        })
+    }
+
+    fn permission(
+        &self,
+        input: &Value,
+        ctx: &ToolCtx,
+    ) -> Result<Option<PermissionRequest>, String> {
+        Ok(Some(plan(input, ctx)?.permission(self.name(), ctx)))
+    }
+
+    fn run(&self, input: &Value, ctx: &ToolCtx) -> ToolOutput {
+        let change = match plan(input, ctx) {
+            Ok(c) => c,
+            Err(e) => return ToolOutput::error(e),
+        };
+        match change.apply(ctx) {
+            Ok(d) => ToolOutput {
+                content: format!(
+                    "File successfully written: {} ({} lines added, {} removed)",
+                    change.path.display(),
+                    d.additions,
+                    d.removals
+                ),
+                is_error: false,
+                metadata: change_metadata(&d, &change.path),
+            },
+            Err(e) => ToolOutput::error(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::testutil::Fixture;
+    use crate::tools::view::View;
+
+    #[test]
+    fn creates_new_files_with_parents() {
+        let fx = Fixture::new();
+        let ctx = fx.ctx();
+        let input = json!({"file_path": "a/b/new.txt", "content": "hello\n"});
+        let req = Write.permission(&input, &ctx).unwrap().unwrap();
+        assert_eq!(req.action, "write");
+        assert!(req.diff.unwrap().contains("+hello"));
+        let out = Write.run(&input, &ctx);
+        assert!(!out.is_error, "{}", out.content);
+        assert_eq!(fx.read("a/b/new.txt"), "hello\n");
+        assert_eq!(out.metadata["additions"], 1);
+        // The write counts as a read: a second write needs no view.
+        let out = Write.run(
+            &json!({"file_path": "a/b/new.txt", "content": "bye\n"}),
+            &ctx,
+        );
+        assert!(!out.is_error, "{}", out.content);
+    }
+
+    #[test]
+    fn stale_and_unread_files_are_refused() {
+        let fx = Fixture::new();
+        fx.write("f.txt", "one\n");
+        let ctx = fx.ctx();
+        let input = json!({"file_path": "f.txt", "content": "two\n"});
+        let out = Write.run(&input, &ctx);
+        assert!(out.is_error);
+        assert!(
+            out.content.contains("must view the file"),
+            "{}",
+            out.content
+        );
+        assert!(Write.permission(&input, &ctx).is_err());
+
+        assert!(!View.run(&json!({"file_path": "f.txt"}), &ctx).is_error);
+        fx.write("f.txt", "changed\n");
+        fx.age("f.txt", 10);
+        let out = Write.run(&input, &ctx);
+        assert!(
+            out.content.contains("modified since it was last read"),
+            "{}",
+            out.content
+        );
+        assert_eq!(fx.read("f.txt"), "changed\n");
+
+        assert!(!View.run(&json!({"file_path": "f.txt"}), &ctx).is_error);
+        let out = Write.run(&input, &ctx);
+        assert!(!out.is_error, "{}", out.content);
+        assert_eq!(fx.read("f.txt"), "two\n");
+        let out = Write.run(&input, &ctx);
+        assert!(out.content.contains("already contains"));
+    }
+}
