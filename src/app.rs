@@ -222,6 +222,7 @@ pub fn open_session(global: &Global, prompt_text: &str) -> Result<OpenSession<'s
     if let Some(s) = extra_option(&loaded, "request_idle_timeout").and_then(Value::as_u64) {
         policy.idle_timeout = Duration::from_secs(s.max(1));
     }
+    let hooks = load_hooks(&loaded)?;
     let title = session.title.clone();
     let agent = Agent {
         store,
@@ -235,12 +236,51 @@ pub fn open_session(global: &Global, prompt_text: &str) -> Result<OpenSession<'s
         project_root: loaded.project_root.clone(),
         max_steps,
         cancel: crate::signal::interrupt_flag(),
+        hooks,
+        pending_context: Vec::new(),
     };
     Ok(OpenSession {
         agent,
         title,
         resumed,
     })
+}
+
+/// The configured hooks, each named after the file it came from. Warnings (unknown events,
+/// unsupported handler types) go to stderr; an invalid hook (bad matcher, no command) is a
+/// configuration error.
+pub fn load_hooks(loaded: &Loaded) -> Result<crate::hooks::HookConfig, AppError> {
+    use crate::hooks::config::{self as hc, Source};
+    let sources: Vec<Source> = loaded
+        .layers
+        .iter()
+        .filter_map(|l| {
+            l.value.get("hooks").map(|h| Source {
+                origin: match &l.path {
+                    Some(p) => p.display().to_string(),
+                    None => format!("{:?} layer", l.kind),
+                },
+                hooks: h,
+            })
+        })
+        .collect();
+    match hc::parse(&loaded.config.hooks, &sources) {
+        Ok((hooks, warnings)) => {
+            for w in warnings {
+                eprintln!("crush: warning: {w}");
+            }
+            Ok(hooks)
+        }
+        Err(p) => {
+            for w in p.warnings {
+                eprintln!("crush: warning: {w}");
+            }
+            Err(AppError::Config(format!(
+                "invalid hook configuration:\n  {}\nfix the hook (see 'man crush', HOOKS) or remove it",
+                p.errors.join("\n  ")
+            )))
+        }
+    }
 }
 
 /// An `options` key that is ours rather than Crush's (read from the merged layers).

@@ -2,7 +2,7 @@
 
 use crush::app::AppError;
 use crush::cli::Command;
-use crush::{app, cli, docs, paths, run, sessions};
+use crush::{app, cli, docs, hooks_cmd, paths, run, sessions};
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -27,6 +27,12 @@ fn dispatch(cli: cli::Cli) -> Result<i32, AppError> {
         Command::Run(args) => run::run(g, args),
         Command::SessionsList { json } => print(&sessions::list(g, *json)?),
         Command::SessionsShow { id, json } => print(&sessions::show(g, id, *json)?),
+        Command::HooksList { tool } => print(&hooks_cmd::list(g, tool.as_deref())?),
+        Command::HooksTest(args) => {
+            let (text, code) = hooks_cmd::test(g, args)?;
+            print(&text)?;
+            Ok(code)
+        }
         Command::Dirs => {
             let loaded = app::load_config(g)?;
             print(&format!(
