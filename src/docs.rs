@@ -139,7 +139,7 @@ stdin is JSON: event, hook_event_name, session_id, cwd, plus tool_name, tool_inp
 (SessionStart), stop_hook_active and last_assistant_message (Stop). Environment: CRUSH=1,
 AGENT=crush, AI_AGENT=crush, CRUSH_EVENT, CRUSH_SESSION_ID, CRUSH_CWD, CRUSH_PROJECT_DIR,
 CLAUDE_PROJECT_DIR, and on tool events CRUSH_TOOL_NAME, CRUSH_TOOL_INPUT_COMMAND,
-CRUSH_TOOL_INPUT_FILE_PATH.
+CRUSH_TOOL_INPUT_FILE_PATH (left out when longer than 64 KiB: read tool_input from stdin).
 .TP
 .B Output
 Exit 0: stdout is a JSON envelope (empty or not JSON: no opinion). Exit 2: deny, the reason is

@@ -214,15 +214,25 @@ pub fn env(req: &Request) -> Vec<(String, String)> {
     ];
     if let Some(t) = &req.tool {
         v.push(("CRUSH_TOOL_NAME".into(), t.name.into()));
-        if let Some(c) = t.input.get("command").and_then(Value::as_str) {
-            v.push(("CRUSH_TOOL_INPUT_COMMAND".into(), c.into()));
-        }
-        if let Some(f) = t.input.get("file_path").and_then(Value::as_str) {
-            v.push(("CRUSH_TOOL_INPUT_FILE_PATH".into(), f.into()));
+        for (key, var) in [
+            ("command", "CRUSH_TOOL_INPUT_COMMAND"),
+            ("file_path", "CRUSH_TOOL_INPUT_FILE_PATH"),
+        ] {
+            if let Some(val) = t.input.get(key).and_then(Value::as_str)
+                && val.len() <= MAX_ENV_VALUE
+                && !val.contains('\0')
+            {
+                v.push((var.into(), val.into()));
+            }
         }
     }
     v
 }
+
+/// Longest tool value put in the environment. Linux refuses to start a process with a single
+/// variable over 128 KiB; a longer command is left out (never cut: a guard must not see a prefix
+/// and think it saw everything) and the hook finds it in `tool_input` on stdin.
+pub const MAX_ENV_VALUE: usize = 64 * 1024;
 
 impl HookConfig {
     /// Fires `req.event`: runs the matching hooks in parallel and composes their verdicts in
@@ -339,6 +349,14 @@ mod tests {
         assert_eq!(get("CLAUDE_PROJECT_DIR"), Some("/p"));
         assert_eq!(get("CRUSH_TOOL_INPUT_COMMAND"), Some("ls"));
         assert_eq!(get("CRUSH_TOOL_INPUT_FILE_PATH"), Some("/tmp/f"));
+    }
+
+    #[test]
+    fn oversized_tool_values_stay_out_of_the_environment() {
+        let input = json!({"command": "x".repeat(MAX_ENV_VALUE + 1), "file_path": "/f"});
+        let e = env(&req(&input, Path::new("/p")));
+        assert!(!e.iter().any(|(k, _)| k == "CRUSH_TOOL_INPUT_COMMAND"));
+        assert!(e.iter().any(|(k, _)| k == "CRUSH_TOOL_INPUT_FILE_PATH"));
     }
 
     #[test]

@@ -1,4 +1,5 @@
 //! Integration test modules. Add one `mod` line per file.
 
 mod fake_server;
+mod hooks;
 mod run;
