@@ -141,4 +141,52 @@ fn main() {
         &["run", "-q", "-y", "say hello"],
     );
     report("2-step bash (anthropic)", two_a);
+
+    // Hook dispatch: ten no-op PreToolUse hooks against none, and a bare fork/exec for scale.
+    env.use_server(&server, Dialect::OpenAi);
+    let hook_test = [
+        "hooks",
+        "test",
+        "PreToolUse",
+        "--tool",
+        "bash",
+        "--input",
+        "{}",
+    ];
+    let run = |args: &[&str]| -> Vec<Sample> {
+        (0..RUNS * 3)
+            .map(|_| {
+                let mut cmd = env.crush();
+                cmd.args(args);
+                measure(cmd)
+            })
+            .collect()
+    };
+    report("hooks test, 0 hooks", run(&hook_test));
+    let mut cfg = env.config_for(&server, Dialect::OpenAi);
+    cfg["hooks"] = json!({"PreToolUse": (0..10)
+        .map(|i| json!({"command": format!("true {i}")}))
+        .collect::<Vec<_>>()});
+    env.write_config(&cfg);
+    report("hooks test, 10 no-op hooks", run(&hook_test));
+    let hooked = scenario(
+        &env,
+        &server,
+        || {
+            vec![
+                Reply::tool_call("bash", json!({"command": "echo hello"})),
+                Reply::text("done"),
+            ]
+        },
+        &["run", "-q", "-y", "say hello"],
+    );
+    report("2-step bash + 10 hooks", hooked);
+    let bare = (0..RUNS * 3)
+        .map(|_| {
+            let mut cmd = Command::new("/bin/sh");
+            cmd.args(["-c", "true"]);
+            measure(cmd)
+        })
+        .collect();
+    report("bare sh -c true", bare);
 }
