@@ -5,16 +5,18 @@ _crush() {
     cmd=""
     for ((i = 1; i < COMP_CWORD; i++)); do
         case "${COMP_WORDS[i]}" in
-            run|sessions|hooks|dirs|help) cmd="${COMP_WORDS[i]}"; break ;;
+            run|sessions|hooks|models|update-providers|dirs|help) cmd="${COMP_WORDS[i]}"; break ;;
         esac
     done
     case "$cmd" in
         run) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -s --session -C --continue -q --quiet --json -o --output -h --help " -- "$cur")) ;;
         sessions) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json -h --help list show" -- "$cur")) ;;
         hooks) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --tool --input --prompt -h --help list test" -- "$cur")) ;;
+        models) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json -h --help " -- "$cur")) ;;
+        update-providers) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -h --help " -- "$cur")) ;;
         dirs) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -h --help " -- "$cur")) ;;
         help) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -h --help " -- "$cur")) ;;
-        *) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -s --session -C --continue -h --help -v --version run sessions hooks dirs help" -- "$cur")) ;;
+        *) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -s --session -C --continue -h --help -v --version run sessions hooks models update-providers dirs help" -- "$cur")) ;;
     esac
 }
 complete -o default -F _crush crush

@@ -92,7 +92,7 @@ pub static FLAGS: &[Flag] = &[
         long: "json",
         value: None,
         help: "Print JSON: one event per line for run, a document for listings",
-        scope: Scope::Only(&["run", "sessions"]),
+        scope: Scope::Only(&["run", "sessions", "models"]),
     },
     Flag {
         short: Some('o'),
@@ -170,6 +170,22 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &["list", "test"],
     },
     CommandSpec {
+        name: "models",
+        usage: "crush models [QUERY] [--json]",
+        about: "List the models of the configured providers, then those of the provider catalog \
+                that are not configured and what they need. QUERY filters by provider, model id \
+                or name.",
+        subcommands: &[],
+    },
+    CommandSpec {
+        name: "update-providers",
+        usage: "crush update-providers [SOURCE]",
+        about: "Replace the cached provider catalog. SOURCE: nothing (Catwalk at $CATWALK_URL \
+                or https://catwalk.charm.land), an http(s) base URL (+ /v2/providers), a URL \
+                ending in .json, a local file, or 'embedded' for the built-in copy.",
+        subcommands: &[],
+    },
+    CommandSpec {
         name: "dirs",
         usage: "crush dirs",
         about: "Print where configuration, global data and project data live.",
@@ -228,6 +244,13 @@ pub enum Command {
         tool: Option<String>,
     },
     HooksTest(HooksTestArgs),
+    Models {
+        query: Option<String>,
+        json: bool,
+    },
+    UpdateProviders {
+        source: Option<String>,
+    },
     /// Help for crush (None) or one command.
     Help(Option<String>),
     Version,
@@ -452,6 +475,27 @@ where
                 }
                 Command::Dirs
             }
+            "models" => {
+                if positionals.len() > 1 {
+                    return Err(UsageError(
+                        "usage: crush models [QUERY] [--json] (one query word)".into(),
+                    ));
+                }
+                Command::Models {
+                    query: positionals.into_iter().next(),
+                    json,
+                }
+            }
+            "update-providers" => {
+                if positionals.len() > 1 {
+                    return Err(UsageError(
+                        "usage: crush update-providers [URL | FILE | embedded]".into(),
+                    ));
+                }
+                Command::UpdateProviders {
+                    source: positionals.into_iter().next(),
+                }
+            }
             "help" => Command::Help(positionals.into_iter().next()),
             _ => unreachable!("command {command} is in the table but not handled"),
         }
@@ -595,6 +639,29 @@ mod tests {
             Command::SessionsList { json: false }
         );
         assert!(parse(&["sessions", "frob"]).is_err());
+    }
+
+    #[test]
+    fn catalog_commands() {
+        assert_eq!(
+            parse(&["models", "sonnet", "--json"]).unwrap().command,
+            Command::Models {
+                query: Some("sonnet".into()),
+                json: true
+            }
+        );
+        assert_eq!(
+            parse(&["update-providers"]).unwrap().command,
+            Command::UpdateProviders { source: None }
+        );
+        assert_eq!(
+            parse(&["update-providers", "embedded"]).unwrap().command,
+            Command::UpdateProviders {
+                source: Some("embedded".into())
+            }
+        );
+        assert!(parse(&["update-providers", "a", "b"]).is_err());
+        assert!(parse(&["update-providers", "--json"]).is_err());
     }
 
     #[test]

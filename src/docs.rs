@@ -47,9 +47,12 @@ A provider needs a
 (optional for anthropic and openai) and, for cloud APIs, an
 .BR api_key ;
 values of api_key, base_url and extra_headers expand $VAR, ${VAR} and ${VAR:-default}.
-Without an api_key, anthropic and openai providers read ANTHROPIC_API_KEY and OPENAI_API_KEY;
-when one of these variables is set and no provider of that name is configured, the provider is
-added automatically. A local server (ollama, llama.cpp, vLLM, LM Studio) needs only base_url:
+Providers of the catalog (see PROVIDER CATALOG) need no configuration: setting the API key
+variable the catalog names (ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY, ...) enables
+one, with its models, prices and default models. A provider configured under a catalog id
+overrides its base_url and api_key, puts its own models first and adds extra_headers over the
+catalog's headers. A provider whose key resolves empty is skipped, except your own
+openai-compat servers: a local server (ollama, llama.cpp, vLLM, LM Studio) needs only base_url:
 .PP
 .nf
 {
@@ -66,12 +69,44 @@ added automatically. A local server (ollama, llama.cpp, vLLM, LM Studio) needs o
 .fi
 .PP
 Model prices (cost_per_1m_in, cost_per_1m_out, cost_per_1m_in_cached for cache writes,
-cost_per_1m_out_cached for cache reads) are USD per million tokens; a model without prices is
-recorded as unpriced, never as $0.
+cost_per_1m_out_cached for cache reads) are USD per million tokens; a model without prices, a
+catalog model whose input and output prices are both 0, and every model of a provider with
+"flat_rate": true are recorded as unpriced, never as $0. A model you list under a catalog
+provider without prices takes the catalog's.
+.PP
+Model selection: \-m, \-\-small\-model and models.large/small take PROVIDER/MODEL or a model
+id offered by exactly one configured provider; an id offered by several is an error listing
+them. Without a choice, the large and small models are the catalog defaults of the first
+configured provider (catalog order, then your own providers by id); with only models.large set,
+the small model is its provider's default small model, else the large model.
 .PP
 Other keys: options.context_paths (extra context files or directories for the system prompt),
 options.data_directory, options.disabled_tools, options.debug, options.max_steps (default 100),
 options.request_idle_timeout (seconds of silence before a model stream is abandoned, default 120).
+.SH PROVIDER CATALOG
+The list of providers and models comes from Charm's Catwalk. A snapshot is compiled into the
+binary, so an air-gapped machine works with no network. With auto-update on (the default), a
+start that needs a provider or a model, when the cached copy is older than 24 hours (1 hour
+after a failed attempt) or missing, sends
+.I GET $CATWALK_URL/v2/providers
+(default https://catwalk.charm.land) with If\-None\-Match set to the ETag the server sent
+last time; 304 keeps the cache, 200 replaces it atomically. The request is abandoned after 2
+seconds; any failure prints one warning line and uses the cache, else the embedded copy. Other
+starts read the cache without any network, and commands that need no model (dirs, sessions,
+help) do not even decode it.
+.PP
+.B option provider-auto-update false
+in a crushrc, "options": {"disable_provider_auto_update": true} or
+CRUSH_DISABLE_PROVIDER_AUTO_UPDATE=1 turn auto-update off: no connection at all, and the cache
+is used when present (unlike Go Crush, which then ignores it), else the embedded copy.
+.PP
+.B crush update-providers
+refreshes the cache on demand: from Catwalk, from an http(s) base URL (+ /v2/providers), from a
+URL ending in .json, from a local file, or from the embedded copy
+.RB ( embedded ).
+The input must be a non-empty JSON array of providers; anything else is an error and the cache
+is left as it was. The cache then counts as checked for 24 hours; to keep a custom catalog for
+good, turn auto-update off.
 .SH PERMISSIONS
 Reading and listing inside the project need no permission. Running commands, writing files,
 fetching URLs and reading outside the project do. In
@@ -171,14 +206,35 @@ The session store (SQLite). Tables sessions, messages, files, read_files as in C
 .TP
 .I $CRUSH_GLOBAL_DATA/projects.json
 Known projects, most recent first.
+.TP
+.I $CRUSH_GLOBAL_DATA/providers.json
+The cached provider catalog, as the server sent it.
+.TP
+.I $CRUSH_GLOBAL_DATA/providers.meta.json
+The server's ETag for the cache, the URL it came from, and when it was last checked.
 .SH ENVIRONMENT
 .TP
 .B CRUSH_GLOBAL_CONFIG, CRUSH_GLOBAL_DATA
 Override the global config and data directories (else XDG_CONFIG_HOME/crush and
 XDG_DATA_HOME/crush).
 .TP
-.B ANTHROPIC_API_KEY, OPENAI_API_KEY
-API keys for providers configured without one.
+.B ANTHROPIC_API_KEY, OPENAI_API_KEY, ...
+API keys of catalog providers (the catalog names the variable); also the key of an anthropic
+or openai provider configured without one.
+.TP
+.B CATWALK_URL
+Base URL of the provider catalog (default https://catwalk.charm.land).
+.TP
+.B CRUSH_DISABLE_PROVIDER_AUTO_UPDATE
+1 (or true, yes, on) turns catalog auto-update off.
+.TP
+.B CRUSH_CATALOG_TIMEOUT_MS
+How long a catalog download may take, in milliseconds (default 2000 at start-up, 30000 for
+update\-providers).
+.TP
+.B CRUSH_CATALOG_TTL
+Seconds a checked catalog is trusted before the next check (default 86400; 0 checks on every
+start, as Go Crush does).
 .TP
 .B CRUSH_RETRY_BASE_MS
 First retry delay for model calls in milliseconds (default 500; doubles per attempt up to 8 s).
@@ -298,13 +354,10 @@ pub fn zsh() -> String {
             zsh_escape(c.about.split(". ").next().unwrap_or(""))
         ));
     }
+    let names: Vec<&str> = COMMANDS.iter().map(|c| c.name).collect();
     s.push_str(&format!(
         "    )\n    local cmd=${{words[(i)({})]}}\n",
-        COMMANDS
-            .iter()
-            .map(|c| c.name)
-            .collect::<Vec<_>>()
-            .join("|")
+        names.join("|")
     ));
     s.push_str("    if (( cmd <= $#words )); then\n        case ${words[cmd]} in\n");
     for c in COMMANDS {

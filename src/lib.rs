@@ -3,6 +3,7 @@
 
 pub mod agent;
 pub mod app;
+pub mod catalog;
 pub mod cli;
 pub mod config;
 pub mod docs;

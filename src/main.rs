@@ -2,7 +2,7 @@
 
 use crush::app::AppError;
 use crush::cli::Command;
-use crush::{app, cli, docs, hooks_cmd, paths, run, sessions};
+use crush::{app, catalog, cli, docs, hooks_cmd, paths, run, sessions};
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -43,6 +43,11 @@ fn dispatch(cli: cli::Cli) -> Result<i32, AppError> {
                 loaded.data_dir.display()
             ))
         }
+        Command::Models { query, json } => {
+            let loaded = app::load_config(g)?;
+            print(&catalog::list::models(&loaded, query.as_deref(), *json)?)
+        }
+        Command::UpdateProviders { source } => print(&catalog::update_providers_command(source.as_deref())?),
         Command::Repl => Err(AppError::Usage(
             "the interactive session is not available in this build yet; use: crush run \"your prompt\"".into(),
         )),

@@ -19,8 +19,50 @@ struct Sample {
 }
 
 /// Runs `cmd` to completion and measures it with wait4 (peak RSS of that child alone).
-fn measure(mut cmd: Command) -> Sample {
-    cmd.stdin(Stdio::null())
+///
+/// Linux carries a parent's peak RSS into a vforked child at exec, so a child of this (growing)
+/// harness would report the harness's peak. The measuring is therefore done by a fresh copy of
+/// this binary (`--measure`), whose own small footprint is all a child can inherit.
+fn measure(cmd: Command) -> Sample {
+    let mut outer = Command::new(std::env::current_exe().expect("bench binary"));
+    outer
+        .arg("--measure")
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => outer.env(k, v),
+            None => outer.env_remove(k),
+        };
+    }
+    if let Some(d) = cmd.get_current_dir() {
+        outer.current_dir(d);
+    }
+    let out = outer
+        .stdin(Stdio::null())
+        .output()
+        .expect("run the measuring process");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "measured run failed: {text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut it = text
+        .split_whitespace()
+        .map(|w| w.parse::<i64>().expect("a number"));
+    let (ns, rss) = (it.next().expect("ns"), it.next().expect("rss"));
+    Sample {
+        wall: Duration::from_nanos(ns as u64),
+        max_rss_kib: rss,
+    }
+}
+
+/// `--measure PROGRAM ARGS...`: run it, print "wall_ns max_rss_kib".
+fn measure_child(program: &str, args: &[String]) -> ! {
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     let start = Instant::now();
@@ -33,12 +75,12 @@ fn measure(mut cmd: Command) -> Sample {
     let wall = start.elapsed();
     assert_eq!(r, pid, "wait4 failed");
     let st = std::process::ExitStatus::from_raw(status);
-    assert!(st.success(), "crush failed: {st:?}");
-    drop(child);
-    Sample {
-        wall,
-        max_rss_kib: ru.ru_maxrss,
+    if !st.success() {
+        eprintln!("crush failed: {st:?}");
+        std::process::exit(1);
     }
+    println!("{} {}", wall.as_nanos(), ru.ru_maxrss);
+    std::process::exit(0);
 }
 
 fn report(name: &str, mut samples: Vec<Sample>) {
@@ -56,6 +98,34 @@ fn report(name: &str, mut samples: Vec<Sample>) {
     );
 }
 
+/// `CRUSH_BENCH_ONLY=NAME` runs one scenario; `CRUSH_BENCH_WRAP="valgrind --tool=massif"` runs
+/// the binary under a profiler (the figures then measure the profiler, not crush).
+fn selected(name: &str) -> bool {
+    std::env::var("CRUSH_BENCH_ONLY").map_or(true, |o| name.contains(&o))
+}
+
+fn command(env: &TestEnv) -> Command {
+    match std::env::var("CRUSH_BENCH_WRAP") {
+        Ok(w) if !w.trim().is_empty() => {
+            let mut words = w.split_whitespace();
+            let mut cmd = Command::new(words.next().unwrap_or("env"));
+            cmd.args(words).arg(env!("CARGO_BIN_EXE_crush"));
+            let base = env.crush();
+            for (k, v) in base.get_envs() {
+                match v {
+                    Some(v) => cmd.env(k, v),
+                    None => cmd.env_remove(k),
+                };
+            }
+            if let Some(d) = base.get_current_dir() {
+                cmd.current_dir(d);
+            }
+            cmd
+        }
+        _ => env.crush(),
+    }
+}
+
 fn scenario(
     env: &TestEnv,
     server: &FakeServer,
@@ -65,7 +135,7 @@ fn scenario(
     (0..RUNS)
         .map(|_| {
             server.push_all(script());
-            let mut cmd = env.crush();
+            let mut cmd = command(env);
             cmd.args(args);
             let s = measure(cmd);
             assert_eq!(server.remaining(), 0, "the scenario did not use its script");
@@ -75,6 +145,10 @@ fn scenario(
 }
 
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--measure") {
+        measure_child(&args[2], &args[3..]);
+    }
     if std::env::var_os("CRUSH_BENCH").is_none() {
         println!("bench: skipped (run `make bench`)");
         return;
@@ -92,58 +166,44 @@ fn main() {
     let env = TestEnv::new();
     env.use_server(&server, Dialect::OpenAi);
 
-    let samples = (0..RUNS)
-        .map(|_| {
-            let mut cmd = env.crush();
-            cmd.arg("--version");
-            measure(cmd)
-        })
-        .collect();
-    report("crush --version", samples);
-
-    let two = scenario(
-        &env,
-        &server,
-        || {
-            vec![
-                Reply::tool_call("bash", json!({"command": "echo hello"})),
-                Reply::text("done"),
-            ]
-        },
-        &["run", "-q", "-y", "say hello"],
-    );
-    report("2-step bash (openai)", two);
-
-    let twenty = scenario(
-        &env,
-        &server,
-        || {
+    if selected("crush --version") {
+        let samples = (0..RUNS)
+            .map(|_| {
+                let mut cmd = command(&env);
+                cmd.arg("--version");
+                measure(cmd)
+            })
+            .collect();
+        report("crush --version", samples);
+    }
+    let two_step = || {
+        vec![
+            Reply::tool_call("bash", json!({"command": "echo hello"})),
+            Reply::text("done"),
+        ]
+    };
+    if selected("2-step bash (openai)") {
+        let s = scenario(&env, &server, two_step, &["run", "-q", "-y", "say hello"]);
+        report("2-step bash (openai)", s);
+    }
+    if selected("20-step bash (openai)") {
+        let twenty = || {
             let mut v: Vec<Reply> = (0..19)
                 .map(|i| Reply::tool_call("bash", json!({"command": format!("echo step {i}")})))
                 .collect();
             v.push(Reply::text("all done"));
             v
-        },
-        &["run", "-q", "-y", "twenty steps"],
-    );
-    report("20-step bash (openai)", twenty);
-
-    env.use_server(&server, Dialect::Anthropic);
-    let two_a = scenario(
-        &env,
-        &server,
-        || {
-            vec![
-                Reply::tool_call("bash", json!({"command": "echo hello"})),
-                Reply::text("done"),
-            ]
-        },
-        &["run", "-q", "-y", "say hello"],
-    );
-    report("2-step bash (anthropic)", two_a);
+        };
+        let s = scenario(&env, &server, twenty, &["run", "-q", "-y", "twenty steps"]);
+        report("20-step bash (openai)", s);
+    }
+    if selected("2-step bash (anthropic)") {
+        env.use_server(&server, Dialect::Anthropic);
+        let s = scenario(&env, &server, two_step, &["run", "-q", "-y", "say hello"]);
+        report("2-step bash (anthropic)", s);
+    }
 
     // Hook dispatch: ten no-op PreToolUse hooks against none, and a bare fork/exec for scale.
-    env.use_server(&server, Dialect::OpenAi);
     let hook_test = [
         "hooks",
         "test",
@@ -153,40 +213,39 @@ fn main() {
         "--input",
         "{}",
     ];
-    let run = |args: &[&str]| -> Vec<Sample> {
+    let runs = |args: &[&str]| -> Vec<Sample> {
         (0..RUNS * 3)
             .map(|_| {
-                let mut cmd = env.crush();
+                let mut cmd = command(&env);
                 cmd.args(args);
                 measure(cmd)
             })
             .collect()
     };
-    report("hooks test, 0 hooks", run(&hook_test));
+    env.use_server(&server, Dialect::OpenAi);
+    if selected("hooks test, 0 hooks") {
+        report("hooks test, 0 hooks", runs(&hook_test));
+    }
     let mut cfg = env.config_for(&server, Dialect::OpenAi);
     cfg["hooks"] = json!({"PreToolUse": (0..10)
         .map(|i| json!({"command": format!("true {i}")}))
         .collect::<Vec<_>>()});
     env.write_config(&cfg);
-    report("hooks test, 10 no-op hooks", run(&hook_test));
-    let hooked = scenario(
-        &env,
-        &server,
-        || {
-            vec![
-                Reply::tool_call("bash", json!({"command": "echo hello"})),
-                Reply::text("done"),
-            ]
-        },
-        &["run", "-q", "-y", "say hello"],
-    );
-    report("2-step bash + 10 hooks", hooked);
-    let bare = (0..RUNS * 3)
-        .map(|_| {
-            let mut cmd = Command::new("/bin/sh");
-            cmd.args(["-c", "true"]);
-            measure(cmd)
-        })
-        .collect();
-    report("bare sh -c true", bare);
+    if selected("hooks test, 10 no-op hooks") {
+        report("hooks test, 10 no-op hooks", runs(&hook_test));
+    }
+    if selected("2-step bash + 10 hooks") {
+        let s = scenario(&env, &server, two_step, &["run", "-q", "-y", "say hello"]);
+        report("2-step bash + 10 hooks", s);
+    }
+    if selected("bare sh -c true") {
+        let bare = (0..RUNS * 3)
+            .map(|_| {
+                let mut cmd = Command::new("/bin/sh");
+                cmd.args(["-c", "true"]);
+                measure(cmd)
+            })
+            .collect();
+        report("bare sh -c true", bare);
+    }
 }

@@ -81,6 +81,9 @@ pub struct ModelConfig {
     pub default_max_tokens: u32,
     pub can_reason: bool,
     pub supports_attachments: bool,
+    /// Where the prices came from: `Some("catalog")` for Catwalk's, None for the user's own.
+    #[serde(skip)]
+    pub price_source: Option<&'static str>,
 }
 
 #[derive(Debug, Default, Deserialize, Clone)]
@@ -269,6 +272,23 @@ pub struct Provider {
     pub models: Vec<ModelConfig>,
     pub flat_rate: bool,
     pub system_prompt_prefix: Option<String>,
+    /// The catalog's default large and small model ids (catalog providers only).
+    pub default_large: Option<String>,
+    pub default_small: Option<String>,
+}
+
+impl Provider {
+    /// The catalog's default large or small model, else the first model.
+    pub fn default_model(&self, small: bool) -> Option<&ModelConfig> {
+        let want = if small {
+            &self.default_small
+        } else {
+            &self.default_large
+        };
+        want.as_deref()
+            .and_then(|id| self.models.iter().find(|m| m.id == id))
+            .or(self.models.first())
+    }
 }
 
 /// The model a turn uses.
@@ -297,11 +317,12 @@ impl ResolvedModel {
                 / 1_000_000.0,
         )
     }
+    /// `catalog` (Catwalk's prices), `config` (the user's), `flat_rate` or `unpriced`.
     pub fn price_source(&self) -> &'static str {
         if self.provider.flat_rate {
             "flat_rate"
         } else if self.model.cost_per_1m_in.is_some() && self.model.cost_per_1m_out.is_some() {
-            "config"
+            self.model.price_source.unwrap_or("config")
         } else {
             "unpriced"
         }
@@ -317,7 +338,7 @@ fn api_kind(kind: &str) -> Option<ApiKind> {
     Some(match kind {
         "anthropic" => ApiKind::Anthropic,
         "openai" => ApiKind::OpenAi,
-        "openai-compat" | "openrouter" | "ollama" | "llamacpp" | "lmstudio" | "vllm"
+        "openai-compat" | "openrouter" | "vercel" | "ollama" | "llamacpp" | "lmstudio" | "vllm"
         | "litellm" | "omlx" | "hyper" => ApiKind::OpenAiCompat,
         _ => return None,
     })
@@ -333,109 +354,144 @@ fn default_base_url(kind: ApiKind, id: &str) -> Option<&'static str> {
 }
 
 impl Loaded {
-    /// The providers that can be called: configured ones whose settings resolve, plus `anthropic`
-    /// and `openai` when their API key is in the environment.
+    /// The provider catalog (loaded on first use; see `crate::catalog`).
+    pub fn catalog(&self) -> &'static crate::catalog::Catalog {
+        let opts = &self.config.options;
+        crate::catalog::get(|| crate::catalog::Settings {
+            debug: opts.debug,
+            ..crate::catalog::Settings::from_env(opts.disable_provider_auto_update)
+        })
+    }
+
+    /// The providers that can be called: catalog providers whose key resolves (in catalog order,
+    /// merged with the user's settings for the same id), then the user's own providers (by id).
     pub fn providers(&self) -> Result<Vec<Provider>, ConfigError> {
+        self.providers_with(&self.catalog().providers)
+    }
+
+    /// [`providers`](Self::providers) against a given catalog.
+    pub fn providers_with(
+        &self,
+        catalog: &[crate::catalog::Provider],
+    ) -> Result<Vec<Provider>, ConfigError> {
         let mut out = Vec::new();
-        let mut ids: Vec<&String> = self.config.providers.keys().collect();
-        for implied in ["anthropic", "openai"] {
-            let var = format!("{}_API_KEY", implied.to_uppercase());
-            if !self.config.providers.contains_key(implied)
-                && std::env::var(&var).is_ok_and(|v| !v.is_empty())
-            {
-                out.push(Provider {
-                    id: implied.to_string(),
-                    endpoint: Endpoint {
-                        provider_id: implied.to_string(),
-                        kind: api_kind(implied).unwrap_or(ApiKind::OpenAiCompat),
-                        base_url: default_base_url(
-                            api_kind(implied).unwrap_or(ApiKind::OpenAi),
-                            implied,
-                        )
-                        .unwrap_or_default()
-                        .to_string(),
-                        api_key: std::env::var(&var).ok(),
-                        headers: vec![],
-                    },
-                    models: vec![],
-                    flat_rate: false,
-                    system_prompt_prefix: None,
-                });
+        let no_user = ProviderConfig::default();
+        for c in catalog {
+            let id = c.id.as_str();
+            match self.config.providers.get(id) {
+                Some(u) if u.disable => {}
+                Some(u) => out.extend(self.build_provider(id, u, Some(c))?),
+                // Catalog values are not the user's to fix: one that cannot be used is skipped.
+                None => out.extend(self.build_provider(id, &no_user, Some(c)).ok().flatten()),
             }
         }
-        ids.sort();
-        for id in ids {
-            let p = &self.config.providers[id];
-            if p.disable {
+        for (id, p) in &self.config.providers {
+            if p.disable || catalog.iter().any(|c| c.id.as_str() == id) {
                 continue;
             }
-            let where_ = self.origin_of(&["providers", id]);
-            let kind_name = p.kind.clone().unwrap_or_else(|| match id.as_str() {
-                "anthropic" => "anthropic".into(),
-                "openai" => "openai".into(),
-                _ => "openai-compat".into(),
-            });
-            let kind = api_kind(&kind_name).ok_or_else(|| {
-                ConfigError::File(format!(
-                    "{where_}: provider '{id}' has unknown type '{kind_name}' (use anthropic, openai or openai-compat)"
-                ))
-            })?;
-            let base_url = match &p.base_url {
-                Some(u) => expand::expand_env(u).map_err(|e| {
-                    ConfigError::File(format!("{where_}: providers.{id}.base_url: {e}"))
-                })?,
-                None => String::new(),
-            };
-            let base_url = if base_url.is_empty() {
-                default_base_url(kind, id)
-                    .ok_or_else(|| {
-                        ConfigError::File(format!(
-                            "{where_}: provider '{id}' needs a base_url (e.g. http://127.0.0.1:11434/v1)"
-                        ))
-                    })?
-                    .to_string()
-            } else {
-                base_url
-            };
-            let api_key = match &p.api_key {
-                Some(k) => Some(expand::expand_env(k).map_err(|e| {
-                    ConfigError::File(format!("{where_}: providers.{id}.api_key: {e}"))
-                })?),
-                None => match kind {
-                    ApiKind::Anthropic => std::env::var("ANTHROPIC_API_KEY").ok(),
-                    ApiKind::OpenAi => std::env::var("OPENAI_API_KEY").ok(),
-                    ApiKind::OpenAiCompat => None,
-                },
-            }
-            .filter(|k| !k.is_empty());
-            // Cloud APIs cannot work without a key: skip the provider, like Crush.
-            if api_key.is_none() && kind != ApiKind::OpenAiCompat {
-                continue;
-            }
-            let mut headers = Vec::new();
-            for (k, v) in &p.extra_headers {
-                let v = expand::expand_env(v).map_err(|e| {
-                    ConfigError::File(format!("{where_}: providers.{id}.extra_headers.{k}: {e}"))
-                })?;
-                if !v.is_empty() {
-                    headers.push((k.clone(), v));
-                }
-            }
-            out.push(Provider {
-                id: id.clone(),
-                endpoint: Endpoint {
-                    provider_id: id.clone(),
-                    kind,
-                    base_url,
-                    api_key,
-                    headers,
-                },
-                models: p.models.clone(),
-                flat_rate: p.flat_rate,
-                system_prompt_prefix: p.system_prompt_prefix.clone(),
-            });
+            out.extend(self.build_provider(id, p, None)?);
         }
         Ok(out)
+    }
+
+    /// One provider from the user's settings `u` over the catalog entry `cat`; None when it
+    /// cannot be used (no key, or a catalog type this build cannot call).
+    fn build_provider(
+        &self,
+        id: &str,
+        u: &ProviderConfig,
+        cat: Option<&crate::catalog::Provider>,
+    ) -> Result<Option<Provider>, ConfigError> {
+        let where_ = self.origin_of(&["providers", id]);
+        let expand_user = |field: &str, v: &str| {
+            expand::expand_env(v)
+                .map_err(|e| ConfigError::File(format!("{where_}: providers.{id}.{field}: {e}")))
+        };
+        let expand_cat = |v: &str| expand::expand_env(v).unwrap_or_default();
+        let kind_name = match (&u.kind, cat) {
+            (Some(k), _) => k.clone(),
+            (None, Some(c)) => c.kind.as_str().to_string(),
+            (None, None) => match id {
+                "anthropic" | "openai" => id.to_string(),
+                _ => "openai-compat".into(),
+            },
+        };
+        let Some(kind) = api_kind(&kind_name) else {
+            if u.kind.is_none() {
+                return Ok(None); // e.g. bedrock or google from the catalog: not callable yet
+            }
+            return Err(ConfigError::File(format!(
+                "{where_}: provider '{id}' has unknown type '{kind_name}' (use anthropic, openai, openai-compat or openrouter)"
+            )));
+        };
+        let mut base_url = match &u.base_url {
+            Some(b) => expand_user("base_url", b)?,
+            None => String::new(),
+        };
+        if base_url.is_empty()
+            && let Some(c) = cat
+        {
+            base_url = expand_cat(&c.api_endpoint);
+        }
+        if base_url.is_empty() {
+            match default_base_url(kind, id) {
+                Some(d) => base_url = d.to_string(),
+                None if cat.is_some() => return Ok(None),
+                None => {
+                    return Err(ConfigError::File(format!(
+                        "{where_}: provider '{id}' needs a base_url (e.g. http://127.0.0.1:11434/v1)"
+                    )));
+                }
+            }
+        }
+        let api_key = match (&u.api_key, cat) {
+            (Some(k), _) => expand_user("api_key", k)?,
+            (None, Some(c)) => expand_cat(&c.api_key),
+            (None, None) => match kind {
+                ApiKind::Anthropic => std::env::var("ANTHROPIC_API_KEY").unwrap_or_default(),
+                ApiKind::OpenAi => std::env::var("OPENAI_API_KEY").unwrap_or_default(),
+                ApiKind::OpenAiCompat => String::new(),
+            },
+        };
+        let api_key = Some(api_key).filter(|k| !k.is_empty());
+        // Without a key only the user's own OpenAI-compatible servers (ollama, llama.cpp, vLLM,
+        // LM Studio) can work; catalog providers and cloud APIs are skipped, like Crush.
+        if api_key.is_none() && (cat.is_some() || kind != ApiKind::OpenAiCompat) {
+            return Ok(None);
+        }
+        // The catalog's default headers, overlaid by the user's (names compare case-insensitively).
+        let mut headers: Vec<(String, String)> = Vec::new();
+        if let Some(c) = cat {
+            for (k, v) in &c.default_headers {
+                headers.push((k.clone(), expand_cat(v)));
+            }
+        }
+        for (k, v) in &u.extra_headers {
+            let v = expand_user(&format!("extra_headers.{k}"), v)?;
+            headers.retain(|(h, _)| !h.eq_ignore_ascii_case(k));
+            headers.push((k.clone(), v));
+        }
+        headers.retain(|(_, v)| !v.is_empty());
+        let models = match cat {
+            Some(c) => crate::catalog::merge_models(&u.models, &c.models),
+            None => u.models.clone(),
+        };
+        let default_id = |s: &String| Some(s.clone()).filter(|s| !s.is_empty());
+        Ok(Some(Provider {
+            id: id.to_string(),
+            endpoint: Endpoint {
+                provider_id: id.to_string(),
+                kind,
+                base_url,
+                api_key,
+                headers,
+            },
+            models,
+            flat_rate: u.flat_rate,
+            system_prompt_prefix: u.system_prompt_prefix.clone(),
+            default_large: cat.and_then(|c| default_id(&c.default_large_model_id)),
+            default_small: cat.and_then(|c| default_id(&c.default_small_model_id)),
+        }))
     }
 
     /// The file that last set a key path, for error messages ("<built-in>" if none).
@@ -463,55 +519,96 @@ impl Loaded {
     }
 
     /// Resolves the large (`small == false`) or small model: the flag, else `models.large/small`,
-    /// else the first model of the first provider.
+    /// else the catalog default of the first configured provider. A model is `PROVIDER/MODEL` or
+    /// a model id offered by exactly one configured provider.
     pub fn resolve_model(
         &self,
         flag: Option<&str>,
         small: bool,
     ) -> Result<ResolvedModel, ConfigError> {
-        let providers = self.providers()?;
+        self.resolve_model_with(&self.catalog().providers, flag, small)
+    }
+
+    /// [`resolve_model`](Self::resolve_model) against a given catalog.
+    pub fn resolve_model_with(
+        &self,
+        catalog: &[crate::catalog::Provider],
+        flag: Option<&str>,
+        small: bool,
+    ) -> Result<ResolvedModel, ConfigError> {
+        let providers = self.providers_with(catalog)?;
         if providers.is_empty() {
             return Err(ConfigError::NoProvider(format!(
-                "no provider configured: add one to {} (see 'man crush', CONFIGURATION), or set ANTHROPIC_API_KEY or OPENAI_API_KEY",
+                "no provider configured: set the API key of a catalog provider (e.g. ANTHROPIC_API_KEY or OPENAI_API_KEY; 'crush models' lists them all), or add a provider to {} (see 'man crush', CONFIGURATION)",
                 paths::global_config_dir().join("crush.json").display()
             )));
         }
-        let configured = if small {
-            self.config
-                .models
-                .small
-                .clone()
-                .or_else(|| self.config.models.large.clone())
-        } else {
-            self.config.models.large.clone()
+        let offers = |p: &Provider, m: &str| p.models.iter().any(|x| x.id.eq_ignore_ascii_case(m));
+        let configured = |p: &str| providers.iter().any(|x| x.id == p);
+        let known = |p: &str| {
+            configured(p)
+                || catalog.iter().any(|c| c.id.as_str() == p)
+                || self.config.providers.contains_key(p)
         };
-        let (provider_id, model_id, selected) = match (flag, configured) {
-            (Some(f), _) => {
+        let (provider_id, model_id, selected) = match flag {
+            Some(f) => {
                 let (p, m) = match f.split_once('/') {
-                    Some((p, m)) if providers.iter().any(|x| x.id == p) => {
+                    Some((p, m)) if configured(p) => (Some(p.to_string()), m.to_string()),
+                    // `known/model` names that provider unless the whole string is a model id
+                    // (OpenRouter-style ids contain a slash).
+                    Some((p, m)) if known(p) && !providers.iter().any(|x| offers(x, f)) => {
                         (Some(p.to_string()), m.to_string())
                     }
                     _ => (None, f.to_string()),
                 };
                 (p, m, SelectedModel::default())
             }
-            (None, Some(sel)) => (
-                Some(sel.provider.clone()).filter(|p| !p.is_empty()),
-                sel.model.clone(),
-                sel,
-            ),
-            (None, None) => {
-                let p = providers.iter().find(|p| !p.models.is_empty()).ok_or_else(|| {
-                    ConfigError::Model(
-                        "no model selected: set models.large in crush.json or pass -m PROVIDER/MODEL"
-                            .into(),
-                    )
-                })?;
-                (
-                    Some(p.id.clone()),
-                    p.models[0].id.clone(),
-                    SelectedModel::default(),
-                )
+            None => {
+                let chosen = if small {
+                    self.config.models.small.clone()
+                } else {
+                    self.config.models.large.clone()
+                };
+                match (chosen, &self.config.models.large) {
+                    (Some(sel), _) => (
+                        Some(sel.provider.clone()).filter(|p| !p.is_empty()),
+                        sel.model.clone(),
+                        sel,
+                    ),
+                    // No small model: the large model's provider's default small model, else
+                    // the large model itself.
+                    (None, Some(large)) if small => {
+                        let p = providers.iter().find(|p| p.id == large.provider);
+                        let dflt = p.and_then(|p| {
+                            let id = p.default_small.as_deref()?;
+                            p.models.iter().find(|m| m.id == id)
+                        });
+                        match dflt {
+                            Some(m) => (
+                                Some(large.provider.clone()),
+                                m.id.clone(),
+                                SelectedModel::default(),
+                            ),
+                            None => (
+                                Some(large.provider.clone()).filter(|p| !p.is_empty()),
+                                large.model.clone(),
+                                large.clone(),
+                            ),
+                        }
+                    }
+                    _ => {
+                        let (p, m) = providers
+                            .iter()
+                            .find_map(|p| p.default_model(small).map(|m| (p, m)))
+                            .ok_or_else(|| {
+                                ConfigError::Model(
+                                    "no model selected: set models.large in crush.json or pass -m PROVIDER/MODEL"
+                                        .into(),
+                                )
+                            })?;
+                        (Some(p.id.clone()), m.id.clone(), SelectedModel::default())
+                    }
+                }
             }
         };
         let which = if small { "small" } else { "large" };
@@ -531,37 +628,60 @@ impl Loaded {
                 selected: selected.clone(),
             }
         };
+        let configured_list = || {
+            providers
+                .iter()
+                .map(|p| p.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         match provider_id {
             Some(pid) => {
                 let p = providers.iter().find(|p| p.id == pid).ok_or_else(|| {
+                    let hint = catalog
+                        .iter()
+                        .find(|c| c.id.as_str() == pid)
+                        .and_then(|c| c.api_key.strip_prefix('$'))
+                        .map(|var| format!("set {} to use it", var.trim_matches(['{', '}'])))
+                        .unwrap_or_else(|| "configure it in crush.json".into());
                     ConfigError::Model(format!(
-                        "{which} model '{pid}/{model_id}': provider '{pid}' is not configured or has no API key (configured: {})",
-                        providers.iter().map(|p| p.id.as_str()).collect::<Vec<_>>().join(", ")
+                        "{which} model '{pid}/{model_id}': provider '{pid}' is not configured or has no API key; {hint} (configured: {})",
+                        configured_list()
                     ))
                 })?;
                 Ok(pick(p))
             }
             None => {
-                let matches: Vec<&Provider> = providers
-                    .iter()
-                    .filter(|p| {
-                        p.models
-                            .iter()
-                            .any(|m| m.id.eq_ignore_ascii_case(&model_id))
-                    })
-                    .collect();
+                let matches: Vec<&Provider> =
+                    providers.iter().filter(|p| offers(p, &model_id)).collect();
                 match matches.as_slice() {
                     [p] => Ok(pick(p)),
-                    [] => Err(ConfigError::Model(format!(
-                        "{which} model '{model_id}' not found; use PROVIDER/MODEL (providers: {})",
-                        providers
+                    [] => {
+                        let elsewhere: Vec<String> = catalog
                             .iter()
-                            .map(|p| p.id.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ))),
+                            .filter(|c| !configured(c.id.as_str()))
+                            .filter(|c| {
+                                c.models
+                                    .iter()
+                                    .any(|m| m.id.eq_ignore_ascii_case(&model_id))
+                            })
+                            .map(|c| c.id.to_string())
+                            .collect();
+                        let hint = if elsewhere.is_empty() {
+                            String::new()
+                        } else {
+                            format!(
+                                "; providers that are not configured offer it: {}",
+                                elsewhere.join(", ")
+                            )
+                        };
+                        Err(ConfigError::Model(format!(
+                            "{which} model '{model_id}' is not offered by a configured provider{hint}; use PROVIDER/MODEL (configured: {}; 'crush models' lists the models)",
+                            configured_list()
+                        )))
+                    }
                     many => Err(ConfigError::Model(format!(
-                        "{which} model '{model_id}' is offered by several providers: {}; use PROVIDER/MODEL",
+                        "{which} model '{model_id}' is ambiguous, offered by several providers: {}; use PROVIDER/MODEL",
                         many.iter()
                             .map(|p| format!("{}/{model_id}", p.id))
                             .collect::<Vec<_>>()
@@ -604,24 +724,35 @@ mod tests {
     #[test]
     fn model_resolution() {
         let l = loaded(two_providers());
-        assert_eq!(l.resolve_model(Some("m2"), false).unwrap().provider.id, "b");
         assert_eq!(
-            l.resolve_model(Some("b/shared"), false)
+            l.resolve_model_with(&[], Some("m2"), false)
+                .unwrap()
+                .provider
+                .id,
+            "b"
+        );
+        assert_eq!(
+            l.resolve_model_with(&[], Some("b/shared"), false)
                 .unwrap()
                 .provider
                 .id,
             "b"
         );
         let e = l
-            .resolve_model(Some("shared"), false)
+            .resolve_model_with(&[], Some("shared"), false)
             .unwrap_err()
             .to_string();
         assert!(e.contains("a/shared") && e.contains("b/shared"), "{e}");
-        assert!(l.resolve_model(Some("zzz"), false).is_err());
+        assert!(l.resolve_model_with(&[], Some("zzz"), false).is_err());
         // Default: first provider with models.
-        assert_eq!(l.resolve_model(None, false).unwrap().model.id, "m1");
+        assert_eq!(
+            l.resolve_model_with(&[], None, false).unwrap().model.id,
+            "m1"
+        );
         // Unlisted model under an explicit provider is allowed (unpriced).
-        let r = l.resolve_model(Some("a/new-model"), false).unwrap();
+        let r = l
+            .resolve_model_with(&[], Some("a/new-model"), false)
+            .unwrap();
         assert_eq!(r.price_source(), "unpriced");
         assert_eq!(r.cost(&Default::default()), None);
     }
@@ -632,7 +763,7 @@ mod tests {
             json!({"providers": {"a": {"base_url": "http://h", "models": [{"id": "m",
             "cost_per_1m_in": 3.0, "cost_per_1m_out": 15.0, "cost_per_1m_in_cached": 3.75, "cost_per_1m_out_cached": 0.3}]}}}),
         );
-        let r = l.resolve_model(None, false).unwrap();
+        let r = l.resolve_model_with(&[], None, false).unwrap();
         let u = crate::llm::Usage {
             input: 1_000_000,
             output: 1_000_000,
@@ -650,13 +781,129 @@ mod tests {
         let l = loaded(
             json!({"providers": {"x": {"base_url": "http://h/v1", "api_key": "${CRUSH_TEST_EXPAND_KEY}"}}}),
         );
-        let p = l.providers().unwrap();
+        let p = l.providers_with(&[]).unwrap();
         assert_eq!(p[0].endpoint.api_key.as_deref(), Some("k123"));
         let l = loaded(json!({"providers": {"x": {"type": "openai-compat"}}}));
-        let e = l.providers().unwrap_err().to_string();
+        let e = l.providers_with(&[]).unwrap_err().to_string();
         assert!(
             e.starts_with("/g/crush.json:") && e.contains("base_url"),
             "{e}"
+        );
+    }
+
+    fn test_catalog() -> Vec<crate::catalog::Provider> {
+        crate::catalog::schema::parse(
+            br#"[{"id":"cat","name":"Cat","type":"openai-compat","api_key":"$CRUSH_TEST_UNSET_KEY_XYZ",
+                 "api_endpoint":"http://cat/v1","default_large_model_id":"big","default_small_model_id":"little",
+                 "default_headers":{"X-Title":"Crush","HTTP-Referer":"https://charm.land"},
+                 "models":[{"id":"big","name":"Big","cost_per_1m_in":2,"cost_per_1m_out":8,"cost_per_1m_in_cached":2.5,"cost_per_1m_out_cached":0.2,"context_window":1000},
+                           {"id":"little","cost_per_1m_in":0,"cost_per_1m_out":0},
+                           {"id":"shared"}]},
+                {"id":"cloud","type":"bedrock","api_key":"k","models":[{"id":"x"}]}]"#,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn catalog_providers_need_their_key_and_merge_with_the_user() {
+        let cat = test_catalog();
+        // No key: the catalog provider is skipped, and so is an unsupported type.
+        let l = loaded(two_providers());
+        let ids: Vec<String> = l
+            .providers_with(&cat)
+            .unwrap()
+            .into_iter()
+            .map(|p| p.id)
+            .collect();
+        assert_eq!(ids, ["a", "b"]);
+        // A user entry with the catalog id and a key: catalog first, user overrides merged in.
+        let l = loaded(json!({"providers": {
+            "cat": {"api_key": "k1", "extra_headers": {"x-title": "Mine"}, "models": [{"id": "own"}, {"id": "big", "context_window": 5}]},
+            "z": {"base_url": "http://z/v1", "models": [{"id": "zm"}]}
+        }}));
+        let ps = l.providers_with(&cat).unwrap();
+        assert_eq!(
+            ps.iter().map(|p| p.id.as_str()).collect::<Vec<_>>(),
+            ["cat", "z"]
+        );
+        let p = &ps[0];
+        assert_eq!(p.endpoint.base_url, "http://cat/v1");
+        assert_eq!(p.endpoint.api_key.as_deref(), Some("k1"));
+        let mut h = p.endpoint.headers.clone();
+        h.sort();
+        assert_eq!(
+            h,
+            [
+                ("HTTP-Referer".to_string(), "https://charm.land".to_string()),
+                ("x-title".to_string(), "Mine".to_string())
+            ]
+        );
+        let ids: Vec<&str> = p.models.iter().map(|m| m.id.as_str()).collect();
+        assert_eq!(ids, ["own", "big", "little", "shared"]);
+        // The user's "big" keeps its context window and takes the catalog's prices.
+        assert_eq!(p.models[1].context_window, 5);
+        assert_eq!(p.models[1].cost_per_1m_in, Some(2.0));
+        assert_eq!(p.models[1].price_source, Some("catalog"));
+
+        // Defaults: the first configured provider's catalog defaults.
+        let large = l.resolve_model_with(&cat, None, false).unwrap();
+        assert_eq!(
+            (large.provider.id.as_str(), large.model.id.as_str()),
+            ("cat", "big")
+        );
+        assert_eq!(large.price_source(), "catalog");
+        let u = crate::llm::Usage {
+            input: 1_000_000,
+            output: 0,
+            cache_read: 1_000_000,
+            cache_write: 1_000_000,
+        };
+        assert!((large.cost(&u).unwrap() - (2.0 + 0.2 + 2.5)).abs() < 1e-9);
+        let small = l.resolve_model_with(&cat, None, true).unwrap();
+        assert_eq!(small.model.id, "little");
+        // Catwalk's 0/0 is "unknown": unpriced, never $0.
+        assert_eq!(small.price_source(), "unpriced");
+        assert_eq!(small.cost(&u), None);
+        // "shared" only in "cat" among configured providers; "zm" only in "z".
+        assert_eq!(
+            l.resolve_model_with(&cat, Some("zm"), false)
+                .unwrap()
+                .provider
+                .id,
+            "z"
+        );
+        // A catalog provider that is not configured is named with the variable to set.
+        let l2 = loaded(two_providers());
+        let e = l2
+            .resolve_model_with(&cat, Some("cat/big"), false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("CRUSH_TEST_UNSET_KEY_XYZ"), "{e}");
+        let e = l2
+            .resolve_model_with(&cat, Some("big"), false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not configured offer it: cat"), "{e}");
+    }
+
+    #[test]
+    fn the_small_model_follows_the_large_models_provider() {
+        let cat = test_catalog();
+        let l = loaded(json!({
+            "providers": {"cat": {"api_key": "k"}, "a": {"base_url": "http://h/v1", "models": [{"id": "m1"}]}},
+            "models": {"large": {"provider": "a", "model": "m1"}}
+        }));
+        assert_eq!(
+            l.resolve_model_with(&cat, None, true).unwrap().model.id,
+            "m1"
+        );
+        let l = loaded(json!({
+            "providers": {"cat": {"api_key": "k"}},
+            "models": {"large": {"provider": "cat", "model": "shared"}}
+        }));
+        assert_eq!(
+            l.resolve_model_with(&cat, None, true).unwrap().model.id,
+            "little"
         );
     }
 }

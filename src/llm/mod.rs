@@ -12,6 +12,7 @@ pub mod retry;
 pub mod sse;
 pub mod types;
 
+pub use client::is_loopback_url;
 pub use types::*;
 
 use std::fmt;

@@ -29,20 +29,39 @@ struct ProjectList {
     projects: Vec<Project>,
 }
 
+/// How stale `last_accessed` may be before a start rewrites the file: a script that runs crush
+/// in a loop pays for one synced write a minute, not one per run.
+const FRESH_SECS: i64 = 60;
+
 /// Records that `project` (with data dir `data_dir`) was used now. Safe when several processes
-/// write at once (temp file + rename under a lock file).
+/// write at once (temp file + rename under a lock file). Skipped when the project is already the
+/// most recent entry and was touched less than a minute ago.
 pub fn touch(global_data: &Path, project: &Path, data_dir: &Path) -> io::Result<()> {
+    let now = SystemTime::now();
+    let file = global_data.join(FILE_NAME);
+    if let Some(first) = read_projects(&file).ok().and_then(|p| p.into_iter().next())
+        && first.path == project.to_string_lossy()
+        && first.data_dir == data_dir.to_string_lossy()
+        && let (Some(seen), Some(now_s)) = (
+            parse_rfc3339(&first.last_accessed).map(|(secs, _)| secs),
+            now.duration_since(UNIX_EPOCH)
+                .ok()
+                .map(|d| d.as_secs() as i64),
+        )
+        && (0..FRESH_SECS).contains(&(now_s - seen))
+    {
+        return Ok(());
+    }
     fs::create_dir_all(global_data)?;
     let _lock = Lock::acquire(&global_data.join(LOCK_NAME))?;
 
-    let file = global_data.join(FILE_NAME);
     let mut projects = read_projects(&file)?;
     let path = project.to_string_lossy().into_owned();
     projects.retain(|p| p.path != path);
     projects.push(Project {
         path,
         data_dir: data_dir.to_string_lossy().into_owned(),
-        last_accessed: rfc3339_utc(SystemTime::now()),
+        last_accessed: rfc3339_utc(now),
     });
     // Stable sort, newest first; unparseable timestamps go last.
     projects.sort_by_key(|p| std::cmp::Reverse(parse_rfc3339(&p.last_accessed)));

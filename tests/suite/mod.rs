@@ -1,5 +1,6 @@
 //! Integration test modules. Add one `mod` line per file.
 
+mod catalog;
 mod fake_server;
 mod hooks;
 mod run;

@@ -1,0 +1,221 @@
+//! `crush models [QUERY] [--json]`: every model of the configured providers, then those of the
+//! catalog providers that are not configured (and why), filtered by a case-insensitive QUERY.
+
+use super::Catalog;
+use crate::config::{ConfigError, Loaded, ModelConfig, Provider};
+use serde_json::{Value, json};
+use std::fmt::Write;
+
+/// One line of the listing.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub provider: String,
+    pub model: ModelConfig,
+    pub configured: bool,
+    /// For a provider that is not configured: what it needs (`set $ANTHROPIC_API_KEY`, ...).
+    pub status: String,
+    /// `large` / `small` when this is the model a run would use.
+    pub role: Vec<&'static str>,
+}
+
+impl Row {
+    pub fn full_id(&self) -> String {
+        format!("{}/{}", self.provider, self.model.id)
+    }
+
+    fn matches(&self, query: &str) -> bool {
+        let q = query.to_lowercase();
+        self.full_id().to_lowercase().contains(&q)
+            || self
+                .model
+                .name
+                .as_deref()
+                .is_some_and(|n| n.to_lowercase().contains(&q))
+    }
+
+    fn json(&self) -> Value {
+        let m = &self.model;
+        let priced = m.cost_per_1m_in.is_some() && m.cost_per_1m_out.is_some();
+        json!({
+            "provider": self.provider,
+            "model": m.id,
+            "name": m.name.as_deref().unwrap_or(&m.id),
+            "configured": self.configured,
+            "status": self.status,
+            "role": self.role,
+            "context_window": m.context_window,
+            "default_max_tokens": m.default_max_tokens,
+            "can_reason": m.can_reason,
+            "supports_attachments": m.supports_attachments,
+            "cost_per_1m_in": m.cost_per_1m_in,
+            "cost_per_1m_out": m.cost_per_1m_out,
+            "cost_per_1m_cache_write": m.cost_per_1m_in_cached,
+            "cost_per_1m_cache_read": m.cost_per_1m_out_cached,
+            "price_source": if priced { m.price_source.unwrap_or("config") } else { "unpriced" },
+        })
+    }
+}
+
+/// What a catalog provider that is not configured would need.
+fn needs(p: &super::Provider) -> String {
+    use super::ProviderType as T;
+    match &p.kind {
+        T::Anthropic | T::OpenAi | T::OpenAiCompat | T::OpenRouter | T::Vercel => {
+            match p.api_key.strip_prefix('$') {
+                Some(var) => format!("set {}", var.trim_matches(['{', '}'])),
+                None if p.api_key.is_empty() => "needs an api_key in crush.json".into(),
+                None => "needs a base_url".into(),
+            }
+        }
+        other => format!("type '{other}' not supported yet"),
+    }
+}
+
+/// The rows: configured providers first (in the order models are resolved), then the rest of
+/// the catalog.
+pub fn rows(loaded: &Loaded, catalog: &Catalog) -> Result<Vec<Row>, ConfigError> {
+    let providers: Vec<Provider> = loaded.providers_with(&catalog.providers)?;
+    let large = loaded
+        .resolve_model_with(&catalog.providers, None, false)
+        .ok();
+    let small = loaded
+        .resolve_model_with(&catalog.providers, None, true)
+        .ok();
+    let is = |r: &Option<crate::config::ResolvedModel>, p: &str, m: &str| {
+        r.as_ref()
+            .is_some_and(|r| r.provider.id == p && r.model.id == m)
+    };
+    let mut out = Vec::new();
+    for p in &providers {
+        for m in &p.models {
+            let mut role = Vec::new();
+            if is(&large, &p.id, &m.id) {
+                role.push("large");
+            }
+            if is(&small, &p.id, &m.id) {
+                role.push("small");
+            }
+            out.push(Row {
+                provider: p.id.clone(),
+                model: m.clone(),
+                configured: true,
+                status: "configured".into(),
+                role,
+            });
+        }
+    }
+    for c in &catalog.providers {
+        if providers.iter().any(|p| p.id == c.id.as_str()) {
+            continue;
+        }
+        let disabled = loaded
+            .config
+            .providers
+            .get(c.id.as_str())
+            .is_some_and(|u| u.disable);
+        let status = if disabled {
+            "disabled in crush.json".to_string()
+        } else {
+            needs(c)
+        };
+        for m in &c.models {
+            out.push(Row {
+                provider: c.id.to_string(),
+                model: super::model_config(m),
+                configured: false,
+                status: status.clone(),
+                role: Vec::new(),
+            });
+        }
+    }
+    Ok(out)
+}
+
+fn price(v: Option<f64>) -> String {
+    match v {
+        Some(p) => format!("{p:.2}"),
+        None => "-".into(),
+    }
+}
+
+fn tokens(n: u64) -> String {
+    match n {
+        0 => "-".into(),
+        n if n >= 1_000_000 && n % 100_000 == 0 => format!("{:.1}M", n as f64 / 1e6),
+        n if n >= 1_000 => format!("{}K", n / 1_000),
+        n => n.to_string(),
+    }
+}
+
+/// The text (aligned columns) or JSON (an array) of `crush models`.
+pub fn render(rows: &[Row], query: Option<&str>, as_json: bool) -> String {
+    let rows: Vec<&Row> = rows
+        .iter()
+        .filter(|r| query.is_none_or(|q| r.matches(q)))
+        .collect();
+    if as_json {
+        let v: Vec<Value> = rows.iter().map(|r| r.json()).collect();
+        return format!("{}\n", Value::Array(v));
+    }
+    let id_w = rows
+        .iter()
+        .map(|r| r.full_id().chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(14, 60);
+    let name_w = rows
+        .iter()
+        .map(|r| r.model.name.as_deref().unwrap_or("").chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(4, 36);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<id_w$}  {:<name_w$}  {:>7}  {:>8}  {:>8}  STATUS",
+        "PROVIDER/MODEL", "NAME", "CONTEXT", "IN $/1M", "OUT $/1M"
+    );
+    for r in rows {
+        let m = &r.model;
+        let mut status = r.status.clone();
+        if !r.role.is_empty() {
+            let _ = write!(status, " (default {})", r.role.join(", "));
+        }
+        let name: String = m
+            .name
+            .as_deref()
+            .unwrap_or("")
+            .chars()
+            .take(name_w)
+            .collect();
+        let _ = writeln!(
+            out,
+            "{:<id_w$}  {:<name_w$}  {:>7}  {:>8}  {:>8}  {status}",
+            r.full_id(),
+            name,
+            tokens(m.context_window),
+            price(m.cost_per_1m_in),
+            price(m.cost_per_1m_out),
+        );
+    }
+    out
+}
+
+/// `crush models [QUERY] [--json]`.
+pub fn models(loaded: &Loaded, query: Option<&str>, as_json: bool) -> Result<String, ConfigError> {
+    let rows = rows(loaded, loaded.catalog())?;
+    Ok(render(&rows, query, as_json))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_counts_read_well() {
+        assert_eq!(tokens(200_000), "200K");
+        assert_eq!(tokens(1_000_000), "1.0M");
+        assert_eq!(tokens(1_050_000), "1050K");
+        assert_eq!(tokens(0), "-");
+    }
+}

@@ -1,0 +1,514 @@
+//! The provider catalog (SPEC §5): Catwalk's list of providers and models, with their prices.
+//!
+//! Sources, best first: a fresh download, the cache in the global data dir, the snapshot compiled
+//! into the binary. Nothing here runs until a command needs a provider or a model
+//! ([`get`] is lazy and memoised), and the network is asked at most once per [`Settings::ttl`]:
+//!
+//! - auto-update on (the default): when the cache is older than the TTL (24 h; 1 h after a failed
+//!   attempt) or missing, `GET {CATWALK_URL}/v2/providers` with `If-None-Match` set to the ETag
+//!   the server sent last time; 304 keeps the cache, 200 replaces it atomically. The whole request
+//!   is capped at [`STARTUP_TIMEOUT`]; any failure prints one warning line and falls back to the
+//!   cache, else the embedded copy.
+//! - auto-update off (`options.disable_provider_auto_update`, `CRUSH_DISABLE_PROVIDER_AUTO_UPDATE=1`):
+//!   no connection at all; the cache when present, else the embedded copy.
+//! - `crush update-providers [SOURCE]` ([`update_providers`]) writes the cache on demand.
+
+pub mod list;
+pub mod schema;
+pub mod store;
+
+pub use schema::{Model, Provider, ProviderId, ProviderType};
+
+use crate::config::ModelConfig;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// The snapshot compiled into the binary (Catwalk, MIT: see `catwalk-LICENSE` beside it).
+pub const EMBEDDED: &[u8] = include_bytes!("catwalk-providers.json");
+
+pub const DEFAULT_URL: &str = "https://catwalk.charm.land";
+/// How long a successful check is trusted before the next start asks the server again.
+pub const TTL: Duration = Duration::from_secs(24 * 60 * 60);
+/// How long after a failed check the next start tries again.
+pub const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(60 * 60);
+/// The most a start waits on the catalog server.
+pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(2);
+/// The most `crush update-providers` waits (the user asked for it).
+pub const UPDATE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Where the catalog comes from and whether the network may be used.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub auto_update: bool,
+    /// Catwalk base URL (`$CATWALK_URL` or [`DEFAULT_URL`]).
+    pub base_url: String,
+    /// The global data dir, holding the cache.
+    pub dir: PathBuf,
+    pub timeout: Duration,
+    pub ttl: Duration,
+    /// Report on stderr where the catalog came from and what loading it cost.
+    pub debug: bool,
+}
+
+fn env_nonempty(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// `1`, `true`, `yes`, `on` (any case).
+fn env_truthy(name: &str) -> bool {
+    env_nonempty(name).is_some_and(|v| {
+        matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "1" | "true" | "yes" | "on"
+        )
+    })
+}
+
+impl Settings {
+    /// From the environment; `disabled_by_config` is `options.disable_provider_auto_update`.
+    /// `CRUSH_CATALOG_TIMEOUT_MS` and `CRUSH_CATALOG_TTL` (seconds, 0 = check on every start)
+    /// override the defaults.
+    pub fn from_env(disabled_by_config: bool) -> Settings {
+        let timeout = env_nonempty("CRUSH_CATALOG_TIMEOUT_MS")
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_millis)
+            .unwrap_or(STARTUP_TIMEOUT);
+        let ttl = env_nonempty("CRUSH_CATALOG_TTL")
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs)
+            .unwrap_or(TTL);
+        Settings {
+            auto_update: !disabled_by_config && !env_truthy("CRUSH_DISABLE_PROVIDER_AUTO_UPDATE"),
+            base_url: env_nonempty("CATWALK_URL").unwrap_or_else(|| DEFAULT_URL.to_string()),
+            dir: crate::paths::global_data_dir(),
+            timeout,
+            ttl,
+            debug: false,
+        }
+    }
+
+    /// `{base_url}/v2/providers`.
+    pub fn url(&self) -> String {
+        providers_url(&self.base_url)
+    }
+}
+
+fn providers_url(base: &str) -> String {
+    format!("{}/v2/providers", base.trim_end_matches('/'))
+}
+
+/// Where the catalog in use came from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Origin {
+    Embedded,
+    Cache(PathBuf),
+    Downloaded(String),
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Origin::Embedded => f.write_str("the embedded copy"),
+            Origin::Cache(p) => write!(f, "the cache {}", p.display()),
+            Origin::Downloaded(u) => write!(f, "{u}"),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Catalog {
+    pub providers: Vec<Provider>,
+    pub origin: Origin,
+}
+
+impl Catalog {
+    pub fn provider(&self, id: &str) -> Option<&Provider> {
+        self.providers.iter().find(|p| p.id.as_str() == id)
+    }
+}
+
+/// The embedded snapshot, decoded.
+pub fn embedded() -> Catalog {
+    // The snapshot is checked by a unit test; an empty list is the worst a broken build can do.
+    let providers = schema::parse(EMBEDDED).unwrap_or_default();
+    Catalog {
+        providers,
+        origin: Origin::Embedded,
+    }
+}
+
+/// The catalog for this process: loaded on first use (see the module docs), then kept.
+/// Warnings go to stderr, one line each.
+pub fn get(settings: impl FnOnce() -> Settings) -> &'static Catalog {
+    static CATALOG: OnceLock<Catalog> = OnceLock::new();
+    CATALOG.get_or_init(|| {
+        #[allow(unused_mut)]
+        let mut settings = settings();
+        // Unit tests never reach the network, whatever the environment says.
+        #[cfg(test)]
+        {
+            settings.auto_update = false;
+        }
+        let started = std::time::Instant::now();
+        let (catalog, warnings) = load(&settings);
+        for w in warnings {
+            eprintln!("crush: warning: {w}");
+        }
+        if settings.debug {
+            eprintln!(
+                "crush: debug: provider catalog from {} ({} providers) in {:.2} ms",
+                catalog.origin,
+                catalog.providers.len(),
+                started.elapsed().as_secs_f64() * 1e3
+            );
+        }
+        catalog
+    })
+}
+
+/// A catalog model as the configuration's model type, with its prices when it has any
+/// (`price_source` "catalog"; see [`Model::is_priced`]).
+pub fn model_config(m: &Model) -> ModelConfig {
+    let priced = m.is_priced();
+    let price = |v: f64| priced.then_some(v);
+    ModelConfig {
+        id: m.id.clone(),
+        name: Some(m.name.clone()).filter(|n| !n.is_empty()),
+        cost_per_1m_in: price(m.cost_per_1m_in),
+        cost_per_1m_out: price(m.cost_per_1m_out),
+        cost_per_1m_in_cached: price(m.cost_per_1m_in_cached),
+        cost_per_1m_out_cached: price(m.cost_per_1m_out_cached),
+        context_window: m.context_window,
+        default_max_tokens: u32::try_from(m.default_max_tokens).unwrap_or(u32::MAX),
+        can_reason: m.can_reason,
+        supports_attachments: m.supports_attachments,
+        price_source: priced.then_some("catalog"),
+    }
+}
+
+/// The user's models first, then the catalog's (deduplicated by id). A user model with the id of
+/// a catalog model keeps what the user set and takes the rest (prices when the user gave none,
+/// name, context window, output budget) from the catalog.
+pub fn merge_models(user: &[ModelConfig], catalog: &[Model]) -> Vec<ModelConfig> {
+    let mut out: Vec<ModelConfig> = Vec::with_capacity(user.len() + catalog.len());
+    for u in user {
+        let mut m = u.clone();
+        if let Some(c) = catalog.iter().find(|c| c.id == u.id) {
+            let c = model_config(c);
+            if m.cost_per_1m_in.is_none() && m.cost_per_1m_out.is_none() {
+                m.cost_per_1m_in = c.cost_per_1m_in;
+                m.cost_per_1m_out = c.cost_per_1m_out;
+                m.cost_per_1m_in_cached = c.cost_per_1m_in_cached;
+                m.cost_per_1m_out_cached = c.cost_per_1m_out_cached;
+                m.price_source = c.price_source;
+            }
+            m.name = m.name.or(c.name);
+            if m.context_window == 0 {
+                m.context_window = c.context_window;
+            }
+            if m.default_max_tokens == 0 {
+                m.default_max_tokens = c.default_max_tokens;
+            }
+            m.can_reason |= c.can_reason;
+            m.supports_attachments |= c.supports_attachments;
+        }
+        out.push(m);
+    }
+    for c in catalog {
+        if !out.iter().any(|m| m.id == c.id) {
+            out.push(model_config(c));
+        }
+    }
+    out
+}
+
+/// The cache, if present and valid; a corrupt cache is reported and ignored.
+fn read_cache(dir: &Path, warnings: &mut Vec<String>) -> Option<Catalog> {
+    let path = store::cache_path(dir);
+    let bytes = std::fs::read(&path).ok()?;
+    match schema::parse(&bytes) {
+        Ok(providers) => Some(Catalog {
+            providers,
+            origin: Origin::Cache(path),
+        }),
+        Err(e) => {
+            warnings.push(format!(
+                "ignoring the provider cache {}: {e}; run 'crush update-providers' to replace it",
+                path.display()
+            ));
+            None
+        }
+    }
+}
+
+/// Loads the catalog per `settings`; returns it with the warnings to show.
+pub fn load(settings: &Settings) -> (Catalog, Vec<String>) {
+    let mut warnings = Vec::new();
+    let cached = read_cache(&settings.dir, &mut warnings);
+    if !settings.auto_update {
+        return (cached.unwrap_or_else(embedded), warnings);
+    }
+    let url = settings.url();
+    let meta = store::read_meta(&settings.dir);
+    let same_url = meta.url.as_deref() == Some(url.as_str());
+    let wait = if meta.ok {
+        settings.ttl
+    } else {
+        RETRY_AFTER_FAILURE
+    };
+    let age = store::now_secs().saturating_sub(meta.checked);
+    let fresh = same_url && meta.checked > 0 && age < wait.as_secs();
+    // A fresh check (successful or not) means: do not ask again yet.
+    if fresh && (cached.is_some() || !meta.ok) {
+        return (cached.unwrap_or_else(embedded), warnings);
+    }
+    let etag = meta
+        .etag
+        .as_deref()
+        .filter(|_| same_url && cached.is_some());
+    let mut record = store::Meta {
+        etag: meta.etag.clone().filter(|_| same_url),
+        url: Some(url.clone()),
+        checked: store::now_secs(),
+        ok: false,
+    };
+    let outcome = match store::fetch(&url, etag, settings.timeout) {
+        Ok(store::Fetched::NotModified) if cached.is_some() => Ok(None),
+        Ok(store::Fetched::NotModified) => Err("HTTP 304 but there is no cache".to_string()),
+        Ok(store::Fetched::Body { bytes, etag }) => schema::parse(&bytes)
+            .map(|providers| Some((providers, bytes, etag)))
+            .map_err(|e| format!("the server sent an unusable catalog: {e}")),
+        Err(e) => Err(e),
+    };
+    let catalog = match outcome {
+        Ok(None) => {
+            record.ok = true;
+            cached.unwrap_or_else(embedded)
+        }
+        Ok(Some((providers, bytes, etag))) => {
+            record.ok = true;
+            record.etag = etag;
+            match store::write_atomic(&store::cache_path(&settings.dir), &bytes) {
+                Ok(()) => {}
+                Err(e) => {
+                    warnings.push(format!("provider catalog downloaded but not saved: {e}"));
+                    record.etag = None;
+                }
+            }
+            Catalog {
+                providers,
+                origin: Origin::Downloaded(url.clone()),
+            }
+        }
+        Err(e) => {
+            let fallback = cached.unwrap_or_else(embedded);
+            warnings.push(format!(
+                "cannot refresh the provider catalog from {url}: {e}; using {fallback} (set CRUSH_DISABLE_PROVIDER_AUTO_UPDATE=1 to stop trying)",
+                fallback = fallback.origin
+            ));
+            fallback
+        }
+    };
+    // Failing to record the check only means the next start checks again.
+    let _ = store::write_meta(&settings.dir, &record);
+    (catalog, warnings)
+}
+
+/// A failure of `crush update-providers`; the cache is left as it was.
+#[derive(Debug)]
+pub enum UpdateError {
+    /// The source could not be read or is not a catalog (exit 2).
+    Input(String),
+    /// Network or disk trouble (exit 1).
+    Runtime(String),
+}
+
+impl fmt::Display for UpdateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            UpdateError::Input(m) | UpdateError::Runtime(m) => f.write_str(m),
+        }
+    }
+}
+
+impl From<UpdateError> for crate::app::AppError {
+    fn from(e: UpdateError) -> Self {
+        match e {
+            UpdateError::Input(m) => crate::app::AppError::Usage(m),
+            UpdateError::Runtime(m) => crate::app::AppError::Runtime(m),
+        }
+    }
+}
+
+/// `crush update-providers [SOURCE]` with the environment's settings and a 30 s limit
+/// (`CRUSH_CATALOG_TIMEOUT_MS` overrides it).
+pub fn update_providers_command(arg: Option<&str>) -> Result<String, UpdateError> {
+    let mut settings = Settings::from_env(false);
+    if env_nonempty("CRUSH_CATALOG_TIMEOUT_MS").is_none() {
+        settings.timeout = UPDATE_TIMEOUT;
+    }
+    update_providers(arg, &settings)
+}
+
+/// What `update-providers SOURCE` reads.
+#[derive(Clone, Debug, PartialEq)]
+pub enum UpdateSource {
+    Embedded,
+    Url(String),
+    File(PathBuf),
+}
+
+impl UpdateSource {
+    /// No argument: the default URL; `embedded`; `http(s)://` base URL (+ `/v2/providers`), or
+    /// a URL ending in `.json`, fetched as is; anything else is a local file.
+    pub fn parse(arg: Option<&str>, settings: &Settings) -> UpdateSource {
+        match arg {
+            None => UpdateSource::Url(settings.url()),
+            Some("embedded") => UpdateSource::Embedded,
+            Some(a) if a.starts_with("http://") || a.starts_with("https://") => {
+                let path = a.split(['?', '#']).next().unwrap_or(a);
+                if path.ends_with(".json") {
+                    UpdateSource::Url(a.to_string())
+                } else {
+                    UpdateSource::Url(providers_url(a))
+                }
+            }
+            Some(p) => UpdateSource::File(PathBuf::from(p)),
+        }
+    }
+}
+
+/// `crush update-providers [SOURCE]`: validates the source and replaces the cache atomically.
+/// Returns the line to print.
+pub fn update_providers(arg: Option<&str>, settings: &Settings) -> Result<String, UpdateError> {
+    let source = UpdateSource::parse(arg, settings);
+    let (bytes, meta, from) = match &source {
+        UpdateSource::Embedded => (
+            EMBEDDED.to_vec(),
+            store::Meta::default(),
+            "the embedded copy".to_string(),
+        ),
+        UpdateSource::File(p) => {
+            let bytes = std::fs::read(p)
+                .map_err(|e| UpdateError::Input(format!("{}: cannot read: {e}", p.display())))?;
+            (bytes, store::Meta::default(), p.display().to_string())
+        }
+        UpdateSource::Url(u) => match store::fetch(u, None, settings.timeout) {
+            Ok(store::Fetched::Body { bytes, etag }) => {
+                // The ETag only helps auto-update when it belongs to the URL auto-update asks.
+                let meta = store::Meta {
+                    etag: etag.filter(|_| *u == settings.url()),
+                    ..Default::default()
+                };
+                (bytes, meta, u.clone())
+            }
+            Ok(store::Fetched::NotModified) => {
+                return Err(UpdateError::Runtime(format!(
+                    "{u}: HTTP 304 to a request without If-None-Match"
+                )));
+            }
+            Err(e) => {
+                return Err(UpdateError::Runtime(format!(
+                    "cannot download the provider catalog from {u}: {e}"
+                )));
+            }
+        },
+    };
+    let providers = schema::parse(&bytes)
+        .map_err(|e| UpdateError::Input(format!("{from}: {e}; the cache was left unchanged")))?;
+    let path = store::cache_path(&settings.dir);
+    store::write_atomic(&path, &bytes)
+        .map_err(|e| UpdateError::Runtime(format!("{e}; the cache was left unchanged")))?;
+    // Whatever the source, the cache counts as checked now: auto-update leaves it alone for
+    // one TTL (turn auto-update off to keep a custom catalog for good).
+    let meta = store::Meta {
+        url: Some(settings.url()),
+        checked: store::now_secs(),
+        ok: true,
+        ..meta
+    };
+    let _ = store::write_meta(&settings.dir, &meta);
+    let models: usize = providers.iter().map(|p| p.models.len()).sum();
+    Ok(format!(
+        "Updated the provider catalog from {from}: {} providers, {models} models ({})\n",
+        providers.len(),
+        path.display()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(dir: &Path) -> Settings {
+        Settings {
+            auto_update: false,
+            base_url: "http://catwalk.test".into(),
+            dir: dir.to_path_buf(),
+            timeout: Duration::from_millis(200),
+            ttl: TTL,
+            debug: false,
+        }
+    }
+
+    #[test]
+    fn sources() {
+        let s = settings(Path::new("/d"));
+        assert_eq!(
+            UpdateSource::parse(None, &s),
+            UpdateSource::Url("http://catwalk.test/v2/providers".into())
+        );
+        assert_eq!(
+            UpdateSource::parse(Some("https://example.com/"), &s),
+            UpdateSource::Url("https://example.com/v2/providers".into())
+        );
+        assert_eq!(
+            UpdateSource::parse(Some("https://example.com/p.json"), &s),
+            UpdateSource::Url("https://example.com/p.json".into())
+        );
+        assert_eq!(
+            UpdateSource::parse(Some("embedded"), &s),
+            UpdateSource::Embedded
+        );
+        assert_eq!(
+            UpdateSource::parse(Some("./x.json"), &s),
+            UpdateSource::File("./x.json".into())
+        );
+    }
+
+    #[test]
+    fn offline_uses_the_cache_then_the_embedded_copy() {
+        let t = tempfile::tempdir().unwrap();
+        let s = settings(t.path());
+        let (c, w) = load(&s);
+        assert_eq!((c.origin, w.len()), (Origin::Embedded, 0));
+        std::fs::write(
+            store::cache_path(t.path()),
+            br#"[{"id":"only","models":[{"id":"m"}]}]"#,
+        )
+        .unwrap();
+        let (c, _) = load(&s);
+        assert_eq!(c.providers.len(), 1);
+        assert!(matches!(c.origin, Origin::Cache(_)));
+        std::fs::write(store::cache_path(t.path()), b"[]").unwrap();
+        let (c, w) = load(&s);
+        assert_eq!(c.origin, Origin::Embedded);
+        assert!(w[0].contains("ignoring the provider cache"), "{w:?}");
+    }
+
+    #[test]
+    fn a_bad_file_leaves_the_cache_alone() {
+        let t = tempfile::tempdir().unwrap();
+        let s = settings(t.path());
+        update_providers(Some("embedded"), &s).unwrap();
+        let before = std::fs::read(store::cache_path(t.path())).unwrap();
+        let bad = t.path().join("bad.json");
+        std::fs::write(&bad, b"[]").unwrap();
+        let e = update_providers(bad.to_str(), &s).unwrap_err();
+        assert!(matches!(e, UpdateError::Input(_)), "{e}");
+        assert!(e.to_string().contains("empty"), "{e}");
+        assert_eq!(std::fs::read(store::cache_path(t.path())).unwrap(), before);
+    }
+}

@@ -1,0 +1,193 @@
+//! The on-disk cache (`<global data>/providers.json`) and its metadata
+//! (`providers.meta.json`: the server's ETag, the URL it belongs to, when it was last checked),
+//! written atomically, plus the HTTP fetch with `If-None-Match`.
+
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+pub const CACHE_FILE: &str = "providers.json";
+pub const META_FILE: &str = "providers.meta.json";
+
+/// What we remember about the cache.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Meta {
+    /// The `ETag` header value exactly as the server sent it (quotes included).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub etag: Option<String>,
+    /// The URL the cache (and the ETag) came from; None for a file or the embedded copy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Unix seconds of the last refresh attempt.
+    pub checked: u64,
+    /// Whether that attempt succeeded (200 or 304).
+    pub ok: bool,
+}
+
+pub fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+pub fn cache_path(dir: &Path) -> PathBuf {
+    dir.join(CACHE_FILE)
+}
+
+pub fn meta_path(dir: &Path) -> PathBuf {
+    dir.join(META_FILE)
+}
+
+/// The metadata, or the default when missing or unreadable (it is only a hint).
+pub fn read_meta(dir: &Path) -> Meta {
+    std::fs::read(meta_path(dir))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default()
+}
+
+pub fn write_meta(dir: &Path, meta: &Meta) -> Result<(), String> {
+    // Serialising plain strings and numbers cannot fail.
+    let bytes = serde_json::to_vec(meta).unwrap_or_default();
+    write_atomic(&meta_path(dir), &bytes)
+}
+
+/// Writes `bytes` to a temporary file beside `path` and renames it over `path`, so readers (and
+/// other crush processes) see the old file or the new one, never half of one. On any failure the
+/// temporary file is removed and `path` is untouched.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    std::fs::create_dir_all(dir)
+        .map_err(|e| format!("cannot create the directory {}: {e}", dir.display()))?;
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let tmp = dir.join(format!(".{name}.tmp-{}-{nanos}", std::process::id()));
+    let result = (|| {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        drop(f);
+        std::fs::rename(&tmp, path)
+    })();
+    result.map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        format!("cannot write {}: {e}", path.display())
+    })
+}
+
+/// The answer to a catalog request.
+#[derive(Debug)]
+pub enum Fetched {
+    /// 304: the cache is current.
+    NotModified,
+    Body {
+        bytes: Vec<u8>,
+        etag: Option<String>,
+    },
+}
+
+/// `GET url` (with `If-None-Match: etag` when given), all of it within `timeout`. Runs on a worker
+/// thread and is abandoned at the deadline, so a resolver or a server that hangs cannot hold the
+/// caller longer than `timeout` (plus a few milliseconds).
+pub fn fetch(url: &str, etag: Option<&str>, timeout: Duration) -> Result<Fetched, String> {
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    let (u, e) = (url.to_string(), etag.map(str::to_string));
+    let spawned = std::thread::Builder::new()
+        .name("catalog-fetch".into())
+        .spawn(move || {
+            let _ = tx.send(fetch_blocking(&u, e.as_deref(), timeout));
+        });
+    if let Err(e) = spawned {
+        return Err(format!("cannot start the download: {e}"));
+    }
+    match rx.recv_timeout(timeout + Duration::from_millis(50)) {
+        Ok(r) => r,
+        Err(_) => Err(format!("no answer within {} ms", timeout.as_millis())),
+    }
+}
+
+fn fetch_blocking(url: &str, etag: Option<&str>, timeout: Duration) -> Result<Fetched, String> {
+    let mut cfg = ureq::Agent::config_builder()
+        .timeout_global(Some(timeout))
+        .http_status_as_error(false)
+        .user_agent(format!("crush/{}", env!("CARGO_PKG_VERSION")));
+    if crate::llm::is_loopback_url(url) {
+        cfg = cfg.proxy(None);
+    }
+    let agent: ureq::Agent = cfg.build().into();
+    let mut req = agent.get(url).header("accept", "application/json");
+    if let Some(tag) = etag {
+        req = req.header("if-none-match", tag);
+    }
+    let mut resp = req.call().map_err(|e| match e {
+        ureq::Error::Timeout(_) => format!("no answer within {} ms", timeout.as_millis()),
+        other => other.to_string(),
+    })?;
+    let status = resp.status().as_u16();
+    if status == 304 {
+        return Ok(Fetched::NotModified);
+    }
+    if status != 200 {
+        return Err(format!("HTTP {status}"));
+    }
+    let etag = resp
+        .headers()
+        .get("etag")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+        .filter(|t| !t.is_empty());
+    let bytes = resp
+        .body_mut()
+        .with_config()
+        .limit(64 * 1024 * 1024)
+        .read_to_vec()
+        .map_err(|e| format!("reading the reply: {e}"))?;
+    Ok(Fetched::Body { bytes, etag })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_write_replaces_and_leaves_no_temp() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("sub").join("f.json");
+        write_atomic(&p, b"one").unwrap();
+        write_atomic(&p, b"two").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"two");
+        let names: Vec<_> = std::fs::read_dir(p.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 1, "{names:?}");
+    }
+
+    #[test]
+    fn meta_round_trips_and_tolerates_garbage() {
+        let t = tempfile::tempdir().unwrap();
+        assert_eq!(read_meta(t.path()), Meta::default());
+        let m = Meta {
+            etag: Some("\"abc\"".into()),
+            url: Some("http://x/v2/providers".into()),
+            checked: 42,
+            ok: true,
+        };
+        write_meta(t.path(), &m).unwrap();
+        assert_eq!(read_meta(t.path()), m);
+        std::fs::write(meta_path(t.path()), b"{nope").unwrap();
+        assert_eq!(read_meta(t.path()), Meta::default());
+    }
+}
