@@ -10,13 +10,13 @@ _crush() {
     done
     case "$cmd" in
         run) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -s --session -C --continue -q --quiet --json -o --output -h --help " -- "$cur")) ;;
-        sessions) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json -h --help list show" -- "$cur")) ;;
+        sessions) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --format -h --help list show export delete rename" -- "$cur")) ;;
         hooks) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --tool --input --prompt -h --help list test" -- "$cur")) ;;
         models) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json -h --help " -- "$cur")) ;;
         update-providers) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -h --help " -- "$cur")) ;;
         dirs) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -h --help " -- "$cur")) ;;
         help) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -h --help " -- "$cur")) ;;
-        *) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -s --session -C --continue -h --help -v --version run sessions hooks models update-providers dirs help" -- "$cur")) ;;
+        *) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -s --session -C --continue -q --quiet -h --help -v --version run sessions hooks models update-providers dirs help" -- "$cur")) ;;
     esac
 }
 complete -o default -F _crush crush

@@ -3,7 +3,7 @@
 
 use crate::agent::{Agent, permissions::Permissions, prompt};
 use crate::cli::Global;
-use crate::config::{self, ConfigError, Loaded};
+use crate::config::{self, ConfigError, Loaded, ResolvedModel};
 use crate::llm::RetryPolicy;
 use crate::store::{self, Store};
 use serde_json::{Value, json};
@@ -149,36 +149,77 @@ fn leak<T>(v: T) -> &'static T {
     Box::leak(Box::new(v))
 }
 
+/// Configuration and the open store: what every session of a process shares.
+pub struct Context {
+    pub loaded: Loaded,
+    /// The store lives as long as the process; leaking it keeps the agent free of lifetimes.
+    pub store: &'static Store,
+    /// The configured hooks (SPEC §4).
+    pub hooks: crate::hooks::HookConfig,
+}
+
+/// Loads the configuration and opens (creating if needed) the project's store.
+pub fn open_context(global: &Global) -> Result<Context, AppError> {
+    let loaded = load_config(global)?;
+    // Invalid hooks fail before anything is created on disk.
+    let hooks = load_hooks(&loaded)?;
+    let store: &'static Store = leak(open_store(&loaded)?);
+    Ok(Context {
+        loaded,
+        store,
+        hooks,
+    })
+}
+
+/// A session to continue: `-s ID` (id or unique prefix, never a sub-agent's) or `-C` (the most
+/// recent top-level session). None: start a new one.
+pub fn session_to_continue(
+    store: &Store,
+    global: &Global,
+) -> Result<Option<store::Session>, AppError> {
+    if let Some(id) = &global.session {
+        return Ok(Some(top_level(store.resolve_session(id)?)?));
+    }
+    if global.continue_last {
+        return Ok(store.latest_session()?);
+    }
+    Ok(None)
+}
+
+/// Refuses a sub-agent's session, which only its parent may continue.
+pub fn top_level(s: store::Session) -> Result<store::Session, AppError> {
+    match &s.parent_session_id {
+        Some(parent) => Err(AppError::Usage(format!(
+            "session {} is a sub-agent's session; continue its parent {parent} instead",
+            s.id
+        ))),
+        None => Ok(s),
+    }
+}
+
 /// Everything a turn needs: config, model, store, session (new, `-s` or `-C`), agent.
 pub fn open_session(global: &Global, prompt_text: &str) -> Result<OpenSession<'static>, AppError> {
-    let loaded = load_config(global)?;
-    let model = loaded.resolve_model(global.model.as_deref(), false)?;
-    // The store lives as long as the process; leaking it keeps the agent free of lifetimes.
-    let store: &'static Store = leak(open_store(&loaded)?);
-    let (session, resumed) = if let Some(id) = &global.session {
-        let s = store.resolve_session(id)?;
-        if s.parent_session_id.is_some() {
-            return Err(AppError::Usage(format!(
-                "session {} is a sub-agent's session; continue its parent {} instead",
-                s.id,
-                s.parent_session_id.unwrap_or_default()
-            )));
-        }
-        (s, true)
-    } else if global.continue_last {
-        match store.latest_session()? {
-            Some(s) => (s, true),
-            None => (
-                store.create_session(&title_from_prompt(prompt_text), None)?,
-                false,
-            ),
-        }
-    } else {
-        (
-            store.create_session(&title_from_prompt(prompt_text), None)?,
+    let ctx = open_context(global)?;
+    let model = ctx.loaded.resolve_model(global.model.as_deref(), false)?;
+    let (session, resumed) = match session_to_continue(ctx.store, global)? {
+        Some(s) => (s, true),
+        None => (
+            ctx.store
+                .create_session(&title_from_prompt(prompt_text), None)?,
             false,
-        )
+        ),
     };
+    let title = session.title.clone();
+    let agent = build_agent(&ctx, model, session.id, global.yolo);
+    Ok(OpenSession {
+        agent,
+        title,
+        resumed,
+    })
+}
+
+/// The system prompt for `model` in this configuration.
+pub fn system_prompt(loaded: &Loaded, model: &ResolvedModel) -> String {
     let opts = &loaded.config.options;
     let mut context_paths: Vec<String> = prompt::DEFAULT_CONTEXT_PATHS
         .iter()
@@ -196,22 +237,18 @@ pub fn open_session(global: &Global, prompt_text: &str) -> Result<OpenSession<'s
             .into_owned(),
     ];
     global_context.extend(opts.global_context_paths.iter().cloned());
-    let system = prompt::system_prompt(&prompt::PromptInputs {
+    prompt::system_prompt(&prompt::PromptInputs {
         cwd: &loaded.cwd,
         project_root: &loaded.project_root,
         context_paths: &context_paths,
         global_context_paths: &global_context,
         model: &model.model.id,
         prefix: model.provider.system_prompt_prefix.as_deref(),
-    });
-    let disabled = &opts.disabled_tools;
-    let tools = crate::tools::builtin()
-        .into_iter()
-        .filter(|t| !disabled.iter().any(|d| d == t.name()))
-        .collect();
-    let max_steps = extra_option(&loaded, "max_steps")
-        .and_then(Value::as_u64)
-        .unwrap_or(100) as usize;
+    })
+}
+
+/// Retries and timeouts for model calls (`CRUSH_RETRY_BASE_MS`, `options.request_idle_timeout`).
+pub fn retry_policy(loaded: &Loaded) -> RetryPolicy {
     let mut policy = RetryPolicy::default();
     if let Some(ms) = std::env::var("CRUSH_RETRY_BASE_MS")
         .ok()
@@ -219,15 +256,34 @@ pub fn open_session(global: &Global, prompt_text: &str) -> Result<OpenSession<'s
     {
         policy.base_backoff = Duration::from_millis(ms);
     }
-    if let Some(s) = extra_option(&loaded, "request_idle_timeout").and_then(Value::as_u64) {
+    if let Some(s) = extra_option(loaded, "request_idle_timeout").and_then(Value::as_u64) {
         policy.idle_timeout = Duration::from_secs(s.max(1));
     }
-    let hooks = load_hooks(&loaded)?;
-    let title = session.title.clone();
-    let agent = Agent {
-        store,
-        session_id: session.id,
-        permissions: Permissions::new(global.yolo, loaded.config.permissions.allowed_tools.clone()),
+    policy
+}
+
+/// The agent for one session (`session_id` may be empty while the REPL has not created it yet).
+pub fn build_agent(
+    ctx: &Context,
+    model: ResolvedModel,
+    session_id: String,
+    yolo: bool,
+) -> Agent<'static> {
+    let loaded = &ctx.loaded;
+    let system = system_prompt(loaded, &model);
+    let disabled = &loaded.config.options.disabled_tools;
+    let tools = crate::tools::builtin()
+        .into_iter()
+        .filter(|t| !disabled.iter().any(|d| d == t.name()))
+        .collect();
+    let max_steps = extra_option(loaded, "max_steps")
+        .and_then(Value::as_u64)
+        .unwrap_or(100) as usize;
+    let policy = retry_policy(loaded);
+    Agent {
+        store: ctx.store,
+        session_id,
+        permissions: Permissions::new(yolo, loaded.config.permissions.allowed_tools.clone()),
         model,
         tools,
         policy,
@@ -236,14 +292,9 @@ pub fn open_session(global: &Global, prompt_text: &str) -> Result<OpenSession<'s
         project_root: loaded.project_root.clone(),
         max_steps,
         cancel: crate::signal::interrupt_flag(),
-        hooks,
+        hooks: ctx.hooks.clone(),
         pending_context: Vec::new(),
-    };
-    Ok(OpenSession {
-        agent,
-        title,
-        resumed,
-    })
+    }
 }
 
 /// The configured hooks, each named after the file it came from. Warnings (unknown events,

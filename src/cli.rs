@@ -84,8 +84,8 @@ pub static FLAGS: &[Flag] = &[
         short: Some('q'),
         long: "quiet",
         value: None,
-        help: "Hide the progress indicator and tool lines on stderr",
-        scope: Scope::Only(&["run"]),
+        help: "Hide the progress indicator (and, for run, the tool lines on stderr)",
+        scope: Scope::Only(&["", "run"]),
     },
     Flag {
         short: None,
@@ -93,6 +93,13 @@ pub static FLAGS: &[Flag] = &[
         value: None,
         help: "Print JSON: one event per line for run, a document for listings",
         scope: Scope::Only(&["run", "sessions", "models"]),
+    },
+    Flag {
+        short: None,
+        long: "format",
+        value: Some("md|json"),
+        help: "Format of sessions export (default md)",
+        scope: Scope::Only(&["sessions"]),
     },
     Flag {
         short: Some('o'),
@@ -156,9 +163,10 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "sessions",
-        usage: "crush sessions list [--json] | show ID [--json]",
-        about: "List the project's sessions, or show one with its messages.",
-        subcommands: &["list", "show"],
+        usage: "crush sessions list [--json] | show ID [--json] | export ID [--format md|json] | delete ID | rename ID TITLE",
+        about: "List the project's sessions (short ids; any unique prefix of an id works), show one \
+                with its messages, export it as Markdown or JSON, delete it, or rename it.",
+        subcommands: &["list", "show", "export", "delete", "rename"],
     },
     CommandSpec {
         name: "hooks",
@@ -228,9 +236,14 @@ pub struct HooksTestArgs {
     pub prompt: Option<String>,
 }
 
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ReplArgs {
+    pub quiet: bool,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Command {
-    Repl,
+    Repl(ReplArgs),
     Run(RunArgs),
     SessionsList {
         json: bool,
@@ -238,6 +251,17 @@ pub enum Command {
     SessionsShow {
         id: String,
         json: bool,
+    },
+    SessionsExport {
+        id: String,
+        format: crate::sessions::ExportFormat,
+    },
+    SessionsDelete {
+        id: String,
+    },
+    SessionsRename {
+        id: String,
+        title: String,
     },
     Dirs,
     HooksList {
@@ -307,6 +331,7 @@ where
     let mut run = RunArgs::default();
     let mut hooks = HooksTestArgs::default();
     let mut json = false;
+    let mut format: Option<String> = None;
     let mut help = false;
     let mut version = false;
     let mut generate: Option<String> = None;
@@ -374,6 +399,7 @@ where
             "continue" => global.continue_last = true,
             "quiet" => run.quiet = true,
             "json" => json = true,
+            "format" => format = Some(value()?),
             "output" => run.output = Some(PathBuf::from(value()?)),
             "tool" => hooks.tool = Some(value()?),
             "input" => hooks.input = Some(value()?),
@@ -412,32 +438,13 @@ where
         })
     } else {
         match command.as_str() {
-            "" => Command::Repl,
+            "" => Command::Repl(ReplArgs { quiet: run.quiet }),
             "run" => {
                 run.prompt = positionals;
                 run.json = json;
                 Command::Run(run)
             }
-            "sessions" => {
-                let mut it = positionals.into_iter();
-                match (it.next().as_deref(), it.next(), it.next()) {
-                    (None | Some("list" | "ls"), None, None) => Command::SessionsList { json },
-                    (Some("show"), Some(id), None) => Command::SessionsShow { id, json },
-                    (Some("show"), None, _) => {
-                        return Err(UsageError(
-                            "usage: crush sessions show ID (see 'crush sessions list')".into(),
-                        ));
-                    }
-                    (Some(other), _, _) => {
-                        return Err(UsageError(format!(
-                            "unknown sessions command '{other}'; usage: crush sessions list | show ID"
-                        )));
-                    }
-                    _ => {
-                        return Err(UsageError("usage: crush sessions list | show ID".into()));
-                    }
-                }
-            }
+            "sessions" => sessions_command(positionals, json, format)?,
             "hooks" => {
                 const USAGE: &str = "usage: crush hooks list [--tool NAME] | test EVENT [--tool NAME --input JSON] [--prompt TEXT]";
                 let mut it = positionals.into_iter();
@@ -501,6 +508,101 @@ where
         }
     };
     Ok(Cli { global, command })
+}
+
+const SESSIONS_USAGE: &str = "usage: crush sessions list | show ID | export ID [--format md|json] | delete ID | rename ID TITLE";
+
+fn sessions_command(
+    positionals: Vec<String>,
+    json: bool,
+    format: Option<String>,
+) -> Result<Command, UsageError> {
+    use crate::sessions::ExportFormat;
+    let mut it = positionals.into_iter();
+    let sub = it.next();
+    let id = it.next();
+    let rest: Vec<String> = it.collect();
+    let sub = match sub.as_deref() {
+        None | Some("list" | "ls") => "list",
+        Some("show") => "show",
+        Some("export") => "export",
+        Some("delete" | "rm") => "delete",
+        Some("rename") => "rename",
+        Some(other) => {
+            return Err(UsageError(format!(
+                "unknown sessions command '{other}'; {SESSIONS_USAGE}"
+            )));
+        }
+    };
+    if format.is_some() && sub != "export" {
+        return Err(UsageError(format!(
+            "--format is only for 'crush sessions export'; {SESSIONS_USAGE}"
+        )));
+    }
+    if json && !matches!(sub, "list" | "show" | "export") {
+        return Err(UsageError(format!(
+            "--json is not valid for 'crush sessions {sub}'; {SESSIONS_USAGE}"
+        )));
+    }
+    let need_id = |id: Option<String>| {
+        id.ok_or_else(|| {
+            UsageError(format!(
+                "usage: crush sessions {sub} ID ... (see 'crush sessions list')"
+            ))
+        })
+    };
+    let no_more = |rest: &[String]| match rest.first() {
+        Some(extra) => Err(UsageError(format!(
+            "unexpected argument '{extra}'; {SESSIONS_USAGE}"
+        ))),
+        None => Ok(()),
+    };
+    Ok(match sub {
+        "list" => {
+            if let Some(extra) = id {
+                return Err(UsageError(format!(
+                    "unexpected argument '{extra}'; {SESSIONS_USAGE}"
+                )));
+            }
+            Command::SessionsList { json }
+        }
+        "show" => {
+            no_more(&rest)?;
+            Command::SessionsShow {
+                id: need_id(id)?,
+                json,
+            }
+        }
+        "export" => {
+            no_more(&rest)?;
+            let format = match (format.as_deref(), json) {
+                (Some(f), _) => ExportFormat::parse(f)
+                    .ok_or_else(|| UsageError(format!("--format {f}: use md or json")))?,
+                (None, true) => ExportFormat::Json,
+                (None, false) => ExportFormat::Markdown,
+            };
+            Command::SessionsExport {
+                id: need_id(id)?,
+                format,
+            }
+        }
+        "delete" => {
+            no_more(&rest)?;
+            Command::SessionsDelete { id: need_id(id)? }
+        }
+        _ => {
+            let id = need_id(id)?;
+            if rest.is_empty() {
+                return Err(UsageError(
+                    "usage: crush sessions rename ID TITLE (the new title is missing)".into(),
+                ));
+            }
+            Command::SessionsRename {
+                id,
+                title: rest.join(" "),
+            }
+        }
+    })
 }
 
 fn flag_synopsis(f: &Flag) -> String {
@@ -639,6 +741,50 @@ mod tests {
             Command::SessionsList { json: false }
         );
         assert!(parse(&["sessions", "frob"]).is_err());
+        assert_eq!(
+            parse(&["sessions", "export", "ab", "--format", "json"])
+                .unwrap()
+                .command,
+            Command::SessionsExport {
+                id: "ab".into(),
+                format: crate::sessions::ExportFormat::Json
+            }
+        );
+        assert_eq!(
+            parse(&["sessions", "export", "ab"]).unwrap().command,
+            Command::SessionsExport {
+                id: "ab".into(),
+                format: crate::sessions::ExportFormat::Markdown
+            }
+        );
+        assert!(parse(&["sessions", "export", "ab", "--format", "pdf"]).is_err());
+        assert!(parse(&["sessions", "show", "ab", "--format", "md"]).is_err());
+        assert!(parse(&["sessions", "export"]).is_err());
+        assert_eq!(
+            parse(&["sessions", "rm", "ab"]).unwrap().command,
+            Command::SessionsDelete { id: "ab".into() }
+        );
+        assert_eq!(
+            parse(&["sessions", "rename", "ab", "New", "title"])
+                .unwrap()
+                .command,
+            Command::SessionsRename {
+                id: "ab".into(),
+                title: "New title".into()
+            }
+        );
+        assert!(parse(&["sessions", "rename", "ab"]).is_err());
+        assert!(parse(&["sessions", "delete", "ab", "--json"]).is_err());
+    }
+
+    #[test]
+    fn the_repl_takes_session_flags_and_quiet() {
+        let cli = parse(&["-C", "-q", "-y", "-m", "p/m"]).unwrap();
+        assert_eq!(cli.command, Command::Repl(ReplArgs { quiet: true }));
+        assert!(cli.global.continue_last && cli.global.yolo);
+        let cli = parse(&["-s", "abc"]).unwrap();
+        assert_eq!(cli.global.session.as_deref(), Some("abc"));
+        assert!(parse(&["-s", "abc", "-C"]).is_err());
     }
 
     #[test]

@@ -27,7 +27,82 @@ fn scope_text(f: &Flag) -> String {
     }
 }
 
-const MAN_BODY: &str = r#".SH CONFIGURATION
+const MAN_BODY: &str = r#".SH INTERACTIVE SESSION
+.B crush
+with no command reads prompts line by line, from a terminal or from a pipe (one prompt per line
+or block, so it can be scripted), streams each answer to stdout, and prints one line per tool call
+on stderr. On a terminal a status line shows while the model is working (silenced by
+.B \-q
+or
+.BR "/option progress false" );
+colour is used only on a terminal and never when NO_COLOR is set; piped output holds no escape
+codes.
+.PP
+A tool call that needs permission asks inline:
+.B "Allow bash: COMMAND? [y]es / [a]lways this session / [n]o"
+(with the diff for edit and write). The answer is read from the same input, so a script answers
+with a line. "Always" covers that exact command for bash, and that tool in that directory for file
+tools, until the session changes. "No" ends the turn and the model is told. From a pipe, an answer
+other than y, a or n counts as no.
+.PP
+Multi-line input: a line
+.B {
+starts a block that ends at a line
+.B }
+(or
+.BI { tag
+\&...
+.IB tag }
+for text containing a lone brace); a line ending in a backslash continues on the next line.
+.BI ! COMMAND
+runs a shell command, prints its output and records it in the session as a shell_command part.
+A prompt starting with
+.B //
+sends a leading slash.
+.PP
+Slash commands, any unique prefix accepted (an unknown one suggests the close ones):
+.B /help
+.B /new
+(a new session, created with the next prompt),
+.B /sessions
+(short ids; the current one marked),
+.BI /resume " ID"
+(an id or unique prefix),
+.B /model
+.RB [ large | small ]
+.IR PROVIDER/MODEL ,
+.BI /option " KEY VALUE"
+(progress),
+.B /permissions
+.RB [ allow | deny
+.IR TOOL ...]
+(these three change this run only, never a file),
+.B /cost
+(tokens and cost of the session),
+.B /compact
+(summarize the session with the large model and continue in a new session that starts from the
+summary),
+.B /export
+.RB [ md | json ]
+.RI [ FILE ],
+.B /quit
+(also
+.BR exit ).
+.PP
+Ctrl-C during a turn cancels it: the stream is abandoned, running commands are killed, the
+partial answer is kept and marked canceled, and the session stays consistent. Ctrl-C at the
+prompt twice exits with status 130; Ctrl-D exits with 0.
+.B \-s
+.I ID
+and
+.B \-C
+continue a session (\-C: the most recent top-level session, never a sub-agent's).
+.PP
+A new session is titled by the small model after its first prompt (one short call, recorded in the
+usage ledger); if that fails, by the first words of the prompt.
+.B crush run
+titles sessions by the first words of the prompt and makes no extra call.
+.SH CONFIGURATION
 Configuration is JSON, merged from the global file
 .I $CRUSH_GLOBAL_CONFIG/crush.json
 (default
@@ -116,7 +191,8 @@ such a call is refused unless
 is given or
 .B permissions.allowed_tools
 lists the tool ("bash") or the tool and action ("edit:write", "bash:execute", "fetch:fetch",
-"view:read"); the model is told, stderr says how to allow it, and the run exits 3.
+"view:read"); the model is told, stderr says how to allow it, and the run exits 3. The
+interactive session asks instead (see INTERACTIVE SESSION).
 A read-only shell command (ls, git status, ...) needs no permission when it has no redirection,
 pipe, command chaining or substitution. Banned commands (curl, sudo, package installs, ...) are
 refused even with \-\-yolo.

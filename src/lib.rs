@@ -11,6 +11,7 @@ pub mod hooks;
 pub mod hooks_cmd;
 pub mod llm;
 pub mod paths;
+pub mod repl;
 pub mod run;
 pub mod sessions;
 pub mod signal;

@@ -2,7 +2,7 @@
 
 use crush::app::AppError;
 use crush::cli::Command;
-use crush::{app, catalog, cli, docs, hooks_cmd, paths, run, sessions};
+use crush::{app, catalog, cli, docs, hooks_cmd, paths, repl, run, sessions};
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -33,6 +33,9 @@ fn dispatch(cli: cli::Cli) -> Result<i32, AppError> {
             print(&text)?;
             Ok(code)
         }
+        Command::SessionsExport { id, format } => print(&sessions::export(g, id, *format)?),
+        Command::SessionsDelete { id } => print(&sessions::delete(g, id)?),
+        Command::SessionsRename { id, title } => print(&sessions::rename(g, id, title)?),
         Command::Dirs => {
             let loaded = app::load_config(g)?;
             print(&format!(
@@ -47,10 +50,10 @@ fn dispatch(cli: cli::Cli) -> Result<i32, AppError> {
             let loaded = app::load_config(g)?;
             print(&catalog::list::models(&loaded, query.as_deref(), *json)?)
         }
-        Command::UpdateProviders { source } => print(&catalog::update_providers_command(source.as_deref())?),
-        Command::Repl => Err(AppError::Usage(
-            "the interactive session is not available in this build yet; use: crush run \"your prompt\"".into(),
-        )),
+        Command::UpdateProviders { source } => {
+            print(&catalog::update_providers_command(source.as_deref())?)
+        }
+        Command::Repl(args) => repl::run(g, args),
     }
 }
 

@@ -1,13 +1,21 @@
-//! `crush sessions list|show`.
+//! `crush sessions list|show|export|delete|rename`, and the renderings the REPL shares.
 
 use crate::app::{self, AppError};
 use crate::cli::Global;
 use crate::llm::Part;
-use crate::store::{Session, StoredMessage};
+use crate::store::{Session, Store, StoredMessage};
 use serde_json::{Value, json};
 use std::fmt::Write as _;
 
-fn rfc3339(secs: i64) -> String {
+/// Characters of an id shown in lists; any unique prefix is accepted back.
+pub const SHORT_ID: usize = 8;
+
+/// The first characters of an id, for lists and messages.
+pub fn short_id(id: &str) -> &str {
+    id.get(..SHORT_ID).unwrap_or(id)
+}
+
+pub fn rfc3339(secs: i64) -> String {
     let (y, m, d) = crate::agent::prompt::civil_from_days(secs.div_euclid(86_400));
     let s = secs.rem_euclid(86_400);
     format!(
@@ -21,6 +29,7 @@ fn rfc3339(secs: i64) -> String {
 fn session_json(s: &Session) -> Value {
     json!({
         "id": s.id,
+        "short_id": short_id(&s.id),
         "parent_session_id": s.parent_session_id,
         "title": s.title,
         "message_count": s.message_count,
@@ -50,11 +59,29 @@ pub fn list(global: &Global, json_out: bool) -> Result<String, AppError> {
         );
         return Ok(String::new());
     }
+    Ok(list_text(&sessions, None))
+}
+
+/// One line per session: short id, last update, title; `current` is marked with `*`.
+pub fn list_text(sessions: &[Session], current: Option<&str>) -> String {
     let mut out = String::new();
-    for s in &sessions {
-        let _ = writeln!(out, "{}  {}  {}", s.id, rfc3339(s.updated_at), s.title);
+    for s in sessions {
+        let mark = if current == Some(s.id.as_str()) {
+            "* "
+        } else if current.is_some() {
+            "  "
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            out,
+            "{mark}{}  {}  {}",
+            short_id(&s.id),
+            rfc3339(s.updated_at),
+            s.title
+        );
     }
-    Ok(out)
+    out
 }
 
 fn part_json(p: &Part) -> Value {
@@ -122,35 +149,42 @@ fn render_message(out: &mut String, m: &StoredMessage) {
     out.push('\n');
 }
 
-pub fn show(global: &Global, id: &str, json_out: bool) -> Result<String, AppError> {
+/// The project's store, which must exist for commands that read sessions.
+fn existing_store(global: &Global) -> Result<Store, AppError> {
     let loaded = app::load_config(global)?;
-    let store = app::open_existing_store(&loaded)?.ok_or_else(|| {
+    app::open_existing_store(&loaded)?.ok_or_else(|| {
         AppError::Usage(format!(
             "no sessions in {} (no {} yet)",
             loaded.project_root.display(),
             loaded.data_dir.join("crush.db").display()
         ))
-    })?;
+    })
+}
+
+fn messages_json(msgs: &[StoredMessage]) -> Vec<Value> {
+    msgs.iter()
+        .map(|m| {
+            json!({
+                "id": m.id,
+                "seq": m.seq,
+                "role": m.role.as_str(),
+                "created": rfc3339(m.created_at),
+                "model": m.model,
+                "provider": m.provider,
+                "parts": m.parts.iter().map(part_json).collect::<Vec<_>>(),
+            })
+        })
+        .collect()
+}
+
+pub fn show(global: &Global, id: &str, json_out: bool) -> Result<String, AppError> {
+    let store = existing_store(global)?;
     let s = store.resolve_session(id)?;
     let msgs = store.messages(&s.id)?;
     if json_out {
-        let messages: Vec<Value> = msgs
-            .iter()
-            .map(|m| {
-                json!({
-                    "id": m.id,
-                    "seq": m.seq,
-                    "role": m.role.as_str(),
-                    "created": rfc3339(m.created_at),
-                    "model": m.model,
-                    "provider": m.provider,
-                    "parts": m.parts.iter().map(part_json).collect::<Vec<_>>(),
-                })
-            })
-            .collect();
         return Ok(format!(
             "{}\n",
-            json!({"meta": session_json(&s), "messages": messages})
+            json!({"meta": session_json(&s), "messages": messages_json(&msgs)})
         ));
     }
     let mut out = format!(
@@ -168,8 +202,195 @@ pub fn show(global: &Global, id: &str, json_out: bool) -> Result<String, AppErro
     Ok(out)
 }
 
+/// Formats of `sessions export`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExportFormat {
+    Markdown,
+    Json,
+}
+
+impl ExportFormat {
+    pub fn parse(s: &str) -> Option<ExportFormat> {
+        match s.to_ascii_lowercase().as_str() {
+            "md" | "markdown" => Some(ExportFormat::Markdown),
+            "json" => Some(ExportFormat::Json),
+            _ => None,
+        }
+    }
+}
+
+/// A code fence longer than any run of backticks in `body`.
+fn fence(body: &str) -> String {
+    let mut longest = 0;
+    let mut run = 0;
+    for c in body.chars() {
+        if c == '`' {
+            run += 1;
+            longest = longest.max(run);
+        } else {
+            run = 0;
+        }
+    }
+    "`".repeat(longest.max(2) + 1)
+}
+
+fn fenced(out: &mut String, info: &str, body: &str) {
+    let f = fence(body);
+    let _ = writeln!(out, "{f}{info}\n{}\n{f}", body.trim_end_matches('\n'));
+}
+
+/// The whole session as a document: Markdown for people, JSON (meta, messages, usage rows) for
+/// programs.
+pub fn export_text(store: &Store, s: &Session, format: ExportFormat) -> Result<String, AppError> {
+    let msgs = store.messages(&s.id)?;
+    if format == ExportFormat::Json {
+        let usage: Vec<Value> = store
+            .usage_rows(&s.id)?
+            .iter()
+            .map(|u| {
+                json!({
+                    "message_id": u.message_id,
+                    "provider": u.provider,
+                    "model": u.model,
+                    "input_tokens": u.usage.map(|x| x.input),
+                    "output_tokens": u.usage.map(|x| x.output),
+                    "cache_read_tokens": u.usage.map(|x| x.cache_read),
+                    "cache_write_tokens": u.usage.map(|x| x.cache_write),
+                    "cost": u.cost,
+                    "price_source": u.price_source,
+                    "created": rfc3339(u.created_at),
+                })
+            })
+            .collect();
+        let doc =
+            json!({"meta": session_json(s), "messages": messages_json(&msgs), "usage": usage});
+        return serde_json::to_string_pretty(&doc)
+            .map(|t| format!("{t}\n"))
+            .map_err(|e| AppError::Runtime(format!("cannot encode the session as JSON: {e}")));
+    }
+    let mut out = String::new();
+    let _ = writeln!(out, "# {}\n", s.title);
+    let _ = writeln!(out, "- Session: `{}`", s.id);
+    let _ = writeln!(out, "- Created: {}", rfc3339(s.created_at));
+    let _ = writeln!(out, "- Updated: {}", rfc3339(s.updated_at));
+    let _ = writeln!(
+        out,
+        "- Tokens: {} in, {} out; cost ${:.4}\n",
+        s.prompt_tokens, s.completion_tokens, s.cost
+    );
+    for m in &msgs {
+        let who = match m.role {
+            crate::llm::Role::User => "User".to_string(),
+            crate::llm::Role::Assistant => match &m.model {
+                Some(model) => format!("Assistant ({model})"),
+                None => "Assistant".to_string(),
+            },
+            crate::llm::Role::Tool => "Tool results".to_string(),
+            crate::llm::Role::System => "System".to_string(),
+        };
+        let mut body = String::new();
+        for p in &m.parts {
+            match p {
+                Part::Text { text } if !text.trim().is_empty() => {
+                    let _ = writeln!(body, "{}\n", text.trim_end());
+                }
+                Part::Text { .. } => {}
+                Part::Reasoning { thinking, .. } if !thinking.trim().is_empty() => {
+                    for l in thinking.trim_end().lines() {
+                        let _ = writeln!(body, "> {l}");
+                    }
+                    body.push('\n');
+                }
+                Part::Reasoning { .. } => {}
+                Part::ToolCall { name, input, .. } => {
+                    let _ = writeln!(body, "**Tool call:** `{name}`\n");
+                    let pretty = serde_json::from_str::<Value>(input)
+                        .ok()
+                        .and_then(|v| serde_json::to_string_pretty(&v).ok())
+                        .unwrap_or_else(|| input.clone());
+                    fenced(&mut body, "json", &pretty);
+                    body.push('\n');
+                }
+                Part::ToolResult {
+                    name,
+                    content,
+                    is_error,
+                    ..
+                } => {
+                    let mark = if *is_error { " (error)" } else { "" };
+                    let _ = writeln!(body, "**Result of `{name}`{mark}:**\n");
+                    fenced(&mut body, "", content);
+                    body.push('\n');
+                }
+                Part::Finish {
+                    reason, message, ..
+                } => {
+                    if reason != "end_turn" && reason != "tool_use" {
+                        let why = message
+                            .as_deref()
+                            .map(|m| format!(": {m}"))
+                            .unwrap_or_default();
+                        let _ = writeln!(body, "*[finished: {reason}{why}]*\n");
+                    }
+                }
+                Part::ShellCommand {
+                    command,
+                    output,
+                    exit_code,
+                } => {
+                    let _ = writeln!(body, "**Shell:** `!{command}` (exit {exit_code})\n");
+                    fenced(&mut body, "", output);
+                    body.push('\n');
+                }
+            }
+        }
+        if body.trim().is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "## {who}\n\n{}", body.trim_end());
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+pub fn export(global: &Global, id: &str, format: ExportFormat) -> Result<String, AppError> {
+    let store = existing_store(global)?;
+    let s = store.resolve_session(id)?;
+    export_text(&store, &s, format)
+}
+
+pub fn delete(global: &Global, id: &str) -> Result<String, AppError> {
+    let store = existing_store(global)?;
+    let s = store.resolve_session(id)?;
+    store.delete_session(&s.id)?;
+    Ok(format!(
+        "Deleted session {} ({})\n",
+        short_id(&s.id),
+        s.title
+    ))
+}
+
+pub fn rename(global: &Global, id: &str, title: &str) -> Result<String, AppError> {
+    let title = title.trim();
+    if title.is_empty() {
+        return Err(AppError::Usage(
+            "the new title is empty; usage: crush sessions rename ID TITLE".into(),
+        ));
+    }
+    let store = existing_store(global)?;
+    let s = store.resolve_session(id)?;
+    store.set_title(&s.id, title)?;
+    Ok(format!("Renamed session {} to {title}\n", short_id(&s.id)))
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn fences_outgrow_backticks() {
+        assert_eq!(super::fence("plain"), "```");
+        assert_eq!(super::fence("has ``` inside"), "````");
+    }
+
     #[test]
     fn rfc3339_format() {
         assert_eq!(super::rfc3339(0), "1970-01-01T00:00:00Z");

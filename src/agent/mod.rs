@@ -6,6 +6,7 @@
 
 pub mod permissions;
 pub mod prompt;
+pub mod title;
 
 use crate::config::ResolvedModel;
 use crate::hooks::{self, HookConfig, Outcome};

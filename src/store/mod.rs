@@ -430,45 +430,24 @@ impl Store {
                 .iter()
                 .find(|m| m.role == Role::Assistant)
                 .map(|m| m.id.as_str());
-            tx.execute(
-                "INSERT INTO usage (session_id, message_id, provider, model, input_tokens,
-                     output_tokens, cache_read_tokens, cache_write_tokens, cost, price_source,
-                     created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                params![
-                    session_id,
-                    message_id,
-                    rec.provider,
-                    rec.model,
-                    c.tokens.map(|t| t.input),
-                    c.tokens.map(|t| t.output),
-                    c.tokens.map(|t| t.cache_read),
-                    c.tokens.map(|t| t.cache_write),
-                    c.cost,
-                    rec.price_source,
-                    now,
-                ],
-            )?;
-            let (prompt, completion) = c.tokens.map_or((0, 0), |t| (t.prompt, t.output));
-            match c.cost {
-                Some(cost) => tx.execute(
-                    ADD_TOTALS_WITH_COST,
-                    params![session_id, prompt, completion, cost, now],
-                )?,
-                None => tx.execute(
-                    ADD_TOTALS_NO_COST,
-                    params![session_id, prompt, completion, now],
-                )?,
-            };
-            if let Some(t) = c.tokens {
-                tx.execute(
-                    "UPDATE sessions SET context_tokens = ?1 WHERE id = ?2",
-                    params![t.context, session_id],
-                )?;
-            }
+            insert_usage(&tx, session_id, message_id, rec, &c, now, true)?;
         }
         tx.commit()?;
         Ok(stored)
+    }
+
+    /// A model call that belongs to no message (title generation): one usage row and the
+    /// session's running totals, in one transaction. The context size is left alone: the call
+    /// did not see the conversation.
+    pub fn record_usage(&self, session_id: &str, rec: &UsageRecord) -> Result<()> {
+        let c = CheckedUsage::new(rec)?;
+        let tx = self.write_tx()?;
+        if !session_exists(&tx, session_id)? {
+            return Err(StoreError::NotFound(session_id.to_string()));
+        }
+        insert_usage(&tx, session_id, None, rec, &c, now_secs(), false)?;
+        tx.commit()?;
+        Ok(())
     }
 
     /// Sets the title only.
@@ -712,6 +691,56 @@ impl CheckedUsage {
             cost: rec.cost,
         })
     }
+}
+
+/// Inserts one usage row and adds it to the running totals of the session and its ancestors;
+/// `set_context` also records the call's tokens as the session's current context size.
+fn insert_usage(
+    tx: &Transaction<'_>,
+    session_id: &str,
+    message_id: Option<&str>,
+    rec: &UsageRecord,
+    c: &CheckedUsage,
+    now: i64,
+    set_context: bool,
+) -> Result<()> {
+    tx.execute(
+        "INSERT INTO usage (session_id, message_id, provider, model, input_tokens,
+             output_tokens, cache_read_tokens, cache_write_tokens, cost, price_source,
+             created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        params![
+            session_id,
+            message_id,
+            rec.provider,
+            rec.model,
+            c.tokens.map(|t| t.input),
+            c.tokens.map(|t| t.output),
+            c.tokens.map(|t| t.cache_read),
+            c.tokens.map(|t| t.cache_write),
+            c.cost,
+            rec.price_source,
+            now,
+        ],
+    )?;
+    let (prompt, completion) = c.tokens.map_or((0, 0), |t| (t.prompt, t.output));
+    match c.cost {
+        Some(cost) => tx.execute(
+            ADD_TOTALS_WITH_COST,
+            params![session_id, prompt, completion, cost, now],
+        )?,
+        None => tx.execute(
+            ADD_TOTALS_NO_COST,
+            params![session_id, prompt, completion, now],
+        )?,
+    };
+    if set_context && let Some(t) = c.tokens {
+        tx.execute(
+            "UPDATE sessions SET context_tokens = ?1 WHERE id = ?2",
+            params![t.context, session_id],
+        )?;
+    }
+    Ok(())
 }
 
 fn user_version(conn: &Connection) -> rusqlite::Result<i64> {

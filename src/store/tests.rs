@@ -694,8 +694,8 @@ fn concurrent_open_of_a_fresh_file() {
 fn resolve_by_prefix() {
     let (_d, s) = open_tmp();
     let a = s.create_session("a", None).unwrap();
-    // Fixed ids to make prefixes predictable.
-    for id in ["abc-1", "abc-2", "abd-1", "x$$y"] {
+    // Fixed ids to make prefixes predictable; "q" is not a hex digit, so no UUID shares them.
+    for id in ["qbc-1", "qbc-2", "qbd-1", "x$$y"] {
         s.conn
             .execute(
                 "INSERT INTO sessions (id, parent_session_id, title, created_at, updated_at)
@@ -706,16 +706,16 @@ fn resolve_by_prefix() {
     }
     assert_eq!(s.resolve_session(&a.id).unwrap().id, a.id);
     assert_eq!(s.resolve_session(&a.id[..8]).unwrap().id, a.id);
-    assert_eq!(s.resolve_session("abd").unwrap().id, "abd-1");
-    assert_eq!(s.resolve_session("abc-2").unwrap().id, "abc-2");
+    assert_eq!(s.resolve_session("qbd").unwrap().id, "qbd-1");
+    assert_eq!(s.resolve_session("qbc-2").unwrap().id, "qbc-2");
     // Children resolve too.
     assert_eq!(s.resolve_session("x$").unwrap().id, "x$$y");
-    match s.resolve_session("ab") {
+    match s.resolve_session("qb") {
         Err(StoreError::Ambiguous { prefix, candidates }) => {
-            assert_eq!(prefix, "ab");
+            assert_eq!(prefix, "qb");
             let mut c = candidates.clone();
             c.sort();
-            assert_eq!(c, ["abc-1", "abc-2", "abd-1"]);
+            assert_eq!(c, ["qbc-1", "qbc-2", "qbd-1"]);
         }
         other => panic!("expected ambiguous, got {other:?}"),
     }
@@ -1129,4 +1129,35 @@ fn adopts_a_database_made_by_go_crush() {
     // Reopening does not migrate again.
     let s = Store::open(&path).unwrap();
     assert_eq!(s.messages("s1").unwrap().len(), 5);
+}
+
+#[test]
+fn record_usage_adds_to_totals_but_not_the_context() {
+    let (_d, store) = open_tmp();
+    let s = store.create_session("t", None).unwrap();
+    store
+        .commit_step(
+            &s.id,
+            &[text(Role::Assistant, "a")],
+            Some(&rec(Some(u(100, 10, 0, 0)), Some(0.5))),
+        )
+        .unwrap();
+    store
+        .record_usage(&s.id, &rec(Some(u(20, 5, 0, 0)), Some(0.25)))
+        .unwrap();
+    let after = store.session(&s.id).unwrap().unwrap();
+    assert_eq!(after.prompt_tokens, 120);
+    assert_eq!(after.completion_tokens, 15);
+    assert!((after.cost - 0.75).abs() < 1e-9);
+    assert_eq!(
+        after.context_tokens, 110,
+        "the title call is not the context"
+    );
+    let rows = store.usage_rows(&s.id).unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[1].message_id, None);
+    assert!(matches!(
+        store.record_usage("nope", &rec(None, None)),
+        Err(StoreError::NotFound(_))
+    ));
 }

@@ -658,3 +658,53 @@ fn hooks_test_exits_0_for_allow_and_3_for_deny() {
         .assert_code(2);
     assert_eq!(server.model_requests().len(), 0);
 }
+
+#[test]
+fn the_repl_shows_one_line_per_hook_and_a_denied_prompt_sends_nothing() {
+    let server = FakeServer::with_script(vec![Reply::text("hello back")]);
+    // Title generation is off-script.
+    server.route_when(
+        |r| r.system_text().contains("title of a conversation"),
+        vec![Reply::text("A Title")],
+    );
+    let env = TestEnv::new();
+    with_hooks(
+        &env,
+        &server,
+        json!({
+            "SessionStart": [{"name": "greeter", "command": "echo '{\"context\":\"session context\"}'"}],
+            "UserPromptSubmit": [{"name": "no-secrets", "command": "grep -q secret && { echo 'contains a secret' >&2; exit 2; }; exit 0"}]
+        }),
+    );
+    let out = env.run(&[], Some("tell me the secret\nhello\n"));
+    out.assert_success();
+    assert!(
+        out.stderr
+            .contains("hook SessionStart greeter → none (added context)"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr
+            .contains("hook UserPromptSubmit no-secrets → deny: contains a secret"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("a hook blocked the prompt"),
+        "{}",
+        out.stderr
+    );
+    let turns: Vec<_> = server
+        .model_requests()
+        .into_iter()
+        .filter(|r| !r.system_text().contains("title of a conversation"))
+        .collect();
+    assert_eq!(turns.len(), 1, "only the second prompt reached the model");
+    let texts = turns[0].user_texts().join("\n");
+    assert!(
+        texts.contains("hello") && !texts.contains("secret"),
+        "{texts}"
+    );
+    assert!(texts.contains("session context"), "{texts}");
+}

@@ -3,4 +3,5 @@
 mod catalog;
 mod fake_server;
 mod hooks;
+mod repl;
 mod run;

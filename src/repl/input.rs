@@ -1,0 +1,503 @@
+//! What the user typed, as values: lines assembled into one input (blocks `{` … `}`, a trailing
+//! backslash), then parsed into a prompt, a `!command`, a slash command, or a message for the
+//! user. Pure: no terminal, no process, no store.
+
+/// The slash commands, in the order `/help` lists them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Slash {
+    Help,
+    New,
+    Sessions,
+    Resume,
+    Model,
+    Option,
+    Permissions,
+    Cost,
+    Compact,
+    Export,
+    Quit,
+}
+
+/// `(command, name, arguments, what it does)`, for parsing and for `/help`.
+pub const SLASH_COMMANDS: &[(Slash, &str, &str, &str)] = &[
+    (Slash::Help, "help", "", "show this help"),
+    (
+        Slash::New,
+        "new",
+        "",
+        "start a new session (created with the next prompt)",
+    ),
+    (
+        Slash::Sessions,
+        "sessions",
+        "",
+        "list this project's sessions",
+    ),
+    (
+        Slash::Resume,
+        "resume",
+        "ID",
+        "switch to a session (id or unique prefix)",
+    ),
+    (
+        Slash::Model,
+        "model",
+        "[large|small] [PROVIDER/MODEL]",
+        "show the models, or switch one for this run",
+    ),
+    (
+        Slash::Option,
+        "option",
+        "[KEY [VALUE]]",
+        "show or set an option for this run (e.g. progress false)",
+    ),
+    (
+        Slash::Permissions,
+        "permissions",
+        "[allow|deny TOOL[:ACTION]...]",
+        "show or change what runs without asking, for this run",
+    ),
+    (Slash::Cost, "cost", "", "tokens and cost of this session"),
+    (
+        Slash::Compact,
+        "compact",
+        "",
+        "summarize this session and continue in a new one",
+    ),
+    (
+        Slash::Export,
+        "export",
+        "[md|json] [FILE]",
+        "print this session (or write it to FILE)",
+    ),
+    (Slash::Quit, "quit", "", "leave (also Ctrl-D)"),
+];
+
+/// Names accepted only when typed in full.
+const ALIASES: &[(&str, Slash)] = &[("exit", Slash::Quit), ("?", Slash::Help)];
+
+/// One complete input.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Input {
+    /// Nothing to do (an empty line or block).
+    Empty,
+    /// Text for the model.
+    Prompt(String),
+    /// `!command`: run it in the shell and record it in the session.
+    Shell(String),
+    Command {
+        cmd: Slash,
+        args: String,
+    },
+    /// Not understood: tell the user (never sent to the model).
+    Invalid(String),
+}
+
+/// Parses one complete input (a line, or lines joined by a trailing backslash).
+pub fn parse(text: &str) -> Input {
+    let t = text.trim();
+    if t.is_empty() {
+        return Input::Empty;
+    }
+    if let Some(rest) = t.strip_prefix("//") {
+        // An escaped slash: a prompt that starts with '/'.
+        return Input::Prompt(format!("/{rest}"));
+    }
+    if let Some(rest) = t.strip_prefix('/') {
+        let (name, args) = match rest.find(char::is_whitespace) {
+            Some(i) => (&rest[..i], rest[i..].trim()),
+            None => (rest, ""),
+        };
+        return match resolve(name) {
+            Ok(cmd) => Input::Command {
+                cmd,
+                args: args.to_string(),
+            },
+            Err(msg) => Input::Invalid(msg),
+        };
+    }
+    if let Some(rest) = t.strip_prefix('!') {
+        let cmd = rest.trim();
+        if cmd.is_empty() {
+            return Input::Invalid("'!' needs a command, e.g. !git status".into());
+        }
+        return Input::Shell(cmd.to_string());
+    }
+    if t == "exit" || t == "quit" {
+        return Input::Command {
+            cmd: Slash::Quit,
+            args: String::new(),
+        };
+    }
+    Input::Prompt(t.to_string())
+}
+
+/// A slash command by full name, alias, or unique prefix. Err: a message naming the
+/// candidates (ambiguous) or the close matches (unknown).
+pub fn resolve(name: &str) -> Result<Slash, String> {
+    let lower = name.to_ascii_lowercase();
+    if lower.is_empty() {
+        return Err("a slash command needs a name; /help lists them".into());
+    }
+    if let Some((cmd, ..)) = SLASH_COMMANDS.iter().find(|(_, n, ..)| *n == lower) {
+        return Ok(*cmd);
+    }
+    if let Some((_, cmd)) = ALIASES.iter().find(|(n, _)| *n == lower) {
+        return Ok(*cmd);
+    }
+    let prefixed: Vec<&(Slash, &str, &str, &str)> = SLASH_COMMANDS
+        .iter()
+        .filter(|(_, n, ..)| n.starts_with(&lower))
+        .collect();
+    match prefixed.as_slice() {
+        [one] => Ok(one.0),
+        [] => {
+            let close = suggestions(&lower);
+            let mut msg = format!("unknown command /{name}");
+            if !close.is_empty() {
+                let list: Vec<String> = close.iter().map(|c| format!("/{c}")).collect();
+                msg.push_str(&format!("; did you mean {}?", or_list(&list)));
+            }
+            msg.push_str(" (/help lists the commands; start a prompt with // to send a leading /)");
+            Err(msg)
+        }
+        many => {
+            let mut list: Vec<String> = many.iter().map(|(_, n, ..)| format!("/{n}")).collect();
+            list.sort();
+            Err(format!(
+                "/{name} is ambiguous: it could be {}",
+                or_list(&list)
+            ))
+        }
+    }
+}
+
+fn or_list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} or {last}", init.join(", ")),
+    }
+}
+
+/// Command names within a small edit distance of `typed`, closest first.
+pub fn suggestions(typed: &str) -> Vec<&'static str> {
+    let limit = if typed.chars().count() >= 4 { 2 } else { 1 };
+    let mut scored: Vec<(usize, &'static str)> = SLASH_COMMANDS
+        .iter()
+        .map(|(_, n, ..)| *n)
+        .chain(ALIASES.iter().map(|(n, _)| *n).filter(|n| n.len() > 1))
+        .filter_map(|n| {
+            let d = edit_distance(typed, n);
+            // A typed word that a command name starts with (longer input: "/sessionsx").
+            let d = if typed.starts_with(n) {
+                d.min(typed.len() - n.len())
+            } else {
+                d
+            };
+            (d <= limit).then_some((d, n))
+        })
+        .collect();
+    scored.sort();
+    scored.into_iter().map(|(_, n)| n).collect()
+}
+
+/// Optimal string alignment distance: insertions, deletions, substitutions and transpositions
+/// of adjacent characters each cost one.
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let (n, m) = (a.len(), b.len());
+    let mut d = vec![vec![0usize; m + 1]; n + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=n {
+        for j in 1..=m {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut v = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                v = v.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = v;
+        }
+    }
+    d[n][m]
+}
+
+/// Assembles lines into complete inputs.
+#[derive(Debug, Default)]
+pub struct Assembler {
+    /// Inside a block: its closing line (`}` or `tag}`) and the lines so far.
+    block: Option<(String, Vec<String>)>,
+    /// Lines continued with a trailing backslash, joined by newlines.
+    continued: Option<String>,
+}
+
+/// What feeding one line produced.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Fed {
+    /// The input is complete.
+    Done(Input),
+    /// More lines are needed (a block or a continued line is open).
+    More,
+}
+
+/// A line that opens a block: `{` or `{tag` (tag: letters, digits, `_`, `-`).
+fn block_opening(line: &str) -> Option<String> {
+    let tag = line.trim().strip_prefix('{')?;
+    if tag
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        Some(format!("{tag}}}"))
+    } else {
+        None
+    }
+}
+
+impl Assembler {
+    pub fn new() -> Assembler {
+        Assembler::default()
+    }
+
+    /// True while a block or a continued line is open (the prompt shows a continuation mark).
+    pub fn pending(&self) -> bool {
+        self.block.is_some() || self.continued.is_some()
+    }
+
+    /// Drops an open block or continued line; true if there was one.
+    pub fn discard(&mut self) -> bool {
+        let had = self.pending();
+        self.block = None;
+        self.continued = None;
+        had
+    }
+
+    /// Feeds one line (without its newline).
+    pub fn feed(&mut self, line: &str) -> Fed {
+        if let Some((close, mut lines)) = self.block.take() {
+            if line.trim() == close {
+                let text = lines.join("\n");
+                return Fed::Done(if text.trim().is_empty() {
+                    Input::Empty
+                } else {
+                    // A block is a prompt, verbatim: no slash command, no shell escape.
+                    Input::Prompt(text)
+                });
+            }
+            lines.push(line.to_string());
+            self.block = Some((close, lines));
+            return Fed::More;
+        }
+        if self.continued.is_none()
+            && let Some(close) = block_opening(line)
+        {
+            self.block = Some((close, Vec::new()));
+            return Fed::More;
+        }
+        let (body, more) = match line.strip_suffix('\\') {
+            Some(b) => (b, true),
+            None => (line, false),
+        };
+        let text = match self.continued.take() {
+            Some(mut prev) => {
+                prev.push('\n');
+                prev.push_str(body);
+                prev
+            }
+            None => body.to_string(),
+        };
+        if more {
+            self.continued = Some(text);
+            return Fed::More;
+        }
+        Fed::Done(parse(&text))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed_all(lines: &[&str]) -> Vec<Input> {
+        let mut a = Assembler::new();
+        lines
+            .iter()
+            .filter_map(|l| match a.feed(l) {
+                Fed::Done(i) => Some(i),
+                Fed::More => None,
+            })
+            .collect()
+    }
+
+    fn prompt(s: &str) -> Input {
+        Input::Prompt(s.into())
+    }
+
+    fn cmd(cmd: Slash, args: &str) -> Input {
+        Input::Command {
+            cmd,
+            args: args.into(),
+        }
+    }
+
+    #[test]
+    fn plain_lines_are_prompts_trimmed() {
+        assert_eq!(parse("  fix the bug  "), prompt("fix the bug"));
+        assert_eq!(parse(""), Input::Empty);
+        assert_eq!(parse("   \t "), Input::Empty);
+    }
+
+    #[test]
+    fn a_block_is_one_verbatim_prompt() {
+        let got = feed_all(&["{", "  first line", "/not a command", "!nor a shell", "}"]);
+        assert_eq!(
+            got,
+            vec![prompt("  first line\n/not a command\n!nor a shell")]
+        );
+    }
+
+    #[test]
+    fn a_tagged_block_may_contain_a_closing_brace() {
+        let got = feed_all(&["{py", "def f():", "}", "py}", "next"]);
+        assert_eq!(got, vec![prompt("def f():\n}"), prompt("next")]);
+    }
+
+    #[test]
+    fn an_empty_block_is_empty() {
+        assert_eq!(feed_all(&["{", "", "  ", "}"]), vec![Input::Empty]);
+    }
+
+    #[test]
+    fn an_open_brace_with_text_is_not_a_block() {
+        assert_eq!(feed_all(&["{ \"a\": 1 }"]), vec![prompt("{ \"a\": 1 }")]);
+    }
+
+    #[test]
+    fn trailing_backslash_continues_the_line() {
+        let mut a = Assembler::new();
+        assert_eq!(a.feed("first \\"), Fed::More);
+        assert!(a.pending());
+        assert_eq!(a.feed("second\\"), Fed::More);
+        assert_eq!(a.feed("third"), Fed::Done(prompt("first \nsecond\nthird")));
+        assert!(!a.pending());
+    }
+
+    #[test]
+    fn discard_drops_an_open_block() {
+        let mut a = Assembler::new();
+        assert_eq!(a.feed("{"), Fed::More);
+        assert_eq!(a.feed("half"), Fed::More);
+        assert!(a.discard());
+        assert!(!a.discard());
+        assert_eq!(a.feed("hello"), Fed::Done(prompt("hello")));
+    }
+
+    #[test]
+    fn slash_commands_by_name_and_unique_prefix() {
+        assert_eq!(parse("/help"), cmd(Slash::Help, ""));
+        assert_eq!(parse("/h"), cmd(Slash::Help, ""));
+        assert_eq!(parse("/res abc123"), cmd(Slash::Resume, "abc123"));
+        assert_eq!(parse("/RESUME  abc  "), cmd(Slash::Resume, "abc"));
+        assert_eq!(parse("/s"), cmd(Slash::Sessions, ""));
+        assert_eq!(parse("/cos"), cmd(Slash::Cost, ""));
+        assert_eq!(parse("/comp"), cmd(Slash::Compact, ""));
+        assert_eq!(
+            parse("/e json out.json"),
+            cmd(Slash::Export, "json out.json")
+        );
+        assert_eq!(
+            parse("/model small fake/m"),
+            cmd(Slash::Model, "small fake/m")
+        );
+        assert_eq!(
+            parse("/p allow grep"),
+            cmd(Slash::Permissions, "allow grep")
+        );
+        assert_eq!(parse("/q"), cmd(Slash::Quit, ""));
+        assert_eq!(parse("/exit"), cmd(Slash::Quit, ""));
+        assert_eq!(parse("exit"), cmd(Slash::Quit, ""));
+        assert_eq!(parse("quit"), cmd(Slash::Quit, ""));
+    }
+
+    #[test]
+    fn every_command_is_reachable_by_its_full_name() {
+        for (c, name, ..) in SLASH_COMMANDS {
+            assert_eq!(resolve(name), Ok(*c), "{name}");
+        }
+    }
+
+    #[test]
+    fn an_ambiguous_prefix_names_the_candidates() {
+        let Input::Invalid(msg) = parse("/co") else {
+            panic!("not invalid")
+        };
+        assert!(msg.contains("ambiguous"), "{msg}");
+        assert!(msg.contains("/compact") && msg.contains("/cost"), "{msg}");
+        assert!(!msg.contains("/sessions"), "{msg}");
+    }
+
+    #[test]
+    fn an_unknown_command_suggests_close_ones() {
+        let Input::Invalid(msg) = parse("/hlep") else {
+            panic!("not invalid")
+        };
+        assert!(msg.contains("unknown command /hlep"), "{msg}");
+        assert!(msg.contains("did you mean /help?"), "{msg}");
+        let Input::Invalid(msg) = parse("/sesions") else {
+            panic!()
+        };
+        assert!(msg.contains("/sessions"), "{msg}");
+        let Input::Invalid(msg) = parse("/exprot md") else {
+            panic!()
+        };
+        assert!(msg.contains("/export"), "{msg}");
+        let Input::Invalid(msg) = parse("/zzzzzz") else {
+            panic!()
+        };
+        assert!(!msg.contains("did you mean"), "{msg}");
+        assert!(msg.contains("/help"), "{msg}");
+    }
+
+    #[test]
+    fn a_path_is_an_unknown_command_and_double_slash_escapes() {
+        assert!(matches!(parse("/etc/passwd what is it"), Input::Invalid(_)));
+        assert_eq!(
+            parse("//etc/passwd what is it"),
+            prompt("/etc/passwd what is it")
+        );
+        assert!(matches!(parse("/"), Input::Invalid(_)));
+    }
+
+    #[test]
+    fn bang_runs_a_shell_command() {
+        assert_eq!(
+            parse("!git status --short"),
+            Input::Shell("git status --short".into())
+        );
+        assert_eq!(parse("! ls"), Input::Shell("ls".into()));
+        assert!(matches!(parse("!"), Input::Invalid(_)));
+        assert!(matches!(parse("!   "), Input::Invalid(_)));
+    }
+
+    #[test]
+    fn edit_distance_counts_transpositions_once() {
+        assert_eq!(edit_distance("help", "help"), 0);
+        assert_eq!(edit_distance("hlep", "help"), 1);
+        assert_eq!(edit_distance("mdoel", "model"), 1);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
+
+    #[test]
+    fn suggestions_for_a_command_with_extra_letters() {
+        assert_eq!(suggestions("sessionsx"), vec!["sessions"]);
+        assert_eq!(suggestions("quti"), vec!["quit"]);
+    }
+}

@@ -1,0 +1,1002 @@
+//! `crush` with no command: a line-oriented interactive session that works the same on a
+//! terminal and from a pipe (one prompt per line or block, permission answers from the same
+//! input), so it can be scripted.
+//!
+//! Input and Ctrl-C: a reader thread reads stdin line by line and sends the lines on a channel;
+//! the main thread waits on that channel and polls the SIGINT flag (`signal::interrupt_flag`)
+//! between short timeouts. The handler keeps restart semantics, so the reader's `read` is never
+//! interrupted and nothing typed is lost; the main thread alone decides what a Ctrl-C means:
+//! cancel the running turn (the agent polls the same flag), discard an open block, or, the
+//! second time at an empty prompt, exit 130. The alternative, a handler without `SA_RESTART` and
+//! a raw `read` on the main thread, would deliver EINTR to whichever thread the kernel picks
+//! (stream workers, tool waiters) and needs a hand-written line reader; the thread is simpler.
+
+pub mod input;
+pub mod render;
+mod shell;
+
+use crate::agent::permissions::Permissions;
+use crate::agent::{self, Agent, AgentEvent, Answer, Sink, Stop, TurnResult, title};
+use crate::app::{self, AppError, Context};
+use crate::cli::{Global, ReplArgs};
+use crate::config::ResolvedModel;
+use crate::llm::{self, ChatRequest, Message, Part, Role, StreamEvent, ToolSpec};
+use crate::sessions::{self, ExportFormat, short_id};
+use crate::store::{NewMessage, Session};
+use crate::tools::PermissionRequest;
+use crossbeam_channel::{Receiver, RecvTimeoutError};
+use input::{Assembler, Fed, Input, SLASH_COMMANDS, Slash};
+use render::Term;
+use std::io::{BufRead, IsTerminal};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// How long after a turn the REPL waits for a title still being generated.
+const TITLE_WAIT: Duration = Duration::from_secs(5);
+
+const WAITING: &str = "waiting for the model… (Ctrl-C cancels)";
+
+/// What the line reader delivered.
+enum Got {
+    Line(String),
+    Eof,
+    Interrupt,
+}
+
+/// Lines from stdin, read on their own thread, with the SIGINT flag polled while waiting.
+struct Lines {
+    rx: Receiver<Option<String>>,
+    cancel: Arc<AtomicBool>,
+    eof: bool,
+}
+
+impl Lines {
+    fn spawn(cancel: Arc<AtomicBool>) -> Result<Lines, AppError> {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        std::thread::Builder::new()
+            .name("stdin".into())
+            .spawn(move || {
+                let stdin = std::io::stdin();
+                let mut lock = stdin.lock();
+                let mut buf = Vec::new();
+                loop {
+                    buf.clear();
+                    match lock.read_until(b'\n', &mut buf) {
+                        Ok(0) => break,
+                        Ok(_) => {
+                            if buf.ends_with(b"\n") {
+                                buf.pop();
+                                if buf.ends_with(b"\r") {
+                                    buf.pop();
+                                }
+                            }
+                            let line = String::from_utf8_lossy(&buf).into_owned();
+                            if tx.send(Some(line)).is_err() {
+                                return;
+                            }
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(_) => break,
+                    }
+                }
+                let _ = tx.send(None);
+            })
+            .map_err(|e| AppError::Runtime(format!("cannot start the input reader: {e}")))?;
+        Ok(Lines {
+            rx,
+            cancel,
+            eof: false,
+        })
+    }
+
+    /// The next line, the end of input, or a Ctrl-C (which is consumed).
+    fn next(&mut self) -> Got {
+        loop {
+            if self.cancel.swap(false, Ordering::SeqCst) {
+                return Got::Interrupt;
+            }
+            if self.eof {
+                return Got::Eof;
+            }
+            match self.rx.recv_timeout(Duration::from_millis(50)) {
+                Ok(Some(l)) => return Got::Line(l),
+                Ok(None) | Err(RecvTimeoutError::Disconnected) => {
+                    self.eof = true;
+                    return Got::Eof;
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+        }
+    }
+}
+
+/// Renders a turn and asks permission questions on the REPL's input.
+struct ReplSink<'a> {
+    term: &'a mut Term,
+    lines: &'a mut Lines,
+    interactive: bool,
+    /// Ctrl-C while a question was open.
+    interrupted: bool,
+    /// The user just refused a call: its error result needs no second line.
+    refused: bool,
+}
+
+impl Sink for ReplSink<'_> {
+    fn event(&mut self, ev: AgentEvent) {
+        match ev {
+            AgentEvent::TextDelta(t) => self.term.text(&t),
+            AgentEvent::ReasoningDelta(_) => self.term.status("thinking… (Ctrl-C cancels)"),
+            AgentEvent::Retry {
+                attempt,
+                wait,
+                reason,
+            } => {
+                self.term.note(&format!(
+                    "model call failed ({reason}); retry {attempt} in {:.1} s",
+                    wait.as_secs_f64()
+                ));
+                self.term.begin_answer();
+            }
+            AgentEvent::ToolCall { name, input, .. } => {
+                self.term
+                    .tool_call(&name, &crate::run::key_argument(&input));
+                self.term.begin_answer();
+            }
+            AgentEvent::ToolResult {
+                name,
+                content,
+                is_error,
+                ..
+            } => {
+                if is_error && !std::mem::take(&mut self.refused) {
+                    self.term
+                        .tool_error(&name, content.lines().next().unwrap_or(""));
+                }
+            }
+            AgentEvent::PermissionRefused { request, hint } => self.term.error(&format!(
+                "refused {} ({}): to allow it, {hint}",
+                request.tool, request.description
+            )),
+            AgentEvent::Hook { report, .. } => {
+                self.term.note(&report.line());
+                self.term.begin_answer();
+            }
+            AgentEvent::Usage { .. } => {}
+            AgentEvent::StepCommitted { .. } => self.term.status(WAITING),
+        }
+    }
+
+    fn ask(&mut self, req: &PermissionRequest) -> Option<Answer> {
+        if let Some(d) = req.diff.as_deref().filter(|d| !d.trim().is_empty()) {
+            self.term.diff(d);
+        }
+        loop {
+            self.term.question(&format!(
+                "Allow {}: {}? [y]es / [a]lways this session / [n]o",
+                req.tool, req.description
+            ));
+            let line = match self.lines.next() {
+                Got::Line(l) => l,
+                Got::Eof => {
+                    self.term.note("no answer (end of input): refused");
+                    return Some(Answer::No);
+                }
+                Got::Interrupt => {
+                    self.term.newline_on_terminal();
+                    self.interrupted = true;
+                    return Some(Answer::No);
+                }
+            };
+            if !self.interactive {
+                // Keep a piped transcript readable: the answer after its question.
+                self.term.note(line.trim());
+            }
+            match line.trim().to_ascii_lowercase().as_str() {
+                "y" | "yes" => return Some(Answer::Yes),
+                "a" | "always" => return Some(Answer::Always),
+                "n" | "no" => {
+                    self.refused = true;
+                    return Some(Answer::No);
+                }
+                other if !self.interactive => {
+                    // A script that did not expect the question must not lose every line after.
+                    self.term
+                        .note(&format!("'{other}' is not y, a or n: refused"));
+                    self.refused = true;
+                    return Some(Answer::No);
+                }
+                _ => self
+                    .term
+                    .note("answer y (yes), a (always this session) or n (no)"),
+            }
+        }
+    }
+}
+
+/// A title being generated on a worker thread: the session and the result.
+type TitleJob = Receiver<(String, title::Generated)>;
+
+struct Repl {
+    ctx: Context,
+    global: Global,
+    agent: Agent<'static>,
+    /// `/model small ...` or `--small-model`; else resolved from the configuration when needed.
+    small: Option<ResolvedModel>,
+    term: Term,
+    lines: Lines,
+    interactive: bool,
+    /// The current session has had no prompt yet: the first one gets a generated title.
+    fresh: bool,
+    titles: Vec<TitleJob>,
+    cancel: Arc<AtomicBool>,
+    /// SessionStart hooks to fire before the next prompt: "startup" or "resume".
+    session_start: Option<&'static str>,
+}
+
+enum Flow {
+    Continue,
+    Quit,
+}
+
+pub fn run(global: &Global, args: &ReplArgs) -> Result<i32, AppError> {
+    // Before anything slow: a Ctrl-C from now on is ours to interpret.
+    let cancel = crate::signal::interrupt_flag();
+    let ctx = app::open_context(global)?;
+    let model = ctx.loaded.resolve_model(global.model.as_deref(), false)?;
+    let small = match &global.small_model {
+        Some(m) => Some(ctx.loaded.resolve_model(Some(m), true)?),
+        None => None,
+    };
+    let resumed = app::session_to_continue(ctx.store, global)?;
+    let sid = resumed.as_ref().map(|s| s.id.clone()).unwrap_or_default();
+    let agent = app::build_agent(&ctx, model, sid, global.yolo);
+    cancel.store(false, Ordering::SeqCst);
+    let progress = !args.quiet && ctx.loaded.config.options.progress != Some(false);
+    let lines = Lines::spawn(cancel.clone())?;
+    let mut repl = Repl {
+        ctx,
+        global: global.clone(),
+        agent,
+        small,
+        term: Term::detect(progress),
+        lines,
+        interactive: std::io::stdin().is_terminal(),
+        fresh: false,
+        titles: Vec::new(),
+        cancel,
+        session_start: Some(if resumed.is_some() {
+            "resume"
+        } else {
+            "startup"
+        }),
+    };
+    repl.banner(resumed.as_ref());
+    Ok(repl.main_loop())
+}
+
+impl Repl {
+    fn banner(&mut self, resumed: Option<&Session>) {
+        if self.interactive {
+            let m = &self.agent.model;
+            self.term.note(&format!(
+                "crush {} · {}/{} · /help for commands, Ctrl-D to quit",
+                env!("CARGO_PKG_VERSION"),
+                m.provider.id,
+                m.model.id
+            ));
+        }
+        if let Some(s) = resumed {
+            self.term.note(&format!(
+                "Resumed session {} “{}” ({} messages)",
+                short_id(&s.id),
+                s.title,
+                s.message_count
+            ));
+        }
+    }
+
+    fn main_loop(&mut self) -> i32 {
+        let mut asm = Assembler::new();
+        let mut interrupts = 0;
+        let code = loop {
+            self.poll_titles(Duration::ZERO);
+            if self.interactive {
+                self.term.prompt(asm.pending());
+            }
+            match self.lines.next() {
+                Got::Eof => {
+                    if asm.discard() {
+                        self.term
+                            .note("the input ended inside a block or continued line: discarded");
+                    }
+                    self.term.newline_on_terminal();
+                    break 0;
+                }
+                Got::Interrupt => {
+                    self.term.newline_on_terminal();
+                    if asm.discard() {
+                        self.term.note("(input discarded)");
+                        interrupts = 0;
+                        continue;
+                    }
+                    interrupts += 1;
+                    if interrupts >= 2 {
+                        break 130;
+                    }
+                    self.term
+                        .note("(press Ctrl-C again to quit, or Ctrl-D to leave)");
+                }
+                Got::Line(l) => {
+                    interrupts = 0;
+                    let Fed::Done(input) = asm.feed(&l) else {
+                        continue;
+                    };
+                    if let Flow::Quit = self.handle(input) {
+                        break 0;
+                    }
+                }
+            }
+        };
+        self.poll_titles(TITLE_WAIT);
+        if !self.agent.session_id.is_empty() {
+            let short = short_id(&self.agent.session_id).to_string();
+            self.term.note(&format!(
+                "Session {short} saved; continue it with: crush -s {short}"
+            ));
+        }
+        code
+    }
+
+    fn handle(&mut self, input: Input) -> Flow {
+        match input {
+            Input::Empty => {}
+            Input::Invalid(msg) => self.term.error(&msg),
+            Input::Prompt(p) => self.prompt(&p),
+            Input::Shell(c) => self.shell(&c),
+            Input::Command { cmd, args } => return self.command(cmd, &args),
+        }
+        Flow::Continue
+    }
+
+    /// Creates the session when the REPL has none yet (after `/new`, or at start).
+    fn ensure_session(&mut self, first_input: &str) -> Result<(), String> {
+        if !self.agent.session_id.is_empty() {
+            return Ok(());
+        }
+        let s = self
+            .ctx
+            .store
+            .create_session(&app::title_from_prompt(first_input), None)
+            .map_err(|e| e.to_string())?;
+        self.agent.session_id = s.id;
+        self.fresh = true;
+        Ok(())
+    }
+
+    fn small_model(&self) -> Result<ResolvedModel, String> {
+        if let Some(m) = &self.small {
+            return Ok(m.clone());
+        }
+        // `-m` alone: the chosen model titles too, rather than a configured large one.
+        if self.ctx.loaded.config.models.small.is_none() && self.global.model.is_some() {
+            return Ok(self.agent.model.clone());
+        }
+        self.ctx
+            .loaded
+            .resolve_model(None, true)
+            .map_err(|e| e.to_string())
+    }
+
+    fn debug(&mut self, msg: &str) {
+        if self.ctx.loaded.config.options.debug {
+            self.term.note(&format!("debug: {msg}"));
+        }
+    }
+
+    /// Starts the title call for the session's first prompt on a worker thread.
+    fn start_title(&mut self, prompt: &str) {
+        self.fresh = false;
+        let model = match self.small_model() {
+            Ok(m) => m,
+            Err(e) => {
+                self.debug(&format!("no title model: {e}"));
+                return;
+            }
+        };
+        let mut policy = self.agent.policy.clone();
+        policy.max_attempts = policy.max_attempts.min(2);
+        policy.response_timeout = policy.response_timeout.min(Duration::from_secs(30));
+        policy.idle_timeout = policy.idle_timeout.min(Duration::from_secs(30));
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let sid = self.agent.session_id.clone();
+        let prompt = prompt.to_string();
+        let spawned = std::thread::Builder::new()
+            .name("title".into())
+            .spawn(move || {
+                let g = title::generate(&model, &prompt, &policy);
+                let _ = tx.send((sid, g));
+            });
+        match spawned {
+            Ok(_) => self.titles.push(rx),
+            Err(e) => self.debug(&format!("cannot start the title thread: {e}")),
+        }
+    }
+
+    /// Applies finished titles (waiting up to `wait` for unfinished ones): the title, and the
+    /// call's usage row whether or not the title was usable.
+    fn poll_titles(&mut self, wait: Duration) {
+        let deadline = Instant::now() + wait;
+        let jobs = std::mem::take(&mut self.titles);
+        for job in jobs {
+            let got = match job.recv_deadline(deadline) {
+                Ok(g) => g,
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                    self.titles.push(job);
+                    continue;
+                }
+                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => continue,
+            };
+            let (sid, g) = got;
+            let store = self.ctx.store;
+            if let Some(u) = &g.usage
+                && let Err(e) = store.record_usage(&sid, u)
+            {
+                self.term
+                    .error(&format!("cannot record the title call's usage: {e}"));
+            }
+            match (&g.title, &g.error) {
+                (Some(t), _) => {
+                    if let Err(e) = store.set_title(&sid, t) {
+                        self.debug(&format!("cannot set the title: {e}"));
+                    }
+                }
+                (None, Some(e)) => self.debug(&format!("title generation: {e}")),
+                (None, None) => {}
+            }
+        }
+    }
+
+    fn prompt(&mut self, text: &str) {
+        if let Err(e) = self.ensure_session(text) {
+            self.term.error(&format!("cannot create a session: {e}"));
+            return;
+        }
+        if self.fresh {
+            self.start_title(text);
+        }
+        self.cancel.store(false, Ordering::SeqCst);
+        self.term.begin_answer();
+        self.term.status(WAITING);
+        let mut sink = ReplSink {
+            term: &mut self.term,
+            lines: &mut self.lines,
+            interactive: self.interactive,
+            interrupted: false,
+            refused: false,
+        };
+        if let Some(source) = self.session_start.take() {
+            self.agent.session_start(source, &mut sink);
+        }
+        let result = self.agent.run_turn(text, &mut sink);
+        let interrupted = sink.interrupted;
+        self.cancel.store(false, Ordering::SeqCst);
+        self.term.clear_status();
+        self.term.end_line();
+        match result {
+            Err(e) => self.term.error(&format!(
+                "the session store failed: {e}; the turn may be incomplete"
+            )),
+            Ok(r) => self.report(&r, interrupted),
+        }
+        self.poll_titles(TITLE_WAIT);
+    }
+
+    fn report(&mut self, r: &TurnResult, interrupted: bool) {
+        match &r.stop {
+            Stop::EndTurn => {}
+            Stop::MaxTokens => self
+                .term
+                .note("the answer was cut off at the model's output limit"),
+            Stop::MaxSteps(n) => self.term.note(&format!(
+                "stopped after {n} steps without finishing; say \"continue\" to go on"
+            )),
+            Stop::Loop => self
+                .term
+                .note("stopped: the model kept repeating the same tool call with the same result"),
+            Stop::PermissionRefused if interrupted => self
+                .term
+                .note("canceled; the model was told the call was refused"),
+            Stop::PermissionRefused => self
+                .term
+                .note("the turn ended because a permission was refused; the model was told"),
+            Stop::Canceled => self
+                .term
+                .note("canceled; the partial answer was kept in the session"),
+            Stop::HookDenied(reason) => self.term.error(&format!(
+                "a hook blocked the prompt; nothing was sent to the model: {reason}"
+            )),
+            Stop::HookHalted(reason) => self
+                .term
+                .error(&format!("a hook halted the turn: {reason}")),
+            Stop::Error(e) => self.term.error(&format!(
+                "{e}\nThe session was saved; your next prompt continues it."
+            )),
+        }
+    }
+
+    fn shell(&mut self, command: &str) {
+        if let Err(e) = self.ensure_session(&format!("!{command}")) {
+            self.term.error(&format!("cannot create a session: {e}"));
+            return;
+        }
+        self.cancel.store(false, Ordering::SeqCst);
+        let term = &mut self.term;
+        let ran = shell::run(command, &self.agent.cwd, &self.cancel, &mut |b| term.raw(b));
+        self.cancel.store(false, Ordering::SeqCst);
+        self.term.end_line();
+        let ran = match ran {
+            Ok(r) => r,
+            Err(e) => {
+                self.term.error(&format!("cannot run {command}: {e}"));
+                return;
+            }
+        };
+        if ran.canceled {
+            self.term.note("canceled");
+        } else if ran.exit_code != 0 {
+            self.term.note(&format!("exit {}", ran.exit_code));
+        }
+        let msg = NewMessage {
+            role: Role::User,
+            parts: vec![Part::ShellCommand {
+                command: command.to_string(),
+                output: ran.output,
+                exit_code: ran.exit_code,
+            }],
+            model: None,
+            provider: None,
+        };
+        if let Err(e) = self.ctx.store.add_message(&self.agent.session_id, &msg) {
+            self.term
+                .error(&format!("cannot record the command in the session: {e}"));
+        }
+    }
+
+    fn command(&mut self, cmd: Slash, args: &str) -> Flow {
+        match cmd {
+            Slash::Quit => return Flow::Quit,
+            Slash::Help => self.term.print(&help_text()),
+            Slash::New => {
+                self.switch_to(String::new());
+                self.term
+                    .note("New session: it starts with your next prompt.");
+            }
+            Slash::Sessions => match self.ctx.store.list_sessions() {
+                Ok(list) if list.is_empty() => self.term.note("No sessions yet."),
+                Ok(list) => {
+                    let cur = Some(self.agent.session_id.as_str()).filter(|s| !s.is_empty());
+                    self.term.print(&sessions::list_text(&list, cur));
+                }
+                Err(e) => self.term.error(&e.to_string()),
+            },
+            Slash::Resume => self.resume(args),
+            Slash::Model | Slash::Option | Slash::Permissions => {
+                let name = SLASH_COMMANDS
+                    .iter()
+                    .find(|(c, ..)| *c == cmd)
+                    .map(|(_, n, ..)| *n)
+                    .unwrap_or_default();
+                match self.session_config(name, args) {
+                    Ok(msg) => self.term.print(&msg),
+                    Err(e) => self.term.error(&e),
+                }
+            }
+            Slash::Cost => self.cost(),
+            Slash::Compact => self.compact(),
+            Slash::Export => self.export(args),
+        }
+        Flow::Continue
+    }
+
+    /// Makes `sid` current (empty: a new session, created with the next prompt). Grants given
+    /// with "always this session" belong to the session they were given in.
+    fn switch_to(&mut self, sid: String) {
+        self.session_start = Some(if sid.is_empty() { "startup" } else { "resume" });
+        self.agent.session_id = sid;
+        self.fresh = false;
+        let p = &self.agent.permissions;
+        self.agent.permissions = Permissions::new(p.yolo, p.allowed_tools.clone());
+    }
+
+    fn resume(&mut self, args: &str) {
+        let id = args.trim();
+        if id.is_empty() {
+            self.term
+                .error("usage: /resume ID (an id or unique prefix; /sessions lists them)");
+            return;
+        }
+        let s = match self.ctx.store.resolve_session(id) {
+            Ok(s) => s,
+            Err(e) => {
+                self.term
+                    .error(&format!("{e}; /sessions lists this project's sessions"));
+                return;
+            }
+        };
+        let s = match app::top_level(s) {
+            Ok(s) => s,
+            Err(e) => {
+                self.term.error(&e.to_string());
+                return;
+            }
+        };
+        self.term.note(&format!(
+            "Resumed session {} “{}” ({} messages)",
+            short_id(&s.id),
+            s.title,
+            s.message_count
+        ));
+        self.switch_to(s.id);
+    }
+
+    /// Session-only configuration: `model`, `option` and `permissions` command lines applied to
+    /// this process only, never to a file. The hook point for the configuration module's
+    /// runtime layer; until then the few settings the REPL owns are handled here.
+    fn session_config(&mut self, command: &str, args: &str) -> Result<String, String> {
+        let words: Vec<&str> = args.split_whitespace().collect();
+        match command {
+            "model" => self.model_command(&words),
+            "option" => self.option_command(&words),
+            _ => self.permissions_command(&words),
+        }
+    }
+
+    fn model_command(&mut self, words: &[&str]) -> Result<String, String> {
+        let (which, name) = match words {
+            [] => {
+                let small = match self.small_model() {
+                    Ok(m) => format!("{}/{}", m.provider.id, m.model.id),
+                    Err(e) => format!("none ({e})"),
+                };
+                let m = &self.agent.model;
+                return Ok(format!(
+                    "large  {}/{}\nsmall  {small}\n",
+                    m.provider.id, m.model.id
+                ));
+            }
+            [w @ ("large" | "small")] => {
+                return Err(format!(
+                    "usage: /model {w} PROVIDER/MODEL (/model alone shows the current ones)"
+                ));
+            }
+            [w @ ("large" | "small"), name] => (*w, *name),
+            [name] => ("large", *name),
+            _ => return Err("usage: /model [large|small] PROVIDER/MODEL".into()),
+        };
+        let small = which == "small";
+        let m = self
+            .ctx
+            .loaded
+            .resolve_model(Some(name), small)
+            .map_err(|e| e.to_string())?;
+        let shown = format!("{}/{}", m.provider.id, m.model.id);
+        if small {
+            self.small = Some(m);
+        } else {
+            self.agent.system = app::system_prompt(&self.ctx.loaded, &m);
+            self.agent.model = m;
+        }
+        Ok(format!("{which} model: {shown} (for this run)\n"))
+    }
+
+    fn option_command(&mut self, words: &[&str]) -> Result<String, String> {
+        let flag = |v: Option<&&str>| -> Result<bool, String> {
+            match v.map(|s| s.to_ascii_lowercase()).as_deref() {
+                None | Some("true" | "on" | "yes" | "1") => Ok(true),
+                Some("false" | "off" | "no" | "0") => Ok(false),
+                Some(other) => Err(format!("'{other}' is not true or false")),
+            }
+        };
+        match words {
+            [] => Ok(format!(
+                "progress  {}\n",
+                if self.term.progress { "true" } else { "false" }
+            )),
+            ["progress", rest @ ..] if rest.len() <= 1 => {
+                self.term.progress = flag(rest.first())?;
+                Ok(format!("progress: {} (for this run)\n", self.term.progress))
+            }
+            ["reset", "progress"] => {
+                self.term.progress = self.ctx.loaded.config.options.progress != Some(false);
+                Ok(format!("progress: {} (reset)\n", self.term.progress))
+            }
+            [key, ..] => Err(format!(
+                "option {key} cannot be changed from the REPL in this build (only progress); set it in crush.json"
+            )),
+        }
+    }
+
+    fn permissions_command(&mut self, words: &[&str]) -> Result<String, String> {
+        let p = &mut self.agent.permissions;
+        match words {
+            [] => {
+                let tools: Vec<&str> = self.agent.tools.iter().map(|t| t.name()).collect();
+                Ok(format!(
+                    "yolo           {}\nallowed_tools  {}\ntools          {}\n",
+                    p.yolo,
+                    if p.allowed_tools.is_empty() {
+                        "(none)".to_string()
+                    } else {
+                        p.allowed_tools.join(" ")
+                    },
+                    tools.join(" ")
+                ))
+            }
+            ["allow", tools @ ..] if !tools.is_empty() => {
+                for t in tools {
+                    if !p.allowed_tools.iter().any(|a| a == t) {
+                        p.allowed_tools.push(t.to_string());
+                    }
+                }
+                Ok(format!(
+                    "allowed without asking, for this run: {}\n",
+                    tools.join(" ")
+                ))
+            }
+            ["deny", tools @ ..] if !tools.is_empty() => {
+                // As in a crushrc: a denied tool is hidden from the model; deny wins over allow.
+                p.allowed_tools.retain(|a| {
+                    let name = a.split(':').next().unwrap_or(a);
+                    !tools.contains(&name)
+                });
+                self.agent.tools.retain(|t| !tools.contains(&t.name()));
+                Ok(format!(
+                    "denied for this run (hidden from the model): {}\n",
+                    tools.join(" ")
+                ))
+            }
+            _ => Err("usage: /permissions [allow|deny TOOL[:ACTION]...]".into()),
+        }
+    }
+
+    fn current(&mut self) -> Option<Session> {
+        if self.agent.session_id.is_empty() {
+            self.term
+                .note("No session yet: it starts with your first prompt.");
+            return None;
+        }
+        match self.ctx.store.resolve_session(&self.agent.session_id) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                self.term.error(&e.to_string());
+                None
+            }
+        }
+    }
+
+    fn cost(&mut self) {
+        let Some(s) = self.current() else { return };
+        let rows = match self.ctx.store.usage_rows(&s.id) {
+            Ok(r) => r,
+            Err(e) => return self.term.error(&e.to_string()),
+        };
+        let unpriced = rows.iter().filter(|r| r.cost.is_none()).count();
+        let cost = if unpriced == rows.len() && !rows.is_empty() {
+            "unpriced (the model has no prices)".to_string()
+        } else if unpriced > 0 {
+            format!(
+                "${:.4} (+ {unpriced} unpriced call{} not counted)",
+                s.cost,
+                if unpriced == 1 { "" } else { "s" }
+            )
+        } else {
+            format!("${:.4}", s.cost)
+        };
+        let mut out = format!(
+            "session      {} “{}”\nmodel calls  {}\ntokens in    {}\ntokens out   {}\ncontext      {}\ncost         {cost}",
+            short_id(&s.id),
+            s.title,
+            rows.len(),
+            s.prompt_tokens,
+            s.completion_tokens,
+            s.context_tokens,
+        );
+        out.push('\n');
+        self.term.print(&out);
+    }
+
+    fn export(&mut self, args: &str) {
+        let mut format = ExportFormat::Markdown;
+        let mut file: Option<&str> = None;
+        let mut words = args.split_whitespace();
+        while let Some(w) = words.next() {
+            let f = match w {
+                "--json" => Some(ExportFormat::Json),
+                "--format" => match words.next().and_then(ExportFormat::parse) {
+                    Some(f) => Some(f),
+                    None => return self.term.error("--format takes md or json"),
+                },
+                _ => ExportFormat::parse(w),
+            };
+            match (f, file) {
+                (Some(f), _) => format = f,
+                (None, None) => file = Some(w),
+                (None, Some(_)) => {
+                    return self.term.error("usage: /export [md|json] [FILE]");
+                }
+            }
+        }
+        let Some(s) = self.current() else { return };
+        let text = match sessions::export_text(self.ctx.store, &s, format) {
+            Ok(t) => t,
+            Err(e) => return self.term.error(&e.to_string()),
+        };
+        match file {
+            None => self.term.print(&text),
+            Some(f) => {
+                let path = self.agent.cwd.join(f);
+                match std::fs::write(&path, text) {
+                    Ok(()) => self.term.note(&format!(
+                        "Wrote session {} to {}",
+                        short_id(&s.id),
+                        path.display()
+                    )),
+                    Err(e) => self
+                        .term
+                        .error(&format!("cannot write {}: {e}", path.display())),
+                }
+            }
+        }
+    }
+
+    /// Summarizes the session with the large model and continues in a new session that starts
+    /// from the summary (the old one stays as it was).
+    fn compact(&mut self) {
+        let Some(old) = self.current() else { return };
+        let stored = match self.ctx.store.messages(&old.id) {
+            Ok(m) => m,
+            Err(e) => return self.term.error(&e.to_string()),
+        };
+        if stored.is_empty() {
+            return self.term.note("Nothing to compact yet.");
+        }
+        let mut history = agent::history_for_model(
+            stored
+                .into_iter()
+                .map(|m| Message {
+                    role: m.role,
+                    parts: m.parts,
+                })
+                .collect(),
+        );
+        history.push(Message::user(COMPACT_PROMPT));
+        let model = self.agent.model.clone();
+        let req = ChatRequest {
+            model: model.model.id.clone(),
+            system: self.agent.system.clone(),
+            messages: history,
+            // Tool definitions must accompany tool calls in the history (Anthropic).
+            tools: self
+                .agent
+                .tools
+                .iter()
+                .map(|t| ToolSpec {
+                    name: t.name().to_string(),
+                    description: t.description(),
+                    parameters: t.schema(),
+                })
+                .collect(),
+            max_tokens: model.max_tokens(),
+            temperature: None,
+        };
+        self.cancel.store(false, Ordering::SeqCst);
+        self.term.status("summarizing… (Ctrl-C cancels)");
+        let got = complete_cancellable(&model, &req, &self.agent.policy, &self.cancel);
+        self.cancel.store(false, Ordering::SeqCst);
+        self.term.clear_status();
+        let resp = match got {
+            Ok(r) => r,
+            Err(e) => return self.term.error(&format!("compact: {e}")),
+        };
+        if let Err(e) = self
+            .ctx
+            .store
+            .record_usage(&old.id, &title::usage_record(&model, resp.usage))
+        {
+            self.term
+                .error(&format!("cannot record the summary call's usage: {e}"));
+        }
+        let summary: String = resp
+            .parts
+            .iter()
+            .filter_map(|p| match p {
+                Part::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        if summary.trim().is_empty() {
+            return self
+                .term
+                .error("compact: the model returned no summary; the session is unchanged");
+        }
+        let store = self.ctx.store;
+        let new = match store.create_session(&format!("{} (continued)", old.title), None) {
+            Ok(s) => s,
+            Err(e) => return self.term.error(&e.to_string()),
+        };
+        let msg = NewMessage {
+            role: Role::User,
+            parts: vec![Part::Text {
+                text: format!(
+                    "This conversation continues session {} (\"{}\"), which was summarized to save context. The summary:\n\n{}",
+                    old.id,
+                    old.title,
+                    summary.trim()
+                ),
+            }],
+            model: None,
+            provider: None,
+        };
+        if let Err(e) = store.add_message(&new.id, &msg) {
+            return self.term.error(&e.to_string());
+        }
+        self.agent.session_id = new.id.clone();
+        self.fresh = false;
+        self.term.note(&format!(
+            "Compacted session {} into {} “{}”; the conversation continues there.",
+            short_id(&old.id),
+            short_id(&new.id),
+            new.title
+        ));
+    }
+}
+
+const COMPACT_PROMPT: &str = "Provide a detailed summary of our conversation above, for \
+continuing it in a fresh context. Do not call tools. Use these sections: Current state; Files \
+and changes; Technical context; Strategy; Exact next steps.";
+
+/// One model call to its end, abandoned on Ctrl-C.
+fn complete_cancellable(
+    model: &ResolvedModel,
+    req: &ChatRequest,
+    policy: &llm::RetryPolicy,
+    cancel: &AtomicBool,
+) -> Result<llm::Response, String> {
+    let rx = llm::stream(&model.provider.endpoint, req, policy);
+    loop {
+        if cancel.load(Ordering::SeqCst) {
+            return Err("canceled".into());
+        }
+        match rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(StreamEvent::Done(r)) => return Ok(r),
+            Ok(StreamEvent::Error(e)) => return Err(e.to_string()),
+            Ok(_) | Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err("the model stream ended without a result".into());
+            }
+        }
+    }
+}
+
+/// The text of `/help`.
+pub fn help_text() -> String {
+    let mut s = String::from(
+        "Type a prompt and press Enter. Multi-line input: a line `{` … a line `}` (or `{tag` … `tag}`),\n\
+         or end a line with a backslash. `!COMMAND` runs a shell command and records it in the session;\n\
+         start a prompt with `//` to send a leading `/`.\n\nCommands (any unique prefix works):\n",
+    );
+    for (_, name, args, about) in SLASH_COMMANDS {
+        let head = if args.is_empty() {
+            format!("/{name}")
+        } else {
+            format!("/{name} {args}")
+        };
+        s.push_str(&format!("  {head:<44} {about}\n"));
+    }
+    s.push_str(
+        "\nCtrl-C cancels a running turn (the partial answer is kept); at the prompt, press it twice\n\
+         to quit (exit 130). Ctrl-D quits.\n",
+    );
+    s
+}

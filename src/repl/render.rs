@@ -1,0 +1,251 @@
+//! Terminal output of the REPL. stdout carries what the user asked for (answers, command
+//! output); stderr carries the prompt, tool lines, questions, notices and errors. Colour and
+//! the status line appear only on a terminal and never with `NO_COLOR`; piped output holds no
+//! escape codes at all.
+
+use std::ffi::OsStr;
+use std::io::{IsTerminal, Write};
+
+/// Colour for a stream: a terminal, `NO_COLOR` unset or empty, and a `TERM` other than `dumb`.
+pub fn use_color(is_terminal: bool, no_color: Option<&OsStr>, term: Option<&OsStr>) -> bool {
+    is_terminal && no_color.is_none_or(|v| v.is_empty()) && term.is_none_or(|t| t != "dumb")
+}
+
+const RESET: &str = "\x1b[0m";
+const DIM: &str = "\x1b[2m";
+const BOLD: &str = "\x1b[1m";
+const RED: &str = "\x1b[31m";
+const GREEN: &str = "\x1b[32m";
+const YELLOW: &str = "\x1b[33m";
+const CYAN: &str = "\x1b[36m";
+
+pub struct Term {
+    /// Colour on stderr.
+    color: bool,
+    /// stderr is a terminal: the status line may be drawn (and cleared with escapes).
+    stderr_tty: bool,
+    /// The user has not silenced progress (`-q`, `/option progress false`).
+    pub progress: bool,
+    status_shown: bool,
+    /// stdout is at the start of a line.
+    out_at_line_start: bool,
+    /// Text was printed to stdout in the current answer.
+    answered: bool,
+}
+
+/// Writes to stdout; a closed stdout (broken pipe) ends the process quietly with 0.
+fn write_stdout(bytes: &[u8]) {
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(bytes).and_then(|_| out.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("crush: cannot write to stdout: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn write_stderr(s: &str) {
+    let mut err = std::io::stderr().lock();
+    // Nowhere left to report a failing stderr.
+    let _ = err.write_all(s.as_bytes()).and_then(|_| err.flush());
+}
+
+impl Term {
+    pub fn detect(progress: bool) -> Term {
+        let stderr_tty = std::io::stderr().is_terminal();
+        Term {
+            color: use_color(
+                stderr_tty,
+                std::env::var_os("NO_COLOR").as_deref(),
+                std::env::var_os("TERM").as_deref(),
+            ),
+            stderr_tty,
+            progress,
+            status_shown: false,
+            out_at_line_start: true,
+            answered: false,
+        }
+    }
+
+    /// `s` in `style` when colour is on.
+    pub fn paint(&self, style: &str, s: &str) -> String {
+        if self.color {
+            format!("{style}{s}{RESET}")
+        } else {
+            s.to_string()
+        }
+    }
+
+    /// One status line on stderr while waiting (terminal only, unless silenced).
+    pub fn status(&mut self, s: &str) {
+        if !(self.stderr_tty && self.progress) {
+            return;
+        }
+        self.clear_status();
+        // The status sits on its own line: never after half a line of answer.
+        if !self.out_at_line_start {
+            return;
+        }
+        write_stderr(&self.paint(DIM, s));
+        self.status_shown = true;
+    }
+
+    pub fn clear_status(&mut self) {
+        if self.status_shown {
+            write_stderr("\r\x1b[K");
+            self.status_shown = false;
+        }
+    }
+
+    /// Streams answer text to stdout.
+    pub fn text(&mut self, t: &str) {
+        let t = if self.answered {
+            t
+        } else {
+            t.trim_start_matches(['\n', '\r'])
+        };
+        if t.is_empty() {
+            return;
+        }
+        self.clear_status();
+        write_stdout(t.as_bytes());
+        self.answered = true;
+        self.out_at_line_start = t.ends_with('\n');
+    }
+
+    /// Raw bytes of a shell command's output, to stdout.
+    pub fn raw(&mut self, b: &[u8]) {
+        if b.is_empty() {
+            return;
+        }
+        self.clear_status();
+        write_stdout(b);
+        self.out_at_line_start = b.ends_with(b"\n");
+    }
+
+    /// Ends the current line of stdout, if one is open.
+    pub fn end_line(&mut self) {
+        self.clear_status();
+        if !self.out_at_line_start {
+            write_stdout(b"\n");
+            self.out_at_line_start = true;
+        }
+    }
+
+    /// A new answer begins (leading newlines of its first text are dropped).
+    pub fn begin_answer(&mut self) {
+        self.answered = false;
+    }
+
+    /// Command output (e.g. `/sessions`), to stdout.
+    pub fn print(&mut self, s: &str) {
+        self.end_line();
+        write_stdout(s.as_bytes());
+        self.out_at_line_start = s.is_empty() || s.ends_with('\n');
+    }
+
+    fn line(&mut self, s: &str) {
+        self.end_line();
+        write_stderr(&format!("{s}\n"));
+    }
+
+    /// A notice on stderr.
+    pub fn note(&mut self, s: &str) {
+        let l = self.paint(DIM, s);
+        self.line(&l);
+    }
+
+    /// An error on stderr; the REPL goes on.
+    pub fn error(&mut self, s: &str) {
+        let l = format!("{} {s}", self.paint(RED, "error:"));
+        self.line(&l);
+    }
+
+    /// One line per tool call: the tool and its key argument.
+    pub fn tool_call(&mut self, name: &str, arg: &str) {
+        let l = if self.color {
+            format!(
+                "{} {} {}",
+                self.paint(CYAN, "●"),
+                self.paint(BOLD, name),
+                arg
+            )
+        } else {
+            format!("[{name}] {arg}")
+        };
+        self.line(&l);
+    }
+
+    /// A failed tool call's first line.
+    pub fn tool_error(&mut self, name: &str, first_line: &str) {
+        let l = if self.color {
+            format!(
+                "  {} {}",
+                self.paint(RED, "✗"),
+                self.paint(DIM, &format!("{name}: {first_line}"))
+            )
+        } else {
+            format!("[{name}] error: {first_line}")
+        };
+        self.line(&l);
+    }
+
+    /// A diff before a permission question: additions green, removals red.
+    pub fn diff(&mut self, diff: &str) {
+        self.end_line();
+        let mut s = String::new();
+        for l in diff.lines() {
+            let styled = if l.starts_with("+++") || l.starts_with("---") {
+                self.paint(BOLD, l)
+            } else if l.starts_with('+') {
+                self.paint(GREEN, l)
+            } else if l.starts_with('-') {
+                self.paint(RED, l)
+            } else if l.starts_with("@@") {
+                self.paint(CYAN, l)
+            } else {
+                l.to_string()
+            };
+            s.push_str(&styled);
+            s.push('\n');
+        }
+        write_stderr(&s);
+    }
+
+    /// A question on stderr, without a newline: the answer is typed after it.
+    pub fn question(&mut self, q: &str) {
+        self.end_line();
+        write_stderr(&format!("{} ", self.paint(YELLOW, q)));
+    }
+
+    /// The input prompt on stderr (`>` or, inside a block or continued line, `.`).
+    pub fn prompt(&mut self, continuation: bool) {
+        self.end_line();
+        let p = if continuation { ". " } else { "> " };
+        write_stderr(&self.paint(BOLD, p));
+    }
+
+    /// Moves past a line the terminal left open (after ^C at the prompt).
+    pub fn newline_on_terminal(&mut self) {
+        if self.stderr_tty {
+            write_stderr("\n");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::use_color;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn colour_only_on_a_terminal_without_no_color() {
+        let s = |v: &'static str| Some(OsStr::new(v));
+        assert!(use_color(true, None, s("xterm-256color")));
+        assert!(use_color(true, s(""), None), "an empty NO_COLOR is unset");
+        assert!(!use_color(true, s("1"), s("xterm")));
+        assert!(!use_color(false, None, s("xterm")));
+        assert!(!use_color(true, None, s("dumb")));
+    }
+}

@@ -1,0 +1,835 @@
+//! `crush` with no command (the REPL), driven through a pipe and through a pseudo-terminal
+//! (tmux) against the fake model server.
+
+use crate::support::env::run_command;
+use crate::support::{Dialect, FakeServer, Output, RUN_TIMEOUT, Recorded, Reply, TestEnv};
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+const TITLE_MARK: &str = "title of a conversation";
+
+/// Title requests are answered off-script, so the script holds only the turns' replies.
+fn title_route(server: &FakeServer, title: &str) {
+    server.route_when(
+        |r| r.system_text().contains(TITLE_MARK),
+        vec![Reply::text(title)],
+    );
+}
+
+fn is_title(r: &Recorded) -> bool {
+    r.system_text().contains(TITLE_MARK)
+}
+
+/// Model requests of the turns (title requests left out).
+fn turns(server: &FakeServer) -> Vec<Recorded> {
+    server
+        .model_requests()
+        .into_iter()
+        .filter(|r| !is_title(r))
+        .collect()
+}
+
+fn setup(replies: Vec<Reply>) -> (FakeServer, TestEnv) {
+    let server = FakeServer::with_script(replies);
+    title_route(&server, "Generated Title");
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::OpenAi);
+    (server, env)
+}
+
+fn repl(env: &TestEnv, args: &[&str], input: &str) -> Output {
+    let out = env.run(args, Some(input));
+    assert_no_escapes(&out);
+    out
+}
+
+fn assert_no_escapes(out: &Output) {
+    assert!(
+        !out.stdout.contains('\x1b') && !out.stderr.contains('\x1b'),
+        "escape codes in piped output:\n{out:?}"
+    );
+}
+
+fn sessions(env: &TestEnv) -> Vec<Value> {
+    let out = env.run(&["sessions", "list", "--json"], None);
+    out.assert_success();
+    serde_json::from_str::<Value>(&out.stdout)
+        .expect("sessions list --json")
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn show(env: &TestEnv, id: &str) -> Value {
+    let out = env.run(&["sessions", "show", id, "--json"], None);
+    out.assert_success();
+    serde_json::from_str(&out.stdout).expect("sessions show --json")
+}
+
+/// Every part of every message, as `(role, part)`.
+fn parts(session: &Value) -> Vec<(String, Value)> {
+    session["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|m| {
+            let role = m["role"].as_str().unwrap_or("").to_string();
+            m["parts"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .map(move |p| (role.clone(), p))
+        })
+        .collect()
+}
+
+#[test]
+fn prompts_from_a_pipe_stream_answers_and_skip_empty_lines() {
+    let (server, env) = setup(vec![
+        Reply::text("First answer."),
+        Reply::text("Second answer."),
+    ]);
+    let out = repl(&env, &[], "\n   \nfirst question\n\nsecond question\n");
+    out.assert_success();
+    assert_eq!(out.stdout, "First answer.\nSecond answer.\n");
+    let t = turns(&server);
+    assert_eq!(t.len(), 2);
+    assert_eq!(
+        t[1].user_texts(),
+        vec!["first question".to_string(), "second question".to_string()],
+        "the second prompt continues the same session"
+    );
+    let list = sessions(&env);
+    assert_eq!(list.len(), 1);
+    assert_eq!(list[0]["title"], "Generated Title");
+    let id = list[0]["id"].as_str().unwrap();
+    assert!(
+        out.stderr.contains(&format!("crush -s {}", &id[..8])),
+        "{}",
+        out.stderr
+    );
+    // The title call is in the ledger too.
+    let export = env.run(&["sessions", "export", &id[..8], "--format", "json"], None);
+    export.assert_success();
+    let doc: Value = serde_json::from_str(&export.stdout).unwrap();
+    assert_eq!(doc["usage"].as_array().unwrap().len(), 3, "{doc:#}");
+    assert_eq!(doc["meta"]["prompt_tokens"], 300);
+    server.assert_clean();
+}
+
+#[test]
+fn title_falls_back_to_the_first_words_when_the_title_call_fails() {
+    let server = FakeServer::with_script(vec![Reply::text("ok")]);
+    server.route_when(
+        |r| r.system_text().contains(TITLE_MARK),
+        vec![Reply::api_error(400, "invalid_request_error", "no titles")],
+    );
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::OpenAi);
+    repl(&env, &[], "please refactor the parser module\n").assert_success();
+    assert_eq!(
+        sessions(&env)[0]["title"],
+        "please refactor the parser module"
+    );
+}
+
+#[test]
+fn multi_line_blocks_and_continued_lines_are_one_prompt_each() {
+    let (server, env) = setup(vec![Reply::text("a"), Reply::text("b"), Reply::text("c")]);
+    let input = "{\nline one\n  /not a command\n}\nfirst \\\nsecond\n{py\n}\npy}\n";
+    repl(&env, &[], input).assert_success();
+    let t = turns(&server);
+    assert_eq!(t.len(), 3);
+    assert_eq!(
+        t[2].user_texts(),
+        vec![
+            "line one\n  /not a command".to_string(),
+            "first \nsecond".to_string(),
+            "}".to_string()
+        ]
+    );
+}
+
+#[test]
+fn slash_commands_with_prefixes_and_suggestions() {
+    let (server, env) = setup(vec![Reply::text("answer")]);
+    let input = "/he\n/hlep\n/co\n/sessions\nhello\n/ses\n/cos\n/mod\n/model small fake/fake-model\n\
+                 /perm allow grep\n/permissions\n/opt progress false\n/option\n/new\n/cost\n/quit\nnever sent\n";
+    let out = repl(&env, &[], input);
+    out.assert_success();
+    assert!(out.stdout.contains("/resume ID"), "help:\n{}", out.stdout);
+    assert!(
+        out.stderr
+            .contains("unknown command /hlep; did you mean /help?"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr
+            .contains("/co is ambiguous: it could be /compact or /cost"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("No sessions yet"), "{}", out.stderr);
+    let id = sessions(&env)[0]["id"].as_str().unwrap().to_string();
+    assert!(
+        out.stdout.contains(&format!("* {}", &id[..8])),
+        "/sessions marks the current session:\n{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("model calls  2"),
+        "the turn and the title: {}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("large  fake/fake-model"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("small model: fake/fake-model"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("allowed_tools  grep"), "{}", out.stdout);
+    assert!(out.stdout.contains("progress  false"), "{}", out.stdout);
+    assert!(
+        out.stderr.contains("No session yet"),
+        "/cost after /new: {}",
+        out.stderr
+    );
+    assert_eq!(turns(&server).len(), 1, "nothing after /quit was sent");
+    server.assert_clean();
+}
+
+#[test]
+fn continue_and_resume_pick_up_the_conversation() {
+    let (server, env) = setup(vec![
+        Reply::text("one"),
+        Reply::text("two"),
+        Reply::text("three"),
+        Reply::text("four"),
+    ]);
+    repl(&env, &[], "alpha\n").assert_success();
+    let first = sessions(&env)[0]["id"].as_str().unwrap().to_string();
+
+    let out = repl(&env, &["-C"], "beta\n");
+    out.assert_success();
+    assert!(out.stderr.contains("Resumed session"), "{}", out.stderr);
+    assert_eq!(
+        turns(&server)[1].user_texts(),
+        vec!["alpha".to_string(), "beta".to_string()]
+    );
+    assert_eq!(sessions(&env).len(), 1);
+
+    // A new session, then back to the first one by prefix; an unknown id is only an error.
+    let out = repl(
+        &env,
+        &[],
+        &format!("gamma\n/resume zzzz\n/resume {}\ndelta\n", &first[..6]),
+    );
+    out.assert_success();
+    assert!(
+        out.stderr.contains("no session matches 'zzzz'"),
+        "{}",
+        out.stderr
+    );
+    let t = turns(&server);
+    assert_eq!(t[2].user_texts(), vec!["gamma".to_string()]);
+    assert_eq!(
+        t[3].user_texts(),
+        vec!["alpha".to_string(), "beta".to_string(), "delta".to_string()]
+    );
+    assert_eq!(sessions(&env).len(), 2);
+
+    // -s with a prefix, in the REPL and in run.
+    server.push(Reply::text("five"));
+    let out = env.run(&["run", "-s", &first[..8], "epsilon"], None);
+    out.assert_success();
+    assert_eq!(turns(&server)[4].user_texts().len(), 4);
+    let out = env.run(&["-s", "zzzz"], Some("hi\n"));
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("no session matches"), "{}", out.stderr);
+}
+
+#[test]
+fn export_in_both_formats_from_the_repl_and_the_command_line() {
+    let (_server, env) = setup(vec![Reply::text("The answer is `42`.")]);
+    let out = repl(
+        &env,
+        &[],
+        "what is it?\n/export\n/export json out.json\n/exp md notes/x.md\n",
+    );
+    out.assert_success();
+    assert!(out.stdout.contains("# "), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("## User\n\nwhat is it?"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("## Assistant (fake-model)\n\nThe answer is `42`."),
+        "{}",
+        out.stdout
+    );
+    let doc: Value =
+        serde_json::from_str(&env.read_project_file("out.json")).expect("exported JSON");
+    assert_eq!(doc["messages"].as_array().unwrap().len(), 2);
+    assert!(doc["meta"]["id"].is_string());
+    assert!(
+        out.stderr.contains("cannot write"),
+        "a missing directory is an error: {}",
+        out.stderr
+    );
+
+    let id = sessions(&env)[0]["id"].as_str().unwrap().to_string();
+    let md = env.run(&["sessions", "export", &id[..8]], None);
+    md.assert_success();
+    assert!(
+        md.stdout.contains("## User\n\nwhat is it?"),
+        "{}",
+        md.stdout
+    );
+    let js = env.run(&["sessions", "export", &id, "--json"], None);
+    js.assert_success();
+    let v: Value = serde_json::from_str(&js.stdout).unwrap();
+    assert_eq!(v["meta"]["id"], id.as_str());
+
+    env.run(&["sessions", "rename", &id[..8], "Renamed", "title"], None)
+        .assert_success();
+    assert_eq!(sessions(&env)[0]["title"], "Renamed title");
+    let listed = env.run(&["sessions", "list"], None);
+    assert!(
+        listed.stdout.starts_with(&format!("{}  ", &id[..8])),
+        "short ids: {}",
+        listed.stdout
+    );
+    env.run(&["sessions", "delete", &id[..8]], None)
+        .assert_success();
+    assert!(sessions(&env).is_empty());
+    assert_eq!(env.run(&["sessions", "delete", &id], None).code, 2);
+}
+
+#[test]
+fn compact_continues_in_a_new_session_from_a_summary() {
+    let (server, env) = setup(vec![
+        Reply::text("hi"),
+        Reply::text("SUMMARY: we said hello."),
+        Reply::text("continuing"),
+    ]);
+    let out = repl(&env, &[], "hello\n/compact\nnext\n");
+    out.assert_success();
+    assert!(out.stderr.contains("Compacted session"), "{}", out.stderr);
+    let t = turns(&server);
+    assert_eq!(t.len(), 3);
+    assert!(
+        t[1].user_texts().last().unwrap().contains("summary"),
+        "{:?}",
+        t[1].user_texts()
+    );
+    let last = t[2].user_texts();
+    assert_eq!(last.len(), 2, "{last:?}");
+    assert!(last[0].contains("SUMMARY: we said hello."), "{last:?}");
+    assert_eq!(last[1], "next");
+    let list = sessions(&env);
+    assert_eq!(list.len(), 2);
+    assert_eq!(list[0]["title"], "Generated Title (continued)");
+    // The summary call is in the old session's ledger: turn, title, summary.
+    let old = list[1]["id"].as_str().unwrap();
+    let doc: Value =
+        serde_json::from_str(&env.run(&["sessions", "export", old, "--json"], None).stdout)
+            .unwrap();
+    assert_eq!(doc["usage"].as_array().unwrap().len(), 3);
+    server.assert_clean();
+}
+
+#[test]
+fn bang_runs_a_command_and_records_it_as_a_shell_command_part() {
+    let (server, env) = setup(vec![Reply::text("I see the file.")]);
+    env.write_project_file("hello.txt", "hi there\n");
+    let out = repl(&env, &[], "!cat hello.txt; exit 4\nwhat did you see?\n");
+    out.assert_success();
+    assert!(out.stdout.starts_with("hi there\n"), "{}", out.stdout);
+    assert!(out.stderr.contains("exit 4"), "{}", out.stderr);
+    let id = sessions(&env)[0]["id"].as_str().unwrap().to_string();
+    let s = show(&env, &id);
+    let shell: Vec<Value> = parts(&s)
+        .into_iter()
+        .filter(|(_, p)| p["type"] == "shell_command")
+        .map(|(_, p)| p)
+        .collect();
+    assert_eq!(shell.len(), 1, "{s:#}");
+    assert_eq!(shell[0]["data"]["command"], "cat hello.txt; exit 4");
+    assert_eq!(shell[0]["data"]["output"], "hi there\n");
+    assert_eq!(shell[0]["data"]["exit_code"], 4);
+    // The model sees it with the next prompt.
+    let texts = turns(&server)[0].user_texts().join("\n");
+    assert!(texts.contains("hi there"), "{texts}");
+}
+
+#[test]
+fn a_prompt_while_the_server_is_down_is_an_error_and_the_repl_goes_on() {
+    // A port that was just free: nothing listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let env = TestEnv::new();
+    env.write_config(&json!({
+        "providers": {"fake": {"type": "openai-compat", "base_url": format!("http://127.0.0.1:{port}/v1"),
+            "api_key": "k", "models": [{"id": "fake-model"}]}},
+        "models": {"large": {"provider": "fake", "model": "fake-model"}}
+    }));
+    let mut cmd = env.crush();
+    cmd.env("CRUSH_RETRY_BASE_MS", "1");
+    let out = run_command(cmd, Some("hello?\n/sessions\n"), RUN_TIMEOUT);
+    assert_no_escapes(&out);
+    out.assert_success();
+    assert!(out.stderr.contains("error:"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains(&format!("127.0.0.1:{port}")),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stdout.contains("hello?"),
+        "the REPL went on to /sessions: {}",
+        out.stdout
+    );
+}
+
+#[test]
+fn permission_yes_runs_the_command() {
+    let (server, env) = setup(vec![
+        Reply::tool_call("bash", json!({"command": "echo yes > y.txt"})),
+        Reply::text("done"),
+    ]);
+    let out = repl(&env, &[], "make y.txt\ny\n");
+    out.assert_success();
+    assert!(
+        out.stderr
+            .contains("Allow bash: echo yes > y.txt? [y]es / [a]lways this session / [n]o"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("[bash] echo yes > y.txt"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(env.read_project_file("y.txt"), "yes\n");
+    assert_eq!(out.stdout, "done\n");
+    server.assert_clean();
+}
+
+#[test]
+fn permission_no_ends_the_turn_and_the_model_is_told() {
+    let (server, env) = setup(vec![
+        Reply::tool_call("bash", json!({"command": "echo no > n.txt"})),
+        Reply::text("understood"),
+    ]);
+    let out = repl(&env, &[], "make n.txt\nn\nwhat now?\n");
+    out.assert_success();
+    assert!(!env.project().join("n.txt").exists());
+    assert!(
+        out.stderr.contains("permission was refused"),
+        "{}",
+        out.stderr
+    );
+    let t = turns(&server);
+    assert_eq!(
+        t.len(),
+        2,
+        "no model call after the refusal until the next prompt"
+    );
+    let results = t[1].tool_results();
+    assert_eq!(results.len(), 1);
+    assert!(results[0].1.contains("refused"), "{results:?}");
+    assert_eq!(
+        t[1].user_texts().last().map(String::as_str),
+        Some("what now?")
+    );
+    server.assert_clean();
+}
+
+#[test]
+fn permission_always_covers_that_exact_command_for_the_session() {
+    let (server, env) = setup(vec![
+        Reply::tool_call("bash", json!({"command": "echo a >> a.txt"})),
+        Reply::tool_call("bash", json!({"command": "echo a >> a.txt"})),
+        Reply::tool_call("bash", json!({"command": "echo b >> a.txt"})),
+        Reply::text("done"),
+    ]);
+    // One "always" for the first command; the repeat is not asked; a different command is.
+    let out = repl(&env, &[], "append\na\ny\n");
+    out.assert_success();
+    assert_eq!(env.read_project_file("a.txt"), "a\na\nb\n");
+    assert_eq!(
+        out.stderr.matches("Allow bash:").count(),
+        2,
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("Allow bash: echo b >> a.txt?"));
+    server.assert_clean();
+}
+
+#[test]
+fn write_shows_the_diff_and_always_covers_that_tool_in_that_directory() {
+    let (server, env) = setup(vec![
+        Reply::tool_call("write", json!({"file_path": "a.txt", "content": "alpha\n"})),
+        Reply::tool_call("write", json!({"file_path": "b.txt", "content": "beta\n"})),
+        Reply::tool_call(
+            "write",
+            json!({"file_path": "sub/c.txt", "content": "gamma\n"}),
+        ),
+        Reply::text("stopped"),
+    ]);
+    let out = repl(&env, &[], "write files\nalways\nn\n");
+    out.assert_success();
+    assert!(
+        out.stderr.contains("+alpha"),
+        "the diff is shown: {}",
+        out.stderr
+    );
+    assert_eq!(env.read_project_file("a.txt"), "alpha\n");
+    assert_eq!(
+        env.read_project_file("b.txt"),
+        "beta\n",
+        "same tool, same directory"
+    );
+    assert!(
+        !env.project().join("sub/c.txt").exists(),
+        "another directory is asked"
+    );
+    assert_eq!(
+        out.stderr.matches("Allow write:").count(),
+        2,
+        "{}",
+        out.stderr
+    );
+    assert_eq!(turns(&server).len(), 3);
+}
+
+/// A running REPL fed through a pipe, its stderr and stdout watched live.
+struct Live {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    stdout: std::sync::Arc<std::sync::Mutex<String>>,
+    stderr: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl Live {
+    fn start(mut cmd: std::process::Command) -> Live {
+        use std::io::Read;
+        cmd.stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = cmd.spawn().expect("spawn crush");
+        let watch = |mut r: Box<dyn Read + Send>| {
+            let buf = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+            let b = buf.clone();
+            std::thread::spawn(move || {
+                let mut chunk = [0u8; 4096];
+                while let Ok(n) = r.read(&mut chunk) {
+                    if n == 0 {
+                        break;
+                    }
+                    b.lock()
+                        .unwrap()
+                        .push_str(&String::from_utf8_lossy(&chunk[..n]));
+                }
+            });
+            buf
+        };
+        let stdout = watch(Box::new(child.stdout.take().unwrap()));
+        let stderr = watch(Box::new(child.stderr.take().unwrap()));
+        Live {
+            stdin: child.stdin.take(),
+            child,
+            stdout,
+            stderr,
+        }
+    }
+
+    fn send(&mut self, line: &str) {
+        use std::io::Write;
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+    }
+
+    fn wait_for(&self, what: &str, pred: impl Fn(&str, &str) -> bool) {
+        let deadline = Instant::now() + RUN_TIMEOUT;
+        loop {
+            let (out, err) = (
+                self.stdout.lock().unwrap().clone(),
+                self.stderr.lock().unwrap().clone(),
+            );
+            if pred(&out, &err) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}\n--- stdout ---\n{out}\n--- stderr ---\n{err}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn sigint(&self) {
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
+    }
+
+    /// Closes stdin (Ctrl-D) and returns the exit code.
+    fn finish(mut self) -> i32 {
+        drop(self.stdin.take());
+        self.wait()
+    }
+
+    /// Waits for the exit (stdin stays open) and returns the exit code.
+    fn wait(mut self) -> i32 {
+        let deadline = Instant::now() + RUN_TIMEOUT;
+        loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                return s.code().unwrap_or(-1);
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("crush did not exit");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+#[test]
+fn sigint_twice_at_the_prompt_exits_130() {
+    let (_server, env) = setup(vec![]);
+    let mut live = Live::start(env.crush());
+    // Ready once it answered a command (the SIGINT handler is in place by then).
+    live.send("/sessions");
+    live.wait_for("/sessions", |_, err| err.contains("No sessions yet"));
+    live.sigint();
+    live.wait_for("the hint", |_, err| err.contains("Ctrl-C again"));
+    assert!(
+        live.child.try_wait().unwrap().is_none(),
+        "one Ctrl-C does not exit"
+    );
+    live.sigint();
+    assert_eq!(live.wait(), 130);
+}
+
+#[test]
+fn ctrl_c_during_a_tool_kills_it_and_the_session_goes_on() {
+    let (server, env) = setup(vec![
+        Reply::tool_call("bash", json!({"command": "sleep 30; echo late > late.txt"})),
+        Reply::text("after the cancel"),
+    ]);
+    let mut live = Live::start(env.crush());
+    live.send("run the slow thing");
+    live.send("y");
+    live.wait_for("the tool line", |_, err| err.contains("[bash] sleep 30"));
+    live.sigint();
+    live.wait_for("the cancel notice", |_, err| err.contains("canceled"));
+    live.send("next");
+    live.wait_for("the next answer", |out, _| out.contains("after the cancel"));
+    assert_eq!(live.finish(), 0, "Ctrl-D exits 0");
+    assert!(
+        !env.project().join("late.txt").exists(),
+        "the process group was killed"
+    );
+    // The interrupted call has a result, so the next request was well-formed.
+    let t = turns(&server);
+    assert_eq!(t.len(), 2);
+    assert_eq!(t[1].tool_results().len(), 1, "{:?}", t[1].tool_results());
+    server.assert_clean();
+    let id = sessions(&env)[0]["id"].as_str().unwrap().to_string();
+    let reasons: Vec<String> = parts(&show(&env, &id))
+        .iter()
+        .filter(|(_, p)| p["type"] == "finish")
+        .map(|(_, p)| p["data"]["reason"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(reasons, vec!["tool_use", "end_turn"]);
+}
+
+/// A tmux server on a private socket, killed when dropped.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn cmd(&self, args: &[&str]) -> std::process::Output {
+        std::process::Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("run tmux")
+    }
+
+    fn screen(&self) -> String {
+        String::from_utf8_lossy(
+            &self
+                .cmd(&["capture-pane", "-p", "-t", "t", "-S", "-200"])
+                .stdout,
+        )
+        .into_owned()
+    }
+
+    fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + RUN_TIMEOUT;
+        loop {
+            let s = self.screen();
+            if pred(&s) {
+                return s;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}; screen:\n{s}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "t"];
+        args.extend_from_slice(keys);
+        let out = self.cmd(&args);
+        assert!(out.status.success(), "tmux send-keys: {out:?}");
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd(&["kill-server"]);
+    }
+}
+
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+#[test]
+fn terminal_smoke_test_with_ctrl_c_mid_stream() {
+    if std::process::Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
+        eprintln!("tmux is not installed: skipped");
+        return;
+    }
+    let (server, env) = setup(vec![
+        Reply::text("Hello from the terminal."),
+        Reply::stall(Duration::from_secs(60)),
+        Reply::text("After the cancel."),
+    ]);
+    // The same environment as env.run, written out as a shell command for tmux.
+    let cmd = env.crush();
+    // The shell survives the terminal's Ctrl-C (a trap, unlike an ignore, is not inherited) to
+    // write crush's exit status.
+    let mut script = format!(
+        "trap true INT; cd {} && env -i",
+        shell_quote(&env.project().to_string_lossy())
+    );
+    for (k, v) in cmd.get_envs() {
+        if let Some(v) = v {
+            script.push_str(&format!(
+                " {}={}",
+                k.to_string_lossy(),
+                shell_quote(&v.to_string_lossy())
+            ));
+        }
+    }
+    script.push_str(" TERM=screen");
+    for k in ["PATH"] {
+        if let Ok(v) = std::env::var(k) {
+            script.push_str(&format!(" {k}={}", shell_quote(&v)));
+        }
+    }
+    let status_file = env.root().join("status");
+    script.push_str(&format!(
+        " {}; echo $? > {}",
+        shell_quote(env!("CARGO_BIN_EXE_crush")),
+        shell_quote(&status_file.to_string_lossy())
+    ));
+    let tmux = Tmux {
+        socket: format!("crush-test-{}", std::process::id()),
+    };
+    let out = tmux.cmd(&[
+        "-f",
+        "/dev/null",
+        "new-session",
+        "-d",
+        "-s",
+        "t",
+        "-x",
+        "120",
+        "-y",
+        "40",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert!(out.status.success(), "tmux new-session: {out:?}");
+
+    tmux.wait_for("the prompt", |s| s.lines().any(|l| l.trim_end() == ">"));
+    tmux.keys(&["say hello", "Enter"]);
+    tmux.wait_for("the answer", |s| s.contains("Hello from the terminal."));
+
+    tmux.keys(&["wait for it", "Enter"]);
+    let deadline = Instant::now() + RUN_TIMEOUT;
+    while turns(&server).len() < 2 {
+        assert!(Instant::now() < deadline, "the second turn never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    tmux.keys(&["C-c"]);
+    tmux.wait_for("the cancel notice", |s| s.contains("canceled"));
+
+    // The session goes on after the cancel.
+    tmux.keys(&["and now?", "Enter"]);
+    tmux.wait_for("the third answer", |s| s.contains("After the cancel."));
+
+    // Ctrl-C twice at an empty prompt exits 130.
+    tmux.keys(&["C-c"]);
+    tmux.wait_for("the exit hint", |s| s.contains("Ctrl-C again"));
+    tmux.keys(&["C-c"]);
+    let deadline = Instant::now() + RUN_TIMEOUT;
+    let code = loop {
+        if let Ok(s) = std::fs::read_to_string(&status_file) {
+            break s.trim().to_string();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "crush did not exit; screen:\n{}",
+            tmux.screen()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(code, "130", "screen:\n{}", tmux.screen());
+
+    // The session reloads consistently: the canceled answer is kept and marked, and the third
+    // turn carried the whole conversation.
+    let id = sessions(&env)[0]["id"].as_str().unwrap().to_string();
+    let s = show(&env, &id);
+    let finishes: Vec<String> = parts(&s)
+        .iter()
+        .filter(|(_, p)| p["type"] == "finish")
+        .map(|(_, p)| p["data"]["reason"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(finishes, vec!["end_turn", "canceled", "end_turn"], "{s:#}");
+    assert_eq!(
+        turns(&server)[2].user_texts(),
+        vec![
+            "say hello".to_string(),
+            "wait for it".to_string(),
+            "and now?".to_string()
+        ]
+    );
+}
