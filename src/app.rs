@@ -6,7 +6,7 @@ use crate::cli::Global;
 use crate::config::{self, ConfigError, Loaded, ResolvedModel};
 use crate::llm::RetryPolicy;
 use crate::store::{self, Store};
-use serde_json::{Value, json};
+use serde_json::json;
 use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -76,16 +76,36 @@ pub fn working_dir(global: &Global) -> Result<PathBuf, AppError> {
     Ok(cwd.canonicalize().unwrap_or(cwd))
 }
 
-/// Loads the configuration with the command-line layer.
+/// Loads the configuration with the command-line layer, prints warnings, what crushrc scripts
+/// printed and the trust notice to stderr, and exports the configuration's `env` map.
 pub fn load_config(global: &Global) -> Result<Loaded, AppError> {
     let cwd = working_dir(global)?;
     let mut runtime = json!({});
     if global.debug {
         runtime["options"] = json!({"debug": true});
     }
-    let loaded = config::load(&cwd, global.data_dir.as_deref(), runtime)?;
+    let loaded = config::load_with(&config::layers::LoadOptions {
+        cwd,
+        data_dir: global.data_dir.clone(),
+        runtime,
+        trust: global.trust,
+    })?;
     for w in &loaded.warnings {
         eprintln!("crush: warning: {w}");
+    }
+    for out in &loaded.script_output {
+        eprint!("{out}");
+        if !out.ends_with('\n') {
+            eprintln!();
+        }
+    }
+    if let Some(n) = loaded.trust.notice() {
+        eprintln!("crush: {n}");
+    }
+    for (k, v) in &loaded.env_vars {
+        // SAFETY: start-up, on the main thread, before any turn: the only other threads that may
+        // still exist are crushrc pipe readers, which never read the environment.
+        unsafe { std::env::set_var(k, v) };
     }
     if loaded.config.options.debug {
         for l in &loaded.layers {
@@ -256,7 +276,7 @@ pub fn retry_policy(loaded: &Loaded) -> RetryPolicy {
     {
         policy.base_backoff = Duration::from_millis(ms);
     }
-    if let Some(s) = extra_option(loaded, "request_idle_timeout").and_then(Value::as_u64) {
+    if let Some(s) = loaded.config.options.request_idle_timeout {
         policy.idle_timeout = Duration::from_secs(s.max(1));
     }
     policy
@@ -276,9 +296,7 @@ pub fn build_agent(
         .into_iter()
         .filter(|t| !disabled.iter().any(|d| d == t.name()))
         .collect();
-    let max_steps = extra_option(loaded, "max_steps")
-        .and_then(Value::as_u64)
-        .unwrap_or(100) as usize;
+    let max_steps = loaded.config.options.max_steps.unwrap_or(100) as usize;
     let policy = retry_policy(loaded);
     Agent {
         store: ctx.store,
@@ -294,6 +312,7 @@ pub fn build_agent(
         cancel: crate::signal::interrupt_flag(),
         hooks: ctx.hooks.clone(),
         pending_context: Vec::new(),
+        config: Some(loaded.clone()),
     }
 }
 
@@ -332,13 +351,4 @@ pub fn load_hooks(loaded: &Loaded) -> Result<crate::hooks::HookConfig, AppError>
             )))
         }
     }
-}
-
-/// An `options` key that is ours rather than Crush's (read from the merged layers).
-fn extra_option<'a>(loaded: &'a Loaded, key: &str) -> Option<&'a Value> {
-    loaded
-        .layers
-        .iter()
-        .rev()
-        .find_map(|l| l.value.get("options").and_then(|o| o.get(key)))
 }

@@ -92,7 +92,28 @@ pub static FLAGS: &[Flag] = &[
         long: "json",
         value: None,
         help: "Print JSON: one event per line for run, a document for listings",
-        scope: Scope::Only(&["run", "sessions", "models"]),
+        scope: Scope::Only(&["run", "sessions", "models", "config"]),
+    },
+    Flag {
+        short: None,
+        long: "origin",
+        value: None,
+        help: "Name the layer and file:line that set each value",
+        scope: Scope::Only(&["config"]),
+    },
+    Flag {
+        short: None,
+        long: "revoke",
+        value: None,
+        help: "Withdraw the project's trust",
+        scope: Scope::Only(&["trust"]),
+    },
+    Flag {
+        short: None,
+        long: "trust",
+        value: None,
+        help: "Trust the project's crushrc, hooks, MCP servers and $(...) values for this invocation",
+        scope: Scope::Global,
     },
     Flag {
         short: None,
@@ -178,6 +199,20 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &["list", "test"],
     },
     CommandSpec {
+        name: "config",
+        usage: "crush config show [--origin] [--json]",
+        about: "Print the effective configuration. With --origin, each value names the layer and \
+                file:line that set it.",
+        subcommands: &["show"],
+    },
+    CommandSpec {
+        name: "trust",
+        usage: "crush trust [--revoke]",
+        about: "Trust this project's own crushrc files, hooks, MCP and LSP servers and $(...) \
+                values: list them and record their hash, so a change asks again.",
+        subcommands: &[],
+    },
+    CommandSpec {
         name: "models",
         usage: "crush models [QUERY] [--json]",
         about: "List the models of the configured providers, then those of the provider catalog \
@@ -196,7 +231,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "dirs",
         usage: "crush dirs",
-        about: "Print where configuration, global data and project data live.",
+        about: "Print where configuration, state, global data and project data live, and the \
+                configuration files in use.",
         subcommands: &[],
     },
     CommandSpec {
@@ -217,6 +253,8 @@ pub struct Global {
     pub small_model: Option<String>,
     pub session: Option<String>,
     pub continue_last: bool,
+    /// `--trust`: trust the project for this invocation.
+    pub trust: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -268,6 +306,13 @@ pub enum Command {
         tool: Option<String>,
     },
     HooksTest(HooksTestArgs),
+    ConfigShow {
+        origin: bool,
+        json: bool,
+    },
+    Trust {
+        revoke: bool,
+    },
     Models {
         query: Option<String>,
         json: bool,
@@ -332,6 +377,8 @@ where
     let mut hooks = HooksTestArgs::default();
     let mut json = false;
     let mut format: Option<String> = None;
+    let mut origin = false;
+    let mut revoke = false;
     let mut help = false;
     let mut version = false;
     let mut generate: Option<String> = None;
@@ -400,6 +447,9 @@ where
             "quiet" => run.quiet = true,
             "json" => json = true,
             "format" => format = Some(value()?),
+            "origin" => origin = true,
+            "revoke" => revoke = true,
+            "trust" => global.trust = true,
             "output" => run.output = Some(PathBuf::from(value()?)),
             "tool" => hooks.tool = Some(value()?),
             "input" => hooks.input = Some(value()?),
@@ -481,6 +531,27 @@ where
                     )));
                 }
                 Command::Dirs
+            }
+            "config" => match positionals.as_slice() {
+                [s] if s == "show" => Command::ConfigShow { origin, json },
+                [] => {
+                    return Err(UsageError(
+                        "usage: crush config show [--origin] [--json]".into(),
+                    ));
+                }
+                [other, ..] => {
+                    return Err(UsageError(format!(
+                        "unknown config command '{other}'; usage: crush config show [--origin] [--json]"
+                    )));
+                }
+            },
+            "trust" => {
+                if let Some(p) = positionals.first() {
+                    return Err(UsageError(format!(
+                        "crush trust takes no arguments (got '{p}'); usage: crush trust [--revoke]"
+                    )));
+                }
+                Command::Trust { revoke }
             }
             "models" => {
                 if positionals.len() > 1 {
@@ -860,6 +931,28 @@ mod tests {
         assert!(parse(&["hooks", "test"]).is_err());
         assert!(parse(&["hooks", "list", "--prompt", "x"]).is_err());
         assert!(parse(&["run", "--tool", "bash", "x"]).is_err());
+    }
+
+    #[test]
+    fn config_and_trust_commands() {
+        assert_eq!(
+            parse(&["config", "show", "--origin", "--json"])
+                .unwrap()
+                .command,
+            Command::ConfigShow {
+                origin: true,
+                json: true
+            }
+        );
+        assert!(parse(&["config"]).is_err());
+        assert!(parse(&["config", "edit"]).is_err());
+        assert_eq!(
+            parse(&["trust", "--revoke"]).unwrap().command,
+            Command::Trust { revoke: true }
+        );
+        assert!(parse(&["trust", "x"]).is_err());
+        assert!(parse(&["run", "--origin", "x"]).is_err());
+        assert!(parse(&["--trust", "run", "x"]).unwrap().global.trust);
     }
 
     #[test]

@@ -103,17 +103,66 @@ usage ledger); if that fails, by the first words of the prompt.
 .B crush run
 titles sessions by the first words of the prompt and makes no extra call.
 .SH CONFIGURATION
-Configuration is JSON, merged from the global file
-.I $CRUSH_GLOBAL_CONFIG/crush.json
-(default
-.IR ~/.config/crush/crush.json )
-and the project files
+Ten layers, lowest priority first: 1 built-in defaults; 2 global state
+.RI ( $CRUSH_GLOBAL_DATA/crush.json
+as written by Go Crush, then
+.IR $CRUSH_GLOBAL_DATA/state.json );
+3 workspace state
+.RI ( <project data>/state.json );
+4 global
 .I crush.json
-and
+and 5 global
+.I crushrc
+in
+.I $CRUSH_GLOBAL_CONFIG
+(default
+.IR ~/.config/crush );
+6 project
+.IR crush.json ,
+7 project
+.IR crushrc ,
+8 project
 .I .crush.json
-found from the working directory up to the project root (the git worktree root). Objects merge
-recursively, arrays concatenate, later files win for scalars. Unknown top-level keys give a warning
-naming the file; invalid JSON is an error naming file:line:column (exit 2).
+and 9 project
+.IR .crushrc ,
+found from the project root (the git worktree root) down to the working directory; 10 runtime
+(flags, CRUSH_* variables, session-only commands). JSON layers merge: objects recursively, arrays
+concatenate, later scalars win. State is written by crush (atomically) and never mixed into your
+files; crush never writes a configuration file. Unknown keys give a warning naming file:line;
+invalid JSON is an error naming file:line:column (exit 2).
+.B crush config show \-\-origin
+names the layer and file:line of every value.
+.PP
+A
+.I crushrc
+is a POSIX shell script run by /bin/sh in its own directory, with CRUSH_VERSION set and these
+builtins: option KEY [VALUE], option reset KEY, option ui KEY VALUE,
+model large|small [PROVIDER/MODEL] [\-\-max\-tokens N \-\-temperature F \-\-reasoning\-effort E ...]
+(without a model it prints the current one), model add PROVIDER/ID [\-\-context\-window N
+\-\-price\-input F \-\-price\-output F \-\-price\-cache\-create F \-\-price\-cache\-hit F ...],
+model remove PROVIDER/ID, permissions allow TOOL[:ACTION]..., permissions deny TOOL...,
+provider add ID [\-\-type T \-\-base\-url U \-\-api\-key K \-\-extra\-header K V ...], provider remove ID,
+hook add EVENT \-\-command C [\-\-name N \-\-matcher RE \-\-timeout S \-\-fail\-closed],
+hook remove EVENT [\-\-name N], mcp add NAME \-\-command C [\-\-args A]... [\-\-env K V]...,
+mcp remove NAME, lsp add NAME ..., lsp remove NAME. Each applies, in order, to the configuration
+accumulated below the file, so a project file can remove or reset what a global one set. An
+invalid command, a script that exits non-zero, or one still running after 30 s (its process group
+is killed; CRUSH_CONFIG_TIMEOUT changes the limit) fails the load with file:line (exit 2).
+\-\-price\-cache\-create is the cache write price and \-\-price\-cache\-hit the cache read price
+(Go Crush swaps them).
+.PP
+A project's own crushrc files, hooks, MCP and LSP servers and $(command) values run only once the
+project is trusted:
+.B crush trust
+lists them and records a SHA\-256 of their definitions in the global state; a change untrusts the
+project again.
+.B \-\-trust
+or CRUSH_TRUST_PROJECT=1 trusts for one invocation. An untrusted project's other settings load,
+and one line says what was skipped.
+.PP
+The same commands run by the agent in its bash tool change the running session only; the tool
+result reports them. permissions allow from the bash tool needs the user's yes, and is refused in
+crush run unless \-\-yolo.
 .PP
 A provider needs a
 .B type
@@ -121,7 +170,9 @@ A provider needs a
 .B base_url
 (optional for anthropic and openai) and, for cloud APIs, an
 .BR api_key ;
-values of api_key, base_url and extra_headers expand $VAR, ${VAR} and ${VAR:-default}.
+values of api_key, base_url, extra_headers and MCP fields expand $VAR, ${VAR}, ${VAR:-default}
+and $(command) (a variable CRUSH_NAME wins over NAME). The top\-level env map is expanded and
+exported at start\-up.
 Providers of the catalog (see PROVIDER CATALOG) need no configuration: setting the API key
 variable the catalog names (ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY, ...) enables
 one, with its models, prices and default models. A provider configured under a catalog id
@@ -283,6 +334,9 @@ The session store (SQLite). Tables sessions, messages, files, read_files as in C
 .I $CRUSH_GLOBAL_DATA/projects.json
 Known projects, most recent first.
 .TP
+.I $CRUSH_GLOBAL_DATA/state.json, <project>/.crush/state.json
+Machine\-written state: last chosen and recent models, UI preferences, trust records (global).
+.TP
 .I $CRUSH_GLOBAL_DATA/providers.json
 The cached provider catalog, as the server sent it.
 .TP
@@ -311,6 +365,15 @@ update\-providers).
 .B CRUSH_CATALOG_TTL
 Seconds a checked catalog is trusted before the next check (default 86400; 0 checks on every
 start, as Go Crush does).
+.TP
+.B CRUSH_TRUST_PROJECT
+1 trusts the project for this invocation (like \-\-trust).
+.TP
+.B CRUSH_CONFIG_TIMEOUT
+Seconds a crushrc or a $(command) value may run (default 30).
+.TP
+.B CRUSH_DISABLE_PROVIDER_AUTO_UPDATE, CRUSH_DISABLE_DEFAULT_PROVIDERS, CRUSH_DISABLE_METRICS
+Set the matching options in the runtime layer.
 .TP
 .B CRUSH_RETRY_BASE_MS
 First retry delay for model calls in milliseconds (default 500; doubles per attempt up to 8 s).

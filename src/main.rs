@@ -2,7 +2,7 @@
 
 use crush::app::AppError;
 use crush::cli::Command;
-use crush::{app, catalog, cli, docs, hooks_cmd, paths, repl, run, sessions};
+use crush::{app, catalog, cli, config, docs, hooks_cmd, repl, run, sessions};
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -36,16 +36,13 @@ fn dispatch(cli: cli::Cli) -> Result<i32, AppError> {
         Command::SessionsExport { id, format } => print(&sessions::export(g, id, *format)?),
         Command::SessionsDelete { id } => print(&sessions::delete(g, id)?),
         Command::SessionsRename { id, title } => print(&sessions::rename(g, id, title)?),
-        Command::Dirs => {
-            let loaded = app::load_config(g)?;
-            print(&format!(
-                "config\t{}\ndata\t{}\nproject\t{}\nproject data\t{}\n",
-                paths::global_config_dir().display(),
-                paths::global_data_dir().display(),
-                loaded.project_root.display(),
-                loaded.data_dir.display()
-            ))
-        }
+        Command::Dirs => print(&config::show::dirs(&app::load_config(g)?)),
+        Command::ConfigShow { origin, json } => print(&config::show::config_show(
+            &app::load_config(g)?,
+            *origin,
+            *json,
+        )),
+        Command::Trust { revoke } => print(&config::show::trust(&app::working_dir(g)?, *revoke)?),
         Command::Models { query, json } => {
             let loaded = app::load_config(g)?;
             print(&catalog::list::models(&loaded, query.as_deref(), *json)?)

@@ -6,6 +6,7 @@
 
 pub mod permissions;
 pub mod prompt;
+pub mod session_config;
 pub mod title;
 
 use crate::config::ResolvedModel;
@@ -124,6 +125,9 @@ pub struct Agent<'a> {
     pub hooks: HookConfig,
     /// Context waiting to travel with the next prompt (from SessionStart hooks).
     pub pending_context: Vec<String>,
+    /// The session's configuration: session-only commands from the bash tool change its runtime
+    /// layer (None: they are reported as ignored).
+    pub config: Option<crate::config::Loaded>,
 }
 
 /// How many times in a row a Stop hook may make the agent continue.
@@ -710,14 +714,16 @@ impl<'a> Agent<'a> {
                     name: name.clone(),
                     input: input.clone(),
                 });
+                let models = self.config.as_ref().map(|c| c.shell_models());
                 let ctx = ToolCtx {
                     cwd: &self.cwd,
                     project_root: &self.project_root,
                     reads: &reads,
                     cancel: self.cancel.clone(),
+                    session_models: models.as_ref(),
                 };
                 let mut input = input;
-                let out = match self.tools.iter().find(|t| t.name() == name) {
+                let mut out = match self.tools.iter().find(|t| t.name() == name) {
                     None => ToolOutput::error(format!(
                         "Unknown tool '{name}'. Available tools: {}",
                         self.tools
@@ -834,6 +840,17 @@ impl<'a> Agent<'a> {
                         }
                     }
                 };
+                session_config::apply(
+                    session_config::Parts {
+                        config: &mut self.config,
+                        permissions: &mut self.permissions,
+                        tools: &mut self.tools,
+                        model: &mut self.model,
+                        cwd: &self.cwd,
+                    },
+                    &mut out,
+                    sink,
+                );
                 if self.cancel.load(Ordering::SeqCst) && stop.is_none() {
                     stop = Some(Stop::Canceled);
                 }

@@ -1,9 +1,28 @@
-//! Expansion of `$VAR`, `${VAR}` and `${VAR:-default}` in config values (api_key, base_url,
-//! header values). `$(command)` comes with project trust.
+//! Expansion of `$VAR`, `${VAR}`, `${VAR:-default}` and `$(command)` in config values (api_key,
+//! base_url, header values, MCP fields).
+//!
+//! `$(command)` runs `/bin/sh -c command` (stdout, trailing newlines removed) with the crushrc time
+//! limit; a project's values reach here only when the project is trusted (untrusted project
+//! values containing `$(` are dropped at load time, see `trust.rs`). Results are cached for the
+//! process, so a value used twice runs its command once. Errors name the problem and the command
+//! but never include a resolved value. Variables are looked up as `CRUSH_NAME` first, then
+//! `NAME` (Go Crush's `CRUSH_` prefix override: `CRUSH_ANTHROPIC_API_KEY` wins over
+//! `ANTHROPIC_API_KEY`).
 
-/// Expands variables in `value` using `lookup`. Unset variables expand to "". Errors name the
-/// problem but never include a resolved value.
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+/// Expands `value` with `lookup` for variables; `$(...)` runs through `run_command`.
 pub fn expand(value: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    expand_with(value, lookup, &run_command)
+}
+
+/// Expands variables with `lookup` and command substitutions with `run`.
+pub fn expand_with(
+    value: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+    run: &dyn Fn(&str) -> Result<String, String>,
+) -> Result<String, String> {
     if !value.contains('$') {
         return Ok(value.to_string());
     }
@@ -19,7 +38,7 @@ pub fn expand(value: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<St
                 let rest = &value[i + 2..];
                 let end = rest
                     .find('}')
-                    .ok_or_else(|| format!("unclosed '${{' in '{value}'"))?;
+                    .ok_or_else(|| format!("unclosed '${{' in '{}'", shown(value)))?;
                 let inner = &rest[..end];
                 let (name, default) = match inner.find(":-") {
                     Some(p) => (&inner[..p], Some(&inner[p + 2..])),
@@ -31,7 +50,7 @@ pub fn expand(value: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<St
                 let v = lookup(name).filter(|v| !v.is_empty());
                 match (v, default) {
                     (Some(v), _) => out.push_str(&v),
-                    (None, Some(d)) => out.push_str(&expand(d, lookup)?),
+                    (None, Some(d)) => out.push_str(&expand_with(d, lookup, run)?),
                     (None, None) => {}
                 }
                 // Skip past the closing brace.
@@ -44,9 +63,17 @@ pub fn expand(value: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<St
                 }
             }
             Some('(') => {
-                return Err(
-                    "command substitution $(...) is not supported in this value yet".to_string(),
-                );
+                let body_start = i + 2;
+                let end = closing_paren(value, body_start)
+                    .ok_or_else(|| format!("unclosed '$(' in '{}'", shown(value)))?;
+                let cmd = &value[body_start..end];
+                out.push_str(&run(cmd)?);
+                while let Some(&(j, _)) = chars.peek() {
+                    if j > end {
+                        break;
+                    }
+                    chars.next();
+                }
             }
             Some(c) if c == '_' || c.is_ascii_alphabetic() => {
                 let start = i + 1;
@@ -63,7 +90,12 @@ pub fn expand(value: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<St
                     out.push_str(&v);
                 }
             }
-            _ => return Err(format!("a lone '$' in '{value}' (write $$ or quote it)")),
+            _ => {
+                return Err(format!(
+                    "a lone '$' in '{}' (write $$ or quote it)",
+                    shown(value)
+                ));
+            }
         }
     }
     Ok(out)
@@ -75,9 +107,99 @@ fn valid_name(name: &str) -> bool {
         && name.chars().all(|c| c == '_' || c.is_ascii_alphanumeric())
 }
 
+/// The template as it may be shown in an error: it holds no resolved value, but a literal
+/// secret typed into the config must not be echoed either, so long templates are cut.
+fn shown(value: &str) -> String {
+    if value.chars().count() > 60 {
+        format!("{}...", value.chars().take(57).collect::<String>())
+    } else {
+        value.to_string()
+    }
+}
+
+/// The byte index of the `)` closing a `$(` whose body starts at `start`.
+fn closing_paren(s: &str, start: usize) -> Option<usize> {
+    let mut depth = 1;
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for (i, c) in s[start..].char_indices() {
+        if escaped {
+            escaped = false;
+            continue;
+        }
+        match (quote, c) {
+            (Some('\''), '\'') => quote = None,
+            (Some('\''), _) => {}
+            (_, '\\') => escaped = true,
+            (Some('"'), '"') => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"') => quote = Some(c),
+            (None, '(') => depth += 1,
+            (None, ')') => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(start + i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+static CACHE: Mutex<Option<HashMap<String, String>>> = Mutex::new(None);
+
+/// Runs a command substitution: `/bin/sh -c cmd`, stdout without trailing newlines.
+pub fn run_command(cmd: &str) -> Result<String, String> {
+    if let Some(hit) = CACHE
+        .lock()
+        .ok()
+        .and_then(|c| c.as_ref().and_then(|m| m.get(cmd).cloned()))
+    {
+        return Ok(hit);
+    }
+    let mut c = std::process::Command::new("/bin/sh");
+    c.arg("-c").arg(cmd);
+    let limit = super::crushrc::timeout();
+    let fin = super::crushrc::run_limited(c, limit)
+        .map_err(|e| format!("$({cmd}): cannot run /bin/sh: {e}"))?;
+    if fin.timed_out {
+        return Err(format!(
+            "$({cmd}) still running after {} s, stopped",
+            limit.as_secs_f64()
+        ));
+    }
+    if fin.code != Some(0) {
+        let err: String = fin.stderr.trim().chars().take(300).collect();
+        let status = fin
+            .code
+            .map(|c| format!("exit {c}"))
+            .unwrap_or_else(|| "killed".into());
+        return Err(if err.is_empty() {
+            format!("$({cmd}) failed ({status})")
+        } else {
+            format!("$({cmd}) failed ({status}): {err}")
+        });
+    }
+    let out = fin.stdout.trim_end_matches(['\n', '\r']).to_string();
+    if let Ok(mut c) = CACHE.lock() {
+        c.get_or_insert_with(HashMap::new)
+            .insert(cmd.to_string(), out.clone());
+    }
+    Ok(out)
+}
+
+/// A variable as config values see it: `CRUSH_NAME` first, then `NAME`.
+pub fn env_var(name: &str) -> Option<String> {
+    std::env::var(format!("CRUSH_{name}"))
+        .ok()
+        .filter(|v| !v.is_empty())
+        .or_else(|| std::env::var(name).ok())
+}
+
 /// Expansion against the process environment.
 pub fn expand_env(value: &str) -> Result<String, String> {
-    expand(value, &|k| std::env::var(k).ok())
+    expand(value, &env_var)
 }
 
 #[cfg(test)]
@@ -102,6 +224,40 @@ mod tests {
         assert_eq!(expand("${KEY:-d}x", &env).unwrap(), "sekretx");
         assert_eq!(expand("a$NOPE-b", &env).unwrap(), "a-b");
         assert_eq!(expand("plain", &env).unwrap(), "plain");
+    }
+
+    #[test]
+    fn command_substitution() {
+        let run = |c: &str| -> Result<String, String> {
+            match c {
+                "pass show k" => Ok("s3cret".into()),
+                "echo $(inner) ')'" => Ok("nested".into()),
+                _ => Err(format!("$({c}) failed (exit 1)")),
+            }
+        };
+        assert_eq!(expand_with("$(pass show k)", &env, &run).unwrap(), "s3cret");
+        assert_eq!(
+            expand_with("Bearer $(pass show k)!", &env, &run).unwrap(),
+            "Bearer s3cret!"
+        );
+        assert_eq!(
+            expand_with("$(echo $(inner) ')')", &env, &run).unwrap(),
+            "nested"
+        );
+        assert!(
+            expand_with("$(oops", &env, &run)
+                .unwrap_err()
+                .contains("unclosed")
+        );
+        let e = expand_with("$(false)", &env, &run).unwrap_err();
+        assert!(e.contains("$(false) failed"), "{e}");
+        // The real runner: output trimmed, failures report stderr, never stdout.
+        assert_eq!(run_command("printf 'a\\n\\n'").unwrap(), "a");
+        let e = run_command("echo hid''den; echo boom >&2; exit 3").unwrap_err();
+        assert!(
+            e.contains("exit 3") && e.contains("boom") && !e.contains("hidden"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -1,12 +1,22 @@
 //! Configuration: layers of JSON merged into one `Config`, then resolved into providers and
 //! models the agent can use.
 //!
-//! Layers are kept as a list (`Layer`) rather than merged on the fly so that later layers
-//! (state, crushrc, session-only changes) slot in and `config show --origin` can name the file
-//! that set a value.
+//! Layers are kept as a list (`Layer`), and every leaf of the merged value remembers the layer
+//! and file:line that set it (`Loaded.origins`), so `config show --origin` and error messages can
+//! name it. The ten layers, trust, crushrc, state and session-only changes live in the
+//! submodules; `load` is the entry point.
 
+pub mod commands;
+pub mod crushrc;
 pub mod expand;
 pub mod json;
+pub mod layers;
+pub mod pos;
+pub mod session;
+pub mod sha256;
+pub mod show;
+pub mod state;
+pub mod trust;
 
 use crate::llm::{ApiKind, Endpoint};
 use crate::paths;
@@ -97,6 +107,21 @@ pub struct Options {
     pub progress: Option<bool>,
     pub disable_provider_auto_update: bool,
     pub disable_auto_summarize: bool,
+    pub disable_default_providers: bool,
+    pub disable_metrics: bool,
+    pub debug_lsp: bool,
+    pub auto_lsp: Option<bool>,
+    pub initialize_as: Option<String>,
+    pub notifications: Option<String>,
+    pub skills_paths: Vec<String>,
+    pub disabled_skills: Vec<String>,
+    /// Model calls per turn (ours; default 100).
+    pub max_steps: Option<u64>,
+    /// Seconds of silence before a model stream is abandoned (ours; default 120).
+    pub request_idle_timeout: Option<u64>,
+    /// Kept raw: Crush's TUI settings and commit attribution.
+    pub tui: Value,
+    pub attribution: Value,
 }
 
 #[derive(Debug, Default, Deserialize, Clone)]
@@ -106,8 +131,9 @@ pub struct Permissions {
 }
 
 /// Where a layer came from, lowest priority first (SPEC §3.1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub enum LayerKind {
+    #[default]
     Defaults,
     GlobalState,
     WorkspaceState,
@@ -120,12 +146,89 @@ pub enum LayerKind {
     Runtime,
 }
 
+impl LayerKind {
+    /// The layer's number in SPEC §3.1 (1..=10).
+    pub fn number(self) -> u8 {
+        self as u8 + 1
+    }
+    /// A short name for users ("project .crushrc").
+    pub fn label(self) -> &'static str {
+        match self {
+            LayerKind::Defaults => "built-in default",
+            LayerKind::GlobalState => "global state",
+            LayerKind::WorkspaceState => "workspace state",
+            LayerKind::GlobalJson => "global crush.json",
+            LayerKind::GlobalCrushrc => "global crushrc",
+            LayerKind::ProjectJson => "project crush.json",
+            LayerKind::ProjectCrushrc => "project crushrc",
+            LayerKind::ProjectDotJson => "project .crush.json",
+            LayerKind::ProjectDotCrushrc => "project .crushrc",
+            LayerKind::Runtime => "runtime",
+        }
+    }
+    /// Layers whose files belong to the project (and so need trust to run code).
+    pub fn is_project(self) -> bool {
+        matches!(
+            self,
+            LayerKind::ProjectJson
+                | LayerKind::ProjectCrushrc
+                | LayerKind::ProjectDotJson
+                | LayerKind::ProjectDotCrushrc
+        )
+    }
+}
+
+/// One layer: for a JSON file its contents; for a crushrc what its commands add on their own
+/// (removals such as `hook remove` only show in the merged configuration); for the runtime layer
+/// the flags, `CRUSH_*` overrides and session-only commands.
 #[derive(Debug, Clone)]
 pub struct Layer {
     pub kind: LayerKind,
     pub path: Option<PathBuf>,
     pub value: Value,
 }
+
+/// Where one value of the effective configuration was set.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Origin {
+    pub kind: LayerKind,
+    pub file: Option<PathBuf>,
+    pub line: Option<u32>,
+    /// For the runtime layer: which flag, variable or session command.
+    pub detail: Option<String>,
+}
+
+impl Origin {
+    /// `file:line`, `file`, or what set it (`environment CRUSH_X`, `built-in default`).
+    pub fn place(&self) -> String {
+        match (&self.file, self.line, &self.detail) {
+            (Some(f), Some(l), _) => format!("{}:{l}", f.display()),
+            (Some(f), None, _) => f.display().to_string(),
+            (None, _, Some(d)) => d.clone(),
+            (None, _, None) => self.kind.label().to_string(),
+        }
+    }
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let place = self.place();
+        if place == self.kind.label() {
+            write!(f, "{place} (layer {})", self.kind.number())
+        } else {
+            write!(
+                f,
+                "{} (layer {}) {place}",
+                self.kind.label(),
+                self.kind.number()
+            )
+        }
+    }
+}
+
+/// JSON pointer (`/options/debug`) → where it was set. Only leaves (scalars, empty objects and
+/// arrays) have entries.
+pub type Origins = BTreeMap<String, Origin>;
 
 #[derive(Debug)]
 pub enum ConfigError {
@@ -146,22 +249,8 @@ impl fmt::Display for ConfigError {
     }
 }
 
-const KNOWN_TOP: &[&str] = &[
-    "$schema",
-    "models",
-    "providers",
-    "mcp",
-    "lsp",
-    "options",
-    "permissions",
-    "tools",
-    "hooks",
-    "env",
-    "recent_models",
-];
-
 /// The loaded configuration with its layers and locations.
-#[derive(Debug)]
+#[derive(Debug, Default, Clone)]
 pub struct Loaded {
     pub config: Config,
     pub layers: Vec<Layer>,
@@ -170,98 +259,36 @@ pub struct Loaded {
     pub cwd: PathBuf,
     pub project_root: PathBuf,
     pub data_dir: PathBuf,
-}
-
-fn read_layer(
-    kind: LayerKind,
-    path: &Path,
-    warnings: &mut Vec<String>,
-) -> Result<Option<Layer>, ConfigError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => {
-            return Err(ConfigError::File(format!(
-                "{}: cannot read: {e}",
-                path.display()
-            )));
-        }
-    };
-    let value = json::parse_object(path, &text).map_err(ConfigError::File)?;
-    if let Value::Object(map) = &value {
-        for k in map.keys() {
-            if !KNOWN_TOP.contains(&k.as_str()) {
-                warnings.push(format!("{}: unknown key '{k}' ignored", path.display()));
-            }
-        }
-    }
-    Ok(Some(Layer {
-        kind,
-        path: Some(path.to_path_buf()),
-        value,
-    }))
+    /// The effective configuration as JSON (what `config` was deserialized from).
+    pub merged: Value,
+    /// Where each leaf of `merged` was set.
+    pub origins: Origins,
+    /// What the project would run and whether it may (`trust.notice()` says what was skipped).
+    pub trust: trust::Review,
+    /// The top-level `env` map, expanded, in key order: set before providers are configured.
+    pub env_vars: Vec<(String, String)>,
+    /// What crushrc scripts printed, one entry per script that printed something.
+    pub script_output: Vec<String>,
 }
 
 /// Loads every layer for a session started in `cwd`; `runtime` is the command-line layer.
+/// The project is trusted for this call when `CRUSH_TRUST_PROJECT` says so (see `load_with`).
 pub fn load(
     cwd: &Path,
     data_dir_flag: Option<&Path>,
     runtime: Value,
 ) -> Result<Loaded, ConfigError> {
-    let project_root = paths::project_root(cwd);
-    let mut warnings = Vec::new();
-    let mut layers = vec![Layer {
-        kind: LayerKind::Defaults,
-        path: None,
-        value: Value::Object(Default::default()),
-    }];
-    let global = paths::global_config_dir().join("crush.json");
-    layers.extend(read_layer(LayerKind::GlobalJson, &global, &mut warnings)?);
-    let mut dirs = paths::dirs_up_to(cwd, &project_root);
-    dirs.reverse(); // root first: nearer files win
-    for (kind, name) in [
-        (LayerKind::ProjectJson, "crush.json"),
-        (LayerKind::ProjectDotJson, ".crush.json"),
-    ] {
-        for d in &dirs {
-            layers.extend(read_layer(kind, &d.join(name), &mut warnings)?);
-        }
-    }
-    layers.push(Layer {
-        kind: LayerKind::Runtime,
-        path: None,
-        value: runtime,
-    });
-    let mut merged = Value::Object(Default::default());
-    for l in &layers {
-        json::merge(&mut merged, l.value.clone());
-    }
-    let config: Config = serde_json::from_value(merged).map_err(|e| {
-        // Name the file whose value has the wrong type, when one layer can be blamed.
-        let culprit = layers
-            .iter()
-            .rev()
-            .filter(|l| l.path.is_some())
-            .find(|l| serde_json::from_value::<Config>(l.value.clone()).is_err())
-            .and_then(|l| l.path.clone());
-        match culprit {
-            Some(p) => ConfigError::File(format!("{}: invalid configuration: {e}", p.display())),
-            None => ConfigError::File(format!("invalid configuration: {e}")),
-        }
-    })?;
-    let data_dir = match (data_dir_flag, &config.options.data_directory) {
-        (Some(d), _) => paths::resolve(cwd, &d.to_string_lossy()),
-        (None, Some(d)) if !d.is_empty() => paths::resolve(&project_root, d),
-        _ => project_root.join(".crush"),
-    };
-    Ok(Loaded {
-        config,
-        layers,
-        warnings,
+    load_with(&layers::LoadOptions {
         cwd: cwd.to_path_buf(),
-        project_root,
-        data_dir,
+        data_dir: data_dir_flag.map(Path::to_path_buf),
+        runtime,
+        trust: false,
     })
+}
+
+/// Loads every layer (SPEC §3.1); see `layers.rs`.
+pub fn load_with(opts: &layers::LoadOptions) -> Result<Loaded, ConfigError> {
+    layers::load(opts)
 }
 
 /// A provider ready to call, with its models.
@@ -494,8 +521,20 @@ impl Loaded {
         }))
     }
 
-    /// The file that last set a key path, for error messages ("<built-in>" if none).
+    /// The file (file:line when known) that last set a key path, for error messages
+    /// ("<built-in>" if none).
     pub fn origin_of(&self, path: &[&str]) -> String {
+        let prefix: String = path.iter().map(|k| pos::child("", k)).collect();
+        let latest = self
+            .origins
+            .range(prefix.clone()..)
+            .take_while(|(k, _)| k.starts_with(&prefix))
+            .filter(|(k, _)| k.len() == prefix.len() || k[prefix.len()..].starts_with('/'))
+            .map(|(_, o)| o)
+            .max_by_key(|o| o.kind);
+        if let Some(o) = latest {
+            return o.place();
+        }
         for l in self.layers.iter().rev() {
             let mut v = &l.value;
             let mut found = true;
@@ -711,6 +750,7 @@ mod tests {
             cwd: "/p".into(),
             project_root: "/p".into(),
             data_dir: "/p/.crush".into(),
+            ..Default::default()
         }
     }
 

@@ -88,12 +88,12 @@ fn read_projects(file: &Path) -> io::Result<Vec<Project>> {
 }
 
 /// An exclusive `flock` on a lock file, released on drop (closing the descriptor).
-struct Lock {
+pub(crate) struct Lock {
     _file: File,
 }
 
 impl Lock {
-    fn acquire(path: &Path) -> io::Result<Lock> {
+    pub(crate) fn acquire(path: &Path) -> io::Result<Lock> {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -116,7 +116,7 @@ impl Lock {
 }
 
 /// Writes `bytes` to a temp file in the same directory, fsyncs it and renames it over `file`.
-fn write_atomic(file: &Path, bytes: &[u8]) -> io::Result<()> {
+pub(crate) fn write_atomic(file: &Path, bytes: &[u8]) -> io::Result<()> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let dir = file
         .parent()

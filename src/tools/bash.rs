@@ -9,6 +9,7 @@
 use super::common::{opt_str, opt_u64, req_str, resolve_or_cwd, truncate_middle};
 use super::shell::{self, ShellSpec};
 use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
+use crate::config::crushrc;
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -803,7 +804,27 @@ impl Tool for Bash {
                 dir.display()
             ));
         }
-        let mut spec = ShellSpec::shell(command, &dir);
+        // The shell gets the configuration commands as builtins (session-only configuration,
+        // SPEC §3.4); what they record comes back in the metadata for the turn to apply.
+        let records = match crushrc::RecordsFile::create() {
+            Ok(r) => r,
+            Err(e) => return ToolOutput::error(format!("failed to start the command: {e}")),
+        };
+        let (large, small) = ctx
+            .session_models
+            .map(|m| (m.large.clone(), m.small.clone()))
+            .unwrap_or_default();
+        let argv = vec![
+            "/bin/sh".to_string(),
+            "-c".to_string(),
+            crushrc::wrap_command(),
+            "sh".to_string(),
+            records.path.to_string_lossy().into_owned(),
+            large,
+            small,
+            command.to_string(),
+        ];
+        let mut spec = ShellSpec::exec(argv, &dir);
         spec.env = agent_env();
         spec.timeout = Some(Duration::from_secs(timeout));
         spec.cancel = Some(ctx.cancel.clone());
@@ -839,16 +860,23 @@ impl Tool for Bash {
             text = "no output".to_string();
         }
         text.push_str(&format!("\n\n<cwd>{}</cwd>", dir.display()));
+        let mut metadata = json!({
+            "exit_code": r.code(),
+            "timed_out": r.timed_out,
+            "canceled": r.canceled,
+            "working_dir": dir.display().to_string(),
+            "duration_ms": r.duration.as_millis() as u64,
+        });
+        if let Ok(recs) = records.read(None)
+            && !recs.is_empty()
+        {
+            metadata[crushrc::METADATA_KEY] =
+                json!(recs.into_iter().map(|r| r.args).collect::<Vec<_>>());
+        }
         ToolOutput {
             content: text,
             is_error: false,
-            metadata: json!({
-                "exit_code": r.code(),
-                "timed_out": r.timed_out,
-                "canceled": r.canceled,
-                "working_dir": dir.display().to_string(),
-                "duration_ms": r.duration.as_millis() as u64,
-            }),
+            metadata,
         }
     }
 }

@@ -49,6 +49,9 @@ pub struct ToolCtx<'a> {
     pub reads: &'a dyn ReadTracker,
     /// Set when the user cancels the turn: long-running tools stop and kill their processes.
     pub cancel: Arc<AtomicBool>,
+    /// The session's current large/small models, which the bash tool's `model large|small`
+    /// builtin prints (None: printed as empty).
+    pub session_models: Option<&'a crate::config::crushrc::Models>,
 }
 
 /// A permission a call needs before it may run.

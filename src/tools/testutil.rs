@@ -78,6 +78,7 @@ impl Fixture {
             project_root: &self.root,
             reads: &self.reads,
             cancel: self.cancel.clone(),
+            session_models: None,
         }
     }
 }

@@ -557,8 +557,20 @@ fn hooks_list_shows_each_hook_with_its_file_and_what_matches() {
         "crush.json",
         r#"{"hooks": {"UserPromptSubmit": [{"name": "project-hook", "command": "true"}], "TurnEnd": []}}"#,
     );
-    let out = env.run(&["hooks", "list", "--tool", "bash"], None);
+    std::fs::write(
+        env.config_dir().join("crushrc"),
+        "hook add PreToolUse --command 'echo rc' --name rc-hook --matcher '^bash$'\n",
+    )
+    .unwrap();
+    let out = env.run(&["--trust", "hooks", "list", "--tool", "bash"], None);
     out.assert_success();
+    let rc = env.config_dir().join("crushrc").display().to_string();
+    assert!(
+        out.stdout.contains("match  rc-hook [^bash$]: echo rc"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains(&format!("from {rc}")), "{}", out.stdout);
     assert!(
         out.stderr.contains("unknown hook event 'TurnEnd'"),
         "an unknown event is a warning: {}",
@@ -707,4 +719,33 @@ fn the_repl_shows_one_line_per_hook_and_a_denied_prompt_sends_nothing() {
         "{texts}"
     );
     assert!(texts.contains("session context"), "{texts}");
+}
+
+#[test]
+fn project_hooks_run_only_in_a_trusted_project() {
+    let env = TestEnv::new();
+    let server = bash_then_done("touch ran.txt");
+    env.use_server(&server, Dialect::OpenAi);
+    env.write_project_file(
+        ".crush.json",
+        r#"{"hooks": {"PreToolUse": [{"command": "echo 'project says no' >&2; exit 2"}]}}"#,
+    );
+    // Untrusted: the project's hook is skipped, with a notice.
+    let out = env.run(&["run", "-y", "touch"], None);
+    out.assert_success();
+    assert!(env.project().join("ran.txt").exists());
+    assert!(out.stderr.contains("not trusted"), "{}", out.stderr);
+    server.assert_clean();
+
+    // Trusted for this invocation: it runs and denies.
+    std::fs::remove_file(env.project().join("ran.txt")).unwrap();
+    server.push_all(vec![
+        Reply::tool_call("bash", json!({"command": "touch ran.txt"})),
+        Reply::text("done"),
+    ]);
+    env.run(&["--trust", "run", "-y", "touch"], None)
+        .assert_success();
+    assert!(!env.project().join("ran.txt").exists());
+    let (_, text, _) = server.last_request().tool_results()[0].clone();
+    assert!(text.contains("project says no"), "{text}");
 }

@@ -1,0 +1,92 @@
+//! Session-only configuration from the bash tool (SPEC §3.4): the records the tool's shell
+//! builtins produced travel back in the tool result's metadata; the turn applies them to the
+//! session's runtime layer, brings the agent in line (allowed tools, hidden tools, model) and
+//! tells the model what happened in the same tool result. `permissions allow` needs the user's
+//! yes (`Sink::ask`); a non-interactive run refuses it unless `--yolo`. Nothing is written.
+
+use super::permissions::Permissions;
+use super::{AgentEvent, Answer, Sink};
+use crate::config::crushrc::METADATA_KEY;
+use crate::config::{Loaded, ResolvedModel, session};
+use crate::tools::{PermissionRequest, Tool, ToolOutput};
+use serde_json::Value;
+use std::path::Path;
+
+/// The parts of the agent a session-only command can change.
+pub(super) struct Parts<'a> {
+    pub config: &'a mut Option<Loaded>,
+    pub permissions: &'a mut Permissions,
+    pub tools: &'a mut Vec<Box<dyn Tool>>,
+    pub model: &'a mut ResolvedModel,
+    pub cwd: &'a Path,
+}
+
+/// Applies the records in `out.metadata` (if any) and appends the report to `out`.
+pub(super) fn apply(this: Parts, out: &mut ToolOutput, sink: &mut dyn Sink) {
+    let Some(Value::Array(list)) = out.metadata.get(METADATA_KEY) else {
+        return;
+    };
+    let records: Vec<crate::config::crushrc::Record> = list
+        .iter()
+        .filter_map(|a| serde_json::from_value::<Vec<String>>(a.clone()).ok())
+        .map(|args| crate::config::crushrc::Record {
+            file: None,
+            line: None,
+            args,
+        })
+        .collect();
+    if records.is_empty() {
+        return;
+    }
+    let Some(cfg) = this.config.as_mut() else {
+        out.content
+            .push_str("\n\nsession config: ignored (this session has no configuration)");
+        return;
+    };
+    let yolo = this.permissions.yolo;
+    let cwd = this.cwd.to_path_buf();
+    let mut refused = Vec::new();
+    let large_before = cfg.config.models.large.clone();
+    let mut report = session::apply_bash_records(cfg, &records, &mut |args| {
+        if yolo {
+            return true;
+        }
+        let req = PermissionRequest {
+            tool: "bash".into(),
+            action: "configure",
+            path: cwd.clone(),
+            description: args.join(" "),
+            diff: None,
+        };
+        match sink.ask(&req) {
+            Some(Answer::Yes | Answer::Always) => true,
+            Some(Answer::No) => false,
+            None => {
+                refused.push(req);
+                false
+            }
+        }
+    });
+    for req in refused {
+        sink.event(AgentEvent::PermissionRefused {
+            hint: format!("run with --yolo, or put '{}' in a crushrc", req.description),
+            request: req,
+        });
+    }
+    // Bring the running agent in line with the new runtime layer.
+    this.permissions.allowed_tools = cfg.config.permissions.allowed_tools.clone();
+    let disabled = cfg.config.options.disabled_tools.clone();
+    this.tools
+        .retain(|t| !disabled.iter().any(|d| d == t.name()));
+    if cfg.config.models.large != large_before {
+        match cfg.resolve_model(None, false) {
+            Ok(m) => *this.model = m,
+            Err(e) => report
+                .lines
+                .push(format!("session config: the model was not switched: {e}")),
+        }
+    }
+    out.content.push_str("\n\n");
+    out.content.push_str(&report.lines.join("\n"));
+    out.metadata["session_config_report"] = Value::from(report.lines);
+}

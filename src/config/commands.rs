@@ -1,0 +1,1258 @@
+//! The configuration commands of SPEC §3.3 (`option`, `model`, `permissions`, `provider`, `hook`,
+//! `mcp`, `lsp`): one argument vector applied to a configuration value.
+//!
+//! The same function serves a crushrc (each builtin call becomes a record, applied in order to
+//! the configuration accumulated below the file), the REPL's slash commands and the agent's bash
+//! tool (both applied to the session's runtime layer). It is pure: a value in, a value out.
+//!
+//! Grammar (Go Crush's, `reference/crush.md` §2.4): `--flag value`; `--flag=value` also works;
+//! booleans accept true/false/1/0/yes/no/on/off and may be given without a value (true);
+//! `--k K V` flags take two words; repeatable flags append; an unknown flag is an error.
+//! Go Crush maps `--price-cache-create` to the cache-read price and `--price-cache-hit` to the
+//! cache-write price (a known bug); here create = cache write (`cost_per_1m_in_cached`) and
+//! hit = cache read (`cost_per_1m_out_cached`), matching how costs are computed.
+
+use serde_json::{Map, Value, json};
+
+/// The command names a crushrc (and the bash tool's shell) gets as builtins.
+pub const NAMES: &[&str] = &[
+    "option",
+    "model",
+    "permissions",
+    "provider",
+    "hook",
+    "mcp",
+    "lsp",
+];
+
+/// What a command did.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Outcome {
+    /// One line describing the change ("model small = anthropic/claude-haiku-4-5").
+    pub summary: String,
+    /// Text the command prints (`model large` without a model prints the current one).
+    pub print: Option<String>,
+}
+
+fn done(summary: impl Into<String>) -> Result<Outcome, String> {
+    Ok(Outcome {
+        summary: summary.into(),
+        print: None,
+    })
+}
+
+/// Whether the command would widen what the agent may do without asking.
+pub fn widens_permissions(args: &[String]) -> bool {
+    args.first().map(String::as_str) == Some("permissions")
+        && args.get(1).map(String::as_str) == Some("allow")
+}
+
+/// Applies one command (`args[0]` is its name) to `cfg`. On error `cfg` is unchanged.
+pub fn apply(cfg: &mut Value, args: &[String]) -> Result<Outcome, String> {
+    let mut work = cfg.clone();
+    if !work.is_object() {
+        work = Value::Object(Map::new());
+    }
+    let (name, rest) = match args.split_first() {
+        Some((n, r)) => (n.as_str(), r),
+        None => return Err("empty command".into()),
+    };
+    let out = match name {
+        "option" => option(&mut work, rest),
+        "model" => model(&mut work, rest),
+        "permissions" => permissions(&mut work, rest),
+        "provider" => provider(&mut work, rest),
+        "hook" => hook(&mut work, rest),
+        "mcp" => mcp(&mut work, rest),
+        "lsp" => lsp(&mut work, rest),
+        other => Err(format!(
+            "unknown command '{other}' (commands: {})",
+            NAMES.join(", ")
+        )),
+    }
+    .map_err(|e| {
+        if e.starts_with(name) {
+            e
+        } else {
+            format!("{name}: {e}")
+        }
+    })?;
+    *cfg = work;
+    Ok(out)
+}
+
+/// Splits a command line into words like a shell would (quotes and backslashes; no expansion).
+pub fn split_words(line: &str) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(c) => cur.push(c),
+                        None => return Err("unclosed single quote".into()),
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => match chars.next() {
+                            Some(c @ ('"' | '\\' | '$' | '`')) => cur.push(c),
+                            Some(c) => {
+                                cur.push('\\');
+                                cur.push(c);
+                            }
+                            None => return Err("unclosed double quote".into()),
+                        },
+                        Some(c) => cur.push(c),
+                        None => return Err("unclosed double quote".into()),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                if let Some(c) = chars.next() {
+                    cur.push(c);
+                }
+            }
+            c if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            c => {
+                in_word = true;
+                cur.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(cur);
+    }
+    Ok(words)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Values and paths
+
+fn parse_bool(s: &str) -> Option<bool> {
+    match s.to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Some(true),
+        "false" | "0" | "no" | "off" => Some(false),
+        _ => None,
+    }
+}
+
+/// The object at `path` inside `v`, created (replacing non-objects) as needed.
+fn obj_at<'a>(v: &'a mut Value, path: &[&str]) -> &'a mut Map<String, Value> {
+    let mut cur = v;
+    for seg in path {
+        if !cur.is_object() {
+            *cur = Value::Object(Map::new());
+        }
+        let Value::Object(m) = cur else {
+            unreachable!("just made an object")
+        };
+        cur = m
+            .entry(seg.to_string())
+            .or_insert_with(|| Value::Object(Map::new()));
+    }
+    if !cur.is_object() {
+        *cur = Value::Object(Map::new());
+    }
+    match cur {
+        Value::Object(m) => m,
+        _ => unreachable!("just made an object"),
+    }
+}
+
+fn split_last<'a>(path: &[&'a str]) -> (&'a str, Vec<&'a str>) {
+    let (last, parent) = path.split_last().expect("non-empty path");
+    (last, parent.to_vec())
+}
+
+fn set(v: &mut Value, path: &[&str], val: Value) {
+    let (last, parent) = split_last(path);
+    obj_at(v, &parent).insert(last.to_string(), val);
+}
+
+fn get<'a>(v: &'a Value, path: &[&str]) -> Option<&'a Value> {
+    path.iter().try_fold(v, |cur, seg| cur.get(seg))
+}
+
+fn remove(v: &mut Value, path: &[&str]) -> Option<Value> {
+    let (last, parent) = split_last(path);
+    let mut cur = v;
+    for seg in parent {
+        cur = cur.get_mut(seg)?;
+    }
+    cur.as_object_mut()?.remove(last)
+}
+
+/// Appends `items` to the array at `path`, skipping ones already there.
+fn push_unique(v: &mut Value, path: &[&str], items: &[String]) {
+    let (last, parent) = split_last(path);
+    let m = obj_at(v, &parent);
+    let arr = m
+        .entry(last.to_string())
+        .or_insert_with(|| Value::Array(vec![]));
+    if !arr.is_array() {
+        *arr = Value::Array(vec![]);
+    }
+    if let Value::Array(a) = arr {
+        for it in items {
+            let val = Value::String(it.clone());
+            if !a.contains(&val) {
+                a.push(val);
+            }
+        }
+    }
+}
+
+fn merge_objects(dst: &mut Map<String, Value>, src: Map<String, Value>) {
+    for (k, v) in src {
+        dst.insert(k, v);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Flags
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum K {
+    Str,
+    /// One of the listed values.
+    Enum(&'static [&'static str]),
+    Int,
+    Float,
+    /// A float in 0..=1.
+    Unit,
+    Bool,
+    /// Any JSON.
+    Json,
+    /// A JSON object, merged into what is there.
+    JsonObj,
+    /// `--flag KEY VALUE`, into an object.
+    KeyVal,
+    /// Repeatable, appended to an array.
+    List,
+}
+
+struct F {
+    name: &'static str,
+    kind: K,
+    /// Dotted path of the JSON key, relative to the entity.
+    key: &'static str,
+}
+
+const fn f(name: &'static str, kind: K, key: &'static str) -> F {
+    F { name, kind, key }
+}
+
+/// Parses `--flag value...` words against `specs` and writes them into `target`.
+fn apply_flags(target: &mut Value, args: &[String], specs: &[F]) -> Result<Vec<String>, String> {
+    let mut changed = Vec::new();
+    let mut i = 0;
+    let known = || {
+        specs
+            .iter()
+            .map(|s| format!("--{}", s.name))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    while i < args.len() {
+        let word = &args[i];
+        let Some(body) = word.strip_prefix("--") else {
+            return Err(format!("unexpected argument '{word}' (flags: {})", known()));
+        };
+        let (name, inline) = match body.split_once('=') {
+            Some((n, v)) => (n, Some(v.to_string())),
+            None => (body, None),
+        };
+        let spec = specs
+            .iter()
+            .find(|s| s.name == name)
+            .ok_or_else(|| format!("unknown flag --{name} (flags: {})", known()))?;
+        i += 1;
+        let mut take = |what: &str| -> Result<String, String> {
+            if let Some(v) = inline.clone() {
+                return Ok(v);
+            }
+            match args.get(i) {
+                Some(v) => {
+                    i += 1;
+                    Ok(v.clone())
+                }
+                None => Err(format!("--{name} needs {what}")),
+            }
+        };
+        let path: Vec<&str> = spec.key.split('.').collect();
+        let bad = |v: &str, what: &str| format!("--{name}: '{v}' is not {what}");
+        match spec.kind {
+            K::Str => set(target, &path, Value::String(take("a value")?)),
+            K::Enum(allowed) => {
+                let v = take("a value")?;
+                if !allowed.contains(&v.as_str()) {
+                    return Err(format!(
+                        "--{name}: '{v}' is not one of {}",
+                        allowed.join(", ")
+                    ));
+                }
+                set(target, &path, Value::String(v));
+            }
+            K::Int => {
+                let v = take("a number")?;
+                let n: u64 = v.parse().map_err(|_| bad(&v, "a whole number"))?;
+                set(target, &path, json!(n));
+            }
+            K::Float | K::Unit => {
+                let v = take("a number")?;
+                let n: f64 = v
+                    .parse()
+                    .ok()
+                    .filter(|n: &f64| n.is_finite())
+                    .ok_or_else(|| bad(&v, "a number"))?;
+                if spec.kind == K::Unit && !(0.0..=1.0).contains(&n) {
+                    return Err(format!("--{name}: {v} is not between 0 and 1"));
+                }
+                set(target, &path, json!(n));
+            }
+            K::Bool => {
+                let v = match &inline {
+                    Some(v) => parse_bool(v).ok_or_else(|| bad(v, "true or false"))?,
+                    None => match args.get(i).and_then(|a| parse_bool(a)) {
+                        Some(b) => {
+                            i += 1;
+                            b
+                        }
+                        None => true,
+                    },
+                };
+                set(target, &path, Value::Bool(v));
+            }
+            K::Json | K::JsonObj => {
+                let v = take("a JSON value")?;
+                let parsed: Value =
+                    serde_json::from_str(&v).map_err(|e| format!("--{name}: invalid JSON: {e}"))?;
+                if spec.kind == K::JsonObj {
+                    let Value::Object(o) = parsed else {
+                        return Err(format!("--{name}: expected a JSON object {{...}}"));
+                    };
+                    let (last, parent) = split_last(&path);
+                    let m = obj_at(target, &parent);
+                    let dst = m
+                        .entry(last.to_string())
+                        .or_insert_with(|| Value::Object(Map::new()));
+                    if !dst.is_object() {
+                        *dst = Value::Object(Map::new());
+                    }
+                    if let Value::Object(d) = dst {
+                        merge_objects(d, o);
+                    }
+                } else {
+                    set(target, &path, parsed);
+                }
+            }
+            K::KeyVal => {
+                if inline.is_some() {
+                    return Err(format!("--{name} takes two words: --{name} KEY VALUE"));
+                }
+                let (k, v) = match (args.get(i), args.get(i + 1)) {
+                    (Some(k), Some(v)) => (k.clone(), v.clone()),
+                    _ => return Err(format!("--{name} needs KEY VALUE")),
+                };
+                i += 2;
+                obj_at(target, &path).insert(k, Value::String(v));
+            }
+            K::List => {
+                let v = take("a value")?;
+                let (last, parent) = split_last(&path);
+                let m = obj_at(target, &parent);
+                let arr = m
+                    .entry(last.to_string())
+                    .or_insert_with(|| Value::Array(vec![]));
+                if !arr.is_array() {
+                    *arr = Value::Array(vec![]);
+                }
+                if let Value::Array(a) = arr {
+                    a.push(Value::String(v));
+                }
+            }
+        }
+        changed.push(format!("--{name}"));
+    }
+    Ok(changed)
+}
+
+fn need<'a>(args: &'a [String], i: usize, what: &str) -> Result<&'a str, String> {
+    match args.get(i) {
+        Some(a) if !a.starts_with("--") && !a.is_empty() => Ok(a),
+        _ => Err(format!("missing {what}")),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// option
+
+#[derive(Clone, Copy)]
+enum O {
+    Bool,
+    /// `option metrics false` sets `disable_metrics: true`.
+    InvBool,
+    Str,
+    Enum(&'static [&'static str]),
+    Int,
+    List,
+}
+
+/// (key, kind, dotted path under `options`).
+type OptTable = &'static [(&'static str, O, &'static str)];
+
+const OPTIONS: OptTable = &[
+    ("debug", O::Bool, "debug"),
+    ("debug-lsp", O::Bool, "debug_lsp"),
+    ("auto-lsp", O::Bool, "auto_lsp"),
+    ("progress", O::Bool, "progress"),
+    ("metrics", O::InvBool, "disable_metrics"),
+    ("auto-summarize", O::InvBool, "disable_auto_summarize"),
+    (
+        "provider-auto-update",
+        O::InvBool,
+        "disable_provider_auto_update",
+    ),
+    ("default-providers", O::InvBool, "disable_default_providers"),
+    (
+        "attribution-generated-with",
+        O::Bool,
+        "attribution.generated_with",
+    ),
+    (
+        "attribution-trailer-style",
+        O::Enum(&["none", "co-authored-by", "assisted-by"]),
+        "attribution.trailer_style",
+    ),
+    ("data-directory", O::Str, "data_directory"),
+    ("initialize-as", O::Str, "initialize_as"),
+    (
+        "notifications",
+        O::Enum(&["auto", "native", "osc", "bell", "disabled"]),
+        "notifications",
+    ),
+    ("context-path", O::List, "context_paths"),
+    ("global-context-path", O::List, "global_context_paths"),
+    ("skill-path", O::List, "skills_paths"),
+    ("disable-skill", O::List, "disabled_skills"),
+    ("max-steps", O::Int, "max_steps"),
+    ("request-idle-timeout", O::Int, "request_idle_timeout"),
+];
+
+const UI_OPTIONS: OptTable = &[
+    ("compact", O::Bool, "tui.compact_mode"),
+    ("transparent", O::Bool, "tui.transparent"),
+    ("diff", O::Enum(&["unified", "split"]), "tui.diff_mode"),
+    (
+        "scrollbar",
+        O::Enum(&["default", "always", "never"]),
+        "tui.scrollbar",
+    ),
+    ("completions-max-depth", O::Int, "tui.completions.max_depth"),
+    ("completions-max-items", O::Int, "tui.completions.max_items"),
+];
+
+/// The `option` keys, for help and completion.
+pub fn option_keys() -> Vec<&'static str> {
+    OPTIONS.iter().map(|o| o.0).collect()
+}
+
+fn option(cfg: &mut Value, args: &[String]) -> Result<Outcome, String> {
+    let usage = "usage: option KEY [VALUE] | option reset KEY | option ui KEY [VALUE]";
+    let Some(first) = args.first() else {
+        return Err(usage.into());
+    };
+    let (table, key, values, label): (OptTable, &str, &[String], String) = match first.as_str() {
+        "reset" => {
+            let key = need(args, 1, "the key to reset")?;
+            if args.len() > 2 {
+                return Err(format!("reset takes one key ({usage})"));
+            }
+            let (table, k) = match key.strip_prefix("ui-") {
+                Some(k) if UI_OPTIONS.iter().any(|o| o.0 == k) => (UI_OPTIONS, k),
+                _ => (OPTIONS, key),
+            };
+            let (_, kind, path) = table
+                .iter()
+                .find(|o| o.0 == k)
+                .ok_or_else(|| unknown_option(key))?;
+            let mut full = vec!["options"];
+            full.extend(path.split('.'));
+            match kind {
+                O::List => set(cfg, &full, json!([])),
+                _ => {
+                    remove(cfg, &full);
+                }
+            }
+            return done(format!("option {key} reset"));
+        }
+        "ui" => {
+            let k = need(
+                args,
+                1,
+                "the ui key (compact, transparent, diff, scrollbar, completions-max-depth, completions-max-items)",
+            )?;
+            (UI_OPTIONS, k, &args[2..], format!("ui {k}"))
+        }
+        k => (OPTIONS, k, &args[1..], k.to_string()),
+    };
+    let (_, kind, path) = table.iter().find(|o| o.0 == key).ok_or_else(|| {
+        if table.len() == UI_OPTIONS.len() {
+            format!(
+                "unknown ui key '{key}' (keys: {})",
+                UI_OPTIONS
+                    .iter()
+                    .map(|o| o.0)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        } else {
+            unknown_option(key)
+        }
+    })?;
+    let mut full = vec!["options"];
+    full.extend(path.split('.'));
+    let one = |what: &str| -> Result<&String, String> {
+        match values {
+            [v] => Ok(v),
+            [] => Err(format!("{label} needs {what}")),
+            _ => Err(format!("{label} takes one value")),
+        }
+    };
+    let shown = match kind {
+        O::Bool | O::InvBool => {
+            let b = match values {
+                [] => true,
+                [v] => {
+                    parse_bool(v).ok_or_else(|| format!("{label}: '{v}' is not true or false"))?
+                }
+                _ => return Err(format!("{label} takes one value")),
+            };
+            let stored = if matches!(kind, O::InvBool) { !b } else { b };
+            set(cfg, &full, Value::Bool(stored));
+            b.to_string()
+        }
+        O::Str => {
+            let v = one("a value")?;
+            set(cfg, &full, Value::String(v.clone()));
+            v.clone()
+        }
+        O::Enum(allowed) => {
+            let v = one("a value")?;
+            if !allowed.contains(&v.as_str()) {
+                return Err(format!(
+                    "{label}: '{v}' is not one of {}",
+                    allowed.join(", ")
+                ));
+            }
+            set(cfg, &full, Value::String(v.clone()));
+            v.clone()
+        }
+        O::Int => {
+            let v = one("a number")?;
+            let n: u64 = v
+                .parse()
+                .map_err(|_| format!("{label}: '{v}' is not a whole number"))?;
+            set(cfg, &full, json!(n));
+            v.clone()
+        }
+        O::List => {
+            if values.is_empty() {
+                return Err(format!("{label} needs at least one value"));
+            }
+            push_unique(cfg, &full, values);
+            format!("+ {}", values.join(" "))
+        }
+    };
+    done(format!("option {label} = {shown}"))
+}
+
+fn unknown_option(key: &str) -> String {
+    format!(
+        "unknown key '{key}' (keys: {}, reset, ui)",
+        option_keys().join(", ")
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// model
+
+const SELECT_FLAGS: &[F] = &[
+    f("think", K::Bool, "think"),
+    f("reasoning-effort", K::Str, "reasoning_effort"),
+    f("max-tokens", K::Int, "max_tokens"),
+    f("temperature", K::Float, "temperature"),
+    f("top-p", K::Unit, "top_p"),
+    f("top-k", K::Int, "top_k"),
+    f("frequency-penalty", K::Float, "frequency_penalty"),
+    f("presence-penalty", K::Float, "presence_penalty"),
+    f("provider-options", K::JsonObj, "provider_options"),
+];
+
+const MODEL_ADD_FLAGS: &[F] = &[
+    f("name", K::Str, "name"),
+    f("context-window", K::Int, "context_window"),
+    f("default-max-tokens", K::Int, "default_max_tokens"),
+    f("can-reason", K::Bool, "can_reason"),
+    f("supports-images", K::Bool, "supports_attachments"),
+    f("price-input", K::Float, "cost_per_1m_in"),
+    f("price-output", K::Float, "cost_per_1m_out"),
+    // Catwalk: `cost_per_1m_in_cached` is the cache-write price, `..._out_cached` the read price.
+    f("price-cache-create", K::Float, "cost_per_1m_in_cached"),
+    f("price-cache-write", K::Float, "cost_per_1m_in_cached"),
+    f("price-cache-hit", K::Float, "cost_per_1m_out_cached"),
+    f("price-cache-read", K::Float, "cost_per_1m_out_cached"),
+    f("reasoning-effort", K::Str, "default_reasoning_effort"),
+];
+
+fn split_ref(r: &str) -> Result<(&str, &str), String> {
+    match r.split_once('/') {
+        Some((p, m)) if !p.is_empty() && !m.is_empty() => Ok((p, m)),
+        _ => Err(format!("'{r}' is not PROVIDER/MODEL")),
+    }
+}
+
+/// "provider/model" of `models.large|small`, if set.
+pub fn current_model(cfg: &Value, which: &str) -> Option<String> {
+    let sel = get(cfg, &["models", which])?;
+    let model = sel.get("model")?.as_str()?;
+    match sel.get("provider").and_then(Value::as_str) {
+        Some(p) if !p.is_empty() => Some(format!("{p}/{model}")),
+        _ => Some(model.to_string()),
+    }
+}
+
+fn model(cfg: &mut Value, args: &[String]) -> Result<Outcome, String> {
+    let usage = "usage: model large|small [PROVIDER/MODEL] [--flags] | model add PROVIDER/ID [--flags] | model remove PROVIDER/ID";
+    match args.first().map(String::as_str) {
+        Some(which @ ("large" | "small")) => {
+            let rest = &args[1..];
+            if rest.is_empty() {
+                let cur = current_model(cfg, which).unwrap_or_default();
+                return Ok(Outcome {
+                    summary: format!("model {which} is {}", display_or_none(&cur)),
+                    print: Some(cur),
+                });
+            }
+            let (mut sel, flags) = if rest[0].starts_with("--") {
+                let existing = get(cfg, &["models", which])
+                    .filter(|v| v.is_object())
+                    .cloned()
+                    .ok_or_else(|| {
+                        format!("no {which} model is set yet: give PROVIDER/MODEL before the flags")
+                    })?;
+                (existing, rest)
+            } else {
+                let r = &rest[0];
+                let (p, m) = match r.split_once('/') {
+                    Some((p, m)) if !m.is_empty() => (p, m),
+                    None if !r.is_empty() => ("", r.as_str()),
+                    _ => return Err(format!("'{r}' is not [PROVIDER/]MODEL")),
+                };
+                (json!({"provider": p, "model": m}), &rest[1..])
+            };
+            apply_flags(&mut sel, flags, SELECT_FLAGS)?;
+            set(cfg, &["models", which], sel);
+            let cur = current_model(cfg, which).unwrap_or_default();
+            let extra = if flags.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", flags.join(" "))
+            };
+            done(format!("model {which} = {cur}{extra}"))
+        }
+        Some("add") => {
+            let r = need(args, 1, "PROVIDER/ID")?;
+            let (p, id) = split_ref(r)?;
+            if get(cfg, &["providers", p]).is_none() {
+                return Err(format!(
+                    "add {r}: provider '{p}' is not defined (define it first: provider add {p} --type ... --base-url ...)"
+                ));
+            }
+            let mut m = json!({"id": id});
+            apply_flags(&mut m, &args[2..], MODEL_ADD_FLAGS)?;
+            let prov = obj_at(cfg, &["providers", p]);
+            let models = prov.entry("models").or_insert_with(|| Value::Array(vec![]));
+            if !models.is_array() {
+                *models = Value::Array(vec![]);
+            }
+            if let Value::Array(list) = models {
+                match list
+                    .iter()
+                    .position(|x| x.get("id").and_then(Value::as_str) == Some(id))
+                {
+                    Some(i) => {
+                        list[i] = m;
+                        list.retain({
+                            let mut seen = false;
+                            move |x| {
+                                if x.get("id").and_then(Value::as_str) == Some(id) {
+                                    let keep = !seen;
+                                    seen = true;
+                                    keep
+                                } else {
+                                    true
+                                }
+                            }
+                        });
+                    }
+                    None => list.push(m),
+                }
+            }
+            done(format!("model {p}/{id} added"))
+        }
+        Some("remove" | "rm") => {
+            let r = need(args, 1, "PROVIDER/ID")?;
+            let (p, id) = split_ref(r)?;
+            if args.len() > 2 {
+                return Err(format!("remove takes one PROVIDER/ID ({usage})"));
+            }
+            let removed = match get(cfg, &["providers", p, "models"]) {
+                Some(Value::Array(list)) => list
+                    .iter()
+                    .any(|x| x.get("id").and_then(Value::as_str) == Some(id)),
+                _ => false,
+            };
+            if !removed {
+                return Err(format!("remove {r}: provider '{p}' has no model '{id}'"));
+            }
+            if let Some(Value::Array(list)) = obj_at(cfg, &["providers", p]).get_mut("models") {
+                list.retain(|x| x.get("id").and_then(Value::as_str) != Some(id));
+            }
+            done(format!("model {p}/{id} removed"))
+        }
+        Some(other) => Err(format!("unknown subcommand '{other}' ({usage})")),
+        None => Err(usage.into()),
+    }
+}
+
+fn display_or_none(s: &str) -> &str {
+    if s.is_empty() { "(none)" } else { s }
+}
+
+// ---------------------------------------------------------------------------------------------
+// permissions
+
+fn valid_tool(t: &str) -> bool {
+    !t.is_empty()
+        && t.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | ':' | '.' | '*'))
+}
+
+fn permissions(cfg: &mut Value, args: &[String]) -> Result<Outcome, String> {
+    let usage = "usage: permissions allow TOOL[:ACTION]... | permissions deny TOOL...";
+    let (verb, tools) = match args.split_first() {
+        Some((v, t)) => (v.as_str(), t),
+        None => return Err(usage.into()),
+    };
+    if tools.is_empty() {
+        return Err(format!("{verb} needs at least one tool ({usage})"));
+    }
+    if let Some(bad) = tools.iter().find(|t| !valid_tool(t)) {
+        return Err(format!("'{bad}' is not a tool name"));
+    }
+    match verb {
+        "allow" => push_unique(cfg, &["permissions", "allowed_tools"], tools),
+        "deny" => {
+            if let Some(bad) = tools.iter().find(|t| t.contains(':')) {
+                return Err(format!(
+                    "deny takes tool names, not actions ('{bad}'): a denied tool is hidden entirely"
+                ));
+            }
+            push_unique(cfg, &["options", "disabled_tools"], tools)
+        }
+        other => return Err(format!("unknown subcommand '{other}' ({usage})")),
+    }
+    done(format!("permissions {verb} {}", tools.join(" ")))
+}
+
+// ---------------------------------------------------------------------------------------------
+// provider, hook, mcp, lsp
+
+const PROVIDER_TYPES: &[&str] = &[
+    "anthropic",
+    "openai",
+    "openai-compat",
+    "openrouter",
+    "vercel",
+    "google",
+    "azure",
+    "bedrock",
+    "google-vertex",
+    "hyper",
+    "litellm",
+    "llamacpp",
+    "lmstudio",
+    "ollama",
+    "omlx",
+    "vllm",
+];
+
+const PROVIDER_FLAGS: &[F] = &[
+    f("name", K::Str, "name"),
+    f("type", K::Enum(PROVIDER_TYPES), "type"),
+    f("api-key", K::Str, "api_key"),
+    f("base-url", K::Str, "base_url"),
+    f("disable", K::Bool, "disable"),
+    f("flat-rate", K::Bool, "flat_rate"),
+    f("discover-models", K::Bool, "discover_models"),
+    f("system-prompt-prefix", K::Str, "system_prompt_prefix"),
+    f("extra-header", K::KeyVal, "extra_headers"),
+    f("extra-body", K::JsonObj, "extra_body"),
+    f("provider-options", K::JsonObj, "provider_options"),
+];
+
+fn valid_name(n: &str) -> bool {
+    !n.is_empty()
+        && n.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
+/// `add NAME`/`remove NAME` for the entity `what`; returns (verb, name).
+fn verb_name<'a>(args: &'a [String], what: &str) -> Result<(&'a str, &'a str), String> {
+    let usage = format!("usage: {what} add NAME [--flags] | {what} remove NAME");
+    let verb = match args.first().map(String::as_str) {
+        Some(v @ "add") => v,
+        Some("remove" | "rm") => "remove",
+        Some(other) => return Err(format!("unknown subcommand '{other}' ({usage})")),
+        None => return Err(usage),
+    };
+    let name = need(args, 1, "a name")?;
+    if !valid_name(name) {
+        return Err(format!(
+            "'{name}' is not a valid name (letters, digits, '-', '_', '.')"
+        ));
+    }
+    if verb == "remove" && args.len() > 2 {
+        return Err(format!("remove takes only a name ({usage})"));
+    }
+    Ok((verb, name))
+}
+
+fn provider(cfg: &mut Value, args: &[String]) -> Result<Outcome, String> {
+    let (verb, id) = verb_name(args, "provider")?;
+    if verb == "remove" {
+        remove(cfg, &["providers", id]).ok_or_else(|| format!("no provider '{id}' to remove"))?;
+        return done(format!("provider {id} removed"));
+    }
+    // Creates the provider, or updates the given fields of one a lower layer defined.
+    let mut p = get(cfg, &["providers", id])
+        .filter(|v| v.is_object())
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    apply_flags(&mut p, &args[2..], PROVIDER_FLAGS)?;
+    set(cfg, &["providers", id], p);
+    done(format!("provider {id} added"))
+}
+
+/// Hook events, canonical spelling.
+pub const HOOK_EVENTS: &[&str] = &[
+    "PreToolUse",
+    "PostToolUse",
+    "UserPromptSubmit",
+    "SessionStart",
+    "Stop",
+];
+
+fn norm_event(e: &str) -> String {
+    e.chars()
+        .filter(|c| *c != '_' && *c != '-')
+        .collect::<String>()
+        .to_ascii_lowercase()
+}
+
+/// The canonical name of a hook event given in any case or snake_case.
+pub fn canonical_event(e: &str) -> Option<&'static str> {
+    HOOK_EVENTS
+        .iter()
+        .copied()
+        .find(|c| norm_event(c) == norm_event(e))
+}
+
+const HOOK_FLAGS: &[F] = &[
+    f("command", K::Str, "command"),
+    f("name", K::Str, "name"),
+    f("matcher", K::Str, "matcher"),
+    f("timeout", K::Int, "timeout"),
+    f("fail-closed", K::Bool, "fail_closed"),
+];
+
+fn hook(cfg: &mut Value, args: &[String]) -> Result<Outcome, String> {
+    let usage = "usage: hook add EVENT --command C [--name N --matcher RE --timeout S --fail-closed] | hook remove EVENT [--name N]";
+    let verb = match args.first().map(String::as_str) {
+        Some("add") => "add",
+        Some("remove" | "rm") => "remove",
+        Some(other) => return Err(format!("unknown subcommand '{other}' ({usage})")),
+        None => return Err(usage.into()),
+    };
+    let given = need(args, 1, "the event")?;
+    let event = canonical_event(given).ok_or_else(|| {
+        format!(
+            "unknown event '{given}' (events: {})",
+            HOOK_EVENTS.join(", ")
+        )
+    })?;
+    if verb == "remove" {
+        let mut sel = json!({});
+        apply_flags(&mut sel, &args[2..], &[f("name", K::Str, "name")])?;
+        let name = sel.get("name").and_then(Value::as_str).map(str::to_string);
+        let hooks = obj_at(cfg, &["hooks"]);
+        let keys: Vec<String> = hooks
+            .keys()
+            .filter(|k| norm_event(k) == norm_event(event))
+            .cloned()
+            .collect();
+        let mut removed = 0;
+        for k in keys {
+            match &name {
+                None => {
+                    if let Some(Value::Array(a)) = hooks.remove(&k) {
+                        removed += a.len();
+                    }
+                }
+                Some(n) => {
+                    if let Some(Value::Array(a)) = hooks.get_mut(&k) {
+                        let before = a.len();
+                        a.retain(|h| h.get("name").and_then(Value::as_str) != Some(n));
+                        removed += before - a.len();
+                    }
+                }
+            }
+        }
+        let what = match &name {
+            Some(n) => format!("hook {event} '{n}'"),
+            None => format!("hooks of {event}"),
+        };
+        return done(format!("{what} removed ({removed})"));
+    }
+    let mut h = json!({});
+    apply_flags(&mut h, &args[2..], HOOK_FLAGS)?;
+    if h.get("command")
+        .and_then(Value::as_str)
+        .is_none_or(|c| c.trim().is_empty())
+    {
+        return Err(format!("add {event} needs --command ({usage})"));
+    }
+    if let Some(m) = h.get("matcher").and_then(Value::as_str)
+        && let Err(e) = regex_lite::Regex::new(m)
+    {
+        return Err(format!("--matcher '{m}' is not a valid regex: {e}"));
+    }
+    let hooks = obj_at(cfg, &["hooks"]);
+    let list = hooks
+        .entry(event.to_string())
+        .or_insert_with(|| Value::Array(vec![]));
+    if !list.is_array() {
+        *list = Value::Array(vec![]);
+    }
+    if let Value::Array(a) = list {
+        a.push(h);
+    }
+    done(format!("hook {event} added"))
+}
+
+const MCP_FLAGS: &[F] = &[
+    f("type", K::Enum(&["stdio", "sse", "http"]), "type"),
+    f("command", K::Str, "command"),
+    f("args", K::List, "args"),
+    f("env", K::KeyVal, "env"),
+    f("url", K::Str, "url"),
+    f("header", K::KeyVal, "headers"),
+    f("timeout", K::Int, "timeout"),
+    f("disabled", K::Bool, "disabled"),
+    f("disabled-tools", K::List, "disabled_tools"),
+    f("enabled-tools", K::List, "enabled_tools"),
+    f("oauth", K::Bool, "oauth"),
+    f("oauth-client-id", K::Str, "oauth_client_id"),
+    f("oauth-client-secret", K::Str, "oauth_client_secret"),
+    f("oauth-callback-port", K::Int, "oauth_callback_port"),
+];
+
+fn mcp(cfg: &mut Value, args: &[String]) -> Result<Outcome, String> {
+    let (verb, name) = verb_name(args, "mcp")?;
+    if verb == "remove" {
+        remove(cfg, &["mcp", name]).ok_or_else(|| format!("no MCP server '{name}' to remove"))?;
+        return done(format!("mcp {name} removed"));
+    }
+    let mut m = json!({"type": "stdio"});
+    apply_flags(&mut m, &args[2..], MCP_FLAGS)?;
+    let kind = m.get("type").and_then(Value::as_str).unwrap_or("stdio");
+    let has = |k: &str| {
+        m.get(k)
+            .and_then(Value::as_str)
+            .is_some_and(|s| !s.is_empty())
+    };
+    if kind == "stdio" && !has("command") {
+        return Err(format!("add {name}: a stdio server needs --command"));
+    }
+    if kind != "stdio" && !has("url") {
+        return Err(format!("add {name}: a {kind} server needs --url"));
+    }
+    set(cfg, &["mcp", name], m);
+    done(format!("mcp {name} added"))
+}
+
+const LSP_FLAGS: &[F] = &[
+    f("command", K::Str, "command"),
+    f("args", K::List, "args"),
+    f("env", K::KeyVal, "env"),
+    f("filetypes", K::List, "filetypes"),
+    f("root-markers", K::List, "root_markers"),
+    f("timeout", K::Int, "timeout"),
+    f("disabled", K::Bool, "disabled"),
+    f("init-options", K::Json, "init_options"),
+    f("options", K::Json, "options"),
+];
+
+fn lsp(cfg: &mut Value, args: &[String]) -> Result<Outcome, String> {
+    let (verb, name) = verb_name(args, "lsp")?;
+    if verb == "remove" {
+        remove(cfg, &["lsp", name]).ok_or_else(|| format!("no LSP server '{name}' to remove"))?;
+        return done(format!("lsp {name} removed"));
+    }
+    let mut l = json!({});
+    apply_flags(&mut l, &args[2..], LSP_FLAGS)?;
+    set(cfg, &["lsp", name], l);
+    done(format!("lsp {name} added"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(cfg: &mut Value, line: &str) -> Result<Outcome, String> {
+        apply(cfg, &split_words(line).unwrap())
+    }
+
+    fn ok(cfg: &mut Value, line: &str) {
+        if let Err(e) = run(cfg, line) {
+            panic!("{line}: {e}");
+        }
+    }
+
+    fn err(cfg: &mut Value, line: &str) -> String {
+        let before = cfg.clone();
+        let e = run(cfg, line).expect_err(line);
+        assert_eq!(*cfg, before, "a failing command changed the config: {line}");
+        e
+    }
+
+    #[test]
+    fn words() {
+        assert_eq!(
+            split_words(r#"a "b c" 'd e' f\ g "h\"i""#).unwrap(),
+            vec!["a", "b c", "d e", "f g", "h\"i"]
+        );
+        assert_eq!(split_words("x ''").unwrap(), vec!["x", ""]);
+        assert!(split_words("'x").is_err());
+    }
+
+    #[test]
+    fn options_good_and_bad() {
+        let mut c = json!({});
+        ok(&mut c, "option progress false");
+        ok(&mut c, "option debug");
+        ok(&mut c, "option provider-auto-update false");
+        ok(&mut c, "option context-path docs/ more/");
+        ok(&mut c, "option context-path docs/");
+        ok(&mut c, "option ui diff split");
+        ok(&mut c, "option ui compact");
+        ok(&mut c, "option max-steps 7");
+        ok(&mut c, "option attribution-trailer-style none");
+        assert_eq!(
+            c["options"],
+            json!({"progress": false, "debug": true, "disable_provider_auto_update": true,
+                "context_paths": ["docs/", "more/"], "tui": {"diff_mode": "split", "compact_mode": true},
+                "max_steps": 7, "attribution": {"trailer_style": "none"}})
+        );
+        ok(&mut c, "option reset context-path");
+        ok(&mut c, "option reset progress");
+        assert_eq!(c["options"]["context_paths"], json!([]));
+        assert!(c["options"].get("progress").is_none());
+        assert!(err(&mut c, "option bogus 1").contains("unknown key 'bogus'"));
+        assert!(err(&mut c, "option progress maybe").contains("not true or false"));
+        assert!(err(&mut c, "option data-directory").contains("needs a value"));
+        assert!(err(&mut c, "option notifications loud").contains("not one of"));
+        assert!(err(&mut c, "option max-steps many").contains("whole number"));
+        assert!(err(&mut c, "option ui diff sideways").contains("not one of"));
+        assert!(err(&mut c, "option ui frob 1").contains("unknown ui key"));
+        assert!(err(&mut c, "option reset").contains("missing"));
+        assert!(err(&mut c, "option").contains("usage"));
+    }
+
+    #[test]
+    fn model_select_good_and_bad() {
+        let mut c = json!({});
+        let o = run(&mut c, "model large").unwrap();
+        assert_eq!(o.print.as_deref(), Some(""));
+        ok(
+            &mut c,
+            "model large anthropic/claude-x --max-tokens 100 --temperature 0.5 --think",
+        );
+        assert_eq!(
+            c["models"]["large"],
+            json!({"provider": "anthropic", "model": "claude-x", "max_tokens": 100, "temperature": 0.5, "think": true})
+        );
+        let o = run(&mut c, "model large").unwrap();
+        assert_eq!(o.print.as_deref(), Some("anthropic/claude-x"));
+        ok(&mut c, "model large --top-p 0.9");
+        assert_eq!(c["models"]["large"]["top_p"], json!(0.9));
+        ok(
+            &mut c,
+            "model small openai/gpt-5-mini --reasoning-effort=low",
+        );
+        assert_eq!(c["models"]["small"]["reasoning_effort"], json!("low"));
+        assert!(err(&mut c, "model small --top-k 3 --bogus 1").contains("unknown flag --bogus"));
+        assert!(err(&mut c, "model large a/b --max-tokens lots").contains("whole number"));
+        assert!(err(&mut c, "model large a/b --top-p 2").contains("between 0 and 1"));
+        assert!(err(&mut c, "model large a/b --temperature").contains("needs a number"));
+        assert!(err(&mut c, "model large a/b extra").contains("unexpected argument"));
+        assert!(err(&mut c, "model huge a/b").contains("unknown subcommand"));
+        let mut empty = json!({});
+        assert!(err(&mut empty, "model small --top-k 3").contains("no small model"));
+    }
+
+    #[test]
+    fn provider_and_model_add() {
+        let mut c = json!({});
+        ok(
+            &mut c,
+            "provider add local --type openai-compat --base-url http://h/v1 --extra-header X-A 1 --extra-header X-B 2",
+        );
+        ok(
+            &mut c,
+            "model add local/m1 --context-window 1000 --price-input 3 --price-output 15 --price-cache-create 3.75 --price-cache-hit 0.3 --supports-images true",
+        );
+        let m = &c["providers"]["local"]["models"][0];
+        // Go Crush swaps these two; cache create = cache write, cache hit = cache read.
+        assert_eq!(m["cost_per_1m_in_cached"], json!(3.75));
+        assert_eq!(m["cost_per_1m_out_cached"], json!(0.3));
+        assert_eq!(m["supports_attachments"], json!(true));
+        assert_eq!(
+            c["providers"]["local"]["extra_headers"],
+            json!({"X-A": "1", "X-B": "2"})
+        );
+        ok(&mut c, "model add local/m1 --name Again");
+        assert_eq!(
+            c["providers"]["local"]["models"],
+            json!([{"id": "m1", "name": "Again"}])
+        );
+        // Updating a provider keeps its models.
+        ok(&mut c, "provider add local --api-key '$KEY'");
+        assert_eq!(c["providers"]["local"]["api_key"], json!("$KEY"));
+        assert_eq!(c["providers"]["local"]["models"][0]["id"], json!("m1"));
+        ok(&mut c, "model rm local/m1");
+        assert_eq!(c["providers"]["local"]["models"], json!([]));
+        assert!(err(&mut c, "model remove local/m1").contains("has no model"));
+        assert!(err(&mut c, "model add nope/m").contains("not defined"));
+        assert!(err(&mut c, "model add local").contains("not PROVIDER/MODEL"));
+        assert!(err(&mut c, "model add local/x --price-input cheap").contains("not a number"));
+        assert!(err(&mut c, "provider add x --type carrier-pigeon").contains("not one of"));
+        assert!(err(&mut c, "provider add x --extra-header K").contains("KEY VALUE"));
+        assert!(err(&mut c, "provider add x --extra-body [1]").contains("JSON object"));
+        assert!(err(&mut c, "provider add x --base-url").contains("needs a value"));
+        assert!(err(&mut c, "provider add 'a b'").contains("not a valid name"));
+        assert!(err(&mut c, "provider remove ghost").contains("no provider"));
+        ok(&mut c, "provider remove local");
+        assert!(c["providers"].get("local").is_none());
+    }
+
+    #[test]
+    fn permissions_good_and_bad() {
+        let mut c = json!({});
+        ok(&mut c, "permissions allow grep edit:write grep");
+        ok(&mut c, "permissions deny fetch");
+        assert_eq!(
+            c["permissions"]["allowed_tools"],
+            json!(["grep", "edit:write"])
+        );
+        assert_eq!(c["options"]["disabled_tools"], json!(["fetch"]));
+        assert!(widens_permissions(
+            &split_words("permissions allow x").unwrap()
+        ));
+        assert!(!widens_permissions(
+            &split_words("permissions deny x").unwrap()
+        ));
+        assert!(err(&mut c, "permissions allow").contains("at least one"));
+        assert!(err(&mut c, "permissions grant x").contains("unknown subcommand"));
+        assert!(err(&mut c, "permissions deny bash:execute").contains("tool names"));
+        assert!(err(&mut c, "permissions allow 'rm -rf'").contains("not a tool name"));
+    }
+
+    #[test]
+    fn hooks_good_and_bad() {
+        let mut c = json!({"hooks": {"pre_tool_use": [{"name": "g", "command": "x"}]}});
+        ok(
+            &mut c,
+            "hook add PreToolUse --command ./check.sh --name lint --matcher ^bash$ --timeout 5 --fail-closed",
+        );
+        ok(&mut c, "hook add user_prompt_submit --command 'echo hi'");
+        assert_eq!(
+            c["hooks"]["PreToolUse"],
+            json!([{"command": "./check.sh", "name": "lint", "matcher": "^bash$", "timeout": 5, "fail_closed": true}])
+        );
+        ok(&mut c, "hook remove pretooluse --name lint");
+        assert_eq!(c["hooks"]["PreToolUse"], json!([]));
+        assert_eq!(c["hooks"]["pre_tool_use"].as_array().unwrap().len(), 1);
+        ok(&mut c, "hook rm PreToolUse");
+        assert!(c["hooks"].get("pre_tool_use").is_none());
+        assert!(err(&mut c, "hook add PreToolUse --name x").contains("needs --command"));
+        assert!(err(&mut c, "hook add OnBoot --command x").contains("unknown event"));
+        assert!(
+            err(&mut c, "hook add Stop --command x --matcher '('").contains("not a valid regex")
+        );
+        assert!(err(&mut c, "hook add Stop --command x --timeout soon").contains("whole number"));
+        assert!(err(&mut c, "hook add Stop --command x --when now").contains("unknown flag"));
+        assert!(err(&mut c, "hook remove Stop --matcher x").contains("unknown flag"));
+    }
+
+    #[test]
+    fn mcp_and_lsp_good_and_bad() {
+        let mut c = json!({});
+        ok(
+            &mut c,
+            "mcp add fs --command npx --args -y --args server-fs --env ROOT /tmp --timeout 20",
+        );
+        assert_eq!(
+            c["mcp"]["fs"],
+            json!({"type": "stdio", "command": "npx", "args": ["-y", "server-fs"], "env": {"ROOT": "/tmp"}, "timeout": 20})
+        );
+        ok(
+            &mut c,
+            "mcp add web --type http --url https://x/mcp --header Authorization 'Bearer $T'",
+        );
+        ok(&mut c, "mcp rm fs");
+        assert!(c["mcp"].get("fs").is_none());
+        assert!(err(&mut c, "mcp add s").contains("needs --command"));
+        assert!(err(&mut c, "mcp add s --type http").contains("needs --url"));
+        assert!(err(&mut c, "mcp add s --type pipe --command x").contains("not one of"));
+        assert!(err(&mut c, "mcp remove ghost").contains("no MCP server"));
+        ok(
+            &mut c,
+            r#"lsp add gopls --command gopls --filetypes go --filetypes mod --init-options '{"a":1}'"#,
+        );
+        assert_eq!(c["lsp"]["gopls"]["filetypes"], json!(["go", "mod"]));
+        assert_eq!(c["lsp"]["gopls"]["init_options"], json!({"a": 1}));
+        assert!(err(&mut c, "lsp add x --options {bad").contains("invalid JSON"));
+        assert!(err(&mut c, "lsp add x --colour red").contains("unknown flag"));
+        ok(&mut c, "lsp remove gopls");
+        assert!(err(&mut c, "lsp frob x").contains("unknown subcommand"));
+        assert!(err(&mut c, "teleport now").contains("unknown command"));
+    }
+}

@@ -1,0 +1,861 @@
+//! The ten layers of SPEC §3.1, found, gated by trust, run and folded into one value, with the
+//! origin (layer, file:line) of every leaf.
+//!
+//! 1 built-in defaults · 2 global state (Go Crush's `<global data>/crush.json`, then
+//! `state.json`) · 3 workspace state (`<project data>/state.json`) · 4 global `crush.json` ·
+//! 5 global `crushrc` · 6 project `crush.json` · 7 project `crushrc` · 8 project `.crush.json` ·
+//! 9 project `.crushrc` · 10 runtime (flags, `CRUSH_*` variables, session-only commands).
+//! Project files are looked up from the project root (git worktree root) down to the working
+//! directory; within one layer a file nearer the working directory wins.
+//!
+//! JSON layers merge (objects recursively, arrays concatenated, scalars replaced). A crushrc's
+//! records are applied one by one to the value accumulated so far. The workspace state lives in
+//! the data directory, which the layers above it decide: the fold runs once without it to find
+//! the data directory, and again with it when that file has anything in it (records are
+//! replayed, scripts are not run twice). State cannot move the data directory.
+
+use super::crushrc::{self, Record};
+use super::pos::{self, Positions};
+use super::trust::{self, Source};
+use super::{
+    Config, ConfigError, Layer, LayerKind, Loaded, Origin, Origins, commands, json, state,
+};
+use crate::paths;
+use serde_json::{Map, Value, json};
+use std::path::{Path, PathBuf};
+
+/// How to load.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    pub cwd: PathBuf,
+    /// `-D DIR`.
+    pub data_dir: Option<PathBuf>,
+    /// The command-line layer (already JSON).
+    pub runtime: Value,
+    /// `--trust`: trust the project for this invocation.
+    pub trust: bool,
+}
+
+/// Top-level keys of Crush's schema.
+const KNOWN_TOP: &[&str] = &[
+    "$schema",
+    "models",
+    "providers",
+    "mcp",
+    "lsp",
+    "options",
+    "permissions",
+    "tools",
+    "hooks",
+    "env",
+    "recent_models",
+];
+
+/// Keys of `options` (Crush's and ours).
+const KNOWN_OPTIONS: &[&str] = &[
+    "context_paths",
+    "global_context_paths",
+    "skills_paths",
+    "tui",
+    "debug",
+    "debug_lsp",
+    "disable_auto_summarize",
+    "data_directory",
+    "disabled_tools",
+    "disable_provider_auto_update",
+    "disable_default_providers",
+    "attribution",
+    "disable_metrics",
+    "initialize_as",
+    "auto_lsp",
+    "progress",
+    "notifications",
+    "disabled_skills",
+    "disable_notifications",
+    "max_steps",
+    "request_idle_timeout",
+];
+
+/// The built-in defaults (layer 1).
+pub fn defaults() -> Value {
+    json!({"options": {
+        "debug": false,
+        "progress": true,
+        "auto_lsp": true,
+        "max_steps": 100,
+        "request_idle_timeout": 120,
+        "initialize_as": "AGENTS.md"
+    }})
+}
+
+/// A file of a layer, read but not yet run.
+enum Found {
+    Json { value: Value, pos: Positions },
+    Crushrc { text: String },
+}
+
+struct FoundFile {
+    kind: LayerKind,
+    path: PathBuf,
+    found: Found,
+}
+
+/// One step of the fold.
+#[derive(Clone)]
+enum Body {
+    Json { value: Value, pos: Positions },
+    Records(Vec<Record>),
+}
+
+#[derive(Clone)]
+struct Step {
+    kind: LayerKind,
+    path: Option<PathBuf>,
+    detail: Option<String>,
+    body: Body,
+}
+
+/// The value being built and where each leaf came from.
+#[derive(Default, Clone)]
+pub(crate) struct Fold {
+    pub acc: Value,
+    pub origins: Origins,
+}
+
+impl Fold {
+    fn new() -> Fold {
+        Fold {
+            acc: Value::Object(Map::new()),
+            origins: Origins::new(),
+        }
+    }
+
+    /// Replaces the value by `new`, keeping the origins of what did not change; changed or new
+    /// leaves get `mk(pointer in the layer)`.
+    pub(crate) fn commit(&mut self, new: Value, mk: &dyn Fn(Option<&str>) -> Origin) {
+        let mut origins = Origins::new();
+        track(
+            Some(&self.acc),
+            &new,
+            Some(""),
+            "",
+            Some(""),
+            &self.origins,
+            &mut origins,
+            mk,
+        );
+        self.acc = new;
+        self.origins = origins;
+    }
+
+    fn json(&mut self, step: &Step, value: &Value, positions: &Positions) {
+        let mut new = self.acc.clone();
+        json::merge(&mut new, value.clone());
+        let (kind, path, detail) = (step.kind, step.path.clone(), step.detail.clone());
+        self.commit(new, &|lp| Origin {
+            kind,
+            file: path.clone(),
+            line: lp.and_then(|p| pos::line_of(positions, p)),
+            detail: detail.clone(),
+        });
+    }
+
+    /// Applies records in order; the first failing one is the error (`file:line: message`).
+    fn records(&mut self, kind: LayerKind, recs: &[Record]) -> Result<(), ConfigError> {
+        for r in recs {
+            let mut new = self.acc.clone();
+            commands::apply(&mut new, &r.args)
+                .map_err(|e| ConfigError::File(format!("{}: {e}", r.place())))?;
+            let (file, line) = (r.file.clone(), r.line);
+            self.commit(new, &|_| Origin {
+                kind,
+                file: file.clone(),
+                line,
+                detail: None,
+            });
+        }
+        Ok(())
+    }
+}
+
+fn copy_subtree(from: &Origins, to: &mut Origins, p_old: &str, p_new: &str) {
+    for (k, o) in from.range(p_old.to_string()..) {
+        let rest = match k.strip_prefix(p_old) {
+            Some(r) if r.is_empty() || r.starts_with('/') => r,
+            Some(_) => continue,
+            None => break,
+        };
+        to.insert(format!("{p_new}{rest}"), o.clone());
+    }
+}
+
+fn mark_new(
+    v: &Value,
+    ptr: &str,
+    lp: Option<&str>,
+    out: &mut Origins,
+    mk: &dyn Fn(Option<&str>) -> Origin,
+) {
+    match v {
+        Value::Object(m) if !m.is_empty() => {
+            for (k, x) in m {
+                let lp2 = lp.map(|l| pos::child(l, k));
+                mark_new(x, &pos::child(ptr, k), lp2.as_deref(), out, mk);
+            }
+        }
+        Value::Array(a) if !a.is_empty() => {
+            for (i, x) in a.iter().enumerate() {
+                let lp2 = lp.map(|l| format!("{l}/{i}"));
+                mark_new(x, &format!("{ptr}/{i}"), lp2.as_deref(), out, mk);
+            }
+        }
+        _ => {
+            out.insert(ptr.to_string(), mk(lp));
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn track(
+    old: Option<&Value>,
+    new: &Value,
+    p_old: Option<&str>,
+    p_new: &str,
+    lp: Option<&str>,
+    old_o: &Origins,
+    out: &mut Origins,
+    mk: &dyn Fn(Option<&str>) -> Origin,
+) {
+    match (old, p_old) {
+        (Some(o), Some(po)) if o == new => copy_subtree(old_o, out, po, p_new),
+        (Some(Value::Object(om)), Some(po)) if new.is_object() && !om.is_empty() => {
+            let Value::Object(nm) = new else { return };
+            if nm.is_empty() {
+                out.insert(p_new.to_string(), mk(lp));
+            }
+            for (k, v) in nm {
+                let lp2 = lp.map(|l| pos::child(l, k));
+                track(
+                    om.get(k),
+                    v,
+                    Some(&pos::child(po, k)),
+                    &pos::child(p_new, k),
+                    lp2.as_deref(),
+                    old_o,
+                    out,
+                    mk,
+                );
+            }
+        }
+        (Some(Value::Array(oa)), Some(po)) if new.is_array() && !oa.is_empty() => {
+            let Value::Array(na) = new else { return };
+            if na.is_empty() {
+                out.insert(p_new.to_string(), mk(lp));
+                return;
+            }
+            let appended = na.len() >= oa.len() && na[..oa.len()] == oa[..];
+            let mut used = vec![false; oa.len()];
+            for (i, v) in na.iter().enumerate() {
+                let pn = format!("{p_new}/{i}");
+                if appended && i < oa.len() {
+                    copy_subtree(old_o, out, &format!("{po}/{i}"), &pn);
+                    continue;
+                }
+                if appended {
+                    let lp2 = lp.map(|l| format!("{l}/{}", i - oa.len()));
+                    mark_new(v, &pn, lp2.as_deref(), out, mk);
+                    continue;
+                }
+                match (0..oa.len()).find(|&j| !used[j] && oa[j] == *v) {
+                    Some(j) => {
+                        used[j] = true;
+                        copy_subtree(old_o, out, &format!("{po}/{j}"), &pn);
+                    }
+                    None => {
+                        let lp2 = lp.map(|l| format!("{l}/{i}"));
+                        mark_new(v, &pn, lp2.as_deref(), out, mk);
+                    }
+                }
+            }
+        }
+        _ => mark_new(new, p_new, lp, out, mk),
+    }
+}
+
+fn read_text(path: &Path) -> Result<Option<String>, ConfigError> {
+    match std::fs::read(path) {
+        Ok(b) => String::from_utf8(b)
+            .map(Some)
+            .map_err(|_| ConfigError::File(format!("{}: not UTF-8 text", path.display()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => Err(ConfigError::File(format!(
+            "{}: is a directory, expected a file",
+            path.display()
+        ))),
+        Err(e) => Err(ConfigError::File(format!(
+            "{}: cannot read: {e}",
+            path.display()
+        ))),
+    }
+}
+
+fn unknown_keys(path: &Path, v: &Value, p: &Positions, warnings: &mut Vec<String>) {
+    let mut warn = |ptr: String, key: String| {
+        let line = p.get(&ptr).map(|l| format!(":{l}")).unwrap_or_default();
+        warnings.push(format!(
+            "{}{line}: unknown key '{key}' ignored",
+            path.display()
+        ));
+    };
+    let Value::Object(m) = v else { return };
+    for (k, x) in m {
+        if !KNOWN_TOP.contains(&k.as_str()) {
+            warn(pos::child("", k), k.clone());
+            continue;
+        }
+        let sub = |allowed: &[&str], warn: &mut dyn FnMut(String, String)| {
+            if let Value::Object(o) = x {
+                for key in o.keys() {
+                    if !allowed.contains(&key.as_str()) {
+                        warn(pos::child(&pos::child("", k), key), format!("{k}.{key}"));
+                    }
+                }
+            }
+        };
+        match k.as_str() {
+            "options" => sub(KNOWN_OPTIONS, &mut warn),
+            "models" => sub(&["large", "small"], &mut warn),
+            "permissions" => sub(&["allowed_tools"], &mut warn),
+            _ => {}
+        }
+    }
+}
+
+fn read_json_file(
+    kind: LayerKind,
+    path: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<Option<FoundFile>, ConfigError> {
+    let Some(text) = read_text(path)? else {
+        return Ok(None);
+    };
+    let value = json::parse_object(path, &text).map_err(ConfigError::File)?;
+    let pos = pos::positions(&text);
+    unknown_keys(path, &value, &pos, warnings);
+    Ok(Some(FoundFile {
+        kind,
+        path: path.to_path_buf(),
+        found: Found::Json { value, pos },
+    }))
+}
+
+fn read_state(path: &Path, warnings: &mut Vec<String>) -> Value {
+    match state::read(path) {
+        Ok(v) => v,
+        Err(w) => {
+            warnings.push(w);
+            json!({})
+        }
+    }
+}
+
+/// The project's config files, in layer order (root first within a layer).
+fn find_project_files(
+    cwd: &Path,
+    project_root: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<FoundFile>, ConfigError> {
+    let mut dirs = paths::dirs_up_to(cwd, project_root);
+    dirs.reverse();
+    let mut out = Vec::new();
+    for (kind, name) in [
+        (LayerKind::ProjectJson, "crush.json"),
+        (LayerKind::ProjectCrushrc, "crushrc"),
+        (LayerKind::ProjectDotJson, ".crush.json"),
+        (LayerKind::ProjectDotCrushrc, ".crushrc"),
+    ] {
+        for d in &dirs {
+            let p = d.join(name);
+            if matches!(kind, LayerKind::ProjectJson | LayerKind::ProjectDotJson) {
+                out.extend(read_json_file(kind, &p, warnings)?);
+            } else if let Some(text) = read_text(&p)? {
+                out.push(FoundFile {
+                    kind,
+                    path: p,
+                    found: Found::Crushrc { text },
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// What the project would run, without running anything (for `crush trust` and the REPL's
+/// first-start question).
+pub fn review_project(cwd: &Path) -> Result<trust::Review, ConfigError> {
+    let project_root = paths::project_root(cwd);
+    let mut warnings = Vec::new();
+    let files = find_project_files(cwd, &project_root, &mut warnings)?;
+    let gstate = read_state(&state::global_path(), &mut warnings);
+    Ok(review_files(&project_root, &files, &gstate, false))
+}
+
+fn review_files(
+    project_root: &Path,
+    files: &[FoundFile],
+    gstate: &Value,
+    once: bool,
+) -> trust::Review {
+    let sources: Vec<(LayerKind, PathBuf, Source)> = files
+        .iter()
+        .map(|f| {
+            let src = match &f.found {
+                Found::Json { value, .. } => Source::Json(value),
+                Found::Crushrc { text } => Source::Crushrc(text),
+            };
+            (f.kind, f.path.clone(), src)
+        })
+        .collect();
+    trust::review(project_root, &sources, gstate, once)
+}
+
+fn truthy(v: &str) -> bool {
+    matches!(
+        v.trim().to_ascii_lowercase().as_str(),
+        "1" | "true" | "yes" | "on"
+    )
+}
+
+/// `CRUSH_*` environment overrides (reference/crush.md §2.5) as a runtime layer value.
+fn env_overrides() -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    for (var, key) in [
+        (
+            "CRUSH_DISABLE_PROVIDER_AUTO_UPDATE",
+            "disable_provider_auto_update",
+        ),
+        (
+            "CRUSH_DISABLE_DEFAULT_PROVIDERS",
+            "disable_default_providers",
+        ),
+        ("CRUSH_DISABLE_METRICS", "disable_metrics"),
+        ("DO_NOT_TRACK", "disable_metrics"),
+    ] {
+        if let Ok(v) = std::env::var(var)
+            && !v.is_empty()
+        {
+            out.push((var.to_string(), json!({"options": {key: truthy(&v)}})));
+        }
+    }
+    out
+}
+
+fn models_of(v: &Value) -> crushrc::Models {
+    crushrc::Models {
+        large: commands::current_model(v, "large").unwrap_or_default(),
+        small: commands::current_model(v, "small").unwrap_or_default(),
+    }
+}
+
+/// Runs the fold over `steps`, running crushrc scripts where a step is a script; scripts are
+/// replaced by their records in `steps` so a second fold replays them.
+fn fold(steps: &mut [Step], scripts: &mut Vec<String>) -> Result<Fold, ConfigError> {
+    let mut f = Fold::new();
+    for step in steps.iter_mut() {
+        match &step.body {
+            Body::Json { value, pos } => {
+                let (value, pos) = (value.clone(), pos.clone());
+                f.json(step, &value, &pos);
+            }
+            Body::Records(recs) if !recs.is_empty() || step.detail.is_some() => {
+                f.records(step.kind, recs)?;
+            }
+            Body::Records(_) => {
+                // A script not yet run: run it against what is accumulated so far.
+                let path = step.path.clone().unwrap_or_default();
+                let out = crushrc::run(&path, &models_of(&f.acc)).map_err(ConfigError::File)?;
+                if !out.output.trim().is_empty() {
+                    scripts.push(out.output);
+                }
+                f.records(step.kind, &out.records)?;
+                step.body = Body::Records(out.records);
+                step.detail = Some("ran".into());
+            }
+        }
+    }
+    Ok(f)
+}
+
+/// What a crushrc adds on its own (its records applied to an empty value), for `Layer.value`.
+fn compiled(recs: &[Record]) -> Value {
+    let mut v = json!({});
+    for r in recs {
+        let _ = commands::apply(&mut v, &r.args);
+    }
+    v
+}
+
+/// Loads all ten layers (see the module docs).
+pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
+    let cwd = opts.cwd.as_path();
+    let project_root = paths::project_root(cwd);
+    let mut warnings = Vec::new();
+
+    // Read every file first: nothing runs before the trust decision.
+    let gdir = paths::global_config_dir();
+    let global_json = read_json_file(
+        LayerKind::GlobalJson,
+        &gdir.join("crush.json"),
+        &mut warnings,
+    )?;
+    let global_rc = gdir.join("crushrc");
+    let global_rc = read_text(&global_rc)?.map(|_| global_rc);
+    let mut project = find_project_files(cwd, &project_root, &mut warnings)?;
+    let legacy = read_state(&state::legacy_global_path(), &mut warnings);
+    let gstate = read_state(&state::global_path(), &mut warnings);
+
+    let review = review_files(
+        &project_root,
+        &project,
+        &gstate,
+        opts.trust || trust::env_trusts(),
+    );
+    if !review.allowed() {
+        project.retain(|f| matches!(f.found, Found::Json { .. }));
+        for f in &mut project {
+            if let Found::Json { value, .. } = &mut f.found {
+                trust::strip_gated(value);
+            }
+        }
+    }
+
+    let mut steps = vec![Step {
+        kind: LayerKind::Defaults,
+        path: None,
+        detail: None,
+        body: Body::Json {
+            value: defaults(),
+            pos: Positions::new(),
+        },
+    }];
+    for (path, v) in [
+        (state::legacy_global_path(), legacy),
+        (state::global_path(), gstate),
+    ] {
+        let mut value = state::config_view(&v);
+        if let Some(Value::Object(o)) = value.get_mut("options") {
+            o.remove("data_directory");
+        }
+        if value.as_object().is_some_and(|m| !m.is_empty()) {
+            steps.push(Step {
+                kind: LayerKind::GlobalState,
+                path: Some(path),
+                detail: None,
+                body: Body::Json {
+                    value,
+                    pos: Positions::new(),
+                },
+            });
+        }
+    }
+    let workspace_at = steps.len();
+    let file_step = |f: FoundFile| Step {
+        kind: f.kind,
+        path: Some(f.path),
+        detail: None,
+        body: match f.found {
+            Found::Json { value, pos } => Body::Json { value, pos },
+            Found::Crushrc { .. } => Body::Records(vec![]),
+        },
+    };
+    steps.extend(global_json.map(file_step));
+    if let Some(p) = global_rc {
+        steps.push(Step {
+            kind: LayerKind::GlobalCrushrc,
+            path: Some(p),
+            detail: None,
+            body: Body::Records(vec![]),
+        });
+    }
+    steps.extend(project.into_iter().map(file_step));
+    let mut runtime = opts.runtime.clone();
+    if !runtime.is_object() {
+        runtime = json!({});
+    }
+    if let Some(d) = &opts.data_dir {
+        let abs = paths::resolve(cwd, &d.to_string_lossy());
+        json::merge(
+            &mut runtime,
+            json!({"options": {"data_directory": abs.to_string_lossy()}}),
+        );
+    }
+    steps.push(Step {
+        kind: LayerKind::Runtime,
+        path: None,
+        detail: Some("command line".into()),
+        body: Body::Json {
+            value: runtime,
+            pos: Positions::new(),
+        },
+    });
+    for (var, value) in env_overrides() {
+        steps.push(Step {
+            kind: LayerKind::Runtime,
+            path: None,
+            detail: Some(format!("environment {var}")),
+            body: Body::Json {
+                value,
+                pos: Positions::new(),
+            },
+        });
+    }
+
+    let mut scripts = Vec::new();
+    let mut folded = fold(&mut steps, &mut scripts)?;
+    let data_dir = data_dir_of(&folded.acc, cwd, &project_root);
+    let wpath = state::workspace_path(&data_dir);
+    let mut wvalue = state::config_view(&read_state(&wpath, &mut warnings));
+    if let Some(Value::Object(o)) = wvalue.get_mut("options") {
+        o.remove("data_directory");
+    }
+    if wvalue.as_object().is_some_and(|m| !m.is_empty()) {
+        steps.insert(
+            workspace_at,
+            Step {
+                kind: LayerKind::WorkspaceState,
+                path: Some(wpath),
+                detail: None,
+                body: Body::Json {
+                    value: wvalue,
+                    pos: Positions::new(),
+                },
+            },
+        );
+        folded = fold(&mut steps, &mut scripts)?;
+    }
+
+    let config = to_config(&folded.acc, &steps)?;
+    let env_vars = expand_env_map(&config, &folded.origins)?;
+    let mut layers: Vec<Layer> = Vec::new();
+    for s in &steps {
+        let value = match &s.body {
+            Body::Json { value, .. } => value.clone(),
+            Body::Records(r) => compiled(r),
+        };
+        match layers.last_mut() {
+            Some(last) if s.kind == LayerKind::Runtime && last.kind == LayerKind::Runtime => {
+                json::merge(&mut last.value, value)
+            }
+            _ => layers.push(Layer {
+                kind: s.kind,
+                path: s.path.clone(),
+                value,
+            }),
+        }
+    }
+    Ok(Loaded {
+        config,
+        layers,
+        warnings,
+        cwd: cwd.to_path_buf(),
+        project_root,
+        data_dir,
+        merged: folded.acc,
+        origins: folded.origins,
+        trust: review,
+        env_vars,
+        script_output: scripts,
+    })
+}
+
+fn data_dir_of(v: &Value, cwd: &Path, project_root: &Path) -> PathBuf {
+    match v
+        .pointer("/options/data_directory")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+    {
+        Some(d) if Path::new(d).is_absolute() => PathBuf::from(d),
+        Some(d) => paths::resolve(project_root, d),
+        None => {
+            let _ = cwd;
+            project_root.join(".crush")
+        }
+    }
+}
+
+/// The typed configuration; a value of the wrong type names the file that set it.
+fn to_config(merged: &Value, steps_or_layers: &[Step]) -> Result<Config, ConfigError> {
+    serde_json::from_value::<Config>(merged.clone()).map_err(|e| {
+        let culprit = steps_or_layers
+            .iter()
+            .rev()
+            .filter(|s| s.path.is_some())
+            .find(|s| match &s.body {
+                Body::Json { value, .. } => {
+                    serde_json::from_value::<Config>(value.clone()).is_err()
+                }
+                Body::Records(r) => serde_json::from_value::<Config>(compiled(r)).is_err(),
+            })
+            .and_then(|s| s.path.clone());
+        match culprit {
+            Some(p) => ConfigError::File(format!("{}: invalid configuration: {e}", p.display())),
+            None => ConfigError::File(format!("invalid configuration: {e}")),
+        }
+    })
+}
+
+/// The top-level `env` map, expanded in key order (a value may use an earlier key).
+fn expand_env_map(
+    config: &Config,
+    origins: &Origins,
+) -> Result<Vec<(String, String)>, ConfigError> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for (k, v) in &config.env {
+        let lookup = |name: &str| {
+            out.iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.clone())
+                .or_else(|| super::expand::env_var(name))
+        };
+        let val = super::expand::expand(v, &lookup).map_err(|e| {
+            let at = origins
+                .get(&pos::child("/env", k))
+                .map(|o| o.place())
+                .unwrap_or_else(|| "config".into());
+            ConfigError::File(format!("{at}: env.{k}: {e}"))
+        })?;
+        out.push((k.clone(), val));
+    }
+    Ok(out)
+}
+
+/// Re-derives the typed configuration from a changed merged value (session-only commands).
+pub(crate) fn retype(merged: &Value) -> Result<Config, ConfigError> {
+    serde_json::from_value::<Config>(merged.clone())
+        .map_err(|e| ConfigError::File(format!("invalid configuration: {e}")))
+}
+
+/// Applies one session-only command to the runtime layer of `loaded`.
+pub(crate) fn apply_runtime(
+    loaded: &mut Loaded,
+    args: &[String],
+    detail: String,
+) -> Result<commands::Outcome, String> {
+    let mut new = loaded.merged.clone();
+    let out = commands::apply(&mut new, args)?;
+    let config = retype(&new).map_err(|e| e.to_string())?;
+    let mut f = Fold {
+        acc: std::mem::take(&mut loaded.merged),
+        origins: std::mem::take(&mut loaded.origins),
+    };
+    f.commit(new, &|_| Origin {
+        kind: LayerKind::Runtime,
+        file: None,
+        line: None,
+        detail: Some(detail.clone()),
+    });
+    loaded.merged = f.acc;
+    loaded.origins = f.origins;
+    loaded.config = config;
+    match loaded
+        .layers
+        .iter_mut()
+        .find(|l| l.kind == LayerKind::Runtime)
+    {
+        Some(l) => {
+            let _ = commands::apply(&mut l.value, args);
+        }
+        None => loaded.layers.push(Layer {
+            kind: LayerKind::Runtime,
+            path: None,
+            value: compiled(&[Record {
+                file: None,
+                line: None,
+                args: args.to_vec(),
+            }]),
+        }),
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn origin(kind: LayerKind, line: Option<u32>) -> Origin {
+        Origin {
+            kind,
+            file: Some("/f".into()),
+            line,
+            detail: None,
+        }
+    }
+
+    #[test]
+    fn origins_follow_merges_and_commands() {
+        let mut f = Fold::new();
+        let pos =
+            pos::positions("{\n\"options\": {\n\"context_paths\": [\n\"a\"\n], \"debug\": true}}");
+        let step = Step {
+            kind: LayerKind::GlobalJson,
+            path: Some("/g.json".into()),
+            detail: None,
+            body: Body::Records(vec![]),
+        };
+        f.json(
+            &step,
+            &json!({"options": {"context_paths": ["a"], "debug": true}}),
+            &pos,
+        );
+        assert_eq!(f.origins["/options/context_paths/0"].line, Some(4));
+        assert_eq!(f.origins["/options/debug"].line, Some(5));
+        let step2 = Step {
+            kind: LayerKind::ProjectJson,
+            path: Some("/p.json".into()),
+            ..step.clone()
+        };
+        let pos2 = pos::positions("{\"options\": {\"context_paths\": [\n\"b\"]}}");
+        f.json(&step2, &json!({"options": {"context_paths": ["b"]}}), &pos2);
+        // The appended element maps to element 0 of the second file, line 2.
+        assert_eq!(
+            f.origins["/options/context_paths/0"].kind,
+            LayerKind::GlobalJson
+        );
+        assert_eq!(
+            f.origins["/options/context_paths/1"].kind,
+            LayerKind::ProjectJson
+        );
+        assert_eq!(f.origins["/options/context_paths/1"].line, Some(2));
+        // A command that removes the first element keeps the second one's origin.
+        let mut new = f.acc.clone();
+        new["options"]["context_paths"] = json!(["b"]);
+        f.commit(new, &|_| origin(LayerKind::ProjectCrushrc, Some(9)));
+        assert_eq!(
+            f.origins["/options/context_paths/0"].kind,
+            LayerKind::ProjectJson
+        );
+        assert!(!f.origins.contains_key("/options/context_paths/1"));
+        assert_eq!(f.origins["/options/debug"].kind, LayerKind::GlobalJson);
+        // Records: file:line of the call.
+        let recs = vec![Record {
+            file: Some("/p/crushrc".into()),
+            line: Some(3),
+            args: vec!["option".into(), "debug".into(), "false".into()],
+        }];
+        f.records(LayerKind::ProjectCrushrc, &recs).unwrap();
+        assert_eq!(f.origins["/options/debug"].place(), "/p/crushrc:3");
+        let bad = vec![Record {
+            file: Some("/p/crushrc".into()),
+            line: Some(4),
+            args: vec!["option".into(), "nope".into()],
+        }];
+        let e = f
+            .records(LayerKind::ProjectCrushrc, &bad)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("/p/crushrc:4: option: unknown key 'nope'"),
+            "{e}"
+        );
+    }
+}

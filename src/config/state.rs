@@ -1,0 +1,196 @@
+//! Machine-managed state (SPEC §2, §3.1): `state.json` in the global data dir and in the project
+//! data dir. The program writes these files (atomically, under a lock) and never writes a user's
+//! config file. State holds the last chosen models, recent models, UI preferences and, globally,
+//! trust records. Go Crush's machine-written `<global data>/crush.json` is read as global state,
+//! below `state.json`, and never written.
+//!
+//! Layout: `{"version": 1, "models": {...}, "recent_models": {...}, "options": {...},
+//! "trust": {"<project root>": {"hash": "...", "trusted_at": "RFC 3339"}}}`. Everything but
+//! `version` and `trust` is a configuration layer (2 = global, 3 = workspace).
+
+use crate::store::projects::{Lock, rfc3339_utc, write_atomic};
+use serde_json::{Map, Value, json};
+use std::io;
+use std::path::{Path, PathBuf};
+
+pub const FILE_NAME: &str = "state.json";
+/// Go Crush's global data file, read as global state.
+pub const LEGACY_FILE_NAME: &str = "crush.json";
+/// Keys of a state file that are not configuration.
+const NOT_CONFIG: &[&str] = &["version", "trust"];
+/// How many recent models are kept per size.
+const RECENT_MAX: usize = 5;
+
+pub fn global_path() -> PathBuf {
+    crate::paths::global_data_dir().join(FILE_NAME)
+}
+
+pub fn legacy_global_path() -> PathBuf {
+    crate::paths::global_data_dir().join(LEGACY_FILE_NAME)
+}
+
+pub fn workspace_path(data_dir: &Path) -> PathBuf {
+    data_dir.join(FILE_NAME)
+}
+
+/// Reads a state file; a missing file is empty state. A file that is not a JSON object is
+/// reported (the caller warns) and treated as empty: state is rebuilt, never a reason to fail.
+pub fn read(path: &Path) -> Result<Value, String> {
+    match std::fs::read(path) {
+        Ok(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => Ok(json!({})),
+        Ok(bytes) => match serde_json::from_slice::<Value>(&bytes) {
+            Ok(v @ Value::Object(_)) => Ok(v),
+            Ok(_) => Err(format!("{}: not a JSON object; ignored", path.display())),
+            Err(e) => Err(format!("{}: invalid JSON ({e}); ignored", path.display())),
+        },
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(json!({})),
+        Err(e) => Err(format!("{}: cannot read: {e}; ignored", path.display())),
+    }
+}
+
+/// The configuration part of a state value.
+pub fn config_view(state: &Value) -> Value {
+    let mut m = match state {
+        Value::Object(m) => m.clone(),
+        _ => Map::new(),
+    };
+    for k in NOT_CONFIG {
+        m.remove(*k);
+    }
+    Value::Object(m)
+}
+
+/// Read-modify-write of a state file under an exclusive lock, written atomically (temp file +
+/// rename). Creates the directory (0700) when missing.
+pub fn update(path: &Path, f: impl FnOnce(&mut Value)) -> io::Result<()> {
+    let dir = path
+        .parent()
+        .ok_or_else(|| io::Error::other("state file has no parent directory"))?;
+    if !dir.exists() {
+        std::fs::create_dir_all(dir)?;
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+    }
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| FILE_NAME.into());
+    let _lock = Lock::acquire(&dir.join(format!("{name}.lock")))?;
+    let mut v = read(path).unwrap_or_else(|_| json!({}));
+    f(&mut v);
+    if let Value::Object(m) = &mut v {
+        m.insert("version".into(), json!(1));
+    }
+    let text = serde_json::to_string_pretty(&v)
+        .map_err(|e| io::Error::other(format!("cannot encode state: {e}")))?;
+    write_atomic(path, format!("{text}\n").as_bytes())
+}
+
+/// Remembers `selected` (a `models.large|small` object) as the last chosen model in the
+/// workspace state and in the global state, and at the front of the recent models.
+pub fn remember_model(data_dir: &Path, which: &str, selected: &Value) -> io::Result<()> {
+    let apply = |v: &mut Value| {
+        if !v.is_object() {
+            *v = json!({});
+        }
+        v["models"] = match v.get("models") {
+            Some(Value::Object(_)) => v["models"].clone(),
+            _ => json!({}),
+        };
+        v["models"][which] = selected.clone();
+        let recent = match v.get("recent_models") {
+            Some(Value::Object(_)) => v["recent_models"].clone(),
+            _ => json!({}),
+        };
+        v["recent_models"] = recent;
+        let mut list: Vec<Value> = match v["recent_models"].get(which) {
+            Some(Value::Array(a)) => a.clone(),
+            _ => vec![],
+        };
+        let same = |x: &Value| {
+            x.get("model") == selected.get("model") && x.get("provider") == selected.get("provider")
+        };
+        list.retain(|x| !same(x));
+        list.insert(
+            0,
+            json!({"provider": selected.get("provider"), "model": selected.get("model")}),
+        );
+        list.truncate(RECENT_MAX);
+        v["recent_models"][which] = Value::Array(list);
+    };
+    update(&workspace_path(data_dir), apply)?;
+    update(&global_path(), apply)
+}
+
+/// The trust record of a project: its hash, if any.
+pub fn trusted_hash(global_state: &Value, project_root: &Path) -> Option<String> {
+    global_state
+        .get("trust")?
+        .get(project_root.to_string_lossy().as_ref())?
+        .get("hash")?
+        .as_str()
+        .map(str::to_string)
+}
+
+/// Records trust for `project_root` bound to `hash` in the global state.
+pub fn record_trust(project_root: &Path, hash: &str) -> io::Result<()> {
+    update(&global_path(), |v| {
+        if !matches!(v.get("trust"), Some(Value::Object(_))) {
+            v["trust"] = json!({});
+        }
+        v["trust"][project_root.to_string_lossy().as_ref()] = json!({
+            "hash": hash,
+            "trusted_at": rfc3339_utc(std::time::SystemTime::now()),
+        });
+    })
+}
+
+/// Removes the trust record of `project_root`; returns whether there was one.
+pub fn revoke_trust(project_root: &Path) -> io::Result<bool> {
+    let mut had = false;
+    update(&global_path(), |v| {
+        if let Some(Value::Object(t)) = v.get_mut("trust") {
+            had = t.remove(project_root.to_string_lossy().as_ref()).is_some();
+        }
+    })?;
+    Ok(had)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn update_is_atomic_and_keeps_other_keys() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("d").join(FILE_NAME);
+        update(&p, |v| v["options"] = json!({"progress": false})).unwrap();
+        update(&p, |v| {
+            v["models"] = json!({"large": {"provider": "a", "model": "b"}})
+        })
+        .unwrap();
+        let v = read(&p).unwrap();
+        assert_eq!(v["options"]["progress"], json!(false));
+        assert_eq!(v["version"], json!(1));
+        assert_eq!(
+            config_view(&v),
+            json!({"options": {"progress": false}, "models": {"large": {"provider": "a", "model": "b"}}})
+        );
+        // No temp files left behind.
+        let names: Vec<String> = std::fs::read_dir(p.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(names.iter().all(|n| !n.contains(".tmp.")), "{names:?}");
+    }
+
+    #[test]
+    fn broken_state_is_reported_not_fatal() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join(FILE_NAME);
+        std::fs::write(&p, "{oops").unwrap();
+        assert!(read(&p).unwrap_err().contains("invalid JSON"));
+        update(&p, |v| v["x"] = json!(1)).unwrap();
+        assert_eq!(read(&p).unwrap()["x"], json!(1));
+    }
+}

@@ -1,0 +1,645 @@
+//! Configuration end to end (issue #4): the ten layers, crushrc, state, trust, `config show`,
+//! session-only commands. Runs the real binary in a temp environment.
+
+use crate::support::env::run_command;
+use crate::support::{Dialect, FakeServer, Output, Reply, TestEnv};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+fn write(path: &Path, text: &str) {
+    if let Some(d) = path.parent() {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    std::fs::write(path, text).unwrap();
+}
+
+fn run_env(env: &TestEnv, args: &[&str], vars: &[(&str, &str)]) -> Output {
+    let mut cmd = env.crush();
+    cmd.args(args);
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    run_command(cmd, None, Duration::from_secs(60))
+}
+
+/// `config show --origin --json`, parsed.
+fn show(env: &TestEnv, extra: &[&str], vars: &[(&str, &str)]) -> Value {
+    let mut args = extra.to_vec();
+    args.extend(["config", "show", "--origin", "--json"]);
+    let out = run_env(env, &args, vars);
+    out.assert_success();
+    serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", out.stdout))
+}
+
+fn global_rc(env: &TestEnv, text: &str) -> PathBuf {
+    let p = env.config_dir().join("crushrc");
+    write(&p, text);
+    p
+}
+
+/// Expects exit 2 and a message on stderr containing `want`.
+fn fails_with(out: &Output, want: &str) {
+    out.assert_code(2);
+    assert!(
+        out.stderr.contains(want),
+        "stderr lacks {want:?}:\n{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn all_ten_layers_set_the_same_key_and_the_highest_wins() {
+    // Layer n sets options.debug to (n is even); the flag of layer 10 can only say true.
+    for top in 1..=10u8 {
+        let env = TestEnv::new();
+        let val = |n: u8| n.is_multiple_of(2);
+        let p = env.project();
+        for n in 2..=top {
+            let v = val(n);
+            match n {
+                2 => write(
+                    &env.data_dir().join("state.json"),
+                    &json!({"options": {"debug": v}}).to_string(),
+                ),
+                3 => write(
+                    &p.join(".crush/state.json"),
+                    &json!({"options": {"debug": v}}).to_string(),
+                ),
+                4 => env.write_config(&json!({"options": {"debug": v}})),
+                5 => {
+                    global_rc(&env, &format!("option debug {v}\n"));
+                }
+                6 => write(
+                    &p.join("crush.json"),
+                    &json!({"options": {"debug": v}}).to_string(),
+                ),
+                7 => write(&p.join("crushrc"), &format!("option debug {v}\n")),
+                8 => write(
+                    &p.join(".crush.json"),
+                    &json!({"options": {"debug": v}}).to_string(),
+                ),
+                9 => write(&p.join(".crushrc"), &format!("option debug {v}\n")),
+                _ => {}
+            }
+        }
+        let flags: &[&str] = if top == 10 { &["--debug"] } else { &[] };
+        let s = show(&env, flags, &[("CRUSH_TRUST_PROJECT", "1")]);
+        assert_eq!(
+            s["config"]["options"]["debug"],
+            json!(val(top)),
+            "top layer {top}"
+        );
+        let o = &s["origins"]["/options/debug"];
+        assert_eq!(o["layer"], json!(top), "top layer {top}: {o}");
+        if (4..=9).contains(&top) {
+            assert!(o["line"].is_u64(), "top layer {top}: {o}");
+            assert!(o["file"].is_string(), "top layer {top}: {o}");
+        }
+    }
+}
+
+#[test]
+fn go_crush_global_data_crush_json_is_read_as_state_and_state_loses_to_config() {
+    let env = TestEnv::new();
+    write(
+        &env.data_dir().join("crush.json"),
+        r#"{"models": {"large": {"provider": "old", "model": "legacy"}}, "options": {"progress": false}}"#,
+    );
+    write(
+        &env.data_dir().join("state.json"),
+        r#"{"models": {"large": {"provider": "st", "model": "chosen"}}}"#,
+    );
+    let s = show(&env, &[], &[]);
+    assert_eq!(s["config"]["models"]["large"]["model"], json!("chosen"));
+    assert_eq!(s["config"]["options"]["progress"], json!(false));
+    assert_eq!(s["origins"]["/options/progress"]["layer"], json!(2));
+    env.write_config(&json!({"models": {"large": {"provider": "cfg", "model": "configured"}}}));
+    let s = show(&env, &[], &[]);
+    assert_eq!(s["config"]["models"]["large"]["model"], json!("configured"));
+}
+
+#[test]
+fn every_crushrc_command_applies() {
+    let env = TestEnv::new();
+    let rc = global_rc(
+        &env,
+        r#"option progress false
+option context-path docs/
+option ui diff split
+option provider-auto-update false
+model large local/m1 --max-tokens 512 --temperature 0.2
+model small local/m2
+permissions allow grep edit:write
+permissions deny fetch
+provider add local --type openai-compat --base-url http://127.0.0.1:9/v1 --extra-header X-Team core
+model add local/m1 --context-window 1000 --price-input 3 --price-output 15 --price-cache-create 3.75 --price-cache-hit 0.3
+hook add PreToolUse --command ./check.sh --name lint --matcher '^bash$' --timeout 5 --fail-closed
+hook add Stop --command 'echo bye'
+hook remove Stop
+mcp add fs --command npx --args -y --args server-fs --env ROOT /tmp
+lsp add gopls --command gopls --filetypes go
+lsp remove gopls
+"#,
+    );
+    let s = show(&env, &[], &[]);
+    let c = &s["config"];
+    assert_eq!(c["options"]["progress"], json!(false));
+    assert_eq!(c["options"]["context_paths"], json!(["docs/"]));
+    assert_eq!(c["options"]["tui"]["diff_mode"], json!("split"));
+    assert_eq!(c["options"]["disable_provider_auto_update"], json!(true));
+    assert_eq!(
+        c["models"]["large"],
+        json!({"provider": "local", "model": "m1", "max_tokens": 512, "temperature": 0.2})
+    );
+    assert_eq!(
+        c["permissions"]["allowed_tools"],
+        json!(["grep", "edit:write"])
+    );
+    assert_eq!(c["options"]["disabled_tools"], json!(["fetch"]));
+    // Header values may be secrets: shown only when they are templates.
+    assert_eq!(
+        c["providers"]["local"]["extra_headers"]["X-Team"],
+        json!("********")
+    );
+    let m = &c["providers"]["local"]["models"][0];
+    // Go Crush swaps these two; create = cache write, hit = cache read.
+    assert_eq!(m["cost_per_1m_in_cached"], json!(3.75));
+    assert_eq!(m["cost_per_1m_out_cached"], json!(0.3));
+    assert_eq!(c["hooks"]["PreToolUse"][0]["fail_closed"], json!(true));
+    assert_eq!(c["hooks"]["Stop"], Value::Null);
+    assert_eq!(c["mcp"]["fs"]["args"], json!(["-y", "server-fs"]));
+    assert_eq!(c["lsp"]["gopls"], Value::Null);
+    let o = &s["origins"]["/providers/local/models/0/cost_per_1m_in_cached"];
+    assert_eq!(o["file"], json!(rc.to_string_lossy()));
+    assert_eq!(o["line"], json!(10));
+}
+
+#[test]
+fn every_crushrc_command_with_bad_flags_fails_with_file_and_line() {
+    let cases = [
+        ("option nope 1", "option: unknown key 'nope'"),
+        ("option progress maybe", "not true or false"),
+        ("option ui diff sideways", "not one of"),
+        ("model large a/b --bogus 1", "unknown flag --bogus"),
+        ("model large a/b --max-tokens lots", "not a whole number"),
+        ("model add nowhere/m", "provider 'nowhere' is not defined"),
+        ("permissions grant x", "unknown subcommand 'grant'"),
+        ("provider add p --type pigeon", "not one of"),
+        ("provider add p --extra-header K", "needs KEY VALUE"),
+        ("hook add Nope --command x", "unknown event 'Nope'"),
+        ("hook add PreToolUse --name x", "needs --command"),
+        (
+            "hook add PreToolUse --command x --matcher '('",
+            "not a valid regex",
+        ),
+        ("mcp add s --type http", "needs --url"),
+        (
+            "mcp add s --command x --colour red",
+            "unknown flag --colour",
+        ),
+        ("lsp add l --init-options '{bad'", "invalid JSON"),
+    ];
+    for (line, want) in cases {
+        let env = TestEnv::new();
+        let rc = global_rc(
+            &env,
+            &format!("# a comment\noption debug\n{line}\noption progress false\n"),
+        );
+        let out = env.run(&["config", "show"], None);
+        fails_with(&out, &format!("{}:3: ", rc.display()));
+        fails_with(&out, want);
+        assert!(out.stdout.is_empty(), "no partial configuration is printed");
+    }
+}
+
+#[test]
+fn a_failing_script_fails_the_load() {
+    let env = TestEnv::new();
+    let rc = global_rc(&env, "option debug\nfalse\n");
+    let out = env.run(&["config", "show"], None);
+    fails_with(&out, &rc.display().to_string());
+    fails_with(&out, "exited with status 1");
+    global_rc(
+        &env,
+        "option debug\nif true; then\n  option progress false\n",
+    );
+    let out = env.run(&["dirs"], None);
+    fails_with(&out, &format!("{}:4: Syntax error", rc.display()));
+    // A failing command in the middle is the script's business, like in a .bashrc.
+    global_rc(&env, "cat /nonexistent 2>/dev/null\noption debug\n");
+    env.run(&["config", "show"], None).assert_success();
+}
+
+#[test]
+fn a_script_that_never_ends_is_stopped() {
+    let env = TestEnv::new();
+    let marker = env.root().join("after-sleep");
+    let rc = global_rc(
+        &env,
+        &format!("option debug\nsleep 30\ntouch {}\n", marker.display()),
+    );
+    let out = run_env(
+        &env,
+        &["config", "show"],
+        &[("CRUSH_CONFIG_TIMEOUT", "0.3")],
+    );
+    fails_with(
+        &out,
+        &format!("{}: still running after 0.3 s, stopped", rc.display()),
+    );
+    assert!(!marker.exists());
+}
+
+#[test]
+fn if_source_and_command_substitution_work_in_a_crushrc() {
+    let env = TestEnv::new();
+    let dir = env.config_dir();
+    write(
+        &dir.join("extra.rc"),
+        "\n\noption context-path from-extra/\n",
+    );
+    write(&dir.join("flag"), "");
+    let rc = global_rc(
+        &env,
+        r#"if [ -f flag ]; then
+  option initialize-as "$(echo GENERATED.md)"
+else
+  option initialize-as never.md
+fi
+source extra.rc
+add_paths() { for p in "$@"; do option context-path "$p"; done; }
+add_paths a/ b/
+[ "$CRUSH_VERSION" != "" ] && option debug
+model large x/y
+current=$(model large)
+option data-directory "$current-data"
+"#,
+    );
+    let s = show(&env, &[], &[]);
+    let c = &s["config"];
+    assert_eq!(c["options"]["initialize_as"], json!("GENERATED.md"));
+    assert_eq!(
+        c["options"]["context_paths"],
+        json!(["from-extra/", "a/", "b/"])
+    );
+    assert_eq!(c["options"]["debug"], json!(true));
+    assert_eq!(c["options"]["data_directory"], json!("x/y-data"));
+    let o = &s["origins"];
+    assert_eq!(o["/options/initialize_as"]["line"], json!(2));
+    assert_eq!(
+        o["/options/context_paths/0"]["file"],
+        json!(dir.join("extra.rc").to_string_lossy())
+    );
+    assert_eq!(o["/options/context_paths/0"]["line"], json!(3));
+    assert_eq!(o["/options/context_paths/1"]["line"], json!(7));
+    assert_eq!(
+        o["/options/context_paths/1"]["file"],
+        json!(rc.to_string_lossy())
+    );
+}
+
+#[test]
+fn project_crushrc_can_remove_and_reset_what_global_files_set() {
+    let env = TestEnv::new();
+    env.write_config(&json!({
+        "hooks": {"PreToolUse": [{"name": "g", "command": "true"}]},
+        "options": {"context_paths": ["global/"]}
+    }));
+    env.write_project_file(
+        ".crushrc",
+        "hook remove PreToolUse --name g\noption reset context-path\n",
+    );
+    let s = show(&env, &["--trust"], &[]);
+    assert_eq!(s["config"]["hooks"]["PreToolUse"], json!([]));
+    assert_eq!(s["config"]["options"]["context_paths"], json!([]));
+    assert_eq!(s["origins"]["/options/context_paths"]["layer"], json!(9));
+}
+
+#[test]
+fn config_show_origin_names_layer_and_file_line() {
+    let env = TestEnv::new();
+    std::fs::write(
+        env.config_dir().join("crush.json"),
+        "{\n  \"options\": {\n    \"progress\": false\n  }\n}\n",
+    )
+    .unwrap();
+    env.write_project_file(
+        ".crush.json",
+        "{\"options\":\n {\"context_paths\": [\"p/\"]}}",
+    );
+    let out = env.run(&["config", "show", "--origin"], None);
+    out.assert_success();
+    let g = env.config_dir().join("crush.json");
+    assert!(
+        out.stdout.contains(&format!(
+            "options.progress = false\t# global crush.json (layer 4) {}:3",
+            g.display()
+        )),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains(&format!(
+            "options.context_paths[0] = \"p/\"\t# project .crush.json (layer 8) {}:2",
+            env.project().join(".crush.json").display()
+        )),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("options.max_steps = 100\t# built-in default (layer 1)")
+    );
+    assert!(out.stdout.contains(
+        "options.disable_provider_auto_update = true\t# runtime (layer 10) environment CRUSH_DISABLE_PROVIDER_AUTO_UPDATE"
+    ));
+    // Plain show is the effective JSON; secrets typed literally are masked.
+    env.write_config(&json!({"providers": {"p": {"api_key": "sk-literal", "base_url": "$URL"}}}));
+    let out = env.run(&["config", "show"], None);
+    out.assert_success();
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(v["providers"]["p"]["api_key"], json!("********"));
+    assert_eq!(v["providers"]["p"]["base_url"], json!("$URL"));
+    assert!(!out.stdout.contains("sk-literal"));
+}
+
+#[test]
+fn bad_files_exit_2_and_unknown_keys_warn() {
+    let env = TestEnv::new();
+    env.write_project_file("crush.json", "{\n  \"options\": {\n    oops\n}");
+    let out = env.run(&["config", "show"], None);
+    fails_with(
+        &out,
+        &format!(
+            "{}:3:5: invalid JSON",
+            env.project().join("crush.json").display()
+        ),
+    );
+    assert!(out.stdout.is_empty());
+    std::fs::remove_file(env.project().join("crush.json")).unwrap();
+    std::fs::create_dir(env.project().join(".crush.json")).unwrap();
+    fails_with(&env.run(&["config", "show"], None), "is a directory");
+    std::fs::remove_dir(env.project().join(".crush.json")).unwrap();
+    env.write_project_file(
+        "crush.json",
+        "{\"colour\": 1,\n \"options\": {\"speed\": 2}}",
+    );
+    let out = env.run(&["config", "show"], None);
+    out.assert_success();
+    let f = env.project().join("crush.json");
+    assert!(
+        out.stderr
+            .contains(&format!("{}:1: unknown key 'colour' ignored", f.display())),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains(&format!(
+            "{}:2: unknown key 'options.speed' ignored",
+            f.display()
+        )),
+        "{}",
+        out.stderr
+    );
+}
+
+fn snapshot(paths: &[PathBuf]) -> Vec<(PathBuf, Vec<u8>, SystemTime)> {
+    paths
+        .iter()
+        .map(|p| {
+            let meta = std::fs::metadata(p).unwrap();
+            (
+                p.clone(),
+                std::fs::read(p).unwrap(),
+                meta.modified().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn state_is_never_written_into_config() {
+    let server = FakeServer::with_script(vec![Reply::text("ok")]);
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::OpenAi);
+    global_rc(&env, "option progress false\n");
+    env.write_project_file(".crushrc", "option debug false\n");
+    let files = [
+        env.config_dir().join("crush.json"),
+        env.config_dir().join("crushrc"),
+        env.project().join(".crushrc"),
+    ];
+    let before = snapshot(&files);
+    env.run(&["trust"], None).assert_success();
+    env.run(&["run", "hi"], None).assert_success();
+    env.run(&["config", "show"], None).assert_success();
+    assert_eq!(snapshot(&files), before);
+    let state: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.data_dir().join("state.json")).unwrap())
+            .unwrap();
+    assert!(state["trust"][env.project().to_string_lossy().as_ref()]["hash"].is_string());
+    let names: Vec<String> = std::fs::read_dir(env.config_dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 2, "nothing new in the config dir: {names:?}");
+}
+
+#[test]
+fn a_cloned_project_runs_nothing_until_trusted() {
+    let server = FakeServer::with_script(vec![Reply::text("ok"), Reply::text("ok")]);
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::OpenAi);
+    let m1 = env.root().join("pwned-by-crushrc");
+    let m2 = env.root().join("pwned-by-subst");
+    env.write_project_file(
+        ".crushrc",
+        &format!("touch {}\noption debug\n", m1.display()),
+    );
+    env.write_project_file(
+        "crush.json",
+        &json!({
+            "hooks": {"PreToolUse": [{"command": format!("touch {}", m1.display())}]},
+            "mcp": {"evil": {"type": "stdio", "command": "touch", "args": [m1.to_string_lossy()]}},
+            "env": {"STOLEN": format!("$(touch {})", m2.display())},
+            "options": {"context_paths": ["HACKING.md"]}
+        })
+        .to_string(),
+    );
+    let out = env.run(&["run", "hi"], None);
+    out.assert_success();
+    assert!(!m1.exists() && !m2.exists(), "untrusted project code ran");
+    assert_eq!(
+        out.stderr
+            .lines()
+            .filter(|l| l.contains("is not trusted"))
+            .count(),
+        1,
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr
+            .contains("skipped 1 crushrc file, 1 hook, 1 MCP server, 1 command substitution;"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("crush trust"), "{}", out.stderr);
+    let s = show(&env, &[], &[]);
+    assert_eq!(s["config"]["hooks"], Value::Null);
+    assert_eq!(s["config"]["mcp"], Value::Null);
+    // The rest of the project config loads.
+    assert_eq!(
+        s["config"]["options"]["context_paths"],
+        json!(["HACKING.md"])
+    );
+    assert!(!m1.exists() && !m2.exists());
+
+    let t = env.run(&["trust"], None);
+    t.assert_success();
+    assert!(
+        t.stdout.contains(".crushrc") && t.stdout.contains("hook PreToolUse"),
+        "{}",
+        t.stdout
+    );
+    assert!(!m1.exists(), "crush trust itself runs nothing");
+    let s = show(&env, &[], &[]);
+    assert!(m1.exists() && m2.exists());
+    assert_eq!(s["config"]["mcp"]["evil"]["command"], json!("touch"));
+
+    // A change to what runs asks again.
+    std::fs::remove_file(&m1).unwrap();
+    env.write_project_file(
+        ".crushrc",
+        &format!("touch {}\noption debug false\n", m1.display()),
+    );
+    let out = env.run(&["config", "show"], None);
+    out.assert_success();
+    assert!(
+        out.stderr.contains("has changed since it was trusted"),
+        "{}",
+        out.stderr
+    );
+    assert!(!m1.exists());
+    // One invocation only.
+    run_env(&env, &["config", "show"], &[("CRUSH_TRUST_PROJECT", "1")]).assert_success();
+    assert!(m1.exists());
+    std::fs::remove_file(&m1).unwrap();
+    env.run(&["--trust", "config", "show"], None)
+        .assert_success();
+    assert!(m1.exists());
+    std::fs::remove_file(&m1).unwrap();
+    env.run(&["config", "show"], None).assert_success();
+    assert!(!m1.exists());
+    env.run(&["trust"], None).assert_success();
+    let r = env.run(&["trust", "--revoke"], None);
+    r.assert_success();
+    assert!(r.stdout.contains("revoked"));
+    env.run(&["config", "show"], None).assert_success();
+    assert!(!m1.exists());
+}
+
+#[test]
+fn dirs_lists_state_and_the_files_in_use() {
+    let env = TestEnv::new();
+    env.write_config(&json!({}));
+    global_rc(&env, "true\n");
+    let out = env.run(&["dirs"], None);
+    out.assert_success();
+    let p = env.project();
+    for want in [
+        format!("config\t{}", env.config_dir().display()),
+        format!("data\t{}", env.data_dir().display()),
+        format!("project\t{}", p.display()),
+        format!("project data\t{}", p.join(".crush").display()),
+        format!(
+            "global state\t{}",
+            env.data_dir().join("state.json").display()
+        ),
+        format!("workspace state\t{}", p.join(".crush/state.json").display()),
+        format!("layer 4\t{}", env.config_dir().join("crush.json").display()),
+        format!("layer 5\t{}", env.config_dir().join("crushrc").display()),
+    ] {
+        assert!(
+            out.stdout.contains(&want),
+            "{want:?} not in\n{}",
+            out.stdout
+        );
+    }
+}
+
+#[test]
+fn env_map_and_command_substitution_reach_the_bash_tool() {
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call(
+            "bash",
+            json!({"command": "printf '%s' \"$GREETING\" > out.txt"}),
+        ),
+        Reply::text("done"),
+    ]);
+    let env = TestEnv::new();
+    let mut cfg = env.config_for(&server, Dialect::OpenAi);
+    cfg["env"] = json!({"GREETING": "$(printf hello)-${NAME:-world}"});
+    env.write_config(&cfg);
+    env.run(&["run", "-y", "go"], None).assert_success();
+    assert_eq!(env.read_project_file("out.txt"), "hello-world");
+}
+
+#[test]
+fn session_only_commands_from_the_bash_tool_change_no_file() {
+    let env2 = TestEnv::new();
+    let server2 = FakeServer::with_script(vec![
+        Reply::tool_call(
+            "bash",
+            json!({"command": "option progress false && model small fake/fake-model && echo \"large=$(model large)\" && permissions allow view"}),
+        ),
+        Reply::text("done"),
+    ]);
+    let mut cfg = env2.config_for(&server2, Dialect::OpenAi);
+    cfg["permissions"] = json!({"allowed_tools": ["bash"]});
+    env2.write_config(&cfg);
+    global_rc(&env2, "option debug false\n");
+    env2.write_project_file(".crush.json", "{}");
+    let files2 = [
+        env2.config_dir().join("crush.json"),
+        env2.config_dir().join("crushrc"),
+        env2.project().join(".crush.json"),
+    ];
+    let before2 = snapshot(&files2);
+    let out = env2.run(&["run", "-q", "change the settings"], None);
+    out.assert_success();
+    let results = server2.last_request().tool_results();
+    let text = &results[0].1;
+    assert!(text.contains("large=fake/fake-model"), "{text}");
+    assert!(
+        text.contains("session config: option progress = false"),
+        "{text}"
+    );
+    assert!(
+        text.contains("session config: model small = fake/fake-model"),
+        "{text}"
+    );
+    assert!(text.contains("refused: 'permissions allow view'"), "{text}");
+    assert!(out.stderr.contains("--yolo"), "{}", out.stderr);
+    assert_eq!(snapshot(&files2), before2);
+    // With --yolo the widening is accepted (still for this session only).
+    let server3 = FakeServer::with_script(vec![
+        Reply::tool_call("bash", json!({"command": "permissions allow view"})),
+        Reply::text("done"),
+    ]);
+    let env3 = TestEnv::new();
+    env3.use_server(&server3, Dialect::OpenAi);
+    let files3 = [env3.config_dir().join("crush.json")];
+    let before3 = snapshot(&files3);
+    env3.run(&["run", "-y", "-q", "allow"], None)
+        .assert_success();
+    let text = &server3.last_request().tool_results()[0].1;
+    assert!(
+        text.contains("session config: permissions allow view"),
+        "{text}"
+    );
+    assert_eq!(snapshot(&files3), before3);
+    let s = show(&env3, &[], &[]);
+    assert_eq!(s["config"]["permissions"], Value::Null, "nothing persisted");
+}
