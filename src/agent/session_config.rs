@@ -90,3 +90,43 @@ pub(super) fn apply(this: Parts, out: &mut ToolOutput, sink: &mut dyn Sink) {
     out.content.push_str(&report.lines.join("\n"));
     out.metadata["session_config_report"] = Value::from(report.lines);
 }
+
+impl super::Agent<'_> {
+    /// A session-only command typed by the user (a REPL slash command such as
+    /// `/permissions allow grep` or `/model small p/m`): applied to the runtime layer, then the
+    /// running agent is brought in line. Returns what to show the user. Nothing is written.
+    ///
+    /// The caller rebuilds the system prompt when `large_changed` is set (it names the model).
+    pub fn apply_user_command(&mut self, line: &str) -> Result<UserCommand, String> {
+        let cfg = self
+            .config
+            .as_mut()
+            .ok_or("this session has no configuration to change")?;
+        let large_before = cfg.config.models.large.clone();
+        let outcome = cfg.apply_session_line(line)?;
+        self.permissions.allowed_tools = cfg.config.permissions.allowed_tools.clone();
+        let disabled = cfg.config.options.disabled_tools.clone();
+        // A tool denied earlier comes back when the user allows it again.
+        self.tools = crate::tools::builtin()
+            .into_iter()
+            .filter(|t| !disabled.iter().any(|d| d == t.name()))
+            .collect();
+        let mut large_changed = false;
+        if cfg.config.models.large != large_before {
+            let m = cfg.resolve_model(None, false).map_err(|e| e.to_string())?;
+            self.model = m;
+            large_changed = true;
+        }
+        Ok(UserCommand {
+            text: outcome.print.unwrap_or(outcome.summary),
+            large_changed,
+        })
+    }
+}
+
+/// What a user's session-only command did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UserCommand {
+    pub text: String,
+    pub large_changed: bool,
+}

@@ -232,6 +232,8 @@ struct Repl {
     cancel: Arc<AtomicBool>,
     /// SessionStart hooks to fire before the next prompt: "startup" or "resume".
     session_start: Option<&'static str>,
+    /// `-q`: no progress line, whatever `/option progress` says.
+    quiet: bool,
 }
 
 enum Flow {
@@ -242,6 +244,9 @@ enum Flow {
 pub fn run(global: &Global, args: &ReplArgs) -> Result<i32, AppError> {
     // Before anything slow: a Ctrl-C from now on is ours to interpret.
     let cancel = crate::signal::interrupt_flag();
+    if std::io::stdin().is_terminal() {
+        ask_trust(global)?;
+    }
     let ctx = app::open_context(global)?;
     let model = ctx.loaded.resolve_model(global.model.as_deref(), false)?;
     let small = match &global.small_model {
@@ -270,9 +275,57 @@ pub fn run(global: &Global, args: &ReplArgs) -> Result<i32, AppError> {
         } else {
             "startup"
         }),
+        quiet: args.quiet,
     };
     repl.banner(resumed.as_ref());
     Ok(repl.main_loop())
+}
+
+/// The first start in a project that would run code of its own (crushrc, hooks, MCP or LSP
+/// servers, `$(...)` values): list exactly what, and ask once (SPEC §3.5). A changed definition
+/// asks again. Only on a terminal: from a pipe, the one-line notice of the loader stands.
+fn ask_trust(global: &Global) -> Result<(), AppError> {
+    use crate::config::{layers, state, trust};
+    if global.trust || trust::env_trusts() {
+        return Ok(());
+    }
+    let cwd = app::working_dir(global)?;
+    let review = layers::review_project(&cwd)?;
+    if review.allowed() {
+        return Ok(());
+    }
+    let mut msg = format!(
+        "This project ({}) {} and would run, on this machine:\n",
+        review.project_root.display(),
+        if review.changed {
+            "changed since you trusted it"
+        } else {
+            "is not trusted yet"
+        }
+    );
+    for it in &review.items {
+        msg.push_str(&format!("  {it}\n"));
+    }
+    msg.push_str("Trust it and run these? [y/N] ");
+    eprint!("{msg}");
+    let mut answer = String::new();
+    if std::io::stdin().read_line(&mut answer).is_err() {
+        return Ok(());
+    }
+    if matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes") {
+        state::record_trust(&review.project_root, &review.hash).map_err(|e| {
+            AppError::Runtime(format!(
+                "cannot record trust in {}: {e}",
+                state::global_path().display()
+            ))
+        })?;
+        eprintln!("Trusted. 'crush trust --revoke' undoes it.");
+    } else {
+        eprintln!(
+            "Not trusted: the project's own code will not run ('crush trust' to change that)."
+        );
+    }
+    Ok(())
 }
 
 impl Repl {
@@ -643,121 +696,69 @@ impl Repl {
     /// Session-only configuration: `model`, `option` and `permissions` command lines applied to
     /// this process only, never to a file. The hook point for the configuration module's
     /// runtime layer; until then the few settings the REPL owns are handled here.
+    /// `/model`, `/option`, `/permissions`: the crushrc commands, applied to this session's
+    /// runtime layer only (SPEC §3.4). Without arguments they show the current values.
     fn session_config(&mut self, command: &str, args: &str) -> Result<String, String> {
         let words: Vec<&str> = args.split_whitespace().collect();
-        match command {
-            "model" => self.model_command(&words),
-            "option" => self.option_command(&words),
-            _ => self.permissions_command(&words),
-        }
-    }
-
-    fn model_command(&mut self, words: &[&str]) -> Result<String, String> {
-        let (which, name) = match words {
-            [] => {
-                let small = match self.small_model() {
-                    Ok(m) => format!("{}/{}", m.provider.id, m.model.id),
-                    Err(e) => format!("none ({e})"),
-                };
-                let m = &self.agent.model;
-                return Ok(format!(
-                    "large  {}/{}\nsmall  {small}\n",
-                    m.provider.id, m.model.id
-                ));
+        let line = match (command, words.as_slice()) {
+            ("model", []) => return self.model_command(&[]),
+            ("option", []) => return self.option_command(&[]),
+            ("permissions", []) => return self.permissions_command(&[]),
+            // `/model P/M` is short for `/model large P/M`.
+            ("model", [name]) if !matches!(*name, "large" | "small") => {
+                format!("model large {name}")
             }
-            [w @ ("large" | "small")] => {
-                return Err(format!(
-                    "usage: /model {w} PROVIDER/MODEL (/model alone shows the current ones)"
-                ));
-            }
-            [w @ ("large" | "small"), name] => (*w, *name),
-            [name] => ("large", *name),
-            _ => return Err("usage: /model [large|small] PROVIDER/MODEL".into()),
+            _ => format!("{command} {args}"),
         };
-        let small = which == "small";
-        let m = self
-            .ctx
-            .loaded
-            .resolve_model(Some(name), small)
-            .map_err(|e| e.to_string())?;
-        let shown = format!("{}/{}", m.provider.id, m.model.id);
-        if small {
-            self.small = Some(m);
-        } else {
-            self.agent.system = app::system_prompt(&self.ctx.loaded, &m);
-            self.agent.model = m;
-        }
-        Ok(format!("{which} model: {shown} (for this run)\n"))
-    }
-
-    fn option_command(&mut self, words: &[&str]) -> Result<String, String> {
-        let flag = |v: Option<&&str>| -> Result<bool, String> {
-            match v.map(|s| s.to_ascii_lowercase()).as_deref() {
-                None | Some("true" | "on" | "yes" | "1") => Ok(true),
-                Some("false" | "off" | "no" | "0") => Ok(false),
-                Some(other) => Err(format!("'{other}' is not true or false")),
-            }
+        let done = self.agent.apply_user_command(&line)?;
+        let Some(cfg) = self.agent.config.as_ref() else {
+            return Ok(done.text);
         };
-        match words {
-            [] => Ok(format!(
-                "progress  {}\n",
-                if self.term.progress { "true" } else { "false" }
-            )),
-            ["progress", rest @ ..] if rest.len() <= 1 => {
-                self.term.progress = flag(rest.first())?;
-                Ok(format!("progress: {} (for this run)\n", self.term.progress))
-            }
-            ["reset", "progress"] => {
-                self.term.progress = self.ctx.loaded.config.options.progress != Some(false);
-                Ok(format!("progress: {} (reset)\n", self.term.progress))
-            }
-            [key, ..] => Err(format!(
-                "option {key} cannot be changed from the REPL in this build (only progress); set it in crush.json"
-            )),
+        if done.large_changed {
+            self.agent.system = app::system_prompt(cfg, &self.agent.model);
         }
+        if command == "model" {
+            self.small = cfg.resolve_model(None, true).ok();
+        }
+        self.term.progress = cfg.config.options.progress != Some(false) && !self.quiet;
+        Ok(format!(
+            "{} (for this session only)\n",
+            done.text.trim_end()
+        ))
     }
 
-    fn permissions_command(&mut self, words: &[&str]) -> Result<String, String> {
-        let p = &mut self.agent.permissions;
-        match words {
-            [] => {
-                let tools: Vec<&str> = self.agent.tools.iter().map(|t| t.name()).collect();
-                Ok(format!(
-                    "yolo           {}\nallowed_tools  {}\ntools          {}\n",
-                    p.yolo,
-                    if p.allowed_tools.is_empty() {
-                        "(none)".to_string()
-                    } else {
-                        p.allowed_tools.join(" ")
-                    },
-                    tools.join(" ")
-                ))
-            }
-            ["allow", tools @ ..] if !tools.is_empty() => {
-                for t in tools {
-                    if !p.allowed_tools.iter().any(|a| a == t) {
-                        p.allowed_tools.push(t.to_string());
-                    }
-                }
-                Ok(format!(
-                    "allowed without asking, for this run: {}\n",
-                    tools.join(" ")
-                ))
-            }
-            ["deny", tools @ ..] if !tools.is_empty() => {
-                // As in a crushrc: a denied tool is hidden from the model; deny wins over allow.
-                p.allowed_tools.retain(|a| {
-                    let name = a.split(':').next().unwrap_or(a);
-                    !tools.contains(&name)
-                });
-                self.agent.tools.retain(|t| !tools.contains(&t.name()));
-                Ok(format!(
-                    "denied for this run (hidden from the model): {}\n",
-                    tools.join(" ")
-                ))
-            }
-            _ => Err("usage: /permissions [allow|deny TOOL[:ACTION]...]".into()),
-        }
+    fn model_command(&mut self, _words: &[&str]) -> Result<String, String> {
+        let small = match self.small_model() {
+            Ok(m) => format!("{}/{}", m.provider.id, m.model.id),
+            Err(e) => format!("none ({e})"),
+        };
+        let m = &self.agent.model;
+        Ok(format!(
+            "large  {}/{}\nsmall  {small}\n",
+            m.provider.id, m.model.id
+        ))
+    }
+
+    fn option_command(&mut self, _words: &[&str]) -> Result<String, String> {
+        Ok(format!(
+            "progress  {}\n",
+            if self.term.progress { "true" } else { "false" }
+        ))
+    }
+
+    fn permissions_command(&mut self, _words: &[&str]) -> Result<String, String> {
+        let p = &self.agent.permissions;
+        let tools: Vec<&str> = self.agent.tools.iter().map(|t| t.name()).collect();
+        Ok(format!(
+            "yolo           {}\nallowed_tools  {}\ntools          {}\n",
+            p.yolo,
+            if p.allowed_tools.is_empty() {
+                "(none)".to_string()
+            } else {
+                p.allowed_tools.join(" ")
+            },
+            tools.join(" ")
+        ))
     }
 
     fn current(&mut self) -> Option<Session> {

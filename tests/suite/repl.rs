@@ -189,7 +189,8 @@ fn slash_commands_with_prefixes_and_suggestions() {
         out.stdout
     );
     assert!(
-        out.stdout.contains("small model: fake/fake-model"),
+        out.stdout
+            .contains("model small = fake/fake-model (for this session only)"),
         "{}",
         out.stdout
     );
@@ -711,25 +712,9 @@ impl Drop for Tmux {
     }
 }
 
-fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "'\\''"))
-}
-
-#[test]
-fn terminal_smoke_test_with_ctrl_c_mid_stream() {
-    if std::process::Command::new("tmux")
-        .arg("-V")
-        .output()
-        .is_err()
-    {
-        eprintln!("tmux is not installed: skipped");
-        return;
-    }
-    let (server, env) = setup(vec![
-        Reply::text("Hello from the terminal."),
-        Reply::stall(Duration::from_secs(60)),
-        Reply::text("After the cancel."),
-    ]);
+/// Starts crush (with `env`'s environment) in a private tmux server; returns it and the file
+/// the wrapping shell writes crush's exit status to.
+fn start_in_tmux(env: &TestEnv, name: &str) -> (Tmux, std::path::PathBuf) {
     // The same environment as env.run, written out as a shell command for tmux.
     let cmd = env.crush();
     // The shell survives the terminal's Ctrl-C (a trap, unlike an ignore, is not inherited) to
@@ -760,7 +745,7 @@ fn terminal_smoke_test_with_ctrl_c_mid_stream() {
         shell_quote(&status_file.to_string_lossy())
     ));
     let tmux = Tmux {
-        socket: format!("crush-test-{}", std::process::id()),
+        socket: format!("crush-test-{name}-{}", std::process::id()),
     };
     let out = tmux.cmd(&[
         "-f",
@@ -778,6 +763,36 @@ fn terminal_smoke_test_with_ctrl_c_mid_stream() {
         &script,
     ]);
     assert!(out.status.success(), "tmux new-session: {out:?}");
+    (tmux, status_file)
+}
+
+fn tmux_available() -> bool {
+    std::process::Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok()
+}
+
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+#[test]
+fn terminal_smoke_test_with_ctrl_c_mid_stream() {
+    if std::process::Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
+        eprintln!("tmux is not installed: skipped");
+        return;
+    }
+    let (server, env) = setup(vec![
+        Reply::text("Hello from the terminal."),
+        Reply::stall(Duration::from_secs(60)),
+        Reply::text("After the cancel."),
+    ]);
+    let (tmux, status_file) = start_in_tmux(&env, "smoke");
 
     tmux.wait_for("the prompt", |s| s.lines().any(|l| l.trim_end() == ">"));
     tmux.keys(&["say hello", "Enter"]);
@@ -832,4 +847,41 @@ fn terminal_smoke_test_with_ctrl_c_mid_stream() {
             "and now?".to_string()
         ]
     );
+}
+
+#[test]
+fn first_start_in_an_untrusted_project_asks_and_lists_what_would_run() {
+    if !tmux_available() {
+        eprintln!("tmux is not installed: skipped");
+        return;
+    }
+    let (_server, env) = setup(vec![Reply::text("hello")]);
+    let marker = env.root().join("crushrc-ran");
+    env.write_project_file(
+        "crushrc",
+        &format!(
+            "touch {}\noption progress false\n",
+            shell_quote(&marker.to_string_lossy())
+        ),
+    );
+    // Declined: nothing of the project's runs.
+    let (tmux, _) = start_in_tmux(&env, "trust-no");
+    let screen = tmux.wait_for("the trust question", |s| s.contains("[y/N]"));
+    assert!(screen.contains("crushrc"), "lists the crushrc:\n{screen}");
+    tmux.keys(&["n", "Enter"]);
+    tmux.wait_for("the prompt", |s| s.lines().any(|l| l.trim_end() == ">"));
+    assert!(!marker.exists(), "an untrusted crushrc must not run");
+    drop(tmux);
+    // Accepted: the crushrc runs, and the answer is remembered.
+    let (tmux, _) = start_in_tmux(&env, "trust-yes");
+    tmux.wait_for("the trust question", |s| s.contains("[y/N]"));
+    tmux.keys(&["y", "Enter"]);
+    tmux.wait_for("the prompt", |s| s.lines().any(|l| l.trim_end() == ">"));
+    assert!(marker.exists(), "a trusted crushrc runs");
+    drop(tmux);
+    std::fs::remove_file(&marker).unwrap();
+    let (tmux, _) = start_in_tmux(&env, "trust-again");
+    let screen = tmux.wait_for("the prompt", |s| s.lines().any(|l| l.trim_end() == ">"));
+    assert!(!screen.contains("[y/N]"), "asked again:\n{screen}");
+    assert!(marker.exists());
 }
