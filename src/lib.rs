@@ -7,6 +7,8 @@ pub mod catalog;
 pub mod cli;
 pub mod config;
 pub mod docs;
+pub mod hooks;
+pub mod hooks_cmd;
 pub mod llm;
 pub mod paths;
 pub mod repl;

@@ -3,5 +3,6 @@
 mod catalog;
 mod config;
 mod fake_server;
+mod hooks;
 mod repl;
 mod run;
