@@ -2,7 +2,8 @@
 PREFIX ?= /usr/local
 DESTDIR ?=
 CARGO ?= cargo
-BIN := target/release/crush
+TARGET_DIR ?= $(or $(CARGO_TARGET_DIR),target)
+BIN := $(TARGET_DIR)/release/crush
 TARGET_TRIPLE ?= x86_64-unknown-linux-gnu
 
 .PHONY: all build test bench lint install uninstall static docs clean
@@ -48,8 +49,8 @@ uninstall:
 static:
 	LIBSQLITE3_FLAGS="-DSQLITE_OMIT_LOAD_EXTENSION" RUSTFLAGS="-C target-feature=+crt-static" \
 	  $(CARGO) build --release --locked --target $(TARGET_TRIPLE)
-	@file target/$(TARGET_TRIPLE)/release/crush 2>/dev/null || true
-	@ls -l target/$(TARGET_TRIPLE)/release/crush
+	@file $(TARGET_DIR)/$(TARGET_TRIPLE)/release/crush 2>/dev/null || true
+	@ls -l $(TARGET_DIR)/$(TARGET_TRIPLE)/release/crush
 
 clean:
 	$(CARGO) clean

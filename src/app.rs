@@ -174,13 +174,21 @@ pub struct Context {
     pub loaded: Loaded,
     /// The store lives as long as the process; leaking it keeps the agent free of lifetimes.
     pub store: &'static Store,
+    /// The configured hooks (SPEC §4).
+    pub hooks: crate::hooks::HookConfig,
 }
 
 /// Loads the configuration and opens (creating if needed) the project's store.
 pub fn open_context(global: &Global) -> Result<Context, AppError> {
     let loaded = load_config(global)?;
+    // Invalid hooks fail before anything is created on disk.
+    let hooks = load_hooks(&loaded)?;
     let store: &'static Store = leak(open_store(&loaded)?);
-    Ok(Context { loaded, store })
+    Ok(Context {
+        loaded,
+        store,
+        hooks,
+    })
 }
 
 /// A session to continue: `-s ID` (id or unique prefix, never a sub-agent's) or `-C` (the most
@@ -301,6 +309,45 @@ pub fn build_agent(
         cancel: crate::signal::interrupt_flag(),
         is_sub_agent: false,
         auto_summarize: !loaded.config.options.disable_auto_summarize,
+        hooks: ctx.hooks.clone(),
+        pending_context: Vec::new(),
         config: Some(loaded.clone()),
+    }
+}
+
+/// The configured hooks, each named after the file it came from. Warnings (unknown events,
+/// unsupported handler types) go to stderr; an invalid hook (bad matcher, no command) is a
+/// configuration error.
+pub fn load_hooks(loaded: &Loaded) -> Result<crate::hooks::HookConfig, AppError> {
+    use crate::hooks::config::{self as hc, Source};
+    let sources: Vec<Source> = loaded
+        .layers
+        .iter()
+        .filter_map(|l| {
+            l.value.get("hooks").map(|h| Source {
+                origin: match &l.path {
+                    Some(p) => p.display().to_string(),
+                    None => format!("{:?} layer", l.kind),
+                },
+                hooks: h,
+            })
+        })
+        .collect();
+    match hc::parse(&loaded.config.hooks, &sources) {
+        Ok((hooks, warnings)) => {
+            for w in warnings {
+                eprintln!("crush: warning: {w}");
+            }
+            Ok(hooks)
+        }
+        Err(p) => {
+            for w in p.warnings {
+                eprintln!("crush: warning: {w}");
+            }
+            Err(AppError::Config(format!(
+                "invalid hook configuration:\n  {}\nfix the hook (see 'man crush', HOOKS) or remove it",
+                p.errors.join("\n  ")
+            )))
+        }
     }
 }

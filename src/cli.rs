@@ -130,6 +130,27 @@ pub static FLAGS: &[Flag] = &[
         scope: Scope::Only(&["run"]),
     },
     Flag {
+        short: None,
+        long: "tool",
+        value: Some("NAME"),
+        help: "The tool a hook event is about (e.g. bash): which hooks match, or the test call's tool",
+        scope: Scope::Only(&["hooks"]),
+    },
+    Flag {
+        short: None,
+        long: "input",
+        value: Some("JSON"),
+        help: "The tool input of a hooks test, a JSON object (default {})",
+        scope: Scope::Only(&["hooks"]),
+    },
+    Flag {
+        short: None,
+        long: "prompt",
+        value: Some("TEXT"),
+        help: "The prompt of a hooks test for UserPromptSubmit",
+        scope: Scope::Only(&["hooks"]),
+    },
+    Flag {
         short: Some('h'),
         long: "help",
         value: None,
@@ -167,6 +188,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         about: "List the project's sessions (short ids; any unique prefix of an id works), show one \
                 with its messages, export it as Markdown or JSON, delete it, or rename it.",
         subcommands: &["list", "show", "export", "delete", "rename"],
+    },
+    CommandSpec {
+        name: "hooks",
+        usage: "crush hooks list [--tool NAME] | test EVENT [--tool NAME --input JSON] [--prompt TEXT]",
+        about: "List the configured hooks per event with the file each came from (with --tool, \
+                which ones match that tool), or run the real hooks of EVENT on a synthetic payload \
+                and print the composed decision, reasons, context, context files and rewritten \
+                input or prompt. hooks test exits 0 for allow or no opinion, 3 for deny or halt.",
+        subcommands: &["list", "test"],
     },
     CommandSpec {
         name: "config",
@@ -244,6 +274,15 @@ pub struct RunArgs {
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
+pub struct HooksTestArgs {
+    /// As typed; validated by the command.
+    pub event: String,
+    pub tool: Option<String>,
+    pub input: Option<String>,
+    pub prompt: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct ReplArgs {
     pub quiet: bool,
 }
@@ -274,6 +313,10 @@ pub enum Command {
         title: String,
     },
     Dirs,
+    HooksList {
+        tool: Option<String>,
+    },
+    HooksTest(HooksTestArgs),
     ConfigShow {
         origin: bool,
         json: bool,
@@ -342,6 +385,7 @@ where
     let mut parser = lexopt::Parser::from_args(args);
     let mut global = Global::default();
     let mut run = RunArgs::default();
+    let mut hooks = HooksTestArgs::default();
     let mut json = false;
     let mut format: Option<String> = None;
     let mut origin = false;
@@ -418,6 +462,9 @@ where
             "revoke" => revoke = true,
             "trust" => global.trust = true,
             "output" => run.output = Some(PathBuf::from(value()?)),
+            "tool" => hooks.tool = Some(value()?),
+            "input" => hooks.input = Some(value()?),
+            "prompt" => hooks.prompt = Some(value()?),
             "help" => help = true,
             "version" => version = true,
             other => unreachable!("flag --{other} is in the table but not handled"),
@@ -466,6 +513,35 @@ where
                     )));
                 }
                 Command::Stats { json }
+            }
+            "hooks" => {
+                const USAGE: &str = "usage: crush hooks list [--tool NAME] | test EVENT [--tool NAME --input JSON] [--prompt TEXT]";
+                let mut it = positionals.into_iter();
+                match (it.next().as_deref(), it.next(), it.next()) {
+                    (None | Some("list" | "ls"), None, None) => {
+                        if hooks.input.is_some() || hooks.prompt.is_some() {
+                            return Err(UsageError(
+                                "--input and --prompt are for 'crush hooks test'".into(),
+                            ));
+                        }
+                        Command::HooksList { tool: hooks.tool }
+                    }
+                    (Some("test"), Some(event), None) => {
+                        hooks.event = event;
+                        Command::HooksTest(hooks)
+                    }
+                    (Some("test"), None, _) => {
+                        return Err(UsageError(format!(
+                            "crush hooks test needs an EVENT (PreToolUse, PostToolUse, UserPromptSubmit, SessionStart, Stop); {USAGE}"
+                        )));
+                    }
+                    (Some(other), _, _) => {
+                        return Err(UsageError(format!(
+                            "unknown hooks command or extra argument '{other}'; {USAGE}"
+                        )));
+                    }
+                    _ => return Err(UsageError(USAGE.into())),
+                }
             }
             "dirs" => {
                 if let Some(p) = positionals.first() {
@@ -653,7 +729,7 @@ pub fn help_text(command: Option<&str>) -> Result<String, UsageError> {
             let flags: Vec<&Flag> = FLAGS.iter().filter(|f| applies(f, "")).collect();
             flags_block(&mut out, &flags);
             out.push_str(
-                "\nExit codes: 0 success, 1 runtime failure, 2 usage or configuration error,\n3 stopped by policy (a permission was refused), 130 interrupted.\n\nRun 'crush help COMMAND' for a command's flags; 'man crush' for everything.\n",
+                "\nExit codes: 0 success, 1 runtime failure, 2 usage or configuration error,\n3 stopped by policy (a hook denied or halted, a permission was refused),\n130 interrupted.\n\nRun 'crush help COMMAND' for a command's flags; 'man crush' for everything.\n",
             );
         }
         Some(name) => {
@@ -848,6 +924,42 @@ mod tests {
         );
         assert!(parse(&["stats", "x"]).is_err());
         assert!(parse(&["stats", "-o", "f"]).is_err());
+    }
+
+    #[test]
+    fn hooks_subcommands() {
+        assert_eq!(
+            parse(&["hooks", "list", "--tool", "bash"]).unwrap().command,
+            Command::HooksList {
+                tool: Some("bash".into())
+            }
+        );
+        assert_eq!(
+            parse(&["hooks"]).unwrap().command,
+            Command::HooksList { tool: None }
+        );
+        assert_eq!(
+            parse(&[
+                "hooks",
+                "test",
+                "pre_tool_use",
+                "--tool",
+                "bash",
+                "--input",
+                "{}"
+            ])
+            .unwrap()
+            .command,
+            Command::HooksTest(HooksTestArgs {
+                event: "pre_tool_use".into(),
+                tool: Some("bash".into()),
+                input: Some("{}".into()),
+                prompt: None
+            })
+        );
+        assert!(parse(&["hooks", "test"]).is_err());
+        assert!(parse(&["hooks", "list", "--prompt", "x"]).is_err());
+        assert!(parse(&["run", "--tool", "bash", "x"]).is_err());
     }
 
     #[test]

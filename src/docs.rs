@@ -398,6 +398,84 @@ interactive session asks instead (see INTERACTIVE SESSION).
 A read-only shell command (ls, git status, ...) needs no permission when it has no redirection,
 pipe, command chaining or substitution. Banned commands (curl, sudo, package installs, ...) are
 refused even with \-\-yolo.
+.SH HOOKS
+Hooks are commands crush runs at points of a turn. They can allow, deny or halt, add context, and
+rewrite a tool's input or the user's prompt. Configure them under
+.B hooks
+in any crush.json, keyed by event (case-insensitive, snake_case accepted):
+.PP
+.nf
+{
+  "hooks": {
+    "PreToolUse": [
+      {"name": "no-rm", "matcher": "^bash$", "command": "./hooks/no-rm.sh",
+       "timeout": 10, "fail_closed": true}
+    ],
+    "UserPromptSubmit": [{"command": "./hooks/add-branch.sh"}]
+  }
+}
+.fi
+.PP
+Claude Code's nested shape is accepted too:
+{"matcher": "Bash|Edit", "hooks": [{"type": "command", "command": "check.sh", "timeout": 30}]}.
+Such a hook lives in Claude Code's world: its matcher follows Claude Code's rules (* or empty: all;
+plain names separated by | or , match exactly; anything else is a regex) and is also tested
+against Claude Code's tool names (Bash, Edit, MultiEdit, Write, Read, Glob, Grep, LS, WebFetch,
+Task, mcp__server__tool); its payload carries that name as tool_name; for UserPromptSubmit and
+SessionStart its plain (non-JSON) stdout is context.
+.TP
+.B Events
+PreToolUse (before the permission check; deny blocks the call, allow skips the permission prompt),
+PostToolUse (after the tool ran; payload tool_response; context and a block's reason are appended
+to the result the model sees), UserPromptSubmit (before the prompt reaches the model; deny sends
+nothing; updated_prompt replaces the prompt), SessionStart (source startup or resume; context goes
+with the first prompt), Stop (when the model finishes; decision block with a reason makes the
+agent continue, at most 3 times in a row).
+.TP
+.B Fields
+matcher: a regex tested against the tool name, empty matches all; an invalid regex or a hook
+without command is a configuration error naming the hook and its file (exit 2).
+timeout: seconds, default 30. fail_closed: a crash, timeout or unparseable output of this hook
+counts as a deny naming it (by default such a hook has no opinion).
+.TP
+.B Running
+Matching hooks run in parallel, identical commands once, each in its own process group with the
+session's working directory as cwd. A command whose first word is a file with a #! line runs that
+interpreter (a missing absolute interpreter is looked up on PATH by its base name; /usr/bin/env is
+unwrapped); a file without #! runs as a sh script; anything else runs with /bin/sh \-c. Past its
+timeout a hook's process group gets SIGTERM, then SIGKILL a second later; a hook whose background
+children keep its output open is abandoned after a second. Output is capped at 1 MiB per stream.
+.TP
+.B Input
+stdin is JSON: event, hook_event_name, session_id, cwd, plus tool_name, tool_input, tool_use_id
+(tool events), prompt and attachments (UserPromptSubmit), tool_response (PostToolUse), source
+(SessionStart), stop_hook_active and last_assistant_message (Stop). Environment: CRUSH=1,
+AGENT=crush, AI_AGENT=crush, CRUSH_EVENT, CRUSH_SESSION_ID, CRUSH_CWD, CRUSH_PROJECT_DIR,
+CLAUDE_PROJECT_DIR, and on tool events CRUSH_TOOL_NAME, CRUSH_TOOL_INPUT_COMMAND,
+CRUSH_TOOL_INPUT_FILE_PATH (left out when longer than 64 KiB: read tool_input from stdin).
+.TP
+.B Output
+Exit 0: stdout is a JSON envelope (empty or not JSON: no opinion). Exit 2: deny, the reason is
+stderr. Exit 49: halt the turn, the reason is stderr. Other codes: a warning, but a JSON object
+on stdout still counts. The envelope: decision (allow, deny or null), halt, reason, context
+(string or array), updated_input (a shallow patch over the tool input), updated_prompt,
+context_files (paths relative to CRUSH_CWD, listed to the model). Claude Code's
+hookSpecificOutput (permissionDecision, permissionDecisionReason, updatedInput,
+additionalContext), continue:false with stopReason, and decision approve or block are understood.
+.TP
+.B Composition
+In config order, whatever order the hooks finish in: any deny blocks (reasons joined); halt is
+sticky; otherwise any allow pre-approves; contexts concatenate; input patches merge in order, later
+keys win; the last updated_prompt wins. A deny or halt drops everything but the reason.
+.TP
+.B Seeing them
+crush run prints one line per hook on stderr (unless \-q) and a {"type":"hook"} event per hook
+with \-\-json; the per-hook results are stored in the tool result's metadata.
+.B crush hooks list
+shows every hook per event with its file;
+.B crush hooks test PreToolUse \-\-tool bash \-\-input '{"command":"rm \-rf /"}'
+runs the real hooks on that call and prints the composed result (exit 0 allow or none, 3 deny or
+halt).
 .SH FILES
 .TP
 .I <project>/.crush/crush.db
@@ -455,7 +533,8 @@ First retry delay for model calls in milliseconds (default 500; doubles per atte
 Proxies for model calls (loopback addresses are never proxied).
 .SH EXIT STATUS
 0 success; 1 runtime failure (provider unreachable after retries, I/O); 2 usage or configuration
-error; 3 stopped by policy (a needed permission was refused in a non-interactive run);
+error; 3 stopped by policy (a hook denied the prompt or halted the turn; a needed permission was
+refused in a non-interactive run);
 130 interrupted. A closed stdout exits quietly with 0.
 "#;
 

@@ -2,7 +2,7 @@
 
 use crush::app::AppError;
 use crush::cli::Command;
-use crush::{app, catalog, cli, config, docs, repl, run, sessions, stats};
+use crush::{app, catalog, cli, config, docs, hooks_cmd, repl, run, sessions, stats};
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -28,6 +28,12 @@ fn dispatch(cli: cli::Cli) -> Result<i32, AppError> {
         Command::SessionsList { json } => print(&sessions::list(g, *json)?),
         Command::SessionsShow { id, json } => print(&sessions::show(g, id, *json)?),
         Command::Stats { json } => print(&stats::report(g, *json)?),
+        Command::HooksList { tool } => print(&hooks_cmd::list(g, tool.as_deref())?),
+        Command::HooksTest(args) => {
+            let (text, code) = hooks_cmd::test(g, args)?;
+            print(&text)?;
+            Ok(code)
+        }
         Command::SessionsExport { id, format } => print(&sessions::export(g, id, *format)?),
         Command::SessionsDelete { id } => print(&sessions::delete(g, id)?),
         Command::SessionsRename { id, title } => print(&sessions::rename(g, id, title)?),

@@ -52,6 +52,14 @@ pub enum JsonEvent<'a> {
         content: &'a str,
         is_error: bool,
     },
+    /// One hook that ran.
+    Hook {
+        v: u32,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        tool_call_id: Option<&'a str>,
+        #[serde(flatten)]
+        report: &'a crate::hooks::HookReport,
+    },
     PermissionRefused {
         v: u32,
         tool: &'a str,
@@ -73,7 +81,8 @@ pub enum JsonEvent<'a> {
     Finish {
         v: u32,
         session_id: &'a str,
-        /// end_turn | max_tokens | max_steps | loop | permission_refused | canceled | error
+        /// end_turn | max_tokens | max_steps | loop | permission_refused | hook_denied |
+        /// hook_halted | canceled | error
         reason: &'a str,
         steps: usize,
         text: &'a str,
@@ -290,6 +299,20 @@ impl Sink for RunSink {
                 }
             }
             AgentEvent::Notice(text) => eprintln!("crush: {text}"),
+            AgentEvent::Hook {
+                report,
+                tool_call_id,
+            } => {
+                if self.json {
+                    self.out.json(&JsonEvent::Hook {
+                        v,
+                        tool_call_id: tool_call_id.as_deref(),
+                        report: &report,
+                    });
+                } else {
+                    self.note(&report.line());
+                }
+            }
             AgentEvent::StepCommitted { .. } => {
                 self.new_step = true;
                 self.call_printed.clear();
@@ -335,6 +358,8 @@ fn stop_name(s: &Stop) -> &'static str {
         Stop::MaxSteps(_) => "max_steps",
         Stop::Loop => "loop",
         Stop::PermissionRefused => "permission_refused",
+        Stop::HookDenied(_) => "hook_denied",
+        Stop::HookHalted(_) => "hook_halted",
         Stop::Canceled => "canceled",
         Stop::Error(_) => "error",
     }
@@ -391,6 +416,8 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<i32, AppError> {
             provider: &session.agent.model.provider.id,
         });
     }
+    let source = if session.resumed { "resume" } else { "startup" };
+    session.agent.session_start(source, &mut sink);
     let result: TurnResult = session
         .agent
         .run_turn(&prompt, &mut sink)
@@ -439,6 +466,14 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<i32, AppError> {
             eprintln!(
                 "crush: the turn stopped because a tool call needed permission (session {sid})"
             );
+            3
+        }
+        Stop::HookDenied(reason) => {
+            eprintln!("crush: a hook blocked the prompt; nothing was sent to the model: {reason}");
+            3
+        }
+        Stop::HookHalted(reason) => {
+            eprintln!("crush: a hook halted the turn (session {sid}): {reason}");
             3
         }
         Stop::Canceled => {

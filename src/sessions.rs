@@ -16,14 +16,7 @@ pub fn short_id(id: &str) -> &str {
 }
 
 pub fn rfc3339(secs: i64) -> String {
-    let (y, m, d) = crate::agent::prompt::civil_from_days(secs.div_euclid(86_400));
-    let s = secs.rem_euclid(86_400);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        s / 3600,
-        (s % 3600) / 60,
-        s % 60
-    )
+    crate::time::rfc3339_secs(secs)
 }
 
 fn session_json(s: &Session) -> Value {

@@ -202,4 +202,50 @@ fn main() {
         let s = scenario(&env, &server, two_step, &["run", "-q", "-y", "say hello"]);
         report("2-step bash (anthropic)", s);
     }
+
+    // Hook dispatch: ten no-op PreToolUse hooks against none, and a bare fork/exec for scale.
+    let hook_test = [
+        "hooks",
+        "test",
+        "PreToolUse",
+        "--tool",
+        "bash",
+        "--input",
+        "{}",
+    ];
+    let runs = |args: &[&str]| -> Vec<Sample> {
+        (0..RUNS * 3)
+            .map(|_| {
+                let mut cmd = command(&env);
+                cmd.args(args);
+                measure(cmd)
+            })
+            .collect()
+    };
+    env.use_server(&server, Dialect::OpenAi);
+    if selected("hooks test, 0 hooks") {
+        report("hooks test, 0 hooks", runs(&hook_test));
+    }
+    let mut cfg = env.config_for(&server, Dialect::OpenAi);
+    cfg["hooks"] = json!({"PreToolUse": (0..10)
+        .map(|i| json!({"command": format!("true {i}")}))
+        .collect::<Vec<_>>()});
+    env.write_config(&cfg);
+    if selected("hooks test, 10 no-op hooks") {
+        report("hooks test, 10 no-op hooks", runs(&hook_test));
+    }
+    if selected("2-step bash + 10 hooks") {
+        let s = scenario(&env, &server, two_step, &["run", "-q", "-y", "say hello"]);
+        report("2-step bash + 10 hooks", s);
+    }
+    if selected("bare sh -c true") {
+        let bare = (0..RUNS * 3)
+            .map(|_| {
+                let mut cmd = Command::new("/bin/sh");
+                cmd.args(["-c", "true"]);
+                measure(cmd)
+            })
+            .collect();
+        report("bare sh -c true", bare);
+    }
 }

@@ -12,13 +12,14 @@ pub mod summarize;
 pub mod title;
 
 use crate::config::ResolvedModel;
+use crate::hooks::{self, HookConfig, Outcome};
 use crate::llm::{
     self, ChatRequest, LlmError, Message, Part, RetryPolicy, Role, StreamEvent, ToolSpec, Usage,
 };
 use crate::store::{NewMessage, Store, UsageRecord};
 use crate::tools::{PermissionRequest, ReadTracker, Tool, ToolCtx, ToolOutput};
 use permissions::{Decision, Permissions};
-use serde_json::Value;
+use serde_json::{Map, Value, json};
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -64,6 +65,12 @@ pub enum AgentEvent {
     /// A diagnostic for stderr or the log (rejected usage, auto-summarize, a sub-agent's retry),
     /// never part of the answer.
     Notice(String),
+    /// A hook ran (one event per hook, in config order, after the batch finished).
+    Hook {
+        report: hooks::HookReport,
+        /// The tool call a tool event was about.
+        tool_call_id: Option<String>,
+    },
 }
 
 /// The user's answer to a permission question.
@@ -92,6 +99,10 @@ pub enum Stop {
     Loop,
     /// A permission was refused (or could not be asked for).
     PermissionRefused,
+    /// A UserPromptSubmit hook denied the prompt: nothing reached the model. The reason.
+    HookDenied(String),
+    /// A hook halted the turn (before the model was called, or after a blocked tool call).
+    HookHalted(String),
     Canceled,
     Error(LlmError),
 }
@@ -121,9 +132,84 @@ pub struct Agent<'a> {
     /// Summarize the session when its context nears the model's window
     /// (`options.disable_auto_summarize` turns it off).
     pub auto_summarize: bool,
+    pub hooks: HookConfig,
+    /// Context waiting to travel with the next prompt (from SessionStart hooks).
+    pub pending_context: Vec<String>,
     /// The session's configuration: session-only commands from the bash tool change its runtime
     /// layer (None: they are reported as ignored).
     pub config: Option<crate::config::Loaded>,
+}
+
+/// How many times in a row a Stop hook may make the agent continue.
+pub const MAX_STOP_BLOCKS: usize = 3;
+
+/// Adds `value` under `key` to a tool result's metadata (a JSON object, or Null).
+fn add_metadata(meta: &mut Value, key: &str, value: Value) {
+    if !meta.is_object() {
+        let old = std::mem::take(meta);
+        *meta = Value::Object(Map::new());
+        if !old.is_null() {
+            meta["tool"] = old;
+        }
+    }
+    meta[key] = value;
+}
+
+fn hook_context_block(text: &str) -> String {
+    format!("<hook-context>\n{text}\n</hook-context>")
+}
+
+/// Runs `tool` through the permission flow: `pre_approved` (a hook allowed it) skips the check.
+/// Returns the output and whether the tool ran.
+fn run_with_permission(
+    tool: &dyn Tool,
+    input: &Value,
+    ctx: &ToolCtx,
+    permissions: &mut Permissions,
+    pre_approved: bool,
+    sink: &mut dyn Sink,
+    stop: &mut Option<Stop>,
+) -> (ToolOutput, bool) {
+    let req = match tool.permission(input, ctx) {
+        Err(msg) => return (ToolOutput::error(msg), false),
+        Ok(None) => return (tool.run(input, ctx), true),
+        Ok(Some(req)) => req,
+    };
+    if pre_approved || permissions.check(&req) == Decision::Allowed {
+        return (tool.run(input, ctx), true);
+    }
+    match sink.ask(&req) {
+        Some(Answer::Yes) => (tool.run(input, ctx), true),
+        Some(Answer::Always) => {
+            permissions.grant_for_session(&req);
+            (tool.run(input, ctx), true)
+        }
+        Some(Answer::No) => {
+            *stop = Some(Stop::PermissionRefused);
+            (
+                ToolOutput::error(format!(
+                    "Permission denied: the user refused to let {} {} {}. Do not retry it; ask the user how to proceed.",
+                    req.tool, req.action, req.description
+                )),
+                false,
+            )
+        }
+        None => {
+            let hint = Permissions::hint(&req);
+            sink.event(AgentEvent::PermissionRefused {
+                request: req.clone(),
+                hint: hint.clone(),
+            });
+            *stop = Some(Stop::PermissionRefused);
+            (
+                ToolOutput::error(format!(
+                    "Permission denied: {} needs permission to {} ({}), and this non-interactive run may not ask the user. The user can allow it: {hint}.",
+                    req.tool, req.action, req.description
+                )),
+                false,
+            )
+        }
+    }
 }
 
 /// Read records kept in the session store.
@@ -356,14 +442,84 @@ impl<'a> Agent<'a> {
         }
     }
 
+    /// Fires a hook event and reports each hook that ran.
+    fn fire(
+        &self,
+        event: hooks::Event,
+        tool: Option<hooks::ToolCall>,
+        fields: Map<String, Value>,
+        sink: &mut dyn Sink,
+    ) -> Outcome {
+        if self.hooks.is_empty() {
+            return Outcome::none(event);
+        }
+        let req = hooks::Request {
+            event,
+            session_id: &self.session_id,
+            cwd: &self.cwd,
+            project_dir: &self.project_root,
+            tool,
+            fields,
+        };
+        let out = self.hooks.run(&req);
+        for r in &out.reports {
+            sink.event(AgentEvent::Hook {
+                report: r.clone(),
+                tool_call_id: tool.map(|t| t.id.to_string()),
+            });
+        }
+        out
+    }
+
+    /// Fires SessionStart (`source`: "startup" for a new session, "resume" for a continued one).
+    /// The hooks' context travels with the next prompt.
+    pub fn session_start(&mut self, source: &str, sink: &mut dyn Sink) {
+        let mut fields = Map::new();
+        fields.insert("source".into(), json!(source));
+        fields.insert("model".into(), json!(self.model.model.id));
+        let out = self.fire(hooks::Event::SessionStart, None, fields, sink);
+        let text = out.context_text(&self.cwd);
+        if !text.is_empty() {
+            self.pending_context.push(text);
+        }
+    }
+
     /// Runs one turn for `prompt`, starting from the session's stored history.
     pub fn run_turn(&mut self, prompt: &str, sink: &mut dyn Sink) -> Result<TurnResult, String> {
+        // UserPromptSubmit: before anything reaches the model.
+        let mut fields = Map::new();
+        fields.insert("prompt".into(), json!(prompt));
+        fields.insert("attachments".into(), json!([]));
+        let ups = self.fire(hooks::Event::UserPromptSubmit, None, fields, sink);
+        if ups.composed.blocked() {
+            let reason = ups.composed.reason.clone();
+            return Ok(TurnResult {
+                stop: if ups.composed.halt {
+                    Stop::HookHalted(reason)
+                } else {
+                    Stop::HookDenied(reason)
+                },
+                final_text: String::new(),
+                steps: 0,
+            });
+        }
+        let prompt = ups.composed.updated_prompt.as_deref().unwrap_or(prompt);
         // A session left near the window by its last turn is summarized before this one.
         if self.context_needs_summary() {
             self.summarize_or_warn(sink);
         }
         let mut history = self.load_history()?;
-        let user = Message::user(prompt);
+        let mut user = Message::user(prompt);
+        let ups_context = ups.context_text(&self.cwd);
+        for ctx in self
+            .pending_context
+            .drain(..)
+            .chain((!ups_context.is_empty()).then_some(ups_context))
+        {
+            user.parts.push(Part::Text {
+                text: hook_context_block(&ctx),
+            });
+        }
         self.store
             .add_message(
                 &self.session_id,
@@ -375,6 +531,7 @@ impl<'a> Agent<'a> {
         let mut signatures: Vec<u64> = Vec::new();
         let mut final_text = String::new();
         let mut step = 0;
+        let mut stop_blocks = 0usize;
         loop {
             if step >= self.max_steps {
                 return Ok(TurnResult {
@@ -488,14 +645,9 @@ impl<'a> Agent<'a> {
                 message: None,
                 details: None,
             });
-            let assistant = Message {
-                role: Role::Assistant,
-                parts: parts.clone(),
-            };
-
             if !has_calls {
                 self.commit(
-                    &[self.new_message(Role::Assistant, parts)],
+                    &[self.new_message(Role::Assistant, parts.clone())],
                     Some(&usage_rec),
                 )?;
                 sink.event(AgentEvent::StepCommitted { step });
@@ -503,6 +655,36 @@ impl<'a> Agent<'a> {
                     llm::FinishReason::MaxTokens => Stop::MaxTokens,
                     _ => Stop::EndTurn,
                 };
+                if stop == Stop::EndTurn {
+                    // Stop hooks: `decision: "block"` with a reason makes the agent go on.
+                    let mut fields = Map::new();
+                    fields.insert("stop_hook_active".into(), json!(stop_blocks > 0));
+                    fields.insert("last_assistant_message".into(), json!(final_text));
+                    let out = self.fire(hooks::Event::Stop, None, fields, sink);
+                    let c = &out.composed;
+                    if c.decision == hooks::Decision::Deny
+                        && !c.halt
+                        && stop_blocks < MAX_STOP_BLOCKS
+                    {
+                        stop_blocks += 1;
+                        let user = Message::user(format!(
+                            "A Stop hook asked you to continue before finishing:\n{}",
+                            c.reason
+                        ));
+                        self.store
+                            .add_message(
+                                &self.session_id,
+                                &self.new_message(Role::User, user.parts.clone()),
+                            )
+                            .map_err(|e| e.to_string())?;
+                        history.push(Message {
+                            role: Role::Assistant,
+                            parts,
+                        });
+                        history.push(user);
+                        continue;
+                    }
+                }
                 return Ok(TurnResult {
                     stop,
                     final_text,
@@ -515,7 +697,7 @@ impl<'a> Agent<'a> {
             // their own transaction; a call left without one is closed on reload.
             let assistant_id = self
                 .commit_returning(
-                    &[self.new_message(Role::Assistant, parts)],
+                    &[self.new_message(Role::Assistant, parts.clone())],
                     Some(&usage_rec),
                 )?
                 .into_iter()
@@ -534,6 +716,7 @@ impl<'a> Agent<'a> {
                 if let Some(s) = &stop {
                     let why = match s {
                         Stop::Canceled => "The user canceled the turn before this tool call ran.",
+                        Stop::HookHalted(_) => "Not run: a hook halted the turn.",
                         _ => "Not run: an earlier tool call in this step was refused.",
                     };
                     results.push(result_part(&id, &name, &ToolOutput::error(why)));
@@ -569,12 +752,8 @@ impl<'a> Agent<'a> {
                     session_models: models.as_ref(),
                 };
                 let sub_agent = name == subagent::TOOL_NAME && !self.is_sub_agent;
+                let mut input = input;
                 let mut out = match self.tools.iter().find(|t| t.name() == name) {
-                    Some(_) if sub_agent => {
-                        let (out, sub_stop) = self.run_sub_agent(&assistant_id, &id, &input, sink);
-                        stop = sub_stop;
-                        out
-                    }
                     None => ToolOutput::error(format!(
                         "Unknown tool '{name}'. Available tools: {}",
                         self.tools
@@ -583,39 +762,126 @@ impl<'a> Agent<'a> {
                             .collect::<Vec<_>>()
                             .join(", ")
                     )),
-                    Some(tool) => match tool.permission(&input, &ctx) {
-                        Err(msg) => ToolOutput::error(msg),
-                        Ok(None) => tool.run(&input, &ctx),
-                        Ok(Some(req)) => match self.permissions.check(&req) {
-                            Decision::Allowed => tool.run(&input, &ctx),
-                            Decision::Ask => match sink.ask(&req) {
-                                Some(Answer::Yes) => tool.run(&input, &ctx),
-                                Some(Answer::Always) => {
-                                    self.permissions.grant_for_session(&req);
-                                    tool.run(&input, &ctx)
+                    Some(tool) => {
+                        // PreToolUse: before the permission check.
+                        let pre = self.fire(
+                            hooks::Event::PreToolUse,
+                            Some(hooks::ToolCall {
+                                name: &name,
+                                input: &input,
+                                id: &id,
+                            }),
+                            Map::new(),
+                            sink,
+                        );
+                        if pre.composed.blocked() {
+                            let r = &pre.composed.reason;
+                            let mut out = if pre.composed.halt {
+                                stop = Some(Stop::HookHalted(r.clone()));
+                                ToolOutput::error(format!("Turn halted by hook. Reason: {r}"))
+                            } else {
+                                ToolOutput::error(format!("Tool call blocked by hook. Reason: {r}"))
+                            };
+                            add_metadata(&mut out.metadata, "hook", pre.metadata());
+                            out
+                        } else {
+                            if let Some(new_input) = &pre.composed.updated_input {
+                                // The call as it ran is what the session remembers.
+                                input = new_input.clone();
+                                for p in parts.iter_mut() {
+                                    if let Part::ToolCall {
+                                        id: pid,
+                                        input: pin,
+                                        ..
+                                    } = p
+                                        && *pid == id
+                                    {
+                                        *pin = input.to_string();
+                                    }
                                 }
-                                Some(Answer::No) => {
-                                    stop = Some(Stop::PermissionRefused);
-                                    ToolOutput::error(format!(
-                                        "Permission denied: the user refused to let {} {} {}. Do not retry it; ask the user how to proceed.",
-                                        req.tool, req.action, req.description
-                                    ))
+                                // The assistant message is already stored: store the call as
+                                // it runs, before it runs.
+                                self.store
+                                    .update_message_parts(&assistant_id, &parts)
+                                    .map_err(|e| e.to_string())?;
+                            }
+                            let pre_approved = pre.composed.decision == hooks::Decision::Allow;
+                            let (mut out, ran) = if sub_agent {
+                                // Needs no permission; its own calls ask for theirs.
+                                let (out, sub_stop) =
+                                    self.run_sub_agent(&assistant_id, &id, &input, sink);
+                                stop = stop.or(sub_stop);
+                                (out, true)
+                            } else {
+                                run_with_permission(
+                                    tool.as_ref(),
+                                    &input,
+                                    &ctx,
+                                    &mut self.permissions,
+                                    pre_approved,
+                                    sink,
+                                    &mut stop,
+                                )
+                            };
+                            let mut extra = Vec::new();
+                            let pre_text = pre.context_text(&self.cwd);
+                            if !pre_text.is_empty() {
+                                extra.push(pre_text);
+                            }
+                            if pre.ran() {
+                                add_metadata(&mut out.metadata, "hook", pre.metadata());
+                            }
+                            if ran {
+                                let mut response = Map::new();
+                                response.insert("output".into(), json!(out.content));
+                                response.insert("is_error".into(), json!(out.is_error));
+                                if let Value::Object(m) = &out.metadata {
+                                    for (k, v) in m {
+                                        if k != "hook" {
+                                            response.entry(k.clone()).or_insert(v.clone());
+                                        }
+                                    }
                                 }
-                                None => {
-                                    let hint = Permissions::hint(&req);
-                                    sink.event(AgentEvent::PermissionRefused {
-                                        request: req.clone(),
-                                        hint: hint.clone(),
-                                    });
-                                    stop = Some(Stop::PermissionRefused);
-                                    ToolOutput::error(format!(
-                                        "Permission denied: {} needs permission to {} ({}), and this non-interactive run may not ask the user. The user can allow it: {hint}.",
-                                        req.tool, req.action, req.description
-                                    ))
+                                let mut fields = Map::new();
+                                fields.insert("tool_response".into(), Value::Object(response));
+                                fields.insert("tool_output".into(), json!(out.content));
+                                fields.insert("is_error".into(), json!(out.is_error));
+                                let post = self.fire(
+                                    hooks::Event::PostToolUse,
+                                    Some(hooks::ToolCall {
+                                        name: &name,
+                                        input: &input,
+                                        id: &id,
+                                    }),
+                                    fields,
+                                    sink,
+                                );
+                                let c = &post.composed;
+                                if c.blocked() {
+                                    // The tool already ran: a block is feedback to the model.
+                                    extra.push(format!("PostToolUse hook feedback: {}", c.reason));
+                                    if c.halt && stop.is_none() {
+                                        stop = Some(Stop::HookHalted(c.reason.clone()));
+                                    }
                                 }
-                            },
-                        },
-                    },
+                                let post_text = post.context_text(&self.cwd);
+                                if !post_text.is_empty() {
+                                    extra.push(post_text);
+                                }
+                                if post.ran() {
+                                    add_metadata(
+                                        &mut out.metadata,
+                                        "post_tool_use_hook",
+                                        post.metadata(),
+                                    );
+                                }
+                            }
+                            if !extra.is_empty() {
+                                out.content = format!("{}\n\n{}", out.content, extra.join("\n\n"));
+                            }
+                            out
+                        }
+                    }
                 };
                 session_config::apply(
                     session_config::Parts {
@@ -643,6 +909,10 @@ impl<'a> Agent<'a> {
             let tool_msg = Message {
                 role: Role::Tool,
                 parts: results.clone(),
+            };
+            let assistant = Message {
+                role: Role::Assistant,
+                parts: parts.clone(),
             };
             self.commit(&[self.new_message(Role::Tool, results)], None)?;
             sink.event(AgentEvent::StepCommitted { step });

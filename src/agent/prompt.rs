@@ -90,30 +90,6 @@ fn git_status(cwd: &Path) -> Option<String> {
     Some(lines.join("\n"))
 }
 
-/// Today's date as YYYY-MM-DD (UTC), without a date crate.
-pub fn today() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0);
-    let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
-    format!("{y:04}-{m:02}-{d:02}")
-}
-
-/// Howard Hinnant's days-to-civil algorithm.
-pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
 pub struct PromptInputs<'a> {
     pub cwd: &'a Path,
     pub project_root: &'a Path,
@@ -145,7 +121,7 @@ pub fn system_prompt(inp: &PromptInputs) -> String {
         std::env::consts::OS,
         std::env::consts::ARCH
     ));
-    s.push_str(&format!("Today's date: {}\n", today()));
+    s.push_str(&format!("Today's date: {}\n", crate::time::today()));
     s.push_str(&format!("Model: {}\n", inp.model));
     s.push_str("</env>\n");
     if is_git && let Some(st) = git_status(inp.cwd) {
@@ -191,13 +167,6 @@ pub fn system_prompt(inp: &PromptInputs) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn dates() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(20_787), (2026, 11, 30));
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
-    }
 
     #[test]
     fn context_files_in_a_stable_order() {

@@ -128,6 +128,7 @@ impl Sink for SubSink<'_> {
         match ev {
             AgentEvent::Usage { .. }
             | AgentEvent::PermissionRefused { .. }
+            | AgentEvent::Hook { .. }
             | AgentEvent::Notice(_) => self.parent.event(ev),
             AgentEvent::Retry {
                 attempt, reason, ..
@@ -155,6 +156,8 @@ fn stop_name(s: &Stop) -> &'static str {
         Stop::PermissionRefused => "permission_refused",
         Stop::Canceled => "canceled",
         Stop::Error(_) => "error",
+        Stop::HookDenied(_) => "hook_denied",
+        Stop::HookHalted(_) => "hook_halted",
     }
 }
 
@@ -217,6 +220,10 @@ impl Agent<'_> {
             auto_summarize: self.auto_summarize,
             // Session-only configuration comes from the bash tool, which a sub-agent lacks.
             config: None,
+            // Hooks do not see a sub-agent's calls until they can opt in (`include_sub_agents`,
+            // with `is_sub_agent` in the payload); the `agent` call itself is hooked as usual.
+            hooks: crate::hooks::HookConfig::default(),
+            pending_context: Vec::new(),
         };
         let mut sub_sink = SubSink { parent: sink };
         let result: TurnResult = match child.run_turn(prompt, &mut sub_sink) {
@@ -266,6 +273,17 @@ impl Agent<'_> {
                 format!("The sub-agent's model call failed: {e}"),
                 true,
                 None,
+            ),
+            Stop::HookDenied(r) => (
+                format!("A hook blocked the sub-agent's task: {r}"),
+                true,
+                None,
+            ),
+            // A halt stops the whole turn, not only the sub-agent.
+            Stop::HookHalted(r) => (
+                format!("A hook halted the sub-agent: {r}"),
+                true,
+                Some(Stop::HookHalted(r.clone())),
             ),
         };
         (

@@ -234,18 +234,12 @@ pub fn parse_http_date(s: &str) -> Option<i64> {
     if !(1..=31).contains(&day) || h > 23 || m > 59 || sec > 60 {
         return None;
     }
-    Some(days_from_civil(year, month, day) * 86_400 + h * 3600 + m * 60 + sec)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    Some(
+        crate::time::days_from_civil(year, month as u32, day as u32) * 86_400
+            + h * 3600
+            + m * 60
+            + sec,
+    )
 }
 
 /// Classifies a non-2xx reply from its status, headers and body.

@@ -158,6 +158,10 @@ impl Sink for ReplSink<'_> {
                 "refused {} ({}): to allow it, {hint}",
                 request.tool, request.description
             )),
+            AgentEvent::Hook { report, .. } => {
+                self.term.note(&report.line());
+                self.term.begin_answer();
+            }
             AgentEvent::Usage { .. } => {}
             AgentEvent::Notice(text) => self.term.note(&text),
             AgentEvent::StepCommitted { .. } => self.term.status(WAITING),
@@ -227,6 +231,8 @@ struct Repl {
     fresh: bool,
     titles: Vec<TitleJob>,
     cancel: Arc<AtomicBool>,
+    /// SessionStart hooks to fire before the next prompt: "startup" or "resume".
+    session_start: Option<&'static str>,
     /// `-q`: no progress line, whatever `/option progress` says.
     quiet: bool,
 }
@@ -265,6 +271,11 @@ pub fn run(global: &Global, args: &ReplArgs) -> Result<i32, AppError> {
         fresh: false,
         titles: Vec::new(),
         cancel,
+        session_start: Some(if resumed.is_some() {
+            "resume"
+        } else {
+            "startup"
+        }),
         quiet: args.quiet,
     };
     repl.banner(resumed.as_ref());
@@ -518,6 +529,9 @@ impl Repl {
             interrupted: false,
             refused: false,
         };
+        if let Some(source) = self.session_start.take() {
+            self.agent.session_start(source, &mut sink);
+        }
         let result = self.agent.run_turn(text, &mut sink);
         let interrupted = sink.interrupted;
         self.cancel.store(false, Ordering::SeqCst);
@@ -553,6 +567,12 @@ impl Repl {
             Stop::Canceled => self
                 .term
                 .note("canceled; the partial answer was kept in the session"),
+            Stop::HookDenied(reason) => self.term.error(&format!(
+                "a hook blocked the prompt; nothing was sent to the model: {reason}"
+            )),
+            Stop::HookHalted(reason) => self
+                .term
+                .error(&format!("a hook halted the turn: {reason}")),
             Stop::Error(e) => self.term.error(&format!(
                 "{e}\nThe session was saved; your next prompt continues it."
             )),
@@ -636,6 +656,7 @@ impl Repl {
     /// Makes `sid` current (empty: a new session, created with the next prompt). Grants given
     /// with "always this session" belong to the session they were given in.
     fn switch_to(&mut self, sid: String) {
+        self.session_start = Some(if sid.is_empty() { "startup" } else { "resume" });
         self.agent.session_id = sid;
         self.fresh = false;
         let p = &self.agent.permissions;

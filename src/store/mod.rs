@@ -518,6 +518,22 @@ impl Store {
             .flatten())
     }
 
+    /// Replaces the parts of a stored message: a hook changed a tool call's input after the
+    /// assistant message was committed and before the call ran, and the session keeps the call
+    /// as it ran.
+    pub fn update_message_parts(&self, message_id: &str, parts: &[Part]) -> Result<()> {
+        let text = serde_json::to_string(parts)
+            .map_err(|e| StoreError::Sql(format!("cannot encode message parts: {e}")))?;
+        let n = self.conn.execute(
+            "UPDATE messages SET parts = ?1 WHERE id = ?2",
+            params![text, message_id],
+        )?;
+        if n == 0 {
+            return Err(StoreError::NotFound(message_id.to_string()));
+        }
+        Ok(())
+    }
+
     /// Sets the title only.
     pub fn set_title(&self, session_id: &str, title: &str) -> Result<()> {
         let n = self.conn.execute(

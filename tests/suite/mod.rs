@@ -3,6 +3,7 @@
 mod catalog;
 mod config;
 mod fake_server;
+mod hooks;
 mod ledger;
 mod repl;
 mod run;

@@ -1,0 +1,776 @@
+//! The `hooks` configuration: Crush's flat shape and Claude Code's nested shape, event names,
+//! matchers, and the file each hook came from.
+//!
+//! ```json
+//! {"hooks": {
+//!   "PreToolUse": [
+//!     {"name": "no-rm", "matcher": "^bash$", "command": "./hooks/no-rm.sh", "timeout": 10, "fail_closed": true},
+//!     {"matcher": "Bash|Edit", "hooks": [{"type": "command", "command": "~/.claude/check.sh"}]}
+//!   ]
+//! }}
+//! ```
+
+use regex_lite::Regex;
+use serde_json::{Map, Value};
+use std::time::Duration;
+
+/// Default per-hook timeout.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Event {
+    PreToolUse,
+    PostToolUse,
+    UserPromptSubmit,
+    SessionStart,
+    Stop,
+}
+
+pub const EVENTS: [Event; 5] = [
+    Event::PreToolUse,
+    Event::PostToolUse,
+    Event::UserPromptSubmit,
+    Event::SessionStart,
+    Event::Stop,
+];
+
+impl Event {
+    pub fn name(self) -> &'static str {
+        match self {
+            Event::PreToolUse => "PreToolUse",
+            Event::PostToolUse => "PostToolUse",
+            Event::UserPromptSubmit => "UserPromptSubmit",
+            Event::SessionStart => "SessionStart",
+            Event::Stop => "Stop",
+        }
+    }
+
+    /// Case-insensitive; `_` and `-` ignored: `PreToolUse`, `pretooluse`, `pre_tool_use`.
+    pub fn parse(s: &str) -> Option<Event> {
+        let norm: String = s
+            .chars()
+            .filter(|c| *c != '_' && *c != '-')
+            .map(|c| c.to_ascii_lowercase())
+            .collect();
+        EVENTS
+            .into_iter()
+            .find(|e| e.name().to_ascii_lowercase() == norm)
+    }
+
+    /// Events that carry a tool call (matchers apply, tool variables are set).
+    pub fn has_tool(self) -> bool {
+        matches!(self, Event::PreToolUse | Event::PostToolUse)
+    }
+}
+
+impl std::fmt::Display for Event {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Which configuration shape declared a hook.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// `{name?, matcher?, command, timeout?, fail_closed?}`
+    Crush,
+    /// `{matcher?, hooks:[{type:"command", command, timeout?}]}`: Claude Code's world (its tool
+    /// names, its matcher rules, plain stdout as context for prompt and session hooks).
+    ClaudeCode,
+}
+
+/// Claude Code's name for a Crush tool, if it has one.
+pub fn claude_tool_name(crush: &str) -> Option<String> {
+    let n = match crush {
+        "bash" => "Bash",
+        "edit" => "Edit",
+        "multiedit" => "MultiEdit",
+        "write" => "Write",
+        "view" => "Read",
+        "glob" => "Glob",
+        "grep" => "Grep",
+        "ls" => "LS",
+        "fetch" | "web_fetch" => "WebFetch",
+        "web_search" => "WebSearch",
+        "agent" => "Task",
+        "todos" => "TodoWrite",
+        _ => {
+            // Crush names MCP tools mcp_<server>_<tool>; Claude Code mcp__<server>__<tool>.
+            let rest = crush.strip_prefix("mcp_")?;
+            if rest.starts_with('_') {
+                return None;
+            }
+            let (server, tool) = rest.split_once('_')?;
+            return Some(format!("mcp__{server}__{tool}"));
+        }
+    };
+    Some(n.to_string())
+}
+
+#[derive(Debug, Clone)]
+enum Matcher {
+    All,
+    /// Claude Code's plain form: exact names separated by `|` or `,`.
+    Exact(Vec<String>),
+    Regex(Regex),
+}
+
+/// One configured hook.
+#[derive(Debug, Clone)]
+pub struct HookDef {
+    pub event: Event,
+    pub name: Option<String>,
+    /// As written ("" when absent).
+    pub matcher: String,
+    matcher_c: Matcher,
+    pub command: String,
+    pub timeout: Duration,
+    pub fail_closed: bool,
+    pub dialect: Dialect,
+    /// The file it came from (or "the command line", "<merged configuration>").
+    pub origin: String,
+    /// Where in that file: `hooks.PreToolUse[2]` or `hooks.PreToolUse[0].hooks[1]`.
+    pub location: String,
+}
+
+impl HookDef {
+    /// `name`, else the command.
+    pub fn display_name(&self) -> &str {
+        self.name.as_deref().unwrap_or(&self.command)
+    }
+
+    /// Whether the hook applies to `tool` (always true for events without a tool, and when the
+    /// tool is unknown). A Claude Code hook also matches Claude Code's name for the tool.
+    pub fn matches(&self, tool: Option<&str>) -> bool {
+        let Some(tool) = tool else { return true };
+        let test = |name: &str| match &self.matcher_c {
+            Matcher::All => true,
+            Matcher::Exact(names) => names.iter().any(|n| n == name),
+            Matcher::Regex(re) => re.is_match(name),
+        };
+        if test(tool) {
+            return true;
+        }
+        self.dialect == Dialect::ClaudeCode && claude_tool_name(tool).is_some_and(|n| test(&n))
+    }
+
+    /// The tool name a hook of this dialect sees in its payload.
+    pub fn payload_tool_name(&self, tool: &str) -> String {
+        match self.dialect {
+            Dialect::Crush => tool.to_string(),
+            Dialect::ClaudeCode => claude_tool_name(tool).unwrap_or_else(|| tool.to_string()),
+        }
+    }
+}
+
+/// One layer's `hooks` object, named after its file.
+pub struct Source<'a> {
+    pub origin: String,
+    pub hooks: &'a Value,
+}
+
+/// Every configured hook, in config order.
+#[derive(Debug, Clone, Default)]
+pub struct HookConfig {
+    pub hooks: Vec<HookDef>,
+}
+
+/// Problems found while reading the configuration. `errors` make the configuration invalid.
+#[derive(Debug, Default)]
+pub struct Problems {
+    pub errors: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
+fn compile_matcher(m: &str, dialect: Dialect) -> Result<Matcher, regex_lite::Error> {
+    let t = m.trim();
+    if t.is_empty() || (dialect == Dialect::ClaudeCode && t == "*") {
+        return Ok(Matcher::All);
+    }
+    if dialect == Dialect::ClaudeCode
+        && t.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_- ,|".contains(c))
+    {
+        let names = t
+            .split(['|', ','])
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect();
+        return Ok(Matcher::Exact(names));
+    }
+    Regex::new(t).map(Matcher::Regex)
+}
+
+const FLAT_KEYS: &[&str] = &[
+    "name",
+    "matcher",
+    "command",
+    "timeout",
+    "fail_closed",
+    "type",
+];
+const HANDLER_KEYS: &[&str] = &[
+    "type",
+    "command",
+    "timeout",
+    "name",
+    "fail_closed",
+    "statusMessage",
+    "async",
+    "shell",
+    "once",
+];
+
+struct Raw<'a> {
+    event: Event,
+    entry: &'a Map<String, Value>,
+    /// The group of a Claude Code handler.
+    group: Option<&'a Map<String, Value>>,
+    location: String,
+}
+
+fn timeout_of(v: Option<&Value>) -> Result<Duration, String> {
+    match v {
+        None | Some(Value::Null) => Ok(DEFAULT_TIMEOUT),
+        Some(Value::Number(n)) => {
+            let s = n.as_f64().unwrap_or(0.0);
+            // Go Crush: zero or negative means the default.
+            if s <= 0.0 || !s.is_finite() {
+                Ok(DEFAULT_TIMEOUT)
+            } else {
+                Ok(Duration::from_secs_f64(s.min(86_400.0)))
+            }
+        }
+        Some(other) => Err(format!("timeout must be a number of seconds, not {other}")),
+    }
+}
+
+fn build(raw: &Raw, origin: &str, p: &mut Problems) -> Option<HookDef> {
+    let dialect = if raw.group.is_some() {
+        Dialect::ClaudeCode
+    } else {
+        Dialect::Crush
+    };
+    let e = raw.entry;
+    let name = e
+        .get("name")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string);
+    let command = e
+        .get("command")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    let label = match (&name, command.is_empty()) {
+        (Some(n), _) => format!("hook '{n}'"),
+        (None, false) => format!("hook '{command}'"),
+        (None, true) => "hook".to_string(),
+    };
+    let here = format!("{origin}: {} ({label})", raw.location);
+    let allowed = if dialect == Dialect::Crush {
+        FLAT_KEYS
+    } else {
+        HANDLER_KEYS
+    };
+    for k in e.keys() {
+        if !allowed.contains(&k.as_str()) {
+            p.warnings
+                .push(format!("{here}: unknown key '{k}' ignored"));
+        }
+    }
+    if let Some(t) = e.get("type").and_then(Value::as_str)
+        && t != "command"
+    {
+        p.warnings.push(format!(
+            "{here}: hook type '{t}' is not supported (only \"command\"); skipped"
+        ));
+        return None;
+    }
+    if command.is_empty() {
+        p.errors.push(format!("{here}: command is required"));
+        return None;
+    }
+    let matcher_v = match raw.group {
+        Some(g) => g.get("matcher"),
+        None => e.get("matcher"),
+    };
+    let matcher = match matcher_v {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => {
+            p.errors
+                .push(format!("{here}: matcher must be a string, not {other}"));
+            return None;
+        }
+    };
+    let matcher_c = match compile_matcher(&matcher, dialect) {
+        Ok(m) => m,
+        Err(err) => {
+            p.errors
+                .push(format!("{here}: invalid matcher regex '{matcher}': {err}"));
+            return None;
+        }
+    };
+    if !matcher.trim().is_empty() && !raw.event.has_tool() {
+        p.warnings.push(format!(
+            "{here}: matcher '{matcher}' is ignored: {} has no tool",
+            raw.event
+        ));
+    }
+    let timeout = match timeout_of(e.get("timeout")) {
+        Ok(t) => t,
+        Err(m) => {
+            p.errors.push(format!("{here}: {m}"));
+            return None;
+        }
+    };
+    let fail_closed = match e.get("fail_closed") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(other) => {
+            p.errors.push(format!(
+                "{here}: fail_closed must be true or false, not {other}"
+            ));
+            return None;
+        }
+    };
+    Some(HookDef {
+        event: raw.event,
+        name,
+        matcher,
+        matcher_c,
+        command,
+        timeout,
+        fail_closed,
+        dialect,
+        origin: origin.to_string(),
+        location: raw.location.clone(),
+    })
+}
+
+/// The entries of one `hooks` object, flattened (a Claude Code group becomes one entry per
+/// handler), in order. Shape errors and unknown events go to `p` under `origin`.
+fn flatten<'a>(hooks: &'a Value, origin: &str, p: &mut Problems) -> Vec<Raw<'a>> {
+    let mut out = Vec::new();
+    let map = match hooks {
+        Value::Null => return out,
+        Value::Object(m) => m,
+        other => {
+            p.errors.push(format!(
+                "{origin}: hooks must be an object keyed by event name, not {other}"
+            ));
+            return out;
+        }
+    };
+    for (key, list) in map {
+        let Some(event) = Event::parse(key) else {
+            p.warnings.push(format!(
+                "{origin}: unknown hook event '{key}' ignored (known: {})",
+                EVENTS.map(Event::name).join(", ")
+            ));
+            continue;
+        };
+        let Some(items) = list.as_array() else {
+            p.errors
+                .push(format!("{origin}: hooks.{key} must be an array of hooks"));
+            continue;
+        };
+        for (i, item) in items.iter().enumerate() {
+            let Some(entry) = item.as_object() else {
+                p.errors.push(format!(
+                    "{origin}: hooks.{key}[{i}] must be an object with a command"
+                ));
+                continue;
+            };
+            match entry.get("hooks") {
+                Some(Value::Array(handlers)) => {
+                    for k in entry.keys() {
+                        if k != "hooks" && k != "matcher" {
+                            p.warnings.push(format!(
+                                "{origin}: hooks.{key}[{i}]: unknown key '{k}' ignored"
+                            ));
+                        }
+                    }
+                    for (j, h) in handlers.iter().enumerate() {
+                        match h.as_object() {
+                            Some(hm) => out.push(Raw {
+                                event,
+                                entry: hm,
+                                group: Some(entry),
+                                location: format!("hooks.{key}[{i}].hooks[{j}]"),
+                            }),
+                            None => p.errors.push(format!(
+                                "{origin}: hooks.{key}[{i}].hooks[{j}] must be an object with a command"
+                            )),
+                        }
+                    }
+                }
+                Some(_) => p.errors.push(format!(
+                    "{origin}: hooks.{key}[{i}].hooks must be an array of handlers"
+                )),
+                None => out.push(Raw {
+                    event,
+                    entry,
+                    group: None,
+                    location: format!("hooks.{key}[{i}]"),
+                }),
+            }
+        }
+    }
+    out
+}
+
+/// A hook entry of one layer, for naming the file a merged entry came from.
+struct Attributed<'a> {
+    event: Event,
+    entry: &'a Map<String, Value>,
+    group: Option<&'a Map<String, Value>>,
+    origin: String,
+    location: String,
+    used: bool,
+}
+
+/// Reads the merged `hooks` value of the configuration. `sources` are the layers' own `hooks`
+/// values, lowest priority first: they name the file each hook came from and fix config order
+/// (global before project, file order within a file), whatever the merged object's key order.
+pub fn parse(merged: &Value, sources: &[Source]) -> Result<(HookConfig, Vec<String>), Problems> {
+    let mut p = Problems::default();
+    // Flatten each source to (event, entry, origin, location) for attribution; their own
+    // problems are reported against the merged value below, so discard them here.
+    let mut scratch = Problems::default();
+    let mut attributed: Vec<Attributed> = Vec::new();
+    for s in sources {
+        for r in flatten(s.hooks, &s.origin, &mut scratch) {
+            attributed.push(Attributed {
+                event: r.event,
+                entry: r.entry,
+                group: r.group,
+                origin: s.origin.clone(),
+                location: r.location,
+                used: false,
+            });
+        }
+    }
+    let mut defs: Vec<(usize, HookDef)> = Vec::new();
+    let merged_raw = flatten(merged, "<merged configuration>", &mut Problems::default());
+    for raw in merged_raw {
+        // The first unused identical entry in the layers is where this one came from.
+        let found = attributed.iter_mut().enumerate().find(|(_, a)| {
+            !a.used
+                && a.event == raw.event
+                && a.entry == raw.entry
+                && a.group.map(|g| g.get("matcher")) == raw.group.map(|g| g.get("matcher"))
+        });
+        let (order, origin, location) = match found {
+            Some((i, a)) => {
+                a.used = true;
+                (i, a.origin.clone(), a.location.clone())
+            }
+            None => (
+                usize::MAX,
+                "<merged configuration>".to_string(),
+                raw.location.clone(),
+            ),
+        };
+        let raw = Raw { location, ..raw };
+        if let Some(d) = build(&raw, &origin, &mut p) {
+            defs.push((order, d));
+        }
+    }
+    // Shape problems and unknown events, named after the file that has them.
+    for s in sources {
+        let mut own = Problems::default();
+        flatten(s.hooks, &s.origin, &mut own);
+        p.errors.extend(own.errors);
+        p.warnings.extend(own.warnings);
+    }
+    if sources.is_empty() {
+        flatten(merged, "<configuration>", &mut p);
+    }
+    if !p.errors.is_empty() {
+        return Err(p);
+    }
+    defs.sort_by_key(|(order, _)| *order);
+    Ok((
+        HookConfig {
+            hooks: defs.into_iter().map(|(_, d)| d).collect(),
+        },
+        p.warnings,
+    ))
+}
+
+impl HookConfig {
+    /// Parses one `hooks` value on its own (tests, `hooks test` with an inline config).
+    pub fn from_value(v: &Value, origin: &str) -> Result<(HookConfig, Vec<String>), Problems> {
+        parse(
+            v,
+            &[Source {
+                origin: origin.to_string(),
+                hooks: v,
+            }],
+        )
+    }
+
+    /// The hooks of `event` in config order.
+    pub fn for_event(&self, event: Event) -> impl Iterator<Item = &HookDef> {
+        self.hooks.iter().filter(move |h| h.event == event)
+    }
+
+    /// The hooks that run for `event` on `tool`: matching ones, identical commands dropped
+    /// (first kept).
+    pub fn select(&self, event: Event, tool: Option<&str>) -> Vec<&HookDef> {
+        let mut out: Vec<&HookDef> = Vec::new();
+        for h in self.for_event(event) {
+            if h.matches(tool) && !out.iter().any(|o| o.command == h.command) {
+                out.push(h);
+            }
+        }
+        out
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.hooks.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn cfg(v: Value) -> HookConfig {
+        HookConfig::from_value(&v, "/p/crush.json")
+            .unwrap_or_else(|p| panic!("{:?}", p.errors))
+            .0
+    }
+
+    fn problems(v: Value) -> Problems {
+        HookConfig::from_value(&v, "/p/crush.json").unwrap_err()
+    }
+
+    // Go Crush TestValidateHooks*: event-name normalisation.
+    #[test]
+    fn event_names_are_case_insensitive_and_snake_caseable() {
+        for s in [
+            "PreToolUse",
+            "pretooluse",
+            "pre_tool_use",
+            "PRE_TOOL_USE",
+            "preToolUse",
+        ] {
+            assert_eq!(Event::parse(s), Some(Event::PreToolUse), "{s}");
+        }
+        assert_eq!(
+            Event::parse("user-prompt-submit"),
+            Some(Event::UserPromptSubmit)
+        );
+        assert_eq!(Event::parse("stop"), Some(Event::Stop));
+        assert_eq!(Event::parse("TurnEnd"), None);
+    }
+
+    #[test]
+    fn invalid_regex_is_an_error_naming_the_hook_and_file() {
+        let p = problems(
+            json!({"PreToolUse":[{"name":"guard","matcher":"[invalid","command":"true"}]}),
+        );
+        assert_eq!(p.errors.len(), 1);
+        let e = &p.errors[0];
+        assert!(
+            e.starts_with("/p/crush.json: hooks.PreToolUse[0] (hook 'guard')")
+                && e.contains("invalid matcher regex"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn an_empty_command_is_an_error() {
+        let p = problems(json!({"PreToolUse":[{"matcher":"bash","command":""}]}));
+        assert!(
+            p.errors[0].contains("command is required"),
+            "{:?}",
+            p.errors
+        );
+        let p = problems(json!({"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command"}]}]}));
+        assert!(
+            p.errors[0].contains("hooks.PreToolUse[0].hooks[0]"),
+            "{:?}",
+            p.errors
+        );
+    }
+
+    #[test]
+    fn an_unknown_event_is_a_warning() {
+        let (c, w) =
+            HookConfig::from_value(&json!({"TurnEnd":[{"command":"true"}]}), "/p/crush.json")
+                .unwrap();
+        assert!(c.is_empty());
+        assert!(w[0].contains("unknown hook event 'TurnEnd'"), "{w:?}");
+    }
+
+    // Go Crush TestRunnerMatcherFiltering.
+    #[test]
+    fn matchers_filter_by_tool_name() {
+        let c = cfg(json!({"PreToolUse":[
+            {"matcher":"^bash$","command":"a"},
+            {"matcher":"^edit$","command":"b"},
+            {"command":"c"},
+            {"matcher":"^mcp_","command":"d"}
+        ]}));
+        let names = |tool: &str| {
+            c.select(Event::PreToolUse, Some(tool))
+                .iter()
+                .map(|h| h.command.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names("bash"), vec!["a", "c"]);
+        assert_eq!(names("mcp_github_get_me"), vec!["c", "d"]);
+        assert_eq!(names("view"), vec!["c"]);
+    }
+
+    #[test]
+    fn identical_commands_are_deduplicated_first_kept() {
+        let c = cfg(json!({"PreToolUse":[
+            {"name":"one","command":"same"},
+            {"name":"two","command":"same"},
+            {"command":"other"}
+        ]}));
+        let sel = c.select(Event::PreToolUse, Some("bash"));
+        assert_eq!(sel.len(), 2);
+        assert_eq!(sel[0].display_name(), "one");
+    }
+
+    // Go Crush TestRunnerHookNameUsesDisplayName.
+    #[test]
+    fn display_name_is_the_name_else_the_command() {
+        let c = cfg(json!({"PreToolUse":[{"name":"nice","command":"x"},{"command":"echo hi"}]}));
+        assert_eq!(c.hooks[0].display_name(), "nice");
+        assert_eq!(c.hooks[1].display_name(), "echo hi");
+    }
+
+    #[test]
+    fn timeout_defaults_to_30_s_and_fail_closed_to_false() {
+        let c = cfg(
+            json!({"PreToolUse":[{"command":"x"},{"command":"y","timeout":5,"fail_closed":true},{"command":"z","timeout":0}]}),
+        );
+        assert_eq!(c.hooks[0].timeout, DEFAULT_TIMEOUT);
+        assert!(!c.hooks[0].fail_closed);
+        assert_eq!(c.hooks[1].timeout, Duration::from_secs(5));
+        assert!(c.hooks[1].fail_closed);
+        assert_eq!(c.hooks[2].timeout, DEFAULT_TIMEOUT);
+        assert!(
+            problems(json!({"PreToolUse":[{"command":"x","timeout":"5"}]})).errors[0]
+                .contains("timeout")
+        );
+    }
+
+    #[test]
+    fn claude_code_nested_shape_is_accepted() {
+        let c = cfg(json!({"PreToolUse":[{"matcher":"Bash","hooks":[
+            {"type":"command","command":"check.sh","timeout":7},
+            {"type":"http","url":"http://x"}
+        ]}]}));
+        assert_eq!(c.hooks.len(), 1);
+        let h = &c.hooks[0];
+        assert_eq!(h.dialect, Dialect::ClaudeCode);
+        assert_eq!(h.timeout, Duration::from_secs(7));
+        assert_eq!(h.location, "hooks.PreToolUse[0].hooks[0]");
+        assert!(h.matches(Some("bash")), "Bash matches Crush's bash");
+        assert!(!h.matches(Some("edit")));
+        assert_eq!(h.payload_tool_name("bash"), "Bash");
+        let (_, w) = HookConfig::from_value(
+            &json!({"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"http","url":"u"}]}]}),
+            "f",
+        )
+        .unwrap();
+        assert!(w.iter().any(|w| w.contains("type 'http'")), "{w:?}");
+    }
+
+    #[test]
+    fn claude_code_matchers_follow_claude_code_rules() {
+        let c = cfg(json!({"PreToolUse":[
+            {"matcher":"Edit|Write","hooks":[{"command":"a"}]},
+            {"matcher":"*","hooks":[{"command":"b"}]},
+            {"matcher":"Edit","hooks":[{"command":"c"}]},
+            {"matcher":"mcp__github__.*","hooks":[{"command":"d"}]},
+            {"matcher":"Read","hooks":[{"command":"e"}]}
+        ]}));
+        let names = |tool: &str| {
+            c.select(Event::PreToolUse, Some(tool))
+                .iter()
+                .map(|h| h.command.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names("write"), vec!["a", "b"]);
+        // A plain name is exact: Edit does not match MultiEdit.
+        assert_eq!(names("multiedit"), vec!["b"]);
+        assert_eq!(names("edit"), vec!["a", "b", "c"]);
+        assert_eq!(names("mcp_github_create_pr"), vec!["b", "d"]);
+        assert_eq!(names("view"), vec!["b", "e"]);
+    }
+
+    #[test]
+    fn claude_tool_names() {
+        assert_eq!(claude_tool_name("view").as_deref(), Some("Read"));
+        assert_eq!(
+            claude_tool_name("mcp_fs_read").as_deref(),
+            Some("mcp__fs__read")
+        );
+        assert_eq!(claude_tool_name("mystery"), None);
+    }
+
+    #[test]
+    fn origins_name_the_file_and_config_order_is_layer_order() {
+        let global = json!({"pre_tool_use":[{"command":"g"}]});
+        let project = json!({"PreToolUse":[{"command":"p"}, {"command":"q"}]});
+        let mut merged = json!({});
+        crate::config::json::merge(&mut merged, json!({"hooks": global.clone()}));
+        crate::config::json::merge(&mut merged, json!({"hooks": project.clone()}));
+        let (c, _) = parse(
+            &merged["hooks"],
+            &[
+                Source {
+                    origin: "/g/crush.json".into(),
+                    hooks: &global,
+                },
+                Source {
+                    origin: "/p/crush.json".into(),
+                    hooks: &project,
+                },
+            ],
+        )
+        .unwrap();
+        let got: Vec<(&str, &str)> = c
+            .hooks
+            .iter()
+            .map(|h| (h.command.as_str(), h.origin.as_str()))
+            .collect();
+        // The merged object sorts PreToolUse (project) before pre_tool_use (global); config
+        // order follows the files.
+        assert_eq!(
+            got,
+            vec![
+                ("g", "/g/crush.json"),
+                ("p", "/p/crush.json"),
+                ("q", "/p/crush.json")
+            ]
+        );
+    }
+
+    #[test]
+    fn entries_removed_by_a_later_layer_are_gone() {
+        // The merged value is authoritative (a crushrc `hook remove` changes it); layers only name files.
+        let global = json!({"PreToolUse":[{"command":"g"}]});
+        let merged = json!({"PreToolUse":[]});
+        let (c, _) = parse(
+            &merged,
+            &[Source {
+                origin: "/g/crush.json".into(),
+                hooks: &global,
+            }],
+        )
+        .unwrap();
+        assert!(c.is_empty());
+    }
+}

@@ -1,0 +1,544 @@
+//! Hooks (SPEC §4): user commands run at points of a turn — `PreToolUse`, `PostToolUse`,
+//! `UserPromptSubmit`, `SessionStart`, `Stop` — that can allow, deny or halt, add context, and
+//! rewrite a tool's input or the user's prompt.
+//!
+//! - `config`: the `hooks` configuration in Crush's flat shape and Claude Code's nested shape.
+//! - `runner`: processes, threads, timeouts, output caps.
+//! - `envelope`: what one hook said (exit code + stdout JSON), pure.
+//! - `compose`: many verdicts folded into one in config order, pure.
+//!
+//! This module knows nothing of turns or tools: the agent builds a `Request` and applies the
+//! `Outcome`.
+
+pub mod compose;
+pub mod config;
+pub mod envelope;
+pub mod runner;
+
+pub use compose::Composed;
+pub use config::{Dialect, Event, HookConfig, HookDef};
+pub use envelope::Decision;
+
+use envelope::ReadOptions;
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The tool call a tool event is about.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolCall<'a> {
+    pub name: &'a str,
+    pub input: &'a Value,
+    pub id: &'a str,
+}
+
+/// One firing of an event.
+#[derive(Debug, Clone)]
+pub struct Request<'a> {
+    pub event: Event,
+    pub session_id: &'a str,
+    /// The session's working directory (CRUSH_CWD; the hooks' cwd).
+    pub cwd: &'a Path,
+    pub project_dir: &'a Path,
+    pub tool: Option<ToolCall<'a>>,
+    /// Event-specific payload fields: `prompt`, `attachments`, `tool_response`, `source`,
+    /// `stop_hook_active`, `last_assistant_message`...
+    pub fields: Map<String, Value>,
+}
+
+/// What one hook did, for display and for the session store.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct HookReport {
+    pub event: &'static str,
+    pub name: String,
+    pub command: String,
+    pub matcher: String,
+    pub origin: String,
+    /// allow | deny | halt | none
+    pub decision: &'static str,
+    pub halt: bool,
+    pub reason: String,
+    pub input_rewrite: bool,
+    pub prompt_rewrite: bool,
+    pub context: bool,
+    /// Non-blocking problems: exit code, timeout, unparseable output...
+    pub notes: Vec<String>,
+    pub duration_ms: u64,
+}
+
+impl HookReport {
+    /// One line for humans: `hook PreToolUse no-rm [^bash$] → deny: rm is not allowed`.
+    pub fn line(&self) -> String {
+        let mut name: String = self.name.chars().take(40).collect();
+        if self.name.chars().count() > 40 {
+            name.push('…');
+        }
+        let mut s = format!("hook {} {name}", self.event);
+        if !self.matcher.is_empty() {
+            s.push_str(&format!(" [{}]", self.matcher));
+        }
+        s.push_str(&format!(" → {}", self.decision));
+        let mut extra = Vec::new();
+        if self.input_rewrite {
+            extra.push("rewrote input".to_string());
+        }
+        if self.prompt_rewrite {
+            extra.push("rewrote prompt".to_string());
+        }
+        if self.context {
+            extra.push("added context".to_string());
+        }
+        if !extra.is_empty() {
+            s.push_str(&format!(" ({})", extra.join(", ")));
+        }
+        if !self.reason.is_empty() {
+            s.push_str(": ");
+            s.push_str(self.reason.lines().next().unwrap_or(""));
+        }
+        for n in &self.notes {
+            s.push_str(&format!(" [warning: {n}]"));
+        }
+        s
+    }
+}
+
+/// The result of firing an event.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub event: Event,
+    pub composed: Composed,
+    /// One per hook that ran, in config order.
+    pub reports: Vec<HookReport>,
+    /// `composed.context_files` resolved against the cwd, missing ones dropped.
+    pub context_files: Vec<PathBuf>,
+    /// Context files that did not exist (as the hooks gave them).
+    pub dropped_files: Vec<String>,
+}
+
+impl Outcome {
+    pub fn none(event: Event) -> Outcome {
+        Outcome {
+            event,
+            composed: Composed::default(),
+            reports: Vec::new(),
+            context_files: Vec::new(),
+            dropped_files: Vec::new(),
+        }
+    }
+
+    pub fn ran(&self) -> bool {
+        !self.reports.is_empty()
+    }
+
+    /// The per-hook results as stored in a tool result's metadata (Go Crush's `hook` shape).
+    pub fn metadata(&self) -> Value {
+        let c = &self.composed;
+        json!({
+            "event": self.event.name(),
+            "hook_count": self.reports.len(),
+            "decision": c.verdict(),
+            "halt": c.halt,
+            "reason": c.reason,
+            "input_rewrite": c.updated_input.is_some(),
+            "context_files": self.context_files,
+            "context_files_dropped": self.dropped_files,
+            "hooks": self.reports,
+        })
+    }
+
+    /// The context and context files as text for the model ("" when there are none). `cwd`
+    /// shortens the file paths.
+    pub fn context_text(&self, cwd: &Path) -> String {
+        let mut parts = Vec::new();
+        if !self.composed.context.is_empty() {
+            parts.push(self.composed.context.join("\n"));
+        }
+        if !self.context_files.is_empty() {
+            let mut s = String::from(
+                "Referenced files (a hook says they are relevant; open them with the view tool if you need them):",
+            );
+            for f in &self.context_files {
+                let shown = f.strip_prefix(cwd).unwrap_or(f);
+                s.push_str(&format!("\n- {}", shown.display()));
+            }
+            parts.push(s);
+        }
+        parts.join("\n\n")
+    }
+}
+
+/// The stdin payload for one hook. Claude Code's field names are always there
+/// (`hook_event_name`, `tool_use_id`); a hook declared in Claude Code's shape sees Claude
+/// Code's tool name.
+pub fn payload(req: &Request, dialect: Dialect) -> Value {
+    let mut m = Map::new();
+    m.insert("event".into(), json!(req.event.name()));
+    m.insert("hook_event_name".into(), json!(req.event.name()));
+    m.insert("session_id".into(), json!(req.session_id));
+    m.insert("cwd".into(), json!(req.cwd.to_string_lossy()));
+    if let Some(t) = &req.tool {
+        let name = match dialect {
+            Dialect::Crush => t.name.to_string(),
+            Dialect::ClaudeCode => {
+                config::claude_tool_name(t.name).unwrap_or_else(|| t.name.to_string())
+            }
+        };
+        m.insert("tool_name".into(), json!(name));
+        m.insert("tool_input".into(), t.input.clone());
+        m.insert("tool_use_id".into(), json!(t.id));
+    }
+    for (k, v) in &req.fields {
+        m.insert(k.clone(), v.clone());
+    }
+    Value::Object(m)
+}
+
+/// The variables every hook gets on top of crush's environment.
+pub fn env(req: &Request) -> Vec<(String, String)> {
+    let mut v = vec![
+        ("CRUSH".to_string(), "1".to_string()),
+        ("AGENT".into(), "crush".into()),
+        ("AI_AGENT".into(), "crush".into()),
+        ("CRUSH_EVENT".into(), req.event.name().into()),
+        ("CRUSH_SESSION_ID".into(), req.session_id.into()),
+        ("CRUSH_CWD".into(), req.cwd.to_string_lossy().into_owned()),
+        (
+            "CRUSH_PROJECT_DIR".into(),
+            req.project_dir.to_string_lossy().into_owned(),
+        ),
+        (
+            "CLAUDE_PROJECT_DIR".into(),
+            req.project_dir.to_string_lossy().into_owned(),
+        ),
+    ];
+    if let Some(t) = &req.tool {
+        v.push(("CRUSH_TOOL_NAME".into(), t.name.into()));
+        for (key, var) in [
+            ("command", "CRUSH_TOOL_INPUT_COMMAND"),
+            ("file_path", "CRUSH_TOOL_INPUT_FILE_PATH"),
+        ] {
+            if let Some(val) = t.input.get(key).and_then(Value::as_str)
+                && val.len() <= MAX_ENV_VALUE
+                && !val.contains('\0')
+            {
+                v.push((var.into(), val.into()));
+            }
+        }
+    }
+    v
+}
+
+/// Longest tool value put in the environment. Linux refuses to start a process with a single
+/// variable over 128 KiB; a longer command is left out (never cut: a guard must not see a prefix
+/// and think it saw everything) and the hook finds it in `tool_input` on stdin.
+pub const MAX_ENV_VALUE: usize = 64 * 1024;
+
+impl HookConfig {
+    /// Fires `req.event`: runs the matching hooks in parallel and composes their verdicts in
+    /// config order. Without matching hooks, nothing runs and the outcome is empty.
+    pub fn run(&self, req: &Request) -> Outcome {
+        let selected = self.select(req.event, req.tool.map(|t| t.name));
+        if selected.is_empty() {
+            return Outcome::none(req.event);
+        }
+        let env = Arc::new(env(req));
+        let mut payloads: [Option<Vec<u8>>; 2] = [None, None];
+        let jobs: Vec<runner::Job> = selected
+            .iter()
+            .map(|h| {
+                let slot = match h.dialect {
+                    Dialect::Crush => 0,
+                    Dialect::ClaudeCode => 1,
+                };
+                let stdin = payloads[slot]
+                    .get_or_insert_with(|| payload(req, h.dialect).to_string().into_bytes())
+                    .clone();
+                runner::Job {
+                    command: h.command.clone(),
+                    cwd: req.cwd.to_path_buf(),
+                    env: env.clone(),
+                    stdin,
+                    timeout: h.timeout,
+                }
+            })
+            .collect();
+        let captured = runner::run_all(jobs);
+        let plain_context = matches!(req.event, Event::UserPromptSubmit | Event::SessionStart);
+        let results: Vec<envelope::HookResult> = selected
+            .iter()
+            .zip(&captured)
+            .map(|(h, c)| {
+                envelope::interpret(
+                    c,
+                    h.display_name(),
+                    ReadOptions {
+                        fail_closed: h.fail_closed,
+                        plain_stdout_is_context: plain_context && h.dialect == Dialect::ClaudeCode,
+                    },
+                )
+            })
+            .collect();
+        let composed = compose::compose(&results, req.tool.map(|t| t.input));
+        let (context_files, dropped_files) =
+            compose::resolve_context_files(&composed.context_files, req.cwd);
+        let reports = selected
+            .iter()
+            .zip(&results)
+            .zip(&captured)
+            .map(|((h, r), c)| HookReport {
+                event: req.event.name(),
+                name: h.display_name().to_string(),
+                command: h.command.clone(),
+                matcher: h.matcher.clone(),
+                origin: h.origin.clone(),
+                decision: if r.halt { "halt" } else { r.decision.as_str() },
+                halt: r.halt,
+                reason: r.reason.clone(),
+                input_rewrite: r.updated_input.is_some(),
+                prompt_rewrite: r.updated_prompt.is_some(),
+                context: !r.context.is_empty() || !r.context_files.is_empty(),
+                notes: r.notes.clone(),
+                duration_ms: c.duration_ms,
+            })
+            .collect();
+        Outcome {
+            event: req.event,
+            composed,
+            reports,
+            context_files,
+            dropped_files,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req<'a>(input: &'a Value, dir: &'a Path) -> Request<'a> {
+        Request {
+            event: Event::PreToolUse,
+            session_id: "sess-1",
+            cwd: dir,
+            project_dir: dir,
+            tool: Some(ToolCall {
+                name: "bash",
+                input,
+                id: "call_01",
+            }),
+            fields: Map::new(),
+        }
+    }
+
+    // Go Crush TestBuildEnv.
+    #[test]
+    fn env_has_every_crush_variable() {
+        let input = json!({"command":"ls","file_path":"/tmp/f"});
+        let r = req(&input, Path::new("/p"));
+        let e = env(&r);
+        let get = |k: &str| e.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        assert_eq!(get("CRUSH"), Some("1"));
+        assert_eq!(get("AGENT"), Some("crush"));
+        assert_eq!(get("AI_AGENT"), Some("crush"));
+        assert_eq!(get("CRUSH_EVENT"), Some("PreToolUse"));
+        assert_eq!(get("CRUSH_TOOL_NAME"), Some("bash"));
+        assert_eq!(get("CRUSH_SESSION_ID"), Some("sess-1"));
+        assert_eq!(get("CRUSH_CWD"), Some("/p"));
+        assert_eq!(get("CRUSH_PROJECT_DIR"), Some("/p"));
+        assert_eq!(get("CLAUDE_PROJECT_DIR"), Some("/p"));
+        assert_eq!(get("CRUSH_TOOL_INPUT_COMMAND"), Some("ls"));
+        assert_eq!(get("CRUSH_TOOL_INPUT_FILE_PATH"), Some("/tmp/f"));
+    }
+
+    #[test]
+    fn oversized_tool_values_stay_out_of_the_environment() {
+        let input = json!({"command": "x".repeat(MAX_ENV_VALUE + 1), "file_path": "/f"});
+        let e = env(&req(&input, Path::new("/p")));
+        assert!(!e.iter().any(|(k, _)| k == "CRUSH_TOOL_INPUT_COMMAND"));
+        assert!(e.iter().any(|(k, _)| k == "CRUSH_TOOL_INPUT_FILE_PATH"));
+    }
+
+    #[test]
+    fn tool_variables_only_on_tool_events() {
+        let r = Request {
+            event: Event::UserPromptSubmit,
+            session_id: "s",
+            cwd: Path::new("/p"),
+            project_dir: Path::new("/p"),
+            tool: None,
+            fields: Map::new(),
+        };
+        assert!(!env(&r).iter().any(|(k, _)| k.starts_with("CRUSH_TOOL")));
+    }
+
+    // Go Crush TestBuildPayload.
+    #[test]
+    fn payload_carries_the_tool_input_as_an_object() {
+        let input = json!({"command":"ls"});
+        let r = req(&input, Path::new("/p"));
+        let p = payload(&r, Dialect::Crush);
+        assert_eq!(p["event"], "PreToolUse");
+        assert_eq!(p["hook_event_name"], "PreToolUse");
+        assert_eq!(p["tool_name"], "bash");
+        assert_eq!(p["tool_input"], json!({"command":"ls"}));
+        assert_eq!(p["tool_use_id"], "call_01");
+        assert_eq!(p["session_id"], "sess-1");
+        assert_eq!(payload(&r, Dialect::ClaudeCode)["tool_name"], "Bash");
+    }
+
+    fn hooks(v: Value) -> HookConfig {
+        HookConfig::from_value(&json!({ "PreToolUse": v }), "/p/crush.json")
+            .unwrap_or_else(|p| panic!("{:?}", p.errors))
+            .0
+    }
+
+    // Go Crush runner cases, end to end through real processes.
+    #[test]
+    fn runner_allow_deny_halt_and_errors() {
+        let d = tempfile::tempdir().unwrap();
+        let input = json!({"command":"ls"});
+        let run = |cmd: &str| hooks(json!([{ "command": cmd }])).run(&req(&input, d.path()));
+        let o = run(r#"echo '{"decision":"allow","context":"ok"}'"#);
+        assert_eq!(o.composed.decision, Decision::Allow);
+        assert_eq!(o.composed.context, vec!["ok"]);
+        let o = run("echo forbidden >&2; exit 2");
+        assert_eq!(
+            (o.composed.decision, o.composed.halt),
+            (Decision::Deny, false)
+        );
+        assert_eq!(o.composed.reason, "forbidden");
+        let o = run("echo 'stop the turn' >&2; exit 49");
+        assert!(o.composed.halt);
+        assert_eq!(o.composed.reason, "stop the turn");
+        let o = run(r#"echo '{"halt":true,"reason":"json halt"}'"#);
+        assert!(o.composed.halt);
+        let o = run("exit 1");
+        assert_eq!(o.composed.verdict(), "none");
+        assert!(o.reports[0].notes[0].contains("code 1"));
+        assert!(!hooks(json!([])).run(&req(&input, d.path())).ran());
+    }
+
+    #[test]
+    fn runner_dedupes_identical_commands() {
+        let d = tempfile::tempdir().unwrap();
+        let input = json!({});
+        let cmd = r#"echo x >> runs; echo '{"decision":"allow"}'"#;
+        let o = hooks(json!([{ "command": cmd }, { "command": cmd }])).run(&req(&input, d.path()));
+        assert_eq!(o.reports.len(), 1);
+        assert_eq!(
+            std::fs::read_to_string(d.path().join("runs")).unwrap(),
+            "x\n"
+        );
+        assert_eq!(o.composed.decision, Decision::Allow);
+    }
+
+    #[test]
+    fn runner_parallel_allow_and_deny_gives_deny() {
+        let d = tempfile::tempdir().unwrap();
+        let input = json!({});
+        let o = hooks(json!([
+            {"command": "echo '{\"decision\":\"allow\"}'"},
+            {"command": "sleep 0.2; echo '{\"decision\":\"deny\",\"reason\":\"nope\"}'"}
+        ]))
+        .run(&req(&input, d.path()));
+        assert_eq!(o.composed.decision, Decision::Deny);
+        assert_eq!(o.composed.reason, "nope");
+    }
+
+    #[test]
+    fn runner_env_vars_reach_the_hook() {
+        let d = tempfile::tempdir().unwrap();
+        let input = json!({});
+        let o = hooks(json!([{"command": "printf '{\"context\":\"%s\"}' \"$CRUSH_TOOL_NAME\""}]))
+            .run(&req(&input, d.path()));
+        assert_eq!(o.composed.context, vec!["bash"]);
+    }
+
+    #[test]
+    fn runner_updated_input_preserves_other_keys() {
+        let d = tempfile::tempdir().unwrap();
+        let input = json!({"command":"npm test","timeout":60});
+        let o =
+            hooks(json!([{"command": "echo '{\"updated_input\":{\"command\":\"bun test\"}}'"}]))
+                .run(&req(&input, d.path()));
+        assert_eq!(
+            o.composed.updated_input,
+            Some(json!({"command":"bun test","timeout":60}))
+        );
+        assert!(o.reports[0].input_rewrite);
+    }
+
+    #[test]
+    fn runner_timeout_is_no_opinion_and_fail_closed_denies() {
+        let d = tempfile::tempdir().unwrap();
+        let input = json!({});
+        let o = hooks(json!([{"name":"slow","command":"sleep 10","timeout":0.2}]))
+            .run(&req(&input, d.path()));
+        assert_eq!(o.composed.verdict(), "none");
+        assert!(
+            o.reports[0].notes[0].contains("timed out"),
+            "{:?}",
+            o.reports
+        );
+        let o =
+            hooks(json!([{"name":"slow","command":"sleep 10","timeout":0.2,"fail_closed":true}]))
+                .run(&req(&input, d.path()));
+        assert_eq!(o.composed.decision, Decision::Deny);
+        assert!(
+            o.composed.reason.contains("'slow'"),
+            "{}",
+            o.composed.reason
+        );
+    }
+
+    #[test]
+    fn stdin_payload_reaches_the_hook() {
+        let d = tempfile::tempdir().unwrap();
+        let input = json!({"command":"ls -la"});
+        let o = hooks(json!([{"command": "cat > payload.json"}])).run(&req(&input, d.path()));
+        assert!(o.reports[0].notes.is_empty(), "{:?}", o.reports);
+        let p: Value =
+            serde_json::from_str(&std::fs::read_to_string(d.path().join("payload.json")).unwrap())
+                .unwrap();
+        assert_eq!(p["tool_input"]["command"], "ls -la");
+        assert_eq!(p["hook_event_name"], "PreToolUse");
+    }
+
+    #[test]
+    fn context_files_are_resolved_and_rendered() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("README.md"), "r").unwrap();
+        let input = json!({});
+        let o = hooks(json!([{"command": "echo '{\"context\":\"c\",\"context_files\":[\"README.md\",\"gone.md\",\"./README.md\"]}'"}]))
+            .run(&req(&input, d.path()));
+        assert_eq!(o.context_files, vec![d.path().join("README.md")]);
+        assert_eq!(o.dropped_files, vec!["gone.md"]);
+        let t = o.context_text(d.path());
+        assert!(t.starts_with("c\n\nReferenced files"), "{t}");
+        assert!(t.ends_with("\n- README.md"), "{t}");
+    }
+
+    #[test]
+    fn report_lines_name_the_hook_matcher_and_decision() {
+        let r = HookReport {
+            event: "PreToolUse",
+            name: "no-rm".into(),
+            command: "x".into(),
+            matcher: "^bash$".into(),
+            origin: "/p/crush.json".into(),
+            decision: "deny",
+            halt: false,
+            reason: "rm is not allowed".into(),
+            input_rewrite: false,
+            prompt_rewrite: false,
+            context: false,
+            notes: vec![],
+            duration_ms: 3,
+        };
+        assert_eq!(
+            r.line(),
+            "hook PreToolUse no-rm [^bash$] → deny: rm is not allowed"
+        );
+    }
+}

@@ -1,0 +1,589 @@
+//! Running hook processes: one worker thread per hook, each process in its own process group,
+//! stdin written from its own thread, stdout and stderr read on their own threads into capped
+//! buffers. No hook can hang the caller: past its timeout a hook's group gets SIGTERM, then
+//! SIGKILL after a grace, and a hook whose leftover children keep its pipes open is abandoned.
+//!
+//! Threads are detached rather than scoped on purpose: a reader blocked on a pipe that a
+//! grandchild holds cannot be interrupted, so it is left behind and its result ignored.
+
+use super::envelope::{Captured, Exit};
+use std::io::{Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Bytes kept per stream; the rest is read and discarded so the hook never blocks on a full pipe.
+pub const OUTPUT_CAP: usize = 1 << 20;
+/// Between SIGTERM and SIGKILL, and how long to wait for pipes after the hook exited.
+pub const GRACE: Duration = Duration::from_secs(1);
+
+/// One hook process to run.
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub command: String,
+    pub cwd: PathBuf,
+    pub env: Arc<Vec<(String, String)>>,
+    pub stdin: Vec<u8>,
+    pub timeout: Duration,
+}
+
+/// Runs every job in parallel and returns their captures in the order given.
+pub fn run_all(jobs: Vec<Job>) -> Vec<Captured> {
+    let n = jobs.len();
+    if n == 1 {
+        // The calling thread is the single hook's worker.
+        return jobs.into_iter().map(run_one).collect();
+    }
+    let (tx, rx) = crossbeam_channel::unbounded::<(usize, Captured)>();
+    for (i, job) in jobs.into_iter().enumerate() {
+        let worker_tx = tx.clone();
+        let spawned = std::thread::Builder::new()
+            .name("hook".into())
+            .spawn(move || {
+                let _ = worker_tx.send((i, run_one(job)));
+            });
+        if let Err(e) = spawned {
+            let _ = tx.send((
+                i,
+                Captured::not_started(format!("cannot start a thread: {e}")),
+            ));
+        }
+    }
+    drop(tx);
+    let mut out: Vec<Option<Captured>> = vec![None; n];
+    // Every worker ends within its timeout plus two graces; the channel closes when all are done.
+    for (i, c) in rx.iter() {
+        out[i] = Some(c);
+    }
+    out.into_iter()
+        .map(|c| c.unwrap_or_else(|| Captured::not_started("the hook's worker thread failed")))
+        .collect()
+}
+
+const SHELL_META: &[char] = &[
+    '"', '\'', '\\', '$', '`', '|', '&', ';', '<', '>', '(', ')', '{', '}', '*', '?', '[', ']',
+    '~', '#', '!', '\n', '=',
+];
+
+fn sh_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+fn is_executable(p: &Path) -> bool {
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// `name` looked up on PATH.
+pub fn which(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| is_executable(p))
+}
+
+/// How a command is started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Plan {
+    /// Exec directly: program and arguments.
+    Exec(PathBuf, Vec<String>),
+    /// `/bin/sh -c SCRIPT`.
+    Shell(String),
+}
+
+/// The interpreter of a `#!` line: (program, arguments). `/usr/bin/env NAME` is unwrapped; a
+/// missing absolute interpreter is looked up by its base name on PATH.
+pub fn shebang_interpreter(line: &str) -> Result<(PathBuf, Vec<String>), String> {
+    let line = line.trim_start_matches("#!").trim_end_matches('\r').trim();
+    let (prog, rest) = match line.split_once(char::is_whitespace) {
+        Some((p, r)) => (p, r.trim()),
+        None => (line, ""),
+    };
+    if prog.is_empty() {
+        return Err("the #! line names no interpreter".into());
+    }
+    let base = Path::new(prog)
+        .file_name()
+        .map(|b| b.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if base == "env" {
+        let mut words = rest.split_whitespace().filter(|w| *w != "-S");
+        let name = words
+            .next()
+            .ok_or_else(|| format!("'#!{line}' names no program for env"))?;
+        let found = if name.contains('/') {
+            Some(PathBuf::from(name)).filter(|p| is_executable(p))
+        } else {
+            which(name)
+        };
+        let found = found
+            .ok_or_else(|| format!("interpreter '{name}' (from '#!{line}') not found on PATH"))?;
+        return Ok((found, words.map(str::to_string).collect()));
+    }
+    let args = if rest.is_empty() {
+        Vec::new()
+    } else {
+        // As the kernel does: everything after the interpreter is one argument.
+        vec![rest.to_string()]
+    };
+    let p = PathBuf::from(prog);
+    if is_executable(&p) {
+        return Ok((p, args));
+    }
+    match which(&base) {
+        Some(found) => Ok((found, args)),
+        None => Err(format!(
+            "interpreter '{prog}' not found, and '{base}' is not on PATH"
+        )),
+    }
+}
+
+/// Decides how to start `command` (SPEC §4): a first word naming an existing file with a `#!`
+/// line runs that interpreter; a file without one runs as a sh script (binaries run as they
+/// are); anything else is `/bin/sh -c COMMAND`.
+pub fn plan(command: &str, cwd: &Path) -> Result<Plan, String> {
+    let cmd = command.trim();
+    let first = cmd.split_whitespace().next().unwrap_or("");
+    let rest = &cmd[first.len()..];
+    if !first.contains('/') || first.contains(SHELL_META) {
+        return Ok(Plan::Shell(command.to_string()));
+    }
+    let path = if Path::new(first).is_absolute() {
+        PathBuf::from(first)
+    } else {
+        cwd.join(first)
+    };
+    if !path.is_file() {
+        return Ok(Plan::Shell(command.to_string()));
+    }
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(&path)
+        .and_then(|mut f| f.read(&mut head))
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let head = &head[..n];
+    let (prog, mut args) = if head.starts_with(b"#!") {
+        let line_end = head.iter().position(|&b| b == b'\n').unwrap_or(head.len());
+        let line = String::from_utf8_lossy(&head[..line_end]).into_owned();
+        shebang_interpreter(&line)?
+    } else if head.starts_with(b"\x7fELF") || head.contains(&0) {
+        // A binary: let the kernel run it.
+        return Ok(Plan::Shell(command.to_string()));
+    } else {
+        (PathBuf::from("/bin/sh"), Vec::new())
+    };
+    let script = path.to_string_lossy().into_owned();
+    if rest.contains(SHELL_META) {
+        // Keep the shell syntax of the arguments; replace only the program.
+        let mut s = format!("exec {}", sh_quote(&prog.to_string_lossy()));
+        for a in &args {
+            s.push(' ');
+            s.push_str(&sh_quote(a));
+        }
+        s.push(' ');
+        s.push_str(&sh_quote(&script));
+        s.push_str(rest);
+        return Ok(Plan::Shell(s));
+    }
+    args.push(script);
+    args.extend(rest.split_whitespace().map(str::to_string));
+    Ok(Plan::Exec(prog, args))
+}
+
+struct Stream {
+    buf: Vec<u8>,
+    truncated: bool,
+}
+
+enum Ev {
+    Exited(std::io::Result<std::process::ExitStatus>),
+    Eof,
+}
+
+fn reader(
+    mut pipe: impl Read + Send + 'static,
+    tx: crossbeam_channel::Sender<Ev>,
+) -> Arc<Mutex<Stream>> {
+    let shared = Arc::new(Mutex::new(Stream {
+        buf: Vec::new(),
+        truncated: false,
+    }));
+    let s = shared.clone();
+    let _ = std::thread::Builder::new()
+        .name("hook-output".into())
+        .spawn(move || {
+            let mut chunk = vec![0u8; 64 * 1024];
+            loop {
+                match pipe.read(&mut chunk) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        let mut st = s.lock().unwrap_or_else(|e| e.into_inner());
+                        let room = OUTPUT_CAP.saturating_sub(st.buf.len());
+                        if n > room {
+                            st.truncated = true;
+                        }
+                        let keep = n.min(room);
+                        st.buf.extend_from_slice(&chunk[..keep]);
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+            let _ = tx.send(Ev::Eof);
+        });
+    shared
+}
+
+fn snapshot(s: &Arc<Mutex<Stream>>) -> (Vec<u8>, bool) {
+    let st = s.lock().unwrap_or_else(|e| e.into_inner());
+    (st.buf.clone(), st.truncated)
+}
+
+fn killpg(pgid: i32, sig: i32) {
+    if pgid > 0 {
+        // SAFETY: a plain syscall on the process group we created for this hook.
+        unsafe {
+            libc::killpg(pgid, sig);
+        }
+    }
+}
+
+/// Runs one hook to completion, timeout or abandonment.
+pub fn run_one(job: Job) -> Captured {
+    let start = Instant::now();
+    let plan = match plan(&job.command, &job.cwd) {
+        Ok(p) => p,
+        Err(e) => return Captured::not_started(e),
+    };
+    let mut cmd = match &plan {
+        Plan::Exec(prog, args) => {
+            let mut c = Command::new(prog);
+            c.args(args);
+            c
+        }
+        Plan::Shell(s) => {
+            let mut c = Command::new("/bin/sh");
+            c.arg("-c").arg(s);
+            c
+        }
+    };
+    cmd.current_dir(&job.cwd)
+        .envs(job.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            let what = match &plan {
+                Plan::Exec(p, _) => p.display().to_string(),
+                Plan::Shell(_) => "/bin/sh".to_string(),
+            };
+            return Captured::not_started(format!("cannot start {what}: {e}"));
+        }
+    };
+    let pgid = child.id() as i32;
+    let (tx, rx) = crossbeam_channel::unbounded::<Ev>();
+    if let Some(mut stdin) = child.stdin.take() {
+        let data = job.stdin;
+        // A hook that never reads stdin makes this fail with EPIPE (or block until it exits):
+        // either way nothing waits on this thread.
+        let _ = std::thread::Builder::new()
+            .name("hook-stdin".into())
+            .spawn(move || {
+                let _ = stdin.write_all(&data);
+            });
+    }
+    let out = child.stdout.take().map(|p| reader(p, tx.clone()));
+    let err = child.stderr.take().map(|p| reader(p, tx.clone()));
+    let mut open_pipes = out.is_some() as usize + err.is_some() as usize;
+    {
+        let tx = tx.clone();
+        let _ = std::thread::Builder::new()
+            .name("hook-wait".into())
+            .spawn(move || {
+                let _ = tx.send(Ev::Exited(child.wait()));
+            });
+    }
+    drop(tx);
+
+    let deadline = start + job.timeout;
+    let mut status: Option<std::io::Result<std::process::ExitStatus>> = None;
+    let mut exited_at = start;
+    let mut timed_out = false;
+    let mut abandoned = false;
+    loop {
+        if status.is_some() && open_pipes == 0 {
+            break;
+        }
+        let until = if status.is_some() {
+            exited_at + GRACE
+        } else {
+            deadline
+        };
+        match rx.recv_deadline(until) {
+            Ok(Ev::Exited(s)) => {
+                status = Some(s);
+                exited_at = Instant::now();
+            }
+            Ok(Ev::Eof) => open_pipes = open_pipes.saturating_sub(1),
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) if status.is_none() => {
+                timed_out = true;
+                killpg(pgid, libc::SIGTERM);
+                let grace_end = Instant::now() + GRACE;
+                loop {
+                    match rx.recv_deadline(grace_end) {
+                        Ok(Ev::Exited(_)) => break,
+                        Ok(Ev::Eof) => {}
+                        Err(_) => {
+                            killpg(pgid, libc::SIGKILL);
+                            break;
+                        }
+                    }
+                }
+                break;
+            }
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                // Exited, but something it started still holds its pipes: stop waiting.
+                abandoned = true;
+                break;
+            }
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    let (stdout, stdout_truncated) = out.as_ref().map(snapshot).unwrap_or_default();
+    let (stderr, stderr_truncated) = err.as_ref().map(snapshot).unwrap_or_default();
+    let exit = if timed_out {
+        Exit::TimedOut(job.timeout)
+    } else {
+        match status {
+            Some(Ok(st)) => match (st.code(), st.signal()) {
+                (Some(c), _) => Exit::Code(c),
+                (None, Some(sig)) => Exit::Signal(sig),
+                (None, None) => Exit::Code(-1),
+            },
+            Some(Err(e)) => Exit::NotStarted(format!("cannot wait for the process: {e}")),
+            None => Exit::NotStarted("the process vanished".into()),
+        }
+    };
+    Captured {
+        exit,
+        stdout,
+        stderr,
+        stdout_truncated,
+        stderr_truncated,
+        abandoned,
+        duration_ms: start.elapsed().as_millis() as u64,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(dir: &Path, command: &str, stdin: &str, timeout: Duration) -> Job {
+        Job {
+            command: command.to_string(),
+            cwd: dir.to_path_buf(),
+            env: Arc::new(vec![("HOOK_TEST".into(), "yes".into())]),
+            stdin: stdin.as_bytes().to_vec(),
+            timeout,
+        }
+    }
+
+    fn run(dir: &Path, command: &str) -> Captured {
+        run_one(job(dir, command, "{}", Duration::from_secs(20)))
+    }
+
+    fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, body).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    }
+
+    #[test]
+    fn exit_codes_stdout_stderr_and_env() {
+        let d = tempfile::tempdir().unwrap();
+        let c = run(d.path(), "echo out; echo err >&2; echo $HOOK_TEST; exit 3");
+        assert_eq!(c.exit, Exit::Code(3));
+        assert_eq!(String::from_utf8_lossy(&c.stdout), "out\nyes\n");
+        assert_eq!(String::from_utf8_lossy(&c.stderr), "err\n");
+        assert_eq!(run(d.path(), "exit 49").exit, Exit::Code(49));
+    }
+
+    #[test]
+    fn stdin_carries_the_payload_and_cwd_is_set() {
+        let d = tempfile::tempdir().unwrap();
+        let c = run_one(job(
+            d.path(),
+            "cat; pwd",
+            "{\"a\":1}",
+            Duration::from_secs(20),
+        ));
+        let out = String::from_utf8_lossy(&c.stdout).into_owned();
+        assert!(out.starts_with("{\"a\":1}"), "{out}");
+        let cwd = d.path().canonicalize().unwrap();
+        assert!(out.contains(&*cwd.to_string_lossy()), "{out}");
+    }
+
+    #[test]
+    fn a_hook_that_never_reads_stdin_is_fine() {
+        let d = tempfile::tempdir().unwrap();
+        // Bigger than any pipe buffer: the writer would block if anything waited on it.
+        let big = "x".repeat(4 << 20);
+        let c = run_one(job(d.path(), "echo ok", &big, Duration::from_secs(20)));
+        assert_eq!(c.exit, Exit::Code(0));
+        assert_eq!(String::from_utf8_lossy(&c.stdout), "ok\n");
+    }
+
+    #[test]
+    fn a_hook_past_its_timeout_is_killed_with_its_group() {
+        let d = tempfile::tempdir().unwrap();
+        let marker = d.path().join("survived");
+        let cmd = format!("(sleep 2; touch {}) & sleep 30", marker.display());
+        let c = run_one(job(d.path(), &cmd, "", Duration::from_millis(300)));
+        assert_eq!(c.exit, Exit::TimedOut(Duration::from_millis(300)));
+        std::thread::sleep(Duration::from_millis(2500));
+        assert!(
+            !marker.exists(),
+            "the background child was killed with the group"
+        );
+    }
+
+    #[test]
+    fn a_hook_ignoring_sigterm_is_killed() {
+        let d = tempfile::tempdir().unwrap();
+        let c = run_one(job(
+            d.path(),
+            "trap '' TERM; sleep 30",
+            "",
+            Duration::from_millis(200),
+        ));
+        assert!(matches!(c.exit, Exit::TimedOut(_)), "{:?}", c.exit);
+    }
+
+    #[test]
+    fn a_background_child_holding_stdout_is_abandoned_keeping_the_output() {
+        let d = tempfile::tempdir().unwrap();
+        let c = run(d.path(), "sleep 5 & echo '{\"decision\":\"deny\"}'");
+        assert_eq!(c.exit, Exit::Code(0));
+        assert!(c.abandoned);
+        assert_eq!(
+            String::from_utf8_lossy(&c.stdout).trim(),
+            "{\"decision\":\"deny\"}"
+        );
+    }
+
+    #[test]
+    fn output_is_capped_and_the_rest_drained() {
+        let d = tempfile::tempdir().unwrap();
+        let c = run(d.path(), "head -c 10000000 /dev/zero | tr '\\0' x");
+        assert_eq!(c.exit, Exit::Code(0));
+        assert_eq!(c.stdout.len(), OUTPUT_CAP);
+        assert!(c.stdout_truncated);
+    }
+
+    #[test]
+    fn parallel_hooks_overlap_and_results_keep_config_order() {
+        let d = tempfile::tempdir().unwrap();
+        let stamp = |name: &str, sleep: &str| {
+            format!(
+                "date +%s%N > {0}.start; sleep {sleep}; date +%s%N > {0}.end; echo {name}",
+                d.path().join(name).display()
+            )
+        };
+        let jobs = vec![
+            job(d.path(), &stamp("a", "0.5"), "", Duration::from_secs(20)),
+            job(d.path(), &stamp("b", "0.1"), "", Duration::from_secs(20)),
+        ];
+        let out = run_all(jobs);
+        assert_eq!(String::from_utf8_lossy(&out[0].stdout), "a\n");
+        assert_eq!(String::from_utf8_lossy(&out[1].stdout), "b\n");
+        let read = |f: &str| -> u128 {
+            std::fs::read_to_string(d.path().join(f))
+                .unwrap()
+                .trim()
+                .parse()
+                .unwrap()
+        };
+        // Each started before the other ended: they ran at the same time.
+        assert!(read("a.start") < read("b.end"));
+        assert!(read("b.start") < read("a.end"));
+    }
+
+    #[test]
+    fn shebang_runs_the_interpreter_directly() {
+        let d = tempfile::tempdir().unwrap();
+        script(d.path(), "h.sh", "#!/bin/sh\necho \"arg=$1\"\n");
+        let p = plan("./h.sh one", d.path()).unwrap();
+        assert_eq!(
+            p,
+            Plan::Exec(
+                PathBuf::from("/bin/sh"),
+                vec![d.path().join("./h.sh").display().to_string(), "one".into()]
+            )
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&run(d.path(), "./h.sh one").stdout),
+            "arg=one\n"
+        );
+    }
+
+    #[test]
+    fn a_missing_absolute_interpreter_falls_back_to_path() {
+        let d = tempfile::tempdir().unwrap();
+        script(d.path(), "h", "#!/nonexistent/bin/sh\necho fallback\n");
+        let c = run(d.path(), "./h");
+        assert_eq!(c.exit, Exit::Code(0));
+        assert_eq!(String::from_utf8_lossy(&c.stdout), "fallback\n");
+    }
+
+    #[test]
+    fn env_shebangs_are_unwrapped() {
+        let (prog, args) = shebang_interpreter("#!/usr/bin/env -S sh -e").unwrap();
+        assert!(prog.ends_with("sh"), "{prog:?}");
+        assert_eq!(args, vec!["-e"]);
+    }
+
+    #[test]
+    fn an_interpreter_not_found_is_a_warning_not_a_crash() {
+        let d = tempfile::tempdir().unwrap();
+        script(d.path(), "h", "#!/nonexistent/no-such-interpreter-xyz\n");
+        match run(d.path(), "./h").exit {
+            Exit::NotStarted(m) => assert!(m.contains("no-such-interpreter-xyz"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_file_without_shebang_runs_as_a_sh_script() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("plain");
+        std::fs::write(&p, "echo plain \"$1\"\n").unwrap(); // not even executable
+        assert_eq!(
+            String::from_utf8_lossy(&run(d.path(), "./plain x").stdout),
+            "plain x\n"
+        );
+    }
+
+    #[test]
+    fn shell_syntax_in_arguments_is_kept() {
+        let d = tempfile::tempdir().unwrap();
+        script(d.path(), "h.sh", "#!/nonexistent/sh\necho \"[$1]\"\n");
+        let c = run(d.path(), "./h.sh \"two words\" | tr a-z A-Z");
+        assert_eq!(String::from_utf8_lossy(&c.stdout), "[TWO WORDS]\n");
+    }
+
+    #[test]
+    fn anything_else_runs_with_sh_c() {
+        let d = tempfile::tempdir().unwrap();
+        assert_eq!(plan("true", d.path()).unwrap(), Plan::Shell("true".into()));
+        assert_eq!(
+            plan("\"$CLAUDE_PROJECT_DIR\"/x.sh", d.path()).unwrap(),
+            Plan::Shell("\"$CLAUDE_PROJECT_DIR\"/x.sh".into())
+        );
+    }
+}

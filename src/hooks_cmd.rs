@@ -1,0 +1,218 @@
+//! `crush hooks list` and `crush hooks test`: what is configured, and a dry run of the real hooks
+//! on a synthetic event.
+
+use crate::app::{self, AppError};
+use crate::cli::{Global, HooksTestArgs};
+use crate::hooks::{self, Event, HookConfig, HookDef, config::EVENTS, envelope::seconds};
+use serde_json::{Map, Value, json};
+
+fn describe(h: &HookDef) -> String {
+    let mut s = h.display_name().to_string();
+    if !h.matcher.is_empty() {
+        s.push_str(&format!(" [{}]", h.matcher));
+    }
+    if h.name.is_some() {
+        s.push_str(&format!(": {}", h.command));
+    }
+    let mut attrs = vec![format!("timeout {} s", seconds(h.timeout))];
+    if h.fail_closed {
+        attrs.push("fail closed".into());
+    }
+    if h.dialect == hooks::Dialect::ClaudeCode {
+        attrs.push("Claude Code shape".into());
+    }
+    s.push_str(&format!(" ({})", attrs.join(", ")));
+    s
+}
+
+/// The text of `crush hooks list`.
+pub fn list_text(cfg: &HookConfig, tool: Option<&str>) -> String {
+    if cfg.is_empty() {
+        return "no hooks configured (see 'man crush', HOOKS)\n".into();
+    }
+    let mut out = String::new();
+    for event in EVENTS {
+        let defs: Vec<&HookDef> = cfg.for_event(event).collect();
+        if defs.is_empty() {
+            continue;
+        }
+        out.push_str(&format!("{event}\n"));
+        let selected = cfg.select(event, tool.filter(|_| event.has_tool()));
+        for (i, h) in defs.iter().enumerate() {
+            let runs = selected.iter().any(|s| std::ptr::eq(*s, *h));
+            let mark = match tool {
+                None => String::new(),
+                Some(_) if runs => "match  ".into(),
+                Some(_) if !h.matches(tool.filter(|_| event.has_tool())) => "-      ".into(),
+                Some(_) => "dup    ".into(),
+            };
+            out.push_str(&format!("  {}. {mark}{}\n", i + 1, describe(h)));
+            out.push_str(&format!("       from {} ({})\n", h.origin, h.location));
+        }
+    }
+    if let Some(t) = tool {
+        out.push_str(&format!(
+            "\nmatch: runs for tool '{t}'; -: its matcher does not match; dup: same command as an earlier hook, runs once\n"
+        ));
+    }
+    out
+}
+
+pub fn list(global: &Global, tool: Option<&str>) -> Result<String, AppError> {
+    let loaded = app::load_config(global)?;
+    let cfg = app::load_hooks(&loaded)?;
+    Ok(list_text(&cfg, tool))
+}
+
+/// Runs `crush hooks test`: prints the per-hook lines and the composed result; returns the exit
+/// code (0 allow or no opinion, 3 deny or halt).
+pub fn test(global: &Global, args: &HooksTestArgs) -> Result<(String, i32), AppError> {
+    let event = Event::parse(&args.event).ok_or_else(|| {
+        AppError::Usage(format!(
+            "unknown hook event '{}'; use one of {}",
+            args.event,
+            EVENTS.map(Event::name).join(", ")
+        ))
+    })?;
+    let tool = args.tool.as_deref();
+    if event.has_tool() && tool.is_none() {
+        return Err(AppError::Usage(format!(
+            "crush hooks test {event} needs --tool NAME (e.g. --tool bash --input '{{\"command\":\"ls\"}}')"
+        )));
+    }
+    if !event.has_tool() && (tool.is_some() || args.input.is_some()) {
+        return Err(AppError::Usage(format!(
+            "{event} has no tool: --tool and --input do not apply"
+        )));
+    }
+    if event != Event::UserPromptSubmit && args.prompt.is_some() {
+        return Err(AppError::Usage(
+            "--prompt applies to UserPromptSubmit only".into(),
+        ));
+    }
+    let input: Value = match &args.input {
+        None => json!({}),
+        Some(s) => match serde_json::from_str::<Value>(s) {
+            Ok(v @ Value::Object(_)) => v,
+            Ok(_) => {
+                return Err(AppError::Usage(
+                    "--input must be a JSON object, e.g. '{\"command\":\"ls\"}'".into(),
+                ));
+            }
+            Err(e) => return Err(AppError::Usage(format!("--input is not valid JSON: {e}"))),
+        },
+    };
+    let loaded = app::load_config(global)?;
+    let cfg = app::load_hooks(&loaded)?;
+    let mut fields = Map::new();
+    match event {
+        Event::UserPromptSubmit => {
+            fields.insert(
+                "prompt".into(),
+                json!(args.prompt.clone().unwrap_or_default()),
+            );
+            fields.insert("attachments".into(), json!([]));
+        }
+        Event::PostToolUse => {
+            fields.insert(
+                "tool_response".into(),
+                json!({"output": "", "is_error": false}),
+            );
+            fields.insert("tool_output".into(), json!(""));
+            fields.insert("is_error".into(), json!(false));
+        }
+        Event::SessionStart => {
+            fields.insert("source".into(), json!("startup"));
+        }
+        Event::Stop => {
+            fields.insert("stop_hook_active".into(), json!(false));
+            fields.insert("last_assistant_message".into(), json!(""));
+        }
+        Event::PreToolUse => {}
+    }
+    let req = hooks::Request {
+        event,
+        session_id: "hooks-test",
+        cwd: &loaded.cwd,
+        project_dir: &loaded.project_root,
+        tool: tool.map(|name| hooks::ToolCall {
+            name,
+            input: &input,
+            id: "hooks-test-call",
+        }),
+        fields,
+    };
+    let outcome = cfg.run(&req);
+    let mut out = String::new();
+    if !outcome.ran() {
+        match tool {
+            Some(t) => out.push_str(&format!("no {event} hook matches tool '{t}'\n")),
+            None => out.push_str(&format!("no {event} hook is configured\n")),
+        }
+    }
+    for r in &outcome.reports {
+        out.push_str(&r.line());
+        out.push('\n');
+    }
+    let c = &outcome.composed;
+    out.push_str(&format!("decision: {}\n", c.verdict()));
+    if !c.reason.is_empty() {
+        out.push_str(&format!("reason: {}\n", c.reason.replace('\n', "\n  ")));
+    }
+    if !c.context.is_empty() {
+        out.push_str(&format!("context: {}\n", c.context.join("\n  ")));
+    }
+    if !outcome.context_files.is_empty() {
+        out.push_str("context files:\n");
+        for f in &outcome.context_files {
+            out.push_str(&format!("  {}\n", f.display()));
+        }
+    }
+    if !outcome.dropped_files.is_empty() {
+        out.push_str(&format!(
+            "context files dropped (missing): {}\n",
+            outcome.dropped_files.join(", ")
+        ));
+    }
+    if let Some(v) = &c.updated_input {
+        out.push_str(&format!("updated input: {v}\n"));
+    }
+    if let Some(p) = &c.updated_prompt {
+        out.push_str(&format!("updated prompt: {p}\n"));
+    }
+    for n in &c.notes {
+        out.push_str(&format!("warning: {n}\n"));
+    }
+    Ok((out, if c.blocked() { 3 } else { 0 }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_marks_matching_and_duplicate_hooks() {
+        let (cfg, _) = HookConfig::from_value(
+            &json!({"PreToolUse":[
+                {"name":"guard","matcher":"^bash$","command":"g.sh","fail_closed":true},
+                {"matcher":"^edit$","command":"e.sh"},
+                {"command":"g.sh"}
+            ], "Stop":[{"command":"s.sh"}]}),
+            "/p/crush.json",
+        )
+        .unwrap();
+        let t = list_text(&cfg, Some("bash"));
+        assert!(
+            t.contains("  1. match  guard [^bash$]: g.sh (timeout 30 s, fail closed)"),
+            "{t}"
+        );
+        assert!(t.contains("  2. -      e.sh [^edit$]"), "{t}");
+        assert!(t.contains("  3. dup    g.sh"), "{t}");
+        assert!(
+            t.contains("from /p/crush.json (hooks.PreToolUse[0])"),
+            "{t}"
+        );
+        assert!(t.contains("Stop\n  1. match  s.sh"), "{t}");
+        assert!(list_text(&HookConfig::default(), None).starts_with("no hooks"));
+    }
+}
