@@ -119,7 +119,8 @@ pub fn to_text(stats: &Stats) -> String {
     out.push('\n');
     header(&mut out, "SESSION");
     for s in &stats.sessions {
-        let mut name = format!("{} {}", &s.id[..s.id.len().min(8)], s.title);
+        let short: String = s.id.chars().take(8).collect();
+        let mut name = format!("{short} {}", s.title);
         if s.sub_agent_sessions > 0 {
             name = format!("{name} (+{} sub-agents)", s.sub_agent_sessions);
         }
