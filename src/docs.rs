@@ -231,8 +231,8 @@ Slash commands, any unique prefix accepted (an unknown one suggests the close on
 .B /cost
 (tokens and cost of the session),
 .B /compact
-(summarize the session with the large model and continue in a new session that starts from the
-summary),
+(summarize the session with the large model; later turns start from the summary, as after an
+auto-summarize),
 .B /export
 .RB [ md | json ]
 .RI [ FILE ],

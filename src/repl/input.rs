@@ -62,7 +62,7 @@ pub const SLASH_COMMANDS: &[(Slash, &str, &str, &str)] = &[
         Slash::Compact,
         "compact",
         "",
-        "summarize this session and continue in a new one",
+        "summarize this session; later turns start from the summary",
     ),
     (
         Slash::Export,

@@ -16,11 +16,11 @@ pub mod render;
 mod shell;
 
 use crate::agent::permissions::Permissions;
-use crate::agent::{self, Agent, AgentEvent, Answer, Sink, Stop, TurnResult, title};
+use crate::agent::{Agent, AgentEvent, Answer, Sink, Stop, TurnResult, title};
 use crate::app::{self, AppError, Context};
 use crate::cli::{Global, ReplArgs};
 use crate::config::ResolvedModel;
-use crate::llm::{self, ChatRequest, Message, Part, Role, StreamEvent, ToolSpec};
+use crate::llm::{Part, Role};
 use crate::sessions::{self, ExportFormat, short_id};
 use crate::store::{NewMessage, Session};
 use crate::tools::PermissionRequest;
@@ -854,129 +854,38 @@ impl Repl {
 
     /// Summarizes the session with the large model and continues in a new session that starts
     /// from the summary (the old one stays as it was).
+    /// `/compact`: a summary of the session, stored in it as a summary message; later turns
+    /// start from it (the same as auto-summarize, on demand).
     fn compact(&mut self) {
-        let Some(old) = self.current() else { return };
-        let stored = match self.ctx.store.messages(&old.id) {
-            Ok(m) => m,
-            Err(e) => return self.term.error(&e.to_string()),
-        };
-        if stored.is_empty() {
-            return self.term.note("Nothing to compact yet.");
+        if self.current().is_none() {
+            return;
         }
-        let mut history = agent::history_for_model(
-            stored
-                .into_iter()
-                .map(|m| Message {
-                    role: m.role,
-                    parts: m.parts,
-                })
-                .collect(),
-        );
-        history.push(Message::user(COMPACT_PROMPT));
-        let model = self.agent.model.clone();
-        let req = ChatRequest {
-            model: model.model.id.clone(),
-            system: self.agent.system.clone(),
-            messages: history,
-            // Tool definitions must accompany tool calls in the history (Anthropic).
-            tools: self
-                .agent
-                .tools
-                .iter()
-                .map(|t| ToolSpec {
-                    name: t.name().to_string(),
-                    description: t.description(),
-                    parameters: t.schema(),
-                })
-                .collect(),
-            max_tokens: model.max_tokens(),
-            temperature: None,
-        };
         self.cancel.store(false, Ordering::SeqCst);
         self.term.status("summarizing… (Ctrl-C cancels)");
-        let got = complete_cancellable(&model, &req, &self.agent.policy, &self.cancel);
+        let mut sink = ReplSink {
+            term: &mut self.term,
+            lines: &mut self.lines,
+            interactive: self.interactive,
+            interrupted: false,
+            refused: false,
+        };
+        let got = self.agent.summarize(&mut sink);
         self.cancel.store(false, Ordering::SeqCst);
         self.term.clear_status();
-        let resp = match got {
-            Ok(r) => r,
-            Err(e) => return self.term.error(&format!("compact: {e}")),
-        };
-        if let Err(e) = self
-            .ctx
-            .store
-            .record_usage(&old.id, &title::usage_record(&model, resp.usage))
-        {
-            self.term
-                .error(&format!("cannot record the summary call's usage: {e}"));
-        }
-        let summary: String = resp
-            .parts
-            .iter()
-            .filter_map(|p| match p {
-                Part::Text { text } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect();
-        if summary.trim().is_empty() {
-            return self
-                .term
-                .error("compact: the model returned no summary; the session is unchanged");
-        }
-        let store = self.ctx.store;
-        let new = match store.create_session(&format!("{} (continued)", old.title), None) {
-            Ok(s) => s,
-            Err(e) => return self.term.error(&e.to_string()),
-        };
-        let msg = NewMessage {
-            role: Role::User,
-            parts: vec![Part::Text {
-                text: format!(
-                    "This conversation continues session {} (\"{}\"), which was summarized to save context. The summary:\n\n{}",
-                    old.id,
-                    old.title,
-                    summary.trim()
-                ),
-            }],
-            model: None,
-            provider: None,
-        };
-        if let Err(e) = store.add_message(&new.id, &msg) {
-            return self.term.error(&e.to_string());
-        }
-        self.agent.session_id = new.id.clone();
-        self.fresh = false;
-        self.term.note(&format!(
-            "Compacted session {} into {} “{}”; the conversation continues there.",
-            short_id(&old.id),
-            short_id(&new.id),
-            new.title
-        ));
-    }
-}
-
-const COMPACT_PROMPT: &str = "Provide a detailed summary of our conversation above, for \
-continuing it in a fresh context. Do not call tools. Use these sections: Current state; Files \
-and changes; Technical context; Strategy; Exact next steps.";
-
-/// One model call to its end, abandoned on Ctrl-C.
-fn complete_cancellable(
-    model: &ResolvedModel,
-    req: &ChatRequest,
-    policy: &llm::RetryPolicy,
-    cancel: &AtomicBool,
-) -> Result<llm::Response, String> {
-    let rx = llm::stream(&model.provider.endpoint, req, policy);
-    loop {
-        if cancel.load(Ordering::SeqCst) {
-            return Err("canceled".into());
-        }
-        match rx.recv_timeout(Duration::from_millis(50)) {
-            Ok(StreamEvent::Done(r)) => return Ok(r),
-            Ok(StreamEvent::Error(e)) => return Err(e.to_string()),
-            Ok(_) | Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => {
-                return Err("the model stream ended without a result".into());
+        match got {
+            Ok(summary) => {
+                let cost = match summary.cost {
+                    Some(c) => format!("${c:.4}"),
+                    None => "unpriced".to_string(),
+                };
+                self.term.note(&format!(
+                    "Compacted: the session continues from a summary of {} characters (summary call: {cost}).",
+                    summary.text.len()
+                ));
             }
+            Err(e) => self
+                .term
+                .error(&format!("compact: {e}; the session is unchanged")),
         }
     }
 }

@@ -315,7 +315,7 @@ fn export_in_both_formats_from_the_repl_and_the_command_line() {
 }
 
 #[test]
-fn compact_continues_in_a_new_session_from_a_summary() {
+fn compact_summarizes_the_session_and_later_turns_start_from_the_summary() {
     let (server, env) = setup(vec![
         Reply::text("hi"),
         Reply::text("SUMMARY: we said hello."),
@@ -323,7 +323,7 @@ fn compact_continues_in_a_new_session_from_a_summary() {
     ]);
     let out = repl(&env, &[], "hello\n/compact\nnext\n");
     out.assert_success();
-    assert!(out.stderr.contains("Compacted session"), "{}", out.stderr);
+    assert!(out.stderr.contains("Compacted"), "{}", out.stderr);
     let t = turns(&server);
     assert_eq!(t.len(), 3);
     assert!(
@@ -331,19 +331,18 @@ fn compact_continues_in_a_new_session_from_a_summary() {
         "{:?}",
         t[1].user_texts()
     );
+    // The next turn starts from the summary, not from "hello".
     let last = t[2].user_texts();
     assert_eq!(last.len(), 2, "{last:?}");
     assert!(last[0].contains("SUMMARY: we said hello."), "{last:?}");
     assert_eq!(last[1], "next");
+    // Same session; the summary call is in its ledger: turn, title, summary, turn.
     let list = sessions(&env);
-    assert_eq!(list.len(), 2);
-    assert_eq!(list[0]["title"], "Generated Title (continued)");
-    // The summary call is in the old session's ledger: turn, title, summary.
-    let old = list[1]["id"].as_str().unwrap();
+    assert_eq!(list.len(), 1);
+    let id = list[0]["id"].as_str().unwrap();
     let doc: Value =
-        serde_json::from_str(&env.run(&["sessions", "export", old, "--json"], None).stdout)
-            .unwrap();
-    assert_eq!(doc["usage"].as_array().unwrap().len(), 3);
+        serde_json::from_str(&env.run(&["sessions", "export", id, "--json"], None).stdout).unwrap();
+    assert_eq!(doc["usage"].as_array().unwrap().len(), 4);
     server.assert_clean();
 }
 
