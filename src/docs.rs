@@ -436,7 +436,9 @@ agent continue, at most 3 times in a row).
 matcher: a regex tested against the tool name, empty matches all; an invalid regex or a hook
 without command is a configuration error naming the hook and its file (exit 2).
 timeout: seconds, default 30. fail_closed: a crash, timeout or unparseable output of this hook
-counts as a deny naming it (by default such a hook has no opinion).
+counts as a deny naming it (by default such a hook has no opinion). include_sub_agents: the hook
+also runs for the tool calls of the agent tool's sub-agent (PreToolUse and PostToolUse only),
+whose payload then carries is_sub_agent: true; other hooks never see them.
 .TP
 .B Running
 Matching hooks run in parallel, identical commands once, each in its own process group with the

@@ -453,6 +453,16 @@ impl<'a> Agent<'a> {
         if self.hooks.is_empty() {
             return Outcome::none(event);
         }
+        // In a sub-agent only tool events fire (for the hooks that opted in).
+        if self.is_sub_agent
+            && !matches!(event, hooks::Event::PreToolUse | hooks::Event::PostToolUse)
+        {
+            return Outcome::none(event);
+        }
+        let mut fields = fields;
+        if self.is_sub_agent {
+            fields.insert("is_sub_agent".into(), json!(true));
+        }
         let req = hooks::Request {
             event,
             session_id: &self.session_id,

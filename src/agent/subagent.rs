@@ -220,9 +220,9 @@ impl Agent<'_> {
             auto_summarize: self.auto_summarize,
             // Session-only configuration comes from the bash tool, which a sub-agent lacks.
             config: None,
-            // Hooks do not see a sub-agent's calls until they can opt in (`include_sub_agents`,
-            // with `is_sub_agent` in the payload); the `agent` call itself is hooked as usual.
-            hooks: crate::hooks::HookConfig::default(),
+            // Only hooks that opted in (`include_sub_agents`) see a sub-agent's calls, with
+            // `is_sub_agent` in their payload; the `agent` call itself is hooked as usual.
+            hooks: self.hooks.for_sub_agents(),
             pending_context: Vec::new(),
         };
         let mut sub_sink = SubSink { parent: sink };

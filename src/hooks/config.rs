@@ -126,6 +126,9 @@ pub struct HookDef {
     pub command: String,
     pub timeout: Duration,
     pub fail_closed: bool,
+    /// Also runs for the tool calls of sub-agents (the `agent` tool), whose payloads then carry
+    /// `is_sub_agent: true`. Off by default: a sub-agent only reads.
+    pub include_sub_agents: bool,
     pub dialect: Dialect,
     /// The file it came from (or "the command line", "<merged configuration>").
     pub origin: String,
@@ -175,6 +178,20 @@ pub struct HookConfig {
     pub hooks: Vec<HookDef>,
 }
 
+impl HookConfig {
+    /// The hooks that opted in to sub-agents' tool calls (`include_sub_agents: true`).
+    pub fn for_sub_agents(&self) -> HookConfig {
+        HookConfig {
+            hooks: self
+                .hooks
+                .iter()
+                .filter(|h| h.include_sub_agents)
+                .cloned()
+                .collect(),
+        }
+    }
+}
+
 /// Problems found while reading the configuration. `errors` make the configuration invalid.
 #[derive(Debug, Default)]
 pub struct Problems {
@@ -207,6 +224,7 @@ const FLAT_KEYS: &[&str] = &[
     "command",
     "timeout",
     "fail_closed",
+    "include_sub_agents",
     "type",
 ];
 const HANDLER_KEYS: &[&str] = &[
@@ -215,6 +233,7 @@ const HANDLER_KEYS: &[&str] = &[
     "timeout",
     "name",
     "fail_closed",
+    "include_sub_agents",
     "statusMessage",
     "async",
     "shell",
@@ -326,16 +345,19 @@ fn build(raw: &Raw, origin: &str, p: &mut Problems) -> Option<HookDef> {
             return None;
         }
     };
-    let fail_closed = match e.get("fail_closed") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => *b,
-        Some(other) => {
-            p.errors.push(format!(
-                "{here}: fail_closed must be true or false, not {other}"
-            ));
-            return None;
+    let flag = |key: &str, p: &mut Problems| -> Option<bool> {
+        match e.get(key) {
+            None | Some(Value::Null) => Some(false),
+            Some(Value::Bool(b)) => Some(*b),
+            Some(other) => {
+                p.errors
+                    .push(format!("{here}: {key} must be true or false, not {other}"));
+                None
+            }
         }
     };
+    let fail_closed = flag("fail_closed", p)?;
+    let include_sub_agents = flag("include_sub_agents", p)?;
     Some(HookDef {
         event: raw.event,
         name,
@@ -344,6 +366,7 @@ fn build(raw: &Raw, origin: &str, p: &mut Problems) -> Option<HookDef> {
         command,
         timeout,
         fail_closed,
+        include_sub_agents,
         dialect,
         origin: origin.to_string(),
         location: raw.location.clone(),

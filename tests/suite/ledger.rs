@@ -749,3 +749,52 @@ fn json_usage_events_include_the_sub_agents_calls_once() {
     let v: Value = serde_json::from_str(&env.run(&["stats", "--json"], None).stdout).unwrap();
     assert!((v["total"]["cost"].as_f64().unwrap() - sum).abs() < 1e-12);
 }
+
+#[test]
+fn hooks_see_sub_agent_tool_calls_only_when_they_opt_in() {
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call("agent", json!({"prompt": "List the files."})),
+        Reply::tool_call("ls", json!({})),
+        Reply::text("Two files."),
+        Reply::text("There are two files."),
+    ]);
+    let env = TestEnv::new();
+    let all_log = env.root().join("all.log");
+    let main_log = env.root().join("main.log");
+    let logger =
+        |log: &std::path::Path| format!("cat >> '{}'; echo >> '{}'", log.display(), log.display());
+    let mut cfg = env.config_for(&server, Dialect::OpenAi);
+    cfg["hooks"] = json!({"PreToolUse": [
+        {"name": "sees-all", "command": logger(&all_log), "include_sub_agents": true},
+        {"name": "main-only", "command": logger(&main_log)}
+    ]});
+    env.write_config(&cfg);
+    env.run(&["run", "-q", "how many files?"], None)
+        .assert_success();
+    let payloads = |log: &std::path::Path| -> Vec<Value> {
+        std::fs::read_to_string(log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).expect("a JSON payload"))
+            .collect()
+    };
+    let all = payloads(&all_log);
+    let main = payloads(&main_log);
+    let tools = |ps: &[Value]| -> Vec<String> {
+        ps.iter()
+            .map(|p| p["tool_name"].as_str().unwrap_or("").to_string())
+            .collect()
+    };
+    assert_eq!(tools(&all), ["agent", "ls"], "{all:?}");
+    assert_eq!(tools(&main), ["agent"], "{main:?}");
+    assert_eq!(all[1]["is_sub_agent"], true);
+    assert!(
+        all[0].get("is_sub_agent").is_none(),
+        "the parent's call is not a sub-agent's"
+    );
+    assert_ne!(
+        all[0]["session_id"], all[1]["session_id"],
+        "the child session"
+    );
+}
