@@ -633,13 +633,7 @@ impl<'a> Agent<'a> {
                     other => parts.push(other),
                 }
             }
-            let text: String = parts
-                .iter()
-                .filter_map(|p| match p {
-                    Part::Text { text } => Some(text.as_str()),
-                    _ => None,
-                })
-                .collect();
+            let text = crate::llm::text_of(&parts);
             if !text.trim().is_empty() {
                 final_text = text;
             }

@@ -61,14 +61,7 @@ pub fn history_since_summary(stored: Vec<StoredMessage>, summary_id: Option<&str
         .skip(start)
         .map(|m| {
             if summary_id == Some(m.id.as_str()) {
-                let text: String = m
-                    .parts
-                    .iter()
-                    .filter_map(|p| match p {
-                        Part::Text { text } => Some(text.as_str()),
-                        _ => None,
-                    })
-                    .collect();
+                let text = crate::llm::text_of(&m.parts);
                 Message::user(format!("{SUMMARY_HEADER}{text}"))
             } else {
                 Message {
@@ -163,16 +156,7 @@ impl Agent<'_> {
             CallEnd::Canceled(_) => return Err("summarizing was canceled".into()),
         };
         let rec = self.usage_record(&resp, &mut quiet);
-        let text: String = resp
-            .parts
-            .iter()
-            .filter_map(|p| match p {
-                Part::Text { text } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect::<String>()
-            .trim()
-            .to_string();
+        let text = crate::llm::text_of(&resp.parts).trim().to_string();
         if text.is_empty() {
             // The call happened and is paid for even though it is useless.
             self.store

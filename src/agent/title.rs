@@ -3,7 +3,7 @@
 //! the call fails or the answer is unusable, and records the call's usage either way.
 
 use crate::config::ResolvedModel;
-use crate::llm::{self, ChatRequest, FinishReason, Message, Part, RetryPolicy, Usage};
+use crate::llm::{self, ChatRequest, FinishReason, Message, RetryPolicy, Usage};
 use crate::store::UsageRecord;
 
 /// Output cap of the title call, in tokens (Go Crush uses 40).
@@ -96,14 +96,7 @@ pub fn generate(model: &ResolvedModel, prompt: &str, policy: &RetryPolicy) -> Ge
         },
         Ok(resp) => {
             let usage = Some(usage_record(model, resp.usage));
-            let text: String = resp
-                .parts
-                .iter()
-                .filter_map(|p| match p {
-                    Part::Text { text } => Some(text.as_str()),
-                    _ => None,
-                })
-                .collect();
+            let text = crate::llm::text_of(&resp.parts);
             if resp.finish == FinishReason::MaxTokens {
                 return Generated {
                     title: None,

@@ -96,6 +96,17 @@ pub struct Message {
     pub parts: Vec<Part>,
 }
 
+/// The text parts of `parts`, concatenated.
+pub fn text_of(parts: &[Part]) -> String {
+    parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
 impl Message {
     pub fn user(text: impl Into<String>) -> Message {
         Message {
@@ -105,13 +116,7 @@ impl Message {
     }
     /// Concatenated text parts.
     pub fn text(&self) -> String {
-        let mut s = String::new();
-        for p in &self.parts {
-            if let Part::Text { text } = p {
-                s.push_str(text);
-            }
-        }
-        s
+        text_of(&self.parts)
     }
     pub fn tool_calls(&self) -> impl Iterator<Item = (&str, &str, &str)> {
         self.parts.iter().filter_map(|p| match p {
