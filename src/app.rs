@@ -319,21 +319,7 @@ pub fn build_agent(
 /// unsupported handler types) go to stderr; an invalid hook (bad matcher, no command) is a
 /// configuration error.
 pub fn load_hooks(loaded: &Loaded) -> Result<crate::hooks::HookConfig, AppError> {
-    use crate::hooks::config::{self as hc, Source};
-    let sources: Vec<Source> = loaded
-        .layers
-        .iter()
-        .filter_map(|l| {
-            l.value.get("hooks").map(|h| Source {
-                origin: match &l.path {
-                    Some(p) => p.display().to_string(),
-                    None => format!("{:?} layer", l.kind),
-                },
-                hooks: h,
-            })
-        })
-        .collect();
-    match hc::parse(&loaded.config.hooks, &sources) {
+    match crate::hooks::HookConfig::from_loaded(loaded) {
         Ok((hooks, warnings)) => {
             for w in warnings {
                 eprintln!("crush: warning: {w}");

@@ -312,8 +312,9 @@ or CRUSH_TRUST_PROJECT=1 trusts for one invocation. An untrusted project's other
 and one line says what was skipped.
 .PP
 The same commands run by the agent in its bash tool change the running session only; the tool
-result reports them. permissions allow from the bash tool needs the user's yes, and is refused in
-crush run unless \-\-yolo.
+result reports them. permissions allow, and any hook, mcp, lsp or provider command, from the bash
+tool needs the user's yes, and is refused in crush run unless \-\-yolo; an agreed hook change
+applies at once.
 .PP
 A provider needs a
 .B type

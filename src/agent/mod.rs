@@ -893,6 +893,7 @@ impl<'a> Agent<'a> {
                         permissions: &mut self.permissions,
                         tools: &mut self.tools,
                         model: &mut self.model,
+                        hooks: &mut self.hooks,
                         cwd: &self.cwd,
                     },
                     &mut out,

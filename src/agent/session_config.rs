@@ -18,6 +18,7 @@ pub(super) struct Parts<'a> {
     pub permissions: &'a mut Permissions,
     pub tools: &'a mut Vec<Box<dyn Tool>>,
     pub model: &'a mut ResolvedModel,
+    pub hooks: &'a mut crate::hooks::HookConfig,
     pub cwd: &'a Path,
 }
 
@@ -84,6 +85,19 @@ pub(super) fn apply(this: Parts, out: &mut ToolOutput, sink: &mut dyn Sink) {
             Err(e) => report
                 .lines
                 .push(format!("session config: the model was not switched: {e}")),
+        }
+    }
+    // A `hook` command the user agreed to takes effect for the rest of the session.
+    if records
+        .iter()
+        .any(|r| r.args.first().map(String::as_str) == Some("hook"))
+    {
+        match crate::hooks::HookConfig::from_loaded(cfg) {
+            Ok((hooks, _)) => *this.hooks = hooks,
+            Err(p) => report.lines.push(format!(
+                "session config: the hooks were not changed: {}",
+                p.errors.join("; ")
+            )),
         }
     }
     out.content.push_str("\n\n");

@@ -41,10 +41,16 @@ fn done(summary: impl Into<String>) -> Result<Outcome, String> {
     })
 }
 
-/// Whether the command would widen what the agent may do without asking.
+/// Whether the command would widen what the agent may do without asking, or change what runs
+/// (hooks, MCP and LSP servers) or where prompts go (providers): the agent needs the user's yes.
 pub fn widens_permissions(args: &[String]) -> bool {
-    args.first().map(String::as_str) == Some("permissions")
-        && args.get(1).map(String::as_str) == Some("allow")
+    match args.first().map(String::as_str) {
+        Some("permissions") => args.get(1).map(String::as_str) == Some("allow"),
+        // Hooks, MCP and LSP servers run commands; a provider decides where prompts (and the
+        // code in them) are sent. The agent may not change them unseen either.
+        Some("hook" | "mcp" | "lsp" | "provider") => true,
+        _ => false,
+    }
 }
 
 /// Applies one command (`args[0]` is its name) to `cfg`. On error `cfg` is unchanged.
@@ -1188,6 +1194,12 @@ mod tests {
         ));
         assert!(!widens_permissions(
             &split_words("permissions deny x").unwrap()
+        ));
+        assert!(widens_permissions(
+            &split_words("hook remove PreToolUse").unwrap()
+        ));
+        assert!(!widens_permissions(
+            &split_words("option progress false").unwrap()
         ));
         assert!(err(&mut c, "permissions allow").contains("at least one"));
         assert!(err(&mut c, "permissions grant x").contains("unknown subcommand"));

@@ -76,7 +76,7 @@ pub fn apply_bash_records(
         if commands::widens_permissions(&r.args) && !confirm(&r.args) {
             report.refused = true;
             report.lines.push(format!(
-                "refused: '{line}' widens the agent's permissions and needs the user's yes (in a non-interactive run: --yolo)"
+                "refused: '{line}' changes what the agent may do or what runs, and needs the user's yes (in a non-interactive run: --yolo)"
             ));
             continue;
         }

@@ -179,6 +179,28 @@ pub struct HookConfig {
 }
 
 impl HookConfig {
+    /// The configured hooks of `loaded`, each named after the file (layer) it came from.
+    /// Ok carries warnings (unknown events, unsupported handler types); Err makes the
+    /// configuration invalid (bad matcher, no command).
+    pub fn from_loaded(
+        loaded: &crate::config::Loaded,
+    ) -> Result<(HookConfig, Vec<String>), Problems> {
+        let sources: Vec<Source> = loaded
+            .layers
+            .iter()
+            .filter_map(|l| {
+                l.value.get("hooks").map(|h| Source {
+                    origin: match &l.path {
+                        Some(p) => p.display().to_string(),
+                        None => format!("{:?} layer", l.kind),
+                    },
+                    hooks: h,
+                })
+            })
+            .collect();
+        parse(&loaded.config.hooks, &sources)
+    }
+
     /// The hooks that opted in to sub-agents' tool calls (`include_sub_agents: true`).
     pub fn for_sub_agents(&self) -> HookConfig {
         HookConfig {

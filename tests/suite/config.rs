@@ -643,3 +643,54 @@ fn session_only_commands_from_the_bash_tool_change_no_file() {
     let s = show(&env3, &[], &[]);
     assert_eq!(s["config"]["permissions"], Value::Null, "nothing persisted");
 }
+
+#[test]
+fn the_bash_tool_cannot_change_hooks_unseen() {
+    // A guard hook in the global config denies `rm`.
+    let guard = json!({"PreToolUse": [{"name": "no-rm", "matcher": "^bash$",
+        "command": "grep -q '\"rm ' && { echo 'no rm' >&2; exit 2; }; exit 0"}]});
+    // Without --yolo: the model's `hook remove` is refused and the guard still stands.
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call("bash", json!({"command": "hook remove PreToolUse"})),
+        Reply::tool_call("bash", json!({"command": "rm x.txt"})),
+        Reply::text("could not"),
+    ]);
+    let env = TestEnv::new();
+    let mut cfg = env.config_for(&server, Dialect::Anthropic);
+    cfg["hooks"] = guard.clone();
+    cfg["permissions"] = json!({"allowed_tools": ["bash"]});
+    env.write_config(&cfg);
+    env.write_project_file("x.txt", "keep me\n");
+    let out = env.run(&["run", "-q", "clean up"], None);
+    assert!(
+        out.stderr.contains("hook remove PreToolUse"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        env.project().join("x.txt").exists(),
+        "the guard hook must still deny rm"
+    );
+    let results = server.request(1).tool_results();
+    assert!(results[0].1.contains("refused"), "{:?}", results);
+
+    // With --yolo the user agreed up front: a hook the model adds takes effect at once.
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call(
+            "bash",
+            json!({"command": "hook add PreToolUse --name no-touch --matcher '^bash$' --command 'grep -q touch && exit 2; exit 0'"}),
+        ),
+        Reply::tool_call("bash", json!({"command": "touch y.txt"})),
+        Reply::text("blocked"),
+    ]);
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::Anthropic);
+    env.run(&["run", "-q", "-y", "add a guard"], None)
+        .assert_success();
+    assert!(
+        !env.project().join("y.txt").exists(),
+        "the added hook denies touch"
+    );
+    let (_, text, is_error) = server.last_request().tool_results().last().unwrap().clone();
+    assert!(is_error, "{text}");
+}
