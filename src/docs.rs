@@ -174,8 +174,9 @@ When the call finished.
 .PP
 For every session, prompt_tokens, completion_tokens and cost equal the sums of the usage rows of
 the session and its sub\-agent sessions (NULL counting as 0), at every commit, whatever process
-wrote them. Deleting a session deletes its usage rows and its sub\-agent sessions; the totals of
-its ancestors keep that spend.
+wrote them. Deleting a session deletes its usage rows and its sub\-agent sessions;
+.B crush sessions delete
+refuses a sub\-agent's session on its own, since its spend is part of its parent's totals.
 "#;
 
 const MAN_BODY: &str = r#".SH INTERACTIVE SESSION

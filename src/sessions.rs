@@ -355,6 +355,15 @@ pub fn export(global: &Global, id: &str, format: ExportFormat) -> Result<String,
 pub fn delete(global: &Global, id: &str) -> Result<String, AppError> {
     let store = existing_store(global)?;
     let s = store.resolve_session(id)?;
+    if let Some(parent) = &s.parent_session_id {
+        // Its usage is part of the parent's totals: deleting it alone would break them.
+        return Err(AppError::Usage(format!(
+            "session {} is a sub-agent's session; its usage counts in its parent's totals, so it \
+             goes with the parent: crush sessions delete {}",
+            s.id,
+            short_id(parent)
+        )));
+    }
     store.delete_session(&s.id)?;
     Ok(format!(
         "Deleted session {} ({})\n",

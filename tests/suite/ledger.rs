@@ -210,6 +210,12 @@ fn sub_agent_works_in_a_child_session_and_its_cost_counts_once() {
         assert_eq!(v["sessions"][0]["calls"], 4);
         assert_eq!(v["sessions"][0]["sub_agent_sessions"], 1);
         assert!((v["sessions"][0]["cost"].as_f64().unwrap() - all).abs() < 1e-9);
+
+        // The child's usage is part of the parent's totals: it cannot be deleted alone.
+        let del = env.run(&["sessions", "delete", &child], None);
+        del.assert_code(2);
+        assert!(del.stderr.contains("sub-agent"), "{}", del.stderr);
+        assert_eq!(assert_totals_match_ledger(&db(&env)), 2);
     }
 }
 
