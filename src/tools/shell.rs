@@ -319,8 +319,9 @@ pub fn run(spec: &ShellSpec) -> io::Result<ShellResult> {
         }
         wait_readers(&done_rx, &mut finished, poll);
         if finished >= 2 && status.is_none() {
-            // Pipes closed; the process is probably exiting. Avoid spinning on the closed channel.
-            thread::sleep(Duration::from_millis(2));
+            // Pipes closed; the process is almost surely exiting. Look again soon, without
+            // spinning on the closed channel.
+            thread::sleep(Duration::from_micros(200));
         }
     }
 
