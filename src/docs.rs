@@ -48,7 +48,10 @@ When the context of a session (the last call's input and output) leaves no more 
 model's context window free, the session is summarized: the model writes a summary, stored as a
 summary message, and the history sent from then on starts at it; a turn interrupted for it goes on
 with the user's request carried over. The margin is proportional to the window (Go Crush keeps a
-flat 20 000 tokens, which waits until 98% of a 1M\-token window). Turn it off with
+flat 20 000 tokens, which waits until 98% of a 1M\-token window). When the provider refuses a
+request as longer than the window (one step can jump past the margin), the session is summarized
+from a copy whose long texts and tool results are cut to their head and tail, and the request is
+carried on, once per turn. Turn it off with
 .B options.disable_auto_summarize
 (crushrc:
 .BR "option auto\-summarize false" ).

@@ -542,6 +542,7 @@ impl<'a> Agent<'a> {
         let mut final_text = String::new();
         let mut step = 0;
         let mut stop_blocks = 0usize;
+        let mut overflow_recovered = false;
         loop {
             if step >= self.max_steps {
                 return Ok(TurnResult {
@@ -553,6 +554,40 @@ impl<'a> Agent<'a> {
             step += 1;
             let resp = match self.call_model(&history, sink) {
                 CallEnd::Done(r) => r,
+                // The provider refused the history as too long (a big tool result can jump
+                // past the summarize margin in one step): summarize a shortened copy and carry
+                // the request on, once per turn, rather than leave a session that can never
+                // be sent again.
+                CallEnd::Failed(err, _)
+                    if err.is_context_overflow()
+                        && !overflow_recovered
+                        && self.auto_summarize_on() =>
+                {
+                    overflow_recovered = true;
+                    sink.event(AgentEvent::Notice(format!(
+                        "the model refused the conversation as too long ({err}); summarizing it"
+                    )));
+                    match self.summarize_and_carry_on(prompt, sink, true) {
+                        Some(h) => {
+                            history = h;
+                            continue;
+                        }
+                        None => {
+                            let parts = vec![Part::Finish {
+                                reason: "error".into(),
+                                time: now(),
+                                message: Some(err.to_string()),
+                                details: None,
+                            }];
+                            self.commit(&[self.new_message(Role::Assistant, parts)], None)?;
+                            return Ok(TurnResult {
+                                stop: Stop::Error(err),
+                                final_text,
+                                steps: step,
+                            });
+                        }
+                    }
+                }
                 CallEnd::Failed(err, partial) => {
                     let mut parts = Vec::new();
                     if !partial.trim().is_empty() {
@@ -956,7 +991,7 @@ impl<'a> Agent<'a> {
             }
             // Near the window: summarize, and carry the user's request on from the summary.
             if self.context_needs_summary()
-                && let Some(h) = self.summarize_and_carry_on(prompt, sink)
+                && let Some(h) = self.summarize_and_carry_on(prompt, sink, false)
             {
                 history = h;
             }

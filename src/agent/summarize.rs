@@ -127,11 +127,7 @@ impl Agent<'_> {
     /// and output) is within the margin of the model's window.
     pub(super) fn context_needs_summary(&self) -> bool {
         // `/option auto-summarize false` in a session changes the runtime layer.
-        let disabled = self
-            .config
-            .as_ref()
-            .is_some_and(|c| c.config.options.disable_auto_summarize);
-        if !self.auto_summarize || disabled {
+        if !self.auto_summarize_on() {
             return false;
         }
         let used = match self.store.session(&self.session_id) {
@@ -141,10 +137,29 @@ impl Agent<'_> {
         needs_summary(self.model.model.context_window, used)
     }
 
+    /// Auto-summarize is on for this agent and not switched off in the configuration
+    /// (`/option auto-summarize false` in a session changes the runtime layer).
+    pub(super) fn auto_summarize_on(&self) -> bool {
+        self.auto_summarize
+            && !self
+                .config
+                .as_ref()
+                .is_some_and(|c| c.config.options.disable_auto_summarize)
+    }
+
     /// Asks the model for a summary of the session (history from the last summary on) and
     /// stores it with its usage; later turns start from it. What `/compact` runs.
     pub fn summarize(&mut self, sink: &mut dyn Sink) -> Result<Summary, String> {
+        self.summarize_with(sink, false)
+    }
+
+    /// `shrink`: long tool results and texts are cut to their head and tail first, so that a
+    /// history the provider already refused as too long can still be summarized.
+    fn summarize_with(&mut self, sink: &mut dyn Sink, shrink: bool) -> Result<Summary, String> {
         let mut history = self.load_history()?;
+        if shrink {
+            shrink_history(&mut history);
+        }
         if history.is_empty() {
             return Err("there is nothing to summarize yet".into());
         }
@@ -192,6 +207,10 @@ impl Agent<'_> {
 
     /// Summarizes, reporting a failure as a notice (the turn goes on with the full history).
     pub(super) fn summarize_or_warn(&mut self, sink: &mut dyn Sink) -> bool {
+        self.summarize_or_warn_with(sink, false)
+    }
+
+    fn summarize_or_warn_with(&mut self, sink: &mut dyn Sink, shrink: bool) -> bool {
         let window = self.model.model.context_window;
         let used = self
             .store
@@ -202,7 +221,7 @@ impl Agent<'_> {
         sink.event(AgentEvent::Notice(format!(
             "the context ({used} tokens) is near the model's {window}-token window; summarizing the session"
         )));
-        match self.summarize(sink) {
+        match self.summarize_with(sink, shrink) {
             Ok(_) => true,
             Err(e) => {
                 sink.event(AgentEvent::Notice(format!(
@@ -218,8 +237,9 @@ impl Agent<'_> {
         &mut self,
         prompt: &str,
         sink: &mut dyn Sink,
+        shrink: bool,
     ) -> Option<Vec<Message>> {
-        if !self.summarize_or_warn(sink) {
+        if !self.summarize_or_warn_with(sink, shrink) {
             return None;
         }
         let carry = self.new_message(Role::User, Message::user(carry_on_prompt(prompt)).parts);
@@ -241,9 +261,50 @@ impl Agent<'_> {
     }
 }
 
+/// Longest text or tool result kept whole when a too-long history is summarized.
+const SHRINK_KEEP: usize = 4_000;
+
+fn shrink_text(text: &mut String) {
+    let chars = text.chars().count();
+    if chars <= SHRINK_KEEP {
+        return;
+    }
+    let half = SHRINK_KEEP / 2;
+    let head: String = text.chars().take(half).collect();
+    let tail: String = text.chars().skip(chars - half).collect();
+    *text = format!(
+        "{head}\n[... {} characters left out so the conversation fits the context window ...]\n{tail}",
+        chars - 2 * half
+    );
+}
+
+/// Cuts long texts and tool results to their head and tail (for summarizing a history that no
+/// longer fits the model's window).
+pub fn shrink_history(history: &mut [Message]) {
+    for m in history {
+        for p in &mut m.parts {
+            match p {
+                Part::Text { text } => shrink_text(text),
+                Part::ToolResult { content, .. } => shrink_text(content),
+                _ => {}
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shrinking_keeps_head_and_tail() {
+        let mut h = vec![Message::user("x".repeat(10_000)), Message::user("short")];
+        shrink_history(&mut h);
+        let t = h[0].text();
+        assert!(t.len() < 4_200, "{}", t.len());
+        assert!(t.contains("6000 characters left out"), "{t}");
+        assert_eq!(h[1].text(), "short");
+    }
 
     #[test]
     fn margin_is_proportional_to_the_window() {

@@ -121,6 +121,36 @@ impl fmt::Display for LlmError {
     }
 }
 
+impl LlmError {
+    /// The provider refused the request because the conversation exceeds the model's context
+    /// window (OpenAI `context_length_exceeded`, Anthropic "prompt is too long", llama.cpp and
+    /// vLLM wordings).
+    pub fn is_context_overflow(&self) -> bool {
+        let LlmError::Http {
+            status, message, ..
+        } = self
+        else {
+            return false;
+        };
+        if !matches!(status, 400 | 413 | 422) {
+            return false;
+        }
+        let m = message.to_ascii_lowercase();
+        [
+            "context_length_exceeded",
+            "maximum context length",
+            "context length",
+            "prompt is too long",
+            "context window",
+            "too many tokens",
+            "exceeds the context",
+            "exceed_context_size",
+        ]
+        .iter()
+        .any(|k| m.contains(k))
+    }
+}
+
 impl std::error::Error for LlmError {}
 
 /// Starts one model call on a worker thread (with retries per `policy`) and returns the channel

@@ -804,3 +804,55 @@ fn hooks_see_sub_agent_tool_calls_only_when_they_opt_in() {
         "the child session"
     );
 }
+
+#[test]
+fn a_history_refused_as_too_long_is_summarized_shortened_and_the_request_carried_on() {
+    for d in BOTH {
+        // One huge tool result jumps past the margin in a single step; the provider refuses
+        // the next request. Go Crush's session would be dead: every later request (and its
+        // summary call) sends the same history.
+        let overflow = match d {
+            Dialect::OpenAi => Reply::api_error(
+                400,
+                "invalid_request_error",
+                "This model's maximum context length is 8192 tokens.",
+            ),
+            Dialect::Anthropic => Reply::api_error(
+                400,
+                "invalid_request_error",
+                "prompt is too long: 210000 tokens > 200000 maximum",
+            ),
+        };
+        let server = FakeServer::with_script(vec![
+            Reply::tool_call("view", json!({"file_path": "big.txt"})),
+            overflow,
+            Reply::text("SUMMARY: viewed big.txt, a file of x."),
+            Reply::text("It is all x."),
+        ]);
+        let env = TestEnv::new();
+        env.use_server(&server, d);
+        let line = "x".repeat(1_900);
+        env.write_project_file("big.txt", &format!("{line}\n").repeat(100));
+        let out = env.run(&["run", "-q", "what is in big.txt?"], None);
+        out.assert_success();
+        assert_eq!(out.stdout, "It is all x.\n", "{d:?}");
+        assert!(out.stderr.contains("too long"), "{}", out.stderr);
+        let reqs = server.model_requests();
+        assert_eq!(reqs.len(), 4, "{d:?}");
+        // The summary request carried a shortened copy of the huge result.
+        assert!(
+            reqs[2]
+                .system_text()
+                .contains("summarizing a coding session")
+        );
+        let (_, viewed, _) = reqs[2].tool_results()[0].clone();
+        assert!(viewed.len() < 10_000, "{d:?}: {} chars", viewed.len());
+        assert!(viewed.contains("characters left out"), "{d:?}");
+        // The retry starts from the summary and carries the request on.
+        let users = reqs[3].user_texts().join("\n");
+        assert!(users.contains("SUMMARY: viewed big.txt"), "{d:?}: {users}");
+        assert!(users.contains("what is in big.txt?"), "{d:?}: {users}");
+        assert!(reqs[3].tool_results().is_empty());
+        assert_totals_match_ledger(&db(&env));
+    }
+}
