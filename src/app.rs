@@ -84,12 +84,34 @@ pub fn load_config(global: &Global) -> Result<Loaded, AppError> {
     if global.debug {
         runtime["options"] = json!({"debug": true});
     }
-    let loaded = config::load_with(&config::layers::LoadOptions {
+    let mut loaded = config::load_with(&config::layers::LoadOptions {
         cwd,
         data_dir: global.data_dir.clone(),
         runtime,
         trust: global.trust,
     })?;
+    // `-m` and `--small-model` belong to the runtime layer too, so `config show --origin` and
+    // the shell builtin `model large` report them. An unknown model is reported by the command
+    // that needs it, not here.
+    for (flag, which, name) in [
+        (&global.model, "large", "--model"),
+        (&global.small_model, "small", "--small-model"),
+    ] {
+        if let Some(f) = flag
+            && let Ok(m) = loaded.resolve_model(Some(f), which == "small")
+        {
+            let args = [
+                "model".to_string(),
+                which.to_string(),
+                format!("{}/{}", m.provider.id, m.model.id),
+            ];
+            let _ = config::layers::apply_runtime(
+                &mut loaded,
+                &args,
+                format!("command line: {name} {f}"),
+            );
+        }
+    }
     for w in &loaded.warnings {
         eprintln!("crush: warning: {w}");
     }

@@ -57,14 +57,14 @@ pub static FLAGS: &[Flag] = &[
         long: "model",
         value: Some("[PROVIDER/]MODEL"),
         help: "Use this model as the large model",
-        scope: Scope::Only(&["", "run"]),
+        scope: Scope::Only(&["", "run", "config"]),
     },
     Flag {
         short: None,
         long: "small-model",
         value: Some("[PROVIDER/]MODEL"),
         help: "Use this model as the small model (titles, summaries)",
-        scope: Scope::Only(&["", "run"]),
+        scope: Scope::Only(&["", "run", "config"]),
     },
     Flag {
         short: Some('s'),

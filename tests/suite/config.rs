@@ -694,3 +694,26 @@ fn the_bash_tool_cannot_change_hooks_unseen() {
     let (_, text, is_error) = server.last_request().tool_results().last().unwrap().clone();
     assert!(is_error, "{text}");
 }
+
+#[test]
+fn the_model_flag_is_part_of_the_runtime_layer() {
+    let server = FakeServer::start();
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::OpenAi);
+    let out = env.run(
+        &["-m", "fake/other-model", "config", "show", "--origin"],
+        None,
+    );
+    out.assert_success();
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("models.large.model"))
+        .unwrap_or_else(|| panic!("{}", out.stdout));
+    assert!(line.contains("\"other-model\""), "{line}");
+    assert!(
+        line.contains("command line: --model fake/other-model"),
+        "{line}"
+    );
+    assert_eq!(server.request_count(), 0);
+}
