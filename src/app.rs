@@ -148,6 +148,7 @@ pub fn open_store(loaded: &Loaded) -> Result<Store, AppError> {
             loaded.data_dir.display()
         ))
     })?;
+    crate::log::init(&loaded.data_dir, loaded.config.options.debug);
     if let Err(e) = store::projects::touch(
         &crate::paths::global_data_dir(),
         &loaded.project_root,
@@ -156,6 +157,65 @@ pub fn open_store(loaded: &Loaded) -> Result<Store, AppError> {
         eprintln!("crush: warning: cannot update projects.json: {e}");
     }
     Ok(Store::open(&loaded.data_dir.join("crush.db"))?)
+}
+
+/// `crush projects [--json]`.
+pub fn projects(json_out: bool) -> Result<String, AppError> {
+    let global = crate::paths::global_data_dir();
+    let list = store::projects::list(&global).map_err(|e| {
+        AppError::Runtime(format!(
+            "cannot read {}: {e}",
+            global.join("projects.json").display()
+        ))
+    })?;
+    if json_out {
+        return Ok(format!("{}\n", json!({ "projects": list })));
+    }
+    if list.is_empty() {
+        eprintln!("No projects tracked yet.");
+        return Ok(String::new());
+    }
+    let mut out = String::new();
+    for p in list {
+        out.push_str(&format!(
+            "{}\t{}\t{}\n",
+            p.path, p.data_dir, p.last_accessed
+        ));
+    }
+    Ok(out)
+}
+
+/// `crush logs [-f] [-t N]`: the project's log, pretty-printed.
+pub fn logs(global: &Global, follow: bool, tail: usize) -> Result<i32, AppError> {
+    use std::io::Write as _;
+    let loaded = load_config(global)?;
+    let p = crate::log::path(&loaded.data_dir);
+    if !p.exists() {
+        return Err(AppError::Usage(format!(
+            "no log yet at {} (crush writes it once it has run in this project)",
+            p.display()
+        )));
+    }
+    let io = |e: std::io::Error| AppError::Runtime(format!("{}: {e}", p.display()));
+    let lines = crate::log::tail(&p, tail).map_err(io)?;
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let closed = |e: &std::io::Error| e.kind() == std::io::ErrorKind::BrokenPipe;
+    for l in &lines {
+        if let Err(e) = writeln!(out, "{}", crate::log::render(l)) {
+            return if closed(&e) { Ok(0) } else { Err(io(e)) };
+        }
+    }
+    if follow {
+        let stop = crate::signal::interrupt_flag();
+        match crate::log::follow(&p, &mut out, &|| {
+            stop.load(std::sync::atomic::Ordering::SeqCst)
+        }) {
+            Err(e) if !closed(&e) => return Err(io(e)),
+            _ => {}
+        }
+    }
+    Ok(0)
 }
 
 /// Opens the store without creating anything (read-only commands).

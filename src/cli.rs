@@ -92,7 +92,21 @@ pub static FLAGS: &[Flag] = &[
         long: "json",
         value: None,
         help: "Print JSON: one event per line for run, a document for listings",
-        scope: Scope::Only(&["run", "sessions", "models", "config", "stats"]),
+        scope: Scope::Only(&["run", "sessions", "models", "config", "stats", "projects"]),
+    },
+    Flag {
+        short: Some('f'),
+        long: "follow",
+        value: None,
+        help: "Keep printing lines as they are written",
+        scope: Scope::Only(&["logs"]),
+    },
+    Flag {
+        short: Some('t'),
+        long: "tail",
+        value: Some("N"),
+        help: "Print the last N lines (default 1000; 0 for all)",
+        scope: Scope::Only(&["logs"]),
     },
     Flag {
         short: None,
@@ -244,6 +258,20 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        name: "projects",
+        usage: "crush projects [--json]",
+        about: "List the projects crush has been used in, most recent first, with their data \
+                directories.",
+        subcommands: &[],
+    },
+    CommandSpec {
+        name: "logs",
+        usage: "crush logs [-f] [-t N]",
+        about: "Print the project's log (<project data>/logs/crush.log: retries, refusals, hook \
+                problems; debug lines with -d).",
+        subcommands: &[],
+    },
+    CommandSpec {
         name: "help",
         usage: "crush help [COMMAND]",
         about: "Show help for crush or for one command.",
@@ -313,6 +341,13 @@ pub enum Command {
         title: String,
     },
     Dirs,
+    Projects {
+        json: bool,
+    },
+    Logs {
+        follow: bool,
+        tail: usize,
+    },
     HooksList {
         tool: Option<String>,
     },
@@ -387,6 +422,8 @@ where
     let mut run = RunArgs::default();
     let mut hooks = HooksTestArgs::default();
     let mut json = false;
+    let mut follow = false;
+    let mut tail: Option<usize> = None;
     let mut format: Option<String> = None;
     let mut origin = false;
     let mut revoke = false;
@@ -457,6 +494,13 @@ where
             "continue" => global.continue_last = true,
             "quiet" => run.quiet = true,
             "json" => json = true,
+            "follow" => follow = true,
+            "tail" => {
+                let v = value()?;
+                tail = Some(v.parse().map_err(|_| {
+                    UsageError(format!("--tail takes a number of lines, not '{v}'"))
+                })?);
+            }
             "format" => format = Some(value()?),
             "origin" => origin = true,
             "revoke" => revoke = true,
@@ -541,6 +585,21 @@ where
                         )));
                     }
                     _ => return Err(UsageError(USAGE.into())),
+                }
+            }
+            "projects" | "logs" => {
+                if let Some(p) = positionals.first() {
+                    return Err(UsageError(format!(
+                        "crush {command} takes no arguments (got '{p}')"
+                    )));
+                }
+                if command == "projects" {
+                    Command::Projects { json }
+                } else {
+                    Command::Logs {
+                        follow,
+                        tail: tail.unwrap_or(1000),
+                    }
                 }
             }
             "dirs" => {

@@ -489,8 +489,12 @@ halt).
 The session store (SQLite). Tables sessions, messages, files, read_files as in Crush, plus usage
 (one row per model call).
 .TP
+.I <project>/.crush/logs/crush.log
+The log: one JSON object per line (time, level, msg): runs, retries, failed model calls, refused
+permissions; debug lines with \-d. Read it with crush logs. Moved to crush.log.1 past 10 MB.
+.TP
 .I $CRUSH_GLOBAL_DATA/projects.json
-Known projects, most recent first.
+Known projects, most recent first (crush projects). Rewritten at most once a minute per project.
 .TP
 .I $CRUSH_GLOBAL_DATA/state.json, <project>/.crush/state.json
 Machine\-written state: last chosen and recent models, UI preferences, trust records (global).

@@ -10,6 +10,7 @@ pub mod docs;
 pub mod hooks;
 pub mod hooks_cmd;
 pub mod llm;
+pub mod log;
 pub mod paths;
 pub mod repl;
 pub mod run;

@@ -37,6 +37,8 @@ fn dispatch(cli: cli::Cli) -> Result<i32, AppError> {
         Command::SessionsExport { id, format } => print(&sessions::export(g, id, *format)?),
         Command::SessionsDelete { id } => print(&sessions::delete(g, id)?),
         Command::SessionsRename { id, title } => print(&sessions::rename(g, id, title)?),
+        Command::Projects { json } => print(&app::projects(*json)?),
+        Command::Logs { follow, tail } => app::logs(g, *follow, *tail),
         Command::Dirs => print(&config::show::dirs(&app::load_config(g)?)),
         Command::ConfigShow { origin, json } => print(&config::show::config_show(
             &app::load_config(g)?,

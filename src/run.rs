@@ -271,6 +271,10 @@ impl Sink for RunSink {
                 }
             }
             AgentEvent::PermissionRefused { request, hint } => {
+                crate::log::warn(&format!(
+                    "refused {} ({}: {}): no one to ask in a non-interactive run",
+                    request.tool, request.action, request.description
+                ));
                 eprintln!(
                     "crush: refused {} ({}: {}): a non-interactive run cannot ask for permission; to allow it, {hint}",
                     request.tool, request.action, request.description
@@ -418,6 +422,13 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<i32, AppError> {
     }
     let source = if session.resumed { "resume" } else { "startup" };
     session.agent.session_start(source, &mut sink);
+    crate::log::info(&format!(
+        "run: session {} ({}), model {}/{}",
+        session.agent.session_id,
+        if session.resumed { "resumed" } else { "new" },
+        session.agent.model.provider.id,
+        session.agent.model.model.id
+    ));
     let result: TurnResult = session
         .agent
         .run_turn(&prompt, &mut sink)
@@ -444,6 +455,11 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<i32, AppError> {
             .map_err(|e| AppError::Runtime(format!("-o {}: cannot write: {e}", o.display())))?;
     }
     let sid = &session.agent.session_id;
+    crate::log::info(&format!(
+        "run: session {sid} finished: {} after {} step(s)",
+        stop_name(&result.stop),
+        result.steps
+    ));
     Ok(match &result.stop {
         Stop::EndTurn => 0,
         Stop::MaxTokens => {

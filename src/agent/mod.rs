@@ -380,6 +380,12 @@ impl<'a> Agent<'a> {
                     reason,
                 }) => {
                     partial.clear();
+                    crate::log::warn(&format!(
+                        "{}/{}: attempt {attempt} failed ({reason}); retrying in {} ms",
+                        self.model.provider.id,
+                        self.model.model.id,
+                        wait.as_millis()
+                    ));
                     sink.event(AgentEvent::Retry {
                         attempt,
                         wait,
@@ -387,7 +393,13 @@ impl<'a> Agent<'a> {
                     });
                 }
                 Ok(StreamEvent::Done(resp)) => return CallEnd::Done(resp),
-                Ok(StreamEvent::Error(e)) => return CallEnd::Failed(e, partial),
+                Ok(StreamEvent::Error(e)) => {
+                    crate::log::warn(&format!(
+                        "{}/{}: model call failed: {e}",
+                        self.model.provider.id, self.model.model.id
+                    ));
+                    return CallEnd::Failed(e, partial);
+                }
                 Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
                 Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
                     return CallEnd::Failed(

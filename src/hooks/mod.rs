@@ -282,6 +282,12 @@ impl HookConfig {
         let composed = compose::compose(&results, req.tool.map(|t| t.input));
         let (context_files, dropped_files) =
             compose::resolve_context_files(&composed.context_files, req.cwd);
+        for f in &dropped_files {
+            crate::log::debug(&format!(
+                "{} hook: context file {f} does not exist; dropped",
+                req.event.name()
+            ));
+        }
         let reports = selected
             .iter()
             .zip(&results)

@@ -516,3 +516,43 @@ fn sigint_mid_stream_exits_130_and_saves_the_session() {
         .to_string();
     assert!(last.contains("canceled"), "{last}");
 }
+
+#[test]
+fn logs_and_projects_commands() {
+    let server = FakeServer::with_script(vec![
+        Reply::api_error(500, "api_error", "internal"),
+        Reply::text("fine"),
+    ]);
+    let env = env_with(&server, Dialect::OpenAi);
+    // Nothing ran here yet.
+    env.run(&["logs"], None).assert_code(2);
+    let none = env.run(&["projects"], None);
+    none.assert_success();
+    assert!(none.stderr.contains("No projects"), "{}", none.stderr);
+
+    let mut cmd = env.crush();
+    cmd.env("CRUSH_RETRY_BASE_MS", "5").args(["run", "hi"]);
+    crate::support::env::run_command(cmd, None, crate::support::RUN_TIMEOUT).assert_success();
+    let log = std::fs::read_to_string(env.project().join(".crush/logs/crush.log")).unwrap();
+    for line in log.lines() {
+        let v: Value = serde_json::from_str(line).expect("JSON lines");
+        assert!(v["time"].is_string() && v["level"].is_string() && v["msg"].is_string());
+    }
+    let out = env.run(&["logs", "-t", "2"], None);
+    out.assert_success();
+    assert_eq!(out.stdout.lines().count(), 2, "{}", out.stdout);
+    let all = env.run(&["logs", "-t", "0"], None).stdout;
+    assert!(all.contains("WARN") && all.contains("retrying"), "{all}");
+    assert!(all.contains("finished: end_turn"), "{all}");
+
+    let p = env.run(&["projects", "--json"], None);
+    p.assert_success();
+    let v: Value = serde_json::from_str(&p.stdout).unwrap();
+    let root = env.project().canonicalize().unwrap();
+    assert_eq!(v["projects"][0]["path"], root.to_string_lossy().as_ref());
+    let plain = env.run(&["projects"], None).stdout;
+    assert!(
+        plain.starts_with(&format!("{}\t", root.display())),
+        "{plain}"
+    );
+}
