@@ -233,20 +233,6 @@ pub struct OpenSession<'s> {
     pub resumed: bool,
 }
 
-/// A title from the first words of the prompt.
-pub fn title_from_prompt(prompt: &str) -> String {
-    let line = prompt.split_whitespace().collect::<Vec<_>>().join(" ");
-    let mut t: String = line.chars().take(50).collect();
-    if line.chars().count() > 50 {
-        t.push('…');
-    }
-    if t.is_empty() {
-        "Untitled Session".into()
-    } else {
-        t
-    }
-}
-
 fn leak<T>(v: T) -> &'static T {
     Box::leak(Box::new(v))
 }
@@ -300,14 +286,14 @@ pub fn top_level(s: store::Session) -> Result<store::Session, AppError> {
 }
 
 /// Everything a turn needs: config, model, store, session (new, `-s` or `-C`), agent.
-pub fn open_session(global: &Global, prompt_text: &str) -> Result<OpenSession<'static>, AppError> {
+pub fn open_session(global: &Global) -> Result<OpenSession<'static>, AppError> {
     let ctx = open_context(global)?;
     let model = ctx.loaded.resolve_model(global.model.as_deref(), false)?;
     let (session, resumed) = match session_to_continue(ctx.store, global)? {
         Some(s) => (s, true),
         None => (
             ctx.store
-                .create_session(&title_from_prompt(prompt_text), None)?,
+                .create_session(crate::agent::title::PLACEHOLDER, None)?,
             false,
         ),
     };

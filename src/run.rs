@@ -208,6 +208,7 @@ impl Sink for RunSink {
         let v = JSON_SCHEMA_VERSION;
         match ev {
             AgentEvent::TextDelta(t) => self.text(&t),
+            AgentEvent::PromptAccepted(_) => {}
             AgentEvent::ReasoningDelta(t) => {
                 if self.json {
                     self.out.json(&JsonEvent::Reasoning { v, text: &t });
@@ -396,7 +397,7 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<i32, AppError> {
         })?;
     }
 
-    let mut session = app::open_session(global, &prompt)?;
+    let mut session = app::open_session(global)?;
     let mut sink = RunSink {
         out: Out {
             stdout: std::io::stdout(),

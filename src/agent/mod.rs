@@ -65,6 +65,9 @@ pub enum AgentEvent {
     /// A diagnostic for stderr or the log (rejected usage, auto-summarize, a sub-agent's retry),
     /// never part of the answer.
     Notice(String),
+    /// The prompt passed the UserPromptSubmit hooks (as they left it) and goes to the model.
+    /// Nothing derived from a prompt (a title) may leave the process before this.
+    PromptAccepted(String),
     /// A hook ran (one event per hook, in config order, after the batch finished).
     Hook {
         report: hooks::HookReport,
@@ -526,6 +529,17 @@ impl<'a> Agent<'a> {
             });
         }
         let prompt = ups.composed.updated_prompt.as_deref().unwrap_or(prompt);
+        // The first accepted prompt names the session until a generated title replaces it.
+        if let Ok(Some(s)) = self.store.session(&self.session_id)
+            && s.title == title::PLACEHOLDER
+            && let Err(e) = self.store.set_title(
+                &self.session_id,
+                &title::from_prompt(prompt, title::PLACEHOLDER),
+            )
+        {
+            sink.event(AgentEvent::Notice(format!("cannot title the session: {e}")));
+        }
+        sink.event(AgentEvent::PromptAccepted(prompt.to_string()));
         // A session left near the window by its last turn is summarized before this one.
         if self.context_needs_summary() {
             self.summarize_or_warn(sink);

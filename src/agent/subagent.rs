@@ -105,16 +105,7 @@ fn task_system(parent_system: &str) -> String {
 }
 
 fn short_title(prompt: &str) -> String {
-    let line = prompt.split_whitespace().collect::<Vec<_>>().join(" ");
-    let mut t: String = line.chars().take(50).collect();
-    if line.chars().count() > 50 {
-        t.push('…');
-    }
-    if t.is_empty() {
-        "Sub-agent task".into()
-    } else {
-        t
-    }
+    super::title::from_prompt(prompt, "Sub-agent task")
 }
 
 /// Passes to the parent's sink what concerns the user; the sub-agent's own text and tool calls
@@ -137,6 +128,7 @@ impl Sink for SubSink<'_> {
             ))),
             AgentEvent::TextDelta(_)
             | AgentEvent::ReasoningDelta(_)
+            | AgentEvent::PromptAccepted(_)
             | AgentEvent::ToolCall { .. }
             | AgentEvent::ToolResult { .. }
             | AgentEvent::StepCommitted { .. } => {}

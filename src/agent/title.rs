@@ -3,6 +3,24 @@
 //! the call fails or the answer is unusable, and records the call's usage either way.
 
 use crate::config::ResolvedModel;
+/// The title a session has until its first prompt has passed the UserPromptSubmit hooks.
+pub const PLACEHOLDER: &str = "Untitled Session";
+
+/// A title from the first words of a prompt (at most 50 characters), or `fallback` when the
+/// prompt has none.
+pub fn from_prompt(prompt: &str, fallback: &str) -> String {
+    let line = prompt.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut t: String = line.chars().take(50).collect();
+    if line.chars().count() > 50 {
+        t.push('…');
+    }
+    if t.is_empty() {
+        fallback.to_string()
+    } else {
+        t
+    }
+}
+
 use crate::llm::{self, ChatRequest, FinishReason, Message, RetryPolicy, Usage};
 use crate::store::UsageRecord;
 

@@ -120,12 +120,32 @@ struct ReplSink<'a> {
     interrupted: bool,
     /// The user just refused a call: its error result needs no second line.
     refused: bool,
+    /// A new session's title, generated once its first prompt has passed the hooks.
+    title: Option<TitleStart>,
+    titles: &'a mut Vec<TitleJob>,
+}
+
+/// What a title generation needs, but the prompt.
+struct TitleStart {
+    model: ResolvedModel,
+    policy: crate::llm::RetryPolicy,
+    session_id: String,
 }
 
 impl Sink for ReplSink<'_> {
     fn event(&mut self, ev: AgentEvent) {
         match ev {
             AgentEvent::TextDelta(t) => self.term.text(&t),
+            AgentEvent::PromptAccepted(prompt) => {
+                if let Some(t) = self.title.take() {
+                    match spawn_title(t, prompt) {
+                        Ok(job) => self.titles.push(job),
+                        Err(e) => self
+                            .term
+                            .error(&format!("cannot start the title thread: {e}")),
+                    }
+                }
+            }
             AgentEvent::ReasoningDelta(_) => self.term.status("thinking… (Ctrl-C cancels)"),
             AgentEvent::Retry {
                 attempt,
@@ -329,6 +349,18 @@ fn ask_trust(global: &Global) -> Result<(), AppError> {
     Ok(())
 }
 
+/// Generates a title on its own thread.
+fn spawn_title(t: TitleStart, prompt: String) -> std::io::Result<TitleJob> {
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    std::thread::Builder::new()
+        .name("title".into())
+        .spawn(move || {
+            let g = title::generate(&t.model, &prompt, &t.policy);
+            let _ = tx.send((t.session_id, g));
+        })?;
+    Ok(rx)
+}
+
 impl Repl {
     fn banner(&mut self, resumed: Option<&Session>) {
         if self.interactive {
@@ -414,14 +446,14 @@ impl Repl {
     }
 
     /// Creates the session when the REPL has none yet (after `/new`, or at start).
-    fn ensure_session(&mut self, first_input: &str) -> Result<(), String> {
+    fn ensure_session(&mut self) -> Result<(), String> {
         if !self.agent.session_id.is_empty() {
             return Ok(());
         }
         let s = self
             .ctx
             .store
-            .create_session(&app::title_from_prompt(first_input), None)
+            .create_session(title::PLACEHOLDER, None)
             .map_err(|e| e.to_string())?;
         self.agent.session_id = s.id;
         self.fresh = true;
@@ -449,32 +481,28 @@ impl Repl {
     }
 
     /// Starts the title call for the session's first prompt on a worker thread.
-    fn start_title(&mut self, prompt: &str) {
+    /// What the first prompt of a fresh session needs to be titled by the small model.
+    fn title_start(&mut self) -> Option<TitleStart> {
+        if !self.fresh {
+            return None;
+        }
         self.fresh = false;
         let model = match self.small_model() {
             Ok(m) => m,
             Err(e) => {
                 self.debug(&format!("no title model: {e}"));
-                return;
+                return None;
             }
         };
         let mut policy = self.agent.policy.clone();
         policy.max_attempts = policy.max_attempts.min(2);
         policy.response_timeout = policy.response_timeout.min(Duration::from_secs(30));
         policy.idle_timeout = policy.idle_timeout.min(Duration::from_secs(30));
-        let (tx, rx) = crossbeam_channel::bounded(1);
-        let sid = self.agent.session_id.clone();
-        let prompt = prompt.to_string();
-        let spawned = std::thread::Builder::new()
-            .name("title".into())
-            .spawn(move || {
-                let g = title::generate(&model, &prompt, &policy);
-                let _ = tx.send((sid, g));
-            });
-        match spawned {
-            Ok(_) => self.titles.push(rx),
-            Err(e) => self.debug(&format!("cannot start the title thread: {e}")),
-        }
+        Some(TitleStart {
+            model,
+            policy,
+            session_id: self.agent.session_id.clone(),
+        })
     }
 
     /// Applies finished titles (waiting up to `wait` for unfinished ones): the title, and the
@@ -512,13 +540,11 @@ impl Repl {
     }
 
     fn prompt(&mut self, text: &str) {
-        if let Err(e) = self.ensure_session(text) {
+        if let Err(e) = self.ensure_session() {
             self.term.error(&format!("cannot create a session: {e}"));
             return;
         }
-        if self.fresh {
-            self.start_title(text);
-        }
+        let title = self.title_start();
         self.cancel.store(false, Ordering::SeqCst);
         self.term.begin_answer();
         self.term.status(WAITING);
@@ -528,12 +554,19 @@ impl Repl {
             interactive: self.interactive,
             interrupted: false,
             refused: false,
+            title,
+            titles: &mut self.titles,
         };
         if let Some(source) = self.session_start.take() {
             self.agent.session_start(source, &mut sink);
         }
         let result = self.agent.run_turn(text, &mut sink);
         let interrupted = sink.interrupted;
+        // A prompt the hooks refused leaves the session untitled for the next one.
+        let unused_title = sink.title.is_some();
+        if unused_title {
+            self.fresh = true;
+        }
         self.cancel.store(false, Ordering::SeqCst);
         self.term.clear_status();
         self.term.end_line();
@@ -580,7 +613,7 @@ impl Repl {
     }
 
     fn shell(&mut self, command: &str) {
-        if let Err(e) = self.ensure_session(&format!("!{command}")) {
+        if let Err(e) = self.ensure_session() {
             self.term.error(&format!("cannot create a session: {e}"));
             return;
         }
@@ -868,6 +901,8 @@ impl Repl {
             interactive: self.interactive,
             interrupted: false,
             refused: false,
+            title: None,
+            titles: &mut self.titles,
         };
         let got = self.agent.summarize(&mut sink);
         self.cancel.store(false, Ordering::SeqCst);
