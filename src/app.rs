@@ -308,31 +308,7 @@ pub fn open_session(global: &Global) -> Result<OpenSession<'static>, AppError> {
 
 /// The system prompt for `model` in this configuration.
 pub fn system_prompt(loaded: &Loaded, model: &ResolvedModel) -> String {
-    let opts = &loaded.config.options;
-    let mut context_paths: Vec<String> = prompt::DEFAULT_CONTEXT_PATHS
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    context_paths.extend(opts.context_paths.iter().cloned());
-    let mut global_context = vec![
-        crate::paths::global_config_dir()
-            .join("CRUSH.md")
-            .to_string_lossy()
-            .into_owned(),
-        crate::paths::user_config_home()
-            .join("AGENTS.md")
-            .to_string_lossy()
-            .into_owned(),
-    ];
-    global_context.extend(opts.global_context_paths.iter().cloned());
-    prompt::system_prompt(&prompt::PromptInputs {
-        cwd: &loaded.cwd,
-        project_root: &loaded.project_root,
-        context_paths: &context_paths,
-        global_context_paths: &global_context,
-        model: &model.model.id,
-        prefix: model.provider.system_prompt_prefix.as_deref(),
-    })
+    prompt::for_config(loaded, model)
 }
 
 /// Retries and timeouts for model calls (`CRUSH_RETRY_BASE_MS`, `options.request_idle_timeout`).

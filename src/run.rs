@@ -356,20 +356,6 @@ fn read_stdin_if_piped() -> Result<Option<String>, AppError> {
     Ok(Some(String::from_utf8_lossy(&buf).into_owned()))
 }
 
-fn stop_name(s: &Stop) -> &'static str {
-    match s {
-        Stop::EndTurn => "end_turn",
-        Stop::MaxTokens => "max_tokens",
-        Stop::MaxSteps(_) => "max_steps",
-        Stop::Loop => "loop",
-        Stop::PermissionRefused => "permission_refused",
-        Stop::HookDenied(_) => "hook_denied",
-        Stop::HookHalted(_) => "hook_halted",
-        Stop::Canceled => "canceled",
-        Stop::Error(_) => "error",
-    }
-}
-
 pub fn run(global: &Global, args: &RunArgs) -> Result<i32, AppError> {
     let piped = read_stdin_if_piped()?;
     let mut prompt = args.prompt.join(" ");
@@ -445,7 +431,7 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<i32, AppError> {
         sink.out.json(&JsonEvent::Finish {
             v: JSON_SCHEMA_VERSION,
             session_id: &session.agent.session_id,
-            reason: stop_name(&result.stop),
+            reason: result.stop.name(),
             steps: result.steps,
             text: &result.final_text,
             error: error_text.as_deref(),
@@ -458,7 +444,7 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<i32, AppError> {
     let sid = &session.agent.session_id;
     crate::log::info(&format!(
         "run: session {sid} finished: {} after {} step(s)",
-        stop_name(&result.stop),
+        result.stop.name(),
         result.steps
     ));
     Ok(match &result.stop {

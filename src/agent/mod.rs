@@ -110,6 +110,23 @@ pub enum Stop {
     Error(LlmError),
 }
 
+impl Stop {
+    /// The reason as `--json` and the sub-agent's metadata name it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Stop::EndTurn => "end_turn",
+            Stop::MaxTokens => "max_tokens",
+            Stop::MaxSteps(_) => "max_steps",
+            Stop::Loop => "loop",
+            Stop::PermissionRefused => "permission_refused",
+            Stop::HookDenied(_) => "hook_denied",
+            Stop::HookHalted(_) => "hook_halted",
+            Stop::Canceled => "canceled",
+            Stop::Error(_) => "error",
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct TurnResult {
     pub stop: Stop,
@@ -648,7 +665,12 @@ impl<'a> Agent<'a> {
                     self.commit(&[self.new_message(Role::Assistant, parts)], None)?;
                     return Ok(TurnResult {
                         stop: Stop::Canceled,
-                        final_text: partial,
+                        // The canceled call's partial answer, else the last step's text.
+                        final_text: if partial.trim().is_empty() {
+                            final_text
+                        } else {
+                            partial
+                        },
                         steps: step,
                     });
                 }
@@ -778,13 +800,30 @@ impl<'a> Agent<'a> {
                 session_id: &self.session_id,
             };
             for (id, name, parsed) in calls {
+                // Every result is announced after its call, so a consumer of the events can
+                // pair them by id, whatever happens to the call.
+                let announce = |sink: &mut dyn Sink, input: Value| {
+                    sink.event(AgentEvent::ToolCall {
+                        id: id.clone(),
+                        name: name.clone(),
+                        input,
+                    })
+                };
                 if let Some(s) = &stop {
                     let why = match s {
                         Stop::Canceled => "The user canceled the turn before this tool call ran.",
                         Stop::HookHalted(_) => "Not run: a hook halted the turn.",
                         _ => "Not run: an earlier tool call in this step was refused.",
                     };
-                    results.push(result_part(&id, &name, &ToolOutput::error(why)));
+                    let out = ToolOutput::error(why);
+                    announce(sink, parsed.clone().unwrap_or_else(|_| json!({})));
+                    sink.event(AgentEvent::ToolResult {
+                        id: id.clone(),
+                        name: name.clone(),
+                        content: out.content.clone(),
+                        is_error: true,
+                    });
+                    results.push(result_part(&id, &name, &out));
                     continue;
                 }
                 let input = match parsed {
@@ -793,6 +832,7 @@ impl<'a> Agent<'a> {
                         let out = ToolOutput::error(format!(
                             "Tool call failed: the arguments were not valid JSON ({e}). Call the tool again with a valid JSON object."
                         ));
+                        announce(sink, json!({}));
                         sink.event(AgentEvent::ToolResult {
                             id: id.clone(),
                             name: name.clone(),
@@ -803,11 +843,7 @@ impl<'a> Agent<'a> {
                         continue;
                     }
                 };
-                sink.event(AgentEvent::ToolCall {
-                    id: id.clone(),
-                    name: name.clone(),
-                    input: input.clone(),
-                });
+                announce(sink, input.clone());
                 let models = self.config.as_ref().map(|c| c.shell_models());
                 let ctx = ToolCtx {
                     cwd: &self.cwd,
@@ -955,6 +991,7 @@ impl<'a> Agent<'a> {
                         tools: &mut self.tools,
                         model: &mut self.model,
                         hooks: &mut self.hooks,
+                        system: &mut self.system,
                         cwd: &self.cwd,
                     },
                     &mut out,

@@ -164,6 +164,36 @@ pub fn system_prompt(inp: &PromptInputs) -> String {
     s
 }
 
+/// The system prompt for `model` under the configuration `loaded` (its context paths, the
+/// provider's prefix).
+pub fn for_config(loaded: &crate::config::Loaded, model: &crate::config::ResolvedModel) -> String {
+    let opts = &loaded.config.options;
+    let mut context_paths: Vec<String> = DEFAULT_CONTEXT_PATHS
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    context_paths.extend(opts.context_paths.iter().cloned());
+    let mut global_context = vec![
+        crate::paths::global_config_dir()
+            .join("CRUSH.md")
+            .to_string_lossy()
+            .into_owned(),
+        crate::paths::user_config_home()
+            .join("AGENTS.md")
+            .to_string_lossy()
+            .into_owned(),
+    ];
+    global_context.extend(opts.global_context_paths.iter().cloned());
+    system_prompt(&PromptInputs {
+        cwd: &loaded.cwd,
+        project_root: &loaded.project_root,
+        context_paths: &context_paths,
+        global_context_paths: &global_context,
+        model: &model.model.id,
+        prefix: model.provider.system_prompt_prefix.as_deref(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

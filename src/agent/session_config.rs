@@ -19,7 +19,47 @@ pub(super) struct Parts<'a> {
     pub tools: &'a mut Vec<Box<dyn Tool>>,
     pub model: &'a mut ResolvedModel,
     pub hooks: &'a mut crate::hooks::HookConfig,
+    pub system: &'a mut String,
     pub cwd: &'a Path,
+}
+
+/// Brings the running agent in line with its runtime layer after a session-only command: the
+/// allowed and hidden tools, the large model (and the system prompt naming it), the hooks.
+#[allow(clippy::too_many_arguments)]
+fn sync(
+    cfg: &Loaded,
+    permissions: &mut Permissions,
+    tools: &mut Vec<Box<dyn Tool>>,
+    model: &mut ResolvedModel,
+    system: &mut String,
+    hooks: &mut crate::hooks::HookConfig,
+    large_before: &Option<crate::config::SelectedModel>,
+    hooks_changed: bool,
+) -> Result<bool, String> {
+    permissions.allowed_tools = cfg.config.permissions.allowed_tools.clone();
+    // A tool denied earlier comes back when it is allowed again.
+    *tools = super::subagent::main_agent_tools(&cfg.config.options.disabled_tools);
+    let mut large_changed = false;
+    if &cfg.config.models.large != large_before {
+        let m = cfg
+            .resolve_model(None, false)
+            .map_err(|e| format!("the model was not switched: {e}"))?;
+        *system = super::prompt::for_config(cfg, &m);
+        *model = m;
+        large_changed = true;
+    }
+    if hooks_changed {
+        match crate::hooks::HookConfig::from_loaded(cfg) {
+            Ok((h, _)) => *hooks = h,
+            Err(p) => {
+                return Err(format!(
+                    "the hooks were not changed: {}",
+                    p.errors.join("; ")
+                ));
+            }
+        }
+    }
+    Ok(large_changed)
 }
 
 /// Applies the records in `out.metadata` (if any) and appends the report to `out`.
@@ -74,31 +114,20 @@ pub(super) fn apply(this: Parts, out: &mut ToolOutput, sink: &mut dyn Sink) {
             request: req,
         });
     }
-    // Bring the running agent in line with the new runtime layer.
-    this.permissions.allowed_tools = cfg.config.permissions.allowed_tools.clone();
-    let disabled = cfg.config.options.disabled_tools.clone();
-    this.tools
-        .retain(|t| !disabled.iter().any(|d| d == t.name()));
-    if cfg.config.models.large != large_before {
-        match cfg.resolve_model(None, false) {
-            Ok(m) => *this.model = m,
-            Err(e) => report
-                .lines
-                .push(format!("session config: the model was not switched: {e}")),
-        }
-    }
-    // A `hook` command the user agreed to takes effect for the rest of the session.
-    if records
+    let hooks_changed = records
         .iter()
-        .any(|r| r.args.first().map(String::as_str) == Some("hook"))
-    {
-        match crate::hooks::HookConfig::from_loaded(cfg) {
-            Ok((hooks, _)) => *this.hooks = hooks,
-            Err(p) => report.lines.push(format!(
-                "session config: the hooks were not changed: {}",
-                p.errors.join("; ")
-            )),
-        }
+        .any(|r| r.args.first().map(String::as_str) == Some("hook"));
+    if let Err(e) = sync(
+        cfg,
+        this.permissions,
+        this.tools,
+        this.model,
+        this.system,
+        this.hooks,
+        &large_before,
+        hooks_changed,
+    ) {
+        report.lines.push(format!("session config: {e}"));
     }
     out.content.push_str("\n\n");
     out.content.push_str(&report.lines.join("\n"));
@@ -110,7 +139,6 @@ impl super::Agent<'_> {
     /// `/permissions allow grep` or `/model small p/m`): applied to the runtime layer, then the
     /// running agent is brought in line. Returns what to show the user. Nothing is written.
     ///
-    /// The caller rebuilds the system prompt when `large_changed` is set (it names the model).
     pub fn apply_user_command(&mut self, line: &str) -> Result<UserCommand, String> {
         let cfg = self
             .config
@@ -118,16 +146,20 @@ impl super::Agent<'_> {
             .ok_or("this session has no configuration to change")?;
         let large_before = cfg.config.models.large.clone();
         let outcome = cfg.apply_session_line(line)?;
-        self.permissions.allowed_tools = cfg.config.permissions.allowed_tools.clone();
-        let disabled = cfg.config.options.disabled_tools.clone();
-        // A tool denied earlier comes back when the user allows it again.
-        self.tools = super::subagent::main_agent_tools(&disabled);
-        let mut large_changed = false;
-        if cfg.config.models.large != large_before {
-            let m = cfg.resolve_model(None, false).map_err(|e| e.to_string())?;
-            self.model = m;
-            large_changed = true;
-        }
+        let hooks_changed = line
+            .trim_start_matches('/')
+            .trim_start()
+            .starts_with("hook");
+        let large_changed = sync(
+            cfg,
+            &mut self.permissions,
+            &mut self.tools,
+            &mut self.model,
+            &mut self.system,
+            &mut self.hooks,
+            &large_before,
+            hooks_changed,
+        )?;
         Ok(UserCommand {
             text: outcome.print.unwrap_or(outcome.summary),
             large_changed,

@@ -139,20 +139,6 @@ impl Sink for SubSink<'_> {
     }
 }
 
-fn stop_name(s: &Stop) -> &'static str {
-    match s {
-        Stop::EndTurn => "end_turn",
-        Stop::MaxTokens => "max_tokens",
-        Stop::MaxSteps(_) => "max_steps",
-        Stop::Loop => "loop",
-        Stop::PermissionRefused => "permission_refused",
-        Stop::Canceled => "canceled",
-        Stop::Error(_) => "error",
-        Stop::HookDenied(_) => "hook_denied",
-        Stop::HookHalted(_) => "hook_halted",
-    }
-}
-
 impl Agent<'_> {
     /// Runs the `agent` tool call `tool_call_id` of the assistant message `assistant_id`: a
     /// sub-agent turn in a child session. Returns the tool result and, when the parent's turn
@@ -230,7 +216,7 @@ impl Agent<'_> {
         let metadata = json!({
             "session_id": session.id,
             "steps": result.steps,
-            "stop": stop_name(&result.stop),
+            "stop": result.stop.name(),
         });
         let text = result.final_text.trim();
         let (content, is_error, stop) = match &result.stop {

@@ -263,11 +263,12 @@ enum Flow {
 }
 
 pub fn run(global: &Global, args: &ReplArgs) -> Result<i32, AppError> {
-    // Before anything slow: a Ctrl-C from now on is ours to interpret.
-    let cancel = crate::signal::interrupt_flag();
+    // The trust question runs with the default Ctrl-C (it ends crush with 130); from then on a
+    // Ctrl-C is ours to interpret.
     if std::io::stdin().is_terminal() {
         ask_trust(global)?;
     }
+    let cancel = crate::signal::interrupt_flag();
     let ctx = app::open_context(global)?;
     let model = ctx.loaded.resolve_model(global.model.as_deref(), false)?;
     let small = match &global.small_model {
@@ -277,7 +278,10 @@ pub fn run(global: &Global, args: &ReplArgs) -> Result<i32, AppError> {
     let resumed = app::session_to_continue(ctx.store, global)?;
     let sid = resumed.as_ref().map(|s| s.id.clone()).unwrap_or_default();
     let agent = app::build_agent(&ctx, model, sid, global.yolo);
-    cancel.store(false, Ordering::SeqCst);
+    // A Ctrl-C while the configuration loaded (a slow crushrc or `$(...)`) means: stop.
+    if cancel.swap(false, Ordering::SeqCst) {
+        return Ok(130);
+    }
     let progress = !args.quiet && ctx.loaded.config.options.progress != Some(false);
     let lines = Lines::spawn(cancel.clone())?;
     let mut repl = Repl {
@@ -464,23 +468,23 @@ impl Repl {
         if let Some(m) = &self.small {
             return Ok(m.clone());
         }
+        // The session's configuration: `/model small` changes it.
+        let cfg = self.agent.config.as_ref().unwrap_or(&self.ctx.loaded);
         // `-m` alone: the chosen model titles too, rather than a configured large one.
-        if self.ctx.loaded.config.models.small.is_none() && self.global.model.is_some() {
+        if cfg.config.models.small.is_none() && self.global.model.is_some() {
             return Ok(self.agent.model.clone());
         }
-        self.ctx
-            .loaded
-            .resolve_model(None, true)
-            .map_err(|e| e.to_string())
+        cfg.resolve_model(None, true).map_err(|e| e.to_string())
     }
 
     fn debug(&mut self, msg: &str) {
-        if self.ctx.loaded.config.options.debug {
+        // The session's configuration: `/option debug true` changes it.
+        let cfg = self.agent.config.as_ref().unwrap_or(&self.ctx.loaded);
+        if cfg.config.options.debug {
             self.term.note(&format!("debug: {msg}"));
         }
     }
 
-    /// Starts the title call for the session's first prompt on a worker thread.
     /// What the first prompt of a fresh session needs to be titled by the small model.
     fn title_start(&mut self) -> Option<TitleStart> {
         if !self.fresh {
@@ -727,17 +731,14 @@ impl Repl {
         self.switch_to(s.id);
     }
 
-    /// Session-only configuration: `model`, `option` and `permissions` command lines applied to
-    /// this process only, never to a file. The hook point for the configuration module's
-    /// runtime layer; until then the few settings the REPL owns are handled here.
     /// `/model`, `/option`, `/permissions`: the crushrc commands, applied to this session's
     /// runtime layer only (SPEC §3.4). Without arguments they show the current values.
     fn session_config(&mut self, command: &str, args: &str) -> Result<String, String> {
         let words: Vec<&str> = args.split_whitespace().collect();
         let line = match (command, words.as_slice()) {
-            ("model", []) => return self.model_command(&[]),
-            ("option", []) => return self.option_command(&[]),
-            ("permissions", []) => return self.permissions_command(&[]),
+            ("model", []) => return self.model_command(),
+            ("option", []) => return self.option_command(),
+            ("permissions", []) => return self.permissions_command(),
             // `/model P/M` is short for `/model large P/M`.
             ("model", [name]) if !matches!(*name, "large" | "small") => {
                 format!("model large {name}")
@@ -748,9 +749,6 @@ impl Repl {
         let Some(cfg) = self.agent.config.as_ref() else {
             return Ok(done.text);
         };
-        if done.large_changed {
-            self.agent.system = app::system_prompt(cfg, &self.agent.model);
-        }
         if command == "model" {
             self.small = cfg.resolve_model(None, true).ok();
         }
@@ -761,7 +759,7 @@ impl Repl {
         ))
     }
 
-    fn model_command(&mut self, _words: &[&str]) -> Result<String, String> {
+    fn model_command(&mut self) -> Result<String, String> {
         let small = match self.small_model() {
             Ok(m) => format!("{}/{}", m.provider.id, m.model.id),
             Err(e) => format!("none ({e})"),
@@ -773,14 +771,14 @@ impl Repl {
         ))
     }
 
-    fn option_command(&mut self, _words: &[&str]) -> Result<String, String> {
+    fn option_command(&mut self) -> Result<String, String> {
         Ok(format!(
             "progress  {}\n",
             if self.term.progress { "true" } else { "false" }
         ))
     }
 
-    fn permissions_command(&mut self, _words: &[&str]) -> Result<String, String> {
+    fn permissions_command(&mut self) -> Result<String, String> {
         let p = &self.agent.permissions;
         let tools: Vec<&str> = self.agent.tools.iter().map(|t| t.name()).collect();
         Ok(format!(
@@ -885,8 +883,6 @@ impl Repl {
         }
     }
 
-    /// Summarizes the session with the large model and continues in a new session that starts
-    /// from the summary (the old one stays as it was).
     /// `/compact`: a summary of the session, stored in it as a summary message; later turns
     /// start from it (the same as auto-summarize, on demand).
     fn compact(&mut self) {

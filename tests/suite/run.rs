@@ -556,3 +556,34 @@ fn logs_and_projects_commands() {
         "{plain}"
     );
 }
+
+#[test]
+fn every_json_tool_result_follows_its_tool_call() {
+    let server = FakeServer::with_script(vec![Reply::tool_calls(vec![
+        crate::support::ToolCall::raw("bash", "{not json"),
+        crate::support::ToolCall::new("bash", json!({"command": "echo hi > f.txt"})),
+        crate::support::ToolCall::new("view", json!({"file_path": "f.txt"})),
+    ])]);
+    let env = env_with(&server, Dialect::OpenAi);
+    // No --yolo: the second call is refused, the third is skipped.
+    let out = env.run(&["run", "--json", "go"], None);
+    out.assert_code(3);
+    let events = json_lines(&out.stdout);
+    let mut called: Vec<String> = Vec::new();
+    let mut results = 0;
+    for e in &events {
+        match e["type"].as_str().unwrap() {
+            "tool_call" => called.push(e["id"].as_str().unwrap().to_string()),
+            "tool_result" => {
+                results += 1;
+                let id = e["id"].as_str().unwrap();
+                assert!(
+                    called.iter().any(|c| c == id),
+                    "result {id} before its call: {events:?}"
+                );
+            }
+            _ => {}
+        }
+    }
+    assert_eq!((called.len(), results), (3, 3), "{events:?}");
+}
