@@ -80,6 +80,17 @@ pub enum Dialect {
     ClaudeCode,
 }
 
+impl Dialect {
+    /// The tool name a hook of this dialect sees in its payload: Crush's own, or Claude Code's
+    /// name for it when it has one.
+    pub fn payload_tool_name(self, tool: &str) -> String {
+        match self {
+            Dialect::Crush => tool.to_string(),
+            Dialect::ClaudeCode => claude_tool_name(tool).unwrap_or_else(|| tool.to_string()),
+        }
+    }
+}
+
 /// Claude Code's name for a Crush tool, if it has one.
 pub fn claude_tool_name(crush: &str) -> Option<String> {
     let n = match crush {
@@ -156,14 +167,6 @@ impl HookDef {
             return true;
         }
         self.dialect == Dialect::ClaudeCode && claude_tool_name(tool).is_some_and(|n| test(&n))
-    }
-
-    /// The tool name a hook of this dialect sees in its payload.
-    pub fn payload_tool_name(&self, tool: &str) -> String {
-        match self.dialect {
-            Dialect::Crush => tool.to_string(),
-            Dialect::ClaudeCode => claude_tool_name(tool).unwrap_or_else(|| tool.to_string()),
-        }
     }
 }
 
@@ -764,7 +767,7 @@ mod tests {
         assert_eq!(h.location, "hooks.PreToolUse[0].hooks[0]");
         assert!(h.matches(Some("bash")), "Bash matches Crush's bash");
         assert!(!h.matches(Some("edit")));
-        assert_eq!(h.payload_tool_name("bash"), "Bash");
+        assert_eq!(h.dialect.payload_tool_name("bash"), "Bash");
         let (_, w) = HookConfig::from_value(
             &json!({"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"http","url":"u"}]}]}),
             "f",
