@@ -39,7 +39,10 @@ pub fn list_text(cfg: &HookConfig, tool: Option<&str>) -> String {
         out.push_str(&format!("{event}\n"));
         let selected = cfg.select(event, tool.filter(|_| event.has_tool()));
         for (i, h) in defs.iter().enumerate() {
-            let runs = selected.iter().any(|s| std::ptr::eq(*s, *h));
+            // The kept copy of a duplicate may be a merged clone: compare where it was declared.
+            let runs = selected.iter().any(|s| {
+                s.command == h.command && s.origin == h.origin && s.location == h.location
+            });
             let mark = match tool {
                 None => String::new(),
                 Some(_) if runs => "match  ".into(),
@@ -214,5 +217,20 @@ mod tests {
         );
         assert!(t.contains("Stop\n  1. match  s.sh"), "{t}");
         assert!(list_text(&HookConfig::default(), None).starts_with("no hooks"));
+    }
+
+    #[test]
+    fn a_kept_hook_strengthened_by_its_duplicate_is_still_marked_as_running() {
+        let (cfg, _) = HookConfig::from_value(
+            &json!({"PreToolUse":[
+                {"command":"g.sh"},
+                {"command":"g.sh","fail_closed":true}
+            ]}),
+            "/p/crush.json",
+        )
+        .unwrap();
+        let t = list_text(&cfg, Some("bash"));
+        assert!(t.contains("  1. match  g.sh"), "{t}");
+        assert!(t.contains("  2. dup    g.sh"), "{t}");
     }
 }

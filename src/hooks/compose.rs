@@ -9,7 +9,7 @@
 
 use super::envelope::{Decision, HookResult};
 use serde_json::Value;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Composed {
@@ -107,29 +107,13 @@ pub fn compose(results: &[HookResult], tool_input: Option<&Value>) -> Composed {
     c
 }
 
-/// `p` made absolute against `cwd` with `.` and `..` removed lexically.
-fn normalize(cwd: &Path, p: &str) -> PathBuf {
-    let joined = cwd.join(p);
-    let mut out = PathBuf::new();
-    for comp in joined.components() {
-        match comp {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
-}
-
 /// Resolves context files against `cwd` (CRUSH_CWD), deduplicates them and drops the missing ones.
 /// Returns (existing, dropped as given).
 pub fn resolve_context_files(files: &[String], cwd: &Path) -> (Vec<PathBuf>, Vec<String>) {
     let mut kept: Vec<PathBuf> = Vec::new();
     let mut dropped = Vec::new();
     for f in files {
-        let p = normalize(cwd, f);
+        let p = crate::tools::common::normalize(&cwd.join(f));
         if !p.exists() {
             dropped.push(f.clone());
         } else if !kept.contains(&p) {
@@ -394,7 +378,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("a.md"), "a").unwrap();
         let (kept, dropped) = resolve_context_files(
-            &["a.md".into(), "./a.md".into(), "missing.md".into()],
+            &[
+                "a.md".into(),
+                "./a.md".into(),
+                "sub/../a.md".into(),
+                "missing.md".into(),
+            ],
             dir.path(),
         );
         assert_eq!(kept, vec![dir.path().join("a.md")]);

@@ -12,6 +12,7 @@
 
 use regex_lite::Regex;
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::time::Duration;
 
 /// Default per-hook timeout.
@@ -77,6 +78,17 @@ pub enum Dialect {
     /// `{matcher?, hooks:[{type:"command", command, timeout?}]}`: Claude Code's world (its tool
     /// names, its matcher rules, plain stdout as context for prompt and session hooks).
     ClaudeCode,
+}
+
+impl Dialect {
+    /// The tool name a hook of this dialect sees in its payload: Crush's own, or Claude Code's
+    /// name for it when it has one.
+    pub fn payload_tool_name(self, tool: &str) -> String {
+        match self {
+            Dialect::Crush => tool.to_string(),
+            Dialect::ClaudeCode => claude_tool_name(tool).unwrap_or_else(|| tool.to_string()),
+        }
+    }
 }
 
 /// Claude Code's name for a Crush tool, if it has one.
@@ -155,14 +167,6 @@ impl HookDef {
             return true;
         }
         self.dialect == Dialect::ClaudeCode && claude_tool_name(tool).is_some_and(|n| test(&n))
-    }
-
-    /// The tool name a hook of this dialect sees in its payload.
-    pub fn payload_tool_name(&self, tool: &str) -> String {
-        match self.dialect {
-            Dialect::Crush => tool.to_string(),
-            Dialect::ClaudeCode => claude_tool_name(tool).unwrap_or_else(|| tool.to_string()),
-        }
     }
 }
 
@@ -564,12 +568,27 @@ impl HookConfig {
     }
 
     /// The hooks that run for `event` on `tool`: matching ones, identical commands dropped
-    /// (first kept).
-    pub fn select(&self, event: Event, tool: Option<&str>) -> Vec<&HookDef> {
-        let mut out: Vec<&HookDef> = Vec::new();
+    /// (first kept). A dropped copy still counts: the kept hook becomes fail-closed if any copy
+    /// is, gets the longest timeout, and includes sub-agents if any copy does, so dropping a
+    /// duplicate never weakens a guard. The kept hook is borrowed unless a copy changed it.
+    pub fn select(&self, event: Event, tool: Option<&str>) -> Vec<Cow<'_, HookDef>> {
+        let mut out: Vec<Cow<'_, HookDef>> = Vec::new();
         for h in self.for_event(event) {
-            if h.matches(tool) && !out.iter().any(|o| o.command == h.command) {
-                out.push(h);
+            if !h.matches(tool) {
+                continue;
+            }
+            let Some(kept) = out.iter_mut().find(|o| o.command == h.command) else {
+                out.push(Cow::Borrowed(h));
+                continue;
+            };
+            if (h.fail_closed && !kept.fail_closed)
+                || h.timeout > kept.timeout
+                || (h.include_sub_agents && !kept.include_sub_agents)
+            {
+                let k = kept.to_mut();
+                k.fail_closed |= h.fail_closed;
+                k.timeout = k.timeout.max(h.timeout);
+                k.include_sub_agents |= h.include_sub_agents;
             }
         }
         out
@@ -686,6 +705,31 @@ mod tests {
         assert_eq!(sel[0].display_name(), "one");
     }
 
+    #[test]
+    fn a_dropped_duplicate_keeps_its_guarantees_in_the_kept_hook() {
+        let c = cfg(json!({"PreToolUse":[
+            {"name":"one","command":"same","timeout":5},
+            {"name":"two","command":"same","timeout":9,"fail_closed":true,"include_sub_agents":true},
+            {"name":"three","command":"same","timeout":2}
+        ]}));
+        let sel = c.select(Event::PreToolUse, Some("bash"));
+        assert_eq!(sel.len(), 1);
+        assert_eq!(sel[0].display_name(), "one");
+        assert!(
+            sel[0].fail_closed,
+            "a fail-closed copy keeps the guard fail-closed"
+        );
+        assert_eq!(sel[0].timeout, Duration::from_secs(9));
+        assert!(sel[0].include_sub_agents);
+        // Only copies that match take part: a non-matching fail-closed copy changes nothing.
+        let c = cfg(json!({"PreToolUse":[
+            {"command":"same"},
+            {"matcher":"^edit$","command":"same","fail_closed":true}
+        ]}));
+        assert!(!c.select(Event::PreToolUse, Some("bash"))[0].fail_closed);
+        assert!(c.select(Event::PreToolUse, Some("edit"))[0].fail_closed);
+    }
+
     // Go Crush TestRunnerHookNameUsesDisplayName.
     #[test]
     fn display_name_is_the_name_else_the_command() {
@@ -723,7 +767,7 @@ mod tests {
         assert_eq!(h.location, "hooks.PreToolUse[0].hooks[0]");
         assert!(h.matches(Some("bash")), "Bash matches Crush's bash");
         assert!(!h.matches(Some("edit")));
-        assert_eq!(h.payload_tool_name("bash"), "Bash");
+        assert_eq!(h.dialect.payload_tool_name("bash"), "Bash");
         let (_, w) = HookConfig::from_value(
             &json!({"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"http","url":"u"}]}]}),
             "f",

@@ -178,13 +178,7 @@ pub fn payload(req: &Request, dialect: Dialect) -> Value {
     m.insert("session_id".into(), json!(req.session_id));
     m.insert("cwd".into(), json!(req.cwd.to_string_lossy()));
     if let Some(t) = &req.tool {
-        let name = match dialect {
-            Dialect::Crush => t.name.to_string(),
-            Dialect::ClaudeCode => {
-                config::claude_tool_name(t.name).unwrap_or_else(|| t.name.to_string())
-            }
-        };
-        m.insert("tool_name".into(), json!(name));
+        m.insert("tool_name".into(), json!(dialect.payload_tool_name(t.name)));
         m.insert("tool_input".into(), t.input.clone());
         m.insert("tool_use_id".into(), json!(t.id));
     }
@@ -391,6 +385,18 @@ mod tests {
         assert_eq!(p["tool_use_id"], "call_01");
         assert_eq!(p["session_id"], "sess-1");
         assert_eq!(payload(&r, Dialect::ClaudeCode)["tool_name"], "Bash");
+        let mystery = Request {
+            tool: Some(ToolCall {
+                name: "mystery",
+                input: &input,
+                id: "call_02",
+            }),
+            ..r.clone()
+        };
+        assert_eq!(
+            payload(&mystery, Dialect::ClaudeCode)["tool_name"],
+            "mystery"
+        );
     }
 
     fn hooks(v: Value) -> HookConfig {

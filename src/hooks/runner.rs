@@ -335,14 +335,14 @@ pub fn run_one(job: Job) -> Captured {
                 let grace_end = Instant::now() + GRACE;
                 loop {
                     match rx.recv_deadline(grace_end) {
-                        Ok(Ev::Exited(_)) => break,
+                        Ok(Ev::Exited(_)) | Err(_) => break,
                         Ok(Ev::Eof) => {}
-                        Err(_) => {
-                            killpg(pgid, libc::SIGKILL);
-                            break;
-                        }
                     }
                 }
+                // Always, even when the hook itself died of SIGTERM: something it started may
+                // ignore SIGTERM and would otherwise outlive the hook. The group id cannot be
+                // reused while any member lives; with none left this is a harmless ESRCH.
+                killpg(pgid, libc::SIGKILL);
                 break;
             }
             Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
@@ -463,6 +463,55 @@ mod tests {
             Duration::from_millis(200),
         ));
         assert!(matches!(c.exit, Exit::TimedOut(_)), "{:?}", c.exit);
+    }
+
+    /// Whether `pid` is gone: no such process, or a zombie waiting for init to reap it.
+    fn is_dead(pid: i32) -> bool {
+        // SAFETY: signal 0 only checks that the process exists.
+        if unsafe { libc::kill(pid, 0) } != 0 {
+            return true;
+        }
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| {
+                s.rsplit_once(')')
+                    .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+            })
+            .unwrap_or(true)
+    }
+
+    #[test]
+    fn a_term_ignoring_grandchild_is_killed_when_the_hook_exits_during_the_grace() {
+        struct Reap(i32);
+        impl Drop for Reap {
+            fn drop(&mut self) {
+                // SAFETY: cleanup of the test's own straggler if the assertion failed.
+                unsafe {
+                    libc::kill(self.0, libc::SIGKILL);
+                }
+            }
+        }
+        let d = tempfile::tempdir().unwrap();
+        let pid_file = d.path().join("grandchild.pid");
+        // The background child inherits SIGTERM ignored; the hook itself dies of SIGTERM at
+        // once, inside the grace, so only a final SIGKILL to the group can reach the child.
+        let cmd = format!(
+            "trap '' TERM; (exec sleep 60) >/dev/null 2>&1 & echo $! > {}; trap - TERM; sleep 30",
+            pid_file.display()
+        );
+        let c = run_one(job(d.path(), &cmd, "", Duration::from_secs(1)));
+        assert!(matches!(c.exit, Exit::TimedOut(_)), "{:?}", c.exit);
+        let pid: i32 = std::fs::read_to_string(&pid_file)
+            .expect("the hook wrote its child's pid before the timeout")
+            .trim()
+            .parse()
+            .unwrap();
+        let _reap = Reap(pid);
+        // Give init a moment to reap; the bound only ends a failing test.
+        let give_up = Instant::now() + Duration::from_secs(10);
+        while !is_dead(pid) && Instant::now() < give_up {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(is_dead(pid), "the TERM-ignoring grandchild {pid} survived");
     }
 
     #[test]
