@@ -714,10 +714,13 @@ fn safe_words(words: &[String]) -> bool {
         // hostname NAME / -F FILE / -b ... set the host name
         "hostname" => rest.is_empty(),
         "time" | "nohup" => safe_words(rest),
-        "nice" => safe_words(&rest[skip_opts(rest, 0, &["-n"])..]),
+        // skip_opts steps past the end when an option misses its argument (`nice -n`).
+        "nice" => rest
+            .get(skip_opts(rest, 0, &["-n"])..)
+            .is_some_and(safe_words),
         "timeout" => {
             let j = skip_opts(rest, 0, &["-s", "-k", "--signal", "--kill-after"]) + 1;
-            j <= rest.len() && safe_words(&rest[j..])
+            rest.get(j..).is_some_and(safe_words)
         }
         c => SAFE_COMMANDS.contains(&c),
     }
@@ -1159,6 +1162,63 @@ mod tests {
             "hostname",
         ] {
             assert!(is_safe_read_only(cmd), "{cmd}");
+        }
+    }
+
+    #[test]
+    fn truncated_wrappers_do_not_panic() {
+        let fx = Fixture::new();
+        let ctx = fx.ctx();
+        let req = Bash.permission(&json!({ "command": "nice -n" }), &ctx);
+        assert_eq!(req.unwrap().unwrap().description, "nice -n");
+        // Every short sequence of wrappers, options and words goes through both checks.
+        let tokens = [
+            "nice",
+            "-n",
+            "timeout",
+            "-s",
+            "-k",
+            "--",
+            "5",
+            "ls",
+            "env",
+            "-u",
+            "-S",
+            "xargs",
+            "-I",
+            "exec",
+            "-a",
+            "command",
+            "watch",
+            "stdbuf",
+            "-o",
+            "find",
+            "-exec",
+            ";",
+            "sh",
+            "-c",
+            "git",
+            "--no-pager",
+            "remote",
+            "get-url",
+            "date",
+            "hostname",
+            "function",
+            "python3",
+            "-m",
+            "time",
+            "é",
+            "'",
+        ];
+        for a in tokens {
+            for b in tokens {
+                let _ = is_safe_read_only(&format!("{a} {b}"));
+                for c in tokens {
+                    let cmd = format!("{a} {b} {c}");
+                    let _ = check_banned(&cmd);
+                    let _ = is_safe_read_only(&cmd);
+                }
+            }
         }
     }
 
