@@ -6,7 +6,7 @@
 //! simple command found, including inside substitutions, `sh -c '..'`, `eval`, `find -exec` and
 //! wrappers such as `env`, `nohup`, `timeout N`, `xargs`, `command`, `exec`, is checked.
 
-use super::common::{opt_str, opt_u64, req_str, resolve_or_cwd, truncate_middle};
+use super::common::{inside_project, opt_str, opt_u64, req_str, resolve_or_cwd, truncate_middle};
 use super::shell::{self, ShellSpec};
 use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
 use crate::config::crushrc;
@@ -128,7 +128,6 @@ const SAFE_GIT: &[&str] = &[
     "grep",
     "log",
     "ls-files",
-    "ls-remote",
     "rev-parse",
     "shortlog",
     "show",
@@ -567,6 +566,37 @@ pub fn check_banned(command: &str) -> Result<(), String> {
 // ------------------------------------------------------------------------------------------
 // Read-only commands that need no permission
 
+/// Long options of the safe git subcommands that write files, run commands or read files outside
+/// the project. Git accepts any unambiguous abbreviation of a long option, so an option that is a
+/// prefix of one of these (at least `--x`) counts as that option.
+const GIT_DENIED_LONG: &[&str] = &[
+    "--output",
+    "--output-directory",
+    "--open-files-in-pager",
+    "--ext-diff",
+    "--no-index",
+    "--contents",
+    "--ignore-revs-file",
+    "--upload-pack",
+    "--receive-pack",
+    "--exec",
+];
+
+/// Whether the long option `arg` (`--name` or `--name=value`) is, or abbreviates, a denied one.
+fn git_long_denied(arg: &str) -> bool {
+    let name = arg.split_once('=').map_or(arg, |(n, _)| n);
+    name.len() >= 3
+        && GIT_DENIED_LONG
+            .iter()
+            .any(|d| d.starts_with(name) || name.starts_with(d))
+}
+
+/// Whether a path argument of `git diff` may point outside the project: git compares two paths
+/// outside the work tree as plain files (an implicit `--no-index`).
+fn leaves_project(arg: &str) -> bool {
+    arg.starts_with('/') || arg.starts_with('~') || arg.split('/').any(|c| c == "..")
+}
+
 fn safe_git(args: &[String]) -> bool {
     let mut i = 0;
     while args.get(i).is_some_and(|a| a == "--no-pager") {
@@ -575,29 +605,52 @@ fn safe_git(args: &[String]) -> bool {
     let Some(sub) = args.get(i) else {
         return false;
     };
-    let rest = &args[i + 1..];
+    let rest = args.get(i + 1..).unwrap_or_default();
     let has = |pred: &dyn Fn(&str) -> bool| rest.iter().any(|a| pred(a));
     match sub.as_str() {
-        s if SAFE_GIT.contains(&s) => !has(&|a| {
-            a.starts_with("--output")
-                || a.starts_with("-O")
-                || a.starts_with("--open-files-in-pager")
-                || a == "--ext-diff"
-        }),
+        s if SAFE_GIT.contains(&s) => {
+            // After `--` every word is a path, but paths that look like options are refused too.
+            !has(&|a| {
+                let short_group = a.starts_with('-') && !a.starts_with("--") && a.len() > 1;
+                (a.starts_with("--") && git_long_denied(a))
+                    || (short_group && a.starts_with("-O"))
+                    // git grep -O[pager] hides in bundled flags: -iO'cmd'.
+                    || (s == "grep" && short_group && a.contains('O'))
+                    // git grep accepts --o as --open-files-in-pager, and --op, --ope, ...
+                    || (s == "grep" && a.starts_with("--o"))
+                    // git blame -S <revs-file> reads a file.
+                    || (s == "blame" && short_group && a.contains('S'))
+                    || (s == "diff" && leaves_project(a))
+            })
+        }
         "config" => {
             has(&|a| matches!(a, "--get" | "--get-all" | "--get-regexp" | "--list" | "-l"))
-                && !has(&|a| {
-                    matches!(
-                        a,
-                        "--add"
-                            | "--unset"
-                            | "--unset-all"
-                            | "--replace-all"
-                            | "--rename-section"
-                            | "--remove-section"
-                            | "-e"
-                            | "--edit"
-                    )
+                && rest.iter().all(|a| {
+                    !a.starts_with('-')
+                        || matches!(
+                            a.as_str(),
+                            "--get"
+                                | "--get-all"
+                                | "--get-regexp"
+                                | "--list"
+                                | "-l"
+                                | "--global"
+                                | "--system"
+                                | "--local"
+                                | "--worktree"
+                                | "--show-origin"
+                                | "--show-scope"
+                                | "--name-only"
+                                | "--null"
+                                | "-z"
+                                | "--bool"
+                                | "--int"
+                                | "--bool-or-int"
+                                | "--path"
+                                | "--type"
+                        )
+                        || a.starts_with("--type=")
+                        || a.starts_with("--default=")
                 })
         }
         "branch" => rest.iter().all(|a| {
@@ -617,15 +670,32 @@ fn safe_git(args: &[String]) -> bool {
                     | "--no-merged"
             )
         }),
-        "tag" => rest
-            .iter()
-            .all(|a| matches!(a.as_str(), "-l" | "--list") || a.starts_with("-n")),
+        "tag" => rest.iter().all(|a| {
+            matches!(a.as_str(), "-l" | "--list")
+                || a.strip_prefix("-n")
+                    .is_some_and(|n| n.chars().all(|c| c.is_ascii_digit()))
+        }),
+        // `git remote show NAME` contacts the remote (like ls-remote), so it is not listed.
         "remote" => {
             rest.iter().all(|a| a == "-v" || a == "--verbose")
-                || matches!(rest.first().map(String::as_str), Some("get-url" | "show"))
+                || (rest.first().is_some_and(|a| a == "get-url")
+                    && rest
+                        .iter()
+                        .skip(1)
+                        .all(|a| !a.starts_with('-') || a == "--all" || a == "--push"))
         }
         _ => false,
     }
+}
+
+/// `date` options that only choose how the current time is printed (`-d`, `-f`, `-r`, `-s` and
+/// the rest read files or set the clock).
+fn safe_date_arg(a: &str) -> bool {
+    a.starts_with('+')
+        || matches!(a, "-u" | "--utc" | "-R" | "--rfc-email")
+        || a.starts_with("-I")
+        || a == "--iso-8601"
+        || a.starts_with("--iso-8601=")
 }
 
 fn safe_words(words: &[String]) -> bool {
@@ -636,22 +706,21 @@ fn safe_words(words: &[String]) -> bool {
         return false;
     }
     let rest = &words[1..];
-    let positional = || rest.iter().any(|a| !a.starts_with('-'));
     match first.as_str() {
         "git" => safe_git(rest),
         // env with arguments runs a command
         "env" => rest.is_empty(),
-        "date" => !rest
-            .iter()
-            .any(|a| a.starts_with("-s") || a.starts_with("--set")),
-        "hostname" => {
-            !positional() && !rest.iter().any(|a| a == "-F" || a == "--file" || a == "-b")
-        }
+        "date" => rest.iter().all(|a| safe_date_arg(a)),
+        // hostname NAME / -F FILE / -b ... set the host name
+        "hostname" => rest.is_empty(),
         "time" | "nohup" => safe_words(rest),
-        "nice" => safe_words(&rest[skip_opts(rest, 0, &["-n"])..]),
+        // skip_opts steps past the end when an option misses its argument (`nice -n`).
+        "nice" => rest
+            .get(skip_opts(rest, 0, &["-n"])..)
+            .is_some_and(safe_words),
         "timeout" => {
             let j = skip_opts(rest, 0, &["-s", "-k", "--signal", "--kill-after"]) + 1;
-            j <= rest.len() && safe_words(&rest[j..])
+            rest.get(j..).is_some_and(safe_words)
         }
         c => SAFE_COMMANDS.contains(&c),
     }
@@ -770,7 +839,8 @@ impl Tool for Bash {
                 dir.display()
             ));
         }
-        if is_safe_read_only(command) {
+        // Read-only commands still read where they run: outside the project they need permission.
+        if is_safe_read_only(command) && inside_project(ctx, &dir) {
             return Ok(None);
         }
         Ok(Some(PermissionRequest {
@@ -1028,6 +1098,147 @@ mod tests {
             assert!(!is_safe_read_only(cmd), "{cmd}");
         }
         assert!(is_safe_read_only("timeout 5 ls"));
+    }
+
+    #[test]
+    fn read_only_shortcut_refuses_bypasses() {
+        for cmd in [
+            // runs the upload-pack command
+            "git ls-remote --upload-pack='touch /tmp/x' .",
+            "git ls-remote -u 'touch /tmp/x' .",
+            // -O / --open-files-in-pager runs a pager command, also bundled or abbreviated
+            "git grep -iO'touch /tmp/x' hi",
+            "git grep -O'touch /tmp/x' hi",
+            "git grep --open='touch /tmp/x' hi",
+            "git grep --o='touch /tmp/x' hi",
+            "git grep --open-files-in-pager hi",
+            "git diff --outp=f",
+            "git log --output f",
+            "git diff --ext-diff",
+            // reads files outside the project
+            "git diff --no-index ~/.ssh/id_rsa /dev/null",
+            "git diff --no-i /etc/passwd /dev/null",
+            "git grep --no-index secret",
+            "git diff ~/.ssh/id_rsa /dev/null",
+            "git diff ../../secret x",
+            "git blame --contents /etc/passwd x",
+            "git config --file ~/.aws/credentials --list",
+            "git config -f x --list",
+            "git remote show origin",
+            "date -f /etc/passwd",
+            "date --file=/etc/passwd",
+            "date -r /etc/passwd",
+            // change system settings (as root)
+            "date --se='2000-01-01'",
+            "date -us '2000-01-01'",
+            "date -s '2000-01-01'",
+            "hostname --file=x",
+            "hostname -Fx",
+            "hostname evil",
+            "hostname -b x",
+        ] {
+            assert!(!is_safe_read_only(cmd), "{cmd}");
+        }
+        for cmd in [
+            "git status",
+            "git log --oneline",
+            "git log --oneline --exit-code -n 3",
+            "git diff",
+            "git diff --stat HEAD~1 -- src",
+            "git diff main...feature",
+            "git grep -n foo",
+            "git blame -L 1,5 src/main.rs",
+            "git config --get user.name",
+            "git config --global --list",
+            "git remote -v",
+            "git remote get-url origin",
+            "ls -la",
+            "date",
+            "date +%s",
+            "date -u +%Y-%m-%dT%H:%M:%S",
+            "date -R",
+            "date -Iseconds",
+            "date --iso-8601=ns",
+            "hostname",
+        ] {
+            assert!(is_safe_read_only(cmd), "{cmd}");
+        }
+    }
+
+    #[test]
+    fn truncated_wrappers_do_not_panic() {
+        let fx = Fixture::new();
+        let ctx = fx.ctx();
+        let req = Bash.permission(&json!({ "command": "nice -n" }), &ctx);
+        assert_eq!(req.unwrap().unwrap().description, "nice -n");
+        // Every short sequence of wrappers, options and words goes through both checks.
+        let tokens = [
+            "nice",
+            "-n",
+            "timeout",
+            "-s",
+            "-k",
+            "--",
+            "5",
+            "ls",
+            "env",
+            "-u",
+            "-S",
+            "xargs",
+            "-I",
+            "exec",
+            "-a",
+            "command",
+            "watch",
+            "stdbuf",
+            "-o",
+            "find",
+            "-exec",
+            ";",
+            "sh",
+            "-c",
+            "git",
+            "--no-pager",
+            "remote",
+            "get-url",
+            "date",
+            "hostname",
+            "function",
+            "python3",
+            "-m",
+            "time",
+            "é",
+            "'",
+        ];
+        for a in tokens {
+            for b in tokens {
+                let _ = is_safe_read_only(&format!("{a} {b}"));
+                for c in tokens {
+                    let cmd = format!("{a} {b} {c}");
+                    let _ = check_banned(&cmd);
+                    let _ = is_safe_read_only(&cmd);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn read_only_shortcut_only_inside_the_project() {
+        let fx = Fixture::new();
+        fx.write("proj/a.txt", "");
+        let project = fx.path("proj");
+        let ctx = ToolCtx {
+            cwd: &project,
+            project_root: &project,
+            ..fx.ctx()
+        };
+        let p = |c: &str, dir: &str| {
+            Bash.permission(&json!({ "command": c, "working_dir": dir }), &ctx)
+                .unwrap()
+        };
+        assert_eq!(p("ls", "."), None);
+        let req = p("ls", "..").expect("outside the project");
+        assert_eq!(req.path, fx.root());
     }
 
     #[test]

@@ -89,8 +89,13 @@ pub fn normalize(path: &Path) -> PathBuf {
 }
 
 /// Canonicalizes a path that may not exist yet: the longest existing ancestor is canonicalized
-/// (resolving symlinks) and the rest is appended.
+/// (resolving symlinks) and the rest is appended. A dangling symlink is followed too, so the
+/// result names the file a write would create.
 pub fn canonicalize_lenient(path: &Path) -> PathBuf {
+    canonicalize_hops(path, 40)
+}
+
+fn canonicalize_hops(path: &Path, hops: usize) -> PathBuf {
     let path = normalize(path);
     if let Ok(p) = fs::canonicalize(&path) {
         return p;
@@ -108,9 +113,19 @@ pub fn canonicalize_lenient(path: &Path) -> PathBuf {
             None => return path,
         }
         if let Ok(mut base) = fs::canonicalize(&cur) {
-            for r in rest.iter().rev() {
-                base.push(r);
+            let mut names = rest.iter().rev();
+            if let Some(first) = names.next() {
+                if hops > 0
+                    && let Ok(target) = fs::read_link(base.join(first))
+                {
+                    // `join` keeps an absolute target as it is.
+                    let mut next = base.join(target);
+                    next.extend(names);
+                    return canonicalize_hops(&next, hops - 1);
+                }
+                base.push(first);
             }
+            base.extend(names);
             return base;
         }
     }
@@ -171,6 +186,61 @@ pub fn outside_project_permission(
             diff: None,
         })
     }
+}
+
+/// What kind of file `t` is, for messages about files that are not regular.
+pub fn file_kind(t: &fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_symlink() {
+        "a symbolic link"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else {
+        "a regular file"
+    }
+}
+
+/// Opens `path` for reading only if it is a regular file. A symlink is not followed (paths from
+/// `resolve` have none left; a walk must not leave the tree through one), and a FIFO, socket or
+/// device is refused before it is opened, since reading one can block forever. Err with
+/// `ErrorKind::InvalidInput` and a message naming the kind for anything else.
+pub fn open_regular(path: &Path) -> std::io::Result<(fs::File, fs::Metadata)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let not_regular = |t: &fs::FileType| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{} is {}, not a regular file", path.display(), file_kind(t)),
+        )
+    };
+    let meta = fs::symlink_metadata(path)?;
+    if !meta.is_file() {
+        return Err(not_regular(&meta.file_type()));
+    }
+    // Checked again on the open file: the path may have been replaced in between.
+    let file = fs::File::options()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(not_regular(&meta.file_type()));
+    }
+    Ok((file, meta))
+}
+
+/// The contents of the regular file `path` (see `open_regular`).
+pub fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let (mut file, meta) = open_regular(path)?;
+    let mut data = Vec::with_capacity(meta.len().min(1 << 20) as usize);
+    file.read_to_end(&mut data)?;
+    Ok(data)
 }
 
 /// Modification time in nanoseconds since the epoch (negative before it).

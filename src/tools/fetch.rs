@@ -143,7 +143,10 @@ fn decode_entities(s: &str) -> String {
     while let Some(i) = rest.find('&') {
         out.push_str(&rest[..i]);
         rest = &rest[i..];
-        let end = rest[..rest.len().min(12)].find(';');
+        // Bytes, not a str slice: byte 12 may fall inside a multi-byte character.
+        let end = rest.as_bytes()[..rest.len().min(12)]
+            .iter()
+            .position(|&b| b == b';');
         let decoded = end.and_then(|e| {
             let name = &rest[1..e];
             let c = match name {
@@ -598,6 +601,17 @@ mod tests {
             Some("/p?q=1&r=2")
         );
         assert_eq!(attr("a data-href=\"no\"", "href"), None);
+        // A multi-byte character across the 12-byte look-ahead of an entity.
+        assert_eq!(decode_entities("&aaaaaaaaaaé;"), "&aaaaaaaaaaé;");
+        assert_eq!(decode_entities("x&ééééééé;&amp;"), "x&ééééééé;&");
+        assert_eq!(
+            html_to_text("<p title='&aaaaaaaaaaé;'>&aaaaaaaaaaé; ü&#252;</p>", false),
+            "&aaaaaaaaaaé; üü"
+        );
+        assert_eq!(
+            attr("a title=\"é&aaaaaaaaaaé;\" href=ü", "href").as_deref(),
+            Some("ü")
+        );
         assert_eq!(
             html_to_text("<pre>  keep\n  this</pre><p>x</p>", true),
             "```\n  keep\n  this\n```\n\nx"

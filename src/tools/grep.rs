@@ -3,8 +3,8 @@
 //! both honour `.gitignore` and `.crushignore` and skip binary files.
 
 use super::common::{
-    canonicalize_lenient, inside_project, looks_binary, mtime_ns, opt_bool, opt_str,
-    outside_project_permission, req_str, resolve_or_cwd, truncate_line,
+    canonicalize_lenient, file_kind, inside_project, looks_binary, mtime_ns, open_regular,
+    opt_bool, opt_str, outside_project_permission, req_str, resolve_or_cwd, truncate_line,
 };
 use super::glob::{SEARCH_TIMEOUT, wants_hidden};
 use super::ignore::{self, CrushIgnoreFilter, Flow, GlobSet, WalkOptions};
@@ -13,6 +13,7 @@ use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::fs;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -138,16 +139,20 @@ fn build_regex(q: &Query) -> Result<regex_lite::Regex, String> {
     regex_lite::Regex::new(&src).map_err(|e| format!("invalid regular expression: {e}"))
 }
 
+/// Searches one file. Only regular files are read: a symlink found in the walk is not followed
+/// (ripgrep does not follow them either, and its target may lie outside the project), and a FIFO
+/// would block the read.
 fn search_file(re: &regex_lite::Regex, path: &Path, matches: &mut Matches) {
-    if fs::metadata(path)
-        .map(|m| m.len() > MAX_FILE_BYTES)
-        .unwrap_or(true)
-    {
-        return;
-    }
-    let Ok(data) = fs::read(path) else {
+    let Ok((file, meta)) = open_regular(path) else {
         return;
     };
+    if meta.len() > MAX_FILE_BYTES {
+        return;
+    }
+    let mut data = Vec::new();
+    if file.take(MAX_FILE_BYTES).read_to_end(&mut data).is_err() {
+        return;
+    }
     if looks_binary(&data) {
         return;
     }
@@ -206,8 +211,16 @@ fn search(input: &Value, ctx: &ToolCtx, allow_rg: bool) -> Result<ToolOutput, St
         literal: opt_bool(input, "literal_text")?,
     };
     let root = resolve_or_cwd(ctx, opt_str(input, "path")?);
-    if !root.exists() {
-        return Err(format!("path not found: {}", root.display()));
+    match fs::metadata(&root) {
+        Err(_) => return Err(format!("path not found: {}", root.display())),
+        Ok(m) if !m.is_dir() && !m.is_file() => {
+            return Err(format!(
+                "{} is {}; grep searches regular files and directories",
+                root.display(),
+                file_kind(&m.file_type())
+            ));
+        }
+        Ok(_) => {}
     }
     let project = canonicalize_lenient(ctx.project_root);
     let top = inside_project(ctx, &root).then_some(project.as_path());
@@ -346,7 +359,7 @@ impl Tool for Grep {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::testutil::Fixture;
+    use crate::tools::testutil::{Fixture, within};
 
     fn setup() -> Fixture {
         let fx = Fixture::new();
@@ -433,6 +446,38 @@ mod tests {
         if ignore::find_rg().is_some() {
             check(true);
         }
+    }
+
+    #[test]
+    fn symlinks_and_fifos_are_not_read() {
+        let fx = Fixture::new();
+        fx.write("outside/secret.txt", "TODO secret\n");
+        fx.write("proj/mine.txt", "TODO mine\n");
+        fx.symlink(&fx.path("outside/secret.txt"), "proj/leak");
+        fx.symlink(&fx.path("outside"), "proj/leakdir");
+        fx.mkfifo("proj/pipe");
+        let proj = fx.path("proj");
+        for allow_rg in [false, true] {
+            let out = within(10, &proj, move |ctx| {
+                search(&json!({"pattern": "TODO"}), ctx, allow_rg)
+            })
+            .unwrap();
+            assert!(out.content.contains("TODO mine"), "{}", out.content);
+            assert!(!out.content.contains("secret"), "{}", out.content);
+            assert_eq!(out.metadata["matches"], 1);
+        }
+        let err = within(10, &proj, |ctx| {
+            search(&json!({"pattern": "x", "path": "pipe"}), ctx, false)
+        })
+        .unwrap_err();
+        assert!(err.contains("FIFO"), "{err}");
+        // Naming the link itself resolves it: outside the project, so permission is needed.
+        let ctx = fx.ctx_in(&proj);
+        let req = Grep
+            .permission(&json!({"pattern": "x", "path": "leak"}), &ctx)
+            .unwrap()
+            .expect("outside the project");
+        assert_eq!(req.path, fx.path("outside/secret.txt"));
     }
 
     #[test]

@@ -49,66 +49,168 @@ fn match_class(p: &[char], c: char) -> Option<(bool, usize)> {
     None
 }
 
-fn match_chars(p: &[char], s: &[char]) -> bool {
-    if p.is_empty() {
-        return s.is_empty();
-    }
-    if p.len() >= 2 && p[0] == '*' && p[1] == '*' {
-        let mut k = 0;
-        while k < p.len() && p[k] == '*' {
-            k += 1;
+/// One position of a compiled glob: what the rest of the pattern from here does.
+#[derive(Clone, Debug)]
+enum Node {
+    /// `**` ending the pattern: anything left matches.
+    AnyRest,
+    /// `**/` with the position after the `/`: zero or more whole directories.
+    Dirs(usize),
+    /// `*`: a run of characters other than `/`.
+    Star,
+    /// `**` not followed by `/`: behaves as the `*` at this position.
+    Alias(usize),
+    /// `?`: one character other than `/`.
+    One,
+    /// `[...]`: the class text starts at the position after `[`; `usize` is its length
+    /// including `]`.
+    Class(usize),
+    /// A literal character and the position after it (`\x` escapes included).
+    Lit(char, usize),
+    /// The end of the pattern.
+    End,
+}
+
+/// A glob compiled once and matched in O(pattern × path) time by simulating all positions at
+/// once (no backtracking, so patterns such as `*a*a*a*a*b` cannot take exponential time).
+#[derive(Clone, Debug)]
+pub struct Glob {
+    chars: Vec<char>,
+    nodes: Vec<Node>,
+}
+
+impl Glob {
+    pub fn new(pattern: &str) -> Glob {
+        let p: Vec<char> = pattern.chars().collect();
+        let mut nodes = Vec::with_capacity(p.len() + 1);
+        for i in 0..=p.len() {
+            let node = match p.get(i) {
+                None => Node::End,
+                Some('*') if p.get(i + 1) == Some(&'*') => {
+                    let mut k = i;
+                    while p.get(k) == Some(&'*') {
+                        k += 1;
+                    }
+                    match p.get(k) {
+                        None => Node::AnyRest,
+                        Some('/') => Node::Dirs(k + 1),
+                        Some(_) => Node::Alias(k - 1),
+                    }
+                }
+                Some('*') => Node::Star,
+                Some('?') => Node::One,
+                Some('[') => match class_len(&p[i + 1..]) {
+                    Some(used) => Node::Class(used),
+                    // An unterminated class is a literal '['.
+                    None => Node::Lit('[', i + 1),
+                },
+                Some('\\') if i + 1 < p.len() => Node::Lit(p[i + 1], i + 2),
+                Some(&c) => Node::Lit(c, i + 1),
+            };
+            nodes.push(node);
         }
-        let rest = &p[k..];
-        if rest.is_empty() {
+        Glob { chars: p, nodes }
+    }
+
+    /// Whether the '/'-separated relative `path` matches (whole path).
+    pub fn matches(&self, path: &str) -> bool {
+        let n = self.nodes.len();
+        // States 0..n are pattern positions; n + i is "inside `**/` at i, waiting for a `/`".
+        let mut cur = vec![false; 2 * n];
+        let mut next = vec![false; 2 * n];
+        cur[0] = true;
+        if self.close(&mut cur) {
             return true;
         }
-        if rest[0] == '/' {
-            let rest = &rest[1..];
-            if match_chars(rest, s) {
+        for c in path.chars() {
+            next.iter_mut().for_each(|b| *b = false);
+            let mut any = false;
+            for (i, node) in self.nodes.iter().enumerate() {
+                if cur[n + i] {
+                    // waiting inside `**/`: skip any character, a '/' ends a directory
+                    next[n + i] = true;
+                    any = true;
+                    if c == '/'
+                        && let Node::Dirs(after) = node
+                    {
+                        next[*after] = true;
+                    }
+                }
+                if !cur[i] {
+                    continue;
+                }
+                let target = match node {
+                    Node::Star if c != '/' => Some(i),
+                    Node::One if c != '/' => Some(i + 1),
+                    Node::Class(used) if c != '/' => match_class(&self.chars[i + 1..], c)
+                        .filter(|(ok, _)| *ok)
+                        .map(|_| i + 1 + used),
+                    Node::Lit(l, after) if *l == c => Some(*after),
+                    _ => None,
+                };
+                if let Some(t) = target {
+                    next[t] = true;
+                    any = true;
+                }
+            }
+            if !any {
+                return false;
+            }
+            std::mem::swap(&mut cur, &mut next);
+            if self.close(&mut cur) {
                 return true;
             }
-            return s
-                .iter()
-                .enumerate()
-                .any(|(i, c)| *c == '/' && match_chars(rest, &s[i + 1..]));
         }
-        return match_chars(&p[k - 1..], s);
+        cur[n - 1]
     }
-    match p[0] {
-        '*' => {
-            for i in 0..=s.len() {
-                if match_chars(&p[1..], &s[i..]) {
-                    return true;
-                }
-                if i < s.len() && s[i] == '/' {
-                    break;
-                }
+
+    /// Adds the positions reachable without consuming a character (they all lie further right,
+    /// so one ascending pass suffices). True when `**` at the end is reached: everything matches.
+    fn close(&self, set: &mut [bool]) -> bool {
+        let n = self.nodes.len();
+        for i in 0..n {
+            if !set[i] {
+                continue;
             }
-            false
+            match self.nodes[i] {
+                Node::AnyRest => return true,
+                Node::Dirs(after) => {
+                    set[after] = true;
+                    set[n + i] = true;
+                }
+                Node::Star => set[i + 1] = true,
+                Node::Alias(star) => set[star] = true,
+                _ => {}
+            }
         }
-        '?' => !s.is_empty() && s[0] != '/' && match_chars(&p[1..], &s[1..]),
-        '[' => match s.first() {
-            Some(&c) if c != '/' => match match_class(&p[1..], c) {
-                Some((true, used)) => match_chars(&p[1 + used..], &s[1..]),
-                Some((false, _)) => false,
-                None => c == '[' && match_chars(&p[1..], &s[1..]),
-            },
-            _ => false,
-        },
-        '\\' if p.len() > 1 => !s.is_empty() && s[0] == p[1] && match_chars(&p[2..], &s[1..]),
-        c => !s.is_empty() && s[0] == c && match_chars(&p[1..], &s[1..]),
+        false
     }
+}
+
+/// The length of the class text `p` (after `[`) up to and including its `]`, None when it is
+/// not terminated.
+fn class_len(p: &[char]) -> Option<usize> {
+    match_class(p, '\0').map(|(_, used)| used)
 }
 
 /// Whether the '/'-separated relative `path` matches the glob `pattern` (whole path).
 pub fn glob_match(pattern: &str, path: &str) -> bool {
-    let p: Vec<char> = pattern.chars().collect();
-    let s: Vec<char> = path.chars().collect();
-    match_chars(&p, &s)
+    Glob::new(pattern).matches(path)
 }
 
-/// Expands `{a,b}` alternatives (nesting allowed): `*.{ts,tsx}` → `*.ts`, `*.tsx`.
+/// At most this many alternatives come out of `expand_braces` (`{a,b}{a,b}...` doubles per
+/// group); the rest are dropped.
+pub const MAX_BRACE_ALTERNATIVES: usize = 1024;
+
+/// Expands `{a,b}` alternatives (nesting allowed): `*.{ts,tsx}` → `*.ts`, `*.tsx`. At most
+/// `MAX_BRACE_ALTERNATIVES` results.
 pub fn expand_braces(pattern: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    expand_braces_into(pattern, &mut out);
+    out
+}
+
+fn expand_braces_into(pattern: &str, out: &mut Vec<String>) {
     let chars: Vec<char> = pattern.chars().collect();
     let mut depth = 0;
     let mut open = None;
@@ -140,25 +242,29 @@ pub fn expand_braces(pattern: &str) -> Vec<String> {
                     let mut bounds = vec![o];
                     bounds.extend(&commas);
                     bounds.push(i);
-                    let mut out = Vec::new();
                     for w in bounds.windows(2) {
+                        if out.len() >= MAX_BRACE_ALTERNATIVES {
+                            return;
+                        }
                         let alt: String = chars[w[0] + 1..w[1]].iter().collect();
-                        out.extend(expand_braces(&format!("{prefix}{alt}{suffix}")));
+                        expand_braces_into(&format!("{prefix}{alt}{suffix}"), out);
                     }
-                    return out;
+                    return;
                 }
             }
             _ => {}
         }
         i += 1;
     }
-    vec![pattern.to_string()]
+    if out.len() < MAX_BRACE_ALTERNATIVES {
+        out.push(pattern.to_string());
+    }
 }
 
 /// A set of glob alternatives (after brace expansion). Patterns without `/` match the file name,
 /// others the path relative to the search root.
 pub struct GlobSet {
-    patterns: Vec<String>,
+    patterns: Vec<Glob>,
     name_only: bool,
 }
 
@@ -167,7 +273,10 @@ impl GlobSet {
         let pattern = pattern.trim().trim_start_matches("./");
         GlobSet {
             name_only: !pattern.contains('/'),
-            patterns: expand_braces(pattern),
+            patterns: expand_braces(pattern)
+                .iter()
+                .map(|p| Glob::new(p))
+                .collect(),
         }
     }
 
@@ -177,13 +286,13 @@ impl GlobSet {
         } else {
             rel
         };
-        self.patterns.iter().any(|p| glob_match(p, target))
+        self.patterns.iter().any(|p| p.matches(target))
     }
 }
 
 #[derive(Clone, Debug)]
 struct Rule {
-    pattern: String,
+    pattern: Glob,
     negated: bool,
     dir_only: bool,
 }
@@ -220,11 +329,11 @@ impl RuleSet {
             }
             let anchored = line.contains('/');
             let line = line.trim_start_matches('/');
-            let pattern = if anchored {
+            let pattern = Glob::new(&if anchored {
                 line.to_string()
             } else {
                 format!("**/{line}")
-            };
+            });
             rules.push(Rule {
                 pattern,
                 negated,
@@ -267,7 +376,7 @@ impl RuleSet {
             if r.dir_only && !is_dir {
                 continue;
             }
-            if glob_match(&r.pattern, &rel) {
+            if r.pattern.matches(&rel) {
                 result = Some(!r.negated);
             }
         }
@@ -478,6 +587,111 @@ mod tests {
         assert!(g.matches("deep/dir/readme.md"));
         let g = GlobSet::new("src/**/*.rs");
         assert!(g.matches("src/x/y.rs") && !g.matches("tests/y.rs"));
+    }
+
+    /// The previous backtracking matcher, kept as the reference for the semantics.
+    fn match_chars(p: &[char], s: &[char]) -> bool {
+        if p.is_empty() {
+            return s.is_empty();
+        }
+        if p.len() >= 2 && p[0] == '*' && p[1] == '*' {
+            let mut k = 0;
+            while k < p.len() && p[k] == '*' {
+                k += 1;
+            }
+            let rest = &p[k..];
+            if rest.is_empty() {
+                return true;
+            }
+            if rest[0] == '/' {
+                let rest = &rest[1..];
+                if match_chars(rest, s) {
+                    return true;
+                }
+                return s
+                    .iter()
+                    .enumerate()
+                    .any(|(i, c)| *c == '/' && match_chars(rest, &s[i + 1..]));
+            }
+            return match_chars(&p[k - 1..], s);
+        }
+        match p[0] {
+            '*' => {
+                for i in 0..=s.len() {
+                    if match_chars(&p[1..], &s[i..]) {
+                        return true;
+                    }
+                    if i < s.len() && s[i] == '/' {
+                        break;
+                    }
+                }
+                false
+            }
+            '?' => !s.is_empty() && s[0] != '/' && match_chars(&p[1..], &s[1..]),
+            '[' => match s.first() {
+                Some(&c) if c != '/' => match match_class(&p[1..], c) {
+                    Some((true, used)) => match_chars(&p[1 + used..], &s[1..]),
+                    Some((false, _)) => false,
+                    None => c == '[' && match_chars(&p[1..], &s[1..]),
+                },
+                _ => false,
+            },
+            '\\' if p.len() > 1 => !s.is_empty() && s[0] == p[1] && match_chars(&p[2..], &s[1..]),
+            c => !s.is_empty() && s[0] == c && match_chars(&p[1..], &s[1..]),
+        }
+    }
+
+    #[test]
+    fn glob_matches_like_the_backtracking_reference() {
+        // A fixed xorshift sequence: many small patterns and paths over a tiny alphabet.
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut rnd = |n: usize| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % n as u64) as usize
+        };
+        let pat_parts = [
+            "*", "**", "**/", "/", "a", "b", "?", "[ab]", "[!a]", "\\*", "[", "/**",
+        ];
+        let path_parts = ["a", "b", "/", "*", "["];
+        for _ in 0..20_000 {
+            let pattern: String = (0..rnd(6))
+                .map(|_| pat_parts[rnd(pat_parts.len())])
+                .collect();
+            let path: String = (0..rnd(8))
+                .map(|_| path_parts[rnd(path_parts.len())])
+                .collect();
+            let p: Vec<char> = pattern.chars().collect();
+            let s: Vec<char> = path.chars().collect();
+            assert_eq!(
+                glob_match(&pattern, &path),
+                match_chars(&p, &s),
+                "pattern {pattern:?} path {path:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn pathological_globs_finish() {
+        // Exponential for a backtracking matcher (43 s before), immediate now.
+        let pattern = "*a".repeat(10) + "b";
+        assert!(!glob_match(&pattern, &"a".repeat(40)));
+        assert!(glob_match(&pattern, &("a".repeat(40) + "b")));
+        let pattern = "**/a".repeat(10) + "/b";
+        assert!(!glob_match(&pattern, &"a/".repeat(40)));
+        let set = Rc::new(RuleSet::parse(Path::new("/p"), &pattern));
+        assert!(!is_ignored(
+            &[set],
+            &Path::new("/p").join("a/".repeat(40)),
+            false
+        ));
+        // Brace groups multiply: the expansion is capped.
+        assert_eq!(
+            expand_braces(&"{a,b}".repeat(30)).len(),
+            MAX_BRACE_ALTERNATIVES
+        );
+        assert!(GlobSet::new(&"{a,b}".repeat(30)).matches(&"a".repeat(30)));
     }
 
     #[test]

@@ -72,6 +72,33 @@ impl Fixture {
             .unwrap();
     }
 
+    /// Creates a FIFO (reading one blocks until a writer appears).
+    pub fn mkfifo(&self, rel: &str) -> PathBuf {
+        use std::os::unix::ffi::OsStrExt;
+        let p = self.path(rel);
+        let c = std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
+        // SAFETY: `c` is a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        p
+    }
+
+    /// Creates a symbolic link `rel` pointing at `target`.
+    pub fn symlink(&self, target: &Path, rel: &str) -> PathBuf {
+        let p = self.path(rel);
+        std::os::unix::fs::symlink(target, &p).unwrap();
+        p
+    }
+
+    /// A context whose project (and working directory) is the subdirectory `rel`, so the rest of
+    /// the fixture is outside the project.
+    pub fn ctx_in<'a>(&'a self, project: &'a Path) -> ToolCtx<'a> {
+        ToolCtx {
+            cwd: project,
+            project_root: project,
+            ..self.ctx()
+        }
+    }
+
     pub fn ctx(&self) -> ToolCtx<'_> {
         ToolCtx {
             cwd: &self.root,
@@ -81,4 +108,28 @@ impl Fixture {
             session_models: None,
         }
     }
+}
+
+/// Runs `f` with a fresh context for the project `root` on a thread, and fails the test when it
+/// takes longer than `secs` (a read that blocks forever would otherwise hang the test run).
+pub fn within<T: Send + 'static>(
+    secs: u64,
+    root: &Path,
+    f: impl FnOnce(&ToolCtx) -> T + Send + 'static,
+) -> T {
+    let root = root.to_path_buf();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let reads = MapTracker::default();
+        let ctx = ToolCtx {
+            cwd: &root,
+            project_root: &root,
+            reads: &reads,
+            cancel: Arc::new(AtomicBool::new(false)),
+            session_models: None,
+        };
+        let _ = tx.send(f(&ctx));
+    });
+    rx.recv_timeout(Duration::from_secs(secs))
+        .expect("the call did not finish (blocked)")
 }

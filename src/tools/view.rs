@@ -1,12 +1,13 @@
 //! The `view` tool: reads a text file with line numbers and records the read.
 
 use super::common::{
-    display_path, looks_binary, mtime_ns, opt_u64, outside_project_permission, req_str, resolve,
-    truncate_line,
+    display_path, looks_binary, mtime_ns, open_regular, opt_u64, outside_project_permission,
+    req_str, resolve, truncate_line,
 };
 use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
 use serde_json::{Value, json};
 use std::fs;
+use std::io::Read;
 use std::path::Path;
 
 pub struct View;
@@ -111,8 +112,10 @@ fn view(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, String> {
         Some(0) | None => DEFAULT_LIMIT,
         Some(l) => l,
     } as usize;
-    let meta = match fs::metadata(&path) {
-        Ok(m) => m,
+    // Not fs::metadata/fs::read: a FIFO or device would block the read, and `path` is resolved,
+    // so a symlink left in it was swapped in after the permission check.
+    let (mut file, meta) = match open_regular(&path) {
+        Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let similar = similar_names(&path);
             let mut msg = format!("file not found: {}", path.display());
@@ -122,14 +125,17 @@ fn view(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, String> {
             }
             return Err(msg);
         }
+        Err(_) if path.is_dir() => {
+            return Err(format!(
+                "{} is a directory; use the ls tool to list its contents",
+                path.display()
+            ));
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
+            return Err(format!("{e}; view only reads regular text files"));
+        }
         Err(e) => return Err(format!("cannot access {}: {e}", path.display())),
     };
-    if meta.is_dir() {
-        return Err(format!(
-            "{} is a directory; use the ls tool to list its contents",
-            path.display()
-        ));
-    }
     if meta.len() > MAX_FILE_BYTES {
         return Err(format!(
             "file is too large ({} bytes; the maximum is {} bytes). Use grep to find the relevant \
@@ -138,7 +144,18 @@ fn view(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, String> {
             MAX_FILE_BYTES
         ));
     }
-    let data = fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mut data = Vec::new();
+    // One byte more than the limit: a file that grew since the check is still refused.
+    (&mut file)
+        .take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut data)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if data.len() as u64 > MAX_FILE_BYTES {
+        return Err(format!(
+            "file is too large (more than {MAX_FILE_BYTES} bytes). Use grep to find the relevant \
+             part, or bash with head/sed to read a section"
+        ));
+    }
     if looks_binary(&data) {
         return Err(format!(
             "{} looks like a binary file; view only reads text files",
@@ -190,7 +207,7 @@ fn view(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, String> {
 mod tests {
     use super::*;
     use crate::tools::ReadTracker;
-    use crate::tools::testutil::Fixture;
+    use crate::tools::testutil::{Fixture, within};
 
     #[test]
     fn numbering_offset_limit() {
@@ -276,5 +293,52 @@ mod tests {
             .unwrap();
         assert_eq!(req.action, "read");
         assert!(View.permission(&json!({}), &ctx).is_err());
+    }
+
+    #[test]
+    fn symlinks_fifos_and_devices() {
+        let fx = Fixture::new();
+        fx.write("outside/secret.txt", "secret\n");
+        fx.write("proj/a.txt", "a\n");
+        fx.symlink(&fx.path("outside/secret.txt"), "proj/leak");
+        fx.symlink(&fx.path("outside/none.txt"), "proj/dangling");
+        fx.mkfifo("proj/pipe");
+        let proj = fx.path("proj");
+        let ctx = fx.ctx_in(&proj);
+        let req = View
+            .permission(&json!({"file_path": "leak"}), &ctx)
+            .unwrap()
+            .expect("a symlink out of the project needs permission");
+        assert_eq!(req.action, "read");
+        assert_eq!(req.path, fx.path("outside/secret.txt"));
+        assert!(req.description.contains("outside/secret.txt"));
+        let req = View
+            .permission(&json!({"file_path": "dangling"}), &ctx)
+            .unwrap()
+            .expect("a dangling symlink out of the project needs permission");
+        assert_eq!(req.path, fx.path("outside/none.txt"));
+        assert_eq!(
+            View.permission(&json!({"file_path": "a.txt"}), &ctx)
+                .unwrap(),
+            None
+        );
+
+        let out = within(10, &proj, |ctx| {
+            View.run(&json!({"file_path": "pipe"}), ctx)
+        });
+        assert!(out.is_error);
+        assert!(
+            out.content.contains("is a FIFO, not a regular file"),
+            "{}",
+            out.content
+        );
+        let out = within(10, &proj, |ctx| {
+            View.run(&json!({"file_path": "/dev/zero"}), ctx)
+        });
+        assert!(out.content.contains("is a device"), "{}", out.content);
+        let out = within(10, &proj, |ctx| {
+            View.run(&json!({"file_path": "dangling"}), ctx)
+        });
+        assert!(out.content.starts_with("file not found"), "{}", out.content);
     }
 }

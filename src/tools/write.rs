@@ -2,7 +2,7 @@
 //! shared by write, edit and multiedit: its diff, its permission request and applying it.
 
 use super::common::{
-    check_fresh, display_path, record_current, req_str, req_str_empty_ok, resolve,
+    check_fresh, display_path, read_regular, record_current, req_str, req_str_empty_ok, resolve,
 };
 use super::diff::{self, Diff};
 use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
@@ -62,7 +62,7 @@ impl FileChange {
 
 /// Reads the current content of a file that must be text (None when it does not exist).
 pub fn read_existing(path: &std::path::Path) -> Result<Option<String>, String> {
-    match fs::read(path) {
+    match read_regular(path) {
         Ok(bytes) => String::from_utf8(bytes)
             .map(Some)
             .map_err(|_| format!("{} is not valid UTF-8 text", path.display())),
@@ -78,7 +78,7 @@ fn plan(input: &Value, ctx: &ToolCtx) -> Result<FileChange, String> {
         return Err(format!("{} is a directory", path.display()));
     }
     check_fresh(ctx, &path)?;
-    let old = match fs::read(&path) {
+    let old = match read_regular(&path) {
         Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
@@ -165,6 +165,7 @@ impl Tool for Write {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::common::mtime_ns;
     use crate::tools::testutil::Fixture;
     use crate::tools::view::View;
 
@@ -220,5 +221,69 @@ mod tests {
         assert_eq!(fx.read("f.txt"), "two\n");
         let out = Write.run(&input, &ctx);
         assert!(out.content.contains("already contains"));
+    }
+
+    #[test]
+    fn permission_names_the_symlink_target() {
+        use crate::tools::edit::Edit;
+        use crate::tools::multiedit::MultiEdit;
+        use crate::tools::testutil::within;
+        let fx = Fixture::new();
+        fx.write("etc/conf", "x = 1\n");
+        fs::create_dir(fx.path("proj")).unwrap();
+        fx.symlink(&fx.path("etc/conf"), "proj/conf");
+        fx.symlink(&fx.path("etc/new.txt"), "proj/new.txt");
+        fx.symlink(&fx.path("etc"), "proj/etcdir");
+        fx.mkfifo("proj/pipe");
+        let proj = fx.path("proj");
+        let ctx = fx.ctx_in(&proj);
+        let target = fx.path("etc/conf");
+        ctx.reads
+            .record_read(&target, mtime_ns(&fs::metadata(&target).unwrap()));
+        let cases: [(&dyn Tool, Value, &str); 5] = [
+            (
+                &Write,
+                json!({"file_path": "conf", "content": "y"}),
+                "etc/conf",
+            ),
+            (
+                &Write,
+                json!({"file_path": "new.txt", "content": "y"}),
+                "etc/new.txt",
+            ),
+            (
+                &Write,
+                json!({"file_path": "etcdir/z", "content": "y"}),
+                "etc/z",
+            ),
+            (
+                &Edit,
+                json!({"file_path": "conf", "old_string": "1", "new_string": "2"}),
+                "etc/conf",
+            ),
+            (
+                &MultiEdit,
+                json!({"file_path": "conf", "edits": [{"old_string": "1", "new_string": "2"}]}),
+                "etc/conf",
+            ),
+        ];
+        for (tool, input, real) in cases {
+            let req = tool.permission(&input, &ctx).unwrap().expect(real);
+            assert_eq!(req.action, "write");
+            assert_eq!(req.path, fx.path(real), "{input}");
+            assert!(
+                req.description
+                    .ends_with(&fx.path(real).display().to_string())
+            );
+        }
+        // Creating over a FIFO reads it first: refused instead of blocking.
+        let err = within(10, &proj, |ctx| {
+            Edit.permission(
+                &json!({"file_path": "pipe", "old_string": "", "new_string": "x"}),
+                ctx,
+            )
+        })
+        .unwrap_err();
+        assert!(err.contains("FIFO"), "{err}");
     }
 }
