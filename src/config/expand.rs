@@ -3,7 +3,8 @@
 //!
 //! `$(command)` runs `/bin/sh -c command` (stdout, trailing newlines removed) with the crushrc time
 //! limit; a project's values reach here only when the project is trusted (untrusted project
-//! values containing `$(` are dropped at load time, see `trust.rs`). Results are cached for the
+//! values containing `$(` are dropped at load time, see `trust.rs`), and values from the provider
+//! catalog never run one (`expand_env_vars_only`). Results are cached for the
 //! process, so a value used twice runs its command once. Errors name the problem and the command
 //! but never include a resolved value. Variables are looked up as `CRUSH_NAME` first, then
 //! `NAME` (Go Crush's `CRUSH_` prefix override: `CRUSH_ANTHROPIC_API_KEY` wins over
@@ -202,6 +203,15 @@ pub fn expand_env(value: &str) -> Result<String, String> {
     expand(value, &env_var)
 }
 
+/// Expansion of variables only, against the process environment: `$(...)` is an error and is
+/// never run. For values the user did not write, such as the downloaded provider catalog
+/// (it comes from the network or its cache, outside any trust decision, SPEC §3.5).
+pub fn expand_env_vars_only(value: &str) -> Result<String, String> {
+    expand_with(value, &env_var, &|_| {
+        Err("command substitution '$(...)' is not allowed here".to_string())
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,6 +267,27 @@ mod tests {
         assert!(
             e.contains("exit 3") && e.contains("boom") && !e.contains("hidden"),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn vars_only_never_runs_commands() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("MARKER");
+        let m = marker.display();
+        for v in [
+            format!("$(touch {m})"),
+            format!("Bearer $(touch {m})"),
+            format!("${{CRUSH_TEST_UNSET_XYZ:-$(touch {m})}}"),
+        ] {
+            let e = expand_env_vars_only(&v).unwrap_err();
+            assert!(e.contains("not allowed"), "{e}");
+        }
+        assert!(!marker.exists());
+        // Variables still expand.
+        assert_eq!(
+            expand_env_vars_only("${CRUSH_TEST_UNSET_XYZ:-d}/v1").unwrap(),
+            "d/v1"
         );
     }
 
