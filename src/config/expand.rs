@@ -270,6 +270,41 @@ mod tests {
         );
     }
 
+    /// Whether `pid` is gone (or a zombie nobody reaped yet).
+    fn dead(pid: i32) -> bool {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => true,
+            Ok(s) => matches!(
+                s.rsplit_once(')')
+                    .and_then(|(_, r)| r.trim_start().chars().next()),
+                Some('Z' | 'X')
+            ),
+        }
+    }
+
+    #[test]
+    fn output_is_kept_and_background_processes_are_killed() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pid");
+        let cmd = format!("echo sekrit; sleep 60 & echo $! > '{}'", pid_file.display());
+        // The background sleep holds stdout open; the output must not be lost.
+        assert_eq!(run_command(&cmd).unwrap(), "sekrit");
+        let pid: i32 = std::fs::read_to_string(&pid_file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while !dead(pid) {
+            if std::time::Instant::now() > deadline {
+                // SAFETY: clean up the stray process before failing.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                panic!("the background sleep {pid} outlived its command");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
     #[test]
     fn vars_only_never_runs_commands() {
         let dir = tempfile::tempdir().unwrap();
