@@ -825,6 +825,16 @@ mod tests {
         );
         let p = l.providers_with(&[]).unwrap();
         assert_eq!(p[0].endpoint.api_key.as_deref(), Some("k123"));
+        // A bad value: the error names the file and field, never the value.
+        let l = loaded(
+            json!({"providers": {"x": {"base_url": "http://h/v1", "api_key": "sk-secretkey$"}}}),
+        );
+        let e = l.providers_with(&[]).unwrap_err().to_string();
+        assert!(
+            e.starts_with("/g/crush.json:") && e.contains("providers.x.api_key"),
+            "{e}"
+        );
+        assert!(!e.contains("secretkey"), "{e}");
         let l = loaded(json!({"providers": {"x": {"type": "openai-compat"}}}));
         let e = l.providers_with(&[]).unwrap_err().to_string();
         assert!(
