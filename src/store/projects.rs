@@ -192,16 +192,18 @@ impl Lock {
     }
 }
 
-/// Writes `bytes` to a temp file in the same directory, fsyncs it and renames it over `file`.
+/// Writes `bytes` to a temp file (mode 0600, a name unique to this process and call) in the same
+/// directory, fsyncs it, renames it over `file` and syncs the directory. Shared by every file
+/// crush rewrites in place (projects.json, state.json, the provider catalog cache).
 pub(crate) fn write_atomic(file: &Path, bytes: &[u8]) -> io::Result<()> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let dir = file
         .parent()
-        .ok_or_else(|| io::Error::other("projects file has no parent directory"))?;
+        .ok_or_else(|| io::Error::other(format!("{} has no parent directory", file.display())))?;
     let name = file
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| FILE_NAME.to_string());
+        .unwrap_or_default();
     let tmp = dir.join(format!(
         ".{name}.tmp.{}.{}",
         std::process::id(),
