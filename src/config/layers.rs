@@ -419,7 +419,9 @@ fn review_files(
     trust::review(project_root, &sources, gstate, once)
 }
 
-fn truthy(v: &str) -> bool {
+/// `1`, `true`, `yes`, `on` (any case, surrounding blanks ignored): how `CRUSH_*` switches in
+/// the environment read as on.
+pub(crate) fn truthy(v: &str) -> bool {
     matches!(
         v.trim().to_ascii_lowercase().as_str(),
         "1" | "true" | "yes" | "on"
@@ -788,6 +790,16 @@ mod tests {
             file: Some("/f".into()),
             line,
             detail: None,
+        }
+    }
+
+    #[test]
+    fn truthy_switches() {
+        for v in ["1", "true", "TRUE", " yes ", "On"] {
+            assert!(truthy(v), "{v}");
+        }
+        for v in ["", " ", "0", "false", "no", "off", "y", "enabled"] {
+            assert!(!truthy(v), "{v}");
         }
     }
 
