@@ -56,16 +56,6 @@ fn env_nonempty(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
 }
 
-/// `1`, `true`, `yes`, `on` (any case).
-fn env_truthy(name: &str) -> bool {
-    env_nonempty(name).is_some_and(|v| {
-        matches!(
-            v.trim().to_ascii_lowercase().as_str(),
-            "1" | "true" | "yes" | "on"
-        )
-    })
-}
-
 impl Settings {
     /// From the environment; `disabled_by_config` is `options.disable_provider_auto_update`.
     /// `CRUSH_CATALOG_TIMEOUT_MS` and `CRUSH_CATALOG_TTL` (seconds, 0 = check on every start)
@@ -80,7 +70,9 @@ impl Settings {
             .map(Duration::from_secs)
             .unwrap_or(TTL);
         Settings {
-            auto_update: !disabled_by_config && !env_truthy("CRUSH_DISABLE_PROVIDER_AUTO_UPDATE"),
+            auto_update: !disabled_by_config
+                && !std::env::var("CRUSH_DISABLE_PROVIDER_AUTO_UPDATE")
+                    .is_ok_and(|v| crate::config::layers::truthy(&v)),
             base_url: env_nonempty("CATWALK_URL").unwrap_or_else(|| DEFAULT_URL.to_string()),
             dir: crate::paths::global_data_dir(),
             timeout,

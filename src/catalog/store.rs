@@ -3,7 +3,6 @@
 //! written atomically, plus the HTTP fetch with `If-None-Match`.
 
 use serde::{Deserialize, Serialize};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -55,36 +54,16 @@ pub fn write_meta(dir: &Path, meta: &Meta) -> Result<(), String> {
     write_atomic(&meta_path(dir), &bytes)
 }
 
-/// Writes `bytes` to a temporary file beside `path` and renames it over `path`, so readers (and
-/// other crush processes) see the old file or the new one, never half of one. On any failure the
-/// temporary file is removed and `path` is untouched.
+/// Writes `bytes` atomically (`store::projects::write_atomic`: a private temp file beside
+/// `path`, fsynced, renamed over `path`, the directory synced), creating the directory first.
+/// Readers (and other crush processes) see the old file or the new one, never half of one; on
+/// any failure `path` is untouched.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
     std::fs::create_dir_all(dir)
         .map_err(|e| format!("cannot create the directory {}: {e}", dir.display()))?;
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    let tmp = dir.join(format!(".{name}.tmp-{}-{nanos}", std::process::id()));
-    let result = (|| {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        drop(f);
-        std::fs::rename(&tmp, path)
-    })();
-    result.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        format!("cannot write {}: {e}", path.display())
-    })
+    crate::store::projects::write_atomic(path, bytes)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 /// The answer to a catalog request.
@@ -173,6 +152,34 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names.len(), 1, "{names:?}");
+    }
+
+    #[test]
+    fn concurrent_atomic_writes_never_collide() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("providers.json");
+        let threads: Vec<_> = (0..8)
+            .map(|i| {
+                let p = p.clone();
+                std::thread::spawn(move || {
+                    for j in 0..50 {
+                        write_atomic(&p, format!("{i}-{j}").as_bytes()).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let names: Vec<_> = std::fs::read_dir(t.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 1, "{names:?}");
+        // Private to the user, like the other files crush writes.
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! configuration accumulated below the file (`commands::apply`); the first invalid one fails
 //! the load with `file:line`. A script that exits non-zero, or runs past its time limit (30 s,
 //! `CRUSH_CONFIG_TIMEOUT` seconds to change it; its process group is killed), fails the load.
+//! When a script exits, anything it left running in the background is killed too.
 //!
 //! The caller's line: bash and other shells with `$LINENO` give it directly. Debian's dash has no
 //! `$LINENO`, so the alias expands (at the call site) to a subshell that fails a `${var:?}` test:
@@ -230,59 +231,81 @@ pub struct Finished {
     pub stderr: String,
 }
 
-/// Runs `cmd` in its own process group with a time limit; on expiry the group is killed.
+/// Runs `cmd` in its own process group with a time limit; on expiry the group is killed. When
+/// the command exits, whatever it left running in its group (`sleep 3 &`) is killed too, so
+/// nothing outlives the limit, and the output read so far is returned even if something outside
+/// the group still holds the pipes.
 pub fn run_limited(mut cmd: Command, limit: Duration) -> std::io::Result<Finished> {
     use std::os::unix::process::CommandExt;
+    use std::sync::{Arc, Mutex};
+    const CAP: usize = 64 * 1024;
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
     let mut child = cmd.spawn()?;
     let pid = child.id() as i32;
+    // Each reader keeps what it has read in a shared buffer and says when it reached EOF.
     let reader = |pipe: Option<Box<dyn Read + Send>>| {
-        let (tx, rx) = crossbeam_channel::bounded::<Vec<u8>>(1);
+        let buf = Arc::new(Mutex::new(Vec::new()));
+        let (eof_tx, eof_rx) = crossbeam_channel::bounded::<()>(1);
         if let Some(mut p) = pipe {
+            let buf = Arc::clone(&buf);
             std::thread::spawn(move || {
-                let mut buf = Vec::new();
                 let mut chunk = [0u8; 8192];
                 while let Ok(n) = p.read(&mut chunk) {
                     if n == 0 {
                         break;
                     }
-                    if buf.len() < 64 * 1024 {
-                        buf.extend_from_slice(&chunk[..n]);
+                    if let Ok(mut b) = buf.lock()
+                        && b.len() < CAP
+                    {
+                        b.extend_from_slice(&chunk[..n]);
                     }
                 }
-                let _ = tx.send(buf);
+                let _ = eof_tx.send(());
             });
         } else {
-            let _ = tx.send(Vec::new());
+            let _ = eof_tx.send(());
         }
-        rx
+        (buf, eof_rx)
     };
-    let out_rx = reader(
+    let (out_buf, out_eof) = reader(
         child
             .stdout
             .take()
             .map(|p| Box::new(p) as Box<dyn Read + Send>),
     );
-    let err_rx = reader(
+    let (err_buf, err_eof) = reader(
         child
             .stderr
             .take()
             .map(|p| Box::new(p) as Box<dyn Read + Send>),
     );
+    // `reaped` turns true (under its lock) just before the child is reaped: until then the
+    // child's pid, and so its group id, cannot be reused, and killing the group is safe.
+    let reaped = Arc::new(Mutex::new(false));
     let (done_tx, done_rx) = crossbeam_channel::bounded(1);
-    std::thread::spawn(move || {
-        let _ = done_tx.send(child.wait());
-    });
+    {
+        let reaped = Arc::clone(&reaped);
+        std::thread::spawn(move || {
+            let exited = wait_exit_keeping_zombie(pid);
+            let mut r = reaped.lock().unwrap_or_else(|e| e.into_inner());
+            if exited {
+                kill_group(pid);
+            }
+            *r = true;
+            let _ = done_tx.send(child.wait());
+        });
+    }
     let (status, timed_out) = match done_rx.recv_timeout(limit) {
         Ok(s) => (s.ok(), false),
         Err(_) => {
-            // SAFETY: a plain syscall on the process group created for this child.
-            unsafe {
-                libc::killpg(pid, libc::SIGKILL);
+            let r = reaped.lock().unwrap_or_else(|e| e.into_inner());
+            if !*r {
+                kill_group(pid);
             }
+            drop(r);
             (
                 done_rx
                     .recv_timeout(Duration::from_secs(5))
@@ -292,17 +315,53 @@ pub fn run_limited(mut cmd: Command, limit: Duration) -> std::io::Result<Finishe
             )
         }
     };
-    // Something left running in the background may hold the pipes: don't wait for it long.
+    // The group is dead, so the pipes normally close at once; something that left the group
+    // (setsid) may still hold them: don't wait for it long, and keep what was read.
     let grace = Duration::from_millis(if timed_out { 100 } else { 500 });
-    let text = |rx: crossbeam_channel::Receiver<Vec<u8>>| {
-        String::from_utf8_lossy(&rx.recv_timeout(grace).unwrap_or_default()).into_owned()
+    let deadline = std::time::Instant::now() + grace;
+    let text = |buf: Arc<Mutex<Vec<u8>>>, eof: crossbeam_channel::Receiver<()>| {
+        let _ = eof.recv_deadline(deadline);
+        let b = buf.lock().unwrap_or_else(|e| e.into_inner());
+        String::from_utf8_lossy(&b).into_owned()
     };
     Ok(Finished {
         code: status.and_then(|s| s.code()),
         timed_out,
-        stdout: text(out_rx),
-        stderr: text(err_rx),
+        stdout: text(out_buf, out_eof),
+        stderr: text(err_buf, err_eof),
     })
+}
+
+/// Waits until process `pid` (our child) has exited, without reaping it; false if that cannot
+/// be known (then the group is not killed afterwards).
+fn wait_exit_keeping_zombie(pid: i32) -> bool {
+    loop {
+        // SAFETY: waitid on our own child with a zeroed siginfo it fills in; WNOWAIT leaves the
+        // child to be reaped by `Child::wait`.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let rc = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if rc == 0 {
+            return true;
+        }
+        if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            return false;
+        }
+    }
+}
+
+fn kill_group(pgid: i32) {
+    // SAFETY: a plain syscall on the process group created for our child, which is not yet
+    // reaped (see `run_limited`), so the id still names that group.
+    unsafe {
+        libc::killpg(pgid, libc::SIGKILL);
+    }
 }
 
 /// The current large and small models, as the builtins print them.

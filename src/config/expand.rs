@@ -3,9 +3,11 @@
 //!
 //! `$(command)` runs `/bin/sh -c command` (stdout, trailing newlines removed) with the crushrc time
 //! limit; a project's values reach here only when the project is trusted (untrusted project
-//! values containing `$(` are dropped at load time, see `trust.rs`). Results are cached for the
-//! process, so a value used twice runs its command once. Errors name the problem and the command
-//! but never include a resolved value. Variables are looked up as `CRUSH_NAME` first, then
+//! values containing `$(` are dropped at load time, see `trust.rs`), and values from the provider
+//! catalog never run one (`expand_env_vars_only`). Results are cached for the
+//! process, so a value used twice runs its command once. `$$` is a literal `$`. Errors name the
+//! problem (and a failing command) but never include the value itself, resolved or literal: it
+//! may be a secret typed into the config; the caller names the field. Variables are looked up as `CRUSH_NAME` first, then
 //! `NAME` (Go Crush's `CRUSH_` prefix override: `CRUSH_ANTHROPIC_API_KEY` wins over
 //! `ANTHROPIC_API_KEY`).
 
@@ -38,14 +40,16 @@ pub fn expand_with(
                 let rest = &value[i + 2..];
                 let end = rest
                     .find('}')
-                    .ok_or_else(|| format!("unclosed '${{' in '{}'", shown(value)))?;
+                    .ok_or_else(|| "unclosed '${' (no closing '}')".to_string())?;
                 let inner = &rest[..end];
                 let (name, default) = match inner.find(":-") {
                     Some(p) => (&inner[..p], Some(&inner[p + 2..])),
                     None => (inner, None),
                 };
                 if !valid_name(name) {
-                    return Err(format!("'${{{inner}}}' is not a valid variable reference"));
+                    return Err(
+                        "a '${...}' without a valid variable name (letters, digits, '_')".into(),
+                    );
                 }
                 let v = lookup(name).filter(|v| !v.is_empty());
                 match (v, default) {
@@ -65,7 +69,7 @@ pub fn expand_with(
             Some('(') => {
                 let body_start = i + 2;
                 let end = closing_paren(value, body_start)
-                    .ok_or_else(|| format!("unclosed '$(' in '{}'", shown(value)))?;
+                    .ok_or_else(|| "unclosed '$(' (no closing ')')".to_string())?;
                 let cmd = &value[body_start..end];
                 out.push_str(&run(cmd)?);
                 while let Some(&(j, _)) = chars.peek() {
@@ -90,11 +94,15 @@ pub fn expand_with(
                     out.push_str(&v);
                 }
             }
+            Some('$') => {
+                out.push('$');
+                chars.next();
+            }
             _ => {
-                return Err(format!(
-                    "a lone '$' in '{}' (write $$ or quote it)",
-                    shown(value)
-                ));
+                return Err(
+                    "a '$' followed by no variable name, '{' or '(' (write $$ for a literal '$')"
+                        .into(),
+                );
             }
         }
     }
@@ -105,16 +113,6 @@ fn valid_name(name: &str) -> bool {
     !name.is_empty()
         && !name.starts_with(|c: char| c.is_ascii_digit())
         && name.chars().all(|c| c == '_' || c.is_ascii_alphanumeric())
-}
-
-/// The template as it may be shown in an error: it holds no resolved value, but a literal
-/// secret typed into the config must not be echoed either, so long templates are cut.
-fn shown(value: &str) -> String {
-    if value.chars().count() > 60 {
-        format!("{}...", value.chars().take(57).collect::<String>())
-    } else {
-        value.to_string()
-    }
 }
 
 /// The byte index of the `)` closing a `$(` whose body starts at `start`.
@@ -202,6 +200,15 @@ pub fn expand_env(value: &str) -> Result<String, String> {
     expand(value, &env_var)
 }
 
+/// Expansion of variables only, against the process environment: `$(...)` is an error and is
+/// never run. For values the user did not write, such as the downloaded provider catalog
+/// (it comes from the network or its cache, outside any trust decision, SPEC §3.5).
+pub fn expand_env_vars_only(value: &str) -> Result<String, String> {
+    expand_with(value, &env_var, &|_| {
+        Err("command substitution '$(...)' is not allowed here".to_string())
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,11 +267,94 @@ mod tests {
         );
     }
 
+    /// Whether `pid` is gone (or a zombie nobody reaped yet).
+    fn dead(pid: i32) -> bool {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => true,
+            Ok(s) => matches!(
+                s.rsplit_once(')')
+                    .and_then(|(_, r)| r.trim_start().chars().next()),
+                Some('Z' | 'X')
+            ),
+        }
+    }
+
+    #[test]
+    fn output_is_kept_and_background_processes_are_killed() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pid");
+        let cmd = format!("echo sekrit; sleep 60 & echo $! > '{}'", pid_file.display());
+        // The background sleep holds stdout open; the output must not be lost.
+        assert_eq!(run_command(&cmd).unwrap(), "sekrit");
+        let pid: i32 = std::fs::read_to_string(&pid_file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while !dead(pid) {
+            if std::time::Instant::now() > deadline {
+                // SAFETY: clean up the stray process before failing.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                panic!("the background sleep {pid} outlived its command");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
+    #[test]
+    fn vars_only_never_runs_commands() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("MARKER");
+        let m = marker.display();
+        for v in [
+            format!("$(touch {m})"),
+            format!("Bearer $(touch {m})"),
+            format!("${{CRUSH_TEST_UNSET_XYZ:-$(touch {m})}}"),
+        ] {
+            let e = expand_env_vars_only(&v).unwrap_err();
+            assert!(e.contains("not allowed"), "{e}");
+        }
+        assert!(!marker.exists());
+        // Variables still expand.
+        assert_eq!(
+            expand_env_vars_only("${CRUSH_TEST_UNSET_XYZ:-d}/v1").unwrap(),
+            "d/v1"
+        );
+    }
+
     #[test]
     fn errors_never_show_values() {
         let e = expand("${KEY", &env).unwrap_err();
         assert!(!e.contains("sekret"));
         assert!(expand("a $ b", &env).is_err());
         assert!(expand("${1X}", &env).is_err());
+        // A literal secret in the config is not echoed either, whatever the problem.
+        for v in [
+            "sk-secretkey$",
+            "sk-secretkey$ ",
+            "${sk-secretkey",
+            "${sk-secretkey}",
+            "sk-secretkey$(x",
+        ] {
+            let e = expand(v, &env).unwrap_err();
+            assert!(!e.contains("secretkey"), "{v}: {e}");
+        }
+        // The advice the lone-'$' message gives works.
+        let e = expand("sk-secretkey$", &env).unwrap_err();
+        assert!(e.contains("$$"), "{e}");
+    }
+
+    #[test]
+    fn double_dollar_is_a_literal_dollar() {
+        assert_eq!(expand("sk-abc$$", &env).unwrap(), "sk-abc$");
+        assert_eq!(expand("a$$b", &env).unwrap(), "a$b");
+        assert_eq!(expand("$$$KEY", &env).unwrap(), "$sekret");
+        assert_eq!(expand("$$$$", &env).unwrap(), "$$");
+        assert_eq!(expand("$${KEY}", &env).unwrap(), "${KEY}");
+        assert_eq!(expand("${NOPE:-$$x}", &env).unwrap(), "$x");
+        // `$$(` is a literal "$(", not a command.
+        let run = |c: &str| -> Result<String, String> { Err(format!("ran {c}")) };
+        assert_eq!(expand_with("$$(x)", &env, &run).unwrap(), "$(x)");
     }
 }

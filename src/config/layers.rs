@@ -419,7 +419,9 @@ fn review_files(
     trust::review(project_root, &sources, gstate, once)
 }
 
-fn truthy(v: &str) -> bool {
+/// `1`, `true`, `yes`, `on` (any case, surrounding blanks ignored): how `CRUSH_*` switches in
+/// the environment read as on.
+pub(crate) fn truthy(v: &str) -> bool {
     matches!(
         v.trim().to_ascii_lowercase().as_str(),
         "1" | "true" | "yes" | "on"
@@ -457,10 +459,9 @@ fn models_of(v: &Value) -> crushrc::Models {
     }
 }
 
-/// Runs the fold over `steps`, running crushrc scripts where a step is a script; scripts are
-/// replaced by their records in `steps` so a second fold replays them.
-fn fold(steps: &mut [Step], scripts: &mut Vec<String>) -> Result<Fold, ConfigError> {
-    let mut f = Fold::new();
+/// Continues the fold `f` over `steps`, running crushrc scripts where a step is a script;
+/// scripts are replaced by their records in `steps` so a second fold replays them.
+fn fold(mut f: Fold, steps: &mut [Step], scripts: &mut Vec<String>) -> Result<Fold, ConfigError> {
     for step in steps.iter_mut() {
         match &step.body {
             Body::Json { value, pos } => {
@@ -610,8 +611,15 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         });
     }
 
+    // The layers below the workspace state (defaults, global state) hold no scripts: folded
+    // once, and kept for the second fold that the workspace state may need.
     let mut scripts = Vec::new();
-    let mut folded = fold(&mut steps, &mut scripts)?;
+    let below_workspace = fold(Fold::new(), &mut steps[..workspace_at], &mut scripts)?;
+    let mut folded = fold(
+        below_workspace.clone(),
+        &mut steps[workspace_at..],
+        &mut scripts,
+    )?;
     let data_dir = data_dir_of(&folded.acc, cwd, &project_root);
     let wpath = state::workspace_path(&data_dir);
     let mut wvalue = state::config_view(&read_state(&wpath, &mut warnings));
@@ -631,7 +639,8 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
                 },
             },
         );
-        folded = fold(&mut steps, &mut scripts)?;
+        // Scripts are not run again: their records are replayed over the new layer.
+        folded = fold(below_workspace, &mut steps[workspace_at..], &mut scripts)?;
     }
 
     let config = to_config(&folded.acc, &steps)?;
@@ -788,6 +797,16 @@ mod tests {
             file: Some("/f".into()),
             line,
             detail: None,
+        }
+    }
+
+    #[test]
+    fn truthy_switches() {
+        for v in ["1", "true", "TRUE", " yes ", "On"] {
+            assert!(truthy(v), "{v}");
+        }
+        for v in ["", " ", "0", "false", "no", "off", "y", "enabled"] {
+            assert!(!truthy(v), "{v}");
         }
     }
 

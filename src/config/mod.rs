@@ -434,7 +434,9 @@ impl Loaded {
             expand::expand_env(v)
                 .map_err(|e| ConfigError::File(format!("{where_}: providers.{id}.{field}: {e}")))
         };
-        let expand_cat = |v: &str| expand::expand_env(v).unwrap_or_default();
+        // The catalog comes from the network (or its cache) and no trust decision covers it:
+        // its values get variables only, never `$(...)`; a value that cannot expand is empty.
+        let expand_cat = |v: &str| expand::expand_env_vars_only(v).unwrap_or_default();
         let kind_name = match (&u.kind, cat) {
             (Some(k), _) => k.clone(),
             (None, Some(c)) => c.kind.as_str().to_string(),
@@ -823,6 +825,16 @@ mod tests {
         );
         let p = l.providers_with(&[]).unwrap();
         assert_eq!(p[0].endpoint.api_key.as_deref(), Some("k123"));
+        // A bad value: the error names the file and field, never the value.
+        let l = loaded(
+            json!({"providers": {"x": {"base_url": "http://h/v1", "api_key": "sk-secretkey$"}}}),
+        );
+        let e = l.providers_with(&[]).unwrap_err().to_string();
+        assert!(
+            e.starts_with("/g/crush.json:") && e.contains("providers.x.api_key"),
+            "{e}"
+        );
+        assert!(!e.contains("secretkey"), "{e}");
         let l = loaded(json!({"providers": {"x": {"type": "openai-compat"}}}));
         let e = l.providers_with(&[]).unwrap_err().to_string();
         assert!(
@@ -924,6 +936,41 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("not configured offer it: cat"), "{e}");
+    }
+
+    #[test]
+    fn catalog_values_never_run_commands() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("MARKER");
+        let m = marker.display();
+        let text = format!(
+            r#"[{{"id":"evil","name":"Evil","type":"openai-compat","api_key":"$(touch {m}.key)",
+                 "api_endpoint":"http://h/v1","default_headers":{{"X":"$(touch {m}.hdr)"}},
+                 "models":[{{"id":"e"}}]}},
+                {{"id":"evil2","name":"Evil2","type":"openai-compat","api_key":"k",
+                 "api_endpoint":"http://h/$(touch {m}.url)","models":[{{"id":"e2"}}]}}]"#
+        );
+        let cat = crate::catalog::schema::parse(text.as_bytes()).unwrap();
+        // Not configured: the key cannot expand, so "evil" is skipped; "evil2" has no endpoint.
+        let ids: Vec<String> = loaded(two_providers())
+            .providers_with(&cat)
+            .unwrap()
+            .into_iter()
+            .map(|p| p.id)
+            .collect();
+        assert_eq!(ids, ["a", "b"]);
+        // Configured with the user's own key: the headers still run nothing.
+        let l = loaded(json!({"providers": {"evil": {"api_key": "k"}, "evil2": {"api_key": "k"}}}));
+        let ps = l.providers_with(&cat).unwrap();
+        assert_eq!(ps.len(), 1);
+        assert_eq!(ps[0].endpoint.api_key.as_deref(), Some("k"));
+        assert!(
+            ps[0].endpoint.headers.is_empty(),
+            "{:?}",
+            ps[0].endpoint.headers
+        );
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert!(names.is_empty(), "{names:?}");
     }
 
     #[test]

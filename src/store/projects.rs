@@ -37,10 +37,29 @@ const FRESH_SECS: i64 = 60;
 /// Records that `project` (with data dir `data_dir`) was used now. Safe when several processes
 /// write at once (temp file + rename under a lock file). Skipped when the project is already the
 /// most recent entry and was touched less than a minute ago.
+///
+/// A damaged file (other tools use it to find databases) is not silently replaced: it is moved
+/// aside to `projects.json.corrupt-<unix time>`, the entries that still parse are kept, and a
+/// warning goes to stderr.
 pub fn touch(global_data: &Path, project: &Path, data_dir: &Path) -> io::Result<()> {
+    if let Some(w) = touch_reporting(global_data, project, data_dir)? {
+        eprintln!("crush: warning: {w}");
+    }
+    Ok(())
+}
+
+/// `touch`, returning the warning instead of printing it.
+fn touch_reporting(
+    global_data: &Path,
+    project: &Path,
+    data_dir: &Path,
+) -> io::Result<Option<String>> {
     let now = SystemTime::now();
     let file = global_data.join(FILE_NAME);
-    if let Some(first) = read_projects(&file).ok().and_then(|p| p.into_iter().next())
+    if let Some(first) = read_strict(&file)
+        .ok()
+        .and_then(Result::ok)
+        .and_then(|p| p.into_iter().next())
         && first.path == project.to_string_lossy()
         && first.data_dir == data_dir.to_string_lossy()
         && let (Some(seen), Some(now_s)) = (
@@ -51,12 +70,26 @@ pub fn touch(global_data: &Path, project: &Path, data_dir: &Path) -> io::Result<
         )
         && (0..FRESH_SECS).contains(&(now_s - seen))
     {
-        return Ok(());
+        return Ok(None);
     }
     fs::create_dir_all(global_data)?;
     let _lock = Lock::acquire(&global_data.join(LOCK_NAME))?;
 
-    let mut projects = read_projects(&file)?;
+    let (mut projects, warning) = match read_strict(&file)? {
+        Ok(p) => (p, None),
+        Err((e, bytes)) => {
+            let secs = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+            let aside = move_aside(&file, secs)?;
+            let kept = salvage(&bytes);
+            let w = format!(
+                "{} could not be read ({e}); moved it to {} and kept its {} valid entries",
+                file.display(),
+                aside.display(),
+                kept.len()
+            );
+            (kept, Some(w))
+        }
+    };
     let path = project.to_string_lossy().into_owned();
     projects.retain(|p| p.path != path);
     projects.push(Project {
@@ -70,7 +103,50 @@ pub fn touch(global_data: &Path, project: &Path, data_dir: &Path) -> io::Result<
     let mut text = serde_json::to_string_pretty(&ProjectList { projects })
         .map_err(|e| io::Error::other(format!("cannot encode {FILE_NAME}: {e}")))?;
     text.push('\n');
-    write_atomic(&file, text.as_bytes())
+    write_atomic(&file, text.as_bytes())?;
+    Ok(warning)
+}
+
+/// The file's projects; the inner error (with the file's bytes) when it is not valid. A missing
+/// or blank file is an empty list.
+#[allow(clippy::type_complexity)]
+fn read_strict(file: &Path) -> io::Result<Result<Vec<Project>, (serde_json::Error, Vec<u8>)>> {
+    match fs::read(file) {
+        Ok(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => Ok(Ok(Vec::new())),
+        Ok(bytes) => Ok(match serde_json::from_slice::<ProjectList>(&bytes) {
+            Ok(l) => Ok(l.projects),
+            Err(e) => Err((e, bytes)),
+        }),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Ok(Vec::new())),
+        Err(e) => Err(e),
+    }
+}
+
+/// The entries of a damaged file that are still valid on their own.
+fn salvage(bytes: &[u8]) -> Vec<Project> {
+    let Ok(v) = serde_json::from_slice::<serde_json::Value>(bytes) else {
+        return Vec::new();
+    };
+    let Some(entries) = v.get("projects").and_then(|p| p.as_array()) else {
+        return Vec::new();
+    };
+    entries
+        .iter()
+        .filter_map(|e| serde_json::from_value::<Project>(e.clone()).ok())
+        .collect()
+}
+
+/// Renames `file` to `<file>.corrupt-<secs>` (with `-2`, `-3`... if taken); the new name.
+fn move_aside(file: &Path, secs: u64) -> io::Result<std::path::PathBuf> {
+    let base = format!("{}.corrupt-{secs}", file.display());
+    let mut aside = std::path::PathBuf::from(&base);
+    let mut n = 1;
+    while aside.exists() {
+        n += 1;
+        aside = format!("{base}-{n}").into();
+    }
+    fs::rename(file, &aside)?;
+    Ok(aside)
 }
 
 /// The known projects, most recent first. A missing or unreadable-as-JSON file is an empty list.
@@ -116,16 +192,18 @@ impl Lock {
     }
 }
 
-/// Writes `bytes` to a temp file in the same directory, fsyncs it and renames it over `file`.
+/// Writes `bytes` to a temp file (mode 0600, a name unique to this process and call) in the same
+/// directory, fsyncs it, renames it over `file` and syncs the directory. Shared by every file
+/// crush rewrites in place (projects.json, state.json, the provider catalog cache).
 pub(crate) fn write_atomic(file: &Path, bytes: &[u8]) -> io::Result<()> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let dir = file
         .parent()
-        .ok_or_else(|| io::Error::other("projects file has no parent directory"))?;
+        .ok_or_else(|| io::Error::other(format!("{} has no parent directory", file.display())))?;
     let name = file
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| FILE_NAME.to_string());
+        .unwrap_or_default();
     let tmp = dir.join(format!(
         ".{name}.tmp.{}.{}",
         std::process::id(),
@@ -195,16 +273,67 @@ mod tests {
         assert_eq!(mode & 0o777, 0o600);
     }
 
+    fn corrupt_copies(g: &Path) -> Vec<String> {
+        let mut v: Vec<String> = fs::read_dir(g)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("projects.json.corrupt-"))
+            .collect();
+        v.sort();
+        v
+    }
+
     #[test]
-    fn corrupt_file_is_replaced_not_fatal() {
+    fn a_corrupt_file_is_moved_aside_not_lost() {
         let dir = tempfile::tempdir().unwrap();
         let g = dir.path();
         fs::write(g.join(FILE_NAME), "{not json").unwrap();
         assert!(list(g).unwrap().is_empty());
-        touch(g, Path::new("/p"), Path::new("/p/.crush")).unwrap();
+        let w = touch_reporting(g, Path::new("/p"), Path::new("/p/.crush"))
+            .unwrap()
+            .expect("a warning");
         let l = list(g).unwrap();
         assert_eq!(l.len(), 1);
         assert_eq!(l[0].path, "/p");
+        let copies = corrupt_copies(g);
+        assert_eq!(copies.len(), 1, "{copies:?}");
+        assert!(w.contains(&copies[0]), "{w}");
+        assert_eq!(fs::read_to_string(g.join(&copies[0])).unwrap(), "{not json");
+
+        // Damaged again in the same second: a second copy, the first one kept.
+        fs::write(g.join(FILE_NAME), r#"{"projects":5}"#).unwrap();
+        touch(g, Path::new("/q"), Path::new("/q/.crush")).unwrap();
+        assert_eq!(corrupt_copies(g).len(), 2);
+        // A healthy file gives no warning.
+        let w = touch_reporting(g, Path::new("/r"), Path::new("/r/.crush")).unwrap();
+        assert_eq!(w, None);
+    }
+
+    #[test]
+    fn one_bad_entry_keeps_the_others() {
+        let dir = tempfile::tempdir().unwrap();
+        let g = dir.path();
+        let text = r#"{"projects":[
+            {"path":"/good","data_dir":"/good/.crush","last_accessed":"2020-01-01T00:00:00Z"},
+            {"path":"/bad","data_dir":7}
+        ]}"#;
+        fs::write(g.join(FILE_NAME), text).unwrap();
+        let w = touch_reporting(g, Path::new("/p"), Path::new("/p/.crush")).unwrap();
+        assert!(w.unwrap().contains("kept its 1 valid entries"));
+        let paths: Vec<String> = list(g).unwrap().into_iter().map(|p| p.path).collect();
+        assert_eq!(paths, ["/p", "/good"]);
+        let copies = corrupt_copies(g);
+        assert_eq!(fs::read_to_string(g.join(&copies[0])).unwrap(), text);
+    }
+
+    #[test]
+    fn a_blank_file_is_an_empty_list() {
+        let dir = tempfile::tempdir().unwrap();
+        let g = dir.path();
+        fs::write(g.join(FILE_NAME), "\n").unwrap();
+        let w = touch_reporting(g, Path::new("/p"), Path::new("/p/.crush")).unwrap();
+        assert_eq!(w, None);
+        assert!(corrupt_copies(g).is_empty());
     }
 
     #[test]
