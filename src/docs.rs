@@ -327,8 +327,9 @@ A provider needs a
 (optional for anthropic and openai) and, for cloud APIs, an
 .BR api_key ;
 values of api_key, base_url, extra_headers and MCP fields expand $VAR, ${VAR}, ${VAR:-default}
-and $(command) (a variable CRUSH_NAME wins over NAME). The top\-level env map is expanded and
-exported at start\-up.
+and $(command) (a variable CRUSH_NAME wins over NAME; $$ is a literal $; $(command) only in
+trusted files, and never in catalog values, which come from the network). An error names the file
+and field, never the value. The top\-level env map is expanded and exported at start\-up.
 Providers of the catalog (see PROVIDER CATALOG) need no configuration: setting the API key
 variable the catalog names (ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY, ...) enables
 one, with its models, prices and default models. A provider configured under a catalog id
