@@ -377,11 +377,6 @@ impl Accumulator {
         Self::default()
     }
 
-    /// True once `message_stop` arrived.
-    pub fn is_done(&self) -> bool {
-        self.done
-    }
-
     /// Takes one event; progress for the display goes to `out`. Returns whether the message is
     /// complete (`message_stop`).
     pub fn feed(&mut self, ev: &SseEvent, out: &mut Vec<StreamEvent>) -> Result<bool, Failure> {
