@@ -289,58 +289,62 @@ enum Block {
     Ignored,
 }
 
+/// One usage count as last reported: `Err` when that value was not a non-negative integer.
+type Count = Option<Result<u64, String>>;
+
 #[derive(Debug, Default, Clone)]
 struct UsageFields {
-    input: Option<u64>,
-    output: Option<u64>,
-    cache_read: Option<u64>,
-    cache_write: Option<u64>,
-    /// A field that was not a non-negative integer: the whole usage is rejected.
-    bad: Option<String>,
+    input: Count,
+    output: Count,
+    cache_read: Count,
+    cache_write: Count,
 }
 
 impl UsageFields {
-    /// Takes every field present in `u` (cumulative values: the last one wins).
+    /// Takes every field present in `u` (cumulative values: the last one wins, so a later valid
+    /// value replaces an earlier bad one, and a later bad one an earlier valid one).
     fn update(&mut self, u: &Value) {
-        let mut get = |k: &str| match crate::llm::types::token_field(u, k) {
-            Ok(v) => v,
-            Err(e) => {
-                self.bad.get_or_insert(e);
-                None
+        let get = |k: &str| crate::llm::types::token_field(u, k).transpose();
+        for (field, key) in [
+            (&mut self.input, "input_tokens"),
+            (&mut self.output, "output_tokens"),
+            (&mut self.cache_read, "cache_read_input_tokens"),
+            (&mut self.cache_write, "cache_creation_input_tokens"),
+        ] {
+            if let Some(v) = get(key) {
+                *field = Some(v);
             }
-        };
-        let (input, output, cache_read, cache_write) = (
-            get("input_tokens"),
-            get("output_tokens"),
-            get("cache_read_input_tokens"),
-            get("cache_creation_input_tokens"),
-        );
-        if input.is_some() {
-            self.input = input;
-        }
-        if output.is_some() {
-            self.output = output;
-        }
-        if cache_read.is_some() {
-            self.cache_read = cache_read;
-        }
-        if cache_write.is_some() {
-            self.cache_write = cache_write;
         }
     }
+
+    /// Why the usage is rejected: the first field whose last value was not a count.
+    fn bad(&self) -> Option<String> {
+        [
+            &self.input,
+            &self.output,
+            &self.cache_read,
+            &self.cache_write,
+        ]
+        .into_iter()
+        .find_map(|f| f.clone()?.err())
+    }
+
     fn usage(&self) -> Option<Usage> {
-        if self.input.is_none()
-            && self.output.is_none()
-            && self.cache_read.is_none()
-            && self.cache_write.is_none()
-        {
+        let ok = |f: &Count| f.as_ref().and_then(|r| r.as_ref().ok()).copied();
+        let (input, output, cache_read, cache_write) = (
+            ok(&self.input),
+            ok(&self.output),
+            ok(&self.cache_read),
+            ok(&self.cache_write),
+        );
+        if input.is_none() && output.is_none() && cache_read.is_none() && cache_write.is_none() {
             return None;
         }
         Some(Usage {
-            input: self.input.unwrap_or(0),
-            output: self.output.unwrap_or(0),
-            cache_read: self.cache_read.unwrap_or(0),
-            cache_write: self.cache_write.unwrap_or(0),
+            input: input.unwrap_or(0),
+            output: output.unwrap_or(0),
+            cache_read: cache_read.unwrap_or(0),
+            cache_write: cache_write.unwrap_or(0),
         })
     }
 }
@@ -577,7 +581,7 @@ impl Accumulator {
             }
         }
         let (usage, usage_rejected) =
-            crate::llm::types::settle_usage(self.usage.usage(), self.usage.bad.clone());
+            crate::llm::types::settle_usage(self.usage.usage(), self.usage.bad());
         Response {
             parts,
             usage,
@@ -824,6 +828,35 @@ data: {"type":"message_stop"}
             let reason = r.usage_rejected.unwrap_or_default();
             assert!(reason.contains(why), "{delta_usage}: {reason}");
         }
+    }
+
+    #[test]
+    fn a_later_valid_usage_replaces_an_earlier_bad_one() {
+        // message_start carries a float count; message_delta repeats every count correctly.
+        let s = start().replace(r#""input_tokens":5"#, r#""input_tokens":1.0"#)
+            + &stop("end_turn").replace(
+                r#""usage":{"output_tokens":9}"#,
+                r#""usage":{"input_tokens":5,"output_tokens":9}"#,
+            );
+        let r = run(&s).0.unwrap();
+        assert_eq!(r.usage_rejected, None);
+        assert_eq!(r.usage.map(|u| (u.input, u.output)), Some((5, 9)));
+        // A bad field never corrected stays a rejection, whatever else comes later.
+        let s = start().replace(r#""input_tokens":5"#, r#""input_tokens":1.0"#) + &stop("end_turn");
+        let r = run(&s).0.unwrap();
+        assert_eq!(r.usage, None);
+        assert!(
+            r.usage_rejected
+                .unwrap_or_default()
+                .contains("input_tokens")
+        );
+        // And a later bad value replaces an earlier good one.
+        let s = start()
+            + &stop("end_turn").replace(
+                r#""usage":{"output_tokens":9}"#,
+                r#""usage":{"input_tokens":-1,"output_tokens":9}"#,
+            );
+        assert_eq!(run(&s).0.unwrap().usage, None);
     }
 
     #[test]

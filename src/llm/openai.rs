@@ -337,9 +337,16 @@ impl Accumulator {
             .or_else(|| v.get("x_groq").and_then(|x| x.get("usage")));
         if let Some(u) = usage {
             match parse_usage(u) {
-                Ok(Some(u)) => self.usage = Some(u),
+                // The last usage reported wins, a good one over an earlier bad one too.
+                Ok(Some(u)) => {
+                    self.usage = Some(u);
+                    self.usage_rejected = None;
+                }
                 Ok(None) => {}
-                Err(e) => self.usage_rejected = Some(e),
+                Err(e) => {
+                    self.usage = None;
+                    self.usage_rejected = Some(e);
+                }
             }
         }
         let choices = v.get("choices").and_then(Value::as_array);
@@ -706,6 +713,27 @@ mod tests {
             let reason = r.usage_rejected.unwrap_or_default();
             assert!(reason.contains(why), "{usage}: {reason}");
         }
+    }
+
+    #[test]
+    fn a_later_valid_usage_replaces_an_earlier_bad_one() {
+        let bad = r#"data: {"choices":[],"usage":{"prompt_tokens":1.0,"completion_tokens":1}}"#;
+        let s =
+            format!("{bad}\n\n") + &usage_stream(r#"{"prompt_tokens":10,"completion_tokens":2}"#);
+        let r = run(&s).0.unwrap();
+        assert_eq!(r.usage_rejected, None);
+        assert_eq!(r.usage.map(|u| (u.input, u.output)), Some((10, 2)));
+        // The other way round the last (bad) one wins.
+        let good = r#"data: {"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":2}}"#;
+        let s =
+            format!("{good}\n\n") + &usage_stream(r#"{"prompt_tokens":1.0,"completion_tokens":2}"#);
+        let r = run(&s).0.unwrap();
+        assert_eq!(r.usage, None);
+        assert!(
+            r.usage_rejected
+                .unwrap_or_default()
+                .contains("prompt_tokens")
+        );
     }
 
     #[test]
