@@ -139,7 +139,7 @@ fn clock_seed() -> u64 {
 
 impl Job {
     fn new(ep: &Endpoint, req: &ChatRequest, policy: &RetryPolicy) -> Job {
-        let (url, body, mut headers) = match ep.kind {
+        let (url, body, headers) = match ep.kind {
             ApiKind::Anthropic => (
                 anthropic::url(&ep.base_url),
                 anthropic::build_request(req),
@@ -151,11 +151,10 @@ impl Job {
                 openai::headers(ep),
             ),
         };
-        headers.extend(ep.headers.iter().cloned());
         Job {
             url,
             kind: ep.kind,
-            headers,
+            headers: request_headers(headers, &ep.headers),
             // Serialising a Value cannot fail (all keys are strings).
             body: serde_json::to_vec(&body).unwrap_or_default(),
             policy: policy.clone(),
@@ -210,11 +209,7 @@ impl Job {
     }
 
     fn attempt(&self, agent: &ureq::Agent, tx: &Sender<StreamEvent>) -> Result<Response, End> {
-        let mut rb = agent
-            .post(&self.url)
-            .header("content-type", "application/json")
-            .header("accept", "text/event-stream")
-            .header("accept-encoding", "identity");
+        let mut rb = agent.post(&self.url);
         for (k, v) in &self.headers {
             rb = rb.header(k.as_str(), v.as_str());
         }
@@ -383,6 +378,32 @@ impl Job {
     }
 }
 
+/// Every header of a request: the fixed ones, then the provider's (`provider`), then the user's
+/// (`user`, from the configuration). A fixed or provider header that the user also sets is left
+/// out (names compare ignoring case): `http` appends repeated names, and a server seeing two
+/// `authorization` headers may use either, or refuse the request.
+fn request_headers(
+    provider: Vec<(String, String)>,
+    user: &[(String, String)],
+) -> Vec<(String, String)> {
+    let fixed = [
+        ("content-type", "application/json"),
+        ("accept", "text/event-stream"),
+        ("accept-encoding", "identity"),
+    ]
+    .map(|(k, v)| (k.to_string(), v.to_string()));
+    let user_sets = |name: &str| {
+        user.iter()
+            .any(|(k, _)| k.trim().eq_ignore_ascii_case(name))
+    };
+    fixed
+        .into_iter()
+        .chain(provider)
+        .filter(|(k, _)| !user_sets(k))
+        .chain(user.iter().cloned())
+        .collect()
+}
+
 /// Up to `limit` bytes of `r` as text (read errors end the read: what came is kept).
 fn read_limited(r: impl Read, limit: u64) -> String {
     let mut buf = Vec::new();
@@ -421,9 +442,13 @@ mod tests {
         http(200, &[("content-type", "text/event-stream")], "")
     }
 
+    type Head = Vec<(String, String)>;
+
     struct Server {
         url: String,
         bodies: Arc<Mutex<Vec<String>>>,
+        /// The header lines of each request, as (name, value).
+        heads: Arc<Mutex<Vec<Head>>>,
     }
 
     /// Serves `replies` in order, one connection each, on 127.0.0.1.
@@ -431,15 +456,17 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let bodies = Arc::new(Mutex::new(Vec::new()));
-        let b2 = bodies.clone();
+        let heads = Arc::new(Mutex::new(Vec::new()));
+        let (b2, h2) = (bodies.clone(), heads.clone());
         thread::spawn(move || {
             for r in replies {
                 let Ok((mut sock, _)) = listener.accept() else {
                     return;
                 };
-                let Some(body) = read_request(&sock) else {
+                let Some((head, body)) = read_request(&sock) else {
                     continue;
                 };
+                h2.lock().unwrap().push(head);
                 b2.lock().unwrap().push(body);
                 for (pause, bytes) in r.0 {
                     thread::sleep(Duration::from_millis(pause));
@@ -451,12 +478,17 @@ mod tests {
                 let _ = sock.shutdown(std::net::Shutdown::Both);
             }
         });
-        Server { url, bodies }
+        Server { url, bodies, heads }
     }
 
-    fn read_request(sock: &TcpStream) -> Option<String> {
-        let mut rd = BufReader::new(sock.try_clone().ok()?);
+    /// One request from `sock`: its header lines and its body.
+    fn read_request(sock: &TcpStream) -> Option<(Head, String)> {
+        read_request_from(&mut BufReader::new(sock.try_clone().ok()?))
+    }
+
+    fn read_request_from(rd: &mut impl BufRead) -> Option<(Vec<(String, String)>, String)> {
         let mut len = 0usize;
+        let mut head = Vec::new();
         loop {
             let mut line = String::new();
             if rd.read_line(&mut line).ok()? == 0 {
@@ -466,15 +498,16 @@ mod tests {
             if l.is_empty() {
                 break;
             }
-            if let Some((k, v)) = l.split_once(':')
-                && k.eq_ignore_ascii_case("content-length")
-            {
-                len = v.trim().parse().ok()?;
+            if let Some((k, v)) = l.split_once(':') {
+                if k.eq_ignore_ascii_case("content-length") {
+                    len = v.trim().parse().ok()?;
+                }
+                head.push((k.trim().to_string(), v.trim().to_string()));
             }
         }
         let mut body = vec![0; len];
         rd.read_exact(&mut body).ok()?;
-        String::from_utf8(body).ok()
+        Some((head, String::from_utf8(body).ok()?))
     }
 
     fn policy() -> RetryPolicy {
@@ -582,6 +615,48 @@ mod tests {
         assert!(!is_loopback_url("https://api.anthropic.com"));
         assert!(!is_loopback_url("http://10.0.0.1:8080"));
         assert!(!is_loopback_url("http://localhost.example.com"));
+    }
+
+    /// The values of header `name` in `head`, ignoring case.
+    fn values<'a>(head: &'a [(String, String)], name: &str) -> Vec<&'a str> {
+        head.iter()
+            .filter(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+            .collect()
+    }
+
+    #[test]
+    fn a_header_the_user_sets_replaces_the_built_in_one() {
+        let srv = serve(vec![reply(openai_text("a")), reply(anthropic_text("b"))]);
+        let mut ep = endpoint(&srv.url, ApiKind::OpenAi);
+        ep.headers = vec![
+            ("Authorization".into(), "Bearer from-user".into()),
+            (
+                "Content-Type".into(),
+                "application/json; charset=utf-8".into(),
+            ),
+            ("User-Agent".into(), "mine/1".into()),
+        ];
+        complete(&ep, &request(), &policy()).unwrap();
+        let mut ep = endpoint(&srv.url, ApiKind::Anthropic);
+        ep.headers = vec![
+            ("X-Api-Key".into(), "user-key".into()),
+            ("Anthropic-Version".into(), "2099-01-01".into()),
+        ];
+        complete(&ep, &request(), &policy()).unwrap();
+        let heads = srv.heads.lock().unwrap();
+        let (oa, an) = (&heads[0], &heads[1]);
+        assert_eq!(values(oa, "authorization"), ["Bearer from-user"]);
+        assert_eq!(
+            values(oa, "content-type"),
+            ["application/json; charset=utf-8"]
+        );
+        assert_eq!(values(oa, "user-agent"), ["mine/1"]);
+        assert_eq!(values(oa, "accept"), ["text/event-stream"]);
+        assert_eq!(values(an, "x-api-key"), ["user-key"]);
+        assert_eq!(values(an, "anthropic-version"), ["2099-01-01"]);
+        assert_eq!(values(an, "content-type"), ["application/json"]);
+        assert_eq!(values(an, "x-extra"), Vec::<&str>::new());
     }
 
     #[test]
