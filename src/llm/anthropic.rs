@@ -6,13 +6,12 @@ use super::{
     ChatRequest, Endpoint, FinishReason, LlmError, Part, Response, Role, StreamEvent, Usage,
 };
 use serde_json::{Map, Value, json};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 pub const API_VERSION: &str = "2023-06-01";
 /// Used when the request does not say (the API requires a value).
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
-const INTERRUPTED: &str = "Tool call was interrupted; it produced no result.";
 
 /// `{base}/v1/messages`, without doubling a `/v1` the base already has.
 pub fn url(base: &str) -> String {
@@ -86,10 +85,6 @@ fn tool_result_block(id: &str, content: &str, is_error: bool) -> Value {
     b
 }
 
-fn is_tool_result(b: &Value) -> bool {
-    b.get("type").and_then(Value::as_str) == Some("tool_result")
-}
-
 /// The Messages request body for `req` (streaming).
 pub fn build_request(req: &ChatRequest) -> Value {
     let mut system_texts: Vec<String> = Vec::new();
@@ -98,7 +93,8 @@ pub fn build_request(req: &ChatRequest) -> Value {
     }
     // (role, blocks), roles "user" / "assistant".
     let mut msgs: Vec<(&'static str, Vec<Value>)> = Vec::new();
-    for m in &req.messages {
+    // Tool results come right after their calls, so they open the next user turn as required.
+    for m in &super::history::pair_tool_results(&req.messages) {
         let mut blocks = Vec::new();
         let role = match m.role {
             Role::System => {
@@ -156,7 +152,6 @@ pub fn build_request(req: &ChatRequest) -> Value {
             _ => msgs.push((role, blocks)),
         }
     }
-    pair_tool_results(&mut msgs);
 
     // Cache breakpoints (at most 4): the last system block, the last tool, the last block of each
     // of the last two messages (thinking blocks cannot carry one).
@@ -218,59 +213,6 @@ pub fn build_request(req: &ChatRequest) -> Value {
         body["temperature"] = json!(t);
     }
     body
-}
-
-/// Makes every `tool_use` answered by a `tool_result` at the head of the next user message:
-/// results are put first and in call order, missing ones become error results, results without
-/// a call (or repeated) are dropped.
-fn pair_tool_results(msgs: &mut Vec<(&'static str, Vec<Value>)>) {
-    let mut i = 0;
-    let mut prev_ids: Vec<String> = Vec::new();
-    while i < msgs.len() {
-        if msgs[i].0 == "assistant" {
-            prev_ids = msgs[i]
-                .1
-                .iter()
-                .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_use"))
-                .filter_map(|b| b.get("id").and_then(Value::as_str).map(str::to_string))
-                .collect();
-            if !prev_ids.is_empty() && msgs.get(i + 1).map(|m| m.0) != Some("user") {
-                msgs.insert(i + 1, ("user", Vec::new()));
-            }
-            i += 1;
-            continue;
-        }
-        let blocks = std::mem::take(&mut msgs[i].1);
-        let (results, others): (Vec<Value>, Vec<Value>) =
-            blocks.into_iter().partition(is_tool_result);
-        let mut seen = HashSet::new();
-        let mut ordered = Vec::new();
-        for id in &prev_ids {
-            let found = results
-                .iter()
-                .find(|b| b.get("tool_use_id").and_then(Value::as_str) == Some(id.as_str()));
-            if seen.insert(id.clone()) {
-                ordered.push(match found {
-                    Some(b) => b.clone(),
-                    None => tool_result_block(id, INTERRUPTED, true),
-                });
-            }
-        }
-        ordered.extend(others);
-        msgs[i].1 = ordered;
-        prev_ids.clear();
-        if msgs[i].1.is_empty() {
-            msgs.remove(i);
-            // Removing may leave two assistant messages side by side: merge them.
-            if i > 0 && i < msgs.len() && msgs[i - 1].0 == msgs[i].0 {
-                let next = msgs.remove(i);
-                msgs[i - 1].1.extend(next.1);
-                i -= 1;
-            }
-            continue;
-        }
-        i += 1;
-    }
 }
 
 #[derive(Debug)]

@@ -7,12 +7,14 @@
 
 pub mod anthropic;
 mod client;
+pub mod history;
 pub mod openai;
 pub mod retry;
 pub mod sse;
 pub mod types;
 
 pub use client::is_loopback_url;
+pub use history::INTERRUPTED_TOOL_RESULT;
 pub use types::*;
 
 use std::fmt;

@@ -13,7 +13,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
-const INTERRUPTED: &str = "Tool call was interrupted; it produced no result.";
 
 /// `{base}/chat/completions`.
 pub fn url(base: &str) -> String {
@@ -72,7 +71,8 @@ pub fn build_request(req: &ChatRequest, kind: ApiKind) -> Value {
     if !req.system.trim().is_empty() {
         messages.push(json!({"role": "system", "content": req.system}));
     }
-    for m in &req.messages {
+    // Each call's tool message comes right after the assistant message that made it.
+    for m in &super::history::pair_tool_results(&req.messages) {
         match m.role {
             Role::System => {
                 let t = m.text();
@@ -135,7 +135,6 @@ pub fn build_request(req: &ChatRequest, kind: ApiKind) -> Value {
             }
         }
     }
-    let messages = pair_tool_messages(messages);
 
     let mut body = json!({
         "model": req.model,
@@ -165,54 +164,6 @@ pub fn build_request(req: &ChatRequest, kind: ApiKind) -> Value {
         body["tools"] = Value::Array(tools);
     }
     body
-}
-
-/// Every tool call gets exactly one tool message right after its assistant message (missing ones
-/// become error messages); tool messages without a call, or repeated, are dropped.
-fn pair_tool_messages(messages: Vec<Value>) -> Vec<Value> {
-    let mut out = Vec::with_capacity(messages.len());
-    let mut it = messages.into_iter().peekable();
-    while let Some(m) = it.next() {
-        let role = m.get("role").and_then(Value::as_str).unwrap_or("");
-        if role == "tool" {
-            continue; // not after an assistant tool-call message: orphan
-        }
-        let ids: Vec<String> = m
-            .get("tool_calls")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|c| c.get("id").and_then(Value::as_str).map(str::to_string))
-            .collect();
-        out.push(m);
-        if ids.is_empty() {
-            continue;
-        }
-        let mut results: HashMap<String, Value> = HashMap::new();
-        while let Some(next) = it.peek() {
-            if next.get("role").and_then(Value::as_str) != Some("tool") {
-                break;
-            }
-            if let Some(t) = it.next() {
-                let id = t
-                    .get("tool_call_id")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string();
-                results.entry(id).or_insert(t);
-            }
-        }
-        let mut seen = HashSet::new();
-        for id in ids {
-            if !seen.insert(id.clone()) {
-                continue;
-            }
-            out.push(results.remove(&id).unwrap_or_else(
-                || json!({"role": "tool", "tool_call_id": id, "content": INTERRUPTED}),
-            ));
-        }
-    }
-    out
 }
 
 #[derive(Debug)]
@@ -1095,7 +1046,7 @@ mod tests {
         assert_eq!(roles, ["system", "user", "assistant", "tool", "tool"]);
         assert_eq!(m[2]["content"], "Both.");
         assert_eq!(m[3]["tool_call_id"], "a");
-        assert_eq!(m[3]["content"], INTERRUPTED);
+        assert_eq!(m[3]["content"], crate::llm::INTERRUPTED_TOOL_RESULT);
         assert_eq!(m[4]["tool_call_id"], "b");
         assert_eq!(m[4]["content"], "B");
     }
