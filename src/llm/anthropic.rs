@@ -1,5 +1,6 @@
 //! Anthropic Messages API: request body, headers, and the streaming event accumulator.
 
+use super::budget::{BLOCK_COST, Budget};
 use super::retry::{Failure, error_from_json, kind_retryable};
 use super::sse::SseEvent;
 use super::{
@@ -312,6 +313,8 @@ pub struct Accumulator {
     stop_reason: Option<String>,
     model: Option<String>,
     done: bool,
+    /// Bytes held so far (text, reasoning, arguments, ids), against the reply cap.
+    budget: Budget,
 }
 
 fn protocol(msg: String) -> Failure {
@@ -321,6 +324,15 @@ fn protocol(msg: String) -> Failure {
 impl Accumulator {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An accumulator that fails once the reply holds more than `limit` bytes (the default is
+    /// `MAX_REPLY_BYTES`).
+    pub fn with_limit(limit: usize) -> Self {
+        Accumulator {
+            budget: Budget::new(limit),
+            ..Self::default()
+        }
     }
 
     /// Takes one event; progress for the display goes to `out`. Returns whether the message is
@@ -361,6 +373,14 @@ impl Accumulator {
                 let idx = self.index(&v);
                 let cb = v.get("content_block").unwrap_or(&Value::Null);
                 let s = |k: &str| cb.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+                let text_len = |k: &str| cb.get(k).and_then(Value::as_str).map_or(0, str::len);
+                self.budget.take(
+                    BLOCK_COST
+                        + ["text", "thinking", "signature", "id", "name"]
+                            .iter()
+                            .map(|k| text_len(k))
+                            .sum::<usize>(),
+                )?;
                 let block = match cb.get("type").and_then(Value::as_str) {
                     Some("text") => {
                         let t = s("text");
@@ -401,6 +421,15 @@ impl Accumulator {
                 let idx = self.index(&v);
                 let d = v.get("delta").unwrap_or(&Value::Null);
                 let s = |k: &str| d.get(k).and_then(Value::as_str).unwrap_or("");
+                if !self.blocks.contains_key(&idx) {
+                    self.budget.take(BLOCK_COST)?;
+                }
+                self.budget.take(
+                    ["text", "thinking", "signature", "partial_json"]
+                        .iter()
+                        .map(|k| s(k).len())
+                        .sum(),
+                )?;
                 match d.get("type").and_then(Value::as_str) {
                     Some("text_delta") => {
                         let t = s("text");
@@ -643,7 +672,13 @@ data: {"type":"message_stop"}
 "#;
 
     fn run(stream: &str) -> (Result<Response, Failure>, Vec<StreamEvent>) {
-        let mut acc = Accumulator::new();
+        run_with(Accumulator::new(), stream)
+    }
+
+    fn run_with(
+        mut acc: Accumulator,
+        stream: &str,
+    ) -> (Result<Response, Failure>, Vec<StreamEvent>) {
         let mut out = Vec::new();
         for ev in SseReader::new(Cursor::new(stream.as_bytes().to_vec())) {
             let ev = ev.unwrap();
@@ -858,6 +893,44 @@ data: {"type":"message_stop"}
         };
         let v: Value = serde_json::from_str(input).unwrap();
         assert_eq!(v, json!({"command": "echo a\nb"}));
+    }
+
+    #[test]
+    fn a_reply_larger_than_the_cap_fails_and_is_not_retried() {
+        let text = |i: u32, t: &str| {
+            let d = json!({"type":"content_block_delta","index":i,"delta":{"type":"text_delta","text":t}});
+            ev("content_block_delta", &d.to_string())
+        };
+        let piece = "x".repeat(100);
+        // 50 text pieces, then 50 argument pieces: 10 000 bytes, each event well under the cap.
+        let mut s = start();
+        for _ in 0..50 {
+            s += &text(0, &piece);
+        }
+        s += &tool_start(1, "t");
+        for _ in 0..50 {
+            s += &json_delta(1, &piece);
+        }
+        s += &stop("end_turn");
+        assert!(run_with(Accumulator::with_limit(20_000), &s).0.is_ok());
+        for limit in [4_000, 9_000] {
+            let (r, out) = run_with(Accumulator::with_limit(limit), &s);
+            let f = r.unwrap_err();
+            assert!(!f.retryable);
+            assert_eq!(
+                f.error,
+                LlmError::Protocol(format!("the reply exceeded {limit} bytes"))
+            );
+            // Nothing past the cap reached the display.
+            let shown: usize = out
+                .iter()
+                .map(|e| match e {
+                    StreamEvent::TextDelta(t) => t.len(),
+                    _ => 0,
+                })
+                .sum();
+            assert!(shown <= limit, "{shown}");
+        }
     }
 
     #[test]

@@ -4,8 +4,8 @@
 use super::retry::{self, Failure, backoff, classify_http, error_from_json, jittered};
 use super::sse::{MAX_EVENT_BYTES, SseReader, TooLarge};
 use super::{
-    ApiKind, ChatRequest, Endpoint, LlmError, Part, Response, RetryPolicy, StreamEvent, anthropic,
-    openai,
+    ApiKind, ChatRequest, Endpoint, LlmError, MAX_REPLY_BYTES, Part, Response, RetryPolicy,
+    StreamEvent, anthropic, openai,
 };
 use crossbeam_channel::{Receiver, Sender};
 use std::io::{self, BufReader, Read};
@@ -14,24 +14,36 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// Largest error body read (the message is cut to a snippet anyway).
 const MAX_ERROR_BODY: u64 = 256 * 1024;
 
+/// Events the worker may have sent and the caller not yet taken. When the caller falls behind,
+/// the worker waits (and stops reading the network) instead of queueing without limit; when the
+/// caller drops the receiver, a waiting worker wakes with an error and stops.
+const EVENT_QUEUE: usize = 256;
+
 /// Starts the worker thread; see `crate::llm::stream`.
 pub fn stream(
     endpoint: &Endpoint,
     req: &ChatRequest,
     policy: &RetryPolicy,
 ) -> Receiver<StreamEvent> {
-    let (tx, rx) = crossbeam_channel::unbounded();
-    let job = Job::new(endpoint, req, policy);
+    start(Job::new(endpoint, req, policy)).0
+}
+
+/// Runs `job` on a new thread; its events arrive on the receiver.
+fn start(job: Job) -> (Receiver<StreamEvent>, Option<std::thread::JoinHandle<()>>) {
+    let (tx, rx) = crossbeam_channel::bounded(EVENT_QUEUE);
     let spare = tx.clone();
     let spawned = std::thread::Builder::new()
         .name("llm-stream".into())
         .spawn(move || job.run(&tx));
-    if let Err(e) = spawned {
-        let _ = spare.send(StreamEvent::Error(LlmError::Protocol(format!(
-            "cannot start the model worker thread: {e}"
-        ))));
+    match spawned {
+        Ok(h) => (rx, Some(h)),
+        Err(e) => {
+            let _ = spare.send(StreamEvent::Error(LlmError::Protocol(format!(
+                "cannot start the model worker thread: {e}"
+            ))));
+            (rx, None)
+        }
     }
-    rx
 }
 
 /// Runs one call to the end and returns its result (for short calls such as titles).
@@ -60,6 +72,8 @@ struct Job {
     headers: Vec<(String, String)>,
     body: Vec<u8>,
     policy: RetryPolicy,
+    /// Most bytes one attempt's reply may accumulate (`MAX_REPLY_BYTES`; smaller in tests).
+    reply_limit: usize,
 }
 
 /// How an attempt ended without a response.
@@ -81,10 +95,12 @@ enum Acc {
 }
 
 impl Acc {
-    fn new(kind: ApiKind) -> Acc {
+    fn new(kind: ApiKind, limit: usize) -> Acc {
         match kind {
-            ApiKind::Anthropic => Acc::Anthropic(anthropic::Accumulator::new()),
-            ApiKind::OpenAi | ApiKind::OpenAiCompat => Acc::OpenAi(openai::Accumulator::new()),
+            ApiKind::Anthropic => Acc::Anthropic(anthropic::Accumulator::with_limit(limit)),
+            ApiKind::OpenAi | ApiKind::OpenAiCompat => {
+                Acc::OpenAi(openai::Accumulator::with_limit(limit))
+            }
         }
     }
     fn feed(
@@ -158,6 +174,7 @@ impl Job {
             // Serialising a Value cannot fail (all keys are strings).
             body: serde_json::to_vec(&body).unwrap_or_default(),
             policy: policy.clone(),
+            reply_limit: MAX_REPLY_BYTES,
         }
     }
 
@@ -239,7 +256,7 @@ impl Job {
             return self.whole_body(&ct, &headers, reader, tx);
         }
         let mut sse = SseReader::new(BufReader::new(reader));
-        let mut acc = Acc::new(self.kind);
+        let mut acc = Acc::new(self.kind, self.reply_limit);
         let mut out = Vec::new();
         loop {
             match sse.next_event() {
@@ -948,6 +965,68 @@ mod tests {
         ));
         assert_eq!(retries(&evs).len(), 1);
         assert!(matches!(error(&evs), LlmError::Connect { .. }));
+    }
+
+    fn many_text_deltas(n: usize, piece: &str) -> String {
+        let mut s = sse_head();
+        s.push_str("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"m\"}}\n\n");
+        let d = serde_json::json!({"type":"content_block_delta","index":0,
+            "delta":{"type":"text_delta","text":piece}});
+        for _ in 0..n {
+            s.push_str(&format!("event: content_block_delta\ndata: {d}\n\n"));
+        }
+        s.push_str("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n");
+        s
+    }
+
+    #[test]
+    fn a_reply_past_the_size_cap_is_an_error_and_not_retried() {
+        let piece = "y".repeat(100);
+        let srv = serve(vec![
+            reply(many_text_deltas(100, &piece)),
+            reply(many_text_deltas(100, &piece)),
+        ]);
+        let mut job = Job::new(
+            &endpoint(&srv.url, ApiKind::Anthropic),
+            &request(),
+            &policy(),
+        );
+        job.reply_limit = 4_000;
+        let evs = collect(start(job).0);
+        assert_eq!(
+            error(&evs),
+            &LlmError::Protocol("the reply exceeded 4000 bytes".into())
+        );
+        assert!(retries(&evs).is_empty());
+        assert_eq!(srv.bodies.lock().unwrap().len(), 1);
+        // The same reply under the default cap is fine.
+        let srv = serve(vec![reply(many_text_deltas(100, &piece))]);
+        let r = complete(
+            &endpoint(&srv.url, ApiKind::Anthropic),
+            &request(),
+            &policy(),
+        )
+        .unwrap();
+        assert_eq!(crate::llm::types::text_of(&r.parts).len(), 10_000);
+    }
+
+    #[test]
+    fn a_slow_reader_holds_the_worker_back_and_dropping_it_stops_the_worker() {
+        let srv = serve(vec![reply(many_text_deltas(4 * EVENT_QUEUE, "z"))]);
+        let (rx, handle) = start(Job::new(
+            &endpoint(&srv.url, ApiKind::Anthropic),
+            &request(),
+            &policy(),
+        ));
+        assert_eq!(rx.capacity(), Some(EVENT_QUEUE));
+        // The worker fills the queue, then waits for the reader instead of reading on.
+        while !rx.is_full() {
+            thread::sleep(Duration::from_millis(1));
+        }
+        assert!(matches!(rx.recv(), Ok(StreamEvent::TextDelta(_))));
+        drop(rx);
+        // Blocked in send on a full queue, the worker wakes on the disconnect and ends.
+        handle.unwrap().join().unwrap();
     }
 
     #[test]

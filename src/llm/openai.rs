@@ -1,6 +1,7 @@
 //! OpenAI Chat Completions (and compatible servers): request body, headers, and the streaming
 //! chunk accumulator, tolerant of the quirks listed in wire-formats.md §3.
 
+use super::budget::{BLOCK_COST, Budget};
 use super::retry::{Failure, error_from_json, kind_retryable, snippet};
 use super::sse::SseEvent;
 use super::{
@@ -195,6 +196,8 @@ pub struct Accumulator {
     usage_rejected: Option<String>,
     model: Option<String>,
     done: bool,
+    /// Bytes held so far (text, reasoning, arguments, ids), against the reply cap.
+    budget: Budget,
 }
 
 /// Reads an OpenAI usage object into ledger terms (`input` excludes cached tokens). `Ok(None)`:
@@ -245,6 +248,15 @@ fn args_text(v: Option<&Value>) -> String {
 impl Accumulator {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An accumulator that fails once the reply holds more than `limit` bytes (the default is
+    /// `MAX_REPLY_BYTES`).
+    pub fn with_limit(limit: usize) -> Self {
+        Accumulator {
+            budget: Budget::new(limit),
+            ..Self::default()
+        }
     }
 
     /// Takes one event; progress for the display goes to `out`. Returns true at `[DONE]`.
@@ -318,6 +330,10 @@ impl Accumulator {
             .filter_map(|k| delta.get(*k).and_then(Value::as_str))
             .find(|s| !s.is_empty());
         if let Some(r) = reasoning {
+            self.take(
+                r.len(),
+                !matches!(self.blocks.last(), Some(Block::Reasoning(_))),
+            )?;
             match self.blocks.last_mut() {
                 Some(Block::Reasoning(b)) => b.push_str(r),
                 _ => self.blocks.push(Block::Reasoning(r.to_string())),
@@ -328,6 +344,7 @@ impl Accumulator {
             if let Some(t) = delta.get(key).and_then(Value::as_str)
                 && !t.is_empty()
             {
+                self.take(t.len(), !matches!(self.blocks.last(), Some(Block::Text(_))))?;
                 match self.blocks.last_mut() {
                     Some(Block::Text(b)) => b.push_str(t),
                     _ => self.blocks.push(Block::Text(t.to_string())),
@@ -337,7 +354,7 @@ impl Accumulator {
         }
         if let Some(tcs) = delta.get("tool_calls").and_then(Value::as_array) {
             for (pos, tc) in tcs.iter().enumerate() {
-                self.tool_fragment(tc, pos as u64, out);
+                self.tool_fragment(tc, pos as u64, out)?;
             }
         }
         if let Some(f) = choice.get("finish_reason").and_then(Value::as_str) {
@@ -351,7 +368,17 @@ impl Accumulator {
         Ok(())
     }
 
-    fn tool_fragment(&mut self, tc: &Value, pos: u64, out: &mut Vec<StreamEvent>) {
+    /// Counts `n` bytes more, plus a block's bookkeeping when `new_block`.
+    fn take(&mut self, n: usize, new_block: bool) -> Result<(), Failure> {
+        self.budget.take(n + if new_block { BLOCK_COST } else { 0 })
+    }
+
+    fn tool_fragment(
+        &mut self,
+        tc: &Value,
+        pos: u64,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<(), Failure> {
         let idx = tc.get("index").and_then(Value::as_u64).unwrap_or(pos);
         let id = tc
             .get("id")
@@ -380,6 +407,11 @@ impl Accumulator {
             (Some(p), None) if !whole_new(&self.calls[p]) => Some(p),
             _ => None,
         };
+        let new_call = target.is_none();
+        self.take(
+            args.len() + id.map_or(0, str::len) + name.map_or(0, str::len),
+            new_call,
+        )?;
         let p = match target {
             Some(p) => p,
             None => {
@@ -414,6 +446,7 @@ impl Accumulator {
                 name: call.name.clone(),
             });
         }
+        Ok(())
     }
 
     /// The response, whatever state the stream is in.
@@ -540,7 +573,13 @@ mod tests {
     }
 
     fn run(stream: &str) -> (Result<Response, Failure>, Vec<StreamEvent>) {
-        let mut acc = Accumulator::new();
+        run_with(Accumulator::new(), stream)
+    }
+
+    fn run_with(
+        mut acc: Accumulator,
+        stream: &str,
+    ) -> (Result<Response, Failure>, Vec<StreamEvent>) {
         let mut out = Vec::new();
         for ev in SseReader::new(Cursor::new(stream.as_bytes().to_vec())) {
             let ev = ev.unwrap();
@@ -774,6 +813,35 @@ mod tests {
             calls(&run(&s).0.unwrap()),
             [("c".into(), "ls".into(), "{\"a\":1}".into())]
         );
+    }
+
+    #[test]
+    fn a_reply_larger_than_the_cap_fails_and_is_not_retried() {
+        let piece = "x".repeat(100);
+        // Text, reasoning, tool arguments and a flood of argument-less calls: each counts.
+        let text: String = (0..50)
+            .map(|_| chunk(json!({"content": piece}), None))
+            .collect();
+        let reasoning: String = (0..50)
+            .map(|_| chunk(json!({"reasoning_content": piece}), None))
+            .collect();
+        let args = chunk(tc(0, Some("c"), Some("ls"), json!("")), None)
+            + &(0..50)
+                .map(|_| chunk(tc(0, None, None, json!(piece)), None))
+                .collect::<String>();
+        let calls: String = (0..200)
+            .map(|i| chunk(tc(i, None, Some("ls"), json!("")), None))
+            .collect();
+        for body in [text, reasoning, args, calls] {
+            let s = body + &chunk(json!({}), Some("stop")) + "data: [DONE]\n\n";
+            assert!(run_with(Accumulator::with_limit(100_000), &s).0.is_ok());
+            let f = run_with(Accumulator::with_limit(4_000), &s).0.unwrap_err();
+            assert!(!f.retryable);
+            assert_eq!(
+                f.error,
+                LlmError::Protocol("the reply exceeded 4000 bytes".into())
+            );
+        }
     }
 
     #[test]
