@@ -8,11 +8,20 @@ use super::{
     StreamEvent, anthropic, openai,
 };
 use crossbeam_channel::{Receiver, Sender};
+use std::collections::HashMap;
 use std::io::{self, BufReader, Read};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Largest error body read (the message is cut to a snippet anyway).
 const MAX_ERROR_BODY: u64 = 256 * 1024;
+
+/// Most bytes read after the final event so that the connection can go back to the pool (the
+/// end of the body usually follows at once: a chunked terminator, or nothing).
+const MAX_DRAIN: u64 = 64 * 1024;
+
+/// The rest of a streamed body, after the final event.
+type Rest = SseReader<BufReader<ureq::BodyReader<'static>>>;
 
 /// Events the worker may have sent and the caller not yet taken. When the caller falls behind,
 /// the worker waits (and stops reading the network) instead of queueing without limit; when the
@@ -178,18 +187,45 @@ impl Job {
         }
     }
 
+    /// The agent for this call's settings, shared by every call with the same settings for the
+    /// life of the process, so that the calls of a tool loop reuse one connection (and its TLS
+    /// session) instead of each paying for a new handshake.
+    ///
+    /// ureq returns a connection to the pool only when its response body was read to the end
+    /// (and nothing more was sent); a body abandoned half-read (a cancelled call, a failure, an
+    /// oversized reply) drops its connection, which closes it. A pooled connection the server
+    /// has closed meanwhile is detected when taken, and none idle longer than 15 s is used.
     fn agent(&self) -> ureq::Agent {
+        /// (connect, response, idle timeouts, no proxy): everything the agent is built from.
+        type Key = (Duration, Duration, Duration, bool);
+        static AGENTS: OnceLock<Mutex<HashMap<Key, ureq::Agent>>> = OnceLock::new();
         let p = &self.policy;
-        let mut cfg = ureq::Agent::config_builder()
-            .timeout_connect(nonzero(p.connect_timeout))
-            .timeout_recv_response(nonzero(p.response_timeout))
-            .timeout_per_read(nonzero(p.idle_timeout))
-            .http_status_as_error(false)
-            .user_agent(format!("crush/{}", env!("CARGO_PKG_VERSION")));
-        if is_loopback_url(&self.url) {
-            cfg = cfg.proxy(None);
-        }
-        cfg.build().into()
+        let direct = is_loopback_url(&self.url);
+        let key = (
+            p.connect_timeout,
+            p.response_timeout,
+            p.idle_timeout,
+            direct,
+        );
+        let mut agents = AGENTS
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        agents
+            .entry(key)
+            .or_insert_with(|| {
+                let mut cfg = ureq::Agent::config_builder()
+                    .timeout_connect(nonzero(p.connect_timeout))
+                    .timeout_recv_response(nonzero(p.response_timeout))
+                    .timeout_per_read(nonzero(p.idle_timeout))
+                    .http_status_as_error(false)
+                    .user_agent(format!("crush/{}", env!("CARGO_PKG_VERSION")));
+                if direct {
+                    cfg = cfg.proxy(None);
+                }
+                cfg.build().into()
+            })
+            .clone()
     }
 
     fn run(&self, tx: &Sender<StreamEvent>) {
@@ -198,8 +234,14 @@ impl Job {
         let mut attempt = 1;
         loop {
             let f = match self.attempt(&agent, tx) {
-                Ok(r) => {
-                    let _ = tx.send(StreamEvent::Done(r));
+                Ok((r, rest)) => {
+                    if tx.send(StreamEvent::Done(r)).is_ok()
+                        && let Some(rest) = rest
+                    {
+                        // After the reply is delivered: reading to the end of the body puts
+                        // the connection back in the pool for the next call.
+                        let _ = io::copy(&mut rest.into_inner().take(MAX_DRAIN), &mut io::sink());
+                    }
                     return;
                 }
                 Err(End::Gone) => return,
@@ -225,7 +267,13 @@ impl Job {
         }
     }
 
-    fn attempt(&self, agent: &ureq::Agent, tx: &Sender<StreamEvent>) -> Result<Response, End> {
+    /// One request. A streamed reply comes with the rest of its body, to be read after the reply
+    /// is delivered.
+    fn attempt(
+        &self,
+        agent: &ureq::Agent,
+        tx: &Sender<StreamEvent>,
+    ) -> Result<(Response, Option<Rest>), End> {
         let mut rb = agent.post(&self.url);
         for (k, v) in &self.headers {
             rb = rb.header(k.as_str(), v.as_str());
@@ -253,7 +301,7 @@ impl Job {
             .unwrap_or("")
             .to_ascii_lowercase();
         if !ct.is_empty() && !ct.starts_with("text/event-stream") {
-            return self.whole_body(&ct, &headers, reader, tx);
+            return Ok((self.whole_body(&ct, &headers, reader, tx)?, None));
         }
         let mut sse = SseReader::new(BufReader::new(reader));
         let mut acc = Acc::new(self.kind, self.reply_limit);
@@ -268,10 +316,10 @@ impl Job {
                         }
                     }
                     if r? {
-                        return Ok(acc.finish()?);
+                        return Ok((acc.finish()?, Some(sse)));
                     }
                 }
-                Ok(None) => return Ok(acc.finish()?),
+                Ok(None) => return Ok((acc.finish()?, None)),
                 Err(e) => return Err(self.read_error(e).into()),
             }
         }
@@ -434,6 +482,7 @@ mod tests {
     use crate::llm::{FinishReason, Message, Usage};
     use std::io::{BufRead, Write};
     use std::net::{TcpListener, TcpStream};
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
     use std::sync::{Arc, Mutex};
     use std::thread;
     use std::time::Instant;
@@ -1027,6 +1076,114 @@ mod tests {
         drop(rx);
         // Blocked in send on a full queue, the worker wakes on the disconnect and ends.
         handle.unwrap().join().unwrap();
+    }
+
+    /// A keep-alive server on 127.0.0.1: each connection gets its own thread running
+    /// `conn(n, socket, reader)`, n counting connections from 0. Returns the URL and the number
+    /// of connections accepted so far.
+    fn serve_conns(
+        conn: impl Fn(usize, TcpStream, BufReader<TcpStream>) + Send + Sync + 'static,
+    ) -> (String, Arc<AtomicUsize>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let count = Arc::new(AtomicUsize::new(0));
+        let (c2, conn) = (count.clone(), Arc::new(conn));
+        thread::spawn(move || {
+            for sock in listener.incoming() {
+                let Ok(sock) = sock else { return };
+                let n = c2.fetch_add(1, SeqCst);
+                let (conn, rd) = (conn.clone(), BufReader::new(sock.try_clone().unwrap()));
+                thread::spawn(move || conn(n, sock, rd));
+            }
+        });
+        (url, count)
+    }
+
+    /// The head of a kept-alive event-stream reply whose body is `len` bytes.
+    fn keep_alive_head(len: usize) -> String {
+        format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {len}\r\n\r\n"
+        )
+    }
+
+    /// Answers every request on the connection with `body`, keeping the connection open.
+    fn answer_all(body: &str, mut sock: TcpStream, mut rd: BufReader<TcpStream>) {
+        while read_request_from(&mut rd).is_some() {
+            let reply = keep_alive_head(body.len()) + body;
+            if sock.write_all(reply.as_bytes()).is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Runs `job` on this thread to its very end (the body drained after `Done` included).
+    fn run_here(job: Job) -> Vec<StreamEvent> {
+        let (tx, rx) = crossbeam_channel::bounded(EVENT_QUEUE);
+        job.run(&tx);
+        drop(tx);
+        rx.iter().collect()
+    }
+
+    #[test]
+    fn consecutive_calls_reuse_one_connection() {
+        for kind in [ApiKind::Anthropic, ApiKind::OpenAiCompat] {
+            let body = match kind {
+                ApiKind::Anthropic => anthropic_text("again"),
+                _ => openai_text("again"),
+            };
+            let body = body[body.find("\r\n\r\n").unwrap() + 4..].to_string();
+            let (url, conns) = serve_conns(move |_, sock, rd| answer_all(&body, sock, rd));
+            let ep = endpoint(&url, kind);
+            for _ in 0..3 {
+                let evs = run_here(Job::new(&ep, &request(), &policy()));
+                assert_eq!(
+                    done(&evs).parts,
+                    vec![Part::Text {
+                        text: "again".into()
+                    }]
+                );
+            }
+            assert_eq!(conns.load(SeqCst), 1, "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn a_stream_abandoned_on_cancel_does_not_go_back_to_the_pool() {
+        let full = anthropic_text("fresh");
+        let full = full[full.find("\r\n\r\n").unwrap() + 4..].to_string();
+        let (go_tx, go_rx) = crossbeam_channel::bounded::<()>(1);
+        let (closed_tx, closed_rx) = crossbeam_channel::bounded::<bool>(1);
+        let (url, conns) = serve_conns(move |n, mut sock, mut rd| {
+            if n > 0 {
+                return answer_all(&full, sock, rd);
+            }
+            // The first reply promises far more than it sends: one event, then (once the
+            // caller has gone) another, then silence.
+            read_request_from(&mut rd).unwrap();
+            let first = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{}}\n\nevent: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"stale\"}}\n\n";
+            sock.write_all((keep_alive_head(100_000) + first).as_bytes())
+                .unwrap();
+            let _ = go_rx.recv();
+            let _ = sock.write_all(first.as_bytes());
+            // The client must close this connection rather than keep it for the next call.
+            let mut rest = Vec::new();
+            let _ = closed_tx.send(rd.read_to_end(&mut rest).is_ok());
+        });
+        let ep = endpoint(&url, ApiKind::Anthropic);
+        let (rx, handle) = start(Job::new(&ep, &request(), &policy()));
+        assert!(matches!(rx.recv(), Ok(StreamEvent::TextDelta(t)) if t == "stale"));
+        drop(rx); // cancel
+        go_tx.send(()).unwrap();
+        handle.unwrap().join().unwrap();
+        assert_eq!(closed_rx.recv_timeout(Duration::from_secs(30)), Ok(true));
+        let evs = run_here(Job::new(&ep, &request(), &policy()));
+        assert_eq!(
+            done(&evs).parts,
+            vec![Part::Text {
+                text: "fresh".into()
+            }]
+        );
+        assert_eq!(conns.load(SeqCst), 2);
     }
 
     #[test]
