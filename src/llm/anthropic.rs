@@ -1,18 +1,18 @@
 //! Anthropic Messages API: request body, headers, and the streaming event accumulator.
 
+use super::budget::{BLOCK_COST, Budget};
 use super::retry::{Failure, error_from_json, kind_retryable};
 use super::sse::SseEvent;
 use super::{
     ChatRequest, Endpoint, FinishReason, LlmError, Part, Response, Role, StreamEvent, Usage,
 };
 use serde_json::{Map, Value, json};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 pub const API_VERSION: &str = "2023-06-01";
 /// Used when the request does not say (the API requires a value).
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
-const INTERRUPTED: &str = "Tool call was interrupted; it produced no result.";
 
 /// `{base}/v1/messages`, without doubling a `/v1` the base already has.
 pub fn url(base: &str) -> String {
@@ -86,10 +86,6 @@ fn tool_result_block(id: &str, content: &str, is_error: bool) -> Value {
     b
 }
 
-fn is_tool_result(b: &Value) -> bool {
-    b.get("type").and_then(Value::as_str) == Some("tool_result")
-}
-
 /// The Messages request body for `req` (streaming).
 pub fn build_request(req: &ChatRequest) -> Value {
     let mut system_texts: Vec<String> = Vec::new();
@@ -98,7 +94,8 @@ pub fn build_request(req: &ChatRequest) -> Value {
     }
     // (role, blocks), roles "user" / "assistant".
     let mut msgs: Vec<(&'static str, Vec<Value>)> = Vec::new();
-    for m in &req.messages {
+    // Tool results come right after their calls, so they open the next user turn as required.
+    for m in &super::history::pair_tool_results(&req.messages) {
         let mut blocks = Vec::new();
         let role = match m.role {
             Role::System => {
@@ -156,7 +153,6 @@ pub fn build_request(req: &ChatRequest) -> Value {
             _ => msgs.push((role, blocks)),
         }
     }
-    pair_tool_results(&mut msgs);
 
     // Cache breakpoints (at most 4): the last system block, the last tool, the last block of each
     // of the last two messages (thinking blocks cannot carry one).
@@ -220,59 +216,6 @@ pub fn build_request(req: &ChatRequest) -> Value {
     body
 }
 
-/// Makes every `tool_use` answered by a `tool_result` at the head of the next user message:
-/// results are put first and in call order, missing ones become error results, results without
-/// a call (or repeated) are dropped.
-fn pair_tool_results(msgs: &mut Vec<(&'static str, Vec<Value>)>) {
-    let mut i = 0;
-    let mut prev_ids: Vec<String> = Vec::new();
-    while i < msgs.len() {
-        if msgs[i].0 == "assistant" {
-            prev_ids = msgs[i]
-                .1
-                .iter()
-                .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_use"))
-                .filter_map(|b| b.get("id").and_then(Value::as_str).map(str::to_string))
-                .collect();
-            if !prev_ids.is_empty() && msgs.get(i + 1).map(|m| m.0) != Some("user") {
-                msgs.insert(i + 1, ("user", Vec::new()));
-            }
-            i += 1;
-            continue;
-        }
-        let blocks = std::mem::take(&mut msgs[i].1);
-        let (results, others): (Vec<Value>, Vec<Value>) =
-            blocks.into_iter().partition(is_tool_result);
-        let mut seen = HashSet::new();
-        let mut ordered = Vec::new();
-        for id in &prev_ids {
-            let found = results
-                .iter()
-                .find(|b| b.get("tool_use_id").and_then(Value::as_str) == Some(id.as_str()));
-            if seen.insert(id.clone()) {
-                ordered.push(match found {
-                    Some(b) => b.clone(),
-                    None => tool_result_block(id, INTERRUPTED, true),
-                });
-            }
-        }
-        ordered.extend(others);
-        msgs[i].1 = ordered;
-        prev_ids.clear();
-        if msgs[i].1.is_empty() {
-            msgs.remove(i);
-            // Removing may leave two assistant messages side by side: merge them.
-            if i > 0 && i < msgs.len() && msgs[i - 1].0 == msgs[i].0 {
-                let next = msgs.remove(i);
-                msgs[i - 1].1.extend(next.1);
-                i -= 1;
-            }
-            continue;
-        }
-        i += 1;
-    }
-}
-
 #[derive(Debug)]
 enum Block {
     Text(String),
@@ -289,58 +232,62 @@ enum Block {
     Ignored,
 }
 
+/// One usage count as last reported: `Err` when that value was not a non-negative integer.
+type Count = Option<Result<u64, String>>;
+
 #[derive(Debug, Default, Clone)]
 struct UsageFields {
-    input: Option<u64>,
-    output: Option<u64>,
-    cache_read: Option<u64>,
-    cache_write: Option<u64>,
-    /// A field that was not a non-negative integer: the whole usage is rejected.
-    bad: Option<String>,
+    input: Count,
+    output: Count,
+    cache_read: Count,
+    cache_write: Count,
 }
 
 impl UsageFields {
-    /// Takes every field present in `u` (cumulative values: the last one wins).
+    /// Takes every field present in `u` (cumulative values: the last one wins, so a later valid
+    /// value replaces an earlier bad one, and a later bad one an earlier valid one).
     fn update(&mut self, u: &Value) {
-        let mut get = |k: &str| match crate::llm::types::token_field(u, k) {
-            Ok(v) => v,
-            Err(e) => {
-                self.bad.get_or_insert(e);
-                None
+        let get = |k: &str| crate::llm::types::token_field(u, k).transpose();
+        for (field, key) in [
+            (&mut self.input, "input_tokens"),
+            (&mut self.output, "output_tokens"),
+            (&mut self.cache_read, "cache_read_input_tokens"),
+            (&mut self.cache_write, "cache_creation_input_tokens"),
+        ] {
+            if let Some(v) = get(key) {
+                *field = Some(v);
             }
-        };
-        let (input, output, cache_read, cache_write) = (
-            get("input_tokens"),
-            get("output_tokens"),
-            get("cache_read_input_tokens"),
-            get("cache_creation_input_tokens"),
-        );
-        if input.is_some() {
-            self.input = input;
-        }
-        if output.is_some() {
-            self.output = output;
-        }
-        if cache_read.is_some() {
-            self.cache_read = cache_read;
-        }
-        if cache_write.is_some() {
-            self.cache_write = cache_write;
         }
     }
+
+    /// Why the usage is rejected: the first field whose last value was not a count.
+    fn bad(&self) -> Option<String> {
+        [
+            &self.input,
+            &self.output,
+            &self.cache_read,
+            &self.cache_write,
+        ]
+        .into_iter()
+        .find_map(|f| f.clone()?.err())
+    }
+
     fn usage(&self) -> Option<Usage> {
-        if self.input.is_none()
-            && self.output.is_none()
-            && self.cache_read.is_none()
-            && self.cache_write.is_none()
-        {
+        let ok = |f: &Count| f.as_ref().and_then(|r| r.as_ref().ok()).copied();
+        let (input, output, cache_read, cache_write) = (
+            ok(&self.input),
+            ok(&self.output),
+            ok(&self.cache_read),
+            ok(&self.cache_write),
+        );
+        if input.is_none() && output.is_none() && cache_read.is_none() && cache_write.is_none() {
             return None;
         }
         Some(Usage {
-            input: self.input.unwrap_or(0),
-            output: self.output.unwrap_or(0),
-            cache_read: self.cache_read.unwrap_or(0),
-            cache_write: self.cache_write.unwrap_or(0),
+            input: input.unwrap_or(0),
+            output: output.unwrap_or(0),
+            cache_read: cache_read.unwrap_or(0),
+            cache_write: cache_write.unwrap_or(0),
         })
     }
 }
@@ -366,6 +313,8 @@ pub struct Accumulator {
     stop_reason: Option<String>,
     model: Option<String>,
     done: bool,
+    /// Bytes held so far (text, reasoning, arguments, ids), against the reply cap.
+    budget: Budget,
 }
 
 fn protocol(msg: String) -> Failure {
@@ -377,9 +326,13 @@ impl Accumulator {
         Self::default()
     }
 
-    /// True once `message_stop` arrived.
-    pub fn is_done(&self) -> bool {
-        self.done
+    /// An accumulator that fails once the reply holds more than `limit` bytes (the default is
+    /// `MAX_REPLY_BYTES`).
+    pub fn with_limit(limit: usize) -> Self {
+        Accumulator {
+            budget: Budget::new(limit),
+            ..Self::default()
+        }
     }
 
     /// Takes one event; progress for the display goes to `out`. Returns whether the message is
@@ -420,6 +373,14 @@ impl Accumulator {
                 let idx = self.index(&v);
                 let cb = v.get("content_block").unwrap_or(&Value::Null);
                 let s = |k: &str| cb.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+                let text_len = |k: &str| cb.get(k).and_then(Value::as_str).map_or(0, str::len);
+                self.budget.take(
+                    BLOCK_COST
+                        + ["text", "thinking", "signature", "id", "name"]
+                            .iter()
+                            .map(|k| text_len(k))
+                            .sum::<usize>(),
+                )?;
                 let block = match cb.get("type").and_then(Value::as_str) {
                     Some("text") => {
                         let t = s("text");
@@ -460,6 +421,15 @@ impl Accumulator {
                 let idx = self.index(&v);
                 let d = v.get("delta").unwrap_or(&Value::Null);
                 let s = |k: &str| d.get(k).and_then(Value::as_str).unwrap_or("");
+                if !self.blocks.contains_key(&idx) {
+                    self.budget.take(BLOCK_COST)?;
+                }
+                self.budget.take(
+                    ["text", "thinking", "signature", "partial_json"]
+                        .iter()
+                        .map(|k| s(k).len())
+                        .sum(),
+                )?;
                 match d.get("type").and_then(Value::as_str) {
                     Some("text_delta") => {
                         let t = s("text");
@@ -582,7 +552,7 @@ impl Accumulator {
             }
         }
         let (usage, usage_rejected) =
-            crate::llm::types::settle_usage(self.usage.usage(), self.usage.bad.clone());
+            crate::llm::types::settle_usage(self.usage.usage(), self.usage.bad());
         Response {
             parts,
             usage,
@@ -702,7 +672,13 @@ data: {"type":"message_stop"}
 "#;
 
     fn run(stream: &str) -> (Result<Response, Failure>, Vec<StreamEvent>) {
-        let mut acc = Accumulator::new();
+        run_with(Accumulator::new(), stream)
+    }
+
+    fn run_with(
+        mut acc: Accumulator,
+        stream: &str,
+    ) -> (Result<Response, Failure>, Vec<StreamEvent>) {
         let mut out = Vec::new();
         for ev in SseReader::new(Cursor::new(stream.as_bytes().to_vec())) {
             let ev = ev.unwrap();
@@ -832,6 +808,35 @@ data: {"type":"message_stop"}
     }
 
     #[test]
+    fn a_later_valid_usage_replaces_an_earlier_bad_one() {
+        // message_start carries a float count; message_delta repeats every count correctly.
+        let s = start().replace(r#""input_tokens":5"#, r#""input_tokens":1.0"#)
+            + &stop("end_turn").replace(
+                r#""usage":{"output_tokens":9}"#,
+                r#""usage":{"input_tokens":5,"output_tokens":9}"#,
+            );
+        let r = run(&s).0.unwrap();
+        assert_eq!(r.usage_rejected, None);
+        assert_eq!(r.usage.map(|u| (u.input, u.output)), Some((5, 9)));
+        // A bad field never corrected stays a rejection, whatever else comes later.
+        let s = start().replace(r#""input_tokens":5"#, r#""input_tokens":1.0"#) + &stop("end_turn");
+        let r = run(&s).0.unwrap();
+        assert_eq!(r.usage, None);
+        assert!(
+            r.usage_rejected
+                .unwrap_or_default()
+                .contains("input_tokens")
+        );
+        // And a later bad value replaces an earlier good one.
+        let s = start()
+            + &stop("end_turn").replace(
+                r#""usage":{"output_tokens":9}"#,
+                r#""usage":{"input_tokens":-1,"output_tokens":9}"#,
+            );
+        assert_eq!(run(&s).0.unwrap().usage, None);
+    }
+
+    #[test]
     fn all_zero_usage_is_unknown() {
         let s = start().replace(
             r#""input_tokens":5,"output_tokens":1"#,
@@ -888,6 +893,44 @@ data: {"type":"message_stop"}
         };
         let v: Value = serde_json::from_str(input).unwrap();
         assert_eq!(v, json!({"command": "echo a\nb"}));
+    }
+
+    #[test]
+    fn a_reply_larger_than_the_cap_fails_and_is_not_retried() {
+        let text = |i: u32, t: &str| {
+            let d = json!({"type":"content_block_delta","index":i,"delta":{"type":"text_delta","text":t}});
+            ev("content_block_delta", &d.to_string())
+        };
+        let piece = "x".repeat(100);
+        // 50 text pieces, then 50 argument pieces: 10 000 bytes, each event well under the cap.
+        let mut s = start();
+        for _ in 0..50 {
+            s += &text(0, &piece);
+        }
+        s += &tool_start(1, "t");
+        for _ in 0..50 {
+            s += &json_delta(1, &piece);
+        }
+        s += &stop("end_turn");
+        assert!(run_with(Accumulator::with_limit(20_000), &s).0.is_ok());
+        for limit in [4_000, 9_000] {
+            let (r, out) = run_with(Accumulator::with_limit(limit), &s);
+            let f = r.unwrap_err();
+            assert!(!f.retryable);
+            assert_eq!(
+                f.error,
+                LlmError::Protocol(format!("the reply exceeded {limit} bytes"))
+            );
+            // Nothing past the cap reached the display.
+            let shown: usize = out
+                .iter()
+                .map(|e| match e {
+                    StreamEvent::TextDelta(t) => t.len(),
+                    _ => 0,
+                })
+                .sum();
+            assert!(shown <= limit, "{shown}");
+        }
     }
 
     #[test]

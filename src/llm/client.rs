@@ -4,15 +4,29 @@
 use super::retry::{self, Failure, backoff, classify_http, error_from_json, jittered};
 use super::sse::{MAX_EVENT_BYTES, SseReader, TooLarge};
 use super::{
-    ApiKind, ChatRequest, Endpoint, LlmError, Part, Response, RetryPolicy, StreamEvent, anthropic,
-    openai,
+    ApiKind, ChatRequest, Endpoint, LlmError, MAX_REPLY_BYTES, Part, Response, RetryPolicy,
+    StreamEvent, anthropic, openai,
 };
 use crossbeam_channel::{Receiver, Sender};
+use std::collections::HashMap;
 use std::io::{self, BufReader, Read};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Largest error body read (the message is cut to a snippet anyway).
 const MAX_ERROR_BODY: u64 = 256 * 1024;
+
+/// Most bytes read after the final event so that the connection can go back to the pool (the
+/// end of the body usually follows at once: a chunked terminator, or nothing).
+const MAX_DRAIN: u64 = 64 * 1024;
+
+/// The rest of a streamed body, after the final event.
+type Rest = SseReader<BufReader<ureq::BodyReader<'static>>>;
+
+/// Events the worker may have sent and the caller not yet taken. When the caller falls behind,
+/// the worker waits (and stops reading the network) instead of queueing without limit; when the
+/// caller drops the receiver, a waiting worker wakes with an error and stops.
+const EVENT_QUEUE: usize = 256;
 
 /// Starts the worker thread; see `crate::llm::stream`.
 pub fn stream(
@@ -20,18 +34,25 @@ pub fn stream(
     req: &ChatRequest,
     policy: &RetryPolicy,
 ) -> Receiver<StreamEvent> {
-    let (tx, rx) = crossbeam_channel::unbounded();
-    let job = Job::new(endpoint, req, policy);
+    start(Job::new(endpoint, req, policy)).0
+}
+
+/// Runs `job` on a new thread; its events arrive on the receiver.
+fn start(job: Job) -> (Receiver<StreamEvent>, Option<std::thread::JoinHandle<()>>) {
+    let (tx, rx) = crossbeam_channel::bounded(EVENT_QUEUE);
     let spare = tx.clone();
     let spawned = std::thread::Builder::new()
         .name("llm-stream".into())
         .spawn(move || job.run(&tx));
-    if let Err(e) = spawned {
-        let _ = spare.send(StreamEvent::Error(LlmError::Protocol(format!(
-            "cannot start the model worker thread: {e}"
-        ))));
+    match spawned {
+        Ok(h) => (rx, Some(h)),
+        Err(e) => {
+            let _ = spare.send(StreamEvent::Error(LlmError::Protocol(format!(
+                "cannot start the model worker thread: {e}"
+            ))));
+            (rx, None)
+        }
     }
-    rx
 }
 
 /// Runs one call to the end and returns its result (for short calls such as titles).
@@ -60,6 +81,8 @@ struct Job {
     headers: Vec<(String, String)>,
     body: Vec<u8>,
     policy: RetryPolicy,
+    /// Most bytes one attempt's reply may accumulate (`MAX_REPLY_BYTES`; smaller in tests).
+    reply_limit: usize,
 }
 
 /// How an attempt ended without a response.
@@ -81,10 +104,12 @@ enum Acc {
 }
 
 impl Acc {
-    fn new(kind: ApiKind) -> Acc {
+    fn new(kind: ApiKind, limit: usize) -> Acc {
         match kind {
-            ApiKind::Anthropic => Acc::Anthropic(anthropic::Accumulator::new()),
-            ApiKind::OpenAi | ApiKind::OpenAiCompat => Acc::OpenAi(openai::Accumulator::new()),
+            ApiKind::Anthropic => Acc::Anthropic(anthropic::Accumulator::with_limit(limit)),
+            ApiKind::OpenAi | ApiKind::OpenAiCompat => {
+                Acc::OpenAi(openai::Accumulator::with_limit(limit))
+            }
         }
     }
     fn feed(
@@ -139,7 +164,7 @@ fn clock_seed() -> u64 {
 
 impl Job {
     fn new(ep: &Endpoint, req: &ChatRequest, policy: &RetryPolicy) -> Job {
-        let (url, body, mut headers) = match ep.kind {
+        let (url, body, headers) = match ep.kind {
             ApiKind::Anthropic => (
                 anthropic::url(&ep.base_url),
                 anthropic::build_request(req),
@@ -151,29 +176,56 @@ impl Job {
                 openai::headers(ep),
             ),
         };
-        headers.extend(ep.headers.iter().cloned());
         Job {
             url,
             kind: ep.kind,
-            headers,
+            headers: request_headers(headers, &ep.headers),
             // Serialising a Value cannot fail (all keys are strings).
             body: serde_json::to_vec(&body).unwrap_or_default(),
             policy: policy.clone(),
+            reply_limit: MAX_REPLY_BYTES,
         }
     }
 
+    /// The agent for this call's settings, shared by every call with the same settings for the
+    /// life of the process, so that the calls of a tool loop reuse one connection (and its TLS
+    /// session) instead of each paying for a new handshake.
+    ///
+    /// ureq returns a connection to the pool only when its response body was read to the end
+    /// (and nothing more was sent); a body abandoned half-read (a cancelled call, a failure, an
+    /// oversized reply) drops its connection, which closes it. A pooled connection the server
+    /// has closed meanwhile is detected when taken, and none idle longer than 15 s is used.
     fn agent(&self) -> ureq::Agent {
+        /// (connect, response, idle timeouts, no proxy): everything the agent is built from.
+        type Key = (Duration, Duration, Duration, bool);
+        static AGENTS: OnceLock<Mutex<HashMap<Key, ureq::Agent>>> = OnceLock::new();
         let p = &self.policy;
-        let mut cfg = ureq::Agent::config_builder()
-            .timeout_connect(nonzero(p.connect_timeout))
-            .timeout_recv_response(nonzero(p.response_timeout))
-            .timeout_per_read(nonzero(p.idle_timeout))
-            .http_status_as_error(false)
-            .user_agent(format!("crush/{}", env!("CARGO_PKG_VERSION")));
-        if is_loopback_url(&self.url) {
-            cfg = cfg.proxy(None);
-        }
-        cfg.build().into()
+        let direct = is_loopback_url(&self.url);
+        let key = (
+            p.connect_timeout,
+            p.response_timeout,
+            p.idle_timeout,
+            direct,
+        );
+        let mut agents = AGENTS
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        agents
+            .entry(key)
+            .or_insert_with(|| {
+                let mut cfg = ureq::Agent::config_builder()
+                    .timeout_connect(nonzero(p.connect_timeout))
+                    .timeout_recv_response(nonzero(p.response_timeout))
+                    .timeout_per_read(nonzero(p.idle_timeout))
+                    .http_status_as_error(false)
+                    .user_agent(format!("crush/{}", env!("CARGO_PKG_VERSION")));
+                if direct {
+                    cfg = cfg.proxy(None);
+                }
+                cfg.build().into()
+            })
+            .clone()
     }
 
     fn run(&self, tx: &Sender<StreamEvent>) {
@@ -182,8 +234,14 @@ impl Job {
         let mut attempt = 1;
         loop {
             let f = match self.attempt(&agent, tx) {
-                Ok(r) => {
-                    let _ = tx.send(StreamEvent::Done(r));
+                Ok((r, rest)) => {
+                    if tx.send(StreamEvent::Done(r)).is_ok()
+                        && let Some(rest) = rest
+                    {
+                        // After the reply is delivered: reading to the end of the body puts
+                        // the connection back in the pool for the next call.
+                        let _ = io::copy(&mut rest.into_inner().take(MAX_DRAIN), &mut io::sink());
+                    }
                     return;
                 }
                 Err(End::Gone) => return,
@@ -209,12 +267,14 @@ impl Job {
         }
     }
 
-    fn attempt(&self, agent: &ureq::Agent, tx: &Sender<StreamEvent>) -> Result<Response, End> {
-        let mut rb = agent
-            .post(&self.url)
-            .header("content-type", "application/json")
-            .header("accept", "text/event-stream")
-            .header("accept-encoding", "identity");
+    /// One request. A streamed reply comes with the rest of its body, to be read after the reply
+    /// is delivered.
+    fn attempt(
+        &self,
+        agent: &ureq::Agent,
+        tx: &Sender<StreamEvent>,
+    ) -> Result<(Response, Option<Rest>), End> {
+        let mut rb = agent.post(&self.url);
         for (k, v) in &self.headers {
             rb = rb.header(k.as_str(), v.as_str());
         }
@@ -241,10 +301,10 @@ impl Job {
             .unwrap_or("")
             .to_ascii_lowercase();
         if !ct.is_empty() && !ct.starts_with("text/event-stream") {
-            return self.whole_body(&ct, &headers, reader, tx);
+            return Ok((self.whole_body(&ct, &headers, reader, tx)?, None));
         }
         let mut sse = SseReader::new(BufReader::new(reader));
-        let mut acc = Acc::new(self.kind);
+        let mut acc = Acc::new(self.kind, self.reply_limit);
         let mut out = Vec::new();
         loop {
             match sse.next_event() {
@@ -256,10 +316,10 @@ impl Job {
                         }
                     }
                     if r? {
-                        return Ok(acc.finish()?);
+                        return Ok((acc.finish()?, Some(sse)));
                     }
                 }
-                Ok(None) => return Ok(acc.finish()?),
+                Ok(None) => return Ok((acc.finish()?, None)),
                 Err(e) => return Err(self.read_error(e).into()),
             }
         }
@@ -383,6 +443,32 @@ impl Job {
     }
 }
 
+/// Every header of a request: the fixed ones, then the provider's (`provider`), then the user's
+/// (`user`, from the configuration). A fixed or provider header that the user also sets is left
+/// out (names compare ignoring case): `http` appends repeated names, and a server seeing two
+/// `authorization` headers may use either, or refuse the request.
+fn request_headers(
+    provider: Vec<(String, String)>,
+    user: &[(String, String)],
+) -> Vec<(String, String)> {
+    let fixed = [
+        ("content-type", "application/json"),
+        ("accept", "text/event-stream"),
+        ("accept-encoding", "identity"),
+    ]
+    .map(|(k, v)| (k.to_string(), v.to_string()));
+    let user_sets = |name: &str| {
+        user.iter()
+            .any(|(k, _)| k.trim().eq_ignore_ascii_case(name))
+    };
+    fixed
+        .into_iter()
+        .chain(provider)
+        .filter(|(k, _)| !user_sets(k))
+        .chain(user.iter().cloned())
+        .collect()
+}
+
 /// Up to `limit` bytes of `r` as text (read errors end the read: what came is kept).
 fn read_limited(r: impl Read, limit: u64) -> String {
     let mut buf = Vec::new();
@@ -396,6 +482,7 @@ mod tests {
     use crate::llm::{FinishReason, Message, Usage};
     use std::io::{BufRead, Write};
     use std::net::{TcpListener, TcpStream};
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
     use std::sync::{Arc, Mutex};
     use std::thread;
     use std::time::Instant;
@@ -421,9 +508,13 @@ mod tests {
         http(200, &[("content-type", "text/event-stream")], "")
     }
 
+    type Head = Vec<(String, String)>;
+
     struct Server {
         url: String,
         bodies: Arc<Mutex<Vec<String>>>,
+        /// The header lines of each request, as (name, value).
+        heads: Arc<Mutex<Vec<Head>>>,
     }
 
     /// Serves `replies` in order, one connection each, on 127.0.0.1.
@@ -431,15 +522,17 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let bodies = Arc::new(Mutex::new(Vec::new()));
-        let b2 = bodies.clone();
+        let heads = Arc::new(Mutex::new(Vec::new()));
+        let (b2, h2) = (bodies.clone(), heads.clone());
         thread::spawn(move || {
             for r in replies {
                 let Ok((mut sock, _)) = listener.accept() else {
                     return;
                 };
-                let Some(body) = read_request(&sock) else {
+                let Some((head, body)) = read_request(&sock) else {
                     continue;
                 };
+                h2.lock().unwrap().push(head);
                 b2.lock().unwrap().push(body);
                 for (pause, bytes) in r.0 {
                     thread::sleep(Duration::from_millis(pause));
@@ -451,12 +544,17 @@ mod tests {
                 let _ = sock.shutdown(std::net::Shutdown::Both);
             }
         });
-        Server { url, bodies }
+        Server { url, bodies, heads }
     }
 
-    fn read_request(sock: &TcpStream) -> Option<String> {
-        let mut rd = BufReader::new(sock.try_clone().ok()?);
+    /// One request from `sock`: its header lines and its body.
+    fn read_request(sock: &TcpStream) -> Option<(Head, String)> {
+        read_request_from(&mut BufReader::new(sock.try_clone().ok()?))
+    }
+
+    fn read_request_from(rd: &mut impl BufRead) -> Option<(Vec<(String, String)>, String)> {
         let mut len = 0usize;
+        let mut head = Vec::new();
         loop {
             let mut line = String::new();
             if rd.read_line(&mut line).ok()? == 0 {
@@ -466,15 +564,16 @@ mod tests {
             if l.is_empty() {
                 break;
             }
-            if let Some((k, v)) = l.split_once(':')
-                && k.eq_ignore_ascii_case("content-length")
-            {
-                len = v.trim().parse().ok()?;
+            if let Some((k, v)) = l.split_once(':') {
+                if k.eq_ignore_ascii_case("content-length") {
+                    len = v.trim().parse().ok()?;
+                }
+                head.push((k.trim().to_string(), v.trim().to_string()));
             }
         }
         let mut body = vec![0; len];
         rd.read_exact(&mut body).ok()?;
-        String::from_utf8(body).ok()
+        Some((head, String::from_utf8(body).ok()?))
     }
 
     fn policy() -> RetryPolicy {
@@ -582,6 +681,48 @@ mod tests {
         assert!(!is_loopback_url("https://api.anthropic.com"));
         assert!(!is_loopback_url("http://10.0.0.1:8080"));
         assert!(!is_loopback_url("http://localhost.example.com"));
+    }
+
+    /// The values of header `name` in `head`, ignoring case.
+    fn values<'a>(head: &'a [(String, String)], name: &str) -> Vec<&'a str> {
+        head.iter()
+            .filter(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+            .collect()
+    }
+
+    #[test]
+    fn a_header_the_user_sets_replaces_the_built_in_one() {
+        let srv = serve(vec![reply(openai_text("a")), reply(anthropic_text("b"))]);
+        let mut ep = endpoint(&srv.url, ApiKind::OpenAi);
+        ep.headers = vec![
+            ("Authorization".into(), "Bearer from-user".into()),
+            (
+                "Content-Type".into(),
+                "application/json; charset=utf-8".into(),
+            ),
+            ("User-Agent".into(), "mine/1".into()),
+        ];
+        complete(&ep, &request(), &policy()).unwrap();
+        let mut ep = endpoint(&srv.url, ApiKind::Anthropic);
+        ep.headers = vec![
+            ("X-Api-Key".into(), "user-key".into()),
+            ("Anthropic-Version".into(), "2099-01-01".into()),
+        ];
+        complete(&ep, &request(), &policy()).unwrap();
+        let heads = srv.heads.lock().unwrap();
+        let (oa, an) = (&heads[0], &heads[1]);
+        assert_eq!(values(oa, "authorization"), ["Bearer from-user"]);
+        assert_eq!(
+            values(oa, "content-type"),
+            ["application/json; charset=utf-8"]
+        );
+        assert_eq!(values(oa, "user-agent"), ["mine/1"]);
+        assert_eq!(values(oa, "accept"), ["text/event-stream"]);
+        assert_eq!(values(an, "x-api-key"), ["user-key"]);
+        assert_eq!(values(an, "anthropic-version"), ["2099-01-01"]);
+        assert_eq!(values(an, "content-type"), ["application/json"]);
+        assert_eq!(values(an, "x-extra"), Vec::<&str>::new());
     }
 
     #[test]
@@ -873,6 +1014,176 @@ mod tests {
         ));
         assert_eq!(retries(&evs).len(), 1);
         assert!(matches!(error(&evs), LlmError::Connect { .. }));
+    }
+
+    fn many_text_deltas(n: usize, piece: &str) -> String {
+        let mut s = sse_head();
+        s.push_str("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"m\"}}\n\n");
+        let d = serde_json::json!({"type":"content_block_delta","index":0,
+            "delta":{"type":"text_delta","text":piece}});
+        for _ in 0..n {
+            s.push_str(&format!("event: content_block_delta\ndata: {d}\n\n"));
+        }
+        s.push_str("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n");
+        s
+    }
+
+    #[test]
+    fn a_reply_past_the_size_cap_is_an_error_and_not_retried() {
+        let piece = "y".repeat(100);
+        let srv = serve(vec![
+            reply(many_text_deltas(100, &piece)),
+            reply(many_text_deltas(100, &piece)),
+        ]);
+        let mut job = Job::new(
+            &endpoint(&srv.url, ApiKind::Anthropic),
+            &request(),
+            &policy(),
+        );
+        job.reply_limit = 4_000;
+        let evs = collect(start(job).0);
+        assert_eq!(
+            error(&evs),
+            &LlmError::Protocol("the reply exceeded 4000 bytes".into())
+        );
+        assert!(retries(&evs).is_empty());
+        assert_eq!(srv.bodies.lock().unwrap().len(), 1);
+        // The same reply under the default cap is fine.
+        let srv = serve(vec![reply(many_text_deltas(100, &piece))]);
+        let r = complete(
+            &endpoint(&srv.url, ApiKind::Anthropic),
+            &request(),
+            &policy(),
+        )
+        .unwrap();
+        assert_eq!(crate::llm::types::text_of(&r.parts).len(), 10_000);
+    }
+
+    #[test]
+    fn a_slow_reader_holds_the_worker_back_and_dropping_it_stops_the_worker() {
+        let srv = serve(vec![reply(many_text_deltas(4 * EVENT_QUEUE, "z"))]);
+        let (rx, handle) = start(Job::new(
+            &endpoint(&srv.url, ApiKind::Anthropic),
+            &request(),
+            &policy(),
+        ));
+        assert_eq!(rx.capacity(), Some(EVENT_QUEUE));
+        // The worker fills the queue, then waits for the reader instead of reading on.
+        while !rx.is_full() {
+            thread::sleep(Duration::from_millis(1));
+        }
+        assert!(matches!(rx.recv(), Ok(StreamEvent::TextDelta(_))));
+        drop(rx);
+        // Blocked in send on a full queue, the worker wakes on the disconnect and ends.
+        handle.unwrap().join().unwrap();
+    }
+
+    /// A keep-alive server on 127.0.0.1: each connection gets its own thread running
+    /// `conn(n, socket, reader)`, n counting connections from 0. Returns the URL and the number
+    /// of connections accepted so far.
+    fn serve_conns(
+        conn: impl Fn(usize, TcpStream, BufReader<TcpStream>) + Send + Sync + 'static,
+    ) -> (String, Arc<AtomicUsize>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let count = Arc::new(AtomicUsize::new(0));
+        let (c2, conn) = (count.clone(), Arc::new(conn));
+        thread::spawn(move || {
+            for sock in listener.incoming() {
+                let Ok(sock) = sock else { return };
+                let n = c2.fetch_add(1, SeqCst);
+                let (conn, rd) = (conn.clone(), BufReader::new(sock.try_clone().unwrap()));
+                thread::spawn(move || conn(n, sock, rd));
+            }
+        });
+        (url, count)
+    }
+
+    /// The head of a kept-alive event-stream reply whose body is `len` bytes.
+    fn keep_alive_head(len: usize) -> String {
+        format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {len}\r\n\r\n"
+        )
+    }
+
+    /// Answers every request on the connection with `body`, keeping the connection open.
+    fn answer_all(body: &str, mut sock: TcpStream, mut rd: BufReader<TcpStream>) {
+        while read_request_from(&mut rd).is_some() {
+            let reply = keep_alive_head(body.len()) + body;
+            if sock.write_all(reply.as_bytes()).is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Runs `job` on this thread to its very end (the body drained after `Done` included).
+    fn run_here(job: Job) -> Vec<StreamEvent> {
+        let (tx, rx) = crossbeam_channel::bounded(EVENT_QUEUE);
+        job.run(&tx);
+        drop(tx);
+        rx.iter().collect()
+    }
+
+    #[test]
+    fn consecutive_calls_reuse_one_connection() {
+        for kind in [ApiKind::Anthropic, ApiKind::OpenAiCompat] {
+            let body = match kind {
+                ApiKind::Anthropic => anthropic_text("again"),
+                _ => openai_text("again"),
+            };
+            let body = body[body.find("\r\n\r\n").unwrap() + 4..].to_string();
+            let (url, conns) = serve_conns(move |_, sock, rd| answer_all(&body, sock, rd));
+            let ep = endpoint(&url, kind);
+            for _ in 0..3 {
+                let evs = run_here(Job::new(&ep, &request(), &policy()));
+                assert_eq!(
+                    done(&evs).parts,
+                    vec![Part::Text {
+                        text: "again".into()
+                    }]
+                );
+            }
+            assert_eq!(conns.load(SeqCst), 1, "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn a_stream_abandoned_on_cancel_does_not_go_back_to_the_pool() {
+        let full = anthropic_text("fresh");
+        let full = full[full.find("\r\n\r\n").unwrap() + 4..].to_string();
+        let (go_tx, go_rx) = crossbeam_channel::bounded::<()>(1);
+        let (closed_tx, closed_rx) = crossbeam_channel::bounded::<bool>(1);
+        let (url, conns) = serve_conns(move |n, mut sock, mut rd| {
+            if n > 0 {
+                return answer_all(&full, sock, rd);
+            }
+            // The first reply promises far more than it sends: one event, then (once the
+            // caller has gone) another, then silence.
+            read_request_from(&mut rd).unwrap();
+            let first = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{}}\n\nevent: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"stale\"}}\n\n";
+            sock.write_all((keep_alive_head(100_000) + first).as_bytes())
+                .unwrap();
+            let _ = go_rx.recv();
+            let _ = sock.write_all(first.as_bytes());
+            // The client must close this connection rather than keep it for the next call.
+            let mut rest = Vec::new();
+            let _ = closed_tx.send(rd.read_to_end(&mut rest).is_ok());
+        });
+        let ep = endpoint(&url, ApiKind::Anthropic);
+        let (rx, handle) = start(Job::new(&ep, &request(), &policy()));
+        assert!(matches!(rx.recv(), Ok(StreamEvent::TextDelta(t)) if t == "stale"));
+        drop(rx); // cancel
+        go_tx.send(()).unwrap();
+        handle.unwrap().join().unwrap();
+        assert_eq!(closed_rx.recv_timeout(Duration::from_secs(30)), Ok(true));
+        let evs = run_here(Job::new(&ep, &request(), &policy()));
+        assert_eq!(
+            done(&evs).parts,
+            vec![Part::Text {
+                text: "fresh".into()
+            }]
+        );
+        assert_eq!(conns.load(SeqCst), 2);
     }
 
     #[test]

@@ -6,13 +6,17 @@
 //! This module knows no tool implementation and persists nothing.
 
 pub mod anthropic;
+mod budget;
 mod client;
+pub mod history;
 pub mod openai;
 pub mod retry;
 pub mod sse;
 pub mod types;
 
+pub use budget::MAX_REPLY_BYTES;
 pub use client::is_loopback_url;
+pub use history::INTERRUPTED_TOOL_RESULT;
 pub use types::*;
 
 use std::fmt;

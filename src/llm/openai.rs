@@ -1,6 +1,7 @@
 //! OpenAI Chat Completions (and compatible servers): request body, headers, and the streaming
 //! chunk accumulator, tolerant of the quirks listed in wire-formats.md §3.
 
+use super::budget::{BLOCK_COST, Budget};
 use super::retry::{Failure, error_from_json, kind_retryable, snippet};
 use super::sse::SseEvent;
 use super::{
@@ -13,7 +14,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
-const INTERRUPTED: &str = "Tool call was interrupted; it produced no result.";
 
 /// `{base}/chat/completions`.
 pub fn url(base: &str) -> String {
@@ -72,7 +72,8 @@ pub fn build_request(req: &ChatRequest, kind: ApiKind) -> Value {
     if !req.system.trim().is_empty() {
         messages.push(json!({"role": "system", "content": req.system}));
     }
-    for m in &req.messages {
+    // Each call's tool message comes right after the assistant message that made it.
+    for m in &super::history::pair_tool_results(&req.messages) {
         match m.role {
             Role::System => {
                 let t = m.text();
@@ -135,7 +136,6 @@ pub fn build_request(req: &ChatRequest, kind: ApiKind) -> Value {
             }
         }
     }
-    let messages = pair_tool_messages(messages);
 
     let mut body = json!({
         "model": req.model,
@@ -167,54 +167,6 @@ pub fn build_request(req: &ChatRequest, kind: ApiKind) -> Value {
     body
 }
 
-/// Every tool call gets exactly one tool message right after its assistant message (missing ones
-/// become error messages); tool messages without a call, or repeated, are dropped.
-fn pair_tool_messages(messages: Vec<Value>) -> Vec<Value> {
-    let mut out = Vec::with_capacity(messages.len());
-    let mut it = messages.into_iter().peekable();
-    while let Some(m) = it.next() {
-        let role = m.get("role").and_then(Value::as_str).unwrap_or("");
-        if role == "tool" {
-            continue; // not after an assistant tool-call message: orphan
-        }
-        let ids: Vec<String> = m
-            .get("tool_calls")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|c| c.get("id").and_then(Value::as_str).map(str::to_string))
-            .collect();
-        out.push(m);
-        if ids.is_empty() {
-            continue;
-        }
-        let mut results: HashMap<String, Value> = HashMap::new();
-        while let Some(next) = it.peek() {
-            if next.get("role").and_then(Value::as_str) != Some("tool") {
-                break;
-            }
-            if let Some(t) = it.next() {
-                let id = t
-                    .get("tool_call_id")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string();
-                results.entry(id).or_insert(t);
-            }
-        }
-        let mut seen = HashSet::new();
-        for id in ids {
-            if !seen.insert(id.clone()) {
-                continue;
-            }
-            out.push(results.remove(&id).unwrap_or_else(
-                || json!({"role": "tool", "tool_call_id": id, "content": INTERRUPTED}),
-            ));
-        }
-    }
-    out
-}
-
 #[derive(Debug)]
 struct Call {
     id: String,
@@ -244,6 +196,8 @@ pub struct Accumulator {
     usage_rejected: Option<String>,
     model: Option<String>,
     done: bool,
+    /// Bytes held so far (text, reasoning, arguments, ids), against the reply cap.
+    budget: Budget,
 }
 
 /// Reads an OpenAI usage object into ledger terms (`input` excludes cached tokens). `Ok(None)`:
@@ -296,6 +250,15 @@ impl Accumulator {
         Self::default()
     }
 
+    /// An accumulator that fails once the reply holds more than `limit` bytes (the default is
+    /// `MAX_REPLY_BYTES`).
+    pub fn with_limit(limit: usize) -> Self {
+        Accumulator {
+            budget: Budget::new(limit),
+            ..Self::default()
+        }
+    }
+
     /// Takes one event; progress for the display goes to `out`. Returns true at `[DONE]`.
     pub fn feed(&mut self, ev: &SseEvent, out: &mut Vec<StreamEvent>) -> Result<bool, Failure> {
         let data = ev.data.trim();
@@ -337,9 +300,16 @@ impl Accumulator {
             .or_else(|| v.get("x_groq").and_then(|x| x.get("usage")));
         if let Some(u) = usage {
             match parse_usage(u) {
-                Ok(Some(u)) => self.usage = Some(u),
+                // The last usage reported wins, a good one over an earlier bad one too.
+                Ok(Some(u)) => {
+                    self.usage = Some(u);
+                    self.usage_rejected = None;
+                }
                 Ok(None) => {}
-                Err(e) => self.usage_rejected = Some(e),
+                Err(e) => {
+                    self.usage = None;
+                    self.usage_rejected = Some(e);
+                }
             }
         }
         let choices = v.get("choices").and_then(Value::as_array);
@@ -360,6 +330,10 @@ impl Accumulator {
             .filter_map(|k| delta.get(*k).and_then(Value::as_str))
             .find(|s| !s.is_empty());
         if let Some(r) = reasoning {
+            self.take(
+                r.len(),
+                !matches!(self.blocks.last(), Some(Block::Reasoning(_))),
+            )?;
             match self.blocks.last_mut() {
                 Some(Block::Reasoning(b)) => b.push_str(r),
                 _ => self.blocks.push(Block::Reasoning(r.to_string())),
@@ -370,6 +344,7 @@ impl Accumulator {
             if let Some(t) = delta.get(key).and_then(Value::as_str)
                 && !t.is_empty()
             {
+                self.take(t.len(), !matches!(self.blocks.last(), Some(Block::Text(_))))?;
                 match self.blocks.last_mut() {
                     Some(Block::Text(b)) => b.push_str(t),
                     _ => self.blocks.push(Block::Text(t.to_string())),
@@ -379,7 +354,7 @@ impl Accumulator {
         }
         if let Some(tcs) = delta.get("tool_calls").and_then(Value::as_array) {
             for (pos, tc) in tcs.iter().enumerate() {
-                self.tool_fragment(tc, pos as u64, out);
+                self.tool_fragment(tc, pos as u64, out)?;
             }
         }
         if let Some(f) = choice.get("finish_reason").and_then(Value::as_str) {
@@ -393,7 +368,17 @@ impl Accumulator {
         Ok(())
     }
 
-    fn tool_fragment(&mut self, tc: &Value, pos: u64, out: &mut Vec<StreamEvent>) {
+    /// Counts `n` bytes more, plus a block's bookkeeping when `new_block`.
+    fn take(&mut self, n: usize, new_block: bool) -> Result<(), Failure> {
+        self.budget.take(n + if new_block { BLOCK_COST } else { 0 })
+    }
+
+    fn tool_fragment(
+        &mut self,
+        tc: &Value,
+        pos: u64,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<(), Failure> {
         let idx = tc.get("index").and_then(Value::as_u64).unwrap_or(pos);
         let id = tc
             .get("id")
@@ -422,6 +407,11 @@ impl Accumulator {
             (Some(p), None) if !whole_new(&self.calls[p]) => Some(p),
             _ => None,
         };
+        let new_call = target.is_none();
+        self.take(
+            args.len() + id.map_or(0, str::len) + name.map_or(0, str::len),
+            new_call,
+        )?;
         let p = match target {
             Some(p) => p,
             None => {
@@ -456,6 +446,7 @@ impl Accumulator {
                 name: call.name.clone(),
             });
         }
+        Ok(())
     }
 
     /// The response, whatever state the stream is in.
@@ -582,7 +573,13 @@ mod tests {
     }
 
     fn run(stream: &str) -> (Result<Response, Failure>, Vec<StreamEvent>) {
-        let mut acc = Accumulator::new();
+        run_with(Accumulator::new(), stream)
+    }
+
+    fn run_with(
+        mut acc: Accumulator,
+        stream: &str,
+    ) -> (Result<Response, Failure>, Vec<StreamEvent>) {
         let mut out = Vec::new();
         for ev in SseReader::new(Cursor::new(stream.as_bytes().to_vec())) {
             let ev = ev.unwrap();
@@ -709,6 +706,27 @@ mod tests {
     }
 
     #[test]
+    fn a_later_valid_usage_replaces_an_earlier_bad_one() {
+        let bad = r#"data: {"choices":[],"usage":{"prompt_tokens":1.0,"completion_tokens":1}}"#;
+        let s =
+            format!("{bad}\n\n") + &usage_stream(r#"{"prompt_tokens":10,"completion_tokens":2}"#);
+        let r = run(&s).0.unwrap();
+        assert_eq!(r.usage_rejected, None);
+        assert_eq!(r.usage.map(|u| (u.input, u.output)), Some((10, 2)));
+        // The other way round the last (bad) one wins.
+        let good = r#"data: {"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":2}}"#;
+        let s =
+            format!("{good}\n\n") + &usage_stream(r#"{"prompt_tokens":1.0,"completion_tokens":2}"#);
+        let r = run(&s).0.unwrap();
+        assert_eq!(r.usage, None);
+        assert!(
+            r.usage_rejected
+                .unwrap_or_default()
+                .contains("prompt_tokens")
+        );
+    }
+
+    #[test]
     fn all_zero_usage_is_unknown() {
         let r = run(&usage_stream(
             r#"{"prompt_tokens":0,"completion_tokens":0}"#,
@@ -795,6 +813,35 @@ mod tests {
             calls(&run(&s).0.unwrap()),
             [("c".into(), "ls".into(), "{\"a\":1}".into())]
         );
+    }
+
+    #[test]
+    fn a_reply_larger_than_the_cap_fails_and_is_not_retried() {
+        let piece = "x".repeat(100);
+        // Text, reasoning, tool arguments and a flood of argument-less calls: each counts.
+        let text: String = (0..50)
+            .map(|_| chunk(json!({"content": piece}), None))
+            .collect();
+        let reasoning: String = (0..50)
+            .map(|_| chunk(json!({"reasoning_content": piece}), None))
+            .collect();
+        let args = chunk(tc(0, Some("c"), Some("ls"), json!("")), None)
+            + &(0..50)
+                .map(|_| chunk(tc(0, None, None, json!(piece)), None))
+                .collect::<String>();
+        let calls: String = (0..200)
+            .map(|i| chunk(tc(i, None, Some("ls"), json!("")), None))
+            .collect();
+        for body in [text, reasoning, args, calls] {
+            let s = body + &chunk(json!({}), Some("stop")) + "data: [DONE]\n\n";
+            assert!(run_with(Accumulator::with_limit(100_000), &s).0.is_ok());
+            let f = run_with(Accumulator::with_limit(4_000), &s).0.unwrap_err();
+            assert!(!f.retryable);
+            assert_eq!(
+                f.error,
+                LlmError::Protocol("the reply exceeded 4000 bytes".into())
+            );
+        }
     }
 
     #[test]
@@ -1067,7 +1114,7 @@ mod tests {
         assert_eq!(roles, ["system", "user", "assistant", "tool", "tool"]);
         assert_eq!(m[2]["content"], "Both.");
         assert_eq!(m[3]["tool_call_id"], "a");
-        assert_eq!(m[3]["content"], INTERRUPTED);
+        assert_eq!(m[3]["content"], crate::llm::INTERRUPTED_TOOL_RESULT);
         assert_eq!(m[4]["tool_call_id"], "b");
         assert_eq!(m[4]["content"], "B");
     }

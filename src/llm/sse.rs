@@ -69,6 +69,11 @@ impl<R: BufRead> SseReader<R> {
         }
     }
 
+    /// The inner reader, positioned after the last line read.
+    pub fn into_inner(self) -> R {
+        self.inner
+    }
+
     /// The next event; `Ok(None)` at the end of the stream (an unterminated event is discarded).
     /// Errors: I/O errors of the inner reader, and `InvalidData` when an event is too large.
     pub fn next_event(&mut self) -> io::Result<Option<SseEvent>> {
