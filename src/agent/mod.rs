@@ -324,7 +324,7 @@ fn interrupted_result(id: &str, name: &str) -> Part {
     Part::ToolResult {
         tool_call_id: id.to_string(),
         name: name.to_string(),
-        content: "The tool call was interrupted before it finished.".into(),
+        content: crate::llm::INTERRUPTED_TOOL_RESULT.into(),
         data: String::new(),
         mime_type: String::new(),
         metadata: String::new(),

@@ -146,7 +146,7 @@ pub struct UsageRow {
 }
 
 /// The text of the synthetic result that closes a tool call a crash interrupted.
-pub const INTERRUPTED_TOOL_RESULT: &str = "tool call was interrupted before it finished";
+pub use crate::llm::INTERRUPTED_TOOL_RESULT;
 
 pub struct Store {
     conn: Connection,
