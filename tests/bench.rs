@@ -38,6 +38,9 @@ fn measure(cmd: Command) -> Sample {
     if let Some(d) = cmd.get_current_dir() {
         outer.current_dir(d);
     }
+    // cargo points LD_LIBRARY_PATH at its build directories for test runs; an installed crush
+    // (and the shells and git it starts) would not search them for every library.
+    outer.env_remove("LD_LIBRARY_PATH");
     let out = outer
         .stdin(Stdio::null())
         .output()
