@@ -299,7 +299,8 @@ model remove PROVIDER/ID, permissions allow TOOL[:ACTION]..., permissions deny T
 provider add ID [\-\-type T \-\-base\-url U \-\-api\-key K \-\-extra\-header K V ...], provider remove ID,
 hook add EVENT \-\-command C [\-\-name N \-\-matcher RE \-\-timeout S \-\-fail\-closed],
 hook remove EVENT [\-\-name N], mcp add NAME \-\-command C [\-\-args A]... [\-\-env K V]...,
-mcp remove NAME, lsp add NAME ..., lsp remove NAME. Each applies, in order, to the configuration
+mcp remove NAME, lsp add NAME ..., lsp remove NAME (MCP and LSP entries are kept and gated by
+trust; this version does not start the servers yet). Each applies, in order, to the configuration
 accumulated below the file, so a project file can remove or reset what a global one set. An
 invalid command, a script that exits non-zero, or one still running after 30 s (its process group
 is killed; CRUSH_CONFIG_TIMEOUT changes the limit) fails the load with file:line (exit 2).
