@@ -464,6 +464,24 @@ impl<'a> Agent<'a> {
         rec
     }
 
+    /// Stores how a model call ended without an answer: the partial text streamed so far (if
+    /// any) and a finish part with `reason` and `message`, so the session reloads consistently.
+    fn commit_end(&self, reason: &str, partial: &str, message: String) -> Result<(), String> {
+        let mut parts = Vec::new();
+        if !partial.trim().is_empty() {
+            parts.push(Part::Text {
+                text: partial.to_string(),
+            });
+        }
+        parts.push(Part::Finish {
+            reason: reason.into(),
+            time: now(),
+            message: Some(message),
+            details: None,
+        });
+        self.commit(&[self.new_message(Role::Assistant, parts)], None)
+    }
+
     fn new_message(&self, role: Role, parts: Vec<Part>) -> NewMessage {
         let assistant = role == Role::Assistant;
         NewMessage {
@@ -616,13 +634,7 @@ impl<'a> Agent<'a> {
                             continue;
                         }
                         None => {
-                            let parts = vec![Part::Finish {
-                                reason: "error".into(),
-                                time: now(),
-                                message: Some(err.to_string()),
-                                details: None,
-                            }];
-                            self.commit(&[self.new_message(Role::Assistant, parts)], None)?;
+                            self.commit_end("error", "", err.to_string())?;
                             return Ok(TurnResult {
                                 stop: Stop::Error(err),
                                 final_text,
@@ -632,17 +644,7 @@ impl<'a> Agent<'a> {
                     }
                 }
                 CallEnd::Failed(err, partial) => {
-                    let mut parts = Vec::new();
-                    if !partial.trim().is_empty() {
-                        parts.push(Part::Text { text: partial });
-                    }
-                    parts.push(Part::Finish {
-                        reason: "error".into(),
-                        time: now(),
-                        message: Some(err.to_string()),
-                        details: None,
-                    });
-                    self.commit(&[self.new_message(Role::Assistant, parts)], None)?;
+                    self.commit_end("error", &partial, err.to_string())?;
                     return Ok(TurnResult {
                         stop: Stop::Error(err),
                         final_text,
@@ -650,19 +652,7 @@ impl<'a> Agent<'a> {
                     });
                 }
                 CallEnd::Canceled(partial) => {
-                    let mut parts = Vec::new();
-                    if !partial.trim().is_empty() {
-                        parts.push(Part::Text {
-                            text: partial.clone(),
-                        });
-                    }
-                    parts.push(Part::Finish {
-                        reason: "canceled".into(),
-                        time: now(),
-                        message: Some("User canceled request".into()),
-                        details: None,
-                    });
-                    self.commit(&[self.new_message(Role::Assistant, parts)], None)?;
+                    self.commit_end("canceled", &partial, "User canceled request".into())?;
                     return Ok(TurnResult {
                         stop: Stop::Canceled,
                         // The canceled call's partial answer, else the last step's text.
