@@ -2,6 +2,14 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+/// The current time in Unix seconds (0 if the clock is before 1970).
+pub fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
 /// Unix seconds as `2026-11-30T09:06:47Z`.
 pub fn rfc3339_secs(secs: i64) -> String {
     let (y, m, d) = civil_from_days(secs.div_euclid(86_400));

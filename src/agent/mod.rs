@@ -248,12 +248,7 @@ impl ReadTracker for StoreReads<'_> {
     }
 }
 
-fn now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
-}
+use crate::time::unix_now as now;
 
 /// Messages a provider can be sent: parts it understands, interrupted tool calls closed.
 pub fn history_for_model(stored: Vec<Message>) -> Vec<Message> {

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 pub const CACHE_FILE: &str = "providers.json";
 pub const META_FILE: &str = "providers.meta.json";
@@ -26,10 +26,7 @@ pub struct Meta {
 }
 
 pub fn now_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
+    u64::try_from(crate::time::unix_now()).unwrap_or(0)
 }
 
 pub fn cache_path(dir: &Path) -> PathBuf {
