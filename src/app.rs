@@ -306,11 +306,6 @@ pub fn open_session(global: &Global) -> Result<OpenSession<'static>, AppError> {
     })
 }
 
-/// The system prompt for `model` in this configuration.
-pub fn system_prompt(loaded: &Loaded, model: &ResolvedModel) -> String {
-    prompt::for_config(loaded, model)
-}
-
 /// Retries and timeouts for model calls (`CRUSH_RETRY_BASE_MS`, `options.request_idle_timeout`).
 pub fn retry_policy(loaded: &Loaded) -> RetryPolicy {
     let mut policy = RetryPolicy::default();
@@ -334,7 +329,7 @@ pub fn build_agent(
     yolo: bool,
 ) -> Agent<'static> {
     let loaded = &ctx.loaded;
-    let system = system_prompt(loaded, &model);
+    let system = prompt::for_config(loaded, &model);
     let disabled = &loaded.config.options.disabled_tools;
     let tools = crate::agent::subagent::main_agent_tools(disabled);
     let max_steps = loaded.config.options.max_steps.unwrap_or(100) as usize;
