@@ -24,7 +24,8 @@ lint:
 	$(CARGO) fmt --check
 	$(CARGO) clippy --locked --all-targets -- -D warnings
 
-# Regenerate the man page and completions from the flag table (a test checks they match).
+# Regenerate the man page (man/crush.1.template filled from the flag table) and the completions
+# (a test checks the committed copies match).
 docs: build
 	$(BIN) --generate man > man/crush.1
 	$(BIN) --generate bash > completions/crush.bash
