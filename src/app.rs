@@ -1,5 +1,5 @@
 //! Start-up shared by the commands: working directory, configuration, data dir, store, session
-//! and agent. Errors carry the exit code class of SPEC §1.
+//! and agent. Errors carry the exit code class of crush(1) EXIT STATUS.
 
 use crate::agent::{Agent, permissions::Permissions, prompt};
 use crate::cli::Global;
@@ -242,7 +242,7 @@ pub struct Context {
     pub loaded: Loaded,
     /// The store lives as long as the process; leaking it keeps the agent free of lifetimes.
     pub store: &'static Store,
-    /// The configured hooks (SPEC §4).
+    /// The configured hooks (crush(1) HOOKS).
     pub hooks: crate::hooks::HookConfig,
 }
 

@@ -1,4 +1,4 @@
-//! Every directory and file location of SPEC §2.
+//! Every directory and file location of crush(1) FILES and ENVIRONMENT.
 
 use std::env;
 use std::path::{Path, PathBuf};

@@ -1,4 +1,4 @@
-//! Session-only configuration from the bash tool (SPEC §3.4): the records the tool's shell
+//! Session-only configuration from the bash tool (crush(1) CONFIGURATION): the records its shell
 //! builtins produced travel back in the tool result's metadata; the turn applies them to the
 //! session's runtime layer, brings the agent in line (allowed tools, hidden tools, model) and
 //! tells the model what happened in the same tool result. `permissions allow` needs the user's

@@ -25,7 +25,7 @@ pub fn needs_summary(window: u64, used: u64) -> bool {
     window.saturating_sub(used) <= margin
 }
 
-/// The system prompt of the summary call (Crush's `summary.md` sections).
+/// The system prompt of the summary call (the sections of Go Crush's summary prompt).
 pub const SUMMARY_SYSTEM: &str = "You are summarizing a coding session so that it can continue \
 in a fresh context. Write a summary that lets another assistant pick the work up exactly where \
 it stopped, without re-reading anything already done. Do not call tools. Use these sections:\n\

@@ -1,4 +1,4 @@
-//! The provider catalog (SPEC §5): Catwalk's list of providers and models, with their prices.
+//! The provider catalog (crush(1) PROVIDER CATALOG): Catwalk's providers and models, with prices.
 //!
 //! Sources, best first: a fresh download, the cache in the global data dir, the snapshot compiled
 //! into the binary. Nothing here runs until a command needs a provider or a model

@@ -1,4 +1,4 @@
-//! Catwalk's wire format (`reference/catwalk-and-hooks.md` A.1), decoded leniently: every number
+//! Catwalk's `/v2/providers` JSON (as in `catwalk-providers.json`), decoded leniently: every number
 //! and boolean has a default, unknown keys are ignored, and the provider `type` and `id` are open
 //! enums, so a catalog newer than this build still loads.
 

@@ -1,11 +1,11 @@
-//! The configuration commands of SPEC §3.3 (`option`, `model`, `permissions`, `provider`, `hook`,
-//! `mcp`, `lsp`): one argument vector applied to a configuration value.
+//! The crushrc commands of crush(1) CONFIGURATION (`option`, `model`, `permissions`, `provider`,
+//! `hook`, `mcp`, `lsp`): one argument vector applied to a configuration value.
 //!
 //! The same function serves a crushrc (each builtin call becomes a record, applied in order to
 //! the configuration accumulated below the file), the REPL's slash commands and the agent's bash
 //! tool (both applied to the session's runtime layer). It is pure: a value in, a value out.
 //!
-//! Grammar (Go Crush's, `reference/crush.md` §2.4): `--flag value`; `--flag=value` also works;
+//! Grammar (Go Crush's): `--flag value`; `--flag=value` also works;
 //! booleans accept true/false/1/0/yes/no/on/off and may be given without a value (true);
 //! `--k K V` flags take two words; repeatable flags append; an unknown flag is an error.
 //! Go Crush maps `--price-cache-create` to the cache-read price and `--price-cache-hit` to the

@@ -1,5 +1,5 @@
 //! Running a crushrc: a POSIX shell script executed by `/bin/sh`, with the configuration commands
-//! as builtins (SPEC §3.3).
+//! as builtins (crush(1) CONFIGURATION).
 //!
 //! Design: the builtins are shell aliases and functions defined by a prelude, then the file is
 //! sourced. Each builtin call appends one record (the command's words, the caller's line and the

@@ -202,7 +202,7 @@ pub fn expand_env(value: &str) -> Result<String, String> {
 
 /// Expansion of variables only, against the process environment: `$(...)` is an error and is
 /// never run. For values the user did not write, such as the downloaded provider catalog
-/// (it comes from the network or its cache, outside any trust decision, SPEC §3.5).
+/// (it comes from the network or its cache, outside any trust decision, crush(1) CONFIGURATION).
 pub fn expand_env_vars_only(value: &str) -> Result<String, String> {
     expand_with(value, &env_var, &|_| {
         Err("command substitution '$(...)' is not allowed here".to_string())

@@ -1,5 +1,5 @@
-//! The ten layers of SPEC §3.1, found, gated by trust, run and folded into one value, with the
-//! origin (layer, file:line) of every leaf.
+//! The ten layers of crush(1) CONFIGURATION, found, gated by trust, run and folded into one value,
+//! with the origin (layer, file:line) of every leaf.
 //!
 //! 1 built-in defaults · 2 global state (Go Crush's `<global data>/crush.json`, then
 //! `state.json`) · 3 workspace state (`<project data>/state.json`) · 4 global `crush.json` ·
@@ -428,7 +428,7 @@ pub(crate) fn truthy(v: &str) -> bool {
     )
 }
 
-/// `CRUSH_*` environment overrides (reference/crush.md §2.5) as a runtime layer value.
+/// `CRUSH_*` environment overrides (crush(1) ENVIRONMENT) as a runtime layer value.
 fn env_overrides() -> Vec<(String, Value)> {
     let mut out = Vec::new();
     for (var, key) in [

@@ -130,7 +130,7 @@ pub struct Permissions {
     pub allowed_tools: Vec<String>,
 }
 
-/// Where a layer came from, lowest priority first (SPEC §3.1).
+/// Where a layer came from, lowest priority first (crush(1) CONFIGURATION).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub enum LayerKind {
     #[default]
@@ -147,7 +147,7 @@ pub enum LayerKind {
 }
 
 impl LayerKind {
-    /// The layer's number in SPEC §3.1 (1..=10).
+    /// The layer's number in crush(1) CONFIGURATION (1..=10).
     pub fn number(self) -> u8 {
         self as u8 + 1
     }
@@ -286,7 +286,7 @@ pub fn load(
     })
 }
 
-/// Loads every layer (SPEC §3.1); see `layers.rs`.
+/// Loads every layer (crush(1) CONFIGURATION); see `layers.rs`.
 pub fn load_with(opts: &layers::LoadOptions) -> Result<Loaded, ConfigError> {
     layers::load(opts)
 }

@@ -1,6 +1,6 @@
-//! Session-only configuration (SPEC §3.4): the crushrc commands applied to the running
-//! session's runtime layer, from the REPL's slash commands or from the agent's bash tool. Nothing
-//! here writes a file.
+//! Session-only configuration (crush(1) CONFIGURATION, INTERACTIVE SESSION): the crushrc commands
+//! applied to the running session's runtime layer, from the REPL's slash commands or from the
+//! agent's bash tool. Nothing here writes a file.
 
 use super::commands::{self, Outcome};
 use super::crushrc::Record;

@@ -1,8 +1,8 @@
-//! Machine-managed state (SPEC §2, §3.1): `state.json` in the global data dir and in the project
-//! data dir. The program writes these files (atomically, under a lock) and never writes a user's
-//! config file. State holds the last chosen models, recent models, UI preferences and, globally,
-//! trust records. Go Crush's machine-written `<global data>/crush.json` is read as global state,
-//! below `state.json`, and never written.
+//! Machine-managed state (crush(1) CONFIGURATION, FILES): `state.json` in the global data dir and
+//! in the project data dir. The program writes these files (atomically, under a lock) and never
+//! writes a user's config file. State holds the last chosen models, recent models, UI preferences
+//! and, globally, trust records. Go Crush's machine-written `<global data>/crush.json` is read as
+//! global state, below `state.json`, and never written.
 //!
 //! Layout: `{"version": 1, "models": {...}, "recent_models": {...}, "options": {...},
 //! "trust": {"<project root>": {"hash": "...", "trusted_at": "RFC 3339"}}}`. Everything but

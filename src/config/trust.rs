@@ -1,6 +1,6 @@
-//! Project trust (SPEC §3.5). A project's own crushrc files, hooks, MCP and LSP servers and
-//! `$(command)` values run code, so they are used only once the project is trusted. Trust is
-//! recorded in the global state against the project root and a SHA-256 of exactly those
+//! Project trust (crush(1) CONFIGURATION). A project's own crushrc files, hooks, MCP and LSP
+//! servers and `$(command)` values run code, so they are used only once the project is trusted.
+//! Trust is recorded in the global state against the project root and a SHA-256 of exactly those
 //! definitions: when any of them changes, the project is untrusted again until the user agrees.
 //! Files a crushrc `source`s are not part of the hash (they are only known by running it).
 

@@ -1,9 +1,9 @@
 //! Folding the verdicts of a hook batch into one, in config order whatever order the hooks
 //! finished in. Pure except `resolve_context_files`, which looks at the file system.
 //!
-//! Rules (SPEC §4): any deny blocks (reasons joined by newlines); halt is sticky; otherwise any
-//! allow pre-approves; context concatenates; `updated_input` patches shallow-merge in order with
-//! literal keys (later wins, nested objects replaced whole); `updated_prompt` is a full
+//! Rules (crush(1) HOOKS): any deny blocks (reasons joined by newlines); halt is sticky; otherwise
+//! any allow pre-approves; context concatenates; `updated_input` patches shallow-merge in order
+//! with literal keys (later wins, nested objects replaced whole); `updated_prompt` is a full
 //! replacement, last one wins; `context_files` concatenate and deduplicate. On deny or halt,
 //! everything but the reason is dropped.
 
@@ -185,7 +185,7 @@ mod tests {
         );
         assert_eq!(c.decision, Decision::Deny);
         assert_eq!(c.reason, "blocked");
-        // Go Crush keeps "ctx1" in the aggregate but never applies it; we drop it (SPEC §4).
+        // Go Crush keeps "ctx1" in the aggregate but never applies it; we drop it (crush(1) HOOKS).
         assert!(c.context.is_empty());
     }
 
@@ -320,7 +320,7 @@ mod tests {
         assert_eq!(c.updated_input, Some(json!({"command":"a","n":2})));
     }
 
-    // UserPromptSubmit (seed 000).
+    // UserPromptSubmit: updated_prompt and context_files (crush(1) HOOKS).
     #[test]
     fn updated_prompt_last_one_wins() {
         let a = HookResult {

@@ -1,10 +1,10 @@
 //! What one hook said: its exit code, stdout and stderr turned into a `HookResult`. Pure: no
 //! process, no file; the runner hands over the captured bytes.
 //!
-//! Exit codes (SPEC §4): 0 → stdout is the JSON envelope (empty or not JSON: no opinion); 2 →
-//! deny, reason = stderr, else the JSON reason, else "blocked by hook"; 49 → halt, reason = stderr,
-//! else the JSON reason, else "turn halted by hook"; anything else → a non-blocking error, but a
-//! JSON object on stdout still counts (as in Claude Code since 2026).
+//! Exit codes (crush(1) HOOKS): 0 → stdout is the JSON envelope (empty or not JSON: no opinion);
+//! 2 → deny, reason = stderr, else the JSON reason, else "blocked by hook"; 49 → halt, reason =
+//! stderr, else the JSON reason, else "turn halted by hook"; anything else → a non-blocking error,
+//! but a JSON object on stdout still counts (as in Claude Code since 2026).
 //!
 //! The envelope understands Crush's fields and Claude Code's (`hookSpecificOutput`,
 //! `continue`/`stopReason`, legacy `decision: approve|block`), all read together; when they

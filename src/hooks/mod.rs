@@ -1,4 +1,4 @@
-//! Hooks (SPEC §4): user commands run at points of a turn — `PreToolUse`, `PostToolUse`,
+//! Hooks (crush(1) HOOKS): user commands run at points of a turn — `PreToolUse`, `PostToolUse`,
 //! `UserPromptSubmit`, `SessionStart`, `Stop` — that can allow, deny or halt, add context, and
 //! rewrite a tool's input or the user's prompt.
 //!

@@ -140,7 +140,7 @@ pub fn shebang_interpreter(line: &str) -> Result<(PathBuf, Vec<String>), String>
     }
 }
 
-/// Decides how to start `command` (SPEC §4): a first word naming an existing file with a `#!`
+/// How to start `command` (crush(1) HOOKS): a first word naming an existing file with a `#!`
 /// line runs that interpreter; a file without one runs as a sh script (binaries run as they
 /// are); anything else is `/bin/sh -c COMMAND`.
 pub fn plan(command: &str, cwd: &Path) -> Result<Plan, String> {

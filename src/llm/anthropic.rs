@@ -757,7 +757,7 @@ data: {"type":"message_stop"}
                 },
             ]
         );
-        // Checklist 6: ledger 12 / 100 / 2048 / 87.
+        // Ledger: input 12, cache write 100, cache read 2048, output 87, nothing doubled.
         assert_eq!(
             r.usage,
             Some(Usage {

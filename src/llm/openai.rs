@@ -1,5 +1,8 @@
 //! OpenAI Chat Completions (and compatible servers): request body, headers, and the streaming
-//! chunk accumulator, tolerant of the quirks listed in wire-formats.md §3.
+//! chunk accumulator, tolerant of how compatible servers differ: tool-call ids missing, empty or
+//! repeated on every fragment, parallel calls sent whole at one index, usage on any chunk (or
+//! Groq's `x_groq.usage`, or none), reasoning as `reasoning_content` or `reasoning`, keep-alive
+//! comments and empty `data:` lines, and `finish_reason: "stop"` on a reply with tool calls.
 
 use super::budget::{BLOCK_COST, Budget};
 use super::retry::{Failure, error_from_json, kind_retryable, snippet};
@@ -536,7 +539,7 @@ mod tests {
 
     const HEAD: &str = r#""id":"chatcmpl-1","object":"chat.completion.chunk","created":1730000000,"model":"gpt-4.1""#;
 
-    /// The example of wire-formats.md §2.1, with the elided fields filled in.
+    /// A typical stream: text, a tool call in fragments, then usage in a `choices: []` chunk.
     fn example() -> String {
         [
             r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1730000000,"model":"gpt-4.1","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}],"usage":null}"#,
@@ -624,7 +627,7 @@ mod tests {
                 r#"{"file_path":"src/main.rs"}"#.to_string()
             )]
         );
-        // Checklist 12: usage from the choices:[] chunk; input excludes cached tokens.
+        // Usage from the choices:[] chunk; input excludes cached tokens.
         assert_eq!(
             r.usage,
             Some(Usage {

@@ -306,8 +306,8 @@ pub fn run(global: &Global, args: &ReplArgs) -> Result<i32, AppError> {
     Ok(repl.main_loop())
 }
 
-/// The first start in a project that would run code of its own (crushrc, hooks, MCP or LSP
-/// servers, `$(...)` values): list exactly what, and ask once (SPEC §3.5). A changed definition
+/// The first start in a project that would run code of its own (crushrc, hooks, MCP or LSP servers,
+/// `$(...)` values): list exactly what, and ask once (crush(1) CONFIGURATION). A changed definition
 /// asks again. Only on a terminal: from a pipe, the one-line notice of the loader stands.
 fn ask_trust(global: &Global) -> Result<(), AppError> {
     use crate::config::{layers, state, trust};
@@ -731,8 +731,8 @@ impl Repl {
         self.switch_to(s.id);
     }
 
-    /// `/model`, `/option`, `/permissions`: the crushrc commands, applied to this session's
-    /// runtime layer only (SPEC §3.4). Without arguments they show the current values.
+    /// `/model`, `/option`, `/permissions`: the crushrc commands, applied to this session's runtime
+    /// layer only (crush(1) INTERACTIVE SESSION). Without arguments they show the current values.
     fn session_config(&mut self, command: &str, args: &str) -> Result<String, String> {
         let words: Vec<&str> = args.split_whitespace().collect();
         let line = match (command, words.as_slice()) {

@@ -875,7 +875,7 @@ impl Tool for Bash {
             ));
         }
         // The shell gets the configuration commands as builtins (session-only configuration,
-        // SPEC §3.4); what they record comes back in the metadata for the turn to apply.
+        // crush(1) CONFIGURATION); the turn applies what they record, from the tool's metadata.
         let records = match crushrc::RecordsFile::create() {
             Ok(r) => r,
             Err(e) => return ToolOutput::error(format!("failed to start the command: {e}")),

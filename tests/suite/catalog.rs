@@ -1,5 +1,6 @@
-//! The provider catalog (SPEC §5) end to end: auto-update with ETag against the fake server,
-//! fallbacks, the off switch, `update-providers`, `models`, model resolution and catalog prices.
+//! The provider catalog (crush(1) PROVIDER CATALOG) end to end: auto-update with ETag against the
+//! fake server, fallbacks, the off switch, `update-providers`, `models`, model resolution and
+//! catalog prices.
 
 use crate::support::env::run_command;
 use crate::support::{Dialect, FakeServer, Output, Reply, TestEnv};

@@ -1,5 +1,5 @@
-//! Configuration end to end (issue #4): the ten layers, crushrc, state, trust, `config show`,
-//! session-only commands. Runs the real binary in a temp environment.
+//! Configuration end to end (crush(1) CONFIGURATION): the ten layers, crushrc, state, trust,
+//! `config show`, session-only commands. Runs the real binary in a temp environment.
 
 use crate::support::env::run_command;
 use crate::support::{Dialect, FakeServer, Output, Reply, TestEnv};

@@ -1,4 +1,4 @@
-//! Protocol checks on what the client sends (wire-formats §5, last paragraph). A real provider
+//! Protocol checks on what the client sends (each dialect's request rules). A real provider
 //! would answer most of these with HTTP 400; the fake server records them instead, so every test
 //! can assert `server.violations().is_empty()`.
 

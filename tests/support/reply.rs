@@ -1,7 +1,7 @@
 //! Scripted replies of the fake model server, and how one reply renders in each dialect.
 //!
 //! A [`Reply`] is dialect-neutral: the server renders it as Anthropic Messages SSE or OpenAI Chat
-//! Completions SSE depending on the request path (see `reference/wire-formats.md` §1.1 and §2.1).
+//! Completions SSE depending on the request path (see `Dialect`).
 
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -29,7 +29,7 @@ impl Dialect {
     }
 }
 
-/// Token usage reported by one model call, in ledger terms (wire-formats §1.2 and §2.2).
+/// Token usage reported by one model call, in ledger terms (crush(1) SESSION STORE, usage).
 ///
 /// Anthropic reports `input` as `input_tokens`; OpenAI reports `prompt_tokens = input + cache_read +
 /// cache_write`, `cached_tokens = cache_read` and, when non-zero, `cache_write_tokens`.
@@ -153,7 +153,7 @@ pub enum Reply {
         headers: Vec<(String, String)>,
         body: String,
     },
-    /// An API error whose JSON body follows the request's dialect (wire-formats §1.3, §2.2).
+    /// An API error with a JSON body in the request's dialect (`error.type`, `error.message`).
     ApiError {
         status: u16,
         kind: String,
