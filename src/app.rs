@@ -215,7 +215,7 @@ pub fn logs(global: &Global, follow: bool, tail: usize) -> Result<i32, AppError>
             _ => {}
         }
     }
-    Ok(0)
+    Ok(crate::signal::terminating().map_or(0, crate::signal::exit_code))
 }
 
 /// Opens the store without creating anything (read-only commands).

@@ -12,6 +12,7 @@ pub mod hooks_cmd;
 pub mod llm;
 pub mod log;
 pub mod paths;
+pub mod proc;
 pub mod repl;
 pub mod run;
 pub mod sessions;

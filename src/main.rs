@@ -65,11 +65,13 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match dispatch(cli) {
-        Ok(code) => ExitCode::from(code as u8),
+    let code = match dispatch(cli) {
+        Ok(code) => code,
         Err(e) => {
             eprintln!("crush: {e}");
-            ExitCode::from(e.exit_code() as u8)
+            e.exit_code()
         }
-    }
+    };
+    crush::signal::cleanup();
+    ExitCode::from(code as u8)
 }

@@ -102,10 +102,10 @@ impl Out {
         let r = lock.write_all(s.as_bytes()).and_then(|_| lock.flush());
         if let Err(e) = r {
             if e.kind() == std::io::ErrorKind::BrokenPipe {
-                std::process::exit(0);
+                crate::signal::exit(0);
             }
             eprintln!("crush: cannot write to stdout: {e}");
-            std::process::exit(1);
+            crate::signal::exit(1);
         }
     }
     fn json(&mut self, ev: &JsonEvent) {
@@ -481,7 +481,7 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<i32, AppError> {
         }
         Stop::Canceled => {
             eprintln!("crush: interrupted; the session {sid} was saved");
-            130
+            crate::signal::terminating().map_or(130, crate::signal::exit_code)
         }
         Stop::Error(e) => {
             eprintln!(

@@ -1,25 +1,155 @@
-//! SIGINT: one tiny handler that only sets a flag. The turn loop polls it and cancels.
+//! The one owner of signals and exit cleanup.
+//!
+//! SIGINT, SIGTERM and SIGHUP go to one tiny handler that only stores to atomics (and, for
+//! TERM/HUP, writes a byte to a pipe): the turn loop and the front ends poll the flag and
+//! cancel. SIGINT is a cancel: the front end decides what it means (cancel a turn, clear an
+//! input line, quit at the second one). SIGTERM and SIGHUP also cancel, and the front end then
+//! exits with 128 + the signal; should it not manage within a grace (`CRUSH_TERM_GRACE`
+//! seconds, default 3), a watchdog thread kills every process group crush started, runs the
+//! exit hooks (terminal restore) and ends the process itself.
+//!
+//! `cleanup` (and `exit`) kill every process group crush started (`proc::kill_all`) and run the
+//! registered exit hooks, once.
 
-use std::sync::Arc;
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+/// The SIGTERM or SIGHUP received (0: none).
+static TERMINATING: AtomicI32 = AtomicI32::new(0);
+/// The write end of the watchdog's pipe (-1: no watchdog).
+static WAKE_FD: AtomicI32 = AtomicI32::new(-1);
 
-extern "C" fn on_sigint(_: libc::c_int) {
+type Hook = Box<dyn Fn() + Send>;
+static EXIT_HOOKS: Mutex<Vec<Hook>> = Mutex::new(Vec::new());
+static CLEANED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(sig: libc::c_int) {
     if let Some(f) = FLAG.get() {
         f.store(true, Ordering::SeqCst);
     }
+    if sig != libc::SIGINT {
+        let _ = TERMINATING.compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst);
+        let fd = WAKE_FD.load(Ordering::SeqCst);
+        if fd >= 0 {
+            let b = 1u8;
+            // SAFETY: write(2) is async-signal-safe; the pipe lives as long as the process.
+            unsafe {
+                libc::write(fd, (&b as *const u8).cast(), 1);
+            }
+        }
+    }
 }
 
-/// Installs the handler (once) and returns the flag it sets.
+fn grace() -> Duration {
+    std::env::var("CRUSH_TERM_GRACE")
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(Duration::from_secs_f64)
+        .unwrap_or(Duration::from_secs(3))
+}
+
+/// Starts the thread that ends the process when a SIGTERM/SIGHUP is not acted on in time.
+fn start_watchdog() {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: pipe2 fills the two descriptors it creates.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return;
+    }
+    let read_fd = fds[0];
+    let spawned = std::thread::Builder::new()
+        .name("signal-watchdog".into())
+        .spawn(move || {
+            let mut b = 0u8;
+            loop {
+                // SAFETY: reading one byte into a local from the pipe this thread owns.
+                let n = unsafe { libc::read(read_fd, (&mut b as *mut u8).cast(), 1) };
+                if n == 1 {
+                    break;
+                }
+                if n == 0
+                    || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted
+                {
+                    return;
+                }
+            }
+            std::thread::sleep(grace());
+            let sig = TERMINATING.load(Ordering::SeqCst);
+            crate::log::warn(&format!(
+                "signal {sig}: the session did not stop in time; ending the process"
+            ));
+            cleanup();
+            // SAFETY: ends the process at once, as the signal's default action would have.
+            unsafe { libc::_exit(128 + sig) };
+        });
+    if spawned.is_ok() {
+        WAKE_FD.store(fds[1], Ordering::SeqCst);
+    }
+}
+
+/// Installs the handlers (once) and returns the flag they set. Every Ctrl-C, SIGTERM or SIGHUP
+/// sets it; whoever acts on it clears it.
 pub fn interrupt_flag() -> Arc<AtomicBool> {
+    let mut first = false;
     let flag = FLAG
-        .get_or_init(|| Arc::new(AtomicBool::new(false)))
+        .get_or_init(|| {
+            first = true;
+            Arc::new(AtomicBool::new(false))
+        })
         .clone();
-    // SAFETY: the handler only performs an atomic store, which is async-signal-safe.
-    unsafe {
-        libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t);
+    if first {
+        start_watchdog();
+    }
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: the handler only performs atomic stores and write(2), which are
+        // async-signal-safe; glibc's signal() keeps SA_RESTART, so blocked reads go on.
+        unsafe {
+            libc::signal(sig, on_signal as *const () as libc::sighandler_t);
+        }
     }
     flag
+}
+
+/// The SIGTERM or SIGHUP that asked crush to end, if one did.
+pub fn terminating() -> Option<i32> {
+    match TERMINATING.load(Ordering::SeqCst) {
+        0 => None,
+        s => Some(s),
+    }
+}
+
+/// The exit code for a process ended by `sig` (129 for SIGHUP, 143 for SIGTERM).
+pub fn exit_code(sig: i32) -> i32 {
+    128 + sig
+}
+
+/// Registers something to run at exit (and before the watchdog ends the process), such as
+/// restoring the terminal.
+pub fn on_exit(f: impl Fn() + Send + 'static) {
+    EXIT_HOOKS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(Box::new(f));
+}
+
+/// Kills every process group crush started and runs the exit hooks; only the first call acts.
+pub fn cleanup() {
+    if CLEANED.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    crate::proc::kill_all();
+    // try_lock: the watchdog must not wait on a lock the stopped main thread may hold.
+    if let Ok(hooks) = EXIT_HOOKS.try_lock() {
+        for h in hooks.iter() {
+            h();
+        }
+    }
+}
+
+/// `cleanup`, then ends the process with `code`.
+pub fn exit(code: i32) -> ! {
+    cleanup();
+    std::process::exit(code)
 }

@@ -2,7 +2,6 @@
 //! project's context files, in a deterministic order (stable prompts cache well).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 /// Context files Crush reads by default, in the order they are considered.
 pub const DEFAULT_CONTEXT_PATHS: &[&str] = &[
@@ -72,14 +71,14 @@ fn collect(p: &Path, out: &mut Vec<PathBuf>) {
 }
 
 fn git_status(cwd: &Path) -> Option<String> {
-    let out = Command::new("git")
-        .args(["status", "--short", "--branch"])
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
-        .ok()?;
-    if !out.status.success() {
+    let argv = ["git", "status", "--short", "--branch"]
+        .map(String::from)
+        .to_vec();
+    let mut spec = crate::proc::Spec::exec(argv, cwd);
+    // A status that takes longer than this is left out rather than holding up the turn.
+    spec.timeout = Some(std::time::Duration::from_secs(10));
+    let out = crate::proc::run(&spec).ok()?;
+    if !out.success() {
         return None;
     }
     let text = String::from_utf8_lossy(&out.stdout);

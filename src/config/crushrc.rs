@@ -20,9 +20,8 @@
 //!
 //! The same prelude gives the agent's bash tool its builtins (`wrap_command`).
 
-use std::io::Read;
+use crate::proc::{self, Keep, Spec};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -231,137 +230,24 @@ pub struct Finished {
     pub stderr: String,
 }
 
-/// Runs `cmd` in its own process group with a time limit; on expiry the group is killed. When
-/// the command exits, whatever it left running in its group (`sleep 3 &`) is killed too, so
-/// nothing outlives the limit, and the output read so far is returned even if something outside
-/// the group still holds the pipes.
-pub fn run_limited(mut cmd: Command, limit: Duration) -> std::io::Result<Finished> {
-    use std::os::unix::process::CommandExt;
-    use std::sync::{Arc, Mutex};
-    const CAP: usize = 64 * 1024;
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    let mut child = cmd.spawn()?;
-    let pid = child.id() as i32;
-    // Each reader keeps what it has read in a shared buffer and says when it reached EOF.
-    let reader = |pipe: Option<Box<dyn Read + Send>>| {
-        let buf = Arc::new(Mutex::new(Vec::new()));
-        let (eof_tx, eof_rx) = crossbeam_channel::bounded::<()>(1);
-        if let Some(mut p) = pipe {
-            let buf = Arc::clone(&buf);
-            std::thread::spawn(move || {
-                let mut chunk = [0u8; 8192];
-                while let Ok(n) = p.read(&mut chunk) {
-                    if n == 0 {
-                        break;
-                    }
-                    if let Ok(mut b) = buf.lock()
-                        && b.len() < CAP
-                    {
-                        b.extend_from_slice(&chunk[..n]);
-                    }
-                }
-                let _ = eof_tx.send(());
-            });
-        } else {
-            let _ = eof_tx.send(());
-        }
-        (buf, eof_rx)
-    };
-    let (out_buf, out_eof) = reader(
-        child
-            .stdout
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let (err_buf, err_eof) = reader(
-        child
-            .stderr
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    // `reaped` turns true (under its lock) just before the child is reaped: until then the
-    // child's pid, and so its group id, cannot be reused, and killing the group is safe.
-    let reaped = Arc::new(Mutex::new(false));
-    let (done_tx, done_rx) = crossbeam_channel::bounded(1);
-    {
-        let reaped = Arc::clone(&reaped);
-        std::thread::spawn(move || {
-            let exited = wait_exit_keeping_zombie(pid);
-            let mut r = reaped.lock().unwrap_or_else(|e| e.into_inner());
-            if exited {
-                kill_group(pid);
-            }
-            *r = true;
-            let _ = done_tx.send(child.wait());
-        });
-    }
-    let (status, timed_out) = match done_rx.recv_timeout(limit) {
-        Ok(s) => (s.ok(), false),
-        Err(_) => {
-            let r = reaped.lock().unwrap_or_else(|e| e.into_inner());
-            if !*r {
-                kill_group(pid);
-            }
-            drop(r);
-            (
-                done_rx
-                    .recv_timeout(Duration::from_secs(5))
-                    .ok()
-                    .and_then(Result::ok),
-                true,
-            )
-        }
-    };
-    // The group is dead, so the pipes normally close at once; something that left the group
-    // (setsid) may still hold them: don't wait for it long, and keep what was read.
-    let grace = Duration::from_millis(if timed_out { 100 } else { 500 });
-    let deadline = std::time::Instant::now() + grace;
-    let text = |buf: Arc<Mutex<Vec<u8>>>, eof: crossbeam_channel::Receiver<()>| {
-        let _ = eof.recv_deadline(deadline);
-        let b = buf.lock().unwrap_or_else(|e| e.into_inner());
-        String::from_utf8_lossy(&b).into_owned()
-    };
+/// Runs `spec` with a time limit; on expiry its group is killed. When the script exits,
+/// whatever it left running in its group (`sleep 3 &`) is killed too, so nothing outlives the
+/// limit, and the output read so far is returned even if something outside the group still
+/// holds the pipes.
+pub fn run_limited(mut spec: Spec, limit: Duration) -> std::io::Result<Finished> {
+    spec.timeout = Some(limit);
+    spec.kill_leftovers = true;
+    spec.kill_grace = Duration::ZERO;
+    spec.linger = Duration::from_millis(500);
+    spec.output_cap = 64 * 1024;
+    spec.keep = Keep::Head;
+    let r = proc::run(&spec)?;
     Ok(Finished {
-        code: status.and_then(|s| s.code()),
-        timed_out,
-        stdout: text(out_buf, out_eof),
-        stderr: text(err_buf, err_eof),
+        code: r.exit_code,
+        timed_out: r.timed_out,
+        stdout: r.stdout_text(),
+        stderr: r.stderr_text(),
     })
-}
-
-/// Waits until process `pid` (our child) has exited, without reaping it; false if that cannot
-/// be known (then the group is not killed afterwards).
-fn wait_exit_keeping_zombie(pid: i32) -> bool {
-    loop {
-        // SAFETY: waitid on our own child with a zeroed siginfo it fills in; WNOWAIT leaves the
-        // child to be reaped by `Child::wait`.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        let rc = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                pid as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOWAIT,
-            )
-        };
-        if rc == 0 {
-            return true;
-        }
-        if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            return false;
-        }
-    }
-}
-
-fn kill_group(pgid: i32) {
-    // SAFETY: a plain syscall on the process group created for our child, which is not yet
-    // reaped (see `run_limited`), so the id still names that group.
-    unsafe {
-        libc::killpg(pgid, libc::SIGKILL);
-    }
 }
 
 /// The current large and small models, as the builtins print them.
@@ -387,19 +273,23 @@ pub fn run(path: &Path, models: &Models) -> Result<RunOutput, String> {
     })?;
     let dir = path.parent().unwrap_or(Path::new("/"));
     let script = format!("{}. \"$1\"\n", prelude());
-    let mut cmd = Command::new("/bin/sh");
-    cmd.arg("-c")
-        .arg(script)
-        .arg(ARG0)
-        .arg(&rec.path)
-        .arg(&models.large)
-        .arg(&models.small)
-        .arg(path)
-        .current_dir(dir)
-        .env("CRUSH_VERSION", env!("CARGO_PKG_VERSION"));
+    let shell = proc::shell_path().to_string_lossy().into_owned();
+    let argv = vec![
+        shell.clone(),
+        "-c".into(),
+        script,
+        ARG0.into(),
+        rec.path.to_string_lossy().into_owned(),
+        models.large.clone(),
+        models.small.clone(),
+        path.to_string_lossy().into_owned(),
+    ];
+    let mut spec = Spec::exec(argv, dir);
+    spec.env
+        .push(("CRUSH_VERSION".into(), env!("CARGO_PKG_VERSION").into()));
     let limit = timeout();
-    let fin = run_limited(cmd, limit)
-        .map_err(|e| format!("{}: cannot run /bin/sh: {e}", path.display()))?;
+    let fin = run_limited(spec, limit)
+        .map_err(|e| format!("{}: cannot run {shell}: {e}", path.display()))?;
     if fin.timed_out {
         return Err(format!(
             "{}: still running after {} s, stopped; a crushrc must not wait for input or run long commands",

@@ -156,11 +156,15 @@ pub fn run_command(cmd: &str) -> Result<String, String> {
     {
         return Ok(hit);
     }
-    let mut c = std::process::Command::new("/bin/sh");
-    c.arg("-c").arg(cmd);
     let limit = super::crushrc::timeout();
-    let fin = super::crushrc::run_limited(c, limit)
-        .map_err(|e| format!("$({cmd}): cannot run /bin/sh: {e}"))?;
+    let spec =
+        crate::proc::Spec::shell(cmd, std::env::current_dir().unwrap_or_else(|_| "/".into()));
+    let fin = super::crushrc::run_limited(spec, limit).map_err(|e| {
+        format!(
+            "$({cmd}): cannot run {}: {e}",
+            crate::proc::shell_path().display()
+        )
+    })?;
     if fin.timed_out {
         return Err(format!(
             "$({cmd}) still running after {} s, stopped",

@@ -1,19 +1,15 @@
-//! Running hook processes: one worker thread per hook, each process in its own process group,
-//! stdin written from its own thread, stdout and stderr read on their own threads into capped
-//! buffers. No hook can hang the caller: past its timeout a hook's group gets SIGTERM, then
-//! SIGKILL after a grace, and a hook whose leftover children keep its pipes open is abandoned.
-//!
-//! Threads are detached rather than scoped on purpose: a reader blocked on a pipe that a
-//! grandchild holds cannot be interrupted, so it is left behind and its result ignored.
+//! Running hook processes: one worker thread per hook; each hook is a child of the process
+//! runner (`crate::proc`) in its own process group, with its payload on stdin and its output
+//! captured up to a cap. No hook can hang the caller: past its timeout a hook's group gets
+//! SIGTERM, then SIGKILL after a grace, and a hook whose leftover children keep its pipes open
+//! is abandoned.
 
 use super::envelope::{Captured, Exit};
-use std::io::{Read, Write};
-use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use crate::proc::{self, Keep, Program, Spec, which};
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 /// Bytes kept per stream; the rest is read and discarded so the hook never blocks on a full pipe.
 pub const OUTPUT_CAP: usize = 1 << 20;
@@ -72,18 +68,6 @@ fn sh_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
 }
 
-fn is_executable(p: &Path) -> bool {
-    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
-
-/// `name` looked up on PATH.
-pub fn which(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(name))
-        .find(|p| is_executable(p))
-}
-
 /// How a command is started.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Plan {
@@ -114,7 +98,7 @@ pub fn shebang_interpreter(line: &str) -> Result<(PathBuf, Vec<String>), String>
             .next()
             .ok_or_else(|| format!("'#!{line}' names no program for env"))?;
         let found = if name.contains('/') {
-            Some(PathBuf::from(name)).filter(|p| is_executable(p))
+            Some(PathBuf::from(name)).filter(|p| proc::executable(p))
         } else {
             which(name)
         };
@@ -129,7 +113,7 @@ pub fn shebang_interpreter(line: &str) -> Result<(PathBuf, Vec<String>), String>
         vec![rest.to_string()]
     };
     let p = PathBuf::from(prog);
-    if is_executable(&p) {
+    if proc::executable(&p) {
         return Ok((p, args));
     }
     match which(&base) {
@@ -171,7 +155,7 @@ pub fn plan(command: &str, cwd: &Path) -> Result<Plan, String> {
         // A binary: let the kernel run it.
         return Ok(Plan::Shell(command.to_string()));
     } else {
-        (PathBuf::from("/bin/sh"), Vec::new())
+        (proc::shell_path().to_path_buf(), Vec::new())
     };
     let script = path.to_string_lossy().into_owned();
     if rest.contains(SHELL_META) {
@@ -191,197 +175,66 @@ pub fn plan(command: &str, cwd: &Path) -> Result<Plan, String> {
     Ok(Plan::Exec(prog, args))
 }
 
-struct Stream {
-    buf: Vec<u8>,
-    truncated: bool,
-}
-
-enum Ev {
-    Exited(std::io::Result<std::process::ExitStatus>),
-    Eof,
-}
-
-fn reader(
-    mut pipe: impl Read + Send + 'static,
-    tx: crossbeam_channel::Sender<Ev>,
-) -> Arc<Mutex<Stream>> {
-    let shared = Arc::new(Mutex::new(Stream {
-        buf: Vec::new(),
-        truncated: false,
-    }));
-    let s = shared.clone();
-    let _ = std::thread::Builder::new()
-        .name("hook-output".into())
-        .spawn(move || {
-            let mut chunk = vec![0u8; 64 * 1024];
-            loop {
-                match pipe.read(&mut chunk) {
-                    Ok(0) => break,
-                    Ok(n) => {
-                        let mut st = s.lock().unwrap_or_else(|e| e.into_inner());
-                        let room = OUTPUT_CAP.saturating_sub(st.buf.len());
-                        if n > room {
-                            st.truncated = true;
-                        }
-                        let keep = n.min(room);
-                        st.buf.extend_from_slice(&chunk[..keep]);
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(_) => break,
-                }
+impl Plan {
+    fn program(self) -> Program {
+        match self {
+            Plan::Exec(prog, args) => {
+                let mut argv = vec![prog.to_string_lossy().into_owned()];
+                argv.extend(args);
+                Program::Exec(argv)
             }
-            let _ = tx.send(Ev::Eof);
-        });
-    shared
-}
-
-fn snapshot(s: &Arc<Mutex<Stream>>) -> (Vec<u8>, bool) {
-    let st = s.lock().unwrap_or_else(|e| e.into_inner());
-    (st.buf.clone(), st.truncated)
-}
-
-fn killpg(pgid: i32, sig: i32) {
-    if pgid > 0 {
-        // SAFETY: a plain syscall on the process group we created for this hook.
-        unsafe {
-            libc::killpg(pgid, sig);
+            Plan::Shell(s) => Program::Shell(s),
         }
     }
 }
 
 /// Runs one hook to completion, timeout or abandonment.
 pub fn run_one(job: Job) -> Captured {
-    let start = Instant::now();
     let plan = match plan(&job.command, &job.cwd) {
         Ok(p) => p,
         Err(e) => return Captured::not_started(e),
     };
-    let mut cmd = match &plan {
-        Plan::Exec(prog, args) => {
-            let mut c = Command::new(prog);
-            c.args(args);
-            c
-        }
-        Plan::Shell(s) => {
-            let mut c = Command::new("/bin/sh");
-            c.arg("-c").arg(s);
-            c
-        }
+    let what = match &plan {
+        Plan::Exec(p, _) => p.display().to_string(),
+        Plan::Shell(_) => proc::shell_path().display().to_string(),
     };
-    cmd.current_dir(&job.cwd)
-        .envs(job.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(e) => {
-            let what = match &plan {
-                Plan::Exec(p, _) => p.display().to_string(),
-                Plan::Shell(_) => "/bin/sh".to_string(),
-            };
-            return Captured::not_started(format!("cannot start {what}: {e}"));
-        }
+    let mut spec = Spec::new(plan.program(), &job.cwd);
+    spec.env = job.env.as_ref().clone();
+    spec.stdin = Some(job.stdin);
+    spec.timeout = Some(job.timeout);
+    spec.output_cap = OUTPUT_CAP;
+    spec.keep = Keep::Head;
+    spec.kill_grace = GRACE;
+    spec.linger = GRACE;
+    let r = match proc::run(&spec) {
+        Ok(r) => r,
+        Err(e) => return Captured::not_started(format!("cannot start {what}: {e}")),
     };
-    let pgid = child.id() as i32;
-    let (tx, rx) = crossbeam_channel::unbounded::<Ev>();
-    if let Some(mut stdin) = child.stdin.take() {
-        let data = job.stdin;
-        // A hook that never reads stdin makes this fail with EPIPE (or block until it exits):
-        // either way nothing waits on this thread.
-        let _ = std::thread::Builder::new()
-            .name("hook-stdin".into())
-            .spawn(move || {
-                let _ = stdin.write_all(&data);
-            });
-    }
-    let out = child.stdout.take().map(|p| reader(p, tx.clone()));
-    let err = child.stderr.take().map(|p| reader(p, tx.clone()));
-    let mut open_pipes = out.is_some() as usize + err.is_some() as usize;
-    {
-        let tx = tx.clone();
-        let _ = std::thread::Builder::new()
-            .name("hook-wait".into())
-            .spawn(move || {
-                let _ = tx.send(Ev::Exited(child.wait()));
-            });
-    }
-    drop(tx);
-
-    let deadline = start + job.timeout;
-    let mut status: Option<std::io::Result<std::process::ExitStatus>> = None;
-    let mut exited_at = start;
-    let mut timed_out = false;
-    let mut abandoned = false;
-    loop {
-        if status.is_some() && open_pipes == 0 {
-            break;
-        }
-        let until = if status.is_some() {
-            exited_at + GRACE
-        } else {
-            deadline
-        };
-        match rx.recv_deadline(until) {
-            Ok(Ev::Exited(s)) => {
-                status = Some(s);
-                exited_at = Instant::now();
-            }
-            Ok(Ev::Eof) => open_pipes = open_pipes.saturating_sub(1),
-            Err(crossbeam_channel::RecvTimeoutError::Timeout) if status.is_none() => {
-                timed_out = true;
-                killpg(pgid, libc::SIGTERM);
-                let grace_end = Instant::now() + GRACE;
-                loop {
-                    match rx.recv_deadline(grace_end) {
-                        Ok(Ev::Exited(_)) | Err(_) => break,
-                        Ok(Ev::Eof) => {}
-                    }
-                }
-                // Always, even when the hook itself died of SIGTERM: something it started may
-                // ignore SIGTERM and would otherwise outlive the hook. The group id cannot be
-                // reused while any member lives; with none left this is a harmless ESRCH.
-                killpg(pgid, libc::SIGKILL);
-                break;
-            }
-            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
-                // Exited, but something it started still holds its pipes: stop waiting.
-                abandoned = true;
-                break;
-            }
-            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break,
-        }
-    }
-    let (stdout, stdout_truncated) = out.as_ref().map(snapshot).unwrap_or_default();
-    let (stderr, stderr_truncated) = err.as_ref().map(snapshot).unwrap_or_default();
-    let exit = if timed_out {
+    let exit = if r.timed_out {
         Exit::TimedOut(job.timeout)
     } else {
-        match status {
-            Some(Ok(st)) => match (st.code(), st.signal()) {
-                (Some(c), _) => Exit::Code(c),
-                (None, Some(sig)) => Exit::Signal(sig),
-                (None, None) => Exit::Code(-1),
-            },
-            Some(Err(e)) => Exit::NotStarted(format!("cannot wait for the process: {e}")),
-            None => Exit::NotStarted("the process vanished".into()),
+        match (r.exit_code, r.signal) {
+            (Some(c), _) => Exit::Code(c),
+            (None, Some(sig)) => Exit::Signal(sig),
+            (None, None) => Exit::NotStarted("the process vanished".into()),
         }
     };
     Captured {
         exit,
-        stdout,
-        stderr,
-        stdout_truncated,
-        stderr_truncated,
-        abandoned,
-        duration_ms: start.elapsed().as_millis() as u64,
+        stdout_truncated: r.stdout_dropped > 0,
+        stderr_truncated: r.stderr_dropped > 0,
+        stdout: r.stdout,
+        stderr: r.stderr,
+        abandoned: r.abandoned,
+        duration_ms: r.duration.as_millis() as u64,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
+    use std::time::Instant;
 
     fn job(dir: &Path, command: &str, stdin: &str, timeout: Duration) -> Job {
         Job {

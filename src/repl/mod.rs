@@ -90,10 +90,11 @@ impl Lines {
         })
     }
 
-    /// The next line, the end of input, or a Ctrl-C (which is consumed).
+    /// The next line, the end of input, or a Ctrl-C (which is consumed). Once a SIGTERM or
+    /// SIGHUP arrived, always an interrupt.
     fn next(&mut self) -> Got {
         loop {
-            if self.cancel.swap(false, Ordering::SeqCst) {
+            if self.cancel.swap(false, Ordering::SeqCst) || crate::signal::terminating().is_some() {
                 return Got::Interrupt;
             }
             if self.eof {
@@ -280,7 +281,7 @@ pub fn run(global: &Global, args: &ReplArgs) -> Result<i32, AppError> {
     let agent = app::build_agent(&ctx, model, sid, global.yolo);
     // A Ctrl-C while the configuration loaded (a slow crushrc or `$(...)`) means: stop.
     if cancel.swap(false, Ordering::SeqCst) {
-        return Ok(130);
+        return Ok(crate::signal::terminating().map_or(130, crate::signal::exit_code));
     }
     let progress = !args.quiet && ctx.loaded.config.options.progress != Some(false);
     let lines = Lines::spawn(cancel.clone())?;
@@ -405,6 +406,9 @@ impl Repl {
                 }
                 Got::Interrupt => {
                     self.term.newline_on_terminal();
+                    if let Some(sig) = crate::signal::terminating() {
+                        break crate::signal::exit_code(sig);
+                    }
                     if asm.discard() {
                         self.term.note("(input discarded)");
                         interrupts = 0;

@@ -7,9 +7,9 @@
 //! wrappers such as `env`, `nohup`, `timeout N`, `xargs`, `command`, `exec`, is checked.
 
 use super::common::{inside_project, opt_str, opt_u64, req_str, resolve_or_cwd, truncate_middle};
-use super::shell::{self, ShellSpec};
 use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
 use crate::config::crushrc;
+use crate::proc::{self, Spec};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -894,16 +894,17 @@ impl Tool for Bash {
             small,
             command.to_string(),
         ];
-        let mut spec = ShellSpec::exec(argv, &dir);
+        let mut spec = Spec::exec(argv, &dir);
         spec.env = agent_env();
         spec.timeout = Some(Duration::from_secs(timeout));
         spec.cancel = Some(ctx.cancel.clone());
-        let r = match shell::run(&spec) {
+        let r = match proc::run(&spec) {
             Ok(r) => r,
             Err(e) => return ToolOutput::error(format!("failed to start the command: {e}")),
         };
-        let mut body = r.stdout.trim_end_matches('\n').to_string();
-        let stderr = r.stderr.trim_end_matches('\n');
+        let (stdout, stderr) = (r.stdout_text(), r.stderr_text());
+        let mut body = stdout.trim_end_matches('\n').to_string();
+        let stderr = stderr.trim_end_matches('\n');
         if !stderr.is_empty() {
             if !body.is_empty() {
                 body.push('\n');

@@ -6,8 +6,8 @@ use super::common::{
     resolve_or_cwd,
 };
 use super::ignore::{self, CrushIgnoreFilter, Flow, GlobSet, WalkOptions};
-use super::shell::{self, ShellSpec};
 use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
+use crate::proc::{self, Spec};
 use serde_json::{Value, json};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -55,18 +55,18 @@ fn rg_files(
         argv.extend(["--hidden".into(), "--glob".into(), "!.git".into()]);
     }
     // No --glob: rg's globs override ignore files, so the pattern is applied here instead.
-    let mut spec = ShellSpec::exec(argv, root);
+    let mut spec = Spec::exec(argv, root);
     spec.timeout = Some(SEARCH_TIMEOUT);
     spec.cancel = Some(cancel.clone());
     spec.output_cap = 32 * 1024 * 1024;
-    let r = shell::run(&spec).ok()?;
+    let r = proc::run(&spec).ok()?;
     if r.exit_code.is_some_and(|c| c > 1) && r.stdout.is_empty() {
         return None;
     }
     let set = GlobSet::new(pattern);
     let mut filter = top.map(CrushIgnoreFilter::new);
     let files = r
-        .stdout
+        .stdout_text()
         .lines()
         .map(|l| l.trim_start_matches("./"))
         .filter(|l| !l.is_empty() && set.matches(l))

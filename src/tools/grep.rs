@@ -8,8 +8,8 @@ use super::common::{
 };
 use super::glob::{SEARCH_TIMEOUT, wants_hidden};
 use super::ignore::{self, CrushIgnoreFilter, Flow, GlobSet, WalkOptions};
-use super::shell::{self, ShellSpec};
 use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
+use crate::proc::{self, Spec};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::fs;
@@ -88,15 +88,16 @@ fn rg_search(
         }
     }
     argv.extend(["-e".into(), q.pattern.to_string(), "--".into(), target]);
-    let mut spec = ShellSpec::exec(argv, &cwd);
+    let mut spec = Spec::exec(argv, &cwd);
     spec.timeout = Some(SEARCH_TIMEOUT);
     spec.cancel = Some(cancel.clone());
     spec.output_cap = 32 * 1024 * 1024;
-    let Ok(r) = shell::run(&spec) else {
+    let Ok(r) = proc::run(&spec) else {
         return Ok(None);
     };
     if r.exit_code == Some(2) && r.stdout.is_empty() {
-        let msg = r.stderr.trim();
+        let stderr = r.stderr_text();
+        let msg = stderr.trim();
         if msg.is_empty() {
             return Ok(None);
         }
@@ -104,7 +105,7 @@ fn rg_search(
     }
     let mut filter = top.map(CrushIgnoreFilter::new);
     let mut matches = Matches::new();
-    for line in r.stdout.lines() {
+    for line in r.stdout_text().lines() {
         let Some((file, rest)) = line.split_once('\0') else {
             continue;
         };

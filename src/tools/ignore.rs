@@ -442,19 +442,8 @@ impl CrushIgnoreFilter {
 
 /// The `rg` executable when it is on PATH (looked up once).
 pub fn find_rg() -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
     static RG: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
-    RG.get_or_init(|| {
-        let path = std::env::var_os("PATH")?;
-        std::env::split_paths(&path)
-            .map(|d| d.join("rg"))
-            .find(|p| {
-                fs::metadata(p)
-                    .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-                    .unwrap_or(false)
-            })
-    })
-    .clone()
+    RG.get_or_init(|| crate::proc::which("rg")).clone()
 }
 
 #[derive(Clone, Debug, Default)]

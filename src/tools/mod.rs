@@ -4,10 +4,7 @@
 //! a `ToolOutput`. Whether a call needs the user's permission is decided by `Tool::permission`;
 //! the agent asks (or refuses) before calling `run`.
 //!
-//! `builtin()` returns every tool, sorted by name. `shell::run` is the general process runner
-//! (process group, timeout, cancel, capped output) that hooks reuse.
-
-// The binary does not wire the tools in yet; drop this once the agent calls `builtin()`.
+//! `builtin()` returns every tool, sorted by name. Child processes go through `crate::proc`.
 
 pub mod bash;
 pub mod common;
@@ -19,7 +16,6 @@ pub mod grep;
 pub mod ignore;
 pub mod ls;
 pub mod multiedit;
-pub mod shell;
 pub mod view;
 pub mod write;
 
