@@ -55,6 +55,16 @@ impl From<store::StoreError> for AppError {
     }
 }
 
+/// A turn's store failure exits as the same store failure elsewhere would.
+impl From<crate::agent::AgentError> for AppError {
+    fn from(e: crate::agent::AgentError) -> Self {
+        match e {
+            crate::agent::AgentError::Store(e) => e.into(),
+            e => AppError::Runtime(e.to_string()),
+        }
+    }
+}
+
 /// The working directory: `-c DIR` or the process's.
 pub fn working_dir(global: &Global) -> Result<PathBuf, AppError> {
     let cwd = match &global.cwd {
@@ -374,5 +384,26 @@ pub fn load_hooks(loaded: &Loaded) -> Result<crate::hooks::HookConfig, AppError>
                 p.errors.join("\n  ")
             )))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::AgentError;
+
+    #[test]
+    fn a_turn_that_loses_its_session_exits_2_and_other_failures_1() {
+        let gone = AppError::from(AgentError::Store(store::StoreError::NotFound("abc".into())));
+        assert_eq!(gone.exit_code(), 2);
+        assert_eq!(gone.to_string(), "no session matches 'abc'");
+        let sql = AppError::from(AgentError::Store(store::StoreError::Sql(
+            "disk full".into(),
+        )));
+        assert_eq!(sql.exit_code(), 1);
+        assert_eq!(sql.to_string(), "session store error: disk full");
+        let empty = AppError::from(AgentError::EmptySummary);
+        assert_eq!(empty.exit_code(), 1);
+        assert_eq!(empty.to_string(), "the model returned an empty summary");
     }
 }

@@ -4,6 +4,7 @@
 //! store in one transaction before the next model call, so a killed process leaves a session that
 //! reloads. The loop renders nothing: it reports `AgentEvent`s to a `Sink`.
 
+mod error;
 pub mod permissions;
 pub mod prompt;
 pub mod session_config;
@@ -18,6 +19,7 @@ use crate::llm::{
 };
 use crate::store::{NewMessage, Store, UsageRecord};
 use crate::tools::{PermissionRequest, ReadTracker, Tool, ToolCtx, ToolOutput};
+pub use error::AgentError;
 use permissions::{Decision, Permissions};
 use serde_json::{Map, Value, json};
 use std::collections::hash_map::DefaultHasher;
@@ -426,7 +428,7 @@ impl<'a> Agent<'a> {
         }
     }
 
-    fn commit(&self, msgs: &[NewMessage], usage: Option<&UsageRecord>) -> Result<(), String> {
+    fn commit(&self, msgs: &[NewMessage], usage: Option<&UsageRecord>) -> Result<(), AgentError> {
         self.commit_returning(msgs, usage).map(|_| ())
     }
 
@@ -434,10 +436,8 @@ impl<'a> Agent<'a> {
         &self,
         msgs: &[NewMessage],
         usage: Option<&UsageRecord>,
-    ) -> Result<Vec<crate::store::StoredMessage>, String> {
-        self.store
-            .commit_step(&self.session_id, msgs, usage)
-            .map_err(|e| e.to_string())
+    ) -> Result<Vec<crate::store::StoredMessage>, AgentError> {
+        Ok(self.store.commit_step(&self.session_id, msgs, usage)?)
     }
 
     /// The ledger row of one finished model call (reporting it to the sink, and saying why when
@@ -461,7 +461,7 @@ impl<'a> Agent<'a> {
 
     /// Stores how a model call ended without an answer: the partial text streamed so far (if
     /// any) and a finish part with `reason` and `message`, so the session reloads consistently.
-    fn commit_end(&self, reason: &str, partial: &str, message: String) -> Result<(), String> {
+    fn commit_end(&self, reason: &str, partial: &str, message: String) -> Result<(), AgentError> {
         let mut parts = Vec::new();
         if !partial.trim().is_empty() {
             parts.push(Part::Text {
@@ -540,7 +540,11 @@ impl<'a> Agent<'a> {
     }
 
     /// Runs one turn for `prompt`, starting from the session's stored history.
-    pub fn run_turn(&mut self, prompt: &str, sink: &mut dyn Sink) -> Result<TurnResult, String> {
+    pub fn run_turn(
+        &mut self,
+        prompt: &str,
+        sink: &mut dyn Sink,
+    ) -> Result<TurnResult, AgentError> {
         // UserPromptSubmit: before anything reaches the model.
         let mut fields = Map::new();
         fields.insert("prompt".into(), json!(prompt));
@@ -586,12 +590,10 @@ impl<'a> Agent<'a> {
                 text: hook_context_block(&ctx),
             });
         }
-        self.store
-            .add_message(
-                &self.session_id,
-                &self.new_message(Role::User, user.parts.clone()),
-            )
-            .map_err(|e| e.to_string())?;
+        self.store.add_message(
+            &self.session_id,
+            &self.new_message(Role::User, user.parts.clone()),
+        )?;
         history.push(user);
 
         let mut signatures: Vec<u64> = Vec::new();
@@ -743,12 +745,10 @@ impl<'a> Agent<'a> {
                             "A Stop hook asked you to continue before finishing:\n{}",
                             c.reason
                         ));
-                        self.store
-                            .add_message(
-                                &self.session_id,
-                                &self.new_message(Role::User, user.parts.clone()),
-                            )
-                            .map_err(|e| e.to_string())?;
+                        self.store.add_message(
+                            &self.session_id,
+                            &self.new_message(Role::User, user.parts.clone()),
+                        )?;
                         history.push(Message {
                             role: Role::Assistant,
                             parts,
@@ -887,9 +887,7 @@ impl<'a> Agent<'a> {
                                 }
                                 // The assistant message is already stored: store the call as
                                 // it runs, before it runs.
-                                self.store
-                                    .update_message_parts(&assistant_id, &parts)
-                                    .map_err(|e| e.to_string())?;
+                                self.store.update_message_parts(&assistant_id, &parts)?;
                             }
                             let pre_approved = pre.composed.decision == hooks::Decision::Allow;
                             let (mut out, ran) = if sub_agent {
