@@ -1,7 +1,7 @@
 //! Start-up shared by the commands: working directory, configuration, data dir, store, session
 //! and agent. Errors carry the exit code class of SPEC §1.
 
-use crate::agent::{Agent, permissions::Permissions, prompt};
+use crate::agent::{Agent, Setup};
 use crate::cli::Global;
 use crate::config::{self, ConfigError, Loaded, ResolvedModel};
 use crate::llm::RetryPolicy;
@@ -338,30 +338,16 @@ pub fn build_agent(
     session_id: String,
     yolo: bool,
 ) -> Agent<'static> {
-    let loaded = &ctx.loaded;
-    let system = prompt::for_config(loaded, &model);
-    let disabled = &loaded.config.options.disabled_tools;
-    let tools = crate::agent::subagent::main_agent_tools(disabled);
-    let max_steps = loaded.config.options.max_steps.unwrap_or(100) as usize;
-    let policy = retry_policy(loaded);
-    Agent {
+    Agent::new(Setup {
         store: ctx.store,
         session_id,
-        permissions: Permissions::new(yolo, loaded.config.permissions.allowed_tools.clone()),
         model,
-        tools,
-        policy,
-        system,
-        cwd: loaded.cwd.clone(),
-        project_root: loaded.project_root.clone(),
-        max_steps,
-        cancel: crate::signal::interrupt_flag(),
-        is_sub_agent: false,
-        auto_summarize: !loaded.config.options.disable_auto_summarize,
+        config: ctx.loaded.clone(),
         hooks: ctx.hooks.clone(),
-        pending_context: Vec::new(),
-        config: Some(loaded.clone()),
-    }
+        policy: retry_policy(&ctx.loaded),
+        cancel: crate::signal::interrupt_flag(),
+        yolo,
+    })
 }
 
 /// The configured hooks, each named after the file it came from. Warnings (unknown events,

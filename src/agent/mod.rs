@@ -162,6 +162,47 @@ pub struct Agent<'a> {
     pub config: Option<crate::config::Loaded>,
 }
 
+/// What a main agent is built from; the rest follows from the configuration.
+pub struct Setup<'a> {
+    pub store: &'a Store,
+    /// Empty while the REPL has not created the session yet.
+    pub session_id: String,
+    pub model: ResolvedModel,
+    pub config: crate::config::Loaded,
+    pub hooks: HookConfig,
+    pub policy: RetryPolicy,
+    pub cancel: Arc<AtomicBool>,
+    /// `--yolo`: every permission is granted.
+    pub yolo: bool,
+}
+
+impl<'a> Agent<'a> {
+    /// The main agent: the configured tools (with `agent`), system prompt, permissions and
+    /// limits.
+    pub fn new(s: Setup<'a>) -> Agent<'a> {
+        let options = &s.config.config.options;
+        let allowed = s.config.config.permissions.allowed_tools.clone();
+        Agent {
+            system: prompt::for_config(&s.config, &s.model),
+            tools: subagent::main_agent_tools(&options.disabled_tools),
+            permissions: Permissions::new(s.yolo, allowed),
+            max_steps: options.max_steps.unwrap_or(100) as usize,
+            auto_summarize: !options.disable_auto_summarize,
+            cwd: s.config.cwd.clone(),
+            project_root: s.config.project_root.clone(),
+            store: s.store,
+            session_id: s.session_id,
+            model: s.model,
+            policy: s.policy,
+            cancel: s.cancel,
+            is_sub_agent: false,
+            hooks: s.hooks,
+            pending_context: Vec::new(),
+            config: Some(s.config),
+        }
+    }
+}
+
 /// How many times in a row a Stop hook may make the agent continue.
 pub const MAX_STOP_BLOCKS: usize = 3;
 

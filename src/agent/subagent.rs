@@ -139,7 +139,40 @@ impl Sink for SubSink<'_> {
     }
 }
 
-impl Agent<'_> {
+impl<'a> Agent<'a> {
+    /// The sub-agent for a task in the child session `session_id`: the parent's model,
+    /// permissions, limits and cancel flag, its read-only tools, a task prompt.
+    fn child(&self, session_id: String) -> Agent<'a> {
+        let tools = crate::tools::builtin()
+            .into_iter()
+            .filter(|t| {
+                SUB_AGENT_TOOLS.contains(&t.name())
+                    && self.tools.iter().any(|p| p.name() == t.name())
+            })
+            .collect();
+        Agent {
+            store: self.store,
+            session_id,
+            model: self.model.clone(),
+            tools,
+            permissions: self.permissions.clone(),
+            policy: self.policy.clone(),
+            system: task_system(&self.system),
+            cwd: self.cwd.clone(),
+            project_root: self.project_root.clone(),
+            max_steps: self.max_steps,
+            cancel: self.cancel.clone(),
+            is_sub_agent: true,
+            auto_summarize: self.auto_summarize,
+            // Session-only configuration comes from the bash tool, which a sub-agent lacks.
+            config: None,
+            // Only hooks that opted in (`include_sub_agents`) see a sub-agent's calls, with
+            // `is_sub_agent` in their payload; the `agent` call itself is hooked as usual.
+            hooks: self.hooks.for_sub_agents(),
+            pending_context: Vec::new(),
+        }
+    }
+
     /// Runs the `agent` tool call `tool_call_id` of the assistant message `assistant_id`: a
     /// sub-agent turn in a child session. Returns the tool result and, when the parent's turn
     /// must stop too (a refused permission, a cancel), why.
@@ -175,34 +208,7 @@ impl Agent<'_> {
                 );
             }
         };
-        let tools = crate::tools::builtin()
-            .into_iter()
-            .filter(|t| {
-                SUB_AGENT_TOOLS.contains(&t.name())
-                    && self.tools.iter().any(|p| p.name() == t.name())
-            })
-            .collect();
-        let mut child = Agent {
-            store: self.store,
-            session_id: session.id.clone(),
-            model: self.model.clone(),
-            tools,
-            permissions: self.permissions.clone(),
-            policy: self.policy.clone(),
-            system: task_system(&self.system),
-            cwd: self.cwd.clone(),
-            project_root: self.project_root.clone(),
-            max_steps: self.max_steps,
-            cancel: self.cancel.clone(),
-            is_sub_agent: true,
-            auto_summarize: self.auto_summarize,
-            // Session-only configuration comes from the bash tool, which a sub-agent lacks.
-            config: None,
-            // Only hooks that opted in (`include_sub_agents`) see a sub-agent's calls, with
-            // `is_sub_agent` in their payload; the `agent` call itself is hooked as usual.
-            hooks: self.hooks.for_sub_agents(),
-            pending_context: Vec::new(),
-        };
+        let mut child = self.child(session.id.clone());
         let mut sub_sink = SubSink { parent: sink };
         let result: TurnResult = match child.run_turn(prompt, &mut sub_sink) {
             Ok(r) => r,
