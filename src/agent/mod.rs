@@ -4,6 +4,7 @@
 //! store in one transaction before the next model call, so a killed process leaves a session that
 //! reloads. The loop renders nothing: it reports `AgentEvent`s to a `Sink`.
 
+mod call;
 mod error;
 pub mod permissions;
 pub mod prompt;
@@ -18,13 +19,14 @@ use crate::llm::{
     self, ChatRequest, LlmError, Message, Part, RetryPolicy, Role, StreamEvent, ToolSpec, Usage,
 };
 use crate::store::{NewMessage, Store, UsageRecord};
-use crate::tools::{PermissionRequest, ReadTracker, Tool, ToolCtx, ToolOutput};
+use crate::tools::{PermissionRequest, Tool};
+use call::{CallOutcome, StepMessage};
 pub use error::AgentError;
-use permissions::{Decision, Permissions};
+use permissions::Permissions;
 use serde_json::{Map, Value, json};
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -206,89 +208,8 @@ impl<'a> Agent<'a> {
 /// How many times in a row a Stop hook may make the agent continue.
 pub const MAX_STOP_BLOCKS: usize = 3;
 
-/// Adds `value` under `key` to a tool result's metadata (a JSON object, or Null).
-fn add_metadata(meta: &mut Value, key: &str, value: Value) {
-    if !meta.is_object() {
-        let old = std::mem::take(meta);
-        *meta = Value::Object(Map::new());
-        if !old.is_null() {
-            meta["tool"] = old;
-        }
-    }
-    meta[key] = value;
-}
-
 fn hook_context_block(text: &str) -> String {
     format!("<hook-context>\n{text}\n</hook-context>")
-}
-
-/// Runs `tool` through the permission flow: `pre_approved` (a hook allowed it) skips the check.
-/// Returns the output and whether the tool ran.
-fn run_with_permission(
-    tool: &dyn Tool,
-    input: &Value,
-    ctx: &ToolCtx,
-    permissions: &mut Permissions,
-    pre_approved: bool,
-    sink: &mut dyn Sink,
-    stop: &mut Option<Stop>,
-) -> (ToolOutput, bool) {
-    let req = match tool.permission(input, ctx) {
-        Err(msg) => return (ToolOutput::error(msg), false),
-        Ok(None) => return (tool.run(input, ctx), true),
-        Ok(Some(req)) => req,
-    };
-    if pre_approved || permissions.check(&req) == Decision::Allowed {
-        return (tool.run(input, ctx), true);
-    }
-    match sink.ask(&req) {
-        Some(Answer::Yes) => (tool.run(input, ctx), true),
-        Some(Answer::Always) => {
-            permissions.grant_for_session(&req);
-            (tool.run(input, ctx), true)
-        }
-        Some(Answer::No) => {
-            *stop = Some(Stop::PermissionRefused);
-            (
-                ToolOutput::error(format!(
-                    "Permission denied: the user refused to let {} {} {}. Do not retry it; ask the user how to proceed.",
-                    req.tool, req.action, req.description
-                )),
-                false,
-            )
-        }
-        None => {
-            let hint = Permissions::hint(&req);
-            sink.event(AgentEvent::PermissionRefused {
-                request: req.clone(),
-                hint: hint.clone(),
-            });
-            *stop = Some(Stop::PermissionRefused);
-            (
-                ToolOutput::error(format!(
-                    "Permission denied: {} needs permission to {} ({}), and this non-interactive run may not ask the user. The user can allow it: {hint}.",
-                    req.tool, req.action, req.description
-                )),
-                false,
-            )
-        }
-    }
-}
-
-/// Read records kept in the session store.
-struct StoreReads<'a> {
-    store: &'a Store,
-    session_id: &'a str,
-}
-
-impl ReadTracker for StoreReads<'_> {
-    fn record_read(&self, path: &Path, mtime_ns: i64) {
-        // A failed write only weakens the stale-file check; the read itself succeeded.
-        let _ = self.store.record_read(self.session_id, path, mtime_ns);
-    }
-    fn last_read(&self, path: &Path) -> Option<i64> {
-        self.store.last_read(self.session_id, path).ok().flatten()
-    }
 }
 
 use crate::time::unix_now as now;
@@ -367,22 +288,6 @@ fn interrupted_result(id: &str, name: &str) -> Part {
         mime_type: String::new(),
         metadata: String::new(),
         is_error: true,
-    }
-}
-
-fn result_part(id: &str, name: &str, out: &ToolOutput) -> Part {
-    Part::ToolResult {
-        tool_call_id: id.to_string(),
-        name: name.to_string(),
-        content: out.content.clone(),
-        data: String::new(),
-        mime_type: String::new(),
-        metadata: if out.metadata.is_null() {
-            String::new()
-        } else {
-            out.metadata.to_string()
-        },
-        is_error: out.is_error,
     }
 }
 
@@ -706,44 +611,8 @@ impl<'a> Agent<'a> {
 
             let usage_rec = self.usage_record(&resp, sink);
 
-            // Validate tool calls: unparseable input is stored as {} and answered with an error.
-            let mut parts: Vec<Part> = Vec::new();
-            let mut calls: Vec<(String, String, Result<Value, String>)> = Vec::new();
-            for p in resp.parts {
-                match p {
-                    Part::ToolCall {
-                        id,
-                        name,
-                        input,
-                        provider_executed,
-                        ..
-                    } => {
-                        let parsed = if input.trim().is_empty() {
-                            Ok(Value::Object(Default::default()))
-                        } else {
-                            serde_json::from_str::<Value>(&input).map_err(|e| e.to_string())
-                        };
-                        let parsed = match parsed {
-                            Ok(v @ Value::Object(_)) => Ok(v),
-                            Ok(_) => Err("arguments must be a JSON object".to_string()),
-                            Err(e) => Err(e),
-                        };
-                        let stored_input = match &parsed {
-                            Ok(v) => v.to_string(),
-                            Err(_) => "{}".to_string(),
-                        };
-                        parts.push(Part::ToolCall {
-                            id: id.clone(),
-                            name: name.clone(),
-                            input: stored_input,
-                            provider_executed,
-                            finished: true,
-                        });
-                        calls.push((id, name, parsed));
-                    }
-                    other => parts.push(other),
-                }
-            }
+            // Unparseable input is stored as {} and answered with an error.
+            let (mut parts, calls) = call::split_calls(resp.parts);
             let text = crate::llm::text_of(&parts);
             if !text.trim().is_empty() {
                 final_text = text;
@@ -818,220 +687,22 @@ impl<'a> Agent<'a> {
                 .map(|m| m.id)
                 .unwrap_or_default();
 
-            // Run the tools, in order.
+            // Run the tools, in order; once the turn stops, the rest are answered unrun.
+            let mut msg = StepMessage {
+                id: assistant_id,
+                parts,
+            };
             let mut results: Vec<Part> = Vec::new();
             let mut stop: Option<Stop> = None;
-            let reads = StoreReads {
-                store: self.store,
-                session_id: &self.session_id,
-            };
-            for (id, name, parsed) in calls {
-                // Every result is announced after its call, so a consumer of the events can
-                // pair them by id, whatever happens to the call.
-                let announce = |sink: &mut dyn Sink, input: Value| {
-                    sink.event(AgentEvent::ToolCall {
-                        id: id.clone(),
-                        name: name.clone(),
-                        input,
-                    })
+            for pending in calls {
+                let outcome = match &stop {
+                    Some(s) => CallOutcome::not_run(pending, s, sink),
+                    None => self.run_call(pending, &mut msg, sink)?,
                 };
-                if let Some(s) = &stop {
-                    let why = match s {
-                        Stop::Canceled => "The user canceled the turn before this tool call ran.",
-                        Stop::HookHalted(_) => "Not run: a hook halted the turn.",
-                        _ => "Not run: an earlier tool call in this step was refused.",
-                    };
-                    let out = ToolOutput::error(why);
-                    announce(sink, parsed.clone().unwrap_or_else(|_| json!({})));
-                    sink.event(AgentEvent::ToolResult {
-                        id: id.clone(),
-                        name: name.clone(),
-                        content: out.content.clone(),
-                        is_error: true,
-                    });
-                    results.push(result_part(&id, &name, &out));
-                    continue;
-                }
-                let input = match parsed {
-                    Ok(v) => v,
-                    Err(e) => {
-                        let out = ToolOutput::error(format!(
-                            "Tool call failed: the arguments were not valid JSON ({e}). Call the tool again with a valid JSON object."
-                        ));
-                        announce(sink, json!({}));
-                        sink.event(AgentEvent::ToolResult {
-                            id: id.clone(),
-                            name: name.clone(),
-                            content: out.content.clone(),
-                            is_error: true,
-                        });
-                        results.push(result_part(&id, &name, &out));
-                        continue;
-                    }
-                };
-                announce(sink, input.clone());
-                let models = self.config.as_ref().map(|c| c.shell_models());
-                let ctx = ToolCtx {
-                    cwd: &self.cwd,
-                    project_root: &self.project_root,
-                    reads: &reads,
-                    cancel: self.cancel.clone(),
-                    session_models: models.as_ref(),
-                };
-                let sub_agent = name == subagent::TOOL_NAME && !self.is_sub_agent;
-                let mut input = input;
-                let mut out = match self.tools.iter().find(|t| t.name() == name) {
-                    None => ToolOutput::error(format!(
-                        "Unknown tool '{name}'. Available tools: {}",
-                        self.tools
-                            .iter()
-                            .map(|t| t.name())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )),
-                    Some(tool) => {
-                        // PreToolUse: before the permission check.
-                        let pre = self.fire(
-                            hooks::Event::PreToolUse,
-                            Some(hooks::ToolCall {
-                                name: &name,
-                                input: &input,
-                                id: &id,
-                            }),
-                            Map::new(),
-                            sink,
-                        );
-                        if pre.composed.blocked() {
-                            let r = &pre.composed.reason;
-                            let mut out = if pre.composed.halt {
-                                stop = Some(Stop::HookHalted(r.clone()));
-                                ToolOutput::error(format!("Turn halted by hook. Reason: {r}"))
-                            } else {
-                                ToolOutput::error(format!("Tool call blocked by hook. Reason: {r}"))
-                            };
-                            add_metadata(&mut out.metadata, "hook", pre.metadata());
-                            out
-                        } else {
-                            if let Some(new_input) = &pre.composed.updated_input {
-                                // The call as it ran is what the session remembers.
-                                input = new_input.clone();
-                                for p in parts.iter_mut() {
-                                    if let Part::ToolCall {
-                                        id: pid,
-                                        input: pin,
-                                        ..
-                                    } = p
-                                        && *pid == id
-                                    {
-                                        *pin = input.to_string();
-                                    }
-                                }
-                                // The assistant message is already stored: store the call as
-                                // it runs, before it runs.
-                                self.store.update_message_parts(&assistant_id, &parts)?;
-                            }
-                            let pre_approved = pre.composed.decision == hooks::Decision::Allow;
-                            let (mut out, ran) = if sub_agent {
-                                // Needs no permission; its own calls ask for theirs.
-                                let (out, sub_stop) =
-                                    self.run_sub_agent(&assistant_id, &id, &input, sink);
-                                stop = stop.or(sub_stop);
-                                (out, true)
-                            } else {
-                                run_with_permission(
-                                    tool.as_ref(),
-                                    &input,
-                                    &ctx,
-                                    &mut self.permissions,
-                                    pre_approved,
-                                    sink,
-                                    &mut stop,
-                                )
-                            };
-                            let mut extra = Vec::new();
-                            let pre_text = pre.context_text(&self.cwd);
-                            if !pre_text.is_empty() {
-                                extra.push(pre_text);
-                            }
-                            if pre.ran() {
-                                add_metadata(&mut out.metadata, "hook", pre.metadata());
-                            }
-                            if ran {
-                                let mut response = Map::new();
-                                response.insert("output".into(), json!(out.content));
-                                response.insert("is_error".into(), json!(out.is_error));
-                                if let Value::Object(m) = &out.metadata {
-                                    for (k, v) in m {
-                                        if k != "hook" {
-                                            response.entry(k.clone()).or_insert(v.clone());
-                                        }
-                                    }
-                                }
-                                let mut fields = Map::new();
-                                fields.insert("tool_response".into(), Value::Object(response));
-                                fields.insert("tool_output".into(), json!(out.content));
-                                fields.insert("is_error".into(), json!(out.is_error));
-                                let post = self.fire(
-                                    hooks::Event::PostToolUse,
-                                    Some(hooks::ToolCall {
-                                        name: &name,
-                                        input: &input,
-                                        id: &id,
-                                    }),
-                                    fields,
-                                    sink,
-                                );
-                                let c = &post.composed;
-                                if c.blocked() {
-                                    // The tool already ran: a block is feedback to the model.
-                                    extra.push(format!("PostToolUse hook feedback: {}", c.reason));
-                                    if c.halt && stop.is_none() {
-                                        stop = Some(Stop::HookHalted(c.reason.clone()));
-                                    }
-                                }
-                                let post_text = post.context_text(&self.cwd);
-                                if !post_text.is_empty() {
-                                    extra.push(post_text);
-                                }
-                                if post.ran() {
-                                    add_metadata(
-                                        &mut out.metadata,
-                                        "post_tool_use_hook",
-                                        post.metadata(),
-                                    );
-                                }
-                            }
-                            if !extra.is_empty() {
-                                out.content = format!("{}\n\n{}", out.content, extra.join("\n\n"));
-                            }
-                            out
-                        }
-                    }
-                };
-                session_config::apply(
-                    session_config::Parts {
-                        config: &mut self.config,
-                        permissions: &mut self.permissions,
-                        tools: &mut self.tools,
-                        model: &mut self.model,
-                        hooks: &mut self.hooks,
-                        system: &mut self.system,
-                        cwd: &self.cwd,
-                    },
-                    &mut out,
-                    sink,
-                );
-                if self.cancel.load(Ordering::SeqCst) && stop.is_none() {
-                    stop = Some(Stop::Canceled);
-                }
-                sink.event(AgentEvent::ToolResult {
-                    id: id.clone(),
-                    name: name.clone(),
-                    content: out.content.clone(),
-                    is_error: out.is_error,
-                });
-                results.push(result_part(&id, &name, &out));
+                results.push(outcome.result);
+                stop = stop.or(outcome.stop);
             }
+            let parts = msg.parts;
 
             let tool_msg = Message {
                 role: Role::Tool,
