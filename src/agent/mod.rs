@@ -16,8 +16,9 @@ mod turn;
 
 use crate::config::ResolvedModel;
 use crate::hooks::{self, HookConfig, Outcome};
-use crate::llm::{LlmError, Message, Part, RetryPolicy, Role, Usage};
+use crate::llm::{LlmError, Message, Part, RetryPolicy, Usage};
 use crate::store::Store;
+use crate::time::unix_now as now;
 use crate::tools::{PermissionRequest, Tool};
 pub use error::AgentError;
 use permissions::Permissions;
@@ -203,9 +204,8 @@ impl<'a> Agent<'a> {
     }
 }
 
-use crate::time::unix_now as now;
-
-/// Messages a provider can be sent: parts it understands, interrupted tool calls closed.
+/// Messages a provider can be sent: parts it understands. The request builders pair tool calls
+/// with their results (`llm::history`), answering interrupted calls.
 pub fn history_for_model(stored: Vec<Message>) -> Vec<Message> {
     let mut out: Vec<Message> = Vec::new();
     for m in stored {
@@ -226,60 +226,7 @@ pub fn history_for_model(stored: Vec<Message>) -> Vec<Message> {
             parts,
         });
     }
-    // Every tool call needs a result right after its message.
-    let mut i = 0;
-    while i < out.len() {
-        if out[i].role == Role::Assistant {
-            let calls: Vec<(String, String)> = out[i]
-                .tool_calls()
-                .map(|(id, name, _)| (id.to_string(), name.to_string()))
-                .collect();
-            if !calls.is_empty() {
-                let answered: Vec<String> = match out.get(i + 1) {
-                    Some(next) if next.role == Role::Tool => next
-                        .parts
-                        .iter()
-                        .filter_map(|p| match p {
-                            Part::ToolResult { tool_call_id, .. } => Some(tool_call_id.clone()),
-                            _ => None,
-                        })
-                        .collect(),
-                    _ => Vec::new(),
-                };
-                let missing: Vec<Part> = calls
-                    .iter()
-                    .filter(|(id, _)| !answered.contains(id))
-                    .map(|(id, name)| interrupted_result(id, name))
-                    .collect();
-                if !missing.is_empty() {
-                    match out.get_mut(i + 1) {
-                        Some(next) if next.role == Role::Tool => next.parts.extend(missing),
-                        _ => out.insert(
-                            i + 1,
-                            Message {
-                                role: Role::Tool,
-                                parts: missing,
-                            },
-                        ),
-                    }
-                }
-            }
-        }
-        i += 1;
-    }
     out
-}
-
-fn interrupted_result(id: &str, name: &str) -> Part {
-    Part::ToolResult {
-        tool_call_id: id.to_string(),
-        name: name.to_string(),
-        content: crate::llm::INTERRUPTED_TOOL_RESULT.into(),
-        data: String::new(),
-        mime_type: String::new(),
-        metadata: String::new(),
-        is_error: true,
-    }
 }
 
 impl Agent<'_> {
@@ -339,9 +286,10 @@ impl Agent<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::llm::Role;
 
     #[test]
-    fn interrupted_tool_calls_get_a_synthetic_result() {
+    fn finish_parts_and_blank_texts_are_dropped_and_interrupted_calls_answered() {
         let hist = vec![
             Message::user("hi"),
             Message {
@@ -368,6 +316,9 @@ mod tests {
             },
         ];
         let h = history_for_model(hist);
+        assert_eq!(h.len(), 2, "finish-only message dropped: {h:?}");
+        // What the request builders send: the interrupted call answered.
+        let h = crate::llm::history::pair_tool_results(&h);
         assert_eq!(h.len(), 3, "{h:?}");
         assert_eq!(h[1].parts.len(), 1, "blank text dropped");
         assert_eq!(h[2].role, Role::Tool);

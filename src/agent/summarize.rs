@@ -50,8 +50,7 @@ pub fn carry_on_prompt(original: &str) -> String {
     )
 }
 
-/// The messages to send the model: from the latest summary on (the summary as a user message),
-/// interrupted tool calls closed.
+/// The messages to send the model: from the latest summary on (the summary as a user message).
 pub fn history_since_summary(stored: Vec<StoredMessage>, summary_id: Option<&str>) -> Vec<Message> {
     let start = summary_id
         .and_then(|id| stored.iter().position(|m| m.id == id))

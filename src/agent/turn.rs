@@ -292,7 +292,8 @@ impl Agent<'_> {
     ) -> Result<Option<Stop>, AgentError> {
         // The call is paid for: record it (with the assistant message) before the tools run,
         // so a process killed mid-tool still has it in the ledger. Tool results follow in
-        // their own transaction; a call left without one is closed on reload.
+        // their own transaction; a call left without one is answered as interrupted when the
+        // history is next sent.
         let assistant_id = self
             .commit_returning(
                 &[self.new_message(Role::Assistant, parts.clone())],
