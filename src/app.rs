@@ -1,7 +1,7 @@
 //! Start-up shared by the commands: working directory, configuration, data dir, store, session
 //! and agent. Errors carry the exit code class of crush(1) EXIT STATUS.
 
-use crate::agent::{Agent, permissions::Permissions, prompt};
+use crate::agent::{Agent, Setup};
 use crate::cli::Global;
 use crate::config::{self, ConfigError, Loaded, ResolvedModel};
 use crate::llm::RetryPolicy;
@@ -51,6 +51,16 @@ impl From<store::StoreError> for AppError {
                 AppError::Usage(e.to_string())
             }
             _ => AppError::Runtime(e.to_string()),
+        }
+    }
+}
+
+/// A turn's store failure exits as the same store failure elsewhere would.
+impl From<crate::agent::AgentError> for AppError {
+    fn from(e: crate::agent::AgentError) -> Self {
+        match e {
+            crate::agent::AgentError::Store(e) => e.into(),
+            e => AppError::Runtime(e.to_string()),
         }
     }
 }
@@ -328,30 +338,16 @@ pub fn build_agent(
     session_id: String,
     yolo: bool,
 ) -> Agent<'static> {
-    let loaded = &ctx.loaded;
-    let system = prompt::for_config(loaded, &model);
-    let disabled = &loaded.config.options.disabled_tools;
-    let tools = crate::agent::subagent::main_agent_tools(disabled);
-    let max_steps = loaded.config.options.max_steps.unwrap_or(100) as usize;
-    let policy = retry_policy(loaded);
-    Agent {
+    Agent::new(Setup {
         store: ctx.store,
         session_id,
-        permissions: Permissions::new(yolo, loaded.config.permissions.allowed_tools.clone()),
         model,
-        tools,
-        policy,
-        system,
-        cwd: loaded.cwd.clone(),
-        project_root: loaded.project_root.clone(),
-        max_steps,
-        cancel: crate::signal::interrupt_flag(),
-        is_sub_agent: false,
-        auto_summarize: !loaded.config.options.disable_auto_summarize,
+        config: ctx.loaded.clone(),
         hooks: ctx.hooks.clone(),
-        pending_context: Vec::new(),
-        config: Some(loaded.clone()),
-    }
+        policy: retry_policy(&ctx.loaded),
+        cancel: crate::signal::interrupt_flag(),
+        yolo,
+    })
 }
 
 /// The configured hooks, each named after the file it came from. Warnings (unknown events,
@@ -374,5 +370,26 @@ pub fn load_hooks(loaded: &Loaded) -> Result<crate::hooks::HookConfig, AppError>
                 p.errors.join("\n  ")
             )))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::AgentError;
+
+    #[test]
+    fn a_turn_that_loses_its_session_exits_2_and_other_failures_1() {
+        let gone = AppError::from(AgentError::Store(store::StoreError::NotFound("abc".into())));
+        assert_eq!(gone.exit_code(), 2);
+        assert_eq!(gone.to_string(), "no session matches 'abc'");
+        let sql = AppError::from(AgentError::Store(store::StoreError::Sql(
+            "disk full".into(),
+        )));
+        assert_eq!(sql.exit_code(), 1);
+        assert_eq!(sql.to_string(), "session store error: disk full");
+        let empty = AppError::from(AgentError::EmptySummary);
+        assert_eq!(empty.exit_code(), 1);
+        assert_eq!(empty.to_string(), "the model returned an empty summary");
     }
 }

@@ -416,10 +416,7 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<i32, AppError> {
         session.agent.model.provider.id,
         session.agent.model.model.id
     ));
-    let result: TurnResult = session
-        .agent
-        .run_turn(&prompt, &mut sink)
-        .map_err(AppError::Runtime)?;
+    let result: TurnResult = session.agent.run_turn(&prompt, &mut sink)?;
     if !args.json && sink.printed_any && sink.last_char != Some('\n') {
         sink.out.write("\n");
     }

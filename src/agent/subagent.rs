@@ -139,7 +139,40 @@ impl Sink for SubSink<'_> {
     }
 }
 
-impl Agent<'_> {
+impl<'a> Agent<'a> {
+    /// The sub-agent for a task in the child session `session_id`: the parent's model,
+    /// permissions, limits and cancel flag, its read-only tools, a task prompt.
+    fn child(&self, session_id: String) -> Agent<'a> {
+        let tools = crate::tools::builtin()
+            .into_iter()
+            .filter(|t| {
+                SUB_AGENT_TOOLS.contains(&t.name())
+                    && self.tools.iter().any(|p| p.name() == t.name())
+            })
+            .collect();
+        Agent {
+            store: self.store,
+            session_id,
+            model: self.model.clone(),
+            tools,
+            permissions: self.permissions.clone(),
+            policy: self.policy.clone(),
+            system: task_system(&self.system),
+            cwd: self.cwd.clone(),
+            project_root: self.project_root.clone(),
+            max_steps: self.max_steps,
+            cancel: self.cancel.clone(),
+            is_sub_agent: true,
+            auto_summarize: self.auto_summarize,
+            // Session-only configuration comes from the bash tool, which a sub-agent lacks.
+            config: None,
+            // Only hooks that opted in (`include_sub_agents`) see a sub-agent's calls, with
+            // `is_sub_agent` in their payload; the `agent` call itself is hooked as usual.
+            hooks: self.hooks.for_sub_agents(),
+            pending_context: Vec::new(),
+        }
+    }
+
     /// Runs the `agent` tool call `tool_call_id` of the assistant message `assistant_id`: a
     /// sub-agent turn in a child session. Returns the tool result and, when the parent's turn
     /// must stop too (a refused permission, a cancel), why.
@@ -175,34 +208,7 @@ impl Agent<'_> {
                 );
             }
         };
-        let tools = crate::tools::builtin()
-            .into_iter()
-            .filter(|t| {
-                SUB_AGENT_TOOLS.contains(&t.name())
-                    && self.tools.iter().any(|p| p.name() == t.name())
-            })
-            .collect();
-        let mut child = Agent {
-            store: self.store,
-            session_id: session.id.clone(),
-            model: self.model.clone(),
-            tools,
-            permissions: self.permissions.clone(),
-            policy: self.policy.clone(),
-            system: task_system(&self.system),
-            cwd: self.cwd.clone(),
-            project_root: self.project_root.clone(),
-            max_steps: self.max_steps,
-            cancel: self.cancel.clone(),
-            is_sub_agent: true,
-            auto_summarize: self.auto_summarize,
-            // Session-only configuration comes from the bash tool, which a sub-agent lacks.
-            config: None,
-            // Only hooks that opted in (`include_sub_agents`) see a sub-agent's calls, with
-            // `is_sub_agent` in their payload; the `agent` call itself is hooked as usual.
-            hooks: self.hooks.for_sub_agents(),
-            pending_context: Vec::new(),
-        };
+        let mut child = self.child(session.id.clone());
         let mut sub_sink = SubSink { parent: sink };
         let result: TurnResult = match child.run_turn(prompt, &mut sub_sink) {
             Ok(r) => r,
@@ -218,52 +224,7 @@ impl Agent<'_> {
             "steps": result.steps,
             "stop": result.stop.name(),
         });
-        let text = result.final_text.trim();
-        let (content, is_error, stop) = match &result.stop {
-            Stop::EndTurn | Stop::MaxTokens if !text.is_empty() => (text.to_string(), false, None),
-            Stop::EndTurn | Stop::MaxTokens => (
-                "The sub-agent finished without an answer.".to_string(),
-                true,
-                None,
-            ),
-            Stop::MaxSteps(n) => (
-                format!("The sub-agent stopped after {n} steps without finishing. Its last words: {text}"),
-                true,
-                None,
-            ),
-            Stop::Loop => (
-                format!("The sub-agent stopped: it kept repeating the same tool call. Its last words: {text}"),
-                true,
-                None,
-            ),
-            Stop::PermissionRefused => (
-                "The sub-agent stopped: one of its tool calls needed a permission that was refused."
-                    .to_string(),
-                true,
-                Some(Stop::PermissionRefused),
-            ),
-            Stop::Canceled => (
-                "The user canceled the sub-agent.".to_string(),
-                true,
-                Some(Stop::Canceled),
-            ),
-            Stop::Error(e) => (
-                format!("The sub-agent's model call failed: {e}"),
-                true,
-                None,
-            ),
-            Stop::HookDenied(r) => (
-                format!("A hook blocked the sub-agent's task: {r}"),
-                true,
-                None,
-            ),
-            // A halt stops the whole turn, not only the sub-agent.
-            Stop::HookHalted(r) => (
-                format!("A hook halted the sub-agent: {r}"),
-                true,
-                Some(Stop::HookHalted(r.clone())),
-            ),
-        };
+        let (content, is_error, stop) = outcome(&result);
         (
             ToolOutput {
                 content,
@@ -272,6 +233,61 @@ impl Agent<'_> {
             },
             stop,
         )
+    }
+}
+
+/// The tool result of a sub-agent's turn (its text, whether it is an error) and, when the
+/// parent's turn must stop too, why.
+fn outcome(result: &TurnResult) -> (String, bool, Option<Stop>) {
+    let text = result.final_text.trim();
+    match &result.stop {
+        Stop::EndTurn | Stop::MaxTokens if !text.is_empty() => (text.to_string(), false, None),
+        Stop::EndTurn | Stop::MaxTokens => (
+            "The sub-agent finished without an answer.".to_string(),
+            true,
+            None,
+        ),
+        Stop::MaxSteps(n) => (
+            format!(
+                "The sub-agent stopped after {n} steps without finishing. Its last words: {text}"
+            ),
+            true,
+            None,
+        ),
+        Stop::Loop => (
+            format!(
+                "The sub-agent stopped: it kept repeating the same tool call. Its last words: {text}"
+            ),
+            true,
+            None,
+        ),
+        Stop::PermissionRefused => (
+            "The sub-agent stopped: one of its tool calls needed a permission that was refused."
+                .to_string(),
+            true,
+            Some(Stop::PermissionRefused),
+        ),
+        Stop::Canceled => (
+            "The user canceled the sub-agent.".to_string(),
+            true,
+            Some(Stop::Canceled),
+        ),
+        Stop::Error(e) => (
+            format!("The sub-agent's model call failed: {e}"),
+            true,
+            None,
+        ),
+        Stop::HookDenied(r) => (
+            format!("A hook blocked the sub-agent's task: {r}"),
+            true,
+            None,
+        ),
+        // A halt stops the whole turn, not only the sub-agent.
+        Stop::HookHalted(r) => (
+            format!("A hook halted the sub-agent: {r}"),
+            true,
+            Some(Stop::HookHalted(r.clone())),
+        ),
     }
 }
 
@@ -312,5 +328,32 @@ mod tests {
         assert_eq!(short_title("  find   the\nparser "), "find the parser");
         assert_eq!(short_title(""), "Sub-agent task");
         assert_eq!(short_title(&"x".repeat(80)).chars().count(), 51);
+    }
+
+    #[test]
+    fn a_sub_agent_turn_becomes_a_result_and_stops_the_parent_only_when_it_must() {
+        let turn = |stop: Stop, text: &str| TurnResult {
+            stop,
+            final_text: text.into(),
+            steps: 2,
+        };
+        assert_eq!(
+            outcome(&turn(Stop::EndTurn, " found it \n")),
+            ("found it".to_string(), false, None)
+        );
+        let (content, is_error, stop) = outcome(&turn(Stop::EndTurn, " "));
+        assert!(is_error && stop.is_none(), "{content}");
+        let (content, is_error, stop) = outcome(&turn(Stop::Loop, "again"));
+        assert!(
+            is_error && stop.is_none() && content.ends_with("again"),
+            "{content}"
+        );
+        for s in [
+            Stop::PermissionRefused,
+            Stop::Canceled,
+            Stop::HookHalted("no".into()),
+        ] {
+            assert_eq!(outcome(&turn(s.clone(), "x")).2, Some(s));
+        }
     }
 }

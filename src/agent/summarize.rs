@@ -6,7 +6,7 @@
 //! The trigger margin is proportional to the window (`SUMMARIZE_MARGIN_PERCENT`): Go Crush keeps
 //! a flat 20 000 tokens for windows over 200 000, which summarizes a 1M-token window only at 98 %.
 
-use super::{Agent, AgentEvent, Answer, CallEnd, Sink, history_for_model};
+use super::{Agent, AgentError, AgentEvent, Answer, CallEnd, Sink, history_for_model};
 use crate::llm::{Message, Part, Role, Usage};
 use crate::store::{NewMessage, StoredMessage};
 use crate::tools::PermissionRequest;
@@ -50,8 +50,7 @@ pub fn carry_on_prompt(original: &str) -> String {
     )
 }
 
-/// The messages to send the model: from the latest summary on (the summary as a user message),
-/// interrupted tool calls closed.
+/// The messages to send the model: from the latest summary on (the summary as a user message).
 pub fn history_since_summary(stored: Vec<StoredMessage>, summary_id: Option<&str>) -> Vec<Message> {
     let start = summary_id
         .and_then(|id| stored.iter().position(|m| m.id == id))
@@ -111,15 +110,9 @@ impl Sink for Quiet<'_> {
 
 impl Agent<'_> {
     /// The session's history for the model, from its latest summary on.
-    pub(super) fn load_history(&self) -> Result<Vec<Message>, String> {
-        let stored = self
-            .store
-            .messages(&self.session_id)
-            .map_err(|e| e.to_string())?;
-        let summary = self
-            .store
-            .summary_message_id(&self.session_id)
-            .map_err(|e| e.to_string())?;
+    pub(super) fn load_history(&self) -> Result<Vec<Message>, AgentError> {
+        let stored = self.store.messages(&self.session_id)?;
+        let summary = self.store.summary_message_id(&self.session_id)?;
         Ok(history_since_summary(stored, summary.as_deref()))
     }
 
@@ -149,35 +142,33 @@ impl Agent<'_> {
 
     /// Asks the model for a summary of the session (history from the last summary on) and
     /// stores it with its usage; later turns start from it. What `/compact` runs.
-    pub fn summarize(&mut self, sink: &mut dyn Sink) -> Result<Summary, String> {
+    pub fn summarize(&mut self, sink: &mut dyn Sink) -> Result<Summary, AgentError> {
         self.summarize_with(sink, false)
     }
 
     /// `shrink`: long tool results and texts are cut to their head and tail first, so that a
     /// history the provider already refused as too long can still be summarized.
-    fn summarize_with(&mut self, sink: &mut dyn Sink, shrink: bool) -> Result<Summary, String> {
+    fn summarize_with(&mut self, sink: &mut dyn Sink, shrink: bool) -> Result<Summary, AgentError> {
         let mut history = self.load_history()?;
         if shrink {
             shrink_history(&mut history);
         }
         if history.is_empty() {
-            return Err("there is nothing to summarize yet".into());
+            return Err(AgentError::NothingToSummarize);
         }
         history.push(Message::user(SUMMARY_PROMPT));
         let mut quiet = Quiet { inner: sink };
         let resp = match self.call_with_system(SUMMARY_SYSTEM, &history, &mut quiet) {
             CallEnd::Done(r) => r,
-            CallEnd::Failed(e, _) => return Err(format!("the summary call failed: {e}")),
-            CallEnd::Canceled(_) => return Err("summarizing was canceled".into()),
+            CallEnd::Failed(e, _) => return Err(AgentError::SummaryCall(e)),
+            CallEnd::Canceled(_) => return Err(AgentError::SummaryCanceled),
         };
         let rec = self.usage_record(&resp, &mut quiet);
         let text = crate::llm::text_of(&resp.parts).trim().to_string();
         if text.is_empty() {
             // The call happened and is paid for even though it is useless.
-            self.store
-                .record_usage(&self.session_id, &rec)
-                .map_err(|e| e.to_string())?;
-            return Err("the model returned an empty summary".into());
+            self.store.record_usage(&self.session_id, &rec)?;
+            return Err(AgentError::EmptySummary);
         }
         let msg = NewMessage {
             role: Role::Assistant,
@@ -195,8 +186,7 @@ impl Agent<'_> {
         };
         let stored = self
             .store
-            .commit_summary(&self.session_id, &msg, Some(&rec))
-            .map_err(|e| e.to_string())?;
+            .commit_summary(&self.session_id, &msg, Some(&rec))?;
         Ok(Summary {
             message_id: stored.id,
             text,

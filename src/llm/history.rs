@@ -213,13 +213,4 @@ mod tests {
         ];
         assert_eq!(pair_tool_results(&ok), ok);
     }
-
-    #[test]
-    fn the_store_closes_interrupted_calls_with_the_same_text() {
-        // The store (which closes calls a crash interrupted) still has its own copy of the text.
-        assert_eq!(
-            INTERRUPTED_TOOL_RESULT,
-            crate::store::INTERRUPTED_TOOL_RESULT
-        );
-    }
 }

@@ -145,9 +145,6 @@ pub struct UsageRow {
     pub created_at: i64,
 }
 
-/// The text of the synthetic result that closes a tool call a crash interrupted.
-pub use crate::llm::INTERRUPTED_TOOL_RESULT;
-
 pub struct Store {
     conn: Connection,
     path: PathBuf,
@@ -606,58 +603,6 @@ impl Store {
         }
         tx.commit()?;
         Ok(())
-    }
-
-    /// Closes every tool call that has no result after it (the process died while it ran) with
-    /// one `tool` message of synthetic error results. Returns how many calls were closed.
-    pub fn close_interrupted(&self, session_id: &str) -> Result<usize> {
-        let tx = self.write_tx()?;
-        if !session_exists(&tx, session_id)? {
-            return Err(StoreError::NotFound(session_id.to_string()));
-        }
-        let msgs = load_messages(&tx, session_id)?;
-        // Calls in order; a result answers a call only if it comes after it.
-        let mut open: Vec<(String, String)> = Vec::new();
-        for m in &msgs {
-            for p in &m.parts {
-                match p {
-                    Part::ToolCall { id, name, .. } => open.push((id.clone(), name.clone())),
-                    Part::ToolResult { tool_call_id, .. } => {
-                        open.retain(|(id, _)| id != tool_call_id)
-                    }
-                    _ => {}
-                }
-            }
-        }
-        if open.is_empty() {
-            return Ok(0);
-        }
-        let parts = open
-            .iter()
-            .map(|(id, name)| Part::ToolResult {
-                tool_call_id: id.clone(),
-                name: name.clone(),
-                content: INTERRUPTED_TOOL_RESULT.to_string(),
-                data: String::new(),
-                mime_type: String::new(),
-                metadata: String::new(),
-                is_error: true,
-            })
-            .collect();
-        let msg = NewMessage {
-            role: Role::Tool,
-            parts,
-            model: None,
-            provider: None,
-        };
-        let now = now_secs();
-        insert_message(&tx, session_id, &msg, now)?;
-        tx.execute(
-            "UPDATE sessions SET updated_at = ?1 WHERE id = ?2",
-            params![now, session_id],
-        )?;
-        tx.commit()?;
-        Ok(open.len())
     }
 
     /// The session's usage ledger rows, oldest first.

@@ -1,0 +1,503 @@
+//! One tool call of a step: its arguments, the PreToolUse hooks (which may block it, halt the
+//! turn, let it run without asking or change its input), the permission check, the run (the
+//! `agent` tool runs a sub-agent), the PostToolUse hooks, and the result part the step stores.
+//!
+//! Every result is announced after its call, so a consumer of the events can pair them by id,
+//! whatever happens to the call.
+
+use super::permissions::{Decision, Permissions};
+use super::{Agent, AgentError, AgentEvent, Answer, Sink, Stop, session_config, subagent};
+use crate::hooks::{self, Outcome};
+use crate::llm::Part;
+use crate::store::Store;
+use crate::tools::{ReadTracker, Tool, ToolCtx, ToolOutput};
+use serde_json::{Map, Value, json};
+use std::path::Path;
+use std::sync::atomic::Ordering;
+
+/// A tool call as the model made it, its arguments parsed (Err: why they are not a JSON object).
+pub(super) struct PendingCall {
+    pub id: String,
+    pub name: String,
+    pub input: Result<Value, String>,
+}
+
+/// The parts of a model answer as the session stores them, and its tool calls in order. A call's
+/// input is stored as parsed (`{}` when it is not a JSON object; the call is then answered with
+/// an error).
+pub(super) fn split_calls(answer: Vec<Part>) -> (Vec<Part>, Vec<PendingCall>) {
+    let mut parts = Vec::new();
+    let mut calls = Vec::new();
+    for p in answer {
+        match p {
+            Part::ToolCall {
+                id,
+                name,
+                input,
+                provider_executed,
+                ..
+            } => {
+                let input = parse_input(&input);
+                parts.push(Part::ToolCall {
+                    id: id.clone(),
+                    name: name.clone(),
+                    input: match &input {
+                        Ok(v) => v.to_string(),
+                        Err(_) => "{}".to_string(),
+                    },
+                    provider_executed,
+                    finished: true,
+                });
+                calls.push(PendingCall { id, name, input });
+            }
+            other => parts.push(other),
+        }
+    }
+    (parts, calls)
+}
+
+/// A call's arguments: a JSON object (no arguments at all count as `{}`).
+fn parse_input(input: &str) -> Result<Value, String> {
+    if input.trim().is_empty() {
+        return Ok(Value::Object(Default::default()));
+    }
+    match serde_json::from_str::<Value>(input) {
+        Ok(v @ Value::Object(_)) => Ok(v),
+        Ok(_) => Err("arguments must be a JSON object".to_string()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// The step's assistant message, already stored: a hook that changes a call's input changes it
+/// here and in the store.
+pub(super) struct StepMessage {
+    pub id: String,
+    pub parts: Vec<Part>,
+}
+
+/// What one tool call left: its result part, and why the turn stops after this step.
+pub(super) struct CallOutcome {
+    pub result: Part,
+    pub stop: Option<Stop>,
+}
+
+impl CallOutcome {
+    /// The answer to a call that does not run because the turn stops (`stop`).
+    pub(super) fn not_run(call: PendingCall, stop: &Stop, sink: &mut dyn Sink) -> CallOutcome {
+        let why = match stop {
+            Stop::Canceled => "The user canceled the turn before this tool call ran.",
+            Stop::HookHalted(_) => "Not run: a hook halted the turn.",
+            _ => "Not run: an earlier tool call in this step was refused.",
+        };
+        let input = call.input.unwrap_or_else(|_| json!({}));
+        CallOutcome {
+            result: answer_unrun(sink, &call.id, &call.name, input, &ToolOutput::error(why)),
+            stop: None,
+        }
+    }
+}
+
+fn announce(sink: &mut dyn Sink, id: &str, name: &str, input: Value) {
+    sink.event(AgentEvent::ToolCall {
+        id: id.to_string(),
+        name: name.to_string(),
+        input,
+    });
+}
+
+/// Reports `out` as the call's result and makes the part the step stores.
+fn finish(sink: &mut dyn Sink, id: &str, name: &str, out: &ToolOutput) -> Part {
+    sink.event(AgentEvent::ToolResult {
+        id: id.to_string(),
+        name: name.to_string(),
+        content: out.content.clone(),
+        is_error: out.is_error,
+    });
+    Part::ToolResult {
+        tool_call_id: id.to_string(),
+        name: name.to_string(),
+        content: out.content.clone(),
+        data: String::new(),
+        mime_type: String::new(),
+        metadata: if out.metadata.is_null() {
+            String::new()
+        } else {
+            out.metadata.to_string()
+        },
+        is_error: out.is_error,
+    }
+}
+
+/// Announces a call that is not run and answers it with `out`.
+fn answer_unrun(sink: &mut dyn Sink, id: &str, name: &str, input: Value, out: &ToolOutput) -> Part {
+    announce(sink, id, name, input);
+    finish(sink, id, name, out)
+}
+
+/// Adds `value` under `key` to a tool result's metadata (a JSON object, or Null).
+fn add_metadata(meta: &mut Value, key: &str, value: Value) {
+    if !meta.is_object() {
+        let old = std::mem::take(meta);
+        *meta = Value::Object(Map::new());
+        if !old.is_null() {
+            meta["tool"] = old;
+        }
+    }
+    meta[key] = value;
+}
+
+/// The answer to a call a PreToolUse hook blocked, and the halt when the hook halted the turn.
+fn blocked(pre: &Outcome) -> (ToolOutput, Option<Stop>) {
+    let r = &pre.composed.reason;
+    let (mut out, stop) = if pre.composed.halt {
+        (
+            ToolOutput::error(format!("Turn halted by hook. Reason: {r}")),
+            Some(Stop::HookHalted(r.clone())),
+        )
+    } else {
+        (
+            ToolOutput::error(format!("Tool call blocked by hook. Reason: {r}")),
+            None,
+        )
+    };
+    add_metadata(&mut out.metadata, "hook", pre.metadata());
+    (out, stop)
+}
+
+/// How a tool's run went: its output, whether it ran at all, and why the turn stops.
+struct ToolRun {
+    out: ToolOutput,
+    ran: bool,
+    stop: Option<Stop>,
+}
+
+impl ToolRun {
+    fn ran(out: ToolOutput) -> ToolRun {
+        ToolRun {
+            out,
+            ran: true,
+            stop: None,
+        }
+    }
+
+    fn refused(out: ToolOutput) -> ToolRun {
+        ToolRun {
+            out,
+            ran: false,
+            stop: Some(Stop::PermissionRefused),
+        }
+    }
+}
+
+/// Runs `tool` through the permission flow: `pre_approved` (a hook allowed it) skips the check.
+fn run_with_permission(
+    tool: &dyn Tool,
+    input: &Value,
+    ctx: &ToolCtx,
+    permissions: &mut Permissions,
+    pre_approved: bool,
+    sink: &mut dyn Sink,
+) -> ToolRun {
+    let req = match tool.permission(input, ctx) {
+        Err(msg) => {
+            return ToolRun {
+                out: ToolOutput::error(msg),
+                ran: false,
+                stop: None,
+            };
+        }
+        Ok(None) => return ToolRun::ran(tool.run(input, ctx)),
+        Ok(Some(req)) => req,
+    };
+    if pre_approved || permissions.check(&req) == Decision::Allowed {
+        return ToolRun::ran(tool.run(input, ctx));
+    }
+    match sink.ask(&req) {
+        Some(Answer::Yes) => ToolRun::ran(tool.run(input, ctx)),
+        Some(Answer::Always) => {
+            permissions.grant_for_session(&req);
+            ToolRun::ran(tool.run(input, ctx))
+        }
+        Some(Answer::No) => ToolRun::refused(ToolOutput::error(format!(
+            "Permission denied: the user refused to let {} {} {}. Do not retry it; ask the user how to proceed.",
+            req.tool, req.action, req.description
+        ))),
+        None => {
+            let hint = Permissions::hint(&req);
+            sink.event(AgentEvent::PermissionRefused {
+                request: req.clone(),
+                hint: hint.clone(),
+            });
+            ToolRun::refused(ToolOutput::error(format!(
+                "Permission denied: {} needs permission to {} ({}), and this non-interactive run may not ask the user. The user can allow it: {hint}.",
+                req.tool, req.action, req.description
+            )))
+        }
+    }
+}
+
+/// Read records kept in the session store.
+struct StoreReads<'a> {
+    store: &'a Store,
+    session_id: &'a str,
+}
+
+impl ReadTracker for StoreReads<'_> {
+    fn record_read(&self, path: &Path, mtime_ns: i64) {
+        // A failed write only weakens the stale-file check; the read itself succeeded.
+        let _ = self.store.record_read(self.session_id, path, mtime_ns);
+    }
+    fn last_read(&self, path: &Path) -> Option<i64> {
+        self.store.last_read(self.session_id, path).ok().flatten()
+    }
+}
+
+impl Agent<'_> {
+    /// Runs one tool call of the step whose stored assistant message is `msg`.
+    pub(super) fn run_call(
+        &mut self,
+        call: PendingCall,
+        msg: &mut StepMessage,
+        sink: &mut dyn Sink,
+    ) -> Result<CallOutcome, AgentError> {
+        let PendingCall { id, name, input } = call;
+        let input = match input {
+            Ok(v) => v,
+            Err(e) => {
+                let out = ToolOutput::error(format!(
+                    "Tool call failed: the arguments were not valid JSON ({e}). Call the tool again with a valid JSON object."
+                ));
+                return Ok(CallOutcome {
+                    result: answer_unrun(sink, &id, &name, json!({}), &out),
+                    stop: None,
+                });
+            }
+        };
+        announce(sink, &id, &name, input.clone());
+        let (mut out, mut stop) = match self.tools.iter().position(|t| t.name() == name) {
+            None => {
+                let names: Vec<&str> = self.tools.iter().map(|t| t.name()).collect();
+                let out = ToolOutput::error(format!(
+                    "Unknown tool '{name}'. Available tools: {}",
+                    names.join(", ")
+                ));
+                (out, None)
+            }
+            Some(tool) => self.hooked_call(tool, &id, &name, input, msg, sink)?,
+        };
+        session_config::apply(
+            session_config::Parts {
+                config: &mut self.config,
+                permissions: &mut self.permissions,
+                tools: &mut self.tools,
+                model: &mut self.model,
+                hooks: &mut self.hooks,
+                system: &mut self.system,
+                cwd: &self.cwd,
+            },
+            &mut out,
+            sink,
+        );
+        if self.cancel.load(Ordering::SeqCst) && stop.is_none() {
+            stop = Some(Stop::Canceled);
+        }
+        Ok(CallOutcome {
+            result: finish(sink, &id, &name, &out),
+            stop,
+        })
+    }
+
+    /// The call of a tool the agent has (`self.tools[tool]`): PreToolUse, permission and run,
+    /// PostToolUse. The hooks' context and feedback are appended to the output, their reports
+    /// added to its metadata.
+    fn hooked_call(
+        &mut self,
+        tool: usize,
+        id: &str,
+        name: &str,
+        input: Value,
+        msg: &mut StepMessage,
+        sink: &mut dyn Sink,
+    ) -> Result<(ToolOutput, Option<Stop>), AgentError> {
+        // PreToolUse: before the permission check.
+        let call = hooks::ToolCall {
+            name,
+            input: &input,
+            id,
+        };
+        let pre = self.fire(hooks::Event::PreToolUse, Some(call), Map::new(), sink);
+        if pre.composed.blocked() {
+            return Ok(blocked(&pre));
+        }
+        let mut input = input;
+        if let Some(new_input) = &pre.composed.updated_input {
+            input = new_input.clone();
+            self.store_input(msg, id, &input)?;
+        }
+        let pre_approved = pre.composed.decision == hooks::Decision::Allow;
+        let run = self.run_tool(tool, id, &input, &msg.id, pre_approved, sink);
+        let (mut out, mut stop) = (run.out, run.stop);
+        let mut extra = Vec::new();
+        let pre_text = pre.context_text(&self.cwd);
+        if !pre_text.is_empty() {
+            extra.push(pre_text);
+        }
+        if pre.ran() {
+            add_metadata(&mut out.metadata, "hook", pre.metadata());
+        }
+        if run.ran {
+            let halt = self.post_tool_use(id, name, &input, &mut out, &mut extra, sink);
+            stop = stop.or(halt);
+        }
+        if !extra.is_empty() {
+            out.content = format!("{}\n\n{}", out.content, extra.join("\n\n"));
+        }
+        Ok((out, stop))
+    }
+
+    /// The call as it runs is what the session remembers: the stored assistant message gets the
+    /// input a hook gave the call `id`, before the call runs.
+    fn store_input(
+        &self,
+        msg: &mut StepMessage,
+        id: &str,
+        input: &Value,
+    ) -> Result<(), AgentError> {
+        for p in msg.parts.iter_mut() {
+            if let Part::ToolCall {
+                id: pid,
+                input: pin,
+                ..
+            } = p
+                && pid == id
+            {
+                *pin = input.to_string();
+            }
+        }
+        Ok(self.store.update_message_parts(&msg.id, &msg.parts)?)
+    }
+
+    /// Runs `self.tools[tool]` (the `agent` tool: a sub-agent, which needs no permission; its
+    /// own calls ask for theirs).
+    fn run_tool(
+        &mut self,
+        tool: usize,
+        id: &str,
+        input: &Value,
+        assistant_id: &str,
+        pre_approved: bool,
+        sink: &mut dyn Sink,
+    ) -> ToolRun {
+        if self.tools[tool].name() == subagent::TOOL_NAME && !self.is_sub_agent {
+            let (out, stop) = self.run_sub_agent(assistant_id, id, input, sink);
+            return ToolRun {
+                out,
+                ran: true,
+                stop,
+            };
+        }
+        let reads = StoreReads {
+            store: self.store,
+            session_id: &self.session_id,
+        };
+        let models = self.config.as_ref().map(|c| c.shell_models());
+        let ctx = ToolCtx {
+            cwd: &self.cwd,
+            project_root: &self.project_root,
+            reads: &reads,
+            cancel: self.cancel.clone(),
+            session_models: models.as_ref(),
+        };
+        let tool = self.tools[tool].as_ref();
+        run_with_permission(tool, input, &ctx, &mut self.permissions, pre_approved, sink)
+    }
+
+    /// PostToolUse after a tool ran. A block is feedback to the model (the tool already ran),
+    /// added to `extra` with the hooks' context. Returns the halt when a hook halted the turn.
+    fn post_tool_use(
+        &self,
+        id: &str,
+        name: &str,
+        input: &Value,
+        out: &mut ToolOutput,
+        extra: &mut Vec<String>,
+        sink: &mut dyn Sink,
+    ) -> Option<Stop> {
+        let mut response = Map::new();
+        response.insert("output".into(), json!(out.content));
+        response.insert("is_error".into(), json!(out.is_error));
+        if let Value::Object(m) = &out.metadata {
+            for (k, v) in m {
+                if k != "hook" {
+                    response.entry(k.clone()).or_insert(v.clone());
+                }
+            }
+        }
+        let mut fields = Map::new();
+        fields.insert("tool_response".into(), Value::Object(response));
+        fields.insert("tool_output".into(), json!(out.content));
+        fields.insert("is_error".into(), json!(out.is_error));
+        let call = hooks::ToolCall { name, input, id };
+        let post = self.fire(hooks::Event::PostToolUse, Some(call), fields, sink);
+        let c = &post.composed;
+        let mut halt = None;
+        if c.blocked() {
+            extra.push(format!("PostToolUse hook feedback: {}", c.reason));
+            if c.halt {
+                halt = Some(Stop::HookHalted(c.reason.clone()));
+            }
+        }
+        let post_text = post.context_text(&self.cwd);
+        if !post_text.is_empty() {
+            extra.push(post_text);
+        }
+        if post.ran() {
+            add_metadata(&mut out.metadata, "post_tool_use_hook", post.metadata());
+        }
+        halt
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_must_be_a_json_object_and_bad_ones_are_stored_as_empty() {
+        let call = |input: &str| Part::ToolCall {
+            id: "c".into(),
+            name: "ls".into(),
+            input: input.into(),
+            provider_executed: false,
+            finished: false,
+        };
+        let text = Part::Text { text: "hi".into() };
+        let (parts, calls) = split_calls(vec![
+            text.clone(),
+            call(" "),
+            call(r#"{"path": "."}"#),
+            call("[1]"),
+            call("{oops"),
+        ]);
+        assert_eq!(parts[0], text);
+        let stored: Vec<&str> = parts[1..]
+            .iter()
+            .map(|p| match p {
+                Part::ToolCall {
+                    input,
+                    finished: true,
+                    ..
+                } => input.as_str(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(stored, ["{}", r#"{"path":"."}"#, "{}", "{}"]);
+        assert_eq!(calls[0].input, Ok(json!({})));
+        assert_eq!(calls[1].input, Ok(json!({"path": "."})));
+        assert_eq!(
+            calls[2].input,
+            Err("arguments must be a JSON object".to_string())
+        );
+        assert!(calls[3].input.is_err());
+    }
+}

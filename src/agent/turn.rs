@@ -1,0 +1,574 @@
+//! The step loop of a turn: the prompt through the UserPromptSubmit hooks into the session, then
+//! steps until a stop reason: a model call streamed to the sink, its answer committed, its tool
+//! calls run (`call.rs`) and their results committed, the Stop hooks, loop detection, and a
+//! summary when the context nears the model's window (the request carried on after it).
+
+use super::call::{self, CallOutcome, PendingCall, StepMessage};
+use super::{Agent, AgentError, AgentEvent, Sink, Stop, TurnResult, now, title};
+use crate::hooks;
+use crate::llm::{self, ChatRequest, LlmError, Message, Part, Role, StreamEvent, ToolSpec};
+use crate::store::{NewMessage, StoredMessage, UsageRecord};
+use serde_json::{Map, json};
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+/// How many times in a row a Stop hook may make the agent continue.
+pub const MAX_STOP_BLOCKS: usize = 3;
+
+/// Loop detection: the same calls with the same results more than `LOOP_REPEATS` times within
+/// the last `LOOP_WINDOW` steps ends the turn (Go Crush's numbers).
+const LOOP_WINDOW: usize = 10;
+const LOOP_REPEATS: usize = 5;
+
+fn hook_context_block(text: &str) -> String {
+    format!("<hook-context>\n{text}\n</hook-context>")
+}
+
+/// A turn in progress.
+struct Turn {
+    /// The prompt as the hooks left it (carried on after a summary).
+    prompt: String,
+    /// What the next model call is sent.
+    history: Vec<Message>,
+    /// One signature per tool step, for loop detection.
+    signatures: Vec<u64>,
+    /// The text of the last assistant message that had one.
+    final_text: String,
+    step: usize,
+    /// How many times in a row Stop hooks made the agent go on.
+    stop_blocks: usize,
+    /// The provider refused the history as too long once this turn already.
+    overflow_recovered: bool,
+}
+
+impl Turn {
+    fn end(self, stop: Stop) -> TurnResult {
+        TurnResult {
+            stop,
+            final_text: self.final_text,
+            steps: self.step,
+        }
+    }
+
+    /// Records a tool step's signature; whether the same step now repeats too often.
+    fn is_looping(&mut self, sig: u64) -> bool {
+        self.signatures.push(sig);
+        let window = &self.signatures[self.signatures.len().saturating_sub(LOOP_WINDOW)..];
+        window.iter().filter(|&&s| s == sig).count() > LOOP_REPEATS
+    }
+}
+
+/// What a tool step asked and what came back: ids differ on every call, so they are left out.
+fn step_signature(assistant: &Message, results: &Message) -> u64 {
+    let mut h = DefaultHasher::new();
+    for (_, name, input) in assistant.tool_calls() {
+        (name, input).hash(&mut h);
+    }
+    for p in &results.parts {
+        if let Part::ToolResult {
+            content, is_error, ..
+        } = p
+        {
+            (content, is_error).hash(&mut h);
+        }
+    }
+    h.finish()
+}
+
+impl Agent<'_> {
+    /// Runs one turn for `prompt`, starting from the session's stored history.
+    pub fn run_turn(
+        &mut self,
+        prompt: &str,
+        sink: &mut dyn Sink,
+    ) -> Result<TurnResult, AgentError> {
+        // UserPromptSubmit: before anything reaches the model.
+        let mut fields = Map::new();
+        fields.insert("prompt".into(), json!(prompt));
+        fields.insert("attachments".into(), json!([]));
+        let ups = self.fire(hooks::Event::UserPromptSubmit, None, fields, sink);
+        if ups.composed.blocked() {
+            let reason = ups.composed.reason.clone();
+            return Ok(TurnResult {
+                stop: if ups.composed.halt {
+                    Stop::HookHalted(reason)
+                } else {
+                    Stop::HookDenied(reason)
+                },
+                final_text: String::new(),
+                steps: 0,
+            });
+        }
+        let prompt = ups.composed.updated_prompt.as_deref().unwrap_or(prompt);
+        let mut turn = self.start_turn(prompt, ups.context_text(&self.cwd), sink)?;
+        loop {
+            if turn.step >= self.max_steps {
+                return Ok(turn.end(Stop::MaxSteps(self.max_steps)));
+            }
+            turn.step += 1;
+            if let Some(stop) = self.step(&mut turn, sink)? {
+                return Ok(turn.end(stop));
+            }
+        }
+    }
+
+    /// The accepted prompt: titles the session, summarizes it first if needed, stores the user
+    /// message (with the hooks' context) and starts the turn from the stored history.
+    fn start_turn(
+        &mut self,
+        prompt: &str,
+        ups_context: String,
+        sink: &mut dyn Sink,
+    ) -> Result<Turn, AgentError> {
+        // The first accepted prompt names the session until a generated title replaces it.
+        if let Ok(Some(s)) = self.store.session(&self.session_id)
+            && s.title == title::PLACEHOLDER
+            && let Err(e) = self.store.set_title(
+                &self.session_id,
+                &title::from_prompt(prompt, title::PLACEHOLDER),
+            )
+        {
+            sink.event(AgentEvent::Notice(format!("cannot title the session: {e}")));
+        }
+        sink.event(AgentEvent::PromptAccepted(prompt.to_string()));
+        // A session left near the window by its last turn is summarized before this one.
+        if self.context_needs_summary() {
+            self.summarize_or_warn(sink);
+        }
+        let mut history = self.load_history()?;
+        let mut user = Message::user(prompt);
+        for ctx in self
+            .pending_context
+            .drain(..)
+            .chain((!ups_context.is_empty()).then_some(ups_context))
+        {
+            user.parts.push(Part::Text {
+                text: hook_context_block(&ctx),
+            });
+        }
+        self.store.add_message(
+            &self.session_id,
+            &self.new_message(Role::User, user.parts.clone()),
+        )?;
+        history.push(user);
+        Ok(Turn {
+            prompt: prompt.to_string(),
+            history,
+            signatures: Vec::new(),
+            final_text: String::new(),
+            step: 0,
+            stop_blocks: 0,
+            overflow_recovered: false,
+        })
+    }
+
+    /// One step: a model call and what follows from its answer. Some: the turn stops.
+    fn step(&mut self, turn: &mut Turn, sink: &mut dyn Sink) -> Result<Option<Stop>, AgentError> {
+        let resp = match self.call_model(&turn.history, sink) {
+            CallEnd::Done(r) => r,
+            CallEnd::Failed(err, partial) => return self.call_failed(turn, err, partial, sink),
+            CallEnd::Canceled(partial) => {
+                self.commit_end("canceled", &partial, "User canceled request".into())?;
+                // The canceled call's partial answer, else the last step's text.
+                if !partial.trim().is_empty() {
+                    turn.final_text = partial;
+                }
+                return Ok(Some(Stop::Canceled));
+            }
+        };
+        let usage_rec = self.usage_record(&resp, sink);
+        // Unparseable input is stored as {} and answered with an error.
+        let (mut parts, calls) = call::split_calls(resp.parts);
+        let text = crate::llm::text_of(&parts);
+        if !text.trim().is_empty() {
+            turn.final_text = text;
+        }
+        let finish_reason = if calls.is_empty() {
+            resp.finish.as_str().to_string()
+        } else {
+            "tool_use".to_string()
+        };
+        parts.push(Part::Finish {
+            reason: finish_reason,
+            time: now(),
+            message: None,
+            details: None,
+        });
+        if calls.is_empty() {
+            self.answer_step(turn, parts, &resp.finish, &usage_rec, sink)
+        } else {
+            self.tool_step(turn, parts, calls, &usage_rec, sink)
+        }
+    }
+
+    /// A failed model call ends the turn, stored with its error, unless the provider refused
+    /// the history as too long (a big tool result can jump past the summarize margin in one
+    /// step): then a shortened copy is summarized and the request carried on, once per turn,
+    /// rather than leave a session that can never be sent again.
+    fn call_failed(
+        &mut self,
+        turn: &mut Turn,
+        err: LlmError,
+        partial: String,
+        sink: &mut dyn Sink,
+    ) -> Result<Option<Stop>, AgentError> {
+        let mut partial = partial;
+        if err.is_context_overflow() && !turn.overflow_recovered && self.auto_summarize_on() {
+            turn.overflow_recovered = true;
+            sink.event(AgentEvent::Notice(format!(
+                "the model refused the conversation as too long ({err}); summarizing it"
+            )));
+            if let Some(h) = self.summarize_and_carry_on(&turn.prompt, sink, true) {
+                turn.history = h;
+                return Ok(None);
+            }
+            partial.clear();
+        }
+        self.commit_end("error", &partial, err.to_string())?;
+        Ok(Some(Stop::Error(err)))
+    }
+
+    /// A step without tool calls: the model finished (or hit its output limit), unless a Stop
+    /// hook makes it go on.
+    fn answer_step(
+        &mut self,
+        turn: &mut Turn,
+        parts: Vec<Part>,
+        finish: &llm::FinishReason,
+        usage_rec: &UsageRecord,
+        sink: &mut dyn Sink,
+    ) -> Result<Option<Stop>, AgentError> {
+        self.commit(
+            &[self.new_message(Role::Assistant, parts.clone())],
+            Some(usage_rec),
+        )?;
+        sink.event(AgentEvent::StepCommitted { step: turn.step });
+        if *finish == llm::FinishReason::MaxTokens {
+            return Ok(Some(Stop::MaxTokens));
+        }
+        let Some(reason) = self.stop_hook_block(turn, sink) else {
+            return Ok(Some(Stop::EndTurn));
+        };
+        turn.stop_blocks += 1;
+        let user = Message::user(format!(
+            "A Stop hook asked you to continue before finishing:\n{reason}"
+        ));
+        self.store.add_message(
+            &self.session_id,
+            &self.new_message(Role::User, user.parts.clone()),
+        )?;
+        turn.history.push(Message {
+            role: Role::Assistant,
+            parts,
+        });
+        turn.history.push(user);
+        Ok(None)
+    }
+
+    /// Stop hooks: `decision: "block"` with a reason makes the agent go on (at most
+    /// `MAX_STOP_BLOCKS` times in a row). The reason, when it goes on.
+    fn stop_hook_block(&self, turn: &Turn, sink: &mut dyn Sink) -> Option<String> {
+        let mut fields = Map::new();
+        fields.insert("stop_hook_active".into(), json!(turn.stop_blocks > 0));
+        fields.insert("last_assistant_message".into(), json!(turn.final_text));
+        let out = self.fire(hooks::Event::Stop, None, fields, sink);
+        let c = &out.composed;
+        (c.decision == hooks::Decision::Deny && !c.halt && turn.stop_blocks < MAX_STOP_BLOCKS)
+            .then(|| c.reason.clone())
+    }
+
+    /// A step with tool calls: the answer is committed, the calls run, their results committed.
+    /// The turn stops when a call stopped it or the steps repeat; near the window the session
+    /// is summarized and the request carried on.
+    fn tool_step(
+        &mut self,
+        turn: &mut Turn,
+        parts: Vec<Part>,
+        calls: Vec<PendingCall>,
+        usage_rec: &UsageRecord,
+        sink: &mut dyn Sink,
+    ) -> Result<Option<Stop>, AgentError> {
+        // The call is paid for: record it (with the assistant message) before the tools run,
+        // so a process killed mid-tool still has it in the ledger. Tool results follow in
+        // their own transaction; a call left without one is answered as interrupted when the
+        // history is next sent.
+        let assistant_id = self
+            .commit_returning(
+                &[self.new_message(Role::Assistant, parts.clone())],
+                Some(usage_rec),
+            )?
+            .into_iter()
+            .next()
+            .map(|m| m.id)
+            .unwrap_or_default();
+        let mut msg = StepMessage {
+            id: assistant_id,
+            parts,
+        };
+        let (results, stop) = self.run_calls(calls, &mut msg, sink)?;
+        let tool_msg = Message {
+            role: Role::Tool,
+            parts: results.clone(),
+        };
+        let assistant = Message {
+            role: Role::Assistant,
+            parts: msg.parts,
+        };
+        self.commit(&[self.new_message(Role::Tool, results)], None)?;
+        sink.event(AgentEvent::StepCommitted { step: turn.step });
+        let sig = step_signature(&assistant, &tool_msg);
+        turn.history.push(assistant);
+        turn.history.push(tool_msg);
+        if stop.is_some() {
+            return Ok(stop);
+        }
+        if turn.is_looping(sig) {
+            return Ok(Some(Stop::Loop));
+        }
+        // Near the window: summarize, and carry the user's request on from the summary.
+        if self.context_needs_summary()
+            && let Some(h) = self.summarize_and_carry_on(&turn.prompt, sink, false)
+        {
+            turn.history = h;
+        }
+        Ok(None)
+    }
+
+    /// Runs the step's tool calls in order; once the turn stops, the rest are answered unrun.
+    fn run_calls(
+        &mut self,
+        calls: Vec<PendingCall>,
+        msg: &mut StepMessage,
+        sink: &mut dyn Sink,
+    ) -> Result<(Vec<Part>, Option<Stop>), AgentError> {
+        let mut results = Vec::new();
+        let mut stop: Option<Stop> = None;
+        for pending in calls {
+            let outcome = match &stop {
+                Some(s) => CallOutcome::not_run(pending, s, sink),
+                None => self.run_call(pending, msg, sink)?,
+            };
+            results.push(outcome.result);
+            stop = stop.or(outcome.stop);
+        }
+        Ok((results, stop))
+    }
+}
+
+/// How one model call ended.
+pub(super) enum CallEnd {
+    Done(llm::Response),
+    Failed(LlmError, String),
+    Canceled(String),
+}
+
+impl Agent<'_> {
+    fn tool_specs(&self) -> Vec<ToolSpec> {
+        self.tools
+            .iter()
+            .map(|t| ToolSpec {
+                name: t.name().to_string(),
+                description: t.description(),
+                parameters: t.schema(),
+            })
+            .collect()
+    }
+
+    fn call_model(&self, history: &[Message], sink: &mut dyn Sink) -> CallEnd {
+        self.call_with_system(&self.system, history, sink)
+    }
+
+    pub(super) fn call_with_system(
+        &self,
+        system: &str,
+        history: &[Message],
+        sink: &mut dyn Sink,
+    ) -> CallEnd {
+        let req = ChatRequest {
+            model: self.model.model.id.clone(),
+            system: system.to_string(),
+            messages: history.to_vec(),
+            tools: self.tool_specs(),
+            max_tokens: self.model.max_tokens(),
+            temperature: self.model.selected.temperature,
+        };
+        let rx = llm::stream(&self.model.provider.endpoint, &req, &self.policy);
+        let mut partial = String::new();
+        loop {
+            if self.cancel.load(Ordering::SeqCst) {
+                // The worker may be blocked in a read: abandon it.
+                return CallEnd::Canceled(partial);
+            }
+            match rx.recv_timeout(Duration::from_millis(50)) {
+                Ok(StreamEvent::TextDelta(t)) => {
+                    partial.push_str(&t);
+                    sink.event(AgentEvent::TextDelta(t));
+                }
+                Ok(StreamEvent::ReasoningDelta(t)) => sink.event(AgentEvent::ReasoningDelta(t)),
+                Ok(StreamEvent::ToolCallStart { .. }) => {}
+                Ok(StreamEvent::Retry {
+                    attempt,
+                    wait,
+                    reason,
+                }) => {
+                    partial.clear();
+                    crate::log::warn(&format!(
+                        "{}/{}: attempt {attempt} failed ({reason}); retrying in {} ms",
+                        self.model.provider.id,
+                        self.model.model.id,
+                        wait.as_millis()
+                    ));
+                    sink.event(AgentEvent::Retry {
+                        attempt,
+                        wait,
+                        reason,
+                    });
+                }
+                Ok(StreamEvent::Done(resp)) => return CallEnd::Done(resp),
+                Ok(StreamEvent::Error(e)) => {
+                    crate::log::warn(&format!(
+                        "{}/{}: model call failed: {e}",
+                        self.model.provider.id, self.model.model.id
+                    ));
+                    return CallEnd::Failed(e, partial);
+                }
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
+                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
+                    return CallEnd::Failed(
+                        LlmError::Protocol("the model stream ended without a result".into()),
+                        partial,
+                    );
+                }
+            }
+        }
+    }
+
+    fn commit(&self, msgs: &[NewMessage], usage: Option<&UsageRecord>) -> Result<(), AgentError> {
+        self.commit_returning(msgs, usage).map(|_| ())
+    }
+
+    fn commit_returning(
+        &self,
+        msgs: &[NewMessage],
+        usage: Option<&UsageRecord>,
+    ) -> Result<Vec<StoredMessage>, AgentError> {
+        Ok(self.store.commit_step(&self.session_id, msgs, usage)?)
+    }
+
+    /// The ledger row of one finished model call (reporting it to the sink, and saying why when
+    /// the provider's numbers were rejected). Cost is None when the model is unpriced or the
+    /// usage unknown: never a made-up $0.
+    pub(super) fn usage_record(&self, resp: &llm::Response, sink: &mut dyn Sink) -> UsageRecord {
+        if let Some(why) = &resp.usage_rejected {
+            sink.event(AgentEvent::Notice(format!(
+                "ignored the token usage {}/{} reported ({why}); the call is recorded with unknown usage",
+                self.model.provider.id, self.model.model.id
+            )));
+        }
+        let rec = title::usage_record(&self.model, resp.usage);
+        sink.event(AgentEvent::Usage {
+            usage: rec.usage,
+            cost: rec.cost,
+            model: self.model.model.id.clone(),
+        });
+        rec
+    }
+
+    /// Stores how a model call ended without an answer: the partial text streamed so far (if
+    /// any) and a finish part with `reason` and `message`, so the session reloads consistently.
+    fn commit_end(&self, reason: &str, partial: &str, message: String) -> Result<(), AgentError> {
+        let mut parts = Vec::new();
+        if !partial.trim().is_empty() {
+            parts.push(Part::Text {
+                text: partial.to_string(),
+            });
+        }
+        parts.push(Part::Finish {
+            reason: reason.into(),
+            time: now(),
+            message: Some(message),
+            details: None,
+        });
+        self.commit(&[self.new_message(Role::Assistant, parts)], None)
+    }
+
+    pub(super) fn new_message(&self, role: Role, parts: Vec<Part>) -> NewMessage {
+        let assistant = role == Role::Assistant;
+        NewMessage {
+            role,
+            parts,
+            model: assistant.then(|| self.model.model.id.clone()),
+            provider: assistant.then(|| self.model.provider.id.clone()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(id: &str, result: &str) -> (Message, Message) {
+        let assistant = Message {
+            role: Role::Assistant,
+            parts: vec![Part::ToolCall {
+                id: id.into(),
+                name: "ls".into(),
+                input: "{}".into(),
+                provider_executed: false,
+                finished: true,
+            }],
+        };
+        let results = Message {
+            role: Role::Tool,
+            parts: vec![Part::ToolResult {
+                tool_call_id: id.into(),
+                name: "ls".into(),
+                content: result.into(),
+                data: String::new(),
+                mime_type: String::new(),
+                metadata: String::new(),
+                is_error: false,
+            }],
+        };
+        (assistant, results)
+    }
+
+    #[test]
+    fn the_same_step_repeated_past_the_limit_is_a_loop() {
+        let sig = |id: &str, result: &str| {
+            let (a, r) = step(id, result);
+            step_signature(&a, &r)
+        };
+        // Ids differ on every call; what was asked and what came back is the step.
+        assert_eq!(sig("c1", "x"), sig("c2", "x"));
+        assert_ne!(sig("c1", "x"), sig("c1", "y"));
+        let mut turn = Turn {
+            prompt: String::new(),
+            history: Vec::new(),
+            signatures: Vec::new(),
+            final_text: String::new(),
+            step: 0,
+            stop_blocks: 0,
+            overflow_recovered: false,
+        };
+        for _ in 0..LOOP_REPEATS {
+            assert!(!turn.is_looping(sig("c", "x")));
+        }
+        assert!(turn.is_looping(sig("c", "x")));
+        // Spread out over more than the window, the same step is not a loop.
+        let mut turn = Turn {
+            signatures: Vec::new(),
+            ..turn
+        };
+        for i in 0..3 * LOOP_WINDOW {
+            let s = if i % 3 == 0 {
+                sig("c", "x")
+            } else {
+                sig("c", &i.to_string())
+            };
+            assert!(!turn.is_looping(s), "step {i}");
+        }
+    }
+}
