@@ -678,7 +678,11 @@ mod tests {
     }
 
     fn read_pid(file: &Path) -> i32 {
-        std::fs::read_to_string(file).unwrap().trim().parse().unwrap()
+        std::fs::read_to_string(file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
     }
 
     fn wait_dead(pid: i32) {

@@ -72,7 +72,7 @@ impl Settings {
         Settings {
             auto_update: !disabled_by_config
                 && !std::env::var("CRUSH_DISABLE_PROVIDER_AUTO_UPDATE")
-                    .is_ok_and(|v| crate::config::layers::truthy(&v)),
+                    .is_ok_and(|v| crate::env::truthy(&v)),
             base_url: env_nonempty("CATWALK_URL").unwrap_or_else(|| DEFAULT_URL.to_string()),
             dir: crate::paths::global_data_dir(),
             timeout,

@@ -47,7 +47,7 @@ pub struct ToolCtx<'a> {
     pub cancel: Arc<AtomicBool>,
     /// The session's current large/small models, which the bash tool's `model large|small`
     /// builtin prints (None: printed as empty).
-    pub session_models: Option<&'a crate::config::crushrc::Models>,
+    pub session_models: Option<&'a crate::rcshell::Models>,
 }
 
 /// A permission a call needs before it may run.
