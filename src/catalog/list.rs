@@ -2,7 +2,8 @@
 //! catalog providers that are not configured (and why), filtered by a case-insensitive QUERY.
 
 use super::Catalog;
-use crate::config::{ConfigError, Loaded, ModelConfig, Provider};
+use super::Model;
+use crate::config::{ConfigError, Loaded, Provider};
 use serde_json::{Value, json};
 use std::fmt::Write;
 
@@ -10,7 +11,7 @@ use std::fmt::Write;
 #[derive(Debug, Clone)]
 pub struct Row {
     pub provider: String,
-    pub model: ModelConfig,
+    pub model: Model,
     pub configured: bool,
     /// For a provider that is not configured: what it needs (`set $ANTHROPIC_API_KEY`, ...).
     pub status: String,
@@ -121,7 +122,7 @@ pub fn rows(loaded: &Loaded, catalog: &Catalog) -> Result<Vec<Row>, ConfigError>
         for m in &c.models {
             out.push(Row {
                 provider: c.id.to_string(),
-                model: super::model_config(m),
+                model: m.clone(),
                 configured: false,
                 status: status.clone(),
                 role: Vec::new(),

@@ -19,7 +19,6 @@ pub mod store;
 
 pub use schema::{Model, Provider, ProviderId, ProviderType};
 
-use crate::config::ModelConfig;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -160,35 +159,15 @@ pub fn get(settings: impl FnOnce() -> Settings) -> &'static Catalog {
     })
 }
 
-/// A catalog model as the configuration's model type, with its prices when it has any
-/// (`price_source` "catalog"; see [`Model::is_priced`]).
-pub fn model_config(m: &Model) -> ModelConfig {
-    let priced = m.is_priced();
-    let price = |v: f64| priced.then_some(v);
-    ModelConfig {
-        id: m.id.clone(),
-        name: Some(m.name.clone()).filter(|n| !n.is_empty()),
-        cost_per_1m_in: price(m.cost_per_1m_in),
-        cost_per_1m_out: price(m.cost_per_1m_out),
-        cost_per_1m_in_cached: price(m.cost_per_1m_in_cached),
-        cost_per_1m_out_cached: price(m.cost_per_1m_out_cached),
-        context_window: m.context_window,
-        default_max_tokens: u32::try_from(m.default_max_tokens).unwrap_or(u32::MAX),
-        can_reason: m.can_reason,
-        supports_attachments: m.supports_attachments,
-        price_source: priced.then_some("catalog"),
-    }
-}
-
 /// The user's models first, then the catalog's (deduplicated by id). A user model with the id of
 /// a catalog model keeps what the user set and takes the rest (prices when the user gave none,
 /// name, context window, output budget) from the catalog.
-pub fn merge_models(user: &[ModelConfig], catalog: &[Model]) -> Vec<ModelConfig> {
-    let mut out: Vec<ModelConfig> = Vec::with_capacity(user.len() + catalog.len());
+pub fn merge_models(user: &[Model], catalog: &[Model]) -> Vec<Model> {
+    let mut out: Vec<Model> = Vec::with_capacity(user.len() + catalog.len());
     for u in user {
         let mut m = u.clone();
         if let Some(c) = catalog.iter().find(|c| c.id == u.id) {
-            let c = model_config(c);
+            let c = c.clone();
             if m.cost_per_1m_in.is_none() && m.cost_per_1m_out.is_none() {
                 m.cost_per_1m_in = c.cost_per_1m_in;
                 m.cost_per_1m_out = c.cost_per_1m_out;
@@ -210,7 +189,7 @@ pub fn merge_models(user: &[ModelConfig], catalog: &[Model]) -> Vec<ModelConfig>
     }
     for c in catalog {
         if !out.iter().any(|m| m.id == c.id) {
-            out.push(model_config(c));
+            out.push(c.clone());
         }
     }
     out

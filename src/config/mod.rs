@@ -18,6 +18,7 @@ pub mod show;
 pub mod state;
 pub mod trust;
 
+pub use crate::catalog::Model;
 use crate::llm::{ApiKind, Endpoint};
 use crate::paths;
 use serde::Deserialize;
@@ -73,27 +74,7 @@ pub struct ProviderConfig {
     pub extra_headers: BTreeMap<String, String>,
     pub system_prompt_prefix: Option<String>,
     pub flat_rate: bool,
-    pub models: Vec<ModelConfig>,
-}
-
-#[derive(Debug, Default, Deserialize, Clone, PartialEq)]
-#[serde(default)]
-pub struct ModelConfig {
-    pub id: String,
-    pub name: Option<String>,
-    pub cost_per_1m_in: Option<f64>,
-    pub cost_per_1m_out: Option<f64>,
-    /// Catwalk: the cache-write price.
-    pub cost_per_1m_in_cached: Option<f64>,
-    /// Catwalk: the cache-read price.
-    pub cost_per_1m_out_cached: Option<f64>,
-    pub context_window: u64,
-    pub default_max_tokens: u32,
-    pub can_reason: bool,
-    pub supports_attachments: bool,
-    /// Where the prices came from: `Some("catalog")` for Catwalk's, None for the user's own.
-    #[serde(skip)]
-    pub price_source: Option<&'static str>,
+    pub models: Vec<Model>,
 }
 
 #[derive(Debug, Default, Deserialize, Clone)]
@@ -296,7 +277,7 @@ pub fn load_with(opts: &layers::LoadOptions) -> Result<Loaded, ConfigError> {
 pub struct Provider {
     pub id: String,
     pub endpoint: Endpoint,
-    pub models: Vec<ModelConfig>,
+    pub models: Vec<Model>,
     pub flat_rate: bool,
     pub system_prompt_prefix: Option<String>,
     /// The catalog's default large and small model ids (catalog providers only).
@@ -306,7 +287,7 @@ pub struct Provider {
 
 impl Provider {
     /// The catalog's default large or small model, else the first model.
-    pub fn default_model(&self, small: bool) -> Option<&ModelConfig> {
+    pub fn default_model(&self, small: bool) -> Option<&Model> {
         let want = if small {
             &self.default_small
         } else {
@@ -322,7 +303,7 @@ impl Provider {
 #[derive(Debug, Clone)]
 pub struct ResolvedModel {
     pub provider: Provider,
-    pub model: ModelConfig,
+    pub model: Model,
     pub selected: SelectedModel,
 }
 
@@ -659,7 +640,7 @@ impl Loaded {
                 .iter()
                 .find(|m| m.id.eq_ignore_ascii_case(&model_id))
                 .cloned()
-                .unwrap_or_else(|| ModelConfig {
+                .unwrap_or_else(|| Model {
                     id: model_id.clone(),
                     ..Default::default()
                 });
