@@ -204,7 +204,7 @@ pub fn render(rows: &[Row], query: Option<&str>, as_json: bool) -> String {
 
 /// `crush models [QUERY] [--json]`.
 pub fn models(loaded: &Loaded, query: Option<&str>, as_json: bool) -> Result<String, ConfigError> {
-    let rows = rows(loaded, loaded.catalog())?;
+    let rows = rows(loaded, loaded.catalog.get())?;
     Ok(render(&rows, query, as_json))
 }
 

@@ -21,7 +21,7 @@ pub use schema::{Model, Provider, ProviderId, ProviderType};
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// The snapshot compiled into the binary (Catwalk, MIT: see `catwalk-LICENSE` beside it).
@@ -130,33 +130,54 @@ pub fn embedded() -> Catalog {
     }
 }
 
-/// The catalog for this process: loaded on first use (see the module docs), then kept.
-/// Warnings go to stderr, one line each.
-pub fn get(settings: impl FnOnce() -> Settings) -> &'static Catalog {
-    static CATALOG: OnceLock<Catalog> = OnceLock::new();
-    CATALOG.get_or_init(|| {
-        #[allow(unused_mut)]
-        let mut settings = settings();
-        // Unit tests never reach the network, whatever the environment says.
-        #[cfg(test)]
-        {
-            settings.auto_update = false;
+/// The catalog of a configuration: decoded on first use (see the module docs), then kept and
+/// shared by every clone. Warnings go to stderr, one line each.
+#[derive(Clone, Debug, Default)]
+pub struct Lazy {
+    /// None: the embedded copy, no network (a configuration built in code).
+    settings: Option<Settings>,
+    cell: Arc<OnceLock<Catalog>>,
+}
+
+impl Lazy {
+    pub fn new(settings: Settings) -> Lazy {
+        Lazy {
+            settings: Some(settings),
+            cell: Arc::default(),
         }
-        let started = std::time::Instant::now();
-        let (catalog, warnings) = load(&settings);
-        for w in warnings {
-            eprintln!("crush: warning: {w}");
+    }
+
+    /// A catalog already in hand.
+    pub fn fixed(catalog: Catalog) -> Lazy {
+        let cell = OnceLock::new();
+        let _ = cell.set(catalog);
+        Lazy {
+            settings: None,
+            cell: Arc::new(cell),
         }
-        if settings.debug {
-            eprintln!(
-                "crush: debug: provider catalog from {} ({} providers) in {:.2} ms",
-                catalog.origin,
-                catalog.providers.len(),
-                started.elapsed().as_secs_f64() * 1e3
-            );
-        }
-        catalog
-    })
+    }
+
+    pub fn get(&self) -> &Catalog {
+        self.cell.get_or_init(|| {
+            let Some(settings) = &self.settings else {
+                return embedded();
+            };
+            let started = std::time::Instant::now();
+            let (catalog, warnings) = load(settings);
+            for w in warnings {
+                eprintln!("crush: warning: {w}");
+            }
+            if settings.debug {
+                eprintln!(
+                    "crush: debug: provider catalog from {} ({} providers) in {:.2} ms",
+                    catalog.origin,
+                    catalog.providers.len(),
+                    started.elapsed().as_secs_f64() * 1e3
+                );
+            }
+            catalog
+        })
+    }
 }
 
 /// The user's models first, then the catalog's (deduplicated by id). A user model with the id of

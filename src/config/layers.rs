@@ -639,6 +639,10 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
     }
 
     let config = to_config(&folded.acc, &steps)?;
+    let catalog_settings = crate::catalog::Settings {
+        debug: config.options.debug,
+        ..crate::catalog::Settings::from_env(config.options.disable_provider_auto_update)
+    };
     let env_vars = expand_env_map(&config, &folded.origins)?;
     let mut layers: Vec<Layer> = Vec::new();
     for s in &steps {
@@ -669,6 +673,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         trust: review,
         env_vars,
         script_output: scripts,
+        catalog: crate::catalog::Lazy::new(catalog_settings),
     })
 }
 

@@ -250,6 +250,8 @@ pub struct Loaded {
     pub env_vars: Vec<(String, String)>,
     /// What crushrc scripts printed, one entry per script that printed something.
     pub script_output: Vec<String>,
+    /// The provider catalog, decoded when first needed.
+    pub catalog: crate::catalog::Lazy,
 }
 
 /// Loads every layer for a session started in `cwd`; `runtime` is the command-line layer.
@@ -362,19 +364,10 @@ fn default_base_url(kind: ApiKind, id: &str) -> Option<&'static str> {
 }
 
 impl Loaded {
-    /// The provider catalog (loaded on first use; see `crate::catalog`).
-    pub fn catalog(&self) -> &'static crate::catalog::Catalog {
-        let opts = &self.config.options;
-        crate::catalog::get(|| crate::catalog::Settings {
-            debug: opts.debug,
-            ..crate::catalog::Settings::from_env(opts.disable_provider_auto_update)
-        })
-    }
-
     /// The providers that can be called: catalog providers whose key resolves (in catalog order,
     /// merged with the user's settings for the same id), then the user's own providers (by id).
     pub fn providers(&self) -> Result<Vec<Provider>, ConfigError> {
-        self.providers_with(&self.catalog().providers)
+        self.providers_with(&self.catalog.get().providers)
     }
 
     /// [`providers`](Self::providers) against a given catalog.
@@ -548,7 +541,7 @@ impl Loaded {
         flag: Option<&str>,
         small: bool,
     ) -> Result<ResolvedModel, ConfigError> {
-        self.resolve_model_with(&self.catalog().providers, flag, small)
+        self.resolve_model_with(&self.catalog.get().providers, flag, small)
     }
 
     /// [`resolve_model`](Self::resolve_model) against a given catalog.
