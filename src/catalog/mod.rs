@@ -13,7 +13,6 @@
 //!   no connection at all; the cache when present, else the embedded copy.
 //! - `crush update-providers [SOURCE]` ([`update_providers`]) writes the cache on demand.
 
-pub mod list;
 pub mod schema;
 pub mod store;
 
@@ -321,15 +320,6 @@ impl fmt::Display for UpdateError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             UpdateError::Input(m) | UpdateError::Runtime(m) => f.write_str(m),
-        }
-    }
-}
-
-impl From<UpdateError> for crate::app::AppError {
-    fn from(e: UpdateError) -> Self {
-        match e {
-            UpdateError::Input(m) => crate::app::AppError::Usage(m),
-            UpdateError::Runtime(m) => crate::app::AppError::Runtime(m),
         }
     }
 }

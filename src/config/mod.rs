@@ -14,7 +14,6 @@ pub mod layers;
 pub mod pos;
 pub mod session;
 pub mod sha256;
-pub mod show;
 pub mod state;
 pub mod trust;
 

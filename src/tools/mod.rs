@@ -120,6 +120,21 @@ pub fn builtin() -> Vec<Box<dyn Tool>> {
     tools
 }
 
+/// The key argument of a tool call, for one-line display.
+pub fn key_argument(input: &Value) -> String {
+    for k in ["command", "file_path", "pattern", "url", "path", "prompt"] {
+        if let Some(s) = input.get(k).and_then(Value::as_str) {
+            let line = s.lines().next().unwrap_or("");
+            let mut short: String = line.chars().take(100).collect();
+            if short.len() < s.len() {
+                short.push('…');
+            }
+            return short;
+        }
+    }
+    String::new()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,8 +1,8 @@
 //! `crush models [QUERY] [--json]`: every model of the configured providers, then those of the
 //! catalog providers that are not configured (and why), filtered by a case-insensitive QUERY.
 
-use super::Catalog;
-use super::Model;
+use crate::catalog::{Catalog, Model, Provider as CatalogProvider, ProviderType};
+
 use crate::config::{ConfigError, Loaded, Provider};
 use serde_json::{Value, json};
 use std::fmt::Write;
@@ -58,8 +58,8 @@ impl Row {
 }
 
 /// What a catalog provider that is not configured would need.
-fn needs(p: &super::Provider) -> String {
-    use super::ProviderType as T;
+fn needs(p: &CatalogProvider) -> String {
+    use ProviderType as T;
     match &p.kind {
         T::Anthropic | T::OpenAi | T::OpenAiCompat | T::OpenRouter | T::Vercel => {
             match p.api_key.strip_prefix('$') {
