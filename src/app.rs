@@ -2,7 +2,6 @@
 //! and agent. Errors carry the exit code class of crush(1) EXIT STATUS.
 
 use crate::agent::{Agent, Setup};
-use crate::cli::Global;
 use crate::config::{self, ConfigError, Loaded, ResolvedModel};
 use crate::llm::RetryPolicy;
 use crate::store::{self, Store};
@@ -10,6 +9,21 @@ use serde_json::json;
 use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
+
+/// The global flags (crush(1) OPTIONS), as every command receives them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Global {
+    pub cwd: Option<PathBuf>,
+    pub data_dir: Option<PathBuf>,
+    pub debug: bool,
+    pub yolo: bool,
+    pub model: Option<String>,
+    pub small_model: Option<String>,
+    pub session: Option<String>,
+    pub continue_last: bool,
+    /// `--trust`: trust the project for this invocation.
+    pub trust: bool,
+}
 
 #[derive(Debug)]
 pub enum AppError {
@@ -34,6 +48,15 @@ impl fmt::Display for AppError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             AppError::Usage(m) | AppError::Config(m) | AppError::Runtime(m) => f.write_str(m),
+        }
+    }
+}
+
+impl From<crate::catalog::UpdateError> for AppError {
+    fn from(e: crate::catalog::UpdateError) -> Self {
+        match e {
+            crate::catalog::UpdateError::Input(m) => AppError::Usage(m),
+            crate::catalog::UpdateError::Runtime(m) => AppError::Runtime(m),
         }
     }
 }
@@ -167,65 +190,6 @@ pub fn open_store(loaded: &Loaded) -> Result<Store, AppError> {
         eprintln!("crush: warning: cannot update projects.json: {e}");
     }
     Ok(Store::open(&loaded.data_dir.join("crush.db"))?)
-}
-
-/// `crush projects [--json]`.
-pub fn projects(json_out: bool) -> Result<String, AppError> {
-    let global = crate::paths::global_data_dir();
-    let list = store::projects::list(&global).map_err(|e| {
-        AppError::Runtime(format!(
-            "cannot read {}: {e}",
-            global.join("projects.json").display()
-        ))
-    })?;
-    if json_out {
-        return Ok(format!("{}\n", json!({ "projects": list })));
-    }
-    if list.is_empty() {
-        eprintln!("No projects tracked yet.");
-        return Ok(String::new());
-    }
-    let mut out = String::new();
-    for p in list {
-        out.push_str(&format!(
-            "{}\t{}\t{}\n",
-            p.path, p.data_dir, p.last_accessed
-        ));
-    }
-    Ok(out)
-}
-
-/// `crush logs [-f] [-t N]`: the project's log, pretty-printed.
-pub fn logs(global: &Global, follow: bool, tail: usize) -> Result<i32, AppError> {
-    use std::io::Write as _;
-    let loaded = load_config(global)?;
-    let p = crate::log::path(&loaded.data_dir);
-    if !p.exists() {
-        return Err(AppError::Usage(format!(
-            "no log yet at {} (crush writes it once it has run in this project)",
-            p.display()
-        )));
-    }
-    let io = |e: std::io::Error| AppError::Runtime(format!("{}: {e}", p.display()));
-    let lines = crate::log::tail(&p, tail).map_err(io)?;
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    let closed = |e: &std::io::Error| e.kind() == std::io::ErrorKind::BrokenPipe;
-    for l in &lines {
-        if let Err(e) = writeln!(out, "{}", crate::log::render(l)) {
-            return if closed(&e) { Ok(0) } else { Err(io(e)) };
-        }
-    }
-    if follow {
-        let stop = crate::signal::interrupt_flag();
-        match crate::log::follow(&p, &mut out, &|| {
-            stop.load(std::sync::atomic::Ordering::SeqCst)
-        }) {
-            Err(e) if !closed(&e) => return Err(io(e)),
-            _ => {}
-        }
-    }
-    Ok(crate::signal::terminating().map_or(0, crate::signal::exit_code))
 }
 
 /// Opens the store without creating anything (read-only commands).

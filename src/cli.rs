@@ -1,6 +1,10 @@
 //! Command-line parsing with lexopt. One table of flags and one table of commands drive parsing,
 //! `--help`, `help COMMAND`, the man page and the shell completions (see `docs.rs`).
 
+pub use crate::app::Global;
+pub use crate::commands::hooks::HooksTestArgs;
+pub use crate::repl::ReplArgs;
+pub use crate::run::RunArgs;
 use std::ffi::OsString;
 use std::fmt;
 use std::path::PathBuf;
@@ -279,42 +283,6 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
 ];
 
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Global {
-    pub cwd: Option<PathBuf>,
-    pub data_dir: Option<PathBuf>,
-    pub debug: bool,
-    pub yolo: bool,
-    pub model: Option<String>,
-    pub small_model: Option<String>,
-    pub session: Option<String>,
-    pub continue_last: bool,
-    /// `--trust`: trust the project for this invocation.
-    pub trust: bool,
-}
-
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct RunArgs {
-    pub prompt: Vec<String>,
-    pub quiet: bool,
-    pub json: bool,
-    pub output: Option<PathBuf>,
-}
-
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct HooksTestArgs {
-    /// As typed; validated by the command.
-    pub event: String,
-    pub tool: Option<String>,
-    pub input: Option<String>,
-    pub prompt: Option<String>,
-}
-
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct ReplArgs {
-    pub quiet: bool,
-}
-
 #[derive(Clone, Debug, PartialEq)]
 pub enum Command {
     Repl(ReplArgs),
@@ -331,7 +299,7 @@ pub enum Command {
     },
     SessionsExport {
         id: String,
-        format: crate::sessions::ExportFormat,
+        format: crate::commands::sessions::ExportFormat,
     },
     SessionsDelete {
         id: String,
@@ -666,7 +634,7 @@ fn sessions_command(
     json: bool,
     format: Option<String>,
 ) -> Result<Command, UsageError> {
-    use crate::sessions::ExportFormat;
+    use crate::commands::sessions::ExportFormat;
     let mut it = positionals.into_iter();
     let sub = it.next();
     let id = it.next();
@@ -896,14 +864,14 @@ mod tests {
                 .command,
             Command::SessionsExport {
                 id: "ab".into(),
-                format: crate::sessions::ExportFormat::Json
+                format: crate::commands::sessions::ExportFormat::Json
             }
         );
         assert_eq!(
             parse(&["sessions", "export", "ab"]).unwrap().command,
             Command::SessionsExport {
                 id: "ab".into(),
-                format: crate::sessions::ExportFormat::Markdown
+                format: crate::commands::sessions::ExportFormat::Markdown
             }
         );
         assert!(parse(&["sessions", "export", "ab", "--format", "pdf"]).is_err());

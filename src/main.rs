@@ -2,7 +2,8 @@
 
 use crush::app::AppError;
 use crush::cli::Command;
-use crush::{app, catalog, cli, config, docs, hooks_cmd, repl, run, sessions, stats};
+use crush::commands::{self, hooks as hooks_cmd, sessions, stats};
+use crush::{app, catalog, cli, docs, repl, run};
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -37,18 +38,20 @@ fn dispatch(cli: cli::Cli) -> Result<i32, AppError> {
         Command::SessionsExport { id, format } => print(&sessions::export(g, id, *format)?),
         Command::SessionsDelete { id } => print(&sessions::delete(g, id)?),
         Command::SessionsRename { id, title } => print(&sessions::rename(g, id, title)?),
-        Command::Projects { json } => print(&app::projects(*json)?),
-        Command::Logs { follow, tail } => app::logs(g, *follow, *tail),
-        Command::Dirs => print(&config::show::dirs(&app::load_config(g)?)),
-        Command::ConfigShow { origin, json } => print(&config::show::config_show(
+        Command::Projects { json } => print(&commands::projects::projects(*json)?),
+        Command::Logs { follow, tail } => commands::logs::logs(g, *follow, *tail),
+        Command::Dirs => print(&commands::config::dirs(&app::load_config(g)?)),
+        Command::ConfigShow { origin, json } => print(&commands::config::config_show(
             &app::load_config(g)?,
             *origin,
             *json,
         )),
-        Command::Trust { revoke } => print(&config::show::trust(&app::working_dir(g)?, *revoke)?),
+        Command::Trust { revoke } => {
+            print(&commands::config::trust(&app::working_dir(g)?, *revoke)?)
+        }
         Command::Models { query, json } => {
             let loaded = app::load_config(g)?;
-            print(&catalog::list::models(&loaded, query.as_deref(), *json)?)
+            print(&commands::models::models(&loaded, query.as_deref(), *json)?)
         }
         Command::UpdateProviders { source } => {
             print(&catalog::update_providers_command(source.as_deref())?)

@@ -1,7 +1,7 @@
 //! Every directory and file location of crush(1) FILES and ENVIRONMENT.
 
 use std::env;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 fn home() -> PathBuf {
     env::var_os("HOME")
@@ -33,6 +33,23 @@ pub fn global_data_dir() -> PathBuf {
 /// `~/.config` (for the global context files Crush reads, such as `~/.config/AGENTS.md`).
 pub fn user_config_home() -> PathBuf {
     env_dir("XDG_CONFIG_HOME").unwrap_or_else(|| home().join(".config"))
+}
+
+/// Removes `.` and resolves `..` lexically.
+pub fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    out.push("..");
+                }
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
 }
 
 /// The nearest enclosing git worktree root (a directory holding `.git`, file or directory), else

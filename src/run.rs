@@ -3,12 +3,22 @@
 //! goes to stderr.
 
 use crate::agent::{AgentEvent, Answer, Sink, Stop, TurnResult};
+use crate::app::Global;
 use crate::app::{self, AppError};
-use crate::cli::{Global, RunArgs};
 use crate::tools::PermissionRequest;
 use serde::Serialize;
 use serde_json::Value;
 use std::io::{IsTerminal, Read, Write};
+use std::path::PathBuf;
+
+/// `crush run`'s own flags.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RunArgs {
+    pub prompt: Vec<String>,
+    pub quiet: bool,
+    pub json: bool,
+    pub output: Option<PathBuf>,
+}
 
 /// Version of the `--json` event schema; bump on incompatible changes.
 pub const JSON_SCHEMA_VERSION: u32 = 1;
@@ -115,21 +125,6 @@ impl Out {
         line.push('\n');
         self.write(&line);
     }
-}
-
-/// The key argument of a tool call, for one-line display.
-pub fn key_argument(input: &Value) -> String {
-    for k in ["command", "file_path", "pattern", "url", "path", "prompt"] {
-        if let Some(s) = input.get(k).and_then(Value::as_str) {
-            let line = s.lines().next().unwrap_or("");
-            let mut short: String = line.chars().take(100).collect();
-            if short.len() < s.len() {
-                short.push('…');
-            }
-            return short;
-        }
-    }
-    String::new()
 }
 
 struct RunSink {
@@ -249,7 +244,7 @@ impl Sink for RunSink {
                         input: &input,
                     });
                 } else {
-                    self.note(&format!("[{name}] {}", key_argument(&input)));
+                    self.note(&format!("[{name}] {}", crate::tools::key_argument(&input)));
                 }
             }
             AgentEvent::ToolResult {

@@ -6,8 +6,8 @@
 
 use super::permissions::Permissions;
 use super::{AgentEvent, Answer, Sink};
-use crate::config::crushrc::METADATA_KEY;
 use crate::config::{Loaded, ResolvedModel, session};
+use crate::rcshell::METADATA_KEY;
 use crate::tools::{PermissionRequest, Tool, ToolOutput};
 use serde_json::Value;
 use std::path::Path;
@@ -67,10 +67,10 @@ pub(super) fn apply(this: Parts, out: &mut ToolOutput, sink: &mut dyn Sink) {
     let Some(Value::Array(list)) = out.metadata.get(METADATA_KEY) else {
         return;
     };
-    let records: Vec<crate::config::crushrc::Record> = list
+    let records: Vec<crate::rcshell::Record> = list
         .iter()
         .filter_map(|a| serde_json::from_value::<Vec<String>>(a.clone()).ok())
-        .map(|args| crate::config::crushrc::Record {
+        .map(|args| crate::rcshell::Record {
             file: None,
             line: None,
             args,

@@ -13,16 +13,14 @@
 //!   no connection at all; the cache when present, else the embedded copy.
 //! - `crush update-providers [SOURCE]` ([`update_providers`]) writes the cache on demand.
 
-pub mod list;
 pub mod schema;
 pub mod store;
 
 pub use schema::{Model, Provider, ProviderId, ProviderType};
 
-use crate::config::ModelConfig;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// The snapshot compiled into the binary (Catwalk, MIT: see `catwalk-LICENSE` beside it).
@@ -72,7 +70,7 @@ impl Settings {
         Settings {
             auto_update: !disabled_by_config
                 && !std::env::var("CRUSH_DISABLE_PROVIDER_AUTO_UPDATE")
-                    .is_ok_and(|v| crate::config::layers::truthy(&v)),
+                    .is_ok_and(|v| crate::env::truthy(&v)),
             base_url: env_nonempty("CATWALK_URL").unwrap_or_else(|| DEFAULT_URL.to_string()),
             dir: crate::paths::global_data_dir(),
             timeout,
@@ -131,64 +129,65 @@ pub fn embedded() -> Catalog {
     }
 }
 
-/// The catalog for this process: loaded on first use (see the module docs), then kept.
-/// Warnings go to stderr, one line each.
-pub fn get(settings: impl FnOnce() -> Settings) -> &'static Catalog {
-    static CATALOG: OnceLock<Catalog> = OnceLock::new();
-    CATALOG.get_or_init(|| {
-        #[allow(unused_mut)]
-        let mut settings = settings();
-        // Unit tests never reach the network, whatever the environment says.
-        #[cfg(test)]
-        {
-            settings.auto_update = false;
-        }
-        let started = std::time::Instant::now();
-        let (catalog, warnings) = load(&settings);
-        for w in warnings {
-            eprintln!("crush: warning: {w}");
-        }
-        if settings.debug {
-            eprintln!(
-                "crush: debug: provider catalog from {} ({} providers) in {:.2} ms",
-                catalog.origin,
-                catalog.providers.len(),
-                started.elapsed().as_secs_f64() * 1e3
-            );
-        }
-        catalog
-    })
+/// The catalog of a configuration: decoded on first use (see the module docs), then kept and
+/// shared by every clone. Warnings go to stderr, one line each.
+#[derive(Clone, Debug, Default)]
+pub struct Lazy {
+    /// None: the embedded copy, no network (a configuration built in code).
+    settings: Option<Settings>,
+    cell: Arc<OnceLock<Catalog>>,
 }
 
-/// A catalog model as the configuration's model type, with its prices when it has any
-/// (`price_source` "catalog"; see [`Model::is_priced`]).
-pub fn model_config(m: &Model) -> ModelConfig {
-    let priced = m.is_priced();
-    let price = |v: f64| priced.then_some(v);
-    ModelConfig {
-        id: m.id.clone(),
-        name: Some(m.name.clone()).filter(|n| !n.is_empty()),
-        cost_per_1m_in: price(m.cost_per_1m_in),
-        cost_per_1m_out: price(m.cost_per_1m_out),
-        cost_per_1m_in_cached: price(m.cost_per_1m_in_cached),
-        cost_per_1m_out_cached: price(m.cost_per_1m_out_cached),
-        context_window: m.context_window,
-        default_max_tokens: u32::try_from(m.default_max_tokens).unwrap_or(u32::MAX),
-        can_reason: m.can_reason,
-        supports_attachments: m.supports_attachments,
-        price_source: priced.then_some("catalog"),
+impl Lazy {
+    pub fn new(settings: Settings) -> Lazy {
+        Lazy {
+            settings: Some(settings),
+            cell: Arc::default(),
+        }
+    }
+
+    /// A catalog already in hand.
+    pub fn fixed(catalog: Catalog) -> Lazy {
+        let cell = OnceLock::new();
+        let _ = cell.set(catalog);
+        Lazy {
+            settings: None,
+            cell: Arc::new(cell),
+        }
+    }
+
+    pub fn get(&self) -> &Catalog {
+        self.cell.get_or_init(|| {
+            let Some(settings) = &self.settings else {
+                return embedded();
+            };
+            let started = std::time::Instant::now();
+            let (catalog, warnings) = load(settings);
+            for w in warnings {
+                eprintln!("crush: warning: {w}");
+            }
+            if settings.debug {
+                eprintln!(
+                    "crush: debug: provider catalog from {} ({} providers) in {:.2} ms",
+                    catalog.origin,
+                    catalog.providers.len(),
+                    started.elapsed().as_secs_f64() * 1e3
+                );
+            }
+            catalog
+        })
     }
 }
 
 /// The user's models first, then the catalog's (deduplicated by id). A user model with the id of
 /// a catalog model keeps what the user set and takes the rest (prices when the user gave none,
 /// name, context window, output budget) from the catalog.
-pub fn merge_models(user: &[ModelConfig], catalog: &[Model]) -> Vec<ModelConfig> {
-    let mut out: Vec<ModelConfig> = Vec::with_capacity(user.len() + catalog.len());
+pub fn merge_models(user: &[Model], catalog: &[Model]) -> Vec<Model> {
+    let mut out: Vec<Model> = Vec::with_capacity(user.len() + catalog.len());
     for u in user {
         let mut m = u.clone();
         if let Some(c) = catalog.iter().find(|c| c.id == u.id) {
-            let c = model_config(c);
+            let c = c.clone();
             if m.cost_per_1m_in.is_none() && m.cost_per_1m_out.is_none() {
                 m.cost_per_1m_in = c.cost_per_1m_in;
                 m.cost_per_1m_out = c.cost_per_1m_out;
@@ -210,7 +209,7 @@ pub fn merge_models(user: &[ModelConfig], catalog: &[Model]) -> Vec<ModelConfig>
     }
     for c in catalog {
         if !out.iter().any(|m| m.id == c.id) {
-            out.push(model_config(c));
+            out.push(c.clone());
         }
     }
     out
@@ -321,15 +320,6 @@ impl fmt::Display for UpdateError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             UpdateError::Input(m) | UpdateError::Runtime(m) => f.write_str(m),
-        }
-    }
-}
-
-impl From<UpdateError> for crate::app::AppError {
-    fn from(e: UpdateError) -> Self {
-        match e {
-            UpdateError::Input(m) => crate::app::AppError::Usage(m),
-            UpdateError::Runtime(m) => crate::app::AppError::Runtime(m),
         }
     }
 }

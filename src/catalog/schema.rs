@@ -112,24 +112,27 @@ pub struct Provider {
     pub default_large_model_id: String,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub default_small_model_id: String,
+    #[serde(deserialize_with = "catwalk_models")]
     pub models: Vec<Model>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub default_headers: BTreeMap<String, String>,
 }
 
-/// One model of a provider. Prices are USD per million tokens; Catwalk's `*_in_cached` is the
-/// cache-write price and `*_out_cached` the cache-read price.
+/// One model: of the catalog, or of a provider the user defines (the configuration uses
+/// Catwalk's shape, as Go Crush's does). Prices are USD per million tokens, None when unknown
+/// (unpriced, never $0); `*_in_cached` is the cache-write price and `*_out_cached` the
+/// cache-read price.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Model {
     pub id: String,
-    pub name: String,
-    pub cost_per_1m_in: f64,
-    pub cost_per_1m_out: f64,
-    pub cost_per_1m_in_cached: f64,
-    pub cost_per_1m_out_cached: f64,
+    pub name: Option<String>,
+    pub cost_per_1m_in: Option<f64>,
+    pub cost_per_1m_out: Option<f64>,
+    pub cost_per_1m_in_cached: Option<f64>,
+    pub cost_per_1m_out_cached: Option<f64>,
     pub context_window: u64,
-    pub default_max_tokens: u64,
+    pub default_max_tokens: u32,
     pub can_reason: bool,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub reasoning_levels: Vec<String>,
@@ -139,13 +142,63 @@ pub struct Model {
     /// Per-model sampling defaults; free-form, kept for a later use.
     #[serde(skip_serializing_if = "serde_json::Value::is_null")]
     pub options: serde_json::Value,
+    /// Where the prices came from: `Some("catalog")` for Catwalk's, None for the user's own.
+    #[serde(skip)]
+    pub price_source: Option<&'static str>,
+}
+
+/// A model as Catwalk writes it: 0 for a price it does not know.
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct CatwalkModel {
+    id: String,
+    name: String,
+    cost_per_1m_in: f64,
+    cost_per_1m_out: f64,
+    cost_per_1m_in_cached: f64,
+    cost_per_1m_out_cached: f64,
+    context_window: u64,
+    default_max_tokens: u64,
+    can_reason: bool,
+    reasoning_levels: Vec<String>,
+    default_reasoning_effort: String,
+    supports_attachments: bool,
+    options: serde_json::Value,
+}
+
+impl From<CatwalkModel> for Model {
+    /// A model without input and output prices cannot be told apart from a free one: both count
+    /// as unpriced, never as $0.
+    fn from(m: CatwalkModel) -> Model {
+        let priced = m.cost_per_1m_in > 0.0 || m.cost_per_1m_out > 0.0;
+        let price = |v: f64| priced.then_some(v);
+        Model {
+            id: m.id,
+            name: Some(m.name).filter(|n| !n.is_empty()),
+            cost_per_1m_in: price(m.cost_per_1m_in),
+            cost_per_1m_out: price(m.cost_per_1m_out),
+            cost_per_1m_in_cached: price(m.cost_per_1m_in_cached),
+            cost_per_1m_out_cached: price(m.cost_per_1m_out_cached),
+            context_window: m.context_window,
+            default_max_tokens: u32::try_from(m.default_max_tokens).unwrap_or(u32::MAX),
+            can_reason: m.can_reason,
+            reasoning_levels: m.reasoning_levels,
+            default_reasoning_effort: m.default_reasoning_effort,
+            supports_attachments: m.supports_attachments,
+            options: m.options,
+            price_source: priced.then_some("catalog"),
+        }
+    }
+}
+
+fn catwalk_models<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Model>, D::Error> {
+    let wire: Vec<CatwalkModel> = Deserialize::deserialize(d)?;
+    Ok(wire.into_iter().map(Model::from).collect())
 }
 
 impl Model {
-    /// Catwalk writes 0 for a price it does not know, and a model without input and output
-    /// prices cannot be told apart from a free one: both count as unpriced, never as $0.
     pub fn is_priced(&self) -> bool {
-        self.cost_per_1m_in > 0.0 || self.cost_per_1m_out > 0.0
+        self.cost_per_1m_in.is_some() || self.cost_per_1m_out.is_some()
     }
 }
 
@@ -206,7 +259,7 @@ mod tests {
         let m = &ps[0].models[0];
         assert_eq!(
             (m.context_window, m.cost_per_1m_in, m.can_reason),
-            (0, 0.0, false)
+            (0, None, false)
         );
         assert!(!m.is_priced());
     }

@@ -51,7 +51,7 @@ pub fn write_meta(dir: &Path, meta: &Meta) -> Result<(), String> {
     write_atomic(&meta_path(dir), &bytes)
 }
 
-/// Writes `bytes` atomically (`store::projects::write_atomic`: a private temp file beside
+/// Writes `bytes` atomically (`fsutil::write_atomic`: a private temp file beside
 /// `path`, fsynced, renamed over `path`, the directory synced), creating the directory first.
 /// Readers (and other crush processes) see the old file or the new one, never half of one; on
 /// any failure `path` is untouched.
@@ -59,7 +59,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)
         .map_err(|e| format!("cannot create the directory {}: {e}", dir.display()))?;
-    crate::store::projects::write_atomic(path, bytes)
+    crate::fsutil::write_atomic(path, bytes)
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
@@ -95,14 +95,13 @@ pub fn fetch(url: &str, etag: Option<&str>, timeout: Duration) -> Result<Fetched
 }
 
 fn fetch_blocking(url: &str, etag: Option<&str>, timeout: Duration) -> Result<Fetched, String> {
-    let mut cfg = ureq::Agent::config_builder()
-        .timeout_global(Some(timeout))
-        .http_status_as_error(false)
-        .user_agent(format!("crush/{}", env!("CARGO_PKG_VERSION")));
-    if crate::llm::is_loopback_url(url) {
-        cfg = cfg.proxy(None);
-    }
-    let agent: ureq::Agent = cfg.build().into();
+    let agent = crate::net::agent(
+        url,
+        crate::net::Timeouts {
+            global: Some(timeout),
+            ..Default::default()
+        },
+    );
     let mut req = agent.get(url).header("accept", "application/json");
     if let Some(tag) = etag {
         req = req.header("if-none-match", tag);

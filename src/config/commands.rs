@@ -14,17 +14,6 @@
 
 use serde_json::{Map, Value, json};
 
-/// The command names a crushrc (and the bash tool's shell) gets as builtins.
-pub const NAMES: &[&str] = &[
-    "option",
-    "model",
-    "permissions",
-    "provider",
-    "hook",
-    "mcp",
-    "lsp",
-];
-
 /// What a command did.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Outcome {
@@ -73,7 +62,7 @@ pub fn apply(cfg: &mut Value, args: &[String]) -> Result<Outcome, String> {
         "lsp" => lsp(&mut work, rest),
         other => Err(format!(
             "unknown command '{other}' (commands: {})",
-            NAMES.join(", ")
+            crate::rcshell::NAMES.join(", ")
         )),
     }
     .map_err(|e| {

@@ -14,13 +14,14 @@
 //! the data directory, and again with it when that file has anything in it (records are
 //! replayed, scripts are not run twice). State cannot move the data directory.
 
-use super::crushrc::{self, Record};
+use super::crushrc;
 use super::pos::{self, Positions};
 use super::trust::{self, Source};
 use super::{
     Config, ConfigError, Layer, LayerKind, Loaded, Origin, Origins, commands, json, state,
 };
 use crate::paths;
+use crate::rcshell::{self, Record};
 use serde_json::{Map, Value, json};
 use std::path::{Path, PathBuf};
 
@@ -419,15 +420,6 @@ fn review_files(
     trust::review(project_root, &sources, gstate, once)
 }
 
-/// `1`, `true`, `yes`, `on` (any case, surrounding blanks ignored): how `CRUSH_*` switches in
-/// the environment read as on.
-pub(crate) fn truthy(v: &str) -> bool {
-    matches!(
-        v.trim().to_ascii_lowercase().as_str(),
-        "1" | "true" | "yes" | "on"
-    )
-}
-
 /// `CRUSH_*` environment overrides (crush(1) ENVIRONMENT) as a runtime layer value.
 fn env_overrides() -> Vec<(String, Value)> {
     let mut out = Vec::new();
@@ -446,14 +438,17 @@ fn env_overrides() -> Vec<(String, Value)> {
         if let Ok(v) = std::env::var(var)
             && !v.is_empty()
         {
-            out.push((var.to_string(), json!({"options": {key: truthy(&v)}})));
+            out.push((
+                var.to_string(),
+                json!({"options": {key: crate::env::truthy(&v)}}),
+            ));
         }
     }
     out
 }
 
-fn models_of(v: &Value) -> crushrc::Models {
-    crushrc::Models {
+fn models_of(v: &Value) -> rcshell::Models {
+    rcshell::Models {
         large: commands::current_model(v, "large").unwrap_or_default(),
         small: commands::current_model(v, "small").unwrap_or_default(),
     }
@@ -644,6 +639,10 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
     }
 
     let config = to_config(&folded.acc, &steps)?;
+    let catalog_settings = crate::catalog::Settings {
+        debug: config.options.debug,
+        ..crate::catalog::Settings::from_env(config.options.disable_provider_auto_update)
+    };
     let env_vars = expand_env_map(&config, &folded.origins)?;
     let mut layers: Vec<Layer> = Vec::new();
     for s in &steps {
@@ -674,6 +673,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         trust: review,
         env_vars,
         script_output: scripts,
+        catalog: crate::catalog::Lazy::new(catalog_settings),
     })
 }
 
@@ -797,16 +797,6 @@ mod tests {
             file: Some("/f".into()),
             line,
             detail: None,
-        }
-    }
-
-    #[test]
-    fn truthy_switches() {
-        for v in ["1", "true", "TRUE", " yes ", "On"] {
-            assert!(truthy(v), "{v}");
-        }
-        for v in ["", " ", "0", "false", "no", "off", "y", "enabled"] {
-            assert!(!truthy(v), "{v}");
         }
     }
 

@@ -14,10 +14,10 @@ pub mod layers;
 pub mod pos;
 pub mod session;
 pub mod sha256;
-pub mod show;
 pub mod state;
 pub mod trust;
 
+pub use crate::catalog::Model;
 use crate::llm::{ApiKind, Endpoint};
 use crate::paths;
 use serde::Deserialize;
@@ -73,27 +73,7 @@ pub struct ProviderConfig {
     pub extra_headers: BTreeMap<String, String>,
     pub system_prompt_prefix: Option<String>,
     pub flat_rate: bool,
-    pub models: Vec<ModelConfig>,
-}
-
-#[derive(Debug, Default, Deserialize, Clone, PartialEq)]
-#[serde(default)]
-pub struct ModelConfig {
-    pub id: String,
-    pub name: Option<String>,
-    pub cost_per_1m_in: Option<f64>,
-    pub cost_per_1m_out: Option<f64>,
-    /// Catwalk: the cache-write price.
-    pub cost_per_1m_in_cached: Option<f64>,
-    /// Catwalk: the cache-read price.
-    pub cost_per_1m_out_cached: Option<f64>,
-    pub context_window: u64,
-    pub default_max_tokens: u32,
-    pub can_reason: bool,
-    pub supports_attachments: bool,
-    /// Where the prices came from: `Some("catalog")` for Catwalk's, None for the user's own.
-    #[serde(skip)]
-    pub price_source: Option<&'static str>,
+    pub models: Vec<Model>,
 }
 
 #[derive(Debug, Default, Deserialize, Clone)]
@@ -269,6 +249,8 @@ pub struct Loaded {
     pub env_vars: Vec<(String, String)>,
     /// What crushrc scripts printed, one entry per script that printed something.
     pub script_output: Vec<String>,
+    /// The provider catalog, decoded when first needed.
+    pub catalog: crate::catalog::Lazy,
 }
 
 /// Loads every layer for a session started in `cwd`; `runtime` is the command-line layer.
@@ -296,7 +278,7 @@ pub fn load_with(opts: &layers::LoadOptions) -> Result<Loaded, ConfigError> {
 pub struct Provider {
     pub id: String,
     pub endpoint: Endpoint,
-    pub models: Vec<ModelConfig>,
+    pub models: Vec<Model>,
     pub flat_rate: bool,
     pub system_prompt_prefix: Option<String>,
     /// The catalog's default large and small model ids (catalog providers only).
@@ -306,7 +288,7 @@ pub struct Provider {
 
 impl Provider {
     /// The catalog's default large or small model, else the first model.
-    pub fn default_model(&self, small: bool) -> Option<&ModelConfig> {
+    pub fn default_model(&self, small: bool) -> Option<&Model> {
         let want = if small {
             &self.default_small
         } else {
@@ -322,7 +304,7 @@ impl Provider {
 #[derive(Debug, Clone)]
 pub struct ResolvedModel {
     pub provider: Provider,
-    pub model: ModelConfig,
+    pub model: Model,
     pub selected: SelectedModel,
 }
 
@@ -381,19 +363,10 @@ fn default_base_url(kind: ApiKind, id: &str) -> Option<&'static str> {
 }
 
 impl Loaded {
-    /// The provider catalog (loaded on first use; see `crate::catalog`).
-    pub fn catalog(&self) -> &'static crate::catalog::Catalog {
-        let opts = &self.config.options;
-        crate::catalog::get(|| crate::catalog::Settings {
-            debug: opts.debug,
-            ..crate::catalog::Settings::from_env(opts.disable_provider_auto_update)
-        })
-    }
-
     /// The providers that can be called: catalog providers whose key resolves (in catalog order,
     /// merged with the user's settings for the same id), then the user's own providers (by id).
     pub fn providers(&self) -> Result<Vec<Provider>, ConfigError> {
-        self.providers_with(&self.catalog().providers)
+        self.providers_with(&self.catalog.get().providers)
     }
 
     /// [`providers`](Self::providers) against a given catalog.
@@ -567,7 +540,7 @@ impl Loaded {
         flag: Option<&str>,
         small: bool,
     ) -> Result<ResolvedModel, ConfigError> {
-        self.resolve_model_with(&self.catalog().providers, flag, small)
+        self.resolve_model_with(&self.catalog.get().providers, flag, small)
     }
 
     /// [`resolve_model`](Self::resolve_model) against a given catalog.
@@ -659,7 +632,7 @@ impl Loaded {
                 .iter()
                 .find(|m| m.id.eq_ignore_ascii_case(&model_id))
                 .cloned()
-                .unwrap_or_else(|| ModelConfig {
+                .unwrap_or_else(|| Model {
                     id: model_id.clone(),
                     ..Default::default()
                 });

@@ -3,8 +3,8 @@
 //! agent's bash tool. Nothing here writes a file.
 
 use super::commands::{self, Outcome};
-use super::crushrc::Record;
 use super::{Loaded, layers};
+use crate::rcshell::Record;
 
 /// Who issued a session-only command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,8 +17,8 @@ pub enum SessionSource {
 
 impl Loaded {
     /// The current large/small models, as the shell builtin `model large|small` prints them.
-    pub fn shell_models(&self) -> super::crushrc::Models {
-        super::crushrc::Models {
+    pub fn shell_models(&self) -> crate::rcshell::Models {
+        crate::rcshell::Models {
             large: commands::current_model(&self.merged, "large").unwrap_or_default(),
             small: commands::current_model(&self.merged, "small").unwrap_or_default(),
         }
@@ -33,7 +33,7 @@ impl Loaded {
         if words.is_empty() {
             return Err(format!(
                 "empty command (commands: {})",
-                commands::NAMES.join(", ")
+                crate::rcshell::NAMES.join(", ")
             ));
         }
         self.apply_session(&words, SessionSource::User)

@@ -8,7 +8,7 @@
 //! "trust": {"<project root>": {"hash": "...", "trusted_at": "RFC 3339"}}}`. Everything but
 //! `version` and `trust` is a configuration layer (2 = global, 3 = workspace).
 
-use crate::store::projects::{Lock, write_atomic};
+use crate::fsutil::{Lock, write_atomic};
 use crate::time::rfc3339_utc;
 use serde_json::{Map, Value, json};
 use std::io;

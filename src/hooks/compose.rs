@@ -113,7 +113,7 @@ pub fn resolve_context_files(files: &[String], cwd: &Path) -> (Vec<PathBuf>, Vec
     let mut kept: Vec<PathBuf> = Vec::new();
     let mut dropped = Vec::new();
     for f in files {
-        let p = crate::tools::common::normalize(&cwd.join(f));
+        let p = crate::paths::normalize(&cwd.join(f));
         if !p.exists() {
             dropped.push(f.clone());
         } else if !kept.contains(&p) {

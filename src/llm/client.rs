@@ -130,23 +130,6 @@ impl Acc {
     }
 }
 
-/// True when `url` points at this machine (such requests never go through a proxy).
-pub fn is_loopback_url(url: &str) -> bool {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    let hostport = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let host = match hostport.strip_prefix('[') {
-        Some(r) => r.split(']').next().unwrap_or(""),
-        None => hostport.split(':').next().unwrap_or(""),
-    }
-    .to_ascii_lowercase();
-    host == "localhost"
-        || host.ends_with(".localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|a| a.is_loopback())
-}
-
 fn nonzero(d: Duration) -> Option<Duration> {
     (!d.is_zero()).then_some(d)
 }
@@ -196,35 +179,24 @@ impl Job {
     /// oversized reply) drops its connection, which closes it. A pooled connection the server
     /// has closed meanwhile is detected when taken, and none idle longer than 15 s is used.
     fn agent(&self) -> ureq::Agent {
-        /// (connect, response, idle timeouts, no proxy): everything the agent is built from.
-        type Key = (Duration, Duration, Duration, bool);
+        /// The timeouts and whether the URL is this machine's: everything the agent is built from.
+        type Key = (crate::net::Timeouts, bool);
         static AGENTS: OnceLock<Mutex<HashMap<Key, ureq::Agent>>> = OnceLock::new();
         let p = &self.policy;
-        let direct = is_loopback_url(&self.url);
-        let key = (
-            p.connect_timeout,
-            p.response_timeout,
-            p.idle_timeout,
-            direct,
-        );
+        let t = crate::net::Timeouts {
+            connect: nonzero(p.connect_timeout),
+            response: nonzero(p.response_timeout),
+            per_read: nonzero(p.idle_timeout),
+            global: None,
+        };
+        let key = (t, crate::net::is_loopback_url(&self.url));
         let mut agents = AGENTS
             .get_or_init(Default::default)
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         agents
             .entry(key)
-            .or_insert_with(|| {
-                let mut cfg = ureq::Agent::config_builder()
-                    .timeout_connect(nonzero(p.connect_timeout))
-                    .timeout_recv_response(nonzero(p.response_timeout))
-                    .timeout_per_read(nonzero(p.idle_timeout))
-                    .http_status_as_error(false)
-                    .user_agent(format!("crush/{}", env!("CARGO_PKG_VERSION")));
-                if direct {
-                    cfg = cfg.proxy(None);
-                }
-                cfg.build().into()
-            })
+            .or_insert_with(|| crate::net::agent(&self.url, t))
             .clone()
     }
 
@@ -670,17 +642,6 @@ mod tests {
                 _ => None,
             })
             .collect()
-    }
-
-    #[test]
-    fn loopback_detection() {
-        assert!(is_loopback_url("http://127.0.0.1:8080/v1"));
-        assert!(is_loopback_url("http://localhost"));
-        assert!(is_loopback_url("http://[::1]:11434/v1"));
-        assert!(is_loopback_url("http://user:pw@127.0.0.2/"));
-        assert!(!is_loopback_url("https://api.anthropic.com"));
-        assert!(!is_loopback_url("http://10.0.0.1:8080"));
-        assert!(!is_loopback_url("http://localhost.example.com"));
     }
 
     /// The values of header `name` in `head`, ignoring case.

@@ -15,7 +15,6 @@ pub mod sse;
 pub mod types;
 
 pub use budget::MAX_REPLY_BYTES;
-pub use client::is_loopback_url;
 pub use history::INTERRUPTED_TOOL_RESULT;
 pub use types::*;
 

@@ -17,11 +17,11 @@ mod shell;
 
 use crate::agent::permissions::Permissions;
 use crate::agent::{Agent, AgentEvent, Answer, Sink, Stop, TurnResult, title};
+use crate::app::Global;
 use crate::app::{self, AppError, Context};
-use crate::cli::{Global, ReplArgs};
+use crate::commands::sessions::{self, ExportFormat, short_id};
 use crate::config::ResolvedModel;
 use crate::llm::{Part, Role};
-use crate::sessions::{self, ExportFormat, short_id};
 use crate::store::{NewMessage, Session};
 use crate::tools::PermissionRequest;
 use crossbeam_channel::{Receiver, RecvTimeoutError};
@@ -31,6 +31,12 @@ use std::io::{BufRead, IsTerminal};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+
+/// The interactive session's own flags.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ReplArgs {
+    pub quiet: bool,
+}
 
 /// How long after a turn the REPL waits for a title still being generated.
 const TITLE_WAIT: Duration = Duration::from_secs(5);
@@ -161,7 +167,7 @@ impl Sink for ReplSink<'_> {
             }
             AgentEvent::ToolCall { name, input, .. } => {
                 self.term
-                    .tool_call(&name, &crate::run::key_argument(&input));
+                    .tool_call(&name, &crate::tools::key_argument(&input));
                 self.term.begin_answer();
             }
             AgentEvent::ToolResult {

@@ -3,14 +3,12 @@
 //! Format (Crush's): `{"projects":[{"path","data_dir","last_accessed"}]}`, `last_accessed` in
 //! RFC 3339 UTC, keyed by exact path, sorted by `last_accessed` descending, mode 0600.
 
+use crate::fsutil::{Lock, write_atomic};
 use crate::time::{parse_rfc3339, rfc3339_utc};
 use serde::{Deserialize, Serialize};
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
-use std::os::unix::io::AsRawFd;
+use std::fs;
+use std::io;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 const FILE_NAME: &str = "projects.json";
@@ -162,73 +160,6 @@ fn read_projects(file: &Path) -> io::Result<Vec<Project>> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
         Err(e) => Err(e),
     }
-}
-
-/// An exclusive `flock` on a lock file, released on drop (closing the descriptor).
-pub(crate) struct Lock {
-    _file: File,
-}
-
-impl Lock {
-    pub(crate) fn acquire(path: &Path) -> io::Result<Lock> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(path)?;
-        loop {
-            // SAFETY: flock on a descriptor we own and keep open for the lock's lifetime.
-            let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
-            if rc == 0 {
-                return Ok(Lock { _file: file });
-            }
-            let err = io::Error::last_os_error();
-            if err.kind() != io::ErrorKind::Interrupted {
-                return Err(err);
-            }
-        }
-    }
-}
-
-/// Writes `bytes` to a temp file (mode 0600, a name unique to this process and call) in the same
-/// directory, fsyncs it, renames it over `file` and syncs the directory. Shared by every file
-/// crush rewrites in place (projects.json, state.json, the provider catalog cache).
-pub(crate) fn write_atomic(file: &Path, bytes: &[u8]) -> io::Result<()> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let dir = file
-        .parent()
-        .ok_or_else(|| io::Error::other(format!("{} has no parent directory", file.display())))?;
-    let name = file
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(
-        ".{name}.tmp.{}.{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let result = (|| {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        drop(f);
-        fs::rename(&tmp, file)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-        return result;
-    }
-    // Make the rename durable; not fatal where directories cannot be synced.
-    if let Ok(d) = File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -8,8 +8,8 @@
 
 use super::common::{inside_project, opt_str, opt_u64, req_str, resolve_or_cwd, truncate_middle};
 use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
-use crate::config::crushrc;
 use crate::proc::{self, Spec};
+use crate::rcshell;
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -876,7 +876,7 @@ impl Tool for Bash {
         }
         // The shell gets the configuration commands as builtins (session-only configuration,
         // crush(1) CONFIGURATION); the turn applies what they record, from the tool's metadata.
-        let records = match crushrc::RecordsFile::create() {
+        let records = match rcshell::RecordsFile::create() {
             Ok(r) => r,
             Err(e) => return ToolOutput::error(format!("failed to start the command: {e}")),
         };
@@ -887,7 +887,7 @@ impl Tool for Bash {
         let argv = vec![
             "/bin/sh".to_string(),
             "-c".to_string(),
-            crushrc::wrap_command(),
+            rcshell::wrap_command(),
             "sh".to_string(),
             records.path.to_string_lossy().into_owned(),
             large,
@@ -941,7 +941,7 @@ impl Tool for Bash {
         if let Ok(recs) = records.read(None)
             && !recs.is_empty()
         {
-            metadata[crushrc::METADATA_KEY] =
+            metadata[rcshell::METADATA_KEY] =
                 json!(recs.into_iter().map(|r| r.args).collect::<Vec<_>>());
         }
         ToolOutput {

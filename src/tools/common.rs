@@ -4,7 +4,7 @@
 use super::{PermissionRequest, ToolCtx};
 use serde_json::Value;
 use std::fs;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
 /// A required, non-empty string parameter.
@@ -71,22 +71,7 @@ pub fn opt_bool(input: &Value, name: &str) -> Result<bool, String> {
     }
 }
 
-/// Removes `.` and resolves `..` lexically.
-pub fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                if !out.pop() {
-                    out.push("..");
-                }
-            }
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
-}
+pub use crate::paths::normalize;
 
 /// Canonicalizes a path that may not exist yet: the longest existing ancestor is canonicalized
 /// (resolving symlinks) and the rest is appended. A dangling symlink is followed too, so the

@@ -56,15 +56,14 @@ struct Fetched {
     truncated: bool,
 }
 
-fn get(url: &str, timeout: Duration, env_proxy: bool) -> Result<Fetched, String> {
-    let mut cfg = ureq::Agent::config_builder()
-        .timeout_global(Some(timeout))
-        .http_status_as_error(false)
-        .user_agent(concat!("crush/", env!("CARGO_PKG_VERSION")));
-    if !env_proxy {
-        cfg = cfg.proxy(None);
-    }
-    let agent: ureq::Agent = cfg.build().into();
+fn get(url: &str, timeout: Duration) -> Result<Fetched, String> {
+    let agent = crate::net::agent(
+        url.trim(),
+        crate::net::Timeouts {
+            global: Some(timeout),
+            ..Default::default()
+        },
+    );
     let mut resp = agent
         .get(url.trim())
         .header(
@@ -105,16 +104,11 @@ fn get(url: &str, timeout: Duration, env_proxy: bool) -> Result<Fetched, String>
 
 /// Runs the request on a worker thread so a cancel returns at once (the worker is abandoned and
 /// ends at its timeout).
-fn get_cancellable(
-    url: &str,
-    timeout: Duration,
-    cancel: &AtomicBool,
-    env_proxy: bool,
-) -> Result<Fetched, String> {
+fn get_cancellable(url: &str, timeout: Duration, cancel: &AtomicBool) -> Result<Fetched, String> {
     let (tx, rx) = crossbeam_channel::bounded(1);
     let u = url.to_string();
     std::thread::spawn(move || {
-        let _ = tx.send(get(&u, timeout, env_proxy));
+        let _ = tx.send(get(&u, timeout));
     });
     loop {
         match rx.recv_timeout(Duration::from_millis(20)) {
@@ -378,12 +372,12 @@ fn push_text(out: &mut String, raw: &str, pre: bool) {
 
 // ------------------------------------------------------------------------------------------
 
-fn fetch(input: &Value, ctx: &ToolCtx, env_proxy: bool) -> Result<ToolOutput, String> {
+fn fetch(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, String> {
     let url = req_str(input, "url")?;
     check_url(url)?;
     let format = parse_format(input)?;
     let timeout = timeout_secs(input)?;
-    let f = get_cancellable(url, Duration::from_secs(timeout), &ctx.cancel, env_proxy)?;
+    let f = get_cancellable(url, Duration::from_secs(timeout), &ctx.cancel)?;
     let is_html = f.content_type.contains("html")
         || (f.content_type.is_empty() && {
             let head =
@@ -489,7 +483,7 @@ impl Tool for Fetch {
     }
 
     fn run(&self, input: &Value, ctx: &ToolCtx) -> ToolOutput {
-        fetch(input, ctx, true).unwrap_or_else(ToolOutput::error)
+        fetch(input, ctx).unwrap_or_else(ToolOutput::error)
     }
 }
 
@@ -540,7 +534,7 @@ mod tests {
         ]);
         let fx = Fixture::new();
         let ctx = fx.ctx();
-        let run = |format: &str| fetch(&json!({"url": base, "format": format}), &ctx, false);
+        let run = |format: &str| fetch(&json!({"url": base, "format": format}), &ctx);
         let md = run("markdown").unwrap();
         assert_eq!(
             md.content,

@@ -47,7 +47,7 @@ pub struct ToolCtx<'a> {
     pub cancel: Arc<AtomicBool>,
     /// The session's current large/small models, which the bash tool's `model large|small`
     /// builtin prints (None: printed as empty).
-    pub session_models: Option<&'a crate::config::crushrc::Models>,
+    pub session_models: Option<&'a crate::rcshell::Models>,
 }
 
 /// A permission a call needs before it may run.
@@ -118,6 +118,21 @@ pub fn builtin() -> Vec<Box<dyn Tool>> {
     ];
     tools.sort_by_key(|t| t.name());
     tools
+}
+
+/// The key argument of a tool call, for one-line display.
+pub fn key_argument(input: &Value) -> String {
+    for k in ["command", "file_path", "pattern", "url", "path", "prompt"] {
+        if let Some(s) = input.get(k).and_then(Value::as_str) {
+            let line = s.lines().next().unwrap_or("");
+            let mut short: String = line.chars().take(100).collect();
+            if short.len() < s.len() {
+                short.push('…');
+            }
+            return short;
+        }
+    }
+    String::new()
 }
 
 #[cfg(test)]

@@ -1,10 +1,20 @@
 //! `crush hooks list` and `crush hooks test`: what is configured, and a dry run of the real hooks
 //! on a synthetic event.
 
+use crate::app::Global;
 use crate::app::{self, AppError};
-use crate::cli::{Global, HooksTestArgs};
 use crate::hooks::{self, Event, HookConfig, HookDef, config::EVENTS, envelope::seconds};
 use serde_json::{Map, Value, json};
+
+/// `crush hooks test`'s arguments.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HooksTestArgs {
+    /// As typed; validated by the command.
+    pub event: String,
+    pub tool: Option<String>,
+    pub input: Option<String>,
+    pub prompt: Option<String>,
+}
 
 fn describe(h: &HookDef) -> String {
     let mut s = h.display_name().to_string();

@@ -2,8 +2,8 @@
 //! in total, per model and per top-level session. A call without a cost is counted as unpriced
 //! and never shown as $0.
 
+use crate::app::Global;
 use crate::app::{self, AppError};
-use crate::cli::Global;
 use crate::store::stats::{Stats, Totals};
 use serde_json::{Value, json};
 use std::fmt::Write as _;

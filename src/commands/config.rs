@@ -1,6 +1,6 @@
 //! `crush config show [--origin] [--json]`, `crush dirs` and `crush trust [--revoke]`.
 
-use super::{ConfigError, Loaded, Origin, layers, state};
+use crate::config::{ConfigError, Loaded, Origin, layers, pos, state};
 use crate::paths;
 use serde_json::{Map, Value, json};
 
@@ -57,7 +57,7 @@ fn leaves(v: &Value, ptr: String, out: &mut Vec<(String, Value)>) {
     match v {
         Value::Object(m) if !m.is_empty() => {
             for (k, x) in m {
-                leaves(x, super::pos::child(&ptr, k), out);
+                leaves(x, pos::child(&ptr, k), out);
             }
         }
         Value::Array(a) if !a.is_empty() => {

@@ -1,7 +1,7 @@
 //! `crush sessions list|show|export|delete|rename`, and the renderings the REPL shares.
 
+use crate::app::Global;
 use crate::app::{self, AppError};
-use crate::cli::Global;
 use crate::llm::Part;
 use crate::store::{Session, Store, StoredMessage};
 use serde_json::{Value, json};

@@ -1,8 +1,9 @@
 //! `crush models [QUERY] [--json]`: every model of the configured providers, then those of the
 //! catalog providers that are not configured (and why), filtered by a case-insensitive QUERY.
 
-use super::Catalog;
-use crate::config::{ConfigError, Loaded, ModelConfig, Provider};
+use crate::catalog::{Catalog, Model, Provider as CatalogProvider, ProviderType};
+
+use crate::config::{ConfigError, Loaded, Provider};
 use serde_json::{Value, json};
 use std::fmt::Write;
 
@@ -10,7 +11,7 @@ use std::fmt::Write;
 #[derive(Debug, Clone)]
 pub struct Row {
     pub provider: String,
-    pub model: ModelConfig,
+    pub model: Model,
     pub configured: bool,
     /// For a provider that is not configured: what it needs (`set $ANTHROPIC_API_KEY`, ...).
     pub status: String,
@@ -57,8 +58,8 @@ impl Row {
 }
 
 /// What a catalog provider that is not configured would need.
-fn needs(p: &super::Provider) -> String {
-    use super::ProviderType as T;
+fn needs(p: &CatalogProvider) -> String {
+    use ProviderType as T;
     match &p.kind {
         T::Anthropic | T::OpenAi | T::OpenAiCompat | T::OpenRouter | T::Vercel => {
             match p.api_key.strip_prefix('$') {
@@ -121,7 +122,7 @@ pub fn rows(loaded: &Loaded, catalog: &Catalog) -> Result<Vec<Row>, ConfigError>
         for m in &c.models {
             out.push(Row {
                 provider: c.id.to_string(),
-                model: super::model_config(m),
+                model: m.clone(),
                 configured: false,
                 status: status.clone(),
                 role: Vec::new(),
@@ -203,7 +204,7 @@ pub fn render(rows: &[Row], query: Option<&str>, as_json: bool) -> String {
 
 /// `crush models [QUERY] [--json]`.
 pub fn models(loaded: &Loaded, query: Option<&str>, as_json: bool) -> Result<String, ConfigError> {
-    let rows = rows(loaded, loaded.catalog())?;
+    let rows = rows(loaded, loaded.catalog.get())?;
     Ok(render(&rows, query, as_json))
 }
 

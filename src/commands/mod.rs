@@ -1,0 +1,10 @@
+//! One module per CLI command (crush(1) COMMANDS): each calls the layers below and returns the
+//! text to print; `main` prints it.
+
+pub mod config;
+pub mod hooks;
+pub mod logs;
+pub mod models;
+pub mod projects;
+pub mod sessions;
+pub mod stats;
