@@ -628,13 +628,22 @@ fn sigint_twice_at_the_prompt_exits_130() {
 #[test]
 fn ctrl_c_during_a_tool_kills_it_and_the_session_goes_on() {
     let (server, env) = setup(vec![
-        Reply::tool_call("bash", json!({"command": "sleep 30; echo late > late.txt"})),
+        Reply::tool_call(
+            "bash",
+            json!({"command": "touch started; sleep 30; echo late > late.txt"}),
+        ),
         Reply::text("after the cancel"),
     ]);
     let mut live = Live::start(env.crush());
     live.send("run the slow thing");
     live.send("y");
-    live.wait_for("the tool line", |_, err| err.contains("[bash] sleep 30"));
+    // Once the command runs (not merely announced), the answer "y" was consumed.
+    let started = env.project().join("started");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !started.exists() {
+        assert!(Instant::now() < deadline, "the command never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     live.sigint();
     live.wait_for("the cancel notice", |_, err| err.contains("canceled"));
     live.send("next");
