@@ -78,7 +78,30 @@ pub fn list_text(sessions: &[Session], current: Option<&str>) -> String {
 }
 
 fn part_json(p: &Part) -> Value {
-    serde_json::to_value(p).unwrap_or(Value::Null)
+    match p {
+        Part::Unknown { kind, data } => json!({"type": kind, "data": data}),
+        p => serde_json::to_value(p).unwrap_or(Value::Null),
+    }
+}
+
+/// One line standing for a part that is not text: an attachment, an image, a part of a type
+/// this crush does not know.
+fn placeholder(p: &Part) -> Option<String> {
+    match p {
+        Part::Binary {
+            path,
+            mime_type,
+            data,
+        } => Some(format!(
+            "[attached {}]",
+            crate::llm::attachment_label(path, mime_type, data)
+        )),
+        Part::ImageUrl { url, .. } => Some(format!("[image {url}]")),
+        Part::Unknown { kind, .. } => Some(format!(
+            "[a part of type {kind}, which this crush does not know]"
+        )),
+        _ => None,
+    }
 }
 
 fn render_message(out: &mut String, m: &StoredMessage) {
@@ -136,6 +159,9 @@ fn render_message(out: &mut String, m: &StoredMessage) {
                     "$ {command}  (exit {exit_code})\n{}",
                     output.trim_end()
                 );
+            }
+            Part::Binary { .. } | Part::ImageUrl { .. } | Part::Unknown { .. } => {
+                let _ = writeln!(out, "{}", placeholder(p).unwrap_or_default());
             }
         }
     }
@@ -334,6 +360,9 @@ pub fn export_text(store: &Store, s: &Session, format: ExportFormat) -> Result<S
                     let _ = writeln!(body, "**Shell:** `!{command}` (exit {exit_code})\n");
                     fenced(&mut body, "", output);
                     body.push('\n');
+                }
+                Part::Binary { .. } | Part::ImageUrl { .. } | Part::Unknown { .. } => {
+                    let _ = writeln!(body, "*{}*\n", placeholder(p).unwrap_or_default());
                 }
             }
         }

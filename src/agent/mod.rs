@@ -250,12 +250,12 @@ impl ReadTracker for StoreReads<'_> {
 
 use crate::time::unix_now as now;
 
-/// Messages a provider can be sent: parts it understands, interrupted tool calls closed.
+/// Messages a provider can be sent: parts it understands (attachments as text), interrupted
+/// tool calls closed.
 pub fn history_for_model(stored: Vec<Message>) -> Vec<Message> {
     let mut out: Vec<Message> = Vec::new();
     for m in stored {
-        let parts: Vec<Part> = m
-            .parts
+        let parts: Vec<Part> = crate::llm::attachments_as_text(m.parts)
             .into_iter()
             .filter(|p| match p {
                 Part::Finish { .. } => false,

@@ -897,7 +897,7 @@ fn load_messages(conn: &Connection, session_id: &str) -> Result<Vec<StoredMessag
                 let role = Role::parse(&role).ok_or_else(|| {
                     StoreError::Sql(format!("message {id}: unknown role '{role}'"))
                 })?;
-                let parts: Vec<Part> = serde_json::from_str(&parts).map_err(|e| {
+                let parts = crate::llm::parts_from_json(&parts).map_err(|e| {
                     StoreError::Sql(format!("message {id}: cannot decode parts: {e}"))
                 })?;
                 Ok(StoredMessage {

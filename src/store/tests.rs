@@ -248,10 +248,7 @@ fn parts_round_trip_in_crush_shape() {
     assert_eq!(role, "user");
 
     let all = vec![
-        Part::Reasoning {
-            thinking: "hmm".into(),
-            signature: "sig".into(),
-        },
+        Part::reasoning("hmm".into(), "sig".into()),
         Part::Text { text: "x".into() },
         call("c1"),
         Part::Finish {
