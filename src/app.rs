@@ -218,13 +218,14 @@ pub fn logs(global: &Global, follow: bool, tail: usize) -> Result<i32, AppError>
     Ok(0)
 }
 
-/// Opens the store without creating anything (read-only commands).
+/// Opens the store read-only, without creating, migrating or writing anything (read-only
+/// commands).
 pub fn open_existing_store(loaded: &Loaded) -> Result<Option<Store>, AppError> {
     let db = loaded.data_dir.join("crush.db");
     if !db.exists() {
         return Ok(None);
     }
-    Ok(Some(Store::open(&db)?))
+    Ok(Some(Store::open_read_only(&db)?))
 }
 
 pub struct OpenSession<'s> {

@@ -57,12 +57,19 @@ carried on, once per turn. Turn it off with
 .BR "option auto\-summarize false" ).
 .SH SESSION STORE
 .I <project>/.crush/crush.db
-is a SQLite database in WAL mode; its schema version is
+is a SQLite database in WAL mode, shared with Go Crush: its tables sessions, messages, files and
+read_files, their indexes and triggers, and the
+.B goose_db_version
+rows (Go Crush's migration record: id, version_id, is_applied, tstamp) are exactly what Go Crush's
+migrations leave, so Go Crush and crush can take turns in one project. crush only adds columns,
+each with a default Go Crush's writes satisfy, and tables of its own; its additions have the
+schema version
 .B PRAGMA user_version
-(1). crush refuses, before writing anything, a database whose version is newer than it knows.
-Another program may read it while crush runs (open it read\-only). Timestamps are Unix seconds.
-Tables sessions, messages, files and read_files keep Go Crush's columns, so tools written for
-Crush's database read this one; the column meanings below are this program's.
+(2). crush refuses, before writing anything, a database whose version is newer than it knows. A
+database a newer Go Crush migrated is read; crush writes to it only if each of its writes fits
+the new tables, and otherwise stops with an error naming the migrations. The read\-only commands
+(sessions list, show, export; stats) never migrate or write the file. Another program may read it
+while crush runs (open it read\-only). Timestamps are Unix seconds.
 .SS sessions \(em one row per conversation
 .TP
 .B id
@@ -81,12 +88,15 @@ The session's title.
 .B message_count
 Number of messages (kept by triggers).
 .TP
-.B prompt_tokens
-Running total of input tokens (input + cache read + cache write) over every call of this session
-and of its sub\-agent sessions: the sum of those usage rows. (Go Crush stores the last call's
-context size here; here that is context_tokens.)
+.B prompt_tokens, completion_tokens
+Go Crush's meaning, which its context meter reads: the input + cache read tokens, and the output
+tokens, of the session's last model call (0 and the summary's size after a summary).
 .TP
-.B completion_tokens
+.B total_prompt_tokens
+Running total of input tokens (input + cache read + cache write) over every call of this session
+and of its sub\-agent sessions: the sum of those usage rows.
+.TP
+.B total_completion_tokens
 Running total of output tokens, same scope.
 .TP
 .B cost
@@ -113,14 +123,17 @@ Creation and last change.
 A UUID and the session it belongs to.
 .TP
 .B seq
-Order within the session (unique per session). Sort by it: created_at has one\-second ties.
+Order within the session (unique per session). Sort by it: created_at has one\-second ties. An
+insert that leaves it at 0 (Go Crush's) is numbered after the session's last message by a trigger.
 .TP
 .B role
 user, assistant, tool (tool results) or system.
 .TP
 .B parts
-JSON array of {type, data} in Go Crush's part types: text, reasoning, tool_call, tool_result,
-finish, image_url, binary.
+JSON array of {type, data} in Go Crush's part types and field names: text, reasoning,
+tool_call, tool_result, finish, shell_command, image_url, binary (an attachment: Path, MIMEType,
+Data in base64). A model is sent a text attachment's content, and a line naming each image or
+other file.
 .TP
 .B model, provider
 The model and provider of an assistant message.
@@ -175,9 +188,10 @@ Where the prices came from: catalog, config; or why there is no cost: unpriced, 
 .B created_at
 When the call finished.
 .PP
-For every session, prompt_tokens, completion_tokens and cost equal the sums of the usage rows of
-the session and its sub\-agent sessions (NULL counting as 0), at every commit, whatever process
-wrote them. Deleting a session deletes its usage rows and its sub\-agent sessions;
+For every session, total_prompt_tokens, total_completion_tokens and cost equal the sums of the
+usage rows of the session and its sub\-agent sessions (NULL counting as 0), at every commit,
+whatever crush process wrote them (Go Crush adds its own spend to cost, and writes no usage
+rows). Deleting a session deletes its usage rows and its sub\-agent sessions;
 .B crush sessions delete
 refuses a sub\-agent's session on its own, since its spend is part of its parent's totals.
 "#;

@@ -28,6 +28,8 @@ fn session_json(s: &Session) -> Value {
         "message_count": s.message_count,
         "prompt_tokens": s.prompt_tokens,
         "completion_tokens": s.completion_tokens,
+        "total_prompt_tokens": s.total_prompt_tokens,
+        "total_completion_tokens": s.total_completion_tokens,
         "context_tokens": s.context_tokens,
         "cost": s.cost,
         "created": rfc3339(s.created_at),
@@ -168,10 +170,17 @@ fn render_message(out: &mut String, m: &StoredMessage) {
     out.push('\n');
 }
 
-/// The project's store, which must exist for commands that read sessions.
-fn existing_store(global: &Global) -> Result<Store, AppError> {
+/// The project's store, which must exist for commands on sessions: opened read-only (never
+/// migrated) unless `write`.
+fn existing_store(global: &Global, write: bool) -> Result<Store, AppError> {
     let loaded = app::load_config(global)?;
-    app::open_existing_store(&loaded)?.ok_or_else(|| {
+    let store = if write {
+        let db = loaded.data_dir.join("crush.db");
+        db.is_file().then(|| Store::open(&db)).transpose()?
+    } else {
+        app::open_existing_store(&loaded)?
+    };
+    store.ok_or_else(|| {
         AppError::Usage(format!(
             "no sessions in {} (no {} yet)",
             loaded.project_root.display(),
@@ -197,7 +206,7 @@ fn messages_json(msgs: &[StoredMessage]) -> Vec<Value> {
 }
 
 pub fn show(global: &Global, id: &str, json_out: bool) -> Result<String, AppError> {
-    let store = existing_store(global)?;
+    let store = existing_store(global, false)?;
     let s = store.resolve_session(id)?;
     let msgs = store.messages(&s.id)?;
     if json_out {
@@ -211,8 +220,8 @@ pub fn show(global: &Global, id: &str, json_out: bool) -> Result<String, AppErro
         s.title,
         s.id,
         rfc3339(s.created_at),
-        s.prompt_tokens,
-        s.completion_tokens,
+        s.total_prompt_tokens,
+        s.total_completion_tokens,
         s.cost
     );
     for m in &msgs {
@@ -295,7 +304,7 @@ pub fn export_text(store: &Store, s: &Session, format: ExportFormat) -> Result<S
     let _ = writeln!(
         out,
         "- Tokens: {} in, {} out; cost ${:.4}\n",
-        s.prompt_tokens, s.completion_tokens, s.cost
+        s.total_prompt_tokens, s.total_completion_tokens, s.cost
     );
     for m in &msgs {
         let who = match m.role {
@@ -376,13 +385,13 @@ pub fn export_text(store: &Store, s: &Session, format: ExportFormat) -> Result<S
 }
 
 pub fn export(global: &Global, id: &str, format: ExportFormat) -> Result<String, AppError> {
-    let store = existing_store(global)?;
+    let store = existing_store(global, false)?;
     let s = store.resolve_session(id)?;
     export_text(&store, &s, format)
 }
 
 pub fn delete(global: &Global, id: &str) -> Result<String, AppError> {
-    let store = existing_store(global)?;
+    let store = existing_store(global, true)?;
     let s = store.resolve_session(id)?;
     if let Some(parent) = &s.parent_session_id {
         // Its usage is part of the parent's totals: deleting it alone would break them.
@@ -408,7 +417,7 @@ pub fn rename(global: &Global, id: &str, title: &str) -> Result<String, AppError
             "the new title is empty; usage: crush sessions rename ID TITLE".into(),
         ));
     }
-    let store = existing_store(global)?;
+    let store = existing_store(global, true)?;
     let s = store.resolve_session(id)?;
     store.set_title(&s.id, title)?;
     Ok(format!("Renamed session {} to {title}\n", short_id(&s.id)))
