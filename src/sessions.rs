@@ -79,6 +79,26 @@ pub fn list_text(sessions: &[Session], current: Option<&str>) -> String {
     out
 }
 
+/// A finish that needs no mention: the end of a turn or step, or the "stop" Go Crush gives every
+/// user and tool message.
+fn ordinary_finish(reason: &str) -> bool {
+    matches!(reason, "end_turn" | "tool_use" | "stop")
+}
+
+/// The session's running token totals, or, for a session only Go Crush ran (it keeps no
+/// totals), its last call's figures as Go Crush recorded them.
+fn tokens_text(s: &Session) -> String {
+    let (total_in, total_out) = (s.total_prompt_tokens, s.total_completion_tokens);
+    if total_in == 0 && total_out == 0 && (s.prompt_tokens > 0 || s.completion_tokens > 0) {
+        format!(
+            "tokens not itemized (Go Crush's last call: {} in, {} out)",
+            s.prompt_tokens, s.completion_tokens
+        )
+    } else {
+        format!("tokens in {total_in} out {total_out}")
+    }
+}
+
 fn part_json(p: &Part) -> Value {
     match p {
         Part::Unknown { kind, data } => json!({"type": kind, "data": data}),
@@ -140,7 +160,7 @@ fn render_message(out: &mut String, m: &StoredMessage) {
             Part::Finish {
                 reason, message, ..
             } => {
-                if reason != "end_turn" && reason != "tool_use" {
+                if !ordinary_finish(reason) {
                     let _ = writeln!(
                         out,
                         "[finished: {reason}{}]",
@@ -216,12 +236,11 @@ pub fn show(global: &Global, id: &str, json_out: bool) -> Result<String, AppErro
         ));
     }
     let mut out = format!(
-        "# {}\nid {}  created {}  tokens in {} out {}  cost ${:.4}\n\n",
+        "# {}\nid {}  created {}  {}  cost ${:.4}\n\n",
         s.title,
         s.id,
         rfc3339(s.created_at),
-        s.total_prompt_tokens,
-        s.total_completion_tokens,
+        tokens_text(&s),
         s.cost
     );
     for m in &msgs {
@@ -301,11 +320,7 @@ pub fn export_text(store: &Store, s: &Session, format: ExportFormat) -> Result<S
     let _ = writeln!(out, "- Session: `{}`", s.id);
     let _ = writeln!(out, "- Created: {}", rfc3339(s.created_at));
     let _ = writeln!(out, "- Updated: {}", rfc3339(s.updated_at));
-    let _ = writeln!(
-        out,
-        "- Tokens: {} in, {} out; cost ${:.4}\n",
-        s.total_prompt_tokens, s.total_completion_tokens, s.cost
-    );
+    let _ = writeln!(out, "- Tokens: {}; cost ${:.4}\n", tokens_text(s), s.cost);
     for m in &msgs {
         let who = match m.role {
             crate::llm::Role::User => "User".to_string(),
@@ -353,7 +368,7 @@ pub fn export_text(store: &Store, s: &Session, format: ExportFormat) -> Result<S
                 Part::Finish {
                     reason, message, ..
                 } => {
-                    if reason != "end_turn" && reason != "tool_use" {
+                    if !ordinary_finish(reason) {
                         let why = message
                             .as_deref()
                             .map(|m| format!(": {m}"))
