@@ -192,13 +192,14 @@ pub fn open_store(loaded: &Loaded) -> Result<Store, AppError> {
     Ok(Store::open(&loaded.data_dir.join("crush.db"))?)
 }
 
-/// Opens the store without creating anything (read-only commands).
+/// Opens the store read-only, without creating, migrating or writing anything (read-only
+/// commands).
 pub fn open_existing_store(loaded: &Loaded) -> Result<Option<Store>, AppError> {
     let db = loaded.data_dir.join("crush.db");
     if !db.exists() {
         return Ok(None);
     }
-    Ok(Some(Store::open(&db)?))
+    Ok(Some(Store::open_read_only(&db)?))
 }
 
 pub struct OpenSession<'s> {

@@ -204,13 +204,13 @@ impl<'a> Agent<'a> {
     }
 }
 
-/// Messages a provider can be sent: parts it understands. The request builders pair tool calls
+/// Messages a provider can be sent: parts it understands (attachments as text). The request
+/// builders pair tool calls
 /// with their results (`llm::history`), answering interrupted calls.
 pub fn history_for_model(stored: Vec<Message>) -> Vec<Message> {
     let mut out: Vec<Message> = Vec::new();
     for m in stored {
-        let parts: Vec<Part> = m
-            .parts
+        let parts: Vec<Part> = crate::llm::attachments_as_text(m.parts)
             .into_iter()
             .filter(|p| match p {
                 Part::Finish { .. } => false,

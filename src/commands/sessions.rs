@@ -28,6 +28,8 @@ fn session_json(s: &Session) -> Value {
         "message_count": s.message_count,
         "prompt_tokens": s.prompt_tokens,
         "completion_tokens": s.completion_tokens,
+        "total_prompt_tokens": s.total_prompt_tokens,
+        "total_completion_tokens": s.total_completion_tokens,
         "context_tokens": s.context_tokens,
         "cost": s.cost,
         "created": rfc3339(s.created_at),
@@ -77,8 +79,51 @@ pub fn list_text(sessions: &[Session], current: Option<&str>) -> String {
     out
 }
 
+/// A finish that needs no mention: the end of a turn or step, or the "stop" Go Crush gives every
+/// user and tool message.
+fn ordinary_finish(reason: &str) -> bool {
+    matches!(reason, "end_turn" | "tool_use" | "stop")
+}
+
+/// The session's running token totals, or, for a session only Go Crush ran (it keeps no
+/// totals), its last call's figures as Go Crush recorded them.
+fn tokens_text(s: &Session) -> String {
+    let (total_in, total_out) = (s.total_prompt_tokens, s.total_completion_tokens);
+    if total_in == 0 && total_out == 0 && (s.prompt_tokens > 0 || s.completion_tokens > 0) {
+        format!(
+            "tokens not itemized (Go Crush's last call: {} in, {} out)",
+            s.prompt_tokens, s.completion_tokens
+        )
+    } else {
+        format!("tokens in {total_in} out {total_out}")
+    }
+}
+
 fn part_json(p: &Part) -> Value {
-    serde_json::to_value(p).unwrap_or(Value::Null)
+    match p {
+        Part::Unknown { kind, data } => json!({"type": kind, "data": data}),
+        p => serde_json::to_value(p).unwrap_or(Value::Null),
+    }
+}
+
+/// One line standing for a part that is not text: an attachment, an image, a part of a type
+/// this crush does not know.
+fn placeholder(p: &Part) -> Option<String> {
+    match p {
+        Part::Binary {
+            path,
+            mime_type,
+            data,
+        } => Some(format!(
+            "[attached {}]",
+            crate::llm::attachment_label(path, mime_type, data)
+        )),
+        Part::ImageUrl { url, .. } => Some(format!("[image {url}]")),
+        Part::Unknown { kind, .. } => Some(format!(
+            "[a part of type {kind}, which this crush does not know]"
+        )),
+        _ => None,
+    }
 }
 
 fn render_message(out: &mut String, m: &StoredMessage) {
@@ -115,7 +160,7 @@ fn render_message(out: &mut String, m: &StoredMessage) {
             Part::Finish {
                 reason, message, ..
             } => {
-                if reason != "end_turn" && reason != "tool_use" {
+                if !ordinary_finish(reason) {
                     let _ = writeln!(
                         out,
                         "[finished: {reason}{}]",
@@ -137,15 +182,25 @@ fn render_message(out: &mut String, m: &StoredMessage) {
                     output.trim_end()
                 );
             }
+            Part::Binary { .. } | Part::ImageUrl { .. } | Part::Unknown { .. } => {
+                let _ = writeln!(out, "{}", placeholder(p).unwrap_or_default());
+            }
         }
     }
     out.push('\n');
 }
 
-/// The project's store, which must exist for commands that read sessions.
-fn existing_store(global: &Global) -> Result<Store, AppError> {
+/// The project's store, which must exist for commands on sessions: opened read-only (never
+/// migrated) unless `write`.
+fn existing_store(global: &Global, write: bool) -> Result<Store, AppError> {
     let loaded = app::load_config(global)?;
-    app::open_existing_store(&loaded)?.ok_or_else(|| {
+    let store = if write {
+        let db = loaded.data_dir.join("crush.db");
+        db.is_file().then(|| Store::open(&db)).transpose()?
+    } else {
+        app::open_existing_store(&loaded)?
+    };
+    store.ok_or_else(|| {
         AppError::Usage(format!(
             "no sessions in {} (no {} yet)",
             loaded.project_root.display(),
@@ -171,7 +226,7 @@ fn messages_json(msgs: &[StoredMessage]) -> Vec<Value> {
 }
 
 pub fn show(global: &Global, id: &str, json_out: bool) -> Result<String, AppError> {
-    let store = existing_store(global)?;
+    let store = existing_store(global, false)?;
     let s = store.resolve_session(id)?;
     let msgs = store.messages(&s.id)?;
     if json_out {
@@ -181,12 +236,11 @@ pub fn show(global: &Global, id: &str, json_out: bool) -> Result<String, AppErro
         ));
     }
     let mut out = format!(
-        "# {}\nid {}  created {}  tokens in {} out {}  cost ${:.4}\n\n",
+        "# {}\nid {}  created {}  {}  cost ${:.4}\n\n",
         s.title,
         s.id,
         rfc3339(s.created_at),
-        s.prompt_tokens,
-        s.completion_tokens,
+        tokens_text(&s),
         s.cost
     );
     for m in &msgs {
@@ -266,11 +320,7 @@ pub fn export_text(store: &Store, s: &Session, format: ExportFormat) -> Result<S
     let _ = writeln!(out, "- Session: `{}`", s.id);
     let _ = writeln!(out, "- Created: {}", rfc3339(s.created_at));
     let _ = writeln!(out, "- Updated: {}", rfc3339(s.updated_at));
-    let _ = writeln!(
-        out,
-        "- Tokens: {} in, {} out; cost ${:.4}\n",
-        s.prompt_tokens, s.completion_tokens, s.cost
-    );
+    let _ = writeln!(out, "- Tokens: {}; cost ${:.4}\n", tokens_text(s), s.cost);
     for m in &msgs {
         let who = match m.role {
             crate::llm::Role::User => "User".to_string(),
@@ -318,7 +368,7 @@ pub fn export_text(store: &Store, s: &Session, format: ExportFormat) -> Result<S
                 Part::Finish {
                     reason, message, ..
                 } => {
-                    if reason != "end_turn" && reason != "tool_use" {
+                    if !ordinary_finish(reason) {
                         let why = message
                             .as_deref()
                             .map(|m| format!(": {m}"))
@@ -335,6 +385,9 @@ pub fn export_text(store: &Store, s: &Session, format: ExportFormat) -> Result<S
                     fenced(&mut body, "", output);
                     body.push('\n');
                 }
+                Part::Binary { .. } | Part::ImageUrl { .. } | Part::Unknown { .. } => {
+                    let _ = writeln!(body, "*{}*\n", placeholder(p).unwrap_or_default());
+                }
             }
         }
         if body.trim().is_empty() {
@@ -347,13 +400,13 @@ pub fn export_text(store: &Store, s: &Session, format: ExportFormat) -> Result<S
 }
 
 pub fn export(global: &Global, id: &str, format: ExportFormat) -> Result<String, AppError> {
-    let store = existing_store(global)?;
+    let store = existing_store(global, false)?;
     let s = store.resolve_session(id)?;
     export_text(&store, &s, format)
 }
 
 pub fn delete(global: &Global, id: &str) -> Result<String, AppError> {
-    let store = existing_store(global)?;
+    let store = existing_store(global, true)?;
     let s = store.resolve_session(id)?;
     if let Some(parent) = &s.parent_session_id {
         // Its usage is part of the parent's totals: deleting it alone would break them.
@@ -379,7 +432,7 @@ pub fn rename(global: &Global, id: &str, title: &str) -> Result<String, AppError
             "the new title is empty; usage: crush sessions rename ID TITLE".into(),
         ));
     }
-    let store = existing_store(global)?;
+    let store = existing_store(global, true)?;
     let s = store.resolve_session(id)?;
     store.set_title(&s.id, title)?;
     Ok(format!("Renamed session {} to {title}\n", short_id(&s.id)))

@@ -140,6 +140,15 @@ pub fn report(global: &Global, json_out: bool) -> Result<String, AppError> {
     if json_out {
         return Ok(format!("{}\n", to_json(&stats, db.as_deref())));
     }
+    if let Some(s) = &store
+        && !s.has_usage_ledger()
+    {
+        eprintln!(
+            "No model calls itemized in {}: it has no usage ledger (only Go Crush wrote to it).",
+            s.path().display()
+        );
+        return Ok(String::new());
+    }
     if stats.total.calls == 0 {
         eprintln!(
             "No model calls recorded yet in {}. Start a session with: crush run \"...\"",

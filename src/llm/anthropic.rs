@@ -116,6 +116,7 @@ pub fn build_request(req: &ChatRequest) -> Value {
                 Part::Reasoning {
                     thinking,
                     signature,
+                    ..
                 } if role == "assistant" && !signature.is_empty() => {
                     blocks.push(
                         json!({"type": "thinking", "thinking": thinking, "signature": signature}),
@@ -524,10 +525,9 @@ impl Accumulator {
                 Block::Thinking {
                     thinking,
                     signature,
-                } if !thinking.is_empty() || !signature.is_empty() => parts.push(Part::Reasoning {
-                    thinking,
-                    signature,
-                }),
+                } if !thinking.is_empty() || !signature.is_empty() => {
+                    parts.push(Part::reasoning(thinking, signature))
+                }
                 Block::ToolUse {
                     id,
                     name,
@@ -741,10 +741,7 @@ data: {"type":"message_stop"}
         assert_eq!(
             r.parts,
             vec![
-                Part::Reasoning {
-                    thinking: "User wants main.rs.".into(),
-                    signature: "EqQB…".into()
-                },
+                Part::reasoning("User wants main.rs.".into(), "EqQB…".into()),
                 Part::Text {
                     text: "Reading it.".into()
                 },
@@ -1121,10 +1118,7 @@ data: {"type":"message_stop"}
             Message {
                 role: Role::Assistant,
                 parts: vec![
-                    Part::Reasoning {
-                        thinking: "hmm".into(),
-                        signature: "SIG".into(),
-                    },
+                    Part::reasoning("hmm".into(), "SIG".into()),
                     Part::Text { text: "  ".into() },
                     Part::Text {
                         text: "Running both.".into(),

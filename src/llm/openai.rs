@@ -460,10 +460,7 @@ impl Accumulator {
         let mut parts = Vec::new();
         for b in self.blocks {
             match b {
-                Block::Reasoning(thinking) => parts.push(Part::Reasoning {
-                    thinking,
-                    signature: String::new(),
-                }),
+                Block::Reasoning(thinking) => parts.push(Part::reasoning(thinking, String::new())),
                 Block::Text(text) => parts.push(Part::Text { text }),
                 Block::Call(p) => {
                     let Some(c) = calls.get_mut(p).and_then(Option::take) else {
@@ -890,10 +887,7 @@ mod tests {
         assert_eq!(
             r.parts,
             vec![
-                Part::Reasoning {
-                    thinking: "think morex".into(),
-                    signature: String::new()
-                },
+                Part::reasoning("think morex".into(), String::new()),
                 Part::Text {
                     text: "answer".into()
                 }
@@ -1036,10 +1030,7 @@ mod tests {
             Message {
                 role: Role::Assistant,
                 parts: vec![
-                    Part::Reasoning {
-                        thinking: "t".into(),
-                        signature: String::new(),
-                    },
+                    Part::reasoning("t".into(), String::new()),
                     call("call_1", r#"{"file_path":"src/main.rs"}"#),
                     call("call_2", "{bad"),
                 ],

@@ -1,7 +1,8 @@
 //! The data model shared by the providers, the agent loop and the store.
 //!
-//! `Part` serialises exactly as Go Crush stores message parts (`{"type": T, "data": {...}}`), so the
-//! store can persist it unchanged and a tool that reads Crush's database reads ours.
+//! `Part` serialises exactly as Go Crush stores message parts (`{"type": T, "data": {...}}`), with
+//! Go Crush's part types and field names, so the store persists it unchanged, Go Crush decodes
+//! every part this program writes, and this program decodes every part Go Crush writes.
 
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -46,6 +47,26 @@ pub enum Part {
         thinking: String,
         #[serde(default)]
         signature: String,
+        /// Go Crush's other reasoning fields (a Gemini thought signature, the tool id OpenRouter
+        /// ties it to, OpenAI Responses metadata, start and end times), kept as they were.
+        #[serde(flatten)]
+        extra: serde_json::Map<String, serde_json::Value>,
+    },
+    /// An image by URL (Go Crush's `image_url`).
+    ImageUrl {
+        url: String,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        detail: String,
+    },
+    /// An attached file (Go Crush's `binary`, with its Go field names).
+    Binary {
+        #[serde(rename = "Path", default, deserialize_with = "null_as_empty")]
+        path: String,
+        #[serde(rename = "MIMEType", default, deserialize_with = "null_as_empty")]
+        mime_type: String,
+        /// The content, base64 (standard alphabet, padded) as Go encodes bytes.
+        #[serde(rename = "Data", default, deserialize_with = "null_as_empty")]
+        data: String,
     },
     ToolCall {
         id: String,
@@ -87,6 +108,152 @@ pub enum Part {
         output: String,
         exit_code: i32,
     },
+    /// A part type this program does not know (written by a newer Go Crush): shown as such and
+    /// never sent to a model. It cannot be serialized, so it is never written.
+    #[serde(skip)]
+    Unknown {
+        kind: String,
+        data: serde_json::Value,
+    },
+}
+
+impl Part {
+    /// A reasoning part with no other fields.
+    pub fn reasoning(thinking: String, signature: String) -> Part {
+        Part::Reasoning {
+            thinking,
+            signature,
+            extra: serde_json::Map::new(),
+        }
+    }
+}
+
+/// The part types this program decodes.
+const PART_TYPES: &[&str] = &[
+    "text",
+    "reasoning",
+    "image_url",
+    "binary",
+    "tool_call",
+    "tool_result",
+    "finish",
+    "shell_command",
+];
+
+fn null_as_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    Ok(Option::<String>::deserialize(d)?.unwrap_or_default())
+}
+
+/// Decodes a stored `parts` array. A part of a type this program does not know becomes
+/// `Part::Unknown`; a known type that does not decode is an error.
+pub fn parts_from_json(text: &str) -> Result<Vec<Part>, serde_json::Error> {
+    let raw: Vec<serde_json::Value> = serde_json::from_str(text)?;
+    raw.into_iter()
+        .map(|v| {
+            let kind = v.get("type").and_then(|t| t.as_str()).unwrap_or_default();
+            if PART_TYPES.contains(&kind) {
+                serde_json::from_value(v)
+            } else {
+                Ok(Part::Unknown {
+                    kind: kind.to_string(),
+                    data: v.get("data").cloned().unwrap_or_default(),
+                })
+            }
+        })
+        .collect()
+}
+
+/// Decodes standard base64 (padding optional, whitespace ignored); None if it is not base64.
+pub fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(text.len() / 4 * 3);
+    let mut acc: u32 = 0;
+    let mut bits = 0;
+    let mut padding = false;
+    for b in text.bytes() {
+        let v = match b {
+            b'A'..=b'Z' => b - b'A',
+            b'a'..=b'z' => b - b'a' + 26,
+            b'0'..=b'9' => b - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            b'=' => {
+                padding = true;
+                continue;
+            }
+            b' ' | b'\n' | b'\r' | b'\t' => continue,
+            _ => return None,
+        };
+        if padding {
+            return None;
+        }
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    Some(out)
+}
+
+/// The short description of an attachment this program shows and sends in its place:
+/// `notes.md (text/plain, 17 bytes)`.
+pub fn attachment_label(path: &str, mime_type: &str, data: &str) -> String {
+    let name = if path.is_empty() { "unnamed" } else { path };
+    let size = base64_decode(data).map_or(data.len() / 4 * 3, |b| b.len());
+    let mime = if mime_type.is_empty() {
+        "unknown type"
+    } else {
+        mime_type
+    };
+    format!("{name} ({mime}, {size} bytes)")
+}
+
+/// Attachments as a model that takes text is sent them, after the message's other parts: the
+/// content of text files in `<file>` blocks introduced as Go Crush introduces them, and a
+/// one-line placeholder naming each image or other file. Parts of unknown types are dropped.
+pub fn attachments_as_text(parts: Vec<Part>) -> Vec<Part> {
+    let mut out = Vec::with_capacity(parts.len());
+    let mut files = String::new();
+    let mut placeholders = Vec::new();
+    for p in parts {
+        match p {
+            Part::Binary {
+                path,
+                mime_type,
+                data,
+            } => match base64_decode(&data).map(String::from_utf8) {
+                Some(Ok(text)) if mime_type.starts_with("text/") => {
+                    if path.is_empty() {
+                        files.push_str("<file>\n");
+                    } else {
+                        files.push_str(&format!("<file path='{path}'>\n"));
+                    }
+                    files.push_str(&format!("\n{text}\n</file>\n"));
+                }
+                _ => placeholders.push(format!(
+                    "[Attached file {}: not sent, this model is sent text only]",
+                    attachment_label(&path, &mime_type, &data)
+                )),
+            },
+            Part::ImageUrl { url, .. } => placeholders.push(format!(
+                "[Image {url}: not sent, this model is sent text only]"
+            )),
+            Part::Unknown { .. } => {}
+            p => out.push(p),
+        }
+    }
+    if !files.is_empty() {
+        out.push(Part::Text {
+            text: format!(
+                "<system_info>The files below have been attached by the user, consider them in \
+                 your response</system_info>\n{files}"
+            ),
+        });
+    }
+    out.extend(placeholders.into_iter().map(|text| Part::Text { text }));
+    out
 }
 
 /// A message as sent to a provider (and as stored, minus ids and timestamps).
@@ -278,4 +445,133 @@ pub enum StreamEvent {
     Done(Response),
     /// Final event of a failed call (after retries).
     Error(crate::llm::LlmError),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    /// One part of each type, as Go Crush's `marshalParts` writes it.
+    fn go_parts() -> Value {
+        json!([
+            {"type": "text", "data": {"text": "hi"}},
+            {"type": "reasoning", "data": {"thinking": "t", "signature": "s",
+                "thought_signature": "g", "tool_id": "x", "responses_data": {"id": "r"},
+                "started_at": 1, "finished_at": 2}},
+            {"type": "image_url", "data": {"url": "https://e.x/a.png", "detail": "high"}},
+            {"type": "binary", "data": {"Path": "a.txt", "MIMEType": "text/plain",
+                "Data": "aGVsbG8="}},
+            {"type": "tool_call", "data": {"id": "c", "name": "view", "input": "{}",
+                "provider_executed": false, "finished": true}},
+            {"type": "tool_result", "data": {"tool_call_id": "c", "name": "view",
+                "content": "ok", "data": "", "mime_type": "", "metadata": "", "is_error": false}},
+            {"type": "finish", "data": {"reason": "end_turn", "time": 3}},
+            {"type": "shell_command", "data": {"command": "ls", "output": "", "exit_code": 0}}
+        ])
+    }
+
+    #[test]
+    fn every_go_part_type_decodes_and_encodes_back_unchanged() {
+        let text = go_parts().to_string();
+        let parts = parts_from_json(&text).unwrap();
+        assert_eq!(parts.len(), 8);
+        assert!(!parts.iter().any(|p| matches!(p, Part::Unknown { .. })));
+        assert_eq!(
+            parts[3],
+            Part::Binary {
+                path: "a.txt".into(),
+                mime_type: "text/plain".into(),
+                data: "aGVsbG8=".into()
+            }
+        );
+        assert_eq!(serde_json::to_value(&parts).unwrap(), go_parts());
+        // Go writes a nil []byte as null.
+        let p = parts_from_json(
+            r#"[{"type":"binary","data":{"Path":"","MIMEType":"image/png","Data":null}}]"#,
+        )
+        .unwrap();
+        assert!(matches!(&p[0], Part::Binary { data, .. } if data.is_empty()));
+        // What this program writes has Go's field names.
+        let ours = serde_json::to_value(Part::reasoning("t".into(), String::new())).unwrap();
+        assert_eq!(
+            ours,
+            json!({"type": "reasoning", "data": {"thinking": "t", "signature": ""}})
+        );
+    }
+
+    #[test]
+    fn an_unknown_part_type_is_kept_apart_and_never_written() {
+        let parts = parts_from_json(
+            r#"[{"type":"citation","data":{"url":"u"}},{"type":"text","data":{"text":"x"}}]"#,
+        )
+        .unwrap();
+        assert_eq!(
+            parts[0],
+            Part::Unknown {
+                kind: "citation".into(),
+                data: json!({"url": "u"})
+            }
+        );
+        assert!(serde_json::to_string(&parts).is_err());
+        // A known type that does not fit is an error, as in Go Crush.
+        assert!(parts_from_json(r#"[{"type":"text","data":{"text":5}}]"#).is_err());
+    }
+
+    #[test]
+    fn base64_decodes_go_encoded_bytes() {
+        assert_eq!(base64_decode("aGVsbG8=").unwrap(), b"hello");
+        assert_eq!(base64_decode("aGk=\n").unwrap(), b"hi");
+        assert_eq!(base64_decode("").unwrap(), b"");
+        assert!(base64_decode("a$b=").is_none());
+        assert!(base64_decode("aG=k").is_none());
+    }
+
+    #[test]
+    fn attachments_reach_a_text_model_as_text() {
+        let parts = vec![
+            Part::Text {
+                text: "read".into(),
+            },
+            Part::Binary {
+                path: "a.txt".into(),
+                mime_type: "text/plain".into(),
+                data: "aGVsbG8=".into(),
+            },
+            Part::Binary {
+                path: "p.png".into(),
+                mime_type: "image/png".into(),
+                data: "AAAA".into(),
+            },
+            Part::ImageUrl {
+                url: "https://e.x/c.png".into(),
+                detail: String::new(),
+            },
+            Part::Unknown {
+                kind: "x".into(),
+                data: Value::Null,
+            },
+        ];
+        let out = attachments_as_text(parts);
+        let texts: Vec<String> = out
+            .iter()
+            .map(|p| match p {
+                Part::Text { text } => text.clone(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(texts.len(), 4, "{texts:?}");
+        assert_eq!(texts[0], "read");
+        assert!(
+            texts[1].contains("<file path='a.txt'>\n\nhello\n</file>"),
+            "{}",
+            texts[1]
+        );
+        assert!(
+            texts[2].contains("p.png (image/png, 3 bytes)"),
+            "{}",
+            texts[2]
+        );
+        assert!(texts[3].contains("https://e.x/c.png"), "{}", texts[3]);
+    }
 }

@@ -841,8 +841,8 @@ impl Repl {
             short_id(&s.id),
             s.title,
             rows.len(),
-            s.prompt_tokens,
-            s.completion_tokens,
+            s.total_prompt_tokens,
+            s.total_completion_tokens,
             s.context_tokens,
         );
         out.push('\n');

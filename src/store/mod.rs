@@ -1,6 +1,6 @@
-//! The session store: SQLite at `<project data>/crush.db`, Crush's tables and columns plus an
-//! ordering key per message and an honest `usage` ledger. The store drives nothing and renders
-//! nothing.
+//! The session store: SQLite at `<project data>/crush.db`, shared with Go Crush: its tables as
+//! its migrations leave them, plus an ordering key per message, running totals and an honest
+//! `usage` ledger. The store drives nothing and renders nothing.
 
 use crate::llm::{Part, Role, Usage};
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
@@ -25,6 +25,16 @@ pub enum StoreError {
         path: PathBuf,
         found: i64,
         supported: i64,
+    },
+    /// A newer Go Crush migrated the database, and some of this program's writes would not fit.
+    NewerGoCrush {
+        path: PathBuf,
+        /// The newest migration recorded in `goose_db_version`.
+        found: i64,
+        /// The newest one this program knows.
+        known: i64,
+        /// "table.column" that the writes cannot fill.
+        columns: Vec<String>,
     },
     NotFound(String),
     Ambiguous {
@@ -53,6 +63,21 @@ impl fmt::Display for StoreError {
                 "the session store {} has schema version {found}, newer than this crush supports ({supported}); upgrade crush",
                 path.display()
             ),
+            StoreError::NewerGoCrush {
+                path,
+                found,
+                known,
+                columns,
+            } => write!(
+                f,
+                "the session store {} was migrated by a newer Go Crush (migration {found}; this \
+                 crush knows Go Crush's migrations up to {known}), and crush's writes cannot fill \
+                 {}: crush will not write to it. It can still read it (sessions list, show, \
+                 export; stats); go on with Go Crush in this project, or use a crush that knows \
+                 migration {found}",
+                path.display(),
+                columns.join(", ")
+            ),
             StoreError::NotFound(id) => write!(f, "no session matches '{id}'"),
             StoreError::Ambiguous { prefix, candidates } => write!(
                 f,
@@ -80,11 +105,17 @@ pub struct Session {
     pub parent_session_id: Option<String>,
     pub title: String,
     pub message_count: i64,
-    /// Running total of input tokens (input + cache read + cache write) over all model calls.
+    /// Go Crush's meaning: input + cache read tokens of the session's last model call (0 after a
+    /// summary), which Go Crush's context meter reads.
     pub prompt_tokens: i64,
-    /// Running total of output tokens.
+    /// Go Crush's meaning: output tokens of the session's last model call.
     pub completion_tokens: i64,
-    /// USD over priced calls.
+    /// Running total of input tokens (input + cache read + cache write) over every call of the
+    /// session and its sub-agent sessions.
+    pub total_prompt_tokens: i64,
+    /// Running total of output tokens, same scope.
+    pub total_completion_tokens: i64,
+    /// USD over priced calls, same scope.
     pub cost: f64,
     /// Tokens in the context at the last model call.
     pub context_tokens: i64,
@@ -148,12 +179,99 @@ pub struct UsageRow {
 pub struct Store {
     conn: Connection,
     path: PathBuf,
+    layout: Layout,
 }
 
-const SESSION_COLUMNS: &str = "id, parent_session_id, title, message_count, prompt_tokens, \
-     completion_tokens, cost, context_tokens, created_at, updated_at";
+/// How to read the file: a database opened for writing has every column; one opened read-only
+/// may lack this program's additions (Go Crush made it) or Go Crush's later columns, which read
+/// as their defaults.
+struct Layout {
+    /// The select list read by `session_from_row`.
+    sessions: String,
+    /// The select list read by `load_messages`.
+    messages: String,
+    /// ORDER BY of a session's messages.
+    message_order: &'static str,
+    usage: bool,
+    summary: bool,
+}
 
-const MESSAGE_COLUMNS: &str = "id, session_id, seq, role, parts, model, provider, created_at";
+const SESSION_COLUMNS: &[(&str, &str)] = &[
+    ("id", "id"),
+    ("parent_session_id", "NULL"),
+    ("title", "''"),
+    ("message_count", "0"),
+    ("prompt_tokens", "0"),
+    ("completion_tokens", "0"),
+    ("total_prompt_tokens", "0"),
+    ("total_completion_tokens", "0"),
+    ("cost", "0.0"),
+    ("context_tokens", "0"),
+    ("created_at", "0"),
+    ("updated_at", "0"),
+];
+
+const MESSAGE_COLUMNS: &[(&str, &str)] = &[
+    ("id", "id"),
+    ("session_id", "session_id"),
+    // Go Crush's order, for a file without the ordering key.
+    ("seq", "ROW_NUMBER() OVER (ORDER BY created_at, rowid)"),
+    ("role", "role"),
+    ("parts", "'[]'"),
+    ("model", "NULL"),
+    ("provider", "NULL"),
+    ("created_at", "0"),
+];
+
+impl Layout {
+    /// Every column present (a database this program migrated).
+    fn full() -> Layout {
+        let list =
+            |cols: &[(&str, &str)]| cols.iter().map(|(c, _)| *c).collect::<Vec<_>>().join(", ");
+        Layout {
+            sessions: list(SESSION_COLUMNS),
+            messages: list(MESSAGE_COLUMNS),
+            message_order: "seq",
+            usage: true,
+            summary: true,
+        }
+    }
+
+    /// What `conn` has; a missing column reads as its default. Schema 1 kept the running totals
+    /// in prompt_tokens and completion_tokens.
+    fn probe(conn: &Connection, version: i64) -> rusqlite::Result<Layout> {
+        let list = |table: &str, cols: &[(&str, &str)]| -> rusqlite::Result<String> {
+            let have: Vec<String> = schema::table_info(conn, table)?
+                .into_iter()
+                .map(|c| c.name)
+                .collect();
+            Ok(cols
+                .iter()
+                .map(|(c, fallback)| {
+                    let fallback = match (version, *c) {
+                        (1, "total_prompt_tokens") => "prompt_tokens",
+                        (1, "total_completion_tokens") => "completion_tokens",
+                        _ => fallback,
+                    };
+                    if have.iter().any(|h| h == c) {
+                        c.to_string()
+                    } else {
+                        format!("{fallback} AS {c}")
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(", "))
+        };
+        let seq = schema::has_column(conn, "messages", "seq")?;
+        Ok(Layout {
+            sessions: list("sessions", SESSION_COLUMNS)?,
+            messages: list("messages", MESSAGE_COLUMNS)?,
+            message_order: if seq { "seq" } else { "created_at, rowid" },
+            usage: schema::has_table(conn, "usage")?,
+            summary: schema::has_column(conn, "sessions", "summary_message_id")?,
+        })
+    }
+}
 
 /// Adds one call's tokens (and cost) to the session and every ancestor: a sub-agent's usage is
 /// recorded against the child session and its parents' totals include it exactly once, in the
@@ -164,8 +282,8 @@ const ADD_TOTALS_WITH_COST: &str = "WITH RECURSIVE chain(id) AS (
         SELECT s.parent_session_id FROM sessions s JOIN chain c ON s.id = c.id
         WHERE s.parent_session_id IS NOT NULL
     )
-    UPDATE sessions SET prompt_tokens = prompt_tokens + ?2,
-        completion_tokens = completion_tokens + ?3,
+    UPDATE sessions SET total_prompt_tokens = total_prompt_tokens + ?2,
+        total_completion_tokens = total_completion_tokens + ?3,
         cost = cost + ?4,
         updated_at = ?5
     WHERE id IN (SELECT id FROM chain)";
@@ -176,15 +294,16 @@ const ADD_TOTALS_NO_COST: &str = "WITH RECURSIVE chain(id) AS (
         SELECT s.parent_session_id FROM sessions s JOIN chain c ON s.id = c.id
         WHERE s.parent_session_id IS NOT NULL
     )
-    UPDATE sessions SET prompt_tokens = prompt_tokens + ?2,
-        completion_tokens = completion_tokens + ?3,
+    UPDATE sessions SET total_prompt_tokens = total_prompt_tokens + ?2,
+        total_completion_tokens = total_completion_tokens + ?3,
         updated_at = ?4
     WHERE id IN (SELECT id FROM chain)";
 
 impl Store {
     /// Opens (creating if needed) the database, sets WAL, foreign keys and a busy timeout, and
-    /// migrates by `PRAGMA user_version` inside a transaction. A database written by a newer
-    /// schema is refused (`TooNew`) before anything is written to it.
+    /// migrates it inside a transaction (see `schema`). Refused before anything is written to
+    /// it: a database written by a newer crush (`TooNew`), and one a newer Go Crush migrated in
+    /// a way this program's writes do not fit (`NewerGoCrush`).
     pub fn open(path: &Path) -> Result<Store> {
         let open_err = |message: String| StoreError::Open {
             path: path.to_path_buf(),
@@ -202,15 +321,10 @@ impl Store {
         conn.pragma_update(None, "foreign_keys", true)
             .map_err(|e| open_err(e.to_string()))?;
 
-        // Refuse a newer schema before anything (even the journal mode) is written.
+        // Refuse before anything (even the journal mode) is written.
         let found = user_version(&conn).map_err(|e| open_err(e.to_string()))?;
-        if found > schema::SUPPORTED_VERSION {
-            return Err(StoreError::TooNew {
-                path: path.to_path_buf(),
-                found,
-                supported: schema::SUPPORTED_VERSION,
-            });
-        }
+        check_not_too_new(path, found)?;
+        check_writable(path, &conn)?;
 
         // Switching the journal mode needs an exclusive lock and SQLite does not call the busy
         // handler for it, so several processes opening a fresh file at once must retry.
@@ -238,6 +352,7 @@ impl Store {
         let store = Store {
             conn,
             path: path.to_path_buf(),
+            layout: Layout::full(),
         };
         if found < schema::SUPPORTED_VERSION {
             store.migrate()?;
@@ -245,9 +360,61 @@ impl Store {
         Ok(store)
     }
 
+    /// Opens an existing database for reading only: nothing is migrated or written (every
+    /// statement is refused by `query_only`), and a schema older than this program's, Go Crush's
+    /// included, is read as it is. A database written by a newer crush is refused (`TooNew`).
+    ///
+    /// The connection is a read-write one when the file allows it, so that closing it removes
+    /// the `-wal` and `-shm` files that reading a WAL database creates (unless another process
+    /// still uses them); the database file itself is not touched.
+    pub fn open_read_only(path: &Path) -> Result<Store> {
+        use rusqlite::OpenFlags;
+        let open_err = |e: rusqlite::Error| StoreError::Open {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        };
+        if !path.is_file() {
+            return Err(StoreError::Open {
+                path: path.to_path_buf(),
+                message: "no such file".into(),
+            });
+        }
+        let flags = OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_READ_WRITE)
+            .or_else(|_| {
+                Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_READ_ONLY)
+            })
+            .map_err(open_err)?;
+        conn.pragma_update(None, "query_only", true)
+            .map_err(open_err)?;
+        conn.busy_timeout(Duration::from_millis(30_000))
+            .map_err(open_err)?;
+        let found = user_version(&conn).map_err(open_err)?;
+        check_not_too_new(path, found)?;
+        for table in ["sessions", "messages"] {
+            if !schema::has_table(&conn, table).map_err(open_err)? {
+                return Err(StoreError::Open {
+                    path: path.to_path_buf(),
+                    message: format!("it has no {table} table: not a crush database"),
+                });
+            }
+        }
+        let layout = Layout::probe(&conn, found).map_err(open_err)?;
+        Ok(Store {
+            conn,
+            path: path.to_path_buf(),
+            layout,
+        })
+    }
+
     /// The database file this store was opened on.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Whether the file has this program's usage ledger (a database only Go Crush wrote has not).
+    pub fn has_usage_ledger(&self) -> bool {
+        self.layout.usage
     }
 
     fn migrate(&self) -> Result<()> {
@@ -261,25 +428,13 @@ impl Store {
         })?;
         // Read again inside the transaction: another process may have migrated meanwhile.
         let found = user_version(&tx).map_err(open_err)?;
-        if found > schema::SUPPORTED_VERSION {
-            return Err(StoreError::TooNew {
-                path: self.path.clone(),
-                found,
-                supported: schema::SUPPORTED_VERSION,
-            });
-        }
+        check_not_too_new(&self.path, found)?;
         if found == schema::SUPPORTED_VERSION {
             return Ok(());
         }
-        let from = usize::try_from(found.max(0)).unwrap_or(0);
-        for (i, sql) in schema::MIGRATIONS.iter().enumerate().skip(from) {
-            tx.execute_batch(sql).map_err(open_err)?;
-            if i == 0 {
-                schema::adopt_existing(&tx).map_err(open_err)?;
-            }
-            tx.pragma_update(None, "user_version", (i + 1) as i64)
-                .map_err(open_err)?;
-        }
+        schema::migrate(&tx, found).map_err(open_err)?;
+        tx.pragma_update(None, "user_version", schema::SUPPORTED_VERSION)
+            .map_err(open_err)?;
         tx.commit().map_err(open_err)?;
         Ok(())
     }
@@ -318,13 +473,14 @@ impl Store {
              VALUES (?1, ?2, ?3, ?4, ?4)",
             params![id, parent, title, now],
         )?;
-        let s = load_session(&tx, &id)?.ok_or_else(|| StoreError::NotFound(id.clone()))?;
+        let s = load_session(&tx, &self.layout, &id)?
+            .ok_or_else(|| StoreError::NotFound(id.clone()))?;
         tx.commit()?;
         Ok(s)
     }
 
     pub fn session(&self, id: &str) -> Result<Option<Session>> {
-        load_session(&self.conn, id)
+        load_session(&self.conn, &self.layout, id)
     }
 
     /// A full id or a unique prefix of one (sub-agent sessions included).
@@ -364,8 +520,9 @@ impl Store {
     /// Top-level sessions, most recently updated first.
     pub fn list_sessions(&self) -> Result<Vec<Session>> {
         let mut stmt = self.conn.prepare(&format!(
-            "SELECT {SESSION_COLUMNS} FROM sessions WHERE parent_session_id IS NULL
-             ORDER BY updated_at DESC, created_at DESC, rowid DESC"
+            "SELECT {} FROM sessions WHERE parent_session_id IS NULL
+             ORDER BY updated_at DESC, created_at DESC, rowid DESC",
+            self.layout.sessions
         ))?;
         let rows = stmt
             .query_map([], session_from_row)?
@@ -379,8 +536,9 @@ impl Store {
             .conn
             .query_row(
                 &format!(
-                    "SELECT {SESSION_COLUMNS} FROM sessions WHERE parent_session_id IS NULL
-                     ORDER BY updated_at DESC, created_at DESC, rowid DESC LIMIT 1"
+                    "SELECT {} FROM sessions WHERE parent_session_id IS NULL
+                     ORDER BY updated_at DESC, created_at DESC, rowid DESC LIMIT 1",
+                    self.layout.sessions
                 ),
                 [],
                 session_from_row,
@@ -390,7 +548,7 @@ impl Store {
 
     /// The session's messages in order.
     pub fn messages(&self, session_id: &str) -> Result<Vec<StoredMessage>> {
-        load_messages(&self.conn, session_id)
+        load_messages(&self.conn, &self.layout, session_id)
     }
 
     pub fn add_message(&self, session_id: &str, msg: &NewMessage) -> Result<StoredMessage> {
@@ -494,7 +652,8 @@ impl Store {
             .unwrap_or(i64::MAX),
         };
         tx.execute(
-            "UPDATE sessions SET summary_message_id = ?1, context_tokens = ?2, updated_at = ?3
+            "UPDATE sessions SET summary_message_id = ?1, context_tokens = ?2, updated_at = ?3,
+                 prompt_tokens = 0, completion_tokens = ?2
              WHERE id = ?4",
             params![stored.id, context, now, session_id],
         )?;
@@ -504,6 +663,9 @@ impl Store {
 
     /// The id of the session's latest summary message, if it was ever summarized.
     pub fn summary_message_id(&self, session_id: &str) -> Result<Option<String>> {
+        if !self.layout.summary {
+            return Ok(None);
+        }
         Ok(self
             .conn
             .query_row(
@@ -607,6 +769,9 @@ impl Store {
 
     /// The session's usage ledger rows, oldest first.
     pub fn usage_rows(&self, session_id: &str) -> Result<Vec<UsageRow>> {
+        if !self.layout.usage {
+            return Ok(Vec::new());
+        }
         let mut stmt = self.conn.prepare(
             "SELECT id, session_id, message_id, provider, model, input_tokens, output_tokens,
                  cache_read_tokens, cache_write_tokens, cost, price_source, created_at
@@ -764,9 +929,14 @@ fn insert_usage(
         )?,
     };
     if set_context && let Some(t) = c.tokens {
+        // Go Crush's columns as Go Crush assigns them after a step: the last call's input +
+        // cache read and its output, each only when not 0.
         tx.execute(
-            "UPDATE sessions SET context_tokens = ?1 WHERE id = ?2",
-            params![t.context, session_id],
+            "UPDATE sessions SET context_tokens = ?1,
+                 prompt_tokens = CASE WHEN ?2 > 0 THEN ?2 ELSE prompt_tokens END,
+                 completion_tokens = CASE WHEN ?3 > 0 THEN ?3 ELSE completion_tokens END
+             WHERE id = ?4",
+            params![t.context, t.input + t.cache_read, t.output, session_id],
         )?;
     }
     Ok(())
@@ -776,6 +946,39 @@ fn user_version(conn: &Connection) -> rusqlite::Result<i64> {
     conn.query_row("PRAGMA user_version", [], |r| r.get(0))
 }
 
+fn check_not_too_new(path: &Path, found: i64) -> Result<()> {
+    if found > schema::SUPPORTED_VERSION {
+        return Err(StoreError::TooNew {
+            path: path.to_path_buf(),
+            found,
+            supported: schema::SUPPORTED_VERSION,
+        });
+    }
+    Ok(())
+}
+
+/// A database a newer Go Crush migrated is written only if every write of this program fits
+/// its tables.
+fn check_writable(path: &Path, conn: &Connection) -> Result<()> {
+    let open_err = |e: rusqlite::Error| StoreError::Open {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    };
+    let Some(found) = schema::Goose::read(conn).map_err(open_err)?.unknown() else {
+        return Ok(());
+    };
+    let columns = schema::unfillable_columns(conn).map_err(open_err)?;
+    if columns.is_empty() {
+        return Ok(());
+    }
+    Err(StoreError::NewerGoCrush {
+        path: path.to_path_buf(),
+        found,
+        known: schema::GO_LATEST,
+        columns,
+    })
+}
+
 fn session_exists(conn: &Connection, id: &str) -> Result<bool> {
     Ok(conn
         .query_row("SELECT 1 FROM sessions WHERE id = ?1", [id], |_| Ok(()))
@@ -783,10 +986,10 @@ fn session_exists(conn: &Connection, id: &str) -> Result<bool> {
         .is_some())
 }
 
-fn load_session(conn: &Connection, id: &str) -> Result<Option<Session>> {
+fn load_session(conn: &Connection, layout: &Layout, id: &str) -> Result<Option<Session>> {
     Ok(conn
         .query_row(
-            &format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?1"),
+            &format!("SELECT {} FROM sessions WHERE id = ?1", layout.sessions),
             [id],
             session_from_row,
         )
@@ -801,16 +1004,23 @@ fn session_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Session> {
         message_count: r.get(3)?,
         prompt_tokens: r.get(4)?,
         completion_tokens: r.get(5)?,
-        cost: r.get(6)?,
-        context_tokens: r.get(7)?,
-        created_at: r.get(8)?,
-        updated_at: r.get(9)?,
+        total_prompt_tokens: r.get(6)?,
+        total_completion_tokens: r.get(7)?,
+        cost: r.get(8)?,
+        context_tokens: r.get(9)?,
+        created_at: r.get(10)?,
+        updated_at: r.get(11)?,
     })
 }
 
-fn load_messages(conn: &Connection, session_id: &str) -> Result<Vec<StoredMessage>> {
+fn load_messages(
+    conn: &Connection,
+    layout: &Layout,
+    session_id: &str,
+) -> Result<Vec<StoredMessage>> {
     let mut stmt = conn.prepare(&format!(
-        "SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1 ORDER BY seq"
+        "SELECT {} FROM messages WHERE session_id = ?1 ORDER BY {}",
+        layout.messages, layout.message_order
     ))?;
     type Raw = (
         String,
@@ -842,7 +1052,7 @@ fn load_messages(conn: &Connection, session_id: &str) -> Result<Vec<StoredMessag
                 let role = Role::parse(&role).ok_or_else(|| {
                     StoreError::Sql(format!("message {id}: unknown role '{role}'"))
                 })?;
-                let parts: Vec<Part> = serde_json::from_str(&parts).map_err(|e| {
+                let parts = crate::llm::parts_from_json(&parts).map_err(|e| {
                     StoreError::Sql(format!("message {id}: cannot decode parts: {e}"))
                 })?;
                 Ok(StoredMessage {

@@ -91,6 +91,9 @@ fn totals_from(r: &Row<'_>, offset: usize) -> rusqlite::Result<Totals> {
 impl Store {
     /// Sums of the whole ledger, per model and per top-level session.
     pub fn stats(&self) -> Result<Stats> {
+        if !self.layout.usage {
+            return Ok(Stats::default());
+        }
         let total = self
             .conn
             .query_row(&format!("SELECT {AGGREGATES} FROM usage u"), [], |r| {

@@ -112,6 +112,8 @@ fn schema_has_crush_columns() {
     has_column(&c, "summary_message_id", "TEXT", false);
     has_column(&c, "todos", "TEXT", false);
     has_column(&c, "context_tokens", "INTEGER", true);
+    has_column(&c, "total_prompt_tokens", "INTEGER", true);
+    has_column(&c, "total_completion_tokens", "INTEGER", true);
     assert_eq!(
         c.iter().find(|c| c.0 == "id").unwrap().4,
         1,
@@ -248,10 +250,7 @@ fn parts_round_trip_in_crush_shape() {
     assert_eq!(role, "user");
 
     let all = vec![
-        Part::Reasoning {
-            thinking: "hmm".into(),
-            signature: "sig".into(),
-        },
+        Part::reasoning("hmm".into(), "sig".into()),
         Part::Text { text: "x".into() },
         call("c1"),
         Part::Finish {
@@ -392,7 +391,7 @@ fn commit_step_is_atomic() {
     let after = s.session(&sess.id).unwrap().unwrap();
     assert_eq!(s.messages(&sess.id).unwrap().len(), 1);
     assert_eq!(after.message_count, 1);
-    assert_eq!(after.prompt_tokens, 0);
+    assert_eq!(after.total_prompt_tokens, 0);
     assert_eq!(after.cost, 0.0);
     assert!(s.usage_rows(&sess.id).unwrap().is_empty());
 
@@ -457,10 +456,10 @@ fn totals_equal_ledger_sums() {
         .sum();
     let completion: u64 = rows.iter().map(|r| r.usage.unwrap().output).sum();
     let cost: f64 = rows.iter().filter_map(|r| r.cost).sum();
-    assert_eq!(t.prompt_tokens as u64, prompt);
-    assert_eq!(t.prompt_tokens, 150 + 160 + 168 + 8);
-    assert_eq!(t.completion_tokens as u64, completion);
-    assert_eq!(t.completion_tokens, 59);
+    assert_eq!(t.total_prompt_tokens as u64, prompt);
+    assert_eq!(t.total_prompt_tokens, 150 + 160 + 168 + 8);
+    assert_eq!(t.total_completion_tokens as u64, completion);
+    assert_eq!(t.total_completion_tokens, 59);
     assert_eq!(t.cost, cost);
     assert_eq!(t.cost, 0.875);
     // Context = the last call's tokens, output included.
@@ -499,7 +498,7 @@ fn unpriced_usage_is_null_not_zero() {
     assert_eq!(cost, None);
     let t = s.session(&sess.id).unwrap().unwrap();
     assert_eq!(t.cost, 0.5);
-    assert_eq!(t.prompt_tokens, 20);
+    assert_eq!(t.total_prompt_tokens, 20);
 }
 
 #[test]
@@ -532,7 +531,7 @@ fn unknown_usage_is_null_tokens() {
     assert_eq!(rows[1].usage, None);
     assert_eq!(rows[0].usage, Some(u(7, 3, 0, 0)));
     let t = s.session(&sess.id).unwrap().unwrap();
-    assert_eq!((t.prompt_tokens, t.completion_tokens), (7, 3));
+    assert_eq!((t.total_prompt_tokens, t.total_completion_tokens), (7, 3));
     // Unknown usage leaves the last known context size.
     assert_eq!(t.context_tokens, 10);
 }
@@ -586,14 +585,17 @@ fn sub_agent_usage_counts_once_in_parent() {
     let c = s.session(&child.id).unwrap().unwrap();
     let g = s.session(&grandchild.id).unwrap().unwrap();
     assert_eq!(
-        (p.prompt_tokens, p.completion_tokens, p.cost),
+        (p.total_prompt_tokens, p.total_completion_tokens, p.cost),
         (123, 13, 1.75)
     );
     assert_eq!(
-        (c.prompt_tokens, c.completion_tokens, c.cost),
+        (c.total_prompt_tokens, c.total_completion_tokens, c.cost),
         (23, 3, 0.75)
     );
-    assert_eq!((g.prompt_tokens, g.completion_tokens, g.cost), (3, 1, 0.25));
+    assert_eq!(
+        (g.total_prompt_tokens, g.total_completion_tokens, g.cost),
+        (3, 1, 0.25)
+    );
     // Context size is per session.
     assert_eq!(p.context_tokens, 110);
     assert_eq!(c.context_tokens, 22);
@@ -663,8 +665,8 @@ fn concurrent_writers_lose_nothing() {
         assert_eq!(id, tool_call_id);
     }
     let input: i64 = 2 * (1..=50).sum::<i64>();
-    assert_eq!(sess.prompt_tokens, input + 100 * 7);
-    assert_eq!(sess.completion_tokens, 200);
+    assert_eq!(sess.total_prompt_tokens, input + 100 * 7);
+    assert_eq!(sess.total_completion_tokens, 200);
     assert_eq!(sess.cost, 25.0);
 }
 
@@ -858,7 +860,10 @@ fn set_title_changes_only_the_title() {
     s.set_title(&sess.id, "new").unwrap();
     let t = s.session(&sess.id).unwrap().unwrap();
     assert_eq!(t.title, "new");
-    assert_eq!((t.prompt_tokens, t.completion_tokens, t.cost), (5, 5, 0.5));
+    assert_eq!(
+        (t.total_prompt_tokens, t.total_completion_tokens, t.cost),
+        (5, 5, 0.5)
+    );
     assert!(matches!(
         s.set_title("missing", "x"),
         Err(StoreError::NotFound(_))
@@ -1064,6 +1069,94 @@ fn adopts_a_database_made_by_go_crush() {
 }
 
 #[test]
+fn read_only_opening_reads_an_old_go_database_as_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("crush.db");
+    Connection::open(&path)
+        .unwrap()
+        .execute_batch(OLD_CRUSH_SCHEMA)
+        .unwrap();
+    let before = std::fs::read(&path).unwrap();
+    let s = Store::open_read_only(&path).unwrap();
+    // Go Crush's order (created_at, then insertion), numbered on the fly.
+    let msgs = s.messages("s1").unwrap();
+    let order: Vec<(&str, i64)> = msgs.iter().map(|m| (m.id.as_str(), m.seq)).collect();
+    assert_eq!(order, [("m-c", 1), ("m-a", 2), ("m-b", 3)]);
+    let sess = s.session("s1").unwrap().unwrap();
+    assert_eq!((sess.context_tokens, sess.total_prompt_tokens), (0, 0));
+    assert_eq!(s.summary_message_id("s1").unwrap(), None);
+    assert!(!s.has_usage_ledger());
+    assert_eq!(s.stats().unwrap().total.calls, 0);
+    assert!(s.usage_rows("s1").unwrap().is_empty());
+    // Nothing can be written through it.
+    assert!(s.set_title("s1", "changed").is_err());
+    drop(s);
+    assert!(std::fs::read(&path).unwrap() == before, "the file changed");
+}
+
+#[test]
+fn a_new_database_records_go_crush_migrations_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("crush.db");
+    let rows = |s: &Store| -> Vec<(i64, i64, bool)> {
+        s.conn
+            .prepare("SELECT id, version_id, is_applied FROM goose_db_version ORDER BY id")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    };
+    let first = rows(&Store::open(&path).unwrap());
+    let versions: Vec<i64> = first.iter().map(|r| r.1).collect();
+    assert_eq!(
+        versions,
+        [
+            0,
+            20250424200609,
+            20250515105448,
+            20250624000000,
+            20250627000000,
+            20250810000000,
+            20250812000000,
+            schema::GO_LATEST
+        ]
+    );
+    assert!(first.iter().all(|r| r.2));
+    assert_eq!(rows(&Store::open(&path).unwrap()), first);
+    assert_eq!(rows(&Store::open_read_only(&path).unwrap()), first);
+}
+
+#[test]
+fn go_crush_inserts_are_numbered_by_the_trigger() {
+    let (_d, s) = open_tmp();
+    let sess = s.create_session("t", None).unwrap();
+    s.add_message(&sess.id, &text(Role::User, "ours")).unwrap();
+    // Go Crush's CreateMessage: no seq.
+    for id in ["go-1", "go-2"] {
+        s.conn
+            .execute(
+                "INSERT INTO messages (id, session_id, role, parts, model, provider,
+                     is_summary_message, created_at, updated_at)
+                 VALUES (?1, ?2, 'user', '[]', 'm', NULL, 0, 1, 1)",
+                params![id, sess.id],
+            )
+            .unwrap();
+    }
+    s.add_message(&sess.id, &text(Role::User, "ours again"))
+        .unwrap();
+    let seqs: Vec<(String, i64)> = s
+        .messages(&sess.id)
+        .unwrap()
+        .into_iter()
+        .map(|m| (m.id, m.seq))
+        .collect();
+    assert_eq!(seqs[1], ("go-1".to_string(), 2));
+    assert_eq!(seqs[2], ("go-2".to_string(), 3));
+    assert_eq!(seqs[3].1, 4);
+}
+
+#[test]
 fn record_usage_adds_totals_but_not_context() {
     let (_d, s) = open_tmp();
     let parent = s.create_session("p", None).unwrap();
@@ -1082,7 +1175,7 @@ fn record_usage_adds_totals_but_not_context() {
         .unwrap();
     let p = s.session(&parent.id).unwrap().unwrap();
     assert_eq!(
-        (p.prompt_tokens, p.completion_tokens, p.cost),
+        (p.total_prompt_tokens, p.total_completion_tokens, p.cost),
         (107, 13, 1.0)
     );
     assert_eq!(p.context_tokens, 110);
@@ -1136,11 +1229,47 @@ fn commit_summary_marks_the_message_and_resets_the_context() {
     assert_eq!(others, 1);
     let t = s.session(&sess.id).unwrap().unwrap();
     // Totals keep counting; the context is now the summary's size.
-    assert_eq!((t.prompt_tokens, t.completion_tokens), (18500, 800));
+    assert_eq!(
+        (t.total_prompt_tokens, t.total_completion_tokens),
+        (18500, 800)
+    );
     assert!((t.cost - 0.3).abs() < 1e-12);
     assert_eq!(t.context_tokens, 300);
+    // Go Crush's columns after a summary, as Go Crush sets them.
+    assert_eq!((t.prompt_tokens, t.completion_tokens), (0, 300));
     let rows = s.usage_rows(&sess.id).unwrap();
     assert_eq!(rows[1].message_id.as_deref(), Some(m.id.as_str()));
+}
+
+#[test]
+fn go_crush_token_columns_hold_the_last_call() {
+    let (_d, s) = open_tmp();
+    let parent = s.create_session("p", None).unwrap();
+    let child = s.create_session("c", Some(&parent.id)).unwrap();
+    let step = |sid: &str, usage: Option<Usage>| {
+        s.commit_step(sid, &[text(Role::Assistant, "a")], Some(&rec(usage, None)))
+            .unwrap();
+        let t = s.session(sid).unwrap().unwrap();
+        (t.prompt_tokens, t.completion_tokens)
+    };
+    // input + cache read (not cache write), and output: assigned, not added.
+    assert_eq!(step(&parent.id, Some(u(100, 20, 1000, 50))), (1100, 20));
+    assert_eq!(step(&parent.id, Some(u(10, 5, 1200, 0))), (1210, 5));
+    // Unknown usage leaves them.
+    assert_eq!(step(&parent.id, None), (1210, 5));
+    // A sub-agent's call is the child's context, not the parent's.
+    assert_eq!(step(&child.id, Some(u(7, 3, 0, 0))), (7, 3));
+    let p = s.session(&parent.id).unwrap().unwrap();
+    assert_eq!((p.prompt_tokens, p.completion_tokens), (1210, 5));
+    assert_eq!(
+        (p.total_prompt_tokens, p.total_completion_tokens),
+        (1150 + 1210 + 7, 28)
+    );
+    // A title call is no context.
+    s.record_usage(&parent.id, &rec(Some(u(40, 4, 0, 0)), None))
+        .unwrap();
+    let p = s.session(&parent.id).unwrap().unwrap();
+    assert_eq!((p.prompt_tokens, p.completion_tokens), (1210, 5));
 }
 
 #[test]
@@ -1192,10 +1321,10 @@ fn stats_sum_the_ledger_and_keep_unpriced_apart() {
     // The per-session sums agree with the session totals (which include sub-agents once).
     let ta = s.session(&a.id).unwrap().unwrap();
     assert_eq!(
-        ta.prompt_tokens,
+        ta.total_prompt_tokens,
         sa.totals.input_tokens + sa.totals.cache_read_tokens + sa.totals.cache_write_tokens
     );
-    assert_eq!(ta.completion_tokens, sa.totals.output_tokens);
+    assert_eq!(ta.total_completion_tokens, sa.totals.output_tokens);
 }
 
 #[test]
@@ -1221,8 +1350,8 @@ fn record_usage_adds_to_totals_but_not_the_context() {
         .record_usage(&s.id, &rec(Some(u(20, 5, 0, 0)), Some(0.25)))
         .unwrap();
     let after = store.session(&s.id).unwrap().unwrap();
-    assert_eq!(after.prompt_tokens, 120);
-    assert_eq!(after.completion_tokens, 15);
+    assert_eq!(after.total_prompt_tokens, 120);
+    assert_eq!(after.total_completion_tokens, 15);
     assert!((after.cost - 0.75).abs() < 1e-9);
     assert_eq!(
         after.context_tokens, 110,
@@ -1252,7 +1381,7 @@ fn the_man_page_documents_every_table_and_column() {
         .unwrap()
         .collect::<rusqlite::Result<_>>()
         .unwrap();
-    assert_eq!(tables.len(), 5, "{tables:?}");
+    assert_eq!(tables.len(), 6, "{tables:?}");
     for t in &tables {
         assert!(store_section.contains(t.as_str()), "table {t} undocumented");
         for (col, ..) in columns(&s, t) {

@@ -58,7 +58,7 @@ fn assert_totals_match_ledger(c: &Connection) -> usize {
                  UNION
                  SELECT t.root, s.id FROM sessions s JOIN tree t ON s.parent_session_id = t.id
              )
-             SELECT s.id, s.prompt_tokens, s.completion_tokens, s.cost,
+             SELECT s.id, s.total_prompt_tokens, s.total_completion_tokens, s.cost,
                  (SELECT COALESCE(SUM(COALESCE(input_tokens, 0) + COALESCE(cache_read_tokens, 0)
                           + COALESCE(cache_write_tokens, 0)), 0)
                   FROM usage WHERE session_id IN (SELECT id FROM tree WHERE root = s.id)),
@@ -182,7 +182,7 @@ fn sub_agent_works_in_a_child_session_and_its_cost_counts_once() {
         assert_eq!((rows(&parent), rows(&child)), (2, 2));
         let (prompt, completion, cost): (i64, i64, f64) = c
             .query_row(
-                "SELECT prompt_tokens, completion_tokens, cost FROM sessions WHERE id = ?1",
+                "SELECT total_prompt_tokens, total_completion_tokens, cost FROM sessions WHERE id = ?1",
                 [&parent],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
             )
@@ -349,7 +349,10 @@ fn negative_or_absurd_usage_is_rejected_with_a_log_line() {
             "{usage}"
         );
         assert_eq!(
-            count(&c, "SELECT prompt_tokens + completion_tokens FROM sessions"),
+            count(
+                &c,
+                "SELECT total_prompt_tokens + total_completion_tokens FROM sessions"
+            ),
             0
         );
     }
@@ -567,11 +570,11 @@ fn concurrent_processes_writing_usage_lose_nothing() {
     assert_eq!(count(&c, "SELECT COUNT(*) FROM usage"), calls);
     assert_eq!(count(&c, "SELECT COUNT(*) FROM sessions"), PROCESSES as i64);
     assert_eq!(
-        count(&c, "SELECT SUM(prompt_tokens) FROM sessions"),
+        count(&c, "SELECT SUM(total_prompt_tokens) FROM sessions"),
         calls * (100 + 11 + 13)
     );
     assert_eq!(
-        count(&c, "SELECT SUM(completion_tokens) FROM sessions"),
+        count(&c, "SELECT SUM(total_completion_tokens) FROM sessions"),
         calls * 7
     );
     let cost: f64 = c
@@ -627,7 +630,7 @@ fn kill_9_while_a_tool_runs_keeps_totals_equal_to_the_ledger() {
     assert_eq!(assert_totals_match_ledger(&c), 1);
     let sid = top_session(&c);
     assert_eq!(
-        count(&c, "SELECT prompt_tokens FROM sessions"),
+        count(&c, "SELECT total_prompt_tokens FROM sessions"),
         500,
         "the paid call is in the totals"
     );
@@ -665,8 +668,8 @@ fn kill_9_while_a_sub_agent_waits_keeps_totals_equal_to_the_ledger() {
     let sid = top_session(&c);
     let (p, sub): (i64, i64) = c
         .query_row(
-            "SELECT (SELECT prompt_tokens FROM sessions WHERE parent_session_id IS NULL),
-                    (SELECT prompt_tokens FROM sessions WHERE parent_session_id IS NOT NULL)",
+            "SELECT (SELECT total_prompt_tokens FROM sessions WHERE parent_session_id IS NULL),
+                    (SELECT total_prompt_tokens FROM sessions WHERE parent_session_id IS NOT NULL)",
             [],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )

@@ -3,6 +3,7 @@
 mod catalog;
 mod config;
 mod fake_server;
+mod go_compat;
 mod hooks;
 mod ledger;
 mod repl;

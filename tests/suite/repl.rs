@@ -114,7 +114,11 @@ fn prompts_from_a_pipe_stream_answers_and_skip_empty_lines() {
     export.assert_success();
     let doc: Value = serde_json::from_str(&export.stdout).unwrap();
     assert_eq!(doc["usage"].as_array().unwrap().len(), 3, "{doc:#}");
-    assert_eq!(doc["meta"]["prompt_tokens"], 300);
+    assert_eq!(doc["meta"]["total_prompt_tokens"], 300);
+    assert_eq!(
+        doc["meta"]["prompt_tokens"], 100,
+        "Go Crush's: the last call"
+    );
     server.assert_clean();
 }
 

@@ -263,9 +263,10 @@ fn session_is_stored_listed_and_continued() {
     let s = session_json(&env);
     assert_eq!(s["messages"].as_array().unwrap().len(), 4);
     assert_eq!(
-        s["meta"]["prompt_tokens"], 200,
+        s["meta"]["total_prompt_tokens"], 200,
         "running totals of both calls"
     );
+    assert_eq!(s["meta"]["prompt_tokens"], 100, "Go Crush's: the last call");
     assert!(env.project().join(".crush/crush.db").exists());
     assert_eq!(
         std::fs::read_to_string(env.project().join(".crush/.gitignore")).unwrap(),
