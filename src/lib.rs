@@ -1,30 +1,111 @@
-//! crush: a terminal AI coding assistant. The binary (`main.rs`) only parses flags and
-//! dispatches; everything else lives in these modules, one per concept, in layers: a module
-//! uses only modules of lower layers (`LAYERS`, checked by a test). README.md ("How it is
-//! built") describes each layer.
+//! crush: a terminal AI coding assistant. `main` parses the flags, dispatches the command and
+//! maps the outcome to an exit code; everything else lives in these modules (private to the
+//! crate), one per concept, in layers: a module uses only modules of lower layers (`LAYERS`,
+//! checked by a test). README.md ("How it is built") describes each layer.
 
-pub mod agent;
-pub mod app;
-pub mod catalog;
-pub mod cli;
-pub mod commands;
-pub mod config;
-pub mod docs;
-pub mod env;
-pub mod fsutil;
-pub mod hooks;
-pub mod llm;
-pub mod log;
-pub mod net;
-pub mod paths;
-pub mod proc;
-pub mod rcshell;
-pub mod repl;
-pub mod run;
-pub mod signal;
-pub mod store;
-pub mod time;
-pub mod tools;
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
+mod agent;
+mod app;
+mod catalog;
+mod cli;
+mod commands;
+mod config;
+mod docs;
+mod env;
+mod fsutil;
+mod hooks;
+mod llm;
+mod log;
+mod net;
+mod paths;
+mod proc;
+mod rcshell;
+mod repl;
+mod run;
+mod signal;
+mod store;
+mod time;
+mod tools;
+
+use app::AppError;
+use cli::Command;
+use commands::{hooks as hooks_cmd, sessions, stats};
+use std::io::Write;
+use std::process::ExitCode;
+
+/// Prints command output to stdout; a closed stdout is not an error.
+fn print(s: &str) -> Result<i32, AppError> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(s.as_bytes()).and_then(|_| out.flush()) {
+        Ok(()) => Ok(0),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
+        Err(e) => Err(AppError::Runtime(format!("cannot write to stdout: {e}"))),
+    }
+}
+
+fn dispatch(cli: cli::Cli) -> Result<i32, AppError> {
+    let g = &cli.global;
+    match &cli.command {
+        Command::Version => print(&format!("crush {}\n", env!("CARGO_PKG_VERSION"))),
+        Command::Help(cmd) => {
+            print(&cli::help_text(cmd.as_deref()).map_err(|e| AppError::Usage(e.0))?)
+        }
+        Command::Generate(kind) => print(&docs::generate(kind).map_err(AppError::Usage)?),
+        Command::Run(args) => run::run(g, args),
+        Command::SessionsList { json } => print(&sessions::list(g, *json)?),
+        Command::SessionsShow { id, json } => print(&sessions::show(g, id, *json)?),
+        Command::Stats { json } => print(&stats::report(g, *json)?),
+        Command::HooksList { tool } => print(&hooks_cmd::list(g, tool.as_deref())?),
+        Command::HooksTest(args) => {
+            let (text, code) = hooks_cmd::test(g, args)?;
+            print(&text)?;
+            Ok(code)
+        }
+        Command::SessionsExport { id, format } => print(&sessions::export(g, id, *format)?),
+        Command::SessionsDelete { id } => print(&sessions::delete(g, id)?),
+        Command::SessionsRename { id, title } => print(&sessions::rename(g, id, title)?),
+        Command::Projects { json } => print(&commands::projects::projects(*json)?),
+        Command::Logs { follow, tail } => commands::logs::logs(g, *follow, *tail),
+        Command::Dirs => print(&commands::config::dirs(&app::load_config(g)?)),
+        Command::ConfigShow { origin, json } => print(&commands::config::config_show(
+            &app::load_config(g)?,
+            *origin,
+            *json,
+        )),
+        Command::Trust { revoke } => {
+            print(&commands::config::trust(&app::working_dir(g)?, *revoke)?)
+        }
+        Command::Models { query, json } => {
+            let loaded = app::load_config(g)?;
+            print(&commands::models::models(&loaded, query.as_deref(), *json)?)
+        }
+        Command::UpdateProviders { source } => {
+            print(&catalog::update_providers_command(source.as_deref())?)
+        }
+        Command::Repl(args) => repl::run(g, args),
+    }
+}
+
+/// The binary's entry.
+pub fn main() -> ExitCode {
+    let cli = match cli::parse_from(std::env::args_os().skip(1)) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("crush: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let code = match dispatch(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("crush: {e}");
+            e.exit_code()
+        }
+    };
+    signal::cleanup();
+    ExitCode::from(code as u8)
+}
 
 /// The layers, lowest first. A module may use the modules of the layers before its own, never
 /// one of its own layer or above (tests excepted).

@@ -313,11 +313,12 @@ impl Sink for RunSink {
                     self.note(&report.line());
                 }
             }
-            AgentEvent::StepCommitted { .. } => {
+            AgentEvent::StepCommitted => {
                 self.new_step = true;
                 self.call_printed.clear();
                 self.replay = None;
             }
+            AgentEvent::ToolPending(_) => {}
         }
     }
 

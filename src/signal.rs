@@ -127,6 +127,7 @@ pub fn exit_code(sig: i32) -> i32 {
 
 /// Registers something to run at exit (and before the watchdog ends the process), such as
 /// restoring the terminal.
+#[expect(dead_code, reason = "for the line editor's terminal restore")]
 pub fn on_exit(f: impl Fn() + Send + 'static) {
     EXIT_HOOKS
         .lock()

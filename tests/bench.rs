@@ -2,6 +2,8 @@
 //! and peak RSS of several runs per scenario. A benchmark, not a test: without CRUSH_BENCH=1 it
 //! does nothing, and it never asserts on time.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 #[path = "support/mod.rs"]
 mod support;
 

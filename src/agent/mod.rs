@@ -28,7 +28,6 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 use turn::CallEnd;
-pub use turn::MAX_STOP_BLOCKS;
 
 /// What the loop reports while it works.
 #[derive(Debug, Clone)]
@@ -62,9 +61,9 @@ pub enum AgentEvent {
         model: String,
     },
     /// A step was committed to the store.
-    StepCommitted {
-        step: usize,
-    },
+    StepCommitted,
+    /// The model is writing a call of this tool (progress only).
+    ToolPending(String),
     /// A diagnostic for stderr or the log (rejected usage, auto-summarize, a sub-agent's retry),
     /// never part of the answer.
     Notice(String),

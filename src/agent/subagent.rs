@@ -131,7 +131,8 @@ impl Sink for SubSink<'_> {
             | AgentEvent::PromptAccepted(_)
             | AgentEvent::ToolCall { .. }
             | AgentEvent::ToolResult { .. }
-            | AgentEvent::StepCommitted { .. } => {}
+            | AgentEvent::StepCommitted
+            | AgentEvent::ToolPending(_) => {}
         }
     }
     fn ask(&mut self, req: &PermissionRequest) -> Option<Answer> {

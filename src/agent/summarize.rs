@@ -7,7 +7,7 @@
 //! a flat 20 000 tokens for windows over 200 000, which summarizes a 1M-token window only at 98 %.
 
 use super::{Agent, AgentError, AgentEvent, Answer, CallEnd, Sink, history_for_model};
-use crate::llm::{Message, Part, Role, Usage};
+use crate::llm::{Message, Part, Role};
 use crate::store::{NewMessage, StoredMessage};
 use crate::tools::PermissionRequest;
 
@@ -76,10 +76,7 @@ pub fn history_since_summary(stored: Vec<StoredMessage>, summary_id: Option<&str
 /// A summary that was written and stored.
 #[derive(Debug, Clone)]
 pub struct Summary {
-    pub message_id: String,
     pub text: String,
-    /// None: the provider reported no usage.
-    pub usage: Option<Usage>,
     /// USD; None when unpriced.
     pub cost: Option<f64>,
 }
@@ -94,7 +91,8 @@ impl Sink for Quiet<'_> {
         match ev {
             AgentEvent::TextDelta(_)
             | AgentEvent::ReasoningDelta(_)
-            | AgentEvent::StepCommitted { .. } => {}
+            | AgentEvent::StepCommitted
+            | AgentEvent::ToolPending(_) => {}
             AgentEvent::Retry {
                 attempt, reason, ..
             } => self.inner.event(AgentEvent::Notice(format!(
@@ -184,13 +182,10 @@ impl Agent<'_> {
             model: Some(self.model.model.id.clone()),
             provider: Some(self.model.provider.id.clone()),
         };
-        let stored = self
-            .store
+        self.store
             .commit_summary(&self.session_id, &msg, Some(&rec))?;
         Ok(Summary {
-            message_id: stored.id,
             text,
-            usage: rec.usage,
             cost: rec.cost,
         })
     }

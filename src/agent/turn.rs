@@ -244,7 +244,7 @@ impl Agent<'_> {
             &[self.new_message(Role::Assistant, parts.clone())],
             Some(usage_rec),
         )?;
-        sink.event(AgentEvent::StepCommitted { step: turn.step });
+        sink.event(AgentEvent::StepCommitted);
         if *finish == llm::FinishReason::MaxTokens {
             return Ok(Some(Stop::MaxTokens));
         }
@@ -317,7 +317,7 @@ impl Agent<'_> {
             parts: msg.parts,
         };
         self.commit(&[self.new_message(Role::Tool, results)], None)?;
-        sink.event(AgentEvent::StepCommitted { step: turn.step });
+        sink.event(AgentEvent::StepCommitted);
         let sig = step_signature(&assistant, &tool_msg);
         turn.history.push(assistant);
         turn.history.push(tool_msg);
@@ -407,7 +407,9 @@ impl Agent<'_> {
                     sink.event(AgentEvent::TextDelta(t));
                 }
                 Ok(StreamEvent::ReasoningDelta(t)) => sink.event(AgentEvent::ReasoningDelta(t)),
-                Ok(StreamEvent::ToolCallStart { .. }) => {}
+                Ok(StreamEvent::ToolCallStart { name }) => {
+                    sink.event(AgentEvent::ToolPending(name))
+                }
                 Ok(StreamEvent::Retry {
                     attempt,
                     wait,

@@ -16,7 +16,7 @@
 pub mod schema;
 pub mod store;
 
-pub use schema::{Model, Provider, ProviderId, ProviderType};
+pub use schema::{Model, Provider, ProviderType};
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -113,12 +113,6 @@ pub struct Catalog {
     pub origin: Origin,
 }
 
-impl Catalog {
-    pub fn provider(&self, id: &str) -> Option<&Provider> {
-        self.providers.iter().find(|p| p.id.as_str() == id)
-    }
-}
-
 /// The embedded snapshot, decoded.
 pub fn embedded() -> Catalog {
     // The snapshot is checked by a unit test; an empty list is the worst a broken build can do.
@@ -143,16 +137,6 @@ impl Lazy {
         Lazy {
             settings: Some(settings),
             cell: Arc::default(),
-        }
-    }
-
-    /// A catalog already in hand.
-    pub fn fixed(catalog: Catalog) -> Lazy {
-        let cell = OnceLock::new();
-        let _ = cell.set(catalog);
-        Lazy {
-            settings: None,
-            cell: Arc::new(cell),
         }
     }
 

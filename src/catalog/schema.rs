@@ -196,12 +196,6 @@ fn catwalk_models<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Model>, 
     Ok(wire.into_iter().map(Model::from).collect())
 }
 
-impl Model {
-    pub fn is_priced(&self) -> bool {
-        self.cost_per_1m_in.is_some() || self.cost_per_1m_out.is_some()
-    }
-}
-
 /// Decodes a catalog document: it must be a non-empty JSON array of provider objects, each with
 /// an id. The error says what is wrong, with line and column for bad JSON.
 pub fn parse(bytes: &[u8]) -> Result<Vec<Provider>, String> {
@@ -261,7 +255,7 @@ mod tests {
             (m.context_window, m.cost_per_1m_in, m.can_reason),
             (0, None, false)
         );
-        assert!(!m.is_priced());
+        assert!(!(m.cost_per_1m_in.is_some() || m.cost_per_1m_out.is_some()));
     }
 
     #[test]
@@ -287,6 +281,10 @@ mod tests {
         let a = ps.iter().find(|p| p.id == ProviderId::Anthropic).unwrap();
         assert_eq!(a.kind, ProviderType::Anthropic);
         assert!(a.models.iter().any(|m| m.id == a.default_large_model_id));
-        assert!(a.models.iter().all(|m| m.is_priced()));
+        assert!(
+            a.models
+                .iter()
+                .all(|m| m.cost_per_1m_in.is_some() || m.cost_per_1m_out.is_some())
+        );
     }
 }

@@ -170,9 +170,12 @@ fn obj_at<'a>(v: &'a mut Value, path: &[&str]) -> &'a mut Map<String, Value> {
     }
 }
 
+/// The last key of `path` and its parents (an empty path names the key "" at the top).
 fn split_last<'a>(path: &[&'a str]) -> (&'a str, Vec<&'a str>) {
-    let (last, parent) = path.split_last().expect("non-empty path");
-    (last, parent.to_vec())
+    match path.split_last() {
+        Some((last, parent)) => (last, parent.to_vec()),
+        None => ("", Vec::new()),
+    }
 }
 
 fn set(v: &mut Value, path: &[&str], val: Value) {

@@ -24,7 +24,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 #[derive(Debug, Default, Deserialize, Clone)]
 #[serde(default)]
@@ -146,16 +146,6 @@ impl LayerKind {
             LayerKind::Runtime => "runtime",
         }
     }
-    /// Layers whose files belong to the project (and so need trust to run code).
-    pub fn is_project(self) -> bool {
-        matches!(
-            self,
-            LayerKind::ProjectJson
-                | LayerKind::ProjectCrushrc
-                | LayerKind::ProjectDotJson
-                | LayerKind::ProjectDotCrushrc
-        )
-    }
 }
 
 /// One layer: for a JSON file its contents; for a crushrc what its commands add on their own
@@ -251,21 +241,6 @@ pub struct Loaded {
     pub script_output: Vec<String>,
     /// The provider catalog, decoded when first needed.
     pub catalog: crate::catalog::Lazy,
-}
-
-/// Loads every layer for a session started in `cwd`; `runtime` is the command-line layer.
-/// The project is trusted for this call when `CRUSH_TRUST_PROJECT` says so (see `load_with`).
-pub fn load(
-    cwd: &Path,
-    data_dir_flag: Option<&Path>,
-    runtime: Value,
-) -> Result<Loaded, ConfigError> {
-    load_with(&layers::LoadOptions {
-        cwd: cwd.to_path_buf(),
-        data_dir: data_dir_flag.map(Path::to_path_buf),
-        runtime,
-        trust: false,
-    })
 }
 
 /// Loads every layer (crush(1) CONFIGURATION); see `layers.rs`.
@@ -365,11 +340,6 @@ fn default_base_url(kind: ApiKind, id: &str) -> Option<&'static str> {
 impl Loaded {
     /// The providers that can be called: catalog providers whose key resolves (in catalog order,
     /// merged with the user's settings for the same id), then the user's own providers (by id).
-    pub fn providers(&self) -> Result<Vec<Provider>, ConfigError> {
-        self.providers_with(&self.catalog.get().providers)
-    }
-
-    /// [`providers`](Self::providers) against a given catalog.
     pub fn providers_with(
         &self,
         catalog: &[crate::catalog::Provider],
@@ -482,7 +452,6 @@ impl Loaded {
         Ok(Some(Provider {
             id: id.to_string(),
             endpoint: Endpoint {
-                provider_id: id.to_string(),
                 kind,
                 base_url,
                 api_key,

@@ -19,8 +19,6 @@ pub const FILE_NAME: &str = "state.json";
 pub const LEGACY_FILE_NAME: &str = "crush.json";
 /// Keys of a state file that are not configuration.
 const NOT_CONFIG: &[&str] = &["version", "trust"];
-/// How many recent models are kept per size.
-const RECENT_MAX: usize = 5;
 
 pub fn global_path() -> PathBuf {
     crate::paths::global_data_dir().join(FILE_NAME)
@@ -85,42 +83,6 @@ pub fn update(path: &Path, f: impl FnOnce(&mut Value)) -> io::Result<()> {
     let text = serde_json::to_string_pretty(&v)
         .map_err(|e| io::Error::other(format!("cannot encode state: {e}")))?;
     write_atomic(path, format!("{text}\n").as_bytes())
-}
-
-/// Remembers `selected` (a `models.large|small` object) as the last chosen model in the
-/// workspace state and in the global state, and at the front of the recent models.
-pub fn remember_model(data_dir: &Path, which: &str, selected: &Value) -> io::Result<()> {
-    let apply = |v: &mut Value| {
-        if !v.is_object() {
-            *v = json!({});
-        }
-        v["models"] = match v.get("models") {
-            Some(Value::Object(_)) => v["models"].clone(),
-            _ => json!({}),
-        };
-        v["models"][which] = selected.clone();
-        let recent = match v.get("recent_models") {
-            Some(Value::Object(_)) => v["recent_models"].clone(),
-            _ => json!({}),
-        };
-        v["recent_models"] = recent;
-        let mut list: Vec<Value> = match v["recent_models"].get(which) {
-            Some(Value::Array(a)) => a.clone(),
-            _ => vec![],
-        };
-        let same = |x: &Value| {
-            x.get("model") == selected.get("model") && x.get("provider") == selected.get("provider")
-        };
-        list.retain(|x| !same(x));
-        list.insert(
-            0,
-            json!({"provider": selected.get("provider"), "model": selected.get("model")}),
-        );
-        list.truncate(RECENT_MAX);
-        v["recent_models"][which] = Value::Array(list);
-    };
-    update(&workspace_path(data_dir), apply)?;
-    update(&global_path(), apply)
 }
 
 /// The trust record of a project: its hash, if any.

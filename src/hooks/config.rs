@@ -552,6 +552,7 @@ pub fn parse(merged: &Value, sources: &[Source]) -> Result<(HookConfig, Vec<Stri
 
 impl HookConfig {
     /// Parses one `hooks` value on its own (tests, `hooks test` with an inline config).
+    #[cfg(test)]
     pub fn from_value(v: &Value, origin: &str) -> Result<(HookConfig, Vec<String>), Problems> {
         parse(
             v,

@@ -312,7 +312,6 @@ pub struct Accumulator {
     blocks: BTreeMap<u64, Block>,
     usage: UsageFields,
     stop_reason: Option<String>,
-    model: Option<String>,
     done: bool,
     /// Bytes held so far (text, reasoning, arguments, ids), against the reply cap.
     budget: Budget,
@@ -361,13 +360,8 @@ impl Accumulator {
             .unwrap_or(ev.event.as_str());
         match ty {
             "message_start" => {
-                if let Some(m) = v.get("message") {
-                    if let Some(model) = m.get("model").and_then(Value::as_str) {
-                        self.model = Some(model.to_string());
-                    }
-                    if let Some(u) = m.get("usage") {
-                        self.usage.update(u);
-                    }
+                if let Some(u) = v.get("message").and_then(|m| m.get("usage")) {
+                    self.usage.update(u);
                 }
             }
             "content_block_start" => {
@@ -402,10 +396,7 @@ impl Accumulator {
                     }
                     Some("tool_use") => {
                         let (id, name) = (s("id"), s("name"));
-                        out.push(StreamEvent::ToolCallStart {
-                            id: id.clone(),
-                            name: name.clone(),
-                        });
+                        out.push(StreamEvent::ToolCallStart { name: name.clone() });
                         Block::ToolUse {
                             id,
                             name,
@@ -558,7 +549,6 @@ impl Accumulator {
             usage,
             usage_rejected,
             finish: finish_reason(self.stop_reason.as_deref(), has_tools),
-            model: self.model,
         }
     }
 
@@ -584,7 +574,6 @@ pub fn response_from_json(v: &Value) -> Option<Response> {
     if let Some(u) = v.get("usage") {
         acc.usage.update(u);
     }
-    acc.model = v.get("model").and_then(Value::as_str).map(str::to_string);
     acc.stop_reason = v
         .get("stop_reason")
         .and_then(Value::as_str)
@@ -737,7 +726,6 @@ data: {"type":"message_stop"}
         let (r, out) = run(EXAMPLE);
         let r = r.unwrap();
         assert_eq!(r.finish, FinishReason::ToolUse);
-        assert_eq!(r.model.as_deref(), Some("claude-sonnet-4-5"));
         assert_eq!(
             r.parts,
             vec![
@@ -766,9 +754,7 @@ data: {"type":"message_stop"}
         );
         assert!(matches!(&out[0], StreamEvent::ReasoningDelta(t) if t == "User wants main.rs."));
         assert!(matches!(&out[1], StreamEvent::TextDelta(t) if t == "Reading it."));
-        assert!(
-            matches!(&out[2], StreamEvent::ToolCallStart { id, name } if id == "toolu_01A" && name == "view")
-        );
+        assert!(matches!(&out[2], StreamEvent::ToolCallStart { name } if name == "view"));
     }
 
     #[test]
@@ -1274,7 +1260,6 @@ data: {"type":"message_stop"}
         );
         assert_eq!(url(""), "https://api.anthropic.com/v1/messages");
         let ep = Endpoint {
-            provider_id: "anthropic".into(),
             kind: crate::llm::ApiKind::Anthropic,
             base_url: String::new(),
             api_key: Some("k".into()),

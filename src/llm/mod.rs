@@ -15,7 +15,6 @@ pub mod sse;
 pub mod types;
 
 pub use budget::MAX_REPLY_BYTES;
-pub use history::INTERRUPTED_TOOL_RESULT;
 pub use types::*;
 
 use std::fmt;
@@ -34,8 +33,6 @@ pub enum ApiKind {
 /// Where and how to reach a provider.
 #[derive(Clone, Debug)]
 pub struct Endpoint {
-    /// Provider id from the configuration, for messages.
-    pub provider_id: String,
     pub kind: ApiKind,
     /// Base URL, e.g. `https://api.anthropic.com` or `http://127.0.0.1:8080/v1`.
     pub base_url: String,

@@ -197,7 +197,6 @@ pub struct Accumulator {
     finish: Option<String>,
     usage: Option<Usage>,
     usage_rejected: Option<String>,
-    model: Option<String>,
     done: bool,
     /// Bytes held so far (text, reasoning, arguments, ids), against the reply cap.
     budget: Budget,
@@ -291,11 +290,6 @@ impl Accumulator {
                 retryable: kind_retryable(eb.kind.as_deref(), eb.code.as_deref()),
                 retry_after: None,
             });
-        }
-        if let Some(m) = v.get("model").and_then(Value::as_str)
-            && !m.is_empty()
-        {
-            self.model = Some(m.to_string());
         }
         let usage = v
             .get("usage")
@@ -445,7 +439,6 @@ impl Accumulator {
         if !call.announced && !call.name.is_empty() {
             call.announced = true;
             out.push(StreamEvent::ToolCallStart {
-                id: call.id.clone(),
                 name: call.name.clone(),
             });
         }
@@ -501,7 +494,6 @@ impl Accumulator {
             usage,
             usage_rejected,
             finish,
-            model: self.model,
         }
     }
 
@@ -609,7 +601,6 @@ mod tests {
         let (r, out) = run(&example());
         let r = r.unwrap();
         assert_eq!(r.finish, FinishReason::ToolUse);
-        assert_eq!(r.model.as_deref(), Some("gpt-4.1"));
         assert_eq!(
             r.parts[0],
             Part::Text {
@@ -635,9 +626,7 @@ mod tests {
             })
         );
         assert!(matches!(&out[0], StreamEvent::TextDelta(t) if t == "Reading it."));
-        assert!(
-            matches!(&out[1], StreamEvent::ToolCallStart { id, name } if id == "call_1" && name == "view")
-        );
+        assert!(matches!(&out[1], StreamEvent::ToolCallStart { name } if name == "view"));
     }
 
     #[test]
@@ -850,20 +839,11 @@ mod tests {
             + &chunk(tc(1, None, Some("view"), json!("{}")), None)
             + &chunk(json!({}), Some("tool_calls"))
             + "data: [DONE]\n\n";
-        let (r, out) = run(&s);
+        let (r, _) = run(&s);
         let c = calls(&r.unwrap());
         assert_eq!(c.len(), 2);
         assert!(c[0].0.starts_with("call_") && c[1].0.starts_with("call_"));
         assert_ne!(c[0].0, c[1].0);
-        // The progress events carry the same ids.
-        let started: Vec<_> = out
-            .iter()
-            .filter_map(|e| match e {
-                StreamEvent::ToolCallStart { id, .. } => Some(id.clone()),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(started, [c[0].0.clone(), c[1].0.clone()]);
     }
 
     #[test]
@@ -1108,7 +1088,10 @@ mod tests {
         assert_eq!(roles, ["system", "user", "assistant", "tool", "tool"]);
         assert_eq!(m[2]["content"], "Both.");
         assert_eq!(m[3]["tool_call_id"], "a");
-        assert_eq!(m[3]["content"], crate::llm::INTERRUPTED_TOOL_RESULT);
+        assert_eq!(
+            m[3]["content"],
+            crate::llm::history::INTERRUPTED_TOOL_RESULT
+        );
         assert_eq!(m[4]["tool_call_id"], "b");
         assert_eq!(m[4]["content"], "B");
     }
@@ -1125,7 +1108,6 @@ mod tests {
         );
         assert_eq!(url(""), "https://api.openai.com/v1/chat/completions");
         let mut ep = Endpoint {
-            provider_id: "x".into(),
             kind: ApiKind::OpenAiCompat,
             base_url: String::new(),
             api_key: None,

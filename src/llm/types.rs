@@ -328,14 +328,6 @@ pub struct Usage {
 pub const MAX_PLAUSIBLE_TOKENS: u64 = 1_000_000_000;
 
 impl Usage {
-    /// Tokens the call occupied in the context window.
-    pub fn context_tokens(&self) -> u64 {
-        self.input
-            .saturating_add(self.cache_read)
-            .saturating_add(self.cache_write)
-            .saturating_add(self.output)
-    }
-
     /// What the ledger may record: `Ok(None)` when every count is zero (no real call consumes
     /// zero input tokens: the provider reported nothing, so the usage is unknown, never zero),
     /// `Err` with a reason when a count is absurd.
@@ -420,8 +412,6 @@ pub struct Response {
     /// then recorded with unknown usage and the reason is logged.
     pub usage_rejected: Option<String>,
     pub finish: FinishReason,
-    /// The model name the server reported, if any.
-    pub model: Option<String>,
 }
 
 /// What the streaming worker sends to the turn loop.
@@ -429,9 +419,8 @@ pub struct Response {
 pub enum StreamEvent {
     TextDelta(String),
     ReasoningDelta(String),
-    /// A tool call began (for progress display only).
+    /// The model began writing a call of this tool (for progress display).
     ToolCallStart {
-        id: String,
         name: String,
     },
     /// The attempt failed and will be retried after `wait`: everything streamed so far for this

@@ -191,7 +191,8 @@ impl Sink for ReplSink<'_> {
             }
             AgentEvent::Usage { .. } => {}
             AgentEvent::Notice(text) => self.term.note(&text),
-            AgentEvent::StepCommitted { .. } => self.term.status(WAITING),
+            AgentEvent::StepCommitted => self.term.status(WAITING),
+            AgentEvent::ToolPending(name) => self.term.status(&format!("preparing {name}…")),
         }
     }
 

@@ -194,7 +194,8 @@ fn class_len(p: &[char]) -> Option<usize> {
 }
 
 /// Whether the '/'-separated relative `path` matches the glob `pattern` (whole path).
-pub fn glob_match(pattern: &str, path: &str) -> bool {
+#[cfg(test)]
+fn glob_match(pattern: &str, path: &str) -> bool {
     Glob::new(pattern).matches(path)
 }
 
@@ -464,8 +465,6 @@ pub struct Entry {
     /// Relative to the walk root, '/'-separated.
     pub rel: String,
     pub is_dir: bool,
-    /// 1 for the root's children.
-    pub depth: usize,
 }
 
 pub enum Flow {
@@ -533,7 +532,6 @@ pub fn walk(root: &Path, opts: &WalkOptions, visit: &mut dyn FnMut(&Entry) -> Fl
                 },
                 path,
                 is_dir,
-                depth: depth + 1,
             };
             match visit(&entry) {
                 Flow::Stop => return,

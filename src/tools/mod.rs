@@ -75,12 +75,6 @@ pub struct ToolOutput {
 }
 
 impl ToolOutput {
-    pub fn ok(content: impl Into<String>) -> ToolOutput {
-        ToolOutput {
-            content: content.into(),
-            ..Default::default()
-        }
-    }
     pub fn error(content: impl Into<String>) -> ToolOutput {
         ToolOutput {
             content: content.into(),

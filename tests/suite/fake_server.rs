@@ -735,7 +735,8 @@ fn ureq_reads_the_fake_server_streams() {
             .post(&url)
             .header("x-api-key", "test-key")
             .header("anthropic-version", "2023-06-01")
-            .send_json(anthropic_body())
+            .header("content-type", "application/json")
+            .send(anthropic_body().to_string())
             .expect("request")
     };
     let body = post().into_body().read_to_string().unwrap();
