@@ -3,6 +3,7 @@
 
 use crate::agent::{Agent, Setup};
 use crate::config::{self, ConfigError, Loaded, ResolvedModel};
+use crate::exit::ExitCode;
 use crate::llm::RetryPolicy;
 use crate::store::{self, Store};
 use serde_json::json;
@@ -36,10 +37,10 @@ pub enum AppError {
 }
 
 impl AppError {
-    pub fn exit_code(&self) -> i32 {
+    pub fn exit_code(&self) -> ExitCode {
         match self {
-            AppError::Usage(_) | AppError::Config(_) => 2,
-            AppError::Runtime(_) => 1,
+            AppError::Usage(_) | AppError::Config(_) => ExitCode::Usage,
+            AppError::Runtime(_) => ExitCode::Failure,
         }
     }
 }
@@ -346,15 +347,15 @@ mod tests {
     #[test]
     fn a_turn_that_loses_its_session_exits_2_and_other_failures_1() {
         let gone = AppError::from(AgentError::Store(store::StoreError::NotFound("abc".into())));
-        assert_eq!(gone.exit_code(), 2);
+        assert_eq!(gone.exit_code(), ExitCode::Usage);
         assert_eq!(gone.to_string(), "no session matches 'abc'");
         let sql = AppError::from(AgentError::Store(store::StoreError::Sql(
             "disk full".into(),
         )));
-        assert_eq!(sql.exit_code(), 1);
+        assert_eq!(sql.exit_code(), ExitCode::Failure);
         assert_eq!(sql.to_string(), "session store error: disk full");
         let empty = AppError::from(AgentError::EmptySummary);
-        assert_eq!(empty.exit_code(), 1);
+        assert_eq!(empty.exit_code(), ExitCode::Failure);
         assert_eq!(empty.to_string(), "the model returned an empty summary");
     }
 }

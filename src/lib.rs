@@ -13,6 +13,7 @@ mod commands;
 mod config;
 mod docs;
 mod env;
+mod exit;
 mod fsutil;
 mod hooks;
 mod llm;
@@ -31,20 +32,20 @@ mod tools;
 use app::AppError;
 use cli::Command;
 use commands::{hooks as hooks_cmd, sessions, stats};
+use exit::ExitCode;
 use std::io::Write;
-use std::process::ExitCode;
 
 /// Prints command output to stdout; a closed stdout is not an error.
-fn print(s: &str) -> Result<i32, AppError> {
+fn print(s: &str) -> Result<ExitCode, AppError> {
     let mut out = std::io::stdout().lock();
     match out.write_all(s.as_bytes()).and_then(|_| out.flush()) {
-        Ok(()) => Ok(0),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
+        Ok(()) => Ok(ExitCode::Success),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::Success),
         Err(e) => Err(AppError::Runtime(format!("cannot write to stdout: {e}"))),
     }
 }
 
-fn dispatch(cli: cli::Cli) -> Result<i32, AppError> {
+fn dispatch(cli: cli::Cli) -> Result<ExitCode, AppError> {
     let g = &cli.global;
     match &cli.command {
         Command::Version => print(&format!("crush {}\n", env!("CARGO_PKG_VERSION"))),
@@ -88,12 +89,12 @@ fn dispatch(cli: cli::Cli) -> Result<i32, AppError> {
 }
 
 /// The binary's entry.
-pub fn main() -> ExitCode {
+pub fn main() -> std::process::ExitCode {
     let cli = match cli::parse_from(std::env::args_os().skip(1)) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("crush: {e}");
-            return ExitCode::from(2);
+            return ExitCode::Usage.into();
         }
     };
     let code = match dispatch(cli) {
@@ -104,14 +105,14 @@ pub fn main() -> ExitCode {
         }
     };
     signal::cleanup();
-    ExitCode::from(code as u8)
+    code.into()
 }
 
 /// The layers, lowest first. A module may use the modules of the layers before its own, never
 /// one of its own layer or above (tests excepted).
 #[cfg(test)]
 const LAYERS: &[&[&str]] = &[
-    &["time", "env", "paths"],
+    &["time", "env", "exit", "paths"],
     &["log", "fsutil", "net", "proc"],
     &["signal", "rcshell"],
     &["llm"],

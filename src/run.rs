@@ -5,6 +5,7 @@
 use crate::agent::{AgentEvent, Answer, Sink, Stop, TurnResult};
 use crate::app::Global;
 use crate::app::{self, AppError};
+use crate::exit::ExitCode;
 use crate::tools::PermissionRequest;
 use serde::Serialize;
 use serde_json::Value;
@@ -112,10 +113,10 @@ impl Out {
         let r = lock.write_all(s.as_bytes()).and_then(|_| lock.flush());
         if let Err(e) = r {
             if e.kind() == std::io::ErrorKind::BrokenPipe {
-                crate::signal::exit(0);
+                crate::signal::exit(ExitCode::Success);
             }
             eprintln!("crush: cannot write to stdout: {e}");
-            crate::signal::exit(1);
+            crate::signal::exit(ExitCode::Failure);
         }
     }
     fn json(&mut self, ev: &JsonEvent) {
@@ -352,7 +353,7 @@ fn read_stdin_if_piped() -> Result<Option<String>, AppError> {
     Ok(Some(String::from_utf8_lossy(&buf).into_owned()))
 }
 
-pub fn run(global: &Global, args: &RunArgs) -> Result<i32, AppError> {
+pub fn run(global: &Global, args: &RunArgs) -> Result<ExitCode, AppError> {
     let piped = read_stdin_if_piped()?;
     let mut prompt = args.prompt.join(" ");
     if let Some(s) = piped.filter(|s| !s.trim().is_empty()) {
@@ -441,46 +442,46 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<i32, AppError> {
         result.steps
     ));
     Ok(match &result.stop {
-        Stop::EndTurn => 0,
+        Stop::EndTurn => ExitCode::Success,
         Stop::MaxTokens => {
             eprintln!("crush: the answer was cut off at the model's output limit (session {sid})");
-            0
+            ExitCode::Success
         }
         Stop::MaxSteps(n) => {
             eprintln!(
                 "crush: stopped after {n} steps without finishing; continue with: crush run -s {sid} \"continue\""
             );
-            1
+            ExitCode::Failure
         }
         Stop::Loop => {
             eprintln!(
                 "crush: stopped: the model kept repeating the same tool call with the same result (session {sid})"
             );
-            1
+            ExitCode::Failure
         }
         Stop::PermissionRefused => {
             eprintln!(
                 "crush: the turn stopped because a tool call needed permission (session {sid})"
             );
-            3
+            ExitCode::Policy
         }
         Stop::HookDenied(reason) => {
             eprintln!("crush: a hook blocked the prompt; nothing was sent to the model: {reason}");
-            3
+            ExitCode::Policy
         }
         Stop::HookHalted(reason) => {
             eprintln!("crush: a hook halted the turn (session {sid}): {reason}");
-            3
+            ExitCode::Policy
         }
         Stop::Canceled => {
             eprintln!("crush: interrupted; the session {sid} was saved");
-            crate::signal::terminating().map_or(130, crate::signal::exit_code)
+            crate::signal::interrupted()
         }
         Stop::Error(e) => {
             eprintln!(
                 "crush: {e}\ncrush: the session {sid} was saved; retry with: crush run -s {sid} \"continue\""
             );
-            1
+            ExitCode::Failure
         }
     })
 }

@@ -11,6 +11,7 @@
 //! `cleanup` (and `exit`) kill every process group crush started (`proc::kill_all`) and run the
 //! registered exit hooks, once.
 
+use crate::exit::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -82,7 +83,7 @@ fn start_watchdog() {
             ));
             cleanup();
             // SAFETY: ends the process at once, as the signal's default action would have.
-            unsafe { libc::_exit(128 + sig) };
+            unsafe { libc::_exit(i32::from(ExitCode::from_signal(sig).code())) };
         });
     if spawned.is_ok() {
         WAKE_FD.store(fds[1], Ordering::SeqCst);
@@ -120,9 +121,10 @@ pub fn terminating() -> Option<i32> {
     }
 }
 
-/// The exit code for a process ended by `sig` (129 for SIGHUP, 143 for SIGTERM).
-pub fn exit_code(sig: i32) -> i32 {
-    128 + sig
+/// How crush ends after a Ctrl-C (130), or after the SIGTERM (143) or SIGHUP (129) that asked
+/// it to end.
+pub fn interrupted() -> ExitCode {
+    terminating().map_or(ExitCode::Interrupted, ExitCode::from_signal)
 }
 
 /// Registers something to run at exit (and before the watchdog ends the process), such as
@@ -150,7 +152,7 @@ pub fn cleanup() {
 }
 
 /// `cleanup`, then ends the process with `code`.
-pub fn exit(code: i32) -> ! {
+pub fn exit(code: ExitCode) -> ! {
     cleanup();
-    std::process::exit(code)
+    std::process::exit(i32::from(code.code()))
 }

@@ -10,7 +10,7 @@ use super::{Agent, AgentError, AgentEvent, Answer, Sink, Stop, session_config, s
 use crate::hooks::{self, Outcome};
 use crate::llm::Part;
 use crate::store::Store;
-use crate::tools::{ReadTracker, Tool, ToolCtx, ToolOutput};
+use crate::tools::{ReadTracker, Tool, ToolCtx, ToolError, ToolOutput};
 use serde_json::{Map, Value, json};
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -189,6 +189,21 @@ impl ToolRun {
     }
 }
 
+/// Runs `tool`: a call the model got wrong is its result as an error; a failure of crush itself
+/// is that too, and is also reported to the user and the log.
+fn execute(tool: &dyn Tool, input: &Value, ctx: &ToolCtx, sink: &mut dyn Sink) -> ToolOutput {
+    match tool.run(input, ctx) {
+        Ok(out) => out,
+        Err(ToolError::RespondToModel(msg)) => ToolOutput::error(msg),
+        Err(ToolError::Internal(msg)) => {
+            let line = format!("{}: {msg}", tool.name());
+            crate::log::warn(&line);
+            sink.event(AgentEvent::Notice(line));
+            ToolOutput::error(msg)
+        }
+    }
+}
+
 /// Runs `tool` through the permission flow: `pre_approved` (a hook allowed it) skips the check.
 fn run_with_permission(
     tool: &dyn Tool,
@@ -206,17 +221,17 @@ fn run_with_permission(
                 stop: None,
             };
         }
-        Ok(None) => return ToolRun::ran(tool.run(input, ctx)),
+        Ok(None) => return ToolRun::ran(execute(tool, input, ctx, sink)),
         Ok(Some(req)) => req,
     };
     if pre_approved || permissions.check(&req) == Decision::Allowed {
-        return ToolRun::ran(tool.run(input, ctx));
+        return ToolRun::ran(execute(tool, input, ctx, sink));
     }
     match sink.ask(&req) {
-        Some(Answer::Yes) => ToolRun::ran(tool.run(input, ctx)),
+        Some(Answer::Yes) => ToolRun::ran(execute(tool, input, ctx, sink)),
         Some(Answer::Always) => {
             permissions.grant_for_session(&req);
-            ToolRun::ran(tool.run(input, ctx))
+            ToolRun::ran(execute(tool, input, ctx, sink))
         }
         Some(Answer::No) => ToolRun::refused(ToolOutput::error(format!(
             "Permission denied: the user refused to let {} {} {}. Do not retry it; ask the user how to proceed.",

@@ -17,7 +17,7 @@
 
 use super::{Agent, AgentEvent, Answer, Sink, Stop, TurnResult};
 use crate::tools::common::req_str;
-use crate::tools::{PermissionRequest, Tool, ToolCtx, ToolOutput};
+use crate::tools::{PermissionRequest, Tool, ToolCtx, ToolError, ToolOutput};
 use serde_json::{Value, json};
 
 /// The tool's name, as Crush exposes it.
@@ -67,8 +67,8 @@ impl Tool for AgentTool {
         Ok(None)
     }
 
-    fn run(&self, _input: &Value, _ctx: &ToolCtx) -> ToolOutput {
-        ToolOutput::error("the agent tool is not available here")
+    fn run(&self, _input: &Value, _ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
+        Err("the agent tool is not available here".into())
     }
 }
 

@@ -3,6 +3,7 @@
 
 use crate::app::Global;
 use crate::app::{self, AppError};
+use crate::exit::ExitCode;
 use crate::hooks::{self, Event, HookConfig, HookDef, config::EVENTS, envelope::seconds};
 use serde_json::{Map, Value, json};
 
@@ -79,7 +80,7 @@ pub fn list(global: &Global, tool: Option<&str>) -> Result<String, AppError> {
 
 /// Runs `crush hooks test`: prints the per-hook lines and the composed result; returns the exit
 /// code (0 allow or no opinion, 3 deny or halt).
-pub fn test(global: &Global, args: &HooksTestArgs) -> Result<(String, i32), AppError> {
+pub fn test(global: &Global, args: &HooksTestArgs) -> Result<(String, ExitCode), AppError> {
     let event = Event::parse(&args.event).ok_or_else(|| {
         AppError::Usage(format!(
             "unknown hook event '{}'; use one of {}",
@@ -196,7 +197,12 @@ pub fn test(global: &Global, args: &HooksTestArgs) -> Result<(String, i32), AppE
     for n in &c.notes {
         out.push_str(&format!("warning: {n}\n"));
     }
-    Ok((out, if c.blocked() { 3 } else { 0 }))
+    let code = if c.blocked() {
+        ExitCode::Policy
+    } else {
+        ExitCode::Success
+    };
+    Ok((out, code))
 }
 
 #[cfg(test)]

@@ -1,9 +1,10 @@
 //! `crush logs [-f] [-t N]`.
 
 use crate::app::{AppError, Global, load_config};
+use crate::exit::ExitCode;
 
 /// `crush logs [-f] [-t N]`: the project's log, pretty-printed.
-pub fn logs(global: &Global, follow: bool, tail: usize) -> Result<i32, AppError> {
+pub fn logs(global: &Global, follow: bool, tail: usize) -> Result<ExitCode, AppError> {
     use std::io::Write as _;
     let loaded = load_config(global)?;
     let p = crate::log::path(&loaded.data_dir);
@@ -20,7 +21,11 @@ pub fn logs(global: &Global, follow: bool, tail: usize) -> Result<i32, AppError>
     let closed = |e: &std::io::Error| e.kind() == std::io::ErrorKind::BrokenPipe;
     for l in &lines {
         if let Err(e) = writeln!(out, "{}", crate::log::render(l)) {
-            return if closed(&e) { Ok(0) } else { Err(io(e)) };
+            return if closed(&e) {
+                Ok(ExitCode::Success)
+            } else {
+                Err(io(e))
+            };
         }
     }
     if follow {
@@ -32,5 +37,5 @@ pub fn logs(global: &Global, follow: bool, tail: usize) -> Result<i32, AppError>
             _ => {}
         }
     }
-    Ok(crate::signal::terminating().map_or(0, crate::signal::exit_code))
+    Ok(crate::signal::terminating().map_or(ExitCode::Success, ExitCode::from_signal))
 }

@@ -21,6 +21,7 @@ use crate::app::Global;
 use crate::app::{self, AppError, Context};
 use crate::commands::sessions::{self, ExportFormat, short_id};
 use crate::config::ResolvedModel;
+use crate::exit::ExitCode;
 use crate::llm::{Part, Role};
 use crate::store::{NewMessage, Session};
 use crate::tools::PermissionRequest;
@@ -270,7 +271,7 @@ enum Flow {
     Quit,
 }
 
-pub fn run(global: &Global, args: &ReplArgs) -> Result<i32, AppError> {
+pub fn run(global: &Global, args: &ReplArgs) -> Result<ExitCode, AppError> {
     // The trust question runs with the default Ctrl-C (it ends crush with 130); from then on a
     // Ctrl-C is ours to interpret.
     if std::io::stdin().is_terminal() {
@@ -288,7 +289,7 @@ pub fn run(global: &Global, args: &ReplArgs) -> Result<i32, AppError> {
     let agent = app::build_agent(&ctx, model, sid, global.yolo);
     // A Ctrl-C while the configuration loaded (a slow crushrc or `$(...)`) means: stop.
     if cancel.swap(false, Ordering::SeqCst) {
-        return Ok(crate::signal::terminating().map_or(130, crate::signal::exit_code));
+        return Ok(crate::signal::interrupted());
     }
     let progress = !args.quiet && ctx.loaded.config.options.progress != Some(false);
     let lines = Lines::spawn(cancel.clone())?;
@@ -394,7 +395,7 @@ impl Repl {
         }
     }
 
-    fn main_loop(&mut self) -> i32 {
+    fn main_loop(&mut self) -> ExitCode {
         let mut asm = Assembler::new();
         let mut interrupts = 0;
         let code = loop {
@@ -409,12 +410,12 @@ impl Repl {
                             .note("the input ended inside a block or continued line: discarded");
                     }
                     self.term.newline_on_terminal();
-                    break 0;
+                    break ExitCode::Success;
                 }
                 Got::Interrupt => {
                     self.term.newline_on_terminal();
                     if let Some(sig) = crate::signal::terminating() {
-                        break crate::signal::exit_code(sig);
+                        break ExitCode::from_signal(sig);
                     }
                     if asm.discard() {
                         self.term.note("(input discarded)");
@@ -423,7 +424,7 @@ impl Repl {
                     }
                     interrupts += 1;
                     if interrupts >= 2 {
-                        break 130;
+                        break ExitCode::Interrupted;
                     }
                     self.term
                         .note("(press Ctrl-C again to quit, or Ctrl-D to leave)");
@@ -434,7 +435,7 @@ impl Repl {
                         continue;
                     };
                     if let Flow::Quit = self.handle(input) {
-                        break 0;
+                        break ExitCode::Success;
                     }
                 }
             }

@@ -38,10 +38,10 @@ fn write_stdout(bytes: &[u8]) {
     let mut out = std::io::stdout().lock();
     if let Err(e) = out.write_all(bytes).and_then(|_| out.flush()) {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
-            crate::signal::exit(0);
+            crate::signal::exit(crate::exit::ExitCode::Success);
         }
         eprintln!("crush: cannot write to stdout: {e}");
-        crate::signal::exit(1);
+        crate::signal::exit(crate::exit::ExitCode::Failure);
     }
 }
 

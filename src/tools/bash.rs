@@ -6,6 +6,7 @@
 //! simple command found, including inside substitutions, `sh -c '..'`, `eval`, `find -exec` and
 //! wrappers such as `env`, `nohup`, `timeout N`, `xargs`, `command`, `exec`, is checked.
 
+use super::ToolError;
 use super::common::{inside_project, opt_str, opt_u64, req_str, resolve_or_cwd, truncate_middle};
 use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
 use crate::proc::{self, Spec};
@@ -852,40 +853,27 @@ impl Tool for Bash {
         }))
     }
 
-    fn run(&self, input: &Value, ctx: &ToolCtx) -> ToolOutput {
-        let command = match req_str(input, "command") {
-            Ok(c) => c,
-            Err(e) => return ToolOutput::error(e),
-        };
-        if let Err(e) = check_banned(command) {
-            return ToolOutput::error(e);
-        }
-        let timeout = match timeout_secs(input) {
-            Ok(t) => t,
-            Err(e) => return ToolOutput::error(e),
-        };
-        let dir = match opt_str(input, "working_dir") {
-            Ok(d) => resolve_or_cwd(ctx, d),
-            Err(e) => return ToolOutput::error(e),
-        };
+    fn run(&self, input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
+        let command = req_str(input, "command")?;
+        check_banned(command)?;
+        let timeout = timeout_secs(input)?;
+        let dir = resolve_or_cwd(ctx, opt_str(input, "working_dir")?);
         if !dir.is_dir() {
-            return ToolOutput::error(format!(
+            return Err(ToolError::from(format!(
                 "working directory {} does not exist",
                 dir.display()
-            ));
+            )));
         }
         // The shell gets the configuration commands as builtins (session-only configuration,
         // crush(1) CONFIGURATION); the turn applies what they record, from the tool's metadata.
-        let records = match rcshell::RecordsFile::create() {
-            Ok(r) => r,
-            Err(e) => return ToolOutput::error(format!("failed to start the command: {e}")),
-        };
+        let records = rcshell::RecordsFile::create()
+            .map_err(|e| ToolError::Internal(format!("failed to start the command: {e}")))?;
         let (large, small) = ctx
             .session_models
             .map(|m| (m.large.clone(), m.small.clone()))
             .unwrap_or_default();
         let argv = vec![
-            "/bin/sh".to_string(),
+            proc::shell_path().to_string_lossy().into_owned(),
             "-c".to_string(),
             rcshell::wrap_command(),
             "sh".to_string(),
@@ -898,10 +886,8 @@ impl Tool for Bash {
         spec.env = agent_env();
         spec.timeout = Some(Duration::from_secs(timeout));
         spec.cancel = Some(ctx.cancel.clone());
-        let r = match proc::run(&spec) {
-            Ok(r) => r,
-            Err(e) => return ToolOutput::error(format!("failed to start the command: {e}")),
-        };
+        let r = proc::run(&spec)
+            .map_err(|e| ToolError::Internal(format!("failed to start the command: {e}")))?;
         let (stdout, stderr) = (r.stdout_text(), r.stderr_text());
         let mut body = stdout.trim_end_matches('\n').to_string();
         let stderr = stderr.trim_end_matches('\n');
@@ -944,11 +930,11 @@ impl Tool for Bash {
             metadata[rcshell::METADATA_KEY] =
                 json!(recs.into_iter().map(|r| r.args).collect::<Vec<_>>());
         }
-        ToolOutput {
+        Ok(ToolOutput {
             content: text,
             is_error: false,
             metadata,
-        }
+        })
     }
 }
 
@@ -956,6 +942,7 @@ impl Tool for Bash {
 mod tests {
     use super::*;
     use crate::tools::testutil::Fixture;
+    use crate::tools::testutil::Out;
     use std::time::Instant;
 
     fn words(v: &[&str]) -> Vec<String> {
@@ -1269,10 +1256,12 @@ mod tests {
         let fx = Fixture::new();
         fx.write("sub/keep.txt", "");
         let ctx = fx.ctx();
-        let out = Bash.run(
-            &json!({"command": "echo hi > made.txt && cat made.txt"}),
-            &ctx,
-        );
+        let out = Bash
+            .run(
+                &json!({"command": "echo hi > made.txt && cat made.txt"}),
+                &ctx,
+            )
+            .out();
         assert!(!out.is_error);
         assert_eq!(fx.read("made.txt"), "hi\n");
         assert_eq!(
@@ -1281,14 +1270,18 @@ mod tests {
         );
         assert_eq!(out.metadata["exit_code"], 0);
 
-        let out = Bash.run(&json!({"command": "ls", "working_dir": "sub"}), &ctx);
+        let out = Bash
+            .run(&json!({"command": "ls", "working_dir": "sub"}), &ctx)
+            .out();
         assert!(out.content.starts_with("keep.txt\n\n<cwd>"));
         assert!(out.content.contains("/sub</cwd>"));
 
-        let out = Bash.run(&json!({"command": "true"}), &ctx);
+        let out = Bash.run(&json!({"command": "true"}), &ctx).out();
         assert!(out.content.starts_with("no output\n\n<cwd>"));
 
-        let out = Bash.run(&json!({"command": "echo o; echo e >&2; exit 4"}), &ctx);
+        let out = Bash
+            .run(&json!({"command": "echo o; echo e >&2; exit 4"}), &ctx)
+            .out();
         assert!(
             out.content.starts_with("o\ne\nExit code 4\n"),
             "{}",
@@ -1296,10 +1289,12 @@ mod tests {
         );
         assert_eq!(out.metadata["exit_code"], 4);
 
-        let out = Bash.run(&json!({"command": "echo $CRUSH $AI_AGENT"}), &ctx);
+        let out = Bash
+            .run(&json!({"command": "echo $CRUSH $AI_AGENT"}), &ctx)
+            .out();
         assert!(out.content.starts_with("1 crush\n"));
 
-        let out = Bash.run(&json!({"command": "sudo ls"}), &ctx);
+        let out = Bash.run(&json!({"command": "sudo ls"}), &ctx).out();
         assert!(out.is_error);
     }
 
@@ -1310,7 +1305,7 @@ mod tests {
         let out = Bash.run(
             &json!({"command": "echo BEGIN; i=0; while [ $i -lt 10000 ]; do echo 0123456789; i=$((i+1)); done; echo FINISH"}),
             &ctx,
-        );
+        ).out();
         assert!(out.content.starts_with("BEGIN\n"));
         assert!(out.content.contains("characters truncated ...]"));
         assert!(out.content.contains("FINISH\n\n<cwd>"));
@@ -1322,10 +1317,12 @@ mod tests {
         let fx = Fixture::new();
         let ctx = fx.ctx();
         let started = Instant::now();
-        let out = Bash.run(
-            &json!({"command": "sleep 30 & sleep 30", "timeout": 1}),
-            &ctx,
-        );
+        let out = Bash
+            .run(
+                &json!({"command": "sleep 30 & sleep 30", "timeout": 1}),
+                &ctx,
+            )
+            .out();
         assert!(started.elapsed() < Duration::from_secs(4));
         assert_eq!(out.metadata["timed_out"], true);
         assert!(out.content.contains("timed out after 1 s"));
@@ -1337,7 +1334,7 @@ mod tests {
 
         fx.cancel.store(true, std::sync::atomic::Ordering::Relaxed);
         let started = Instant::now();
-        let out = Bash.run(&json!({"command": "sleep 30"}), &ctx);
+        let out = Bash.run(&json!({"command": "sleep 30"}), &ctx).out();
         assert!(started.elapsed() < Duration::from_secs(3));
         assert!(out.content.contains("aborted"));
     }

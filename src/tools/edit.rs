@@ -1,6 +1,7 @@
 //! The `edit` tool: replaces an exact string in a file (or creates a file when `old_string` is
 //! empty). Shares the replacement logic with multiedit.
 
+use super::ToolError;
 use super::common::{check_fresh, opt_bool, req_str, req_str_empty_ok, resolve};
 use super::write::{FileChange, change_metadata, read_existing};
 use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
@@ -157,38 +158,31 @@ impl Tool for Edit {
         Ok(Some(plan(input, ctx)?.0.permission(self.name(), ctx)))
     }
 
-    fn run(&self, input: &Value, ctx: &ToolCtx) -> ToolOutput {
-        let (change, count) = match plan(input, ctx) {
-            Ok(p) => p,
-            Err(e) => return ToolOutput::error(e),
-        };
+    fn run(&self, input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
+        let (change, count) = plan(input, ctx)?;
         let created = change.old.is_none();
-        match change.apply(ctx) {
-            Ok(d) => {
-                let content = if created {
-                    format!(
-                        "File created: {} ({} lines)",
-                        change.path.display(),
-                        d.additions
-                    )
-                } else {
-                    format!(
-                        "Edited {}: {count} replacement{}, {} line{} added, {} removed",
-                        change.path.display(),
-                        if count == 1 { "" } else { "s" },
-                        d.additions,
-                        if d.additions == 1 { "" } else { "s" },
-                        d.removals
-                    )
-                };
-                ToolOutput {
-                    content,
-                    is_error: false,
-                    metadata: change_metadata(&d, &change.path),
-                }
-            }
-            Err(e) => ToolOutput::error(e),
-        }
+        let d = change.apply(ctx)?;
+        let content = if created {
+            format!(
+                "File created: {} ({} lines)",
+                change.path.display(),
+                d.additions
+            )
+        } else {
+            format!(
+                "Edited {}: {count} replacement{}, {} line{} added, {} removed",
+                change.path.display(),
+                if count == 1 { "" } else { "s" },
+                d.additions,
+                if d.additions == 1 { "" } else { "s" },
+                d.removals
+            )
+        };
+        Ok(ToolOutput {
+            content,
+            is_error: false,
+            metadata: change_metadata(&d, &change.path),
+        })
     }
 }
 
@@ -196,11 +190,17 @@ impl Tool for Edit {
 mod tests {
     use super::*;
     use crate::tools::testutil::Fixture;
+    use crate::tools::testutil::Out;
     use crate::tools::view::View;
 
     fn viewed(fx: &Fixture, rel: &str, content: &str) {
         fx.write(rel, content);
-        assert!(!View.run(&json!({"file_path": rel}), &fx.ctx()).is_error);
+        assert!(
+            !View
+                .run(&json!({"file_path": rel}), &fx.ctx())
+                .out()
+                .is_error
+        );
     }
 
     #[test]
@@ -209,7 +209,7 @@ mod tests {
         fx.write("a.txt", "hello world\n");
         let ctx = fx.ctx();
         let input = json!({"file_path": "a.txt", "old_string": "world", "new_string": "there"});
-        let out = Edit.run(&input, &ctx);
+        let out = Edit.run(&input, &ctx).out();
         assert!(
             out.is_error && out.content.contains("must view"),
             "{}",
@@ -220,7 +220,7 @@ mod tests {
         viewed(&fx, "a.txt", "hello world\n");
         fx.write("a.txt", "hello world, changed\n");
         fx.age("a.txt", 5);
-        let out = Edit.run(&input, &ctx);
+        let out = Edit.run(&input, &ctx).out();
         assert!(out.content.contains("modified since"), "{}", out.content);
         assert_eq!(fx.read("a.txt"), "hello world, changed\n");
     }
@@ -230,22 +230,26 @@ mod tests {
         let fx = Fixture::new();
         viewed(&fx, "a.rs", "let a = 1;\nlet b = 1;\nlet c = 2;\n");
         let ctx = fx.ctx();
-        let out = Edit.run(
-            &json!({"file_path": "a.rs", "old_string": "= 1", "new_string": "= 3"}),
-            &ctx,
-        );
+        let out = Edit
+            .run(
+                &json!({"file_path": "a.rs", "old_string": "= 1", "new_string": "= 3"}),
+                &ctx,
+            )
+            .out();
         assert!(out.is_error && out.content.contains("appears 2 times"));
-        let out = Edit.run(
-            &json!({"file_path": "a.rs", "old_string": "= 9", "new_string": "= 3"}),
-            &ctx,
-        );
+        let out = Edit
+            .run(
+                &json!({"file_path": "a.rs", "old_string": "= 9", "new_string": "= 3"}),
+                &ctx,
+            )
+            .out();
         assert!(out.is_error && out.content.contains("not found"));
 
         let input =
             json!({"file_path": "a.rs", "old_string": "let c = 2;", "new_string": "let c = 5;"});
         let req = Edit.permission(&input, &ctx).unwrap().unwrap();
         assert!(req.diff.unwrap().contains("-let c = 2;\n+let c = 5;"));
-        let out = Edit.run(&input, &ctx);
+        let out = Edit.run(&input, &ctx).out();
         assert!(!out.is_error, "{}", out.content);
         assert_eq!(out.metadata["additions"], 1);
         assert_eq!(out.metadata["removals"], 1);
@@ -260,15 +264,17 @@ mod tests {
         let out = Edit.run(
             &json!({"file_path": "a.rs", "old_string": "= 1", "new_string": "= 7", "replace_all": true}),
             &ctx,
-        );
+        ).out();
         assert!(out.content.contains("2 replacements"), "{}", out.content);
         assert_eq!(fx.read("a.rs"), "let a = 7;\nlet b = 7;\nlet c = 5;\n");
 
         // Deletion.
-        let out = Edit.run(
-            &json!({"file_path": "a.rs", "old_string": "let b = 7;\n", "new_string": ""}),
-            &ctx,
-        );
+        let out = Edit
+            .run(
+                &json!({"file_path": "a.rs", "old_string": "let b = 7;\n", "new_string": ""}),
+                &ctx,
+            )
+            .out();
         assert!(!out.is_error);
         assert_eq!(fx.read("a.rs"), "let a = 7;\nlet c = 5;\n");
     }
@@ -277,16 +283,20 @@ mod tests {
     fn create_with_empty_old_string() {
         let fx = Fixture::new();
         let ctx = fx.ctx();
-        let out = Edit.run(
-            &json!({"file_path": "new/x.txt", "old_string": "", "new_string": "a\nb\n"}),
-            &ctx,
-        );
+        let out = Edit
+            .run(
+                &json!({"file_path": "new/x.txt", "old_string": "", "new_string": "a\nb\n"}),
+                &ctx,
+            )
+            .out();
         assert!(!out.is_error, "{}", out.content);
         assert_eq!(fx.read("new/x.txt"), "a\nb\n");
-        let out = Edit.run(
-            &json!({"file_path": "new/x.txt", "old_string": "", "new_string": "c"}),
-            &ctx,
-        );
+        let out = Edit
+            .run(
+                &json!({"file_path": "new/x.txt", "old_string": "", "new_string": "c"}),
+                &ctx,
+            )
+            .out();
         assert!(out.is_error && out.content.contains("already exists"));
     }
 

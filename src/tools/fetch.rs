@@ -1,6 +1,7 @@
 //! The `fetch` tool: GET an http(s) URL and return its body as text, markdown or raw HTML
 //! (capped at 100 KB). HTML is converted by a small tag stripper.
 
+use super::ToolError;
 use super::common::{canonicalize_lenient, opt_u64, req_str};
 use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
 use serde_json::{Value, json};
@@ -482,8 +483,8 @@ impl Tool for Fetch {
         }))
     }
 
-    fn run(&self, input: &Value, ctx: &ToolCtx) -> ToolOutput {
-        fetch(input, ctx).unwrap_or_else(ToolOutput::error)
+    fn run(&self, input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
+        fetch(input, ctx).map_err(ToolError::from)
     }
 }
 
@@ -491,6 +492,7 @@ impl Tool for Fetch {
 mod tests {
     use super::*;
     use crate::tools::testutil::Fixture;
+    use crate::tools::testutil::Out;
     use std::io::{BufRead, BufReader, Write};
     use std::net::TcpListener;
 
@@ -567,7 +569,7 @@ mod tests {
         ] {
             let input = json!({"url": url, "format": "text"});
             assert!(Fetch.permission(&input, &ctx).is_err(), "{url}");
-            assert!(Fetch.run(&input, &ctx).is_error, "{url}");
+            assert!(Fetch.run(&input, &ctx).out().is_error, "{url}");
         }
         assert!(
             Fetch

@@ -1,6 +1,7 @@
 //! The `glob` tool: files whose path matches a glob pattern, newest first. Uses `rg --files` when
 //! ripgrep is on PATH, else a walk; both honour `.gitignore` and `.crushignore`.
 
+use super::ToolError;
 use super::common::{
     canonicalize_lenient, inside_project, mtime_ns, opt_str, outside_project_permission, req_str,
     resolve_or_cwd,
@@ -205,8 +206,8 @@ impl Tool for Glob {
         ))
     }
 
-    fn run(&self, input: &Value, ctx: &ToolCtx) -> ToolOutput {
-        find(input, ctx, true).unwrap_or_else(ToolOutput::error)
+    fn run(&self, input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
+        find(input, ctx, true).map_err(ToolError::from)
     }
 }
 
@@ -214,6 +215,7 @@ impl Tool for Glob {
 mod tests {
     use super::*;
     use crate::tools::testutil::Fixture;
+    use crate::tools::testutil::Out;
 
     fn setup() -> Fixture {
         let fx = Fixture::new();
@@ -304,6 +306,7 @@ mod tests {
         );
         assert!(
             Glob.run(&json!({"pattern": "*", "path": "missing"}), &ctx)
+                .out()
                 .is_error
         );
     }

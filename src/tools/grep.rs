@@ -2,6 +2,7 @@
 //! grouped by file, newest files first. Uses ripgrep when on PATH, else a walk with regex-lite;
 //! both honour `.gitignore` and `.crushignore` and skip binary files.
 
+use super::ToolError;
 use super::common::{
     canonicalize_lenient, file_kind, inside_project, looks_binary, mtime_ns, open_regular,
     opt_bool, opt_str, outside_project_permission, req_str, resolve_or_cwd, truncate_line,
@@ -352,8 +353,8 @@ impl Tool for Grep {
         ))
     }
 
-    fn run(&self, input: &Value, ctx: &ToolCtx) -> ToolOutput {
-        search(input, ctx, true).unwrap_or_else(ToolOutput::error)
+    fn run(&self, input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
+        search(input, ctx, true).map_err(ToolError::from)
     }
 }
 

@@ -1,5 +1,6 @@
 //! The `ls` tool: a tree listing of a directory that honours `.gitignore` and `.crushignore`.
 
+use super::ToolError;
 use super::common::{inside_project, opt_str, opt_u64, outside_project_permission, resolve_or_cwd};
 use super::ignore::{self, Flow, GlobSet, WalkOptions};
 use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
@@ -125,7 +126,7 @@ impl Tool for Ls {
         ))
     }
 
-    fn run(&self, input: &Value, ctx: &ToolCtx) -> ToolOutput {
+    fn run(&self, input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
         let parsed = (|| -> Result<_, String> {
             Ok((
                 resolve_or_cwd(ctx, opt_str(input, "path")?),
@@ -135,18 +136,18 @@ impl Tool for Ls {
                     .map(|d| d as usize),
             ))
         })();
-        let (path, ignore, depth) = match parsed {
-            Ok(p) => p,
-            Err(e) => return ToolOutput::error(e),
-        };
+        let (path, ignore, depth) = parsed?;
         if !path.exists() {
-            return ToolOutput::error(format!("directory not found: {}", path.display()));
+            return Err(ToolError::from(format!(
+                "directory not found: {}",
+                path.display()
+            )));
         }
         if !path.is_dir() {
-            return ToolOutput::error(format!(
+            return Err(ToolError::from(format!(
                 "{} is a file, not a directory; use view to read it",
                 path.display()
-            ));
+            )));
         }
         let root = super::common::canonicalize_lenient(ctx.project_root);
         let top = inside_project(ctx, &path).then_some(root.as_path());
@@ -164,11 +165,11 @@ impl Tool for Ls {
         if entries.is_empty() {
             content.push_str("(empty)\n");
         }
-        ToolOutput {
+        Ok(ToolOutput {
             content,
             is_error: false,
             metadata: json!({"count": entries.len(), "truncated": truncated}),
-        }
+        })
     }
 }
 
@@ -176,6 +177,7 @@ impl Tool for Ls {
 mod tests {
     use super::*;
     use crate::tools::testutil::Fixture;
+    use crate::tools::testutil::Out;
 
     #[test]
     fn tree_honours_ignores() {
@@ -190,7 +192,7 @@ mod tests {
         fx.write("skip.log", "");
         fx.write("node_modules/m/index.js", "");
         let ctx = fx.ctx();
-        let out = Ls.run(&json!({"ignore": ["*.log"]}), &ctx);
+        let out = Ls.run(&json!({"ignore": ["*.log"]}), &ctx).out();
         assert!(!out.is_error);
         assert_eq!(
             out.content,
@@ -199,11 +201,11 @@ mod tests {
                 fx.root().display()
             )
         );
-        let out = Ls.run(&json!({"path": "src", "depth": 1}), &ctx);
+        let out = Ls.run(&json!({"path": "src", "depth": 1}), &ctx).out();
         assert!(out.content.contains("  - util/\n"));
         assert!(!out.content.contains("x.rs"));
-        assert!(Ls.run(&json!({"path": "README.md"}), &ctx).is_error);
-        assert!(Ls.run(&json!({"path": "nope"}), &ctx).is_error);
+        assert!(Ls.run(&json!({"path": "README.md"}), &ctx).out().is_error);
+        assert!(Ls.run(&json!({"path": "nope"}), &ctx).out().is_error);
     }
 
     #[test]

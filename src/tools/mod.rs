@@ -23,6 +23,7 @@ pub mod write;
 pub(crate) mod testutil;
 
 use serde_json::Value;
+use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -84,6 +85,37 @@ impl ToolOutput {
     }
 }
 
+/// Why a tool call has no result of its own.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolError {
+    /// The call cannot be done as asked (bad arguments, a missing file, a refused path): the
+    /// model is told, and may try again differently.
+    RespondToModel(String),
+    /// crush itself failed (a temp file, a child process that cannot start): the model is told,
+    /// and the user and the log too, since it is not the model's doing.
+    Internal(String),
+}
+
+impl From<String> for ToolError {
+    fn from(msg: String) -> ToolError {
+        ToolError::RespondToModel(msg)
+    }
+}
+
+impl From<&str> for ToolError {
+    fn from(msg: &str) -> ToolError {
+        ToolError::RespondToModel(msg.to_string())
+    }
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ToolError::RespondToModel(m) | ToolError::Internal(m) => f.write_str(m),
+        }
+    }
+}
+
 pub trait Tool: Send + Sync {
     /// The name the model sees (Crush's names, so permissions and hook matchers carry over).
     fn name(&self) -> &'static str;
@@ -94,7 +126,7 @@ pub trait Tool: Send + Sync {
     /// model as an error result and the tool does not run).
     fn permission(&self, input: &Value, ctx: &ToolCtx)
     -> Result<Option<PermissionRequest>, String>;
-    fn run(&self, input: &Value, ctx: &ToolCtx) -> ToolOutput;
+    fn run(&self, input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError>;
 }
 
 /// Every built-in tool, sorted by name (Crush sends the tool list sorted).

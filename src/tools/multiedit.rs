@@ -1,6 +1,7 @@
 //! The `multiedit` tool: several edits to one file, applied in order in memory and written only
 //! when all of them succeed.
 
+use super::ToolError;
 use super::common::{opt_bool, req_str, resolve};
 use super::edit::{load_for_create, load_for_edit, replace_in};
 use super::write::{FileChange, change_metadata};
@@ -115,30 +116,25 @@ impl Tool for MultiEdit {
         Ok(Some(plan(input, ctx)?.0.permission(self.name(), ctx)))
     }
 
-    fn run(&self, input: &Value, ctx: &ToolCtx) -> ToolOutput {
-        let (change, count) = match plan(input, ctx) {
-            Ok(p) => p,
-            Err(e) => return ToolOutput::error(e),
-        };
+    fn run(&self, input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
+        let (change, count) = plan(input, ctx)?;
         let edits = input
             .get("edits")
             .and_then(Value::as_array)
             .map_or(0, Vec::len);
-        match change.apply(ctx) {
-            Ok(d) => ToolOutput {
-                content: format!(
-                    "Applied {edits} edit{} ({count} replacement{}) to {}: {} lines added, {} removed",
-                    if edits == 1 { "" } else { "s" },
-                    if count == 1 { "" } else { "s" },
-                    change.path.display(),
-                    d.additions,
-                    d.removals
-                ),
-                is_error: false,
-                metadata: change_metadata(&d, &change.path),
-            },
-            Err(e) => ToolOutput::error(e),
-        }
+        let d = change.apply(ctx)?;
+        Ok(ToolOutput {
+            content: format!(
+                "Applied {edits} edit{} ({count} replacement{}) to {}: {} lines added, {} removed",
+                if edits == 1 { "" } else { "s" },
+                if count == 1 { "" } else { "s" },
+                change.path.display(),
+                d.additions,
+                d.removals
+            ),
+            is_error: false,
+            metadata: change_metadata(&d, &change.path),
+        })
     }
 }
 
@@ -146,6 +142,7 @@ impl Tool for MultiEdit {
 mod tests {
     use super::*;
     use crate::tools::testutil::Fixture;
+    use crate::tools::testutil::Out;
     use crate::tools::view::View;
 
     #[test]
@@ -157,14 +154,19 @@ mod tests {
             {"old_string": "alpha", "new_string": "ALPHA"},
             {"old_string": "ALPHA\nbeta", "new_string": "AB"},
         ]});
-        assert!(MultiEdit.run(&ok, &ctx).content.contains("must view"));
-        assert!(!View.run(&json!({"file_path": "m.txt"}), &ctx).is_error);
+        assert!(MultiEdit.run(&ok, &ctx).out().content.contains("must view"));
+        assert!(
+            !View
+                .run(&json!({"file_path": "m.txt"}), &ctx)
+                .out()
+                .is_error
+        );
 
         let bad = json!({"file_path": "m.txt", "edits": [
             {"old_string": "alpha", "new_string": "ALPHA"},
             {"old_string": "missing", "new_string": "x"},
         ]});
-        let out = MultiEdit.run(&bad, &ctx);
+        let out = MultiEdit.run(&bad, &ctx).out();
         assert!(out.is_error);
         assert!(
             out.content.starts_with("edit 2 of 2 failed"),
@@ -176,7 +178,7 @@ mod tests {
 
         let req = MultiEdit.permission(&ok, &ctx).unwrap().unwrap();
         assert_eq!(req.action, "write");
-        let out = MultiEdit.run(&ok, &ctx);
+        let out = MultiEdit.run(&ok, &ctx).out();
         assert!(!out.is_error, "{}", out.content);
         assert_eq!(fx.read("m.txt"), "AB\ngamma\n");
         assert!(out.content.starts_with("Applied 2 edits"));
@@ -186,21 +188,27 @@ mod tests {
     fn create_then_edit_and_bad_input() {
         let fx = Fixture::new();
         let ctx = fx.ctx();
-        let out = MultiEdit.run(
-            &json!({"file_path": "n.txt", "edits": [
-                {"old_string": "", "new_string": "one two two"},
-                {"old_string": "two", "new_string": "2", "replace_all": true},
-            ]}),
-            &ctx,
-        );
+        let out = MultiEdit
+            .run(
+                &json!({"file_path": "n.txt", "edits": [
+                    {"old_string": "", "new_string": "one two two"},
+                    {"old_string": "two", "new_string": "2", "replace_all": true},
+                ]}),
+                &ctx,
+            )
+            .out();
         assert!(!out.is_error, "{}", out.content);
         assert_eq!(fx.read("n.txt"), "one 2 2");
-        let out = MultiEdit.run(&json!({"file_path": "n.txt", "edits": []}), &ctx);
+        let out = MultiEdit
+            .run(&json!({"file_path": "n.txt", "edits": []}), &ctx)
+            .out();
         assert!(out.is_error);
-        let out = MultiEdit.run(
-            &json!({"file_path": "n.txt", "edits": [{"old_string": "one"}]}),
-            &ctx,
-        );
+        let out = MultiEdit
+            .run(
+                &json!({"file_path": "n.txt", "edits": [{"old_string": "one"}]}),
+                &ctx,
+            )
+            .out();
         assert!(out.content.contains("missing `new_string`"));
     }
 }

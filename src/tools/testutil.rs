@@ -1,6 +1,6 @@
 //! Test helpers: a temporary project directory, an in-memory read tracker and a context.
 
-use super::{ReadTracker, ToolCtx};
+use super::{ReadTracker, ToolCtx, ToolOutput};
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -132,4 +132,15 @@ pub fn within<T: Send + 'static>(
     });
     rx.recv_timeout(Duration::from_secs(secs))
         .expect("the call did not finish (blocked)")
+}
+
+/// A tool's result as the model sees it (`ToolError`s become error outputs).
+pub trait Out {
+    fn out(self) -> ToolOutput;
+}
+
+impl Out for Result<ToolOutput, super::ToolError> {
+    fn out(self) -> ToolOutput {
+        self.unwrap_or_else(|e| ToolOutput::error(e.to_string()))
+    }
 }

@@ -1,5 +1,6 @@
 //! The `view` tool: reads a text file with line numbers and records the read.
 
+use super::ToolError;
 use super::common::{
     display_path, looks_binary, mtime_ns, open_regular, opt_u64, outside_project_permission,
     req_str, resolve, truncate_line,
@@ -97,11 +98,8 @@ impl Tool for View {
         ))
     }
 
-    fn run(&self, input: &Value, ctx: &ToolCtx) -> ToolOutput {
-        match view(input, ctx) {
-            Ok(out) => out,
-            Err(e) => ToolOutput::error(e),
-        }
+    fn run(&self, input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
+        Ok(view(input, ctx)?)
     }
 }
 
@@ -207,6 +205,7 @@ fn view(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, String> {
 mod tests {
     use super::*;
     use crate::tools::ReadTracker;
+    use crate::tools::testutil::Out;
     use crate::tools::testutil::{Fixture, within};
 
     #[test]
@@ -215,7 +214,7 @@ mod tests {
         let text: String = (1..=300).map(|i| format!("line {i}\n")).collect();
         let p = fx.write("f.txt", &text);
         let ctx = fx.ctx();
-        let out = View.run(&json!({"file_path": "f.txt"}), &ctx);
+        let out = View.run(&json!({"file_path": "f.txt"}), &ctx).out();
         assert!(!out.is_error, "{}", out.content);
         assert!(
             out.content
@@ -228,20 +227,28 @@ mod tests {
         let meta = fs::metadata(&p).unwrap();
         assert_eq!(fx.reads.last_read(&p), Some(mtime_ns(&meta)));
 
-        let out = View.run(&json!({"file_path": p, "offset": 10, "limit": 3}), &ctx);
+        let out = View
+            .run(&json!({"file_path": p, "offset": 10, "limit": 3}), &ctx)
+            .out();
         assert_eq!(
             out.content,
             "<file>\n    11|line 11\n    12|line 12\n    13|line 13\n\n(File has more lines (300 in \
              total). Use the offset parameter to read beyond line 13)\n</file>\n"
         );
-        let out = View.run(&json!({"file_path": "f.txt", "offset": 298}), &ctx);
+        let out = View
+            .run(&json!({"file_path": "f.txt", "offset": 298}), &ctx)
+            .out();
         assert!(out.content.contains("   300|line 300\n</file>"));
-        let out = View.run(&json!({"file_path": "f.txt", "offset": 300}), &ctx);
+        let out = View
+            .run(&json!({"file_path": "f.txt", "offset": 300}), &ctx)
+            .out();
         assert!(out.is_error);
-        let out = View.run(
-            &json!({"file_path": "f.txt", "offset": 299, "limit": u64::MAX}),
-            &ctx,
-        );
+        let out = View
+            .run(
+                &json!({"file_path": "f.txt", "offset": 299, "limit": u64::MAX}),
+                &ctx,
+            )
+            .out();
         assert!(out.content.contains("   300|line 300\n</file>"));
     }
 
@@ -254,26 +261,29 @@ mod tests {
         fs::create_dir(fx.path("dir")).unwrap();
         fx.write("long.txt", &"x".repeat(5000));
         let ctx = fx.ctx();
-        let out = View.run(&json!({"file_path": "config.yaml"}), &ctx);
+        let out = View.run(&json!({"file_path": "config.yaml"}), &ctx).out();
         assert!(out.is_error);
         assert!(out.content.contains("Did you mean"));
         assert!(out.content.contains("config.json"));
         assert!(
             View.run(&json!({"file_path": "bin.dat"}), &ctx)
+                .out()
                 .content
                 .contains("binary")
         );
         assert!(
             View.run(&json!({"file_path": "big.txt"}), &ctx)
+                .out()
                 .content
                 .contains("too large")
         );
         assert!(
             View.run(&json!({"file_path": "dir"}), &ctx)
+                .out()
                 .content
                 .contains("ls")
         );
-        let out = View.run(&json!({"file_path": "long.txt"}), &ctx);
+        let out = View.run(&json!({"file_path": "long.txt"}), &ctx).out();
         assert!(out.content.contains("[line truncated]"));
         assert!(out.content.len() < 2100);
     }
@@ -324,7 +334,7 @@ mod tests {
         );
 
         let out = within(10, &proj, |ctx| {
-            View.run(&json!({"file_path": "pipe"}), ctx)
+            View.run(&json!({"file_path": "pipe"}), ctx).out()
         });
         assert!(out.is_error);
         assert!(
@@ -333,11 +343,11 @@ mod tests {
             out.content
         );
         let out = within(10, &proj, |ctx| {
-            View.run(&json!({"file_path": "/dev/zero"}), ctx)
+            View.run(&json!({"file_path": "/dev/zero"}), ctx).out()
         });
         assert!(out.content.contains("is a device"), "{}", out.content);
         let out = within(10, &proj, |ctx| {
-            View.run(&json!({"file_path": "dangling"}), ctx)
+            View.run(&json!({"file_path": "dangling"}), ctx).out()
         });
         assert!(out.content.starts_with("file not found"), "{}", out.content);
     }

@@ -1,6 +1,7 @@
 //! The `write` tool (create or overwrite a file), and `FileChange`, the planned change to one file
 //! shared by write, edit and multiedit: its diff, its permission request and applying it.
 
+use super::ToolError;
 use super::common::{
     check_fresh, display_path, read_regular, record_current, req_str, req_str_empty_ok, resolve,
 };
@@ -141,24 +142,19 @@ impl Tool for Write {
         Ok(Some(plan(input, ctx)?.permission(self.name(), ctx)))
     }
 
-    fn run(&self, input: &Value, ctx: &ToolCtx) -> ToolOutput {
-        let change = match plan(input, ctx) {
-            Ok(c) => c,
-            Err(e) => return ToolOutput::error(e),
-        };
-        match change.apply(ctx) {
-            Ok(d) => ToolOutput {
-                content: format!(
-                    "File successfully written: {} ({} lines added, {} removed)",
-                    change.path.display(),
-                    d.additions,
-                    d.removals
-                ),
-                is_error: false,
-                metadata: change_metadata(&d, &change.path),
-            },
-            Err(e) => ToolOutput::error(e),
-        }
+    fn run(&self, input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
+        let change = plan(input, ctx)?;
+        let d = change.apply(ctx)?;
+        Ok(ToolOutput {
+            content: format!(
+                "File successfully written: {} ({} lines added, {} removed)",
+                change.path.display(),
+                d.additions,
+                d.removals
+            ),
+            is_error: false,
+            metadata: change_metadata(&d, &change.path),
+        })
     }
 }
 
@@ -167,6 +163,7 @@ mod tests {
     use super::*;
     use crate::tools::common::mtime_ns;
     use crate::tools::testutil::Fixture;
+    use crate::tools::testutil::Out;
     use crate::tools::view::View;
 
     #[test]
@@ -177,15 +174,17 @@ mod tests {
         let req = Write.permission(&input, &ctx).unwrap().unwrap();
         assert_eq!(req.action, "write");
         assert!(req.diff.unwrap().contains("+hello"));
-        let out = Write.run(&input, &ctx);
+        let out = Write.run(&input, &ctx).out();
         assert!(!out.is_error, "{}", out.content);
         assert_eq!(fx.read("a/b/new.txt"), "hello\n");
         assert_eq!(out.metadata["additions"], 1);
         // The write counts as a read: a second write needs no view.
-        let out = Write.run(
-            &json!({"file_path": "a/b/new.txt", "content": "bye\n"}),
-            &ctx,
-        );
+        let out = Write
+            .run(
+                &json!({"file_path": "a/b/new.txt", "content": "bye\n"}),
+                &ctx,
+            )
+            .out();
         assert!(!out.is_error, "{}", out.content);
     }
 
@@ -195,7 +194,7 @@ mod tests {
         fx.write("f.txt", "one\n");
         let ctx = fx.ctx();
         let input = json!({"file_path": "f.txt", "content": "two\n"});
-        let out = Write.run(&input, &ctx);
+        let out = Write.run(&input, &ctx).out();
         assert!(out.is_error);
         assert!(
             out.content.contains("must view the file"),
@@ -204,10 +203,15 @@ mod tests {
         );
         assert!(Write.permission(&input, &ctx).is_err());
 
-        assert!(!View.run(&json!({"file_path": "f.txt"}), &ctx).is_error);
+        assert!(
+            !View
+                .run(&json!({"file_path": "f.txt"}), &ctx)
+                .out()
+                .is_error
+        );
         fx.write("f.txt", "changed\n");
         fx.age("f.txt", 10);
-        let out = Write.run(&input, &ctx);
+        let out = Write.run(&input, &ctx).out();
         assert!(
             out.content.contains("modified since it was last read"),
             "{}",
@@ -215,11 +219,16 @@ mod tests {
         );
         assert_eq!(fx.read("f.txt"), "changed\n");
 
-        assert!(!View.run(&json!({"file_path": "f.txt"}), &ctx).is_error);
-        let out = Write.run(&input, &ctx);
+        assert!(
+            !View
+                .run(&json!({"file_path": "f.txt"}), &ctx)
+                .out()
+                .is_error
+        );
+        let out = Write.run(&input, &ctx).out();
         assert!(!out.is_error, "{}", out.content);
         assert_eq!(fx.read("f.txt"), "two\n");
-        let out = Write.run(&input, &ctx);
+        let out = Write.run(&input, &ctx).out();
         assert!(out.content.contains("already contains"));
     }
 
