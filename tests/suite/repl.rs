@@ -487,8 +487,8 @@ fn write_shows_the_diff_and_always_covers_that_tool_in_that_directory() {
             "write",
             json!({"file_path": "sub/c.txt", "content": "gamma\n"}),
         ),
-        Reply::text("stopped"),
     ]);
+    // The denial ends the turn: no fourth model request.
     let out = repl(&env, &[], "write files\nalways\nn\n");
     out.assert_success();
     assert!(
@@ -854,7 +854,7 @@ fn first_start_in_an_untrusted_project_asks_and_lists_what_would_run() {
         eprintln!("tmux is not installed: skipped");
         return;
     }
-    let (_server, env) = setup(vec![Reply::text("hello")]);
+    let (_server, env) = setup(Vec::new());
     let marker = env.root().join("crushrc-ran");
     env.write_project_file(
         "crushrc",
