@@ -6,11 +6,11 @@ TARGET_DIR ?= $(or $(CARGO_TARGET_DIR),target)
 BIN := $(TARGET_DIR)/release/crush
 MUSL_TRIPLE ?= x86_64-unknown-linux-musl
 GLIBC_TRIPLE ?= x86_64-unknown-linux-gnu
-# The cargo profile of the static builds.
+# The cargo profile of the static builds (CI builds its smoke binary with a lighter one).
 STATIC_PROFILE ?= release
 STATIC_BIN := $(TARGET_DIR)/$(MUSL_TRIPLE)/$(STATIC_PROFILE)/crush
 
-.PHONY: all build test bench lint install uninstall static static-glibc docs clean
+.PHONY: all build test bench lint install uninstall static static-glibc static-test docs clean
 
 all: build
 
@@ -58,6 +58,10 @@ static:
 	  $(CARGO) build --profile $(STATIC_PROFILE) --locked --target $(MUSL_TRIPLE)
 	@file $(STATIC_BIN) 2>/dev/null || true
 	@ls -l $(STATIC_BIN)
+
+# One real `crush run` (a 2-step turn) with the static binary against the fake model server.
+static-test: static
+	CRUSH_STATIC_BIN=$(abspath $(STATIC_BIN)) $(CARGO) test --locked --test all -- --ignored static_binary
 
 # The fallback when the musl target is not at hand: glibc with crt-static. Static glibc still
 # loads NSS modules to resolve host names, so it needs a glibc system of the same version for
