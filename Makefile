@@ -4,9 +4,13 @@ DESTDIR ?=
 CARGO ?= cargo
 TARGET_DIR ?= $(or $(CARGO_TARGET_DIR),target)
 BIN := $(TARGET_DIR)/release/crush
-TARGET_TRIPLE ?= x86_64-unknown-linux-gnu
+MUSL_TRIPLE ?= x86_64-unknown-linux-musl
+GLIBC_TRIPLE ?= x86_64-unknown-linux-gnu
+# The cargo profile of the static builds (CI builds its smoke binary with a lighter one).
+STATIC_PROFILE ?= release
+STATIC_BIN := $(TARGET_DIR)/$(MUSL_TRIPLE)/$(STATIC_PROFILE)/crush
 
-.PHONY: all build test bench lint install uninstall static docs clean
+.PHONY: all build test bench lint install uninstall static static-glibc static-test docs clean
 
 all: build
 
@@ -45,13 +49,29 @@ uninstall:
 	  $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_crush \
 	  $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/crush.fish
 
-# A fully static binary (glibc, crt-static). --target must be explicit so proc-macros still
-# build for the host. SQLite's load-extension support is left out: it would need dlopen.
+# A fully static binary linked with musl: no NSS modules or other libraries loaded at run time,
+# so it runs on Alpine, in empty containers and on any x86_64 Linux. Needs the Rust target
+# (`rustup target add x86_64-unknown-linux-musl`) and musl-gcc for the bundled SQLite (Debian
+# and Ubuntu: `apt-get install musl-tools`). SQLite's load-extension support is left out: it
+# would need dlopen.
 static:
+	LIBSQLITE3_FLAGS="-DSQLITE_OMIT_LOAD_EXTENSION" \
+	  $(CARGO) build --profile $(STATIC_PROFILE) --locked --target $(MUSL_TRIPLE)
+	@file $(STATIC_BIN) 2>/dev/null || true
+	@ls -l $(STATIC_BIN)
+
+# One real `crush run` (a 2-step turn) with the static binary against the fake model server.
+static-test: static
+	CRUSH_STATIC_BIN=$(abspath $(STATIC_BIN)) $(CARGO) test --locked --test all -- --ignored static_binary
+
+# The fallback when the musl target is not at hand: glibc with crt-static. Static glibc still
+# loads NSS modules to resolve host names, so it needs a glibc system of the same version for
+# that. --target must be explicit so proc-macros still build for the host.
+static-glibc:
 	LIBSQLITE3_FLAGS="-DSQLITE_OMIT_LOAD_EXTENSION" RUSTFLAGS="-C target-feature=+crt-static" \
-	  $(CARGO) build --release --locked --target $(TARGET_TRIPLE)
-	@file $(TARGET_DIR)/$(TARGET_TRIPLE)/release/crush 2>/dev/null || true
-	@ls -l $(TARGET_DIR)/$(TARGET_TRIPLE)/release/crush
+	  $(CARGO) build --profile $(STATIC_PROFILE) --locked --target $(GLIBC_TRIPLE)
+	@file $(TARGET_DIR)/$(GLIBC_TRIPLE)/$(STATIC_PROFILE)/crush 2>/dev/null || true
+	@ls -l $(TARGET_DIR)/$(GLIBC_TRIPLE)/$(STATIC_PROFILE)/crush
 
 clean:
 	$(CARGO) clean

@@ -448,7 +448,7 @@ fn state_is_never_written_into_config() {
 
 #[test]
 fn a_cloned_project_runs_nothing_until_trusted() {
-    let server = FakeServer::with_script(vec![Reply::text("ok"), Reply::text("ok")]);
+    let server = FakeServer::with_script(vec![Reply::text("ok")]);
     let env = TestEnv::new();
     env.use_server(&server, Dialect::OpenAi);
     let m1 = env.root().join("pwned-by-crushrc");

@@ -209,7 +209,6 @@ fn anthropic_text_reply_has_the_full_event_sequence() {
     assert_eq!(data[5]["delta"]["stop_reason"], "end_turn");
     assert_eq!(data[5]["usage"]["output_tokens"], 87);
     assert!(resp.body.ends_with("\n\n"));
-    server.assert_clean();
 }
 
 #[test]
@@ -322,7 +321,6 @@ fn requests_are_recorded_with_lowercase_headers_and_json_bodies() {
     assert_eq!(reqs[1].system_text(), "sys");
     assert_eq!(reqs[1].user_texts(), ["hi"]);
     assert!(reqs.iter().all(|r| r.source == Source::Script));
-    server.assert_clean();
 }
 
 #[test]
@@ -393,6 +391,7 @@ fn cut_mid_stream_in_a_tool_call_drops_the_last_argument_piece() {
 #[test]
 fn script_exhaustion_answers_500_and_is_counted() {
     let server = FakeServer::with_script(vec![Reply::text("only one")]);
+    server.expect_exhaustion();
     assert_eq!(post_openai(&server, &openai_body()).status, 200);
     let r = post_openai(&server, &openai_body());
     assert_eq!(r.status, 500);
@@ -457,7 +456,6 @@ fn route_when_takes_requests_out_of_the_script_order() {
     assert_eq!(streamed_text(&title), "A Title");
     let main = data_json(&sse(&post_openai(&server, &with_tools).body));
     assert_eq!(streamed_text(&main), "main answer");
-    server.assert_clean();
 }
 
 #[test]
@@ -545,6 +543,7 @@ fn chunked_request_bodies_are_read() {
 #[test]
 fn violations_detect_openai_null_content_and_unmatched_tool_messages() {
     let server = FakeServer::always_text("ok");
+    server.expect_violations();
     let call = json!({"id": "call_1", "type": "function", "function": {"name": "bash", "arguments": "{}"}});
     let mut good = openai_body();
     good["messages"] = json!([
@@ -583,6 +582,7 @@ fn violations_detect_openai_null_content_and_unmatched_tool_messages() {
 #[test]
 fn violations_detect_anthropic_mistakes() {
     let server = FakeServer::always_text("ok");
+    server.expect_violations();
     let tool_use = json!({"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {}});
     let mut good = anthropic_body();
     good["messages"] = json!([
@@ -628,6 +628,39 @@ fn violations_detect_anthropic_mistakes() {
             .any(|m| m.starts_with("request #3") && m.contains("has no tool_result"))
     );
     assert_eq!(server.violations().len(), 3, "{:#?}", server.violations());
+}
+
+#[test]
+#[should_panic(expected = "protocol violations:\nrequest #0: openai: messages is empty")]
+fn a_dropped_server_fails_the_test_on_protocol_violations() {
+    let server = FakeServer::always_text("ok");
+    let mut body = openai_body();
+    body["messages"] = json!([]);
+    assert_eq!(post_openai(&server, &body).status, 200);
+}
+
+#[test]
+#[should_panic(expected = "1 script replies left unused")]
+fn a_dropped_server_fails_the_test_on_unused_replies() {
+    let server = FakeServer::with_script(vec![Reply::text("one"), Reply::text("two")]);
+    assert_eq!(post_openai(&server, &openai_body()).status, 200);
+}
+
+#[test]
+#[should_panic(expected = "1 model requests after the script was exhausted")]
+fn a_dropped_server_fails_the_test_on_exhaustion() {
+    let server = FakeServer::start();
+    assert_eq!(post_openai(&server, &openai_body()).status, 500);
+}
+
+/// The check on drop stays quiet while the test is already failing: a second panic during
+/// unwinding would abort the whole test binary instead of reporting this failure.
+#[test]
+#[should_panic(expected = "the test's own failure")]
+fn a_dropped_server_leaves_a_failing_test_its_own_message() {
+    let server = FakeServer::with_script(vec![Reply::text("unused")]);
+    assert_eq!(server.remaining(), 1);
+    panic!("the test's own failure");
 }
 
 #[test]
@@ -753,5 +786,4 @@ fn ureq_reads_the_fake_server_streams() {
             .unwrap()
             .contains("rate_limit_error")
     );
-    server.assert_clean();
 }

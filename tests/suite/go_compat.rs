@@ -1010,7 +1010,6 @@ fn read_only_commands_leave_a_go_database_untouched() {
 fn crush_continues_a_go_session_with_every_part_type_and_go_keeps_writing() {
     let server = FakeServer::with_script(vec![
         Reply::text("Still milk.").with_usage(2000, 30, 500, 100),
-        Reply::text("A title"),
     ]);
     server.set_fallback(Some(Reply::text("ok")));
     let env = env_with(&server);

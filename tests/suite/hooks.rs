@@ -99,7 +99,6 @@ fn pre_tool_use_deny_by_exit_2_keeps_the_tool_from_running_and_tells_the_model()
     assert_eq!(meta["decision"], "deny", "{meta}");
     assert_eq!(meta["hooks"][0]["name"], "guard");
     assert_eq!(meta["hooks"][0]["reason"], "no touching today");
-    server.assert_clean();
 }
 
 #[test]
@@ -125,7 +124,6 @@ fi
     assert!(!env.project().join("ran.txt").exists());
     let (_, text, _) = server.last_request().tool_results()[0].clone();
     assert!(text.contains("Bash is off limits"), "{text}");
-    server.assert_clean();
 }
 
 #[test]
@@ -150,7 +148,6 @@ fn exit_49_halts_the_turn_and_run_exits_3() {
     assert_eq!(server.model_requests().len(), 1);
     let s = session_json(&env).to_string();
     assert!(s.contains("Turn halted by hook"), "{s}");
-    server.assert_clean();
 }
 
 #[test]
@@ -165,7 +162,6 @@ fn allow_skips_the_permission_refusal_without_yolo() {
     // No --yolo, no allowed_tools: only the hook's allow lets this run.
     env.run(&["run", "make f.txt"], None).assert_success();
     assert_eq!(env.read_project_file("f.txt"), "hi\n");
-    server.assert_clean();
 }
 
 #[test]
@@ -210,7 +206,6 @@ fn updated_input_changes_what_runs() {
     let s = session_json(&env).to_string();
     assert!(s.contains("echo patched > out.txt"), "{s}");
     assert!(s.contains("keep me"), "{s}");
-    server.assert_clean();
 }
 
 #[test]
@@ -238,7 +233,6 @@ fn composition_follows_config_order_not_finish_order() {
     let (_, text, _) = server.last_request().tool_results()[0].clone();
     let (a, b) = (text.find("ctx-a"), text.find("ctx-b"));
     assert!(a.is_some() && b.is_some() && a < b, "{text}");
-    server.assert_clean();
 }
 
 #[test]
@@ -255,7 +249,6 @@ fn a_timed_out_hook_has_no_opinion_unless_it_fails_closed() {
     out.assert_success();
     assert!(env.project().join("ran.txt").exists());
     assert!(out.stderr.contains("timed out"), "{}", out.stderr);
-    server.assert_clean();
 
     // fail_closed: a deny naming the hook.
     let server = bash_then_done("touch ran.txt");
@@ -272,7 +265,6 @@ fn a_timed_out_hook_has_no_opinion_unless_it_fails_closed() {
         text.contains("'sleepy'") && text.contains("timed out"),
         "{text}"
     );
-    server.assert_clean();
 }
 
 #[test]
@@ -294,7 +286,6 @@ fn a_hook_whose_grandchild_holds_stdout_is_abandoned_and_its_answer_kept() {
         "{}",
         out.stderr
     );
-    server.assert_clean();
 }
 
 #[test]
@@ -316,7 +307,6 @@ fn a_hook_that_never_reads_stdin_is_fine() {
     assert_eq!(env.read_project_file("big.txt").len(), 300_000);
     let (_, text, _) = server.last_request().tool_results()[0].clone();
     assert!(text.contains("unread"), "{text}");
-    server.assert_clean();
 }
 
 #[test]
@@ -448,7 +438,6 @@ echo '{"decision":"allow","context":"Current branch: feat/login","updated_prompt
     assert!(texts.contains("Current branch: feat/login"), "{texts}");
     assert!(texts.contains("- docs/ARCH.md"), "{texts}");
     assert!(!texts.contains("missing.md"), "{texts}");
-    server.assert_clean();
 }
 
 #[test]
@@ -479,7 +468,6 @@ grep -q '"tool_response"' && echo '{"decision":"block","reason":"lint failed","h
         text.contains("PostToolUse hook feedback: lint failed"),
         "{text}"
     );
-    server.assert_clean();
 }
 
 #[test]
@@ -503,7 +491,6 @@ fn a_stop_hook_block_makes_the_agent_continue_once() {
     let texts = server.last_request().user_texts().join("\n");
     assert!(texts.contains("run the tests first"), "{texts}");
     assert!(out.stdout.contains("really done"), "{}", out.stdout);
-    server.assert_clean();
 }
 
 #[test]
@@ -735,6 +722,7 @@ fn project_hooks_run_only_in_a_trusted_project() {
     out.assert_success();
     assert!(env.project().join("ran.txt").exists());
     assert!(out.stderr.contains("not trusted"), "{}", out.stderr);
+    // The first run used exactly its own script, before the second one's is queued.
     server.assert_clean();
 
     // Trusted for this invocation: it runs and denies.

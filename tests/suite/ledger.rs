@@ -133,7 +133,6 @@ fn sub_agent_works_in_a_child_session_and_its_cost_counts_once() {
             out.stdout, "Found it: src/parse.rs.\n",
             "{d:?}: child text stays out"
         );
-        server.assert_clean();
 
         let reqs = server.model_requests();
         assert_eq!(reqs.len(), 4);
@@ -379,7 +378,6 @@ fn summarize_triggers_at_the_proportional_margin() {
             "{d:?}: the summary is not the answer"
         );
         assert!(out.stderr.contains("summarizing"), "{}", out.stderr);
-        server.assert_clean();
 
         let reqs = server.model_requests();
         assert_eq!(reqs.len(), 4, "{d:?}");

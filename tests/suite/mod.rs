@@ -8,3 +8,4 @@ mod hooks;
 mod ledger;
 mod repl;
 mod run;
+mod static_bin;

@@ -119,7 +119,6 @@ fn prompts_from_a_pipe_stream_answers_and_skip_empty_lines() {
         doc["meta"]["prompt_tokens"], 100,
         "Go Crush's: the last call"
     );
-    server.assert_clean();
 }
 
 #[test]
@@ -206,7 +205,6 @@ fn slash_commands_with_prefixes_and_suggestions() {
         out.stderr
     );
     assert_eq!(turns(&server).len(), 1, "nothing after /quit was sent");
-    server.assert_clean();
 }
 
 #[test]
@@ -347,7 +345,6 @@ fn compact_summarizes_the_session_and_later_turns_start_from_the_summary() {
     let doc: Value =
         serde_json::from_str(&env.run(&["sessions", "export", id, "--json"], None).stdout).unwrap();
     assert_eq!(doc["usage"].as_array().unwrap().len(), 4);
-    server.assert_clean();
 }
 
 #[test]
@@ -408,7 +405,7 @@ fn a_prompt_while_the_server_is_down_is_an_error_and_the_repl_goes_on() {
 
 #[test]
 fn permission_yes_runs_the_command() {
-    let (server, env) = setup(vec![
+    let (_server, env) = setup(vec![
         Reply::tool_call("bash", json!({"command": "echo yes > y.txt"})),
         Reply::text("done"),
     ]);
@@ -427,7 +424,6 @@ fn permission_yes_runs_the_command() {
     );
     assert_eq!(env.read_project_file("y.txt"), "yes\n");
     assert_eq!(out.stdout, "done\n");
-    server.assert_clean();
 }
 
 #[test]
@@ -457,12 +453,11 @@ fn permission_no_ends_the_turn_and_the_model_is_told() {
         t[1].user_texts().last().map(String::as_str),
         Some("what now?")
     );
-    server.assert_clean();
 }
 
 #[test]
 fn permission_always_covers_that_exact_command_for_the_session() {
-    let (server, env) = setup(vec![
+    let (_server, env) = setup(vec![
         Reply::tool_call("bash", json!({"command": "echo a >> a.txt"})),
         Reply::tool_call("bash", json!({"command": "echo a >> a.txt"})),
         Reply::tool_call("bash", json!({"command": "echo b >> a.txt"})),
@@ -479,7 +474,6 @@ fn permission_always_covers_that_exact_command_for_the_session() {
         out.stderr
     );
     assert!(out.stderr.contains("Allow bash: echo b >> a.txt?"));
-    server.assert_clean();
 }
 
 #[test]
@@ -491,8 +485,8 @@ fn write_shows_the_diff_and_always_covers_that_tool_in_that_directory() {
             "write",
             json!({"file_path": "sub/c.txt", "content": "gamma\n"}),
         ),
-        Reply::text("stopped"),
     ]);
+    // The denial ends the turn: no fourth model request.
     let out = repl(&env, &[], "write files\nalways\nn\n");
     out.assert_success();
     assert!(
@@ -661,7 +655,6 @@ fn ctrl_c_during_a_tool_kills_it_and_the_session_goes_on() {
     let t = turns(&server);
     assert_eq!(t.len(), 2);
     assert_eq!(t[1].tool_results().len(), 1, "{:?}", t[1].tool_results());
-    server.assert_clean();
     let id = sessions(&env)[0]["id"].as_str().unwrap().to_string();
     let reasons: Vec<String> = parts(&show(&env, &id))
         .iter()
@@ -867,7 +860,7 @@ fn first_start_in_an_untrusted_project_asks_and_lists_what_would_run() {
         eprintln!("tmux is not installed: skipped");
         return;
     }
-    let (_server, env) = setup(vec![Reply::text("hello")]);
+    let (_server, env) = setup(Vec::new());
     let marker = env.root().join("crushrc-ran");
     env.write_project_file(
         "crushrc",

@@ -1,6 +1,6 @@
-//! Protocol checks on what the client sends (each dialect's request rules). A real provider
-//! would answer most of these with HTTP 400; the fake server records them instead, so every test
-//! can assert `server.violations().is_empty()`.
+//! Protocol checks on what the client sends. A real provider would answer most of these with
+//! HTTP 400; the fake server records them instead, and fails the test when it is dropped (see
+//! `FakeServer::expect_violations` for the tests of these checks).
 
 use super::reply::Dialect;
 use serde_json::Value;

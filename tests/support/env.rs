@@ -191,7 +191,13 @@ impl TestEnv {
 
     /// The binary with a clean environment pointed at the temp dirs, cwd = `project/`.
     pub fn crush(&self) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_crush"));
+        self.crush_at(Path::new(env!("CARGO_BIN_EXE_crush")))
+    }
+
+    /// Like [`crush`](Self::crush) with another build of the binary (an absolute path: the
+    /// command runs in `project/`).
+    pub fn crush_at(&self, program: &Path) -> Command {
+        let mut cmd = Command::new(program);
         for (name, _) in std::env::vars_os() {
             if let Some(n) = name.to_str()
                 && scrubbed(n)

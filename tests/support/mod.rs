@@ -11,7 +11,7 @@
 //! let out = env.run(&["run", "-q", "-y", "make f.txt"], None);
 //! out.assert_success();
 //! assert_eq!(server.request_count(), 2);
-//! assert!(server.violations().is_empty(), "{:#?}", server.violations());
+//! // Dropping `server` fails the test on protocol violations or unused script replies.
 //! ```
 
 #![allow(dead_code)]

@@ -155,6 +155,9 @@ struct State {
     routes: Vec<Route>,
     violations: Vec<String>,
     chunked: bool,
+    /// Opt-outs of the check made on drop (see [`FakeServer::expect_violations`]).
+    violations_expected: bool,
+    exhaustion_expected: bool,
 }
 
 struct Shared {
@@ -168,7 +171,10 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A fake Anthropic/OpenAI streaming server on `127.0.0.1:<random port>`. Stops when dropped.
+/// A fake Anthropic/OpenAI streaming server on `127.0.0.1:<random port>`. Stops when dropped,
+/// and then fails the test (unless it is already failing) if the client broke the protocol, a
+/// model request found the script empty, or script replies were left unused: every test gets
+/// these checks; [`assert_clean`](Self::assert_clean) makes them earlier, mid-test.
 pub struct FakeServer {
     addr: SocketAddr,
     shared: Arc<Shared>,
@@ -360,20 +366,59 @@ impl FakeServer {
         lock(&self.shared.state).violations.clone()
     }
 
-    /// Panics unless: no violations, no request found the script empty, and the script is used up.
+    /// For tests of the checker itself: protocol violations are the expected outcome, read
+    /// through [`violations`](Self::violations), and do not fail the test on drop.
+    pub fn expect_violations(&self) -> &Self {
+        lock(&self.shared.state).violations_expected = true;
+        self
+    }
+
+    /// For tests of the exhaustion answer: model requests finding the script empty do not fail
+    /// the test on drop.
+    pub fn expect_exhaustion(&self) -> &Self {
+        lock(&self.shared.state).exhaustion_expected = true;
+        self
+    }
+
+    /// Panics unless: no violations, no request found the script empty, and the script is used
+    /// up (less what [`expect_violations`](Self::expect_violations) and
+    /// [`expect_exhaustion`](Self::expect_exhaustion) allow). Drop makes the same check; call it
+    /// to check a part of a test before the script gets more replies.
     pub fn assert_clean(&self) {
-        let v = self.violations();
+        let problems = self.problems();
         assert!(
-            v.is_empty(),
-            "fake server saw protocol violations:\n{}",
-            v.join("\n")
+            problems.is_empty(),
+            "fake server at {}: {}",
+            self.url(),
+            problems.join("\n")
         );
-        assert_eq!(
-            self.exhausted_count(),
-            0,
-            "requests after the script was exhausted"
-        );
-        assert_eq!(self.remaining(), 0, "script replies left unused");
+    }
+
+    fn problems(&self) -> Vec<String> {
+        let (violations, exhaustion_expected) = {
+            let st = lock(&self.shared.state);
+            let v = if st.violations_expected {
+                Vec::new()
+            } else {
+                st.violations.clone()
+            };
+            (v, st.exhaustion_expected)
+        };
+        let mut problems = Vec::new();
+        if !violations.is_empty() {
+            problems.push(format!("protocol violations:\n{}", violations.join("\n")));
+        }
+        let exhausted = self.exhausted_count();
+        if exhausted > 0 && !exhaustion_expected {
+            problems.push(format!(
+                "{exhausted} model requests after the script was exhausted"
+            ));
+        }
+        let left = self.remaining();
+        if left > 0 {
+            problems.push(format!("{left} script replies left unused"));
+        }
+        problems
     }
 }
 
@@ -480,6 +525,10 @@ impl Drop for FakeServer {
         let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
         if let Some(h) = self.accept.take() {
             let _ = h.join();
+        }
+        // A second panic while unwinding would abort the whole test binary.
+        if !std::thread::panicking() {
+            self.assert_clean();
         }
     }
 }
