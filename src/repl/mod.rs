@@ -133,6 +133,26 @@ struct ReplSink<'a> {
     titles: &'a mut Vec<TitleJob>,
 }
 
+impl<'a> ReplSink<'a> {
+    fn new(
+        term: &'a mut Term,
+        lines: &'a mut Lines,
+        titles: &'a mut Vec<TitleJob>,
+        interactive: bool,
+        title: Option<TitleStart>,
+    ) -> ReplSink<'a> {
+        ReplSink {
+            term,
+            lines,
+            interactive,
+            interrupted: false,
+            refused: false,
+            title,
+            titles,
+        }
+    }
+}
+
 /// What a title generation needs, but the prompt.
 struct TitleStart {
     model: ResolvedModel,
@@ -564,15 +584,13 @@ impl Repl {
         self.cancel.store(false, Ordering::SeqCst);
         self.term.begin_answer();
         self.term.status(WAITING);
-        let mut sink = ReplSink {
-            term: &mut self.term,
-            lines: &mut self.lines,
-            interactive: self.interactive,
-            interrupted: false,
-            refused: false,
+        let mut sink = ReplSink::new(
+            &mut self.term,
+            &mut self.lines,
+            &mut self.titles,
+            self.interactive,
             title,
-            titles: &mut self.titles,
-        };
+        );
         if let Some(source) = self.session_start.take() {
             self.agent.session_start(source, &mut sink);
         }
@@ -903,15 +921,13 @@ impl Repl {
         }
         self.cancel.store(false, Ordering::SeqCst);
         self.term.status("summarizing… (Ctrl-C cancels)");
-        let mut sink = ReplSink {
-            term: &mut self.term,
-            lines: &mut self.lines,
-            interactive: self.interactive,
-            interrupted: false,
-            refused: false,
-            title: None,
-            titles: &mut self.titles,
-        };
+        let mut sink = ReplSink::new(
+            &mut self.term,
+            &mut self.lines,
+            &mut self.titles,
+            self.interactive,
+            None,
+        );
         let got = self.agent.summarize(&mut sink);
         self.cancel.store(false, Ordering::SeqCst);
         self.term.clear_status();
