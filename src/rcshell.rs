@@ -3,6 +3,9 @@
 //! builtins write. A crushrc (`config::crushrc`) and the agent's bash tool run their scripts with
 //! this prelude; the caller applies the records afterwards.
 //!
+//! The shell is `proc::shell_path` (bash when it is on PATH); under bash the prelude turns alias
+//! expansion on, which bash leaves off in scripts.
+//!
 //! The caller's line: bash and other shells with `$LINENO` give it directly. Debian's dash has no
 //! `$LINENO`, so the alias expands (at the call site) to a subshell that fails a `${var:?}` test:
 //! dash's error message carries the caller's line and, inside sourced files, the file's name.
@@ -55,6 +58,7 @@ impl Record {
 pub fn prelude() -> String {
     let mut s = String::from(
         r#"__crush_records=$1; __crush_large=$2; __crush_small=$3; shift 3
+[ -z "${BASH_VERSION:-}" ] || shopt -s expand_aliases
 unset __crush_line_probe
 __crush_rec() {
   __crush_li=$1; __crush_bs=$2; shift 2
@@ -220,7 +224,7 @@ pub struct Models {
 pub const METADATA_KEY: &str = "session_config";
 
 /// The bash tool's script: the prelude, then `command` evaluated with the builtins available.
-/// Run it as `/bin/sh -c SCRIPT sh RECORDS LARGE SMALL COMMAND`.
+/// Run it as `SHELL -c SCRIPT sh RECORDS LARGE SMALL COMMAND` (`proc::shell_path`).
 pub fn wrap_command() -> String {
     format!("{}eval \"$1\"\n", prelude())
 }

@@ -264,6 +264,10 @@ impl Agent<'_> {
                 report: r.clone(),
                 tool_call_id: tool.map(|t| t.id.to_string()),
             });
+            if let Some(w) = r.could_not_run_warning() {
+                crate::log::warn(&w);
+                sink.event(AgentEvent::Notice(w));
+            }
         }
         out
     }

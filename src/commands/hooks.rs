@@ -167,6 +167,10 @@ pub fn test(global: &Global, args: &HooksTestArgs) -> Result<(String, ExitCode),
     for r in &outcome.reports {
         out.push_str(&r.line());
         out.push('\n');
+        if let Some(w) = r.could_not_run_warning() {
+            out.push_str(&w);
+            out.push('\n');
+        }
     }
     let c = &outcome.composed;
     out.push_str(&format!("decision: {}\n", c.verdict()));

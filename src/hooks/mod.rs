@@ -65,6 +65,9 @@ pub struct HookReport {
     /// Non-blocking problems: exit code, timeout, unparseable output...
     pub notes: Vec<String>,
     pub duration_ms: u64,
+    /// The hook could not be started, or its shell could not run it (exit 126 or 127).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub could_not_run: Option<String>,
 }
 
 impl HookReport {
@@ -100,6 +103,21 @@ impl HookReport {
             s.push_str(&format!(" [warning: {n}]"));
         }
         s
+    }
+
+    /// The warning line of a hook that never ran its own logic (never a silent pass): names the
+    /// hook and says what became of the call.
+    pub fn could_not_run_warning(&self) -> Option<String> {
+        let why = self.could_not_run.as_ref()?;
+        let effect = if self.decision == "deny" {
+            "it fails closed, so it denies"
+        } else {
+            "it was ignored (mark it fail_closed to deny instead)"
+        };
+        Some(format!(
+            "warning: {} hook '{}': {why}; {effect}",
+            self.event, self.name
+        ))
     }
 }
 
@@ -300,6 +318,7 @@ impl HookConfig {
                 context: !r.context.is_empty() || !r.context_files.is_empty(),
                 notes: r.notes.clone(),
                 duration_ms: c.duration_ms,
+                could_not_run: r.could_not_run.clone(),
             })
             .collect();
         Outcome {
@@ -547,10 +566,21 @@ mod tests {
             context: false,
             notes: vec![],
             duration_ms: 3,
+            could_not_run: None,
         };
         assert_eq!(
             r.line(),
             "hook PreToolUse no-rm [^bash$] → deny: rm is not allowed"
+        );
+        assert_eq!(r.could_not_run_warning(), None);
+        let r = HookReport {
+            could_not_run: Some("/bin/sh could not run it (exit 127)".into()),
+            decision: "none",
+            ..r
+        };
+        assert_eq!(
+            r.could_not_run_warning().unwrap(),
+            "warning: PreToolUse hook 'no-rm': /bin/sh could not run it (exit 127); it was ignored (mark it fail_closed to deny instead)"
         );
     }
 }

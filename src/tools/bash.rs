@@ -1,4 +1,4 @@
-//! The `bash` tool: one `/bin/sh -c` per call (no state between calls), in its own process group,
+//! The `bash` tool: one `SHELL -c` per call (bash when it is on PATH, `proc::shell_path`) (no state between calls), in its own process group,
 //! with a timeout, capped output and Crush's banned commands refused.
 //!
 //! The safety checks use a small tokenizer (quotes, escapes, `;` `&&` `||` `|` `&` newlines,
@@ -774,8 +774,19 @@ impl Tool for Bash {
     }
 
     fn description(&self) -> String {
+        let shell = proc::shell_path();
+        let kind = if proc::shell_name() == "bash" {
+            "bash: bash syntax ([[ ]], arrays, {a,b}, set -o pipefail) works".to_string()
+        } else {
+            format!(
+                "{}, which may not be bash: write portable POSIX sh ([ ] instead of [[ ]], no \
+                 arrays, no {{a,b}})",
+                proc::shell_name()
+            )
+        };
         format!(
-            "Runs a shell command with /bin/sh -c and returns its output (stdout, then stderr).\n\
+            "Runs a shell command with {} -c and returns its output (stdout, then stderr). The \
+             shell is {kind}.\n\
              \n\
              - Every call starts a fresh shell: no state (cd, variables, functions) carries over \
              between calls. Use `working_dir` instead of `cd`, and chain dependent steps with && in \
@@ -797,6 +808,7 @@ impl Tool for Bash {
              brew install, go test -exec).\n\
              - Read-only commands such as ls, pwd, git status/log/diff run without asking the user \
              when they contain no redirection, pipe or chaining; everything else needs permission.",
+            shell.display(),
             "curl, wget, ssh, scp, nc, ..."
         )
     }

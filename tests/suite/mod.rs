@@ -8,4 +8,5 @@ mod hooks;
 mod ledger;
 mod repl;
 mod run;
+mod shell;
 mod static_bin;
