@@ -226,25 +226,46 @@ pub fn env(req: &Request) -> Vec<(String, String)> {
     ];
     if let Some(t) = &req.tool {
         v.push(("CRUSH_TOOL_NAME".into(), t.name.into()));
+        let mut truncated = false;
         for (key, var) in [
             ("command", "CRUSH_TOOL_INPUT_COMMAND"),
             ("file_path", "CRUSH_TOOL_INPUT_FILE_PATH"),
         ] {
-            if let Some(val) = t.input.get(key).and_then(Value::as_str)
-                && val.len() <= MAX_ENV_VALUE
-                && !val.contains('\0')
-            {
-                v.push((var.into(), val.into()));
+            if let Some(val) = t.input.get(key).and_then(Value::as_str) {
+                let (shown, cut) = env_value(val);
+                truncated |= cut;
+                v.push((var.into(), shown));
             }
+        }
+        if truncated {
+            v.push(("CRUSH_TOOL_INPUT_TRUNCATED".into(), "1".into()));
         }
     }
     v
 }
 
 /// Longest tool value put in the environment. Linux refuses to start a process with a single
-/// variable over 128 KiB; a longer command is left out (never cut: a guard must not see a prefix
-/// and think it saw everything) and the hook finds it in `tool_input` on stdin.
+/// variable over 128 KiB: a longer value is cut to this size, ends with `TRUNCATED_MARKER`, and
+/// `CRUSH_TOOL_INPUT_TRUNCATED=1` says so (a guard must not take a prefix for the whole; the
+/// whole value is `tool_input` on stdin).
 pub const MAX_ENV_VALUE: usize = 64 * 1024;
+
+/// The end of a tool value cut to fit the environment.
+pub const TRUNCATED_MARKER: &str = "\n[... cut by crush: the full value is tool_input on stdin]";
+
+/// `val` as an environment value and whether it was cut: at most `MAX_ENV_VALUE` bytes (on a
+/// character boundary, marker included), and never past a NUL, which no variable can hold.
+fn env_value(val: &str) -> (String, bool) {
+    let end = val.find('\0').unwrap_or(val.len());
+    if end == val.len() && val.len() <= MAX_ENV_VALUE {
+        return (val.to_string(), false);
+    }
+    let mut keep = end.min(MAX_ENV_VALUE - TRUNCATED_MARKER.len());
+    while !val.is_char_boundary(keep) {
+        keep -= 1;
+    }
+    (format!("{}{TRUNCATED_MARKER}", &val[..keep]), true)
+}
 
 impl HookConfig {
     /// Fires `req.event`: runs the matching hooks in parallel and composes their verdicts in
@@ -371,11 +392,38 @@ mod tests {
     }
 
     #[test]
-    fn oversized_tool_values_stay_out_of_the_environment() {
-        let input = json!({"command": "x".repeat(MAX_ENV_VALUE + 1), "file_path": "/f"});
+    fn oversized_tool_values_are_cut_with_a_marker_and_a_flag() {
+        let get = |e: &[(String, String)], k: &str| {
+            e.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
+        };
+        let long = format!("rm -rf victim #{}é", "A".repeat(MAX_ENV_VALUE));
+        let input = json!({"command": long, "file_path": "/f"});
         let e = env(&req(&input, Path::new("/p")));
-        assert!(!e.iter().any(|(k, _)| k == "CRUSH_TOOL_INPUT_COMMAND"));
-        assert!(e.iter().any(|(k, _)| k == "CRUSH_TOOL_INPUT_FILE_PATH"));
+        let cmd = get(&e, "CRUSH_TOOL_INPUT_COMMAND").unwrap();
+        assert!(cmd.len() <= MAX_ENV_VALUE);
+        assert!(cmd.starts_with("rm -rf victim #AAA"));
+        assert!(cmd.ends_with(TRUNCATED_MARKER));
+        assert_eq!(get(&e, "CRUSH_TOOL_INPUT_FILE_PATH").as_deref(), Some("/f"));
+        assert_eq!(get(&e, "CRUSH_TOOL_INPUT_TRUNCATED").as_deref(), Some("1"));
+        // A NUL ends what a variable can hold.
+        let input = json!({"command": "ls\0; rm x"});
+        let e = env(&req(&input, Path::new("/p")));
+        assert_eq!(
+            get(&e, "CRUSH_TOOL_INPUT_COMMAND").unwrap(),
+            format!("ls{TRUNCATED_MARKER}")
+        );
+        assert_eq!(get(&e, "CRUSH_TOOL_INPUT_TRUNCATED").as_deref(), Some("1"));
+        // Multi-byte characters are never split.
+        let (v, cut) = env_value(&"é".repeat(MAX_ENV_VALUE));
+        assert!(cut && v.len() <= MAX_ENV_VALUE);
+        let input = json!({"command": "ls"});
+        assert_eq!(
+            get(
+                &env(&req(&input, Path::new("/p"))),
+                "CRUSH_TOOL_INPUT_TRUNCATED"
+            ),
+            None
+        );
     }
 
     #[test]
