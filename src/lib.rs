@@ -90,6 +90,8 @@ fn dispatch(cli: cli::Cli) -> Result<ExitCode, AppError> {
 
 /// The binary's entry.
 pub fn main() -> std::process::ExitCode {
+    // Fixed before any configuration (whose `env` may change variables) is read.
+    rcshell::run_dir();
     let cli = match cli::parse_from(std::env::args_os().skip(1)) {
         Ok(c) => c,
         Err(e) => {

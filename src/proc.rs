@@ -206,7 +206,8 @@ pub fn executable(p: &Path) -> bool {
 /// What a finished (or stopped) child left.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Outcome {
-    /// The child's pid, which is also its process group id.
+    /// The child's pid, which is also its process group id; 0 when the child was never started
+    /// (the cancel flag was already set).
     pub pid: u32,
     /// The exit code, when the child exited normally.
     pub exit_code: Option<i32>,
@@ -462,6 +463,17 @@ pub fn run_streaming(spec: &Spec, on_output: &mut dyn FnMut(&[u8])) -> io::Resul
 type OnOutput<'a> = Option<&'a mut dyn FnMut(&[u8])>;
 
 fn run_inner(spec: &Spec, mut on_output: OnOutput) -> io::Result<Outcome> {
+    if spec
+        .cancel
+        .as_ref()
+        .is_some_and(|c| c.load(Ordering::SeqCst))
+    {
+        // Canceled before it started: nothing runs.
+        return Ok(Outcome {
+            canceled: true,
+            ..Outcome::default()
+        });
+    }
     let mut cmd = spec.command()?;
     cmd.stdin(if spec.stdin.is_some() {
         Stdio::piped()
@@ -847,6 +859,17 @@ mod tests {
         assert!(r.canceled);
         assert!(!r.success());
         assert_eq!(r.stdout_text(), "begun\n");
+    }
+
+    #[test]
+    fn nothing_starts_once_canceled() {
+        let d = tmp();
+        let marker = d.path().join("ran");
+        let mut spec = Spec::shell(format!("touch {}", marker.display()), d.path());
+        spec.cancel = Some(Arc::new(AtomicBool::new(true)));
+        let r = run(&spec).unwrap();
+        assert!(r.canceled && r.pid == 0 && !r.success());
+        assert!(!marker.exists());
     }
 
     #[test]

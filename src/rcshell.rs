@@ -15,7 +15,8 @@
 //! accumulated so far and the builtin keeps them up to date as the script changes them.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// The command names a crushrc (and the bash tool's shell) gets as builtins.
 pub const NAMES: &[&str] = &[
@@ -115,7 +116,76 @@ source() {
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// A private, empty records file in the temp dir; removed on drop.
+/// Where the records files live: `run/` in the global data directory (crush(1) FILES), fixed the
+/// first time it is asked for — `main` asks before any configuration is read, so nothing a
+/// configuration sets can move it.
+pub fn run_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        if cfg!(test) {
+            // Unit tests never touch the user's data directory.
+            std::env::temp_dir().join("crush-unit-tests-run")
+        } else {
+            crate::paths::global_data_dir().join("run")
+        }
+    })
+}
+
+const RECORDS_PREFIX: &str = "records-";
+
+/// The run directory, created (0700, like any directory it has to create above it) and
+/// checked: a real directory, no one else's to read. The first call of the process also removes
+/// the records files whose process is gone (a crush killed before it could clean up).
+fn prepared_run_dir() -> std::io::Result<&'static Path> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    static CLEANED: AtomicBool = AtomicBool::new(false);
+    let dir = run_dir();
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let meta = std::fs::symlink_metadata(dir)?;
+    if !meta.is_dir() {
+        return Err(std::io::Error::other(format!(
+            "{} is not a directory",
+            dir.display()
+        )));
+    }
+    if meta.permissions().mode() & 0o077 != 0 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    if !CLEANED.swap(true, Ordering::SeqCst) {
+        remove_orphans(dir);
+    }
+    Ok(dir)
+}
+
+/// Removes the records files in `dir` whose owning process no longer exists.
+fn remove_orphans(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(RECORDS_PREFIX))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|p| p.parse::<i32>().ok())
+            .filter(|&p| p > 0)
+        else {
+            continue;
+        };
+        // SAFETY: signal 0 only asks whether the process exists.
+        let gone = unsafe { libc::kill(pid, 0) } != 0
+            && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        if gone {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
+/// A private, empty records file in the run directory (`run_dir`); removed on drop.
 pub struct RecordsFile {
     pub path: PathBuf,
 }
@@ -127,8 +197,8 @@ impl RecordsFile {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.subsec_nanos())
             .unwrap_or(0);
-        let path = std::env::temp_dir().join(format!(
-            "crush-records-{}-{}-{nanos}",
+        let path = prepared_run_dir()?.join(format!(
+            "{RECORDS_PREFIX}{}-{}-{nanos}",
             std::process::id(),
             COUNTER.fetch_add(1, Ordering::Relaxed)
         ));
@@ -244,6 +314,31 @@ mod tests {
             parse_lineinfo("crushrc: 3: ./more.rc: __crush_line_probe: parameter not set or null"),
             (Some(3), Some("./more.rc".into()))
         );
+    }
+
+    #[test]
+    fn records_files_live_in_a_private_run_dir_and_orphans_are_removed() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let orphan = dir.path().join(format!("{RECORDS_PREFIX}999999999-0-0"));
+        let mine = dir
+            .path()
+            .join(format!("{RECORDS_PREFIX}{}-9-9", std::process::id()));
+        let other = dir.path().join("unrelated");
+        for f in [&orphan, &mine, &other] {
+            std::fs::write(f, "").unwrap();
+        }
+        remove_orphans(dir.path());
+        assert!(!orphan.exists());
+        assert!(mine.exists() && other.exists());
+
+        let rec = RecordsFile::create().unwrap();
+        assert!(rec.path.starts_with(run_dir()));
+        let mode = std::fs::metadata(run_dir()).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        let path = rec.path.clone();
+        drop(rec);
+        assert!(!path.exists());
     }
 
     #[test]

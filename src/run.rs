@@ -132,6 +132,12 @@ struct RunSink {
     out: Out,
     json: bool,
     quiet: bool,
+    /// stdout is a terminal: text is shown as it streams (a retried call's text is replayed).
+    /// Otherwise a call's text is held until the call can no longer be retried, so stdout holds
+    /// exactly what the session stores.
+    live: bool,
+    /// The current call's text, not yet written (`live` false).
+    held: String,
     /// Text printed for the current model call (to replay-skip after a retry).
     call_printed: String,
     /// After a retry: what the user already saw of the call, and the new call's text so far.
@@ -161,12 +167,24 @@ impl RunSink {
         self.last_char = t.chars().last().or(self.last_char);
     }
 
+    /// Writes the text held for the call that just ended for good.
+    fn release(&mut self) {
+        if !self.held.is_empty() {
+            let t = std::mem::take(&mut self.held);
+            self.print_text(&t);
+        }
+    }
+
     fn text(&mut self, t: &str) {
         if self.json {
             self.out.json(&JsonEvent::Text {
                 v: JSON_SCHEMA_VERSION,
                 text: t,
             });
+            return;
+        }
+        if !self.live {
+            self.held.push_str(t);
             return;
         }
         if let Some(shown) = self.replay.take() {
@@ -226,6 +244,9 @@ impl Sink for RunSink {
                         wait_ms: wait.as_millis(),
                         reason: &reason,
                     });
+                } else if !self.live {
+                    // The failed attempt's text is void; the retry streams the answer anew.
+                    self.held.clear();
                 } else if !self.call_printed.is_empty() || self.replay.is_some() {
                     let shown = self.replay.take().unwrap_or_default() + &self.call_printed;
                     self.replay = Some(shown);
@@ -234,6 +255,7 @@ impl Sink for RunSink {
                 }
             }
             AgentEvent::ToolCall { id, name, input } => {
+                self.release();
                 self.new_step = true;
                 self.call_printed.clear();
                 self.replay = None;
@@ -287,6 +309,8 @@ impl Sink for RunSink {
                 }
             }
             AgentEvent::Usage { usage, cost, model } => {
+                // Reported once a call has finished: its text is final.
+                self.release();
                 if self.json {
                     self.out.json(&JsonEvent::Usage {
                         v,
@@ -315,6 +339,7 @@ impl Sink for RunSink {
                 }
             }
             AgentEvent::StepCommitted => {
+                self.release();
                 self.new_step = true;
                 self.call_printed.clear();
                 self.replay = None;
@@ -387,6 +412,8 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<ExitCode, AppError> {
         },
         json: args.json,
         quiet: args.quiet,
+        live: std::io::stdout().is_terminal(),
+        held: String::new(),
         call_printed: String::new(),
         replay: None,
         redo: String::new(),
@@ -413,7 +440,10 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<ExitCode, AppError> {
         session.agent.model.provider.id,
         session.agent.model.model.id
     ));
-    let result: TurnResult = session.agent.run_turn(&prompt, &mut sink)?;
+    let result = session.agent.run_turn(&prompt, &mut sink);
+    // A canceled or failed call's text is what the session keeps of it.
+    sink.release();
+    let result: TurnResult = result?;
     if !args.json && sink.printed_any && sink.last_char != Some('\n') {
         sink.out.write("\n");
     }

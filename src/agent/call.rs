@@ -15,6 +15,9 @@ use serde_json::{Map, Value, json};
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
+/// The result of a call that never started because the user canceled the turn.
+const CANCELED_BEFORE_RUN: &str = "The user canceled the turn before this tool call ran.";
+
 /// A tool call as the model made it, its arguments parsed (Err: why they are not a JSON object).
 pub(super) struct PendingCall {
     pub id: String,
@@ -85,7 +88,7 @@ impl CallOutcome {
     /// The answer to a call that does not run because the turn stops (`stop`).
     pub(super) fn not_run(call: PendingCall, stop: &Stop, sink: &mut dyn Sink) -> CallOutcome {
         let why = match stop {
-            Stop::Canceled => "The user canceled the turn before this tool call ran.",
+            Stop::Canceled => CANCELED_BEFORE_RUN,
             Stop::HookHalted(_) => "Not run: a hook halted the turn.",
             _ => "Not run: an earlier tool call in this step was refused.",
         };
@@ -187,6 +190,19 @@ impl ToolRun {
             stop: Some(Stop::PermissionRefused),
         }
     }
+
+    /// Runs the tool, unless the turn was canceled meanwhile (while a hook ran or a question
+    /// was open): then nothing starts.
+    fn execute(tool: &dyn Tool, input: &Value, ctx: &ToolCtx, sink: &mut dyn Sink) -> ToolRun {
+        if ctx.cancel.load(Ordering::SeqCst) {
+            return ToolRun {
+                out: ToolOutput::error(CANCELED_BEFORE_RUN),
+                ran: false,
+                stop: Some(Stop::Canceled),
+            };
+        }
+        ToolRun::ran(execute(tool, input, ctx, sink))
+    }
 }
 
 /// Runs `tool`: a call the model got wrong is its result as an error; a failure of crush itself
@@ -221,17 +237,17 @@ fn run_with_permission(
                 stop: None,
             };
         }
-        Ok(None) => return ToolRun::ran(execute(tool, input, ctx, sink)),
+        Ok(None) => return ToolRun::execute(tool, input, ctx, sink),
         Ok(Some(req)) => req,
     };
     if pre_approved || permissions.check(&req) == Decision::Allowed {
-        return ToolRun::ran(execute(tool, input, ctx, sink));
+        return ToolRun::execute(tool, input, ctx, sink);
     }
     match sink.ask(&req) {
-        Some(Answer::Yes) => ToolRun::ran(execute(tool, input, ctx, sink)),
+        Some(Answer::Yes) => ToolRun::execute(tool, input, ctx, sink),
         Some(Answer::Always) => {
             permissions.grant_for_session(&req);
-            ToolRun::ran(execute(tool, input, ctx, sink))
+            ToolRun::execute(tool, input, ctx, sink)
         }
         Some(Answer::No) => ToolRun::refused(ToolOutput::error(format!(
             "Permission denied: the user refused to let {} {} {}. Do not retry it; ask the user how to proceed.",
@@ -341,6 +357,14 @@ impl Agent<'_> {
             id,
         };
         let pre = self.fire(hooks::Event::PreToolUse, Some(call), Map::new(), sink);
+        if self.cancel.load(Ordering::SeqCst) {
+            // Ctrl-C while the hooks ran: they were stopped, and the call does not start.
+            let mut out = ToolOutput::error(CANCELED_BEFORE_RUN);
+            if pre.ran() {
+                add_metadata(&mut out.metadata, "hook", pre.metadata());
+            }
+            return Ok((out, Some(Stop::Canceled)));
+        }
         if pre.composed.blocked() {
             return Ok(blocked(&pre));
         }

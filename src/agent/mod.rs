@@ -257,6 +257,7 @@ impl Agent<'_> {
             project_dir: &self.project_root,
             tool,
             fields,
+            cancel: Some(self.cancel.clone()),
         };
         let out = self.hooks.run(&req);
         for r in &out.reports {

@@ -144,6 +144,7 @@ pub fn test(global: &Global, args: &HooksTestArgs) -> Result<(String, ExitCode),
         }
         Event::PreToolUse => {}
     }
+    let cancel = crate::signal::interrupt_flag();
     let req = hooks::Request {
         event,
         session_id: "hooks-test",
@@ -155,8 +156,13 @@ pub fn test(global: &Global, args: &HooksTestArgs) -> Result<(String, ExitCode),
             id: "hooks-test-call",
         }),
         fields,
+        // Ctrl-C stops the hooks (and their process groups) and ends the command.
+        cancel: Some(cancel.clone()),
     };
     let outcome = cfg.run(&req);
+    if cancel.load(std::sync::atomic::Ordering::SeqCst) {
+        return Ok((String::new(), crate::signal::interrupted()));
+    }
     let mut out = String::new();
     if !outcome.ran() {
         match tool {

@@ -79,6 +79,8 @@ pub enum Exit {
     Signal(i32),
     /// Ran past its timeout and was killed.
     TimedOut(std::time::Duration),
+    /// Stopped (or never started) because the turn was canceled.
+    Canceled,
     /// Could not be started: missing interpreter, spawn error. A non-blocking warning.
     NotStarted(String),
 }
@@ -264,6 +266,12 @@ pub fn interpret(c: &Captured, name: &str, opts: ReadOptions) -> HookResult {
         }
         Exit::Signal(sig) => {
             let detail = format!("was killed by signal {sig}");
+            notes.push(detail.clone());
+            failure = Some(detail);
+            HookResult::default()
+        }
+        Exit::Canceled => {
+            let detail = "was stopped: the turn was canceled".to_string();
             notes.push(detail.clone());
             failure = Some(detail);
             HookResult::default()

@@ -24,6 +24,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 /// The tool call a tool event is about.
 #[derive(Debug, Clone, Copy)]
@@ -45,6 +46,9 @@ pub struct Request<'a> {
     /// Event-specific payload fields: `prompt`, `attachments`, `tool_response`, `source`,
     /// `stop_hook_active`, `last_assistant_message`...
     pub fields: Map<String, Value>,
+    /// The turn's cancel flag: once set, running hooks are stopped at once (SIGTERM to their
+    /// groups, SIGKILL after a second) instead of running on to their timeout.
+    pub cancel: Option<Arc<AtomicBool>>,
 }
 
 /// What one hook did, for display and for the session store.
@@ -293,6 +297,7 @@ impl HookConfig {
                     env: env.clone(),
                     stdin,
                     timeout: h.timeout,
+                    cancel: req.cancel.clone(),
                 }
             })
             .collect();
@@ -368,6 +373,7 @@ mod tests {
                 id: "call_01",
             }),
             fields: Map::new(),
+            cancel: None,
         }
     }
 
@@ -435,6 +441,7 @@ mod tests {
             project_dir: Path::new("/p"),
             tool: None,
             fields: Map::new(),
+            cancel: None,
         };
         assert!(!env(&r).iter().any(|(k, _)| k.starts_with("CRUSH_TOOL")));
     }

@@ -9,6 +9,7 @@ use crate::proc::{self, Keep, Program, Spec, which};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 /// Bytes kept per stream; the rest is read and discarded so the hook never blocks on a full pipe.
@@ -24,6 +25,8 @@ pub struct Job {
     pub env: Arc<Vec<(String, String)>>,
     pub stdin: Vec<u8>,
     pub timeout: Duration,
+    /// Stops the hook's group at once when set.
+    pub cancel: Option<Arc<AtomicBool>>,
 }
 
 /// Runs every job in parallel and returns their captures in the order given.
@@ -225,6 +228,7 @@ pub fn run_one(job: Job) -> Captured {
     spec.env = job.env.as_ref().clone();
     spec.stdin = Some(job.stdin);
     spec.timeout = Some(job.timeout);
+    spec.cancel = job.cancel;
     spec.output_cap = OUTPUT_CAP;
     spec.keep = Keep::Head;
     spec.kill_grace = GRACE;
@@ -235,6 +239,8 @@ pub fn run_one(job: Job) -> Captured {
     };
     let exit = if r.timed_out {
         Exit::TimedOut(job.timeout)
+    } else if r.canceled {
+        Exit::Canceled
     } else {
         match (r.exit_code, r.signal) {
             (Some(c), _) => Exit::Code(c),
@@ -267,7 +273,31 @@ mod tests {
             env: Arc::new(vec![("HOOK_TEST".into(), "yes".into())]),
             stdin: stdin.as_bytes().to_vec(),
             timeout,
+            cancel: None,
         }
+    }
+
+    #[test]
+    fn a_cancel_stops_a_running_hook_long_before_its_timeout() {
+        let d = tempfile::tempdir().unwrap();
+        let cancel = Arc::new(AtomicBool::new(false));
+        let mut j = job(
+            d.path(),
+            "echo started; sleep 600",
+            "",
+            Duration::from_secs(600),
+        );
+        j.cancel = Some(cancel.clone());
+        let flag = cancel.clone();
+        let setter = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        // Without the cancel this would wait for the 600 s timeout.
+        let c = run_one(j);
+        setter.join().unwrap();
+        assert_eq!(c.exit, Exit::Canceled);
+        assert_eq!(String::from_utf8_lossy(&c.stdout), "started\n");
     }
 
     fn run(dir: &Path, command: &str) -> Captured {

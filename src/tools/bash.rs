@@ -914,6 +914,8 @@ impl Tool for Bash {
         let mut note = String::new();
         if r.timed_out {
             note = format!("Command timed out after {timeout} s and was killed");
+        } else if r.canceled && r.pid == 0 {
+            note = "Command was not started: the turn was canceled".to_string();
         } else if r.canceled {
             note = "Command was aborted before completion".to_string();
         } else if r.code() != 0 {
@@ -1344,10 +1346,17 @@ mod tests {
         assert_eq!(timeout_secs(&json!({})).unwrap(), DEFAULT_TIMEOUT_SECS);
         assert_eq!(timeout_secs(&json!({"timeout": 599})).unwrap(), 599);
 
-        fx.cancel.store(true, std::sync::atomic::Ordering::Relaxed);
-        let started = Instant::now();
+        let flag = fx.cancel.clone();
+        let setter = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            flag.store(true, std::sync::atomic::Ordering::Relaxed);
+        });
         let out = Bash.run(&json!({"command": "sleep 30"}), &ctx).out();
-        assert!(started.elapsed() < Duration::from_secs(3));
-        assert!(out.content.contains("aborted"));
+        setter.join().unwrap();
+        assert!(out.content.contains("aborted"), "{}", out.content);
+
+        let out = Bash.run(&json!({"command": "touch ran"}), &ctx).out();
+        assert!(out.content.contains("not started"), "{}", out.content);
+        assert!(!fx.root().join("ran").exists());
     }
 }
