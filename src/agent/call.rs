@@ -376,6 +376,10 @@ impl Agent<'_> {
         let pre_approved = pre.composed.decision == hooks::Decision::Allow;
         let run = self.run_tool(tool, id, &input, &msg.id, pre_approved, sink);
         let (mut out, mut stop) = (run.out, run.stop);
+        // A provider's key that a command printed never reaches the model, the hooks or the store.
+        if let Some(masked) = crate::env::mask(&out.content, &self.secrets) {
+            out.content = masked;
+        }
         let mut extra = Vec::new();
         let pre_text = pre.context_text(&self.cwd);
         if !pre_text.is_empty() {
@@ -446,6 +450,7 @@ impl Agent<'_> {
             reads: &reads,
             cancel: self.cancel.clone(),
             session_models: models.as_ref(),
+            shell_env_allow: &self.shell_env_allow,
         };
         let tool = self.tools[tool].as_ref();
         run_with_permission(tool, input, &ctx, &mut self.permissions, pre_approved, sink)

@@ -160,6 +160,10 @@ pub struct Agent<'a> {
     /// The session's configuration: session-only commands from the bash tool change its runtime
     /// layer (None: they are reported as ignored).
     pub config: Option<crate::config::Loaded>,
+    /// Variables the bash tool keeps although their names look secret (`options.shell_env_allow`).
+    pub shell_env_allow: Vec<String>,
+    /// (name, value) of the providers' API keys: masked in every tool output (crush(1) SECURITY).
+    pub secrets: Arc<Vec<(String, String)>>,
 }
 
 /// What a main agent is built from; the rest follows from the configuration.
@@ -198,9 +202,37 @@ impl<'a> Agent<'a> {
             is_sub_agent: false,
             hooks: s.hooks,
             pending_context: Vec::new(),
+            shell_env_allow: options.shell_env_allow.clone(),
+            secrets: Arc::new(provider_secrets(&s.config)),
             config: Some(s.config),
         }
     }
+}
+
+/// The API keys of the providers crush can call, named after their provider (in the catalog's
+/// case, the variable they come from), for masking in tool output.
+fn provider_secrets(loaded: &crate::config::Loaded) -> Vec<(String, String)> {
+    let catalog = loaded.catalog.get();
+    let mut out: Vec<(String, String)> = Vec::new();
+    for p in loaded
+        .providers_with(&catalog.providers)
+        .unwrap_or_default()
+    {
+        let Some(key) = p.endpoint.api_key else {
+            continue;
+        };
+        let name = catalog
+            .providers
+            .iter()
+            .find(|c| c.id.as_str() == p.id)
+            .and_then(|c| c.api_key.strip_prefix('$'))
+            .map(|v| v.trim_matches(['{', '}']).to_string())
+            .unwrap_or_else(|| format!("{} API key", p.id));
+        if !out.iter().any(|(_, v)| *v == key) {
+            out.push((name, key));
+        }
+    }
+    out
 }
 
 /// Messages a provider can be sent: parts it understands (attachments as text). The request

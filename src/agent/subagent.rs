@@ -171,6 +171,8 @@ impl<'a> Agent<'a> {
             // `is_sub_agent` in their payload; the `agent` call itself is hooked as usual.
             hooks: self.hooks.for_sub_agents(),
             pending_context: Vec::new(),
+            shell_env_allow: self.shell_env_allow.clone(),
+            secrets: self.secrets.clone(),
         }
     }
 

@@ -75,6 +75,7 @@ const KNOWN_OPTIONS: &[&str] = &[
     "disable_notifications",
     "max_steps",
     "request_idle_timeout",
+    "shell_env_allow",
 ];
 
 /// The built-in defaults (layer 1).

@@ -99,6 +99,8 @@ pub struct Options {
     pub max_steps: Option<u64>,
     /// Seconds of silence before a model stream is abandoned (ours; default 120).
     pub request_idle_timeout: Option<u64>,
+    /// Variables the bash tool gets although their names look secret (ours; names or globs).
+    pub shell_env_allow: Vec<String>,
     /// Kept raw: Crush's TUI settings and commit attribution.
     pub tui: Value,
     pub attribution: Value,

@@ -212,3 +212,106 @@ fn without_bash_on_path_scripts_run_with_sh_and_one_notice_says_so() {
         out.stderr
     );
 }
+
+#[test]
+fn the_bash_tool_gets_no_secrets_hooks_get_them_and_provider_keys_are_masked() {
+    let key = "sk-fake-provider-key-0123456789";
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call(
+            "bash",
+            json!({"command": "echo \"[$ANTHROPIC_API_KEY][$MY_TOKEN][$GITHUB_TOKEN][$PLAIN]\"; cat key.txt"}),
+        ),
+        Reply::text("done"),
+    ]);
+    let env = TestEnv::new();
+    env.write_project_file("key.txt", &format!("the key is {key}\n"));
+    let seen_by_hook = env.root().join("hook-saw");
+    let mut cfg = env.config_for(&server, Dialect::OpenAi);
+    cfg["providers"]["fake"]["api_key"] = json!(key);
+    cfg["options"] = json!({"shell_env_allow": ["my_*"]});
+    cfg["hooks"] = json!({"PreToolUse": [
+        {"command": format!("echo \"$ANTHROPIC_API_KEY\" > {}", seen_by_hook.display())}
+    ]});
+    env.write_config(&cfg);
+    let out = run_with(
+        &env,
+        &["run", "-q", "-y", "go"],
+        &[
+            ("ANTHROPIC_API_KEY", "sk-ant-user-secret-value"),
+            ("MY_TOKEN", "allowed-token-value"),
+            ("GITHUB_TOKEN", "ghp_user_secret_value"),
+            ("PLAIN", "visible"),
+        ],
+        None,
+    );
+    out.assert_success();
+    let result = &server.request(1).tool_results()[0].1;
+    assert!(
+        result
+            .starts_with("[][allowed-token-value][][visible]\nthe key is [masked fake API key]\n"),
+        "{result}"
+    );
+    assert!(!result.contains(key));
+    // Hooks are the user's: they get the whole environment.
+    assert_eq!(
+        std::fs::read_to_string(&seen_by_hook).unwrap(),
+        "sk-ant-user-secret-value\n"
+    );
+    // The stored result is masked too.
+    for f in std::fs::read_dir(env.project().join(".crush"))
+        .unwrap()
+        .flatten()
+    {
+        if f.file_name().to_string_lossy().starts_with("crush.db") {
+            let bytes = std::fs::read(f.path()).unwrap();
+            assert!(
+                !String::from_utf8_lossy(&bytes).contains(key),
+                "the key reached {}",
+                f.path().display()
+            );
+        }
+    }
+}
+
+#[test]
+fn printenv_and_env_need_permission() {
+    for cmd in ["printenv", "env", "printenv ANTHROPIC_API_KEY"] {
+        let server =
+            FakeServer::with_script(vec![Reply::tool_call("bash", json!({"command": cmd}))]);
+        let env = TestEnv::new();
+        env.use_server(&server, Dialect::OpenAi);
+        let out = env.run(&["run", "go"], None);
+        out.assert_code(3);
+        assert!(out.stderr.contains("refused bash"), "{cmd}: {}", out.stderr);
+    }
+}
+
+#[test]
+fn a_command_name_built_from_an_expansion_is_refused_even_with_yolo() {
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call(
+            "bash",
+            json!({"command": "c=tou; ${c}ch made-by-expansion"}),
+        ),
+        Reply::tool_call("bash", json!({"command": "$MYTOOL made-by-variable"})),
+        Reply::text("done"),
+    ]);
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::OpenAi);
+    let touch = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .map(|d| d.join("touch"))
+        .find(|p| p.is_file())
+        .unwrap();
+    run_with(
+        &env,
+        &["run", "-q", "-y", "go"],
+        &[("MYTOOL", &touch.to_string_lossy())],
+        None,
+    )
+    .assert_success();
+    assert!(!env.project().join("made-by-expansion").exists());
+    let refused = &server.request(1).tool_results()[0].1;
+    assert!(refused.contains("built from an expansion"), "{refused}");
+    // A plain variable naming an installed program is fine.
+    assert!(env.project().join("made-by-variable").exists());
+}
