@@ -1,6 +1,7 @@
 //! `crush run`: one non-interactive turn. stdout is a contract — the assistant's text, or one
 //! JSON event per line with `--json` — and is written from this module only. Everything else
-//! goes to stderr.
+//! goes to stderr. What reaches a terminal from the model, a tool or a hook goes through
+//! `crate::visible` (stdout only when it is a terminal: piped, it is the answer byte for byte).
 
 use crate::agent::{AgentEvent, Answer, Sink, Stop, TurnResult};
 use crate::app::Global;
@@ -162,7 +163,11 @@ impl RunSink {
             self.out.write("\n");
         }
         self.new_step = false;
-        self.out.write(t);
+        if self.live {
+            self.out.write(&crate::visible::text(t));
+        } else {
+            self.out.write(t);
+        }
         self.printed_any = true;
         self.last_char = t.chars().last().or(self.last_char);
     }
@@ -212,7 +217,7 @@ impl RunSink {
 
     fn note(&self, s: &str) {
         if !self.quiet {
-            eprintln!("{s}");
+            eprintln!("{}", crate::visible::text(s));
         }
     }
 }
@@ -234,7 +239,8 @@ impl Sink for RunSink {
                 reason,
             } => {
                 eprintln!(
-                    "crush: model call failed ({reason}); retry {attempt} in {:.1} s",
+                    "crush: model call failed ({}); retry {attempt} in {:.1} s",
+                    crate::visible::line(&reason),
                     wait.as_secs_f64()
                 );
                 if self.json {
@@ -296,7 +302,9 @@ impl Sink for RunSink {
                 ));
                 eprintln!(
                     "crush: refused {} ({}: {}): a non-interactive run cannot ask for permission; to allow it, {hint}",
-                    request.tool, request.action, request.description
+                    crate::visible::line(&request.tool),
+                    request.action,
+                    crate::visible::line(&request.description)
                 );
                 if self.json {
                     self.out.json(&JsonEvent::PermissionRefused {
@@ -323,7 +331,7 @@ impl Sink for RunSink {
                     });
                 }
             }
-            AgentEvent::Notice(text) => eprintln!("crush: {text}"),
+            AgentEvent::Notice(text) => eprintln!("crush: {}", crate::visible::text(&text)),
             AgentEvent::Hook {
                 report,
                 tool_call_id,
@@ -496,11 +504,17 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<ExitCode, AppError> {
             ExitCode::Policy
         }
         Stop::HookDenied(reason) => {
-            eprintln!("crush: a hook blocked the prompt; nothing was sent to the model: {reason}");
+            eprintln!(
+                "crush: a hook blocked the prompt; nothing was sent to the model: {}",
+                crate::visible::text(reason)
+            );
             ExitCode::Policy
         }
         Stop::HookHalted(reason) => {
-            eprintln!("crush: a hook halted the turn (session {sid}): {reason}");
+            eprintln!(
+                "crush: a hook halted the turn (session {sid}): {}",
+                crate::visible::text(reason)
+            );
             ExitCode::Policy
         }
         Stop::Canceled => {
@@ -509,7 +523,8 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<ExitCode, AppError> {
         }
         Stop::Error(e) => {
             eprintln!(
-                "crush: {e}\ncrush: the session {sid} was saved; retry with: crush run -s {sid} \"continue\""
+                "crush: {}\ncrush: the session {sid} was saved; retry with: crush run -s {sid} \"continue\"",
+                crate::visible::text(&e.to_string())
             );
             ExitCode::Failure
         }

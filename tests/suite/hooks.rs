@@ -776,3 +776,19 @@ fn the_readme_guard_refuses_a_command_too_long_for_the_environment() {
         "{results:?}"
     );
 }
+
+#[test]
+fn a_hook_reason_cannot_act_on_the_terminal() {
+    let server = bash_then_done("ls");
+    let env = TestEnv::new();
+    let h = hook(
+        &env,
+        "deny.sh",
+        "#!/bin/sh\nprintf 'no \\033[2K\\rway' >&2\nexit 2\n",
+    );
+    with_hooks(&env, &server, json!({"PreToolUse": [{"command": h}]}));
+    let out = env.run(&["run", "go"], None);
+    out.assert_success();
+    assert!(out.stderr.contains("deny: no ^[[2K^Mway"), "{}", out.stderr);
+    assert!(!out.stderr.contains('\x1b'), "{}", out.stderr);
+}
