@@ -124,7 +124,9 @@ pub fn run_dir() -> &'static Path {
     DIR.get_or_init(|| {
         if cfg!(test) {
             // Unit tests never touch the user's data directory.
-            std::env::temp_dir().join("crush-unit-tests-run")
+            // SAFETY: getuid cannot fail.
+            let uid = unsafe { libc::getuid() };
+            std::env::temp_dir().join(format!("crush-unit-tests-run-{uid}"))
         } else {
             crate::paths::global_data_dir().join("run")
         }
@@ -133,17 +135,20 @@ pub fn run_dir() -> &'static Path {
 
 const RECORDS_PREFIX: &str = "records-";
 
-/// The run directory, created (0700, like any directory it has to create above it) and
-/// checked: a real directory, no one else's to read. The first call of the process also removes
-/// the records files whose process is gone (a crush killed before it could clean up).
+/// The run directory, created (0700) and checked: a real directory, no one else's to read. The
+/// first call of the process also removes the records files whose process is gone (a crush
+/// killed before it could clean up).
 fn prepared_run_dir() -> std::io::Result<&'static Path> {
     use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
     static CLEANED: AtomicBool = AtomicBool::new(false);
     let dir = run_dir();
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
+    if let Some(parent) = dir.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e),
+        _ => {}
+    }
     let meta = std::fs::symlink_metadata(dir)?;
     if !meta.is_dir() {
         return Err(std::io::Error::other(format!(
