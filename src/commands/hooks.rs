@@ -35,16 +35,26 @@ fn describe(h: &HookDef) -> String {
     if h.runs_in_sub_agents() {
         attrs.push("also in sub-agents".into());
     }
+    if let Some(root) = &h.plugin_root {
+        attrs.push(format!("plugin {}", root.display()));
+    }
     s.push_str(&format!(" ({})", attrs.join(", ")));
     s
 }
 
 /// The text of `crush hooks list`.
 pub fn list_text(cfg: &HookConfig, tool: Option<&str>) -> String {
-    if cfg.is_empty() {
-        return "no hooks configured (see 'man crush', HOOKS)\n".into();
-    }
     let mut out = String::new();
+    if !cfg.unsupported.is_empty() {
+        out.push_str("Claude Code hooks of events crush does not have (not run):\n");
+        for u in &cfg.unsupported {
+            out.push_str(&format!("  {u}\n"));
+        }
+    }
+    if cfg.is_empty() {
+        out.push_str("no hooks configured (see 'man crush', HOOKS)\n");
+        return out;
+    }
     for event in EVENTS {
         let defs: Vec<&HookDef> = cfg.for_event(event).collect();
         if defs.is_empty() {

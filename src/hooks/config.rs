@@ -235,6 +235,9 @@ pub struct Source<'a> {
 #[derive(Debug, Clone, Default)]
 pub struct HookConfig {
     pub hooks: Vec<HookDef>,
+    /// Claude Code hooks crush does not run: events it does not have, per file
+    /// (`crush hooks list` shows them).
+    pub unsupported: Vec<String>,
 }
 
 impl HookConfig {
@@ -257,7 +260,17 @@ impl HookConfig {
                 })
             })
             .collect();
-        parse(&loaded.config.hooks, &sources)
+        let (mut cfg, mut warnings) = parse(&loaded.config.hooks, &sources)?;
+        for c in &loaded.claude_hooks {
+            let (defs, mut p, unsupported) = parse_claude(c);
+            cfg.hooks.extend(defs);
+            cfg.unsupported.extend(unsupported);
+            warnings.append(&mut p.warnings);
+            // Claude Code's own files are never crush's to refuse: a hook crush cannot read is
+            // skipped with a warning.
+            warnings.extend(p.errors.into_iter().map(|e| format!("{e}; skipped")));
+        }
+        Ok((cfg, warnings))
     }
 
     /// Whether any hook is in Claude Code's shape (they are sent a transcript).
@@ -455,6 +468,47 @@ fn build(raw: &Raw, origin: &str, p: &mut Problems) -> Option<HookDef> {
     })
 }
 
+/// The hooks of a Claude Code settings file or plugin (`crate::config::claude`), in Claude
+/// Code's nested shape: (hooks, problems, events crush does not have). A flat entry there is
+/// skipped, as Claude Code skips it.
+fn parse_claude(c: &crate::config::claude::ClaudeHooks) -> (Vec<HookDef>, Problems, Vec<String>) {
+    let origin = c.path.display().to_string();
+    let mut p = Problems::default();
+    let mut unsupported = Vec::new();
+    if let Value::Object(events) = &c.hooks {
+        for (key, list) in events {
+            if Event::parse(key).is_none() {
+                let n = list.as_array().map_or(0, Vec::len);
+                unsupported.push(format!("{origin}: {key} ({n} matcher group(s))"));
+            }
+        }
+    }
+    let known: Map<String, Value> = match &c.hooks {
+        Value::Object(m) => m
+            .iter()
+            .filter(|(k, _)| Event::parse(k).is_some())
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        _ => Map::new(),
+    };
+    let known = Value::Object(known);
+    let mut defs = Vec::new();
+    for raw in flatten(&known, &origin, &mut p) {
+        if raw.group.is_none() {
+            p.warnings.push(format!(
+                "{origin}: {}: Claude Code's files take the nested shape ({{\"matcher\": ..., \"hooks\": [{{\"type\": \"command\", ...}}]}}); this entry is skipped, as Claude Code skips it",
+                raw.location
+            ));
+            continue;
+        }
+        if let Some(mut d) = build(&raw, &origin, &mut p) {
+            d.plugin_root = c.plugin_root.clone();
+            defs.push(d);
+        }
+    }
+    (defs, p, unsupported)
+}
+
 /// The entries of one `hooks` object, flattened (a Claude Code group becomes one entry per
 /// handler), in order. Shape errors and unknown events go to `p` under `origin`.
 fn flatten<'a>(hooks: &'a Value, origin: &str, p: &mut Problems) -> Vec<Raw<'a>> {
@@ -601,6 +655,7 @@ pub fn parse(merged: &Value, sources: &[Source]) -> Result<(HookConfig, Vec<Stri
     Ok((
         HookConfig {
             hooks: defs.into_iter().map(|(_, d)| d).collect(),
+            unsupported: Vec::new(),
         },
         p.warnings,
     ))
@@ -902,6 +957,33 @@ mod tests {
     fn crushrc_knows_every_event() {
         let names: Vec<&str> = EVENTS.iter().map(|e| e.name()).collect();
         assert_eq!(names, crate::config::commands::HOOK_EVENTS);
+    }
+
+    #[test]
+    fn claude_code_files_take_the_nested_shape_and_unknown_events_are_listed() {
+        let c = crate::config::claude::ClaudeHooks {
+            kind: crate::config::claude::ClaudeKind::Plugin,
+            path: "/plug/hooks/hooks.json".into(),
+            hooks: json!({
+                "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "g.sh"}]},
+                               {"matcher": "Bash", "command": "flat.sh"}],
+                "PermissionRequest": [{"hooks": [{"type": "command", "command": "p.sh"}]}]
+            }),
+            plugin_root: Some("/plug".into()),
+            disable_all: false,
+        };
+        let (defs, p, unsupported) = parse_claude(&c);
+        assert_eq!(defs.len(), 1);
+        assert_eq!(
+            defs[0].plugin_root.as_deref(),
+            Some(std::path::Path::new("/plug"))
+        );
+        assert_eq!(defs[0].dialect, Dialect::ClaudeCode);
+        assert!(p.warnings[0].contains("nested shape"), "{:?}", p.warnings);
+        assert_eq!(
+            unsupported,
+            vec!["/plug/hooks/hooks.json: PermissionRequest (1 matcher group(s))"]
+        );
     }
 
     #[test]

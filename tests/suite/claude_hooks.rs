@@ -5,7 +5,14 @@
 use super::hooks::hook;
 use crate::support::{Dialect, FakeServer, Recorded, Reply, TestEnv};
 use serde_json::{Value, json};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+
+fn write_exe(p: &Path, body: &str) {
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, body).unwrap();
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
 
 /// Claude Code's nested shape: `{"Event": [{"matcher": m, "hooks": [{"type": "command", ...}]}]}`.
 fn nested(event: &str, matcher: &str, command: &str) -> Value {
@@ -416,6 +423,130 @@ fn an_ask_gate_asks_in_the_repl_even_for_a_call_that_needs_no_permission() {
     assert_eq!(n.len(), 1, "{n:?}");
     assert_eq!(n[0]["hook_event_name"], "Notification");
     assert_eq!(n[0]["notification_type"], "permission_prompt");
+}
+
+/// A guard that denies every Bash call, naming where it was configured.
+fn bash_denier(env: &TestEnv, name: &str) -> String {
+    hook(
+        env,
+        name,
+        &format!("#!/bin/sh\ncat >/dev/null\necho 'denied by {name}' >&2\nexit 2\n"),
+    )
+}
+
+fn bash_then_done() -> FakeServer {
+    FakeServer::with_script(vec![
+        Reply::tool_call("bash", json!({"command": "touch ran.txt"})),
+        Reply::text("done"),
+    ])
+}
+
+#[test]
+fn hooks_of_the_users_claude_settings_run_and_are_listed() {
+    let server = bash_then_done();
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::OpenAi);
+    let guard = bash_denier(&env, "user-settings");
+    let settings = env.home().join(".claude/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(
+        &settings,
+        json!({"model": "opus", "hooks": nested("PreToolUse", "Bash", &guard)}).to_string(),
+    )
+    .unwrap();
+    env.run(&["run", "-y", "-q", "touch"], None)
+        .assert_success();
+    assert!(!env.project().join("ran.txt").exists());
+    let list = env.run(&["hooks", "list"], None);
+    list.assert_success();
+    assert!(
+        list.stdout
+            .contains(&format!("from {}", settings.display())),
+        "{}",
+        list.stdout
+    );
+    // options.claude_code_hooks: false turns them off.
+    let server = bash_then_done();
+    let mut cfg = env.config_for(&server, Dialect::OpenAi);
+    cfg["options"] = json!({"claude_code_hooks": false});
+    env.write_config(&cfg);
+    env.run(&["run", "-y", "-q", "touch"], None)
+        .assert_success();
+    assert!(env.project().join("ran.txt").exists());
+}
+
+#[test]
+fn project_claude_settings_run_only_once_the_project_is_trusted() {
+    let env = TestEnv::new();
+    let server = bash_then_done();
+    env.use_server(&server, Dialect::OpenAi);
+    let guard = bash_denier(&env, "project-settings");
+    let local = bash_denier(&env, "local-settings");
+    env.write_project_file(
+        ".claude/settings.json",
+        &json!({"hooks": nested("PreToolUse", "Bash", &guard)}).to_string(),
+    );
+    env.write_project_file(
+        ".claude/settings.local.json",
+        &json!({"hooks": nested("PreToolUse", "Bash", &local)}).to_string(),
+    );
+    let out = env.run(&["run", "-y", "touch"], None);
+    out.assert_success();
+    assert!(env.project().join("ran.txt").exists(), "skipped untrusted");
+    assert!(
+        out.stderr.contains("not trusted") && out.stderr.contains("2 hooks"),
+        "{}",
+        out.stderr
+    );
+    let trust = env.run(&["trust"], None);
+    assert!(
+        trust.stdout.contains(".claude/settings.local.json"),
+        "{}",
+        trust.stdout
+    );
+    server.assert_clean();
+
+    std::fs::remove_file(env.project().join("ran.txt")).unwrap();
+    server.push_all(vec![
+        Reply::tool_call("bash", json!({"command": "touch ran.txt"})),
+        Reply::text("done"),
+    ]);
+    env.run(&["--trust", "run", "-y", "-q", "touch"], None)
+        .assert_success();
+    assert!(!env.project().join("ran.txt").exists());
+    let (_, text, _) = server.last_request().tool_results()[0].clone();
+    assert!(
+        text.contains("denied by project-settings") && text.contains("denied by local-settings"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_plugin_hook_finds_its_files_through_claude_plugin_root() {
+    let server = FakeServer::with_script(vec![Reply::text("ok")]);
+    let env = TestEnv::new();
+    let plugin = env.root().join("plugins/branch-context");
+    write_exe(
+        &plugin.join("scripts/context.sh"),
+        "#!/bin/sh\ncat >/dev/null\necho \"context from $(basename \"$CLAUDE_PLUGIN_ROOT\")\"\n",
+    );
+    // The published form: the script's path is built from the variable.
+    std::fs::create_dir_all(plugin.join("hooks")).unwrap();
+    std::fs::write(
+        plugin.join("hooks/hooks.json"),
+        json!({"description": "adds context", "hooks": nested("UserPromptSubmit", "", "${CLAUDE_PLUGIN_ROOT}/scripts/context.sh")}).to_string(),
+    )
+    .unwrap();
+    configure(
+        &env,
+        &server,
+        json!({}),
+        json!({"options": {"claude_plugins": [plugin.display().to_string()]}}),
+    );
+    let out = env.run(&["run", "-q", "hello"], None);
+    out.assert_success();
+    let texts = server.last_request().user_texts().join("\n");
+    assert!(texts.contains("context from branch-context"), "{texts}");
 }
 
 #[test]
