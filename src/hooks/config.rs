@@ -19,6 +19,16 @@ use std::time::Duration;
 /// Default per-hook timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Claude Code's default timeout of a hook in its shape on `event`: 600 s, 30 s for
+/// UserPromptSubmit, 1.5 s for SessionEnd (its hooks hold up the exit).
+pub fn claude_default_timeout(event: Event) -> Duration {
+    match event {
+        Event::UserPromptSubmit => Duration::from_secs(30),
+        Event::SessionEnd => Duration::from_millis(1500),
+        _ => Duration::from_secs(600),
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Event {
     PreToolUse,
@@ -335,14 +345,14 @@ struct Raw<'a> {
     location: String,
 }
 
-fn timeout_of(v: Option<&Value>) -> Result<Duration, String> {
+fn timeout_of(v: Option<&Value>, default: Duration) -> Result<Duration, String> {
     match v {
-        None | Some(Value::Null) => Ok(DEFAULT_TIMEOUT),
+        None | Some(Value::Null) => Ok(default),
         Some(Value::Number(n)) => {
             let s = n.as_f64().unwrap_or(0.0);
             // Go Crush: zero or negative means the default.
             if s <= 0.0 || !s.is_finite() {
-                Ok(DEFAULT_TIMEOUT)
+                Ok(default)
             } else {
                 Ok(Duration::from_secs_f64(s.min(86_400.0)))
             }
@@ -432,7 +442,11 @@ fn build(raw: &Raw, origin: &str, p: &mut Problems) -> Option<HookDef> {
         }
         matcher_c = Matcher::All;
     }
-    let timeout = match timeout_of(e.get("timeout")) {
+    let default = match dialect {
+        Dialect::Crush => DEFAULT_TIMEOUT,
+        Dialect::ClaudeCode => claude_default_timeout(raw.event),
+    };
+    let timeout = match timeout_of(e.get("timeout"), default) {
         Ok(t) => t,
         Err(m) => {
             p.errors.push(format!("{here}: {m}"));
@@ -887,6 +901,13 @@ mod tests {
         assert_eq!(h.dialect, Dialect::ClaudeCode);
         assert_eq!(h.timeout, Duration::from_secs(7));
         assert_eq!(h.location, "hooks.PreToolUse[0].hooks[0]");
+        // Without one, Claude Code's defaults.
+        let c = cfg(json!({
+            "PreToolUse": [{"hooks": [{"command": "a"}]}],
+            "SessionEnd": [{"hooks": [{"command": "b"}]}]
+        }));
+        assert_eq!(c.hooks[0].timeout, Duration::from_secs(600));
+        assert_eq!(c.hooks[1].timeout, Duration::from_millis(1500));
         assert!(h.matches(Some("bash")), "Bash matches Crush's bash");
         assert!(!h.matches(Some("edit")));
         assert_eq!(h.dialect.payload_tool_name("bash"), "Bash");
