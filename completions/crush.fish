@@ -40,4 +40,5 @@ complete -c crush -n '__fish_seen_subcommand_from hooks' -l tool -r -d 'The tool
 complete -c crush -n '__fish_seen_subcommand_from hooks' -l input -r -d 'The tool input of a hooks test, a JSON object (default {})'
 complete -c crush -n '__fish_seen_subcommand_from hooks' -l prompt -r -d 'The prompt of a hooks test for UserPromptSubmit'
 complete -c crush -s h -l help -d 'Show help'
+complete -c crush -n '__fish_seen_subcommand_from run' -s v -l verbose -d 'Write debug logs to stderr, as --debug does'
 complete -c crush -n 'not __fish_seen_subcommand_from run sessions hooks config trust models update-providers stats dirs projects logs help' -s v -l version -d 'Show the version'

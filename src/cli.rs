@@ -177,6 +177,13 @@ pub static FLAGS: &[Flag] = &[
     },
     Flag {
         short: Some('v'),
+        long: "verbose",
+        value: None,
+        help: "Write debug logs to stderr, as --debug does",
+        scope: Scope::Only(&["run"]),
+    },
+    Flag {
+        short: Some('v'),
         long: "version",
         value: None,
         help: "Show the version",
@@ -356,12 +363,21 @@ impl fmt::Display for UsageError {
     }
 }
 
-fn find_flag(short: Option<char>, long: Option<&str>) -> Option<&'static Flag> {
-    FLAGS.iter().find(|f| match (short, long) {
+/// The flag spelled `-short` or `--long`. A short letter two flags share (`-v`: `--verbose`
+/// after `run`, `--version` before any command) is the one that applies to `command`.
+fn find_flag(short: Option<char>, long: Option<&str>, command: &str) -> Option<&'static Flag> {
+    let mut found = FLAGS.iter().filter(|f| match (short, long) {
         (Some(c), _) => f.short == Some(c),
         (_, Some(l)) => f.long == l,
         _ => false,
-    })
+    });
+    let first = found.next()?;
+    Some(
+        std::iter::once(first)
+            .chain(found)
+            .find(|f| applies(f, command))
+            .unwrap_or(first),
+    )
 }
 
 fn applies(flag: &Flag, command: &str) -> bool {
@@ -405,13 +421,13 @@ where
 
     while let Some(arg) = parser.next().map_err(err)? {
         let flag = match &arg {
-            Short(c) => find_flag(Some(*c), None)
+            Short(c) => find_flag(Some(*c), None, &command)
                 .ok_or_else(|| UsageError(format!("unknown flag -{c}; see 'crush --help'")))?,
             Long("generate") => {
                 generate = Some(parser.value().map_err(err)?.string().map_err(err)?);
                 continue;
             }
-            Long(l) => find_flag(None, Some(l))
+            Long(l) => find_flag(None, Some(l), &command)
                 .ok_or_else(|| UsageError(format!("unknown flag --{l}; see 'crush --help'")))?,
             Value(v) => {
                 let v = v
@@ -454,7 +470,7 @@ where
         match flag.long {
             "cwd" => global.cwd = Some(PathBuf::from(value()?)),
             "data-dir" => global.data_dir = Some(PathBuf::from(value()?)),
-            "debug" => global.debug = true,
+            "debug" | "verbose" => global.debug = true,
             "yolo" => global.yolo = true,
             "model" => global.model = Some(value()?),
             "small-model" => global.small_model = Some(value()?),
@@ -483,10 +499,8 @@ where
         }
     }
 
-    if !help
-        && !version
-        && let Some(flag) = seen.iter().find(|f| !applies(f, &command))
-    {
+    // --version is a top-level flag: after a command it is an error, never a silent no-op.
+    if !help && let Some(flag) = seen.iter().find(|f| !applies(f, &command)) {
         return Err(UsageError(format!(
             "flag --{} is not valid for '{}'; see '{} --help'",
             flag.long,
@@ -930,6 +944,20 @@ mod tests {
     #[test]
     fn help_and_version() {
         assert_eq!(parse(&["--version"]).unwrap().command, Command::Version);
+        assert_eq!(parse(&["-v"]).unwrap().command, Command::Version);
+        // After run, -v is Go Crush's --verbose: the prompt runs, with debug output.
+        let c = parse(&["run", "-v", "hello"]).unwrap();
+        assert!(matches!(&c.command, Command::Run(r) if r.prompt == ["hello"]));
+        assert!(c.global.debug);
+        assert!(parse(&["run", "--verbose", "hi"]).unwrap().global.debug);
+        for args in [
+            &["run", "--version", "hi"][..],
+            &["sessions", "-v"],
+            &["-v", "run", "x"],
+        ] {
+            let e = parse(args).unwrap_err().0;
+            assert!(e.contains("is not valid for"), "{args:?}: {e}");
+        }
         assert_eq!(
             parse(&["help", "run"]).unwrap().command,
             Command::Help(Some("run".into()))
