@@ -209,10 +209,12 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "sessions",
-        usage: "crush sessions list [--json] | show ID [--json] | export ID [--format md|json] | delete ID | rename ID TITLE",
-        about: "List the project's sessions (short ids; any unique prefix of an id works), show one \
-                with its messages, export it as Markdown or JSON, delete it, or rename it.",
-        subcommands: &["list", "show", "export", "delete", "rename"],
+        usage: "crush sessions list | show ID | last | export ID [--format md|json] | delete ID | rename ID TITLE  [--json]",
+        about: "List the project's sessions, show one with its messages (last: the most recent), \
+                export it as Markdown or JSON, delete it, or rename it. Sessions are named by Go \
+                Crush's hash ids (lists show 7 digits); a hash id, a UUID or a unique prefix of \
+                either works. --json prints Go Crush's documents. 'session' and 's' are aliases.",
+        subcommands: &["list", "show", "last", "export", "delete", "rename"],
     },
     CommandSpec {
         name: "hooks",
@@ -308,12 +310,17 @@ pub enum Command {
         id: String,
         format: crate::commands::sessions::ExportFormat,
     },
+    SessionsLast {
+        json: bool,
+    },
     SessionsDelete {
         id: String,
+        json: bool,
     },
     SessionsRename {
         id: String,
         title: String,
+        json: bool,
     },
     Dirs,
     Projects {
@@ -641,7 +648,7 @@ where
     Ok(Cli { global, command })
 }
 
-const SESSIONS_USAGE: &str = "usage: crush sessions list | show ID | export ID [--format md|json] | delete ID | rename ID TITLE";
+const SESSIONS_USAGE: &str = "usage: crush sessions list | show ID | last | export ID [--format md|json] | delete ID | rename ID TITLE";
 
 fn sessions_command(
     positionals: Vec<String>,
@@ -656,6 +663,7 @@ fn sessions_command(
     let sub = match sub.as_deref() {
         None | Some("list" | "ls") => "list",
         Some("show") => "show",
+        Some("last") => "last",
         Some("export") => "export",
         Some("delete" | "rm") => "delete",
         Some("rename") => "rename",
@@ -668,11 +676,6 @@ fn sessions_command(
     if format.is_some() && sub != "export" {
         return Err(UsageError(format!(
             "--format is only for 'crush sessions export'; {SESSIONS_USAGE}"
-        )));
-    }
-    if json && !matches!(sub, "list" | "show" | "export") {
-        return Err(UsageError(format!(
-            "--json is not valid for 'crush sessions {sub}'; {SESSIONS_USAGE}"
         )));
     }
     let need_id = |id: Option<String>| {
@@ -697,6 +700,14 @@ fn sessions_command(
             }
             Command::SessionsList { json }
         }
+        "last" => {
+            if let Some(extra) = id {
+                return Err(UsageError(format!(
+                    "unexpected argument '{extra}'; {SESSIONS_USAGE}"
+                )));
+            }
+            Command::SessionsLast { json }
+        }
         "show" => {
             no_more(&rest)?;
             Command::SessionsShow {
@@ -719,7 +730,10 @@ fn sessions_command(
         }
         "delete" => {
             no_more(&rest)?;
-            Command::SessionsDelete { id: need_id(id)? }
+            Command::SessionsDelete {
+                id: need_id(id)?,
+                json,
+            }
         }
         _ => {
             let id = need_id(id)?;
@@ -731,6 +745,7 @@ fn sessions_command(
             Command::SessionsRename {
                 id,
                 title: rest.join(" "),
+                json,
             }
         }
     })
@@ -893,7 +908,10 @@ mod tests {
         assert!(parse(&["sessions", "export"]).is_err());
         assert_eq!(
             parse(&["sessions", "rm", "ab"]).unwrap().command,
-            Command::SessionsDelete { id: "ab".into() }
+            Command::SessionsDelete {
+                id: "ab".into(),
+                json: false
+            }
         );
         assert_eq!(
             parse(&["sessions", "rename", "ab", "New", "title"])
@@ -901,11 +919,26 @@ mod tests {
                 .command,
             Command::SessionsRename {
                 id: "ab".into(),
-                title: "New title".into()
+                title: "New title".into(),
+                json: false
             }
         );
         assert!(parse(&["sessions", "rename", "ab"]).is_err());
-        assert!(parse(&["sessions", "delete", "ab", "--json"]).is_err());
+        // Go Crush's commands and spellings.
+        assert_eq!(
+            parse(&["session", "delete", "ab", "--json"])
+                .unwrap()
+                .command,
+            Command::SessionsDelete {
+                id: "ab".into(),
+                json: true
+            }
+        );
+        assert_eq!(
+            parse(&["s", "last", "--json"]).unwrap().command,
+            Command::SessionsLast { json: true }
+        );
+        assert!(parse(&["session", "last", "x"]).is_err());
     }
 
     #[test]

@@ -103,7 +103,7 @@ fn a_claude_code_env_guard_holds_inside_sub_agents() {
     assert_eq!(p[0]["agent_type"], "Explore");
     let parent = env.run(&["sessions", "list", "--json"], None);
     let list: Value = serde_json::from_str(&parent.stdout).unwrap();
-    let parent_id = list[0]["id"].as_str().unwrap().to_string();
+    let parent_id = list[0]["uuid"].as_str().unwrap().to_string();
     assert_eq!(p[0]["session_id"], parent_id.as_str());
     let agent_id = p[0]["agent_id"].as_str().unwrap();
     assert!(
