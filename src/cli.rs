@@ -260,7 +260,8 @@ pub static COMMANDS: &[CommandSpec] = &[
         usage: "crush stats [--json]",
         about: "Show the project's model calls, tokens by kind and cost from the usage ledger: \
                 in total, per model and per session (a sub-agent's calls count under the session \
-                that started it). Calls without a price are shown as unpriced, never as $0.",
+                that started it). Calls without a price are shown as unpriced, never as $0. Spend \
+                Go Crush recorded without itemizing it is shown on a line of its own.",
         subcommands: &[],
     },
     CommandSpec {

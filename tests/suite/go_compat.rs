@@ -1454,3 +1454,38 @@ fn go_crush_hash_ids_and_session_json_shapes() {
     );
     assert_eq!(json_of(&["session", "list", "--json"]), json!([]));
 }
+
+#[test]
+fn stats_count_what_go_crush_spent_apart_from_the_ledger() {
+    let server = server();
+    let env = env_with(&server);
+    let path = db_path(&env);
+    go_database(&path, GO_MIGRATIONS);
+    let sid = go_conversation(&go_open(&path));
+    // Go Crush keeps no ledger: its spend is in the session row only.
+    let out = env.run(&["stats"], None);
+    out.assert_success();
+    assert!(
+        out.stdout.contains(
+            "recorded by another client, not itemized: 1 session, $0.0200 (tokens of their last calls: 1500 in, 40 out)"
+        ),
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+    // crush continues the session: its call is itemized, Go's spend stays apart.
+    env.run(&["run", "-q", "-s", &sid, "and now?"], None)
+        .assert_success();
+    let v: Value = serde_json::from_str(&env.run(&["stats", "--json"], None).stdout).unwrap();
+    assert_eq!(v["total"]["calls"], 1);
+    assert_eq!(v["unitemized"]["sessions"], 1);
+    assert!(
+        (v["unitemized"]["cost"].as_f64().unwrap() - 0.02).abs() < 1e-9,
+        "{v}"
+    );
+    let text = env.run(&["stats"], None).stdout;
+    assert!(
+        text.contains("recorded by another client, not itemized: 1 session, $0.0200\n"),
+        "{text}"
+    );
+}
