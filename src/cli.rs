@@ -566,7 +566,8 @@ where
                     }
                     (Some("test"), None, _) => {
                         return Err(UsageError(format!(
-                            "crush hooks test needs an EVENT (PreToolUse, PostToolUse, UserPromptSubmit, SessionStart, Stop); {USAGE}"
+                            "crush hooks test needs an EVENT ({}); {USAGE}",
+                            crate::config::commands::HOOK_EVENTS.join(", ")
                         )));
                     }
                     (Some(other), _, _) => {
