@@ -9,6 +9,7 @@ use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub mod hashid;
 pub mod projects;
 mod schema;
 pub mod stats;
@@ -485,7 +486,8 @@ impl Store {
         load_session(&self.conn, &self.layout, id)
     }
 
-    /// A full id or a unique prefix of one (sub-agent sessions included).
+    /// A full id, Go Crush's hash id of one, or a unique prefix of either (sub-agent sessions
+    /// included).
     pub fn resolve_session(&self, id_or_prefix: &str) -> Result<Session> {
         if let Some(s) = self.session(id_or_prefix)? {
             return Ok(s);
@@ -494,11 +496,22 @@ impl Store {
             return Err(StoreError::NotFound(String::new()));
         }
         let mut stmt = self.conn.prepare(
-            "SELECT id FROM sessions WHERE substr(id, 1, length(?1)) = ?1
-             ORDER BY updated_at DESC, created_at DESC, rowid DESC",
+            "SELECT id FROM sessions ORDER BY updated_at DESC, created_at DESC, rowid DESC",
         )?;
+        // Its id, or Go Crush's hash id of it, starts so.
+        let hashable = id_or_prefix.len() <= 16
+            && id_or_prefix
+                .chars()
+                .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c));
         let ids = stmt
-            .query_map([id_or_prefix], |r| r.get::<_, String>(0))?
+            .query_map([], |r| r.get::<_, String>(0))?
+            .filter(|r| match r {
+                Ok(id) => {
+                    id.starts_with(id_or_prefix)
+                        || (hashable && hashid::hash_id(id).starts_with(id_or_prefix))
+                }
+                Err(_) => true,
+            })
             .collect::<rusqlite::Result<Vec<_>>>()?;
         match ids.len() {
             0 => Err(StoreError::NotFound(id_or_prefix.to_string())),
