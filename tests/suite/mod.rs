@@ -2,6 +2,7 @@
 
 mod cancel;
 mod catalog;
+mod claude_hooks;
 mod config;
 mod fake_server;
 mod go_compat;
