@@ -1,5 +1,6 @@
 //! Integration test modules. Add one `mod` line per file.
 
+mod cancel;
 mod catalog;
 mod claude_hooks;
 mod config;
@@ -9,4 +10,5 @@ mod hooks;
 mod ledger;
 mod repl;
 mod run;
+mod shell;
 mod static_bin;
