@@ -298,6 +298,14 @@ pub struct Models {
 /// vectors, applied by the turn to the session's runtime layer.
 pub const METADATA_KEY: &str = "session_config";
 
+/// Whether `command` may call a builtin: it names one of `NAMES`, or sources a file (which
+/// could). Anything else runs without the prelude.
+pub fn may_call_builtin(command: &str) -> bool {
+    command
+        .split(|c: char| c.is_whitespace() || ";&|()<>`'\"{}$".contains(c))
+        .any(|w| NAMES.contains(&w) || w == "source" || w == ".")
+}
+
 /// The bash tool's script: the prelude, then `command` evaluated with the builtins available.
 /// Run it as `SHELL -c SCRIPT sh RECORDS LARGE SMALL COMMAND` (`proc::shell_path`).
 pub fn wrap_command() -> String {
@@ -307,6 +315,17 @@ pub fn wrap_command() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn builtins_are_recognised_as_words() {
+        assert!(may_call_builtin("permissions allow bash"));
+        assert!(may_call_builtin("cd x && model large a/b"));
+        assert!(may_call_builtin(". ./env.sh"));
+        assert!(may_call_builtin("if true; then option progress false; fi"));
+        assert!(!may_call_builtin("echo step 1"));
+        assert!(!may_call_builtin("python train_model.py --option-file x"));
+        assert!(!may_call_builtin("ls ./src"));
+    }
 
     #[test]
     fn lineinfo_forms() {

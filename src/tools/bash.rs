@@ -1176,22 +1176,30 @@ impl Tool for Bash {
         }
         // The shell gets the configuration commands as builtins (session-only configuration,
         // crush(1) CONFIGURATION); the turn applies what they record, from the tool's metadata.
-        let records = rcshell::RecordsFile::create()
-            .map_err(|e| ToolError::Internal(format!("failed to start the command: {e}")))?;
-        let (large, small) = ctx
-            .session_models
-            .map(|m| (m.large.clone(), m.small.clone()))
-            .unwrap_or_default();
-        let argv = vec![
-            proc::shell_path().to_string_lossy().into_owned(),
-            "-c".to_string(),
-            rcshell::wrap_command(),
-            "sh".to_string(),
-            records.path.to_string_lossy().into_owned(),
-            large,
-            small,
-            with_env_file(ctx.env_file, command),
-        ];
+        // A command that names none of them starts without the prelude and its records file.
+        let shell = proc::shell_path().to_string_lossy().into_owned();
+        let script = with_env_file(ctx.env_file, command);
+        let (argv, records) = if rcshell::may_call_builtin(command) {
+            let records = rcshell::RecordsFile::create()
+                .map_err(|e| ToolError::Internal(format!("failed to start the command: {e}")))?;
+            let (large, small) = ctx
+                .session_models
+                .map(|m| (m.large.clone(), m.small.clone()))
+                .unwrap_or_default();
+            let argv = vec![
+                shell,
+                "-c".to_string(),
+                rcshell::wrap_command(),
+                "sh".to_string(),
+                records.path.to_string_lossy().into_owned(),
+                large,
+                small,
+                script,
+            ];
+            (argv, Some(records))
+        } else {
+            (vec![shell, "-c".to_string(), script], None)
+        };
         let mut spec = Spec::exec(argv, &dir);
         // Variables named like secrets stay out of reach of the model (crush(1) SECURITY).
         spec.env_remove = crate::env::tool_removals(ctx.shell_env_allow);
@@ -1244,7 +1252,7 @@ impl Tool for Bash {
             "working_dir": dir.display().to_string(),
             "duration_ms": r.duration.as_millis() as u64,
         });
-        if let Ok(recs) = records.read(None)
+        if let Some(Ok(recs)) = records.map(|r| r.read(None))
             && !recs.is_empty()
         {
             metadata[rcshell::METADATA_KEY] =
