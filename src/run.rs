@@ -413,7 +413,11 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<ExitCode, AppError> {
         session.agent.model.provider.id,
         session.agent.model.model.id
     ));
-    let result: TurnResult = session.agent.run_turn(&prompt, &mut sink)?;
+    let result = session.agent.run_turn(&prompt, &mut sink);
+    if let Some(m) = &session.agent.mcp {
+        m.manager().shutdown();
+    }
+    let result: TurnResult = result?;
     if !args.json && sink.printed_any && sink.last_char != Some('\n') {
         sink.out.write("\n");
     }

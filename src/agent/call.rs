@@ -117,8 +117,16 @@ fn finish(sink: &mut dyn Sink, id: &str, name: &str, out: &ToolOutput) -> Part {
         tool_call_id: id.to_string(),
         name: name.to_string(),
         content: out.content.clone(),
-        data: String::new(),
-        mime_type: String::new(),
+        data: out
+            .image
+            .as_ref()
+            .map(|i| i.data.clone())
+            .unwrap_or_default(),
+        mime_type: out
+            .image
+            .as_ref()
+            .map(|i| i.mime_type.clone())
+            .unwrap_or_default(),
         metadata: if out.metadata.is_null() {
             String::new()
         } else {
@@ -289,9 +297,10 @@ impl Agent<'_> {
             }
         };
         announce(sink, &id, &name, input.clone());
-        let (mut out, mut stop) = match self.tools.iter().position(|t| t.name() == name) {
+        let found = self.all_tools().position(|t| t.name() == name);
+        let (mut out, mut stop) = match found {
             None => {
-                let names: Vec<&str> = self.tools.iter().map(|t| t.name()).collect();
+                let names: Vec<&str> = self.all_tools().map(|t| t.name()).collect();
                 let out = ToolOutput::error(format!(
                     "Unknown tool '{name}'. Available tools: {}",
                     names.join(", ")
@@ -305,6 +314,7 @@ impl Agent<'_> {
                 config: &mut self.config,
                 permissions: &mut self.permissions,
                 tools: &mut self.tools,
+                mcp: self.mcp.as_mut(),
                 model: &mut self.model,
                 hooks: &mut self.hooks,
                 system: &mut self.system,
@@ -403,7 +413,7 @@ impl Agent<'_> {
         pre_approved: bool,
         sink: &mut dyn Sink,
     ) -> ToolRun {
-        if self.tools[tool].name() == subagent::TOOL_NAME && !self.is_sub_agent {
+        if self.tool_at(tool).name() == subagent::TOOL_NAME && !self.is_sub_agent {
             let (out, stop) = self.run_sub_agent(assistant_id, id, input, sink);
             return ToolRun {
                 out,
@@ -423,8 +433,29 @@ impl Agent<'_> {
             cancel: self.cancel.clone(),
             session_models: models.as_ref(),
         };
-        let tool = self.tools[tool].as_ref();
-        run_with_permission(tool, input, &ctx, &mut self.permissions, pre_approved, sink)
+        let Some(tool) = self
+            .tools
+            .iter()
+            .chain(self.mcp.iter().flat_map(|m| m.tools.iter()))
+            .nth(tool)
+        else {
+            return ToolRun::ran(ToolOutput::error("the tool is no longer available"));
+        };
+        run_with_permission(
+            tool.as_ref(),
+            input,
+            &ctx,
+            &mut self.permissions,
+            pre_approved,
+            sink,
+        )
+    }
+
+    /// The `i`th of `all_tools`.
+    fn tool_at(&self, i: usize) -> &dyn Tool {
+        self.all_tools()
+            .nth(i)
+            .unwrap_or(&subagent::AgentTool as &dyn Tool)
     }
 
     /// PostToolUse after a tool ran. A block is feedback to the model (the tool already ran),

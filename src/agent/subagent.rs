@@ -76,7 +76,7 @@ impl Tool for AgentTool {
 pub fn with_agent_tool(mut tools: Vec<Box<dyn Tool>>, disabled: &[String]) -> Vec<Box<dyn Tool>> {
     if !disabled.iter().any(|d| d == TOOL_NAME) && !tools.iter().any(|t| t.name() == TOOL_NAME) {
         tools.push(Box::new(AgentTool));
-        tools.sort_by_key(|t| t.name());
+        tools.sort_by(|a, b| a.name().cmp(b.name()));
     }
     tools
 }
@@ -171,6 +171,8 @@ impl<'a> Agent<'a> {
             // `is_sub_agent` in their payload; the `agent` call itself is hooked as usual.
             hooks: self.hooks.for_sub_agents(),
             pending_context: Vec::new(),
+            // A sub-agent is read-only: MCP tools may change things.
+            mcp: None,
         }
     }
 
@@ -231,6 +233,7 @@ impl<'a> Agent<'a> {
                 content,
                 is_error,
                 metadata,
+                image: None,
             },
             stop,
         )
@@ -298,7 +301,9 @@ mod tests {
 
     #[test]
     fn agent_tool_is_added_sorted_unless_disabled() {
-        let names = |t: &[Box<dyn Tool>]| t.iter().map(|t| t.name()).collect::<Vec<_>>();
+        fn names(t: &[Box<dyn Tool>]) -> Vec<&str> {
+            t.iter().map(|t| t.name()).collect()
+        }
         let tools = with_agent_tool(crate::tools::builtin(), &[]);
         assert_eq!(names(&tools)[0], "agent");
         let mut sorted = names(&tools);

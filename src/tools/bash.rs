@@ -934,6 +934,7 @@ impl Tool for Bash {
             content: text,
             is_error: false,
             metadata,
+            image: None,
         })
     }
 }

@@ -182,6 +182,7 @@ impl Tool for Edit {
             content,
             is_error: false,
             metadata: change_metadata(&d, &change.path),
+            image: None,
         })
     }
 }

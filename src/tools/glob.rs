@@ -155,6 +155,7 @@ fn find(input: &Value, ctx: &ToolCtx, allow_rg: bool) -> Result<ToolOutput, Stri
         content,
         is_error: false,
         metadata: json!({"count": files.len(), "total": total, "truncated": truncated}),
+        image: None,
     })
 }
 

@@ -198,6 +198,7 @@ fn view(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, String> {
             "lines": end - offset.min(end),
             "total_lines": total,
         }),
+        image: None,
     })
 }
 

@@ -154,6 +154,7 @@ impl Tool for Write {
             ),
             is_error: false,
             metadata: change_metadata(&d, &change.path),
+            image: None,
         })
     }
 }
