@@ -416,6 +416,10 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<ExitCode, AppError> {
     let result = session.agent.run_turn(&prompt, &mut sink);
     if let Some(m) = &session.agent.mcp {
         m.manager().shutdown();
+        // What the servers reported after the last step.
+        for w in m.manager().take_warnings() {
+            eprintln!("crush: {w}");
+        }
     }
     let result: TurnResult = result?;
     if !args.json && sink.printed_any && sink.last_char != Some('\n') {

@@ -199,6 +199,8 @@ impl McpTools {
         let (specs, warnings) = crate::config::mcp::servers(cfg);
         self.manager().set_servers(specs);
         self.seen = None;
+        // The next model call waits for new servers as the first one did.
+        self.waited = false;
         warnings
     }
 }

@@ -387,23 +387,24 @@ impl Inner {
 }
 
 impl Transport for Streamable {
+    /// A request is sent on a thread of its own (its reply may stream for long); a notification
+    /// is sent before this returns, so it arrives before what is sent after it.
     fn send(&self, msg: &Value, env: &Envelope) -> Result<(), Failure> {
         let body = msg.to_string().into_bytes();
+        let Some(id) = env.id else {
+            let resp = self.inner.post(&body, env)?;
+            let status = resp.status().as_u16();
+            if !(200..300).contains(&status) {
+                let f = status_failure(status, resp);
+                crate::log::debug(&format!("mcp: {} refused: {f}", env.method));
+            }
+            return Ok(());
+        };
         let inner = self.inner.clone();
         let env = env.clone();
         std::thread::Builder::new()
             .name("mcp-http".into())
-            .spawn(move || match env.id {
-                Some(id) => inner.request(body, &env, id),
-                None => match inner.post(&body, &env) {
-                    Ok(resp) if (200..300).contains(&resp.status().as_u16()) => {}
-                    Ok(resp) => {
-                        let f = status_failure(resp.status().as_u16(), resp);
-                        crate::log::debug(&format!("mcp: {} refused: {f}", env.method));
-                    }
-                    Err(f) => crate::log::debug(&format!("mcp: {} not sent: {f}", env.method)),
-                },
-            })
+            .spawn(move || inner.request(body, &env, id))
             .map(|_| ())
             .map_err(|e| Failure::Transport(format!("cannot start a thread: {e}")))
     }
@@ -578,17 +579,18 @@ impl SseInner {
 }
 
 impl Transport for LegacySse {
+    /// As for Streamable HTTP: notifications are sent before this returns.
     fn send(&self, msg: &Value, env: &Envelope) -> Result<(), Failure> {
+        let Some(id) = env.id else {
+            return self.inner.post(msg);
+        };
         let inner = self.inner.clone();
-        let (msg, id) = (msg.clone(), env.id);
+        let msg = msg.clone();
         std::thread::Builder::new()
             .name("mcp-sse-post".into())
             .spawn(move || {
                 if let Err(f) = inner.post(&msg) {
-                    match id {
-                        Some(id) => inner.dispatch.answer(id, Err(f)),
-                        None => crate::log::debug(&format!("mcp: notification not sent: {f}")),
-                    }
+                    inner.dispatch.answer(id, Err(f));
                 }
             })
             .map(|_| ())

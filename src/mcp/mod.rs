@@ -698,9 +698,9 @@ impl Shared {
             started.elapsed().as_secs_f64() * 1000.0
         ));
         r.map_err(|f| match f {
-            Failure::TimedOut(t) => format!(
+            Failure::TimedOut(_) => format!(
                 "MCP server '{name}' did not answer {method} within {}",
-                conn::secs(t)
+                conn::secs(timeout)
             ),
             Failure::Canceled => {
                 format!("the {method} request to MCP server '{name}' was canceled")

@@ -274,15 +274,18 @@ fn discover(agent: &ureq::Agent, server_url: &str) -> Result<Discovered, String>
     })
 }
 
-/// Binds the callback listener: the configured port, else the first free one of Go Crush's.
-fn bind_callback(port: Option<u16>) -> Result<(TcpListener, u16), String> {
+/// Binds the callback listeners (`localhost` may resolve to either loopback address): the
+/// configured port, else the first free one of Go Crush's.
+fn bind_callback(port: Option<u16>) -> Result<(Vec<TcpListener>, u16), String> {
     let ports: Vec<u16> = match port {
         Some(p) => vec![p],
         None => CALLBACK_PORTS.collect(),
     };
     for p in &ports {
         if let Ok(l) = TcpListener::bind(("127.0.0.1", *p)) {
-            return Ok((l, *p));
+            let mut all = vec![l];
+            all.extend(TcpListener::bind(("::1", *p)).ok());
+            return Ok((all, *p));
         }
     }
     Err(match port {
@@ -292,25 +295,27 @@ fn bind_callback(port: Option<u16>) -> Result<(TcpListener, u16), String> {
 }
 
 /// Waits for the browser to come back to the callback; answers it with a short page.
-fn await_callback(listener: &TcpListener, deadline: Instant) -> Result<String, String> {
-    listener
-        .set_nonblocking(true)
-        .map_err(|e| format!("callback listener: {e}"))?;
+fn await_callback(listeners: &[TcpListener], deadline: Instant) -> Result<String, String> {
+    for l in listeners {
+        l.set_nonblocking(true)
+            .map_err(|e| format!("callback listener: {e}"))?;
+    }
     loop {
-        match listener.accept() {
-            Ok((stream, _)) => {
-                if let Some(query) = serve_callback(stream) {
-                    return Ok(query);
+        for l in listeners {
+            match l.accept() {
+                Ok((stream, _)) => {
+                    if let Some(query) = serve_callback(stream) {
+                        return Ok(query);
+                    }
                 }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(format!("callback listener: {e}")),
             }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                if Instant::now() >= deadline {
-                    return Err("no answer from the browser in time".into());
-                }
-                std::thread::sleep(Duration::from_millis(25));
-            }
-            Err(e) => return Err(format!("callback listener: {e}")),
         }
+        if Instant::now() >= deadline {
+            return Err("no answer from the browser in time".into());
+        }
+        std::thread::sleep(Duration::from_millis(25));
     }
 }
 
@@ -402,7 +407,7 @@ pub fn login(
 ) -> Result<(), String> {
     let agent = agent(Duration::from_secs(30), url);
     let d = discover(&agent, url)?;
-    let (listener, port) = bind_callback(client.callback_port)?;
+    let (listeners, port) = bind_callback(client.callback_port)?;
     let redirect = format!("http://localhost:{port}{CALLBACK_PATH}");
     // Client credentials belong to the authorization server that issued them.
     let saved = store.load(server);
@@ -476,7 +481,7 @@ pub fn login(
     };
     let auth_url = format!("{}{sep}{}", d.meta.authorization_endpoint, form(&params));
     open(&auth_url);
-    let query = await_callback(&listener, Instant::now() + wait)?;
+    let query = await_callback(&listeners, Instant::now() + wait)?;
     if let Some(e) = query_value(&query, "error") {
         let desc = query_value(&query, "error_description")
             .map(|d| format!(": {d}"))

@@ -167,7 +167,7 @@ impl Stdio {
                                 n / (1024 * 1024),
                                 max_message / (1024 * 1024)
                             );
-                            dispatch.warn_once("large", why.clone());
+                            // The end of the connection is the warning.
                             if let Some(mut child) =
                                 p.lock().unwrap_or_else(|e| e.into_inner()).take()
                             {

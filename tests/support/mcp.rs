@@ -593,6 +593,14 @@ impl McpHttp {
             .map(|r| (r.method.clone(), r.path.clone(), r.headers.clone()))
             .collect()
     }
+
+    /// The bodies of the HTTP requests received, in order.
+    pub fn bodies(&self) -> Vec<String> {
+        lock(&self.http)
+            .iter()
+            .map(|r| String::from_utf8_lossy(&r.body).into_owned())
+            .collect()
+    }
 }
 
 impl Drop for McpHttp {
