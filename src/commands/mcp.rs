@@ -78,7 +78,7 @@ pub fn list(global: &Global, as_json: bool) -> Result<String, AppError> {
 
 /// How long `crush mcp login` waits for the browser (`CRUSH_MCP_LOGIN_TIMEOUT`, seconds;
 /// default 300).
-fn login_wait() -> Duration {
+pub fn login_wait() -> Duration {
     let s = std::env::var("CRUSH_MCP_LOGIN_TIMEOUT")
         .ok()
         .and_then(|v| v.trim().parse::<f64>().ok())

@@ -1036,14 +1036,14 @@ impl Manager {
         let url = s.spec.transport.url().ok_or_else(|| {
             format!("MCP server '{name}' is a stdio server: it needs no authorization")
         })?;
-        oauth::login(
-            name,
-            url,
-            &s.spec.oauth_client,
-            self.shared.inputs.tokens.as_ref(),
+        let how = oauth::Login {
+            client: &s.spec.oauth_client,
+            store: self.shared.inputs.tokens.as_ref(),
             open,
+            timeout: s.spec.timeout,
             wait,
-        )?;
+        };
+        oauth::login(name, url, &how)?;
         let _c = s.connecting.lock().unwrap_or_else(|e| e.into_inner());
         if let State::Ready(l) = s.state() {
             l.close();

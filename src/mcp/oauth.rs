@@ -295,7 +295,11 @@ fn bind_callback(port: Option<u16>) -> Result<(Vec<TcpListener>, u16), String> {
 }
 
 /// Waits for the browser to come back to the callback; answers it with a short page.
-fn await_callback(listeners: &[TcpListener], deadline: Instant) -> Result<String, String> {
+fn await_callback(
+    listeners: &[TcpListener],
+    deadline: Instant,
+    timeout: Duration,
+) -> Result<String, String> {
     for l in listeners {
         l.set_nonblocking(true)
             .map_err(|e| format!("callback listener: {e}"))?;
@@ -304,7 +308,7 @@ fn await_callback(listeners: &[TcpListener], deadline: Instant) -> Result<String
         for l in listeners {
             match l.accept() {
                 Ok((stream, _)) => {
-                    if let Some(query) = serve_callback(stream) {
+                    if let Some(query) = serve_callback(stream, timeout) {
                         return Ok(query);
                     }
                 }
@@ -320,9 +324,9 @@ fn await_callback(listeners: &[TcpListener], deadline: Instant) -> Result<String
 }
 
 /// Reads one request; Some(query) when it was the callback.
-fn serve_callback(mut stream: TcpStream) -> Option<String> {
+fn serve_callback(mut stream: TcpStream, timeout: Duration) -> Option<String> {
     let _ = stream.set_nonblocking(false);
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    let _ = stream.set_read_timeout(Some(timeout));
     let mut line = String::new();
     let mut r = BufReader::new(stream.try_clone().ok()?);
     r.read_line(&mut line).ok()?;
@@ -394,18 +398,21 @@ fn token_record(
     }))
 }
 
+/// How one login goes: who the client is, where tokens go, how the browser is opened, how long
+/// each request (`timeout`) and the browser (`wait`) may take.
+pub struct Login<'a> {
+    pub client: &'a ClientConfig,
+    pub store: &'a dyn TokenStore,
+    pub open: &'a dyn Fn(&str),
+    pub timeout: Duration,
+    pub wait: Duration,
+}
+
 /// Runs the authorization code flow for `server` at `url` and keeps the token. `open` is given
-/// the authorization URL (to open a browser and show it); the browser must come back within
-/// `wait`.
-pub fn login(
-    server: &str,
-    url: &str,
-    client: &ClientConfig,
-    store: &dyn TokenStore,
-    open: &dyn Fn(&str),
-    wait: Duration,
-) -> Result<(), String> {
-    let agent = agent(Duration::from_secs(30), url);
+/// the authorization URL (to open a browser and show it).
+pub fn login(server: &str, url: &str, l: &Login) -> Result<(), String> {
+    let (client, store) = (l.client, l.store);
+    let agent = agent(l.timeout, url);
     let d = discover(&agent, url)?;
     let (listeners, port) = bind_callback(client.callback_port)?;
     let redirect = format!("http://localhost:{port}{CALLBACK_PATH}");
@@ -480,8 +487,8 @@ pub fn login(
         '?'
     };
     let auth_url = format!("{}{sep}{}", d.meta.authorization_endpoint, form(&params));
-    open(&auth_url);
-    let query = await_callback(&listeners, Instant::now() + wait)?;
+    (l.open)(&auth_url);
+    let query = await_callback(&listeners, Instant::now() + l.wait, l.timeout)?;
     if let Some(e) = query_value(&query, "error") {
         let desc = query_value(&query, "error_description")
             .map(|d| format!(": {d}"))

@@ -23,6 +23,9 @@ pub struct Command {
     pub cwd: PathBuf,
 }
 
+/// How long a server may take to exit by itself once its input is closed, before SIGTERM.
+const EOF_WAIT: Duration = Duration::from_millis(20);
+
 /// Lines of stderr kept for error messages.
 const STDERR_TAIL: usize = 20;
 
@@ -217,17 +220,18 @@ impl Transport for Stdio {
         }
     }
 
-    /// Closes the server's stdin, waits up to half the grace for it to exit, then stops its
-    /// group (SIGTERM, SIGKILL after the other half).
+    /// Closes the server's stdin and gives it a moment to exit on its own (`EOF_WAIT`), then
+    /// stops its group: SIGTERM, SIGKILL after the grace. A server that only exits slowly on
+    /// end of input (node takes a third of a second) does not hold crush's exit up.
     fn close(&self) {
         self.out.lock().unwrap_or_else(|e| e.into_inner()).take();
         let child = self.piped.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(mut child) = child {
-            let end = Instant::now() + self.grace / 2;
+            let end = Instant::now() + EOF_WAIT.min(self.grace);
             while child.running() && Instant::now() < end {
-                std::thread::sleep(Duration::from_millis(5));
+                std::thread::sleep(Duration::from_millis(2));
             }
-            child.stop(self.grace / 2);
+            child.stop(self.grace);
         }
     }
 }

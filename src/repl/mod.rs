@@ -875,7 +875,7 @@ Prompts of the MCP servers (ARG=VALUE, or values in order):
                     eprintln!("If the browser does not open, visit:\n{url}");
                     crate::mcp::oauth::open_browser(url, &cwd);
                 };
-                match manager.login(name, &open, Duration::from_secs(300)) {
+                match manager.login(name, &open, crate::commands::mcp::login_wait()) {
                     Ok(()) => self.term.note(&format!("MCP server '{name}' is authorized.")),
                     Err(e) => self.term.error(&e),
                 }

@@ -1019,3 +1019,36 @@ fn oauth_login_keeps_a_token_that_is_used_and_refreshed() {
         .count();
     assert!(refreshes >= 1);
 }
+
+#[test]
+fn ctrl_c_during_a_call_cancels_it_at_the_server() {
+    use std::process::Stdio as Pipe;
+    let server =
+        FakeServer::with_script(vec![Reply::tool_call("mcp_t_slow", json!({"ms": 30000}))]);
+    let s = stdio(
+        &server,
+        Dialect::Anthropic,
+        json!({"tools": [tool("slow", "sleep")]}),
+        json!({"timeout": 60}),
+    );
+    let mut cmd = s.env.crush();
+    cmd.args(["run", "-q", "-y", "go"])
+        .stdin(Pipe::null())
+        .stdout(Pipe::null())
+        .stderr(Pipe::null());
+    let mut child = cmd.spawn().unwrap();
+    let called = crate::support::mcp::eventually(std::time::Duration::from_secs(20), || {
+        methods(&read_log(&s.log)).contains(&"tools/call".to_string())
+    });
+    assert!(called, "the call never reached the server");
+    // SAFETY: a signal to the child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let log = read_log(&s.log);
+    let cancel = log
+        .iter()
+        .find(|l| l["method"] == "notifications/cancelled")
+        .expect("the call was canceled at the server");
+    assert_eq!(cancel["params"]["reason"], "the user canceled the request");
+}
