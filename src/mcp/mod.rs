@@ -501,7 +501,11 @@ impl Shared {
             }
         };
         let warn = |m: String| self.warn(m);
-        let tools = match live.list("tools/list", "tools", s.spec.timeout) {
+        // Listing is part of the start: what is left of the timeout (a quarter at least).
+        let list_time = (started + s.spec.timeout)
+            .saturating_duration_since(Instant::now())
+            .max(s.spec.timeout / 4);
+        let tools = match live.list("tools/list", "tools", list_time) {
             Ok(raw) => checked_tools(&s.spec, raw, live.http && live.modern, &warn),
             Err(f) => {
                 live.close();
@@ -512,7 +516,7 @@ impl Shared {
             }
         };
         let prompts = if live.has("prompts") {
-            match live.list("prompts/list", "prompts", s.spec.timeout) {
+            match live.list("prompts/list", "prompts", list_time) {
                 Ok(raw) => checked_prompts(&s.spec.name, raw),
                 Err(f) => {
                     crate::log::warn(&format!("{}: listing prompts failed: {f}", s.label()));
@@ -686,8 +690,9 @@ impl Shared {
             Err(Failure::SessionExpired) => {
                 let s = self.server(name)?;
                 let _c = s.connecting.lock().unwrap_or_else(|e| e.into_inner());
-                live.close();
+                // Starting first: the old session's end is then no news.
                 self.set_state(&s, State::Starting);
+                live.close();
                 let fresh = self.connect(&s)?;
                 fresh.request(method, params, env, Some(timeout), cancel)
             }
@@ -823,8 +828,9 @@ impl Manager {
             .map(|s| s.spec.timeout)
             .max()
             .unwrap_or_default();
-        // A server's own timeout already bounds its start; the margin covers the thread.
-        let end = Instant::now() + wait.unwrap_or(longest + Duration::from_millis(500));
+        // A server's start is bounded by its timeout (listing may take a quarter more); the
+        // margin covers the thread.
+        let end = Instant::now() + wait.unwrap_or(longest * 3 / 2 + Duration::from_millis(500));
         let mut g = sh.gate.lock().unwrap_or_else(|e| e.into_inner());
         loop {
             let starting = sh
@@ -1045,10 +1051,11 @@ impl Manager {
         };
         oauth::login(name, url, &how)?;
         let _c = s.connecting.lock().unwrap_or_else(|e| e.into_inner());
-        if let State::Ready(l) = s.state() {
+        let old = s.state();
+        self.shared.set_state(&s, State::Starting);
+        if let State::Ready(l) = old {
             l.close();
         }
-        self.shared.set_state(&s, State::Starting);
         self.shared.connect(&s).map(|_| ())
     }
 
