@@ -1052,3 +1052,63 @@ fn ctrl_c_during_a_call_cancels_it_at_the_server() {
         .expect("the call was canceled at the server");
     assert_eq!(cancel["params"]["reason"], "the user canceled the request");
 }
+
+#[test]
+fn a_configured_oauth_client_id_skips_registration() {
+    let mcp = McpHttp::start(json!({"tools": [echo_tool()], "auth": {"token": "tok"}}));
+    let port = crate::support::mcp::free_port();
+    let env = TestEnv::new();
+    env.write_config(&json!({"mcp": {"web": {"type": "http", "url": mcp.url(),
+        "oauth_client_id": "$CLIENT_FROM_ENV", "oauth_callback_port": port}}}));
+    let mut cmd = env.crush();
+    cmd.args(["mcp", "login", "web"])
+        .env("CLIENT_FROM_ENV", "my-client")
+        .env("BROWSER", std::env::current_exe().unwrap())
+        .env(crate::support::mcp::BROWSER_ENV, "1");
+    let out = crate::support::env::run_command(cmd, None, crate::support::RUN_TIMEOUT);
+    out.assert_success();
+    let reqs = mcp.requests();
+    assert!(!reqs.iter().any(|r| r.1 == "/as/register"), "{reqs:?}");
+    let authorize = reqs
+        .iter()
+        .find(|r| r.1.starts_with("/as/authorize"))
+        .unwrap();
+    assert!(
+        authorize.1.contains("client_id=my-client"),
+        "{}",
+        authorize.1
+    );
+    // Without oauth set, a server that answered 401 was waiting for this login too.
+    let list = run(&env, &["mcp", "list", "--json"]);
+    let v: Value = serde_json::from_str(&list.stdout).unwrap();
+    assert_eq!(v[0]["state"], "connected", "{}", list.stdout);
+}
+
+#[test]
+fn the_bash_tools_mcp_add_starts_a_server_in_the_running_session() {
+    let env = TestEnv::new();
+    let dir = scratch(&env);
+    let entry = stdio_server(&dir, "late", &json!({"tools": [echo_tool()]}));
+    let add = format!(
+        "mcp add late --command '{}' --env {} '{}'",
+        entry["command"].as_str().unwrap(),
+        crate::support::mcp::SERVER_ENV,
+        entry["env"][crate::support::mcp::SERVER_ENV]
+            .as_str()
+            .unwrap()
+    );
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call("bash", json!({"command": add})),
+        Reply::tool_call("mcp_late_echo", json!({"text": "joined"})),
+        Reply::text("ok"),
+    ]);
+    env.use_server(&server, Dialect::Anthropic);
+    run(&env, &["run", "-q", "-y", "go"]).assert_success();
+    assert!(
+        server
+            .request(1)
+            .tool_names()
+            .contains(&"mcp_late_echo".to_string())
+    );
+    assert_eq!(server.request(2).tool_results()[1].1, "joined");
+}
