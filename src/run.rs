@@ -326,6 +326,9 @@ impl Sink for RunSink {
     fn ask(&mut self, _req: &PermissionRequest) -> Option<Answer> {
         None
     }
+    fn can_ask(&self) -> bool {
+        false
+    }
 }
 
 /// A piped or redirected stdin (FIFO or regular file); a terminal or /dev/null is ignored.
@@ -422,6 +425,7 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<ExitCode, AppError> {
         }
     }
     let result: TurnResult = result?;
+    session.agent.session_end("other", &mut sink);
     if !args.json && sink.printed_any && sink.last_char != Some('\n') {
         sink.out.write("\n");
     }

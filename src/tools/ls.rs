@@ -169,7 +169,7 @@ impl Tool for Ls {
             content,
             is_error: false,
             metadata: json!({"count": entries.len(), "truncated": truncated}),
-            image: None,
+            ..Default::default()
         })
     }
 }

@@ -109,6 +109,8 @@ impl Tool for McpTool {
             .map_err(ToolError::RespondToModel)?;
         let mut out = result_output(&r);
         out.metadata = json!({"mcp_server": self.tool.server, "mcp_tool": self.tool.mcp_name});
+        // Hooks in Claude Code's shape get the server's result as it came.
+        out.structured = r;
         Ok(out)
     }
 }
@@ -223,8 +225,8 @@ impl Collected {
         ToolOutput {
             content: truncate_middle(&text, MAX_OUTPUT_CHARS, 0),
             is_error,
-            metadata: Value::Null,
             image: self.image,
+            ..Default::default()
         }
     }
 }
