@@ -206,7 +206,9 @@ pub static COMMANDS: &[CommandSpec] = &[
         name: "run",
         usage: "crush run [FLAGS] [PROMPT...]",
         about: "Run one non-interactive turn. A piped stdin is placed before the prompt. \
-                stdout carries only the answer (or JSON events with --json).",
+                stdout carries only the answer (or JSON events with --json); when it is not a \
+                terminal, a model call's text is written once the call can no longer be retried, \
+                so stdout equals the stored answer.",
         subcommands: &[],
     },
     CommandSpec {

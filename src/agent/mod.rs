@@ -176,6 +176,10 @@ pub struct Agent<'a> {
     /// The session's configuration: session-only commands from the bash tool change its runtime
     /// layer (None: they are reported as ignored).
     pub config: Option<crate::config::Loaded>,
+    /// Variables the bash tool keeps although their names look secret (`options.shell_env_allow`).
+    pub shell_env_allow: Vec<String>,
+    /// (name, value) of the providers' API keys: masked in every tool output (crush(1) SECURITY).
+    pub secrets: Arc<Vec<(String, String)>>,
     /// The MCP servers' tools (None: no MCP at all, as in a sub-agent).
     pub mcp: Option<McpTools>,
 }
@@ -260,6 +264,8 @@ impl<'a> Agent<'a> {
             parent_session: None,
             hooks: s.hooks,
             pending_context: Vec::new(),
+            shell_env_allow: options.shell_env_allow.clone(),
+            secrets: Arc::new(provider_secrets(&s.config)),
             transcript,
             parent_transcript: None,
             prompt_id: String::new(),
@@ -268,6 +274,32 @@ impl<'a> Agent<'a> {
             mcp: s.mcp,
         }
     }
+}
+
+/// The API keys of the providers crush can call, named after their provider (in the catalog's
+/// case, the variable they come from), for masking in tool output.
+fn provider_secrets(loaded: &crate::config::Loaded) -> Vec<(String, String)> {
+    let catalog = loaded.catalog.get();
+    let mut out: Vec<(String, String)> = Vec::new();
+    for p in loaded
+        .providers_with(&catalog.providers)
+        .unwrap_or_default()
+    {
+        let Some(key) = p.endpoint.api_key else {
+            continue;
+        };
+        let name = catalog
+            .providers
+            .iter()
+            .find(|c| c.id.as_str() == p.id)
+            .and_then(|c| c.api_key.strip_prefix('$'))
+            .map(|v| v.trim_matches(['{', '}']).to_string())
+            .unwrap_or_else(|| format!("{} API key", p.id));
+        if !out.iter().any(|(_, v)| *v == key) {
+            out.push((name, key));
+        }
+    }
+    out
 }
 
 /// Messages a provider can be sent: parts it understands (attachments as text). The request
@@ -379,6 +411,7 @@ impl Agent<'_> {
     /// `prompt_id`).
     fn hook_request(&self, event: hooks::Event) -> hooks::Request<'_> {
         let mut req = hooks::Request::new(event, &self.session_id, &self.cwd, &self.project_root);
+        req.cancel = Some(self.cancel.clone());
         req.sub_agent = self.parent_session.as_deref().map(|p| hooks::SubAgent {
             id: &self.session_id,
             parent_session_id: p,
@@ -421,6 +454,10 @@ impl Agent<'_> {
                 report: r.clone(),
                 tool_call_id: req.tool.map(|t| t.id.to_string()),
             });
+            if let Some(w) = r.could_not_run_warning() {
+                crate::log::warn(&w);
+                sink.event(AgentEvent::Notice(w));
+            }
         }
         for (r, msg) in out
             .reports

@@ -175,6 +175,8 @@ impl<'a> Agent<'a> {
             // itself is hooked as usual.
             hooks: self.hooks.clone(),
             pending_context: Vec::new(),
+            shell_env_allow: self.shell_env_allow.clone(),
+            secrets: self.secrets.clone(),
             // A sub-agent is read-only: MCP tools may change things.
             mcp: None,
             transcript: self.transcript.as_ref().map(|t| t.for_sub_agent()),

@@ -369,6 +369,9 @@ impl Agent<'_> {
         let mut results = Vec::new();
         let mut stop: Option<Stop> = None;
         for pending in calls {
+            if stop.is_none() && self.cancel.load(Ordering::SeqCst) {
+                stop = Some(Stop::Canceled);
+            }
             let outcome = match &stop {
                 Some(s) => CallOutcome::not_run(pending, s, sink),
                 None => self.run_call(pending, msg, sink)?,

@@ -76,6 +76,7 @@ const KNOWN_OPTIONS: &[&str] = &[
     "disable_notifications",
     "max_steps",
     "request_idle_timeout",
+    "shell_env_allow",
     "claude_code_hooks",
     "claude_plugins",
 ];

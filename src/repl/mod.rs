@@ -221,10 +221,17 @@ impl Sink for ReplSink<'_> {
         if let Some(d) = req.diff.as_deref().filter(|d| !d.trim().is_empty()) {
             self.term.diff(d);
         }
+        // A command of several lines is shown above the question, which then names it.
+        let what = if req.description.contains('\n') {
+            self.term.block(&req.description);
+            format!("the {} lines above", req.description.lines().count())
+        } else {
+            req.description.clone()
+        };
         loop {
             self.term.question(&format!(
-                "Allow {}: {}? [y]es / [a]lways this session / [n]o",
-                req.tool, req.description
+                "Allow {}: {what}? [y]es / [a]lways this session / [n]o",
+                req.tool
             ));
             let line = match self.lines.next() {
                 Got::Line(l) => l,

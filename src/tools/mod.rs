@@ -50,6 +50,9 @@ pub struct ToolCtx<'a> {
     /// The session's current large/small models, which the bash tool's `model large|small`
     /// builtin prints (None: printed as empty).
     pub session_models: Option<&'a crate::rcshell::Models>,
+    /// Variables the bash tool keeps although their names look secret
+    /// (`options.shell_env_allow`; see `crate::env`).
+    pub shell_env_allow: &'a [String],
     /// A file of `export` lines the bash tool runs before each command (what SessionStart hooks
     /// wrote to `CLAUDE_ENV_FILE`, crush(1) HOOKS).
     pub env_file: Option<&'a Path>,

@@ -1,5 +1,6 @@
 //! Integration test modules. Add one `mod` line per file.
 
+mod cancel;
 mod catalog;
 mod claude_hooks;
 mod config;
@@ -10,4 +11,5 @@ mod ledger;
 mod mcp;
 mod repl;
 mod run;
+mod shell;
 mod static_bin;
