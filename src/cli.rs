@@ -96,7 +96,9 @@ pub static FLAGS: &[Flag] = &[
         long: "json",
         value: None,
         help: "Print JSON: one event per line for run, a document for listings",
-        scope: Scope::Only(&["run", "sessions", "models", "config", "stats", "projects"]),
+        scope: Scope::Only(&[
+            "run", "sessions", "models", "config", "stats", "projects", "mcp",
+        ]),
     },
     Flag {
         short: Some('f'),
@@ -228,6 +230,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &["list", "test"],
     },
     CommandSpec {
+        name: "mcp",
+        usage: "crush mcp list [--json] | login NAME",
+        about: "Start every configured MCP server as a session would and report each: transport, \
+                state, protocol revision, tools, prompts and last error. login authorizes crush \
+                with an HTTP server that needs OAuth: its authorization URL opens in the browser \
+                and the token is kept in the global state.",
+        subcommands: &["list", "login"],
+    },
+    CommandSpec {
         name: "config",
         usage: "crush config show [--origin] [--json]",
         about: "Print the effective configuration. With --origin, each value names the layer and \
@@ -337,6 +348,12 @@ pub enum Command {
         tool: Option<String>,
     },
     HooksTest(HooksTestArgs),
+    McpList {
+        json: bool,
+    },
+    McpLogin {
+        name: String,
+    },
     ConfigShow {
         origin: bool,
         json: bool,
@@ -578,6 +595,25 @@ where
                         )));
                     }
                     _ => return Err(UsageError(USAGE.into())),
+                }
+            }
+            "mcp" => {
+                const USAGE: &str = "usage: crush mcp list [--json] | login NAME";
+                match positionals.as_slice() {
+                    [] => Command::McpList { json },
+                    [l] if l == "list" || l == "ls" => Command::McpList { json },
+                    [l, name] if l == "login" && !json => Command::McpLogin { name: name.clone() },
+                    [l] if l == "login" => {
+                        return Err(UsageError(format!(
+                            "crush mcp login needs the server's NAME; {USAGE}"
+                        )));
+                    }
+                    _ => {
+                        return Err(UsageError(format!(
+                            "unknown mcp command or extra argument '{}'; {USAGE}",
+                            positionals.join(" ")
+                        )));
+                    }
                 }
             }
             "projects" | "logs" => {

@@ -18,12 +18,14 @@ mod fsutil;
 mod hooks;
 mod llm;
 mod log;
+mod mcp;
 mod net;
 mod paths;
 mod proc;
 mod rcshell;
 mod repl;
 mod run;
+mod sha256;
 mod signal;
 mod store;
 mod time;
@@ -71,6 +73,8 @@ fn dispatch(cli: cli::Cli) -> Result<ExitCode, AppError> {
             print(&text)?;
             Ok(code)
         }
+        Command::McpList { json } => print(&commands::mcp::list(g, *json)?),
+        Command::McpLogin { name } => print(&commands::mcp::login(g, name)?),
         Command::SessionsExport { id, format } => print(&sessions::export(g, id, *format)?),
         Command::SessionsLast { json } => print(&sessions::last(g, *json)?),
         Command::SessionsDelete { id, json } => print(&sessions::delete(g, id, *json)?),
@@ -125,11 +129,11 @@ pub fn main() -> std::process::ExitCode {
 /// one of its own layer or above (tests excepted).
 #[cfg(test)]
 const LAYERS: &[&[&str]] = &[
-    &["time", "env", "exit", "paths", "visible"],
+    &["time", "env", "exit", "paths", "sha256", "visible"],
     &["log", "fsutil", "net", "proc"],
     &["signal", "rcshell"],
     &["llm"],
-    &["store"],
+    &["store", "mcp"],
     &["tools"],
     &["catalog"],
     &["config"],

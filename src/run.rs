@@ -454,6 +454,13 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<ExitCode, AppError> {
     let result = session.agent.run_turn(&prompt, &mut sink);
     // A canceled or failed call's text is what the session keeps of it.
     sink.release();
+    if let Some(m) = &session.agent.mcp {
+        m.manager().shutdown();
+        // What the servers reported after the last step.
+        for w in m.manager().take_warnings() {
+            eprintln!("crush: {w}");
+        }
+    }
     let result: TurnResult = result?;
     session.agent.session_end("other", &mut sink);
     if !args.json && sink.printed_any && sink.last_char != Some('\n') {

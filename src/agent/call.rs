@@ -120,8 +120,16 @@ fn finish(sink: &mut dyn Sink, id: &str, name: &str, out: &ToolOutput) -> Part {
         tool_call_id: id.to_string(),
         name: name.to_string(),
         content: out.content.clone(),
-        data: String::new(),
-        mime_type: String::new(),
+        data: out
+            .image
+            .as_ref()
+            .map(|i| i.data.clone())
+            .unwrap_or_default(),
+        mime_type: out
+            .image
+            .as_ref()
+            .map(|i| i.mime_type.clone())
+            .unwrap_or_default(),
         metadata: if out.metadata.is_null() {
             String::new()
         } else {
@@ -372,9 +380,10 @@ impl Agent<'_> {
             }
         };
         announce(sink, &id, &name, input.clone());
-        let (mut out, mut stop) = match self.tools.iter().position(|t| t.name() == name) {
+        let found = self.all_tools().position(|t| t.name() == name);
+        let (mut out, mut stop) = match found {
             None => {
-                let names: Vec<&str> = self.tools.iter().map(|t| t.name()).collect();
+                let names: Vec<&str> = self.all_tools().map(|t| t.name()).collect();
                 let out = ToolOutput::error(format!(
                     "Unknown tool '{name}'. Available tools: {}",
                     names.join(", ")
@@ -388,6 +397,7 @@ impl Agent<'_> {
                 config: &mut self.config,
                 permissions: &mut self.permissions,
                 tools: &mut self.tools,
+                mcp: self.mcp.as_mut(),
                 model: &mut self.model,
                 hooks: &mut self.hooks,
                 system: &mut self.system,
@@ -516,7 +526,15 @@ impl Agent<'_> {
             shell_env_allow: &self.shell_env_allow,
             env_file: self.env_file.as_deref(),
         };
-        let t = self.tools[tool].as_ref();
+        let Some(t) = self
+            .tools
+            .iter()
+            .chain(self.mcp.iter().flat_map(|m| m.tools.iter()))
+            .nth(tool)
+            .map(|t| t.as_ref())
+        else {
+            return ToolRun::ran(ToolOutput::error("the tool is no longer available"));
+        };
         match question(t, input, &ctx, &self.permissions, gate) {
             Err(refused) => return *refused,
             Ok(None) => {}

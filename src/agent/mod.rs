@@ -180,11 +180,56 @@ pub struct Agent<'a> {
     pub shell_env_allow: Vec<String>,
     /// (name, value) of the providers' API keys: masked in every tool output (crush(1) SECURITY).
     pub secrets: Arc<Vec<(String, String)>>,
+    /// The MCP servers' tools (None: no MCP at all, as in a sub-agent).
+    pub mcp: Option<McpTools>,
+}
+
+/// The tools of the session's MCP servers as the agent offers them: rebuilt before a model call
+/// when the servers changed (one that was still starting joins at the next step).
+pub struct McpTools {
+    pub source: crate::tools::mcp::Mcp,
+    tools: Vec<Box<dyn Tool>>,
+    /// The manager generation `tools` was built at; None: rebuild.
+    seen: Option<u64>,
+    /// How long the first model call waits for servers still starting (None: until each has
+    /// started or failed, bounded by its timeout).
+    first_wait: Option<Duration>,
+    waited: bool,
+}
+
+impl McpTools {
+    pub fn new(source: crate::tools::mcp::Mcp, first_wait: Option<Duration>) -> McpTools {
+        McpTools {
+            source,
+            tools: Vec::new(),
+            seen: None,
+            first_wait,
+            waited: false,
+        }
+    }
+
+    /// The manager of the servers.
+    pub fn manager(&self) -> &crate::mcp::Manager {
+        self.source.manager()
+    }
+
+    /// The servers of `cfg` start (new or changed ones), stop (removed ones); the tools follow
+    /// at the next step. Returns the configuration's warnings.
+    pub fn reconfigure(&mut self, cfg: &crate::config::Loaded) -> Vec<String> {
+        let (specs, warnings) = crate::config::mcp::servers(cfg);
+        self.manager().set_servers(specs);
+        self.seen = None;
+        // The next model call waits for new servers as the first one did.
+        self.waited = false;
+        warnings
+    }
 }
 
 /// What a main agent is built from; the rest follows from the configuration.
 pub struct Setup<'a> {
     pub store: &'a Store,
+    /// The MCP servers, already starting.
+    pub mcp: Option<McpTools>,
     /// Empty while the REPL has not created the session yet.
     pub session_id: String,
     pub model: ResolvedModel,
@@ -226,6 +271,7 @@ impl<'a> Agent<'a> {
             prompt_id: String::new(),
             env_file: None,
             config: Some(s.config),
+            mcp: s.mcp,
         }
     }
 }
@@ -282,6 +328,62 @@ pub fn history_for_model(stored: Vec<Message>) -> Vec<Message> {
 }
 
 impl Agent<'_> {
+    /// Before a model call: waits once for servers still starting, reports their warnings, and
+    /// rebuilds the MCP tools when the servers changed.
+    fn sync_mcp(&mut self, sink: &mut dyn Sink) {
+        let disabled = self
+            .config
+            .as_ref()
+            .map(|c| c.config.options.disabled_tools.clone())
+            .unwrap_or_default();
+        let Some(m) = self.mcp.as_mut() else { return };
+        if !m.waited {
+            m.waited = true;
+            if m.first_wait != Some(Duration::ZERO) {
+                m.manager().wait_ready(m.first_wait);
+            }
+        }
+        for w in m.manager().take_warnings() {
+            sink.event(AgentEvent::Notice(w));
+        }
+        let g = m.manager().generation();
+        if m.seen != Some(g) {
+            m.tools = m
+                .source
+                .tools()
+                .into_iter()
+                .filter(|t| !disabled.iter().any(|d| d == t.name()))
+                .collect();
+            m.seen = Some(g);
+        }
+    }
+
+    /// Every tool offered: the built-in ones, then the MCP ones.
+    fn all_tools(&self) -> impl Iterator<Item = &dyn Tool> {
+        self.tools
+            .iter()
+            .chain(self.mcp.iter().flat_map(|m| m.tools.iter()))
+            .map(|t| t.as_ref())
+    }
+
+    /// The system prompt of a model call: the MCP servers' instructions added, as Go Crush
+    /// adds them.
+    fn system_with_mcp(&self) -> String {
+        let Some(m) = &self.mcp else {
+            return self.system.clone();
+        };
+        let instructions = m.manager().instructions();
+        if instructions.is_empty() {
+            return self.system.clone();
+        }
+        let text: Vec<String> = instructions.into_iter().map(|(_, t)| t).collect();
+        format!(
+            "{}\n\n<mcp-instructions>\n{}\n</mcp-instructions>",
+            self.system,
+            text.join("\n\n")
+        )
+    }
+
     /// Whether this agent is a sub-agent (runs the `agent` tool's task).
     pub fn is_sub_agent(&self) -> bool {
         self.parent_session.is_some()

@@ -12,11 +12,13 @@ pub mod crushrc;
 pub mod expand;
 pub mod json;
 pub mod layers;
+pub mod mcp;
 pub mod pos;
 pub mod session;
-pub mod sha256;
 pub mod state;
 pub mod trust;
+
+pub(crate) use crate::sha256;
 
 pub use crate::catalog::Model;
 use crate::llm::{ApiKind, Endpoint};

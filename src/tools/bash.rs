@@ -1262,6 +1262,7 @@ impl Tool for Bash {
             content: text,
             is_error: false,
             metadata,
+            image: None,
             structured,
         })
     }

@@ -8,6 +8,7 @@ mod fake_server;
 mod go_compat;
 mod hooks;
 mod ledger;
+mod mcp;
 mod repl;
 mod run;
 mod shell;
