@@ -349,53 +349,123 @@ mod tests {
         );
     }
 
-    /// Serves one response per connection, in order: (status, extra headers, body).
-    fn serve(responses: Vec<(u16, String, &'static str)>) -> String {
-        use std::io::{BufRead, BufReader, Write};
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        std::thread::spawn(move || {
-            for (status, headers, body) in responses {
-                let Ok((mut s, _)) = listener.accept() else {
-                    return;
-                };
-                let mut r = BufReader::new(s.try_clone().unwrap());
-                let mut line = String::new();
-                while r.read_line(&mut line).unwrap_or(0) > 0 && line != "\r\n" {
-                    line.clear();
-                }
-                let _ = write!(
-                    s,
-                    "HTTP/1.1 {status} X\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-            }
-        });
-        format!("http://{addr}")
-    }
-
     #[test]
     fn redirects_are_followed_and_checked() {
-        let base = serve(vec![
-            (302, "Location: /next\r\n".into(), ""),
-            (200, String::new(), "landed"),
-            (301, "Location: file:///etc/passwd\r\n".into(), ""),
+        use test_server::{Canned, serve};
+        let served = serve(vec![
+            Canned::new(302, "").header("Location", "/next"),
+            Canned::new(200, "landed"),
+            Canned::new(301, "").header("Location", "file:///etc/passwd"),
         ]);
+        let base = served.url.clone();
         let t = Duration::from_secs(5);
         let mut r = web(&WebRequest::get(&format!("{base}/start"), t)).unwrap();
         assert_eq!(r.status(), 200);
         assert_eq!(r.url, format!("{base}/next"));
         assert_eq!(r.read_capped(3).unwrap(), (b"lan".to_vec(), true));
+        let seen = served.seen.lock().unwrap().clone();
+        assert_eq!(seen[1].line, "GET /next HTTP/1.1");
+        assert!(seen[1].body.is_empty());
         let err = web(&WebRequest::get(&base, t)).err().unwrap();
         assert!(
             err.contains("refused a redirect") && err.contains("file:///etc/passwd"),
             "{err}"
         );
         let loops: Vec<_> = (0..=MAX_REDIRECTS)
-            .map(|_| (302, "Location: /again\r\n".to_string(), ""))
+            .map(|_| Canned::new(302, "").header("Location", "/again"))
             .collect();
-        let base = serve(loops);
+        let base = serve(loops).url;
         let err = web(&WebRequest::get(&base, t)).err().unwrap();
         assert!(err.contains("too many redirects"), "{err}");
+    }
+}
+
+/// A loopback HTTP server for unit tests: one canned response per connection, in order, and
+/// every request it received.
+#[cfg(test)]
+pub mod test_server {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::sync::{Arc, Mutex};
+
+    pub struct Canned {
+        pub status: u16,
+        pub headers: Vec<(String, String)>,
+        pub body: Vec<u8>,
+    }
+
+    impl Canned {
+        pub fn new(status: u16, body: impl Into<Vec<u8>>) -> Canned {
+            Canned {
+                status,
+                headers: Vec::new(),
+                body: body.into(),
+            }
+        }
+
+        pub fn header(mut self, k: &str, v: &str) -> Canned {
+            self.headers.push((k.to_string(), v.to_string()));
+            self
+        }
+    }
+
+    /// A request as received: the request line and the body.
+    #[derive(Clone, Debug)]
+    pub struct Seen {
+        pub line: String,
+        pub body: Vec<u8>,
+    }
+
+    pub struct Served {
+        pub url: String,
+        pub seen: Arc<Mutex<Vec<Seen>>>,
+    }
+
+    pub fn serve(responses: Vec<Canned>) -> Served {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = seen.clone();
+        std::thread::spawn(move || {
+            for c in responses {
+                let Ok((mut s, _)) = listener.accept() else {
+                    return;
+                };
+                let mut r = BufReader::new(s.try_clone().unwrap());
+                let mut first = String::new();
+                let _ = r.read_line(&mut first);
+                let mut len = 0usize;
+                let mut line = String::new();
+                while r.read_line(&mut line).unwrap_or(0) > 0 && line != "\r\n" {
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        len = v.trim().parse().unwrap_or(0);
+                    }
+                    line.clear();
+                }
+                let mut body = vec![0u8; len];
+                let _ = r.read_exact(&mut body);
+                log.lock().unwrap().push(Seen {
+                    line: first.trim_end().to_string(),
+                    body,
+                });
+                let mut head = format!("HTTP/1.1 {} X\r\n", c.status);
+                for (k, v) in &c.headers {
+                    head.push_str(&format!("{k}: {v}\r\n"));
+                }
+                if !c
+                    .headers
+                    .iter()
+                    .any(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+                {
+                    head.push_str(&format!("Content-Length: {}\r\n", c.body.len()));
+                }
+                head.push_str("Connection: close\r\n\r\n");
+                let _ = s.write_all(head.as_bytes());
+                let _ = s.write_all(&c.body);
+            }
+        });
+        Served {
+            url: format!("http://{addr}"),
+            seen,
+        }
     }
 }

@@ -450,32 +450,19 @@ mod tests {
     use super::*;
     use crate::tools::testutil::Fixture;
     use crate::tools::testutil::Out;
-    use std::io::{BufRead, BufReader, Write};
-    use std::net::TcpListener;
 
     /// Serves one canned response per connection on loopback; returns the base URL.
     fn serve(responses: Vec<(u16, &'static str, Vec<u8>)>) -> String {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        std::thread::spawn(move || {
-            for (status, ctype, body) in responses {
-                let Ok((mut s, _)) = listener.accept() else {
-                    return;
-                };
-                let mut r = BufReader::new(s.try_clone().unwrap());
-                let mut line = String::new();
-                while r.read_line(&mut line).unwrap_or(0) > 0 && line != "\r\n" {
-                    line.clear();
-                }
-                let head = format!(
-                    "HTTP/1.1 {status} X\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                    body.len()
-                );
-                let _ = s.write_all(head.as_bytes());
-                let _ = s.write_all(&body);
-            }
-        });
-        format!("http://{addr}")
+        use crate::net::test_server::{Canned, serve};
+        serve(
+            responses
+                .into_iter()
+                .map(|(status, ctype, body)| {
+                    Canned::new(status, body).header("Content-Type", ctype)
+                })
+                .collect(),
+        )
+        .url
     }
 
     #[test]
