@@ -105,6 +105,10 @@ fn dispatch(cli: cli::Cli) -> Result<ExitCode, AppError> {
 
 /// The binary's entry.
 pub fn main() -> std::process::ExitCode {
+    let mut args = std::env::args_os();
+    if args.nth(1).is_some_and(|a| a == proc::job::SUPERVISOR_ARG) {
+        proc::job::supervise(args.collect());
+    }
     // Fixed before any configuration (whose `env` may change variables) is read.
     rcshell::run_dir();
     let cli = match cli::parse_from(std::env::args_os().skip(1)) {

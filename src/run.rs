@@ -72,6 +72,11 @@ pub enum JsonEvent<'a> {
         #[serde(flatten)]
         report: &'a crate::hooks::HookReport,
     },
+    /// The session's task list changed (the whole list).
+    Todos {
+        v: u32,
+        todos: &'a [crate::tools::todos::Todo],
+    },
     PermissionRefused {
         v: u32,
         tool: &'a str,
@@ -353,6 +358,11 @@ impl Sink for RunSink {
                 self.replay = None;
             }
             AgentEvent::ToolPending(_) => {}
+            AgentEvent::Todos(todos) => {
+                if self.json {
+                    self.out.json(&JsonEvent::Todos { v, todos: &todos });
+                }
+            }
         }
     }
 

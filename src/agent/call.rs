@@ -10,7 +10,10 @@ use super::{Agent, AgentError, AgentEvent, Answer, Sink, Stop, session_config, s
 use crate::hooks::{self, Outcome};
 use crate::llm::Part;
 use crate::store::Store;
-use crate::tools::{PermissionRequest, ReadTracker, Tool, ToolCtx, ToolError, ToolOutput};
+use crate::tools::todos::{self, Todo};
+use crate::tools::{
+    PermissionRequest, ReadTracker, SessionState, Tool, ToolCtx, ToolError, ToolOutput,
+};
 use serde_json::{Map, Value, json};
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -342,13 +345,45 @@ fn answered(
     }
 }
 
-/// Read records kept in the session store.
-struct StoreReads<'a> {
+/// The session of one tool call, kept in the session store: its reads, task list and file
+/// history (each change marked with the call's id, for undo).
+struct CallSession<'a> {
     store: &'a Store,
     session_id: &'a str,
+    tool_call_id: &'a str,
 }
 
-impl ReadTracker for StoreReads<'_> {
+impl SessionState for CallSession<'_> {
+    fn session_id(&self) -> &str {
+        self.session_id
+    }
+    fn todos(&self) -> Result<Vec<Todo>, String> {
+        let text = self
+            .store
+            .todos(self.session_id)
+            .map_err(|e| e.to_string())?;
+        Ok(todos::from_column(text.as_deref().unwrap_or("")))
+    }
+    fn set_todos(&self, list: &[Todo]) -> Result<(), String> {
+        self.store
+            .set_todos(self.session_id, Some(&todos::to_column(list)))
+            .map_err(|e| format!("failed to save the todo list: {e}"))
+    }
+    fn file_changed(&self, path: &Path, before: Option<&[u8]>, after: Option<&[u8]>) {
+        // A failed write loses the undo of this change, not the change itself.
+        if let Err(e) =
+            self.store
+                .record_file_change(self.session_id, self.tool_call_id, path, before, after)
+        {
+            crate::log::warn(&format!(
+                "cannot record the change of {} in the file history: {e}",
+                path.display()
+            ));
+        }
+    }
+}
+
+impl ReadTracker for CallSession<'_> {
     fn record_read(&self, path: &Path, mtime_ns: i64) {
         // A failed write only weakens the stale-file check; the read itself succeeded.
         let _ = self.store.record_read(self.session_id, path, mtime_ns);
@@ -408,6 +443,12 @@ impl Agent<'_> {
         );
         if self.cancel.load(Ordering::SeqCst) && stop.is_none() {
             stop = Some(Stop::Canceled);
+        }
+        if name == "todos"
+            && !out.is_error
+            && let Ok(list) = serde_json::from_value::<Vec<Todo>>(out.metadata["todos"].clone())
+        {
+            sink.event(AgentEvent::Todos(list));
         }
         Ok(CallOutcome {
             result: finish(sink, &id, &name, &out),
@@ -512,15 +553,17 @@ impl Agent<'_> {
         gate: &Gate,
         sink: &mut dyn Sink,
     ) -> ToolRun {
-        let reads = StoreReads {
+        let reads = CallSession {
             store: self.store,
             session_id: &self.session_id,
+            tool_call_id: id,
         };
         let models = self.config.as_ref().map(|c| c.shell_models());
         let ctx = ToolCtx {
             cwd: &self.cwd,
             project_root: &self.project_root,
             reads: &reads,
+            session: &reads,
             cancel: self.cancel.clone(),
             session_models: models.as_ref(),
             shell_env_allow: &self.shell_env_allow,

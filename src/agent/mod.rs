@@ -65,6 +65,8 @@ pub enum AgentEvent {
     StepCommitted,
     /// The model is writing a call of this tool (progress only).
     ToolPending(String),
+    /// The session's task list changed (the `todos` tool).
+    Todos(Vec<crate::tools::todos::Todo>),
     /// A diagnostic for stderr or the log (rejected usage, auto-summarize, a sub-agent's retry),
     /// never part of the answer.
     Notice(String),

@@ -132,7 +132,8 @@ impl Sink for SubSink<'_> {
             | AgentEvent::ToolCall { .. }
             | AgentEvent::ToolResult { .. }
             | AgentEvent::StepCommitted
-            | AgentEvent::ToolPending(_) => {}
+            | AgentEvent::ToolPending(_)
+            | AgentEvent::Todos(_) => {}
         }
     }
     fn ask(&mut self, req: &PermissionRequest) -> Option<Answer> {

@@ -92,7 +92,8 @@ impl Sink for Quiet<'_> {
             AgentEvent::TextDelta(_)
             | AgentEvent::ReasoningDelta(_)
             | AgentEvent::StepCommitted
-            | AgentEvent::ToolPending(_) => {}
+            | AgentEvent::ToolPending(_)
+            | AgentEvent::Todos(_) => {}
             AgentEvent::Retry {
                 attempt, reason, ..
             } => self.inner.event(AgentEvent::Notice(format!(

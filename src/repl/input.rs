@@ -16,6 +16,8 @@ pub enum Slash {
     Cost,
     Compact,
     Export,
+    Todos,
+    Jobs,
     Quit,
 }
 
@@ -76,6 +78,13 @@ pub const SLASH_COMMANDS: &[(Slash, &str, &str, &str)] = &[
         "export",
         "[md|json] [FILE]",
         "print this session (or write it to FILE)",
+    ),
+    (Slash::Todos, "todos", "", "show this session's task list"),
+    (
+        Slash::Jobs,
+        "jobs",
+        "",
+        "list this session's background jobs",
     ),
     (Slash::Quit, "quit", "", "leave (also Ctrl-D)"),
 ];

@@ -214,6 +214,10 @@ impl Sink for ReplSink<'_> {
             AgentEvent::Notice(text) => self.term.note(&text),
             AgentEvent::StepCommitted => self.term.status(WAITING),
             AgentEvent::ToolPending(name) => self.term.status(&format!("preparing {name}…")),
+            AgentEvent::Todos(todos) => {
+                self.term.checklist(&crate::tools::todos::checklist(&todos));
+                self.term.begin_answer();
+            }
         }
     }
 
@@ -742,6 +746,11 @@ impl Repl {
             Slash::Cost => self.cost(),
             Slash::Compact => self.compact(),
             Slash::Export => self.export(args),
+            Slash::Todos => self.todos(),
+            Slash::Jobs => {
+                let text = crate::tools::jobs::list_text(&self.agent.session_id);
+                self.term.print(&text);
+            }
         }
         Flow::Continue
     }
@@ -762,9 +771,11 @@ impl Repl {
     }
 
     /// Makes `sid` current (empty: a new session, created with the next prompt). Grants given
-    /// with "always this session" belong to the session they were given in.
+    /// with "always this session" belong to the session they were given in, and so do background
+    /// jobs: the old session's are killed.
     fn switch_to(&mut self, sid: String) {
         self.end_session(if sid.is_empty() { "clear" } else { "resume" });
+        crate::tools::jobs::end_session(&self.agent.session_id);
         self.session_start = Some(if sid.is_empty() { "startup" } else { "resume" });
         self.agent.session_id = sid;
         self.fresh = false;
@@ -1030,6 +1041,22 @@ Prompts of the MCP servers (ARG=VALUE, or values in order):
                 self.term.error(&e.to_string());
                 None
             }
+        }
+    }
+
+    /// `/todos`: the session's task list as a checklist.
+    fn todos(&mut self) {
+        let Some(s) = self.current() else { return };
+        match self.ctx.store.todos(&s.id) {
+            Ok(text) => {
+                let list = crate::tools::todos::from_column(text.as_deref().unwrap_or(""));
+                if list.is_empty() {
+                    self.term.note("No tasks in this session.");
+                } else {
+                    self.term.checklist(&crate::tools::todos::checklist(&list));
+                }
+            }
+            Err(e) => self.term.error(&e.to_string()),
         }
     }
 

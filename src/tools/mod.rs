@@ -14,9 +14,11 @@ pub mod fetch;
 pub mod glob;
 pub mod grep;
 pub mod ignore;
+pub mod jobs;
 pub mod ls;
 pub mod mcp;
 pub mod multiedit;
+pub mod todos;
 pub mod view;
 pub mod write;
 
@@ -38,6 +40,19 @@ pub trait ReadTracker {
     fn last_read(&self, path: &Path) -> Option<i64>;
 }
 
+/// The session a call belongs to, as the tools may see and change it. Implemented by the agent
+/// over the session store (tools never touch the store themselves).
+pub trait SessionState {
+    /// The session's id ("" when there is none, as in some tests).
+    fn session_id(&self) -> &str;
+    /// The session's task list (`todos`).
+    fn todos(&self) -> Result<Vec<todos::Todo>, String>;
+    fn set_todos(&self, todos: &[todos::Todo]) -> Result<(), String>;
+    /// This call changed `path`: its content before (None: there was no file) and after (None:
+    /// the file is gone), for the session's file history (undo).
+    fn file_changed(&self, path: &Path, before: Option<&[u8]>, after: Option<&[u8]>);
+}
+
 /// Everything a tool may use while it runs.
 pub struct ToolCtx<'a> {
     /// The session's working directory (relative paths resolve against it).
@@ -45,6 +60,7 @@ pub struct ToolCtx<'a> {
     /// The project root (git worktree root, else `cwd`). Reading inside it needs no permission.
     pub project_root: &'a Path,
     pub reads: &'a dyn ReadTracker,
+    pub session: &'a dyn SessionState,
     /// Set when the user cancels the turn: long-running tools stop and kill their processes.
     pub cancel: Arc<AtomicBool>,
     /// The session's current large/small models, which the bash tool's `model large|small`
@@ -158,8 +174,11 @@ pub fn builtin() -> Vec<Box<dyn Tool>> {
         Box::new(fetch::Fetch),
         Box::new(glob::Glob),
         Box::new(grep::Grep),
+        Box::new(jobs::JobKill),
+        Box::new(jobs::JobOutput),
         Box::new(ls::Ls),
         Box::new(multiedit::MultiEdit),
+        Box::new(todos::Todos),
         Box::new(view::View),
         Box::new(write::Write),
     ];
@@ -198,8 +217,11 @@ mod tests {
                 "fetch",
                 "glob",
                 "grep",
+                "job_kill",
+                "job_output",
                 "ls",
                 "multiedit",
+                "todos",
                 "view",
                 "write"
             ]

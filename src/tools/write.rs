@@ -46,17 +46,21 @@ impl FileChange {
         }
     }
 
-    /// Writes the new content (creating parent directories) and records the new modification
-    /// time as read, so further edits need no new view.
+    /// Writes the new content (creating parent directories), records the new modification
+    /// time as read, so further edits need no new view, and the change in the session's file
+    /// history (the bytes before, exactly, for undo).
     pub fn apply(&self, ctx: &ToolCtx) -> Result<Diff, String> {
         let d = self.diff(ctx);
         if let Some(parent) = self.path.parent() {
             fs::create_dir_all(parent)
                 .map_err(|e| format!("cannot create directory {}: {e}", parent.display()))?;
         }
+        let before = read_regular(&self.path).ok();
         fs::write(&self.path, &self.new)
             .map_err(|e| format!("cannot write {}: {e}", self.path.display()))?;
         record_current(ctx, &self.path);
+        ctx.session
+            .file_changed(&self.path, before.as_deref(), Some(self.new.as_bytes()));
         Ok(d)
     }
 }
@@ -212,6 +216,15 @@ mod tests {
             )
             .out();
         assert!(!out.is_error, "{}", out.content);
+        // Both changes reach the session's file history, the first from "no file".
+        let p = fx.path("a/b/new.txt");
+        assert_eq!(
+            *fx.reads.changes.lock().unwrap(),
+            [
+                (p.clone(), None, Some(b"hello\n".to_vec())),
+                (p, Some(b"hello\n".to_vec()), Some(b"bye\n".to_vec())),
+            ]
+        );
     }
 
     #[test]

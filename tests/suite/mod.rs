@@ -7,6 +7,7 @@ mod config;
 mod fake_server;
 mod go_compat;
 mod hooks;
+mod jobs;
 mod ledger;
 mod mcp;
 mod repl;

@@ -17,6 +17,7 @@
 #![allow(dead_code)]
 
 pub mod checks;
+pub mod echo;
 pub mod env;
 pub mod http;
 pub mod mcp;
