@@ -129,7 +129,6 @@ pub fn interrupted() -> ExitCode {
 
 /// Registers something to run at exit (and before the watchdog ends the process), such as
 /// restoring the terminal.
-#[expect(dead_code, reason = "for the line editor's terminal restore")]
 pub fn on_exit(f: impl Fn() + Send + 'static) {
     EXIT_HOOKS
         .lock()

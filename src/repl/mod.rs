@@ -10,10 +10,22 @@
 //! second time at an empty prompt, exit 130. The alternative, a handler without `SA_RESTART` and
 //! a raw `read` on the main thread, would deliver EINTR to whichever thread the kernel picks
 //! (stream workers, tool waiters) and needs a hand-written line reader; the thread is simpler.
+//!
+//! On a terminal (stdin and stderr, `TERM` not `dumb`) the line editor (`editor.rs`) reads
+//! instead, on the main thread, in raw mode only while a line is being edited: Ctrl-C is then a
+//! key, and during a turn the terminal is back in its own mode, so Ctrl-C is the signal again.
 
+mod complete;
+mod editor;
+mod history;
 pub mod input;
+mod keys;
 pub mod render;
 mod shell;
+mod tty;
+mod width;
+#[rustfmt::skip]
+mod width_table;
 
 use crate::agent::permissions::Permissions;
 use crate::agent::{Agent, AgentEvent, Answer, Sink, Stop, TurnResult, title};
@@ -25,7 +37,10 @@ use crate::exit::ExitCode;
 use crate::llm::{Part, Role};
 use crate::store::{NewMessage, Session};
 use crate::tools::PermissionRequest;
+use complete::{Candidate, Source};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
+use editor::{Editor, Mode, Prompt, Read};
+use history::History;
 use input::{Assembler, Fed, Input, SLASH_COMMANDS, Slash};
 use render::Term;
 use std::io::{BufRead, IsTerminal};
@@ -119,10 +134,84 @@ impl Lines {
     }
 }
 
+/// Where input comes from: the line editor on a terminal, else lines of stdin.
+enum Reader {
+    Lines(Lines),
+    Editor {
+        editor: Box<Editor>,
+        cancel: Arc<AtomicBool>,
+    },
+}
+
+impl From<Read> for Got {
+    fn from(r: Read) -> Got {
+        match r {
+            Read::Line(l) => Got::Line(l),
+            Read::Eof => Got::Eof,
+            Read::Interrupt => Got::Interrupt,
+        }
+    }
+}
+
+impl Reader {
+    /// A line at the session's prompt (`. ` inside a block or continued line).
+    fn prompt(
+        &mut self,
+        term: &mut Term,
+        interactive: bool,
+        continuation: bool,
+        source: &dyn Source,
+    ) -> Got {
+        match self {
+            Reader::Lines(l) => {
+                if interactive {
+                    term.prompt(continuation);
+                }
+                l.next()
+            }
+            Reader::Editor { editor, cancel } => {
+                term.end_line();
+                let p = Prompt {
+                    text: if continuation { ". " } else { "> " },
+                    style: render::BOLD,
+                };
+                editor.read(&p, Mode::Prompt, source, cancel).into()
+            }
+        }
+    }
+
+    /// The answer to a question.
+    fn answer(&mut self, term: &mut Term, question: &str) -> Got {
+        match self {
+            Reader::Lines(l) => {
+                term.question(question);
+                l.next()
+            }
+            Reader::Editor { editor, cancel } => {
+                term.end_line();
+                let text = format!("{question} ");
+                let p = Prompt {
+                    text: &text,
+                    style: render::YELLOW,
+                };
+                let source = editor::NoCompletion;
+                editor.read(&p, Mode::Answer, &source, cancel).into()
+            }
+        }
+    }
+
+    fn editor(&mut self) -> Option<&mut Editor> {
+        match self {
+            Reader::Editor { editor, .. } => Some(editor),
+            Reader::Lines(_) => None,
+        }
+    }
+}
+
 /// Renders a turn and asks permission questions on the REPL's input.
 struct ReplSink<'a> {
     term: &'a mut Term,
-    lines: &'a mut Lines,
+    lines: &'a mut Reader,
     interactive: bool,
     /// Ctrl-C while a question was open.
     interrupted: bool,
@@ -136,7 +225,7 @@ struct ReplSink<'a> {
 impl<'a> ReplSink<'a> {
     fn new(
         term: &'a mut Term,
-        lines: &'a mut Lines,
+        lines: &'a mut Reader,
         titles: &'a mut Vec<TitleJob>,
         interactive: bool,
         title: Option<TitleStart>,
@@ -222,11 +311,11 @@ impl Sink for ReplSink<'_> {
             self.term.diff(d);
         }
         loop {
-            self.term.question(&format!(
+            let question = format!(
                 "Allow {}: {}? [y]es / [a]lways this session / [n]o",
                 req.tool, req.description
-            ));
-            let line = match self.lines.next() {
+            );
+            let line = match self.lines.answer(self.term, &question) {
                 Got::Line(l) => l,
                 Got::Eof => {
                     self.term.note("no answer (end of input): refused");
@@ -274,7 +363,7 @@ struct Repl {
     /// `/model small ...` or `--small-model`; else resolved from the configuration when needed.
     small: Option<ResolvedModel>,
     term: Term,
-    lines: Lines,
+    lines: Reader,
     interactive: bool,
     /// The current session has had no prompt yet: the first one gets a generated title.
     fresh: bool,
@@ -312,15 +401,32 @@ pub fn run(global: &Global, args: &ReplArgs) -> Result<ExitCode, AppError> {
         return Ok(crate::signal::interrupted());
     }
     let progress = !args.quiet && ctx.loaded.config.options.progress != Some(false);
-    let lines = Lines::spawn(cancel.clone())?;
+    let interactive = std::io::stdin().is_terminal();
+    let mut term = Term::detect(progress);
+    let lines = if tty::editor_usable(
+        interactive,
+        std::io::stderr().is_terminal(),
+        std::env::var_os("TERM").as_deref(),
+    ) {
+        let (history, warning) = History::load(&history_path(&ctx), history::CAP);
+        if let Some(w) = warning {
+            term.note(&w);
+        }
+        Reader::Editor {
+            editor: Box::new(Editor::new(history, term.color())),
+            cancel: cancel.clone(),
+        }
+    } else {
+        Reader::Lines(Lines::spawn(cancel.clone())?)
+    };
     let mut repl = Repl {
         ctx,
         global: global.clone(),
         agent,
         small,
-        term: Term::detect(progress),
+        term,
         lines,
-        interactive: std::io::stdin().is_terminal(),
+        interactive,
         fresh: false,
         titles: Vec::new(),
         cancel,
@@ -333,6 +439,77 @@ pub fn run(global: &Global, args: &ReplArgs) -> Result<ExitCode, AppError> {
     };
     repl.banner(resumed.as_ref());
     Ok(repl.main_loop())
+}
+
+/// The project's prompt history (crush(1) FILES).
+fn history_path(ctx: &Context) -> std::path::PathBuf {
+    ctx.loaded.data_dir.join("history")
+}
+
+/// What Tab completes at the session's prompt: the slash commands and their arguments, and the
+/// project's files.
+struct Completions<'a> {
+    store: &'a crate::store::Store,
+    config: &'a crate::config::Loaded,
+    tools: Vec<&'a str>,
+    cwd: &'a std::path::Path,
+}
+
+impl Source for Completions<'_> {
+    fn commands(&self) -> Vec<Candidate> {
+        SLASH_COMMANDS
+            .iter()
+            .map(|(_, name, _, about)| Candidate::new(*name, *about))
+            .collect()
+    }
+
+    fn arguments(&self, command: &str, before: &[&str]) -> Vec<Candidate> {
+        let words = |w: &[&str]| w.iter().map(|w| Candidate::plain(*w)).collect();
+        match (command, before) {
+            ("model", []) => {
+                let mut c: Vec<Candidate> = words(&["large", "small"]);
+                c.extend(self.models());
+                c
+            }
+            ("model", ["large" | "small"]) => self.models(),
+            ("resume", []) => self
+                .store
+                .list_sessions()
+                .unwrap_or_default()
+                .into_iter()
+                .map(|s| Candidate::new(short_id(&s.id), s.title))
+                .collect(),
+            ("option", []) => words(&crate::config::commands::option_keys()),
+            ("option", [key]) => words(&crate::config::commands::option_values(key)),
+            ("permissions", []) => words(&["allow", "deny"]),
+            ("permissions", [_, ..]) => words(&self.tools),
+            ("export", _) => words(&["md", "json"]),
+            _ => Vec::new(),
+        }
+    }
+
+    fn root(&self) -> Option<&std::path::Path> {
+        Some(self.cwd)
+    }
+}
+
+impl Completions<'_> {
+    fn models(&self) -> Vec<Candidate> {
+        let catalog = self.config.catalog.get();
+        self.config
+            .providers_with(&catalog.providers)
+            .unwrap_or_default()
+            .iter()
+            .flat_map(|p| {
+                p.models.iter().map(move |m| {
+                    Candidate::new(
+                        format!("{}/{}", p.id, m.id),
+                        m.name.clone().unwrap_or_default(),
+                    )
+                })
+            })
+            .collect()
+    }
 }
 
 /// The first start in a project that would run code of its own (crushrc, hooks, MCP or LSP servers,
@@ -420,10 +597,16 @@ impl Repl {
         let mut interrupts = 0;
         let code = loop {
             self.poll_titles(Duration::ZERO);
-            if self.interactive {
-                self.term.prompt(asm.pending());
-            }
-            match self.lines.next() {
+            let source = Completions {
+                store: self.ctx.store,
+                config: self.agent.config.as_ref().unwrap_or(&self.ctx.loaded),
+                tools: self.agent.tools.iter().map(|t| t.name()).collect(),
+                cwd: &self.agent.cwd,
+            };
+            let got = self
+                .lines
+                .prompt(&mut self.term, self.interactive, asm.pending(), &source);
+            match got {
                 Got::Eof => {
                     if asm.discard() {
                         self.term
@@ -451,9 +634,14 @@ impl Repl {
                 }
                 Got::Line(l) => {
                     interrupts = 0;
-                    let Fed::Done(input) = asm.feed(&l) else {
+                    let Fed::Done(input) = asm.feed_text(&l) else {
                         continue;
                     };
+                    if let Some(editor) = self.lines.editor()
+                        && let Some(w) = editor.remember(asm.entry())
+                    {
+                        self.term.note(&w);
+                    }
                     if let Flow::Quit = self.handle(input) {
                         break ExitCode::Success;
                     }
@@ -716,6 +904,7 @@ impl Repl {
             Slash::Cost => self.cost(),
             Slash::Compact => self.compact(),
             Slash::Export => self.export(args),
+            Slash::History => self.history(args),
         }
         Flow::Continue
     }
@@ -911,6 +1100,42 @@ impl Repl {
                 }
             }
         }
+    }
+
+    /// `/history [N]`: the last N prompts of the project, oldest first.
+    fn history(&mut self, args: &str) {
+        let n = match args.trim() {
+            "" => 20,
+            a => match a.parse::<usize>() {
+                Ok(n) if n > 0 => n,
+                _ => {
+                    return self
+                        .term
+                        .error("usage: /history [N] (N: how many, default 20)");
+                }
+            },
+        };
+        let loaded;
+        let entries = match self.lines.editor() {
+            Some(e) => e.history().entries(),
+            None => {
+                let (h, warning) = History::load(&history_path(&self.ctx), history::CAP);
+                if let Some(w) = warning {
+                    self.term.note(&w);
+                }
+                loaded = h;
+                loaded.entries()
+            }
+        };
+        if entries.is_empty() {
+            return self.term.note("No prompts in the history yet.");
+        }
+        let from = entries.len().saturating_sub(n);
+        let mut out = String::new();
+        for (i, e) in entries.iter().enumerate().skip(from) {
+            out.push_str(&format!("{:>5}  {}\n", i + 1, e.replace('\n', " ⏎ ")));
+        }
+        self.term.print(&out);
     }
 
     /// `/compact`: a summary of the session, stored in it as a summary message; later turns

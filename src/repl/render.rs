@@ -13,10 +13,10 @@ pub fn use_color(is_terminal: bool, no_color: Option<&OsStr>, term: Option<&OsSt
 
 const RESET: &str = "\x1b[0m";
 const DIM: &str = "\x1b[2m";
-const BOLD: &str = "\x1b[1m";
+pub const BOLD: &str = "\x1b[1m";
 const RED: &str = "\x1b[31m";
 const GREEN: &str = "\x1b[32m";
-const YELLOW: &str = "\x1b[33m";
+pub const YELLOW: &str = "\x1b[33m";
 const CYAN: &str = "\x1b[36m";
 
 pub struct Term {
@@ -66,6 +66,11 @@ impl Term {
             out_at_line_start: true,
             answered: false,
         }
+    }
+
+    /// Colour is on (stderr).
+    pub fn color(&self) -> bool {
+        self.color
     }
 
     /// `s` in `style` when colour is on.

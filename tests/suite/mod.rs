@@ -2,6 +2,7 @@
 
 mod catalog;
 mod config;
+mod editor;
 mod fake_server;
 mod go_compat;
 mod hooks;
