@@ -9,6 +9,15 @@ pub fn truthy(v: &str) -> bool {
     )
 }
 
+/// The variable `name` read as a number of seconds (fractions allowed), if it is one.
+pub fn seconds(name: &str) -> Option<std::time::Duration> {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(std::time::Duration::from_secs_f64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -44,12 +44,7 @@ extern "C" fn on_signal(sig: libc::c_int) {
 }
 
 fn grace() -> Duration {
-    std::env::var("CRUSH_TERM_GRACE")
-        .ok()
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s >= 0.0)
-        .map(Duration::from_secs_f64)
-        .unwrap_or(Duration::from_secs(3))
+    crate::env::seconds("CRUSH_TERM_GRACE").unwrap_or(Duration::from_secs(3))
 }
 
 /// Starts the thread that ends the process when a SIGTERM/SIGHUP is not acted on in time.

@@ -20,6 +20,8 @@ mod editor;
 mod history;
 pub mod input;
 mod keys;
+mod markdown;
+mod notify;
 pub mod render;
 mod shell;
 mod tty;
@@ -220,6 +222,8 @@ struct ReplSink<'a> {
     /// A new session's title, generated once its first prompt has passed the hooks.
     title: Option<TitleStart>,
     titles: &'a mut Vec<TitleJob>,
+    /// Sent when a question waits after a long turn.
+    notice: Option<notify::Notice>,
 }
 
 impl<'a> ReplSink<'a> {
@@ -238,6 +242,7 @@ impl<'a> ReplSink<'a> {
             refused: false,
             title,
             titles,
+            notice: None,
         }
     }
 }
@@ -309,6 +314,9 @@ impl Sink for ReplSink<'_> {
     fn ask(&mut self, req: &PermissionRequest) -> Option<Answer> {
         if let Some(d) = req.diff.as_deref().filter(|d| !d.trim().is_empty()) {
             self.term.diff(d);
+        }
+        if let Some(n) = &self.notice {
+            n.send_if_long(&format!("{} needs your permission", req.tool));
         }
         loop {
             let question = format!(
@@ -772,6 +780,7 @@ impl Repl {
         self.cancel.store(false, Ordering::SeqCst);
         self.term.begin_answer();
         self.term.status(WAITING);
+        let (notice, at_question) = (self.notice(), self.notice());
         let mut sink = ReplSink::new(
             &mut self.term,
             &mut self.lines,
@@ -779,6 +788,7 @@ impl Repl {
             self.interactive,
             title,
         );
+        sink.notice = Some(at_question);
         if let Some(source) = self.session_start.take() {
             self.agent.session_start(source, &mut sink);
         }
@@ -796,9 +806,34 @@ impl Repl {
             Err(e) => self.term.error(&format!(
                 "the session store failed: {e}; the turn may be incomplete"
             )),
-            Ok(r) => self.report(&r, interrupted),
+            Ok(r) => {
+                self.report(&r, interrupted);
+                // Canceled: the user is here.
+                if !matches!(r.stop, Stop::Canceled) && !interrupted {
+                    notice.send_if_long(match r.stop {
+                        Stop::EndTurn => "the answer is ready",
+                        _ => "the turn has stopped",
+                    });
+                }
+            }
         }
         self.poll_titles(TITLE_WAIT);
+    }
+
+    /// A notification for the turn starting now, the way `options.notifications` says.
+    fn notice(&self) -> notify::Notice {
+        let cfg = self.agent.config.as_ref().unwrap_or(&self.ctx.loaded);
+        notify::Notice {
+            style: notify::choose(
+                cfg.config.options.notifications.as_deref(),
+                self.term.stderr_tty(),
+                &|k| std::env::var(k).ok(),
+                &notify::native_available,
+            ),
+            since: Instant::now(),
+            after: notify::threshold(),
+            cwd: self.agent.cwd.clone(),
+        }
     }
 
     fn report(&mut self, r: &TurnResult, interrupted: bool) {

@@ -102,12 +102,17 @@ impl Drop for Raw {
     }
 }
 
-/// Columns of the terminal, if it reports a usable number.
+/// Columns of the terminal the editor draws on, if it reports a usable number.
 pub fn width() -> Option<usize> {
+    columns(STDERR)
+}
+
+/// Columns of the terminal on `fd`, if it reports a usable number.
+pub fn columns(fd: libc::c_int) -> Option<usize> {
     // SAFETY: TIOCGWINSZ fills the zeroed winsize it is given.
     let cols = unsafe {
         let mut ws: libc::winsize = std::mem::zeroed();
-        if libc::ioctl(STDERR, libc::TIOCGWINSZ, &mut ws) != 0 {
+        if libc::ioctl(fd, libc::TIOCGWINSZ, &mut ws) != 0 {
             return None;
         }
         ws.ws_col

@@ -2,7 +2,7 @@
 //! history across restarts, reverse search, completion, bracketed paste, Ctrl-C, bad input, and
 //! the terminal's mode put back however crush ends.
 
-use super::repl::{Tmux, setup, start_in_tmux, tmux_available, turns};
+use super::repl::{Tmux, setup, start_in_tmux, start_in_tmux_with, tmux_available, turns};
 use crate::support::{FakeServer, RUN_TIMEOUT, Reply};
 use serde_json::json;
 use std::path::Path;
@@ -324,4 +324,90 @@ fn bad_input_and_an_unusable_history_cost_one_warning_each() {
     tmux.wait_for("the first entry", |s| {
         s.lines().last_non_empty() == "> ok go"
     });
+}
+
+const MARKDOWN: &str = "# Plan\n\nSome **bold** and `code`.\n\n- first\n- second\n\n\
+                        ```rust\nfn main() {}\n```\n\n| a | bb |\n|---|---|\n| 1 | 2 |\n";
+
+#[test]
+fn answers_are_light_markdown_on_a_terminal_and_plain_with_no_color() {
+    need_tmux!();
+    let (_server, env) = setup(vec![Reply::text(MARKDOWN), Reply::text(MARKDOWN)]);
+    let (tmux, _) = start_in_tmux(&env, "md");
+    tmux.wait_for("the prompt", at_prompt);
+    tmux.keys(&["show me", "Enter"]);
+    let screen = tmux.wait_for("the table", |s| s.contains("a │ bb"));
+    let lines: Vec<&str> = screen.lines().map(str::trim_end).collect();
+    for want in [
+        "Plan",
+        "Some bold and code.",
+        "• first",
+        "• second",
+        "fn main() {}",
+        "──┼───",
+        "1 │ 2",
+    ] {
+        assert!(lines.contains(&want), "no line {want:?}:\n{screen}");
+    }
+    assert!(
+        lines.iter().any(|l| l.starts_with("── rust ──")),
+        "{screen}"
+    );
+    assert!(
+        !screen.contains("```") && !screen.contains("**"),
+        "{screen}"
+    );
+    drop(tmux);
+
+    let (tmux, _) = start_in_tmux_with(&env, "md-no-color", &[], &[("NO_COLOR", "1")]);
+    tmux.wait_for("the prompt", at_prompt);
+    tmux.keys(&["again", "Enter"]);
+    let screen = tmux.wait_for("the table", |s| s.contains("| 1 | 2 |"));
+    for want in ["# Plan", "Some **bold** and `code`.", "- first", "```rust"] {
+        assert!(screen.contains(want), "no {want:?}:\n{screen}");
+    }
+}
+
+fn bell(tmux: &Tmux) -> bool {
+    let out = tmux.cmd(&["display", "-p", "-t", "t", "#{window_bell_flag}"]);
+    String::from_utf8_lossy(&out.stdout).trim() == "1"
+}
+
+#[test]
+fn a_long_turn_and_a_waiting_question_ring_the_bell_unless_disabled() {
+    need_tmux!();
+    let (server, env) = setup(vec![
+        Reply::text("rings"),
+        Reply::text("quiet"),
+        Reply::tool_call("bash", json!({"command": "touch rung"})),
+        Reply::text("done"),
+    ]);
+    let vars = [("CRUSH_NOTIFY_AFTER", "0")];
+    // The default under a multiplexer: the bell, when the turn ends.
+    let (tmux, _) = start_in_tmux_with(&env, "bell-end", &[], &vars);
+    tmux.wait_for("the prompt", at_prompt);
+    tmux.keys(&["hello", "Enter"]);
+    wait_turns(&server, 1, &tmux);
+    wait_prompt(&tmux);
+    assert!(bell(&tmux), "no bell at the end of the turn");
+    drop(tmux);
+    // Disabled: nothing rings.
+    let (tmux, _) = start_in_tmux_with(&env, "bell-off", &[], &vars);
+    tmux.wait_for("the prompt", at_prompt);
+    tmux.keys(&["/option notifications disabled", "Enter"]);
+    tmux.wait_for("the option", |s| s.contains("for this session only"));
+    tmux.keys(&["hello", "Enter"]);
+    wait_turns(&server, 2, &tmux);
+    wait_prompt(&tmux);
+    assert!(!bell(&tmux), "rang while disabled");
+    drop(tmux);
+    // A question waiting.
+    let (tmux, _) = start_in_tmux_with(&env, "bell-ask", &[], &vars);
+    tmux.wait_for("the prompt", at_prompt);
+    tmux.keys(&["touch it", "Enter"]);
+    tmux.wait_for("the question", |s| s.contains("[n]o"));
+    assert!(bell(&tmux), "no bell at the question");
+    tmux.keys(&["y", "Enter"]);
+    wait_turns(&server, 4, &tmux);
+    wait_prompt(&tmux);
 }

@@ -721,14 +721,15 @@ impl Drop for Tmux {
 /// the wrapping shell writes crush's exit status to (then the terminal's mode, `stty -a`, to
 /// `stty` beside it).
 pub(super) fn start_in_tmux(env: &TestEnv, name: &str) -> (Tmux, std::path::PathBuf) {
-    start_in_tmux_with(env, name, &[])
+    start_in_tmux_with(env, name, &[], &[])
 }
 
-/// `start_in_tmux` with arguments for crush.
+/// `start_in_tmux` with arguments for crush and more environment variables.
 pub(super) fn start_in_tmux_with(
     env: &TestEnv,
     name: &str,
     args: &[&str],
+    vars: &[(&str, &str)],
 ) -> (Tmux, std::path::PathBuf) {
     // The same environment as env.run, written out as a shell command for tmux.
     let cmd = env.crush();
@@ -748,6 +749,9 @@ pub(super) fn start_in_tmux_with(
         }
     }
     script.push_str(" TERM=screen");
+    for (k, v) in vars {
+        script.push_str(&format!(" {k}={}", shell_quote(v)));
+    }
     for k in ["PATH"] {
         if let Ok(v) = std::env::var(k) {
             script.push_str(&format!(" {k}={}", shell_quote(&v)));
