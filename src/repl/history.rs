@@ -36,6 +36,9 @@ fn escape(s: &str) -> String {
 }
 
 fn unescape(s: &str) -> String {
+    if !s.contains('\\') {
+        return s.to_string();
+    }
     let mut out = String::with_capacity(s.len());
     let mut it = s.chars();
     while let Some(c) = it.next() {
@@ -168,18 +171,22 @@ fn append(path: &Path, entry: &str) -> std::io::Result<()> {
 
 /// The last occurrence of each entry, in order, at most `cap` of them.
 fn dedup_keep_last(all: Vec<String>, cap: usize) -> Vec<String> {
-    let mut seen = std::collections::HashSet::new();
-    let mut out: Vec<String> = Vec::new();
-    for e in all.into_iter().rev() {
-        if out.len() == cap {
+    let mut keep = vec![false; all.len()];
+    let mut seen = std::collections::HashSet::with_capacity(all.len().min(cap));
+    let mut kept = 0;
+    for (i, e) in all.iter().enumerate().rev() {
+        if kept == cap {
             break;
         }
-        if seen.insert(e.clone()) {
-            out.push(e);
+        if seen.insert(e.as_str()) {
+            keep[i] = true;
+            kept += 1;
         }
     }
-    out.reverse();
-    out
+    all.into_iter()
+        .zip(keep)
+        .filter_map(|(e, k)| k.then_some(e))
+        .collect()
 }
 
 #[cfg(test)]

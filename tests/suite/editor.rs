@@ -94,6 +94,7 @@ fn editing_keys_shape_the_prompt_the_model_gets() {
         Reply::text("one"),
         Reply::text("two"),
         Reply::text("three"),
+        Reply::text("four"),
     ]);
     let (tmux, status) = start_in_tmux(&env, "keys");
     tmux.wait_for("the prompt", at_prompt);
@@ -112,10 +113,21 @@ fn editing_keys_shape_the_prompt_the_model_gets() {
     wait_turns(&server, 2, &tmux);
     assert_eq!(last_prompt(&server), "firstdraft\nline\nlat");
     wait_prompt(&tmux);
-    // A block typed line by line still works.
+    // A block typed line by line still works, and so does a trailing backslash; a line typed
+    // across a resize of the terminal arrives whole.
     tmux.keys(&["{", "Enter", "in a block", "Enter", "}", "Enter"]);
     wait_turns(&server, 3, &tmux);
     assert_eq!(last_prompt(&server), "in a block");
+    wait_prompt(&tmux);
+    tmux.keys(&["first \\", "Enter", "a long second line that will wrap"]);
+    let out = tmux.cmd(&["resize-window", "-t", "t", "-x", "20"]);
+    assert!(out.status.success(), "{out:?}");
+    tmux.keys(&[" once narrowed", "Enter"]);
+    wait_turns(&server, 4, &tmux);
+    assert_eq!(
+        last_prompt(&server),
+        "first \na long second line that will wrap once narrowed"
+    );
     tmux.keys(&["C-d"]);
     let (code, stty) = wait_exit(&tmux, &status);
     assert_eq!(code, "0");
@@ -410,4 +422,20 @@ fn a_long_turn_and_a_waiting_question_ring_the_bell_unless_disabled() {
     tmux.keys(&["y", "Enter"]);
     wait_turns(&server, 4, &tmux);
     wait_prompt(&tmux);
+}
+
+#[test]
+fn from_a_pipe_history_is_listed_but_not_recorded() {
+    let (_server, env) = setup(Vec::new());
+    let file = env.project().join(".crush/history");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, "old one\ntwo\\nlines\nnewest\n").unwrap();
+    let out = env.run(&[], Some("/history 2\n/history x\n"));
+    out.assert_success();
+    assert_eq!(out.stdout, "    2  two ⏎ lines\n    3  newest\n");
+    assert!(out.stderr.contains("usage: /history [N]"), "{}", out.stderr);
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "old one\ntwo\\nlines\nnewest\n"
+    );
 }
