@@ -160,9 +160,26 @@ impl Screen {
 
     fn put_str(&mut self, s: &str) {
         for c in s.chars() {
-            let mut b = [0u8; 4];
-            self.put(c.encode_utf8(&mut b), char_width(c));
+            self.put_char(c);
         }
+    }
+
+    /// A character as the terminal shows it; a control character is shown (`^[`, `<U+009B>`),
+    /// never sent: nothing in a prompt or a recalled entry can act on the terminal.
+    fn put_char(&mut self, c: char) {
+        if c.is_control() {
+            let shown = match c {
+                '\u{0}'..='\u{1f}' => format!("^{}", char::from(c as u8 + 0x40)),
+                '\u{7f}' => "^?".to_string(),
+                _ => format!("<U+{:04X}>", c as u32),
+            };
+            for ch in shown.chars() {
+                self.put(ch.encode_utf8(&mut [0u8; 4]), 1);
+            }
+            return;
+        }
+        let mut b = [0u8; 4];
+        self.put(c.encode_utf8(&mut b), char_width(c));
     }
 
     fn newline(&mut self) {
@@ -560,7 +577,7 @@ impl Edit {
             if i == cursor {
                 let first = match it {
                     Item::Char('\n') => 0,
-                    Item::Char(c) if *c != '\t' && !c.is_control() => char_width(*c),
+                    Item::Char(c) if !c.is_control() => char_width(*c),
                     _ => 1,
                 };
                 cursor_pos = s.pos(first);
@@ -577,11 +594,7 @@ impl Edit {
                         s.put(" ", 1);
                     }
                 }
-                Item::Char(c) if c.is_control() => s.put("?", 1),
-                Item::Char(c) => {
-                    let mut b = [0u8; 4];
-                    s.put(c.encode_utf8(&mut b), char_width(*c));
-                }
+                Item::Char(c) => s.put_char(*c),
                 Item::Block(t) => {
                     s.style(color, DIM);
                     s.put_str(&block_label(t));
@@ -1065,6 +1078,24 @@ mod tests {
         assert_eq!(row, 0);
         let (_, row) = drawn("é\u{301}x", 3, 80);
         assert_eq!(row, 0);
+    }
+
+    #[test]
+    fn control_characters_are_shown_not_sent() {
+        let ed = Edit {
+            items: items_of("a\x1b[2Kb\u{9b}"),
+            cursor: 0,
+            ..Edit::default()
+        };
+        let (out, _) = ed.render(
+            &Prompt {
+                text: "q\r? ",
+                style: "",
+            },
+            80,
+            false,
+        );
+        assert_eq!(out, "\r\x1b[Jq^M? a^[[2Kb<U+009B>\r\x1b[5C");
     }
 
     #[test]
