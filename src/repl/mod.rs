@@ -224,6 +224,56 @@ struct ReplSink<'a> {
     titles: &'a mut Vec<TitleJob>,
     /// Sent when a question waits after a long turn.
     notice: Option<notify::Notice>,
+    /// Model, context and cost, in front of the status line.
+    meter: Option<Meter>,
+}
+
+/// What the status line shows in front of what is going on: the model, the context used (of
+/// its window) and the session's cost so far.
+struct Meter {
+    model: String,
+    window: u64,
+    context: u64,
+    cost: f64,
+}
+
+/// `850`, `1.2k`, `128k`, `1.2M`.
+fn tokens(n: u64) -> String {
+    match n {
+        0..1000 => n.to_string(),
+        1000..10_000 => format!("{:.1}k", n as f64 / 1e3),
+        10_000..1_000_000 => format!("{}k", (n + 500) / 1000),
+        _ => format!("{:.1}M", n as f64 / 1e6),
+    }
+}
+
+impl Meter {
+    /// A model call's usage: the context is what the session's own model last held.
+    fn add(&mut self, model: &str, usage: Option<&crate::llm::Usage>, cost: Option<f64>) {
+        if let Some(u) = usage
+            && model == self.model
+        {
+            self.context = u.input + u.cache_read + u.cache_write + u.output;
+        }
+        self.cost += cost.unwrap_or(0.0);
+    }
+
+    fn line(&self) -> String {
+        let mut s = self.model.clone();
+        if self.context > 0 && self.window > 0 {
+            s.push_str(&format!(
+                " · {}/{} context",
+                tokens(self.context),
+                tokens(self.window)
+            ));
+        } else if self.context > 0 {
+            s.push_str(&format!(" · {} context", tokens(self.context)));
+        }
+        if self.cost > 0.0 {
+            s.push_str(&format!(" · ${:.4}", self.cost));
+        }
+        s
+    }
 }
 
 impl<'a> ReplSink<'a> {
@@ -243,6 +293,15 @@ impl<'a> ReplSink<'a> {
             title,
             titles,
             notice: None,
+            meter: None,
+        }
+    }
+
+    /// The status line, behind the meter.
+    fn status(&mut self, what: &str) {
+        match &self.meter {
+            Some(m) => self.term.status(&format!("{} · {what}", m.line())),
+            None => self.term.status(what),
         }
     }
 }
@@ -268,7 +327,7 @@ impl Sink for ReplSink<'_> {
                     }
                 }
             }
-            AgentEvent::ReasoningDelta(_) => self.term.status("thinking… (Ctrl-C cancels)"),
+            AgentEvent::ReasoningDelta(_) => self.status("thinking… (Ctrl-C cancels)"),
             AgentEvent::Retry {
                 attempt,
                 wait,
@@ -304,10 +363,14 @@ impl Sink for ReplSink<'_> {
                 self.term.note(&report.line());
                 self.term.begin_answer();
             }
-            AgentEvent::Usage { .. } => {}
+            AgentEvent::Usage { usage, cost, model } => {
+                if let Some(m) = self.meter.as_mut() {
+                    m.add(&model, usage.as_ref(), cost);
+                }
+            }
             AgentEvent::Notice(text) => self.term.note(&text),
-            AgentEvent::StepCommitted => self.term.status(WAITING),
-            AgentEvent::ToolPending(name) => self.term.status(&format!("preparing {name}…")),
+            AgentEvent::StepCommitted => self.status(WAITING),
+            AgentEvent::ToolPending(name) => self.status(&format!("preparing {name}…")),
         }
     }
 
@@ -784,8 +847,8 @@ impl Repl {
         let title = self.title_start();
         self.cancel.store(false, Ordering::SeqCst);
         self.term.begin_answer();
-        self.term.status(WAITING);
         let (notice, at_question) = (self.notice(), self.notice());
+        let meter = self.meter();
         let mut sink = ReplSink::new(
             &mut self.term,
             &mut self.lines,
@@ -794,6 +857,8 @@ impl Repl {
             title,
         );
         sink.notice = Some(at_question);
+        sink.meter = Some(meter);
+        sink.status(WAITING);
         if let Some(source) = self.session_start.take() {
             self.agent.session_start(source, &mut sink);
         }
@@ -823,6 +888,21 @@ impl Repl {
             }
         }
         self.poll_titles(TITLE_WAIT);
+    }
+
+    /// The meter of the status line as the turn starts: the session's context and cost so far.
+    fn meter(&self) -> Meter {
+        let m = &self.agent.model.model;
+        let (context, cost) = match self.ctx.store.resolve_session(&self.agent.session_id) {
+            Ok(s) => (u64::try_from(s.context_tokens).unwrap_or(0), s.cost),
+            Err(_) => (0, 0.0),
+        };
+        Meter {
+            model: m.id.clone(),
+            window: m.context_window,
+            context,
+            cost,
+        }
     }
 
     /// A notification for the turn starting now, the way `options.notifications` says.
@@ -1250,4 +1330,33 @@ pub fn help_text() -> String {
          to quit (exit 130). Ctrl-D quits.\n",
     );
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_meter_reads_short() {
+        assert_eq!(
+            [850, 1234, 128_400, 200_000, 1_234_567].map(tokens),
+            ["850", "1.2k", "128k", "200k", "1.2M"]
+        );
+        let mut m = Meter {
+            model: "m".into(),
+            window: 200_000,
+            context: 0,
+            cost: 0.0,
+        };
+        assert_eq!(m.line(), "m");
+        let u = crate::llm::Usage {
+            input: 1000,
+            output: 200,
+            cache_read: 3000,
+            cache_write: 0,
+        };
+        m.add("m", Some(&u), Some(0.01));
+        m.add("other", Some(&u), None);
+        assert_eq!(m.line(), "m · 4.2k/200k context · $0.0100");
+    }
 }

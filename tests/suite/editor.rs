@@ -439,3 +439,42 @@ fn from_a_pipe_history_is_listed_but_not_recorded() {
         "old one\ntwo\\nlines\nnewest\n"
     );
 }
+
+#[test]
+fn the_status_line_shows_model_context_and_cost_on_one_line() {
+    need_tmux!();
+    let (server, env) = setup(vec![
+        Reply::text("first"),
+        Reply::stall(Duration::from_secs(60)),
+    ]);
+    let (tmux, _) = start_in_tmux(&env, "status");
+    tmux.wait_for("the prompt", at_prompt);
+    tmux.keys(&["one", "Enter"]);
+    wait_turns(&server, 1, &tmux);
+    wait_prompt(&tmux);
+    let out = tmux.cmd(&["resize-window", "-t", "t", "-x", "50"]);
+    assert!(out.status.success(), "{out:?}");
+    tmux.keys(&["two", "Enter"]);
+    wait_turns(&server, 2, &tmux);
+    let screen = tmux.wait_for("the status", |s| s.contains("fake-model · "));
+    let status = screen
+        .lines()
+        .map(str::trim_end)
+        .find(|l| l.starts_with("fake-model · "))
+        .unwrap();
+    // The first call's usage (100 in, 20 out) and cost, cut to the width.
+    assert!(
+        status.starts_with("fake-model · 120/200k context · $0.0012 · wait"),
+        "{screen}"
+    );
+    assert!(status.chars().count() < 50, "{status:?}");
+    let after: Vec<&str> = screen
+        .lines()
+        .skip_while(|l| !l.starts_with("fake-model · "))
+        .skip(1)
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    assert!(after.is_empty(), "the status wrapped: {after:?}");
+    tmux.keys(&["C-c"]);
+    tmux.wait_for("the cancel", |s| s.contains("canceled"));
+}
