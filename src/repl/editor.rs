@@ -722,11 +722,16 @@ impl Editor {
         };
         let mut buf = [0u8; 4096];
         // Typed ahead while the terminal was in its own mode: there Enter arrived as LF, which
-        // in raw mode is Ctrl-J (a newline in the text).
+        // in raw mode is Ctrl-J (a newline in the text), and Ctrl-D as the NUL that marks an
+        // end of file.
         if let tty::Got::Bytes(n) = tty::read(&mut buf, Duration::ZERO) {
             let ahead: Vec<u8> = buf[..n]
                 .iter()
-                .map(|&b| if b == b'\n' { b'\r' } else { b })
+                .map(|&b| match b {
+                    b'\n' => b'\r',
+                    0 => 4,
+                    b => b,
+                })
                 .collect();
             self.decoder.feed(&ahead);
         }

@@ -128,7 +128,6 @@ fn editing_keys_shape_the_prompt_the_model_gets() {
         last_prompt(&server),
         "first \na long second line that will wrap once narrowed"
     );
-    // (A Ctrl-D typed during a turn is the terminal's end-of-file, not a key for crush.)
     wait_prompt(&tmux);
     tmux.keys(&["C-d"]);
     let (code, stty) = wait_exit(&tmux, &status);
