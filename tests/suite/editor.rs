@@ -222,6 +222,16 @@ fn tab_completes_commands_and_project_paths() {
     wait_turns(&server, 1, &tmux);
     assert_eq!(last_prompt(&server), "look at @src/main.rs");
     wait_prompt(&tmux);
+    // Arguments: the models of the configuration, option keys and values.
+    tmux.keys(&["/model sm", "Tab", "fa", "Tab"]);
+    tmux.wait_for("the model", |s| {
+        s.lines().last_non_empty() == "> /model small fake/fake-model"
+    });
+    tmux.keys(&["C-u", "/option progr", "Tab", "f", "Tab"]);
+    tmux.wait_for("the option", |s| {
+        s.lines().last_non_empty() == "> /option progress false"
+    });
+    tmux.keys(&["C-u"]);
     // Ambiguous: the candidates are listed.
     tmux.keys(&["/co", "Tab"]);
     let screen = tmux.wait_for("the list", |s| s.contains("/compact"));
