@@ -167,19 +167,20 @@ impl Screen {
     /// A character as the terminal shows it; a control character is shown (`^[`, `<U+009B>`),
     /// never sent: nothing in a prompt or a recalled entry can act on the terminal.
     fn put_char(&mut self, c: char) {
-        if c.is_control() {
-            let shown = match c {
-                '\u{0}'..='\u{1f}' => format!("^{}", char::from(c as u8 + 0x40)),
-                '\u{7f}' => "^?".to_string(),
-                _ => format!("<U+{:04X}>", c as u32),
-            };
-            for ch in shown.chars() {
-                self.put(ch.encode_utf8(&mut [0u8; 4]), 1);
-            }
+        if c == '\t' {
+            self.put(" ", 1);
             return;
         }
         let mut b = [0u8; 4];
-        self.put(c.encode_utf8(&mut b), char_width(c));
+        let s = c.encode_utf8(&mut b);
+        match crate::visible::line(s) {
+            std::borrow::Cow::Borrowed(_) => self.put(s, char_width(c)),
+            std::borrow::Cow::Owned(shown) => {
+                for ch in shown.chars() {
+                    self.put(ch.encode_utf8(&mut [0u8; 4]), 1);
+                }
+            }
+        }
     }
 
     fn newline(&mut self) {
