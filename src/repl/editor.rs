@@ -758,10 +758,18 @@ impl Editor {
                 }
             };
             let mut dirty = false;
-            let mut bad_input = false;
             while let Some(key) = self.decoder.next(settle) {
                 if key == Key::Invalid {
-                    bad_input = true;
+                    // Once per line, and before an Enter in the same read can end it.
+                    if !warned {
+                        warned = true;
+                        self.show_above(
+                            &mut ed,
+                            prompt,
+                            width,
+                            "crush: ignored input that is not UTF-8\r\n",
+                        );
+                    }
                     continue;
                 }
                 let entries = self.history.entries();
@@ -799,15 +807,6 @@ impl Editor {
                         dirty = true;
                     }
                 }
-            }
-            if bad_input && !warned {
-                warned = true;
-                self.show_above(
-                    &mut ed,
-                    prompt,
-                    width,
-                    "crush: ignored input that is not UTF-8\r\n",
-                );
             }
             let now = tty::width().unwrap_or(FALLBACK_WIDTH);
             if now != width {
