@@ -96,7 +96,9 @@ pub static FLAGS: &[Flag] = &[
         long: "json",
         value: None,
         help: "Print JSON: one event per line for run, a document for listings",
-        scope: Scope::Only(&["run", "sessions", "models", "config", "stats", "projects"]),
+        scope: Scope::Only(&[
+            "run", "sessions", "models", "config", "stats", "projects", "lsp",
+        ]),
     },
     Flag {
         short: Some('f'),
@@ -217,6 +219,14 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &["list", "test"],
     },
     CommandSpec {
+        name: "lsp",
+        usage: "crush lsp list [--json]",
+        about: "Start every language server a session in this project would have (configured, \
+                or found on PATH in a trusted project), report each one's state (ready with \
+                its name and version, failed and why, disabled) and stop them.",
+        subcommands: &["list"],
+    },
+    CommandSpec {
         name: "config",
         usage: "crush config show [--origin] [--json]",
         about: "Print the effective configuration. With --origin, each value names the layer and \
@@ -320,6 +330,9 @@ pub enum Command {
         tool: Option<String>,
     },
     HooksTest(HooksTestArgs),
+    LspList {
+        json: bool,
+    },
     ConfigShow {
         origin: bool,
         json: bool,
@@ -555,6 +568,15 @@ where
                     _ => return Err(UsageError(USAGE.into())),
                 }
             }
+            "lsp" => match positionals.as_slice() {
+                [] => Command::LspList { json },
+                [s] if s == "list" || s == "ls" => Command::LspList { json },
+                [other, ..] => {
+                    return Err(UsageError(format!(
+                        "unknown lsp command '{other}'; usage: crush lsp list [--json]"
+                    )));
+                }
+            },
             "projects" | "logs" => {
                 if let Some(p) = positionals.first() {
                     return Err(UsageError(format!(

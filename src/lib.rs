@@ -18,6 +18,7 @@ mod fsutil;
 mod hooks;
 mod llm;
 mod log;
+mod lsp;
 mod net;
 mod paths;
 mod proc;
@@ -63,6 +64,7 @@ fn dispatch(cli: cli::Cli) -> Result<ExitCode, AppError> {
             print(&text)?;
             Ok(code)
         }
+        Command::LspList { json } => print(&commands::lsp::list(g, *json)?),
         Command::SessionsExport { id, format } => print(&sessions::export(g, id, *format)?),
         Command::SessionsDelete { id } => print(&sessions::delete(g, id)?),
         Command::SessionsRename { id, title } => print(&sessions::rename(g, id, title)?),
@@ -116,7 +118,7 @@ const LAYERS: &[&[&str]] = &[
     &["log", "fsutil", "net", "proc"],
     &["signal", "rcshell"],
     &["llm"],
-    &["store"],
+    &["store", "lsp"],
     &["tools"],
     &["catalog"],
     &["config"],

@@ -566,7 +566,6 @@ fn run_inner(spec: &Spec, mut on_output: OnOutput) -> io::Result<Outcome> {
 
 /// A long-lived child that speaks over its stdin and stdout (a protocol server). Its stderr is
 /// passed line by line to a callback. Dropping it stops the child's group.
-#[cfg_attr(not(test), expect(dead_code, reason = "for the MCP and LSP clients"))]
 pub struct Piped {
     child: Child,
     group: Option<Group>,
@@ -580,7 +579,6 @@ pub struct Piped {
 
 /// Starts `spec` (its program, cwd and environment; stdin and stdout become pipes for the
 /// caller) and passes each line of its stderr to `on_stderr`.
-#[cfg_attr(not(test), expect(dead_code, reason = "for the MCP and LSP clients"))]
 pub fn spawn_piped(spec: &Spec, mut on_stderr: Box<dyn FnMut(&str) + Send>) -> io::Result<Piped> {
     let mut cmd = spec.command()?;
     cmd.stdin(Stdio::piped())
@@ -620,7 +618,6 @@ pub fn spawn_piped(spec: &Spec, mut on_stderr: Box<dyn FnMut(&str) + Send>) -> i
     })
 }
 
-#[cfg_attr(not(test), expect(dead_code, reason = "for the MCP and LSP clients"))]
 impl Piped {
     /// Whether the child is still running.
     pub fn running(&mut self) -> bool {

@@ -160,6 +160,8 @@ pub struct Agent<'a> {
     /// The session's configuration: session-only commands from the bash tool change its runtime
     /// layer (None: they are reported as ignored).
     pub config: Option<crate::config::Loaded>,
+    /// The language servers (None: none is configured or detected for the project).
+    pub lsp: Option<crate::tools::lsp::Lsp>,
 }
 
 /// What a main agent is built from; the rest follows from the configuration.
@@ -174,6 +176,8 @@ pub struct Setup<'a> {
     pub cancel: Arc<AtomicBool>,
     /// `--yolo`: every permission is granted.
     pub yolo: bool,
+    /// The language servers (their tools are offered, the file tools report their diagnostics).
+    pub lsp: Option<crate::tools::lsp::Lsp>,
 }
 
 impl<'a> Agent<'a> {
@@ -184,7 +188,7 @@ impl<'a> Agent<'a> {
         let allowed = s.config.config.permissions.allowed_tools.clone();
         Agent {
             system: prompt::for_config(&s.config, &s.model),
-            tools: subagent::main_agent_tools(&options.disabled_tools),
+            tools: subagent::main_agent_tools(&options.disabled_tools, s.lsp.as_ref()),
             permissions: Permissions::new(s.yolo, allowed),
             max_steps: options.max_steps.unwrap_or(100) as usize,
             auto_summarize: !options.disable_auto_summarize,
@@ -199,6 +203,7 @@ impl<'a> Agent<'a> {
             hooks: s.hooks,
             pending_context: Vec::new(),
             config: Some(s.config),
+            lsp: s.lsp,
         }
     }
 }

@@ -21,6 +21,7 @@ pub(super) struct Parts<'a> {
     pub hooks: &'a mut crate::hooks::HookConfig,
     pub system: &'a mut String,
     pub cwd: &'a Path,
+    pub lsp: Option<&'a crate::tools::lsp::Lsp>,
 }
 
 /// Brings the running agent in line with its runtime layer after a session-only command: the
@@ -35,10 +36,11 @@ fn sync(
     hooks: &mut crate::hooks::HookConfig,
     large_before: &Option<crate::config::SelectedModel>,
     hooks_changed: bool,
+    lsp: Option<&crate::tools::lsp::Lsp>,
 ) -> Result<bool, String> {
     permissions.allowed_tools = cfg.config.permissions.allowed_tools.clone();
     // A tool denied earlier comes back when it is allowed again.
-    *tools = super::subagent::main_agent_tools(&cfg.config.options.disabled_tools);
+    *tools = super::subagent::main_agent_tools(&cfg.config.options.disabled_tools, lsp);
     let mut large_changed = false;
     if &cfg.config.models.large != large_before {
         let m = cfg
@@ -126,6 +128,7 @@ pub(super) fn apply(this: Parts, out: &mut ToolOutput, sink: &mut dyn Sink) {
         this.hooks,
         &large_before,
         hooks_changed,
+        this.lsp,
     ) {
         report.lines.push(format!("session config: {e}"));
     }
@@ -159,6 +162,7 @@ impl super::Agent<'_> {
             &mut self.hooks,
             &large_before,
             hooks_changed,
+            self.lsp.as_ref(),
         )?;
         Ok(UserCommand {
             text: outcome.print.unwrap_or(outcome.summary),

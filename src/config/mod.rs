@@ -11,6 +11,7 @@ pub mod crushrc;
 pub mod expand;
 pub mod json;
 pub mod layers;
+pub mod lsp;
 pub mod pos;
 pub mod session;
 pub mod sha256;

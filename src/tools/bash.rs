@@ -888,6 +888,10 @@ impl Tool for Bash {
         spec.cancel = Some(ctx.cancel.clone());
         let r = proc::run(&spec)
             .map_err(|e| ToolError::Internal(format!("failed to start the command: {e}")))?;
+        // The command may have changed files the language servers have open.
+        if let Some(d) = ctx.diagnostics {
+            d.resync();
+        }
         let (stdout, stderr) = (r.stdout_text(), r.stderr_text());
         let mut body = stdout.trim_end_matches('\n').to_string();
         let stderr = stderr.trim_end_matches('\n');

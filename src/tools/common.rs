@@ -263,6 +263,14 @@ pub fn check_fresh(ctx: &ToolCtx, path: &Path) -> Result<(), String> {
     }
 }
 
+/// `content` with what the language servers report about `path`, which was just written.
+pub fn with_diagnostics(ctx: &ToolCtx, path: &Path, content: String) -> String {
+    match ctx.diagnostics {
+        Some(d) => content + &d.changed(path),
+        None => content,
+    }
+}
+
 /// Records the current modification time of `path` as read.
 pub fn record_current(ctx: &ToolCtx, path: &Path) {
     if let Ok(meta) = fs::metadata(path) {

@@ -2,7 +2,7 @@
 //! empty). Shares the replacement logic with multiedit.
 
 use super::ToolError;
-use super::common::{check_fresh, opt_bool, req_str, req_str_empty_ok, resolve};
+use super::common::{check_fresh, opt_bool, req_str, req_str_empty_ok, resolve, with_diagnostics};
 use super::write::{FileChange, change_metadata, read_existing};
 use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
 use serde_json::{Value, json};
@@ -179,7 +179,7 @@ impl Tool for Edit {
             )
         };
         Ok(ToolOutput {
-            content,
+            content: with_diagnostics(ctx, &change.path, content),
             is_error: false,
             metadata: change_metadata(&d, &change.path),
         })
