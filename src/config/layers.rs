@@ -14,6 +14,7 @@
 //! the data directory, and again with it when that file has anything in it (records are
 //! replayed, scripts are not run twice). State cannot move the data directory.
 
+use super::claude::{self, ClaudeHooks};
 use super::crushrc;
 use super::pos::{self, Positions};
 use super::trust::{self, Source};
@@ -75,6 +76,8 @@ const KNOWN_OPTIONS: &[&str] = &[
     "disable_notifications",
     "max_steps",
     "request_idle_timeout",
+    "claude_code_hooks",
+    "claude_plugins",
 ];
 
 /// The built-in defaults (layer 1).
@@ -397,17 +400,46 @@ pub fn review_project(cwd: &Path) -> Result<trust::Review, ConfigError> {
     let project_root = paths::project_root(cwd);
     let mut warnings = Vec::new();
     let files = find_project_files(cwd, &project_root, &mut warnings)?;
+    let global_json = read_json_file(
+        LayerKind::GlobalJson,
+        &paths::global_config_dir().join("crush.json"),
+        &mut warnings,
+    )?;
+    let claude = claude_project_files(cwd, &project_root, global_json.as_ref(), &files)?;
     let gstate = read_state(&state::global_path(), &mut warnings);
-    Ok(review_files(&project_root, &files, &gstate, false))
+    Ok(review_files(&project_root, &files, &claude, &gstate, false))
+}
+
+/// The project's Claude Code settings files, unless the JSON files turn Claude Code's files
+/// off (`options.claude_code_hooks: false`).
+fn claude_project_files(
+    cwd: &Path,
+    project_root: &Path,
+    global_json: Option<&FoundFile>,
+    project: &[FoundFile],
+) -> Result<Vec<ClaudeHooks>, ConfigError> {
+    let values = global_json
+        .into_iter()
+        .chain(project)
+        .filter_map(|f| match &f.found {
+            Found::Json { value, .. } => Some(value),
+            Found::Crushrc { .. } => None,
+        });
+    if claude::enabled_in(values) {
+        claude::project_files(cwd, project_root)
+    } else {
+        Ok(Vec::new())
+    }
 }
 
 fn review_files(
     project_root: &Path,
     files: &[FoundFile],
+    claude: &[ClaudeHooks],
     gstate: &Value,
     once: bool,
 ) -> trust::Review {
-    let sources: Vec<(LayerKind, PathBuf, Source)> = files
+    let mut sources: Vec<(LayerKind, PathBuf, Source)> = files
         .iter()
         .map(|f| {
             let src = match &f.found {
@@ -417,6 +449,13 @@ fn review_files(
             (f.kind, f.path.clone(), src)
         })
         .collect();
+    sources.extend(claude.iter().map(|c| {
+        (
+            LayerKind::ProjectJson,
+            c.path.clone(),
+            Source::ClaudeSettings(&c.hooks),
+        )
+    }));
     trust::review(project_root, &sources, gstate, once)
 }
 
@@ -507,16 +546,20 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
     let global_rc = gdir.join("crushrc");
     let global_rc = read_text(&global_rc)?.map(|_| global_rc);
     let mut project = find_project_files(cwd, &project_root, &mut warnings)?;
+    let mut claude_project =
+        claude_project_files(cwd, &project_root, global_json.as_ref(), &project)?;
     let legacy = read_state(&state::legacy_global_path(), &mut warnings);
     let gstate = read_state(&state::global_path(), &mut warnings);
 
     let review = review_files(
         &project_root,
         &project,
+        &claude_project,
         &gstate,
         opts.trust || trust::env_trusts(),
     );
     if !review.allowed() {
+        claude_project.clear();
         project.retain(|f| matches!(f.found, Found::Json { .. }));
         for f in &mut project {
             if let Found::Json { value, .. } = &mut f.found {
@@ -639,6 +682,16 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
     }
 
     let config = to_config(&folded.acc, &steps)?;
+    let claude_hooks = if config.options.claude_code_hooks == Some(false) {
+        Vec::new()
+    } else {
+        claude::collect(
+            &config.options.claude_plugins,
+            claude_project,
+            &project_root,
+            &mut warnings,
+        )?
+    };
     let catalog_settings = crate::catalog::Settings {
         debug: config.options.debug,
         ..crate::catalog::Settings::from_env(config.options.disable_provider_auto_update)
@@ -673,6 +726,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         trust: review,
         env_vars,
         script_output: scripts,
+        claude_hooks,
         catalog: crate::catalog::Lazy::new(catalog_settings),
     })
 }

@@ -13,10 +13,17 @@ use std::path::{Path, PathBuf};
 /// Top-level keys of a project JSON file that run programs.
 const GATED_KEYS: &[&str] = &["hooks", "mcp", "lsp"];
 
+/// Options of a project JSON file that run programs: Claude Code plugin folders, whose hooks
+/// run.
+const GATED_OPTIONS: &[&str] = &["claude_plugins"];
+
 /// One project file as found on disk.
 pub enum Source<'a> {
     Crushrc(&'a str),
     Json(&'a Value),
+    /// The `hooks` of a Claude Code settings file (`.claude/settings.json`,
+    /// `.claude/settings.local.json`): only its hooks run code.
+    ClaudeSettings(&'a Value),
 }
 
 /// What a project would run, and whether it may.
@@ -75,7 +82,8 @@ fn summarize(items: &[String]) -> String {
         "hook" => 1,
         "mcp" => 2,
         "lsp" => 3,
-        _ => 4,
+        "plugin" => 4,
+        _ => 5,
     };
     counts.sort_by_key(|(k, _)| rank(k));
     counts
@@ -86,6 +94,7 @@ fn summarize(items: &[String]) -> String {
                 "hook" => "hook",
                 "mcp" => "MCP server",
                 "lsp" => "LSP server",
+                "plugin" => "Claude Code plugin",
                 _ => "command substitution",
             };
             if *n == 1 {
@@ -185,6 +194,24 @@ fn gated_json(v: &Value, file: &Path) -> Vec<(String, String)> {
             )),
         }
     }
+    for key in GATED_OPTIONS {
+        match v.pointer(&format!("/options/{key}")) {
+            Some(Value::Array(list)) => {
+                for p in list {
+                    let p = p.as_str().unwrap_or_default();
+                    out.push((
+                        format!("plugin {p}: Claude Code plugin hooks (from {from})"),
+                        format!("options.{key}={p}"),
+                    ));
+                }
+            }
+            Some(other) => out.push((
+                format!("options.{key}: {other} (from {from})"),
+                format!("options.{key}={other}"),
+            )),
+            None => {}
+        }
+    }
     let mut subst = Vec::new();
     for (k, x) in v.as_object().into_iter().flatten() {
         if !GATED_KEYS.contains(&k.as_str()) {
@@ -207,6 +234,13 @@ pub fn strip_gated(v: &mut Value) -> Vec<String> {
         for key in GATED_KEYS {
             if m.remove(*key).is_some() {
                 removed.push(format!("/{key}"));
+            }
+        }
+        if let Some(Value::Object(o)) = m.get_mut("options") {
+            for key in GATED_OPTIONS {
+                if o.remove(*key).is_some() {
+                    removed.push(format!("/options/{key}"));
+                }
             }
         }
     }
@@ -263,6 +297,14 @@ pub fn review(
                     hashed.push_str(&format!("{kind:?}\0{rel}\0{canon}\0"));
                 }
             }
+            Source::ClaudeSettings(hooks) if !hooks.is_null() => {
+                let only_hooks = serde_json::json!({ "hooks": hooks });
+                for (desc, canon) in gated_json(&only_hooks, path) {
+                    items.push(desc);
+                    hashed.push_str(&format!("ClaudeSettings\0{rel}\0{canon}\0"));
+                }
+            }
+            Source::ClaudeSettings(_) => {}
         }
     }
     let hash = if items.is_empty() {
@@ -327,6 +369,47 @@ mod tests {
         let r3 = review(root, &files3, &state, false);
         assert!(!r3.allowed() && r3.changed);
         assert!(review(root, &files3, &state, true).allowed());
+    }
+
+    #[test]
+    fn claude_settings_hooks_and_project_plugins_need_trust() {
+        let root = Path::new("/p");
+        let hooks = json!({"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "g.sh"}]}]});
+        let files = [(
+            LayerKind::ProjectJson,
+            root.join(".claude/settings.json"),
+            Source::ClaudeSettings(&hooks),
+        )];
+        let r = review(root, &files, &json!({}), false);
+        assert_eq!(
+            r.items,
+            vec!["hook PreToolUse: g.sh (from /p/.claude/settings.json)"]
+        );
+        let other = json!({"PreToolUse": [{"hooks": [{"command": "h.sh"}]}]});
+        let changed = [(
+            LayerKind::ProjectJson,
+            root.join(".claude/settings.json"),
+            Source::ClaudeSettings(&other),
+        )];
+        assert_ne!(review(root, &changed, &json!({}), false).hash, r.hash);
+        let mut v = json!({"options": {"claude_plugins": ["./plug"], "debug": true}});
+        let r = review(
+            root,
+            &[(
+                LayerKind::ProjectJson,
+                root.join("crush.json"),
+                Source::Json(&v),
+            )],
+            &json!({}),
+            false,
+        );
+        assert!(
+            r.notice().unwrap().contains("1 Claude Code plugin"),
+            "{:?}",
+            r.notice()
+        );
+        assert_eq!(strip_gated(&mut v), vec!["/options/claude_plugins"]);
+        assert_eq!(v, json!({"options": {"debug": true}}));
     }
 
     #[test]

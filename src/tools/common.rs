@@ -1,7 +1,7 @@
 //! Helpers shared by the tools: parameter access, path resolution, the project boundary, the
 //! read-before-write rule and output truncation.
 
-use super::{PermissionRequest, ToolCtx};
+use super::{PermissionRequest, ToolCtx, ToolOutput};
 use serde_json::Value;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -119,6 +119,12 @@ fn canonicalize_hops(path: &Path, hops: usize) -> PathBuf {
 /// Resolves a path parameter: `~` and `~/x` expand to $HOME, relative paths are relative to the
 /// session's working directory, and the result is absolute and canonical.
 pub fn resolve(ctx: &ToolCtx, raw: &str) -> PathBuf {
+    resolve_in(ctx.cwd, raw)
+}
+
+/// `resolve` against `cwd`: what the tools make of a path, for those who see a call before it
+/// runs (hooks).
+pub fn resolve_in(cwd: &Path, raw: &str) -> PathBuf {
     let raw = raw.trim();
     let expanded: PathBuf = if raw == "~" || raw.starts_with("~/") {
         match std::env::var_os("HOME") {
@@ -133,7 +139,7 @@ pub fn resolve(ctx: &ToolCtx, raw: &str) -> PathBuf {
     let abs = if expanded.is_absolute() {
         expanded
     } else {
-        ctx.cwd.join(expanded)
+        cwd.join(expanded)
     };
     canonicalize_lenient(&abs)
 }
@@ -263,12 +269,22 @@ pub fn check_fresh(ctx: &ToolCtx, path: &Path) -> Result<(), String> {
     }
 }
 
-/// `content` with what the language servers report about `path`, which was just written.
-pub fn with_diagnostics(ctx: &ToolCtx, path: &Path, content: String) -> String {
-    match ctx.diagnostics {
-        Some(d) => content + &d.changed(path),
-        None => content,
+/// `out` with what the language servers report about `path`, which was just written: appended
+/// to the content, and under `diagnostics` in the structured result (which hooks in Claude
+/// Code's shape get).
+pub fn with_diagnostics(ctx: &ToolCtx, path: &Path, mut out: ToolOutput) -> ToolOutput {
+    let Some(d) = ctx.diagnostics else {
+        return out;
+    };
+    let report = d.changed(path);
+    if report.is_empty() {
+        return out;
     }
+    if let serde_json::Value::Object(m) = &mut out.structured {
+        m.insert("diagnostics".into(), report.trim().into());
+    }
+    out.content.push_str(&report);
+    out
 }
 
 /// Records the current modification time of `path` as read.

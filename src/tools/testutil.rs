@@ -107,6 +107,7 @@ impl Fixture {
             cancel: self.cancel.clone(),
             session_models: None,
             diagnostics: None,
+            env_file: None,
         }
     }
 }
@@ -129,6 +130,7 @@ pub fn within<T: Send + 'static>(
             cancel: Arc::new(AtomicBool::new(false)),
             session_models: None,
             diagnostics: None,
+            env_file: None,
         };
         let _ = tx.send(f(&ctx));
     });

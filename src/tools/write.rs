@@ -98,6 +98,21 @@ fn plan(input: &Value, ctx: &ToolCtx) -> Result<FileChange, String> {
     })
 }
 
+/// What every file change reports in Claude Code's shape (crush(1) HOOKS): the file, its
+/// content before (null for a new file), the hunks; `extra` adds the tool's own fields.
+pub fn change_structured(change: &FileChange, d: &Diff, extra: Value) -> Value {
+    let mut v = json!({
+        "filePath": change.path.display().to_string(),
+        "originalFile": change.old,
+        "structuredPatch": diff::structured_patch(&d.text),
+        "userModified": false,
+    });
+    if let (Value::Object(m), Value::Object(e)) = (&mut v, extra) {
+        m.extend(e);
+    }
+    v
+}
+
 pub fn change_metadata(d: &Diff, path: &std::path::Path) -> Value {
     json!({
         "file_path": path.display().to_string(),
@@ -152,11 +167,25 @@ impl Tool for Write {
             d.additions,
             d.removals
         );
-        Ok(ToolOutput {
-            content: with_diagnostics(ctx, &change.path, content),
-            is_error: false,
-            metadata: change_metadata(&d, &change.path),
-        })
+        let kind = if change.old.is_some() {
+            "update"
+        } else {
+            "create"
+        };
+        Ok(with_diagnostics(
+            ctx,
+            &change.path,
+            ToolOutput {
+                content,
+                is_error: false,
+                metadata: change_metadata(&d, &change.path),
+                structured: change_structured(
+                    &change,
+                    &d,
+                    json!({"type": kind, "content": change.new}),
+                ),
+            },
+        ))
     }
 }
 

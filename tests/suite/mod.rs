@@ -1,6 +1,7 @@
 //! Integration test modules. Add one `mod` line per file.
 
 mod catalog;
+mod claude_hooks;
 mod config;
 mod fake_server;
 mod go_compat;

@@ -246,6 +246,7 @@ impl Tool for Definition {
             content: out,
             is_error: false,
             metadata: meta,
+            ..Default::default()
         })
     }
 }

@@ -224,6 +224,7 @@ impl Tool for Rename {
                 "additions": add,
                 "removals": del,
             }),
+            ..Default::default()
         })
     }
 }
@@ -389,6 +390,7 @@ impl Tool for ReplaceSymbol {
             content,
             is_error: false,
             metadata: crate::tools::write::change_metadata(&d, &plan.change.path),
+            ..Default::default()
         })
     }
 }
