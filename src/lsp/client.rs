@@ -74,7 +74,13 @@ impl Diagnostic {
             Some(Value::Number(n)) => n.to_string(),
             _ => String::new(),
         };
-        let mut message = v["message"].as_str().unwrap_or("").to_string();
+        // One line: servers indent continuation lines (pyright with no-break spaces).
+        let mut message = v["message"]
+            .as_str()
+            .unwrap_or("")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
         if message.len() > 2000 {
             let cut = (0..=2000)
                 .rev()
@@ -97,6 +103,16 @@ impl Diagnostic {
                 .unwrap_or_default(),
         }
     }
+}
+
+/// How a wait for diagnostics went.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Waited {
+    /// When the first fresh publish came, from the start of the wait.
+    pub first: Option<Duration>,
+    /// How long the wait went on after the last publish (the settle window, or less at the
+    /// deadline).
+    pub after_last: Option<Duration>,
 }
 
 /// What a server last published for one file.
@@ -142,6 +158,8 @@ struct State {
     diags: HashMap<String, FileDiagnostics>,
     /// Incremented at each publish.
     seq: u64,
+    /// When the last publish arrived.
+    published_at: Option<Instant>,
 }
 
 struct Shared {
@@ -158,6 +176,8 @@ struct Shared {
     started: AtomicBool,
     /// Set when crush stops the server: its death is then expected.
     stopping: AtomicBool,
+    /// Set when a wait for diagnostics ended (see `warm`).
+    waited: AtomicBool,
     on_dead: Box<dyn Fn(&str) + Send + Sync>,
     process: Mutex<Option<proc::Piped>>,
 }
@@ -340,6 +360,7 @@ impl Shared {
         items.truncate(MAX_DIAGNOSTICS_PER_FILE);
         let mut st = lock(&self.state);
         st.seq += 1;
+        st.published_at = Some(Instant::now());
         let seq = st.seq;
         let fresh = match (params["version"].as_i64(), st.docs.get(uri)) {
             (Some(v), Some(doc)) => v >= doc.version,
@@ -495,11 +516,13 @@ impl Client {
                 docs: HashMap::new(),
                 diags: HashMap::new(),
                 seq: 0,
+                published_at: None,
             }),
             changed: Condvar::new(),
             stderr,
             started: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
+            waited: AtomicBool::new(false),
             on_dead,
             process: Mutex::new(Some(process)),
         });
@@ -768,6 +791,13 @@ impl Client {
         v
     }
 
+    /// Whether the server is past its start-up work: it has published diagnostics, or a wait
+    /// for them already ended. Until then (a server indexing the project), an edit may wait up
+    /// to the server's timeout for the first publish.
+    pub fn warm(&self) -> bool {
+        self.shared.waited.load(Ordering::SeqCst) || lock(&self.shared.state).seq > 0
+    }
+
     /// The publish sequence number now (to wait past with `wait_diagnostics`).
     pub fn sync_marker(&self) -> u64 {
         lock(&self.shared.state).seq
@@ -783,15 +813,18 @@ impl Client {
         first: Instant,
         settle: Duration,
         deadline: Instant,
-    ) {
+    ) -> Waited {
+        let start = Instant::now();
         let uri = path.map(text::uri);
         let mut st = lock(&self.shared.state);
+        let mut waited = Waited::default();
+        // The sequence number and arrival of the last publish seen, once a fresh one came.
         let mut last: Option<(u64, Instant)> = None;
         loop {
-            if st.dead.is_some() {
-                return;
-            }
             let now = Instant::now();
+            if st.dead.is_some() {
+                return waited;
+            }
             let until = match last {
                 None => {
                     let answered = match &uri {
@@ -799,21 +832,25 @@ impl Client {
                         None => st.seq > mark,
                     };
                     if answered {
-                        last = Some((st.seq, now));
+                        let at = st.published_at.unwrap_or(now);
+                        waited.first = Some(at.saturating_duration_since(start));
+                        last = Some((st.seq, at));
                         continue;
                     }
                     first.min(deadline)
                 }
                 Some((seq, at)) => {
                     if st.seq != seq {
-                        last = Some((st.seq, now));
+                        last = Some((st.seq, st.published_at.unwrap_or(now)));
                         continue;
                     }
+                    waited.after_last = Some(now.saturating_duration_since(at));
                     (at + settle).min(deadline)
                 }
             };
             if now >= until {
-                return;
+                self.shared.waited.store(true, Ordering::SeqCst);
+                return waited;
             }
             st = self
                 .shared

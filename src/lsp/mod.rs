@@ -9,7 +9,8 @@
 //!   one of its root markers; else the project root (a detected server needs a marker).
 //! - After an edit, `changed` sends the new text and waits for the server's diagnostics of
 //!   that file: the first fresh publish, then a quiet settle window, never longer than the
-//!   server's timeout. Nothing waits when no server handles the file.
+//!   server's timeout. A server still at its start-up work (nothing published yet) gets up to
+//!   its timeout for that first publish, once. Nothing waits when no server handles the file.
 //!
 //! The module takes plain values (`ServerSpec`, `Timing`); the configuration builds them.
 
@@ -56,7 +57,8 @@ pub struct ServerSpec {
 pub struct Timing {
     /// The quiet period after the last publish that ends the wait.
     pub settle: Duration,
-    /// How long to wait for the first publish about the edited file.
+    /// How long to wait for the first publish about the edited file, once the server is warm
+    /// (`Client::warm`; before, the server's timeout).
     pub first: Duration,
 }
 
@@ -383,18 +385,37 @@ impl Manager {
                         let m = c.sync(f);
                         mark.get_or_insert(m);
                     }
-                    let first = Instant::now() + self.timing.first;
+                    let first = if c.warm() {
+                        Instant::now() + self.timing.first
+                    } else {
+                        deadline
+                    };
                     let only = match files.as_slice() {
                         [one] => Some(*one),
                         _ => None,
                     };
-                    c.wait_diagnostics(
+                    let synced = Instant::now();
+                    let w = c.wait_diagnostics(
                         only,
                         mark.unwrap_or(0),
                         first,
                         self.timing.settle,
                         deadline,
                     );
+                    let ms = |d: Duration| format!("{} ms", d.as_millis());
+                    crate::log::info(&format!(
+                        "LSP server {}: {} changed; first diagnostics after {}, the wait ended {} after the last publish, {} in all ({} waiting for the server)",
+                        slot.spec.name,
+                        files
+                            .iter()
+                            .map(|f| f.display().to_string())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        w.first.map_or("none".into(), ms),
+                        w.after_last.map_or("-".into(), ms),
+                        ms(start.elapsed()),
+                        ms(synced - start)
+                    ));
                 });
             }
         });
