@@ -1075,6 +1075,27 @@ mod tests {
     }
 
     #[test]
+    fn lsp_list() {
+        for args in [&["lsp"][..], &["lsp", "list"], &["lsp", "ls"]] {
+            assert_eq!(
+                parse(args).unwrap().command,
+                Command::LspList { json: false }
+            );
+        }
+        assert_eq!(
+            parse(&["lsp", "list", "--json"]).unwrap().command,
+            Command::LspList { json: true }
+        );
+        assert!(
+            parse(&["lsp", "start"])
+                .unwrap_err()
+                .0
+                .contains("unknown lsp command")
+        );
+        assert!(parse(&["lsp", "list", "--tool", "x"]).is_err());
+    }
+
+    #[test]
     fn config_and_trust_commands() {
         assert_eq!(
             parse(&["config", "show", "--origin", "--json"])

@@ -1,5 +1,6 @@
-//! The `agent` tool: a read-only sub-agent (glob, grep, ls, view, fetch) that works on a task in
-//! a child session and returns its final text as the tool result.
+//! The `agent` tool: a read-only sub-agent (glob, grep, ls, view, fetch, and the language-server
+//! lookups lsp_definition, lsp_symbols and lsp_call_hierarchy when the parent has them) that
+//! works on a task in a child session and returns its final text as the tool result.
 //!
 //! - The child session's id follows Go Crush: `<assistant message id>$$<tool call id>`, with
 //!   `parent_session_id` set, so Crush (and any reader of its schema) links the tool call to the
@@ -47,7 +48,8 @@ impl Tool for AgentTool {
 
     fn description(&self) -> String {
         "Launch a sub-agent that works on a task with read-only tools (glob, grep, ls, view, \
-         fetch) and returns its final answer. Use it to search a codebase or gather information \
+         fetch, and the lsp_definition, lsp_symbols and lsp_call_hierarchy lookups when you have \
+         them) and returns its final answer. Use it to search a codebase or gather information \
          when you are not sure where to look: it keeps that search out of your context. The \
          sub-agent cannot change files or run commands, and it sees nothing of this \
          conversation: give it a self-contained task, and say exactly what it should report \

@@ -687,3 +687,31 @@ fn lsp_list_starts_reports_and_stops_each_server() {
     assert!(out.stdout.contains("auto_lsp is false"), "{}", out.stdout);
     assert!(!Path::new("/nonexistent/lsp").exists());
 }
+
+#[test]
+fn a_sub_agent_gets_the_read_only_lookups() {
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call("agent", json!({"prompt": "where is helper defined?"})),
+        Reply::tool_call("lsp_definition", json!({"symbol": "helper"})),
+        Reply::text("in b.fk"),
+        Reply::text("done"),
+    ]);
+    let (env, _) = lsp_env(&server, json!({}));
+    env.write_project_file("a.fk", MAIN);
+    env.write_project_file("b.fk", HELPER);
+    run(&env, &["run", "-q", "-y", "find it"], &[]).assert_success();
+    let child = server.request(1).tool_names();
+    for t in [
+        "lsp_call_hierarchy",
+        "lsp_definition",
+        "lsp_symbols",
+        "view",
+    ] {
+        assert!(child.contains(&t.to_string()), "{t} not in {child:?}");
+    }
+    for t in ["lsp_rename", "lsp_replace_symbol", "edit", "bash"] {
+        assert!(!child.contains(&t.to_string()), "{t} in {child:?}");
+    }
+    let r = server.request(2).tool_results();
+    assert!(r[0].1.contains("Found 1 definition(s)"), "{:?}", r[0]);
+}
