@@ -155,7 +155,8 @@ struct State {
     /// Methods the server registered dynamically (`client/registerCapability`).
     registered: Vec<String>,
     docs: HashMap<String, Doc>,
-    diags: HashMap<String, FileDiagnostics>,
+    /// By path: a server may spell a file's URI its own way.
+    diags: HashMap<PathBuf, FileDiagnostics>,
     /// Incremented at each publish.
     seq: u64,
     /// When the last publish arrived.
@@ -362,13 +363,13 @@ impl Shared {
         st.seq += 1;
         st.published_at = Some(Instant::now());
         let seq = st.seq;
-        let fresh = match (params["version"].as_i64(), st.docs.get(uri)) {
+        let fresh = match (params["version"].as_i64(), st.docs.get(&text::uri(&path))) {
             (Some(v), Some(doc)) => v >= doc.version,
             _ => true,
         };
         let e = st
             .diags
-            .entry(uri.to_string())
+            .entry(path.clone())
             .or_insert_with(|| FileDiagnostics {
                 path,
                 items: Vec::new(),
@@ -438,7 +439,8 @@ fn read_loop(shared: Arc<Shared>, stdout: std::process::ChildStdout) {
     shared.die(&why);
 }
 
-/// How the server ended, once its output closed: its exit code or signal, when it exits soon.
+/// How the server ended, once its output closed: its exit code or signal when it exits soon,
+/// else it is stopped.
 fn exit_reason(shared: &Shared) -> String {
     let Some(mut p) = lock(&shared.process).take() else {
         return "exited".into();
@@ -447,13 +449,18 @@ fn exit_reason(shared: &Shared) -> String {
     while p.running() && Instant::now() < end {
         std::thread::sleep(Duration::from_millis(10));
     }
+    let exited = !p.running();
+    let status = p.stop(Duration::from_millis(200));
     use std::os::unix::process::ExitStatusExt;
-    match p.stop(Duration::from_millis(200)) {
-        Some(s) if s.code().is_some() => format!("exited with code {}", s.code().unwrap_or(0)),
-        Some(s) if s.signal().is_some() => {
-            format!("was ended by signal {}", s.signal().unwrap_or(0))
+    match status {
+        Some(s) if exited && s.code().is_some() => {
+            format!("exited with code {}", s.code().unwrap_or(0))
         }
-        _ => "exited".into(),
+        Some(s) if exited && s.signal().is_some() => {
+            format!("exited, killed by signal {}", s.signal().unwrap_or(0))
+        }
+        _ if exited => "exited".into(),
+        _ => "closed its output (it was stopped)".into(),
     }
 }
 
@@ -705,6 +712,7 @@ impl Client {
         }
         let Some((content, stamp)) = read_doc(path) else {
             if st.docs.remove(&uri).is_some() {
+                st.diags.remove(path);
                 self.shared.notify(
                     "textDocument/didClose",
                     json!({"textDocument": {"uri": uri}}),
@@ -724,10 +732,11 @@ impl Client {
                     json!({"textDocument": {"uri": uri, "version": version},
                         "contentChanges": [{"text": content}]}),
                 );
-                self.shared.notify(
-                    "textDocument/didSave",
-                    json!({"textDocument": {"uri": uri}}),
-                );
+                let mut save = json!({"textDocument": {"uri": uri}});
+                if st.caps["textDocumentSync"]["save"]["includeText"] == true {
+                    save["text"] = json!(content);
+                }
+                self.shared.notify("textDocument/didSave", save);
             }
             None => {
                 st.docs.insert(
@@ -815,7 +824,6 @@ impl Client {
         deadline: Instant,
     ) -> Waited {
         let start = Instant::now();
-        let uri = path.map(text::uri);
         let mut st = lock(&self.shared.state);
         let mut waited = Waited::default();
         // The sequence number and arrival of the last publish seen, once a fresh one came.
@@ -827,8 +835,8 @@ impl Client {
             }
             let until = match last {
                 None => {
-                    let answered = match &uri {
-                        Some(u) => st.diags.get(u).is_some_and(|d| d.fresh > mark),
+                    let answered = match path {
+                        Some(p) => st.diags.get(p).is_some_and(|d| d.fresh > mark),
                         None => st.seq > mark,
                     };
                     if answered {
