@@ -19,16 +19,19 @@ mod hooks;
 mod llm;
 mod log;
 mod lsp;
+mod mcp;
 mod net;
 mod paths;
 mod proc;
 mod rcshell;
 mod repl;
 mod run;
+mod sha256;
 mod signal;
 mod store;
 mod time;
 mod tools;
+mod visible;
 
 use app::AppError;
 use cli::Command;
@@ -36,8 +39,15 @@ use commands::{hooks as hooks_cmd, sessions, stats};
 use exit::ExitCode;
 use std::io::Write;
 
-/// Prints command output to stdout; a closed stdout is not an error.
+/// Prints command output to stdout; a closed stdout is not an error. On a terminal, control
+/// characters (a session's stored text is the model's) are shown, not acted on.
 fn print(s: &str) -> Result<ExitCode, AppError> {
+    use std::io::IsTerminal;
+    let s = if std::io::stdout().is_terminal() {
+        visible::text(s)
+    } else {
+        std::borrow::Cow::Borrowed(s)
+    };
     let mut out = std::io::stdout().lock();
     match out.write_all(s.as_bytes()).and_then(|_| out.flush()) {
         Ok(()) => Ok(ExitCode::Success),
@@ -65,6 +75,8 @@ fn dispatch(cli: cli::Cli) -> Result<ExitCode, AppError> {
             Ok(code)
         }
         Command::LspList { json } => print(&commands::lsp::list(g, *json)?),
+        Command::McpList { json } => print(&commands::mcp::list(g, *json)?),
+        Command::McpLogin { name } => print(&commands::mcp::login(g, name)?),
         Command::SessionsExport { id, format } => print(&sessions::export(g, id, *format)?),
         Command::SessionsLast { json } => print(&sessions::last(g, *json)?),
         Command::SessionsDelete { id, json } => print(&sessions::delete(g, id, *json)?),
@@ -95,6 +107,8 @@ fn dispatch(cli: cli::Cli) -> Result<ExitCode, AppError> {
 
 /// The binary's entry.
 pub fn main() -> std::process::ExitCode {
+    // Fixed before any configuration (whose `env` may change variables) is read.
+    rcshell::run_dir();
     let cli = match cli::parse_from(std::env::args_os().skip(1)) {
         Ok(c) => c,
         Err(e) => {
@@ -117,11 +131,11 @@ pub fn main() -> std::process::ExitCode {
 /// one of its own layer or above (tests excepted).
 #[cfg(test)]
 const LAYERS: &[&[&str]] = &[
-    &["time", "env", "exit", "paths"],
+    &["time", "env", "exit", "paths", "sha256", "visible"],
     &["log", "fsutil", "net", "proc"],
     &["signal", "rcshell"],
     &["llm"],
-    &["store", "lsp"],
+    &["store", "mcp", "lsp"],
     &["tools"],
     &["catalog"],
     &["config"],

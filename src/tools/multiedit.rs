@@ -138,6 +138,7 @@ impl Tool for MultiEdit {
                 content,
                 is_error: false,
                 metadata: change_metadata(&d, &change.path),
+                image: None,
                 structured: change_structured(
                     &change,
                     &d,

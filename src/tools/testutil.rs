@@ -107,6 +107,7 @@ impl Fixture {
             cancel: self.cancel.clone(),
             session_models: None,
             diagnostics: None,
+            shell_env_allow: &[],
             env_file: None,
         }
     }
@@ -130,6 +131,7 @@ pub fn within<T: Send + 'static>(
             cancel: Arc::new(AtomicBool::new(false)),
             session_models: None,
             diagnostics: None,
+            shell_env_allow: &[],
             env_file: None,
         };
         let _ = tx.send(f(&ctx));

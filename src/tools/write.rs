@@ -179,6 +179,7 @@ impl Tool for Write {
                 content,
                 is_error: false,
                 metadata: change_metadata(&d, &change.path),
+                image: None,
                 structured: change_structured(
                     &change,
                     &d,

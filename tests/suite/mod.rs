@@ -1,5 +1,6 @@
 //! Integration test modules. Add one `mod` line per file.
 
+mod cancel;
 mod catalog;
 mod claude_hooks;
 mod config;
@@ -8,6 +9,8 @@ mod go_compat;
 mod hooks;
 mod ledger;
 mod lsp;
+mod mcp;
 mod repl;
 mod run;
+mod shell;
 mod static_bin;
