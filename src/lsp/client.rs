@@ -814,7 +814,7 @@ impl Client {
 
     /// Waits for the server's diagnostics after `mark` (see `sync`): until a fresh publish for
     /// `path` (for any file when None) arrives, at the latest at `first`, then until no publish
-    /// for any file came for `settle`; never past `deadline`.
+    /// for any file came for `settle`; never past `deadline`, nor once `cancel` is set.
     pub fn wait_diagnostics(
         &self,
         path: Option<&Path>,
@@ -822,6 +822,7 @@ impl Client {
         first: Instant,
         settle: Duration,
         deadline: Instant,
+        cancel: &AtomicBool,
     ) -> Waited {
         let start = Instant::now();
         let mut st = lock(&self.shared.state);
@@ -830,7 +831,7 @@ impl Client {
         let mut last: Option<(u64, Instant)> = None;
         loop {
             let now = Instant::now();
-            if st.dead.is_some() {
+            if st.dead.is_some() || cancel.load(Ordering::Relaxed) {
                 return waited;
             }
             let until = match last {
@@ -863,7 +864,7 @@ impl Client {
             st = self
                 .shared
                 .changed
-                .wait_timeout(st, until - now)
+                .wait_timeout(st, (until - now).min(super::CANCEL_POLL))
                 .map(|(g, _)| g)
                 .unwrap_or_else(|e| e.into_inner().0);
         }

@@ -22,8 +22,12 @@ mod wire;
 pub use client::{Client, Diagnostic, FileDiagnostics, RpcError};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+
+/// How often a wait looks at its cancel flag.
+pub const CANCEL_POLL: Duration = Duration::from_millis(50);
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -326,8 +330,13 @@ impl Manager {
         None
     }
 
-    /// Waits (until `deadline`) for the server of `slot` to be ready.
-    fn wait_ready(&self, slot: &Slot, deadline: Instant) -> Option<Arc<Client>> {
+    /// Waits (until `deadline`, or until `cancel` is set) for the server of `slot` to be ready.
+    fn wait_ready(
+        &self,
+        slot: &Slot,
+        deadline: Instant,
+        cancel: &AtomicBool,
+    ) -> Option<Arc<Client>> {
         let mut st = lock(&slot.state);
         loop {
             match &*st {
@@ -336,12 +345,12 @@ impl Manager {
                 _ => return None,
             }
             let now = Instant::now();
-            if now >= deadline {
+            if now >= deadline || cancel.load(Ordering::Relaxed) {
                 return None;
             }
             st = slot
                 .changed
-                .wait_timeout(st, deadline - now)
+                .wait_timeout(st, (deadline - now).min(CANCEL_POLL))
                 .map(|(g, _)| g)
                 .unwrap_or_else(|e| e.into_inner().0);
         }
@@ -358,7 +367,7 @@ impl Manager {
     /// Files were written: each server for their type (started if needed, waited for) gets
     /// the new text, and its diagnostics are waited for (see `Timing`), all within the
     /// server's timeout from now. False when no server handles any of them (nothing waited).
-    pub fn changed(&self, paths: &[&Path]) -> bool {
+    pub fn changed(&self, paths: &[&Path], cancel: &AtomicBool) -> bool {
         let mut targets: Vec<(Arc<Slot>, PathBuf, Vec<&Path>)> = Vec::new();
         for p in paths {
             for (slot, root) in self.for_file(p) {
@@ -377,7 +386,7 @@ impl Manager {
                 scope.spawn(move || {
                     self.ensure(slot, root, None);
                     let deadline = start + slot.spec.timeout;
-                    let Some(c) = self.wait_ready(slot, deadline) else {
+                    let Some(c) = self.wait_ready(slot, deadline, cancel) else {
                         return;
                     };
                     let mut mark = None;
@@ -401,6 +410,7 @@ impl Manager {
                         first,
                         self.timing.settle,
                         deadline,
+                        cancel,
                     );
                     let ms = |d: Duration| format!("{} ms", d.as_millis());
                     crate::log::info(&format!(
@@ -424,7 +434,7 @@ impl Manager {
 
     /// The running server for `path` (started and waited for, bounded by its timeout), with
     /// the file open. Err says why there is none.
-    pub fn client_for(&self, path: &Path) -> Result<Arc<Client>, String> {
+    pub fn client_for(&self, path: &Path, cancel: &AtomicBool) -> Result<Arc<Client>, String> {
         let targets = self.for_file(path);
         if targets.is_empty() {
             return Err(format!(
@@ -437,7 +447,7 @@ impl Manager {
         for (slot, root) in &targets {
             self.ensure(slot, root, Some(path));
             let deadline = Instant::now() + slot.spec.timeout;
-            if let Some(c) = self.wait_ready(slot, deadline) {
+            if let Some(c) = self.wait_ready(slot, deadline, cancel) {
                 c.open(path);
                 return Ok(c);
             }
@@ -479,7 +489,7 @@ impl Manager {
 
     /// Every running server re-reads its open files and its diagnostics are waited for (the
     /// settle window after the last publish, bounded by its timeout).
-    pub fn refresh(&self) {
+    pub fn refresh(&self, cancel: &AtomicBool) {
         let start = Instant::now();
         std::thread::scope(|scope| {
             for c in self.running() {
@@ -490,7 +500,7 @@ impl Manager {
                     }
                     let deadline = start + c.timeout();
                     let first = Instant::now() + self.timing.first;
-                    c.wait_diagnostics(None, mark, first, self.timing.settle, deadline);
+                    c.wait_diagnostics(None, mark, first, self.timing.settle, deadline, cancel);
                 });
             }
         });
@@ -575,7 +585,11 @@ impl Manager {
             }
         }
         for slot in &self.slots {
-            self.wait_ready(slot, Instant::now() + slot.spec.timeout);
+            self.wait_ready(
+                slot,
+                Instant::now() + slot.spec.timeout,
+                &AtomicBool::new(false),
+            );
         }
     }
 

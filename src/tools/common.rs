@@ -276,7 +276,7 @@ pub fn with_diagnostics(ctx: &ToolCtx, path: &Path, mut out: ToolOutput) -> Tool
     let Some(d) = ctx.diagnostics else {
         return out;
     };
-    let report = d.changed(path);
+    let report = d.changed(path, &ctx.cancel);
     if report.is_empty() {
         return out;
     }

@@ -45,9 +45,9 @@ pub trait Diagnostics: Sync {
     /// already known in it, formatted for the model ("" when none).
     fn opened(&self, path: &Path) -> String;
     /// `path` was written: the servers get its text and their diagnostics are waited for
-    /// (bounded by their timeout); the errors and warnings, formatted ("" when none, or when
-    /// no server handles the file, which waits for nothing).
-    fn changed(&self, path: &Path) -> String;
+    /// (bounded by their timeout, and by `cancel`); the errors and warnings, formatted ("" when
+    /// none, or when no server handles the file, which waits for nothing).
+    fn changed(&self, path: &Path, cancel: &AtomicBool) -> String;
     /// Files may have changed behind the servers' back (a shell command ran): the open ones
     /// that did are sent again.
     fn resync(&self);

@@ -718,3 +718,33 @@ fn a_sub_agent_gets_the_read_only_lookups() {
     let r = server.request(2).tool_results();
     assert!(r[0].1.contains("Found 1 definition(s)"), "{:?}", r[0]);
 }
+
+#[test]
+fn a_cancel_ends_the_wait_for_diagnostics() {
+    let server =
+        FakeServer::with_script(vec![view("a.fk"), edit("a.fk", "def main", "def main BAD")]);
+    let (env, log) = lsp_env(&server, json!({"delay_ms": 600_000}));
+    edit_config(&env, |c| c["lsp"]["fake"]["timeout"] = json!(300));
+    env.write_project_file("a.fk", MAIN);
+    let mut cmd = env.crush();
+    cmd.args(["run", "-q", "-y", "edit"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = cmd.spawn().expect("spawn crush");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !methods(&read_log(&log)).contains(&"textDocument/didChange".to_string()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the edit never reached the server"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // Without the cancel the wait would go on for the server's 300 s.
+    let status = crate::support::env::interrupt(&mut child, deadline);
+    assert_eq!(status.code(), Some(130));
+    assert_eq!(
+        env.read_project_file("a.fk"),
+        MAIN.replace("def main", "def main BAD")
+    );
+}

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// Diagnostics listed in an edit's result.
@@ -48,8 +48,8 @@ impl Lsp {
 
     /// The servers learn that `paths` changed; their diagnostics for them, formatted ("" when
     /// no server handles them or none reports a problem).
-    pub fn changed_report(&self, paths: &[&Path]) -> String {
-        if !self.0.changed(paths) {
+    pub fn changed_report(&self, paths: &[&Path], cancel: &AtomicBool) -> String {
+        if !self.0.changed(paths, cancel) {
             return String::new();
         }
         file_report(paths, &self.0.diagnostics())
@@ -81,8 +81,8 @@ impl Diagnostics for Lsp {
         }
     }
 
-    fn changed(&self, path: &Path) -> String {
-        self.changed_report(&[path])
+    fn changed(&self, path: &Path, cancel: &AtomicBool) -> String {
+        self.changed_report(&[path], cancel)
     }
 
     fn resync(&self) {
@@ -415,7 +415,7 @@ fn ask_about_symbol(
         if ctx.cancel.load(Ordering::Relaxed) {
             return Err("canceled".into());
         }
-        let client = lsp.client_for(&cand.path)?;
+        let client = lsp.client_for(&cand.path, &ctx.cancel)?;
         if !client.supports(cap, method) {
             return Err(format!(
                 "the language server {} does not support {what} ({cap})",

@@ -69,7 +69,7 @@ impl Tool for DiagnosticsTool {
                 if !path.is_file() {
                     return Err(format!("file not found: {}", path.display()).into());
                 }
-                if !m.changed(&[path.as_path()]) {
+                if !m.changed(&[path.as_path()], &ctx.cancel) {
                     return Err(format!(
                         "no language server handles {} (servers: {})",
                         path.display(),
@@ -87,7 +87,7 @@ impl Tool for DiagnosticsTool {
                             .into(),
                     );
                 }
-                m.refresh();
+                m.refresh(&ctx.cancel);
                 text_output(project_report(None, &m.diagnostics()))
             }
         }
@@ -320,7 +320,7 @@ impl Tool for Symbols {
             if !path.is_file() {
                 return Err(format!("file not found: {}", path.display()).into());
             }
-            let c = m.client_for(&path)?;
+            let c = m.client_for(&path, &ctx.cancel)?;
             if !c.supports("documentSymbolProvider", "textDocument/documentSymbol") {
                 return Err(format!(
                     "the language server {} does not support document symbols (documentSymbolProvider)",

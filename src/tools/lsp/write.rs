@@ -213,7 +213,7 @@ impl Tool for Rename {
         for p in &paths {
             out.push_str(&format!("  {}\n", p.display()));
         }
-        out.push_str(&self.0.changed_report(&paths));
+        out.push_str(&self.0.changed_report(&paths, &ctx.cancel));
         let diff: String = plan.changes.iter().map(|c| c.diff(ctx).text).collect();
         Ok(ToolOutput {
             content: out,
@@ -280,7 +280,7 @@ impl ReplaceSymbol {
         let content =
             read_existing(&path)?.ok_or_else(|| format!("file not found: {}", path.display()))?;
         let m = self.0.manager();
-        let c = m.client_for(&path)?;
+        let c = m.client_for(&path, &ctx.cancel)?;
         if !c.supports("documentSymbolProvider", "textDocument/documentSymbol") {
             return Err(format!(
                 "the language server {} does not support document symbols (documentSymbolProvider)",
@@ -385,7 +385,11 @@ impl Tool for ReplaceSymbol {
         let d = plan.change.apply(ctx)?;
         let mut content = plan.summary;
         content.push('\n');
-        content.push_str(&self.0.changed_report(&[plan.change.path.as_path()]));
+        content.push_str(
+            &self
+                .0
+                .changed_report(&[plan.change.path.as_path()], &ctx.cancel),
+        );
         Ok(ToolOutput {
             content,
             is_error: false,
