@@ -224,7 +224,7 @@ fn client_capabilities() -> Value {
             "configuration": true,
             "workspaceFolders": true,
             "didChangeConfiguration": {"dynamicRegistration": true},
-            "didChangeWatchedFiles": {"dynamicRegistration": true},
+            "didChangeWatchedFiles": {"dynamicRegistration": false},
             "symbol": {"dynamicRegistration": false},
             "workspaceEdit": {"documentChanges": true, "resourceOperations": []},
             "applyEdit": false

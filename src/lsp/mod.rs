@@ -87,9 +87,11 @@ struct Slot {
     spec: ServerSpec,
     state: Mutex<SlotState>,
     changed: Condvar,
+    /// The root found for each directory a file was in (see `Manager::root_for`).
+    roots: Mutex<std::collections::HashMap<PathBuf, Option<PathBuf>>>,
 }
 
-/// A server's state, for `crush lsp list` and the REPL.
+/// A server's state, for `crush lsp list`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Status {
     pub name: String,
@@ -102,10 +104,6 @@ pub struct Status {
     pub root: Option<PathBuf>,
     /// The server's own name and version.
     pub server: Option<String>,
-    pub open_files: usize,
-    /// Errors and warnings it reports now.
-    pub errors: usize,
-    pub warnings: usize,
 }
 
 /// A server `restart` stopped and started again: its name, and why it is not running when it
@@ -169,7 +167,13 @@ fn start_slot(slot: &Arc<Slot>, root: PathBuf, debug: bool, warnings: &Arc<Mutex
     let mut st = lock(&slot.state);
     let open = match &mut *st {
         SlotState::Starting { open, .. } => std::mem::take(open),
-        _ => Vec::new(),
+        // Stopped meanwhile (crush is ending): the new server goes too.
+        _ => {
+            if let Ok(c) = started {
+                c.kill();
+            }
+            return;
+        }
     };
     match started {
         Ok(c) if c.dead().is_none() => {
@@ -227,6 +231,7 @@ impl Manager {
                         spec,
                         state: Mutex::new(SlotState::Idle),
                         changed: Condvar::new(),
+                        roots: Mutex::default(),
                     })
                 })
                 .collect(),
@@ -244,22 +249,32 @@ impl Manager {
         self.slots.iter().map(|s| s.spec.name.clone()).collect()
     }
 
-    /// The root a server of `spec` would have for `path` (None: it does not handle the file).
-    fn root_for(&self, spec: &ServerSpec, path: &Path) -> Option<PathBuf> {
+    /// The root the server of `slot` would have for `path` (None: it does not handle the
+    /// file). Looked up once per directory.
+    fn root_for(&self, slot: &Slot, path: &Path) -> Option<PathBuf> {
+        let spec = &slot.spec;
         if !path.starts_with(&self.project_root) || !text::handles(&spec.filetypes, path) {
             return None;
         }
-        let mut dir = path.parent();
+        let parent = path.parent()?;
+        if let Some(r) = lock(&slot.roots).get(parent) {
+            return r.clone();
+        }
+        let mut root = None;
+        let mut dir = Some(parent);
         while let Some(d) = dir {
             if !d.starts_with(&self.project_root) {
                 break;
             }
             if spec.root_markers.iter().any(|m| has_marker(d, m)) {
-                return Some(d.to_path_buf());
+                root = Some(d.to_path_buf());
+                break;
             }
             dir = d.parent();
         }
-        (!spec.detected).then(|| self.project_root.clone())
+        let root = root.or_else(|| (!spec.detected).then(|| self.project_root.clone()));
+        lock(&slot.roots).insert(parent.to_path_buf(), root.clone());
+        root
     }
 
     /// The servers that handle `path`, with their roots: the configured ones, else the
@@ -269,7 +284,7 @@ impl Manager {
             self.slots
                 .iter()
                 .filter(|s| s.spec.detected == detected)
-                .filter_map(|s| self.root_for(&s.spec, path).map(|r| (s.clone(), r)))
+                .filter_map(|s| self.root_for(s, path).map(|r| (s.clone(), r)))
                 .collect()
         };
         let configured = pick(false);
@@ -611,9 +626,6 @@ impl Manager {
                     error: None,
                     root: None,
                     server: None,
-                    open_files: 0,
-                    errors: 0,
-                    warnings: 0,
                 };
                 match &*lock(&s.state) {
                     SlotState::Idle => {}
@@ -630,11 +642,6 @@ impl Manager {
                         st.error = c.dead();
                         st.root = Some(c.root().to_path_buf());
                         st.server = c.server_info();
-                        st.open_files = c.open_files().len();
-                        for d in c.diagnostics() {
-                            st.errors += d.items.iter().filter(|x| x.severity == 1).count();
-                            st.warnings += d.items.iter().filter(|x| x.severity == 2).count();
-                        }
                     }
                     SlotState::Failed { why, root } => {
                         st.state = "failed";
