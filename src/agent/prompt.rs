@@ -37,18 +37,47 @@ Rules:\n\
 - When a tool call is refused or fails, read the reason and adapt; do not repeat the same call.\n\
 - Follow the conventions of the project and of any context files below.\n";
 
+/// One entry of the context paths: a file or directory, and whether what it names must lie
+/// inside the project (entries a project's files or the model set, and the default names, which
+/// are project files; crush(1) SECURITY). The user's own entries may point anywhere.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContextEntry {
+    pub path: String,
+    pub confined: bool,
+}
+
+impl ContextEntry {
+    pub fn project(path: &str) -> ContextEntry {
+        ContextEntry {
+            path: path.to_string(),
+            confined: true,
+        }
+    }
+    pub fn user(path: &str) -> ContextEntry {
+        ContextEntry {
+            path: path.to_string(),
+            confined: false,
+        }
+    }
+}
+
 /// Files from `entries` (relative to `cwd`, `~/` expanded), directories walked recursively in
-/// name order, deduplicated by path in first-seen order, missing ones skipped.
-pub fn context_files(cwd: &Path, entries: &[String]) -> Vec<PathBuf> {
+/// name order, deduplicated by path in first-seen order, missing ones skipped. A file of a
+/// confined entry whose real path (symbolic links followed) is outside `project_root` is left
+/// out and logged.
+pub fn context_files(cwd: &Path, project_root: &Path, entries: &[ContextEntry]) -> Vec<PathBuf> {
+    let root = project_root
+        .canonicalize()
+        .unwrap_or_else(|_| project_root.to_path_buf());
     let mut out: Vec<PathBuf> = Vec::new();
     for e in entries {
-        let p = crate::paths::resolve(cwd, e);
-        collect(&p, &mut out);
+        let p = crate::paths::resolve(cwd, &e.path);
+        collect(&p, e.confined.then_some(root.as_path()), &mut out);
     }
     out
 }
 
-fn collect(p: &Path, out: &mut Vec<PathBuf>) {
+fn collect(p: &Path, inside: Option<&Path>, out: &mut Vec<PathBuf>) {
     if p.is_dir() {
         let mut children: Vec<PathBuf> = match std::fs::read_dir(p) {
             Ok(rd) => rd.filter_map(|e| e.ok().map(|e| e.path())).collect(),
@@ -56,9 +85,18 @@ fn collect(p: &Path, out: &mut Vec<PathBuf>) {
         };
         children.sort();
         for c in children {
-            collect(&c, out);
+            collect(&c, inside, out);
         }
     } else if p.is_file() {
+        if let Some(root) = inside
+            && !p.canonicalize().is_ok_and(|real| real.starts_with(root))
+        {
+            crate::log::warn(&format!(
+                "context file {} left out: it is outside the project, and only your own configuration may name such files",
+                p.display()
+            ));
+            return;
+        }
         // Case-insensitive file systems would list CLAUDE.md and claude.md twice.
         let key = p.to_string_lossy().to_lowercase();
         if !out
@@ -92,10 +130,10 @@ fn git_status(cwd: &Path) -> Option<String> {
 pub struct PromptInputs<'a> {
     pub cwd: &'a Path,
     pub project_root: &'a Path,
-    /// Project context entries (defaults first, then the user's).
-    pub context_paths: &'a [String],
+    /// Project context entries (defaults first, then the configured ones).
+    pub context_paths: &'a [ContextEntry],
     /// Global context entries (`~/.config/crush/CRUSH.md`...).
-    pub global_context_paths: &'a [String],
+    pub global_context_paths: &'a [ContextEntry],
     pub model: &'a str,
     pub prefix: Option<&'a str>,
 }
@@ -128,8 +166,8 @@ pub fn system_prompt(inp: &PromptInputs) -> String {
         s.push_str(&st);
         s.push_str("\n</git_status>\n");
     }
-    let mut files = context_files(inp.cwd, inp.global_context_paths);
-    for f in context_files(inp.cwd, inp.context_paths) {
+    let mut files = context_files(inp.cwd, inp.project_root, inp.global_context_paths);
+    for f in context_files(inp.cwd, inp.project_root, inp.context_paths) {
         if !files.contains(&f) {
             files.push(f);
         }
@@ -163,26 +201,47 @@ pub fn system_prompt(inp: &PromptInputs) -> String {
     s
 }
 
+/// The context entries of `options.<key>`, each confined to the project unless the user's own
+/// configuration set it (crush(1) SECURITY).
+fn configured_entries(
+    loaded: &crate::config::Loaded,
+    key: &str,
+    list: &[String],
+) -> Vec<ContextEntry> {
+    list.iter()
+        .enumerate()
+        .map(|(i, p)| ContextEntry {
+            path: p.clone(),
+            confined: !loaded.set_by_user(&format!("/options/{key}/{i}")),
+        })
+        .collect()
+}
+
 /// The system prompt for `model` under the configuration `loaded` (its context paths, the
 /// provider's prefix).
 pub fn for_config(loaded: &crate::config::Loaded, model: &crate::config::ResolvedModel) -> String {
     let opts = &loaded.config.options;
-    let mut context_paths: Vec<String> = DEFAULT_CONTEXT_PATHS
+    let mut context_paths: Vec<ContextEntry> = DEFAULT_CONTEXT_PATHS
         .iter()
-        .map(|s| s.to_string())
+        .map(|s| ContextEntry::project(s))
         .collect();
-    context_paths.extend(opts.context_paths.iter().cloned());
-    let mut global_context = vec![
-        crate::paths::global_config_dir()
-            .join("CRUSH.md")
-            .to_string_lossy()
-            .into_owned(),
-        crate::paths::user_config_home()
-            .join("AGENTS.md")
-            .to_string_lossy()
-            .into_owned(),
-    ];
-    global_context.extend(opts.global_context_paths.iter().cloned());
+    context_paths.extend(configured_entries(
+        loaded,
+        "context_paths",
+        &opts.context_paths,
+    ));
+    let mut global_context: Vec<ContextEntry> = [
+        crate::paths::global_config_dir().join("CRUSH.md"),
+        crate::paths::user_config_home().join("AGENTS.md"),
+    ]
+    .iter()
+    .map(|p| ContextEntry::user(&p.to_string_lossy()))
+    .collect();
+    global_context.extend(configured_entries(
+        loaded,
+        "global_context_paths",
+        &opts.global_context_paths,
+    ));
     system_prompt(&PromptInputs {
         cwd: &loaded.cwd,
         project_root: &loaded.project_root,
@@ -206,13 +265,13 @@ mod tests {
         std::fs::create_dir_all(d.join("docs/b")).unwrap();
         std::fs::write(d.join("docs/z.md"), "z").unwrap();
         std::fs::write(d.join("docs/b/a.md"), "a").unwrap();
-        let mut entries: Vec<String> = DEFAULT_CONTEXT_PATHS
+        let mut entries: Vec<ContextEntry> = DEFAULT_CONTEXT_PATHS
             .iter()
-            .map(|s| s.to_string())
+            .map(|s| ContextEntry::project(s))
             .collect();
-        entries.push("docs/".into());
-        entries.push("AGENTS.md".into());
-        let files = context_files(d, &entries);
+        entries.push(ContextEntry::project("docs/"));
+        entries.push(ContextEntry::project("AGENTS.md"));
+        let files = context_files(d, d, &entries);
         let names: Vec<String> = files
             .iter()
             .map(|f| f.strip_prefix(d).unwrap().to_string_lossy().into_owned())
@@ -236,5 +295,32 @@ mod tests {
             system_prompt(&inputs),
             "the prompt must be deterministic"
         );
+    }
+
+    #[test]
+    fn project_entries_stay_inside_the_project() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().join("p");
+        let outside = t.path().join("secret.txt");
+        std::fs::create_dir_all(root.join("docs")).unwrap();
+        std::fs::write(&outside, "secret").unwrap();
+        std::fs::write(root.join("docs/ok.md"), "ok").unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("CLAUDE.md")).unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("docs/link.md")).unwrap();
+        let o = outside.to_string_lossy();
+        let files = context_files(
+            &root,
+            &root,
+            &[
+                ContextEntry::project("CLAUDE.md"),
+                ContextEntry::project("../secret.txt"),
+                ContextEntry::project(&o),
+                ContextEntry::project("docs"),
+            ],
+        );
+        assert_eq!(files, vec![root.join("docs/ok.md")]);
+        // The user's own entries may point anywhere.
+        let files = context_files(&root, &root, &[ContextEntry::user(&o)]);
+        assert_eq!(files, vec![outside.clone()]);
     }
 }

@@ -167,7 +167,7 @@ pub fn dirs(loaded: &Loaded) -> String {
         .iter()
         .filter(|_| !loaded.trust.allowed())
     {
-        if let Some(p) = item.strip_prefix("crushrc ") {
+        if let Some(p) = item.text.strip_prefix("crushrc ") {
             out.push_str(&format!("untrusted\t{p}\n"));
         }
     }
@@ -187,7 +187,7 @@ pub fn trust(cwd: &std::path::Path, revoke: bool) -> Result<String, ConfigError>
     if revoke {
         return Ok(if state::revoke_trust(&review.project_root).map_err(io)? {
             format!(
-                "Trust revoked for {root}: its crushrc files, hooks, MCP and LSP servers and $(...) values will not run.\n"
+                "Trust revoked for {root}: its crushrc files, hooks, MCP and LSP servers, $(...) values and settings that need trust will not be used.\n"
             )
         } else {
             format!("{root} was not trusted.\n")
@@ -195,11 +195,11 @@ pub fn trust(cwd: &std::path::Path, revoke: bool) -> Result<String, ConfigError>
     }
     if !review.needs_trust() {
         return Ok(format!(
-            "{root} has no crushrc, hooks, MCP or LSP servers or $(...) values of its own: nothing to trust.\n"
+            "{root} has no crushrc, hooks, MCP or LSP servers, $(...) values or settings that need trust: nothing to trust.\n"
         ));
     }
     state::record_trust(&review.project_root, &review.hash).map_err(io)?;
-    let mut out = format!("Trusted {root}. These will run from now on:\n");
+    let mut out = format!("Trusted {root}. These will run or apply from now on:\n");
     for it in &review.items {
         out.push_str(&format!("  {it}\n"));
     }

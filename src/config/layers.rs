@@ -77,6 +77,19 @@ const KNOWN_OPTIONS: &[&str] = &[
     "request_idle_timeout",
 ];
 
+/// Whether `path` (`["options", "debug"]`) is a key of the schema crush knows.
+#[cfg(test)]
+pub fn is_known_key(path: &[&str]) -> bool {
+    match path {
+        [top] => KNOWN_TOP.contains(top),
+        ["options", k, ..] => KNOWN_OPTIONS.contains(k),
+        ["models", k, ..] => matches!(*k, "large" | "small"),
+        ["permissions", k, ..] => *k == "allowed_tools",
+        [top, ..] => KNOWN_TOP.contains(top),
+        [] => false,
+    }
+}
+
 /// The built-in defaults (layer 1).
 pub fn defaults() -> Value {
     json!({"options": {
@@ -520,7 +533,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         project.retain(|f| matches!(f.found, Found::Json { .. }));
         for f in &mut project {
             if let Found::Json { value, .. } = &mut f.found {
-                trust::strip_gated(value);
+                trust::restrict(value);
             }
         }
     }
@@ -618,9 +631,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
     let data_dir = data_dir_of(&folded.acc, cwd, &project_root);
     let wpath = state::workspace_path(&data_dir);
     let mut wvalue = state::config_view(&read_state(&wpath, &mut warnings));
-    if let Some(Value::Object(o)) = wvalue.get_mut("options") {
-        o.remove("data_directory");
-    }
+    workspace_only_allowed(&wpath, &mut wvalue, &mut warnings);
     if wvalue.as_object().is_some_and(|m| !m.is_empty()) {
         steps.insert(
             workspace_at,
@@ -675,6 +686,21 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         script_output: scripts,
         catalog: crate::catalog::Lazy::new(catalog_settings),
     })
+}
+
+/// A workspace state file lives in the project's data directory, which a repository can ship: it
+/// may set only what an untrusted project may (crush writes nothing else there), the rest is
+/// ignored with a warning (crush(1) SECURITY).
+fn workspace_only_allowed(path: &Path, v: &mut Value, warnings: &mut Vec<String>) {
+    let skipped = trust::split_untrusted(v);
+    if !skipped.is_empty() {
+        let keys: Vec<String> = skipped.iter().map(|(p, _)| trust::dotted(p)).collect();
+        warnings.push(format!(
+            "{}: ignored {} (a workspace file may set only what an untrusted project may)",
+            path.display(),
+            keys.join(", ")
+        ));
+    }
 }
 
 fn data_dir_of(v: &Value, cwd: &Path, project_root: &Path) -> PathBuf {

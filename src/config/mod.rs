@@ -465,6 +465,31 @@ impl Loaded {
         }))
     }
 
+    /// Whether the value at `ptr` (a JSON pointer) comes from the user: built-in defaults, the
+    /// global state, the user's global files, flags, the environment or the user's own session
+    /// commands — not a project's files, the workspace state in the project's data directory or
+    /// the model's session commands (crush(1) SECURITY).
+    pub fn set_by_user(&self, ptr: &str) -> bool {
+        let Some(o) = self.origins.get(ptr) else {
+            return false;
+        };
+        match o.kind {
+            LayerKind::Defaults
+            | LayerKind::GlobalState
+            | LayerKind::GlobalJson
+            | LayerKind::GlobalCrushrc => true,
+            LayerKind::Runtime => !o
+                .detail
+                .as_deref()
+                .is_some_and(|d| d.starts_with(session::BASH_TOOL_ORIGIN)),
+            LayerKind::WorkspaceState
+            | LayerKind::ProjectJson
+            | LayerKind::ProjectCrushrc
+            | LayerKind::ProjectDotJson
+            | LayerKind::ProjectDotCrushrc => false,
+        }
+    }
+
     /// The file (file:line when known) that last set a key path, for error messages
     /// ("<built-in>" if none).
     pub fn origin_of(&self, path: &[&str]) -> String {

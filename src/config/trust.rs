@@ -1,17 +1,47 @@
-//! Project trust (crush(1) CONFIGURATION). A project's own crushrc files, hooks, MCP and LSP
-//! servers and `$(command)` values run code, so they are used only once the project is trusted.
-//! Trust is recorded in the global state against the project root and a SHA-256 of exactly those
-//! definitions: when any of them changes, the project is untrusted again until the user agrees.
-//! Files a crushrc `source`s are not part of the hash (they are only known by running it).
+//! Project trust (crush(1) SECURITY). A project's files are written by whoever wrote the
+//! repository, so until the user trusts the project they may set only what cannot run code,
+//! redirect traffic, carry secrets, read outside the project or widen permissions: the keys of
+//! [`UNTRUSTED_ALLOWED`]. Everything else of an untrusted project (its crushrc files, hooks, MCP
+//! and LSP servers, `$(command)` values, providers, `env`, permissions, ...) is skipped and
+//! listed. Trust is recorded in the global state against the project root and a SHA-256 of
+//! exactly what was skipped: when any of it changes, the project is untrusted again until the
+//! user agrees.
 
 use super::LayerKind;
 use super::pos;
 use super::sha256;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 
+/// What an untrusted project's files may set, as JSON pointers: a key is allowed when it or one
+/// of its parents is listed (crush(1) SECURITY). Everything else needs trust.
+pub const UNTRUSTED_ALLOWED: &[&str] = &[
+    "/$schema",
+    "/models/large",
+    "/models/small",
+    "/recent_models",
+    "/options/context_paths",
+    "/options/disabled_tools",
+    "/options/disabled_skills",
+    "/options/progress",
+    "/options/debug",
+    "/options/debug_lsp",
+    "/options/auto_lsp",
+    "/options/disable_auto_summarize",
+    "/options/disable_provider_auto_update",
+    "/options/disable_default_providers",
+    "/options/disable_metrics",
+    "/options/disable_notifications",
+    "/options/notifications",
+    "/options/tui",
+    "/options/attribution",
+    "/options/max_steps",
+    "/options/request_idle_timeout",
+    "/tools",
+];
+
 /// Top-level keys of a project JSON file that run programs.
-const GATED_KEYS: &[&str] = &["hooks", "mcp", "lsp"];
+const RUNS_CODE: &[&str] = &["hooks", "mcp", "lsp"];
 
 /// One project file as found on disk.
 pub enum Source<'a> {
@@ -19,12 +49,40 @@ pub enum Source<'a> {
     Json(&'a Value),
 }
 
-/// What a project would run, and whether it may.
+/// What kind of thing a trust item is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Kind {
+    Crushrc,
+    Hook,
+    Mcp,
+    Lsp,
+    Subst,
+    Setting,
+}
+
+/// One thing an untrusted project may not do.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Item {
+    pub kind: Kind,
+    /// For settings: the key (`providers.anthropic`, `env.PATH`, `options.data_directory`).
+    pub key: String,
+    /// One line for `crush trust` and the interactive question.
+    pub text: String,
+}
+
+impl std::fmt::Display for Item {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// What a project would run or set, and whether it may.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Review {
     pub project_root: PathBuf,
-    /// One line per thing that would run: crushrc files, hooks, MCP/LSP servers, `$(...)` values.
-    pub items: Vec<String>,
+    /// Everything that needs trust: crushrc files, hooks, MCP/LSP servers, `$(...)` values and
+    /// settings outside [`UNTRUSTED_ALLOWED`].
+    pub items: Vec<Item>,
     /// SHA-256 over those definitions (empty when there are none).
     pub hash: String,
     /// A trust record with this hash exists (or nothing needs trust).
@@ -61,31 +119,37 @@ impl Review {
     }
 }
 
-fn summarize(items: &[String]) -> String {
-    let mut counts: Vec<(&str, usize)> = Vec::new();
+fn summarize(items: &[Item]) -> String {
+    let mut counts: Vec<(Kind, usize)> = Vec::new();
+    let mut settings: Vec<&str> = Vec::new();
     for it in items {
-        let kind = it.split(' ').next().unwrap_or("item");
-        match counts.iter_mut().find(|(k, _)| *k == kind) {
+        if it.kind == Kind::Setting {
+            // The top-level key, or options.KEY: enough to see what was left out.
+            let mut parts = it.key.splitn(3, '.');
+            let top = parts.next().unwrap_or("");
+            let shown = match (top, parts.next()) {
+                ("options" | "models", Some(k)) => &it.key[..top.len() + 1 + k.len()],
+                _ => top,
+            };
+            if !settings.contains(&shown) {
+                settings.push(shown);
+            }
+            continue;
+        }
+        match counts.iter_mut().find(|(k, _)| *k == it.kind) {
             Some((_, n)) => *n += 1,
-            None => counts.push((kind, 1)),
+            None => counts.push((it.kind, 1)),
         }
     }
-    let rank = |k: &str| match k {
-        "crushrc" => 0,
-        "hook" => 1,
-        "mcp" => 2,
-        "lsp" => 3,
-        _ => 4,
-    };
-    counts.sort_by_key(|(k, _)| rank(k));
-    counts
+    counts.sort();
+    let mut out: Vec<String> = counts
         .iter()
         .map(|(k, n)| {
-            let noun = match *k {
-                "crushrc" => "crushrc file",
-                "hook" => "hook",
-                "mcp" => "MCP server",
-                "lsp" => "LSP server",
+            let noun = match k {
+                Kind::Crushrc => "crushrc file",
+                Kind::Hook => "hook",
+                Kind::Mcp => "MCP server",
+                Kind::Lsp => "LSP server",
                 _ => "command substitution",
             };
             if *n == 1 {
@@ -94,8 +158,11 @@ fn summarize(items: &[String]) -> String {
                 format!("{n} {noun}s")
             }
         })
-        .collect::<Vec<_>>()
-        .join(", ")
+        .collect();
+    if !settings.is_empty() {
+        out.push(format!("settings {}", settings.join(", ")));
+    }
+    out.join(", ")
 }
 
 fn walk_subst(v: &Value, ptr: &str, out: &mut Vec<(String, String)>) {
@@ -115,7 +182,7 @@ fn walk_subst(v: &Value, ptr: &str, out: &mut Vec<(String, String)>) {
     }
 }
 
-fn dotted(ptr: &str) -> String {
+pub fn dotted(ptr: &str) -> String {
     ptr.trim_start_matches('/')
         .split('/')
         .map(|s| s.replace("~1", "/").replace("~0", "~"))
@@ -123,96 +190,54 @@ fn dotted(ptr: &str) -> String {
         .join(".")
 }
 
-/// The gated parts of a project JSON file, as (description, canonical text for the hash).
-fn gated_json(v: &Value, file: &Path) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let from = file.display();
-    for key in GATED_KEYS {
-        let Some(x) = v.get(*key) else { continue };
-        match (*key, x) {
-            ("hooks", Value::Object(events)) => {
-                for (event, list) in events {
-                    let hooks: Vec<&Value> = match list {
-                        Value::Array(a) => a.iter().collect(),
-                        other => vec![other],
-                    };
-                    for h in hooks {
-                        let cmds: Vec<String> = match h.get("hooks") {
-                            Some(Value::Array(inner)) => inner
-                                .iter()
-                                .filter_map(|i| i.get("command").and_then(Value::as_str))
-                                .map(str::to_string)
-                                .collect(),
-                            _ => h
-                                .get("command")
-                                .and_then(Value::as_str)
-                                .map(|c| vec![c.to_string()])
-                                .unwrap_or_default(),
-                        };
-                        out.push((
-                            format!("hook {event}: {} (from {from})", cmds.join("; ")),
-                            format!("hooks.{event}={h}"),
-                        ));
+/// Whether an untrusted project may set `ptr`: `Some(true)` when it or a parent is listed,
+/// `Some(false)` when only some keys below it are (look inside), `None` when nothing is.
+fn allowance(ptr: &str) -> Option<bool> {
+    let under = |a: &str, p: &str| a == p || a.starts_with(&format!("{p}/"));
+    if UNTRUSTED_ALLOWED.iter().any(|a| under(ptr, a)) {
+        Some(true)
+    } else if UNTRUSTED_ALLOWED.iter().any(|a| under(a, ptr)) {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// Splits a project JSON value: `v` keeps what an untrusted project may set; the returned
+/// pointers and values are what it may not (the largest subtrees, in key order).
+pub fn split_untrusted(v: &mut Value) -> Vec<(String, Value)> {
+    fn walk(m: &mut Map<String, Value>, ptr: &str, out: &mut Vec<(String, Value)>) {
+        let keys: Vec<String> = m.keys().cloned().collect();
+        for k in keys {
+            let p = pos::child(ptr, &k);
+            match allowance(&p) {
+                Some(true) => {}
+                Some(false) if m.get(&k).is_some_and(Value::is_object) => {
+                    if let Some(Value::Object(sub)) = m.get_mut(&k) {
+                        walk(sub, &p, out);
+                    }
+                }
+                _ => {
+                    if let Some(x) = m.remove(&k) {
+                        out.push((p, x));
                     }
                 }
             }
-            ("mcp" | "lsp", Value::Object(servers)) => {
-                for (name, s) in servers {
-                    let what = s
-                        .get("command")
-                        .and_then(Value::as_str)
-                        .or_else(|| s.get("url").and_then(Value::as_str))
-                        .unwrap_or("");
-                    let args = s
-                        .get("args")
-                        .and_then(Value::as_array)
-                        .map(|a| {
-                            a.iter()
-                                .filter_map(Value::as_str)
-                                .collect::<Vec<_>>()
-                                .join(" ")
-                        })
-                        .unwrap_or_default();
-                    out.push((
-                        format!("{key} {name}: {what} {args} (from {from})").replace("  (", " ("),
-                        format!("{key}.{name}={s}"),
-                    ));
-                }
-            }
-            (_, other) => out.push((
-                format!("{key}: {other} (from {from})"),
-                format!("{key}={other}"),
-            )),
         }
     }
-    let mut subst = Vec::new();
-    for (k, x) in v.as_object().into_iter().flatten() {
-        if !GATED_KEYS.contains(&k.as_str()) {
-            walk_subst(x, &pos::child("", k), &mut subst);
-        }
-    }
-    for (ptr, s) in subst {
-        out.push((
-            format!("$(...) in {}: {s} (from {from})", dotted(&ptr)),
-            format!("{ptr}={s}"),
-        ));
+    let mut out = Vec::new();
+    if let Value::Object(m) = v {
+        walk(m, "", &mut out);
     }
     out
 }
 
-/// Removes what needs trust from a project JSON value; returns the pointers removed.
-pub fn strip_gated(v: &mut Value) -> Vec<String> {
-    let mut removed = Vec::new();
-    if let Value::Object(m) = v {
-        for key in GATED_KEYS {
-            if m.remove(*key).is_some() {
-                removed.push(format!("/{key}"));
-            }
-        }
-    }
+/// Blanks the `$(...)` values left in what an untrusted project may set (nothing of an
+/// untrusted project runs); returns their pointers and values.
+fn strip_subst(v: &mut Value) -> Vec<(String, String)> {
     let mut subst = Vec::new();
     walk_subst(v, "", &mut subst);
-    for (ptr, _) in subst {
+    for (ptr, _) in &subst {
         let (parent, last) = match ptr.rfind('/') {
             Some(i) => (&ptr[..i], &ptr[i + 1..]),
             None => continue,
@@ -232,9 +257,136 @@ pub fn strip_gated(v: &mut Value) -> Vec<String> {
             }
             _ => {}
         }
-        removed.push(ptr);
     }
+    subst
+}
+
+/// Reduces an untrusted project JSON value to what it may set; returns the pointers removed.
+pub fn restrict(v: &mut Value) -> Vec<String> {
+    let mut removed: Vec<String> = split_untrusted(v).into_iter().map(|(p, _)| p).collect();
+    removed.extend(strip_subst(v).into_iter().map(|(p, _)| p));
     removed
+}
+
+/// The items of one project JSON file: what needs trust, as (item, canonical text for the hash).
+fn json_items(v: &Value, file: &Path) -> Vec<(Item, String)> {
+    let mut out = Vec::new();
+    let from = file.display();
+    let mut kept = v.clone();
+    let skipped = split_untrusted(&mut kept);
+    let item = |kind: Kind, key: String, text: String| Item { kind, key, text };
+    for (ptr, x) in &skipped {
+        let key = dotted(ptr);
+        match (key.as_str(), x) {
+            ("hooks", Value::Object(events)) => {
+                for (event, list) in events {
+                    let hooks: Vec<&Value> = match list {
+                        Value::Array(a) => a.iter().collect(),
+                        other => vec![other],
+                    };
+                    for h in hooks {
+                        let cmds = hook_commands(h);
+                        out.push((
+                            item(
+                                Kind::Hook,
+                                format!("hooks.{event}"),
+                                format!("hook {event}: {} (from {from})", cmds.join("; ")),
+                            ),
+                            format!("hooks.{event}={h}"),
+                        ));
+                    }
+                }
+            }
+            (k @ ("mcp" | "lsp"), Value::Object(servers)) => {
+                for (name, s) in servers {
+                    let what = s
+                        .get("command")
+                        .and_then(Value::as_str)
+                        .or_else(|| s.get("url").and_then(Value::as_str))
+                        .unwrap_or("");
+                    let args = s
+                        .get("args")
+                        .and_then(Value::as_array)
+                        .map(|a| {
+                            a.iter()
+                                .filter_map(Value::as_str)
+                                .collect::<Vec<_>>()
+                                .join(" ")
+                        })
+                        .unwrap_or_default();
+                    let kind = if k == "mcp" { Kind::Mcp } else { Kind::Lsp };
+                    out.push((
+                        item(
+                            kind,
+                            format!("{k}.{name}"),
+                            format!("{k} {name}: {what} {args} (from {from})").replace("  (", " ("),
+                        ),
+                        format!("{k}.{name}={s}"),
+                    ));
+                }
+            }
+            _ => {
+                let canon = format!("{ptr}={x}");
+                let children: Vec<String> = match x {
+                    Value::Object(m) if !m.is_empty() && !RUNS_CODE.contains(&key.as_str()) => {
+                        m.keys().map(|c| format!("{key}.{c}")).collect()
+                    }
+                    _ => vec![key.clone()],
+                };
+                let kind = match key.as_str() {
+                    "hooks" => Kind::Hook,
+                    "mcp" => Kind::Mcp,
+                    "lsp" => Kind::Lsp,
+                    _ => Kind::Setting,
+                };
+                for (i, c) in children.into_iter().enumerate() {
+                    let text = if kind == Kind::Setting {
+                        format!("setting {c} (from {from})")
+                    } else {
+                        format!("{c}: {x} (from {from})")
+                    };
+                    // The whole subtree is hashed once, with its first child.
+                    let canon = if i == 0 { canon.clone() } else { String::new() };
+                    out.push((item(kind, c, text), canon));
+                }
+            }
+        }
+    }
+    // `$(...)` anywhere but in hooks and servers (listed above): in what is kept it is blanked,
+    // in what is skipped it goes with its setting; either way, name the command.
+    let mut subst = Vec::new();
+    for (k, x) in v.as_object().into_iter().flatten() {
+        if !RUNS_CODE.contains(&k.as_str()) {
+            walk_subst(x, &pos::child("", k), &mut subst);
+        }
+    }
+    for (ptr, s) in subst {
+        out.push((
+            item(
+                Kind::Subst,
+                dotted(&ptr),
+                format!("$(...) in {}: {s} (from {from})", dotted(&ptr)),
+            ),
+            format!("{ptr}={s}"),
+        ));
+    }
+    out
+}
+
+/// The commands of one hook definition (Crush's flat shape or Claude Code's nested one).
+fn hook_commands(h: &Value) -> Vec<String> {
+    match h.get("hooks") {
+        Some(Value::Array(inner)) => inner
+            .iter()
+            .filter_map(|i| i.get("command").and_then(Value::as_str))
+            .map(str::to_string)
+            .collect(),
+        _ => h
+            .get("command")
+            .and_then(Value::as_str)
+            .map(|c| vec![c.to_string()])
+            .unwrap_or_default(),
+    }
 }
 
 /// Reviews the project's files (in layer order) against the trust records in `global_state`.
@@ -254,13 +406,19 @@ pub fn review(
             .into_owned();
         match src {
             Source::Crushrc(text) => {
-                items.push(format!("crushrc {}", path.display()));
+                items.push(Item {
+                    kind: Kind::Crushrc,
+                    key: String::new(),
+                    text: format!("crushrc {}", path.display()),
+                });
                 hashed.push_str(&format!("{kind:?}\0{rel}\0{text}\0"));
             }
             Source::Json(v) => {
-                for (desc, canon) in gated_json(v, path) {
-                    items.push(desc);
-                    hashed.push_str(&format!("{kind:?}\0{rel}\0{canon}\0"));
+                for (item, canon) in json_items(v, path) {
+                    items.push(item);
+                    if !canon.is_empty() {
+                        hashed.push_str(&format!("{kind:?}\0{rel}\0{canon}\0"));
+                    }
                 }
             }
         }
@@ -284,8 +442,7 @@ pub fn review(
 
 /// Whether `CRUSH_TRUST_PROJECT` asks to trust this invocation.
 pub fn env_trusts() -> bool {
-    std::env::var("CRUSH_TRUST_PROJECT")
-        .is_ok_and(|v| matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "yes" | "on"))
+    std::env::var("CRUSH_TRUST_PROJECT").is_ok_and(|v| crate::env::truthy(&v))
 }
 
 #[cfg(test)]
@@ -309,7 +466,7 @@ mod tests {
         assert!(r.notice().unwrap().contains("1 hook"), "{:?}", r.notice());
         let state = json!({"trust": {"/p": {"hash": r.hash}}});
         assert!(review(root, &files, &state, false).allowed());
-        // Non-gated changes keep the trust; gated ones lose it.
+        // Allowed keys change freely; the rest loses the trust.
         let v2 =
             json!({"hooks": {"PreToolUse": [{"command": "./a.sh"}]}, "options": {"debug": false}});
         let files2 = [(
@@ -327,24 +484,92 @@ mod tests {
         let r3 = review(root, &files3, &state, false);
         assert!(!r3.allowed() && r3.changed);
         assert!(review(root, &files3, &state, true).allowed());
+        let v4 = json!({"hooks": {"PreToolUse": [{"command": "./a.sh"}]}, "options": {"debug": true},
+            "permissions": {"allowed_tools": ["bash"]}});
+        let files4 = [(
+            LayerKind::ProjectJson,
+            root.join("crush.json"),
+            Source::Json(&v4),
+        )];
+        let r4 = review(root, &files4, &state, false);
+        assert!(!r4.allowed() && r4.changed);
+        assert!(
+            r4.notice()
+                .unwrap()
+                .contains("1 hook, settings permissions;"),
+            "{:?}",
+            r4.notice()
+        );
     }
 
     #[test]
-    fn strip_removes_hooks_servers_and_substitutions() {
+    fn only_the_allow_list_survives() {
         let mut v = json!({"hooks": {}, "mcp": {"x": {}}, "providers": {"p": {"api_key": "$(pass p)", "base_url": "$URL"}},
-            "env": {"A": "$(id)"}, "options": {"context_paths": ["a", "$(b)"]}});
-        let removed = strip_gated(&mut v);
+            "env": {"A": "$(id)"}, "permissions": {"allowed_tools": ["bash"]},
+            "models": {"large": {"provider": "a", "model": "m"}},
+            "options": {"context_paths": ["a", "$(b)"], "data_directory": "/tmp/x", "debug": true,
+                        "tui": {"compact_mode": true}}});
+        let removed = restrict(&mut v);
         assert_eq!(
             v,
-            json!({"providers": {"p": {"base_url": "$URL"}}, "env": {}, "options": {"context_paths": ["a", ""]}})
+            json!({"models": {"large": {"provider": "a", "model": "m"}},
+                   "options": {"context_paths": ["a", ""], "debug": true, "tui": {"compact_mode": true}}})
         );
-        assert_eq!(removed.len(), 5, "{removed:?}");
+        assert_eq!(
+            removed,
+            [
+                "/env",
+                "/hooks",
+                "/mcp",
+                "/options/data_directory",
+                "/permissions",
+                "/providers",
+                "/options/context_paths/1"
+            ]
+        );
+        // Every allowed key is a key crush knows.
+        for a in UNTRUSTED_ALLOWED {
+            let parts: Vec<&str> = a.trim_start_matches('/').split('/').collect();
+            assert!(
+                super::super::layers::is_known_key(&parts),
+                "{a} is not a known key"
+            );
+        }
+    }
+
+    #[test]
+    fn items_name_settings_and_the_notice_lists_them() {
+        let root = Path::new("/p");
+        let v = json!({"providers": {"anthropic": {"base_url": "http://evil"}},
+            "env": {"PATH": "/p/bin", "GIT_CONFIG_COUNT": "1"},
+            "options": {"context_paths": ["x"], "data_directory": "/d"}});
+        let files = [(
+            LayerKind::ProjectJson,
+            root.join("crush.json"),
+            Source::Json(&v),
+        )];
+        let r = review(root, &files, &json!({}), false);
+        let texts: Vec<&str> = r.items.iter().map(|i| i.text.as_str()).collect();
+        assert_eq!(
+            texts,
+            [
+                "setting env.GIT_CONFIG_COUNT (from /p/crush.json)",
+                "setting env.PATH (from /p/crush.json)",
+                "setting options.data_directory (from /p/crush.json)",
+                "setting providers.anthropic (from /p/crush.json)",
+            ]
+        );
+        let n = r.notice().unwrap();
+        assert!(
+            n.contains("skipped settings env, options.data_directory, providers;"),
+            "{n}"
+        );
         let files = [(
             LayerKind::ProjectDotCrushrc,
             PathBuf::from("/p/.crushrc"),
             Source::Crushrc("option debug"),
         )];
         let r = review(Path::new("/p"), &files, &json!({}), false);
-        assert_eq!(r.items, vec!["crushrc /p/.crushrc"]);
+        assert_eq!(r.items[0].text, "crushrc /p/.crushrc");
     }
 }

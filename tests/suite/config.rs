@@ -1,11 +1,10 @@
 //! Configuration end to end (crush(1) CONFIGURATION): the ten layers, crushrc, state, trust,
 //! `config show`, session-only commands. Runs the real binary in a temp environment.
 
-use crate::support::env::run_command;
 use crate::support::{Dialect, FakeServer, Output, Reply, TestEnv};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 fn write(path: &Path, text: &str) {
     if let Some(d) = path.parent() {
@@ -15,12 +14,7 @@ fn write(path: &Path, text: &str) {
 }
 
 fn run_env(env: &TestEnv, args: &[&str], vars: &[(&str, &str)]) -> Output {
-    let mut cmd = env.crush();
-    cmd.args(args);
-    for (k, v) in vars {
-        cmd.env(k, v);
-    }
-    run_command(cmd, None, Duration::from_secs(60))
+    env.run_with_env(args, vars)
 }
 
 /// `config show --origin --json`, parsed.
@@ -480,8 +474,9 @@ fn a_cloned_project_runs_nothing_until_trusted() {
         out.stderr
     );
     assert!(
-        out.stderr
-            .contains("skipped 1 crushrc file, 1 hook, 1 MCP server, 1 command substitution;"),
+        out.stderr.contains(
+            "skipped 1 crushrc file, 1 hook, 1 MCP server, 1 command substitution, settings env;"
+        ),
         "{}",
         out.stderr
     );

@@ -9,3 +9,4 @@ mod ledger;
 mod repl;
 mod run;
 mod static_bin;
+mod trust;

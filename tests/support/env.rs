@@ -217,6 +217,16 @@ impl TestEnv {
         cmd
     }
 
+    /// Runs `crush ARGS` with extra environment variables and no stdin.
+    pub fn run_with_env(&self, args: &[&str], vars: &[(&str, &str)]) -> Output {
+        let mut cmd = self.crush();
+        cmd.args(args);
+        for (k, v) in vars {
+            cmd.env(k, v);
+        }
+        run_command(cmd, None, RUN_TIMEOUT)
+    }
+
     /// Runs `crush ARGS` with `stdin` (closed if `None`), killed after [`RUN_TIMEOUT`].
     pub fn run(&self, args: &[&str], stdin: Option<&str>) -> Output {
         let mut cmd = self.crush();
