@@ -411,11 +411,12 @@ pub fn review_project(cwd: &Path) -> Result<trust::Review, ConfigError> {
     let mut warnings = Vec::new();
     let files = find_project_files(cwd, &project_root, &mut warnings)?;
     let gstate = read_state(&state::global_path(), &mut warnings);
-    Ok(review_files(&project_root, &files, &gstate, false))
+    Ok(review_files(&project_root, cwd, &files, &gstate, false))
 }
 
 fn review_files(
     project_root: &Path,
+    cwd: &Path,
     files: &[FoundFile],
     gstate: &Value,
     once: bool,
@@ -430,7 +431,7 @@ fn review_files(
             (f.kind, f.path.clone(), src)
         })
         .collect();
-    trust::review(project_root, &sources, gstate, once)
+    trust::review(project_root, cwd, &sources, gstate, once)
 }
 
 /// `CRUSH_*` environment overrides (crush(1) ENVIRONMENT) as a runtime layer value.
@@ -525,6 +526,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
 
     let review = review_files(
         &project_root,
+        cwd,
         &project,
         &gstate,
         opts.trust || trust::env_trusts(),

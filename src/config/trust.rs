@@ -4,8 +4,9 @@
 //! [`UNTRUSTED_ALLOWED`]. Everything else of an untrusted project (its crushrc files, hooks, MCP
 //! and LSP servers, `$(command)` values, providers, `env`, permissions, ...) is skipped and
 //! listed. Trust is recorded in the global state against the project root and a SHA-256 of
-//! exactly what was skipped: when any of it changes, the project is untrusted again until the
-//! user agrees.
+//! exactly what was skipped, including the contents of the project's files those definitions
+//! name (a hook's script, a file a crushrc `source`s): when any of it changes, the project is
+//! untrusted again until the user agrees.
 
 use super::LayerKind;
 use super::pos;
@@ -269,7 +270,7 @@ pub fn restrict(v: &mut Value) -> Vec<String> {
 }
 
 /// The items of one project JSON file: what needs trust, as (item, canonical text for the hash).
-fn json_items(v: &Value, file: &Path) -> Vec<(Item, String)> {
+fn json_items(v: &Value, file: &Path, files: &ProjectFiles) -> Vec<(Item, String)> {
     let mut out = Vec::new();
     let from = file.display();
     let mut kept = v.clone();
@@ -286,13 +287,17 @@ fn json_items(v: &Value, file: &Path) -> Vec<(Item, String)> {
                     };
                     for h in hooks {
                         let cmds = hook_commands(h);
+                        let mut canon = format!("hooks.{event}={h}");
+                        for c in &cmds {
+                            canon.push_str(&files.digest(&files.named_by(c, &[])));
+                        }
                         out.push((
                             item(
                                 Kind::Hook,
                                 format!("hooks.{event}"),
                                 format!("hook {event}: {} (from {from})", cmds.join("; ")),
                             ),
-                            format!("hooks.{event}={h}"),
+                            canon,
                         ));
                     }
                 }
@@ -389,13 +394,189 @@ fn hook_commands(h: &Value) -> Vec<String> {
     }
 }
 
+/// The project's own files that definitions name, found without running anything: their
+/// contents go into the trust hash. Files outside the project are the user's, not hashed.
+struct ProjectFiles {
+    /// The project root, real path.
+    root: PathBuf,
+    /// Where a hook's relative paths are looked up: the working directory (the hooks' cwd) and
+    /// the project root.
+    bases: Vec<PathBuf>,
+}
+
+/// The most of one file that is hashed (the size is hashed too).
+const MAX_HASHED_FILE: u64 = 16 * 1024 * 1024;
+/// How deep `source` inside sourced files is followed.
+const MAX_SOURCE_DEPTH: usize = 8;
+
+impl ProjectFiles {
+    fn new(project_root: &Path, cwd: &Path) -> ProjectFiles {
+        let real = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+        let mut bases = vec![real(cwd)];
+        if !bases.contains(&real(project_root)) {
+            bases.push(real(project_root));
+        }
+        ProjectFiles {
+            root: real(project_root),
+            bases,
+        }
+    }
+
+    /// `word` as a project file, looked up from each of `bases`: its real path, if it is a
+    /// regular file inside the project.
+    fn lookup(&self, word: &str, extra_base: Option<&Path>) -> Option<PathBuf> {
+        if word.is_empty() || word.contains(['$', '`', '*', '?', '[']) {
+            return None;
+        }
+        let candidates: Vec<PathBuf> = if Path::new(word).is_absolute() || word.starts_with("~/") {
+            vec![crate::paths::resolve(Path::new("/"), word)]
+        } else {
+            extra_base
+                .into_iter()
+                .chain(self.bases.iter().map(PathBuf::as_path))
+                .map(|b| b.join(word))
+                .collect()
+        };
+        candidates.into_iter().find_map(|c| {
+            let real = c.canonicalize().ok()?;
+            (real.is_file() && real.starts_with(&self.root)).then_some(real)
+        })
+    }
+
+    /// The project files a command line names: any word (or the part of `--opt=FILE` after
+    /// `=`, or a token of a quoted script such as `sh -c './a.sh && ./b.sh'`) that is one.
+    fn named_by(&self, command: &str, extra_bases: &[&Path]) -> Vec<PathBuf> {
+        let words = super::commands::split_words(command)
+            .unwrap_or_else(|_| command.split_whitespace().map(str::to_string).collect());
+        let mut out = Vec::new();
+        for w in &words {
+            let tokens = w
+                .split(|c: char| c.is_whitespace() || ";&|()<>".contains(c))
+                .flat_map(|t| [t, t.split_once('=').map_or("", |(_, v)| v)]);
+            for t in tokens {
+                let found = std::iter::once(None)
+                    .chain(extra_bases.iter().map(|b| Some(*b)))
+                    .find_map(|b| self.lookup(t, b));
+                if let Some(f) = found
+                    && !out.contains(&f)
+                {
+                    out.push(f);
+                }
+            }
+        }
+        out
+    }
+
+    /// `\0file REL:SHA256` for each file, for the hash.
+    fn digest(&self, files: &[PathBuf]) -> String {
+        use std::io::Read;
+        let mut out = String::new();
+        for f in files {
+            let rel = f.strip_prefix(&self.root).unwrap_or(f).display();
+            let mut bytes = Vec::new();
+            let read = std::fs::File::open(f)
+                .and_then(|h| h.take(MAX_HASHED_FILE).read_to_end(&mut bytes));
+            match read {
+                Ok(n) => out.push_str(&format!("\0file {rel}:{n}:{}", sha256::hex(&bytes))),
+                Err(e) => out.push_str(&format!("\0file {rel}:unreadable {:?}", e.kind())),
+            }
+        }
+        out
+    }
+
+    /// The project files a crushrc refers to, found by reading it (crushrc files are never run
+    /// for this): files it `source`s (or `.`s) by a literal path, the files those source in
+    /// turn, and the files named by the `--command` of its `hook add` calls. A crushrc runs in
+    /// its own directory, so relative paths are looked up there first.
+    fn of_crushrc(&self, text: &str, dir: &Path, seen: &mut Vec<PathBuf>, depth: usize) {
+        for line in text.lines() {
+            let line = line.trim();
+            if line.starts_with('#') {
+                continue;
+            }
+            for seg in shell_segments(line) {
+                let Ok(words) = super::commands::split_words(seg) else {
+                    continue;
+                };
+                let mut w: &[String] = &words;
+                while let [first, rest @ ..] = w
+                    && matches!(
+                        first.as_str(),
+                        "if" | "then" | "else" | "elif" | "do" | "!" | "{"
+                    )
+                {
+                    w = rest;
+                }
+                match w {
+                    [src, file, ..] if src == "source" || src == "." => {
+                        let Some(f) = self.lookup(file, Some(dir)) else {
+                            continue;
+                        };
+                        if seen.contains(&f) {
+                            continue;
+                        }
+                        seen.push(f.clone());
+                        if depth < MAX_SOURCE_DEPTH
+                            && let Ok(inner) = std::fs::read_to_string(&f)
+                        {
+                            self.of_crushrc(&inner, dir, seen, depth + 1);
+                        }
+                    }
+                    [hook, add, rest @ ..] if hook == "hook" && add == "add" => {
+                        let mut it = rest.iter();
+                        while let Some(a) = it.next() {
+                            let cmd = match a.strip_prefix("--command") {
+                                Some("") => it.next().cloned(),
+                                Some(v) => v.strip_prefix('=').map(str::to_string),
+                                None => None,
+                            };
+                            for f in cmd.map(|c| self.named_by(&c, &[dir])).unwrap_or_default() {
+                                if !seen.contains(&f) {
+                                    seen.push(f);
+                                }
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+}
+
+/// A shell line cut at `&&`, `||`, `;` and `|` outside quotes (enough to find the commands of
+/// a line such as `[ -f x ] && source x`).
+fn shell_segments(line: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut quote: Option<char> = None;
+    let mut start = 0;
+    let mut prev = '\0';
+    for (i, c) in line.char_indices() {
+        match (quote, c) {
+            (Some(q), _) if c == q && prev != '\\' => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"') => quote = Some(c),
+            (None, ';' | '|' | '&') => {
+                out.push(&line[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+        prev = c;
+    }
+    out.push(&line[start..]);
+    out.into_iter().filter(|s| !s.trim().is_empty()).collect()
+}
+
 /// Reviews the project's files (in layer order) against the trust records in `global_state`.
 pub fn review(
     project_root: &Path,
+    cwd: &Path,
     files: &[(LayerKind, PathBuf, Source)],
     global_state: &Value,
     trusted_once: bool,
 ) -> Review {
+    let named = ProjectFiles::new(project_root, cwd);
     let mut items = Vec::new();
     let mut hashed = String::new();
     for (kind, path, src) in files {
@@ -411,10 +592,14 @@ pub fn review(
                     key: String::new(),
                     text: format!("crushrc {}", path.display()),
                 });
-                hashed.push_str(&format!("{kind:?}\0{rel}\0{text}\0"));
+                let mut refs = Vec::new();
+                let dir = path.parent().unwrap_or(project_root);
+                named.of_crushrc(text, dir, &mut refs, 0);
+                let files = named.digest(&refs);
+                hashed.push_str(&format!("{kind:?}\0{rel}\0{text}{files}\0"));
             }
             Source::Json(v) => {
-                for (item, canon) in json_items(v, path) {
+                for (item, canon) in json_items(v, path, &named) {
                     items.push(item);
                     if !canon.is_empty() {
                         hashed.push_str(&format!("{kind:?}\0{rel}\0{canon}\0"));
@@ -460,12 +645,12 @@ mod tests {
             root.join("crush.json"),
             Source::Json(&v1),
         )];
-        let r = review(root, &files, &json!({}), false);
+        let r = review(root, root, &files, &json!({}), false);
         assert!(r.needs_trust() && !r.allowed());
         assert_eq!(r.items.len(), 1);
         assert!(r.notice().unwrap().contains("1 hook"), "{:?}", r.notice());
         let state = json!({"trust": {"/p": {"hash": r.hash}}});
-        assert!(review(root, &files, &state, false).allowed());
+        assert!(review(root, root, &files, &state, false).allowed());
         // Allowed keys change freely; the rest loses the trust.
         let v2 =
             json!({"hooks": {"PreToolUse": [{"command": "./a.sh"}]}, "options": {"debug": false}});
@@ -474,16 +659,16 @@ mod tests {
             root.join("crush.json"),
             Source::Json(&v2),
         )];
-        assert!(review(root, &files2, &state, false).allowed());
+        assert!(review(root, root, &files2, &state, false).allowed());
         let v3 = json!({"hooks": {"PreToolUse": [{"command": "./b.sh"}]}});
         let files3 = [(
             LayerKind::ProjectJson,
             root.join("crush.json"),
             Source::Json(&v3),
         )];
-        let r3 = review(root, &files3, &state, false);
+        let r3 = review(root, root, &files3, &state, false);
         assert!(!r3.allowed() && r3.changed);
-        assert!(review(root, &files3, &state, true).allowed());
+        assert!(review(root, root, &files3, &state, true).allowed());
         let v4 = json!({"hooks": {"PreToolUse": [{"command": "./a.sh"}]}, "options": {"debug": true},
             "permissions": {"allowed_tools": ["bash"]}});
         let files4 = [(
@@ -491,7 +676,7 @@ mod tests {
             root.join("crush.json"),
             Source::Json(&v4),
         )];
-        let r4 = review(root, &files4, &state, false);
+        let r4 = review(root, root, &files4, &state, false);
         assert!(!r4.allowed() && r4.changed);
         assert!(
             r4.notice()
@@ -548,7 +733,7 @@ mod tests {
             root.join("crush.json"),
             Source::Json(&v),
         )];
-        let r = review(root, &files, &json!({}), false);
+        let r = review(root, root, &files, &json!({}), false);
         let texts: Vec<&str> = r.items.iter().map(|i| i.text.as_str()).collect();
         assert_eq!(
             texts,
@@ -569,7 +754,42 @@ mod tests {
             PathBuf::from("/p/.crushrc"),
             Source::Crushrc("option debug"),
         )];
-        let r = review(Path::new("/p"), &files, &json!({}), false);
+        let r = review(Path::new("/p"), Path::new("/p"), &files, &json!({}), false);
         assert_eq!(r.items[0].text, "crushrc /p/.crushrc");
+    }
+
+    #[test]
+    fn a_crushrc_is_read_for_the_files_it_names() {
+        assert_eq!(
+            shell_segments("[ -f 'a;b' ] && source x; y | z"),
+            ["[ -f 'a;b' ] ", " source x", " y ", " z"]
+        );
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("rc")).unwrap();
+        std::fs::write(root.join("rc/a.sh"), ". rc/b.sh\nsource $HOME/x\n").unwrap();
+        std::fs::write(root.join("rc/b.sh"), "source rc/a.sh\n").unwrap();
+        std::fs::write(root.join("guard.sh"), "exit 0").unwrap();
+        std::fs::write(root.join("lib.sh"), "").unwrap();
+        let pf = ProjectFiles::new(&root, &root);
+        let mut seen = Vec::new();
+        pf.of_crushrc(
+            "if [ -f rc/a.sh ]; then source rc/a.sh; fi\n# source lib.sh\nhook add Stop --command=\"sh -c './guard.sh && true'\"\nsource /etc/hostname\n",
+            &root,
+            &mut seen,
+            0,
+        );
+        assert_eq!(
+            seen,
+            [
+                root.join("rc/a.sh"),
+                root.join("rc/b.sh"),
+                root.join("guard.sh")
+            ]
+        );
+        assert_eq!(
+            pf.named_by("python3 lib.sh --config=guard.sh missing.sh", &[]),
+            [root.join("lib.sh"), root.join("guard.sh")]
+        );
     }
 }

@@ -160,3 +160,43 @@ fn a_workspace_state_file_shipped_in_the_repository_sets_only_what_is_allowed() 
         out.stderr
     );
 }
+
+#[test]
+fn changing_a_trusted_hook_script_or_a_sourced_file_asks_again() {
+    let env = TestEnv::new();
+    let p = env.project();
+    script(&p.join("hooks/guard.sh"), "exit 0");
+    script(&p.join("hooks/rc-guard.sh"), "exit 0");
+    env.write_project_file("rc.d/extra.sh", "option progress false\n");
+    std::fs::write(env.home().join(".crushrc.local"), "true\n").unwrap();
+    env.write_project_file(
+        "crush.json",
+        &json!({"hooks": {"PreToolUse": [{"command": "./hooks/guard.sh --strict"}]}}).to_string(),
+    );
+    env.write_project_file(
+        ".crushrc",
+        "[ -f rc.d/extra.sh ] && source rc.d/extra.sh\n\
+         hook add PreToolUse --command ./hooks/rc-guard.sh --name rc\n\
+         [ -f ~/.crushrc.local ] && . ~/.crushrc.local\n\
+         true\n",
+    );
+    env.run(&["trust"], None).assert_success();
+    let changed = || {
+        let out = env.run(&["config", "show"], None);
+        out.assert_success();
+        out.stderr.contains("has changed since it was trusted")
+    };
+    assert!(!changed());
+    // A file outside the project is the user's own: changing it keeps the trust.
+    std::fs::write(env.home().join(".crushrc.local"), "true # edited\n").unwrap();
+    assert!(!changed());
+    for f in ["hooks/guard.sh", "rc.d/extra.sh", "hooks/rc-guard.sh"] {
+        let path = p.join(f);
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text.push_str("# edited\n");
+        std::fs::write(&path, text).unwrap();
+        assert!(changed(), "editing {f} kept the trust");
+        env.run(&["trust"], None).assert_success();
+        assert!(!changed());
+    }
+}
