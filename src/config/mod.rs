@@ -337,6 +337,26 @@ fn default_base_url(kind: ApiKind, id: &str) -> Option<&'static str> {
     }
 }
 
+/// Whether two base URLs name the same endpoint (trailing slashes and case of the scheme and
+/// host aside).
+fn same_url(a: &str, b: &str) -> bool {
+    let norm = |u: &str| {
+        let u = u.trim().trim_end_matches('/');
+        match u.split_once("://") {
+            Some((scheme, rest)) => {
+                let (host, path) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
+                format!(
+                    "{}://{}{path}",
+                    scheme.to_ascii_lowercase(),
+                    host.to_ascii_lowercase()
+                )
+            }
+            None => u.to_string(),
+        }
+    };
+    !a.trim().is_empty() && norm(a) == norm(b)
+}
+
 impl Loaded {
     /// The providers that can be called: catalog providers whose key resolves (in catalog order,
     /// merged with the user's settings for the same id), then the user's own providers (by id).
@@ -416,8 +436,18 @@ impl Loaded {
                 }
             }
         }
+        // A key taken from the environment goes only to the endpoint it belongs to: the catalog
+        // provider's own URL, or the official API of an anthropic or openai provider. A provider
+        // sent elsewhere (`base_url`) gets only a key its own definition names (crush(1)
+        // SECURITY): published configs point such providers at local or LAN servers.
+        let mut home = cat.map(|c| expand_cat(&c.api_endpoint)).unwrap_or_default();
+        if home.is_empty() {
+            home = default_base_url(kind, id).unwrap_or_default().to_string();
+        }
+        let at_home = same_url(&base_url, &home);
         let api_key = match (&u.api_key, cat) {
             (Some(k), _) => expand_user("api_key", k)?,
+            (None, _) if !at_home => String::new(),
             (None, Some(c)) => expand_cat(&c.api_key),
             (None, None) => match kind {
                 ApiKind::Anthropic => std::env::var("ANTHROPIC_API_KEY").unwrap_or_default(),
@@ -426,9 +456,10 @@ impl Loaded {
             },
         };
         let api_key = Some(api_key).filter(|k| !k.is_empty());
-        // Without a key only the user's own OpenAI-compatible servers (ollama, llama.cpp, vLLM,
-        // LM Studio) can work; catalog providers and cloud APIs are skipped, like Crush.
-        if api_key.is_none() && (cat.is_some() || kind != ApiKind::OpenAiCompat) {
+        // Without a key only a server of the user's own choosing (ollama, llama.cpp, vLLM, LM
+        // Studio, a proxy) can work; a catalog provider or cloud API at its own URL is skipped,
+        // like Crush.
+        if api_key.is_none() && at_home && (cat.is_some() || kind != ApiKind::OpenAiCompat) {
             return Ok(None);
         }
         // The catalog's default headers, overlaid by the user's (names compare case-insensitively).
@@ -764,6 +795,23 @@ mod tests {
             .unwrap();
         assert_eq!(r.price_source(), "unpriced");
         assert_eq!(r.cost(&Default::default()), None);
+    }
+
+    #[test]
+    fn urls_compare_by_endpoint() {
+        assert!(same_url(
+            "https://API.openai.com/v1/",
+            "https://api.openai.com/v1"
+        ));
+        assert!(!same_url(
+            "https://api.openai.com/v1",
+            "http://127.0.0.1:8080/v1"
+        ));
+        assert!(!same_url(
+            "https://api.openai.com/V1",
+            "https://api.openai.com/v1"
+        ));
+        assert!(!same_url("", ""));
     }
 
     #[test]

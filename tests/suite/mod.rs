@@ -6,6 +6,7 @@ mod fake_server;
 mod go_compat;
 mod hooks;
 mod ledger;
+mod providers;
 mod repl;
 mod run;
 mod static_bin;
