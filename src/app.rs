@@ -174,23 +174,38 @@ pub fn load_config(global: &Global) -> Result<Loaded, AppError> {
     Ok(loaded)
 }
 
-/// Creates the project data dir, registers the project and opens the store.
+/// A data directory that cannot be made private: refused (exit 2) when it is not the user's
+/// own, else an I/O failure.
+fn data_dir_error(what: &str, dir: &std::path::Path, e: std::io::Error) -> AppError {
+    if e.kind() == std::io::ErrorKind::PermissionDenied && e.get_ref().is_some() {
+        AppError::Config(format!("the {what} {e}"))
+    } else {
+        AppError::Runtime(format!("cannot create the {what} {}: {e}", dir.display()))
+    }
+}
+
+/// Creates (or tightens) the project data dir and the global data dir (0700), registers the
+/// project and opens the store, its database and log readable by the user only (0600).
 pub fn open_store(loaded: &Loaded) -> Result<Store, AppError> {
-    store::ensure_data_dir(&loaded.data_dir).map_err(|e| {
-        AppError::Runtime(format!(
-            "cannot create the data directory {}: {e}",
-            loaded.data_dir.display()
-        ))
-    })?;
+    store::ensure_data_dir(&loaded.data_dir)
+        .map_err(|e| data_dir_error("data directory", &loaded.data_dir, e))?;
+    let global = crate::paths::global_data_dir();
+    crate::fsutil::private_dir(&global)
+        .map_err(|e| data_dir_error("global data directory", &global, e))?;
+    let db = loaded.data_dir.join("crush.db");
+    for (f, create) in [
+        (db.clone(), true),
+        (loaded.data_dir.join("crush.db-wal"), false),
+        (loaded.data_dir.join("crush.db-shm"), false),
+    ] {
+        crate::fsutil::private_file(&f, create)
+            .map_err(|e| AppError::Runtime(format!("cannot protect {}: {e}", f.display())))?;
+    }
     crate::log::init(&loaded.data_dir, loaded.config.options.debug);
-    if let Err(e) = store::projects::touch(
-        &crate::paths::global_data_dir(),
-        &loaded.project_root,
-        &loaded.data_dir,
-    ) {
+    if let Err(e) = store::projects::touch(&global, &loaded.project_root, &loaded.data_dir) {
         eprintln!("crush: warning: cannot update projects.json: {e}");
     }
-    Ok(Store::open(&loaded.data_dir.join("crush.db"))?)
+    Ok(Store::open(&db)?)
 }
 
 /// Opens the store read-only, without creating, migrating or writing anything (read-only

@@ -112,8 +112,8 @@ pub fn main() -> std::process::ExitCode {
 /// one of its own layer or above (tests excepted).
 #[cfg(test)]
 const LAYERS: &[&[&str]] = &[
-    &["time", "env", "exit", "paths"],
-    &["log", "fsutil", "net", "proc"],
+    &["time", "env", "exit", "paths", "fsutil"],
+    &["log", "net", "proc"],
     &["signal", "rcshell"],
     &["llm"],
     &["store"],

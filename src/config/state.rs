@@ -60,16 +60,12 @@ pub fn config_view(state: &Value) -> Value {
 }
 
 /// Read-modify-write of a state file under an exclusive lock, written atomically (temp file +
-/// rename). Creates the directory (0700) when missing.
+/// rename). Creates the directory (0700) when missing, and keeps it private.
 pub fn update(path: &Path, f: impl FnOnce(&mut Value)) -> io::Result<()> {
     let dir = path
         .parent()
         .ok_or_else(|| io::Error::other("state file has no parent directory"))?;
-    if !dir.exists() {
-        std::fs::create_dir_all(dir)?;
-        use std::os::unix::fs::PermissionsExt;
-        let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
-    }
+    crate::fsutil::private_dir(dir)?;
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

@@ -1,5 +1,6 @@
 //! Integration test modules. Add one `mod` line per file.
 
+mod at_rest;
 mod catalog;
 mod config;
 mod fake_server;

@@ -1,0 +1,90 @@
+//! Files and secrets at rest (crush(1) FILES, SECURITY): private data directories, database and
+//! log; credentials in URLs never shown; wrong types named precisely; runaway replies cut.
+
+use crate::support::{Dialect, FakeServer, Reply, TestEnv};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+fn mode(p: &Path) -> u32 {
+    std::fs::metadata(p)
+        .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+        .permissions()
+        .mode()
+        & 0o777
+}
+
+fn set_mode(p: &Path, m: u32) {
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
+}
+
+#[test]
+fn data_directories_are_private_and_so_are_the_database_and_the_log() {
+    let server = FakeServer::with_script(vec![Reply::text("ok"), Reply::text("ok")]);
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::OpenAi);
+    // Directories and files left open by hand or by an older version.
+    let dot = env.project().join(".crush");
+    std::fs::create_dir_all(dot.join("logs")).unwrap();
+    std::fs::write(dot.join("logs/crush.log"), "").unwrap();
+    set_mode(&dot, 0o755);
+    set_mode(&dot.join("logs"), 0o755);
+    set_mode(&dot.join("logs/crush.log"), 0o644);
+    set_mode(&env.data_dir(), 0o755);
+    env.run(&["run", "hi"], None).assert_success();
+    for (p, want) in [
+        (dot.clone(), 0o700),
+        (dot.join("logs"), 0o700),
+        (dot.join("logs/crush.log"), 0o600),
+        (dot.join("crush.db"), 0o600),
+        (env.data_dir(), 0o700),
+    ] {
+        assert_eq!(mode(&p), want, "{}", p.display());
+    }
+    for side in ["crush.db-wal", "crush.db-shm"] {
+        if dot.join(side).exists() {
+            assert_eq!(mode(&dot.join(side)), 0o600, "{side}");
+        }
+    }
+    // A -D directory anyone could write to.
+    let shared = env.root().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    set_mode(&shared, 0o777);
+    let d = shared.to_string_lossy().into_owned();
+    env.run(&["-D", &d, "run", "hi"], None).assert_success();
+    assert_eq!(mode(&shared), 0o700);
+    assert_eq!(mode(&shared.join("crush.db")), 0o600);
+}
+
+#[test]
+fn a_data_dir_that_is_not_the_users_own_is_refused() {
+    let server = FakeServer::start();
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::OpenAi);
+    // SAFETY: geteuid cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    let theirs = if root {
+        let d = env.root().join("theirs");
+        std::fs::create_dir(&d).unwrap();
+        set_mode(&d, 0o777);
+        let c = std::ffi::CString::new(d.to_string_lossy().as_bytes()).unwrap();
+        // SAFETY: a plain syscall on a path we created.
+        assert_eq!(unsafe { libc::chown(c.as_ptr(), 65534, 65534) }, 0);
+        d
+    } else {
+        // Owned by root, and not writable: nothing can be created there anyway.
+        Path::new("/usr").to_path_buf()
+    };
+    std::os::unix::fs::symlink(&theirs, env.project().join(".crush")).unwrap();
+    let out = env.run(&["run", "hi"], None);
+    out.assert_code(2);
+    assert!(
+        out.stderr.contains("owned by another user"),
+        "{}",
+        out.stderr
+    );
+    if root {
+        assert_eq!(std::fs::read_dir(&theirs).unwrap().count(), 0);
+        assert_eq!(mode(&theirs), 0o777);
+    }
+    assert_eq!(server.request_count(), 0);
+}
