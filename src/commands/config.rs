@@ -8,6 +8,8 @@ use serde_json::{Map, Value, json};
 const SECRET_KEYS: &[&str] = &["api_key", "oauth_client_secret", "oauth_token", "oauth"];
 /// Header and environment maps whose values may be secrets.
 const SECRET_MAPS: &[&str] = &["extra_headers", "headers", "env"];
+/// Keys whose values are URLs: shown with their user, password and query values hidden.
+const URL_KEYS: &[&str] = &["base_url", "url", "api_endpoint"];
 
 fn mask(v: &mut Value, key: Option<&str>, in_map: bool) {
     match v {
@@ -18,6 +20,9 @@ fn mask(v: &mut Value, key: Option<&str>, in_map: bool) {
             }
         }
         Value::Array(a) => a.iter_mut().for_each(|x| mask(x, key, in_map)),
+        Value::String(s) if !in_map && key.is_some_and(|k| URL_KEYS.contains(&k)) => {
+            *s = crate::net::redact_url(s)
+        }
         Value::String(s)
             if (in_map || key.is_some_and(|k| SECRET_KEYS.contains(&k)))
                 && !s.contains('$')
@@ -234,5 +239,11 @@ mod tests {
         assert_eq!(v["providers"]["p"]["extra_headers"]["A"], json!("********"));
         assert_eq!(v["mcp"]["m"]["command"], json!("x"));
         assert_eq!(v["mcp"]["m"]["env"]["K"], json!("********"));
+        let mut v = json!({"providers": {"p": {"base_url": "https://u:pw@h/v1?key=k"}}});
+        mask(&mut v, None, false);
+        assert_eq!(
+            v["providers"]["p"]["base_url"],
+            json!("https://****@h/v1?key=****")
+        );
     }
 }

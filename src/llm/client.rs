@@ -355,7 +355,7 @@ impl Job {
 
     fn send_error(&self, e: ureq::Error) -> End {
         let connect = |message: String| LlmError::Connect {
-            url: self.url.clone(),
+            url: crate::net::redact_url(&self.url),
             message,
         };
         let f = match e {
@@ -382,7 +382,12 @@ impl Job {
                 Failure::retry(connect(format!("HTTP protocol error: {p}")))
             }
             ureq::Error::Http(_) | ureq::Error::BadUri(_) | ureq::Error::InvalidProxyUrl => {
-                Failure::fatal(LlmError::Protocol(format!("cannot build the request: {e}")))
+                let msg = e
+                    .to_string()
+                    .replace(&self.url, &crate::net::redact_url(&self.url));
+                Failure::fatal(LlmError::Protocol(format!(
+                    "cannot build the request: {msg}"
+                )))
             }
             other => Failure::fatal(connect(other.to_string())),
         };
@@ -408,7 +413,7 @@ impl Job {
             return Failure::fatal(LlmError::Protocol(e.to_string()));
         }
         Failure::retry(LlmError::Connect {
-            url: self.url.clone(),
+            url: crate::net::redact_url(&self.url),
             message: format!("connection lost while streaming: {e}"),
         })
     }

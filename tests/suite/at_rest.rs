@@ -88,3 +88,62 @@ fn a_data_dir_that_is_not_the_users_own_is_refused() {
     }
     assert_eq!(server.request_count(), 0);
 }
+
+#[test]
+fn credentials_in_a_base_url_are_sent_but_never_shown() {
+    let server = FakeServer::with_script(vec![Reply::text("ok")]);
+    let env = TestEnv::new();
+    let mut cfg = env.config_for(&server, Dialect::OpenAi);
+    let creds = |base: &str| {
+        format!(
+            "{}?key=qsecret",
+            base.replacen("http://", "http://user:secretpw@", 1)
+        )
+    };
+    cfg["providers"]["fake"]["base_url"] = creds(&server.openai_base_url()).into();
+    cfg["providers"]["fake"]
+        .as_object_mut()
+        .unwrap()
+        .remove("api_key");
+    env.write_config(&cfg);
+    env.run(&["run", "hi"], None).assert_success();
+    // The path goes before the query.
+    assert_eq!(
+        server.last_request().path,
+        "/v1/chat/completions?key=qsecret"
+    );
+
+    // A server that cannot be reached: its address shows, its credentials never do.
+    cfg["providers"]["fake"]["base_url"] = creds("http://127.0.0.1:1/v1").into();
+    env.write_config(&cfg);
+    let out = env.run_with_env(&["run", "hi"], &[("CRUSH_RETRY_BASE_MS", "1")]);
+    out.assert_code(1);
+    assert!(out.stderr.contains("127.0.0.1:1"), "{}", out.stderr);
+    let show = env.run(&["config", "show", "--origin"], None);
+    show.assert_success();
+    let dot = env.project().join(".crush");
+    let mut places = vec![
+        ("stderr", out.stderr.clone()),
+        ("config show", show.stdout.clone()),
+        (
+            "log",
+            std::fs::read_to_string(dot.join("logs/crush.log")).unwrap(),
+        ),
+    ];
+    for f in ["crush.db", "crush.db-wal"] {
+        if let Ok(b) = std::fs::read(dot.join(f)) {
+            places.push((f, String::from_utf8_lossy(&b).into_owned()));
+        }
+    }
+    for (what, text) in places {
+        assert!(
+            !text.contains("secretpw") && !text.contains("qsecret"),
+            "{what} shows a credential:\n{text}"
+        );
+    }
+    assert!(
+        show.stdout.contains("****@127.0.0.1:1/v1?key=****"),
+        "{}",
+        show.stdout
+    );
+}
