@@ -1,6 +1,7 @@
 //! `crush config show [--origin] [--json]`, `crush dirs` and `crush trust [--revoke]`.
 
-use crate::config::{ConfigError, Loaded, Origin, layers, pos, state};
+use crate::config::pos::{self, dotted};
+use crate::config::{ConfigError, Loaded, Origin, layers, state};
 use crate::paths;
 use serde_json::{Map, Value, json};
 
@@ -32,30 +33,6 @@ fn mask(v: &mut Value, key: Option<&str>, in_map: bool) {
         }
         _ => {}
     }
-}
-
-/// `options.context_paths[0]`, `providers."a.b".api_key`.
-pub fn dotted(ptr: &str) -> String {
-    let mut out = String::new();
-    for seg in ptr.trim_start_matches('/').split('/') {
-        let seg = seg.replace("~1", "/").replace("~0", "~");
-        if !seg.is_empty() && seg.chars().all(|c| c.is_ascii_digit()) && !out.is_empty() {
-            out.push_str(&format!("[{seg}]"));
-            continue;
-        }
-        if !out.is_empty() {
-            out.push('.');
-        }
-        if seg
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '$')
-        {
-            out.push_str(&seg);
-        } else {
-            out.push_str(&format!("{seg:?}"));
-        }
-    }
-    out
 }
 
 fn leaves(v: &Value, ptr: String, out: &mut Vec<(String, Value)>) {
@@ -215,19 +192,6 @@ pub fn trust(cwd: &std::path::Path, revoke: bool) -> Result<String, ConfigError>
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn dotted_paths() {
-        assert_eq!(
-            dotted("/options/context_paths/0"),
-            "options.context_paths[0]"
-        );
-        assert_eq!(
-            dotted("/providers/a.b/api_key"),
-            "providers.\"a.b\".api_key"
-        );
-        assert_eq!(dotted("/x~1y"), "\"x/y\"");
-    }
 
     #[test]
     fn secrets_are_masked_unless_templates() {

@@ -651,7 +651,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         folded = fold(below_workspace, &mut steps[workspace_at..], &mut scripts)?;
     }
 
-    let config = to_config(&folded.acc, &steps)?;
+    let config = to_config(&folded.acc, &folded.origins)?;
     let catalog_settings = crate::catalog::Settings {
         debug: config.options.debug,
         ..crate::catalog::Settings::from_env(config.options.disable_provider_auto_update)
@@ -696,7 +696,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
 fn workspace_only_allowed(path: &Path, v: &mut Value, warnings: &mut Vec<String>) {
     let skipped = trust::split_untrusted(v);
     if !skipped.is_empty() {
-        let keys: Vec<String> = skipped.iter().map(|(p, _)| trust::dotted(p)).collect();
+        let keys: Vec<String> = skipped.iter().map(|(p, _)| pos::dotted(p)).collect();
         warnings.push(format!(
             "{}: ignored {} (a workspace file may set only what an untrusted project may)",
             path.display(),
@@ -720,25 +720,107 @@ fn data_dir_of(v: &Value, cwd: &Path, project_root: &Path) -> PathBuf {
     }
 }
 
-/// The typed configuration; a value of the wrong type names the file that set it.
-fn to_config(merged: &Value, steps_or_layers: &[Step]) -> Result<Config, ConfigError> {
+/// The typed configuration. A value of the wrong type is reported with the file:line that set
+/// it, its key path and the type expected: `crush.json:3: options.debug: expected a boolean, got
+/// string "yes"`.
+fn to_config(merged: &Value, origins: &Origins) -> Result<Config, ConfigError> {
     serde_json::from_value::<Config>(merged.clone()).map_err(|e| {
-        let culprit = steps_or_layers
-            .iter()
-            .rev()
-            .filter(|s| s.path.is_some())
-            .find(|s| match &s.body {
-                Body::Json { value, .. } => {
-                    serde_json::from_value::<Config>(value.clone()).is_err()
-                }
-                Body::Records(r) => serde_json::from_value::<Config>(compiled(r)).is_err(),
-            })
-            .and_then(|s| s.path.clone());
-        match culprit {
-            Some(p) => ConfigError::File(format!("{}: invalid configuration: {e}", p.display())),
-            None => ConfigError::File(format!("invalid configuration: {e}")),
-        }
+        let (ptr, msg) = culprit(merged).unwrap_or_else(|| (String::new(), e.to_string()));
+        let at = origins
+            .range(ptr.clone()..)
+            .find(|(k, _)| k.starts_with(&ptr))
+            .map(|(_, o)| format!("{}: ", o.place()))
+            .unwrap_or_default();
+        let key = if ptr.is_empty() {
+            "invalid configuration".to_string()
+        } else {
+            pos::dotted(&ptr)
+        };
+        ConfigError::File(format!("{at}{key}: {}", type_message(&msg)))
     })
+}
+
+/// Whether `v` deserializes as a `Config`; the error message if not.
+fn check_config(v: &Value) -> Result<(), String> {
+    serde_json::from_value::<Config>(v.clone())
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
+/// `v` reduced to the path down to `ptr` and the value there (an array on the way keeps only
+/// that element), so that what is checked is that value alone, with defaults for the rest.
+fn only(v: &Value, ptr: &str) -> Value {
+    let mut segs = ptr.split('/').skip(1);
+    match segs.next() {
+        None => v.clone(),
+        Some(seg) => {
+            let key = seg.replace("~1", "/").replace("~0", "~");
+            let rest: String = ptr[seg.len() + 1..].to_string();
+            match v {
+                Value::Object(m) => {
+                    let inner = m.get(&key).map(|x| only(x, &rest)).unwrap_or(Value::Null);
+                    json!({ key: inner })
+                }
+                Value::Array(a) => {
+                    let inner = key
+                        .parse::<usize>()
+                        .ok()
+                        .and_then(|i| a.get(i))
+                        .map(|x| only(x, &rest))
+                        .unwrap_or(Value::Null);
+                    Value::Array(vec![inner])
+                }
+                other => other.clone(),
+            }
+        }
+    }
+}
+
+/// The deepest key of `v` whose value alone does not deserialize (removing it fixes the whole,
+/// or, with several faults, it fails on its own), with serde's message for it.
+fn culprit(v: &Value) -> Option<(String, String)> {
+    let mut msg = check_config(v).err()?;
+    let mut ptr = String::new();
+    loop {
+        let children: Vec<String> = match v.pointer(&ptr) {
+            Some(Value::Object(m)) => m.keys().map(|k| pos::child(&ptr, k)).collect(),
+            Some(Value::Array(a)) => (0..a.len()).map(|i| format!("{ptr}/{i}")).collect(),
+            _ => return Some((ptr, msg)),
+        };
+        let removal_fixes = |c: &String| {
+            let mut trial = v.clone();
+            pos::remove(&mut trial, c, false) && check_config(&trial).is_ok()
+        };
+        let next = children
+            .iter()
+            .find(|c| removal_fixes(c))
+            .or_else(|| children.iter().find(|c| check_config(&only(v, c)).is_err()));
+        match next {
+            Some(c) => {
+                if let Err(m) = check_config(&only(v, c)) {
+                    msg = m;
+                }
+                ptr = c.clone();
+            }
+            None => return Some((ptr, msg)),
+        }
+    }
+}
+
+/// serde's "invalid type: string \"yes\", expected a boolean" as "expected a boolean, got
+/// string \"yes\"" (other messages as they are).
+fn type_message(msg: &str) -> String {
+    let msg = match msg.rfind(" at line ") {
+        Some(i) => &msg[..i],
+        None => msg,
+    };
+    match msg
+        .strip_prefix("invalid type: ")
+        .and_then(|r| r.rsplit_once(", expected "))
+    {
+        Some((got, want)) => format!("expected {want}, got {got}"),
+        None => msg.to_string(),
+    }
 }
 
 /// The top-level `env` map, expanded in key order (a value may use an earlier key).
@@ -768,8 +850,7 @@ fn expand_env_map(
 
 /// Re-derives the typed configuration from a changed merged value (session-only commands).
 pub(crate) fn retype(merged: &Value) -> Result<Config, ConfigError> {
-    serde_json::from_value::<Config>(merged.clone())
-        .map_err(|e| ConfigError::File(format!("invalid configuration: {e}")))
+    to_config(merged, &Origins::new())
 }
 
 /// Applies one session-only command to the runtime layer of `loaded`.
@@ -894,5 +975,34 @@ mod tests {
             e.starts_with("/p/crushrc:4: option: unknown key 'nope'"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_wrong_type_names_its_key_and_what_was_expected() {
+        let v = json!({"options": {"debug": "yes", "progress": true},
+            "providers": {"p": {"base_url": "u", "models": [{"id": "a"}, {"id": "b", "context_window": "big"}]}}});
+        let (ptr, msg) = culprit(&v).unwrap();
+        assert_eq!(ptr, "/options/debug", "{msg}");
+        assert_eq!(type_message(&msg), "expected a boolean, got string \"yes\"");
+        let v = json!({"providers": {"p": {"base_url": "u", "models": [{"id": "a"}, {"id": "b", "context_window": "big"}]}}});
+        assert_eq!(
+            culprit(&v).unwrap().0,
+            "/providers/p/models/1/context_window"
+        );
+        let mut origins = Origins::new();
+        origins.insert(
+            "/providers/p/models/1/context_window".into(),
+            origin(LayerKind::ProjectJson, Some(7)),
+        );
+        let e = to_config(&v, &origins).unwrap_err().to_string();
+        assert!(
+            e.starts_with("/f:7: providers.p.models[1].context_window: expected u64, got string"),
+            "{e}"
+        );
+        let e = to_config(&json!({"options": 3}), &Origins::new())
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "options: expected struct Options, got integer `3`");
+        assert!(culprit(&json!({"options": {"debug": true}})).is_none());
     }
 }

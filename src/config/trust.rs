@@ -183,14 +183,6 @@ fn walk_subst(v: &Value, ptr: &str, out: &mut Vec<(String, String)>) {
     }
 }
 
-pub fn dotted(ptr: &str) -> String {
-    ptr.trim_start_matches('/')
-        .split('/')
-        .map(|s| s.replace("~1", "/").replace("~0", "~"))
-        .collect::<Vec<_>>()
-        .join(".")
-}
-
 /// Whether an untrusted project may set `ptr`: `Some(true)` when it or a parent is listed,
 /// `Some(false)` when only some keys below it are (look inside), `None` when nothing is.
 fn allowance(ptr: &str) -> Option<bool> {
@@ -239,25 +231,8 @@ fn strip_subst(v: &mut Value) -> Vec<(String, String)> {
     let mut subst = Vec::new();
     walk_subst(v, "", &mut subst);
     for (ptr, _) in &subst {
-        let (parent, last) = match ptr.rfind('/') {
-            Some(i) => (&ptr[..i], &ptr[i + 1..]),
-            None => continue,
-        };
-        let last = last.replace("~1", "/").replace("~0", "~");
-        match v.pointer_mut(parent) {
-            Some(Value::Object(m)) => {
-                m.remove(&last);
-            }
-            Some(Value::Array(a)) => {
-                // Blank rather than remove, so the other pointers stay valid.
-                if let Ok(i) = last.parse::<usize>()
-                    && let Some(x) = a.get_mut(i)
-                {
-                    *x = Value::String(String::new());
-                }
-            }
-            _ => {}
-        }
+        // Array elements are blanked rather than removed, so the other pointers stay valid.
+        pos::remove(v, ptr, true);
     }
     subst
 }
@@ -277,7 +252,7 @@ fn json_items(v: &Value, file: &Path, files: &ProjectFiles) -> Vec<(Item, String
     let skipped = split_untrusted(&mut kept);
     let item = |kind: Kind, key: String, text: String| Item { kind, key, text };
     for (ptr, x) in &skipped {
-        let key = dotted(ptr);
+        let key = pos::dotted(ptr);
         match (key.as_str(), x) {
             ("hooks", Value::Object(events)) => {
                 for (event, list) in events {
@@ -369,8 +344,8 @@ fn json_items(v: &Value, file: &Path, files: &ProjectFiles) -> Vec<(Item, String
         out.push((
             item(
                 Kind::Subst,
-                dotted(&ptr),
-                format!("$(...) in {}: {s} (from {from})", dotted(&ptr)),
+                pos::dotted(&ptr),
+                format!("$(...) in {}: {s} (from {from})", pos::dotted(&ptr)),
             ),
             format!("{ptr}={s}"),
         ));

@@ -147,3 +147,21 @@ fn credentials_in_a_base_url_are_sent_but_never_shown() {
         show.stdout
     );
 }
+
+#[test]
+fn a_value_of_the_wrong_type_names_file_line_key_and_type() {
+    let env = TestEnv::new();
+    let cfg = env.config_dir().join("crush.json");
+    std::fs::write(
+        &cfg,
+        "{\n  \"options\": {\n    \"debug\": \"yes\"\n  }\n}\n",
+    )
+    .unwrap();
+    let out = env.run(&["config", "show"], None);
+    out.assert_code(2);
+    let want = format!(
+        "{}:3: options.debug: expected a boolean, got string \"yes\"",
+        cfg.display()
+    );
+    assert!(out.stderr.contains(&want), "{}", out.stderr);
+}
