@@ -297,7 +297,8 @@ pub fn open_session(global: &Global) -> Result<OpenSession<'static>, AppError> {
     })
 }
 
-/// Retries and timeouts for model calls (`CRUSH_RETRY_BASE_MS`, `options.request_idle_timeout`).
+/// Retries, timeouts and the reply size limit for model calls (`CRUSH_RETRY_BASE_MS`,
+/// `options.request_idle_timeout`, `CRUSH_MAX_REPLY_BYTES`).
 pub fn retry_policy(loaded: &Loaded) -> RetryPolicy {
     let mut policy = RetryPolicy::default();
     if let Some(ms) = std::env::var("CRUSH_RETRY_BASE_MS")
@@ -308,6 +309,13 @@ pub fn retry_policy(loaded: &Loaded) -> RetryPolicy {
     }
     if let Some(s) = loaded.config.options.request_idle_timeout {
         policy.idle_timeout = Duration::from_secs(s.max(1));
+    }
+    if let Some(n) = std::env::var("CRUSH_MAX_REPLY_BYTES")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0)
+    {
+        policy.max_reply_bytes = n;
     }
     policy
 }

@@ -901,10 +901,7 @@ data: {"type":"message_stop"}
             let (r, out) = run_with(Accumulator::with_limit(limit), &s);
             let f = r.unwrap_err();
             assert!(!f.retryable);
-            assert_eq!(
-                f.error,
-                LlmError::Protocol(format!("the reply exceeded {limit} bytes"))
-            );
+            assert_eq!(f.error, LlmError::TooLarge { limit });
             // Nothing past the cap reached the display.
             let shown: usize = out
                 .iter()

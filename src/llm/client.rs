@@ -4,8 +4,8 @@
 use super::retry::{self, Failure, backoff, classify_http, error_from_json, jittered};
 use super::sse::{MAX_EVENT_BYTES, SseReader, TooLarge};
 use super::{
-    ApiKind, ChatRequest, Endpoint, LlmError, MAX_REPLY_BYTES, Part, Response, RetryPolicy,
-    StreamEvent, anthropic, openai,
+    ApiKind, ChatRequest, Endpoint, LlmError, Part, Response, RetryPolicy, StreamEvent, anthropic,
+    openai,
 };
 use crossbeam_channel::{Receiver, Sender};
 use std::collections::HashMap;
@@ -166,7 +166,7 @@ impl Job {
             // Serialising a Value cannot fail (all keys are strings).
             body: serde_json::to_vec(&body).unwrap_or_default(),
             policy: policy.clone(),
-            reply_limit: MAX_REPLY_BYTES,
+            reply_limit: policy.max_reply_bytes,
         }
     }
 
@@ -561,6 +561,7 @@ mod tests {
             connect_timeout: Duration::from_secs(2),
             response_timeout: Duration::from_secs(5),
             idle_timeout: Duration::from_secs(5),
+            ..RetryPolicy::default()
         }
     }
 
@@ -1005,10 +1006,7 @@ mod tests {
         );
         job.reply_limit = 4_000;
         let evs = collect(start(job).0);
-        assert_eq!(
-            error(&evs),
-            &LlmError::Protocol("the reply exceeded 4000 bytes".into())
-        );
+        assert_eq!(error(&evs), &LlmError::TooLarge { limit: 4000 });
         assert!(retries(&evs).is_empty());
         assert_eq!(srv.bodies.lock().unwrap().len(), 1);
         // The same reply under the default cap is fine.

@@ -822,10 +822,7 @@ mod tests {
             assert!(run_with(Accumulator::with_limit(100_000), &s).0.is_ok());
             let f = run_with(Accumulator::with_limit(4_000), &s).0.unwrap_err();
             assert!(!f.retryable);
-            assert_eq!(
-                f.error,
-                LlmError::Protocol("the reply exceeded 4000 bytes".into())
-            );
+            assert_eq!(f.error, LlmError::TooLarge { limit: 4000 });
         }
     }
 

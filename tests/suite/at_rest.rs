@@ -165,3 +165,32 @@ fn a_value_of_the_wrong_type_names_file_line_key_and_type() {
     );
     assert!(out.stderr.contains(&want), "{}", out.stderr);
 }
+
+#[test]
+fn a_runaway_reply_is_stored_cut_with_a_marker() {
+    let big = "x".repeat(300_000);
+    let server = FakeServer::with_script(vec![Reply::text(&big), Reply::text("ok")]);
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::OpenAi);
+    // The limit is 64 MiB; CRUSH_MAX_REPLY_BYTES lowers it for the test.
+    let out = env.run_with_env(&["run", "go"], &[("CRUSH_MAX_REPLY_BYTES", "200000")]);
+    out.assert_code(1);
+    assert!(out.stderr.contains("the reply exceeded"), "{}", out.stderr);
+    // Continuing the session sends the stored reply again: cut, with the marker.
+    env.run(&["run", "-C", "again"], None).assert_success();
+    let sent: Vec<String> = server
+        .last_request()
+        .messages()
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .map(|m| crate::support::server::content_text(&m["content"]))
+        .collect();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert!(
+        sent[0].len() < 70_000
+            && sent[0].contains("[crush: this reply was cut for being too large"),
+        "{} bytes sent again: {}",
+        sent[0].len(),
+        &sent[0][sent[0].len().saturating_sub(200)..]
+    );
+}
