@@ -393,9 +393,15 @@ impl Loaded {
         cat: Option<&crate::catalog::Provider>,
     ) -> Result<Option<Provider>, ConfigError> {
         let where_ = self.origin_of(&["providers", id]);
-        let expand_user = |field: &str, v: &str| {
-            expand::expand_env(v)
-                .map_err(|e| ConfigError::File(format!("{where_}: providers.{id}.{field}: {e}")))
+        // An error names the file:line that set the field, and the field, never the value.
+        let expand_user = |field: &[&str], v: &str| {
+            expand::expand_env(v).map_err(|e| {
+                let mut path = vec!["providers", id];
+                path.extend_from_slice(field);
+                let at = self.origin_of(&path);
+                let ptr: String = path.iter().map(|k| pos::child("", k)).collect();
+                ConfigError::File(format!("{at}: {}: {e}", pos::dotted(&ptr)))
+            })
         };
         // The catalog comes from the network (or its cache) and no trust decision covers it:
         // its values get variables only, never `$(...)`; a value that cannot expand is empty.
@@ -417,7 +423,7 @@ impl Loaded {
             )));
         };
         let mut base_url = match &u.base_url {
-            Some(b) => expand_user("base_url", b)?,
+            Some(b) => expand_user(&["base_url"], b)?,
             None => String::new(),
         };
         if base_url.is_empty()
@@ -446,7 +452,7 @@ impl Loaded {
         }
         let at_home = same_url(&base_url, &home);
         let api_key = match (&u.api_key, cat) {
-            (Some(k), _) => expand_user("api_key", k)?,
+            (Some(k), _) => expand_user(&["api_key"], k)?,
             (None, _) if !at_home => String::new(),
             (None, Some(c)) => expand_cat(&c.api_key),
             (None, None) => match kind {
@@ -470,7 +476,7 @@ impl Loaded {
             }
         }
         for (k, v) in &u.extra_headers {
-            let v = expand_user(&format!("extra_headers.{k}"), v)?;
+            let v = expand_user(&["extra_headers", k], v)?;
             headers.retain(|(h, _)| !h.eq_ignore_ascii_case(k));
             headers.push((k.clone(), v));
         }

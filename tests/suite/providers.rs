@@ -60,3 +60,41 @@ fn a_key_from_the_environment_goes_only_to_its_own_endpoint() {
     );
     assert_eq!(r.header("authorization"), Some("Bearer lit"));
 }
+
+#[test]
+fn required_and_alternative_forms_in_provider_values() {
+    let server = FakeServer::with_script(vec![Reply::text("ok")]);
+    let env = TestEnv::new();
+    let path = env.config_dir().join("crush.json");
+    let text = format!(
+        r#"{{
+  "providers": {{
+    "p": {{
+      "type": "openai-compat",
+      "base_url": "{}",
+      "api_key": "${{P_KEY:?export P_KEY first}}",
+      "extra_headers": {{"X-Org": "${{ORG:+org-$ORG}}", "X-None": "${{NOPE:+x}}"}},
+      "models": [{{"id": "m"}}]
+    }}
+  }}
+}}"#,
+        server.openai_base_url()
+    );
+    std::fs::write(&path, text).unwrap();
+    let out = env.run(&["run", "-m", "p/m", "hi"], None);
+    out.assert_code(2);
+    let want = format!(
+        "{}:6: providers.p.api_key: P_KEY is not set: export P_KEY first",
+        path.display()
+    );
+    assert!(out.stderr.contains(&want), "{}", out.stderr);
+    let out = env.run_with_env(
+        &["run", "-m", "p/m", "hi"],
+        &[("P_KEY", "k1"), ("ORG", "acme")],
+    );
+    out.assert_success();
+    let r = server.last_request();
+    assert_eq!(r.header("authorization"), Some("Bearer k1"));
+    assert_eq!(r.header("x-org"), Some("org-acme"));
+    assert_eq!(r.header("x-none"), None);
+}
