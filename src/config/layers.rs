@@ -373,6 +373,15 @@ fn read_state(path: &Path, warnings: &mut Vec<String>) -> Value {
     }
 }
 
+/// A state file and the lines of its keys (for `config show --origin`).
+fn read_state_with_positions(path: &Path, warnings: &mut Vec<String>) -> (Value, Positions) {
+    let value = read_state(path, warnings);
+    let pos = std::fs::read_to_string(path)
+        .map(|t| pos::positions(&t))
+        .unwrap_or_default();
+    (value, pos)
+}
+
 /// The project's config files, in layer order (root first within a layer).
 fn find_project_files(
     cwd: &Path,
@@ -631,23 +640,28 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         &mut scripts,
     )?;
     let data_dir = data_dir_of(&folded.acc, cwd, &project_root);
-    let wpath = state::workspace_path(&data_dir);
-    let mut wvalue = state::config_view(&read_state(&wpath, &mut warnings));
-    workspace_only_allowed(&wpath, &mut wvalue, &mut warnings);
-    if wvalue.as_object().is_some_and(|m| !m.is_empty()) {
-        steps.insert(
-            workspace_at,
-            Step {
+    // Workspace state: Go Crush's `<data dir>/crush.json` (where its UI writes the models chosen
+    // in the project), then ours.
+    let mut workspace = Vec::new();
+    for wpath in [
+        state::legacy_workspace_path(&data_dir),
+        state::workspace_path(&data_dir),
+    ] {
+        let (value, pos) = read_state_with_positions(&wpath, &mut warnings);
+        let mut wvalue = state::config_view(&value);
+        workspace_only_allowed(&wpath, &mut wvalue, &mut warnings);
+        if wvalue.as_object().is_some_and(|m| !m.is_empty()) {
+            workspace.push(Step {
                 kind: LayerKind::WorkspaceState,
                 path: Some(wpath),
                 detail: None,
-                body: Body::Json {
-                    value: wvalue,
-                    pos: Positions::new(),
-                },
-            },
-        );
-        // Scripts are not run again: their records are replayed over the new layer.
+                body: Body::Json { value: wvalue, pos },
+            });
+        }
+    }
+    if !workspace.is_empty() {
+        steps.splice(workspace_at..workspace_at, workspace);
+        // Scripts are not run again: their records are replayed over the new layers.
         folded = fold(below_workspace, &mut steps[workspace_at..], &mut scripts)?;
     }
 

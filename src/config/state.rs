@@ -2,7 +2,8 @@
 //! in the project data dir. The program writes these files (atomically, under a lock) and never
 //! writes a user's config file. State holds the last chosen models, recent models, UI preferences
 //! and, globally, trust records. Go Crush's machine-written `<global data>/crush.json` is read as
-//! global state, below `state.json`, and never written.
+//! global state, below `state.json`, and its `<project data>/crush.json` as workspace state, below
+//! that `state.json`; crush never writes them.
 //!
 //! Layout: `{"version": 1, "models": {...}, "recent_models": {...}, "options": {...},
 //! "trust": {"<project root>": {"hash": "...", "trusted_at": "RFC 3339"}}}`. Everything but
@@ -30,6 +31,12 @@ pub fn legacy_global_path() -> PathBuf {
 
 pub fn workspace_path(data_dir: &Path) -> PathBuf {
     data_dir.join(FILE_NAME)
+}
+
+/// Go Crush's workspace config, where its UI writes the models chosen in a project: read as
+/// workspace state, below `state.json`, and never written.
+pub fn legacy_workspace_path(data_dir: &Path) -> PathBuf {
+    data_dir.join(LEGACY_FILE_NAME)
 }
 
 /// Reads a state file; a missing file is empty state. A file that is not a JSON object is

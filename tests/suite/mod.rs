@@ -3,6 +3,7 @@
 mod at_rest;
 mod catalog;
 mod config;
+mod dropin_config;
 mod fake_server;
 mod go_compat;
 mod hooks;

@@ -1,0 +1,44 @@
+//! Go Crush users' files as Go Crush reads them (crush(1) CONFIGURATION): its workspace config,
+//! `.env`, the switch that hides the catalog's providers.
+
+use crate::support::TestEnv;
+use serde_json::{Value, json};
+
+/// `config show --origin --json`, parsed, with extra environment variables.
+fn show(env: &TestEnv, vars: &[(&str, &str)]) -> (Value, String) {
+    let out = env.run_with_env(&["config", "show", "--origin", "--json"], vars);
+    out.assert_success();
+    let v = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", out.stdout));
+    (v, out.stderr)
+}
+
+#[test]
+fn go_crushs_workspace_config_is_workspace_state_below_the_users_files() {
+    let env = TestEnv::new();
+    let go = env.write_project_file(
+        ".crush/crush.json",
+        "{\n  \"models\": {\"large\": {\"provider\": \"p\", \"model\": \"go-chosen\"},\n             \"small\": {\"provider\": \"p\", \"model\": \"go-small\"}},\n  \"providers\": {\"p\": {\"api_key\": \"x\"}}\n}\n",
+    );
+    let (s, stderr) = show(&env, &[]);
+    assert_eq!(s["config"]["models"]["large"]["model"], json!("go-chosen"));
+    let o = &s["origins"]["/models/large/model"];
+    assert_eq!(o["layer"], json!(3), "{o}");
+    assert_eq!(o["layer_name"], json!("workspace state"));
+    assert_eq!(o["file"], json!(go.to_string_lossy()));
+    assert_eq!(o["line"], json!(2));
+    // Only what a workspace file may set.
+    assert_eq!(s["config"]["providers"], Value::Null);
+    assert!(stderr.contains("crush.json: ignored providers"), "{stderr}");
+    // Our state.json is above it, the user's files above both.
+    env.write_project_file(
+        ".crush/state.json",
+        &json!({"models": {"large": {"provider": "p", "model": "ours"}}}).to_string(),
+    );
+    let (s, _) = show(&env, &[]);
+    assert_eq!(s["config"]["models"]["large"]["model"], json!("ours"));
+    assert_eq!(s["config"]["models"]["small"]["model"], json!("go-small"));
+    env.write_config(&json!({"models": {"large": {"provider": "p", "model": "mine"}}}));
+    let (s, _) = show(&env, &[]);
+    assert_eq!(s["config"]["models"]["large"]["model"], json!("mine"));
+    assert_eq!(s["origins"]["/models/large/model"]["layer"], json!(4));
+}
