@@ -105,7 +105,7 @@ pub fn rows(loaded: &Loaded, catalog: &Catalog) -> Result<Vec<Row>, ConfigError>
             });
         }
     }
-    for c in &catalog.providers {
+    for c in loaded.catalog_in_use(&catalog.providers) {
         if providers.iter().any(|p| p.id == c.id.as_str()) {
             continue;
         }

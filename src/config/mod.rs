@@ -364,6 +364,7 @@ impl Loaded {
         &self,
         catalog: &[crate::catalog::Provider],
     ) -> Result<Vec<Provider>, ConfigError> {
+        let catalog = self.catalog_in_use(catalog);
         let mut out = Vec::new();
         let no_user = ProviderConfig::default();
         for c in catalog {
@@ -382,6 +383,19 @@ impl Loaded {
             out.extend(self.build_provider(id, p, None)?);
         }
         Ok(out)
+    }
+
+    /// The catalog's providers, or none when `options.disable_default_providers`
+    /// (`CRUSH_DISABLE_DEFAULT_PROVIDERS`) hides them: then only the user's providers exist.
+    pub fn catalog_in_use<'a>(
+        &self,
+        catalog: &'a [crate::catalog::Provider],
+    ) -> &'a [crate::catalog::Provider] {
+        if self.config.options.disable_default_providers {
+            &[]
+        } else {
+            catalog
+        }
     }
 
     /// One provider from the user's settings `u` over the catalog entry `cat`; None when it
@@ -581,12 +595,23 @@ impl Loaded {
         flag: Option<&str>,
         small: bool,
     ) -> Result<ResolvedModel, ConfigError> {
+        let catalog = self.catalog_in_use(catalog);
         let providers = self.providers_with(catalog)?;
         if providers.is_empty() {
-            return Err(ConfigError::NoProvider(format!(
-                "no provider configured: set the API key of a catalog provider (e.g. ANTHROPIC_API_KEY or OPENAI_API_KEY; 'crush models' lists them all), or add a provider to {} (see 'man crush', CONFIGURATION)",
-                paths::global_config_dir().join("crush.json").display()
-            )));
+            let file = paths::global_config_dir().join("crush.json");
+            return Err(ConfigError::NoProvider(
+                if self.config.options.disable_default_providers {
+                    format!(
+                        "no provider configured: the catalog's providers are disabled (options.disable_default_providers or CRUSH_DISABLE_DEFAULT_PROVIDERS), so add a provider to {} (see 'man crush', CONFIGURATION)",
+                        file.display()
+                    )
+                } else {
+                    format!(
+                        "no provider configured: set the API key of a catalog provider (e.g. ANTHROPIC_API_KEY or OPENAI_API_KEY; 'crush models' lists them all), or add a provider to {} (see 'man crush', CONFIGURATION)",
+                        file.display()
+                    )
+                },
+            ));
         }
         let offers = |p: &Provider, m: &str| p.models.iter().any(|x| x.id.eq_ignore_ascii_case(m));
         let configured = |p: &str| providers.iter().any(|x| x.id == p);

@@ -1,7 +1,7 @@
 //! Go Crush users' files as Go Crush reads them (crush(1) CONFIGURATION): its workspace config,
 //! `.env`, the switch that hides the catalog's providers.
 
-use crate::support::TestEnv;
+use crate::support::{FakeServer, Reply, TestEnv};
 use serde_json::{Value, json};
 
 /// `config show --origin --json`, parsed, with extra environment variables.
@@ -41,4 +41,33 @@ fn go_crushs_workspace_config_is_workspace_state_below_the_users_files() {
     let (s, _) = show(&env, &[]);
     assert_eq!(s["config"]["models"]["large"]["model"], json!("mine"));
     assert_eq!(s["origins"]["/models/large/model"]["layer"], json!(4));
+}
+
+#[test]
+fn disable_default_providers_hides_the_catalogs_providers() {
+    let server = FakeServer::with_script(vec![Reply::text("ok")]);
+    let env = TestEnv::new();
+    env.write_config(&json!({"providers": {"local": {"type": "openai-compat",
+        "base_url": server.openai_base_url(), "models": [{"id": "m"}]}}}));
+    let key = ("ANTHROPIC_API_KEY", "sk-ant");
+    let models = env.run_with_env(&["models"], &[key]);
+    models.assert_success();
+    assert!(models.stdout.contains("anthropic/"), "{}", models.stdout);
+    let off = [key, ("CRUSH_DISABLE_DEFAULT_PROVIDERS", "1")];
+    let models = env.run_with_env(&["models"], &off);
+    models.assert_success();
+    assert!(!models.stdout.contains("anthropic/"), "{}", models.stdout);
+    assert!(models.stdout.contains("local/m"), "{}", models.stdout);
+    // With the catalog hidden, the default model is the user's, not Anthropic's.
+    env.run_with_env(&["run", "hi"], &off).assert_success();
+    assert_eq!(server.request_count(), 1);
+    // The option in a file does the same; with no provider of one's own it says why.
+    env.write_config(&json!({"options": {"disable_default_providers": true}}));
+    let out = env.run_with_env(&["run", "hi"], &[key]);
+    out.assert_code(2);
+    assert!(
+        out.stderr.contains("the catalog's providers are disabled"),
+        "{}",
+        out.stderr
+    );
 }
