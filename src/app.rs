@@ -158,7 +158,7 @@ pub fn load_config(global: &Global) -> Result<Loaded, AppError> {
     if let Some(n) = loaded.trust.notice() {
         eprintln!("crush: {n}");
     }
-    for (k, v) in &loaded.env_vars {
+    for (k, v) in loaded.dotenv_vars.iter().chain(&loaded.env_vars) {
         // SAFETY: start-up, on the main thread, before any turn: the only other threads that may
         // still exist are crushrc pipe readers, which never read the environment.
         unsafe { std::env::set_var(k, v) };

@@ -413,24 +413,46 @@ fn find_project_files(
     Ok(out)
 }
 
+/// The `.env` file of the working directory, if any (Go Crush loads it at start-up). One that
+/// cannot be read is a warning, not a failure.
+fn find_dotenv(cwd: &Path, warnings: &mut Vec<String>) -> Option<(PathBuf, String)> {
+    let p = cwd.join(".env");
+    match read_text(&p) {
+        Ok(t) => t.map(|t| (p, t)),
+        Err(e) => {
+            warnings.push(format!("{e}; the .env file is not loaded"));
+            None
+        }
+    }
+}
+
 /// What the project would run, without running anything (for `crush trust` and the REPL's
 /// first-start question).
 pub fn review_project(cwd: &Path) -> Result<trust::Review, ConfigError> {
     let project_root = paths::project_root(cwd);
     let mut warnings = Vec::new();
     let files = find_project_files(cwd, &project_root, &mut warnings)?;
+    let dotenv = find_dotenv(cwd, &mut warnings);
     let gstate = read_state(&state::global_path(), &mut warnings);
-    Ok(review_files(&project_root, cwd, &files, &gstate, false))
+    Ok(review_files(
+        &project_root,
+        cwd,
+        &files,
+        dotenv.as_ref(),
+        &gstate,
+        false,
+    ))
 }
 
 fn review_files(
     project_root: &Path,
     cwd: &Path,
     files: &[FoundFile],
+    dotenv: Option<&(PathBuf, String)>,
     gstate: &Value,
     once: bool,
 ) -> trust::Review {
-    let sources: Vec<(LayerKind, PathBuf, Source)> = files
+    let mut sources: Vec<(LayerKind, PathBuf, Source)> = files
         .iter()
         .map(|f| {
             let src = match &f.found {
@@ -440,6 +462,10 @@ fn review_files(
             (f.kind, f.path.clone(), src)
         })
         .collect();
+    if let Some((p, text)) = dotenv {
+        // The `.env` goes into the process environment: the runtime, in layer terms.
+        sources.push((LayerKind::Runtime, p.clone(), Source::DotEnv(text)));
+    }
     trust::review(project_root, cwd, &sources, gstate, once)
 }
 
@@ -530,6 +556,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
     let global_rc = gdir.join("crushrc");
     let global_rc = read_text(&global_rc)?.map(|_| global_rc);
     let mut project = find_project_files(cwd, &project_root, &mut warnings)?;
+    let dotenv = find_dotenv(cwd, &mut warnings);
     let legacy = read_state(&state::legacy_global_path(), &mut warnings);
     let gstate = read_state(&state::global_path(), &mut warnings);
 
@@ -537,9 +564,18 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         &project_root,
         cwd,
         &project,
+        dotenv.as_ref(),
         &gstate,
         opts.trust || trust::env_trusts(),
     );
+    // The `.env` sets only what the environment does not have already (as Go Crush).
+    let dotenv_vars: Vec<(String, String)> = match &dotenv {
+        Some((_, text)) if review.allowed() => super::dotenv::parse(text, &super::expand::env_var)
+            .into_iter()
+            .filter(|(k, _)| std::env::var_os(k).is_none())
+            .collect(),
+        _ => Vec::new(),
+    };
     if !review.allowed() {
         project.retain(|f| matches!(f.found, Found::Json { .. }));
         for f in &mut project {
@@ -670,7 +706,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         debug: config.options.debug,
         ..crate::catalog::Settings::from_env(config.options.disable_provider_auto_update)
     };
-    let env_vars = expand_env_map(&config, &folded.origins)?;
+    let env_vars = expand_env_map(&config, &folded.origins, &dotenv_vars)?;
     let mut layers: Vec<Layer> = Vec::new();
     for s in &steps {
         let value = match &s.body {
@@ -698,6 +734,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         merged: folded.acc,
         origins: folded.origins,
         trust: review,
+        dotenv_vars,
         env_vars,
         script_output: scripts,
         catalog: crate::catalog::Lazy::new(catalog_settings),
@@ -841,6 +878,7 @@ fn type_message(msg: &str) -> String {
 fn expand_env_map(
     config: &Config,
     origins: &Origins,
+    dotenv: &[(String, String)],
 ) -> Result<Vec<(String, String)>, ConfigError> {
     let mut out: Vec<(String, String)> = Vec::new();
     for (k, v) in &config.env {
@@ -849,6 +887,12 @@ fn expand_env_map(
                 .find(|(n, _)| n == name)
                 .map(|(_, v)| v.clone())
                 .or_else(|| super::expand::env_var(name))
+                .or_else(|| {
+                    dotenv
+                        .iter()
+                        .find(|(n, _)| n == name)
+                        .map(|(_, v)| v.clone())
+                })
         };
         let val = super::expand::expand(v, &lookup).map_err(|e| {
             let at = origins

@@ -8,6 +8,7 @@
 
 pub mod commands;
 pub mod crushrc;
+pub mod dotenv;
 pub mod expand;
 pub mod json;
 pub mod layers;
@@ -235,6 +236,9 @@ pub struct Loaded {
     pub origins: Origins,
     /// What the project would run and whether it may (`trust.notice()` says what was skipped).
     pub trust: trust::Review,
+    /// The variables of the working directory's `.env` that the environment does not set, once
+    /// the project is trusted: set before `env_vars`.
+    pub dotenv_vars: Vec<(String, String)>,
     /// The top-level `env` map, expanded, in key order: set before providers are configured.
     pub env_vars: Vec<(String, String)>,
     /// What crushrc scripts printed, one entry per script that printed something.

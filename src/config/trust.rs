@@ -48,6 +48,8 @@ const RUNS_CODE: &[&str] = &["hooks", "mcp", "lsp"];
 pub enum Source<'a> {
     Crushrc(&'a str),
     Json(&'a Value),
+    /// The `.env` file of the working directory.
+    DotEnv(&'a str),
 }
 
 /// What kind of thing a trust item is.
@@ -59,6 +61,7 @@ pub enum Kind {
     Lsp,
     Subst,
     Setting,
+    DotEnv,
 }
 
 /// One thing an untrusted project may not do.
@@ -146,6 +149,9 @@ fn summarize(items: &[Item]) -> String {
     let mut out: Vec<String> = counts
         .iter()
         .map(|(k, n)| {
+            if *k == Kind::DotEnv {
+                return "the .env file".to_string();
+            }
             let noun = match k {
                 Kind::Crushrc => "crushrc file",
                 Kind::Hook => "hook",
@@ -573,6 +579,26 @@ pub fn review(
                 let files = named.digest(&refs);
                 hashed.push_str(&format!("{kind:?}\0{rel}\0{text}{files}\0"));
             }
+            Source::DotEnv(text) => {
+                let names: Vec<String> = super::dotenv::parse(text, &|_| None)
+                    .into_iter()
+                    .map(|(k, _)| k)
+                    .collect();
+                items.push(Item {
+                    kind: Kind::DotEnv,
+                    key: String::new(),
+                    text: format!(
+                        "environment file {}: sets {}",
+                        path.display(),
+                        if names.is_empty() {
+                            "nothing".to_string()
+                        } else {
+                            names.join(", ")
+                        }
+                    ),
+                });
+                hashed.push_str(&format!("{kind:?}\0{rel}\0{text}\0"));
+            }
             Source::Json(v) => {
                 for (item, canon) in json_items(v, path, &named) {
                     items.push(item);
@@ -724,13 +750,23 @@ mod tests {
             n.contains("skipped settings env, options.data_directory, providers;"),
             "{n}"
         );
-        let files = [(
-            LayerKind::ProjectDotCrushrc,
-            PathBuf::from("/p/.crushrc"),
-            Source::Crushrc("option debug"),
-        )];
+        let files = [
+            (
+                LayerKind::ProjectDotCrushrc,
+                PathBuf::from("/p/.crushrc"),
+                Source::Crushrc("option debug"),
+            ),
+            (
+                LayerKind::Runtime,
+                PathBuf::from("/p/.env"),
+                Source::DotEnv("A=secret\nB=2\n"),
+            ),
+        ];
         let r = review(Path::new("/p"), Path::new("/p"), &files, &json!({}), false);
         assert_eq!(r.items[0].text, "crushrc /p/.crushrc");
+        assert_eq!(r.items[1].text, "environment file /p/.env: sets A, B");
+        let n = r.notice().unwrap();
+        assert!(n.contains("skipped 1 crushrc file, the .env file;"), "{n}");
     }
 
     #[test]

@@ -71,3 +71,40 @@ fn disable_default_providers_hides_the_catalogs_providers() {
         out.stderr
     );
 }
+
+#[test]
+fn dotenv_loads_once_trusted_and_never_overrides_the_environment() {
+    let server = FakeServer::with_script(vec![Reply::text("ok"), Reply::text("ok")]);
+    let env = TestEnv::new();
+    env.write_config(&json!({
+        "providers": {"local": {"type": "openai-compat", "base_url": server.openai_base_url(),
+            "api_key": "$LOCAL_KEY", "extra_headers": {"X-Preset": "$PRESET"},
+            "models": [{"id": "m"}]}}
+    }));
+    env.write_project_file(".env", "LOCAL_KEY=from-dotenv\nPRESET=from-dotenv\n");
+    let shell = [("PRESET", "from-shell")];
+    // Untrusted: skipped, and the notice says so.
+    let out = env.run_with_env(&["run", "hi"], &shell);
+    out.assert_success();
+    assert!(
+        out.stderr
+            .contains("is not trusted: skipped the .env file;"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(server.last_request().header("authorization"), None);
+    let t = env.run(&["trust"], None);
+    t.assert_success();
+    assert!(
+        t.stdout.contains("environment file") && t.stdout.contains("sets LOCAL_KEY, PRESET"),
+        "{}",
+        t.stdout
+    );
+    // Trusted: loaded, below what the environment already sets.
+    let out = env.run_with_env(&["run", "hi"], &shell);
+    out.assert_success();
+    assert!(!out.stderr.contains("not trusted"), "{}", out.stderr);
+    let r = server.last_request();
+    assert_eq!(r.header("authorization"), Some("Bearer from-dotenv"));
+    assert_eq!(r.header("x-preset"), Some("from-shell"));
+}
