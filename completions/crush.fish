@@ -34,6 +34,7 @@ complete -c crush -n '__fish_seen_subcommand_from logs' -s t -l tail -r -d 'Prin
 complete -c crush -n '__fish_seen_subcommand_from config' -l origin -d 'Name the layer and file:line that set each value'
 complete -c crush -n '__fish_seen_subcommand_from trust' -l revoke -d 'Withdraw the project\'s trust'
 complete -c crush -l trust -d 'Trust the project\'s crushrc, hooks, MCP servers and $(...) values for this invocation'
+complete -c crush -n '__fish_seen_subcommand_from run' -l no-project-hooks -d 'Run without the project\'s own hooks; without it, a project whose hooks are not trusted stops the run (exit 2)'
 complete -c crush -n '__fish_seen_subcommand_from sessions' -l format -r -d 'Format of sessions export (default md)'
 complete -c crush -n '__fish_seen_subcommand_from run' -s o -l output -r -d 'Also write the final message to FILE'
 complete -c crush -n '__fish_seen_subcommand_from hooks' -l tool -r -d 'The tool a hook event is about (e.g. bash): which hooks match, or the test call\'s tool'

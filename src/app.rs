@@ -24,6 +24,8 @@ pub struct Global {
     pub continue_last: bool,
     /// `--trust`: trust the project for this invocation.
     pub trust: bool,
+    /// `--no-project-hooks` (crush run): leave the project's own hooks out, trusted or not.
+    pub no_project_hooks: bool,
 }
 
 #[derive(Debug)]
@@ -123,6 +125,7 @@ pub fn load_config(global: &Global) -> Result<Loaded, AppError> {
         data_dir: global.data_dir.clone(),
         runtime,
         trust: global.trust,
+        no_project_hooks: global.no_project_hooks,
     })?;
     // `-m` and `--small-model` belong to the runtime layer too, so `config show --origin` and
     // the shell builtin `model large` report them. An unknown model is reported by the command
@@ -239,7 +242,16 @@ pub struct Context {
 
 /// Loads the configuration and opens (creating if needed) the project's store.
 pub fn open_context(global: &Global) -> Result<Context, AppError> {
+    open_context_with(global, |_| Ok(()))
+}
+
+/// [`open_context`] with a check of the configuration before anything is created.
+fn open_context_with(
+    global: &Global,
+    check: impl Fn(&Loaded) -> Result<(), AppError>,
+) -> Result<Context, AppError> {
     let loaded = load_config(global)?;
+    check(&loaded)?;
     // Invalid hooks fail before anything is created on disk.
     let hooks = load_hooks(&loaded)?;
     let store: &'static Store = leak(open_store(&loaded)?);
@@ -276,9 +288,31 @@ pub fn top_level(s: store::Session) -> Result<store::Session, AppError> {
     }
 }
 
+/// A project's guard hooks never silently vanish in CI (crush(1) SECURITY): a non-interactive
+/// run in a project whose own hooks are not trusted stops before the first model call, unless
+/// `--no-project-hooks` says to run without them.
+pub fn refuse_untrusted_hooks(loaded: &Loaded, global: &Global) -> Result<(), AppError> {
+    let review = &loaded.trust;
+    if global.no_project_hooks || review.allowed() || review.hooks.is_empty() {
+        return Ok(());
+    }
+    let mut msg = format!(
+        "project {} {} and defines hooks, so this run stops before calling the model:\n",
+        review.project_root.display(),
+        review.why()
+    );
+    for h in &review.hooks {
+        msg.push_str(&format!("  {h}\n"));
+    }
+    msg.push_str(
+        "decide: 'crush trust' to trust the project (or --trust or CRUSH_TRUST_PROJECT=1 for one run) to run with them, or --no-project-hooks to run without them",
+    );
+    Err(AppError::Config(msg))
+}
+
 /// Everything a turn needs: config, model, store, session (new, `-s` or `-C`), agent.
 pub fn open_session(global: &Global) -> Result<OpenSession<'static>, AppError> {
-    let ctx = open_context(global)?;
+    let ctx = open_context_with(global, |l| refuse_untrusted_hooks(l, global))?;
     let model = ctx.loaded.resolve_model(global.model.as_deref(), false)?;
     let (session, resumed) = match session_to_continue(ctx.store, global)? {
         Some(s) => (s, true),

@@ -135,6 +135,13 @@ pub static FLAGS: &[Flag] = &[
     },
     Flag {
         short: None,
+        long: "no-project-hooks",
+        value: None,
+        help: "Run without the project's own hooks; without it, a project whose hooks are not trusted stops the run (exit 2)",
+        scope: Scope::Only(&["run"]),
+    },
+    Flag {
+        short: None,
         long: "format",
         value: Some("md|json"),
         help: "Format of sessions export (default md)",
@@ -473,6 +480,7 @@ where
             "origin" => origin = true,
             "revoke" => revoke = true,
             "trust" => global.trust = true,
+            "no-project-hooks" => global.no_project_hooks = true,
             "output" => run.output = Some(PathBuf::from(value()?)),
             "tool" => hooks.tool = Some(value()?),
             "input" => hooks.input = Some(value()?),
@@ -1009,6 +1017,13 @@ mod tests {
         assert!(parse(&["trust", "x"]).is_err());
         assert!(parse(&["run", "--origin", "x"]).is_err());
         assert!(parse(&["--trust", "run", "x"]).unwrap().global.trust);
+        assert!(
+            parse(&["run", "--no-project-hooks", "x"])
+                .unwrap()
+                .global
+                .no_project_hooks
+        );
+        assert!(parse(&["sessions", "list", "--no-project-hooks"]).is_err());
     }
 
     #[test]

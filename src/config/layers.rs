@@ -35,6 +35,8 @@ pub struct LoadOptions {
     pub runtime: Value,
     /// `--trust`: trust the project for this invocation.
     pub trust: bool,
+    /// `--no-project-hooks`: the project's own hooks are left out, trusted or not.
+    pub no_project_hooks: bool,
 }
 
 /// Top-level keys of Crush's schema.
@@ -134,6 +136,8 @@ struct Step {
 pub(crate) struct Fold {
     pub acc: Value,
     pub origins: Origins,
+    /// `--no-project-hooks`: the `hook add` calls of project crushrc files are dropped.
+    skip_project_hook_adds: bool,
 }
 
 impl Fold {
@@ -141,6 +145,7 @@ impl Fold {
         Fold {
             acc: Value::Object(Map::new()),
             origins: Origins::new(),
+            skip_project_hook_adds: false,
         }
     }
 
@@ -522,8 +527,17 @@ fn fold(mut f: Fold, steps: &mut [Step], scripts: &mut Vec<String>) -> Result<Fo
                 if !out.output.trim().is_empty() {
                     scripts.push(out.output);
                 }
-                f.records(step.kind, &out.records)?;
-                step.body = Body::Records(out.records);
+                let mut records = out.records;
+                if f.skip_project_hook_adds
+                    && matches!(
+                        step.kind,
+                        LayerKind::ProjectCrushrc | LayerKind::ProjectDotCrushrc
+                    )
+                {
+                    records.retain(|r| !r.args.starts_with(&["hook".into(), "add".into()]));
+                }
+                f.records(step.kind, &records)?;
+                step.body = Body::Records(records);
                 step.detail = Some("ran".into());
             }
         }
@@ -581,6 +595,17 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         for f in &mut project {
             if let Found::Json { value, .. } = &mut f.found {
                 trust::restrict(value);
+            }
+        }
+    }
+    if opts.no_project_hooks {
+        for f in &mut project {
+            if let Found::Json {
+                value: Value::Object(m),
+                ..
+            } = &mut f.found
+            {
+                m.remove("hooks");
             }
         }
     }
@@ -669,7 +694,11 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
     // The layers below the workspace state (defaults, global state) hold no scripts: folded
     // once, and kept for the second fold that the workspace state may need.
     let mut scripts = Vec::new();
-    let below_workspace = fold(Fold::new(), &mut steps[..workspace_at], &mut scripts)?;
+    let start = Fold {
+        skip_project_hook_adds: opts.no_project_hooks,
+        ..Fold::new()
+    };
+    let below_workspace = fold(start, &mut steps[..workspace_at], &mut scripts)?;
     let mut folded = fold(
         below_workspace.clone(),
         &mut steps[workspace_at..],
@@ -923,6 +952,7 @@ pub(crate) fn apply_runtime(
     let mut f = Fold {
         acc: std::mem::take(&mut loaded.merged),
         origins: std::mem::take(&mut loaded.origins),
+        ..Fold::new()
     };
     f.commit(new, &|_| Origin {
         kind: LayerKind::Runtime,

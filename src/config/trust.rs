@@ -95,6 +95,9 @@ pub struct Review {
     pub trusted_once: bool,
     /// A record exists but for other definitions: they changed since the user agreed.
     pub changed: bool,
+    /// The hooks the project's own files define (JSON files, and the `hook add` calls found by
+    /// reading its crushrc files), one line each, trusted or not.
+    pub hooks: Vec<String>,
 }
 
 impl Review {
@@ -105,19 +108,23 @@ impl Review {
     pub fn allowed(&self) -> bool {
         !self.needs_trust() || self.trusted || self.trusted_once
     }
+    /// "is not trusted", or "has changed since it was trusted".
+    pub fn why(&self) -> &'static str {
+        if self.changed {
+            "has changed since it was trusted"
+        } else {
+            "is not trusted"
+        }
+    }
     /// The one-line notice printed when things were skipped.
     pub fn notice(&self) -> Option<String> {
         if self.allowed() {
             return None;
         }
-        let why = if self.changed {
-            "has changed since it was trusted"
-        } else {
-            "is not trusted"
-        };
         Some(format!(
-            "project {} {why}: skipped {}; review with 'crush trust' (or run once with --trust)",
+            "project {} {}: skipped {}; review with 'crush trust' (or run once with --trust)",
             self.project_root.display(),
+            self.why(),
             summarize(&self.items)
         ))
     }
@@ -467,10 +474,19 @@ impl ProjectFiles {
 
     /// The project files a crushrc refers to, found by reading it (crushrc files are never run
     /// for this): files it `source`s (or `.`s) by a literal path, the files those source in
-    /// turn, and the files named by the `--command` of its `hook add` calls. A crushrc runs in
-    /// its own directory, so relative paths are looked up there first.
-    fn of_crushrc(&self, text: &str, dir: &Path, seen: &mut Vec<PathBuf>, depth: usize) {
-        for line in text.lines() {
+    /// turn, and the files named by the `--command` of its `hook add` calls (each call is
+    /// described in `hooks`). A crushrc runs in its own directory, so relative paths are looked
+    /// up there first.
+    fn of_crushrc(
+        &self,
+        text: &str,
+        file: &Path,
+        dir: &Path,
+        seen: &mut Vec<PathBuf>,
+        hooks: &mut Vec<String>,
+        depth: usize,
+    ) {
+        for (n, line) in text.lines().enumerate() {
             let line = line.trim();
             if line.starts_with('#') {
                 continue;
@@ -500,10 +516,16 @@ impl ProjectFiles {
                         if depth < MAX_SOURCE_DEPTH
                             && let Ok(inner) = std::fs::read_to_string(&f)
                         {
-                            self.of_crushrc(&inner, dir, seen, depth + 1);
+                            self.of_crushrc(&inner, &f, dir, seen, hooks, depth + 1);
                         }
                     }
                     [hook, add, rest @ ..] if hook == "hook" && add == "add" => {
+                        hooks.push(format!(
+                            "hook {} (from {}:{})",
+                            rest.join(" "),
+                            file.display(),
+                            n + 1
+                        ));
                         let mut it = rest.iter();
                         while let Some(a) = it.next() {
                             let cmd = match a.strip_prefix("--command") {
@@ -558,7 +580,8 @@ pub fn review(
     trusted_once: bool,
 ) -> Review {
     let named = ProjectFiles::new(project_root, cwd);
-    let mut items = Vec::new();
+    let mut items: Vec<Item> = Vec::new();
+    let mut hooks = Vec::new();
     let mut hashed = String::new();
     for (kind, path, src) in files {
         let rel = path
@@ -575,7 +598,7 @@ pub fn review(
                 });
                 let mut refs = Vec::new();
                 let dir = path.parent().unwrap_or(project_root);
-                named.of_crushrc(text, dir, &mut refs, 0);
+                named.of_crushrc(text, path, dir, &mut refs, &mut hooks, 0);
                 let files = named.digest(&refs);
                 hashed.push_str(&format!("{kind:?}\0{rel}\0{text}{files}\0"));
             }
@@ -601,6 +624,9 @@ pub fn review(
             }
             Source::Json(v) => {
                 for (item, canon) in json_items(v, path, &named) {
+                    if item.kind == Kind::Hook {
+                        hooks.push(item.text.clone());
+                    }
                     items.push(item);
                     if !canon.is_empty() {
                         hashed.push_str(&format!("{kind:?}\0{rel}\0{canon}\0"));
@@ -623,6 +649,7 @@ pub fn review(
         hash,
         trusted,
         trusted_once,
+        hooks,
     }
 }
 
@@ -784,11 +811,21 @@ mod tests {
         std::fs::write(root.join("lib.sh"), "").unwrap();
         let pf = ProjectFiles::new(&root, &root);
         let mut seen = Vec::new();
+        let mut hooks = Vec::new();
         pf.of_crushrc(
             "if [ -f rc/a.sh ]; then source rc/a.sh; fi\n# source lib.sh\nhook add Stop --command=\"sh -c './guard.sh && true'\"\nsource /etc/hostname\n",
+            &root.join(".crushrc"),
             &root,
             &mut seen,
+            &mut hooks,
             0,
+        );
+        assert_eq!(
+            hooks,
+            [format!(
+                "hook Stop --command=sh -c './guard.sh && true' (from {}:3)",
+                root.join(".crushrc").display()
+            )]
         );
         assert_eq!(
             seen,

@@ -461,7 +461,7 @@ fn a_cloned_project_runs_nothing_until_trusted() {
         })
         .to_string(),
     );
-    let out = env.run(&["run", "hi"], None);
+    let out = env.run(&["run", "--no-project-hooks", "hi"], None);
     out.assert_success();
     assert!(!m1.exists() && !m2.exists(), "untrusted project code ran");
     assert_eq!(

@@ -200,3 +200,58 @@ fn changing_a_trusted_hook_script_or_a_sourced_file_asks_again() {
         assert!(!changed());
     }
 }
+
+#[test]
+fn crush_run_stops_when_the_projects_hooks_are_not_trusted() {
+    let server = FakeServer::with_script(vec![
+        Reply::text("ok"),
+        Reply::text("ok"),
+        Reply::text("ok"),
+    ]);
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::OpenAi);
+    let marker = env.root().join("hook-ran");
+    env.write_project_file(
+        "crush.json",
+        &json!({"hooks": {"UserPromptSubmit": [{"command": format!("touch {}", marker.display())}]}})
+            .to_string(),
+    );
+    let rc = env.write_project_file(
+        ".crushrc",
+        "true\nhook add PreToolUse --command ./guard.sh --name g\n",
+    );
+    let out = env.run(&["run", "hi"], None);
+    out.assert_code(2);
+    for want in [
+        "is not trusted and defines hooks, so this run stops before calling the model",
+        &format!("hook UserPromptSubmit: touch {}", marker.display()),
+        &format!(
+            "hook PreToolUse --command ./guard.sh --name g (from {}:2)",
+            rc.display()
+        ),
+        "--trust or CRUSH_TRUST_PROJECT=1",
+        "--no-project-hooks to run without them",
+    ] {
+        assert!(
+            out.stderr.contains(want),
+            "{want:?} not in:\n{}",
+            out.stderr
+        );
+    }
+    assert_eq!(server.request_count(), 0);
+    assert!(!env.project().join(".crush").exists(), "nothing is created");
+    // Without them, on purpose.
+    env.run(&["run", "--no-project-hooks", "hi"], None)
+        .assert_success();
+    assert!(!marker.exists());
+    // Trusted for this run: with them.
+    env.run(&["--trust", "run", "hi"], None).assert_success();
+    assert!(marker.exists());
+    // Trusted, and left out on purpose.
+    std::fs::remove_file(&marker).unwrap();
+    env.run(&["trust"], None).assert_success();
+    env.run(&["run", "--no-project-hooks", "hi"], None)
+        .assert_success();
+    assert!(!marker.exists());
+    assert_eq!(server.request_count(), 3);
+}
