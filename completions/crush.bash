@@ -9,8 +9,8 @@ _crush() {
         esac
     done
     case "$cmd" in
-        run) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -s --session -C --continue -q --quiet --json --trust --no-project-hooks -o --output -h --help " -- "$cur")) ;;
-        sessions) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust --format -h --help list show export delete rename" -- "$cur")) ;;
+        run) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -s --session -C --continue -q --quiet --json --trust --no-project-hooks -o --output -h --help -v --verbose " -- "$cur")) ;;
+        sessions) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust --format -h --help list show last export delete rename" -- "$cur")) ;;
         hooks) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --trust --tool --input --prompt -h --help list test" -- "$cur")) ;;
         config) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -m --model --small-model --json --origin --trust -h --help show" -- "$cur")) ;;
         trust) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --revoke --trust -h --help " -- "$cur")) ;;

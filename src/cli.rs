@@ -184,6 +184,13 @@ pub static FLAGS: &[Flag] = &[
     },
     Flag {
         short: Some('v'),
+        long: "verbose",
+        value: None,
+        help: "Write debug logs to stderr, as --debug does",
+        scope: Scope::Only(&["run"]),
+    },
+    Flag {
+        short: Some('v'),
         long: "version",
         value: None,
         help: "Show the version",
@@ -209,10 +216,12 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "sessions",
-        usage: "crush sessions list [--json] | show ID [--json] | export ID [--format md|json] | delete ID | rename ID TITLE",
-        about: "List the project's sessions (short ids; any unique prefix of an id works), show one \
-                with its messages, export it as Markdown or JSON, delete it, or rename it.",
-        subcommands: &["list", "show", "export", "delete", "rename"],
+        usage: "crush sessions list | show ID | last | export ID [--format md|json] | delete ID | rename ID TITLE  [--json]",
+        about: "List the project's sessions, show one with its messages (last: the most recent), \
+                export it as Markdown or JSON, delete it, or rename it. Sessions are named by Go \
+                Crush's hash ids (lists show 7 digits); a hash id, a UUID or a unique prefix of \
+                either works. --json prints Go Crush's documents. 'session' and 's' are aliases.",
+        subcommands: &["list", "show", "last", "export", "delete", "rename"],
     },
     CommandSpec {
         name: "hooks",
@@ -258,7 +267,8 @@ pub static COMMANDS: &[CommandSpec] = &[
         usage: "crush stats [--json]",
         about: "Show the project's model calls, tokens by kind and cost from the usage ledger: \
                 in total, per model and per session (a sub-agent's calls count under the session \
-                that started it). Calls without a price are shown as unpriced, never as $0.",
+                that started it). Calls without a price are shown as unpriced, never as $0. Spend \
+                Go Crush recorded without itemizing it is shown on a line of its own.",
         subcommands: &[],
     },
     CommandSpec {
@@ -308,12 +318,17 @@ pub enum Command {
         id: String,
         format: crate::commands::sessions::ExportFormat,
     },
+    SessionsLast {
+        json: bool,
+    },
     SessionsDelete {
         id: String,
+        json: bool,
     },
     SessionsRename {
         id: String,
         title: String,
+        json: bool,
     },
     Dirs,
     Projects {
@@ -363,12 +378,21 @@ impl fmt::Display for UsageError {
     }
 }
 
-fn find_flag(short: Option<char>, long: Option<&str>) -> Option<&'static Flag> {
-    FLAGS.iter().find(|f| match (short, long) {
+/// The flag spelled `-short` or `--long`. A short letter two flags share (`-v`: `--verbose`
+/// after `run`, `--version` before any command) is the one that applies to `command`.
+fn find_flag(short: Option<char>, long: Option<&str>, command: &str) -> Option<&'static Flag> {
+    let mut found = FLAGS.iter().filter(|f| match (short, long) {
         (Some(c), _) => f.short == Some(c),
         (_, Some(l)) => f.long == l,
         _ => false,
-    })
+    });
+    let first = found.next()?;
+    Some(
+        std::iter::once(first)
+            .chain(found)
+            .find(|f| applies(f, command))
+            .unwrap_or(first),
+    )
 }
 
 fn applies(flag: &Flag, command: &str) -> bool {
@@ -412,13 +436,13 @@ where
 
     while let Some(arg) = parser.next().map_err(err)? {
         let flag = match &arg {
-            Short(c) => find_flag(Some(*c), None)
+            Short(c) => find_flag(Some(*c), None, &command)
                 .ok_or_else(|| UsageError(format!("unknown flag -{c}; see 'crush --help'")))?,
             Long("generate") => {
                 generate = Some(parser.value().map_err(err)?.string().map_err(err)?);
                 continue;
             }
-            Long(l) => find_flag(None, Some(l))
+            Long(l) => find_flag(None, Some(l), &command)
                 .ok_or_else(|| UsageError(format!("unknown flag --{l}; see 'crush --help'")))?,
             Value(v) => {
                 let v = v
@@ -461,7 +485,7 @@ where
         match flag.long {
             "cwd" => global.cwd = Some(PathBuf::from(value()?)),
             "data-dir" => global.data_dir = Some(PathBuf::from(value()?)),
-            "debug" => global.debug = true,
+            "debug" | "verbose" => global.debug = true,
             "yolo" => global.yolo = true,
             "model" => global.model = Some(value()?),
             "small-model" => global.small_model = Some(value()?),
@@ -491,10 +515,8 @@ where
         }
     }
 
-    if !help
-        && !version
-        && let Some(flag) = seen.iter().find(|f| !applies(f, &command))
-    {
+    // --version is a top-level flag: after a command it is an error, never a silent no-op.
+    if !help && let Some(flag) = seen.iter().find(|f| !applies(f, &command)) {
         return Err(UsageError(format!(
             "flag --{} is not valid for '{}'; see '{} --help'",
             flag.long,
@@ -552,7 +574,8 @@ where
                     }
                     (Some("test"), None, _) => {
                         return Err(UsageError(format!(
-                            "crush hooks test needs an EVENT (PreToolUse, PostToolUse, UserPromptSubmit, SessionStart, Stop); {USAGE}"
+                            "crush hooks test needs an EVENT ({}); {USAGE}",
+                            crate::config::commands::HOOK_EVENTS.join(", ")
                         )));
                     }
                     (Some(other), _, _) => {
@@ -635,7 +658,7 @@ where
     Ok(Cli { global, command })
 }
 
-const SESSIONS_USAGE: &str = "usage: crush sessions list | show ID | export ID [--format md|json] | delete ID | rename ID TITLE";
+const SESSIONS_USAGE: &str = "usage: crush sessions list | show ID | last | export ID [--format md|json] | delete ID | rename ID TITLE";
 
 fn sessions_command(
     positionals: Vec<String>,
@@ -650,6 +673,7 @@ fn sessions_command(
     let sub = match sub.as_deref() {
         None | Some("list" | "ls") => "list",
         Some("show") => "show",
+        Some("last") => "last",
         Some("export") => "export",
         Some("delete" | "rm") => "delete",
         Some("rename") => "rename",
@@ -662,11 +686,6 @@ fn sessions_command(
     if format.is_some() && sub != "export" {
         return Err(UsageError(format!(
             "--format is only for 'crush sessions export'; {SESSIONS_USAGE}"
-        )));
-    }
-    if json && !matches!(sub, "list" | "show" | "export") {
-        return Err(UsageError(format!(
-            "--json is not valid for 'crush sessions {sub}'; {SESSIONS_USAGE}"
         )));
     }
     let need_id = |id: Option<String>| {
@@ -691,6 +710,14 @@ fn sessions_command(
             }
             Command::SessionsList { json }
         }
+        "last" => {
+            if let Some(extra) = id {
+                return Err(UsageError(format!(
+                    "unexpected argument '{extra}'; {SESSIONS_USAGE}"
+                )));
+            }
+            Command::SessionsLast { json }
+        }
         "show" => {
             no_more(&rest)?;
             Command::SessionsShow {
@@ -713,7 +740,10 @@ fn sessions_command(
         }
         "delete" => {
             no_more(&rest)?;
-            Command::SessionsDelete { id: need_id(id)? }
+            Command::SessionsDelete {
+                id: need_id(id)?,
+                json,
+            }
         }
         _ => {
             let id = need_id(id)?;
@@ -725,6 +755,7 @@ fn sessions_command(
             Command::SessionsRename {
                 id,
                 title: rest.join(" "),
+                json,
             }
         }
     })
@@ -887,7 +918,10 @@ mod tests {
         assert!(parse(&["sessions", "export"]).is_err());
         assert_eq!(
             parse(&["sessions", "rm", "ab"]).unwrap().command,
-            Command::SessionsDelete { id: "ab".into() }
+            Command::SessionsDelete {
+                id: "ab".into(),
+                json: false
+            }
         );
         assert_eq!(
             parse(&["sessions", "rename", "ab", "New", "title"])
@@ -895,11 +929,26 @@ mod tests {
                 .command,
             Command::SessionsRename {
                 id: "ab".into(),
-                title: "New title".into()
+                title: "New title".into(),
+                json: false
             }
         );
         assert!(parse(&["sessions", "rename", "ab"]).is_err());
-        assert!(parse(&["sessions", "delete", "ab", "--json"]).is_err());
+        // Go Crush's commands and spellings.
+        assert_eq!(
+            parse(&["session", "delete", "ab", "--json"])
+                .unwrap()
+                .command,
+            Command::SessionsDelete {
+                id: "ab".into(),
+                json: true
+            }
+        );
+        assert_eq!(
+            parse(&["s", "last", "--json"]).unwrap().command,
+            Command::SessionsLast { json: true }
+        );
+        assert!(parse(&["session", "last", "x"]).is_err());
     }
 
     #[test]
@@ -938,6 +987,20 @@ mod tests {
     #[test]
     fn help_and_version() {
         assert_eq!(parse(&["--version"]).unwrap().command, Command::Version);
+        assert_eq!(parse(&["-v"]).unwrap().command, Command::Version);
+        // After run, -v is Go Crush's --verbose: the prompt runs, with debug output.
+        let c = parse(&["run", "-v", "hello"]).unwrap();
+        assert!(matches!(&c.command, Command::Run(r) if r.prompt == ["hello"]));
+        assert!(c.global.debug);
+        assert!(parse(&["run", "--verbose", "hi"]).unwrap().global.debug);
+        for args in [
+            &["run", "--version", "hi"][..],
+            &["sessions", "-v"],
+            &["-v", "run", "x"],
+        ] {
+            let e = parse(args).unwrap_err().0;
+            assert!(e.contains("is not valid for"), "{args:?}: {e}");
+        }
         assert_eq!(
             parse(&["help", "run"]).unwrap().command,
             Command::Help(Some("run".into()))

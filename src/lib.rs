@@ -64,8 +64,11 @@ fn dispatch(cli: cli::Cli) -> Result<ExitCode, AppError> {
             Ok(code)
         }
         Command::SessionsExport { id, format } => print(&sessions::export(g, id, *format)?),
-        Command::SessionsDelete { id } => print(&sessions::delete(g, id)?),
-        Command::SessionsRename { id, title } => print(&sessions::rename(g, id, title)?),
+        Command::SessionsLast { json } => print(&sessions::last(g, *json)?),
+        Command::SessionsDelete { id, json } => print(&sessions::delete(g, id, *json)?),
+        Command::SessionsRename { id, title, json } => {
+            print(&sessions::rename(g, id, title, *json)?)
+        }
         Command::Projects { json } => print(&commands::projects::projects(*json)?),
         Command::Logs { follow, tail } => commands::logs::logs(g, *follow, *tail),
         Command::Dirs => print(&commands::config::dirs(&app::load_config(g)?)),

@@ -30,6 +30,12 @@ pub fn global_data_dir() -> PathBuf {
         .unwrap_or_else(|| home().join(".local").join("share").join("crush"))
 }
 
+/// Claude Code's user directory: `$CLAUDE_CONFIG_DIR`, else `~/.claude` (its `settings.json`
+/// holds the user's Claude Code hooks).
+pub fn claude_config_dir() -> PathBuf {
+    env_dir("CLAUDE_CONFIG_DIR").unwrap_or_else(|| home().join(".claude"))
+}
+
 /// `~/.config` (for the global context files Crush reads, such as `~/.config/AGENTS.md`).
 pub fn user_config_home() -> PathBuf {
     env_dir("XDG_CONFIG_HOME").unwrap_or_else(|| home().join(".config"))

@@ -326,6 +326,9 @@ impl Sink for RunSink {
     fn ask(&mut self, _req: &PermissionRequest) -> Option<Answer> {
         None
     }
+    fn can_ask(&self) -> bool {
+        false
+    }
 }
 
 /// A piped or redirected stdin (FIFO or regular file); a terminal or /dev/null is ignored.
@@ -414,6 +417,7 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<ExitCode, AppError> {
         session.agent.model.model.id
     ));
     let result: TurnResult = session.agent.run_turn(&prompt, &mut sink)?;
+    session.agent.session_end("other", &mut sink);
     if !args.json && sink.printed_any && sink.last_char != Some('\n') {
         sink.out.write("\n");
     }

@@ -17,7 +17,16 @@ const RUNS: usize = 7;
 
 struct Sample {
     wall: Duration,
+    /// User + system CPU of crush and the children it waited for: steadier than wall time on a
+    /// busy machine.
+    cpu: Duration,
     max_rss_kib: i64,
+}
+
+/// The binary measured: `CRUSH_BENCH_BIN`, else the one cargo built (compare two builds by
+/// running the same harness against each).
+fn bin() -> String {
+    std::env::var("CRUSH_BENCH_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_crush").to_string())
 }
 
 /// Runs `cmd` to completion and measures it with wait4 (peak RSS of that child alone).
@@ -56,14 +65,19 @@ fn measure(cmd: Command) -> Sample {
     let mut it = text
         .split_whitespace()
         .map(|w| w.parse::<i64>().expect("a number"));
-    let (ns, rss) = (it.next().expect("ns"), it.next().expect("rss"));
+    let (ns, rss, cpu_us) = (
+        it.next().expect("ns"),
+        it.next().expect("rss"),
+        it.next().expect("cpu"),
+    );
     Sample {
         wall: Duration::from_nanos(ns as u64),
+        cpu: Duration::from_micros(cpu_us as u64),
         max_rss_kib: rss,
     }
 }
 
-/// `--measure PROGRAM ARGS...`: run it, print "wall_ns max_rss_kib".
+/// `--measure PROGRAM ARGS...`: run it, print "wall_ns max_rss_kib cpu_us".
 fn measure_child(program: &str, args: &[String]) -> ! {
     let mut cmd = Command::new(program);
     cmd.args(args)
@@ -84,7 +98,13 @@ fn measure_child(program: &str, args: &[String]) -> ! {
         eprintln!("crush failed: {st:?}");
         std::process::exit(1);
     }
-    println!("{} {}", wall.as_nanos(), ru.ru_maxrss);
+    let us = |t: libc::timeval| t.tv_sec * 1_000_000 + t.tv_usec;
+    println!(
+        "{} {} {}",
+        wall.as_nanos(),
+        ru.ru_maxrss,
+        us(ru.ru_utime) + us(ru.ru_stime)
+    );
     std::process::exit(0);
 }
 
@@ -93,10 +113,13 @@ fn report(name: &str, mut samples: Vec<Sample>) {
     let median = &samples[samples.len() / 2];
     let mut rss: Vec<i64> = samples.iter().map(|s| s.max_rss_kib).collect();
     rss.sort();
+    let mut cpu: Vec<Duration> = samples.iter().map(|s| s.cpu).collect();
+    cpu.sort();
     println!(
-        "{name:<28} median {:>8.2} ms   min {:>8.2} ms   peak RSS median {:>6.1} MiB  max {:>6.1} MiB   ({} runs)",
+        "{name:<28} median {:>8.2} ms   min {:>8.2} ms   cpu median {:>7.2} ms   peak RSS median {:>6.1} MiB  max {:>6.1} MiB   ({} runs)",
         median.wall.as_secs_f64() * 1e3,
         samples[0].wall.as_secs_f64() * 1e3,
+        cpu[cpu.len() / 2].as_secs_f64() * 1e3,
         rss[rss.len() / 2] as f64 / 1024.0,
         rss[rss.len() - 1] as f64 / 1024.0,
         samples.len()
@@ -114,7 +137,7 @@ fn command(env: &TestEnv) -> Command {
         Ok(w) if !w.trim().is_empty() => {
             let mut words = w.split_whitespace();
             let mut cmd = Command::new(words.next().unwrap_or("env"));
-            cmd.args(words).arg(env!("CARGO_BIN_EXE_crush"));
+            cmd.args(words).arg(bin());
             let base = env.crush();
             for (k, v) in base.get_envs() {
                 match v {
@@ -127,7 +150,7 @@ fn command(env: &TestEnv) -> Command {
             }
             cmd
         }
-        _ => env.crush(),
+        _ => env.crush_at(std::path::Path::new(&bin())),
     }
 }
 
@@ -161,10 +184,10 @@ fn main() {
     if !cfg!(debug_assertions) {
         println!("bench: release build of the test harness");
     }
-    let bin = env!("CARGO_BIN_EXE_crush");
+    let bin = bin();
     println!(
         "binary: {bin} ({} bytes)",
-        std::fs::metadata(bin).map(|m| m.len()).unwrap_or(0)
+        std::fs::metadata(&bin).map(|m| m.len()).unwrap_or(0)
     );
 
     let server = FakeServer::start();

@@ -10,7 +10,7 @@ use super::{Agent, AgentError, AgentEvent, Answer, Sink, Stop, session_config, s
 use crate::hooks::{self, Outcome};
 use crate::llm::Part;
 use crate::store::Store;
-use crate::tools::{ReadTracker, Tool, ToolCtx, ToolError, ToolOutput};
+use crate::tools::{PermissionRequest, ReadTracker, Tool, ToolCtx, ToolError, ToolOutput};
 use serde_json::{Map, Value, json};
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -204,49 +204,116 @@ fn execute(tool: &dyn Tool, input: &Value, ctx: &ToolCtx, sink: &mut dyn Sink) -
     }
 }
 
-/// Runs `tool` through the permission flow: `pre_approved` (a hook allowed it) skips the check.
-fn run_with_permission(
+/// What the PreToolUse hooks decided about the permission question.
+#[derive(Debug, Clone, PartialEq)]
+enum Gate {
+    /// The normal permission flow.
+    Normal,
+    /// A hook allowed the call: no question.
+    Approved,
+    /// A hook asked for the user's confirmation (its reason): the question is asked even for a
+    /// call that needs no permission or is already allowed (`--yolo` too), and refused where
+    /// nobody can be asked.
+    Ask(String),
+}
+
+/// The question for a call a hook wants confirmed: the tool's own request if it has one, else
+/// one naming the call; the hook's reason is part of it.
+fn hook_question(
+    tool: &dyn Tool,
+    own: Option<PermissionRequest>,
+    input: &Value,
+    ctx: &ToolCtx,
+    reason: &str,
+) -> PermissionRequest {
+    let mut req = own.unwrap_or_else(|| {
+        // What the call is about: its command, file, directory, URL or task, else its input.
+        let what = ["command", "file_path", "path", "url", "prompt"]
+            .iter()
+            .find_map(|k| input.get(*k).and_then(Value::as_str))
+            .map(str::to_string)
+            .unwrap_or_else(|| input.to_string());
+        PermissionRequest {
+            tool: tool.name().to_string(),
+            action: "use",
+            path: ctx.cwd.to_path_buf(),
+            description: crate::tools::common::truncate_line(&what, 200),
+            diff: None,
+        }
+    });
+    let why = if reason.is_empty() {
+        "a hook asks to confirm"
+    } else {
+        reason
+    };
+    req.description = format!("{} ({why})", req.description);
+    req
+}
+
+/// Whether `tool` may run, as the permission flow and the PreToolUse hooks' `gate` say:
+/// Ok(None) it may, Ok(Some) the user must be asked that, Err is the answer to a call that
+/// does not run.
+fn question(
     tool: &dyn Tool,
     input: &Value,
     ctx: &ToolCtx,
-    permissions: &mut Permissions,
-    pre_approved: bool,
-    sink: &mut dyn Sink,
-) -> ToolRun {
-    let req = match tool.permission(input, ctx) {
+    permissions: &Permissions,
+    gate: &Gate,
+) -> Result<Option<PermissionRequest>, Box<ToolRun>> {
+    let own = match tool.permission(input, ctx) {
         Err(msg) => {
-            return ToolRun {
+            return Err(Box::new(ToolRun {
                 out: ToolOutput::error(msg),
                 ran: false,
                 stop: None,
-            };
+            }));
         }
-        Ok(None) => return ToolRun::ran(execute(tool, input, ctx, sink)),
-        Ok(Some(req)) => req,
+        Ok(own) => own,
     };
-    if pre_approved || permissions.check(&req) == Decision::Allowed {
-        return ToolRun::ran(execute(tool, input, ctx, sink));
-    }
-    match sink.ask(&req) {
-        Some(Answer::Yes) => ToolRun::ran(execute(tool, input, ctx, sink)),
+    Ok(match (gate, own) {
+        (Gate::Ask(reason), own) => Some(hook_question(tool, own, input, ctx, reason)),
+        (_, None) | (Gate::Approved, Some(_)) => None,
+        (Gate::Normal, Some(req)) if permissions.check(&req) == Decision::Allowed => None,
+        (Gate::Normal, Some(req)) => Some(req),
+    })
+}
+
+/// What the user's `answer` to `req` means (None: nobody could be asked). `forced`: a hook
+/// asked the question.
+fn answered(
+    req: &PermissionRequest,
+    answer: Option<Answer>,
+    forced: bool,
+    permissions: &mut Permissions,
+    sink: &mut dyn Sink,
+) -> Result<(), Box<ToolRun>> {
+    match answer {
+        Some(Answer::Yes) => Ok(()),
         Some(Answer::Always) => {
-            permissions.grant_for_session(&req);
-            ToolRun::ran(execute(tool, input, ctx, sink))
+            // A hook that asks asks every time: nothing to remember.
+            if !forced {
+                permissions.grant_for_session(req);
+            }
+            Ok(())
         }
-        Some(Answer::No) => ToolRun::refused(ToolOutput::error(format!(
+        Some(Answer::No) => Err(Box::new(ToolRun::refused(ToolOutput::error(format!(
             "Permission denied: the user refused to let {} {} {}. Do not retry it; ask the user how to proceed.",
             req.tool, req.action, req.description
-        ))),
+        ))))),
         None => {
-            let hint = Permissions::hint(&req);
+            let hint = if forced {
+                "answer it in the interactive REPL: a PreToolUse hook wants the user to confirm this call, whatever the permissions".to_string()
+            } else {
+                Permissions::hint(req)
+            };
             sink.event(AgentEvent::PermissionRefused {
                 request: req.clone(),
                 hint: hint.clone(),
             });
-            ToolRun::refused(ToolOutput::error(format!(
+            Err(Box::new(ToolRun::refused(ToolOutput::error(format!(
                 "Permission denied: {} needs permission to {} ({}), and this non-interactive run may not ask the user. The user can allow it: {hint}.",
                 req.tool, req.action, req.description
-            )))
+            )))))
         }
     }
 }
@@ -349,8 +416,12 @@ impl Agent<'_> {
             input = new_input.clone();
             self.store_input(msg, id, &input)?;
         }
-        let pre_approved = pre.composed.decision == hooks::Decision::Allow;
-        let run = self.run_tool(tool, id, &input, &msg.id, pre_approved, sink);
+        let gate = match pre.composed.decision {
+            hooks::Decision::Allow => Gate::Approved,
+            hooks::Decision::Ask => Gate::Ask(pre.composed.reason.clone()),
+            hooks::Decision::None | hooks::Decision::Deny => Gate::Normal,
+        };
+        let run = self.run_tool(tool, id, &input, &msg.id, &gate, sink);
         let (mut out, mut stop) = (run.out, run.stop);
         let mut extra = Vec::new();
         let pre_text = pre.context_text(&self.cwd);
@@ -392,25 +463,17 @@ impl Agent<'_> {
         Ok(self.store.update_message_parts(&msg.id, &msg.parts)?)
     }
 
-    /// Runs `self.tools[tool]` (the `agent` tool: a sub-agent, which needs no permission; its
-    /// own calls ask for theirs).
+    /// Runs `self.tools[tool]` (the `agent` tool: a sub-agent, which needs no permission unless
+    /// a hook asks for it; its own calls ask for theirs).
     fn run_tool(
         &mut self,
         tool: usize,
         id: &str,
         input: &Value,
         assistant_id: &str,
-        pre_approved: bool,
+        gate: &Gate,
         sink: &mut dyn Sink,
     ) -> ToolRun {
-        if self.tools[tool].name() == subagent::TOOL_NAME && !self.is_sub_agent {
-            let (out, stop) = self.run_sub_agent(assistant_id, id, input, sink);
-            return ToolRun {
-                out,
-                ran: true,
-                stop,
-            };
-        }
         let reads = StoreReads {
             store: self.store,
             session_id: &self.session_id,
@@ -422,9 +485,48 @@ impl Agent<'_> {
             reads: &reads,
             cancel: self.cancel.clone(),
             session_models: models.as_ref(),
+            env_file: self.env_file.as_deref(),
         };
-        let tool = self.tools[tool].as_ref();
-        run_with_permission(tool, input, &ctx, &mut self.permissions, pre_approved, sink)
+        let t = self.tools[tool].as_ref();
+        match question(t, input, &ctx, &self.permissions, gate) {
+            Err(refused) => return *refused,
+            Ok(None) => {}
+            Ok(Some(req)) => {
+                if sink.can_ask() {
+                    self.notify_question(&req, sink);
+                }
+                let answer = sink.ask(&req);
+                let forced = matches!(gate, Gate::Ask(_));
+                if let Err(refused) = answered(&req, answer, forced, &mut self.permissions, sink) {
+                    return *refused;
+                }
+            }
+        }
+        if t.name() == subagent::TOOL_NAME && !self.is_sub_agent() {
+            let (out, stop) = self.run_sub_agent(assistant_id, id, input, sink);
+            return ToolRun {
+                out,
+                ran: true,
+                stop,
+            };
+        }
+        ToolRun::ran(execute(t, input, &ctx, sink))
+    }
+
+    /// Notification: crush is about to ask the user a permission question (Claude Code's
+    /// `permission_prompt`). Hooks only observe it.
+    fn notify_question(&self, req: &PermissionRequest, sink: &mut dyn Sink) {
+        let mut fields = Map::new();
+        fields.insert(
+            "message".into(),
+            json!(format!(
+                "crush needs your permission to use {}: {}",
+                req.tool, req.description
+            )),
+        );
+        fields.insert("notification_type".into(), json!("permission_prompt"));
+        fields.insert("title".into(), json!("Permission needed"));
+        self.fire(hooks::Event::Notification, None, fields, sink);
     }
 
     /// PostToolUse after a tool ran. A block is feedback to the model (the tool already ran),
@@ -448,12 +550,17 @@ impl Agent<'_> {
                 }
             }
         }
-        let mut fields = Map::new();
-        fields.insert("tool_response".into(), Value::Object(response));
-        fields.insert("tool_output".into(), json!(out.content));
-        fields.insert("is_error".into(), json!(out.is_error));
-        let call = hooks::ToolCall { name, input, id };
-        let post = self.fire(hooks::Event::PostToolUse, Some(call), fields, sink);
+        let mut req = self.hook_request(hooks::Event::PostToolUse);
+        req.tool = Some(hooks::ToolCall { name, input, id });
+        req.fields
+            .insert("tool_response".into(), Value::Object(response));
+        req.fields.insert("tool_output".into(), json!(out.content));
+        req.fields.insert("is_error".into(), json!(out.is_error));
+        req.claude_fields.insert(
+            "tool_response".into(),
+            hooks::claude::tool_response(name, out),
+        );
+        let post = self.fire_request(&req, sink);
         let c = &post.composed;
         let mut halt = None;
         if c.blocked() {

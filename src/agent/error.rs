@@ -15,6 +15,8 @@ pub enum AgentError {
     SummaryCall(LlmError),
     SummaryCanceled,
     EmptySummary,
+    /// A PreCompact hook blocked the summary (its reason).
+    SummaryBlocked(String),
 }
 
 impl fmt::Display for AgentError {
@@ -25,6 +27,7 @@ impl fmt::Display for AgentError {
             AgentError::SummaryCall(e) => write!(f, "the summary call failed: {e}"),
             AgentError::SummaryCanceled => f.write_str("summarizing was canceled"),
             AgentError::EmptySummary => f.write_str("the model returned an empty summary"),
+            AgentError::SummaryBlocked(r) => write!(f, "a PreCompact hook blocked it: {r}"),
         }
     }
 }

@@ -12,6 +12,7 @@ pub mod session_config;
 pub mod subagent;
 pub mod summarize;
 pub mod title;
+mod transcript;
 mod turn;
 
 use crate::config::ResolvedModel;
@@ -90,6 +91,10 @@ pub trait Sink {
     fn event(&mut self, ev: AgentEvent);
     /// Asks the user; None when nobody can be asked (non-interactive run).
     fn ask(&mut self, req: &PermissionRequest) -> Option<Answer>;
+    /// Whether `ask` can reach anyone (a non-interactive run cannot).
+    fn can_ask(&self) -> bool {
+        true
+    }
 }
 
 /// Why a turn ended.
@@ -149,14 +154,25 @@ pub struct Agent<'a> {
     pub project_root: PathBuf,
     pub max_steps: usize,
     pub cancel: Arc<AtomicBool>,
-    /// This agent runs the `agent` tool's task in a child session (hooks report it).
-    pub is_sub_agent: bool,
+    /// This agent runs the `agent` tool's task for this session, in a child session (hooks
+    /// report it).
+    pub parent_session: Option<String>,
     /// Summarize the session when its context nears the model's window
     /// (`options.disable_auto_summarize` turns it off).
     pub auto_summarize: bool,
     pub hooks: HookConfig,
     /// Context waiting to travel with the next prompt (from SessionStart hooks).
     pub pending_context: Vec<String>,
+    /// The session as a Claude Code transcript, for hooks in Claude Code's shape (None: no data
+    /// directory is known).
+    pub transcript: Option<transcript::Transcript>,
+    /// The parent's transcript file, in a sub-agent (Claude Code's `transcript_path` there).
+    pub parent_transcript: Option<std::path::PathBuf>,
+    /// The current prompt's id (Claude Code's `prompt_id`; empty before the first turn).
+    pub prompt_id: String,
+    /// A file of `export` lines SessionStart hooks wrote (`CLAUDE_ENV_FILE`), which the bash
+    /// tool runs before each command.
+    pub env_file: Option<std::path::PathBuf>,
     /// The session's configuration: session-only commands from the bash tool change its runtime
     /// layer (None: they are reported as ignored).
     pub config: Option<crate::config::Loaded>,
@@ -182,6 +198,7 @@ impl<'a> Agent<'a> {
     pub fn new(s: Setup<'a>) -> Agent<'a> {
         let options = &s.config.config.options;
         let allowed = s.config.config.permissions.allowed_tools.clone();
+        let transcript = Some(transcript::Transcript::new(&s.config.data_dir, false));
         Agent {
             system: prompt::for_config(&s.config, &s.model),
             tools: subagent::main_agent_tools(&options.disabled_tools),
@@ -195,9 +212,13 @@ impl<'a> Agent<'a> {
             model: s.model,
             policy: s.policy,
             cancel: s.cancel,
-            is_sub_agent: false,
+            parent_session: None,
             hooks: s.hooks,
             pending_context: Vec::new(),
+            transcript,
+            parent_transcript: None,
+            prompt_id: String::new(),
+            env_file: None,
             config: Some(s.config),
         }
     }
@@ -229,7 +250,91 @@ pub fn history_for_model(stored: Vec<Message>) -> Vec<Message> {
 }
 
 impl Agent<'_> {
-    /// Fires a hook event and reports each hook that ran.
+    /// Whether this agent is a sub-agent (runs the `agent` tool's task).
+    pub fn is_sub_agent(&self) -> bool {
+        self.parent_session.is_some()
+    }
+
+    /// The transcript file of this agent's session, when hooks in Claude Code's shape are
+    /// configured (they are sent its path).
+    fn transcript_path(&self) -> Option<std::path::PathBuf> {
+        let t = self.transcript.as_ref()?;
+        (self.hooks.has_claude_hooks() && !self.session_id.is_empty())
+            .then(|| t.path(&self.session_id))
+    }
+
+    /// Brings the transcript up to date (after a step, before hooks).
+    fn sync_transcript(&self) {
+        if let Some(t) = &self.transcript
+            && self.hooks.has_claude_hooks()
+        {
+            t.sync(self.store, &self.session_id, &self.cwd);
+        }
+    }
+
+    /// A firing of `event` by this agent: its session, directories and sub-agent, and the
+    /// fields Claude Code sends with every event (`transcript_path`, `permission_mode`,
+    /// `prompt_id`).
+    fn hook_request(&self, event: hooks::Event) -> hooks::Request<'_> {
+        let mut req = hooks::Request::new(event, &self.session_id, &self.cwd, &self.project_root);
+        req.sub_agent = self.parent_session.as_deref().map(|p| hooks::SubAgent {
+            id: &self.session_id,
+            parent_session_id: p,
+        });
+        let transcript = match &self.parent_transcript {
+            Some(p) => Some(p.clone()),
+            None => self.transcript_path(),
+        };
+        if let Some(p) = transcript {
+            req.claude_fields
+                .insert("transcript_path".into(), json!(p.display().to_string()));
+        }
+        req.claude_fields
+            .insert("permission_mode".into(), json!(self.permissions.mode()));
+        if !self.prompt_id.is_empty() {
+            req.claude_fields
+                .insert("prompt_id".into(), json!(self.prompt_id));
+        }
+        req
+    }
+
+    /// Fires a hook event and reports each hook that ran, and the messages hooks left for the
+    /// user (`systemMessage`). In a sub-agent only its tool calls, its stop and its questions
+    /// fire hooks.
+    fn fire_request(&self, req: &hooks::Request, sink: &mut dyn Sink) -> Outcome {
+        use hooks::Event as E;
+        if self.hooks.is_empty()
+            || (self.is_sub_agent()
+                && !matches!(
+                    req.event,
+                    E::PreToolUse | E::PostToolUse | E::SubagentStop | E::Notification
+                ))
+        {
+            return Outcome::none(req.event);
+        }
+        self.sync_transcript();
+        let out = self.hooks.run(req);
+        for r in &out.reports {
+            sink.event(AgentEvent::Hook {
+                report: r.clone(),
+                tool_call_id: req.tool.map(|t| t.id.to_string()),
+            });
+        }
+        for (r, msg) in out
+            .reports
+            .iter()
+            .filter(|r| !r.system_message.is_empty())
+            .map(|r| (r, &r.system_message))
+        {
+            sink.event(AgentEvent::Notice(format!(
+                "{} hook {}: {msg}",
+                r.event, r.name
+            )));
+        }
+        out
+    }
+
+    /// Fires a hook event with `tool` and `fields`.
     fn fire(
         &self,
         event: hooks::Event,
@@ -237,47 +342,62 @@ impl Agent<'_> {
         fields: Map<String, Value>,
         sink: &mut dyn Sink,
     ) -> Outcome {
-        if self.hooks.is_empty() {
-            return Outcome::none(event);
-        }
-        // In a sub-agent only tool events fire (for the hooks that opted in).
-        if self.is_sub_agent
-            && !matches!(event, hooks::Event::PreToolUse | hooks::Event::PostToolUse)
-        {
-            return Outcome::none(event);
-        }
-        let mut fields = fields;
-        if self.is_sub_agent {
-            fields.insert("is_sub_agent".into(), json!(true));
-        }
-        let req = hooks::Request {
-            event,
-            session_id: &self.session_id,
-            cwd: &self.cwd,
-            project_dir: &self.project_root,
-            tool,
-            fields,
-        };
-        let out = self.hooks.run(&req);
-        for r in &out.reports {
-            sink.event(AgentEvent::Hook {
-                report: r.clone(),
-                tool_call_id: tool.map(|t| t.id.to_string()),
-            });
-        }
-        out
+        let mut req = self.hook_request(event);
+        req.tool = tool;
+        req.fields = fields;
+        self.fire_request(&req, sink)
     }
 
     /// Fires SessionStart (`source`: "startup" for a new session, "resume" for a continued one).
-    /// The hooks' context travels with the next prompt.
+    /// The hooks' context travels with the next prompt; `export` lines they write to
+    /// `CLAUDE_ENV_FILE` reach the bash tool's commands.
     pub fn session_start(&mut self, source: &str, sink: &mut dyn Sink) {
-        let mut fields = Map::new();
-        fields.insert("source".into(), json!(source));
-        fields.insert("model".into(), json!(self.model.model.id));
-        let out = self.fire(hooks::Event::SessionStart, None, fields, sink);
+        let mut req = self.hook_request(hooks::Event::SessionStart);
+        req.fields.insert("source".into(), json!(source));
+        req.fields
+            .insert("model".into(), json!(self.model.model.id));
+        let env_file = self.new_env_file();
+        if let Some(f) = &env_file {
+            req.extra_env
+                .push(("CLAUDE_ENV_FILE".into(), f.display().to_string()));
+        }
+        let out = self.fire_request(&req, sink);
         let text = out.context_text(&self.cwd);
         if !text.is_empty() {
             self.pending_context.push(text);
+        }
+        self.env_file = env_file.filter(|f| std::fs::metadata(f).is_ok_and(|m| m.len() > 0));
+    }
+
+    /// Fires SessionEnd (`reason`: Claude Code's `clear`, `resume`, `prompt_input_exit` or
+    /// `other`). Hooks only observe it.
+    pub fn session_end(&mut self, reason: &str, sink: &mut dyn Sink) {
+        let mut fields = Map::new();
+        fields.insert("reason".into(), json!(reason));
+        self.fire(hooks::Event::SessionEnd, None, fields, sink);
+    }
+
+    /// An empty `CLAUDE_ENV_FILE` for this session's SessionStart hooks, in the data directory
+    /// (None when no SessionStart hook is configured or the file cannot be made).
+    fn new_env_file(&self) -> Option<std::path::PathBuf> {
+        if self.session_id.is_empty()
+            || self
+                .hooks
+                .for_event(hooks::Event::SessionStart)
+                .next()
+                .is_none()
+        {
+            return None;
+        }
+        let dir = self.config.as_ref()?.data_dir.join("session-env");
+        let path = dir.join(format!("{}.sh", self.session_id));
+        let made = std::fs::create_dir_all(&dir).and_then(|_| std::fs::write(&path, ""));
+        match made {
+            Ok(()) => Some(path),
+            Err(e) => {
+                crate::log::warn(&format!("cannot create {}: {e}", path.display()));
+                None
+            }
         }
     }
 }

@@ -47,6 +47,16 @@ impl Permissions {
         }
     }
 
+    /// Claude Code's name for how permissions are decided (a hook's `permission_mode`):
+    /// `bypassPermissions` with `--yolo`, else `default`.
+    pub fn mode(&self) -> &'static str {
+        if self.yolo {
+            "bypassPermissions"
+        } else {
+            "default"
+        }
+    }
+
     pub fn check(&self, req: &PermissionRequest) -> Decision {
         if self.yolo {
             return Decision::Allowed;

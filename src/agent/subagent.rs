@@ -138,6 +138,9 @@ impl Sink for SubSink<'_> {
     fn ask(&mut self, req: &PermissionRequest) -> Option<Answer> {
         self.parent.ask(req)
     }
+    fn can_ask(&self) -> bool {
+        self.parent.can_ask()
+    }
 }
 
 impl<'a> Agent<'a> {
@@ -163,14 +166,19 @@ impl<'a> Agent<'a> {
             project_root: self.project_root.clone(),
             max_steps: self.max_steps,
             cancel: self.cancel.clone(),
-            is_sub_agent: true,
+            parent_session: Some(self.session_id.clone()),
             auto_summarize: self.auto_summarize,
             // Session-only configuration comes from the bash tool, which a sub-agent lacks.
             config: None,
-            // Only hooks that opted in (`include_sub_agents`) see a sub-agent's calls, with
-            // `is_sub_agent` in their payload; the `agent` call itself is hooked as usual.
-            hooks: self.hooks.for_sub_agents(),
+            // Hooks in Claude Code's shape, guards (`fail_closed`) and hooks that opted in
+            // (`include_sub_agents`) see a sub-agent's calls (crush(1) HOOKS); the `agent` call
+            // itself is hooked as usual.
+            hooks: self.hooks.clone(),
             pending_context: Vec::new(),
+            transcript: self.transcript.as_ref().map(|t| t.for_sub_agent()),
+            parent_transcript: self.transcript_path(),
+            prompt_id: self.prompt_id.clone(),
+            env_file: None,
         }
     }
 
@@ -231,6 +239,7 @@ impl<'a> Agent<'a> {
                 content,
                 is_error,
                 metadata,
+                structured: Value::Null,
             },
             stop,
         )

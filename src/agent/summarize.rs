@@ -104,6 +104,9 @@ impl Sink for Quiet<'_> {
     fn ask(&mut self, req: &PermissionRequest) -> Option<Answer> {
         self.inner.ask(req)
     }
+    fn can_ask(&self) -> bool {
+        self.inner.can_ask()
+    }
 }
 
 impl Agent<'_> {
@@ -141,18 +144,31 @@ impl Agent<'_> {
     /// Asks the model for a summary of the session (history from the last summary on) and
     /// stores it with its usage; later turns start from it. What `/compact` runs.
     pub fn summarize(&mut self, sink: &mut dyn Sink) -> Result<Summary, AgentError> {
-        self.summarize_with(sink, false)
+        self.summarize_with(sink, false, "manual")
     }
 
     /// `shrink`: long tool results and texts are cut to their head and tail first, so that a
-    /// history the provider already refused as too long can still be summarized.
-    fn summarize_with(&mut self, sink: &mut dyn Sink, shrink: bool) -> Result<Summary, AgentError> {
+    /// history the provider already refused as too long can still be summarized. `trigger`:
+    /// "manual" (`/compact`) or "auto", for the PreCompact hooks, which may block it.
+    fn summarize_with(
+        &mut self,
+        sink: &mut dyn Sink,
+        shrink: bool,
+        trigger: &str,
+    ) -> Result<Summary, AgentError> {
         let mut history = self.load_history()?;
         if shrink {
             shrink_history(&mut history);
         }
         if history.is_empty() {
             return Err(AgentError::NothingToSummarize);
+        }
+        let mut fields = serde_json::Map::new();
+        fields.insert("trigger".into(), serde_json::json!(trigger));
+        fields.insert("custom_instructions".into(), serde_json::json!(""));
+        let pre = self.fire(crate::hooks::Event::PreCompact, None, fields, sink);
+        if pre.composed.blocked() {
+            return Err(AgentError::SummaryBlocked(pre.composed.reason.clone()));
         }
         history.push(Message::user(SUMMARY_PROMPT));
         let mut quiet = Quiet { inner: sink };
@@ -206,7 +222,7 @@ impl Agent<'_> {
         sink.event(AgentEvent::Notice(format!(
             "the context ({used} tokens) is near the model's {window}-token window; summarizing the session"
         )));
-        match self.summarize_with(sink, shrink) {
+        match self.summarize_with(sink, shrink, "auto") {
             Ok(_) => true,
             Err(e) => {
                 sink.event(AgentEvent::Notice(format!(

@@ -84,6 +84,9 @@ impl Agent<'_> {
         prompt: &str,
         sink: &mut dyn Sink,
     ) -> Result<TurnResult, AgentError> {
+        if !self.is_sub_agent() {
+            self.prompt_id = crate::store::new_id().unwrap_or_default();
+        }
         // UserPromptSubmit: before anything reaches the model.
         let mut fields = Map::new();
         fields.insert("prompt".into(), json!(prompt));
@@ -248,6 +251,7 @@ impl Agent<'_> {
             Some(usage_rec),
         )?;
         sink.event(AgentEvent::StepCommitted);
+        self.sync_transcript();
         if *finish == llm::FinishReason::MaxTokens {
             return Ok(Some(Stop::MaxTokens));
         }
@@ -270,13 +274,30 @@ impl Agent<'_> {
         Ok(None)
     }
 
-    /// Stop hooks: `decision: "block"` with a reason makes the agent go on (at most
-    /// `MAX_STOP_BLOCKS` times in a row). The reason, when it goes on.
+    /// Stop hooks (SubagentStop in a sub-agent): `decision: "block"` with a reason makes the
+    /// agent go on (at most `MAX_STOP_BLOCKS` times in a row). The reason, when it goes on.
     fn stop_hook_block(&self, turn: &Turn, sink: &mut dyn Sink) -> Option<String> {
-        let mut fields = Map::new();
-        fields.insert("stop_hook_active".into(), json!(turn.stop_blocks > 0));
-        fields.insert("last_assistant_message".into(), json!(turn.final_text));
-        let out = self.fire(hooks::Event::Stop, None, fields, sink);
+        let event = if self.is_sub_agent() {
+            hooks::Event::SubagentStop
+        } else {
+            hooks::Event::Stop
+        };
+        let mut req = self.hook_request(event);
+        req.fields
+            .insert("stop_hook_active".into(), json!(turn.stop_blocks > 0));
+        req.fields
+            .insert("last_assistant_message".into(), json!(turn.final_text));
+        if self.is_sub_agent() {
+            req.fields
+                .insert("agent_type".into(), json!(hooks::claude::SUB_AGENT_TYPE));
+            if let Some(t) = &self.transcript {
+                req.claude_fields.insert(
+                    "agent_transcript_path".into(),
+                    json!(t.path(&self.session_id).display().to_string()),
+                );
+            }
+        }
+        let out = self.fire_request(&req, sink);
         let c = &out.composed;
         (c.decision == hooks::Decision::Deny && !c.halt && turn.stop_blocks < MAX_STOP_BLOCKS)
             .then(|| c.reason.clone())
@@ -321,6 +342,7 @@ impl Agent<'_> {
         };
         self.commit(&[self.new_message(Role::Tool, results)], None)?;
         sink.event(AgentEvent::StepCommitted);
+        self.sync_transcript();
         let sig = step_signature(&assistant, &tool_msg);
         turn.history.push(assistant);
         turn.history.push(tool_msg);

@@ -32,16 +32,29 @@ fn describe(h: &HookDef) -> String {
     if h.dialect == hooks::Dialect::ClaudeCode {
         attrs.push("Claude Code shape".into());
     }
+    if h.runs_in_sub_agents() {
+        attrs.push("also in sub-agents".into());
+    }
+    if let Some(root) = &h.plugin_root {
+        attrs.push(format!("plugin {}", root.display()));
+    }
     s.push_str(&format!(" ({})", attrs.join(", ")));
     s
 }
 
 /// The text of `crush hooks list`.
 pub fn list_text(cfg: &HookConfig, tool: Option<&str>) -> String {
-    if cfg.is_empty() {
-        return "no hooks configured (see 'man crush', HOOKS)\n".into();
-    }
     let mut out = String::new();
+    if !cfg.unsupported.is_empty() {
+        out.push_str("Claude Code hooks of events crush does not have (not run):\n");
+        for u in &cfg.unsupported {
+            out.push_str(&format!("  {u}\n"));
+        }
+    }
+    if cfg.is_empty() {
+        out.push_str("no hooks configured (see 'man crush', HOOKS)\n");
+        return out;
+    }
     for event in EVENTS {
         let defs: Vec<&HookDef> = cfg.for_event(event).collect();
         if defs.is_empty() {
@@ -138,24 +151,33 @@ pub fn test(global: &Global, args: &HooksTestArgs) -> Result<(String, ExitCode),
         Event::SessionStart => {
             fields.insert("source".into(), json!("startup"));
         }
-        Event::Stop => {
+        Event::Stop | Event::SubagentStop => {
             fields.insert("stop_hook_active".into(), json!(false));
             fields.insert("last_assistant_message".into(), json!(""));
+            if event == Event::SubagentStop {
+                fields.insert("agent_type".into(), json!(hooks::claude::SUB_AGENT_TYPE));
+            }
+        }
+        Event::SessionEnd => {
+            fields.insert("reason".into(), json!("other"));
+        }
+        Event::PreCompact => {
+            fields.insert("trigger".into(), json!("manual"));
+            fields.insert("custom_instructions".into(), json!(""));
+        }
+        Event::Notification => {
+            fields.insert("message".into(), json!("crush needs your permission"));
+            fields.insert("notification_type".into(), json!("permission_prompt"));
         }
         Event::PreToolUse => {}
     }
-    let req = hooks::Request {
-        event,
-        session_id: "hooks-test",
-        cwd: &loaded.cwd,
-        project_dir: &loaded.project_root,
-        tool: tool.map(|name| hooks::ToolCall {
-            name,
-            input: &input,
-            id: "hooks-test-call",
-        }),
-        fields,
-    };
+    let mut req = hooks::Request::new(event, "hooks-test", &loaded.cwd, &loaded.project_root);
+    req.tool = tool.map(|name| hooks::ToolCall {
+        name,
+        input: &input,
+        id: "hooks-test-call",
+    });
+    req.fields = fields;
     let outcome = cfg.run(&req);
     let mut out = String::new();
     if !outcome.ran() {
@@ -222,7 +244,9 @@ mod tests {
         .unwrap();
         let t = list_text(&cfg, Some("bash"));
         assert!(
-            t.contains("  1. match  guard [^bash$]: g.sh (timeout 30 s, fail closed)"),
+            t.contains(
+                "  1. match  guard [^bash$]: g.sh (timeout 30 s, fail closed, also in sub-agents)"
+            ),
             "{t}"
         );
         assert!(t.contains("  2. -      e.sh [^edit$]"), "{t}");

@@ -1,4 +1,8 @@
-//! `crush sessions list|show|export|delete|rename`, and the renderings the REPL shares.
+//! `crush sessions list|show|last|export|delete|rename`, and the renderings the REPL shares.
+//!
+//! Sessions are named as Go Crush names them: by the hash id of their UUID (16 hex digits; lists
+//! show the first 7), and any prefix of it, the UUID or a prefix of the UUID is accepted back.
+//! The `--json` documents have Go Crush's shapes and field names; crush's own fields are extra.
 
 use crate::app::Global;
 use crate::app::{self, AppError};
@@ -7,21 +11,30 @@ use crate::store::{Session, Store, StoredMessage};
 use serde_json::{Value, json};
 use std::fmt::Write as _;
 
-/// Characters of an id shown in lists; any unique prefix is accepted back.
-pub const SHORT_ID: usize = 8;
+/// Characters of a hash id shown in lists, as Go Crush shows them; any unique prefix is accepted
+/// back.
+pub const SHORT_ID: usize = 7;
 
-/// The first characters of an id, for lists and messages.
-pub fn short_id(id: &str) -> &str {
-    id.get(..SHORT_ID).unwrap_or(id)
+/// How Go Crush names a session in lists and in its `crush -s` hint: the first characters of
+/// its hash id.
+pub fn short_id(id: &str) -> String {
+    crate::store::hashid::hash_id(id)[..SHORT_ID].to_string()
+}
+
+/// The longer form Go Crush prints after a delete or rename.
+fn long_id(id: &str) -> String {
+    crate::store::hashid::hash_id(id)[..12].to_string()
 }
 
 pub fn rfc3339(secs: i64) -> String {
     crate::time::rfc3339_secs(secs)
 }
 
+/// Go Crush's `{id, uuid, title, created, modified}` (id: the hash id), then crush's own fields.
 fn session_json(s: &Session) -> Value {
     json!({
-        "id": s.id,
+        "id": crate::store::hashid::hash_id(&s.id),
+        "uuid": s.id,
         "short_id": short_id(&s.id),
         "parent_session_id": s.parent_session_id,
         "title": s.title,
@@ -57,7 +70,8 @@ pub fn list(global: &Global, json_out: bool) -> Result<String, AppError> {
     Ok(list_text(&sessions, None))
 }
 
-/// One line per session: short id, last update, title; `current` is marked with `*`.
+/// One line per session as Go Crush prints it: short hash id, creation time, title; `current` is
+/// marked with `*`.
 pub fn list_text(sessions: &[Session], current: Option<&str>) -> String {
     let mut out = String::new();
     for s in sessions {
@@ -70,10 +84,10 @@ pub fn list_text(sessions: &[Session], current: Option<&str>) -> String {
         };
         let _ = writeln!(
             out,
-            "{mark}{}  {}  {}",
+            "{mark}{} {} {}",
             short_id(&s.id),
-            rfc3339(s.updated_at),
-            s.title
+            rfc3339(s.created_at),
+            s.title.replace('\n', " ")
         );
     }
     out
@@ -99,11 +113,76 @@ fn tokens_text(s: &Session) -> String {
     }
 }
 
+/// A part as Go Crush's `session show --json` gives it (`type` and flat fields: `text`,
+/// `thinking`, `tool_call_id`, `name`, `input`, `content`, `is_error`, `mime_type`, `size`,
+/// `url`, `detail`, `reason`, `time`; empty ones left out), with the stored `data` as an extra.
 fn part_json(p: &Part) -> Value {
-    match p {
+    let stored = match p {
         Part::Unknown { kind, data } => json!({"type": kind, "data": data}),
         p => serde_json::to_value(p).unwrap_or(Value::Null),
+    };
+    let data = &stored["data"];
+    let mut flat = serde_json::Map::new();
+    flat.insert("type".into(), stored["type"].clone());
+    let mut put = |key: &str, v: Value| {
+        let empty = match &v {
+            Value::Null => true,
+            Value::String(s) => s.is_empty(),
+            Value::Bool(b) => !b,
+            Value::Number(n) => n.as_f64() == Some(0.0),
+            _ => false,
+        };
+        if !empty {
+            flat.insert(key.into(), v);
+        }
+    };
+    match p {
+        Part::Text { text } => put("text", json!(text)),
+        Part::Reasoning { thinking, .. } => {
+            put("thinking", json!(thinking));
+            put("started_at", data["started_at"].clone());
+            put("finished_at", data["finished_at"].clone());
+        }
+        Part::ToolCall {
+            id, name, input, ..
+        } => {
+            put("tool_call_id", json!(id));
+            put("name", json!(name));
+            put("input", json!(input));
+        }
+        Part::ToolResult {
+            tool_call_id,
+            name,
+            content,
+            mime_type,
+            is_error,
+            ..
+        } => {
+            put("tool_call_id", json!(tool_call_id));
+            put("name", json!(name));
+            put("content", json!(content));
+            put("is_error", json!(is_error));
+            put("mime_type", json!(mime_type));
+        }
+        Part::Binary {
+            mime_type, data, ..
+        } => {
+            put("mime_type", json!(mime_type));
+            // Go Crush reports the size of the decoded content.
+            put("size", json!(data.trim_end_matches('=').len() * 3 / 4));
+        }
+        Part::ImageUrl { url, detail } => {
+            put("url", json!(url));
+            put("detail", json!(detail));
+        }
+        Part::Finish { reason, time, .. } => {
+            put("reason", json!(reason));
+            put("time", json!(time));
+        }
+        Part::ShellCommand { .. } | Part::Unknown { .. } => {}
     }
+    flat.insert("data".into(), data.clone());
+    Value::Object(flat)
 }
 
 /// One line standing for a part that is not text: an attachment, an image, a part of a type
@@ -209,6 +288,14 @@ fn existing_store(global: &Global, write: bool) -> Result<Store, AppError> {
     })
 }
 
+/// Go Crush's `session show --json` document: `meta` (the session, its tokens and cost) and
+/// `messages` (`id`, `role`, `created`, `model`, `provider`, `parts`).
+fn show_json(s: &Session, msgs: &[StoredMessage]) -> Value {
+    let mut meta = session_json(s);
+    meta["total_tokens"] = json!(s.prompt_tokens + s.completion_tokens);
+    json!({"meta": meta, "messages": messages_json(msgs)})
+}
+
 fn messages_json(msgs: &[StoredMessage]) -> Vec<Value> {
     msgs.iter()
         .map(|m| {
@@ -228,19 +315,30 @@ fn messages_json(msgs: &[StoredMessage]) -> Vec<Value> {
 pub fn show(global: &Global, id: &str, json_out: bool) -> Result<String, AppError> {
     let store = existing_store(global, false)?;
     let s = store.resolve_session(id)?;
+    show_session(&store, &s, json_out)
+}
+
+/// `crush session last`: the most recently updated session, as `show` shows it.
+pub fn last(global: &Global, json_out: bool) -> Result<String, AppError> {
+    let store = existing_store(global, false)?;
+    let s = store
+        .latest_session()?
+        .ok_or_else(|| AppError::Usage("no sessions found".into()))?;
+    show_session(&store, &s, json_out)
+}
+
+fn show_session(store: &Store, s: &Session, json_out: bool) -> Result<String, AppError> {
     let msgs = store.messages(&s.id)?;
     if json_out {
-        return Ok(format!(
-            "{}\n",
-            json!({"meta": session_json(&s), "messages": messages_json(&msgs)})
-        ));
+        return Ok(format!("{}\n", show_json(s, &msgs)));
     }
     let mut out = format!(
-        "# {}\nid {}  created {}  {}  cost ${:.4}\n\n",
+        "# {}\nid {}  uuid {}  created {}  {}  cost ${:.4}\n\n",
         s.title,
+        long_id(&s.id),
         s.id,
         rfc3339(s.created_at),
-        tokens_text(&s),
+        tokens_text(s),
         s.cost
     );
     for m in &msgs {
@@ -309,8 +407,8 @@ pub fn export_text(store: &Store, s: &Session, format: ExportFormat) -> Result<S
                 })
             })
             .collect();
-        let doc =
-            json!({"meta": session_json(s), "messages": messages_json(&msgs), "usage": usage});
+        let mut doc = show_json(s, &msgs);
+        doc["usage"] = Value::Array(usage);
         return serde_json::to_string_pretty(&doc)
             .map(|t| format!("{t}\n"))
             .map_err(|e| AppError::Runtime(format!("cannot encode the session as JSON: {e}")));
@@ -405,7 +503,18 @@ pub fn export(global: &Global, id: &str, format: ExportFormat) -> Result<String,
     export_text(&store, &s, format)
 }
 
-pub fn delete(global: &Global, id: &str) -> Result<String, AppError> {
+/// Go Crush's `--json` answer to a delete or rename: `{id, uuid, title, deleted|renamed}`.
+fn mutation_json(s: &Session, title: &str, what: &str) -> String {
+    let mut v = json!({
+        "id": crate::store::hashid::hash_id(&s.id),
+        "uuid": s.id,
+        "title": title,
+    });
+    v[what] = json!(true);
+    format!("{v}\n")
+}
+
+pub fn delete(global: &Global, id: &str, json_out: bool) -> Result<String, AppError> {
     let store = existing_store(global, true)?;
     let s = store.resolve_session(id)?;
     if let Some(parent) = &s.parent_session_id {
@@ -418,14 +527,17 @@ pub fn delete(global: &Global, id: &str) -> Result<String, AppError> {
         )));
     }
     store.delete_session(&s.id)?;
+    if json_out {
+        return Ok(mutation_json(&s, &s.title, "deleted"));
+    }
     Ok(format!(
         "Deleted session {} ({})\n",
-        short_id(&s.id),
+        long_id(&s.id),
         s.title
     ))
 }
 
-pub fn rename(global: &Global, id: &str, title: &str) -> Result<String, AppError> {
+pub fn rename(global: &Global, id: &str, title: &str, json_out: bool) -> Result<String, AppError> {
     let title = title.trim();
     if title.is_empty() {
         return Err(AppError::Usage(
@@ -435,7 +547,14 @@ pub fn rename(global: &Global, id: &str, title: &str) -> Result<String, AppError
     let store = existing_store(global, true)?;
     let s = store.resolve_session(id)?;
     store.set_title(&s.id, title)?;
-    Ok(format!("Renamed session {} to {title}\n", short_id(&s.id)))
+    if json_out {
+        return Ok(mutation_json(&s, title, "renamed"));
+    }
+    Ok(format!(
+        "Renamed session {} to {}\n",
+        long_id(&s.id),
+        json!(title)
+    ))
 }
 
 #[cfg(test)]

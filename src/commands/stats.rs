@@ -4,7 +4,7 @@
 
 use crate::app::Global;
 use crate::app::{self, AppError};
-use crate::store::stats::{Stats, Totals};
+use crate::store::stats::{Stats, Totals, Unitemized};
 use serde_json::{Value, json};
 use std::fmt::Write as _;
 
@@ -38,6 +38,12 @@ pub fn to_json(stats: &Stats, database: Option<&str>) -> Value {
         "v": JSON_SCHEMA_VERSION,
         "database": database,
         "total": totals_json(&stats.total),
+        "unitemized": {
+            "sessions": stats.unitemized.sessions,
+            "cost": stats.unitemized.cost,
+            "prompt_tokens": stats.unitemized.prompt_tokens,
+            "completion_tokens": stats.unitemized.completion_tokens,
+        },
         "models": stats.models.iter().map(|m| with(
             json!({"provider": m.provider, "model": m.model}),
             &m.totals,
@@ -94,12 +100,37 @@ fn clip(s: &str, n: usize) -> String {
     }
 }
 
+/// The line for spend another client recorded without a ledger ("" when there is none).
+fn unitemized_line(u: &Unitemized) -> String {
+    if u.sessions == 0 {
+        return String::new();
+    }
+    let mut line = format!(
+        "recorded by another client, not itemized: {} session{}, ${:.4}",
+        u.sessions,
+        if u.sessions == 1 { "" } else { "s" },
+        u.cost
+    );
+    if u.prompt_tokens > 0 || u.completion_tokens > 0 {
+        line.push_str(&format!(
+            " (tokens of their last calls: {} in, {} out)",
+            u.prompt_tokens, u.completion_tokens
+        ));
+    }
+    line.push('\n');
+    line
+}
+
 /// The text table of `crush stats`.
 pub fn to_text(stats: &Stats) -> String {
     let mut out = String::new();
+    if stats.total.calls == 0 {
+        return unitemized_line(&stats.unitemized);
+    }
     let t = &stats.total;
     header(&mut out, "TOTAL");
     row(&mut out, "all calls", t);
+    out.push_str(&unitemized_line(&stats.unitemized));
     if t.unknown_usage_calls > 0 {
         let _ = writeln!(
             out,
@@ -119,8 +150,7 @@ pub fn to_text(stats: &Stats) -> String {
     out.push('\n');
     header(&mut out, "SESSION");
     for s in &stats.sessions {
-        let short: String = s.id.chars().take(8).collect();
-        let mut name = format!("{short} {}", s.title);
+        let mut name = format!("{} {}", super::sessions::short_id(&s.id), s.title);
         if s.sub_agent_sessions > 0 {
             name = format!("{name} (+{} sub-agents)", s.sub_agent_sessions);
         }
@@ -147,9 +177,9 @@ pub fn report(global: &Global, json_out: bool) -> Result<String, AppError> {
             "No model calls itemized in {}: it has no usage ledger (only Go Crush wrote to it).",
             s.path().display()
         );
-        return Ok(String::new());
+        return Ok(unitemized_line(&stats.unitemized));
     }
-    if stats.total.calls == 0 {
+    if stats.total.calls == 0 && stats.unitemized.sessions == 0 {
         eprintln!(
             "No model calls recorded yet in {}. Start a session with: crush run \"...\"",
             loaded.project_root.display()
@@ -191,6 +221,12 @@ mod tests {
     fn text_and_json_carry_every_level() {
         let st = Stats {
             total: totals(3, 1, 0.25),
+            unitemized: Unitemized {
+                sessions: 1,
+                cost: 0.5,
+                prompt_tokens: 0,
+                completion_tokens: 0,
+            },
             models: vec![
                 ModelStats {
                     provider: "fake".into(),
@@ -214,12 +250,21 @@ mod tests {
         let t = to_text(&st);
         assert!(t.contains("local/free"), "{t}");
         assert!(t.contains("unpriced"), "{t}");
-        assert!(t.contains("01234567 A title (+1 sub-agents)"), "{t}");
+        let short = super::super::sessions::short_id("0123456789abcdef");
+        assert!(
+            t.contains(&format!("{short} A title (+1 sub-agents)")),
+            "{t}"
+        );
+        assert!(
+            t.contains("recorded by another client, not itemized: 1 session, $0.5000\n"),
+            "{t}"
+        );
         assert!(!t.contains("$0.0000"), "{t}");
         let j = to_json(&st, Some("/x/crush.db"));
         assert_eq!(j["models"][1]["cost"], Value::Null);
         assert_eq!(j["models"][0]["cost"], 0.25);
         assert_eq!(j["sessions"][0]["sub_agent_sessions"], 1);
         assert_eq!(j["total"]["calls"], 3);
+        assert_eq!(j["unitemized"]["cost"], 0.5);
     }
 }

@@ -866,6 +866,10 @@ pub const HOOK_EVENTS: &[&str] = &[
     "UserPromptSubmit",
     "SessionStart",
     "Stop",
+    "SubagentStop",
+    "SessionEnd",
+    "PreCompact",
+    "Notification",
 ];
 
 fn norm_event(e: &str) -> String {

@@ -14,6 +14,7 @@
 //! the data directory, and again with it when that file has anything in it (records are
 //! replayed, scripts are not run twice). State cannot move the data directory.
 
+use super::claude::{self, ClaudeHooks};
 use super::crushrc;
 use super::pos::{self, Positions};
 use super::trust::{self, Source};
@@ -77,6 +78,8 @@ const KNOWN_OPTIONS: &[&str] = &[
     "disable_notifications",
     "max_steps",
     "request_idle_timeout",
+    "claude_code_hooks",
+    "claude_plugins",
 ];
 
 /// Whether `path` (`["options", "debug"]`) is a key of the schema crush knows.
@@ -438,15 +441,44 @@ pub fn review_project(cwd: &Path) -> Result<trust::Review, ConfigError> {
     let mut warnings = Vec::new();
     let files = find_project_files(cwd, &project_root, &mut warnings)?;
     let dotenv = find_dotenv(cwd, &mut warnings);
+    let global_json = read_json_file(
+        LayerKind::GlobalJson,
+        &paths::global_config_dir().join("crush.json"),
+        &mut warnings,
+    )?;
+    let claude = claude_project_files(cwd, &project_root, global_json.as_ref(), &files)?;
     let gstate = read_state(&state::global_path(), &mut warnings);
     Ok(review_files(
         &project_root,
         cwd,
         &files,
         dotenv.as_ref(),
+        &claude,
         &gstate,
         false,
     ))
+}
+
+/// The project's Claude Code settings files, unless the JSON files turn Claude Code's files
+/// off (`options.claude_code_hooks: false`).
+fn claude_project_files(
+    cwd: &Path,
+    project_root: &Path,
+    global_json: Option<&FoundFile>,
+    project: &[FoundFile],
+) -> Result<Vec<ClaudeHooks>, ConfigError> {
+    let values = global_json
+        .into_iter()
+        .chain(project)
+        .filter_map(|f| match &f.found {
+            Found::Json { value, .. } => Some(value),
+            Found::Crushrc { .. } => None,
+        });
+    if claude::enabled_in(values) {
+        claude::project_files(cwd, project_root)
+    } else {
+        Ok(Vec::new())
+    }
 }
 
 fn review_files(
@@ -454,6 +486,7 @@ fn review_files(
     cwd: &Path,
     files: &[FoundFile],
     dotenv: Option<&(PathBuf, String)>,
+    claude: &[ClaudeHooks],
     gstate: &Value,
     once: bool,
 ) -> trust::Review {
@@ -467,6 +500,13 @@ fn review_files(
             (f.kind, f.path.clone(), src)
         })
         .collect();
+    sources.extend(claude.iter().map(|c| {
+        (
+            LayerKind::ProjectJson,
+            c.path.clone(),
+            Source::ClaudeSettings(&c.hooks),
+        )
+    }));
     if let Some((p, text)) = dotenv {
         // The `.env` goes into the process environment: the runtime, in layer terms.
         sources.push((LayerKind::Runtime, p.clone(), Source::DotEnv(text)));
@@ -571,6 +611,8 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
     let global_rc = read_text(&global_rc)?.map(|_| global_rc);
     let mut project = find_project_files(cwd, &project_root, &mut warnings)?;
     let dotenv = find_dotenv(cwd, &mut warnings);
+    let mut claude_project =
+        claude_project_files(cwd, &project_root, global_json.as_ref(), &project)?;
     let legacy = read_state(&state::legacy_global_path(), &mut warnings);
     let gstate = read_state(&state::global_path(), &mut warnings);
 
@@ -579,6 +621,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         cwd,
         &project,
         dotenv.as_ref(),
+        &claude_project,
         &gstate,
         opts.trust || trust::env_trusts(),
     );
@@ -591,6 +634,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         _ => Vec::new(),
     };
     if !review.allowed() {
+        claude_project.clear();
         project.retain(|f| matches!(f.found, Found::Json { .. }));
         for f in &mut project {
             if let Found::Json { value, .. } = &mut f.found {
@@ -599,6 +643,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         }
     }
     if opts.no_project_hooks {
+        claude_project.clear();
         for f in &mut project {
             if let Found::Json {
                 value: Value::Object(m),
@@ -731,6 +776,16 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
     }
 
     let config = to_config(&folded.acc, &folded.origins)?;
+    let claude_hooks = if config.options.claude_code_hooks == Some(false) {
+        Vec::new()
+    } else {
+        claude::collect(
+            &config.options.claude_plugins,
+            claude_project,
+            &project_root,
+            &mut warnings,
+        )?
+    };
     let catalog_settings = crate::catalog::Settings {
         debug: config.options.debug,
         ..crate::catalog::Settings::from_env(config.options.disable_provider_auto_update)
@@ -766,6 +821,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         dotenv_vars,
         env_vars,
         script_output: scripts,
+        claude_hooks,
         catalog: crate::catalog::Lazy::new(catalog_settings),
     })
 }

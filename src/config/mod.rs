@@ -6,6 +6,7 @@
 //! name it. The ten layers, trust, crushrc, state and session-only changes live in the
 //! submodules; `load` is the entry point.
 
+pub mod claude;
 pub mod commands;
 pub mod crushrc;
 pub mod dotenv;
@@ -100,6 +101,10 @@ pub struct Options {
     pub max_steps: Option<u64>,
     /// Seconds of silence before a model stream is abandoned (ours; default 120).
     pub request_idle_timeout: Option<u64>,
+    /// Read the hooks of Claude Code's settings files and plugins (ours; default true).
+    pub claude_code_hooks: Option<bool>,
+    /// Claude Code plugin folders whose `hooks/hooks.json` runs (ours).
+    pub claude_plugins: Vec<String>,
     /// Kept raw: Crush's TUI settings and commit attribution.
     pub tui: Value,
     pub attribution: Value,
@@ -243,6 +248,9 @@ pub struct Loaded {
     pub env_vars: Vec<(String, String)>,
     /// What crushrc scripts printed, one entry per script that printed something.
     pub script_output: Vec<String>,
+    /// The hooks of Claude Code's settings files and plugins (crush(1) HOOKS), lowest priority
+    /// first; empty when `options.claude_code_hooks` is false.
+    pub claude_hooks: Vec<claude::ClaudeHooks>,
     /// The provider catalog, decoded when first needed.
     pub catalog: crate::catalog::Lazy,
 }

@@ -50,6 +50,9 @@ pub enum Source<'a> {
     Json(&'a Value),
     /// The `.env` file of the working directory.
     DotEnv(&'a str),
+    /// The `hooks` of a Claude Code settings file (`.claude/settings.json`,
+    /// `.claude/settings.local.json`): only its hooks run code.
+    ClaudeSettings(&'a Value),
 }
 
 /// What kind of thing a trust item is.
@@ -59,6 +62,7 @@ pub enum Kind {
     Hook,
     Mcp,
     Lsp,
+    Plugin,
     Subst,
     Setting,
     DotEnv,
@@ -164,6 +168,7 @@ fn summarize(items: &[Item]) -> String {
                 Kind::Hook => "hook",
                 Kind::Mcp => "MCP server",
                 Kind::Lsp => "LSP server",
+                Kind::Plugin => "Claude Code plugin",
                 _ => "command substitution",
             };
             if *n == 1 {
@@ -315,6 +320,19 @@ fn json_items(v: &Value, file: &Path, files: &ProjectFiles) -> Vec<(Item, String
                             format!("{k} {name}: {what} {args} (from {from})").replace("  (", " ("),
                         ),
                         format!("{k}.{name}={s}"),
+                    ));
+                }
+            }
+            ("options.claude_plugins", Value::Array(list)) => {
+                for p in list {
+                    let p = p.as_str().unwrap_or_default();
+                    out.push((
+                        item(
+                            Kind::Plugin,
+                            key.clone(),
+                            format!("plugin {p}: Claude Code plugin hooks (from {from})"),
+                        ),
+                        format!("options.claude_plugins={p}"),
                     ));
                 }
             }
@@ -622,6 +640,15 @@ pub fn review(
                 });
                 hashed.push_str(&format!("{kind:?}\0{rel}\0{text}\0"));
             }
+            Source::ClaudeSettings(h) if !h.is_null() => {
+                // Claude Code's project hooks need trust too, but never stop a run.
+                let only_hooks = serde_json::json!({ "hooks": h });
+                for (item, canon) in json_items(&only_hooks, path, &named) {
+                    items.push(item);
+                    hashed.push_str(&format!("ClaudeSettings\0{rel}\0{canon}\0"));
+                }
+            }
+            Source::ClaudeSettings(_) => {}
             Source::Json(v) => {
                 for (item, canon) in json_items(v, path, &named) {
                     if item.kind == Kind::Hook {
@@ -713,6 +740,51 @@ mod tests {
             "{:?}",
             r4.notice()
         );
+    }
+
+    #[test]
+    fn claude_settings_hooks_and_project_plugins_need_trust() {
+        let root = Path::new("/p");
+        let hooks = json!({"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "g.sh"}]}]});
+        let files = [(
+            LayerKind::ProjectJson,
+            root.join(".claude/settings.json"),
+            Source::ClaudeSettings(&hooks),
+        )];
+        let r = review(root, root, &files, &json!({}), false);
+        let texts: Vec<&str> = r.items.iter().map(|i| i.text.as_str()).collect();
+        assert_eq!(
+            texts,
+            vec!["hook PreToolUse: g.sh (from /p/.claude/settings.json)"]
+        );
+        // Claude Code's hooks never stop a run: they are not the project's own hooks.
+        assert!(r.hooks.is_empty());
+        let other = json!({"PreToolUse": [{"hooks": [{"command": "h.sh"}]}]});
+        let changed = [(
+            LayerKind::ProjectJson,
+            root.join(".claude/settings.json"),
+            Source::ClaudeSettings(&other),
+        )];
+        assert_ne!(review(root, root, &changed, &json!({}), false).hash, r.hash);
+        let mut v = json!({"options": {"claude_plugins": ["./plug"], "debug": true}});
+        let r = review(
+            root,
+            root,
+            &[(
+                LayerKind::ProjectJson,
+                root.join("crush.json"),
+                Source::Json(&v),
+            )],
+            &json!({}),
+            false,
+        );
+        assert!(
+            r.notice().unwrap().contains("1 Claude Code plugin"),
+            "{:?}",
+            r.notice()
+        );
+        assert_eq!(restrict(&mut v), vec!["/options/claude_plugins"]);
+        assert_eq!(v, json!({"options": {"debug": true}}));
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! finished in. Pure except `resolve_context_files`, which looks at the file system.
 //!
 //! Rules (crush(1) HOOKS): any deny blocks (reasons joined by newlines); halt is sticky; otherwise
-//! any allow pre-approves; context concatenates; `updated_input` patches shallow-merge in order
+//! any ask makes crush ask the user (Claude Code's order: deny, ask, allow); otherwise any allow
+//! pre-approves; context concatenates; `systemMessage`s are all shown; `updated_input` patches shallow-merge in order
 //! with literal keys (later wins, nested objects replaced whole); `updated_prompt` is a full
 //! replacement, last one wins; `context_files` concatenate and deduplicate. On deny or halt,
 //! everything but the reason is dropped.
@@ -15,8 +16,11 @@ use std::path::{Path, PathBuf};
 pub struct Composed {
     pub decision: Decision,
     pub halt: bool,
-    /// Reasons of the hooks that denied or halted, joined by newlines.
+    /// Reasons of the hooks that denied or halted (of those that asked, when the decision is
+    /// ask), joined by newlines.
     pub reason: String,
+    /// Claude Code's `systemMessage`s, for the user, in config order.
+    pub system_messages: Vec<String>,
     pub context: Vec<String>,
     /// The tool input with every patch applied; None when no patch applied.
     pub updated_input: Option<Value>,
@@ -48,17 +52,20 @@ impl Composed {
 pub fn compose(results: &[HookResult], tool_input: Option<&Value>) -> Composed {
     let mut c = Composed::default();
     let mut reasons: Vec<&str> = Vec::new();
+    let mut ask_reasons: Vec<&str> = Vec::new();
     let mut merged = tool_input.cloned();
     let mut patched = false;
     for r in results {
-        match r.decision {
-            Decision::Deny => c.decision = Decision::Deny,
-            Decision::Allow if c.decision == Decision::None => c.decision = Decision::Allow,
-            _ => {}
-        }
+        c.decision = c.decision.max(r.decision);
         c.halt |= r.halt;
         if (r.decision == Decision::Deny || r.halt) && !r.reason.is_empty() {
             reasons.push(&r.reason);
+        }
+        if r.decision == Decision::Ask && !r.reason.is_empty() {
+            ask_reasons.push(&r.reason);
+        }
+        if !r.system_message.is_empty() {
+            c.system_messages.push(r.system_message.clone());
         }
         c.context.extend(r.context.iter().cloned());
         if let Some(patch) = &r.updated_input {
@@ -87,7 +94,11 @@ pub fn compose(results: &[HookResult], tool_input: Option<&Value>) -> Composed {
             }
         }
     }
-    c.reason = reasons.join("\n");
+    c.reason = if c.decision == Decision::Ask && !c.halt {
+        ask_reasons.join("\n")
+    } else {
+        reasons.join("\n")
+    };
     if patched {
         c.updated_input = merged;
     }
@@ -187,6 +198,28 @@ mod tests {
         assert_eq!(c.reason, "blocked");
         // Go Crush keeps "ctx1" in the aggregate but never applies it; we drop it (crush(1) HOOKS).
         assert!(c.context.is_empty());
+    }
+
+    #[test]
+    fn deny_beats_ask_beats_allow_whatever_the_order() {
+        let ask = with_reason(Decision::Ask, "check with the user");
+        let allow = r(Decision::Allow);
+        let deny = with_reason(Decision::Deny, "no");
+        let c = compose(&[allow.clone(), ask.clone()], None);
+        assert_eq!(c.decision, Decision::Ask);
+        assert_eq!(c.reason, "check with the user");
+        assert!(!c.blocked());
+        assert_eq!(compose(&[ask.clone(), allow], None).decision, Decision::Ask);
+        let c = compose(&[ask.clone(), deny.clone()], None);
+        assert_eq!((c.decision, c.reason.as_str()), (Decision::Deny, "no"));
+        assert_eq!(compose(&[deny, ask], None).decision, Decision::Deny);
+    }
+
+    #[test]
+    fn system_messages_are_kept_even_on_deny() {
+        let mut a = r(Decision::Deny);
+        a.system_message = "guard fired".into();
+        assert_eq!(compose(&[a], None).system_messages, vec!["guard fired"]);
     }
 
     #[test]

@@ -13,10 +13,21 @@
 use regex_lite::Regex;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// Default per-hook timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Claude Code's default timeout of a hook in its shape on `event`: 600 s, 30 s for
+/// UserPromptSubmit, 1.5 s for SessionEnd (its hooks hold up the exit).
+pub fn claude_default_timeout(event: Event) -> Duration {
+    match event {
+        Event::UserPromptSubmit => Duration::from_secs(30),
+        Event::SessionEnd => Duration::from_millis(1500),
+        _ => Duration::from_secs(600),
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Event {
@@ -25,14 +36,26 @@ pub enum Event {
     UserPromptSubmit,
     SessionStart,
     Stop,
+    /// A sub-agent (the `agent` tool) finished; a block makes it go on.
+    SubagentStop,
+    /// The session ends (`crush run` done, the REPL quits, `/new`).
+    SessionEnd,
+    /// Before the session is summarized; a block skips the summary.
+    PreCompact,
+    /// crush is about to ask the user something (a permission question).
+    Notification,
 }
 
-pub const EVENTS: [Event; 5] = [
+pub const EVENTS: [Event; 9] = [
     Event::PreToolUse,
     Event::PostToolUse,
     Event::UserPromptSubmit,
     Event::SessionStart,
     Event::Stop,
+    Event::SubagentStop,
+    Event::SessionEnd,
+    Event::PreCompact,
+    Event::Notification,
 ];
 
 impl Event {
@@ -43,6 +66,24 @@ impl Event {
             Event::UserPromptSubmit => "UserPromptSubmit",
             Event::SessionStart => "SessionStart",
             Event::Stop => "Stop",
+            Event::SubagentStop => "SubagentStop",
+            Event::SessionEnd => "SessionEnd",
+            Event::PreCompact => "PreCompact",
+            Event::Notification => "Notification",
+        }
+    }
+
+    /// The payload field a Claude Code matcher is tested against on an event without a tool
+    /// (`SessionStart` matchers name a source, `PreCompact` ones a trigger...). None: matchers
+    /// do not apply.
+    pub fn matcher_field(self) -> Option<&'static str> {
+        match self {
+            Event::SessionStart => Some("source"),
+            Event::PreCompact => Some("trigger"),
+            Event::Notification => Some("notification_type"),
+            Event::SessionEnd => Some("reason"),
+            Event::SubagentStop => Some("agent_type"),
+            Event::PreToolUse | Event::PostToolUse | Event::UserPromptSubmit | Event::Stop => None,
         }
     }
 
@@ -104,7 +145,7 @@ pub fn claude_tool_name(crush: &str) -> Option<String> {
         "ls" => "LS",
         "fetch" | "web_fetch" => "WebFetch",
         "web_search" => "WebSearch",
-        "agent" => "Task",
+        "agent" => "Agent",
         "todos" => "TodoWrite",
         _ => {
             // Crush names MCP tools mcp_<server>_<tool>; Claude Code mcp__<server>__<tool>.
@@ -117,6 +158,16 @@ pub fn claude_tool_name(crush: &str) -> Option<String> {
         }
     };
     Some(n.to_string())
+}
+
+/// Every name a Claude Code matcher may use for a Crush tool: Claude Code's current name and
+/// the one it had before (`Task` for `Agent`).
+pub fn claude_tool_names(crush: &str) -> Vec<String> {
+    let mut names: Vec<String> = claude_tool_name(crush).into_iter().collect();
+    if crush == "agent" {
+        names.push("Task".into());
+    }
+    names
 }
 
 #[derive(Debug, Clone)]
@@ -142,6 +193,8 @@ pub struct HookDef {
     /// `is_sub_agent: true`. Off by default: a sub-agent only reads.
     pub include_sub_agents: bool,
     pub dialect: Dialect,
+    /// The Claude Code plugin folder a hook came from (its `CLAUDE_PLUGIN_ROOT`).
+    pub plugin_root: Option<PathBuf>,
     /// The file it came from (or "the command line", "<merged configuration>").
     pub origin: String,
     /// Where in that file: `hooks.PreToolUse[2]` or `hooks.PreToolUse[0].hooks[1]`.
@@ -154,19 +207,31 @@ impl HookDef {
         self.name.as_deref().unwrap_or(&self.command)
     }
 
-    /// Whether the hook applies to `tool` (always true for events without a tool, and when the
-    /// tool is unknown). A Claude Code hook also matches Claude Code's name for the tool.
-    pub fn matches(&self, tool: Option<&str>) -> bool {
-        let Some(tool) = tool else { return true };
+    /// Whether the hook applies to `target`: the tool name on tool events, the event's
+    /// `matcher_field` value otherwise (None: unknown, it applies). A Claude Code hook also
+    /// matches Claude Code's names for the tool. Where a matcher does not apply it was compiled
+    /// to match everything.
+    pub fn matches(&self, target: Option<&str>) -> bool {
+        let Some(target) = target else { return true };
         let test = |name: &str| match &self.matcher_c {
             Matcher::All => true,
             Matcher::Exact(names) => names.iter().any(|n| n == name),
             Matcher::Regex(re) => re.is_match(name),
         };
-        if test(tool) {
+        if test(target) {
             return true;
         }
-        self.dialect == Dialect::ClaudeCode && claude_tool_name(tool).is_some_and(|n| test(&n))
+        self.dialect == Dialect::ClaudeCode
+            && self.event.has_tool()
+            && claude_tool_names(target).iter().any(|n| test(n))
+    }
+
+    /// Whether the hook also runs for the tool calls of sub-agents: a hook in Claude Code's
+    /// shape (as in Claude Code), a guard (`fail_closed`), or one that opted in
+    /// (`include_sub_agents`). Other hooks see only the top-level agent's calls, so a delegated
+    /// task does not fire them once per sub-agent step.
+    pub fn runs_in_sub_agents(&self) -> bool {
+        self.dialect == Dialect::ClaudeCode || self.fail_closed || self.include_sub_agents
     }
 }
 
@@ -180,6 +245,9 @@ pub struct Source<'a> {
 #[derive(Debug, Clone, Default)]
 pub struct HookConfig {
     pub hooks: Vec<HookDef>,
+    /// Claude Code hooks crush does not run: events it does not have, per file
+    /// (`crush hooks list` shows them).
+    pub unsupported: Vec<String>,
 }
 
 impl HookConfig {
@@ -202,19 +270,22 @@ impl HookConfig {
                 })
             })
             .collect();
-        parse(&loaded.config.hooks, &sources)
+        let (mut cfg, mut warnings) = parse(&loaded.config.hooks, &sources)?;
+        for c in &loaded.claude_hooks {
+            let (defs, mut p, unsupported) = parse_claude(c);
+            cfg.hooks.extend(defs);
+            cfg.unsupported.extend(unsupported);
+            warnings.append(&mut p.warnings);
+            // Claude Code's own files are never crush's to refuse: a hook crush cannot read is
+            // skipped with a warning.
+            warnings.extend(p.errors.into_iter().map(|e| format!("{e}; skipped")));
+        }
+        Ok((cfg, warnings))
     }
 
-    /// The hooks that opted in to sub-agents' tool calls (`include_sub_agents: true`).
-    pub fn for_sub_agents(&self) -> HookConfig {
-        HookConfig {
-            hooks: self
-                .hooks
-                .iter()
-                .filter(|h| h.include_sub_agents)
-                .cloned()
-                .collect(),
-        }
+    /// Whether any hook is in Claude Code's shape (they are sent a transcript).
+    pub fn has_claude_hooks(&self) -> bool {
+        self.hooks.iter().any(|h| h.dialect == Dialect::ClaudeCode)
     }
 }
 
@@ -274,14 +345,14 @@ struct Raw<'a> {
     location: String,
 }
 
-fn timeout_of(v: Option<&Value>) -> Result<Duration, String> {
+fn timeout_of(v: Option<&Value>, default: Duration) -> Result<Duration, String> {
     match v {
-        None | Some(Value::Null) => Ok(DEFAULT_TIMEOUT),
+        None | Some(Value::Null) => Ok(default),
         Some(Value::Number(n)) => {
             let s = n.as_f64().unwrap_or(0.0);
             // Go Crush: zero or negative means the default.
             if s <= 0.0 || !s.is_finite() {
-                Ok(DEFAULT_TIMEOUT)
+                Ok(default)
             } else {
                 Ok(Duration::from_secs_f64(s.min(86_400.0)))
             }
@@ -350,7 +421,7 @@ fn build(raw: &Raw, origin: &str, p: &mut Problems) -> Option<HookDef> {
             return None;
         }
     };
-    let matcher_c = match compile_matcher(&matcher, dialect) {
+    let mut matcher_c = match compile_matcher(&matcher, dialect) {
         Ok(m) => m,
         Err(err) => {
             p.errors
@@ -358,13 +429,24 @@ fn build(raw: &Raw, origin: &str, p: &mut Problems) -> Option<HookDef> {
             return None;
         }
     };
-    if !matcher.trim().is_empty() && !raw.event.has_tool() {
-        p.warnings.push(format!(
-            "{here}: matcher '{matcher}' is ignored: {} has no tool",
-            raw.event
-        ));
+    // Claude Code's matchers also select a session source, a compaction trigger...; Crush's
+    // flat hooks match tools only.
+    let applies = raw.event.has_tool()
+        || (dialect == Dialect::ClaudeCode && raw.event.matcher_field().is_some());
+    if !applies {
+        if !matcher.trim().is_empty() {
+            p.warnings.push(format!(
+                "{here}: matcher '{matcher}' is ignored: {} has no tool",
+                raw.event
+            ));
+        }
+        matcher_c = Matcher::All;
     }
-    let timeout = match timeout_of(e.get("timeout")) {
+    let default = match dialect {
+        Dialect::Crush => DEFAULT_TIMEOUT,
+        Dialect::ClaudeCode => claude_default_timeout(raw.event),
+    };
+    let timeout = match timeout_of(e.get("timeout"), default) {
         Ok(t) => t,
         Err(m) => {
             p.errors.push(format!("{here}: {m}"));
@@ -394,9 +476,51 @@ fn build(raw: &Raw, origin: &str, p: &mut Problems) -> Option<HookDef> {
         fail_closed,
         include_sub_agents,
         dialect,
+        plugin_root: None,
         origin: origin.to_string(),
         location: raw.location.clone(),
     })
+}
+
+/// The hooks of a Claude Code settings file or plugin (`crate::config::claude`), in Claude
+/// Code's nested shape: (hooks, problems, events crush does not have). A flat entry there is
+/// skipped, as Claude Code skips it.
+fn parse_claude(c: &crate::config::claude::ClaudeHooks) -> (Vec<HookDef>, Problems, Vec<String>) {
+    let origin = c.path.display().to_string();
+    let mut p = Problems::default();
+    let mut unsupported = Vec::new();
+    if let Value::Object(events) = &c.hooks {
+        for (key, list) in events {
+            if Event::parse(key).is_none() {
+                let n = list.as_array().map_or(0, Vec::len);
+                unsupported.push(format!("{origin}: {key} ({n} matcher group(s))"));
+            }
+        }
+    }
+    let known: Map<String, Value> = match &c.hooks {
+        Value::Object(m) => m
+            .iter()
+            .filter(|(k, _)| Event::parse(k).is_some())
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        _ => Map::new(),
+    };
+    let known = Value::Object(known);
+    let mut defs = Vec::new();
+    for raw in flatten(&known, &origin, &mut p) {
+        if raw.group.is_none() {
+            p.warnings.push(format!(
+                "{origin}: {}: Claude Code's files take the nested shape ({{\"matcher\": ..., \"hooks\": [{{\"type\": \"command\", ...}}]}}); this entry is skipped, as Claude Code skips it",
+                raw.location
+            ));
+            continue;
+        }
+        if let Some(mut d) = build(&raw, &origin, &mut p) {
+            d.plugin_root = c.plugin_root.clone();
+            defs.push(d);
+        }
+    }
+    (defs, p, unsupported)
 }
 
 /// The entries of one `hooks` object, flattened (a Claude Code group becomes one entry per
@@ -545,6 +669,7 @@ pub fn parse(merged: &Value, sources: &[Source]) -> Result<(HookConfig, Vec<Stri
     Ok((
         HookConfig {
             hooks: defs.into_iter().map(|(_, d)| d).collect(),
+            unsupported: Vec::new(),
         },
         p.warnings,
     ))
@@ -568,14 +693,24 @@ impl HookConfig {
         self.hooks.iter().filter(move |h| h.event == event)
     }
 
-    /// The hooks that run for `event` on `tool`: matching ones, identical commands dropped
-    /// (first kept). A dropped copy still counts: the kept hook becomes fail-closed if any copy
-    /// is, gets the longest timeout, and includes sub-agents if any copy does, so dropping a
-    /// duplicate never weakens a guard. The kept hook is borrowed unless a copy changed it.
-    pub fn select(&self, event: Event, tool: Option<&str>) -> Vec<Cow<'_, HookDef>> {
+    /// The hooks that run for `event` on `target` (the tool, or the event's matcher field):
+    /// matching ones, identical commands dropped (first kept). A dropped copy still counts: the
+    /// kept hook becomes fail-closed if any copy is, gets the longest timeout, and includes
+    /// sub-agents if any copy does, so dropping a duplicate never weakens a guard. The kept hook
+    /// is borrowed unless a copy changed it.
+    pub fn select(&self, event: Event, target: Option<&str>) -> Vec<Cow<'_, HookDef>> {
+        self.select_where(event, |h| h.matches(target))
+    }
+
+    /// `select` with any test of which hooks take part.
+    pub fn select_where(
+        &self,
+        event: Event,
+        wants: impl Fn(&HookDef) -> bool,
+    ) -> Vec<Cow<'_, HookDef>> {
         let mut out: Vec<Cow<'_, HookDef>> = Vec::new();
         for h in self.for_event(event) {
-            if !h.matches(tool) {
+            if !wants(h) {
                 continue;
             }
             let Some(kept) = out.iter_mut().find(|o| o.command == h.command) else {
@@ -766,6 +901,13 @@ mod tests {
         assert_eq!(h.dialect, Dialect::ClaudeCode);
         assert_eq!(h.timeout, Duration::from_secs(7));
         assert_eq!(h.location, "hooks.PreToolUse[0].hooks[0]");
+        // Without one, Claude Code's defaults.
+        let c = cfg(json!({
+            "PreToolUse": [{"hooks": [{"command": "a"}]}],
+            "SessionEnd": [{"hooks": [{"command": "b"}]}]
+        }));
+        assert_eq!(c.hooks[0].timeout, Duration::from_secs(600));
+        assert_eq!(c.hooks[1].timeout, Duration::from_millis(1500));
         assert!(h.matches(Some("bash")), "Bash matches Crush's bash");
         assert!(!h.matches(Some("edit")));
         assert_eq!(h.dialect.payload_tool_name("bash"), "Bash");
@@ -798,6 +940,71 @@ mod tests {
         assert_eq!(names("edit"), vec!["a", "b", "c"]);
         assert_eq!(names("mcp_github_create_pr"), vec!["b", "d"]);
         assert_eq!(names("view"), vec!["b", "e"]);
+    }
+
+    #[test]
+    fn claude_code_matchers_select_sources_and_agent_types_and_task_means_agent() {
+        let c = cfg(json!({
+            "SessionStart": [{"matcher": "compact", "hooks": [{"command": "a"}]},
+                             {"matcher": "startup|resume", "hooks": [{"command": "b"}]},
+                             {"matcher": "ignored", "command": "flat"}],
+            "PreToolUse": [{"matcher": "Task", "hooks": [{"command": "t"}]}]
+        }));
+        let names = |event: Event, target: &str| {
+            c.select(event, Some(target))
+                .iter()
+                .map(|h| h.command.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names(Event::SessionStart, "startup"), vec!["b", "flat"]);
+        assert_eq!(names(Event::SessionStart, "compact"), vec!["a", "flat"]);
+        assert_eq!(names(Event::PreToolUse, "agent"), vec!["t"]);
+        assert_eq!(claude_tool_name("agent").as_deref(), Some("Agent"));
+    }
+
+    #[test]
+    fn claude_code_hooks_guards_and_opted_in_hooks_run_in_sub_agents() {
+        let c = cfg(json!({"PreToolUse": [
+            {"command": "plain"},
+            {"command": "guard", "fail_closed": true},
+            {"command": "opted", "include_sub_agents": true},
+            {"hooks": [{"command": "claude"}]}
+        ]}));
+        let runs: Vec<bool> = c.hooks.iter().map(HookDef::runs_in_sub_agents).collect();
+        assert_eq!(runs, [false, true, true, true]);
+    }
+
+    #[test]
+    fn crushrc_knows_every_event() {
+        let names: Vec<&str> = EVENTS.iter().map(|e| e.name()).collect();
+        assert_eq!(names, crate::config::commands::HOOK_EVENTS);
+    }
+
+    #[test]
+    fn claude_code_files_take_the_nested_shape_and_unknown_events_are_listed() {
+        let c = crate::config::claude::ClaudeHooks {
+            kind: crate::config::claude::ClaudeKind::Plugin,
+            path: "/plug/hooks/hooks.json".into(),
+            hooks: json!({
+                "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "g.sh"}]},
+                               {"matcher": "Bash", "command": "flat.sh"}],
+                "PermissionRequest": [{"hooks": [{"type": "command", "command": "p.sh"}]}]
+            }),
+            plugin_root: Some("/plug".into()),
+            disable_all: false,
+        };
+        let (defs, p, unsupported) = parse_claude(&c);
+        assert_eq!(defs.len(), 1);
+        assert_eq!(
+            defs[0].plugin_root.as_deref(),
+            Some(std::path::Path::new("/plug"))
+        );
+        assert_eq!(defs[0].dialect, Dialect::ClaudeCode);
+        assert!(p.warnings[0].contains("nested shape"), "{:?}", p.warnings);
+        assert_eq!(
+            unsupported,
+            vec!["/plug/hooks/hooks.json: PermissionRequest (1 matcher group(s))"]
+        );
     }
 
     #[test]

@@ -26,6 +26,9 @@ pub enum Decision {
     None,
     /// Pre-approval: the permission prompt is skipped.
     Allow,
+    /// The user must be asked, even for a call that needs no permission or is already allowed;
+    /// where nobody can be asked (`crush run`) the call is refused.
+    Ask,
     /// The call (or prompt) is blocked.
     Deny,
 }
@@ -35,7 +38,27 @@ impl Decision {
         match self {
             Decision::None => "none",
             Decision::Allow => "allow",
+            Decision::Ask => "ask",
             Decision::Deny => "deny",
+        }
+    }
+
+    /// How strongly it binds: deny beats ask beats allow beats no opinion (Claude Code's order).
+    fn rank(self) -> u8 {
+        match self {
+            Decision::None => 0,
+            Decision::Allow => 1,
+            Decision::Ask => 2,
+            Decision::Deny => 3,
+        }
+    }
+
+    /// The stronger of two decisions.
+    pub fn max(self, other: Decision) -> Decision {
+        if other.rank() > self.rank() {
+            other
+        } else {
+            self
         }
     }
 }
@@ -54,6 +77,8 @@ pub struct HookResult {
     pub updated_prompt: Option<String>,
     /// Paths as the hook gave them (resolved later against CRUSH_CWD).
     pub context_files: Vec<String>,
+    /// Claude Code's `systemMessage`: shown to the user, whatever the decision.
+    pub system_message: String,
     /// Non-blocking problems worth showing (exit code, bad output, timeout).
     pub notes: Vec<String>,
 }
@@ -279,16 +304,10 @@ fn decision_of(v: Option<&Value>) -> Decision {
         .as_deref()
     {
         Some("allow" | "approve") => Decision::Allow,
+        Some("ask") => Decision::Ask,
         Some("deny" | "block") => Decision::Deny,
-        // "ask", "defer", null, anything else: no opinion.
-        _ => Decision::None,
-    }
-}
-
-fn strongest(a: Decision, b: Decision) -> Decision {
-    match (a, b) {
-        (Decision::Deny, _) | (_, Decision::Deny) => Decision::Deny,
-        (Decision::Allow, _) | (_, Decision::Allow) => Decision::Allow,
+        // "defer" (a pause for an outside UI Claude Code has only in -p mode), null, anything
+        // else: no opinion.
         _ => Decision::None,
     }
 }
@@ -338,6 +357,9 @@ pub fn parse_envelope(obj: &Map<String, Value>) -> HookResult {
     if let Some(s) = obj.get("reason").and_then(Value::as_str) {
         r.reason = s.trim().to_string();
     }
+    if let Some(s) = obj.get("systemMessage").and_then(Value::as_str) {
+        r.system_message = s.trim().to_string();
+    }
     push_context(&mut r.context, obj.get("context"));
     r.updated_input = patch_of(obj.get("updated_input"), &mut r.notes);
     r.updated_prompt = obj
@@ -365,10 +387,10 @@ pub fn parse_envelope(obj: &Map<String, Value>) -> HookResult {
         }
     }
     if let Some(Value::Object(h)) = obj.get("hookSpecificOutput") {
-        r.decision = strongest(r.decision, decision_of(h.get("permissionDecision")));
+        r.decision = r.decision.max(decision_of(h.get("permissionDecision")));
         // PostToolUse / Stop in Claude Code put `decision: "block"` at the top level; some
         // scripts put it here too.
-        r.decision = strongest(r.decision, decision_of(h.get("decision")));
+        r.decision = r.decision.max(decision_of(h.get("decision")));
         if r.reason.is_empty()
             && let Some(s) = h.get("permissionDecisionReason").and_then(Value::as_str)
         {
@@ -532,13 +554,17 @@ mod tests {
     }
 
     #[test]
-    fn claude_code_ask_and_defer_are_no_opinion() {
-        for d in ["ask", "defer"] {
-            let r = parse(&format!(
-                r#"{{"hookSpecificOutput":{{"permissionDecision":"{d}"}}}}"#
-            ));
-            assert_eq!(r.decision, Decision::None, "{d}");
-        }
+    fn claude_code_ask_asks_and_defer_is_no_opinion() {
+        let r = parse(
+            r#"{"hookSpecificOutput":{"permissionDecision":"ask","permissionDecisionReason":"sure?"},"systemMessage":"careful"}"#,
+        );
+        assert_eq!((r.decision, r.reason.as_str()), (Decision::Ask, "sure?"));
+        assert_eq!(r.system_message, "careful");
+        let r = parse(r#"{"hookSpecificOutput":{"permissionDecision":"defer"}}"#);
+        assert_eq!(r.decision, Decision::None);
+        // Within one envelope, deny beats ask beats allow.
+        let r = parse(r#"{"decision":"allow","hookSpecificOutput":{"permissionDecision":"ask"}}"#);
+        assert_eq!(r.decision, Decision::Ask);
     }
 
     #[test]

@@ -1,8 +1,11 @@
 //! Hooks (crush(1) HOOKS): user commands run at points of a turn — `PreToolUse`, `PostToolUse`,
-//! `UserPromptSubmit`, `SessionStart`, `Stop` — that can allow, deny or halt, add context, and
-//! rewrite a tool's input or the user's prompt.
+//! `UserPromptSubmit`, `SessionStart`, `Stop`, and Claude Code's `SubagentStop`, `SessionEnd`,
+//! `PreCompact`, `Notification` — that can allow, ask, deny or halt, add context, and rewrite a
+//! tool's input or the user's prompt.
 //!
 //! - `config`: the `hooks` configuration in Crush's flat shape and Claude Code's nested shape.
+//! - `claude`: what hooks in Claude Code's shape are sent (its tool input and response shapes,
+//!   its transcript), pure.
 //! - `runner`: processes, threads, timeouts, output caps.
 //! - `envelope`: what one hook said (exit code + stdout JSON), pure.
 //! - `compose`: many verdicts folded into one in config order, pure.
@@ -10,6 +13,7 @@
 //! This module knows nothing of turns or tools: the agent builds a `Request` and applies the
 //! `Outcome`.
 
+pub mod claude;
 pub mod compose;
 pub mod config;
 pub mod envelope;
@@ -33,6 +37,15 @@ pub struct ToolCall<'a> {
     pub id: &'a str,
 }
 
+/// The sub-agent an event comes from (a tool call of the `agent` tool's sub-agent, or its stop).
+#[derive(Debug, Clone, Copy)]
+pub struct SubAgent<'a> {
+    /// Its own session.
+    pub id: &'a str,
+    /// The session of the agent that started it (Claude Code's `session_id` inside a sub-agent).
+    pub parent_session_id: &'a str,
+}
+
 /// One firing of an event.
 #[derive(Debug, Clone)]
 pub struct Request<'a> {
@@ -45,6 +58,55 @@ pub struct Request<'a> {
     /// Event-specific payload fields: `prompt`, `attachments`, `tool_response`, `source`,
     /// `stop_hook_active`, `last_assistant_message`...
     pub fields: Map<String, Value>,
+    /// Fields only hooks in Claude Code's shape are sent, over `fields`: `tool_response` in
+    /// Claude Code's shapes, `transcript_path`, `permission_mode`, `prompt_id`.
+    pub claude_fields: Map<String, Value>,
+    pub sub_agent: Option<SubAgent<'a>>,
+    /// Variables for this firing's hooks on top of the usual ones (`CLAUDE_ENV_FILE`).
+    pub extra_env: Vec<(String, String)>,
+}
+
+impl<'a> Request<'a> {
+    /// A firing of `event` with no tool, fields or sub-agent yet.
+    pub fn new(event: Event, session_id: &'a str, cwd: &'a Path, project_dir: &'a Path) -> Self {
+        Request {
+            event,
+            session_id,
+            cwd,
+            project_dir,
+            tool: None,
+            fields: Map::new(),
+            claude_fields: Map::new(),
+            sub_agent: None,
+            extra_env: Vec::new(),
+        }
+    }
+
+    /// What a matcher is tested against: the tool's name on tool events, else the event's
+    /// matcher field (`source`, `trigger`...).
+    fn match_target(&self) -> Option<&str> {
+        if self.event.has_tool() {
+            return self.tool.map(|t| t.name);
+        }
+        let field = self.event.matcher_field()?;
+        self.fields.get(field).and_then(Value::as_str)
+    }
+
+    /// Whether a hook takes part in this firing: its matcher matches; inside a sub-agent only
+    /// hooks that run there (`runs_in_sub_agents`) see tool calls; after a failed tool call,
+    /// only Crush's hooks (Claude Code fires PostToolUse after a tool succeeded).
+    fn wants(&self, h: &HookDef) -> bool {
+        if self.sub_agent.is_some() && self.event.has_tool() && !h.runs_in_sub_agents() {
+            return false;
+        }
+        if self.event == Event::PostToolUse
+            && h.dialect == Dialect::ClaudeCode
+            && self.fields.get("is_error") == Some(&Value::Bool(true))
+        {
+            return false;
+        }
+        h.matches(self.match_target())
+    }
 }
 
 /// What one hook did, for display and for the session store.
@@ -62,6 +124,9 @@ pub struct HookReport {
     pub input_rewrite: bool,
     pub prompt_rewrite: bool,
     pub context: bool,
+    /// Claude Code's `systemMessage`: a message for the user.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub system_message: String,
     /// Non-blocking problems: exit code, timeout, unparseable output...
     pub notes: Vec<String>,
     pub duration_ms: u64,
@@ -168,22 +233,48 @@ impl Outcome {
     }
 }
 
-/// The stdin payload for one hook. Claude Code's field names are always there
-/// (`hook_event_name`, `tool_use_id`); a hook declared in Claude Code's shape sees Claude
-/// Code's tool name.
+/// The stdin payload for one hook (crush(1) HOOKS lists both shapes field by field). Claude
+/// Code's field names are always there (`hook_event_name`, `tool_use_id`). A hook declared in
+/// Claude Code's shape is sent what Claude Code sends: its tool names, the input with absolute
+/// paths, `agent_id` and `agent_type` inside a sub-agent (whose `session_id` is the parent's),
+/// and the `claude_fields`; a hook in Crush's shape gets the model's input as it is, and
+/// `is_sub_agent` inside a sub-agent.
 pub fn payload(req: &Request, dialect: Dialect) -> Value {
+    let claude = dialect == Dialect::ClaudeCode;
     let mut m = Map::new();
     m.insert("event".into(), json!(req.event.name()));
     m.insert("hook_event_name".into(), json!(req.event.name()));
-    m.insert("session_id".into(), json!(req.session_id));
+    let session = match req.sub_agent {
+        Some(s) if claude => s.parent_session_id,
+        _ => req.session_id,
+    };
+    m.insert("session_id".into(), json!(session));
     m.insert("cwd".into(), json!(req.cwd.to_string_lossy()));
     if let Some(t) = &req.tool {
         m.insert("tool_name".into(), json!(dialect.payload_tool_name(t.name)));
-        m.insert("tool_input".into(), t.input.clone());
+        let input = if claude {
+            claude::tool_input(t.name, t.input, req.cwd)
+        } else {
+            t.input.clone()
+        };
+        m.insert("tool_input".into(), input);
         m.insert("tool_use_id".into(), json!(t.id));
     }
     for (k, v) in &req.fields {
         m.insert(k.clone(), v.clone());
+    }
+    if let Some(s) = req.sub_agent {
+        if claude {
+            m.insert("agent_id".into(), json!(s.id));
+            m.insert("agent_type".into(), json!(claude::SUB_AGENT_TYPE));
+        } else {
+            m.insert("is_sub_agent".into(), json!(true));
+        }
+    }
+    if claude {
+        for (k, v) in &req.claude_fields {
+            m.insert(k.clone(), v.clone());
+        }
     }
     Value::Object(m)
 }
@@ -220,7 +311,36 @@ pub fn env(req: &Request) -> Vec<(String, String)> {
             }
         }
     }
+    v.extend(req.extra_env.iter().cloned());
     v
+}
+
+/// The variables of a hook process on top of crush's environment.
+type Env = Arc<Vec<(String, String)>>;
+
+/// A Claude Code plugin's variables: its folder, and a data folder of its own under crush's
+/// global data directory (created when needed).
+fn plugin_env(root: &Path) -> Vec<(String, String)> {
+    let name = root
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "plugin".into());
+    let data = crate::paths::global_data_dir()
+        .join("claude-plugins")
+        .join(name);
+    if let Err(e) = std::fs::create_dir_all(&data) {
+        crate::log::warn(&format!("cannot create {}: {e}", data.display()));
+    }
+    vec![
+        (
+            "CLAUDE_PLUGIN_ROOT".into(),
+            root.to_string_lossy().into_owned(),
+        ),
+        (
+            "CLAUDE_PLUGIN_DATA".into(),
+            data.to_string_lossy().into_owned(),
+        ),
+    ]
 }
 
 /// Longest tool value put in the environment. Linux refuses to start a process with a single
@@ -232,11 +352,12 @@ impl HookConfig {
     /// Fires `req.event`: runs the matching hooks in parallel and composes their verdicts in
     /// config order. Without matching hooks, nothing runs and the outcome is empty.
     pub fn run(&self, req: &Request) -> Outcome {
-        let selected = self.select(req.event, req.tool.map(|t| t.name));
+        let selected = self.select_where(req.event, |h| req.wants(h));
         if selected.is_empty() {
             return Outcome::none(req.event);
         }
         let env = Arc::new(env(req));
+        let mut plugin_envs: Vec<(&Path, Env)> = Vec::new();
         let mut payloads: [Option<Vec<u8>>; 2] = [None, None];
         let jobs: Vec<runner::Job> = selected
             .iter()
@@ -248,10 +369,23 @@ impl HookConfig {
                 let stdin = payloads[slot]
                     .get_or_insert_with(|| payload(req, h.dialect).to_string().into_bytes())
                     .clone();
+                let env = match &h.plugin_root {
+                    None => env.clone(),
+                    Some(root) => match plugin_envs.iter().find(|(r, _)| r == root) {
+                        Some((_, e)) => e.clone(),
+                        None => {
+                            let mut e = (*env).clone();
+                            e.extend(plugin_env(root));
+                            let e = Arc::new(e);
+                            plugin_envs.push((root, e.clone()));
+                            e
+                        }
+                    },
+                };
                 runner::Job {
                     command: h.command.clone(),
                     cwd: req.cwd.to_path_buf(),
-                    env: env.clone(),
+                    env,
                     stdin,
                     timeout: h.timeout,
                 }
@@ -298,6 +432,7 @@ impl HookConfig {
                 input_rewrite: r.updated_input.is_some(),
                 prompt_rewrite: r.updated_prompt.is_some(),
                 context: !r.context.is_empty() || !r.context_files.is_empty(),
+                system_message: r.system_message.clone(),
                 notes: r.notes.clone(),
                 duration_ms: c.duration_ms,
             })
@@ -317,18 +452,13 @@ mod tests {
     use super::*;
 
     fn req<'a>(input: &'a Value, dir: &'a Path) -> Request<'a> {
-        Request {
-            event: Event::PreToolUse,
-            session_id: "sess-1",
-            cwd: dir,
-            project_dir: dir,
-            tool: Some(ToolCall {
-                name: "bash",
-                input,
-                id: "call_01",
-            }),
-            fields: Map::new(),
-        }
+        let mut r = Request::new(Event::PreToolUse, "sess-1", dir, dir);
+        r.tool = Some(ToolCall {
+            name: "bash",
+            input,
+            id: "call_01",
+        });
+        r
     }
 
     // Go Crush TestBuildEnv.
@@ -361,14 +491,12 @@ mod tests {
 
     #[test]
     fn tool_variables_only_on_tool_events() {
-        let r = Request {
-            event: Event::UserPromptSubmit,
-            session_id: "s",
-            cwd: Path::new("/p"),
-            project_dir: Path::new("/p"),
-            tool: None,
-            fields: Map::new(),
-        };
+        let r = Request::new(
+            Event::UserPromptSubmit,
+            "s",
+            Path::new("/p"),
+            Path::new("/p"),
+        );
         assert!(!env(&r).iter().any(|(k, _)| k.starts_with("CRUSH_TOOL")));
     }
 
@@ -545,6 +673,7 @@ mod tests {
             input_rewrite: false,
             prompt_rewrite: false,
             context: false,
+            system_message: String::new(),
             notes: vec![],
             duration_ms: 3,
         };

@@ -460,6 +460,11 @@ impl Repl {
                 }
             }
         };
+        self.end_session(if code == ExitCode::Success {
+            "prompt_input_exit"
+        } else {
+            "other"
+        });
         self.poll_titles(TITLE_WAIT);
         if !self.agent.session_id.is_empty() {
             let short = short_id(&self.agent.session_id).to_string();
@@ -720,9 +725,25 @@ impl Repl {
         Flow::Continue
     }
 
+    /// SessionEnd for the current session, once its SessionStart fired.
+    fn end_session(&mut self, reason: &str) {
+        if self.session_start.is_some() || self.agent.session_id.is_empty() {
+            return;
+        }
+        let mut sink = ReplSink::new(
+            &mut self.term,
+            &mut self.lines,
+            &mut self.titles,
+            self.interactive,
+            None,
+        );
+        self.agent.session_end(reason, &mut sink);
+    }
+
     /// Makes `sid` current (empty: a new session, created with the next prompt). Grants given
     /// with "always this session" belong to the session they were given in.
     fn switch_to(&mut self, sid: String) {
+        self.end_session(if sid.is_empty() { "clear" } else { "resume" });
         self.session_start = Some(if sid.is_empty() { "startup" } else { "resume" });
         self.agent.session_id = sid;
         self.fresh = false;

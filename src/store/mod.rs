@@ -9,6 +9,7 @@ use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub mod hashid;
 pub mod projects;
 mod schema;
 pub mod stats;
@@ -316,6 +317,8 @@ impl Store {
                 .map_err(|e| open_err(format!("cannot create {}: {e}", parent.display())))?;
         }
         let conn = Connection::open(path).map_err(|e| open_err(e.to_string()))?;
+        // Every step runs the same few statements: prepare each once per process.
+        conn.set_prepared_statement_cache_capacity(64);
         conn.busy_timeout(Duration::from_millis(30_000))
             .map_err(|e| open_err(e.to_string()))?;
         conn.pragma_update(None, "foreign_keys", true)
@@ -468,11 +471,11 @@ impl Store {
         {
             return Err(StoreError::NotFound(p.to_string()));
         }
-        tx.execute(
+        tx.prepare_cached(
             "INSERT INTO sessions (id, parent_session_id, title, created_at, updated_at)
              VALUES (?1, ?2, ?3, ?4, ?4)",
-            params![id, parent, title, now],
-        )?;
+        )?
+        .execute(params![id, parent, title, now])?;
         let s = load_session(&tx, &self.layout, &id)?
             .ok_or_else(|| StoreError::NotFound(id.clone()))?;
         tx.commit()?;
@@ -483,7 +486,8 @@ impl Store {
         load_session(&self.conn, &self.layout, id)
     }
 
-    /// A full id or a unique prefix of one (sub-agent sessions included).
+    /// A full id, Go Crush's hash id of one, or a unique prefix of either (sub-agent sessions
+    /// included).
     pub fn resolve_session(&self, id_or_prefix: &str) -> Result<Session> {
         if let Some(s) = self.session(id_or_prefix)? {
             return Ok(s);
@@ -492,11 +496,22 @@ impl Store {
             return Err(StoreError::NotFound(String::new()));
         }
         let mut stmt = self.conn.prepare(
-            "SELECT id FROM sessions WHERE substr(id, 1, length(?1)) = ?1
-             ORDER BY updated_at DESC, created_at DESC, rowid DESC",
+            "SELECT id FROM sessions ORDER BY updated_at DESC, created_at DESC, rowid DESC",
         )?;
+        // Its id, or Go Crush's hash id of it, starts so.
+        let hashable = id_or_prefix.len() <= 16
+            && id_or_prefix
+                .chars()
+                .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c));
         let ids = stmt
-            .query_map([id_or_prefix], |r| r.get::<_, String>(0))?
+            .query_map([], |r| r.get::<_, String>(0))?
+            .filter(|r| match r {
+                Ok(id) => {
+                    id.starts_with(id_or_prefix)
+                        || (hashable && hashid::hash_id(id).starts_with(id_or_prefix))
+                }
+                Err(_) => true,
+            })
             .collect::<rusqlite::Result<Vec<_>>>()?;
         match ids.len() {
             0 => Err(StoreError::NotFound(id_or_prefix.to_string())),
@@ -534,15 +549,12 @@ impl Store {
     pub fn latest_session(&self) -> Result<Option<Session>> {
         Ok(self
             .conn
-            .query_row(
-                &format!(
-                    "SELECT {} FROM sessions WHERE parent_session_id IS NULL
+            .prepare_cached(&format!(
+                "SELECT {} FROM sessions WHERE parent_session_id IS NULL
                      ORDER BY updated_at DESC, created_at DESC, rowid DESC LIMIT 1",
-                    self.layout.sessions
-                ),
-                [],
-                session_from_row,
-            )
+                self.layout.sessions
+            ))?
+            .query_row([], session_from_row)
             .optional()?)
     }
 
@@ -558,10 +570,8 @@ impl Store {
         }
         let now = now_secs();
         let stored = insert_message(&tx, session_id, msg, now)?;
-        tx.execute(
-            "UPDATE sessions SET updated_at = ?1 WHERE id = ?2",
-            params![now, session_id],
-        )?;
+        tx.prepare_cached("UPDATE sessions SET updated_at = ?1 WHERE id = ?2")?
+            .execute(params![now, session_id])?;
         tx.commit()?;
         Ok(stored)
     }
@@ -587,10 +597,8 @@ impl Store {
         for m in msgs {
             stored.push(insert_message(&tx, session_id, m, now)?);
         }
-        tx.execute(
-            "UPDATE sessions SET updated_at = ?1 WHERE id = ?2",
-            params![now, session_id],
-        )?;
+        tx.prepare_cached("UPDATE sessions SET updated_at = ?1 WHERE id = ?2")?
+            .execute(params![now, session_id])?;
 
         if let (Some(rec), Some(c)) = (usage, checked) {
             let message_id = stored
@@ -651,12 +659,12 @@ impl Store {
             )
             .unwrap_or(i64::MAX),
         };
-        tx.execute(
+        tx.prepare_cached(
             "UPDATE sessions SET summary_message_id = ?1, context_tokens = ?2, updated_at = ?3,
                  prompt_tokens = 0, completion_tokens = ?2
              WHERE id = ?4",
-            params![stored.id, context, now, session_id],
-        )?;
+        )?
+        .execute(params![stored.id, context, now, session_id])?;
         tx.commit()?;
         Ok(stored)
     }
@@ -668,11 +676,8 @@ impl Store {
         }
         Ok(self
             .conn
-            .query_row(
-                "SELECT summary_message_id FROM sessions WHERE id = ?1",
-                [session_id],
-                |r| r.get::<_, Option<String>>(0),
-            )
+            .prepare_cached("SELECT summary_message_id FROM sessions WHERE id = ?1")?
+            .query_row([session_id], |r| r.get::<_, Option<String>>(0))
             .optional()?
             .flatten())
     }
@@ -683,10 +688,10 @@ impl Store {
     pub fn update_message_parts(&self, message_id: &str, parts: &[Part]) -> Result<()> {
         let text = serde_json::to_string(parts)
             .map_err(|e| StoreError::Sql(format!("cannot encode message parts: {e}")))?;
-        let n = self.conn.execute(
-            "UPDATE messages SET parts = ?1 WHERE id = ?2",
-            params![text, message_id],
-        )?;
+        let n = self
+            .conn
+            .prepare_cached("UPDATE messages SET parts = ?1 WHERE id = ?2")?
+            .execute(params![text, message_id])?;
         if n == 0 {
             return Err(StoreError::NotFound(message_id.to_string()));
         }
@@ -695,10 +700,10 @@ impl Store {
 
     /// Sets the title only.
     pub fn set_title(&self, session_id: &str, title: &str) -> Result<()> {
-        let n = self.conn.execute(
-            "UPDATE sessions SET title = ?1 WHERE id = ?2",
-            params![title, session_id],
-        )?;
+        let n = self
+            .conn
+            .prepare_cached("UPDATE sessions SET title = ?1 WHERE id = ?2")?
+            .execute(params![title, session_id])?;
         if n == 0 {
             return Err(StoreError::NotFound(session_id.to_string()));
         }
@@ -711,12 +716,12 @@ impl Store {
         if !session_exists(&tx, session_id)? {
             return Err(StoreError::NotFound(session_id.to_string()));
         }
-        tx.execute(
+        tx.prepare_cached(
             "INSERT INTO read_files (session_id, path, read_at, mtime_ns) VALUES (?1, ?2, ?3, ?4)
              ON CONFLICT (path, session_id)
              DO UPDATE SET read_at = excluded.read_at, mtime_ns = excluded.mtime_ns",
-            params![session_id, path_text(path), now_secs(), mtime_ns],
-        )?;
+        )?
+        .execute(params![session_id, path_text(path), now_secs(), mtime_ns])?;
         tx.commit()?;
         Ok(())
     }
@@ -725,11 +730,10 @@ impl Store {
     pub fn last_read(&self, session_id: &str, path: &Path) -> Result<Option<i64>> {
         Ok(self
             .conn
-            .query_row(
-                "SELECT mtime_ns FROM read_files WHERE session_id = ?1 AND path = ?2",
-                params![session_id, path_text(path)],
-                |r| r.get::<_, Option<i64>>(0),
-            )
+            .prepare_cached("SELECT mtime_ns FROM read_files WHERE session_id = ?1 AND path = ?2")?
+            .query_row(params![session_id, path_text(path)], |r| {
+                r.get::<_, Option<i64>>(0)
+            })
             .optional()?
             .flatten())
     }
@@ -755,13 +759,18 @@ impl Store {
                 .collect::<rusqlite::Result<Vec<_>>>()?
         };
         for sid in &ids {
-            tx.execute("DELETE FROM messages WHERE session_id = ?1", [sid])?;
-            tx.execute("DELETE FROM files WHERE session_id = ?1", [sid])?;
-            tx.execute("DELETE FROM read_files WHERE session_id = ?1", [sid])?;
-            tx.execute("DELETE FROM usage WHERE session_id = ?1", [sid])?;
+            tx.prepare_cached("DELETE FROM messages WHERE session_id = ?1")?
+                .execute([sid])?;
+            tx.prepare_cached("DELETE FROM files WHERE session_id = ?1")?
+                .execute([sid])?;
+            tx.prepare_cached("DELETE FROM read_files WHERE session_id = ?1")?
+                .execute([sid])?;
+            tx.prepare_cached("DELETE FROM usage WHERE session_id = ?1")?
+                .execute([sid])?;
         }
         for sid in &ids {
-            tx.execute("DELETE FROM sessions WHERE id = ?1", [sid])?;
+            tx.prepare_cached("DELETE FROM sessions WHERE id = ?1")?
+                .execute([sid])?;
         }
         tx.commit()?;
         Ok(())
@@ -898,46 +907,49 @@ fn insert_usage(
     now: i64,
     set_context: bool,
 ) -> Result<()> {
-    tx.execute(
+    tx.prepare_cached(
         "INSERT INTO usage (session_id, message_id, provider, model, input_tokens,
              output_tokens, cache_read_tokens, cache_write_tokens, cost, price_source,
              created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-        params![
-            session_id,
-            message_id,
-            rec.provider,
-            rec.model,
-            c.tokens.map(|t| t.input),
-            c.tokens.map(|t| t.output),
-            c.tokens.map(|t| t.cache_read),
-            c.tokens.map(|t| t.cache_write),
-            c.cost,
-            rec.price_source,
-            now,
-        ],
-    )?;
+    )?
+    .execute(params![
+        session_id,
+        message_id,
+        rec.provider,
+        rec.model,
+        c.tokens.map(|t| t.input),
+        c.tokens.map(|t| t.output),
+        c.tokens.map(|t| t.cache_read),
+        c.tokens.map(|t| t.cache_write),
+        c.cost,
+        rec.price_source,
+        now,
+    ])?;
     let (prompt, completion) = c.tokens.map_or((0, 0), |t| (t.prompt, t.output));
     match c.cost {
-        Some(cost) => tx.execute(
-            ADD_TOTALS_WITH_COST,
-            params![session_id, prompt, completion, cost, now],
-        )?,
-        None => tx.execute(
-            ADD_TOTALS_NO_COST,
-            params![session_id, prompt, completion, now],
-        )?,
+        Some(cost) => tx
+            .prepare_cached(ADD_TOTALS_WITH_COST)?
+            .execute(params![session_id, prompt, completion, cost, now])?,
+        None => tx
+            .prepare_cached(ADD_TOTALS_NO_COST)?
+            .execute(params![session_id, prompt, completion, now])?,
     };
     if set_context && let Some(t) = c.tokens {
         // Go Crush's columns as Go Crush assigns them after a step: the last call's input +
         // cache read and its output, each only when not 0.
-        tx.execute(
+        tx.prepare_cached(
             "UPDATE sessions SET context_tokens = ?1,
                  prompt_tokens = CASE WHEN ?2 > 0 THEN ?2 ELSE prompt_tokens END,
                  completion_tokens = CASE WHEN ?3 > 0 THEN ?3 ELSE completion_tokens END
              WHERE id = ?4",
-            params![t.context, t.input + t.cache_read, t.output, session_id],
-        )?;
+        )?
+        .execute(params![
+            t.context,
+            t.input + t.cache_read,
+            t.output,
+            session_id
+        ])?;
     }
     Ok(())
 }
@@ -981,18 +993,19 @@ fn check_writable(path: &Path, conn: &Connection) -> Result<()> {
 
 fn session_exists(conn: &Connection, id: &str) -> Result<bool> {
     Ok(conn
-        .query_row("SELECT 1 FROM sessions WHERE id = ?1", [id], |_| Ok(()))
+        .prepare_cached("SELECT 1 FROM sessions WHERE id = ?1")?
+        .query_row([id], |_| Ok(()))
         .optional()?
         .is_some())
 }
 
 fn load_session(conn: &Connection, layout: &Layout, id: &str) -> Result<Option<Session>> {
     Ok(conn
-        .query_row(
-            &format!("SELECT {} FROM sessions WHERE id = ?1", layout.sessions),
-            [id],
-            session_from_row,
-        )
+        .prepare_cached(&format!(
+            "SELECT {} FROM sessions WHERE id = ?1",
+            layout.sessions
+        ))?
+        .query_row([id], session_from_row)
         .optional()?)
 }
 
@@ -1096,28 +1109,26 @@ fn insert_message_as(
         Part::Finish { time, .. } => Some(*time),
         _ => None,
     });
-    let seq: i64 = conn.query_row(
-        "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?1",
-        [session_id],
-        |r| r.get(0),
-    )?;
-    conn.execute(
+    let seq: i64 = conn
+        .prepare_cached("SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?1")?
+        .query_row([session_id], |r| r.get(0))?;
+    conn.prepare_cached(
         "INSERT INTO messages (id, session_id, role, parts, model, created_at, updated_at,
              finished_at, provider, is_summary_message, seq)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8, ?9, ?10)",
-        params![
-            id,
-            session_id,
-            msg.role.as_str(),
-            parts,
-            msg.model,
-            now,
-            finished_at,
-            msg.provider,
-            is_summary,
-            seq
-        ],
-    )?;
+    )?
+    .execute(params![
+        id,
+        session_id,
+        msg.role.as_str(),
+        parts,
+        msg.model,
+        now,
+        finished_at,
+        msg.provider,
+        is_summary,
+        seq
+    ])?;
     Ok(StoredMessage {
         id,
         session_id: session_id.to_string(),

@@ -2,7 +2,8 @@
 //! top-level session (a sub-agent's calls count under the session that started it, once).
 //!
 //! Everything is summed from `usage` rows, never from `sessions` columns, so the figures are
-//! what a third-party ledger reading the same table would get.
+//! what a third-party ledger reading the same table would get. Spend another client (Go Crush)
+//! recorded only in `sessions` columns is reported apart, as not itemized.
 
 use super::{Result, Store};
 use rusqlite::Row;
@@ -53,9 +54,24 @@ pub struct SessionStats {
     pub totals: Totals,
 }
 
+/// Spend recorded in `sessions` but not in the ledger: what Go Crush (which keeps no ledger)
+/// spent in this project.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Unitemized {
+    /// Top-level sessions with such spend.
+    pub sessions: i64,
+    /// USD: a session's recorded cost beyond what its ledger rows add up to.
+    pub cost: f64,
+    /// Go Crush's token figures (its last call's) of the sessions with no ledger row at all.
+    pub prompt_tokens: i64,
+    pub completion_tokens: i64,
+}
+
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Stats {
     pub total: Totals,
+    /// Spend recorded by another client, not itemized in the ledger.
+    pub unitemized: Unitemized,
     /// Most calls first.
     pub models: Vec<ModelStats>,
     /// Most recently updated first; sessions without any call are left out.
@@ -88,11 +104,63 @@ fn totals_from(r: &Row<'_>, offset: usize) -> rusqlite::Result<Totals> {
     })
 }
 
+/// Every session mapped to its top-level ancestor. A session whose parent is gone (Go Crush does
+/// not delete children with their parent) counts as top-level.
+const ROOTS: &str = "root(id, root_id) AS (
+        SELECT id, id FROM sessions
+        WHERE parent_session_id IS NULL
+           OR parent_session_id NOT IN (SELECT id FROM sessions)
+        UNION
+        SELECT s.id, r.root_id FROM sessions s JOIN root r ON s.parent_session_id = r.id
+    )";
+
 impl Store {
-    /// Sums of the whole ledger, per model and per top-level session.
+    /// Spend recorded in top-level sessions beyond their ledger rows (all of it without a
+    /// ledger). A session's cost includes its sub-agents' in both programs.
+    fn unitemized(&self) -> Result<Unitemized> {
+        let ledger = if self.layout.usage {
+            "SELECT r.root_id AS id, COUNT(*) AS calls, COALESCE(SUM(u.cost), 0.0) AS cost
+             FROM usage u JOIN root r ON u.session_id = r.id GROUP BY r.root_id"
+        } else {
+            "SELECT NULL AS id, 0 AS calls, 0.0 AS cost WHERE 0"
+        };
+        Ok(self.conn.query_row(
+            &format!(
+                "WITH RECURSIVE {ROOTS}, ledger AS ({ledger}),
+                 gap AS (
+                     SELECT s.cost - COALESCE(l.cost, 0.0) AS cost, l.calls AS calls,
+                            s.prompt_tokens AS pt, s.completion_tokens AS ct
+                     FROM sessions s LEFT JOIN ledger l ON l.id = s.id
+                     WHERE s.id IN (SELECT id FROM root WHERE id = root_id)
+                 )
+                 SELECT COUNT(*),
+                        COALESCE(SUM(CASE WHEN cost > 1e-9 THEN cost ELSE 0.0 END), 0.0),
+                        COALESCE(SUM(CASE WHEN calls IS NULL THEN pt ELSE 0 END), 0),
+                        COALESCE(SUM(CASE WHEN calls IS NULL THEN ct ELSE 0 END), 0)
+                 FROM gap
+                 WHERE cost > 1e-9 OR (calls IS NULL AND (pt > 0 OR ct > 0))"
+            ),
+            [],
+            |r| {
+                Ok(Unitemized {
+                    sessions: r.get(0)?,
+                    cost: r.get(1)?,
+                    prompt_tokens: r.get(2)?,
+                    completion_tokens: r.get(3)?,
+                })
+            },
+        )?)
+    }
+
+    /// Sums of the whole ledger, per model and per top-level session, and the spend recorded
+    /// without it.
     pub fn stats(&self) -> Result<Stats> {
+        let unitemized = self.unitemized()?;
         if !self.layout.usage {
-            return Ok(Stats::default());
+            return Ok(Stats {
+                unitemized,
+                ..Stats::default()
+            });
         }
         let total = self
             .conn
@@ -115,16 +183,8 @@ impl Store {
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
 
-        // Each session mapped to its top-level ancestor. A session whose parent is gone (Go
-        // Crush does not delete children with their parent) counts as top-level.
         let mut stmt = self.conn.prepare(&format!(
-            "WITH RECURSIVE root(id, root_id) AS (
-                 SELECT id, id FROM sessions
-                 WHERE parent_session_id IS NULL
-                    OR parent_session_id NOT IN (SELECT id FROM sessions)
-                 UNION
-                 SELECT s.id, r.root_id FROM sessions s JOIN root r ON s.parent_session_id = r.id
-             )
+            "WITH RECURSIVE {ROOTS}
              SELECT top.id, top.title, top.updated_at,
                     COUNT(DISTINCT CASE WHEN u.session_id != top.id THEN u.session_id END),
                     {AGGREGATES}
@@ -148,6 +208,7 @@ impl Store {
 
         Ok(Stats {
             total,
+            unitemized,
             models,
             sessions,
         })

@@ -709,6 +709,16 @@ fn resolve_by_prefix() {
     assert_eq!(s.resolve_session(&a.id).unwrap().id, a.id);
     assert_eq!(s.resolve_session(&a.id[..8]).unwrap().id, a.id);
     assert_eq!(s.resolve_session("qbd").unwrap().id, "qbd-1");
+    // Go Crush's hash ids and their prefixes.
+    let hash = super::hashid::hash_id(&a.id);
+    assert_eq!(s.resolve_session(&hash).unwrap().id, a.id);
+    assert_eq!(s.resolve_session(&hash[..7]).unwrap().id, a.id);
+    assert_eq!(
+        s.resolve_session(&super::hashid::hash_id("qbd-1")[..9])
+            .unwrap()
+            .id,
+        "qbd-1"
+    );
     assert_eq!(s.resolve_session("qbc-2").unwrap().id, "qbc-2");
     // Children resolve too.
     assert_eq!(s.resolve_session("x$").unwrap().id, "x$$y");

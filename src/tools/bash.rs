@@ -745,6 +745,19 @@ pub fn is_safe_read_only(command: &str) -> bool {
 // The tool
 
 /// The environment added to every command: marks the agent and keeps tools non-interactive.
+/// `command`, after the `export` lines of `env_file` (what SessionStart hooks wrote to
+/// `CLAUDE_ENV_FILE`), as Claude Code runs its Bash commands. The checks above saw the command
+/// alone.
+fn with_env_file(env_file: Option<&std::path::Path>, command: &str) -> String {
+    match env_file {
+        Some(f) => format!(
+            ". '{}'\n{command}",
+            f.to_string_lossy().replace('\'', "'\\''")
+        ),
+        None => command.to_string(),
+    }
+}
+
 pub fn agent_env() -> Vec<(String, String)> {
     [
         ("CRUSH", "1"),
@@ -880,7 +893,7 @@ impl Tool for Bash {
             records.path.to_string_lossy().into_owned(),
             large,
             small,
-            command.to_string(),
+            with_env_file(ctx.env_file, command),
         ];
         let mut spec = Spec::exec(argv, &dir);
         spec.env = agent_env();
@@ -889,6 +902,12 @@ impl Tool for Bash {
         let r = proc::run(&spec)
             .map_err(|e| ToolError::Internal(format!("failed to start the command: {e}")))?;
         let (stdout, stderr) = (r.stdout_text(), r.stderr_text());
+        let structured = json!({
+            "stdout": truncate_middle(stdout.trim_end_matches('\n'), MAX_OUTPUT_CHARS, r.stdout_dropped),
+            "stderr": truncate_middle(stderr.trim_end_matches('\n'), MAX_OUTPUT_CHARS, r.stderr_dropped),
+            "interrupted": r.timed_out || r.canceled,
+            "isImage": false,
+        });
         let mut body = stdout.trim_end_matches('\n').to_string();
         let stderr = stderr.trim_end_matches('\n');
         if !stderr.is_empty() {
@@ -934,6 +953,7 @@ impl Tool for Bash {
             content: text,
             is_error: false,
             metadata,
+            structured,
         })
     }
 }

@@ -119,6 +119,12 @@ fn canonicalize_hops(path: &Path, hops: usize) -> PathBuf {
 /// Resolves a path parameter: `~` and `~/x` expand to $HOME, relative paths are relative to the
 /// session's working directory, and the result is absolute and canonical.
 pub fn resolve(ctx: &ToolCtx, raw: &str) -> PathBuf {
+    resolve_in(ctx.cwd, raw)
+}
+
+/// `resolve` against `cwd`: what the tools make of a path, for those who see a call before it
+/// runs (hooks).
+pub fn resolve_in(cwd: &Path, raw: &str) -> PathBuf {
     let raw = raw.trim();
     let expanded: PathBuf = if raw == "~" || raw.starts_with("~/") {
         match std::env::var_os("HOME") {
@@ -133,7 +139,7 @@ pub fn resolve(ctx: &ToolCtx, raw: &str) -> PathBuf {
     let abs = if expanded.is_absolute() {
         expanded
     } else {
-        ctx.cwd.join(expanded)
+        cwd.join(expanded)
     };
     canonicalize_lenient(&abs)
 }

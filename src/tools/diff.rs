@@ -165,6 +165,44 @@ pub fn unified(old: &str, new: &str, path: &str) -> Diff {
     }
 }
 
+/// The hunks of a unified diff text as Claude Code's `structuredPatch`:
+/// `[{oldStart, oldLines, newStart, newLines, lines: ["-old", "+new", " same"]}]`.
+pub fn structured_patch(text: &str) -> serde_json::Value {
+    let mut hunks: Vec<serde_json::Value> = Vec::new();
+    let mut lines: Vec<String> = Vec::new();
+    let mut head: Option<[u64; 4]> = None;
+    let flush = |head: &mut Option<[u64; 4]>, lines: &mut Vec<String>, out: &mut Vec<_>| {
+        if let Some([os, ol, ns, nl]) = head.take() {
+            out.push(serde_json::json!({
+                "oldStart": os, "oldLines": ol, "newStart": ns, "newLines": nl,
+                "lines": std::mem::take(lines),
+            }));
+        }
+    };
+    for l in text.lines() {
+        if let Some(rest) = l.strip_prefix("@@ -") {
+            flush(&mut head, &mut lines, &mut hunks);
+            // "a,b +c,d @@"; a missing count means 1.
+            let nums: Vec<u64> = rest
+                .split([' ', '+', '@'])
+                .filter(|w| !w.is_empty())
+                .take(2)
+                .flat_map(|range| {
+                    let (start, count) = range.split_once(',').unwrap_or((range, "1"));
+                    [start.parse().unwrap_or(0), count.parse().unwrap_or(0)]
+                })
+                .collect();
+            if let [os, ol, ns, nl] = nums[..] {
+                head = Some([os, ol, ns, nl]);
+            }
+        } else if head.is_some() && !l.starts_with('\\') {
+            lines.push(l.to_string());
+        }
+    }
+    flush(&mut head, &mut lines, &mut hunks);
+    serde_json::Value::Array(hunks)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,6 +240,11 @@ mod tests {
     fn creation_deletion_and_missing_newline() {
         let d = unified("", "a\nb\n", "f");
         assert_eq!(d.text, "--- f\n+++ f\n@@ -0,0 +1,2 @@\n+a\n+b\n");
+        assert_eq!(
+            structured_patch(&d.text),
+            serde_json::json!([{"oldStart": 0, "oldLines": 0, "newStart": 1, "newLines": 2,
+                "lines": ["+a", "+b"]}])
+        );
         let d = unified("a\n", "", "f");
         assert_eq!(d.text, "--- f\n+++ f\n@@ -1,1 +0,0 @@\n-a\n");
         let d = unified("a\nb", "a\nb\n", "f");

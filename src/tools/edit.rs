@@ -3,7 +3,7 @@
 
 use super::ToolError;
 use super::common::{check_fresh, opt_bool, req_str, req_str_empty_ok, resolve};
-use super::write::{FileChange, change_metadata, read_existing};
+use super::write::{FileChange, change_metadata, change_structured, read_existing};
 use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
 use serde_json::{Value, json};
 use std::path::Path;
@@ -178,10 +178,16 @@ impl Tool for Edit {
                 d.removals
             )
         };
+        let extra = json!({
+            "oldString": input.get("old_string"),
+            "newString": input.get("new_string"),
+            "replaceAll": input.get("replace_all").and_then(Value::as_bool).unwrap_or(false),
+        });
         Ok(ToolOutput {
             content,
             is_error: false,
             metadata: change_metadata(&d, &change.path),
+            structured: change_structured(&change, &d, extra),
         })
     }
 }

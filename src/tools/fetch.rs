@@ -425,6 +425,7 @@ fn fetch(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, String> {
             "content_type": f.content_type,
             "truncated": f.truncated,
         }),
+        ..Default::default()
     })
 }
 

@@ -155,6 +155,11 @@ fn find(input: &Value, ctx: &ToolCtx, allow_rg: bool) -> Result<ToolOutput, Stri
         content,
         is_error: false,
         metadata: json!({"count": files.len(), "total": total, "truncated": truncated}),
+        structured: json!({
+            "filenames": files.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+            "numFiles": files.len(),
+            "truncated": truncated,
+        }),
     })
 }
 
@@ -292,6 +297,8 @@ mod tests {
         let ctx = fx.ctx();
         let out = find(&json!({"pattern": "*.txt"}), &ctx, false).unwrap();
         assert_eq!(out.metadata["count"], 100);
+        assert_eq!(out.structured["numFiles"], 100);
+        assert_eq!(out.structured["truncated"], true);
         assert!(out.content.contains("Results are truncated"));
         assert_eq!(
             Glob.permission(&json!({"pattern": "*"}), &ctx).unwrap(),

@@ -256,6 +256,7 @@ fn search(input: &Value, ctx: &ToolCtx, allow_rg: bool) -> Result<ToolOutput, St
             content,
             is_error: false,
             metadata: json!({"matches": 0, "truncated": false}),
+            ..Default::default()
         });
     }
     let shown = total.min(MAX_MATCHES);
@@ -296,6 +297,7 @@ fn search(input: &Value, ctx: &ToolCtx, allow_rg: bool) -> Result<ToolOutput, St
         content: content.trim_end().to_string(),
         is_error: false,
         metadata: json!({"matches": shown, "total": total, "truncated": total > MAX_MATCHES}),
+        ..Default::default()
     })
 }
 

@@ -169,6 +169,7 @@ impl Tool for Ls {
             content,
             is_error: false,
             metadata: json!({"count": entries.len(), "truncated": truncated}),
+            ..Default::default()
         })
     }
 }

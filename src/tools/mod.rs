@@ -49,6 +49,9 @@ pub struct ToolCtx<'a> {
     /// The session's current large/small models, which the bash tool's `model large|small`
     /// builtin prints (None: printed as empty).
     pub session_models: Option<&'a crate::rcshell::Models>,
+    /// A file of `export` lines the bash tool runs before each command (what SessionStart hooks
+    /// wrote to `CLAUDE_ENV_FILE`, crush(1) HOOKS).
+    pub env_file: Option<&'a Path>,
 }
 
 /// A permission a call needs before it may run.
@@ -73,6 +76,10 @@ pub struct ToolOutput {
     pub is_error: bool,
     /// Tool-specific metadata stored with the result (JSON object or Null).
     pub metadata: Value,
+    /// The result as structured data in Claude Code's `tool_response` shape (Bash: stdout,
+    /// stderr, interrupted; Write and Edit: filePath, structuredPatch...), for PostToolUse hooks
+    /// declared in Claude Code's shape (crush(1) HOOKS). Not stored; Null when the tool has none.
+    pub structured: Value,
 }
 
 impl ToolOutput {

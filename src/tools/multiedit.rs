@@ -4,7 +4,7 @@
 use super::ToolError;
 use super::common::{opt_bool, req_str, resolve};
 use super::edit::{load_for_create, load_for_edit, replace_in};
-use super::write::{FileChange, change_metadata};
+use super::write::{FileChange, change_metadata, change_structured};
 use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
 use serde_json::{Value, json};
 
@@ -134,6 +134,11 @@ impl Tool for MultiEdit {
             ),
             is_error: false,
             metadata: change_metadata(&d, &change.path),
+            structured: change_structured(
+                &change,
+                &d,
+                json!({"edits": input.get("edits"), "originalFileContents": change.old}),
+            ),
         })
     }
 }

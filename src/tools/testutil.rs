@@ -106,6 +106,7 @@ impl Fixture {
             reads: &self.reads,
             cancel: self.cancel.clone(),
             session_models: None,
+            env_file: None,
         }
     }
 }
@@ -127,6 +128,7 @@ pub fn within<T: Send + 'static>(
             reads: &reads,
             cancel: Arc::new(AtomicBool::new(false)),
             session_models: None,
+            env_file: None,
         };
         let _ = tx.send(f(&ctx));
     });

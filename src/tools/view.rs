@@ -169,6 +169,7 @@ fn view(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, String> {
         ));
     }
     let end = offset.saturating_add(limit).min(total);
+    let shown = &lines[offset.min(end)..end];
     let mut out = String::from("<file>\n");
     for (i, line) in lines[offset..end].iter().enumerate() {
         let line = line.strip_suffix('\r').unwrap_or(line);
@@ -198,6 +199,13 @@ fn view(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, String> {
             "lines": end - offset.min(end),
             "total_lines": total,
         }),
+        structured: json!({"type": "text", "file": {
+            "filePath": path.display().to_string(),
+            "content": shown.join("\n"),
+            "numLines": shown.len(),
+            "startLine": offset + 1,
+            "totalLines": total,
+        }}),
     })
 }
 

@@ -97,6 +97,21 @@ fn plan(input: &Value, ctx: &ToolCtx) -> Result<FileChange, String> {
     })
 }
 
+/// What every file change reports in Claude Code's shape (crush(1) HOOKS): the file, its
+/// content before (null for a new file), the hunks; `extra` adds the tool's own fields.
+pub fn change_structured(change: &FileChange, d: &Diff, extra: Value) -> Value {
+    let mut v = json!({
+        "filePath": change.path.display().to_string(),
+        "originalFile": change.old,
+        "structuredPatch": diff::structured_patch(&d.text),
+        "userModified": false,
+    });
+    if let (Value::Object(m), Value::Object(e)) = (&mut v, extra) {
+        m.extend(e);
+    }
+    v
+}
+
 pub fn change_metadata(d: &Diff, path: &std::path::Path) -> Value {
     json!({
         "file_path": path.display().to_string(),
@@ -145,6 +160,11 @@ impl Tool for Write {
     fn run(&self, input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
         let change = plan(input, ctx)?;
         let d = change.apply(ctx)?;
+        let kind = if change.old.is_some() {
+            "update"
+        } else {
+            "create"
+        };
         Ok(ToolOutput {
             content: format!(
                 "File successfully written: {} ({} lines added, {} removed)",
@@ -154,6 +174,11 @@ impl Tool for Write {
             ),
             is_error: false,
             metadata: change_metadata(&d, &change.path),
+            structured: change_structured(
+                &change,
+                &d,
+                json!({"type": kind, "content": change.new}),
+            ),
         })
     }
 }

@@ -1377,3 +1377,115 @@ fn go_crush_adopted_by_an_older_crush_writes_again() {
     go_writes(&c, &sid, "go").unwrap_or_else(|e| panic!("{e}"));
     assert_ordering_key(&c, &sid);
 }
+
+#[test]
+fn go_crush_hash_ids_and_session_json_shapes() {
+    // A session Go Crush made: Go names it by the XXH3 hash of its UUID.
+    const UUID: &str = "5c1a2e21-187c-42a3-83ea-91086401001f";
+    const HASH: &str = "8647e2a631f89b8f";
+    let server = server();
+    let env = env_with(&server);
+    let path = db_path(&env);
+    go_database(&path, GO_MIGRATIONS);
+    {
+        let c = go_open(&path);
+        go_create_session(&c, UUID, "Go made this").unwrap();
+        go_create_message(
+            &c,
+            "m1",
+            UUID,
+            "user",
+            r#"[{"type":"text","data":{"text":"hello from Go"}}]"#,
+        )
+        .unwrap();
+    }
+    let json_of = |args: &[&str]| -> Value {
+        let out = env.run(args, None);
+        out.assert_success();
+        serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+    };
+    let list = json_of(&["session", "list", "--json"]);
+    assert_eq!(list[0]["id"], HASH);
+    assert_eq!(list[0]["uuid"], UUID);
+    assert_eq!(list[0]["title"], "Go made this");
+    for k in ["created", "modified"] {
+        assert!(list[0][k].is_string(), "{k}: {list}");
+    }
+    let human = env.run(&["s", "ls"], None);
+    assert!(
+        human.stdout.starts_with(&format!("{} ", &HASH[..7])),
+        "{}",
+        human.stdout
+    );
+    for args in [
+        &["sessions", "show", &HASH[..7], "--json"][..],
+        &["session", "last", "--json"][..],
+    ] {
+        let doc = json_of(args);
+        assert_eq!(doc["meta"]["id"], HASH, "{args:?}");
+        assert_eq!(doc["meta"]["uuid"], UUID);
+        assert_eq!(doc["meta"]["total_tokens"], 0);
+        let m = &doc["messages"][0];
+        assert_eq!(
+            (m["id"].as_str(), m["role"].as_str()),
+            (Some("m1"), Some("user"))
+        );
+        assert_eq!(
+            m["parts"][0],
+            json!({"type": "text", "text": "hello from Go", "data": {"text": "hello from Go"}})
+        );
+    }
+    // -s takes Go's hash prefix, as Go's exit hint prints it.
+    env.run(&["run", "-q", "-s", &HASH[..7], "and now?"], None)
+        .assert_success();
+    assert_eq!(
+        server.last_request().user_texts(),
+        ["hello from Go", "and now?"]
+    );
+    let renamed = json_of(&["session", "rename", &HASH[..9], "New", "name", "--json"]);
+    assert_eq!(
+        renamed,
+        json!({"id": HASH, "uuid": UUID, "title": "New name", "renamed": true})
+    );
+    let deleted = json_of(&["session", "delete", HASH, "--json"]);
+    assert_eq!(
+        deleted,
+        json!({"id": HASH, "uuid": UUID, "title": "New name", "deleted": true})
+    );
+    assert_eq!(json_of(&["session", "list", "--json"]), json!([]));
+}
+
+#[test]
+fn stats_count_what_go_crush_spent_apart_from_the_ledger() {
+    let server = server();
+    let env = env_with(&server);
+    let path = db_path(&env);
+    go_database(&path, GO_MIGRATIONS);
+    let sid = go_conversation(&go_open(&path));
+    // Go Crush keeps no ledger: its spend is in the session row only.
+    let out = env.run(&["stats"], None);
+    out.assert_success();
+    assert!(
+        out.stdout.contains(
+            "recorded by another client, not itemized: 1 session, $0.0200 (tokens of their last calls: 1500 in, 40 out)"
+        ),
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+    // crush continues the session: its call is itemized, Go's spend stays apart.
+    env.run(&["run", "-q", "-s", &sid, "and now?"], None)
+        .assert_success();
+    let v: Value = serde_json::from_str(&env.run(&["stats", "--json"], None).stdout).unwrap();
+    assert_eq!(v["total"]["calls"], 1);
+    assert_eq!(v["unitemized"]["sessions"], 1);
+    assert!(
+        (v["unitemized"]["cost"].as_f64().unwrap() - 0.02).abs() < 1e-9,
+        "{v}"
+    );
+    let text = env.run(&["stats"], None).stdout;
+    assert!(
+        text.contains("recorded by another client, not itemized: 1 session, $0.0200\n"),
+        "{text}"
+    );
+}

@@ -7,7 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 
 /// Writes an executable script under `<root>/hooks/` and returns its absolute path.
-fn hook(env: &TestEnv, name: &str, body: &str) -> String {
+pub(super) fn hook(env: &TestEnv, name: &str, body: &str) -> String {
     let dir = env.root().join("hooks");
     std::fs::create_dir_all(&dir).unwrap();
     let p: PathBuf = dir.join(name);

@@ -2,6 +2,7 @@
 
 mod at_rest;
 mod catalog;
+mod claude_hooks;
 mod config;
 mod dropin_config;
 mod fake_server;

@@ -105,7 +105,7 @@ fn prompts_from_a_pipe_stream_answers_and_skip_empty_lines() {
     assert_eq!(list[0]["title"], "Generated Title");
     let id = list[0]["id"].as_str().unwrap();
     assert!(
-        out.stderr.contains(&format!("crush -s {}", &id[..8])),
+        out.stderr.contains(&format!("crush -s {}", &id[..7])),
         "{}",
         out.stderr
     );
@@ -177,7 +177,7 @@ fn slash_commands_with_prefixes_and_suggestions() {
     assert!(out.stderr.contains("No sessions yet"), "{}", out.stderr);
     let id = sessions(&env)[0]["id"].as_str().unwrap().to_string();
     assert!(
-        out.stdout.contains(&format!("* {}", &id[..8])),
+        out.stdout.contains(&format!("* {}", &id[..7])),
         "/sessions marks the current session:\n{}",
         out.stdout
     );
@@ -306,8 +306,8 @@ fn export_in_both_formats_from_the_repl_and_the_command_line() {
     assert_eq!(sessions(&env)[0]["title"], "Renamed title");
     let listed = env.run(&["sessions", "list"], None);
     assert!(
-        listed.stdout.starts_with(&format!("{}  ", &id[..8])),
-        "short ids: {}",
+        listed.stdout.starts_with(&format!("{} ", &id[..7])),
+        "Go Crush's 7-digit hash ids: {}",
         listed.stdout
     );
     env.run(&["sessions", "delete", &id[..8]], None)

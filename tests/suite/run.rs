@@ -471,6 +471,25 @@ fn version_and_help() {
 }
 
 #[test]
+fn run_v_is_verbose_and_runs_the_prompt_and_version_after_a_command_is_an_error() {
+    let server = FakeServer::with_script(vec![Reply::text("hello back")]);
+    let env = env_with(&server, Dialect::OpenAi);
+    let out = env.run(&["run", "-v", "hello"], None);
+    out.assert_success();
+    assert_eq!(out.stdout, "hello back\n");
+    assert!(
+        out.stderr.contains("crush: debug: "),
+        "debug output: {}",
+        out.stderr
+    );
+    assert_eq!(server.model_requests().len(), 1);
+    let out = env.run(&["run", "--version", "hello"], None);
+    out.assert_code(2);
+    assert!(out.stderr.contains("--version"), "{}", out.stderr);
+    assert_eq!(server.model_requests().len(), 1, "nothing ran");
+}
+
+#[test]
 fn sigint_mid_stream_exits_130_and_saves_the_session() {
     let server = FakeServer::with_script(vec![Reply::stall(std::time::Duration::from_secs(30))]);
     let env = env_with(&server, Dialect::OpenAi);

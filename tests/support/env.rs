@@ -77,6 +77,7 @@ fn scrubbed(name: &str) -> bool {
         || upper.starts_with("VERTEXAI_")
         || upper.starts_with("GEMINI_")
         || upper.starts_with("GIT_")
+        || upper.starts_with("CLAUDE_")
         || upper.ends_with("_API_KEY")
         || upper.ends_with("_PROXY")
         || SCRUBBED.iter().any(|s| s.eq_ignore_ascii_case(name))
