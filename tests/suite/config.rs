@@ -179,7 +179,7 @@ fn every_crushrc_command_with_bad_flags_fails_with_file_and_line() {
         ("model large a/b --max-tokens lots", "not a whole number"),
         ("model add nowhere/m", "provider 'nowhere' is not defined"),
         ("permissions grant x", "unknown subcommand 'grant'"),
-        ("provider add p --type pigeon", "not one of"),
+        ("provider add p --type", "needs a value"),
         ("provider add p --extra-header K", "needs KEY VALUE"),
         ("hook add Nope --command x", "unknown event 'Nope'"),
         ("hook add PreToolUse --name x", "needs --command"),

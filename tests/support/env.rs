@@ -41,6 +41,15 @@ impl Output {
     pub fn assert_success(&self) -> &Self {
         self.assert_code(0)
     }
+
+    /// The first stdout line that starts with `start`; panics showing stdout if none does.
+    pub fn stdout_line(&self, start: &str) -> String {
+        self.stdout
+            .lines()
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("no line starting with {start:?}:\n{}", self.stdout))
+            .to_string()
+    }
 }
 
 /// Temp directories laid out as:
