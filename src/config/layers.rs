@@ -141,6 +141,8 @@ pub(crate) struct Fold {
     pub origins: Origins,
     /// `--no-project-hooks`: the `hook add` calls of project crushrc files are dropped.
     skip_project_hook_adds: bool,
+    /// Warnings of the records applied (`file:line: ...`): removals of what is not defined.
+    warnings: Vec<String>,
 }
 
 impl Fold {
@@ -149,6 +151,7 @@ impl Fold {
             acc: Value::Object(Map::new()),
             origins: Origins::new(),
             skip_project_hook_adds: false,
+            warnings: Vec::new(),
         }
     }
 
@@ -186,8 +189,11 @@ impl Fold {
     fn records(&mut self, kind: LayerKind, recs: &[Record]) -> Result<(), ConfigError> {
         for r in recs {
             let mut new = self.acc.clone();
-            commands::apply(&mut new, &r.args)
+            let out = commands::apply(&mut new, &r.args)
                 .map_err(|e| ConfigError::File(format!("{}: {e}", r.place())))?;
+            if let Some(w) = out.warning {
+                self.warnings.push(format!("{}: {w}", r.place()));
+            }
             let (file, line) = (r.file.clone(), r.line);
             self.commit(new, &|_| Origin {
                 kind,
@@ -775,6 +781,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         folded = fold(below_workspace, &mut steps[workspace_at..], &mut scripts)?;
     }
 
+    warnings.append(&mut folded.warnings);
     let config = to_config(&folded.acc, &folded.origins)?;
     let claude_hooks = if config.options.claude_code_hooks == Some(false) {
         Vec::new()

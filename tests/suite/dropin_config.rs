@@ -108,3 +108,34 @@ fn dotenv_loads_once_trusted_and_never_overrides_the_environment() {
     assert_eq!(r.header("authorization"), Some("Bearer from-dotenv"));
     assert_eq!(r.header("x-preset"), Some("from-shell"));
 }
+
+#[test]
+fn a_crushrc_removing_what_is_not_defined_gets_warnings_not_a_failed_load() {
+    let env = TestEnv::new();
+    let rc = env.config_dir().join("crushrc");
+    std::fs::write(
+        &rc,
+        "provider remove ghost || true\n\
+         model remove ghost/m\n\
+         mcp remove ghost\n\
+         lsp rm ghost\n\
+         hook remove PreToolUse --name ghost\n\
+         option progress false\n",
+    )
+    .unwrap();
+    let (s, stderr) = show(&env, &[]);
+    assert_eq!(s["config"]["options"]["progress"], json!(false));
+    for (line, what) in [
+        (1, "no provider 'ghost'"),
+        (2, "no model 'm' of provider 'ghost'"),
+        (3, "no MCP server 'ghost'"),
+        (4, "no LSP server 'ghost'"),
+        (5, "no hook PreToolUse 'ghost'"),
+    ] {
+        let want = format!(
+            "crush: warning: {}:{line}: {what} to remove: nothing changed",
+            rc.display()
+        );
+        assert!(stderr.contains(&want), "{want:?} not in:\n{stderr}");
+    }
+}
