@@ -136,6 +136,64 @@ pub struct PromptInputs<'a> {
     pub global_context_paths: &'a [ContextEntry],
     pub model: &'a str,
     pub prefix: Option<&'a str>,
+    /// How commits the agent makes are attributed (`options.attribution`).
+    pub attribution: Attribution,
+}
+
+/// `options.attribution` as Go Crush reads it: `trailer_style` none, co-authored-by or
+/// assisted-by (the default; the deprecated `co_authored_by: true/false` means co-authored-by
+/// or none), and `generated_with` (default true).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Attribution {
+    pub trailer: Option<&'static str>,
+    pub generated_with: bool,
+}
+
+impl Attribution {
+    pub fn from_config(v: &serde_json::Value) -> Attribution {
+        let style = v
+            .get("trailer_style")
+            .and_then(|s| s.as_str())
+            .unwrap_or("");
+        let style = match (style, v.get("co_authored_by").and_then(|b| b.as_bool())) {
+            ("", Some(true)) => "co-authored-by",
+            ("", Some(false)) => "none",
+            ("", None) => "assisted-by",
+            (s, _) => s,
+        };
+        Attribution {
+            trailer: match style {
+                "co-authored-by" => Some("co-authored-by"),
+                "assisted-by" => Some("assisted-by"),
+                _ => None,
+            },
+            generated_with: v
+                .get("generated_with")
+                .and_then(|b| b.as_bool())
+                .unwrap_or(true),
+        }
+    }
+
+    /// The commit instructions for the system prompt (as Go Crush gives them in its bash tool
+    /// description), or "" when nothing is to be added.
+    fn instructions(&self, model: &str) -> String {
+        let mut lines = Vec::new();
+        if self.generated_with {
+            lines.push("💘 Generated with Crush".to_string());
+        }
+        match self.trailer {
+            Some("assisted-by") => lines.push(format!("Assisted-by: Crush:{model}")),
+            Some(_) => lines.push("Co-Authored-By: Crush <crush@charm.land>".to_string()),
+            None => {}
+        }
+        if lines.is_empty() {
+            return String::new();
+        }
+        format!(
+            "\n<git_commits>\nCommit only when the user asks. When you create a git commit, end its message with these lines, each after a blank line, exactly as written:\n\n{}\n</git_commits>\n",
+            lines.join("\n\n")
+        )
+    }
 }
 
 pub fn system_prompt(inp: &PromptInputs) -> String {
@@ -161,6 +219,7 @@ pub fn system_prompt(inp: &PromptInputs) -> String {
     s.push_str(&format!("Today's date: {}\n", crate::time::today()));
     s.push_str(&format!("Model: {}\n", inp.model));
     s.push_str("</env>\n");
+    s.push_str(&inp.attribution.instructions(inp.model));
     if is_git && let Some(st) = git_status(inp.cwd) {
         s.push_str("\n<git_status>\n");
         s.push_str(&st);
@@ -249,6 +308,7 @@ pub fn for_config(loaded: &crate::config::Loaded, model: &crate::config::Resolve
         global_context_paths: &global_context,
         model: &model.model.id,
         prefix: model.provider.system_prompt_prefix.as_deref(),
+        attribution: Attribution::from_config(&opts.attribution),
     })
 }
 
@@ -287,6 +347,7 @@ mod tests {
             global_context_paths: &[],
             model: "m",
             prefix: None,
+            attribution: Attribution::from_config(&serde_json::json!({})),
         };
         let a = system_prompt(&inputs);
         assert!(a.contains("<file path=") && a.contains("claude"));
@@ -322,5 +383,34 @@ mod tests {
         // The user's own entries may point anywhere.
         let files = context_files(&root, &root, &[ContextEntry::user(&o)]);
         assert_eq!(files, vec![outside.clone()]);
+    }
+
+    #[test]
+    fn attribution_as_go_crush_asks_for_it() {
+        use serde_json::json;
+        let text = |v: serde_json::Value| Attribution::from_config(&v).instructions("m1");
+        let dflt = text(json!(null));
+        assert!(
+            dflt.contains("💘 Generated with Crush\n\nAssisted-by: Crush:m1\n</git_commits>"),
+            "{dflt}"
+        );
+        let co = text(json!({"trailer_style": "co-authored-by", "generated_with": false}));
+        assert!(
+            co.contains("\n\nCo-Authored-By: Crush <crush@charm.land>\n"),
+            "{co}"
+        );
+        assert!(!co.contains("Generated with"), "{co}");
+        assert_eq!(
+            text(json!({"co_authored_by": true})),
+            text(json!({"trailer_style": "co-authored-by"}))
+        );
+        assert_eq!(
+            text(json!({"co_authored_by": false, "generated_with": false})),
+            ""
+        );
+        assert_eq!(
+            text(json!({"trailer_style": "none", "generated_with": false})),
+            ""
+        );
     }
 }

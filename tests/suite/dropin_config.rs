@@ -139,3 +139,31 @@ fn a_crushrc_removing_what_is_not_defined_gets_warnings_not_a_failed_load() {
         assert!(stderr.contains(&want), "{want:?} not in:\n{stderr}");
     }
 }
+
+#[test]
+fn commits_carry_the_attribution_go_crush_asks_for() {
+    let server = FakeServer::with_script(vec![Reply::text("ok"), Reply::text("ok")]);
+    let env = TestEnv::new();
+    env.use_server(&server, crate::support::Dialect::OpenAi);
+    // Go Crush's default: assisted-by, with the generated-with line.
+    env.run(&["run", "commit it"], None).assert_success();
+    let system = server.last_request().system_text();
+    assert!(
+        system.contains("💘 Generated with Crush\n\nAssisted-by: Crush:fake-model"),
+        "{system}"
+    );
+    // A project may choose its own (options.attribution is on the trust allow-list).
+    env.write_project_file(
+        ".crush.json",
+        &json!({"options": {"attribution": {"trailer_style": "co-authored-by", "generated_with": false}}})
+            .to_string(),
+    );
+    env.run(&["run", "commit it"], None).assert_success();
+    let system = server.last_request().system_text();
+    assert!(
+        system.contains("Co-Authored-By: Crush <crush@charm.land>")
+            && !system.contains("Generated with")
+            && !system.contains("Assisted-by"),
+        "{system}"
+    );
+}
