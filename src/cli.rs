@@ -130,7 +130,7 @@ pub static FLAGS: &[Flag] = &[
         short: None,
         long: "trust",
         value: None,
-        help: "Trust the project's crushrc, hooks, MCP servers and $(...) values for this invocation",
+        help: "Trust the project for this invocation: its crushrc, hooks, MCP servers, $(...) values, .env and settings outside the allow-list",
         scope: Scope::Global,
     },
     Flag {
@@ -242,8 +242,9 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "trust",
         usage: "crush trust [--revoke]",
-        about: "Trust this project's own crushrc files, hooks, MCP and LSP servers and $(...) \
-                values: list them and record their hash, so a change asks again.",
+        about: "Trust this project's own crushrc files, hooks, MCP and LSP servers, $(...) \
+                values, .env file and the settings an untrusted project may not set (see \
+                SECURITY): list them and record their hash, so a change asks again.",
         subcommands: &[],
     },
     CommandSpec {
