@@ -593,7 +593,10 @@ impl Loaded {
         let mut headers: Vec<(String, String)> = Vec::new();
         if let Some(c) = cat {
             for (k, v) in &c.default_headers {
-                headers.push((k.clone(), expand_cat(v)));
+                // A catalog header built from the environment is a key too: only for home.
+                if at_home || !v.contains('$') {
+                    headers.push((k.clone(), expand_cat(v)));
+                }
             }
         }
         for (k, v) in &u.extra_headers {
@@ -963,6 +966,36 @@ mod tests {
             .unwrap();
         assert_eq!(r.price_source(), "unpriced");
         assert_eq!(r.cost(&Default::default()), None);
+    }
+
+    #[test]
+    fn catalog_headers_from_the_environment_stay_home() {
+        // SAFETY: tests in this module do not read this variable concurrently elsewhere.
+        unsafe { std::env::set_var("CRUSH_TEST_HDR_SECRET", "s3") };
+        let cat = crate::catalog::schema::parse(
+            br#"[{"id":"c","type":"openai-compat","api_key":"k","api_endpoint":"http://home/v1",
+                 "default_headers":{"X-Key":"$CRUSH_TEST_HDR_SECRET","X-Title":"Crush"},
+                 "models":[{"id":"m"}]}]"#,
+        )
+        .unwrap();
+        let headers = |user: Value| {
+            let mut h = loaded(json!({"providers": {"c": user}}))
+                .providers_with(&cat)
+                .ready[0]
+                .endpoint
+                .headers
+                .clone();
+            h.sort();
+            h
+        };
+        assert_eq!(
+            headers(json!({}))[0],
+            ("X-Key".to_string(), "s3".to_string())
+        );
+        assert_eq!(
+            headers(json!({"base_url": "http://elsewhere/v1", "api_key": "mine"})),
+            [("X-Title".to_string(), "Crush".to_string())]
+        );
     }
 
     #[test]
