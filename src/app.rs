@@ -238,6 +238,8 @@ pub struct Context {
     pub store: &'static Store,
     /// The configured hooks (crush(1) HOOKS).
     pub hooks: crate::hooks::HookConfig,
+    /// The MCP servers, started with the context.
+    pub mcp: crate::tools::mcp::Mcp,
 }
 
 /// Loads the configuration and opens (creating if needed) the project's store.
@@ -255,11 +257,38 @@ fn open_context_with(
     // Invalid hooks fail before anything is created on disk.
     let hooks = load_hooks(&loaded)?;
     let store: &'static Store = leak(open_store(&loaded)?);
+    let mcp = start_mcp(&loaded);
     Ok(Context {
         loaded,
         store,
         hooks,
+        mcp,
     })
+}
+
+/// Starts the configured MCP servers (crush(1) MCP SERVERS), each on a thread of its own; a
+/// server configured wrongly is a warning on stderr.
+pub fn start_mcp(loaded: &Loaded) -> crate::tools::mcp::Mcp {
+    let manager = crate::mcp::Manager::new(
+        loaded.project_root.clone(),
+        std::sync::Arc::new(config::mcp::StateTokens),
+    );
+    let (specs, warnings) = config::mcp::servers(loaded);
+    for w in warnings {
+        eprintln!("crush: warning: {w}");
+    }
+    manager.set_servers(specs);
+    crate::tools::mcp::Mcp::new(manager)
+}
+
+/// How long the first request of an interactive session waits for MCP servers still starting
+/// (`CRUSH_MCP_WAIT_MS`, default 1000): a server not ready by then joins at a later step.
+pub fn mcp_wait() -> Duration {
+    let ms = std::env::var("CRUSH_MCP_WAIT_MS")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or(1000);
+    Duration::from_millis(ms)
 }
 
 /// A session to continue: `-s ID` (id or unique prefix, never a sub-agent's) or `-C` (the most
@@ -323,7 +352,8 @@ pub fn open_session(global: &Global) -> Result<OpenSession<'static>, AppError> {
         ),
     };
     let title = session.title.clone();
-    let agent = build_agent(&ctx, model, session.id, global.yolo);
+    // A non-interactive turn waits for every server to start or fail: runs are repeatable.
+    let agent = build_agent(&ctx, model, session.id, global.yolo, None);
     Ok(OpenSession {
         agent,
         title,
@@ -355,14 +385,18 @@ pub fn retry_policy(loaded: &Loaded) -> RetryPolicy {
 }
 
 /// The agent for one session (`session_id` may be empty while the REPL has not created it yet).
+/// Its first model call waits `mcp_wait` for MCP servers still starting (None: until each has
+/// started or failed).
 pub fn build_agent(
     ctx: &Context,
     model: ResolvedModel,
     session_id: String,
     yolo: bool,
+    mcp_wait: Option<Duration>,
 ) -> Agent<'static> {
     Agent::new(Setup {
         store: ctx.store,
+        mcp: Some(crate::agent::McpTools::new(ctx.mcp.clone(), mcp_wait)),
         session_id,
         model,
         config: ctx.loaded.clone(),

@@ -96,7 +96,9 @@ pub static FLAGS: &[Flag] = &[
         long: "json",
         value: None,
         help: "Print JSON: one event per line for run, a document for listings",
-        scope: Scope::Only(&["run", "sessions", "models", "config", "stats", "projects"]),
+        scope: Scope::Only(&[
+            "run", "sessions", "models", "config", "stats", "projects", "mcp",
+        ]),
     },
     Flag {
         short: Some('f'),
@@ -211,7 +213,9 @@ pub static COMMANDS: &[CommandSpec] = &[
         name: "run",
         usage: "crush run [FLAGS] [PROMPT...]",
         about: "Run one non-interactive turn. A piped stdin is placed before the prompt. \
-                stdout carries only the answer (or JSON events with --json).",
+                stdout carries only the answer (or JSON events with --json); when it is not a \
+                terminal, a model call's text is written once the call can no longer be retried, \
+                so stdout equals the stored answer.",
         subcommands: &[],
     },
     CommandSpec {
@@ -231,6 +235,15 @@ pub static COMMANDS: &[CommandSpec] = &[
                 and print the composed decision, reasons, context, context files and rewritten \
                 input or prompt. hooks test exits 0 for allow or no opinion, 3 for deny or halt.",
         subcommands: &["list", "test"],
+    },
+    CommandSpec {
+        name: "mcp",
+        usage: "crush mcp list [--json] | login NAME",
+        about: "Start every configured MCP server as a session would and report each: transport, \
+                state, protocol revision, tools, prompts and last error. login authorizes crush \
+                with an HTTP server that needs OAuth: its authorization URL opens in the browser \
+                and the token is kept in the global state.",
+        subcommands: &["list", "login"],
     },
     CommandSpec {
         name: "config",
@@ -343,6 +356,12 @@ pub enum Command {
         tool: Option<String>,
     },
     HooksTest(HooksTestArgs),
+    McpList {
+        json: bool,
+    },
+    McpLogin {
+        name: String,
+    },
     ConfigShow {
         origin: bool,
         json: bool,
@@ -585,6 +604,25 @@ where
                         )));
                     }
                     _ => return Err(UsageError(USAGE.into())),
+                }
+            }
+            "mcp" => {
+                const USAGE: &str = "usage: crush mcp list [--json] | login NAME";
+                match positionals.as_slice() {
+                    [] => Command::McpList { json },
+                    [l] if l == "list" || l == "ls" => Command::McpList { json },
+                    [l, name] if l == "login" && !json => Command::McpLogin { name: name.clone() },
+                    [l] if l == "login" => {
+                        return Err(UsageError(format!(
+                            "crush mcp login needs the server's NAME; {USAGE}"
+                        )));
+                    }
+                    _ => {
+                        return Err(UsageError(format!(
+                            "unknown mcp command or extra argument '{}'; {USAGE}",
+                            positionals.join(" ")
+                        )));
+                    }
                 }
             }
             "projects" | "logs" => {

@@ -1,4 +1,4 @@
-//! How crush reads its process environment.
+//! How crush reads its process environment, and what of it each child gets.
 
 /// `1`, `true`, `yes`, `on` (any case, surrounding blanks ignored): how `CRUSH_*` switches in
 /// the environment read as on.
@@ -9,9 +9,127 @@ pub fn truthy(v: &str) -> bool {
     )
 }
 
+/// The environment policy (crush(1) SECURITY): which child gets which environment, in one
+/// place. The bash tool (and whatever the model starts through it) gets crush's environment
+/// without the variables whose names look secret; hooks, crushrc files, `$(...)` values and the
+/// user's `!command` get it whole. These are the parts of a name that make it look secret
+/// (compared without regard to case), as in Codex's `shell_environment_policy`.
+pub const SECRET_NAME_PARTS: &[&str] = &["KEY", "SECRET", "TOKEN", "PASSWORD"];
+
+/// Whether a variable's name looks like it holds a secret (`*KEY*`, `*SECRET*`, `*TOKEN*`,
+/// `*PASSWORD*`, any case).
+pub fn secret_name(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    SECRET_NAME_PARTS.iter().any(|p| upper.contains(p))
+}
+
+/// Whether the bash tool's environment keeps the variable `name`: it does not look secret, or
+/// `allow` (`options.shell_env_allow`: names or globs with `*` and `?`, any case) lists it.
+pub fn tool_keeps(name: &str, allow: &[String]) -> bool {
+    !secret_name(name) || allow.iter().any(|pat| name_matches(pat, name))
+}
+
+/// The variables of crush's environment the bash tool does not get.
+pub fn tool_removals(allow: &[String]) -> Vec<String> {
+    std::env::vars_os()
+        .filter_map(|(k, _)| k.into_string().ok())
+        .filter(|k| !tool_keeps(k, allow))
+        .collect()
+}
+
+/// `pat` (with `*` and `?`) against a variable name, case-insensitively.
+fn name_matches(pat: &str, name: &str) -> bool {
+    let p: Vec<char> = pat.trim().to_ascii_uppercase().chars().collect();
+    let n: Vec<char> = name.to_ascii_uppercase().chars().collect();
+    // Iterative wildcard matching: the last `*` seen and where it started matching.
+    let (mut pi, mut ni) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ni < n.len() {
+        match p.get(pi) {
+            Some('*') => {
+                star = Some((pi, ni));
+                pi += 1;
+            }
+            Some(&c) if c == '?' || c == n[ni] => {
+                pi += 1;
+                ni += 1;
+            }
+            _ => match star {
+                Some((sp, sn)) => {
+                    pi = sp + 1;
+                    ni = sn + 1;
+                    star = Some((sp, sn + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
+}
+
+/// Shortest value `mask` hides: shorter ones would hide ordinary words.
+pub const MIN_MASKED_LEN: usize = 8;
+
+/// `text` with every occurrence of a secret's value replaced by `[masked NAME]`; `secrets` are
+/// (name, value) pairs. None when nothing was found.
+pub fn mask(text: &str, secrets: &[(String, String)]) -> Option<String> {
+    let mut out: Option<String> = None;
+    for (name, value) in secrets {
+        if value.len() < MIN_MASKED_LEN {
+            continue;
+        }
+        let cur = out.as_deref().unwrap_or(text);
+        if cur.contains(value.as_str()) {
+            out = Some(cur.replace(value.as_str(), &format!("[masked {name}]")));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn secret_looking_names_are_left_out_unless_allowed() {
+        for n in [
+            "ANTHROPIC_API_KEY",
+            "github_token",
+            "DB_PASSWORD",
+            "AWS_SECRET_ACCESS_KEY",
+            "KEYCHAIN",
+        ] {
+            assert!(secret_name(n), "{n}");
+            assert!(!tool_keeps(n, &[]), "{n}");
+        }
+        for n in ["PATH", "HOME", "LANG", "CRUSH", "TERM"] {
+            assert!(tool_keeps(n, &[]), "{n}");
+        }
+        let allow = vec!["github_*".to_string(), "DB_PASSWORD".to_string()];
+        assert!(tool_keeps("GITHUB_TOKEN", &allow));
+        assert!(tool_keeps("db_password", &allow));
+        assert!(!tool_keeps("ANTHROPIC_API_KEY", &allow));
+        assert!(name_matches("*_KEY", "OPENAI_API_KEY"));
+        assert!(name_matches("A?C", "abc"));
+        assert!(!name_matches("*_KEY", "OPENAI_API_KEYS"));
+        assert!(name_matches("*", ""));
+    }
+
+    #[test]
+    fn secret_values_are_masked() {
+        let s = vec![
+            (
+                "ANTHROPIC_API_KEY".to_string(),
+                "sk-ant-12345678".to_string(),
+            ),
+            ("SHORT".to_string(), "abc".to_string()),
+        ];
+        assert_eq!(
+            mask("key=sk-ant-12345678; abc", &s).unwrap(),
+            "key=[masked ANTHROPIC_API_KEY]; abc"
+        );
+        assert_eq!(mask("nothing here", &s), None);
+    }
 
     #[test]
     fn truthy_switches() {

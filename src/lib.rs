@@ -18,16 +18,19 @@ mod fsutil;
 mod hooks;
 mod llm;
 mod log;
+mod mcp;
 mod net;
 mod paths;
 mod proc;
 mod rcshell;
 mod repl;
 mod run;
+mod sha256;
 mod signal;
 mod store;
 mod time;
 mod tools;
+mod visible;
 
 use app::AppError;
 use cli::Command;
@@ -35,8 +38,15 @@ use commands::{hooks as hooks_cmd, sessions, stats};
 use exit::ExitCode;
 use std::io::Write;
 
-/// Prints command output to stdout; a closed stdout is not an error.
+/// Prints command output to stdout; a closed stdout is not an error. On a terminal, control
+/// characters (a session's stored text is the model's) are shown, not acted on.
 fn print(s: &str) -> Result<ExitCode, AppError> {
+    use std::io::IsTerminal;
+    let s = if std::io::stdout().is_terminal() {
+        visible::text(s)
+    } else {
+        std::borrow::Cow::Borrowed(s)
+    };
     let mut out = std::io::stdout().lock();
     match out.write_all(s.as_bytes()).and_then(|_| out.flush()) {
         Ok(()) => Ok(ExitCode::Success),
@@ -63,6 +73,8 @@ fn dispatch(cli: cli::Cli) -> Result<ExitCode, AppError> {
             print(&text)?;
             Ok(code)
         }
+        Command::McpList { json } => print(&commands::mcp::list(g, *json)?),
+        Command::McpLogin { name } => print(&commands::mcp::login(g, name)?),
         Command::SessionsExport { id, format } => print(&sessions::export(g, id, *format)?),
         Command::SessionsLast { json } => print(&sessions::last(g, *json)?),
         Command::SessionsDelete { id, json } => print(&sessions::delete(g, id, *json)?),
@@ -93,6 +105,8 @@ fn dispatch(cli: cli::Cli) -> Result<ExitCode, AppError> {
 
 /// The binary's entry.
 pub fn main() -> std::process::ExitCode {
+    // Fixed before any configuration (whose `env` may change variables) is read.
+    rcshell::run_dir();
     let cli = match cli::parse_from(std::env::args_os().skip(1)) {
         Ok(c) => c,
         Err(e) => {
@@ -115,11 +129,13 @@ pub fn main() -> std::process::ExitCode {
 /// one of its own layer or above (tests excepted).
 #[cfg(test)]
 const LAYERS: &[&[&str]] = &[
-    &["time", "env", "exit", "paths", "fsutil"],
+    &[
+        "time", "env", "exit", "paths", "sha256", "visible", "fsutil",
+    ],
     &["log", "net", "proc"],
     &["signal", "rcshell"],
     &["llm"],
-    &["store"],
+    &["store", "mcp"],
     &["tools"],
     &["catalog"],
     &["config"],

@@ -25,7 +25,7 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// What to run.
@@ -139,9 +139,51 @@ impl Spec {
     }
 }
 
-/// The shell that runs `Program::Shell` scripts.
+/// The shell of every script crush runs — `Program::Shell`, the bash tool, hooks, crushrc files,
+/// `$(...)` values, the REPL's `!command` (crush(1) ENVIRONMENT, CRUSH_SHELL): `CRUSH_SHELL`
+/// when set (a path, or a name looked up on PATH), else `bash` on PATH, else /bin/sh. Chosen
+/// once per process; falling back to /bin/sh prints one notice line on stderr.
 pub fn shell_path() -> &'static Path {
-    Path::new("/bin/sh")
+    static SHELL: OnceLock<PathBuf> = OnceLock::new();
+    SHELL.get_or_init(|| {
+        let (path, notice) = choose_shell(std::env::var_os("CRUSH_SHELL"), || which("bash"));
+        if let Some(n) = notice {
+            eprintln!("crush: {n}");
+        }
+        path
+    })
+}
+
+/// The shell's name as a user knows it (`bash`, `sh`, `zsh`).
+pub fn shell_name() -> String {
+    let p = shell_path();
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| p.display().to_string())
+}
+
+/// The shell for `CRUSH_SHELL` (`env`) and the bash found on PATH, and the notice to print.
+fn choose_shell(
+    env: Option<std::ffi::OsString>,
+    bash: impl FnOnce() -> Option<PathBuf>,
+) -> (PathBuf, Option<String>) {
+    if let Some(v) = env.filter(|v| !v.is_empty()) {
+        let p = PathBuf::from(&v);
+        if p.components().count() > 1 || p.is_absolute() {
+            return (p, None);
+        }
+        return (which(&v.to_string_lossy()).unwrap_or(p), None);
+    }
+    match bash() {
+        Some(b) => (b, None),
+        None => (
+            PathBuf::from("/bin/sh"),
+            Some(
+                "bash is not on PATH: the bash tool, hooks and crushrc files run with /bin/sh (set CRUSH_SHELL to choose a shell)"
+                    .to_string(),
+            ),
+        ),
+    }
 }
 
 fn is_executable(p: &Path) -> bool {
@@ -164,7 +206,8 @@ pub fn executable(p: &Path) -> bool {
 /// What a finished (or stopped) child left.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Outcome {
-    /// The child's pid, which is also its process group id.
+    /// The child's pid, which is also its process group id; 0 when the child was never started
+    /// (the cancel flag was already set).
     pub pid: u32,
     /// The exit code, when the child exited normally.
     pub exit_code: Option<i32>,
@@ -420,6 +463,17 @@ pub fn run_streaming(spec: &Spec, on_output: &mut dyn FnMut(&[u8])) -> io::Resul
 type OnOutput<'a> = Option<&'a mut dyn FnMut(&[u8])>;
 
 fn run_inner(spec: &Spec, mut on_output: OnOutput) -> io::Result<Outcome> {
+    if spec
+        .cancel
+        .as_ref()
+        .is_some_and(|c| c.load(Ordering::SeqCst))
+    {
+        // Canceled before it started: nothing runs.
+        return Ok(Outcome {
+            canceled: true,
+            ..Outcome::default()
+        });
+    }
     let mut cmd = spec.command()?;
     cmd.stdin(if spec.stdin.is_some() {
         Stdio::piped()
@@ -566,7 +620,6 @@ fn run_inner(spec: &Spec, mut on_output: OnOutput) -> io::Result<Outcome> {
 
 /// A long-lived child that speaks over its stdin and stdout (a protocol server). Its stderr is
 /// passed line by line to a callback. Dropping it stops the child's group.
-#[cfg_attr(not(test), expect(dead_code, reason = "for the MCP and LSP clients"))]
 pub struct Piped {
     child: Child,
     group: Option<Group>,
@@ -580,7 +633,6 @@ pub struct Piped {
 
 /// Starts `spec` (its program, cwd and environment; stdin and stdout become pipes for the
 /// caller) and passes each line of its stderr to `on_stderr`.
-#[cfg_attr(not(test), expect(dead_code, reason = "for the MCP and LSP clients"))]
 pub fn spawn_piped(spec: &Spec, mut on_stderr: Box<dyn FnMut(&str) + Send>) -> io::Result<Piped> {
     let mut cmd = spec.command()?;
     cmd.stdin(Stdio::piped())
@@ -620,7 +672,6 @@ pub fn spawn_piped(spec: &Spec, mut on_stderr: Box<dyn FnMut(&str) + Send>) -> i
     })
 }
 
-#[cfg_attr(not(test), expect(dead_code, reason = "for the MCP and LSP clients"))]
 impl Piped {
     /// Whether the child is still running.
     pub fn running(&mut self) -> bool {
@@ -808,6 +859,17 @@ mod tests {
     }
 
     #[test]
+    fn nothing_starts_once_canceled() {
+        let d = tmp();
+        let marker = d.path().join("ran");
+        let mut spec = Spec::shell(format!("touch {}", marker.display()), d.path());
+        spec.cancel = Some(Arc::new(AtomicBool::new(true)));
+        let r = run(&spec).unwrap();
+        assert!(r.canceled && r.pid == 0 && !r.success());
+        assert!(!marker.exists());
+    }
+
+    #[test]
     fn a_term_ignoring_child_is_killed() {
         let d = tmp();
         let mut spec = Spec::shell("trap '' TERM; sleep 30", d.path());
@@ -869,6 +931,48 @@ mod tests {
         let r = run(&Spec::shell("true", d.path())).unwrap();
         let pgid = r.pid as i32;
         assert!(!GROUPS.lock().unwrap().contains(&pgid));
+    }
+
+    #[test]
+    fn the_shell_is_crush_shell_else_bash_else_sh_with_a_notice() {
+        let bash = || Some(PathBuf::from("/opt/bin/bash"));
+        let none = || None;
+        assert_eq!(
+            choose_shell(None, bash),
+            (PathBuf::from("/opt/bin/bash"), None)
+        );
+        assert_eq!(
+            choose_shell(Some("".into()), bash).0,
+            PathBuf::from("/opt/bin/bash")
+        );
+        let (sh, notice) = choose_shell(None, none);
+        assert_eq!(sh, PathBuf::from("/bin/sh"));
+        assert!(notice.unwrap().contains("bash is not on PATH"));
+        assert_eq!(
+            choose_shell(Some("/bin/dash".into()), none),
+            (PathBuf::from("/bin/dash"), None)
+        );
+        let (by_name, notice) = choose_shell(Some("sh".into()), bash);
+        assert!(
+            by_name.is_absolute() && by_name.ends_with("sh"),
+            "{by_name:?}"
+        );
+        assert!(notice.is_none());
+    }
+
+    #[test]
+    fn scripts_run_with_bash_when_it_is_on_path() {
+        if which("bash").is_none() {
+            return;
+        }
+        let d = tmp();
+        let r = run(&Spec::shell(
+            "set -o pipefail; a=(x y); [[ ${a[1]} == y ]] && echo {p,q}",
+            d.path(),
+        ))
+        .unwrap();
+        assert_eq!(r.stdout_text(), "p q\n", "{}", r.stderr_text());
+        assert_eq!(shell_name(), "bash");
     }
 
     #[test]

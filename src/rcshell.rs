@@ -3,6 +3,9 @@
 //! builtins write. A crushrc (`config::crushrc`) and the agent's bash tool run their scripts with
 //! this prelude; the caller applies the records afterwards.
 //!
+//! The shell is `proc::shell_path` (bash when it is on PATH); under bash the prelude turns alias
+//! expansion on, which bash leaves off in scripts.
+//!
 //! The caller's line: bash and other shells with `$LINENO` give it directly. Debian's dash has no
 //! `$LINENO`, so the alias expands (at the call site) to a subshell that fails a `${var:?}` test:
 //! dash's error message carries the caller's line and, inside sourced files, the file's name.
@@ -12,7 +15,8 @@
 //! accumulated so far and the builtin keeps them up to date as the script changes them.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// The command names a crushrc (and the bash tool's shell) gets as builtins.
 pub const NAMES: &[&str] = &[
@@ -55,6 +59,7 @@ impl Record {
 pub fn prelude() -> String {
     let mut s = String::from(
         r#"__crush_records=$1; __crush_large=$2; __crush_small=$3; shift 3
+[ -z "${BASH_VERSION:-}" ] || shopt -s expand_aliases
 unset __crush_line_probe
 __crush_rec() {
   __crush_li=$1; __crush_bs=$2; shift 2
@@ -111,7 +116,81 @@ source() {
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// A private, empty records file in the temp dir; removed on drop.
+/// Where the records files live: `run/` in the global data directory (crush(1) FILES), fixed the
+/// first time it is asked for — `main` asks before any configuration is read, so nothing a
+/// configuration sets can move it.
+pub fn run_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        if cfg!(test) {
+            // Unit tests never touch the user's data directory.
+            // SAFETY: getuid cannot fail.
+            let uid = unsafe { libc::getuid() };
+            std::env::temp_dir().join(format!("crush-unit-tests-run-{uid}"))
+        } else {
+            crate::paths::global_data_dir().join("run")
+        }
+    })
+}
+
+const RECORDS_PREFIX: &str = "records-";
+
+/// The run directory, created (0700) and checked: a real directory, no one else's to read. The
+/// first call of the process also removes the records files whose process is gone (a crush
+/// killed before it could clean up).
+fn prepared_run_dir() -> std::io::Result<&'static Path> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    static CLEANED: AtomicBool = AtomicBool::new(false);
+    let dir = run_dir();
+    if let Some(parent) = dir.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e),
+        _ => {}
+    }
+    let meta = std::fs::symlink_metadata(dir)?;
+    if !meta.is_dir() {
+        return Err(std::io::Error::other(format!(
+            "{} is not a directory",
+            dir.display()
+        )));
+    }
+    if meta.permissions().mode() & 0o077 != 0 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    if !CLEANED.swap(true, Ordering::SeqCst) {
+        remove_orphans(dir);
+    }
+    Ok(dir)
+}
+
+/// Removes the records files in `dir` whose owning process no longer exists.
+fn remove_orphans(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(RECORDS_PREFIX))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|p| p.parse::<i32>().ok())
+            .filter(|&p| p > 0)
+        else {
+            continue;
+        };
+        // SAFETY: signal 0 only asks whether the process exists.
+        let gone = unsafe { libc::kill(pid, 0) } != 0
+            && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        if gone {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
+/// A private, empty records file in the run directory (`run_dir`); removed on drop.
 pub struct RecordsFile {
     pub path: PathBuf,
 }
@@ -123,8 +202,8 @@ impl RecordsFile {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.subsec_nanos())
             .unwrap_or(0);
-        let path = std::env::temp_dir().join(format!(
-            "crush-records-{}-{}-{nanos}",
+        let path = prepared_run_dir()?.join(format!(
+            "{RECORDS_PREFIX}{}-{}-{nanos}",
             std::process::id(),
             COUNTER.fetch_add(1, Ordering::Relaxed)
         ));
@@ -219,8 +298,16 @@ pub struct Models {
 /// vectors, applied by the turn to the session's runtime layer.
 pub const METADATA_KEY: &str = "session_config";
 
+/// Whether `command` may call a builtin: it names one of `NAMES`, or sources a file (which
+/// could). Anything else runs without the prelude.
+pub fn may_call_builtin(command: &str) -> bool {
+    command
+        .split(|c: char| c.is_whitespace() || ";&|()<>`'\"{}$".contains(c))
+        .any(|w| NAMES.contains(&w) || w == "source" || w == ".")
+}
+
 /// The bash tool's script: the prelude, then `command` evaluated with the builtins available.
-/// Run it as `/bin/sh -c SCRIPT sh RECORDS LARGE SMALL COMMAND`.
+/// Run it as `SHELL -c SCRIPT sh RECORDS LARGE SMALL COMMAND` (`proc::shell_path`).
 pub fn wrap_command() -> String {
     format!("{}eval \"$1\"\n", prelude())
 }
@@ -228,6 +315,17 @@ pub fn wrap_command() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn builtins_are_recognised_as_words() {
+        assert!(may_call_builtin("permissions allow bash"));
+        assert!(may_call_builtin("cd x && model large a/b"));
+        assert!(may_call_builtin(". ./env.sh"));
+        assert!(may_call_builtin("if true; then option progress false; fi"));
+        assert!(!may_call_builtin("echo step 1"));
+        assert!(!may_call_builtin("python train_model.py --option-file x"));
+        assert!(!may_call_builtin("ls ./src"));
+    }
 
     #[test]
     fn lineinfo_forms() {
@@ -240,6 +338,31 @@ mod tests {
             parse_lineinfo("crushrc: 3: ./more.rc: __crush_line_probe: parameter not set or null"),
             (Some(3), Some("./more.rc".into()))
         );
+    }
+
+    #[test]
+    fn records_files_live_in_a_private_run_dir_and_orphans_are_removed() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let orphan = dir.path().join(format!("{RECORDS_PREFIX}999999999-0-0"));
+        let mine = dir
+            .path()
+            .join(format!("{RECORDS_PREFIX}{}-9-9", std::process::id()));
+        let other = dir.path().join("unrelated");
+        for f in [&orphan, &mine, &other] {
+            std::fs::write(f, "").unwrap();
+        }
+        remove_orphans(dir.path());
+        assert!(!orphan.exists());
+        assert!(mine.exists() && other.exists());
+
+        let rec = RecordsFile::create().unwrap();
+        assert!(rec.path.starts_with(run_dir()));
+        let mode = std::fs::metadata(run_dir()).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        let path = rec.path.clone();
+        drop(rec);
+        assert!(!path.exists());
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! `crush run`: one non-interactive turn. stdout is a contract — the assistant's text, or one
 //! JSON event per line with `--json` — and is written from this module only. Everything else
-//! goes to stderr.
+//! goes to stderr. What reaches a terminal from the model, a tool or a hook goes through
+//! `crate::visible` (stdout only when it is a terminal: piped, it is the answer byte for byte).
 
 use crate::agent::{AgentEvent, Answer, Sink, Stop, TurnResult};
 use crate::app::Global;
@@ -132,6 +133,12 @@ struct RunSink {
     out: Out,
     json: bool,
     quiet: bool,
+    /// stdout is a terminal: text is shown as it streams (a retried call's text is replayed).
+    /// Otherwise a call's text is held until the call can no longer be retried, so stdout holds
+    /// exactly what the session stores.
+    live: bool,
+    /// The current call's text, not yet written (`live` false).
+    held: String,
     /// Text printed for the current model call (to replay-skip after a retry).
     call_printed: String,
     /// After a retry: what the user already saw of the call, and the new call's text so far.
@@ -156,9 +163,21 @@ impl RunSink {
             self.out.write("\n");
         }
         self.new_step = false;
-        self.out.write(t);
+        if self.live {
+            self.out.write(&crate::visible::text(t));
+        } else {
+            self.out.write(t);
+        }
         self.printed_any = true;
         self.last_char = t.chars().last().or(self.last_char);
+    }
+
+    /// Writes the text held for the call that just ended for good.
+    fn release(&mut self) {
+        if !self.held.is_empty() {
+            let t = std::mem::take(&mut self.held);
+            self.print_text(&t);
+        }
     }
 
     fn text(&mut self, t: &str) {
@@ -167,6 +186,10 @@ impl RunSink {
                 v: JSON_SCHEMA_VERSION,
                 text: t,
             });
+            return;
+        }
+        if !self.live {
+            self.held.push_str(t);
             return;
         }
         if let Some(shown) = self.replay.take() {
@@ -194,7 +217,7 @@ impl RunSink {
 
     fn note(&self, s: &str) {
         if !self.quiet {
-            eprintln!("{s}");
+            eprintln!("{}", crate::visible::text(s));
         }
     }
 }
@@ -216,7 +239,8 @@ impl Sink for RunSink {
                 reason,
             } => {
                 eprintln!(
-                    "crush: model call failed ({reason}); retry {attempt} in {:.1} s",
+                    "crush: model call failed ({}); retry {attempt} in {:.1} s",
+                    crate::visible::line(&reason),
                     wait.as_secs_f64()
                 );
                 if self.json {
@@ -226,6 +250,9 @@ impl Sink for RunSink {
                         wait_ms: wait.as_millis(),
                         reason: &reason,
                     });
+                } else if !self.live {
+                    // The failed attempt's text is void; the retry streams the answer anew.
+                    self.held.clear();
                 } else if !self.call_printed.is_empty() || self.replay.is_some() {
                     let shown = self.replay.take().unwrap_or_default() + &self.call_printed;
                     self.replay = Some(shown);
@@ -234,6 +261,7 @@ impl Sink for RunSink {
                 }
             }
             AgentEvent::ToolCall { id, name, input } => {
+                self.release();
                 self.new_step = true;
                 self.call_printed.clear();
                 self.replay = None;
@@ -274,7 +302,9 @@ impl Sink for RunSink {
                 ));
                 eprintln!(
                     "crush: refused {} ({}: {}): a non-interactive run cannot ask for permission; to allow it, {hint}",
-                    request.tool, request.action, request.description
+                    crate::visible::line(&request.tool),
+                    request.action,
+                    crate::visible::line(&request.description)
                 );
                 if self.json {
                     self.out.json(&JsonEvent::PermissionRefused {
@@ -287,6 +317,8 @@ impl Sink for RunSink {
                 }
             }
             AgentEvent::Usage { usage, cost, model } => {
+                // Reported once a call has finished: its text is final.
+                self.release();
                 if self.json {
                     self.out.json(&JsonEvent::Usage {
                         v,
@@ -299,7 +331,7 @@ impl Sink for RunSink {
                     });
                 }
             }
-            AgentEvent::Notice(text) => eprintln!("crush: {text}"),
+            AgentEvent::Notice(text) => eprintln!("crush: {}", crate::visible::text(&text)),
             AgentEvent::Hook {
                 report,
                 tool_call_id,
@@ -315,6 +347,7 @@ impl Sink for RunSink {
                 }
             }
             AgentEvent::StepCommitted => {
+                self.release();
                 self.new_step = true;
                 self.call_printed.clear();
                 self.replay = None;
@@ -390,6 +423,8 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<ExitCode, AppError> {
         },
         json: args.json,
         quiet: args.quiet,
+        live: std::io::stdout().is_terminal(),
+        held: String::new(),
         call_printed: String::new(),
         replay: None,
         redo: String::new(),
@@ -416,7 +451,17 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<ExitCode, AppError> {
         session.agent.model.provider.id,
         session.agent.model.model.id
     ));
-    let result: TurnResult = session.agent.run_turn(&prompt, &mut sink)?;
+    let result = session.agent.run_turn(&prompt, &mut sink);
+    // A canceled or failed call's text is what the session keeps of it.
+    sink.release();
+    if let Some(m) = &session.agent.mcp {
+        m.manager().shutdown();
+        // What the servers reported after the last step.
+        for w in m.manager().take_warnings() {
+            eprintln!("crush: {w}");
+        }
+    }
+    let result: TurnResult = result?;
     session.agent.session_end("other", &mut sink);
     if !args.json && sink.printed_any && sink.last_char != Some('\n') {
         sink.out.write("\n");
@@ -470,11 +515,17 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<ExitCode, AppError> {
             ExitCode::Policy
         }
         Stop::HookDenied(reason) => {
-            eprintln!("crush: a hook blocked the prompt; nothing was sent to the model: {reason}");
+            eprintln!(
+                "crush: a hook blocked the prompt; nothing was sent to the model: {}",
+                crate::visible::text(reason)
+            );
             ExitCode::Policy
         }
         Stop::HookHalted(reason) => {
-            eprintln!("crush: a hook halted the turn (session {sid}): {reason}");
+            eprintln!(
+                "crush: a hook halted the turn (session {sid}): {}",
+                crate::visible::text(reason)
+            );
             ExitCode::Policy
         }
         Stop::Canceled => {
@@ -483,7 +534,8 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<ExitCode, AppError> {
         }
         Stop::Error(e) => {
             eprintln!(
-                "crush: {e}\ncrush: the session {sid} was saved; retry with: crush run -s {sid} \"continue\""
+                "crush: {}\ncrush: the session {sid} was saved; retry with: crush run -s {sid} \"continue\"",
+                crate::visible::text(&e.to_string())
             );
             ExitCode::Failure
         }

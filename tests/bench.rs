@@ -266,6 +266,7 @@ fn main() {
         let s = scenario(&env, &server, two_step, &["run", "-q", "-y", "say hello"]);
         report("2-step bash + 10 hooks", s);
     }
+    mcp_scenarios(&env, &server);
     if selected("bare sh -c true") {
         let bare = (0..RUNS * 3)
             .map(|_| {
@@ -276,4 +277,190 @@ fn main() {
             .collect();
         report("bare sh -c true", bare);
     }
+}
+
+/// The bench binary itself as a stdio MCP server (server mode), talked to directly over pipes:
+/// what the server costs on its own.
+struct Direct {
+    child: std::process::Child,
+    out: std::io::BufReader<std::process::ChildStdout>,
+    next: u64,
+}
+
+impl Direct {
+    fn start(script: &std::path::Path) -> Direct {
+        let mut child = Command::new(std::env::current_exe().expect("bench binary"))
+            .env(support::mcp::SERVER_ENV, script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the MCP server");
+        let out = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+        Direct {
+            child,
+            out,
+            next: 1,
+        }
+    }
+
+    fn request(&mut self, method: &str, params: serde_json::Value) -> serde_json::Value {
+        use std::io::{BufRead, Write};
+        let id = self.next;
+        self.next += 1;
+        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let stdin = self.child.stdin.as_mut().expect("stdin");
+        writeln!(stdin, "{msg}").expect("write");
+        stdin.flush().expect("flush");
+        loop {
+            let mut line = String::new();
+            self.out.read_line(&mut line).expect("read");
+            let v: serde_json::Value = serde_json::from_str(&line).expect("JSON");
+            if v["id"] == id {
+                return v;
+            }
+        }
+    }
+}
+
+impl Drop for Direct {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The medians of the `answered in N ms` debug lines for tools/call in a crush log.
+fn logged_round_trips(log: &std::path::Path) -> Vec<f64> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let mut out: Vec<f64> = text
+        .lines()
+        .filter(|l| l.contains("tools/call answered in"))
+        .filter_map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).ok()?;
+            let msg = v["msg"].as_str()?;
+            msg.split("answered in ")
+                .nth(1)?
+                .split(' ')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect();
+    out.sort_by(|a, b| a.total_cmp(b));
+    out
+}
+
+/// MCP: one stdio server. Its own start-up, initialize and call (direct), a tools/call round
+/// trip (direct, and through crush from its debug log), `crush mcp list`, and turns calling an
+/// MCP tool, to set against the bash turns above.
+fn mcp_scenarios(env: &TestEnv, server: &FakeServer) {
+    let dir = env.root().join("mcp-bench");
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = json!({"tools": [{"name": "echo", "description": "Echo",
+        "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
+        "action": "echo"}]});
+    let entry = support::mcp::stdio_server(&dir, "t", &script);
+    let script_path = dir.join("mcp-t.json");
+    if selected("mcp server start+init+call (direct)") {
+        let samples = (0..RUNS)
+            .map(|_| {
+                let start = Instant::now();
+                let mut d = Direct::start(&script_path);
+                d.request(
+                    "initialize",
+                    json!({"protocolVersion": "2025-06-18",
+                    "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}),
+                );
+                d.request("tools/list", json!({}));
+                d.request(
+                    "tools/call",
+                    json!({"name": "echo", "arguments": {"text": "x"}}),
+                );
+                Sample {
+                    wall: start.elapsed(),
+                    cpu: Duration::ZERO,
+                    max_rss_kib: 0,
+                }
+            })
+            .collect();
+        report("mcp server start+init+call (direct)", samples);
+    }
+    if selected("mcp tools/call round trip (direct)") {
+        let mut d = Direct::start(&script_path);
+        d.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18",
+            "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}),
+        );
+        let mut rtt: Vec<Duration> = (0..200)
+            .map(|_| {
+                let t = Instant::now();
+                d.request(
+                    "tools/call",
+                    json!({"name": "echo", "arguments": {"text": "x"}}),
+                );
+                t.elapsed()
+            })
+            .collect();
+        rtt.sort();
+        println!(
+            "{:<28} median {:>8.3} ms   p90 {:>8.3} ms   (200 calls)",
+            "mcp tools/call (direct)",
+            rtt[100].as_secs_f64() * 1e3,
+            rtt[180].as_secs_f64() * 1e3
+        );
+    }
+    let mut cfg = env.config_for(server, Dialect::OpenAi);
+    cfg["mcp"] = json!({"t": entry});
+    env.write_config(&cfg);
+    if selected("mcp list (1 stdio server)") {
+        let samples = (0..RUNS)
+            .map(|_| {
+                let mut cmd = command(env);
+                cmd.args(["mcp", "list"]);
+                measure(cmd)
+            })
+            .collect();
+        report("mcp list (1 stdio server)", samples);
+    }
+    let mcp_step = || {
+        vec![
+            Reply::tool_call("mcp_t_echo", json!({"text": "hello"})),
+            Reply::text("done"),
+        ]
+    };
+    if selected("2-step mcp tool (openai)") {
+        let s = scenario(env, server, mcp_step, &["run", "-q", "-y", "say hello"]);
+        report("2-step mcp tool (openai)", s);
+    }
+    if selected("20-step mcp tool (openai)") {
+        let twenty = || {
+            let mut v: Vec<Reply> = (0..19)
+                .map(|i| Reply::tool_call("mcp_t_echo", json!({"text": format!("step {i}")})))
+                .collect();
+            v.push(Reply::text("all done"));
+            v
+        };
+        let log = env.project().join(".crush").join("logs").join("crush.log");
+        let _ = std::fs::remove_file(&log);
+        let s = scenario(
+            env,
+            server,
+            twenty,
+            &["run", "-q", "-y", "-d", "twenty steps"],
+        );
+        report("20-step mcp tool (openai)", s);
+        let rtt = logged_round_trips(&log);
+        if !rtt.is_empty() {
+            println!(
+                "{:<28} median {:>8.3} ms   p90 {:>8.3} ms   ({} calls, from the debug log)",
+                "mcp tools/call (via crush)",
+                rtt[rtt.len() / 2],
+                rtt[rtt.len() * 9 / 10],
+                rtt.len()
+            );
+        }
+    }
+    env.write_config(&env.config_for(server, Dialect::OpenAi));
 }

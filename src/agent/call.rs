@@ -15,6 +15,9 @@ use serde_json::{Map, Value, json};
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
+/// The result of a call that never started because the user canceled the turn.
+const CANCELED_BEFORE_RUN: &str = "The user canceled the turn before this tool call ran.";
+
 /// A tool call as the model made it, its arguments parsed (Err: why they are not a JSON object).
 pub(super) struct PendingCall {
     pub id: String,
@@ -85,7 +88,7 @@ impl CallOutcome {
     /// The answer to a call that does not run because the turn stops (`stop`).
     pub(super) fn not_run(call: PendingCall, stop: &Stop, sink: &mut dyn Sink) -> CallOutcome {
         let why = match stop {
-            Stop::Canceled => "The user canceled the turn before this tool call ran.",
+            Stop::Canceled => CANCELED_BEFORE_RUN,
             Stop::HookHalted(_) => "Not run: a hook halted the turn.",
             _ => "Not run: an earlier tool call in this step was refused.",
         };
@@ -117,8 +120,16 @@ fn finish(sink: &mut dyn Sink, id: &str, name: &str, out: &ToolOutput) -> Part {
         tool_call_id: id.to_string(),
         name: name.to_string(),
         content: out.content.clone(),
-        data: String::new(),
-        mime_type: String::new(),
+        data: out
+            .image
+            .as_ref()
+            .map(|i| i.data.clone())
+            .unwrap_or_default(),
+        mime_type: out
+            .image
+            .as_ref()
+            .map(|i| i.mime_type.clone())
+            .unwrap_or_default(),
         metadata: if out.metadata.is_null() {
             String::new()
         } else {
@@ -186,6 +197,19 @@ impl ToolRun {
             ran: false,
             stop: Some(Stop::PermissionRefused),
         }
+    }
+
+    /// Runs the tool, unless the turn was canceled meanwhile (while a hook ran or a question
+    /// was open): then nothing starts.
+    fn execute(tool: &dyn Tool, input: &Value, ctx: &ToolCtx, sink: &mut dyn Sink) -> ToolRun {
+        if ctx.cancel.load(Ordering::SeqCst) {
+            return ToolRun {
+                out: ToolOutput::error(CANCELED_BEFORE_RUN),
+                ran: false,
+                stop: Some(Stop::Canceled),
+            };
+        }
+        ToolRun::ran(execute(tool, input, ctx, sink))
     }
 }
 
@@ -356,9 +380,10 @@ impl Agent<'_> {
             }
         };
         announce(sink, &id, &name, input.clone());
-        let (mut out, mut stop) = match self.tools.iter().position(|t| t.name() == name) {
+        let found = self.all_tools().position(|t| t.name() == name);
+        let (mut out, mut stop) = match found {
             None => {
-                let names: Vec<&str> = self.tools.iter().map(|t| t.name()).collect();
+                let names: Vec<&str> = self.all_tools().map(|t| t.name()).collect();
                 let out = ToolOutput::error(format!(
                     "Unknown tool '{name}'. Available tools: {}",
                     names.join(", ")
@@ -372,6 +397,7 @@ impl Agent<'_> {
                 config: &mut self.config,
                 permissions: &mut self.permissions,
                 tools: &mut self.tools,
+                mcp: self.mcp.as_mut(),
                 model: &mut self.model,
                 hooks: &mut self.hooks,
                 system: &mut self.system,
@@ -408,6 +434,14 @@ impl Agent<'_> {
             id,
         };
         let pre = self.fire(hooks::Event::PreToolUse, Some(call), Map::new(), sink);
+        if self.cancel.load(Ordering::SeqCst) {
+            // Ctrl-C while the hooks ran: they were stopped, and the call does not start.
+            let mut out = ToolOutput::error(CANCELED_BEFORE_RUN);
+            if pre.ran() {
+                add_metadata(&mut out.metadata, "hook", pre.metadata());
+            }
+            return Ok((out, Some(Stop::Canceled)));
+        }
         if pre.composed.blocked() {
             return Ok(blocked(&pre));
         }
@@ -423,6 +457,10 @@ impl Agent<'_> {
         };
         let run = self.run_tool(tool, id, &input, &msg.id, &gate, sink);
         let (mut out, mut stop) = (run.out, run.stop);
+        // A provider's key that a command printed never reaches the model, the hooks or the store.
+        if let Some(masked) = crate::env::mask(&out.content, &self.secrets) {
+            out.content = masked;
+        }
         let mut extra = Vec::new();
         let pre_text = pre.context_text(&self.cwd);
         if !pre_text.is_empty() {
@@ -485,9 +523,18 @@ impl Agent<'_> {
             reads: &reads,
             cancel: self.cancel.clone(),
             session_models: models.as_ref(),
+            shell_env_allow: &self.shell_env_allow,
             env_file: self.env_file.as_deref(),
         };
-        let t = self.tools[tool].as_ref();
+        let Some(t) = self
+            .tools
+            .iter()
+            .chain(self.mcp.iter().flat_map(|m| m.tools.iter()))
+            .nth(tool)
+            .map(|t| t.as_ref())
+        else {
+            return ToolRun::ran(ToolOutput::error("the tool is no longer available"));
+        };
         match question(t, input, &ctx, &self.permissions, gate) {
             Err(refused) => return *refused,
             Ok(None) => {}
@@ -503,6 +550,9 @@ impl Agent<'_> {
             }
         }
         if t.name() == subagent::TOOL_NAME && !self.is_sub_agent() {
+            if self.cancel.load(Ordering::SeqCst) {
+                return ToolRun::execute(t, input, &ctx, sink);
+            }
             let (out, stop) = self.run_sub_agent(assistant_id, id, input, sink);
             return ToolRun {
                 out,
@@ -510,7 +560,7 @@ impl Agent<'_> {
                 stop,
             };
         }
-        ToolRun::ran(execute(t, input, &ctx, sink))
+        ToolRun::execute(t, input, &ctx, sink)
     }
 
     /// Notification: crush is about to ask the user a permission question (Claude Code's

@@ -176,11 +176,60 @@ pub struct Agent<'a> {
     /// The session's configuration: session-only commands from the bash tool change its runtime
     /// layer (None: they are reported as ignored).
     pub config: Option<crate::config::Loaded>,
+    /// Variables the bash tool keeps although their names look secret (`options.shell_env_allow`).
+    pub shell_env_allow: Vec<String>,
+    /// (name, value) of the providers' API keys: masked in every tool output (crush(1) SECURITY).
+    pub secrets: Arc<Vec<(String, String)>>,
+    /// The MCP servers' tools (None: no MCP at all, as in a sub-agent).
+    pub mcp: Option<McpTools>,
+}
+
+/// The tools of the session's MCP servers as the agent offers them: rebuilt before a model call
+/// when the servers changed (one that was still starting joins at the next step).
+pub struct McpTools {
+    pub source: crate::tools::mcp::Mcp,
+    tools: Vec<Box<dyn Tool>>,
+    /// The manager generation `tools` was built at; None: rebuild.
+    seen: Option<u64>,
+    /// How long the first model call waits for servers still starting (None: until each has
+    /// started or failed, bounded by its timeout).
+    first_wait: Option<Duration>,
+    waited: bool,
+}
+
+impl McpTools {
+    pub fn new(source: crate::tools::mcp::Mcp, first_wait: Option<Duration>) -> McpTools {
+        McpTools {
+            source,
+            tools: Vec::new(),
+            seen: None,
+            first_wait,
+            waited: false,
+        }
+    }
+
+    /// The manager of the servers.
+    pub fn manager(&self) -> &crate::mcp::Manager {
+        self.source.manager()
+    }
+
+    /// The servers of `cfg` start (new or changed ones), stop (removed ones); the tools follow
+    /// at the next step. Returns the configuration's warnings.
+    pub fn reconfigure(&mut self, cfg: &crate::config::Loaded) -> Vec<String> {
+        let (specs, warnings) = crate::config::mcp::servers(cfg);
+        self.manager().set_servers(specs);
+        self.seen = None;
+        // The next model call waits for new servers as the first one did.
+        self.waited = false;
+        warnings
+    }
 }
 
 /// What a main agent is built from; the rest follows from the configuration.
 pub struct Setup<'a> {
     pub store: &'a Store,
+    /// The MCP servers, already starting.
+    pub mcp: Option<McpTools>,
     /// Empty while the REPL has not created the session yet.
     pub session_id: String,
     pub model: ResolvedModel,
@@ -215,13 +264,39 @@ impl<'a> Agent<'a> {
             parent_session: None,
             hooks: s.hooks,
             pending_context: Vec::new(),
+            shell_env_allow: options.shell_env_allow.clone(),
+            secrets: Arc::new(provider_secrets(&s.config)),
             transcript,
             parent_transcript: None,
             prompt_id: String::new(),
             env_file: None,
             config: Some(s.config),
+            mcp: s.mcp,
         }
     }
+}
+
+/// The API keys of the providers crush can call, named after their provider (in the catalog's
+/// case, the variable they come from), for masking in tool output.
+fn provider_secrets(loaded: &crate::config::Loaded) -> Vec<(String, String)> {
+    let catalog = loaded.catalog.get();
+    let mut out: Vec<(String, String)> = Vec::new();
+    for p in loaded.providers_with(&catalog.providers).ready {
+        let Some(key) = p.endpoint.api_key else {
+            continue;
+        };
+        let name = catalog
+            .providers
+            .iter()
+            .find(|c| c.id.as_str() == p.id)
+            .and_then(|c| c.api_key.strip_prefix('$'))
+            .map(|v| v.trim_matches(['{', '}']).to_string())
+            .unwrap_or_else(|| format!("{} API key", p.id));
+        if !out.iter().any(|(_, v)| *v == key) {
+            out.push((name, key));
+        }
+    }
+    out
 }
 
 /// Messages a provider can be sent: parts it understands (attachments as text). The request
@@ -250,6 +325,62 @@ pub fn history_for_model(stored: Vec<Message>) -> Vec<Message> {
 }
 
 impl Agent<'_> {
+    /// Before a model call: waits once for servers still starting, reports their warnings, and
+    /// rebuilds the MCP tools when the servers changed.
+    fn sync_mcp(&mut self, sink: &mut dyn Sink) {
+        let disabled = self
+            .config
+            .as_ref()
+            .map(|c| c.config.options.disabled_tools.clone())
+            .unwrap_or_default();
+        let Some(m) = self.mcp.as_mut() else { return };
+        if !m.waited {
+            m.waited = true;
+            if m.first_wait != Some(Duration::ZERO) {
+                m.manager().wait_ready(m.first_wait);
+            }
+        }
+        for w in m.manager().take_warnings() {
+            sink.event(AgentEvent::Notice(w));
+        }
+        let g = m.manager().generation();
+        if m.seen != Some(g) {
+            m.tools = m
+                .source
+                .tools()
+                .into_iter()
+                .filter(|t| !disabled.iter().any(|d| d == t.name()))
+                .collect();
+            m.seen = Some(g);
+        }
+    }
+
+    /// Every tool offered: the built-in ones, then the MCP ones.
+    fn all_tools(&self) -> impl Iterator<Item = &dyn Tool> {
+        self.tools
+            .iter()
+            .chain(self.mcp.iter().flat_map(|m| m.tools.iter()))
+            .map(|t| t.as_ref())
+    }
+
+    /// The system prompt of a model call: the MCP servers' instructions added, as Go Crush
+    /// adds them.
+    fn system_with_mcp(&self) -> String {
+        let Some(m) = &self.mcp else {
+            return self.system.clone();
+        };
+        let instructions = m.manager().instructions();
+        if instructions.is_empty() {
+            return self.system.clone();
+        }
+        let text: Vec<String> = instructions.into_iter().map(|(_, t)| t).collect();
+        format!(
+            "{}\n\n<mcp-instructions>\n{}\n</mcp-instructions>",
+            self.system,
+            text.join("\n\n")
+        )
+    }
+
     /// Whether this agent is a sub-agent (runs the `agent` tool's task).
     pub fn is_sub_agent(&self) -> bool {
         self.parent_session.is_some()
@@ -277,6 +408,7 @@ impl Agent<'_> {
     /// `prompt_id`).
     fn hook_request(&self, event: hooks::Event) -> hooks::Request<'_> {
         let mut req = hooks::Request::new(event, &self.session_id, &self.cwd, &self.project_root);
+        req.cancel = Some(self.cancel.clone());
         req.sub_agent = self.parent_session.as_deref().map(|p| hooks::SubAgent {
             id: &self.session_id,
             parent_session_id: p,
@@ -319,6 +451,10 @@ impl Agent<'_> {
                 report: r.clone(),
                 tool_call_id: req.tool.map(|t| t.id.to_string()),
             });
+            if let Some(w) = r.could_not_run_warning() {
+                crate::log::warn(&w);
+                sink.event(AgentEvent::Notice(w));
+            }
         }
         for (r, msg) in out
             .reports

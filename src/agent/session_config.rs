@@ -17,6 +17,7 @@ pub(super) struct Parts<'a> {
     pub config: &'a mut Option<Loaded>,
     pub permissions: &'a mut Permissions,
     pub tools: &'a mut Vec<Box<dyn Tool>>,
+    pub mcp: Option<&'a mut super::McpTools>,
     pub model: &'a mut ResolvedModel,
     pub hooks: &'a mut crate::hooks::HookConfig,
     pub system: &'a mut String,
@@ -30,6 +31,7 @@ fn sync(
     cfg: &Loaded,
     permissions: &mut Permissions,
     tools: &mut Vec<Box<dyn Tool>>,
+    mcp: Option<&mut super::McpTools>,
     model: &mut ResolvedModel,
     system: &mut String,
     hooks: &mut crate::hooks::HookConfig,
@@ -39,6 +41,8 @@ fn sync(
     permissions.allowed_tools = cfg.config.permissions.allowed_tools.clone();
     // A tool denied earlier comes back when it is allowed again.
     *tools = super::subagent::main_agent_tools(&cfg.config.options.disabled_tools);
+    // Added, removed or changed MCP servers start or stop now.
+    let mcp_warnings = mcp.map(|m| m.reconfigure(cfg)).unwrap_or_default();
     let mut large_changed = false;
     if &cfg.config.models.large != large_before {
         let m = cfg
@@ -58,6 +62,9 @@ fn sync(
                 ));
             }
         }
+    }
+    if !mcp_warnings.is_empty() {
+        return Err(mcp_warnings.join("; "));
     }
     Ok(large_changed)
 }
@@ -121,6 +128,7 @@ pub(super) fn apply(this: Parts, out: &mut ToolOutput, sink: &mut dyn Sink) {
         cfg,
         this.permissions,
         this.tools,
+        this.mcp,
         this.model,
         this.system,
         this.hooks,
@@ -154,6 +162,7 @@ impl super::Agent<'_> {
             cfg,
             &mut self.permissions,
             &mut self.tools,
+            self.mcp.as_mut(),
             &mut self.model,
             &mut self.system,
             &mut self.hooks,

@@ -76,7 +76,7 @@ impl Tool for AgentTool {
 pub fn with_agent_tool(mut tools: Vec<Box<dyn Tool>>, disabled: &[String]) -> Vec<Box<dyn Tool>> {
     if !disabled.iter().any(|d| d == TOOL_NAME) && !tools.iter().any(|t| t.name() == TOOL_NAME) {
         tools.push(Box::new(AgentTool));
-        tools.sort_by_key(|t| t.name());
+        tools.sort_by(|a, b| a.name().cmp(b.name()));
     }
     tools
 }
@@ -175,6 +175,10 @@ impl<'a> Agent<'a> {
             // itself is hooked as usual.
             hooks: self.hooks.clone(),
             pending_context: Vec::new(),
+            shell_env_allow: self.shell_env_allow.clone(),
+            secrets: self.secrets.clone(),
+            // A sub-agent is read-only: MCP tools may change things.
+            mcp: None,
             transcript: self.transcript.as_ref().map(|t| t.for_sub_agent()),
             parent_transcript: self.transcript_path(),
             prompt_id: self.prompt_id.clone(),
@@ -239,6 +243,7 @@ impl<'a> Agent<'a> {
                 content,
                 is_error,
                 metadata,
+                image: None,
                 structured: Value::Null,
             },
             stop,
@@ -307,7 +312,9 @@ mod tests {
 
     #[test]
     fn agent_tool_is_added_sorted_unless_disabled() {
-        let names = |t: &[Box<dyn Tool>]| t.iter().map(|t| t.name()).collect::<Vec<_>>();
+        fn names(t: &[Box<dyn Tool>]) -> Vec<&str> {
+            t.iter().map(|t| t.name()).collect()
+        }
         let tools = with_agent_tool(crate::tools::builtin(), &[]);
         assert_eq!(names(&tools)[0], "agent");
         let mut sorted = names(&tools);

@@ -169,6 +169,7 @@ impl Agent<'_> {
 
     /// One step: a model call and what follows from its answer. Some: the turn stops.
     fn step(&mut self, turn: &mut Turn, sink: &mut dyn Sink) -> Result<Option<Stop>, AgentError> {
+        self.sync_mcp(sink);
         let resp = match self.call_model(&turn.history, sink) {
             CallEnd::Done(r) => r,
             CallEnd::Failed(err, partial) => return self.call_failed(turn, err, partial, sink),
@@ -371,6 +372,9 @@ impl Agent<'_> {
         let mut results = Vec::new();
         let mut stop: Option<Stop> = None;
         for pending in calls {
+            if stop.is_none() && self.cancel.load(Ordering::SeqCst) {
+                stop = Some(Stop::Canceled);
+            }
             let outcome = match &stop {
                 Some(s) => CallOutcome::not_run(pending, s, sink),
                 None => self.run_call(pending, msg, sink)?,
@@ -390,19 +394,22 @@ pub(super) enum CallEnd {
 }
 
 impl Agent<'_> {
+    /// The tools offered, sorted by name as Crush sends them.
     fn tool_specs(&self) -> Vec<ToolSpec> {
-        self.tools
-            .iter()
+        let mut specs: Vec<ToolSpec> = self
+            .all_tools()
             .map(|t| ToolSpec {
                 name: t.name().to_string(),
                 description: t.description(),
                 parameters: t.schema(),
             })
-            .collect()
+            .collect();
+        specs.sort_by(|a, b| a.name.cmp(&b.name));
+        specs
     }
 
     fn call_model(&self, history: &[Message], sink: &mut dyn Sink) -> CallEnd {
-        self.call_with_system(&self.system, history, sink)
+        self.call_with_system(&self.system_with_mcp(), history, sink)
     }
 
     pub(super) fn call_with_system(
@@ -411,10 +418,15 @@ impl Agent<'_> {
         history: &[Message],
         sink: &mut dyn Sink,
     ) -> CallEnd {
+        let messages = if self.model.model.supports_attachments {
+            history.to_vec()
+        } else {
+            llm::result_images_as_text(history.to_vec())
+        };
         let req = ChatRequest {
             model: self.model.model.id.clone(),
             system: system.to_string(),
-            messages: history.to_vec(),
+            messages,
             tools: self.tool_specs(),
             max_tokens: self.model.max_tokens(),
             temperature: self.model.selected.temperature,

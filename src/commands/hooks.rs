@@ -178,7 +178,13 @@ pub fn test(global: &Global, args: &HooksTestArgs) -> Result<(String, ExitCode),
         id: "hooks-test-call",
     });
     req.fields = fields;
+    // Ctrl-C stops the hooks (and their process groups) and ends the command.
+    let cancel = crate::signal::interrupt_flag();
+    req.cancel = Some(cancel.clone());
     let outcome = cfg.run(&req);
+    if cancel.load(std::sync::atomic::Ordering::SeqCst) {
+        return Ok((String::new(), crate::signal::interrupted()));
+    }
     let mut out = String::new();
     if !outcome.ran() {
         match tool {
@@ -189,6 +195,10 @@ pub fn test(global: &Global, args: &HooksTestArgs) -> Result<(String, ExitCode),
     for r in &outcome.reports {
         out.push_str(&r.line());
         out.push('\n');
+        if let Some(w) = r.could_not_run_warning() {
+            out.push_str(&w);
+            out.push('\n');
+        }
     }
     let c = &outcome.composed;
     out.push_str(&format!("decision: {}\n", c.verdict()));

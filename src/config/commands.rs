@@ -467,6 +467,7 @@ const OPTIONS: OptTable = &[
     ("disable-skill", O::List, "disabled_skills"),
     ("max-steps", O::Int, "max_steps"),
     ("request-idle-timeout", O::Int, "request_idle_timeout"),
+    ("shell-env-allow", O::List, "shell_env_allow"),
 ];
 
 const UI_OPTIONS: OptTable = &[

@@ -1,4 +1,5 @@
-//! Running a crushrc: a POSIX shell script executed by `/bin/sh`, with the configuration commands
+//! Running a crushrc: a shell script executed by crush's shell (bash when it is on PATH, else
+//! /bin/sh; `proc::shell_path`), with the configuration commands
 //! as builtins (crush(1) CONFIGURATION).
 //!
 //! Design: the builtins are shell aliases and functions defined by a prelude (`crate::rcshell`),

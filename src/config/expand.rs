@@ -3,8 +3,8 @@
 //! colon (`${VAR-d}`, `${VAR+a}`, `${VAR?m}`) a variable set to the empty string counts as set,
 //! as in the shell.
 //!
-//! `$(command)` runs `/bin/sh -c command` (stdout, trailing newlines removed) with the crushrc time
-//! limit; a project's values reach here only when the project is trusted (untrusted project
+//! `$(command)` runs `SHELL -c command` (crush's shell, `proc::shell_path`; stdout, trailing
+//! newlines removed) with the crushrc time limit; a project's values reach here only when the project is trusted (untrusted project
 //! values containing `$(` are dropped at load time, see `trust.rs`), and values from the provider
 //! catalog never run one (`expand_env_vars_only`). Results are cached for the
 //! process, so a value used twice runs its command once. `$$` is a literal `$`. Errors name the
@@ -191,7 +191,7 @@ fn closing_paren(s: &str, start: usize) -> Option<usize> {
 
 static CACHE: Mutex<Option<HashMap<String, String>>> = Mutex::new(None);
 
-/// Runs a command substitution: `/bin/sh -c cmd`, stdout without trailing newlines.
+/// Runs a command substitution: `SHELL -c cmd`, stdout without trailing newlines.
 pub fn run_command(cmd: &str) -> Result<String, String> {
     if let Some(hit) = CACHE
         .lock()

@@ -78,6 +78,7 @@ const KNOWN_OPTIONS: &[&str] = &[
     "disable_notifications",
     "max_steps",
     "request_idle_timeout",
+    "shell_env_allow",
     "claude_code_hooks",
     "claude_plugins",
 ];
@@ -405,6 +406,7 @@ fn find_project_files(
     let mut dirs = paths::dirs_up_to(cwd, project_root);
     dirs.reverse();
     let mut out = Vec::new();
+    out.extend(read_claude_mcp(project_root)?);
     for (kind, name) in [
         (LayerKind::ProjectJson, "crush.json"),
         (LayerKind::ProjectCrushrc, "crushrc"),
@@ -438,6 +440,31 @@ fn find_dotenv(cwd: &Path, warnings: &mut Vec<String>) -> Option<(PathBuf, Strin
             None
         }
     }
+}
+
+/// Claude Code's `<project root>/.mcp.json`, read as the first (lowest) project `crush.json`
+/// holding its servers, so it is trust-gated like every project file.
+fn read_claude_mcp(project_root: &Path) -> Result<Option<FoundFile>, ConfigError> {
+    let path = project_root.join(".mcp.json");
+    let Some(text) = read_text(&path)? else {
+        return Ok(None);
+    };
+    let raw = json::parse_object(&path, &text).map_err(ConfigError::File)?;
+    let pos = pos::positions(&text)
+        .into_iter()
+        .filter_map(|(k, line)| {
+            let rest = k.strip_prefix("/mcpServers")?;
+            Some((format!("/mcp{rest}"), line))
+        })
+        .collect();
+    Ok(Some(FoundFile {
+        kind: LayerKind::ProjectJson,
+        path,
+        found: Found::Json {
+            value: super::mcp::from_claude(&raw),
+            pos,
+        },
+    }))
 }
 
 /// What the project would run, without running anything (for `crush trust` and the REPL's

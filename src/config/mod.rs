@@ -13,11 +13,13 @@ pub mod dotenv;
 pub mod expand;
 pub mod json;
 pub mod layers;
+pub mod mcp;
 pub mod pos;
 pub mod session;
-pub mod sha256;
 pub mod state;
 pub mod trust;
+
+pub(crate) use crate::sha256;
 
 pub use crate::catalog::Model;
 use crate::llm::{ApiKind, Endpoint};
@@ -101,6 +103,8 @@ pub struct Options {
     pub max_steps: Option<u64>,
     /// Seconds of silence before a model stream is abandoned (ours; default 120).
     pub request_idle_timeout: Option<u64>,
+    /// Variables the bash tool gets although their names look secret (ours; names or globs).
+    pub shell_env_allow: Vec<String>,
     /// Read the hooks of Claude Code's settings files and plugins (ours; default true).
     pub claude_code_hooks: Option<bool>,
     /// Claude Code plugin folders whose `hooks/hooks.json` runs (ours).

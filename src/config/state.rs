@@ -1,13 +1,15 @@
 //! Machine-managed state (crush(1) CONFIGURATION, FILES): `state.json` in the global data dir and
 //! in the project data dir. The program writes these files (atomically, under a lock) and never
 //! writes a user's config file. State holds the last chosen models, recent models, UI preferences
-//! and, globally, trust records. Go Crush's machine-written `<global data>/crush.json` is read as
-//! global state, below `state.json`, and its `<project data>/crush.json` as workspace state, below
-//! that `state.json`; crush never writes them.
+//! and, globally, trust records and MCP OAuth tokens. Go Crush's machine-written
+//! `<global data>/crush.json` is read as global state, below `state.json`, and its
+//! `<project data>/crush.json` as workspace state, below that `state.json`; crush never writes
+//! them.
 //!
 //! Layout: `{"version": 1, "models": {...}, "recent_models": {...}, "options": {...},
-//! "trust": {"<project root>": {"hash": "...", "trusted_at": "RFC 3339"}}}`. Everything but
-//! `version` and `trust` is a configuration layer (2 = global, 3 = workspace).
+//! "trust": {"<project root>": {"hash": "...", "trusted_at": "RFC 3339"}},
+//! "mcp_oauth": {"<server>": {"access_token": "...", ...}}}`. Everything but `version`, `trust`
+//! and `mcp_oauth` is a configuration layer (2 = global, 3 = workspace).
 
 use crate::fsutil::{Lock, write_atomic};
 use crate::time::rfc3339_utc;
@@ -18,8 +20,9 @@ use std::path::{Path, PathBuf};
 pub const FILE_NAME: &str = "state.json";
 /// Go Crush's global data file, read as global state.
 pub const LEGACY_FILE_NAME: &str = "crush.json";
-/// Keys of a state file that are not configuration.
-const NOT_CONFIG: &[&str] = &["version", "trust"];
+/// Keys of a state file that are not configuration (`mcp_oauth`: the OAuth tokens of MCP
+/// servers).
+const NOT_CONFIG: &[&str] = &["version", "trust", "mcp_oauth"];
 
 pub fn global_path() -> PathBuf {
     crate::paths::global_data_dir().join(FILE_NAME)

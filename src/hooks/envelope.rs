@@ -81,6 +81,9 @@ pub struct HookResult {
     pub system_message: String,
     /// Non-blocking problems worth showing (exit code, bad output, timeout).
     pub notes: Vec<String>,
+    /// The hook never ran its own logic: it could not be started, or its shell or interpreter
+    /// could not run it (exit 126 or 127). Shown as a warning line whatever the verdict.
+    pub could_not_run: Option<String>,
 }
 
 impl HookResult {
@@ -101,6 +104,8 @@ pub enum Exit {
     Signal(i32),
     /// Ran past its timeout and was killed.
     TimedOut(std::time::Duration),
+    /// Stopped (or never started) because the turn was canceled.
+    Canceled,
     /// Could not be started: missing interpreter, spawn error. A non-blocking warning.
     NotStarted(String),
 }
@@ -117,6 +122,8 @@ pub struct Captured {
     /// The process exited but something it started kept its pipes open; we stopped waiting.
     pub abandoned: bool,
     pub duration_ms: u64,
+    /// What ran the hook: crush's shell, the interpreter of its `#!` line, or the program.
+    pub program: String,
 }
 
 impl Captured {
@@ -129,8 +136,15 @@ impl Captured {
             stderr_truncated: false,
             abandoned: false,
             duration_ms: 0,
+            program: String::new(),
         }
     }
+}
+
+/// Exit codes of a shell (or `env`) that could not run a command: 126 found but not executable,
+/// 127 not found (a missing program, or `[[` under a shell that is not bash).
+fn could_not_run_code(code: i32) -> bool {
+    matches!(code, 126 | 127)
 }
 
 /// How to read a hook's output beyond the common contract.
@@ -187,6 +201,7 @@ pub fn interpret(c: &Captured, name: &str, opts: ReadOptions) -> HookResult {
     let parsed = parse_stdout(&stdout);
 
     let failure: Option<String>;
+    let mut could_not_run = None;
     let mut result = match &c.exit {
         Exit::Code(0) => match parsed {
             Ok(Some(r)) => {
@@ -238,6 +253,23 @@ pub fn interpret(c: &Captured, name: &str, opts: ReadOptions) -> HookResult {
             };
             r
         }
+        Exit::Code(code) if could_not_run_code(*code) => {
+            let what = if *code == 126 {
+                "a command was not executable"
+            } else {
+                "a command was not found"
+            };
+            let mut detail = format!("{} could not run it (exit {code}: {what}", c.program);
+            if !stderr_t.is_empty() {
+                detail.push_str(&format!("; {}", first_line(stderr_t)));
+            }
+            detail.push(')');
+            notes.push(detail.clone());
+            could_not_run = Some(detail.clone());
+            // Never a silent pass: whatever it printed, a fail-closed hook denies.
+            failure = Some(detail);
+            parsed.ok().flatten().unwrap_or_default()
+        }
         Exit::Code(code) => {
             let detail = if stderr_t.is_empty() {
                 format!("exited with code {code}")
@@ -263,6 +295,12 @@ pub fn interpret(c: &Captured, name: &str, opts: ReadOptions) -> HookResult {
             failure = Some(detail);
             HookResult::default()
         }
+        Exit::Canceled => {
+            let detail = "was stopped: the turn was canceled".to_string();
+            notes.push(detail.clone());
+            failure = Some(detail);
+            HookResult::default()
+        }
         Exit::TimedOut(t) => {
             let detail = format!("timed out after {} s and was killed", seconds(*t));
             notes.push(detail.clone());
@@ -271,6 +309,7 @@ pub fn interpret(c: &Captured, name: &str, opts: ReadOptions) -> HookResult {
         }
         Exit::NotStarted(msg) => {
             notes.push(format!("could not run: {msg}"));
+            could_not_run = Some(format!("could not be started: {msg}"));
             failure = Some(format!("could not run ({msg})"));
             HookResult::default()
         }
@@ -280,6 +319,7 @@ pub fn interpret(c: &Captured, name: &str, opts: ReadOptions) -> HookResult {
     }
     notes.append(&mut result.notes);
     result.notes = notes;
+    result.could_not_run = could_not_run;
     result
 }
 
@@ -427,6 +467,7 @@ mod tests {
             stderr_truncated: false,
             abandoned: false,
             duration_ms: 1,
+            program: "/bin/sh".into(),
         }
     }
 
@@ -666,6 +707,36 @@ mod tests {
         );
         // Without fail_closed, the same failures are no opinion.
         assert_eq!(read(&c).decision, Decision::None);
+    }
+
+    #[test]
+    fn a_shell_that_could_not_run_the_hook_is_a_warning_and_fails_closed() {
+        let guard = ReadOptions {
+            fail_closed: true,
+            ..Default::default()
+        };
+        let c = captured(127, "", "/bin/sh: 1: [[: not found\n");
+        let r = read(&c);
+        assert_eq!(r.decision, Decision::None);
+        let w = r.could_not_run.expect("a warning");
+        assert!(
+            w.contains("/bin/sh could not run it (exit 127: a command was not found; /bin/sh: 1: [[: not found)"),
+            "{w}"
+        );
+        let r = interpret(&c, "guard", guard);
+        assert_eq!(r.decision, Decision::Deny);
+        assert!(r.reason.contains("'guard' failed closed"), "{}", r.reason);
+        assert!(r.could_not_run.is_some());
+        // A JSON allow printed before the failure does not make it pass.
+        let c = captured(126, r#"{"decision":"allow"}"#, "");
+        assert_eq!(interpret(&c, "guard", guard).decision, Decision::Deny);
+        assert!(read(&c).could_not_run.unwrap().contains("not executable"));
+        assert!(read(&captured(3, "", "")).could_not_run.is_none());
+        assert!(
+            read(&Captured::not_started("no such file"))
+                .could_not_run
+                .is_some()
+        );
     }
 
     #[test]

@@ -28,6 +28,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 /// The tool call a tool event is about.
 #[derive(Debug, Clone, Copy)]
@@ -58,6 +59,9 @@ pub struct Request<'a> {
     /// Event-specific payload fields: `prompt`, `attachments`, `tool_response`, `source`,
     /// `stop_hook_active`, `last_assistant_message`...
     pub fields: Map<String, Value>,
+    /// The turn's cancel flag: once set, running hooks are stopped at once (SIGTERM to their
+    /// groups, SIGKILL after a second) instead of running on to their timeout.
+    pub cancel: Option<Arc<AtomicBool>>,
     /// Fields only hooks in Claude Code's shape are sent, over `fields`: `tool_response` in
     /// Claude Code's shapes, `transcript_path`, `permission_mode`, `prompt_id`.
     pub claude_fields: Map<String, Value>,
@@ -79,6 +83,7 @@ impl<'a> Request<'a> {
             claude_fields: Map::new(),
             sub_agent: None,
             extra_env: Vec::new(),
+            cancel: None,
         }
     }
 
@@ -130,6 +135,9 @@ pub struct HookReport {
     /// Non-blocking problems: exit code, timeout, unparseable output...
     pub notes: Vec<String>,
     pub duration_ms: u64,
+    /// The hook could not be started, or its shell could not run it (exit 126 or 127).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub could_not_run: Option<String>,
 }
 
 impl HookReport {
@@ -165,6 +173,21 @@ impl HookReport {
             s.push_str(&format!(" [warning: {n}]"));
         }
         s
+    }
+
+    /// The warning line of a hook that never ran its own logic (never a silent pass): names the
+    /// hook and says what became of the call.
+    pub fn could_not_run_warning(&self) -> Option<String> {
+        let why = self.could_not_run.as_ref()?;
+        let effect = if self.decision == "deny" {
+            "it fails closed, so it denies"
+        } else {
+            "it was ignored (mark it fail_closed to deny instead)"
+        };
+        Some(format!(
+            "warning: {} hook '{}': {why}; {effect}",
+            self.event, self.name
+        ))
     }
 }
 
@@ -299,16 +322,19 @@ pub fn env(req: &Request) -> Vec<(String, String)> {
     ];
     if let Some(t) = &req.tool {
         v.push(("CRUSH_TOOL_NAME".into(), t.name.into()));
+        let mut truncated = false;
         for (key, var) in [
             ("command", "CRUSH_TOOL_INPUT_COMMAND"),
             ("file_path", "CRUSH_TOOL_INPUT_FILE_PATH"),
         ] {
-            if let Some(val) = t.input.get(key).and_then(Value::as_str)
-                && val.len() <= MAX_ENV_VALUE
-                && !val.contains('\0')
-            {
-                v.push((var.into(), val.into()));
+            if let Some(val) = t.input.get(key).and_then(Value::as_str) {
+                let (shown, cut) = env_value(val);
+                truncated |= cut;
+                v.push((var.into(), shown));
             }
+        }
+        if truncated {
+            v.push(("CRUSH_TOOL_INPUT_TRUNCATED".into(), "1".into()));
         }
     }
     v.extend(req.extra_env.iter().cloned());
@@ -344,9 +370,27 @@ fn plugin_env(root: &Path) -> Vec<(String, String)> {
 }
 
 /// Longest tool value put in the environment. Linux refuses to start a process with a single
-/// variable over 128 KiB; a longer command is left out (never cut: a guard must not see a prefix
-/// and think it saw everything) and the hook finds it in `tool_input` on stdin.
+/// variable over 128 KiB: a longer value is cut to this size, ends with `TRUNCATED_MARKER`, and
+/// `CRUSH_TOOL_INPUT_TRUNCATED=1` says so (a guard must not take a prefix for the whole; the
+/// whole value is `tool_input` on stdin).
 pub const MAX_ENV_VALUE: usize = 64 * 1024;
+
+/// The end of a tool value cut to fit the environment.
+pub const TRUNCATED_MARKER: &str = "\n[... cut by crush: the full value is tool_input on stdin]";
+
+/// `val` as an environment value and whether it was cut: at most `MAX_ENV_VALUE` bytes (on a
+/// character boundary, marker included), and never past a NUL, which no variable can hold.
+fn env_value(val: &str) -> (String, bool) {
+    let end = val.find('\0').unwrap_or(val.len());
+    if end == val.len() && val.len() <= MAX_ENV_VALUE {
+        return (val.to_string(), false);
+    }
+    let mut keep = end.min(MAX_ENV_VALUE - TRUNCATED_MARKER.len());
+    while !val.is_char_boundary(keep) {
+        keep -= 1;
+    }
+    (format!("{}{TRUNCATED_MARKER}", &val[..keep]), true)
+}
 
 impl HookConfig {
     /// Fires `req.event`: runs the matching hooks in parallel and composes their verdicts in
@@ -388,6 +432,7 @@ impl HookConfig {
                     env,
                     stdin,
                     timeout: h.timeout,
+                    cancel: req.cancel.clone(),
                 }
             })
             .collect();
@@ -435,6 +480,7 @@ impl HookConfig {
                 system_message: r.system_message.clone(),
                 notes: r.notes.clone(),
                 duration_ms: c.duration_ms,
+                could_not_run: r.could_not_run.clone(),
             })
             .collect();
         Outcome {
@@ -482,11 +528,38 @@ mod tests {
     }
 
     #[test]
-    fn oversized_tool_values_stay_out_of_the_environment() {
-        let input = json!({"command": "x".repeat(MAX_ENV_VALUE + 1), "file_path": "/f"});
+    fn oversized_tool_values_are_cut_with_a_marker_and_a_flag() {
+        let get = |e: &[(String, String)], k: &str| {
+            e.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
+        };
+        let long = format!("rm -rf victim #{}é", "A".repeat(MAX_ENV_VALUE));
+        let input = json!({"command": long, "file_path": "/f"});
         let e = env(&req(&input, Path::new("/p")));
-        assert!(!e.iter().any(|(k, _)| k == "CRUSH_TOOL_INPUT_COMMAND"));
-        assert!(e.iter().any(|(k, _)| k == "CRUSH_TOOL_INPUT_FILE_PATH"));
+        let cmd = get(&e, "CRUSH_TOOL_INPUT_COMMAND").unwrap();
+        assert!(cmd.len() <= MAX_ENV_VALUE);
+        assert!(cmd.starts_with("rm -rf victim #AAA"));
+        assert!(cmd.ends_with(TRUNCATED_MARKER));
+        assert_eq!(get(&e, "CRUSH_TOOL_INPUT_FILE_PATH").as_deref(), Some("/f"));
+        assert_eq!(get(&e, "CRUSH_TOOL_INPUT_TRUNCATED").as_deref(), Some("1"));
+        // A NUL ends what a variable can hold.
+        let input = json!({"command": "ls\0; rm x"});
+        let e = env(&req(&input, Path::new("/p")));
+        assert_eq!(
+            get(&e, "CRUSH_TOOL_INPUT_COMMAND").unwrap(),
+            format!("ls{TRUNCATED_MARKER}")
+        );
+        assert_eq!(get(&e, "CRUSH_TOOL_INPUT_TRUNCATED").as_deref(), Some("1"));
+        // Multi-byte characters are never split.
+        let (v, cut) = env_value(&"é".repeat(MAX_ENV_VALUE));
+        assert!(cut && v.len() <= MAX_ENV_VALUE);
+        let input = json!({"command": "ls"});
+        assert_eq!(
+            get(
+                &env(&req(&input, Path::new("/p"))),
+                "CRUSH_TOOL_INPUT_TRUNCATED"
+            ),
+            None
+        );
     }
 
     #[test]
@@ -676,10 +749,21 @@ mod tests {
             system_message: String::new(),
             notes: vec![],
             duration_ms: 3,
+            could_not_run: None,
         };
         assert_eq!(
             r.line(),
             "hook PreToolUse no-rm [^bash$] → deny: rm is not allowed"
+        );
+        assert_eq!(r.could_not_run_warning(), None);
+        let r = HookReport {
+            could_not_run: Some("/bin/sh could not run it (exit 127)".into()),
+            decision: "none",
+            ..r
+        };
+        assert_eq!(
+            r.could_not_run_warning().unwrap(),
+            "warning: PreToolUse hook 'no-rm': /bin/sh could not run it (exit 127); it was ignored (mark it fail_closed to deny instead)"
         );
     }
 }

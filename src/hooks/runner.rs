@@ -9,6 +9,7 @@ use crate::proc::{self, Keep, Program, Spec, which};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 /// Bytes kept per stream; the rest is read and discarded so the hook never blocks on a full pipe.
@@ -24,6 +25,8 @@ pub struct Job {
     pub env: Arc<Vec<(String, String)>>,
     pub stdin: Vec<u8>,
     pub timeout: Duration,
+    /// Stops the hook's group at once when set.
+    pub cancel: Option<Arc<AtomicBool>>,
 }
 
 /// Runs every job in parallel and returns their captures in the order given.
@@ -61,7 +64,18 @@ pub fn run_all(jobs: Vec<Job>) -> Vec<Captured> {
 
 const SHELL_META: &[char] = &[
     '"', '\'', '\\', '$', '`', '|', '&', ';', '<', '>', '(', ')', '{', '}', '*', '?', '[', ']',
-    '~', '#', '!', '\n', '=',
+    '~', '#', '!', '\n', '\r', '=',
+];
+
+/// Words that mean something else to the shell than the program of the same name (or have no
+/// program at all): a command starting with one goes to the shell.
+const SHELL_WORDS: &[&str] = &[
+    ".", ":", "alias", "bg", "break", "builtin", "case", "cd", "command", "continue", "coproc",
+    "declare", "do", "done", "elif", "else", "enable", "esac", "eval", "exec", "exit", "export",
+    "fc", "fg", "fi", "for", "function", "getopts", "hash", "history", "if", "jobs", "let",
+    "local", "popd", "pushd", "read", "readonly", "return", "select", "set", "shift", "shopt",
+    "source", "then", "time", "times", "trap", "type", "typeset", "ulimit", "umask", "unalias",
+    "unset", "until", "wait", "while",
 ];
 
 fn sh_quote(s: &str) -> String {
@@ -73,7 +87,7 @@ fn sh_quote(s: &str) -> String {
 pub enum Plan {
     /// Exec directly: program and arguments.
     Exec(PathBuf, Vec<String>),
-    /// `/bin/sh -c SCRIPT`.
+    /// `SHELL -c SCRIPT` (`proc::shell_path`).
     Shell(String),
 }
 
@@ -124,14 +138,26 @@ pub fn shebang_interpreter(line: &str) -> Result<(PathBuf, Vec<String>), String>
     }
 }
 
-/// How to start `command` (crush(1) HOOKS): a first word naming an existing file with a `#!`
-/// line runs that interpreter; a file without one runs as a sh script (binaries run as they
-/// are); anything else is `/bin/sh -c COMMAND`.
+/// How to start `command` (crush(1) HOOKS): a command with no shell syntax at all (no
+/// metacharacters, quotes, `$`, `~` or globs) whose first word is a program on PATH runs
+/// directly, split on blanks; a first word naming an existing file with a `#!` line runs that
+/// interpreter; a file without one runs as a script of crush's shell (binaries run as they are);
+/// anything else is `SHELL -c COMMAND`.
 pub fn plan(command: &str, cwd: &Path) -> Result<Plan, String> {
     let cmd = command.trim();
     let first = cmd.split_whitespace().next().unwrap_or("");
     let rest = &cmd[first.len()..];
-    if !first.contains('/') || first.contains(SHELL_META) {
+    if !first.contains('/') {
+        if !cmd.contains(SHELL_META)
+            && !SHELL_WORDS.contains(&first)
+            && let Some(prog) = which(first)
+        {
+            let args = rest.split_whitespace().map(str::to_string).collect();
+            return Ok(Plan::Exec(prog, args));
+        }
+        return Ok(Plan::Shell(command.to_string()));
+    }
+    if first.contains(SHELL_META) {
         return Ok(Plan::Shell(command.to_string()));
     }
     let path = if Path::new(first).is_absolute() {
@@ -202,6 +228,7 @@ pub fn run_one(job: Job) -> Captured {
     spec.env = job.env.as_ref().clone();
     spec.stdin = Some(job.stdin);
     spec.timeout = Some(job.timeout);
+    spec.cancel = job.cancel;
     spec.output_cap = OUTPUT_CAP;
     spec.keep = Keep::Head;
     spec.kill_grace = GRACE;
@@ -212,6 +239,8 @@ pub fn run_one(job: Job) -> Captured {
     };
     let exit = if r.timed_out {
         Exit::TimedOut(job.timeout)
+    } else if r.canceled {
+        Exit::Canceled
     } else {
         match (r.exit_code, r.signal) {
             (Some(c), _) => Exit::Code(c),
@@ -227,6 +256,7 @@ pub fn run_one(job: Job) -> Captured {
         stderr: r.stderr,
         abandoned: r.abandoned,
         duration_ms: r.duration.as_millis() as u64,
+        program: what,
     }
 }
 
@@ -243,7 +273,31 @@ mod tests {
             env: Arc::new(vec![("HOOK_TEST".into(), "yes".into())]),
             stdin: stdin.as_bytes().to_vec(),
             timeout,
+            cancel: None,
         }
+    }
+
+    #[test]
+    fn a_cancel_stops_a_running_hook_long_before_its_timeout() {
+        let d = tempfile::tempdir().unwrap();
+        let cancel = Arc::new(AtomicBool::new(false));
+        let mut j = job(
+            d.path(),
+            "echo started; sleep 600",
+            "",
+            Duration::from_secs(600),
+        );
+        j.cancel = Some(cancel.clone());
+        let flag = cancel.clone();
+        let setter = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        // Without the cancel this would wait for the 600 s timeout.
+        let c = run_one(j);
+        setter.join().unwrap();
+        assert_eq!(c.exit, Exit::Canceled);
+        assert_eq!(String::from_utf8_lossy(&c.stdout), "started\n");
     }
 
     fn run(dir: &Path, command: &str) -> Captured {
@@ -480,9 +534,57 @@ mod tests {
     }
 
     #[test]
+    fn a_command_without_shell_syntax_runs_without_a_shell() {
+        let d = tempfile::tempdir().unwrap();
+        let t = which("true").unwrap();
+        assert_eq!(
+            plan("true 0  x", d.path()).unwrap(),
+            Plan::Exec(t, vec!["0".into(), "x".into()])
+        );
+        let p = which("printf").unwrap();
+        assert_eq!(
+            plan("printf x-%s y", d.path()).unwrap(),
+            Plan::Exec(p, vec!["x-%s".into(), "y".into()])
+        );
+        let c = run(d.path(), "printf x-%s y");
+        assert_eq!(String::from_utf8_lossy(&c.stdout), "x-y");
+        assert_eq!(c.program, which("printf").unwrap().display().to_string());
+        // Anything the shell would read differently goes to the shell.
+        for cmd in [
+            "echo $HOME",
+            "echo ~",
+            "ls *.rs",
+            "echo 'a b'",
+            "a=1 env",
+            "true && false",
+            "exit 2",
+            "cd /",
+            "no-such-program-crush-test x",
+            "time true",
+        ] {
+            assert!(
+                matches!(plan(cmd, d.path()).unwrap(), Plan::Shell(_)),
+                "{cmd}"
+            );
+        }
+        assert_eq!(run(d.path(), "exit 2").exit, Exit::Code(2));
+    }
+
+    #[test]
+    fn bash_syntax_works_and_a_shell_that_cannot_run_it_is_reported() {
+        let d = tempfile::tempdir().unwrap();
+        if which("bash").is_some() {
+            let c = run(d.path(), "[[ $HOOK_TEST == y* ]] && exit 2; exit 0");
+            assert_eq!(c.exit, Exit::Code(2));
+        }
+        let c = run(d.path(), "no-such-program-crush-test");
+        assert_eq!(c.exit, Exit::Code(127));
+        assert_eq!(c.program, proc::shell_path().display().to_string());
+    }
+
+    #[test]
     fn anything_else_runs_with_sh_c() {
         let d = tempfile::tempdir().unwrap();
-        assert_eq!(plan("true", d.path()).unwrap(), Plan::Shell("true".into()));
         assert_eq!(
             plan("\"$CLAUDE_PROJECT_DIR\"/x.sh", d.path()).unwrap(),
             Plan::Shell("\"$CLAUDE_PROJECT_DIR\"/x.sh".into())

@@ -74,11 +74,25 @@ pub fn parse_input(raw: &str) -> Value {
     }
 }
 
-fn tool_result_block(id: &str, content: &str, is_error: bool) -> Value {
-    let content = if non_blank(content) {
-        content
-    } else {
-        "(no output)"
+/// A tool result; an image it carries goes inside it, after its text.
+fn tool_result_block(
+    id: &str,
+    content: &str,
+    is_error: bool,
+    image: Option<(&str, &str)>,
+) -> Value {
+    let content = match image {
+        Some((mime, data)) => {
+            let mut blocks = Vec::new();
+            if non_blank(content) {
+                blocks.push(json!({"type": "text", "text": content}));
+            }
+            blocks.push(json!({"type": "image",
+                "source": {"type": "base64", "media_type": mime, "data": data}}));
+            Value::Array(blocks)
+        }
+        None if non_blank(content) => json!(content),
+        None => json!("(no output)"),
     };
     let mut b = json!({"type": "tool_result", "tool_use_id": sanitize_id(id), "content": content});
     if is_error {
@@ -137,7 +151,12 @@ pub fn build_request(req: &ChatRequest) -> Value {
                     is_error,
                     ..
                 } if role == "user" => {
-                    blocks.push(tool_result_block(tool_call_id, content, *is_error));
+                    blocks.push(tool_result_block(
+                        tool_call_id,
+                        content,
+                        *is_error,
+                        super::result_image(p),
+                    ));
                 }
                 Part::ShellCommand {
                     command, output, ..

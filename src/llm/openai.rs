@@ -82,7 +82,17 @@ pub fn build_request(req: &ChatRequest, kind: ApiKind) -> Value {
             }
             Role::User | Role::Tool => {
                 let mut texts: Vec<String> = Vec::new();
+                // Tool messages carry text only: images follow in one user message.
+                let mut images: Vec<Value> = Vec::new();
                 for p in &m.parts {
+                    if let (Some((mime, data)), Part::ToolResult { tool_call_id, .. }) =
+                        (super::result_image(p), p)
+                    {
+                        images.push(json!({"type": "text",
+                            "text": format!("The image returned by tool call {tool_call_id}:")}));
+                        images.push(json!({"type": "image_url",
+                            "image_url": {"url": format!("data:{mime};base64,{data}")}}));
+                    }
                     match p {
                         Part::ToolResult {
                             tool_call_id,
@@ -105,6 +115,9 @@ pub fn build_request(req: &ChatRequest, kind: ApiKind) -> Value {
                         } if m.role == Role::User => texts.push(format!("!{command}\n{output}")),
                         _ => {}
                     }
+                }
+                if !images.is_empty() {
+                    messages.push(json!({"role": "user", "content": images}));
                 }
                 if !texts.is_empty() {
                     messages.push(json!({"role": "user", "content": texts.join("\n")}));

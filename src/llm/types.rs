@@ -256,6 +256,52 @@ pub fn attachments_as_text(parts: Vec<Part>) -> Vec<Part> {
     out
 }
 
+/// The image a tool result carries, as `(mime type, base64 data)`: Go Crush keeps one in the
+/// result's `data` and `mime_type`.
+pub fn result_image(p: &Part) -> Option<(&str, &str)> {
+    match p {
+        Part::ToolResult {
+            data, mime_type, ..
+        } if !data.is_empty() && mime_type.starts_with("image/") => {
+            Some((mime_type.as_str(), data.as_str()))
+        }
+        _ => None,
+    }
+}
+
+/// Tool results as a model that takes no images is sent them: each image replaced by a line
+/// naming it, appended to the result's text.
+pub fn result_images_as_text(messages: Vec<Message>) -> Vec<Message> {
+    messages
+        .into_iter()
+        .map(|mut m| {
+            for p in &mut m.parts {
+                if let Some((mime, data)) = result_image(p) {
+                    let line = format!(
+                        "[{} returned by the tool: not sent, this model is sent text only]",
+                        attachment_label("image", mime, data)
+                    );
+                    if let Part::ToolResult {
+                        content,
+                        data,
+                        mime_type,
+                        ..
+                    } = p
+                    {
+                        if !content.trim().is_empty() {
+                            content.push('\n');
+                        }
+                        content.push_str(&line);
+                        data.clear();
+                        mime_type.clear();
+                    }
+                }
+            }
+            m
+        })
+        .collect()
+}
+
 /// A message as sent to a provider (and as stored, minus ids and timestamps).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Message {

@@ -12,6 +12,7 @@ pub enum Slash {
     Model,
     Option,
     Permissions,
+    Mcp,
     Cost,
     Compact,
     Export,
@@ -57,6 +58,12 @@ pub const SLASH_COMMANDS: &[(Slash, &str, &str, &str)] = &[
         "[allow|deny TOOL[:ACTION]...]",
         "show or change what runs without asking, for this run",
     ),
+    (
+        Slash::Mcp,
+        "mcp",
+        "[add|rm NAME ...|login NAME]",
+        "show the MCP servers, add or remove one for this run, or authorize one",
+    ),
     (Slash::Cost, "cost", "", "tokens and cost of this session"),
     (
         Slash::Compact,
@@ -89,6 +96,12 @@ pub enum Input {
         cmd: Slash,
         args: String,
     },
+    /// `/mcp:SERVER:PROMPT ARGS`: a prompt of an MCP server, expanded and sent.
+    McpPrompt {
+        server: String,
+        prompt: String,
+        args: String,
+    },
     /// Not understood: tell the user (never sent to the model).
     Invalid(String),
 }
@@ -108,6 +121,20 @@ pub fn parse(text: &str) -> Input {
             Some(i) => (&rest[..i], rest[i..].trim()),
             None => (rest, ""),
         };
+        if let Some(sp) = name.strip_prefix("mcp:") {
+            return match sp.split_once(':') {
+                Some((server, prompt)) if !server.is_empty() && !prompt.is_empty() => {
+                    Input::McpPrompt {
+                        server: server.to_string(),
+                        prompt: prompt.to_string(),
+                        args: args.to_string(),
+                    }
+                }
+                _ => Input::Invalid(format!(
+                    "/{name}: an MCP prompt is /mcp:SERVER:PROMPT (/mcp lists them)"
+                )),
+            };
+        }
         return match resolve(name) {
             Ok(cmd) => Input::Command {
                 cmd,
@@ -421,6 +448,19 @@ mod tests {
             cmd(Slash::Permissions, "allow grep")
         );
         assert_eq!(parse("/q"), cmd(Slash::Quit, ""));
+        assert_eq!(
+            parse("/mcp:fs:review file=a.rs  b"),
+            Input::McpPrompt {
+                server: "fs".into(),
+                prompt: "review".into(),
+                args: "file=a.rs  b".into()
+            }
+        );
+        assert!(matches!(parse("/mcp:fs"), Input::Invalid(m) if m.contains("/mcp:SERVER:PROMPT")));
+        assert_eq!(
+            parse("/mcp add x --command y"),
+            cmd(Slash::Mcp, "add x --command y")
+        );
         assert_eq!(parse("/exit"), cmd(Slash::Quit, ""));
         assert_eq!(parse("exit"), cmd(Slash::Quit, ""));
         assert_eq!(parse("quit"), cmd(Slash::Quit, ""));

@@ -221,10 +221,17 @@ impl Sink for ReplSink<'_> {
         if let Some(d) = req.diff.as_deref().filter(|d| !d.trim().is_empty()) {
             self.term.diff(d);
         }
+        // A command of several lines is shown above the question, which then names it.
+        let what = if req.description.contains('\n') {
+            self.term.block(&req.description);
+            format!("the {} lines above", req.description.lines().count())
+        } else {
+            req.description.clone()
+        };
         loop {
             self.term.question(&format!(
-                "Allow {}: {}? [y]es / [a]lways this session / [n]o",
-                req.tool, req.description
+                "Allow {}: {what}? [y]es / [a]lways this session / [n]o",
+                req.tool
             ));
             let line = match self.lines.next() {
                 Got::Line(l) => l,
@@ -306,7 +313,7 @@ pub fn run(global: &Global, args: &ReplArgs) -> Result<ExitCode, AppError> {
     };
     let resumed = app::session_to_continue(ctx.store, global)?;
     let sid = resumed.as_ref().map(|s| s.id.clone()).unwrap_or_default();
-    let agent = app::build_agent(&ctx, model, sid, global.yolo);
+    let agent = app::build_agent(&ctx, model, sid, global.yolo, Some(app::mcp_wait()));
     // A Ctrl-C while the configuration loaded (a slow crushrc or `$(...)`) means: stop.
     if cancel.swap(false, Ordering::SeqCst) {
         return Ok(crate::signal::interrupted());
@@ -420,6 +427,7 @@ impl Repl {
         let mut interrupts = 0;
         let code = loop {
             self.poll_titles(Duration::ZERO);
+            self.mcp_warnings();
             if self.interactive {
                 self.term.prompt(asm.pending());
             }
@@ -466,6 +474,9 @@ impl Repl {
             "other"
         });
         self.poll_titles(TITLE_WAIT);
+        if let Some(m) = &self.agent.mcp {
+            m.manager().shutdown();
+        }
         if !self.agent.session_id.is_empty() {
             let short = short_id(&self.agent.session_id).to_string();
             self.term.note(&format!(
@@ -482,6 +493,11 @@ impl Repl {
             Input::Prompt(p) => self.prompt(&p),
             Input::Shell(c) => self.shell(&c),
             Input::Command { cmd, args } => return self.command(cmd, &args),
+            Input::McpPrompt {
+                server,
+                prompt,
+                args,
+            } => self.mcp_prompt(&server, &prompt, &args),
         }
         Flow::Continue
     }
@@ -692,7 +708,12 @@ impl Repl {
     fn command(&mut self, cmd: Slash, args: &str) -> Flow {
         match cmd {
             Slash::Quit => return Flow::Quit,
-            Slash::Help => self.term.print(&help_text()),
+            Slash::Help => {
+                let mut text = help_text();
+                text.push_str(&self.mcp_prompts_help());
+                self.term.print(&text)
+            }
+            Slash::Mcp => self.mcp_command(args),
             Slash::New => {
                 self.switch_to(String::new());
                 self.term
@@ -808,6 +829,159 @@ impl Repl {
             "{} (for this session only)\n",
             done.text.trim_end()
         ))
+    }
+
+    /// Warnings of MCP servers that arrived while the prompt waited (a server that failed to
+    /// start); those of a turn are reported by the turn.
+    fn mcp_warnings(&mut self) {
+        let warnings = match &self.agent.mcp {
+            Some(m) => m.manager().take_warnings(),
+            None => return,
+        };
+        for w in warnings {
+            self.term.error(&w);
+        }
+    }
+
+    /// The MCP prompts, for `/help`.
+    fn mcp_prompts_help(&self) -> String {
+        let Some(m) = &self.agent.mcp else {
+            return String::new();
+        };
+        let prompts = m.manager().prompts();
+        if prompts.is_empty() {
+            return String::new();
+        }
+        let mut s = String::from(
+            "
+Prompts of the MCP servers (ARG=VALUE, or values in order):
+",
+        );
+        for p in prompts {
+            let args: Vec<String> = p
+                .arguments
+                .iter()
+                .map(|(n, required, _)| {
+                    if *required {
+                        n.to_uppercase()
+                    } else {
+                        format!("[{}]", n.to_uppercase())
+                    }
+                })
+                .collect();
+            let head = format!("/mcp:{}:{} {}", p.server, p.name, args.join(" "));
+            s.push_str(&format!("  {:<44} {}\n", head.trim_end(), p.description));
+        }
+        s
+    }
+
+    /// `/mcp`: the servers; `/mcp add|rm ...`: for this session; `/mcp login NAME`.
+    fn mcp_command(&mut self, args: &str) {
+        let Some(m) = &self.agent.mcp else {
+            return self.term.error("this session has no MCP servers");
+        };
+        let manager = m.manager().clone();
+        let words: Vec<&str> = args.split_whitespace().collect();
+        match words.as_slice() {
+            [] | ["list"] => {
+                manager.wait_ready(Some(app::mcp_wait()));
+                let text = crate::commands::mcp::list_text(&manager.statuses());
+                self.term.print(&text);
+            }
+            ["add" | "rm" | "remove", ..] => match self.session_config("mcp", args) {
+                Ok(msg) => {
+                    self.term.print(&msg);
+                    self.mcp_warnings();
+                }
+                Err(e) => self.term.error(&e),
+            },
+            ["login", name] => {
+                let cwd = self.ctx.loaded.cwd.clone();
+                self.term
+                    .note(&format!("authorizing MCP server '{name}' in your browser…"));
+                let open = |url: &str| {
+                    eprintln!("If the browser does not open, visit:\n{url}");
+                    crate::mcp::oauth::open_browser(url, &cwd);
+                };
+                match manager.login(name, &open, crate::commands::mcp::login_wait()) {
+                    Ok(()) => self.term.note(&format!("MCP server '{name}' is authorized.")),
+                    Err(e) => self.term.error(&e),
+                }
+            }
+            _ => self.term.error(
+                "usage: /mcp | /mcp add NAME --command CMD [--args A]... | /mcp rm NAME | /mcp login NAME",
+            ),
+        }
+    }
+
+    /// `/mcp:SERVER:PROMPT ARGS`: the prompt's user messages, sent as the prompt.
+    fn mcp_prompt(&mut self, server: &str, prompt: &str, args: &str) {
+        let Some(m) = &self.agent.mcp else {
+            return self.term.error("this session has no MCP servers");
+        };
+        let manager = m.manager().clone();
+        manager.wait_ready(Some(app::mcp_wait()));
+        let Some(p) = manager
+            .prompts()
+            .into_iter()
+            .find(|p| p.server == server && p.name == prompt)
+        else {
+            return self.term.error(&format!(
+                "no prompt '{prompt}' on MCP server '{server}' (/help lists the MCP prompts)"
+            ));
+        };
+        let words = match crate::config::commands::split_words(args) {
+            Ok(w) => w,
+            Err(e) => return self.term.error(&e),
+        };
+        let mut values = serde_json::Map::new();
+        let mut positional = p.arguments.iter().map(|(n, ..)| n.clone());
+        for w in words {
+            match w.split_once('=') {
+                Some((k, v)) if p.arguments.iter().any(|(n, ..)| n == k) => {
+                    values.insert(k.to_string(), serde_json::json!(v));
+                }
+                _ => match positional.find(|n| !values.contains_key(n)) {
+                    Some(n) => {
+                        values.insert(n, serde_json::json!(w));
+                    }
+                    None => {
+                        return self.term.error(&format!(
+                            "/mcp:{server}:{prompt} takes no more arguments than {}",
+                            p.arguments.len()
+                        ));
+                    }
+                },
+            }
+        }
+        let missing: Vec<&str> = p
+            .arguments
+            .iter()
+            .filter(|(n, required, _)| *required && !values.contains_key(n))
+            .map(|(n, ..)| n.as_str())
+            .collect();
+        if !missing.is_empty() {
+            return self.term.error(&format!(
+                "/mcp:{server}:{prompt} needs {}",
+                missing.join(", ")
+            ));
+        }
+        let messages = match manager.get_prompt(server, prompt, values) {
+            Ok(m) => m,
+            Err(e) => return self.term.error(&e),
+        };
+        // As Go Crush: the text of the user messages.
+        let text: Vec<&str> = messages
+            .iter()
+            .filter(|m| m["role"] == "user")
+            .filter_map(|m| m["content"]["text"].as_str())
+            .collect();
+        if text.is_empty() {
+            return self.term.error(&format!(
+                "the prompt '{prompt}' of MCP server '{server}' is empty"
+            ));
+        }
+        self.prompt(&text.join("\n\n"));
     }
 
     fn model_command(&mut self) -> Result<String, String> {

@@ -1,8 +1,10 @@
 //! Terminal output of the REPL. stdout carries what the user asked for (answers, command
 //! output); stderr carries the prompt, tool lines, questions, notices and errors. Colour and
 //! the status line appear only on a terminal and never with `NO_COLOR`; piped output holds no
-//! escape codes at all.
+//! escape codes at all. Every text but a `!command`'s own output goes through
+//! `crate::visible` first: what a model, a tool or a hook wrote cannot act on the terminal.
 
+use crate::visible;
 use std::ffi::OsStr;
 use std::io::{IsTerminal, Write};
 
@@ -82,12 +84,13 @@ impl Term {
         if !(self.stderr_tty && self.progress) {
             return;
         }
+        let s = visible::line(s);
         self.clear_status();
         // The status sits on its own line: never after half a line of answer.
         if !self.out_at_line_start {
             return;
         }
-        write_stderr(&self.paint(DIM, s));
+        write_stderr(&self.paint(DIM, &s));
         self.status_shown = true;
     }
 
@@ -105,6 +108,7 @@ impl Term {
         } else {
             t.trim_start_matches(['\n', '\r'])
         };
+        let t = visible::text(t);
         if t.is_empty() {
             return;
         }
@@ -141,6 +145,7 @@ impl Term {
     /// Command output (e.g. `/sessions`), to stdout.
     pub fn print(&mut self, s: &str) {
         self.end_line();
+        let s = visible::text(s);
         write_stdout(s.as_bytes());
         self.out_at_line_start = s.is_empty() || s.ends_with('\n');
     }
@@ -152,23 +157,24 @@ impl Term {
 
     /// A notice on stderr.
     pub fn note(&mut self, s: &str) {
-        let l = self.paint(DIM, s);
+        let l = self.paint(DIM, &visible::text(s));
         self.line(&l);
     }
 
     /// An error on stderr; the REPL goes on.
     pub fn error(&mut self, s: &str) {
-        let l = format!("{} {s}", self.paint(RED, "error:"));
+        let l = format!("{} {}", self.paint(RED, "error:"), visible::text(s));
         self.line(&l);
     }
 
     /// One line per tool call: the tool and its key argument.
     pub fn tool_call(&mut self, name: &str, arg: &str) {
+        let (name, arg) = (visible::line(name), visible::line(arg));
         let l = if self.color {
             format!(
                 "{} {} {}",
                 self.paint(CYAN, "●"),
-                self.paint(BOLD, name),
+                self.paint(BOLD, &name),
                 arg
             )
         } else {
@@ -179,6 +185,7 @@ impl Term {
 
     /// A failed tool call's first line.
     pub fn tool_error(&mut self, name: &str, first_line: &str) {
+        let (name, first_line) = (visible::line(name), visible::line(first_line));
         let l = if self.color {
             format!(
                 "  {} {}",
@@ -196,6 +203,7 @@ impl Term {
         self.end_line();
         let mut s = String::new();
         for l in diff.lines() {
+            let l = &visible::line(l);
             let styled = if l.starts_with("+++") || l.starts_with("---") {
                 self.paint(BOLD, l)
             } else if l.starts_with('+') {
@@ -213,10 +221,26 @@ impl Term {
         write_stderr(&s);
     }
 
-    /// A question on stderr, without a newline: the answer is typed after it.
+    /// A block of lines shown before a question (a multi-line command), each behind a bar so
+    /// none can pass for a line of crush's own.
+    pub fn block(&mut self, text: &str) {
+        self.end_line();
+        let mut s = String::new();
+        for l in text.lines() {
+            s.push_str(&format!(
+                "  {} {}\n",
+                self.paint(DIM, "│"),
+                visible::line(l)
+            ));
+        }
+        write_stderr(&s);
+    }
+
+    /// A question on stderr, without a newline: the answer is typed after it. Nothing in `q`
+    /// can act on the terminal, so the question's own words stay last and as written.
     pub fn question(&mut self, q: &str) {
         self.end_line();
-        write_stderr(&format!("{} ", self.paint(YELLOW, q)));
+        write_stderr(&format!("{} ", self.paint(YELLOW, &visible::line(q))));
     }
 
     /// The input prompt on stderr (`>` or, inside a block or continued line, `.`).

@@ -76,8 +76,14 @@ mod tests {
 
     #[test]
     fn cancel_kills_the_group() {
-        let cancel = Arc::new(AtomicBool::new(true));
+        let cancel = Arc::new(AtomicBool::new(false));
+        let flag = cancel.clone();
+        let setter = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
         let r = run("sleep 30 & sleep 30", Path::new("/"), &cancel, &mut |_| {}).unwrap();
+        setter.join().unwrap();
         assert!(r.canceled);
         assert!(r.exit_code >= 128, "{}", r.exit_code);
     }

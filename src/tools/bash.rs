@@ -1,4 +1,4 @@
-//! The `bash` tool: one `/bin/sh -c` per call (no state between calls), in its own process group,
+//! The `bash` tool: one `SHELL -c` per call (bash when it is on PATH, `proc::shell_path`) (no state between calls), in its own process group,
 //! with a timeout, capped output and Crush's banned commands refused.
 //!
 //! The safety checks use a small tokenizer (quotes, escapes, `;` `&&` `||` `|` `&` newlines,
@@ -7,11 +7,15 @@
 //! wrappers such as `env`, `nohup`, `timeout N`, `xargs`, `command`, `exec`, is checked.
 
 use super::ToolError;
-use super::common::{inside_project, opt_str, opt_u64, req_str, resolve_or_cwd, truncate_middle};
+use super::common::{
+    canonicalize_lenient, inside_project, opt_str, opt_u64, req_str, resolve_or_cwd,
+    truncate_middle,
+};
 use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
 use crate::proc::{self, Spec};
 use crate::rcshell;
 use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub struct Bash;
@@ -117,10 +121,21 @@ const ARGUMENT_BLOCKERS: &[(&str, &[&str], &[&str])] = &[
     ("go", &["test"], &["-exec"]),
 ];
 
+/// Commands that run without asking (with the limits of `is_safe_read_only`). `env`,
+/// `printenv` and `set` are not among them: they print the environment.
 const SAFE_COMMANDS: &[&str] = &[
-    "cal", "date", "df", "du", "echo", "env", "free", "groups", "hostname", "id", "ls", "printenv",
-    "ps", "pwd", "set", "type", "uname", "unset", "uptime", "whatis", "whereis", "which", "whoami",
+    "cal", "date", "df", "du", "echo", "free", "groups", "hostname", "id", "ls", "ps", "pwd",
+    "type", "uname", "unset", "uptime", "whatis", "whereis", "which", "whoami",
 ];
+
+/// Safe commands whose arguments name files: each must lie inside the project.
+const PATH_COMMANDS: &[&str] = &["ls", "du", "df", "git"];
+
+/// Long options of the path commands that read a file named by their value (checked like a
+/// path argument), and those refused outright: `du --files0-from` reads a list of names, any of
+/// which may lie outside. Abbreviations count as the option (`--files0`).
+const FILE_OPTIONS: &[&str] = &["--exclude-from"];
+const REFUSED_OPTIONS: &[&str] = &["--files0-from"];
 
 const SAFE_GIT: &[&str] = &[
     "blame",
@@ -137,6 +152,10 @@ const SAFE_GIT: &[&str] = &[
 
 // ------------------------------------------------------------------------------------------
 // Tokenizer
+
+/// Stands in a word for a command substitution (`$(..)`, backquotes), whose commands are
+/// listed on their own: the word's value is not known.
+const SUBSTITUTION: char = '\0';
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Stop {
@@ -234,9 +253,13 @@ impl Parser {
                         }
                     }
                 }
-                '`' => self.parse_seq(Stop::Backquote),
+                '`' => {
+                    c.word.push(SUBSTITUTION);
+                    self.parse_seq(Stop::Backquote);
+                }
                 '$' if self.peek() == Some('(') => {
                     self.i += 1;
+                    c.word.push(SUBSTITUTION);
                     self.parse_seq(Stop::Paren);
                 }
                 _ => c.word.push(ch),
@@ -278,11 +301,13 @@ impl Parser {
                         return;
                     }
                     c.in_word = true;
+                    c.word.push(SUBSTITUTION);
                     self.parse_seq(Stop::Backquote);
                 }
                 '$' if self.peek() == Some('(') => {
                     self.i += 1;
                     c.in_word = true;
+                    c.word.push(SUBSTITUTION);
                     self.parse_seq(Stop::Paren);
                 }
                 '\n' => {
@@ -357,7 +382,8 @@ impl Parser {
 }
 
 /// Every simple command of a shell line (words after quote removal), flattened: commands inside
-/// substitutions and subshells are listed too. Redirection targets are dropped.
+/// substitutions and subshells are listed too, and a word holding a substitution holds
+/// `SUBSTITUTION` in its place. Redirection targets are dropped.
 pub fn simple_commands(line: &str) -> Vec<Vec<String>> {
     let mut p = Parser {
         chars: line.chars().collect(),
@@ -410,11 +436,50 @@ fn skip_opts(words: &[String], mut i: usize, with_arg: &[&str]) -> usize {
 }
 
 fn refuse(words: &[String]) -> String {
-    let mut s = words.join(" ");
+    let mut s = words.join(" ").replace(SUBSTITUTION, "$(...)");
     if s.chars().count() > 200 {
         s = s.chars().take(200).collect::<String>() + "...";
     }
     format!("command is not allowed for security reasons: {s}")
+}
+
+/// Whether `w`, in the place of a command name, is built by the shell from an expansion
+/// (`${c}l`, `$(..)`, a glob, `{a,b}`, `$'..'`) whose result no check can see — except a plain
+/// variable (`$PYTHON`, `${PYTHON}`) that names an existing program or path in the bash tool's
+/// environment.
+fn built_from_expansion(w: &str) -> bool {
+    if w.contains(SUBSTITUTION) || has_brace_expansion(w) {
+        return true;
+    }
+    if w != "[" && w != "[[" && has_glob(w) {
+        return true;
+    }
+    if !w.contains('$') {
+        return false;
+    }
+    let name = w
+        .strip_prefix("${")
+        .and_then(|r| r.strip_suffix('}'))
+        .or_else(|| w.strip_prefix('$'));
+    let plain = name.filter(|n| {
+        n.chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    });
+    let names_a_program = plain
+        .filter(|n| crate::env::tool_keeps(n, &[]))
+        .and_then(|n| std::env::var(n).ok())
+        .is_some_and(|v| {
+            let v = v.trim();
+            !v.is_empty()
+                && if v.contains('/') {
+                    Path::new(v).exists()
+                } else {
+                    proc::which(v).is_some()
+                }
+        });
+    !names_a_program
 }
 
 fn blocked_by_arguments(cmd: &str, args: &[String]) -> bool {
@@ -464,6 +529,12 @@ fn check_words(words: &[String], depth: usize) -> Result<(), String> {
             continue;
         }
         let rest = &words[i + 1..];
+        if built_from_expansion(w) {
+            return Err(format!(
+                "{}: the command name is built from an expansion; write the command's name (a plain $VARIABLE naming an installed program is fine)",
+                refuse(&words[i..])
+            ));
+        }
         if BANNED_COMMANDS.contains(&cmd) || blocked_by_arguments(cmd, rest) {
             return Err(refuse(&words[i..]));
         }
@@ -583,6 +654,12 @@ const GIT_DENIED_LONG: &[&str] = &[
     "--exec",
 ];
 
+/// Whether `name` lies inside the project as written (symlinks not followed): a glob's match.
+fn named_inside(name: &str, place: Place) -> bool {
+    let abs = crate::paths::normalize(&place.dir.join(name));
+    abs.starts_with(crate::paths::normalize(place.project_root))
+}
+
 /// Whether the long option `arg` (`--name` or `--name=value`) is, or abbreviates, a denied one.
 fn git_long_denied(arg: &str) -> bool {
     let name = arg.split_once('=').map_or(arg, |(n, _)| n);
@@ -699,7 +776,163 @@ fn safe_date_arg(a: &str) -> bool {
         || a.starts_with("--iso-8601=")
 }
 
-fn safe_words(words: &[String]) -> bool {
+/// Where a read-only command runs: it may read inside `project_root` only.
+#[derive(Clone, Copy)]
+pub struct Place<'a> {
+    /// The command's working directory (resolved).
+    pub dir: &'a Path,
+    pub project_root: &'a Path,
+}
+
+/// Whether the word holds an unquoted-looking glob (`*`, `?`, `[...]`).
+fn has_glob(w: &str) -> bool {
+    w.contains(['*', '?']) || (w.contains('[') && w.contains(']'))
+}
+
+/// Whether bash would brace-expand the word: `{a,b}` or `{1..3}` (not `@{u}`).
+fn has_brace_expansion(w: &str) -> bool {
+    let Some(open) = w.find('{') else {
+        return false;
+    };
+    let rest = &w[open + 1..];
+    rest.find('}')
+        .is_some_and(|close| rest[..close].contains(',') || rest[..close].contains(".."))
+}
+
+/// `~` and `~/x` as bash expands them.
+fn expand_tilde(w: &str) -> String {
+    match std::env::var("HOME") {
+        Ok(home) if w == "~" => home,
+        Ok(home) if w.starts_with("~/") => format!("{home}{}", &w[1..]),
+        _ => w.to_string(),
+    }
+}
+
+/// At most this many names come out of one glob; past it the command is not checked cheaply
+/// and asks.
+const MAX_GLOB_MATCHES: usize = 1000;
+
+/// The words a glob stands for in `dir`, sorted, as bash's pathname expansion gives them (a
+/// leading `.` is matched only by a pattern that starts with one). No match: the word itself,
+/// as bash leaves it. None: too many to check.
+fn expand_glob(word: &str, dir: &Path) -> Option<Vec<String>> {
+    if !has_glob(word) {
+        return Some(vec![word.to_string()]);
+    }
+    let absolute = word.starts_with('/');
+    // (text as the command will see it, the directory it names)
+    let mut found: Vec<(String, PathBuf)> = vec![(
+        if absolute { "/".into() } else { String::new() },
+        if absolute {
+            PathBuf::from("/")
+        } else {
+            dir.to_path_buf()
+        },
+    )];
+    let parts: Vec<&str> = word.split('/').filter(|c| !c.is_empty()).collect();
+    for (n, part) in parts.iter().enumerate() {
+        let last = n + 1 == parts.len();
+        let mut next = Vec::new();
+        for (text, path) in &found {
+            let join = |name: &str| {
+                if text.is_empty() || text.ends_with('/') {
+                    format!("{text}{name}")
+                } else {
+                    format!("{text}/{name}")
+                }
+            };
+            if !has_glob(part) {
+                let p = path.join(part);
+                if last || p.is_dir() {
+                    next.push((join(part), p));
+                }
+                continue;
+            }
+            let glob = super::ignore::Glob::new(part);
+            let Ok(entries) = std::fs::read_dir(path) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if (name.starts_with('.') && !part.starts_with('.')) || !glob.matches(&name) {
+                    continue;
+                }
+                let p = e.path();
+                if last || p.is_dir() {
+                    next.push((join(&name), p));
+                }
+                if next.len() > MAX_GLOB_MATCHES {
+                    return None;
+                }
+            }
+        }
+        found = next;
+    }
+    if found.is_empty() {
+        return Some(vec![word.to_string()]);
+    }
+    let mut out: Vec<String> = found.into_iter().map(|(t, _)| t).collect();
+    out.sort();
+    Some(out)
+}
+
+/// Whether `word`, as a path, names something inside the project (symlinks followed).
+fn path_inside(word: &str, place: Place) -> bool {
+    let p = Path::new(word);
+    let abs = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        place.dir.join(p)
+    };
+    canonicalize_lenient(&abs).starts_with(canonicalize_lenient(place.project_root))
+}
+
+/// Whether the long option `arg` (`--name` or `--name=value`) is, or abbreviates, one of `list`.
+fn long_option_in(arg: &str, list: &[&str]) -> bool {
+    let name = arg.split_once('=').map_or(arg, |(n, _)| n);
+    name.len() >= 4 && list.iter().any(|d| d.starts_with(name))
+}
+
+/// Path arguments and file options of a path command (`ls`, `du`, `df`, `git ...`): every word
+/// that is not an option is a path, and so is the value of a file option; all must lie inside
+/// the project.
+fn paths_inside(args: &[String], place: Place) -> bool {
+    let mut options_done = false;
+    for a in args {
+        if options_done || !a.starts_with('-') || a == "-" {
+            if !path_inside(a, place) {
+                return false;
+            }
+            continue;
+        }
+        if a == "--" {
+            options_done = true;
+        } else if long_option_in(a, REFUSED_OPTIONS) {
+            return false;
+        } else if long_option_in(a, FILE_OPTIONS)
+            && let Some((_, v)) = a.split_once('=')
+            && !path_inside(v, place)
+        {
+            return false;
+        } else if a.starts_with("--")
+            && let Some((_, v)) = a.split_once('=')
+            && (v.starts_with('/') || v.starts_with('~'))
+            && !path_inside(&expand_tilde(v), place)
+        {
+            // Any other option given an absolute path (git's --git-dir=, --work-tree=, ...).
+            return false;
+        } else if !a.starts_with("--") && a.len() > 2 && a[1..].contains('X') {
+            // du -Xfile: the exclude file glued to its option.
+            let v = &a[a.find('X').map_or(a.len(), |i| i + 1)..];
+            if !v.is_empty() && !path_inside(v, place) {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+fn safe_words(words: &[String], place: Place) -> bool {
     let Some(first) = words.first() else {
         return false;
     };
@@ -707,38 +940,82 @@ fn safe_words(words: &[String]) -> bool {
         return false;
     }
     let rest = &words[1..];
-    match first.as_str() {
+    let safe = match first.as_str() {
         "git" => safe_git(rest),
-        // env with arguments runs a command
-        "env" => rest.is_empty(),
         "date" => rest.iter().all(|a| safe_date_arg(a)),
         // hostname NAME / -F FILE / -b ... set the host name
         "hostname" => rest.is_empty(),
-        "time" | "nohup" => safe_words(rest),
+        "time" | "nohup" => return safe_words(rest, place),
         // skip_opts steps past the end when an option misses its argument (`nice -n`).
-        "nice" => rest
-            .get(skip_opts(rest, 0, &["-n"])..)
-            .is_some_and(safe_words),
+        "nice" => {
+            return rest
+                .get(skip_opts(rest, 0, &["-n"])..)
+                .is_some_and(|w| safe_words(w, place));
+        }
         "timeout" => {
             let j = skip_opts(rest, 0, &["-s", "-k", "--signal", "--kill-after"]) + 1;
-            rest.get(j..).is_some_and(safe_words)
+            return rest.get(j..).is_some_and(|w| safe_words(w, place));
         }
         c => SAFE_COMMANDS.contains(&c),
+    };
+    if !safe {
+        return false;
     }
+    if PATH_COMMANDS.contains(&first.as_str()) {
+        // git's subcommand is not a path.
+        let args = if first == "git" {
+            let sub = rest
+                .iter()
+                .position(|a| !a.starts_with('-'))
+                .map_or(0, |i| i + 1);
+            &rest[sub.min(rest.len())..]
+        } else {
+            rest
+        };
+        return paths_inside(args, place);
+    }
+    true
 }
 
 /// Whether `command` is a single read-only command from the safe list with no redirection, pipe,
-/// chaining, background, substitution or newline: such a command runs without asking.
-pub fn is_safe_read_only(command: &str) -> bool {
+/// chaining, background, substitution, variable, brace expansion or newline, reading nothing
+/// outside the project: such a command runs without asking. Globs are expanded first, as the
+/// shell will: every name they stand for is checked as the path it is (`git log *` in a
+/// directory holding `--output=Makefile` is `git log --output=Makefile`).
+pub fn is_safe_read_only(command: &str, place: Place) -> bool {
     let command = command.trim();
-    if command.is_empty()
-        || command.contains(['>', '<', '|', ';', '&', '`', '\n', '\r'])
-        || command.contains("$(")
-    {
+    if command.is_empty() || command.contains(['>', '<', '|', ';', '&', '`', '$', '\n', '\r']) {
         return false;
     }
     let cmds = simple_commands(command);
-    cmds.len() == 1 && safe_words(&cmds[0])
+    let [words] = cmds.as_slice() else {
+        return false;
+    };
+    let mut expanded = Vec::with_capacity(words.len());
+    for (i, w) in words.iter().enumerate() {
+        if i == 0 {
+            expanded.push(w.clone());
+            continue;
+        }
+        if has_brace_expansion(w) {
+            return false;
+        }
+        let w = expand_tilde(w);
+        if !has_glob(&w) {
+            expanded.push(w);
+            continue;
+        }
+        let Some(names) = expand_glob(&w, place.dir) else {
+            return false;
+        };
+        // What a glob matched are names of files: inside the project, whatever the command
+        // (a path command then also follows their symlinks).
+        if names != [w.clone()] && !names.iter().all(|n| named_inside(n, place)) {
+            return false;
+        }
+        expanded.extend(names);
+    }
+    safe_words(&expanded, place)
 }
 
 // ------------------------------------------------------------------------------------------
@@ -787,8 +1064,19 @@ impl Tool for Bash {
     }
 
     fn description(&self) -> String {
+        let shell = proc::shell_path();
+        let kind = if proc::shell_name() == "bash" {
+            "bash: bash syntax ([[ ]], arrays, {a,b}, set -o pipefail) works".to_string()
+        } else {
+            format!(
+                "{}, which may not be bash: write portable POSIX sh ([ ] instead of [[ ]], no \
+                 arrays, no {{a,b}})",
+                proc::shell_name()
+            )
+        };
         format!(
-            "Runs a shell command with /bin/sh -c and returns its output (stdout, then stderr).\n\
+            "Runs a shell command with {} -c and returns its output (stdout, then stderr). The \
+             shell is {kind}.\n\
              \n\
              - Every call starts a fresh shell: no state (cd, variables, functions) carries over \
              between calls. Use `working_dir` instead of `cd`, and chain dependent steps with && in \
@@ -808,8 +1096,13 @@ impl Tool for Bash {
              pacman, yum, ...), system administration (mount, systemctl, crontab, ...), network \
              configuration, and global installs (npm install -g, pip install --user, cargo/go/gem/\
              brew install, go test -exec).\n\
+             - Write command names literally: a command whose name comes from an expansion \
+             (${{c}}l, $(...), globs) is refused; a plain $VARIABLE naming a program is fine.\n\
+             - Variables whose names contain KEY, SECRET, TOKEN or PASSWORD are not set.\n\
              - Read-only commands such as ls, pwd, git status/log/diff run without asking the user \
-             when they contain no redirection, pipe or chaining; everything else needs permission.",
+             when they contain no redirection, pipe, chaining or variables and read nothing outside \
+             the project; everything else needs permission.",
+            shell.display(),
             "curl, wget, ssh, scp, nc, ..."
         )
     }
@@ -854,7 +1147,11 @@ impl Tool for Bash {
             ));
         }
         // Read-only commands still read where they run: outside the project they need permission.
-        if is_safe_read_only(command) && inside_project(ctx, &dir) {
+        let place = Place {
+            dir: &dir,
+            project_root: ctx.project_root,
+        };
+        if inside_project(ctx, &dir) && is_safe_read_only(command, place) {
             return Ok(None);
         }
         Ok(Some(PermissionRequest {
@@ -879,23 +1176,33 @@ impl Tool for Bash {
         }
         // The shell gets the configuration commands as builtins (session-only configuration,
         // crush(1) CONFIGURATION); the turn applies what they record, from the tool's metadata.
-        let records = rcshell::RecordsFile::create()
-            .map_err(|e| ToolError::Internal(format!("failed to start the command: {e}")))?;
-        let (large, small) = ctx
-            .session_models
-            .map(|m| (m.large.clone(), m.small.clone()))
-            .unwrap_or_default();
-        let argv = vec![
-            proc::shell_path().to_string_lossy().into_owned(),
-            "-c".to_string(),
-            rcshell::wrap_command(),
-            "sh".to_string(),
-            records.path.to_string_lossy().into_owned(),
-            large,
-            small,
-            with_env_file(ctx.env_file, command),
-        ];
+        // A command that names none of them starts without the prelude and its records file.
+        let shell = proc::shell_path().to_string_lossy().into_owned();
+        let script = with_env_file(ctx.env_file, command);
+        let (argv, records) = if rcshell::may_call_builtin(command) {
+            let records = rcshell::RecordsFile::create()
+                .map_err(|e| ToolError::Internal(format!("failed to start the command: {e}")))?;
+            let (large, small) = ctx
+                .session_models
+                .map(|m| (m.large.clone(), m.small.clone()))
+                .unwrap_or_default();
+            let argv = vec![
+                shell,
+                "-c".to_string(),
+                rcshell::wrap_command(),
+                "sh".to_string(),
+                records.path.to_string_lossy().into_owned(),
+                large,
+                small,
+                script,
+            ];
+            (argv, Some(records))
+        } else {
+            (vec![shell, "-c".to_string(), script], None)
+        };
         let mut spec = Spec::exec(argv, &dir);
+        // Variables named like secrets stay out of reach of the model (crush(1) SECURITY).
+        spec.env_remove = crate::env::tool_removals(ctx.shell_env_allow);
         spec.env = agent_env();
         spec.timeout = Some(Duration::from_secs(timeout));
         spec.cancel = Some(ctx.cancel.clone());
@@ -921,6 +1228,8 @@ impl Tool for Bash {
         let mut note = String::new();
         if r.timed_out {
             note = format!("Command timed out after {timeout} s and was killed");
+        } else if r.canceled && r.pid == 0 {
+            note = "Command was not started: the turn was canceled".to_string();
         } else if r.canceled {
             note = "Command was aborted before completion".to_string();
         } else if r.code() != 0 {
@@ -943,7 +1252,7 @@ impl Tool for Bash {
             "working_dir": dir.display().to_string(),
             "duration_ms": r.duration.as_millis() as u64,
         });
-        if let Ok(recs) = records.read(None)
+        if let Some(Ok(recs)) = records.map(|r| r.read(None))
             && !recs.is_empty()
         {
             metadata[rcshell::METADATA_KEY] =
@@ -953,6 +1262,7 @@ impl Tool for Bash {
             content: text,
             is_error: false,
             metadata,
+            image: None,
             structured,
         })
     }
@@ -964,6 +1274,23 @@ mod tests {
     use crate::tools::testutil::Fixture;
     use crate::tools::testutil::Out;
     use std::time::Instant;
+
+    /// The read-only check in a project of its own (an empty temp dir), run at its root.
+    fn safe(cmd: &str) -> bool {
+        static PROJECT: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+        let root = PROJECT
+            .get_or_init(|| tempfile::tempdir().unwrap())
+            .path()
+            .canonicalize()
+            .unwrap();
+        is_safe_read_only(
+            cmd,
+            Place {
+                dir: &root,
+                project_root: &root,
+            },
+        )
+    }
 
     fn words(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()
@@ -1058,8 +1385,37 @@ mod tests {
             "git commit -m 'use curl'",
             "cat <<EOF\nsudo x\nEOF",
             "for f in curl wget; do echo $f; done",
+            "[ -f x ] && ls",
+            "[[ -f x ]] && ls",
+            "echo $(date) `date`",
+            "x=$(date); echo \"$x\"",
+            "git log @{u}..",
         ] {
             assert!(check_banned(cmd).is_ok(), "{cmd}");
+        }
+        // A command name the shell builds from an expansion could be anything: refused always.
+        for cmd in [
+            "c=cur; ${c}l https://example.com",
+            "${c}l x",
+            "$(echo curl) x",
+            "`echo curl` x",
+            "$(echo cu)rl x",
+            "cu?l x",
+            "/usr/bin/cu*l x",
+            "{curl,-s} x",
+            "$'\\x63url' x",
+            "$CRUSH_TEST_SURELY_UNSET_VARIABLE -m pytest",
+            "env $CRUSH_TEST_SURELY_UNSET_VARIABLE x",
+            "nohup ${c}l x",
+            "sh -c \"$(cat script)\"",
+        ] {
+            let err = check_banned(cmd).expect_err(cmd);
+            assert!(err.contains("built from an expansion"), "{cmd}: {err}");
+        }
+        // A plain variable naming an existing program or path is a command name like any other.
+        if std::env::var_os("HOME").is_some_and(|h| std::path::Path::new(&h).exists()) {
+            assert!(check_banned("$HOME").is_ok());
+            assert!(check_banned("${HOME} x").is_ok());
         }
     }
 
@@ -1074,10 +1430,9 @@ mod tests {
             "echo hello",
             "git config --get user.name",
             "git branch -a",
-            "env",
             "uname -a",
         ] {
-            assert!(is_safe_read_only(cmd), "{cmd}");
+            assert!(safe(cmd), "{cmd}");
         }
         for cmd in [
             "echo x > f",
@@ -1097,15 +1452,19 @@ mod tests {
             "git config user.name x",
             "git diff --output=f",
             "env rm x",
+            "env",
+            "printenv",
+            "printenv ANTHROPIC_API_KEY",
+            "set",
             "PATH=. ls",
             "./ls",
             "nohup rm x",
             "timeout 5 rm x",
             "kill 1",
         ] {
-            assert!(!is_safe_read_only(cmd), "{cmd}");
+            assert!(!safe(cmd), "{cmd}");
         }
-        assert!(is_safe_read_only("timeout 5 ls"));
+        assert!(safe("timeout 5 ls"));
     }
 
     #[test]
@@ -1145,7 +1504,7 @@ mod tests {
             "hostname evil",
             "hostname -b x",
         ] {
-            assert!(!is_safe_read_only(cmd), "{cmd}");
+            assert!(!safe(cmd), "{cmd}");
         }
         for cmd in [
             "git status",
@@ -1169,7 +1528,7 @@ mod tests {
             "date --iso-8601=ns",
             "hostname",
         ] {
-            assert!(is_safe_read_only(cmd), "{cmd}");
+            assert!(safe(cmd), "{cmd}");
         }
     }
 
@@ -1220,11 +1579,11 @@ mod tests {
         ];
         for a in tokens {
             for b in tokens {
-                let _ = is_safe_read_only(&format!("{a} {b}"));
+                let _ = safe(&format!("{a} {b}"));
                 for c in tokens {
                     let cmd = format!("{a} {b} {c}");
                     let _ = check_banned(&cmd);
-                    let _ = is_safe_read_only(&cmd);
+                    let _ = safe(&cmd);
                 }
             }
         }
@@ -1247,6 +1606,69 @@ mod tests {
         assert_eq!(p("ls", "."), None);
         let req = p("ls", "..").expect("outside the project");
         assert_eq!(req.path, fx.root());
+    }
+
+    #[test]
+    fn read_only_words_are_checked_after_glob_expansion_and_against_the_project() {
+        let fx = Fixture::new();
+        fx.write("proj/src/a.rs", "");
+        fx.write("proj/notes.txt", "");
+        fx.write("proj/pats", "");
+        fx.write("outside/secret", "");
+        let project = fx.path("proj");
+        std::os::unix::fs::symlink(fx.path("outside"), project.join("link")).unwrap();
+        let place = Place {
+            dir: &project,
+            project_root: &project,
+        };
+        let ok = |c: &str| is_safe_read_only(c, place);
+        for c in [
+            "ls -la",
+            "ls -la src",
+            "ls *.txt",
+            "ls src/*.rs",
+            "du -sh .",
+            "du --exclude-from=pats .",
+            "df -h",
+            "echo *",
+            "git log --oneline -- src",
+            "git log @{u}..",
+        ] {
+            assert!(ok(c), "{c}");
+        }
+        let outside = fx.path("outside");
+        for c in [
+            "ls ~",
+            "ls -la ~/",
+            &format!("ls -la {}", outside.display()),
+            "ls ../outside",
+            "ls link",
+            "ls link/",
+            "ls ../*",
+            "echo ../*",
+            "echo ../outside/*",
+            &format!("du --files0-from={}/secret", outside.display()),
+            "du --files0-from=pats",
+            "du --files0=pats",
+            &format!("du -X {}/secret .", outside.display()),
+            &format!("du -X{}/secret .", outside.display()),
+            &format!("du --exclude-from={}/secret .", outside.display()),
+            "df /",
+            "ls {src,../outside}",
+            "ls $HOME",
+            "ls ${HOME}",
+            "git log -- ../outside",
+        ] {
+            assert!(!ok(c), "{c}");
+        }
+        // A file named like an option turns `git log *` into `git log --output=Makefile`.
+        fx.write("proj/--output=Makefile", "");
+        assert!(!ok("git log *"));
+        assert!(
+            !ok("ls *"),
+            "'ls --output=Makefile' is not a listing to trust either"
+        );
+        assert!(ok("git log --oneline"));
     }
 
     #[test]
@@ -1352,10 +1774,17 @@ mod tests {
         assert_eq!(timeout_secs(&json!({})).unwrap(), DEFAULT_TIMEOUT_SECS);
         assert_eq!(timeout_secs(&json!({"timeout": 599})).unwrap(), 599);
 
-        fx.cancel.store(true, std::sync::atomic::Ordering::Relaxed);
-        let started = Instant::now();
+        let flag = fx.cancel.clone();
+        let setter = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            flag.store(true, std::sync::atomic::Ordering::Relaxed);
+        });
         let out = Bash.run(&json!({"command": "sleep 30"}), &ctx).out();
-        assert!(started.elapsed() < Duration::from_secs(3));
-        assert!(out.content.contains("aborted"));
+        setter.join().unwrap();
+        assert!(out.content.contains("aborted"), "{}", out.content);
+
+        let out = Bash.run(&json!({"command": "touch ran"}), &ctx).out();
+        assert!(out.content.contains("not started"), "{}", out.content);
+        assert!(!fx.root().join("ran").exists());
     }
 }

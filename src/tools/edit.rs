@@ -187,6 +187,7 @@ impl Tool for Edit {
             content,
             is_error: false,
             metadata: change_metadata(&d, &change.path),
+            image: None,
             structured: change_structured(&change, &d, extra),
         })
     }

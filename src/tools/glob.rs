@@ -155,6 +155,7 @@ fn find(input: &Value, ctx: &ToolCtx, allow_rg: bool) -> Result<ToolOutput, Stri
         content,
         is_error: false,
         metadata: json!({"count": files.len(), "total": total, "truncated": truncated}),
+        image: None,
         structured: json!({
             "filenames": files.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
             "numFiles": files.len(),

@@ -15,6 +15,7 @@ pub mod glob;
 pub mod grep;
 pub mod ignore;
 pub mod ls;
+pub mod mcp;
 pub mod multiedit;
 pub mod view;
 pub mod write;
@@ -49,6 +50,9 @@ pub struct ToolCtx<'a> {
     /// The session's current large/small models, which the bash tool's `model large|small`
     /// builtin prints (None: printed as empty).
     pub session_models: Option<&'a crate::rcshell::Models>,
+    /// Variables the bash tool keeps although their names look secret
+    /// (`options.shell_env_allow`; see `crate::env`).
+    pub shell_env_allow: &'a [String],
     /// A file of `export` lines the bash tool runs before each command (what SessionStart hooks
     /// wrote to `CLAUDE_ENV_FILE`, crush(1) HOOKS).
     pub env_file: Option<&'a Path>,
@@ -80,6 +84,16 @@ pub struct ToolOutput {
     /// stderr, interrupted; Write and Edit: filePath, structuredPatch...), for PostToolUse hooks
     /// declared in Claude Code's shape (crush(1) HOOKS). Not stored; Null when the tool has none.
     pub structured: Value,
+    /// An image that goes with the content (stored in the result's `data` and `mime_type`, as
+    /// Go Crush stores one); a model that takes no images gets a placeholder instead.
+    pub image: Option<Image>,
+}
+
+/// An image, its bytes in standard base64.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Image {
+    pub mime_type: String,
+    pub data: String,
 }
 
 impl ToolOutput {
@@ -125,7 +139,7 @@ impl fmt::Display for ToolError {
 
 pub trait Tool: Send + Sync {
     /// The name the model sees (Crush's names, so permissions and hook matchers carry over).
-    fn name(&self) -> &'static str;
+    fn name(&self) -> &str;
     fn description(&self) -> String;
     /// JSON Schema of the parameters.
     fn schema(&self) -> Value;
@@ -149,7 +163,7 @@ pub fn builtin() -> Vec<Box<dyn Tool>> {
         Box::new(view::View),
         Box::new(write::Write),
     ];
-    tools.sort_by_key(|t| t.name());
+    tools.sort_by(|a, b| a.name().cmp(b.name()));
     tools
 }
 

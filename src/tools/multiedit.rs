@@ -134,6 +134,7 @@ impl Tool for MultiEdit {
             ),
             is_error: false,
             metadata: change_metadata(&d, &change.path),
+            image: None,
             structured: change_structured(
                 &change,
                 &d,

@@ -199,6 +199,7 @@ fn view(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, String> {
             "lines": end - offset.min(end),
             "total_lines": total,
         }),
+        image: None,
         structured: json!({"type": "text", "file": {
             "filePath": path.display().to_string(),
             "content": shown.join("\n"),

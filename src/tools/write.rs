@@ -174,6 +174,7 @@ impl Tool for Write {
             ),
             is_error: false,
             metadata: change_metadata(&d, &change.path),
+            image: None,
             structured: change_structured(
                 &change,
                 &d,

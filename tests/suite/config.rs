@@ -32,6 +32,17 @@ fn global_rc(env: &TestEnv, text: &str) -> PathBuf {
     p
 }
 
+/// The shells a crushrc must work under: crush's default (bash when it is on PATH) and, when
+/// the system has it, dash (Debian's /bin/sh, which has no `$LINENO` in older releases), as
+/// `CRUSH_SHELL` settings.
+fn shells() -> Vec<Vec<(&'static str, &'static str)>> {
+    let mut v = vec![vec![]];
+    if Path::new("/bin/dash").exists() {
+        v.push(vec![("CRUSH_SHELL", "/bin/dash")]);
+    }
+    v
+}
+
 /// Expects exit 2 and a message on stderr containing `want`.
 fn fails_with(out: &Output, want: &str) {
     out.assert_code(2);
@@ -115,6 +126,12 @@ fn go_crush_global_data_crush_json_is_read_as_state_and_state_loses_to_config() 
 
 #[test]
 fn every_crushrc_command_applies() {
+    for vars in shells() {
+        every_crushrc_command_applies_under(&vars);
+    }
+}
+
+fn every_crushrc_command_applies_under(vars: &[(&str, &str)]) {
     let env = TestEnv::new();
     let rc = global_rc(
         &env,
@@ -136,7 +153,7 @@ lsp add gopls --command gopls --filetypes go
 lsp remove gopls
 "#,
     );
-    let s = show(&env, &[], &[]);
+    let s = show(&env, &[], vars);
     let c = &s["config"];
     assert_eq!(c["options"]["progress"], json!(false));
     assert_eq!(c["options"]["context_paths"], json!(["docs/"]));
@@ -194,35 +211,45 @@ fn every_crushrc_command_with_bad_flags_fails_with_file_and_line() {
         ),
         ("lsp add l --init-options '{bad'", "invalid JSON"),
     ];
-    for (line, want) in cases {
-        let env = TestEnv::new();
-        let rc = global_rc(
-            &env,
-            &format!("# a comment\noption debug\n{line}\noption progress false\n"),
-        );
-        let out = env.run(&["config", "show"], None);
-        fails_with(&out, &format!("{}:3: ", rc.display()));
-        fails_with(&out, want);
-        assert!(out.stdout.is_empty(), "no partial configuration is printed");
+    for vars in shells() {
+        for (line, want) in cases {
+            let env = TestEnv::new();
+            let rc = global_rc(
+                &env,
+                &format!("# a comment\noption debug\n{line}\noption progress false\n"),
+            );
+            let out = run_env(&env, &["config", "show"], &vars);
+            fails_with(&out, &format!("{}:3: ", rc.display()));
+            fails_with(&out, want);
+            assert!(out.stdout.is_empty(), "no partial configuration is printed");
+        }
     }
 }
 
 #[test]
 fn a_failing_script_fails_the_load() {
-    let env = TestEnv::new();
-    let rc = global_rc(&env, "option debug\nfalse\n");
-    let out = env.run(&["config", "show"], None);
-    fails_with(&out, &rc.display().to_string());
-    fails_with(&out, "exited with status 1");
-    global_rc(
-        &env,
-        "option debug\nif true; then\n  option progress false\n",
-    );
-    let out = env.run(&["dirs"], None);
-    fails_with(&out, &format!("{}:4: Syntax error", rc.display()));
-    // A failing command in the middle is the script's business, like in a .bashrc.
-    global_rc(&env, "cat /nonexistent 2>/dev/null\noption debug\n");
-    env.run(&["config", "show"], None).assert_success();
+    for vars in shells() {
+        let env = TestEnv::new();
+        let rc = global_rc(&env, "option debug\nfalse\n");
+        let out = run_env(&env, &["config", "show"], &vars);
+        fails_with(&out, &rc.display().to_string());
+        fails_with(&out, "exited with status 1");
+        global_rc(
+            &env,
+            "option debug\nif true; then\n  option progress false\n",
+        );
+        let out = run_env(&env, &["dirs"], &vars);
+        // dash says "Syntax error", bash "syntax error"; both name the line.
+        fails_with(&out, &format!("{}:4: ", rc.display()));
+        assert!(
+            out.stderr.to_lowercase().contains(":4: syntax error"),
+            "{vars:?}: {}",
+            out.stderr
+        );
+        // A failing command in the middle is the script's business, like in a .bashrc.
+        global_rc(&env, "cat /nonexistent 2>/dev/null\noption debug\n");
+        run_env(&env, &["config", "show"], &vars).assert_success();
+    }
 }
 
 #[test]
@@ -247,6 +274,12 @@ fn a_script_that_never_ends_is_stopped() {
 
 #[test]
 fn if_source_and_command_substitution_work_in_a_crushrc() {
+    for vars in shells() {
+        if_source_and_command_substitution_work_under(&vars);
+    }
+}
+
+fn if_source_and_command_substitution_work_under(vars: &[(&str, &str)]) {
     let env = TestEnv::new();
     let dir = env.config_dir();
     write(
@@ -270,7 +303,7 @@ current=$(model large)
 option data-directory "$current-data"
 "#,
     );
-    let s = show(&env, &[], &[]);
+    let s = show(&env, &[], vars);
     let c = &s["config"];
     assert_eq!(c["options"]["initialize_as"], json!("GENERATED.md"));
     assert_eq!(

@@ -56,6 +56,16 @@ fn tool_result_metadata(env: &TestEnv) -> Vec<Value> {
     out
 }
 
+/// The shell script of README.md that follows the line naming `name`.
+fn readme_script(name: &str) -> String {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let at = readme.find(name).expect("the script is in README.md");
+    let start = readme[..at].rfind("```sh\n").expect("in a sh block") + "```sh\n".len();
+    let end = start + readme[start..].find("```").unwrap();
+    readme[start..end].to_string()
+}
+
 fn bash_then_done(command: &str) -> FakeServer {
     FakeServer::with_script(vec![
         Reply::tool_call("bash", json!({ "command": command })),
@@ -745,4 +755,49 @@ fn project_hooks_run_only_in_a_trusted_project() {
     assert!(!env.project().join("ran.txt").exists());
     let (_, text, _) = server.last_request().tool_results()[0].clone();
     assert!(text.contains("project says no"), "{text}");
+}
+
+#[test]
+fn the_readme_guard_refuses_a_command_too_long_for_the_environment() {
+    // Past 64 KiB the variable is cut: the rm at the end is not in it, and the README's hook
+    // refuses to judge what it could not see rather than pre-approve it.
+    let command = format!("echo {}; rm -rf victim", "A".repeat(70 * 1024));
+    let server = bash_then_done(&command);
+    let env = TestEnv::new();
+    env.write_project_file("victim/keep.txt", "precious");
+    let script = readme_script("hooks/no-rm.sh: refuse rm");
+    let no_rm = hook(&env, "no-rm.sh", &script);
+    with_hooks(
+        &env,
+        &server,
+        json!({"PreToolUse": [
+            {"name": "no-rm", "matcher": "^bash$", "command": no_rm, "fail_closed": true}
+        ]}),
+    );
+    let out = env.run(&["run", "go"], None);
+    out.assert_success();
+    assert_eq!(env.read_project_file("victim/keep.txt"), "precious");
+    let results = server.request(1).tool_results();
+    assert!(
+        results[0]
+            .1
+            .contains("Tool call blocked by hook. Reason: command too long to check"),
+        "{results:?}"
+    );
+}
+
+#[test]
+fn a_hook_reason_cannot_act_on_the_terminal() {
+    let server = bash_then_done("ls");
+    let env = TestEnv::new();
+    let h = hook(
+        &env,
+        "deny.sh",
+        "#!/bin/sh\nprintf 'no \\033[2K\\rway' >&2\nexit 2\n",
+    );
+    with_hooks(&env, &server, json!({"PreToolUse": [{"command": h}]}));
+    let out = env.run(&["run", "go"], None);
+    out.assert_success();
+    assert!(out.stderr.contains("deny: no ^[[2K^Mway"), "{}", out.stderr);
+    assert!(!out.stderr.contains('\x1b'), "{}", out.stderr);
 }

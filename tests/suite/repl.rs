@@ -2,7 +2,9 @@
 //! (tmux) against the fake model server.
 
 use crate::support::env::run_command;
-use crate::support::{Dialect, FakeServer, Output, RUN_TIMEOUT, Recorded, Reply, TestEnv};
+use crate::support::{
+    Dialect, FakeServer, Output, RUN_TIMEOUT, Recorded, Reply, TestEnv, ToolCall,
+};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
@@ -889,4 +891,69 @@ fn first_start_in_an_untrusted_project_asks_and_lists_what_would_run() {
     let screen = tmux.wait_for("the prompt", |s| s.lines().any(|l| l.trim_end() == ">"));
     assert!(!screen.contains("[y/N]"), "asked again:\n{screen}");
     assert!(marker.exists());
+}
+
+#[test]
+fn escape_sequences_from_the_model_are_shown_and_cannot_redraw_the_question() {
+    if !tmux_available() {
+        eprintln!("tmux is not installed: skipped");
+        return;
+    }
+    // The command erases the question's line, moves up and writes a harmless-looking one.
+    let attack = "touch pwned # \x1b[2K\r\x1b[1A\x1b[2KAllow bash: ls -la";
+    let (_server, env) = setup(vec![Reply::text_then_tools(
+        "Plan: \x1b[31mred\x1b[0m then run it.",
+        vec![ToolCall::new("bash", json!({ "command": attack }))],
+    )]);
+    let (tmux, _) = start_in_tmux(&env, "escapes");
+    tmux.wait_for("the prompt", |s| s.lines().any(|l| l.trim_end() == ">"));
+    tmux.keys(&["do it", "Enter"]);
+    let screen = tmux.wait_for("the question", |s| s.contains("[n]o"));
+    let question = screen
+        .lines()
+        .rev()
+        .find(|l| l.contains("[n]o"))
+        .unwrap()
+        .trim_end();
+    assert_eq!(
+        question,
+        "Allow bash: touch pwned # ^[[2K^M^[[1A^[[2KAllow bash: ls -la? [y]es / [a]lways this session / [n]o",
+        "screen:\n{screen}"
+    );
+    assert!(
+        !screen.lines().any(|l| l.starts_with("Allow bash: ls -la?")),
+        "screen:\n{screen}"
+    );
+    // The answer and the tool line show the escapes too.
+    assert!(
+        screen.contains("Plan: ^[[31mred^[[0m then run it."),
+        "{screen}"
+    );
+    assert!(
+        screen
+            .lines()
+            .any(|l| l.contains("bash") && l.contains("touch pwned # ^[[2K^M")),
+        "{screen}"
+    );
+    tmux.keys(&["n", "Enter"]);
+    tmux.wait_for("the refusal", |s| s.contains("permission was refused"));
+    assert!(!env.project().join("pwned").exists());
+}
+
+#[test]
+fn a_multi_line_command_is_shown_above_the_question_that_names_it() {
+    let (_server, env) = setup(vec![Reply::tool_call(
+        "bash",
+        json!({"command": "touch a\nAllow bash: ls? [y]es / [a]lways this session / [n]o"}),
+    )]);
+    let out = repl(&env, &[], "do it\nn\n");
+    out.assert_success();
+    assert!(
+        out.stderr.contains(
+            "  │ touch a\n  │ Allow bash: ls? [y]es / [a]lways this session / [n]o\nAllow bash: the 2 lines above? [y]es / [a]lways this session / [n]o"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert!(!env.project().join("a").exists());
 }

@@ -105,6 +105,9 @@ pub enum Fault {
     Malformed,
     /// Send the first event, then nothing for this long, then close.
     Stall(Duration),
+    /// Send the content (text and tool call pieces), then nothing for this long, then close
+    /// without the final events: a reply cut off while the model was still writing.
+    StallAfterContent(Duration),
     /// Send the content, then a mid-stream error event (Anthropic `event: error`; OpenAI a chunk
     /// with top-level `error` and `finish_reason:"error"`, then `[DONE]`).
     ErrorEvent { kind: String, message: String },
@@ -636,6 +639,12 @@ fn steps_for(s: &Stream, e: Events, dialect: Dialect, ids: &Ids) -> (Vec<Step>, 
         }
         Some(Fault::Stall(d)) => {
             let mut steps = write(events.into_iter().take(1).collect());
+            steps.push(Step::Sleep(*d));
+            (steps, false)
+        }
+        Some(Fault::StallAfterContent(d)) => {
+            events.truncate(tail);
+            let mut steps = write(events);
             steps.push(Step::Sleep(*d));
             (steps, false)
         }

@@ -1,5 +1,6 @@
-//! SHA-256 (FIPS 180-4), for binding project trust to the exact definitions the user approved.
-//! A collision-resistant hash matters here: the author of a repository controls the hashed text.
+//! SHA-256 (FIPS 180-4): project trust is bound to the exact definitions the user approved (the
+//! author of a repository controls the hashed text, so collision resistance matters), and OAuth
+//! PKCE challenges are derived from their verifiers.
 
 const K: [u32; 64] = [
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
@@ -14,6 +15,11 @@ const K: [u32; 64] = [
 
 /// The lowercase hex SHA-256 of `data`.
 pub fn hex(data: &[u8]) -> String {
+    digest(data).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The SHA-256 of `data`.
+pub fn digest(data: &[u8]) -> [u8; 32] {
     let mut h: [u32; 8] = [
         0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab,
         0x5be0cd19,
@@ -63,7 +69,11 @@ pub fn hex(data: &[u8]) -> String {
             *x = x.wrapping_add(y);
         }
     }
-    h.iter().map(|x| format!("{x:08x}")).collect()
+    let mut out = [0u8; 32];
+    for (chunk, word) in out.chunks_exact_mut(4).zip(h) {
+        chunk.copy_from_slice(&word.to_be_bytes());
+    }
+    out
 }
 
 #[cfg(test)]
