@@ -17,7 +17,7 @@ complete -c crush -f -n 'not __fish_seen_subcommand_from run sessions hooks mcp 
 complete -c crush -f -n '__fish_seen_subcommand_from lsp' -a list
 complete -c crush -f -n 'not __fish_seen_subcommand_from run sessions hooks mcp lsp config trust models update-providers stats dirs projects logs help' -a config -d 'Print the effective configuration'
 complete -c crush -f -n '__fish_seen_subcommand_from config' -a show
-complete -c crush -f -n 'not __fish_seen_subcommand_from run sessions hooks mcp lsp config trust models update-providers stats dirs projects logs help' -a trust -d 'Trust this project\'s own crushrc files, hooks, MCP and LSP servers and $(...) values: list them and record their hash, so a change asks again.'
+complete -c crush -f -n 'not __fish_seen_subcommand_from run sessions hooks mcp lsp config trust models update-providers stats dirs projects logs help' -a trust -d 'Trust this project\'s own crushrc files, hooks, MCP and LSP servers, $(...) values, .env file and the settings an untrusted project may not set (see SECURITY): list them and record their hash, so a change asks again.'
 complete -c crush -f -n 'not __fish_seen_subcommand_from run sessions hooks mcp lsp config trust models update-providers stats dirs projects logs help' -a models -d 'List the models of the configured providers, then those of the provider catalog that are not configured and what they need'
 complete -c crush -f -n 'not __fish_seen_subcommand_from run sessions hooks mcp lsp config trust models update-providers stats dirs projects logs help' -a update-providers -d 'Replace the cached provider catalog'
 complete -c crush -f -n 'not __fish_seen_subcommand_from run sessions hooks mcp lsp config trust models update-providers stats dirs projects logs help' -a stats -d 'Show the project\'s model calls, tokens by kind and cost from the usage ledger: in total, per model and per session (a sub-agent\'s calls count under the session that started it)'
@@ -39,7 +39,8 @@ complete -c crush -n '__fish_seen_subcommand_from logs' -s f -l follow -d 'Keep 
 complete -c crush -n '__fish_seen_subcommand_from logs' -s t -l tail -r -d 'Print the last N lines (default 1000; 0 for all)'
 complete -c crush -n '__fish_seen_subcommand_from config' -l origin -d 'Name the layer and file:line that set each value'
 complete -c crush -n '__fish_seen_subcommand_from trust' -l revoke -d 'Withdraw the project\'s trust'
-complete -c crush -l trust -d 'Trust the project\'s crushrc, hooks, MCP servers and $(...) values for this invocation'
+complete -c crush -l trust -d 'Trust the project for this invocation: its crushrc, hooks, MCP servers, $(...) values, .env and settings outside the allow-list'
+complete -c crush -n '__fish_seen_subcommand_from run' -l no-project-hooks -d 'Run without the project\'s own hooks; without it, a project whose hooks are not trusted stops the run (exit 2)'
 complete -c crush -n '__fish_seen_subcommand_from sessions' -l format -r -d 'Format of sessions export (default md)'
 complete -c crush -n '__fish_seen_subcommand_from run' -s o -l output -r -d 'Also write the final message to FILE'
 complete -c crush -n '__fish_seen_subcommand_from hooks' -l tool -r -d 'The tool a hook event is about (e.g. bash): which hooks match, or the test call\'s tool'

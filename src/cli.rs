@@ -132,8 +132,15 @@ pub static FLAGS: &[Flag] = &[
         short: None,
         long: "trust",
         value: None,
-        help: "Trust the project's crushrc, hooks, MCP servers and $(...) values for this invocation",
+        help: "Trust the project for this invocation: its crushrc, hooks, MCP servers, $(...) values, .env and settings outside the allow-list",
         scope: Scope::Global,
+    },
+    Flag {
+        short: None,
+        long: "no-project-hooks",
+        value: None,
+        help: "Run without the project's own hooks; without it, a project whose hooks are not trusted stops the run (exit 2)",
+        scope: Scope::Only(&["run"]),
     },
     Flag {
         short: None,
@@ -256,8 +263,9 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "trust",
         usage: "crush trust [--revoke]",
-        about: "Trust this project's own crushrc files, hooks, MCP and LSP servers and $(...) \
-                values: list them and record their hash, so a change asks again.",
+        about: "Trust this project's own crushrc files, hooks, MCP and LSP servers, $(...) \
+                values, .env file and the settings an untrusted project may not set (see \
+                SECURITY): list them and record their hash, so a change asks again.",
         subcommands: &[],
     },
     CommandSpec {
@@ -527,6 +535,7 @@ where
             "origin" => origin = true,
             "revoke" => revoke = true,
             "trust" => global.trust = true,
+            "no-project-hooks" => global.no_project_hooks = true,
             "output" => run.output = Some(PathBuf::from(value()?)),
             "tool" => hooks.tool = Some(value()?),
             "input" => hooks.input = Some(value()?),
@@ -1151,6 +1160,13 @@ mod tests {
         assert!(parse(&["trust", "x"]).is_err());
         assert!(parse(&["run", "--origin", "x"]).is_err());
         assert!(parse(&["--trust", "run", "x"]).unwrap().global.trust);
+        assert!(
+            parse(&["run", "--no-project-hooks", "x"])
+                .unwrap()
+                .global
+                .no_project_hooks
+        );
+        assert!(parse(&["sessions", "list", "--no-project-hooks"]).is_err());
     }
 
     #[test]

@@ -131,8 +131,10 @@ pub fn main() -> std::process::ExitCode {
 /// one of its own layer or above (tests excepted).
 #[cfg(test)]
 const LAYERS: &[&[&str]] = &[
-    &["time", "env", "exit", "paths", "sha256", "visible"],
-    &["log", "fsutil", "net", "proc"],
+    &[
+        "time", "env", "exit", "paths", "sha256", "visible", "fsutil",
+    ],
+    &["log", "net", "proc"],
     &["signal", "rcshell"],
     &["llm"],
     &["store", "mcp", "lsp"],

@@ -286,10 +286,7 @@ impl<'a> Agent<'a> {
 fn provider_secrets(loaded: &crate::config::Loaded) -> Vec<(String, String)> {
     let catalog = loaded.catalog.get();
     let mut out: Vec<(String, String)> = Vec::new();
-    for p in loaded
-        .providers_with(&catalog.providers)
-        .unwrap_or_default()
-    {
+    for p in loaded.providers_with(&catalog.providers).ready {
         let Some(key) = p.endpoint.api_key else {
             continue;
         };

@@ -41,6 +41,15 @@ impl Output {
     pub fn assert_success(&self) -> &Self {
         self.assert_code(0)
     }
+
+    /// The first stdout line that starts with `start`; panics showing stdout if none does.
+    pub fn stdout_line(&self, start: &str) -> String {
+        self.stdout
+            .lines()
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("no line starting with {start:?}:\n{}", self.stdout))
+            .to_string()
+    }
 }
 
 /// Temp directories laid out as:
@@ -216,6 +225,16 @@ impl TestEnv {
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .current_dir(self.project());
         cmd
+    }
+
+    /// Runs `crush ARGS` with extra environment variables and no stdin.
+    pub fn run_with_env(&self, args: &[&str], vars: &[(&str, &str)]) -> Output {
+        let mut cmd = self.crush();
+        cmd.args(args);
+        for (k, v) in vars {
+            cmd.env(k, v);
+        }
+        run_command(cmd, None, RUN_TIMEOUT)
     }
 
     /// Runs `crush ARGS` with `stdin` (closed if `None`), killed after [`RUN_TIMEOUT`].
