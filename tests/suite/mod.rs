@@ -10,6 +10,7 @@ mod fake_server;
 mod go_compat;
 mod hooks;
 mod ledger;
+mod lsp;
 mod mcp;
 mod providers;
 mod repl;
