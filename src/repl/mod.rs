@@ -595,7 +595,7 @@ impl Completions<'_> {
         let catalog = self.config.catalog.get();
         self.config
             .providers_with(&catalog.providers)
-            .unwrap_or_default()
+            .ready
             .iter()
             .flat_map(|p| {
                 p.models.iter().map(move |m| {
@@ -623,7 +623,7 @@ fn ask_trust(global: &Global) -> Result<(), AppError> {
         return Ok(());
     }
     let mut msg = format!(
-        "This project ({}) {} and would run, on this machine:\n",
+        "This project ({}) {} and would run or set, on this machine:\n",
         review.project_root.display(),
         if review.changed {
             "changed since you trusted it"
