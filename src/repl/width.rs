@@ -1,5 +1,5 @@
 //! How many terminal cells a character takes: 0 (combining marks, format characters), 2 (East
-//! Asian wide and fullwidth), else 1. The ranges are generated (`scripts/width-table.py`).
+//! Asian wide and fullwidth), else 1. The ranges are generated (`src/repl/width_table.py`).
 
 use super::width_table::{WIDE, ZERO};
 
