@@ -12,7 +12,7 @@ use crate::llm::Part;
 use crate::store::Store;
 use crate::tools::todos::{self, Todo};
 use crate::tools::{
-    PermissionRequest, ReadTracker, SessionState, Tool, ToolCtx, ToolError, ToolOutput,
+    Diagnostics, PermissionRequest, ReadTracker, SessionState, Tool, ToolCtx, ToolError, ToolOutput,
 };
 use serde_json::{Map, Value, json};
 use std::path::Path;
@@ -437,10 +437,16 @@ impl Agent<'_> {
                 hooks: &mut self.hooks,
                 system: &mut self.system,
                 cwd: &self.cwd,
+                lsp: self.lsp.as_ref(),
             },
             &mut out,
             sink,
         );
+        if let Some(lsp) = &self.lsp {
+            for w in crate::tools::lsp::take_warnings(lsp) {
+                sink.event(AgentEvent::Notice(w));
+            }
+        }
         if self.cancel.load(Ordering::SeqCst) && stop.is_none() {
             stop = Some(Stop::Canceled);
         }
@@ -566,6 +572,7 @@ impl Agent<'_> {
             session: &reads,
             cancel: self.cancel.clone(),
             session_models: models.as_ref(),
+            diagnostics: self.lsp.as_ref().map(|l| l as &dyn Diagnostics),
             shell_env_allow: &self.shell_env_allow,
             env_file: self.env_file.as_deref(),
         };

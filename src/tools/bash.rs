@@ -1304,6 +1304,10 @@ impl Tool for Bash {
                 ..Default::default()
             });
         }
+        // The command may have changed files the language servers have open.
+        if let Some(d) = ctx.diagnostics {
+            d.resync();
+        }
         let st = job.status();
         let (stdout, out_dropped, stderr, err_dropped) = job.output();
         let (stdout, stderr) = (

@@ -139,6 +139,7 @@ impl Fixture {
             session: &self.reads,
             cancel: self.cancel.clone(),
             session_models: None,
+            diagnostics: None,
             shell_env_allow: &[],
             env_file: None,
         }
@@ -163,6 +164,7 @@ pub fn within<T: Send + 'static>(
             session: &reads,
             cancel: Arc::new(AtomicBool::new(false)),
             session_models: None,
+            diagnostics: None,
             shell_env_allow: &[],
             env_file: None,
         };

@@ -20,6 +20,7 @@ pub mod checks;
 pub mod echo;
 pub mod env;
 pub mod http;
+pub mod lsp;
 pub mod mcp;
 pub mod reply;
 pub mod server;
