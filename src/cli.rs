@@ -220,12 +220,13 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "sessions",
-        usage: "crush sessions list | show ID | last | export ID [--format md|json] | delete ID | rename ID TITLE  [--json]",
+        usage: "crush sessions list | show ID | last | export ID [--format md|json] | diff ID | delete ID | rename ID TITLE  [--json]",
         about: "List the project's sessions, show one with its messages (last: the most recent), \
-                export it as Markdown or JSON, delete it, or rename it. Sessions are named by Go \
+                export it as Markdown or JSON, print the changes its tools made to files as a \
+                unified diff (diff), delete it, or rename it. Sessions are named by Go \
                 Crush's hash ids (lists show 7 digits); a hash id, a UUID or a unique prefix of \
                 either works. --json prints Go Crush's documents. 'session' and 's' are aliases.",
-        subcommands: &["list", "show", "last", "export", "delete", "rename"],
+        subcommands: &["list", "show", "last", "export", "diff", "delete", "rename"],
     },
     CommandSpec {
         name: "hooks",
@@ -342,6 +343,9 @@ pub enum Command {
     },
     SessionsLast {
         json: bool,
+    },
+    SessionsDiff {
+        id: String,
     },
     SessionsDelete {
         id: String,
@@ -717,7 +721,7 @@ where
     Ok(Cli { global, command })
 }
 
-const SESSIONS_USAGE: &str = "usage: crush sessions list | show ID | last | export ID [--format md|json] | delete ID | rename ID TITLE";
+const SESSIONS_USAGE: &str = "usage: crush sessions list | show ID | last | export ID [--format md|json] | diff ID | delete ID | rename ID TITLE";
 
 fn sessions_command(
     positionals: Vec<String>,
@@ -734,6 +738,7 @@ fn sessions_command(
         Some("show") => "show",
         Some("last") => "last",
         Some("export") => "export",
+        Some("diff") => "diff",
         Some("delete" | "rm") => "delete",
         Some("rename") => "rename",
         Some(other) => {
@@ -796,6 +801,10 @@ fn sessions_command(
                 id: need_id(id)?,
                 format,
             }
+        }
+        "diff" => {
+            no_more(&rest)?;
+            Command::SessionsDiff { id: need_id(id)? }
         }
         "delete" => {
             no_more(&rest)?;

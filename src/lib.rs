@@ -79,6 +79,7 @@ fn dispatch(cli: cli::Cli) -> Result<ExitCode, AppError> {
         Command::McpLogin { name } => print(&commands::mcp::login(g, name)?),
         Command::SessionsExport { id, format } => print(&sessions::export(g, id, *format)?),
         Command::SessionsLast { json } => print(&sessions::last(g, *json)?),
+        Command::SessionsDiff { id } => print(&sessions::diff(g, id)?),
         Command::SessionsDelete { id, json } => print(&sessions::delete(g, id, *json)?),
         Command::SessionsRename { id, title, json } => {
             print(&sessions::rename(g, id, title, *json)?)

@@ -19,6 +19,8 @@ pub enum Slash {
     History,
     Todos,
     Jobs,
+    Undo,
+    Versions,
     Quit,
 }
 
@@ -92,6 +94,18 @@ pub const SLASH_COMMANDS: &[(Slash, &str, &str, &str)] = &[
         "jobs",
         "",
         "list this session's background jobs",
+    ),
+    (
+        Slash::Undo,
+        "undo",
+        "",
+        "revert the files of the last change a tool made in this session",
+    ),
+    (
+        Slash::Versions,
+        "versions",
+        "FILE",
+        "list the versions of FILE kept in this session",
     ),
     (Slash::Quit, "quit", "", "leave (also Ctrl-D)"),
 ];

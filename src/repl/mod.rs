@@ -1075,6 +1075,8 @@ impl Repl {
                 let text = crate::tools::jobs::list_text(&self.agent.session_id);
                 self.term.print(&text);
             }
+            Slash::Undo => self.undo(),
+            Slash::Versions => self.versions(args),
         }
         Flow::Continue
     }
@@ -1365,6 +1367,44 @@ Prompts of the MCP servers (ARG=VALUE, or values in order):
                 self.term.error(&e.to_string());
                 None
             }
+        }
+    }
+
+    /// `/undo`: the files of the session's last change by a tool get their content back; the
+    /// session records it, so the model learns it with the next prompt.
+    fn undo(&mut self) {
+        let Some(s) = self.current() else { return };
+        match crate::commands::files::undo(self.ctx.store, &s.id) {
+            Ok(done) => {
+                self.term.note(&done);
+                let msg = NewMessage {
+                    role: Role::User,
+                    parts: vec![Part::Text {
+                        text: format!("[/undo] {done}"),
+                    }],
+                    model: None,
+                    provider: None,
+                };
+                if let Err(e) = self.ctx.store.add_message(&s.id, &msg) {
+                    self.term
+                        .error(&format!("cannot record the undo in the session: {e}"));
+                }
+            }
+            Err(e) => self.term.error(&e),
+        }
+    }
+
+    /// `/versions FILE`: the versions of a file kept in the session's history.
+    fn versions(&mut self, args: &str) {
+        let file = args.trim();
+        if file.is_empty() {
+            return self.term.error("usage: /versions FILE");
+        }
+        let Some(s) = self.current() else { return };
+        let path = crate::tools::common::resolve_in(&self.agent.cwd, file);
+        match crate::commands::files::versions(self.ctx.store, &s.id, &path) {
+            Ok(text) => self.term.print(&text),
+            Err(e) => self.term.error(&e),
         }
     }
 

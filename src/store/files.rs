@@ -165,7 +165,6 @@ impl Store {
     }
 
     /// The session's last change a tool call made that is still in its history.
-    #[cfg_attr(not(test), expect(dead_code, reason = "for /undo"))]
     pub fn last_file_change(&self, session_id: &str) -> Result<Option<Change>> {
         let Some(call) = self
             .conn
@@ -216,7 +215,6 @@ impl Store {
     }
 
     /// Removes from the history the versions the tool call wrote (after it was undone).
-    #[cfg_attr(not(test), expect(dead_code, reason = "for /undo"))]
     pub fn forget_file_change(&self, session_id: &str, tool_call_id: &str) -> Result<usize> {
         let tx = self.write_tx()?;
         let n = tx

@@ -9,6 +9,8 @@ use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use files::{FileVersion, MAX_KEPT_BYTES};
+
 mod files;
 pub mod hashid;
 pub mod projects;

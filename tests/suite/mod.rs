@@ -20,3 +20,4 @@ mod run;
 mod shell;
 mod static_bin;
 mod trust;
+mod undo;
