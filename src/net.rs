@@ -169,7 +169,6 @@ impl<'a> WebRequest<'a> {
 
 /// A response of `web`: the URL it came from (after redirects) and the response itself.
 pub struct WebResponse {
-    #[cfg_attr(not(test), expect(dead_code, reason = "for the download tool"))]
     pub url: String,
     pub response: ureq::http::Response<ureq::Body>,
 }
@@ -190,7 +189,6 @@ impl WebResponse {
     }
 
     /// The `Content-Length` the server announced, if any.
-    #[expect(dead_code, reason = "for the download tool")]
     pub fn content_length(&self) -> Option<u64> {
         self.header("content-length").trim().parse().ok()
     }
@@ -213,7 +211,6 @@ impl WebResponse {
     }
 
     /// The body as a reader (no limit of ureq's own: the caller caps what it reads).
-    #[expect(dead_code, reason = "for the download tool")]
     pub fn reader(&mut self) -> impl std::io::Read + '_ {
         self.response
             .body_mut()
@@ -474,6 +471,8 @@ pub mod test_server {
         pub status: u16,
         pub headers: Vec<(String, String)>,
         pub body: Vec<u8>,
+        /// No Content-Length: the body ends when the connection closes.
+        pub no_length: bool,
     }
 
     impl Canned {
@@ -482,7 +481,13 @@ pub mod test_server {
                 status,
                 headers: Vec::new(),
                 body: body.into(),
+                no_length: false,
             }
+        }
+
+        pub fn without_length(mut self) -> Canned {
+            self.no_length = true;
+            self
         }
 
         pub fn header(mut self, k: &str, v: &str) -> Canned {
@@ -534,10 +539,11 @@ pub mod test_server {
                 for (k, v) in &c.headers {
                     head.push_str(&format!("{k}: {v}\r\n"));
                 }
-                if !c
-                    .headers
-                    .iter()
-                    .any(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+                if !c.no_length
+                    && !c
+                        .headers
+                        .iter()
+                        .any(|(k, _)| k.eq_ignore_ascii_case("content-length"))
                 {
                     head.push_str(&format!("Content-Length: {}\r\n", c.body.len()));
                 }

@@ -12,7 +12,8 @@ use crate::llm::Part;
 use crate::store::Store;
 use crate::tools::todos::{self, Todo};
 use crate::tools::{
-    Diagnostics, PermissionRequest, ReadTracker, SessionState, Tool, ToolCtx, ToolError, ToolOutput,
+    Content, Diagnostics, PermissionRequest, ReadTracker, SessionState, Tool, ToolCtx, ToolError,
+    ToolOutput,
 };
 use serde_json::{Map, Value, json};
 use std::path::Path;
@@ -369,7 +370,7 @@ impl SessionState for CallSession<'_> {
             .set_todos(self.session_id, Some(&todos::to_column(list)))
             .map_err(|e| format!("failed to save the todo list: {e}"))
     }
-    fn file_changed(&self, path: &Path, before: Option<&[u8]>, after: Option<&[u8]>) {
+    fn file_changed(&self, path: &Path, before: Content, after: Content) {
         // A failed write loses the undo of this change, not the change itself.
         if let Err(e) =
             self.store

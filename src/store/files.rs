@@ -15,6 +15,16 @@ use std::path::Path;
 /// Content larger than this is not kept (the version records that it was omitted).
 pub const MAX_KEPT_BYTES: usize = 10 * 1024 * 1024;
 
+/// A file's content as the history is given it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Content<'a> {
+    /// There is no file.
+    Absent,
+    Bytes(&'a [u8]),
+    /// Too large to keep (or to read): only the fact is recorded.
+    Omitted,
+}
+
 /// One stored version of a file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FileVersion {
@@ -98,8 +108,8 @@ impl Store {
         session_id: &str,
         tool_call_id: &str,
         path: &Path,
-        before: Option<&[u8]>,
-        after: Option<&[u8]>,
+        before: Content,
+        after: Content,
     ) -> Result<()> {
         let path = path_text(path);
         let tx = self.write_tx()?;
@@ -115,10 +125,14 @@ impl Store {
             .query_row(params![session_id, path], version_from_row)
             .optional()?;
         let mut next = latest.as_ref().map_or(0, |v| v.version + 1);
-        let mut insert = |content: Option<&[u8]>, call: Option<&str>| -> Result<()> {
-            let omitted = content.is_some_and(|c| c.len() > MAX_KEPT_BYTES);
+        let mut insert = |content: Content, call: Option<&str>| -> Result<()> {
+            let omitted = match content {
+                Content::Bytes(c) => c.len() > MAX_KEPT_BYTES,
+                Content::Omitted => true,
+                Content::Absent => false,
+            };
             let stored = match content {
-                Some(c) if !omitted => content_value(c),
+                Content::Bytes(c) if !omitted => content_value(c),
                 _ => rusqlite::types::Value::Text(String::new()),
             };
             let now = now_secs();
@@ -135,7 +149,7 @@ impl Store {
                 next,
                 now,
                 call,
-                content.is_none(),
+                content == Content::Absent,
                 omitted
             ])?;
             next += 1;
@@ -143,7 +157,12 @@ impl Store {
         };
         // The content before the change, unless the history already ends with it (a file
         // changed outside crush since gets a version of its own, as Go Crush does).
-        if latest.as_ref().and_then(FileVersion::state) != Some(before) {
+        let known = match before {
+            Content::Absent => Some(None),
+            Content::Bytes(b) => Some(Some(b)),
+            Content::Omitted => None,
+        };
+        if known.is_none() || latest.as_ref().and_then(FileVersion::state) != known {
             insert(before, None)?;
         }
         insert(after, Some(tool_call_id))?;
@@ -241,14 +260,26 @@ mod tests {
         let a = s.create_session("a", None).unwrap();
         let b = s.create_session("b", None).unwrap();
         let p = Path::new("/p/f.txt");
-        s.record_file_change(&a.id, "c1", p, None, Some(b"one"))
+        s.record_file_change(&a.id, "c1", p, Content::Absent, Content::Bytes(b"one"))
             .unwrap();
-        s.record_file_change(&a.id, "c2", p, Some(b"one"), Some(b"two"))
-            .unwrap();
+        s.record_file_change(
+            &a.id,
+            "c2",
+            p,
+            Content::Bytes(b"one"),
+            Content::Bytes(b"two"),
+        )
+        .unwrap();
         // Changed outside crush in between: the found content gets a version of its own.
-        s.record_file_change(&a.id, "c3", p, Some(b"edited"), Some(&[0xff, 0]))
-            .unwrap();
-        s.record_file_change(&b.id, "c9", p, Some(b"x"), Some(b"y"))
+        s.record_file_change(
+            &a.id,
+            "c3",
+            p,
+            Content::Bytes(b"edited"),
+            Content::Bytes(&[0xff, 0]),
+        )
+        .unwrap();
+        s.record_file_change(&b.id, "c9", p, Content::Bytes(b"x"), Content::Bytes(b"y"))
             .unwrap();
         let v = s.file_versions(&a.id, Some(p)).unwrap();
         let summary: Vec<(i64, Option<&str>, bool, &[u8])> = v
@@ -282,11 +313,11 @@ mod tests {
         let a = s.create_session("a", None).unwrap();
         let (p, q) = (Path::new("/p/a"), Path::new("/p/b"));
         assert_eq!(s.last_file_change(&a.id).unwrap(), None);
-        s.record_file_change(&a.id, "c1", p, Some(b"1"), Some(b"2"))
+        s.record_file_change(&a.id, "c1", p, Content::Bytes(b"1"), Content::Bytes(b"2"))
             .unwrap();
-        s.record_file_change(&a.id, "c2", q, None, Some(b"new"))
+        s.record_file_change(&a.id, "c2", q, Content::Absent, Content::Bytes(b"new"))
             .unwrap();
-        s.record_file_change(&a.id, "c2", p, Some(b"2"), Some(b"3"))
+        s.record_file_change(&a.id, "c2", p, Content::Bytes(b"2"), Content::Bytes(b"3"))
             .unwrap();
         let c = s.last_file_change(&a.id).unwrap().unwrap();
         assert_eq!(c.tool_call_id, "c2");
@@ -315,8 +346,14 @@ mod tests {
         let (_d, s) = store();
         let a = s.create_session("a", None).unwrap();
         let big = vec![b'x'; MAX_KEPT_BYTES + 1];
-        s.record_file_change(&a.id, "c1", Path::new("/big"), Some(b"small"), Some(&big))
-            .unwrap();
+        s.record_file_change(
+            &a.id,
+            "c1",
+            Path::new("/big"),
+            Content::Bytes(b"small"),
+            Content::Bytes(&big),
+        )
+        .unwrap();
         let v = s.file_versions(&a.id, None).unwrap();
         assert!(v[1].omitted && v[1].content.is_empty() && v[1].state().is_none());
     }

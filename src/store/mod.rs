@@ -9,7 +9,7 @@ use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use files::{FileVersion, MAX_KEPT_BYTES};
+pub use files::{Content, FileVersion, MAX_KEPT_BYTES};
 
 mod files;
 pub mod hashid;

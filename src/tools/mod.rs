@@ -9,6 +9,7 @@
 pub mod bash;
 pub mod common;
 pub mod diff;
+pub mod download;
 pub mod edit;
 pub mod fetch;
 pub mod glob;
@@ -26,6 +27,7 @@ pub mod write;
 #[cfg(test)]
 pub(crate) mod testutil;
 
+pub use crate::store::Content;
 use serde_json::Value;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -49,9 +51,9 @@ pub trait SessionState {
     /// The session's task list (`todos`).
     fn todos(&self) -> Result<Vec<todos::Todo>, String>;
     fn set_todos(&self, todos: &[todos::Todo]) -> Result<(), String>;
-    /// This call changed `path`: its content before (None: there was no file) and after (None:
-    /// the file is gone), for the session's file history (undo).
-    fn file_changed(&self, path: &Path, before: Option<&[u8]>, after: Option<&[u8]>);
+    /// This call changed `path` from `before` to `after`, for the session's file history
+    /// (undo).
+    fn file_changed(&self, path: &Path, before: Content, after: Content);
 }
 
 /// The language servers as the file tools see them (crush(1) LANGUAGE SERVERS).
@@ -187,6 +189,7 @@ pub trait Tool: Send + Sync {
 pub fn builtin() -> Vec<Box<dyn Tool>> {
     let mut tools: Vec<Box<dyn Tool>> = vec![
         Box::new(bash::Bash),
+        Box::new(download::Download),
         Box::new(edit::Edit),
         Box::new(fetch::Fetch),
         Box::new(glob::Glob),
@@ -230,6 +233,7 @@ mod tests {
             names,
             [
                 "bash",
+                "download",
                 "edit",
                 "fetch",
                 "glob",

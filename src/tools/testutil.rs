@@ -1,7 +1,7 @@
 //! Test helpers: a temporary project directory, an in-memory read tracker and a context.
 
 use super::todos::Todo;
-use super::{ReadTracker, SessionState, ToolCtx, ToolOutput};
+use super::{Content, ReadTracker, SessionState, ToolCtx, ToolOutput};
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -43,12 +43,16 @@ impl SessionState for MapTracker {
         *self.todos.lock().unwrap() = todos.to_vec();
         Ok(())
     }
-    fn file_changed(&self, path: &Path, before: Option<&[u8]>, after: Option<&[u8]>) {
-        self.changes.lock().unwrap().push((
-            path.to_path_buf(),
-            before.map(<[u8]>::to_vec),
-            after.map(<[u8]>::to_vec),
-        ));
+    fn file_changed(&self, path: &Path, before: Content, after: Content) {
+        let bytes = |c: Content| match c {
+            Content::Bytes(b) => Some(b.to_vec()),
+            Content::Absent => None,
+            Content::Omitted => Some(b"(omitted)".to_vec()),
+        };
+        self.changes
+            .lock()
+            .unwrap()
+            .push((path.to_path_buf(), bytes(before), bytes(after)));
     }
 }
 

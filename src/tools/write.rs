@@ -7,7 +7,7 @@ use super::common::{
     with_diagnostics,
 };
 use super::diff::{self, Diff};
-use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
+use super::{Content, PermissionRequest, Tool, ToolCtx, ToolOutput};
 use serde_json::{Value, json};
 use std::fs;
 use std::path::PathBuf;
@@ -60,8 +60,12 @@ impl FileChange {
         fs::write(&self.path, &self.new)
             .map_err(|e| format!("cannot write {}: {e}", self.path.display()))?;
         record_current(ctx, &self.path);
+        let before = match &before {
+            Some(b) => Content::Bytes(b),
+            None => Content::Absent,
+        };
         ctx.session
-            .file_changed(&self.path, before.as_deref(), Some(self.new.as_bytes()));
+            .file_changed(&self.path, before, Content::Bytes(self.new.as_bytes()));
         Ok(d)
     }
 }

@@ -21,3 +21,4 @@ mod shell;
 mod static_bin;
 mod trust;
 mod undo;
+mod web;

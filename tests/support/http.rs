@@ -181,6 +181,7 @@ pub fn write_plan(w: &mut impl Write, plan: &Plan, chunked: bool) -> io::Result<
             .iter()
             .map(|s| match s {
                 Step::Write(s) => s.len(),
+                Step::Bytes(b) => b.len(),
                 Step::Sleep(_) => 0,
             })
             .sum();
@@ -198,6 +199,16 @@ pub fn write_plan(w: &mut impl Write, plan: &Plan, chunked: bool) -> io::Result<
             }
             Step::Write(s) => {
                 w.write_all(s.as_bytes())?;
+                w.flush()?;
+            }
+            Step::Bytes(b) if chunked => {
+                w.write_all(format!("{:x}\r\n", b.len()).as_bytes())?;
+                w.write_all(b)?;
+                w.write_all(b"\r\n")?;
+                w.flush()?;
+            }
+            Step::Bytes(b) => {
+                w.write_all(b)?;
                 w.flush()?;
             }
             Step::Sleep(d) => std::thread::sleep(*d),

@@ -324,6 +324,8 @@ pub struct Plan {
 #[derive(Debug)]
 pub enum Step {
     Write(String),
+    /// Bytes written as they are (a binary body).
+    Bytes(Vec<u8>),
     Sleep(Duration),
 }
 
@@ -395,7 +397,7 @@ impl Reply {
                 status: *status,
                 headers: headers.clone(),
                 streaming: false,
-                steps: vec![Step::Write(String::from_utf8_lossy(body).into_owned())],
+                steps: vec![Step::Bytes(body.clone())],
                 complete: true,
             },
         }

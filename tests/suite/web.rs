@@ -1,0 +1,125 @@
+//! The network tools (fetch, download, sourcegraph, agentic_fetch with web_fetch and
+//! web_search) against the fake server: every endpoint overridden, nothing leaves the machine.
+
+use crate::support::env::run_command;
+use crate::support::{Dialect, FakeServer, RUN_TIMEOUT, Reply, TestEnv};
+use serde_json::json;
+
+/// The text and error flag of the last tool result the model was sent in model request `i`.
+pub(super) fn last_result(server: &FakeServer, i: usize) -> (String, bool) {
+    let r = server.model_requests()[i].tool_results();
+    let (_, text, err) = r.last().cloned().expect("a tool result");
+    (text, err)
+}
+
+#[test]
+fn download_overwrites_binary_bytes_refuses_a_redirect_to_file_and_undo_restores_them() {
+    let server = FakeServer::start();
+    let url = server.url();
+    server.push_all(vec![
+        Reply::tool_call(
+            "download",
+            json!({"url": format!("{url}/blob.bin"), "file_path": "out/blob.bin"}),
+        ),
+        Reply::tool_call(
+            "download",
+            json!({"url": format!("{url}/evil"), "file_path": "out/evil"}),
+        ),
+        Reply::text("done"),
+    ]);
+    let new: Vec<u8> = (0..=255u8).cycle().take(3000).collect();
+    server.route(
+        "GET",
+        "/blob.bin",
+        Reply::raw(
+            200,
+            vec![("content-type", "application/octet-stream")],
+            new.clone(),
+        ),
+    );
+    server.route(
+        "GET",
+        "/evil",
+        Reply::raw(302, vec![("location", "file:///etc/passwd")], ""),
+    );
+    super::repl::title_route(&server, "Downloads");
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::Anthropic);
+    let old: Vec<u8> = vec![0xff, 0xfe, 0, 1, b'\r', b'\n', 0x80];
+    std::fs::create_dir_all(env.project().join("out")).unwrap();
+    std::fs::write(env.project().join("out/blob.bin"), &old).unwrap();
+    let new_file = env.root().join("new.bin");
+    std::fs::write(&new_file, &new).unwrap();
+    let old_file = env.root().join("old.bin");
+    std::fs::write(&old_file, &old).unwrap();
+    let input = format!(
+        "fetch it\n!cmp out/blob.bin {} && echo DOWNLOADED\n/undo\n!cmp out/blob.bin {} && echo RESTORED\n",
+        new_file.display(),
+        old_file.display()
+    );
+    let out = env.run(&["-y"], Some(&input));
+    out.assert_success();
+    assert!(
+        out.stdout.contains("DOWNLOADED"),
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+    assert!(
+        out.stdout.contains("RESTORED"),
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+    let turns = super::repl::turns(&server);
+    let result = |i: usize| turns[i].tool_results().last().cloned().unwrap();
+    let (_, saved, err) = result(1);
+    assert!(
+        !err && saved.starts_with("Successfully downloaded 3000 bytes"),
+        "{saved}"
+    );
+    let (_, refused, err) = result(2);
+    assert!(err && refused.contains("file:///etc/passwd"), "{refused}");
+    assert!(!env.project().join("out/evil").exists());
+}
+
+#[test]
+fn a_download_needs_its_own_permission_in_crush_run() {
+    let server = FakeServer::with_script(vec![Reply::tool_call(
+        "download",
+        json!({"url": "https://example.invalid/x", "file_path": "x"}),
+    )]);
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::Anthropic);
+    let out = env.run(&["run", "-q", "get x"], None);
+    out.assert_code(3);
+    assert!(out.stderr.contains("download"), "{}", out.stderr);
+    assert!(!env.project().join("x").exists());
+}
+
+#[test]
+fn the_web_tools_go_through_the_environment_s_proxy() {
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call(
+            "fetch",
+            json!({"url": "http://example.invalid/proxied", "format": "text"}),
+        ),
+        Reply::text("done"),
+    ]);
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::OpenAi);
+    let mut cmd = env.crush();
+    cmd.args(["run", "-q", "-y", "fetch"])
+        .env("HTTP_PROXY", server.url());
+    let out = run_command(cmd, None, RUN_TIMEOUT);
+    out.assert_success();
+    // The fake server is no proxy: it refuses the tunnel, and the fetch fails saying so.
+    let (text, _) = last_result(&server, 1);
+    assert!(text.contains("proxy"), "{text}");
+    let tunnel = server
+        .requests()
+        .into_iter()
+        .find(|r| r.method == "CONNECT")
+        .expect("the request went to the proxy");
+    assert_eq!(tunnel.path, "example.invalid:80");
+}
