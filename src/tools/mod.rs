@@ -20,6 +20,7 @@ pub mod ls;
 pub mod lsp;
 pub mod mcp;
 pub mod multiedit;
+pub mod sourcegraph;
 pub mod todos;
 pub mod view;
 pub mod write;
@@ -198,6 +199,7 @@ pub fn builtin() -> Vec<Box<dyn Tool>> {
         Box::new(jobs::JobOutput),
         Box::new(ls::Ls),
         Box::new(multiedit::MultiEdit),
+        Box::new(sourcegraph::Sourcegraph),
         Box::new(todos::Todos),
         Box::new(view::View),
         Box::new(write::Write),
@@ -242,6 +244,7 @@ mod tests {
                 "job_output",
                 "ls",
                 "multiedit",
+                "sourcegraph",
                 "todos",
                 "view",
                 "write"

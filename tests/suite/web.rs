@@ -123,3 +123,66 @@ fn the_web_tools_go_through_the_environment_s_proxy() {
         .expect("the request went to the proxy");
     assert_eq!(tunnel.path, "example.invalid:80");
 }
+
+#[test]
+fn sourcegraph_searches_its_endpoint_and_turns_itself_off_when_the_network_is_unreachable() {
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call(
+            "sourcegraph",
+            json!({"query": "lang:rust fn main", "count": 1}),
+        ),
+        Reply::text("done"),
+    ]);
+    server.route(
+        "POST",
+        "/.api/graphql",
+        Reply::raw(
+            200,
+            vec![("content-type", "application/json")],
+            json!({"data": {"search": {"results": {"matchCount": 1, "resultCount": 1,
+                "results": [{"__typename": "FileMatch", "repository": {"name": "github.com/x/y"},
+                    "file": {"path": "main.rs", "url": "", "content": "fn main() {}"},
+                    "lineMatches": [{"preview": "fn main() {}", "lineNumber": 1}]}]}}}})
+            .to_string(),
+        ),
+    );
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::Anthropic);
+    let mut cmd = env.crush();
+    cmd.args(["run", "-q", "search"]).env(
+        "CRUSH_SOURCEGRAPH_URL",
+        format!("{}/.api/graphql", server.url()),
+    );
+    let out = run_command(cmd, None, RUN_TIMEOUT);
+    out.assert_success();
+    let (text, err) = last_result(&server, 1);
+    assert!(
+        !err && text.contains("## Result 1: github.com/x/y/main.rs"),
+        "{text}"
+    );
+    let sent = server
+        .requests()
+        .into_iter()
+        .find(|r| r.path.ends_with("/.api/graphql"))
+        .unwrap();
+    assert_eq!(sent.body["variables"]["query"], "lang:rust fn main");
+
+    // Nothing listens on the port: the first call says so, the next one is off at once.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead = format!("http://{}/.api/graphql", closed.local_addr().unwrap());
+    drop(closed);
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call("sourcegraph", json!({"query": "a"})),
+        Reply::tool_call("sourcegraph", json!({"query": "b"})),
+        Reply::text("done"),
+    ]);
+    env.use_server(&server, Dialect::Anthropic);
+    let mut cmd = env.crush();
+    cmd.args(["run", "-q", "search"])
+        .env("CRUSH_SOURCEGRAPH_URL", &dead);
+    run_command(cmd, None, RUN_TIMEOUT).assert_success();
+    let (first, err) = last_result(&server, 1);
+    assert!(err && first.contains("could not be reached"), "{first}");
+    let (second, err) = last_result(&server, 2);
+    assert!(err && second.contains("sourcegraph is off"), "{second}");
+}
