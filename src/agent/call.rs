@@ -600,11 +600,18 @@ impl Agent<'_> {
                 }
             }
         }
-        if t.name() == subagent::TOOL_NAME && !self.is_sub_agent() {
-            if self.cancel.load(Ordering::SeqCst) {
-                return ToolRun::execute(t, input, &ctx, sink);
+        // The tools the loop itself runs: sub-agents (unless the turn was canceled meanwhile).
+        let loop_run = !self.is_sub_agent() && !self.cancel.load(Ordering::SeqCst);
+        let ran = match t.name() {
+            super::fetch_agent::TOOL_NAME if loop_run => {
+                Some(self.run_agentic_fetch(assistant_id, id, input, sink))
             }
-            let (out, stop) = self.run_sub_agent(assistant_id, id, input, sink);
+            subagent::TOOL_NAME if loop_run => {
+                Some(self.run_sub_agent(assistant_id, id, input, sink))
+            }
+            _ => None,
+        };
+        if let Some((out, stop)) = ran {
             return ToolRun {
                 out,
                 ran: true,

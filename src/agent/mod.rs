@@ -6,6 +6,7 @@
 
 mod call;
 mod error;
+mod fetch_agent;
 pub mod permissions;
 pub mod prompt;
 pub mod session_config;

@@ -85,7 +85,8 @@ fn get_cancellable(url: &str, timeout: Duration, cancel: &AtomicBool) -> Result<
 // ------------------------------------------------------------------------------------------
 // HTML → text / markdown
 
-fn decode_entities(s: &str) -> String {
+/// `s` with its HTML character references decoded (the common named ones and numeric ones).
+pub fn decode_entities(s: &str) -> String {
     if !s.contains('&') {
         return s.to_string();
     }
@@ -138,7 +139,8 @@ fn decode_entities(s: &str) -> String {
     out
 }
 
-fn attr(tag: &str, name: &str) -> Option<String> {
+/// The value of attribute `name` of a tag's text (entities decoded).
+pub fn attr(tag: &str, name: &str) -> Option<String> {
     let lower = tag.to_ascii_lowercase();
     let mut from = 0;
     while let Some(pos) = lower[from..].find(name) {

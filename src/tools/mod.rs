@@ -23,6 +23,7 @@ pub mod multiedit;
 pub mod sourcegraph;
 pub mod todos;
 pub mod view;
+pub mod web;
 pub mod write;
 
 #[cfg(test)]

@@ -186,3 +186,77 @@ fn sourcegraph_searches_its_endpoint_and_turns_itself_off_when_the_network_is_un
     let (second, err) = last_result(&server, 2);
     assert!(err && second.contains("sourcegraph is off"), "{second}");
 }
+
+#[test]
+fn agentic_fetch_reads_the_page_then_its_sub_agent_searches_and_fetches_offline() {
+    let server = FakeServer::start();
+    let url = server.url();
+    server.push_all(vec![
+        Reply::tool_call(
+            "agentic_fetch",
+            json!({"prompt": "What is the answer?", "url": format!("{url}/page")}),
+        ),
+        Reply::tool_call("web_search", json!({"query": "the answer"})),
+        Reply::tool_call("web_fetch", json!({"url": format!("{url}/other")})),
+        Reply::text(&format!("The answer is 42.\n\n## Sources\n- {url}/other")),
+        Reply::text("done"),
+    ]);
+    let html = |body: &str| Reply::raw(200, vec![("content-type", "text/html")], body.to_string());
+    server.route("GET", "/page", html("<h1>Start</h1><p>See elsewhere.</p>"));
+    server.route(
+        "GET",
+        "/lite/",
+        html(&format!(
+            "<a href=\"{url}/other\" class=\"result-link\">Other page</a>\
+             <td class=\"result-snippet\">It knows.</td>"
+        )),
+    );
+    server.route("GET", "/other", html("<p>The answer is <b>42</b>.</p>"));
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::Anthropic);
+    let mut cmd = env.crush();
+    cmd.args(["run", "-q", "-y", "find it"])
+        .env("CRUSH_WEB_SEARCH_URL", format!("{url}/lite/"));
+    let out = run_command(cmd, None, RUN_TIMEOUT);
+    out.assert_success();
+    assert_eq!(out.stdout, "done\n");
+    let reqs = server.model_requests();
+    assert_eq!(reqs.len(), 5);
+    // The sub-agent: its own tools, the page in its prompt, the search and page as results.
+    assert_eq!(
+        reqs[1].tool_names(),
+        [
+            "glob",
+            "grep",
+            "sourcegraph",
+            "view",
+            "web_fetch",
+            "web_search"
+        ]
+    );
+    let first = reqs[1].user_texts().join("\n");
+    assert!(
+        first.contains("<webpage_content>\n# Start\n\nSee elsewhere.\n</webpage_content>"),
+        "{first}"
+    );
+    let (search, _) = last_result(&server, 2);
+    assert!(
+        search.contains("1. Other page") && search.contains("It knows."),
+        "{search}"
+    );
+    let (page, _) = last_result(&server, 3);
+    assert!(page.contains("The answer is **42**."), "{page}");
+    // The main agent gets the sub-agent's answer.
+    let (answer, err) = last_result(&server, 4);
+    assert!(!err && answer.starts_with("The answer is 42."), "{answer}");
+    assert!(reqs[0].tool_names().contains(&"agentic_fetch".to_string()));
+    assert!(!reqs[0].tool_names().contains(&"web_fetch".to_string()));
+    // Its working directory is gone.
+    let data = env.project().join(".crush");
+    let left: Vec<_> = std::fs::read_dir(&data)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("crush-fetch-"))
+        .collect();
+    assert!(left.is_empty());
+}
