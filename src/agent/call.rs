@@ -346,6 +346,30 @@ fn answered(
     }
 }
 
+/// The `question` tool's questions put to the user through `sink`. A cancel ends the turn, as
+/// in Go Crush.
+fn ask_questions(input: &Value, sink: &mut dyn Sink) -> (ToolOutput, Option<Stop>) {
+    use crate::tools::question;
+    let qs = match question::parse(input) {
+        Ok(q) => q,
+        Err(e) => return (ToolOutput::error(e), None),
+    };
+    match sink.questions(&qs) {
+        Some(answers) => (
+            ToolOutput {
+                content: question::format_answers(&qs, &answers),
+                metadata: json!({"answered": true}),
+                ..Default::default()
+            },
+            None,
+        ),
+        None => (
+            ToolOutput::error("User cancelled this question"),
+            Some(Stop::Canceled),
+        ),
+    }
+}
+
 /// The session of one tool call, kept in the session store: its reads, task list and file
 /// history (each change marked with the call's id, for undo).
 struct CallSession<'a> {
@@ -609,6 +633,7 @@ impl Agent<'_> {
             subagent::TOOL_NAME if loop_run => {
                 Some(self.run_sub_agent(assistant_id, id, input, sink))
             }
+            "question" if loop_run && sink.can_ask() => Some(ask_questions(input, sink)),
             _ => None,
         };
         if let Some((out, stop)) = ran {

@@ -98,6 +98,14 @@ pub trait Sink {
     fn can_ask(&self) -> bool {
         true
     }
+    /// Puts the `question` tool's questions to the user: their answers, or None when the user
+    /// canceled (or nobody can answer).
+    fn questions(
+        &mut self,
+        _questions: &[crate::tools::question::Question],
+    ) -> Option<Vec<crate::tools::question::Answer>> {
+        None
+    }
 }
 
 /// Why a turn ended.

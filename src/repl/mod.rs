@@ -378,6 +378,85 @@ impl Sink for ReplSink<'_> {
         }
     }
 
+    fn questions(
+        &mut self,
+        questions: &[crate::tools::question::Question],
+    ) -> Option<Vec<crate::tools::question::Answer>> {
+        use crate::tools::question::Answer as Reply;
+        if let Some(n) = &self.notice {
+            n.send_if_long("crush has a question for you");
+        }
+        let mut answers = Vec::new();
+        let n = questions.len();
+        for (i, q) in questions.iter().enumerate() {
+            let mut text = if n > 1 {
+                format!("Question {}/{n}: {}", i + 1, q.question)
+            } else {
+                q.question.clone()
+            };
+            if !q.description.trim().is_empty() {
+                text.push_str(&format!("\n{}", q.description.trim()));
+            }
+            for (k, c) in q.choices.iter().enumerate() {
+                text.push_str(&format!("\n{}) {}", k + 1, c.label));
+                if !c.description.is_empty() {
+                    text.push_str(&format!(" \u{2014} {}", c.description));
+                }
+            }
+            self.term.block(&text);
+            let how = match q.kind.as_str() {
+                "yes_no" => "[y]es / [n]o (Enter skips)",
+                "single_choice" => "a number, or your own answer (Enter skips)",
+                "multi_choice" => {
+                    "numbers separated by spaces or commas, or your own answer (Enter skips)"
+                }
+                _ => "your answer (Enter skips)",
+            };
+            let line = match self.lines.answer(self.term, how) {
+                Got::Line(l) => l,
+                Got::Eof => String::new(),
+                Got::Interrupt => {
+                    self.term.newline_on_terminal();
+                    self.interrupted = true;
+                    return None;
+                }
+            };
+            if !self.interactive {
+                self.term.note(line.trim());
+            }
+            let line = line.trim();
+            let mut a = Reply::default();
+            match q.kind.as_str() {
+                _ if line.is_empty() => {}
+                "yes_no" => match line.to_ascii_lowercase().as_str() {
+                    "y" | "yes" => a.yes = Some(true),
+                    "n" | "no" => a.yes = Some(false),
+                    _ => a.text = line.to_string(),
+                },
+                "single_choice" | "multi_choice" => {
+                    let picked: Option<Vec<String>> = line
+                        .split([',', ' '])
+                        .filter(|w| !w.is_empty())
+                        .map(|w| {
+                            w.parse::<usize>()
+                                .ok()
+                                .and_then(|k| q.choices.get(k.wrapping_sub(1)))
+                                .or_else(|| q.choices.iter().find(|c| c.id.eq_ignore_ascii_case(w)))
+                                .map(|c| c.id.clone())
+                        })
+                        .collect();
+                    match picked {
+                        Some(ids) if q.kind == "multi_choice" || ids.len() == 1 => a.selected = ids,
+                        _ => a.text = line.to_string(),
+                    }
+                }
+                _ => a.text = line.to_string(),
+            }
+            answers.push(a);
+        }
+        Some(answers)
+    }
+
     fn ask(&mut self, req: &PermissionRequest) -> Option<Answer> {
         if let Some(d) = req.diff.as_deref().filter(|d| !d.trim().is_empty()) {
             self.term.diff(d);

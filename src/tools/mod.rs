@@ -20,6 +20,7 @@ pub mod ls;
 pub mod lsp;
 pub mod mcp;
 pub mod multiedit;
+pub mod question;
 pub mod sourcegraph;
 pub mod todos;
 pub mod view;
@@ -200,6 +201,7 @@ pub fn builtin() -> Vec<Box<dyn Tool>> {
         Box::new(jobs::JobOutput),
         Box::new(ls::Ls),
         Box::new(multiedit::MultiEdit),
+        Box::new(question::QuestionTool),
         Box::new(sourcegraph::Sourcegraph),
         Box::new(todos::Todos),
         Box::new(view::View),
@@ -245,6 +247,7 @@ mod tests {
                 "job_output",
                 "ls",
                 "multiedit",
+                "question",
                 "sourcegraph",
                 "todos",
                 "view",

@@ -15,6 +15,7 @@ mod ledger;
 mod lsp;
 mod mcp;
 mod providers;
+mod question;
 mod repl;
 mod run;
 mod shell;
