@@ -634,6 +634,7 @@ impl Agent<'_> {
                 Some(self.run_sub_agent(assistant_id, id, input, sink))
             }
             "question" if loop_run && sink.can_ask() => Some(ask_questions(input, sink)),
+            super::info::TOOL_NAME if loop_run => Some((self.crush_info(), None)),
             _ => None,
         };
         if let Some((out, stop)) = ran {

@@ -7,6 +7,7 @@
 mod call;
 mod error;
 mod fetch_agent;
+mod info;
 pub mod permissions;
 pub mod prompt;
 pub mod session_config;

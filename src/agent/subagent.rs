@@ -109,6 +109,7 @@ fn all_builtin(lsp: Option<&Lsp>) -> Vec<Box<dyn Tool>> {
 pub fn main_agent_tools(disabled: &[String], lsp: Option<&Lsp>) -> Vec<Box<dyn Tool>> {
     let mut tools = with_agent_tool(all_builtin(lsp), disabled);
     tools.push(Box::new(super::fetch_agent::AgenticFetch));
+    tools.push(Box::new(super::info::CrushInfo));
     tools.sort_by(|a, b| a.name().cmp(b.name()));
     tools
         .into_iter()

@@ -8,6 +8,7 @@
 
 pub mod bash;
 pub mod common;
+pub mod crush_logs;
 pub mod diff;
 pub mod download;
 pub mod edit;
@@ -192,6 +193,7 @@ pub trait Tool: Send + Sync {
 pub fn builtin() -> Vec<Box<dyn Tool>> {
     let mut tools: Vec<Box<dyn Tool>> = vec![
         Box::new(bash::Bash),
+        Box::new(crush_logs::CrushLogs),
         Box::new(download::Download),
         Box::new(edit::Edit),
         Box::new(fetch::Fetch),
@@ -238,6 +240,7 @@ mod tests {
             names,
             [
                 "bash",
+                "crush_logs",
                 "download",
                 "edit",
                 "fetch",

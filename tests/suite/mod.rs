@@ -5,6 +5,7 @@ mod cancel;
 mod catalog;
 mod claude_hooks;
 mod config;
+mod crush_tools;
 mod dropin_config;
 mod editor;
 mod fake_server;
