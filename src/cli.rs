@@ -150,6 +150,13 @@ pub static FLAGS: &[Flag] = &[
         scope: Scope::Only(&["sessions"]),
     },
     Flag {
+        short: None,
+        long: "attach",
+        value: Some("FILE"),
+        help: "Attach FILE to the prompt (repeatable): text is sent inline with its name, a PNG, JPEG, GIF or WebP image as an image",
+        scope: Scope::Only(&["run"]),
+    },
+    Flag {
         short: Some('o'),
         long: "output",
         value: Some("FILE"),
@@ -212,7 +219,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "run",
         usage: "crush run [FLAGS] [PROMPT...]",
-        about: "Run one non-interactive turn. A piped stdin is placed before the prompt. \
+        about: "Run one non-interactive turn. A piped stdin is placed before the prompt (an \
+                image piped in is attached instead). \
                 stdout carries only the answer (or JSON events with --json); when it is not a \
                 terminal, a model call's text is written once the call can no longer be retried, \
                 so stdout equals the stored answer.",
@@ -541,6 +549,7 @@ where
             "trust" => global.trust = true,
             "no-project-hooks" => global.no_project_hooks = true,
             "output" => run.output = Some(PathBuf::from(value()?)),
+            "attach" => run.attach.push(PathBuf::from(value()?)),
             "tool" => hooks.tool = Some(value()?),
             "input" => hooks.input = Some(value()?),
             "prompt" => hooks.prompt = Some(value()?),

@@ -8,6 +8,7 @@ use crate::app::Global;
 use crate::app::{self, AppError};
 use crate::exit::ExitCode;
 use crate::tools::PermissionRequest;
+use crate::tools::attach::{self, Attachment};
 use serde::Serialize;
 use serde_json::Value;
 use std::io::{IsTerminal, Read, Write};
@@ -20,6 +21,8 @@ pub struct RunArgs {
     pub quiet: bool,
     pub json: bool,
     pub output: Option<PathBuf>,
+    /// `--attach FILE`, in order.
+    pub attach: Vec<PathBuf>,
 }
 
 /// Version of the `--json` event schema; bump on incompatible changes.
@@ -375,7 +378,7 @@ impl Sink for RunSink {
 }
 
 /// A piped or redirected stdin (FIFO or regular file); a terminal or /dev/null is ignored.
-fn read_stdin_if_piped() -> Result<Option<String>, AppError> {
+fn read_stdin_if_piped() -> Result<Option<Vec<u8>>, AppError> {
     let stdin = std::io::stdin();
     if stdin.is_terminal() {
         return Ok(None);
@@ -396,11 +399,39 @@ fn read_stdin_if_piped() -> Result<Option<String>, AppError> {
         .lock()
         .read_to_end(&mut buf)
         .map_err(|e| AppError::Runtime(format!("cannot read stdin: {e}")))?;
-    Ok(Some(String::from_utf8_lossy(&buf).into_owned()))
+    Ok(Some(buf))
+}
+
+/// The files of `--attach`, and an image piped on stdin (known by its bytes); the text piped
+/// in otherwise.
+fn attachments(
+    global: &Global,
+    args: &RunArgs,
+    piped: Option<Vec<u8>>,
+) -> Result<(Vec<Attachment>, Option<String>), AppError> {
+    let cwd = app::working_dir(global)?;
+    let mut out = Vec::new();
+    for f in &args.attach {
+        let path = crate::tools::common::resolve_in(&cwd, &f.to_string_lossy());
+        out.push(attach::load(&path, &cwd).map_err(|e| AppError::Usage(format!("--attach: {e}")))?);
+    }
+    let Some(bytes) = piped else {
+        return Ok((out, None));
+    };
+    match crate::tools::image::sniff(&bytes) {
+        Some(mime) => {
+            let ext = mime.trim_start_matches("image/");
+            let a = attach::from_bytes(&format!("stdin.{ext}"), bytes)
+                .map_err(|e| AppError::Usage(format!("stdin: {e}")))?;
+            out.push(a);
+            Ok((out, None))
+        }
+        None => Ok((out, Some(String::from_utf8_lossy(&bytes).into_owned()))),
+    }
 }
 
 pub fn run(global: &Global, args: &RunArgs) -> Result<ExitCode, AppError> {
-    let piped = read_stdin_if_piped()?;
+    let (attached, piped) = attachments(global, args, read_stdin_if_piped()?)?;
     let mut prompt = args.prompt.join(" ");
     if let Some(s) = piped.filter(|s| !s.trim().is_empty()) {
         prompt = if prompt.trim().is_empty() {
@@ -461,7 +492,7 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<ExitCode, AppError> {
         session.agent.model.provider.id,
         session.agent.model.model.id
     ));
-    let result = session.agent.run_turn(&prompt, &mut sink);
+    let result = session.agent.run_turn_with(&prompt, &attached, &mut sink);
     // A canceled or failed call's text is what the session keeps of it.
     sink.release();
     if let Some(m) = &session.agent.mcp {

@@ -595,6 +595,7 @@ impl Agent<'_> {
             project_root: &self.project_root,
             reads: &reads,
             session: &reads,
+            images: self.model.model.supports_attachments,
             cancel: self.cancel.clone(),
             session_models: models.as_ref(),
             diagnostics: self.lsp.as_ref().map(|l| l as &dyn Diagnostics),

@@ -281,6 +281,7 @@ mod tests {
             project_root: d.path(),
             reads: &fx_reads,
             session: &fx_reads,
+            images: false,
             cancel: Default::default(),
             session_models: None,
             diagnostics: None,

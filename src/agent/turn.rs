@@ -8,6 +8,7 @@ use super::{Agent, AgentError, AgentEvent, Sink, Stop, TurnResult, now, title};
 use crate::hooks;
 use crate::llm::{self, ChatRequest, LlmError, Message, Part, Role, StreamEvent, ToolSpec};
 use crate::store::{NewMessage, StoredMessage, UsageRecord};
+use crate::tools::attach::Attachment;
 use serde_json::{Map, json};
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
@@ -84,13 +85,27 @@ impl Agent<'_> {
         prompt: &str,
         sink: &mut dyn Sink,
     ) -> Result<TurnResult, AgentError> {
+        self.run_turn_with(prompt, &[], sink)
+    }
+
+    /// `run_turn` with files the user attached: the UserPromptSubmit hooks get their names, the
+    /// user message stores them as Go Crush's `binary` parts.
+    pub fn run_turn_with(
+        &mut self,
+        prompt: &str,
+        attachments: &[Attachment],
+        sink: &mut dyn Sink,
+    ) -> Result<TurnResult, AgentError> {
         if !self.is_sub_agent() {
             self.prompt_id = crate::store::new_id().unwrap_or_default();
         }
         // UserPromptSubmit: before anything reaches the model.
         let mut fields = Map::new();
         fields.insert("prompt".into(), json!(prompt));
-        fields.insert("attachments".into(), json!([]));
+        fields.insert(
+            "attachments".into(),
+            json!(attachments.iter().map(|a| &a.path).collect::<Vec<_>>()),
+        );
         let ups = self.fire(hooks::Event::UserPromptSubmit, None, fields, sink);
         if ups.composed.blocked() {
             let reason = ups.composed.reason.clone();
@@ -105,7 +120,7 @@ impl Agent<'_> {
             });
         }
         let prompt = ups.composed.updated_prompt.as_deref().unwrap_or(prompt);
-        let mut turn = self.start_turn(prompt, ups.context_text(&self.cwd), sink)?;
+        let mut turn = self.start_turn(prompt, attachments, ups.context_text(&self.cwd), sink)?;
         loop {
             if turn.step >= self.max_steps {
                 return Ok(turn.end(Stop::MaxSteps(self.max_steps)));
@@ -122,6 +137,7 @@ impl Agent<'_> {
     fn start_turn(
         &mut self,
         prompt: &str,
+        attachments: &[Attachment],
         ups_context: String,
         sink: &mut dyn Sink,
     ) -> Result<Turn, AgentError> {
@@ -151,10 +167,13 @@ impl Agent<'_> {
                 text: hook_context_block(&ctx),
             });
         }
+        user.parts.extend(attachments.iter().map(Attachment::part));
         self.store.add_message(
             &self.session_id,
             &self.new_message(Role::User, user.parts.clone()),
         )?;
+        // What the model is sent: text attachments inlined, as from the stored history.
+        user.parts = crate::llm::attachments_as_text(user.parts);
         history.push(user);
         Ok(Turn {
             prompt: prompt.to_string(),
@@ -421,7 +440,7 @@ impl Agent<'_> {
         let messages = if self.model.model.supports_attachments {
             history.to_vec()
         } else {
-            llm::result_images_as_text(history.to_vec())
+            llm::images_as_text(history.to_vec())
         };
         let req = ChatRequest {
             model: self.model.model.id.clone(),

@@ -163,6 +163,16 @@ pub fn build_request(req: &ChatRequest) -> Value {
                 } if role == "user" => {
                     blocks.push(json!({"type": "text", "text": format!("!{command}\n{output}")}));
                 }
+                // An attached image (a model that takes none was sent a line instead).
+                Part::Binary {
+                    mime_type, data, ..
+                } if role == "user" && mime_type.starts_with("image/") => {
+                    blocks.push(json!({"type": "image",
+                        "source": {"type": "base64", "media_type": mime_type, "data": data}}));
+                }
+                Part::ImageUrl { url, .. } if role == "user" => {
+                    blocks.push(json!({"type": "image", "source": {"type": "url", "url": url}}));
+                }
                 _ => {}
             }
         }
@@ -1305,5 +1315,21 @@ data: {"type":"message_stop"}
             matches!(&r.parts[1], Part::ToolCall { input, .. } if input == r#"{"file_path":"src/main.rs"}"#)
         );
         assert_eq!(r.usage.unwrap().cache_read, 2048);
+    }
+
+    #[test]
+    fn attached_images_are_image_blocks_after_the_text() {
+        let body = build_request(&req(vec![crate::llm::types::fixtures::attached_image()]));
+        let blocks = &body["messages"][0]["content"];
+        assert_eq!(blocks[0]["text"], "what is this?");
+        assert_eq!(
+            blocks[1],
+            json!({"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                "data": "iVBORw0K"}})
+        );
+        assert_eq!(
+            blocks[2]["source"],
+            json!({"type": "url", "url": "https://e.x/a.png"})
+        );
     }
 }

@@ -84,6 +84,7 @@ pub fn build_request(req: &ChatRequest, kind: ApiKind) -> Value {
                 let mut texts: Vec<String> = Vec::new();
                 // Tool messages carry text only: images follow in one user message.
                 let mut images: Vec<Value> = Vec::new();
+                let mut attached: Vec<Value> = Vec::new();
                 for p in &m.parts {
                     if let (Some((mime, data)), Part::ToolResult { tool_call_id, .. }) =
                         (super::result_image(p), p)
@@ -113,13 +114,34 @@ pub fn build_request(req: &ChatRequest, kind: ApiKind) -> Value {
                         Part::ShellCommand {
                             command, output, ..
                         } if m.role == Role::User => texts.push(format!("!{command}\n{output}")),
+                        // An attached image (a model that takes none was sent a line instead).
+                        Part::Binary {
+                            mime_type, data, ..
+                        } if m.role == Role::User && mime_type.starts_with("image/") => attached
+                            .push(json!({"type": "image_url",
+                                "image_url": {"url": format!("data:{mime_type};base64,{data}")}})),
+                        Part::ImageUrl { url, detail } if m.role == Role::User => {
+                            let mut u = json!({"url": url});
+                            if !detail.is_empty() {
+                                u["detail"] = json!(detail);
+                            }
+                            attached.push(json!({"type": "image_url", "image_url": u}));
+                        }
                         _ => {}
                     }
                 }
                 if !images.is_empty() {
                     messages.push(json!({"role": "user", "content": images}));
                 }
-                if !texts.is_empty() {
+                if !attached.is_empty() {
+                    // The user's text first, then the images, in one message.
+                    let mut content = Vec::new();
+                    if !texts.is_empty() {
+                        content.push(json!({"type": "text", "text": texts.join("\n")}));
+                    }
+                    content.extend(attached);
+                    messages.push(json!({"role": "user", "content": content}));
+                } else if !texts.is_empty() {
                     messages.push(json!({"role": "user", "content": texts.join("\n")}));
                 }
             }
@@ -1141,5 +1163,23 @@ mod tests {
         assert_eq!(calls(&r)[0].0, "call_1");
         assert_eq!(r.usage.unwrap().input, 52);
         assert!(response_from_json(&json!({"error":{"message":"x"}})).is_none());
+    }
+
+    #[test]
+    fn attached_images_are_image_url_parts_after_the_text() {
+        let body = build_request(
+            &req(vec![crate::llm::types::fixtures::attached_image()]),
+            ApiKind::OpenAi,
+        );
+        let user = &body["messages"][1];
+        assert_eq!(user["role"], "user");
+        assert_eq!(
+            user["content"],
+            json!([
+                {"type": "text", "text": "what is this?"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0K"}},
+                {"type": "image_url", "image_url": {"url": "https://e.x/a.png", "detail": "high"}}
+            ])
+        );
     }
 }

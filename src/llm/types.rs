@@ -210,14 +210,30 @@ pub fn attachment_label(path: &str, mime_type: &str, data: &str) -> String {
     format!("{name} ({mime}, {size} bytes)")
 }
 
-/// Attachments as a model that takes text is sent them, after the message's other parts: the
-/// content of text files in `<file>` blocks introduced as Go Crush introduces them, and a
-/// one-line placeholder naming each image or other file. Parts of unknown types are dropped.
+/// Whether a part is an image a vision model is sent as such: an attachment of an image type,
+/// or an image URL.
+pub fn is_image_part(p: &Part) -> bool {
+    match p {
+        Part::Binary { mime_type, .. } => mime_type.starts_with("image/"),
+        Part::ImageUrl { .. } => true,
+        _ => false,
+    }
+}
+
+/// Attachments as a model is sent them, after the message's other parts: the content of text
+/// files in `<file>` blocks introduced as Go Crush introduces them, a one-line placeholder naming
+/// each other file that is not an image; images stay (`images_as_text` replaces them for a model
+/// that takes none). Parts of unknown types are dropped.
 pub fn attachments_as_text(parts: Vec<Part>) -> Vec<Part> {
     let mut out = Vec::with_capacity(parts.len());
     let mut files = String::new();
     let mut placeholders = Vec::new();
+    let mut images = Vec::new();
     for p in parts {
+        if is_image_part(&p) {
+            images.push(p);
+            continue;
+        }
         match p {
             Part::Binary {
                 path,
@@ -237,9 +253,6 @@ pub fn attachments_as_text(parts: Vec<Part>) -> Vec<Part> {
                     attachment_label(&path, &mime_type, &data)
                 )),
             },
-            Part::ImageUrl { url, .. } => placeholders.push(format!(
-                "[Image {url}: not sent, this model is sent text only]"
-            )),
             Part::Unknown { .. } => {}
             p => out.push(p),
         }
@@ -253,6 +266,7 @@ pub fn attachments_as_text(parts: Vec<Part>) -> Vec<Part> {
         });
     }
     out.extend(placeholders.into_iter().map(|text| Part::Text { text }));
+    out.extend(images);
     out
 }
 
@@ -269,13 +283,32 @@ pub fn result_image(p: &Part) -> Option<(&str, &str)> {
     }
 }
 
-/// Tool results as a model that takes no images is sent them: each image replaced by a line
-/// naming it, appended to the result's text.
-pub fn result_images_as_text(messages: Vec<Message>) -> Vec<Message> {
+/// Messages as a model that takes no images is sent them: each image a tool returned replaced
+/// by a line naming it, appended to the result's text, and each image the user attached by a
+/// line naming it.
+pub fn images_as_text(messages: Vec<Message>) -> Vec<Message> {
     messages
         .into_iter()
         .map(|mut m| {
             for p in &mut m.parts {
+                let line = match p {
+                    Part::Binary {
+                        path,
+                        mime_type,
+                        data,
+                    } if mime_type.starts_with("image/") => Some(format!(
+                        "[Attached file {}: not sent, this model is sent text only]",
+                        attachment_label(path, mime_type, data)
+                    )),
+                    Part::ImageUrl { url, .. } => Some(format!(
+                        "[Image {url}: not sent, this model is sent text only]"
+                    )),
+                    _ => None,
+                };
+                if let Some(text) = line {
+                    *p = Part::Text { text };
+                    continue;
+                }
                 if let Some((mime, data)) = result_image(p) {
                     let line = format!(
                         "[{} returned by the tool: not sent, this model is sent text only]",
@@ -482,6 +515,33 @@ pub enum StreamEvent {
     Error(crate::llm::LlmError),
 }
 
+/// Messages the dialects' tests share.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use super::*;
+
+    /// A user message with text, an attached PNG and an image URL.
+    pub fn attached_image() -> Message {
+        Message {
+            role: Role::User,
+            parts: vec![
+                Part::Text {
+                    text: "what is this?".into(),
+                },
+                Part::Binary {
+                    path: "shot.png".into(),
+                    mime_type: "image/png".into(),
+                    data: "iVBORw0K".into(),
+                },
+                Part::ImageUrl {
+                    url: "https://e.x/a.png".into(),
+                    detail: "high".into(),
+                },
+            ],
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -587,7 +647,20 @@ mod tests {
                 data: Value::Null,
             },
         ];
+        // Text inlined, images kept for a vision model...
         let out = attachments_as_text(parts);
+        assert!(
+            matches!(&out[2], Part::Binary { path, .. } if path == "p.png"),
+            "{out:?}"
+        );
+        assert!(matches!(&out[3], Part::ImageUrl { .. }), "{out:?}");
+        // ... and named for the others.
+        let out = images_as_text(vec![Message {
+            role: Role::User,
+            parts: out,
+        }])
+        .remove(0)
+        .parts;
         let texts: Vec<String> = out
             .iter()
             .map(|p| match p {

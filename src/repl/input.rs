@@ -21,6 +21,8 @@ pub enum Slash {
     Jobs,
     Undo,
     Versions,
+    Attach,
+    Detach,
     Quit,
 }
 
@@ -106,6 +108,18 @@ pub const SLASH_COMMANDS: &[(Slash, &str, &str, &str)] = &[
         "versions",
         "FILE",
         "list the versions of FILE kept in this session",
+    ),
+    (
+        Slash::Attach,
+        "attach",
+        "[FILE]",
+        "attach FILE to your next prompt (text inline, images as images); list attachments",
+    ),
+    (
+        Slash::Detach,
+        "detach",
+        "[FILE]",
+        "drop an attached file, or all of them",
     ),
     (Slash::Quit, "quit", "", "leave (also Ctrl-D)"),
 ];

@@ -534,6 +534,8 @@ struct Repl {
     session_start: Option<&'static str>,
     /// `-q`: no progress line, whatever `/option progress` says.
     quiet: bool,
+    /// Files `/attach` added, sent with the next prompt.
+    attachments: Vec<crate::tools::attach::Attachment>,
 }
 
 enum Flow {
@@ -597,6 +599,7 @@ pub fn run(global: &Global, args: &ReplArgs) -> Result<ExitCode, AppError> {
             "startup"
         }),
         quiet: args.quiet,
+        attachments: Vec::new(),
     };
     repl.banner(resumed.as_ref());
     Ok(repl.main_loop())
@@ -963,6 +966,22 @@ impl Repl {
             self.term.error(&format!("cannot create a session: {e}"));
             return;
         }
+        // `/attach`ed files, then the files the prompt names as `@path`.
+        let mut attached = std::mem::take(&mut self.attachments);
+        for (_, path) in crate::tools::attach::mentions(text, &self.agent.cwd) {
+            match self.attach_file(&path) {
+                Ok(Some(a)) => attached.push(a),
+                Ok(None) => {}
+                Err(e) => {
+                    self.term.error(&format!("{e}; the prompt was not sent"));
+                    self.attachments = attached;
+                    return;
+                }
+            }
+        }
+        for a in &attached {
+            self.term.note(&format!("attached {}", a.describe()));
+        }
         let title = self.title_start();
         self.cancel.store(false, Ordering::SeqCst);
         self.term.begin_answer();
@@ -981,7 +1000,7 @@ impl Repl {
         if let Some(source) = self.session_start.take() {
             self.agent.session_start(source, &mut sink);
         }
-        let result = self.agent.run_turn(text, &mut sink);
+        let result = self.agent.run_turn_with(text, &attached, &mut sink);
         let interrupted = sink.interrupted;
         // A prompt the hooks refused leaves the session untitled for the next one.
         let unused_title = sink.title.is_some();
@@ -1155,6 +1174,8 @@ impl Repl {
                 self.term.print(&text);
             }
             Slash::Undo => self.undo(),
+            Slash::Attach => self.attach(args),
+            Slash::Detach => self.detach(args),
             Slash::Versions => self.versions(args),
         }
         Flow::Continue
@@ -1485,6 +1506,76 @@ Prompts of the MCP servers (ARG=VALUE, or values in order):
             Ok(text) => self.term.print(&text),
             Err(e) => self.term.error(&e),
         }
+    }
+
+    /// Loads `path` as an attachment; a file outside the project needs the user's yes, as a
+    /// view there would (Ok(None): refused).
+    fn attach_file(
+        &mut self,
+        path: &std::path::Path,
+    ) -> Result<Option<crate::tools::attach::Attachment>, String> {
+        use crate::tools::attach;
+        if attach::outside(path, &self.agent.project_root) {
+            let q = format!(
+                "Attach {} (outside the project)? [y]es / [n]o",
+                path.display()
+            );
+            let yes = matches!(
+                self.lines.answer(&mut self.term, &q),
+                Got::Line(l) if matches!(l.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+            );
+            if !yes {
+                self.term.note(&format!("{} not attached", path.display()));
+                return Ok(None);
+            }
+        }
+        attach::load(path, &self.agent.cwd).map(Some)
+    }
+
+    /// `/attach FILE`: a file for the next prompt; without FILE, what is attached.
+    fn attach(&mut self, args: &str) {
+        let file = args.trim();
+        if file.is_empty() {
+            if self.attachments.is_empty() {
+                self.term
+                    .note("Nothing attached. /attach FILE adds a file to your next prompt.");
+            }
+            let list: Vec<String> = self.attachments.iter().map(|a| a.describe()).collect();
+            for l in list {
+                self.term.note(&format!("attached {l}"));
+            }
+            return;
+        }
+        let path = crate::tools::common::resolve_in(&self.agent.cwd, file);
+        match self.attach_file(&path) {
+            Ok(Some(a)) => {
+                self.term.note(&format!(
+                    "attached {}; it goes with your next prompt",
+                    a.describe()
+                ));
+                self.attachments.push(a);
+            }
+            Ok(None) => {}
+            Err(e) => self.term.error(&e),
+        }
+    }
+
+    /// `/detach [FILE]`: drops one attached file, or all of them.
+    fn detach(&mut self, args: &str) {
+        let file = args.trim();
+        let before = self.attachments.len();
+        if file.is_empty() {
+            self.attachments.clear();
+        } else {
+            self.attachments.retain(|a| a.path != file);
+        }
+        let n = before - self.attachments.len();
+        self.term.note(&match n {
+            0 if file.is_empty() => "Nothing was attached.".to_string(),
+            0 => format!("{file} is not attached (/attach lists what is)"),
+            1 => "Detached 1 file.".to_string(),
+            n => format!("Detached {n} files."),
+        });
     }
 
     /// `/todos`: the session's task list as a checklist.

@@ -6,6 +6,7 @@
 //!
 //! `builtin()` returns every tool, sorted by name. Child processes go through `crate::proc`.
 
+pub mod attach;
 pub mod bash;
 pub mod common;
 pub mod crush_logs;
@@ -16,6 +17,7 @@ pub mod fetch;
 pub mod glob;
 pub mod grep;
 pub mod ignore;
+pub mod image;
 pub mod jobs;
 pub mod ls;
 pub mod lsp;
@@ -82,6 +84,8 @@ pub struct ToolCtx<'a> {
     pub project_root: &'a Path,
     pub reads: &'a dyn ReadTracker,
     pub session: &'a dyn SessionState,
+    /// The model takes images: `view` returns an image itself, else a line describing it.
+    pub images: bool,
     /// Set when the user cancels the turn: long-running tools stop and kill their processes.
     pub cancel: Arc<AtomicBool>,
     /// The session's current large/small models, which the bash tool's `model large|small`

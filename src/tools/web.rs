@@ -6,6 +6,7 @@
 use super::common::{opt_u64, req_str};
 use super::fetch::{attr, decode_entities, html_to_text};
 use super::{PermissionRequest, Tool, ToolCtx, ToolError, ToolOutput};
+use crate::mcp::wire::{percent_decode, percent_encode};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -131,49 +132,13 @@ pub struct Hit {
     pub snippet: String,
 }
 
-/// `s` percent-encoded as a query value (space as `+`, as Go's QueryEscape does).
-fn query_escape(s: &str) -> String {
-    let mut out = String::new();
-    for b in s.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                out.push(b as char)
-            }
-            b' ' => out.push('+'),
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
-}
-
-fn query_unescape(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'+' => out.push(b' '),
-            b'%' => match s.get(i + 1..i + 3).map(|h| u8::from_str_radix(h, 16)) {
-                Some(Ok(v)) => {
-                    out.push(v);
-                    i += 2;
-                }
-                _ => out.push(b'%'),
-            },
-            c => out.push(c),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 /// DuckDuckGo's redirect links (`//duckduckgo.com/l/?uddg=ENCODED&...`) to their target.
 fn clean_link(href: &str) -> String {
     match href
         .strip_prefix("//duckduckgo.com/l/?")
         .and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("uddg=")))
     {
-        Some(enc) => query_unescape(enc),
+        Some(enc) => percent_decode(enc),
         None => href.to_string(),
     }
 }
@@ -258,7 +223,7 @@ fn search_url() -> String {
 /// Searches `query` on DuckDuckGo Lite at `base`.
 pub fn search(base: &str, query: &str, max: usize) -> Result<Vec<Hit>, String> {
     let sep = if base.contains('?') { '&' } else { '?' };
-    let url = format!("{base}{sep}q={}", query_escape(query));
+    let url = format!("{base}{sep}q={}", percent_encode(query));
     let req = crate::net::WebRequest::get(&url, TIMEOUT)
         .header(
             "Accept",
@@ -379,8 +344,6 @@ mod tests {
         );
         assert_eq!(parse_lite(LITE, 1).len(), 1);
         assert!(format_hits(&hits).starts_with("Found 2 search results:\n\n1. Example & A\n"));
-        assert_eq!(query_escape("a b&c/é"), "a+b%26c%2F%C3%A9");
-        assert_eq!(query_unescape("a+b%26c%2F%C3%A9"), "a b&c/é");
     }
 
     #[test]
@@ -394,7 +357,7 @@ mod tests {
         assert_eq!(search(&base, "rust ureq", 5).unwrap().len(), 2);
         assert_eq!(
             served.seen.lock().unwrap()[0].line,
-            "GET /lite/?q=rust+ureq HTTP/1.1"
+            "GET /lite/?q=rust%20ureq HTTP/1.1"
         );
         assert_eq!(search(&base, "x", 5).unwrap_err(), RATE_LIMITED);
         assert_eq!(search(&base, "x", 5).unwrap_err(), RATE_LIMITED);

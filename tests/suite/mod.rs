@@ -11,6 +11,7 @@ mod editor;
 mod fake_server;
 mod go_compat;
 mod hooks;
+mod images;
 mod jobs;
 mod ledger;
 mod lsp;
