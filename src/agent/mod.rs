@@ -182,6 +182,8 @@ pub struct Agent<'a> {
     pub secrets: Arc<Vec<(String, String)>>,
     /// The MCP servers' tools (None: no MCP at all, as in a sub-agent).
     pub mcp: Option<McpTools>,
+    /// The editor's files when crush runs inside one (None: the disk).
+    pub files: Option<Arc<dyn crate::tools::Files>>,
 }
 
 /// The tools of the session's MCP servers as the agent offers them: rebuilt before a model call
@@ -272,6 +274,7 @@ impl<'a> Agent<'a> {
             env_file: None,
             config: Some(s.config),
             mcp: s.mcp,
+            files: None,
         }
     }
 }

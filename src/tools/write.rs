@@ -3,7 +3,7 @@
 
 use super::ToolError;
 use super::common::{
-    check_fresh, display_path, read_regular, record_current, req_str, req_str_empty_ok, resolve,
+    check_fresh, display_path, read_file, record_current, req_str, req_str_empty_ok, resolve,
 };
 use super::diff::{self, Diff};
 use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
@@ -54,16 +54,20 @@ impl FileChange {
             fs::create_dir_all(parent)
                 .map_err(|e| format!("cannot create directory {}: {e}", parent.display()))?;
         }
-        fs::write(&self.path, &self.new)
-            .map_err(|e| format!("cannot write {}: {e}", self.path.display()))?;
+        match ctx.files.and_then(|f| f.write(self)) {
+            Some(written) => written
+                .map_err(|e| format!("cannot write {} in the editor: {e}", self.path.display()))?,
+            None => fs::write(&self.path, &self.new)
+                .map_err(|e| format!("cannot write {}: {e}", self.path.display()))?,
+        }
         record_current(ctx, &self.path);
         Ok(d)
     }
 }
 
 /// Reads the current content of a file that must be text (None when it does not exist).
-pub fn read_existing(path: &std::path::Path) -> Result<Option<String>, String> {
-    match read_regular(path) {
+pub fn read_existing(ctx: &ToolCtx, path: &std::path::Path) -> Result<Option<String>, String> {
+    match read_file(ctx, path) {
         Ok(bytes) => String::from_utf8(bytes)
             .map(Some)
             .map_err(|_| format!("{} is not valid UTF-8 text", path.display())),
@@ -79,7 +83,7 @@ fn plan(input: &Value, ctx: &ToolCtx) -> Result<FileChange, String> {
         return Err(format!("{} is a directory", path.display()));
     }
     check_fresh(ctx, &path)?;
-    let old = match read_regular(&path) {
+    let old = match read_file(ctx, &path) {
         Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
