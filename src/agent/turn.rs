@@ -421,7 +421,7 @@ impl Agent<'_> {
         let messages = if self.model.model.supports_attachments {
             history.to_vec()
         } else {
-            llm::result_images_as_text(history.to_vec())
+            llm::images_as_text(history.to_vec())
         };
         let req = ChatRequest {
             model: self.model.model.id.clone(),
