@@ -43,7 +43,8 @@ extern "C" fn on_signal(sig: libc::c_int) {
     }
 }
 
-fn grace() -> Duration {
+/// How long crush has to end after a SIGTERM or SIGHUP (`CRUSH_TERM_GRACE` seconds, default 3).
+pub fn grace() -> Duration {
     std::env::var("CRUSH_TERM_GRACE")
         .ok()
         .and_then(|v| v.trim().parse::<f64>().ok())
