@@ -225,6 +225,7 @@ impl Worker {
             self.shared.cancel.clone(),
         ));
         let policy = app::retry_policy(&loaded);
+        let lsp = app::language_servers(&loaded);
         let mut agent = Agent::new(Setup {
             store: &store,
             mcp: Some(mcp),
@@ -235,6 +236,7 @@ impl Worker {
             policy,
             cancel: self.shared.cancel.clone(),
             yolo: self.shared.yolo.load(Ordering::SeqCst),
+            lsp,
         });
         agent.files = Some(files.clone());
         crate::log::info(&format!(

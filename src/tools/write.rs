@@ -3,13 +3,14 @@
 
 use super::ToolError;
 use super::common::{
-    check_fresh, display_path, read_file, record_current, req_str, req_str_empty_ok, resolve,
+    check_fresh, display_path, read_file, read_regular, record_current, req_str, req_str_empty_ok,
+    resolve, with_diagnostics,
 };
 use super::diff::{self, Diff};
 use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
 use serde_json::{Value, json};
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub struct Write;
 
@@ -47,14 +48,25 @@ impl FileChange {
     }
 
     /// Writes the new content (creating parent directories) and records the new modification
-    /// time as read, so further edits need no new view.
+    /// time as read, so further edits need no new view. Inside an editor that writes files, the
+    /// content goes through it.
     pub fn apply(&self, ctx: &ToolCtx) -> Result<Diff, String> {
+        self.write(ctx, ctx.files)
+    }
+
+    /// [`apply`](Self::apply) to the disk whatever the editor offers: for a change computed on
+    /// the disk's content (what a language server was sent).
+    pub fn apply_on_disk(&self, ctx: &ToolCtx) -> Result<Diff, String> {
+        self.write(ctx, None)
+    }
+
+    fn write(&self, ctx: &ToolCtx, files: Option<&dyn super::Files>) -> Result<Diff, String> {
         let d = self.diff(ctx);
         if let Some(parent) = self.path.parent() {
             fs::create_dir_all(parent)
                 .map_err(|e| format!("cannot create directory {}: {e}", parent.display()))?;
         }
-        match ctx.files.and_then(|f| f.write(self)) {
+        match files.and_then(|f| f.write(self)) {
             Some(written) => written
                 .map_err(|e| format!("cannot write {} in the editor: {e}", self.path.display()))?,
             None => fs::write(&self.path, &self.new)
@@ -65,15 +77,27 @@ impl FileChange {
     }
 }
 
-/// Reads the current content of a file that must be text (None when it does not exist).
-pub fn read_existing(ctx: &ToolCtx, path: &std::path::Path) -> Result<Option<String>, String> {
-    match read_file(ctx, path) {
+/// A file's bytes as text (None when it does not exist).
+fn text_or_none(read: std::io::Result<Vec<u8>>, path: &Path) -> Result<Option<String>, String> {
+    match read {
         Ok(bytes) => String::from_utf8(bytes)
             .map(Some)
             .map_err(|_| format!("{} is not valid UTF-8 text", path.display())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(format!("cannot read {}: {e}", path.display())),
     }
+}
+
+/// Reads the current content of a file that must be text (None when it does not exist), as the
+/// session sees it: an editor's buffer inside one (`read_file`).
+pub fn read_existing(ctx: &ToolCtx, path: &Path) -> Result<Option<String>, String> {
+    text_or_none(read_file(ctx, path), path)
+}
+
+/// [`read_existing`] from the disk whatever the editor offers (what a language server was
+/// sent).
+pub fn read_existing_on_disk(path: &Path) -> Result<Option<String>, String> {
+    text_or_none(read_regular(path), path)
 }
 
 fn plan(input: &Value, ctx: &ToolCtx) -> Result<FileChange, String> {
@@ -164,27 +188,32 @@ impl Tool for Write {
     fn run(&self, input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
         let change = plan(input, ctx)?;
         let d = change.apply(ctx)?;
+        let content = format!(
+            "File successfully written: {} ({} lines added, {} removed)",
+            change.path.display(),
+            d.additions,
+            d.removals
+        );
         let kind = if change.old.is_some() {
             "update"
         } else {
             "create"
         };
-        Ok(ToolOutput {
-            content: format!(
-                "File successfully written: {} ({} lines added, {} removed)",
-                change.path.display(),
-                d.additions,
-                d.removals
-            ),
-            is_error: false,
-            metadata: change_metadata(&d, &change.path),
-            image: None,
-            structured: change_structured(
-                &change,
-                &d,
-                json!({"type": kind, "content": change.new}),
-            ),
-        })
+        Ok(with_diagnostics(
+            ctx,
+            &change.path,
+            ToolOutput {
+                content,
+                is_error: false,
+                metadata: change_metadata(&d, &change.path),
+                image: None,
+                structured: change_structured(
+                    &change,
+                    &d,
+                    json!({"type": kind, "content": change.new}),
+                ),
+            },
+        ))
     }
 }
 

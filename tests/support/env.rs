@@ -259,6 +259,23 @@ impl TestEnv {
     }
 }
 
+/// Sends SIGINT to `child` and waits for it to end; the test fails if it still runs at
+/// `deadline`.
+pub fn interrupt(child: &mut std::process::Child, deadline: Instant) -> std::process::ExitStatus {
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    loop {
+        if let Some(s) = child.try_wait().expect("wait for crush") {
+            return s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("crush did not stop after SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Collects what `pipe` carries, on a thread of its own, as it comes.
 pub fn collect(mut pipe: impl Read + Send + 'static) -> Arc<Mutex<Vec<u8>>> {
     let buf = Arc::new(Mutex::new(Vec::new()));
