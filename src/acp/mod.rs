@@ -194,8 +194,9 @@ impl Acp {
                 self.peer.respond(&id, Err(error));
             }
             Incoming::Response { id, result } => {
+                // A question answered after the turn was canceled is no longer waited for.
                 if !self.peer.deliver(&id, result) {
-                    warn(&format!("an answer to no pending request (id {id})"));
+                    crate::log::debug(&format!("acp: an answer to no pending request (id {id})"));
                 }
             }
             Incoming::Notification { method, params } => self.notification(&method, &params),

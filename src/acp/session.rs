@@ -251,7 +251,10 @@ impl Worker {
         let answer = match self.open.kind {
             Kind::New => json!({"sessionId": self.open.id, "modes": modes(yolo)}),
             Kind::Load => {
-                let messages = store.messages(&self.open.id).unwrap_or_default();
+                let messages = store.messages(&self.open.id).unwrap_or_else(|e| {
+                    crate::log::warn(&format!("acp: cannot replay {}: {e}", self.open.id));
+                    Vec::new()
+                });
                 for u in content::replay(&messages, &self.open.cwd) {
                     self.peer.notify(
                         "session/update",

@@ -856,7 +856,7 @@ fn an_editor_that_stops_reading_cannot_hang_crush_and_nothing_is_lost() {
     title_route(&server);
     let env = TestEnv::new();
     env.use_server(&server, Dialect::OpenAi);
-    let mut ed = Editor::spawn(&env, &[], &[("CRUSH_TERM_GRACE", "0.5")], false);
+    let mut ed = Editor::spawn(&env, &[], &[("CRUSH_TERM_GRACE", "2")], false);
     let mut out = BufReader::new(ed.child.stdout.take().unwrap());
     let mut line = String::new();
     ed.request("initialize", json!({"protocolVersion": 1}));
@@ -972,4 +972,42 @@ fn a_prompt_takes_text_links_embedded_files_and_images() {
             "{parts:#?}"
         );
     }
+}
+
+#[test]
+fn a_session_waiting_on_the_user_holds_up_no_other() {
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call("bash", json!({"command": "touch a.txt"})),
+        Reply::text("B is done."),
+        Reply::text("A is done."),
+    ]);
+    title_route(&server);
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::OpenAi);
+    let mut ed = Editor::start(&env, &[], &[]);
+    ed.initialize(false);
+    let a = ed.new_session(&env);
+    let b = ed.new_session(&env);
+    let pa = ed.prompt(&a, "make a.txt");
+    let ask = ed.client_request("session/request_permission");
+    assert_eq!(ask["params"]["sessionId"], a.as_str());
+    // A waits for its answer; B runs a whole turn meanwhile.
+    let pb = ed.prompt(&b, "something else");
+    assert_eq!(ed.result(pb)["stopReason"], "end_turn");
+    assert_eq!(
+        text_of(&ed.updates(&b), "agent_message_chunk"),
+        "B is done."
+    );
+    ed.respond(
+        &ask["id"],
+        json!({"outcome": {"outcome": "selected", "optionId": "allow_once"}}),
+    );
+    assert_eq!(ed.result(pa)["stopReason"], "end_turn");
+    assert!(env.project().join("a.txt").exists());
+    assert_eq!(
+        text_of(&ed.updates(&a), "agent_message_chunk"),
+        "A is done."
+    );
+    assert_eq!(ed.finish().0, 0);
+    assert_eq!(sessions(&env).len(), 2);
 }
