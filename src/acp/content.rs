@@ -175,8 +175,12 @@ pub fn plan(name: &str, input: &Value, is_error: bool) -> Option<Value> {
     if name != "todos" || is_error {
         return None;
     }
-    let entries: Vec<Value> = input
-        .get("todos")?
+    // Some models send the array as a JSON string; the tool takes that too.
+    let list = match input.get("todos")? {
+        Value::String(s) => serde_json::from_str::<Value>(s).ok()?,
+        v => v.clone(),
+    };
+    let entries: Vec<Value> = list
         .as_array()?
         .iter()
         .filter_map(|t| {
@@ -657,6 +661,8 @@ mod tests {
                 {"content": "ship", "priority": "medium", "status": "pending"}
             ])
         );
+        let as_text = json!({"todos": input["todos"].to_string()});
+        assert_eq!(plan("todos", &as_text, false), Some(p));
         assert!(plan("todos", &input, true).is_none());
         assert!(plan("bash", &input, false).is_none());
     }

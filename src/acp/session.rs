@@ -283,6 +283,7 @@ impl Worker {
             } else {
                 "startup"
             }),
+            untitled: stored.is_none(),
             titles: Vec::new(),
         };
         let mut reply = None;
@@ -322,6 +323,8 @@ struct Session<'w, 's> {
     small: Option<ResolvedModel>,
     /// SessionStart hooks to fire before the next prompt.
     session_start: Option<&'static str>,
+    /// A new session whose first accepted prompt has not been titled yet.
+    untitled: bool,
     titles: Vec<JoinHandle<()>>,
 }
 
@@ -342,8 +345,7 @@ impl Session<'_, '_> {
         let store = self.agent.store;
         // The session is stored with its first prompt: a session the editor opens and never
         // uses leaves nothing behind.
-        let fresh = self.agent.session_id.is_empty();
-        if fresh {
+        if self.agent.session_id.is_empty() {
             store
                 .create_session_with_id(&self.w.open.id, title::PLACEHOLDER, None)
                 .map_err(|e| RpcError::internal(format!("cannot store the session: {e}")))?;
@@ -360,7 +362,9 @@ impl Session<'_, '_> {
             &cancel,
             self.agent.model.model.context_window,
         );
-        if fresh && let Some(model) = self.small.clone() {
+        if self.untitled
+            && let Some(model) = self.small.clone()
+        {
             let start = TitleStart {
                 model,
                 policy: self.agent.policy.clone(),
@@ -379,6 +383,10 @@ impl Session<'_, '_> {
             self.agent.session_start(source, &mut sink);
         }
         let result = self.agent.run_turn_with(&text, attachments, &mut sink);
+        // A prompt the hooks refused leaves the session untitled for the next one.
+        if sink.on_accepted.is_none() {
+            self.untitled = false;
+        }
         for w in self
             .agent
             .mcp
