@@ -222,6 +222,10 @@ pub struct Context {
     pub hooks: crate::hooks::HookConfig,
     /// The MCP servers, started with the context.
     pub mcp: crate::tools::mcp::Mcp,
+    /// The Agent Skills and custom commands (crush(1) SKILLS AND COMMANDS).
+    pub skills: std::sync::Arc<crate::skills::Skills>,
+    #[expect(dead_code, reason = "the REPL and crush run use them next")]
+    pub commands: std::sync::Arc<crate::skills::commands::Commands>,
 }
 
 /// Loads the configuration and opens (creating if needed) the project's store.
@@ -231,12 +235,37 @@ pub fn open_context(global: &Global) -> Result<Context, AppError> {
     let hooks = load_hooks(&loaded)?;
     let store: &'static Store = leak(open_store(&loaded)?);
     let mcp = start_mcp(&loaded);
+    let (skills, commands) = load_skills(&loaded);
     Ok(Context {
         loaded,
         store,
         hooks,
         mcp,
+        skills: std::sync::Arc::new(skills),
+        commands: std::sync::Arc::new(commands),
     })
+}
+
+/// Discovers the skills and custom commands; name clashes are a warning on stderr (the rest
+/// is listed by `crush skills list`).
+pub fn load_skills(loaded: &Loaded) -> (crate::skills::Skills, crate::skills::commands::Commands) {
+    let started = std::time::Instant::now();
+    let skills = crate::skills::discover(loaded);
+    let commands = crate::skills::commands::load(loaded);
+    let elapsed = started.elapsed();
+    for w in skills.warnings.iter().chain(&commands.warnings) {
+        crate::log::warn(w);
+        eprintln!("crush: warning: {w}");
+    }
+    if loaded.config.options.debug {
+        eprintln!(
+            "crush: debug: {} skill folder(s) and {} command file(s) found in {:.3} ms",
+            skills.found.len(),
+            commands.commands.len() + commands.rejected.len(),
+            elapsed.as_secs_f64() * 1000.0
+        );
+    }
+    (skills, commands)
 }
 
 /// Starts the configured MCP servers (crush(1) MCP SERVERS), each on a thread of its own; a
@@ -347,6 +376,7 @@ pub fn build_agent(
         policy: retry_policy(&ctx.loaded),
         cancel: crate::signal::interrupt_flag(),
         yolo,
+        skills: ctx.skills.clone(),
     })
 }
 

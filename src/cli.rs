@@ -97,7 +97,7 @@ pub static FLAGS: &[Flag] = &[
         value: None,
         help: "Print JSON: one event per line for run, a document for listings",
         scope: Scope::Only(&[
-            "run", "sessions", "models", "config", "stats", "projects", "mcp",
+            "run", "sessions", "models", "config", "stats", "projects", "mcp", "skills",
         ]),
     },
     Flag {
@@ -239,6 +239,14 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &["list", "login"],
     },
     CommandSpec {
+        name: "skills",
+        usage: "crush skills list [--json]",
+        about: "List every Agent Skill and custom command found, where it was found, and why \
+                any was rejected (with the reason), ignored (a skill of the same name came \
+                first) or disabled (options.disabled_skills).",
+        subcommands: &["list"],
+    },
+    CommandSpec {
         name: "config",
         usage: "crush config show [--origin] [--json]",
         about: "Print the effective configuration. With --origin, each value names the layer and \
@@ -353,6 +361,9 @@ pub enum Command {
     },
     McpLogin {
         name: String,
+    },
+    SkillsList {
+        json: bool,
     },
     ConfigShow {
         origin: bool,
@@ -616,6 +627,16 @@ where
                     }
                 }
             }
+            "skills" => match positionals.as_slice() {
+                [] => Command::SkillsList { json },
+                [l] if l == "list" || l == "ls" => Command::SkillsList { json },
+                _ => {
+                    return Err(UsageError(format!(
+                        "unknown skills command or extra argument '{}'; usage: crush skills list [--json]",
+                        positionals.join(" ")
+                    )));
+                }
+            },
             "projects" | "logs" => {
                 if let Some(p) = positionals.first() {
                     return Err(UsageError(format!(

@@ -27,6 +27,7 @@ mod repl;
 mod run;
 mod sha256;
 mod signal;
+mod skills;
 mod store;
 mod time;
 mod tools;
@@ -74,6 +75,7 @@ fn dispatch(cli: cli::Cli) -> Result<ExitCode, AppError> {
             Ok(code)
         }
         Command::McpList { json } => print(&commands::mcp::list(g, *json)?),
+        Command::SkillsList { json } => print(&commands::skills::list(g, *json)?),
         Command::McpLogin { name } => print(&commands::mcp::login(g, name)?),
         Command::SessionsExport { id, format } => print(&sessions::export(g, id, *format)?),
         Command::SessionsLast { json } => print(&sessions::last(g, *json)?),
@@ -137,7 +139,7 @@ const LAYERS: &[&[&str]] = &[
     &["tools"],
     &["catalog"],
     &["config"],
-    &["hooks"],
+    &["hooks", "skills"],
     &["agent"],
     &["app"],
     &["commands"],

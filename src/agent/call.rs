@@ -525,6 +525,7 @@ impl Agent<'_> {
             session_models: models.as_ref(),
             shell_env_allow: &self.shell_env_allow,
             env_file: self.env_file.as_deref(),
+            skills: &self.skill_files,
         };
         let Some(t) = self
             .tools

@@ -193,6 +193,25 @@ pub fn for_config(loaded: &crate::config::Loaded, model: &crate::config::Resolve
     })
 }
 
+/// The skills part of the system prompt: the `<available_skills>` listing (see
+/// `skills::Skills::prompt_listing`) and how to use it. Empty without skills.
+pub fn skills_section(listing: &str) -> String {
+    if listing.is_empty() {
+        return String::new();
+    }
+    format!(
+        "{listing}\n\n<skills_usage>\n\
+         Each skill above is a folder of instructions (and often scripts, references or templates) \
+         for one kind of task; its description says when it applies, not how to do it. When a \
+         skill matches the task, view its <location> (exactly as given) before doing anything \
+         else for that task, read all of it and follow it. Files the skill mentions are in its \
+         folder: view them by their path there. Reading a skill's folder needs no permission; \
+         running its scripts asks as any command does. Built-in skills have a crush://skills/ \
+         location: it is not a URL; pass it to view as it is.\n\
+         </skills_usage>"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -183,6 +183,9 @@ impl<'a> Agent<'a> {
             parent_transcript: self.transcript_path(),
             prompt_id: self.prompt_id.clone(),
             env_file: None,
+            skill_files: self.skill_files.clone(),
+            // A search needs no skill; the files stay readable if the task names one.
+            skills_prompt: String::new(),
         }
     }
 

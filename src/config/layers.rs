@@ -590,7 +590,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         project.retain(|f| matches!(f.found, Found::Json { .. }));
         for f in &mut project {
             if let Found::Json { value, .. } = &mut f.found {
-                trust::strip_gated(value);
+                trust::strip_gated(value, &project_root);
             }
         }
     }

@@ -83,7 +83,8 @@ fn summarize(items: &[String]) -> String {
         "mcp" => 2,
         "lsp" => 3,
         "plugin" => 4,
-        _ => 5,
+        "skills" => 5,
+        _ => 6,
     };
     counts.sort_by_key(|(k, _)| rank(k));
     counts
@@ -95,6 +96,7 @@ fn summarize(items: &[String]) -> String {
                 "mcp" => "MCP server",
                 "lsp" => "LSP server",
                 "plugin" => "Claude Code plugin",
+                "skills" => "external skills folder",
                 _ => "command substitution",
             };
             if *n == 1 {
@@ -132,8 +134,32 @@ fn dotted(ptr: &str) -> String {
         .join(".")
 }
 
+/// Whether the skills folder `p` of a project file lies outside `project_root`: the model
+/// reads a skill's files without asking (crush(1) SKILLS AND COMMANDS), so a project may not
+/// point it at the user's files. A `~` or `$` path counts as outside.
+fn skills_path_outside(p: &str, project_root: &Path) -> bool {
+    if p.starts_with('~') || p.contains('$') {
+        return true;
+    }
+    let path = crate::paths::normalize(&crate::paths::resolve(project_root, p));
+    let canon = std::fs::canonicalize(&path).unwrap_or(path);
+    let root = std::fs::canonicalize(project_root).unwrap_or_else(|_| project_root.to_path_buf());
+    !canon.starts_with(root)
+}
+
+/// The entries of a project file's `options.skills_paths` outside the project.
+fn outside_skills_paths<'a>(v: &'a Value, project_root: &Path) -> Vec<&'a str> {
+    v.pointer("/options/skills_paths")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter(|p| skills_path_outside(p, project_root))
+        .collect()
+}
+
 /// The gated parts of a project JSON file, as (description, canonical text for the hash).
-fn gated_json(v: &Value, file: &Path) -> Vec<(String, String)> {
+fn gated_json(v: &Value, file: &Path, project_root: &Path) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let from = file.display();
     for key in GATED_KEYS {
@@ -212,6 +238,12 @@ fn gated_json(v: &Value, file: &Path) -> Vec<(String, String)> {
             None => {}
         }
     }
+    for p in outside_skills_paths(v, project_root) {
+        out.push((
+            format!("skills {p}: a skills folder outside the project (from {from})"),
+            format!("options.skills_paths={p}"),
+        ));
+    }
     let mut subst = Vec::new();
     for (k, x) in v.as_object().into_iter().flatten() {
         if !GATED_KEYS.contains(&k.as_str()) {
@@ -228,8 +260,18 @@ fn gated_json(v: &Value, file: &Path) -> Vec<(String, String)> {
 }
 
 /// Removes what needs trust from a project JSON value; returns the pointers removed.
-pub fn strip_gated(v: &mut Value) -> Vec<String> {
+pub fn strip_gated(v: &mut Value, project_root: &Path) -> Vec<String> {
     let mut removed = Vec::new();
+    let outside: Vec<String> = outside_skills_paths(v, project_root)
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    if let Some(Value::Array(list)) = v.pointer_mut("/options/skills_paths")
+        && !outside.is_empty()
+    {
+        list.retain(|p| !p.as_str().is_some_and(|p| outside.iter().any(|o| o == p)));
+        removed.push("/options/skills_paths".to_string());
+    }
     if let Value::Object(m) = v {
         for key in GATED_KEYS {
             if m.remove(*key).is_some() {
@@ -292,14 +334,14 @@ pub fn review(
                 hashed.push_str(&format!("{kind:?}\0{rel}\0{text}\0"));
             }
             Source::Json(v) => {
-                for (desc, canon) in gated_json(v, path) {
+                for (desc, canon) in gated_json(v, path, project_root) {
                     items.push(desc);
                     hashed.push_str(&format!("{kind:?}\0{rel}\0{canon}\0"));
                 }
             }
             Source::ClaudeSettings(hooks) if !hooks.is_null() => {
                 let only_hooks = serde_json::json!({ "hooks": hooks });
-                for (desc, canon) in gated_json(&only_hooks, path) {
+                for (desc, canon) in gated_json(&only_hooks, path, project_root) {
                     items.push(desc);
                     hashed.push_str(&format!("ClaudeSettings\0{rel}\0{canon}\0"));
                 }
@@ -408,15 +450,44 @@ mod tests {
             "{:?}",
             r.notice()
         );
-        assert_eq!(strip_gated(&mut v), vec!["/options/claude_plugins"]);
+        assert_eq!(strip_gated(&mut v, root), vec!["/options/claude_plugins"]);
         assert_eq!(v, json!({"options": {"debug": true}}));
+    }
+
+    #[test]
+    fn skills_paths_outside_the_project_need_trust() {
+        let t = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(t.path()).unwrap();
+        std::fs::create_dir_all(root.join("skills")).unwrap();
+        std::os::unix::fs::symlink("/tmp", root.join("out")).unwrap();
+        let mut v = json!({"options": {"skills_paths": ["skills", "./a/../skills", "../other", "/etc", "~/s", "$HOME/s", "out"]}});
+        let r = review(
+            &root,
+            &[(
+                LayerKind::ProjectJson,
+                root.join("crush.json"),
+                Source::Json(&v),
+            )],
+            &json!({}),
+            false,
+        );
+        assert_eq!(r.items.len(), 5, "{:?}", r.items);
+        assert!(r.items[0].starts_with("skills ../other: a skills folder outside the project"));
+        assert!(r.notice().unwrap().contains("5 external skills folders"));
+        assert_eq!(strip_gated(&mut v, &root), vec!["/options/skills_paths"]);
+        assert_eq!(
+            v,
+            json!({"options": {"skills_paths": ["skills", "./a/../skills"]}})
+        );
+        let mut inside = json!({"options": {"skills_paths": ["skills"]}});
+        assert!(strip_gated(&mut inside, &root).is_empty());
     }
 
     #[test]
     fn strip_removes_hooks_servers_and_substitutions() {
         let mut v = json!({"hooks": {}, "mcp": {"x": {}}, "providers": {"p": {"api_key": "$(pass p)", "base_url": "$URL"}},
             "env": {"A": "$(id)"}, "options": {"context_paths": ["a", "$(b)"]}});
-        let removed = strip_gated(&mut v);
+        let removed = strip_gated(&mut v, Path::new("/p"));
         assert_eq!(
             v,
             json!({"providers": {"p": {"base_url": "$URL"}}, "env": {}, "options": {"context_paths": ["a", ""]}})

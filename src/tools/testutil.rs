@@ -25,6 +25,7 @@ pub struct Fixture {
     root: PathBuf,
     pub reads: MapTracker,
     pub cancel: Arc<AtomicBool>,
+    pub skills: super::SkillFiles,
 }
 
 impl Fixture {
@@ -36,6 +37,7 @@ impl Fixture {
             root,
             reads: MapTracker::default(),
             cancel: Arc::new(AtomicBool::new(false)),
+            skills: super::SkillFiles::default(),
         }
     }
 
@@ -108,9 +110,15 @@ impl Fixture {
             session_models: None,
             shell_env_allow: &[],
             env_file: None,
+            skills: &self.skills,
         }
     }
 }
+
+static NO_SKILLS: super::SkillFiles = super::SkillFiles {
+    dirs: Vec::new(),
+    builtin: Vec::new(),
+};
 
 /// Runs `f` with a fresh context for the project `root` on a thread, and fails the test when it
 /// takes longer than `secs` (a read that blocks forever would otherwise hang the test run).
@@ -131,6 +139,7 @@ pub fn within<T: Send + 'static>(
             session_models: None,
             shell_env_allow: &[],
             env_file: None,
+            skills: &NO_SKILLS,
         };
         let _ = tx.send(f(&ctx));
     });

@@ -12,4 +12,5 @@ mod mcp;
 mod repl;
 mod run;
 mod shell;
+mod skills;
 mod static_bin;
