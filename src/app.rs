@@ -6,6 +6,7 @@ use crate::config::{self, ConfigError, Loaded, ResolvedModel};
 use crate::exit::ExitCode;
 use crate::llm::RetryPolicy;
 use crate::store::{self, Store};
+use crate::tools::lsp::Lsp;
 use serde_json::json;
 use std::fmt;
 use std::path::PathBuf;
@@ -24,6 +25,8 @@ pub struct Global {
     pub continue_last: bool,
     /// `--trust`: trust the project for this invocation.
     pub trust: bool,
+    /// `--no-project-hooks` (crush run): leave the project's own hooks out, trusted or not.
+    pub no_project_hooks: bool,
 }
 
 #[derive(Debug)]
@@ -123,6 +126,7 @@ pub fn load_config(global: &Global) -> Result<Loaded, AppError> {
         data_dir: global.data_dir.clone(),
         runtime,
         trust: global.trust,
+        no_project_hooks: global.no_project_hooks,
     })?;
     // `-m` and `--small-model` belong to the runtime layer too, so `config show --origin` and
     // the shell builtin `model large` report them. An unknown model is reported by the command
@@ -158,7 +162,7 @@ pub fn load_config(global: &Global) -> Result<Loaded, AppError> {
     if let Some(n) = loaded.trust.notice() {
         eprintln!("crush: {n}");
     }
-    for (k, v) in &loaded.env_vars {
+    for (k, v) in loaded.dotenv_vars.iter().chain(&loaded.env_vars) {
         // SAFETY: start-up, on the main thread, before any turn: the only other threads that may
         // still exist are crushrc pipe readers, which never read the environment.
         unsafe { std::env::set_var(k, v) };
@@ -174,23 +178,38 @@ pub fn load_config(global: &Global) -> Result<Loaded, AppError> {
     Ok(loaded)
 }
 
-/// Creates the project data dir, registers the project and opens the store.
+/// A data directory that cannot be made private: refused (exit 2) when it is not the user's
+/// own, else an I/O failure.
+fn data_dir_error(what: &str, dir: &std::path::Path, e: std::io::Error) -> AppError {
+    if e.kind() == std::io::ErrorKind::PermissionDenied && e.get_ref().is_some() {
+        AppError::Config(format!("the {what} {e}"))
+    } else {
+        AppError::Runtime(format!("cannot create the {what} {}: {e}", dir.display()))
+    }
+}
+
+/// Creates (or tightens) the project data dir and the global data dir (0700), registers the
+/// project and opens the store, its database and log readable by the user only (0600).
 pub fn open_store(loaded: &Loaded) -> Result<Store, AppError> {
-    store::ensure_data_dir(&loaded.data_dir).map_err(|e| {
-        AppError::Runtime(format!(
-            "cannot create the data directory {}: {e}",
-            loaded.data_dir.display()
-        ))
-    })?;
+    store::ensure_data_dir(&loaded.data_dir)
+        .map_err(|e| data_dir_error("data directory", &loaded.data_dir, e))?;
+    let global = crate::paths::global_data_dir();
+    crate::fsutil::private_dir(&global)
+        .map_err(|e| data_dir_error("global data directory", &global, e))?;
+    let db = loaded.data_dir.join("crush.db");
+    for (f, create) in [
+        (db.clone(), true),
+        (loaded.data_dir.join("crush.db-wal"), false),
+        (loaded.data_dir.join("crush.db-shm"), false),
+    ] {
+        crate::fsutil::private_file(&f, create)
+            .map_err(|e| AppError::Runtime(format!("cannot protect {}: {e}", f.display())))?;
+    }
     crate::log::init(&loaded.data_dir, loaded.config.options.debug);
-    if let Err(e) = store::projects::touch(
-        &crate::paths::global_data_dir(),
-        &loaded.project_root,
-        &loaded.data_dir,
-    ) {
+    if let Err(e) = store::projects::touch(&global, &loaded.project_root, &loaded.data_dir) {
         eprintln!("crush: warning: cannot update projects.json: {e}");
     }
-    Ok(Store::open(&loaded.data_dir.join("crush.db"))?)
+    Ok(Store::open(&db)?)
 }
 
 /// Opens the store read-only, without creating, migrating or writing anything (read-only
@@ -226,20 +245,54 @@ pub struct Context {
     pub skills: std::sync::Arc<crate::skills::Skills>,
     #[expect(dead_code, reason = "the REPL and crush run use them next")]
     pub commands: std::sync::Arc<crate::skills::commands::Commands>,
+    /// The language servers (crush(1) LANGUAGE SERVERS); they stop when the last user drops.
+    pub lsp: Option<Lsp>,
+}
+
+/// The language servers of the configuration (configured, and detected on PATH in a trusted
+/// project): none runs until a tool touches a file of its type. None when there are none.
+/// Entries that cannot be used are reported on stderr.
+pub fn language_servers(loaded: &Loaded) -> Option<Lsp> {
+    let setup = config::lsp::servers(loaded);
+    for w in &setup.warnings {
+        eprintln!("crush: warning: {w}");
+    }
+    if setup.specs.is_empty() {
+        return None;
+    }
+    let options = &loaded.config.options;
+    let manager = crate::lsp::Manager::new(
+        &loaded.project_root,
+        setup.specs,
+        config::lsp::timing(),
+        options.debug_lsp || options.debug,
+    );
+    Some(Lsp::new(std::sync::Arc::new(manager)))
 }
 
 /// Loads the configuration and opens (creating if needed) the project's store.
 pub fn open_context(global: &Global) -> Result<Context, AppError> {
+    open_context_with(global, |_| Ok(()))
+}
+
+/// [`open_context`] with a check of the configuration before anything is created.
+fn open_context_with(
+    global: &Global,
+    check: impl Fn(&Loaded) -> Result<(), AppError>,
+) -> Result<Context, AppError> {
     let loaded = load_config(global)?;
+    check(&loaded)?;
     // Invalid hooks fail before anything is created on disk.
     let hooks = load_hooks(&loaded)?;
     let store: &'static Store = leak(open_store(&loaded)?);
+    let lsp = language_servers(&loaded);
     let mcp = start_mcp(&loaded);
     let (skills, commands) = load_skills(&loaded);
     Ok(Context {
         loaded,
         store,
         hooks,
+        lsp,
         mcp,
         skills: std::sync::Arc::new(skills),
         commands: std::sync::Arc::new(commands),
@@ -319,9 +372,31 @@ pub fn top_level(s: store::Session) -> Result<store::Session, AppError> {
     }
 }
 
+/// A project's guard hooks never silently vanish in CI (crush(1) SECURITY): a non-interactive
+/// run in a project whose own hooks are not trusted stops before the first model call, unless
+/// `--no-project-hooks` says to run without them.
+pub fn refuse_untrusted_hooks(loaded: &Loaded, global: &Global) -> Result<(), AppError> {
+    let review = &loaded.trust;
+    if global.no_project_hooks || review.allowed() || review.hooks.is_empty() {
+        return Ok(());
+    }
+    let mut msg = format!(
+        "project {} {} and defines hooks, so this run stops before calling the model:\n",
+        review.project_root.display(),
+        review.why()
+    );
+    for h in &review.hooks {
+        msg.push_str(&format!("  {h}\n"));
+    }
+    msg.push_str(
+        "decide: 'crush trust' to trust the project (or --trust or CRUSH_TRUST_PROJECT=1 for one run) to run with them, or --no-project-hooks to run without them",
+    );
+    Err(AppError::Config(msg))
+}
+
 /// Everything a turn needs: config, model, store, session (new, `-s` or `-C`), agent.
 pub fn open_session(global: &Global) -> Result<OpenSession<'static>, AppError> {
-    let ctx = open_context(global)?;
+    let ctx = open_context_with(global, |l| refuse_untrusted_hooks(l, global))?;
     let model = ctx.loaded.resolve_model(global.model.as_deref(), false)?;
     let (session, resumed) = match session_to_continue(ctx.store, global)? {
         Some(s) => (s, true),
@@ -341,7 +416,8 @@ pub fn open_session(global: &Global) -> Result<OpenSession<'static>, AppError> {
     })
 }
 
-/// Retries and timeouts for model calls (`CRUSH_RETRY_BASE_MS`, `options.request_idle_timeout`).
+/// Retries, timeouts and the reply size limit for model calls (`CRUSH_RETRY_BASE_MS`,
+/// `options.request_idle_timeout`, `CRUSH_MAX_REPLY_BYTES`).
 pub fn retry_policy(loaded: &Loaded) -> RetryPolicy {
     let mut policy = RetryPolicy::default();
     if let Some(ms) = std::env::var("CRUSH_RETRY_BASE_MS")
@@ -352,6 +428,13 @@ pub fn retry_policy(loaded: &Loaded) -> RetryPolicy {
     }
     if let Some(s) = loaded.config.options.request_idle_timeout {
         policy.idle_timeout = Duration::from_secs(s.max(1));
+    }
+    if let Some(n) = std::env::var("CRUSH_MAX_REPLY_BYTES")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0)
+    {
+        policy.max_reply_bytes = n;
     }
     policy
 }
@@ -377,6 +460,7 @@ pub fn build_agent(
         cancel: crate::signal::interrupt_flag(),
         yolo,
         skills: ctx.skills.clone(),
+        lsp: ctx.lsp.clone(),
     })
 }
 

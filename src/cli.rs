@@ -97,7 +97,7 @@ pub static FLAGS: &[Flag] = &[
         value: None,
         help: "Print JSON: one event per line for run, a document for listings",
         scope: Scope::Only(&[
-            "run", "sessions", "models", "config", "stats", "projects", "mcp", "skills",
+            "run", "sessions", "models", "config", "stats", "projects", "mcp", "lsp", "skills",
         ]),
     },
     Flag {
@@ -132,8 +132,15 @@ pub static FLAGS: &[Flag] = &[
         short: None,
         long: "trust",
         value: None,
-        help: "Trust the project's crushrc, hooks, MCP servers and $(...) values for this invocation",
+        help: "Trust the project for this invocation: its crushrc, hooks, MCP servers, $(...) values, .env and settings outside the allow-list",
         scope: Scope::Global,
+    },
+    Flag {
+        short: None,
+        long: "no-project-hooks",
+        value: None,
+        help: "Run without the project's own hooks; without it, a project whose hooks are not trusted stops the run (exit 2)",
+        scope: Scope::Only(&["run"]),
     },
     Flag {
         short: None,
@@ -247,6 +254,14 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &["list"],
     },
     CommandSpec {
+        name: "lsp",
+        usage: "crush lsp list [--json]",
+        about: "Start every language server a session in this project would have (configured, \
+                or found on PATH in a trusted project), report each one's state (ready with \
+                its name and version, failed and why, disabled) and stop them.",
+        subcommands: &["list"],
+    },
+    CommandSpec {
         name: "config",
         usage: "crush config show [--origin] [--json]",
         about: "Print the effective configuration. With --origin, each value names the layer and \
@@ -256,8 +271,9 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "trust",
         usage: "crush trust [--revoke]",
-        about: "Trust this project's own crushrc files, hooks, MCP and LSP servers and $(...) \
-                values: list them and record their hash, so a change asks again.",
+        about: "Trust this project's own crushrc files, hooks, MCP and LSP servers, $(...) \
+                values, .env file and the settings an untrusted project may not set (see \
+                SECURITY): list them and record their hash, so a change asks again.",
         subcommands: &[],
     },
     CommandSpec {
@@ -363,6 +379,9 @@ pub enum Command {
         name: String,
     },
     SkillsList {
+        json: bool,
+    },
+    LspList {
         json: bool,
     },
     ConfigShow {
@@ -527,6 +546,7 @@ where
             "origin" => origin = true,
             "revoke" => revoke = true,
             "trust" => global.trust = true,
+            "no-project-hooks" => global.no_project_hooks = true,
             "output" => run.output = Some(PathBuf::from(value()?)),
             "tool" => hooks.tool = Some(value()?),
             "input" => hooks.input = Some(value()?),
@@ -634,6 +654,15 @@ where
                     return Err(UsageError(format!(
                         "unknown skills command or extra argument '{}'; usage: crush skills list [--json]",
                         positionals.join(" ")
+                    )));
+                }
+            },
+            "lsp" => match positionals.as_slice() {
+                [] => Command::LspList { json },
+                [s] if s == "list" || s == "ls" => Command::LspList { json },
+                [other, ..] => {
+                    return Err(UsageError(format!(
+                        "unknown lsp command '{other}'; usage: crush lsp list [--json]"
                     )));
                 }
             },
@@ -1112,6 +1141,27 @@ mod tests {
     }
 
     #[test]
+    fn lsp_list() {
+        for args in [&["lsp"][..], &["lsp", "list"], &["lsp", "ls"]] {
+            assert_eq!(
+                parse(args).unwrap().command,
+                Command::LspList { json: false }
+            );
+        }
+        assert_eq!(
+            parse(&["lsp", "list", "--json"]).unwrap().command,
+            Command::LspList { json: true }
+        );
+        assert!(
+            parse(&["lsp", "start"])
+                .unwrap_err()
+                .0
+                .contains("unknown lsp command")
+        );
+        assert!(parse(&["lsp", "list", "--tool", "x"]).is_err());
+    }
+
+    #[test]
     fn config_and_trust_commands() {
         assert_eq!(
             parse(&["config", "show", "--origin", "--json"])
@@ -1131,6 +1181,13 @@ mod tests {
         assert!(parse(&["trust", "x"]).is_err());
         assert!(parse(&["run", "--origin", "x"]).is_err());
         assert!(parse(&["--trust", "run", "x"]).unwrap().global.trust);
+        assert!(
+            parse(&["run", "--no-project-hooks", "x"])
+                .unwrap()
+                .global
+                .no_project_hooks
+        );
+        assert!(parse(&["sessions", "list", "--no-project-hooks"]).is_err());
     }
 
     #[test]

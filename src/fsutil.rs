@@ -1,9 +1,10 @@
-//! File-system helpers every module shares: atomic replacement of a file and an exclusive lock.
+//! File-system helpers every module shares: atomic replacement of a file, an exclusive lock, and
+//! private directories and files (crush(1) FILES: data directories 0700, their files 0600).
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -32,6 +33,61 @@ impl Lock {
                 return Err(err);
             }
         }
+    }
+}
+
+/// Creates `dir` (and missing parents) with mode 0700, or makes an existing one 0700. A directory
+/// that is not the user's own — owned by another user, or a symbolic link to one — is refused
+/// (`PermissionDenied`, naming the owner): what crush stores there would be theirs to read.
+pub fn private_dir(dir: &Path) -> io::Result<()> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    // SAFETY: geteuid cannot fail.
+    let me = unsafe { libc::geteuid() };
+    let meta = fs::metadata(dir)?;
+    if !meta.is_dir() {
+        return Err(io::Error::other(format!(
+            "{} is not a directory",
+            dir.display()
+        )));
+    }
+    if meta.uid() != me {
+        let link = fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink());
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "{}{} is owned by another user (uid {}), not by you (uid {me}): refusing to keep data there",
+                dir.display(),
+                if link { " (a symbolic link)" } else { "" },
+                meta.uid()
+            ),
+        ));
+    }
+    if meta.permissions().mode() & 0o777 != 0o700 {
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
+}
+
+/// Makes `file` readable and writable by its owner only (0600) when it exists; creates it empty
+/// with that mode when `create` and it does not.
+pub fn private_file(file: &Path, create: bool) -> io::Result<()> {
+    match fs::metadata(file) {
+        Ok(m) if m.permissions().mode() & 0o777 != 0o600 => {
+            fs::set_permissions(file, fs::Permissions::from_mode(0o600))
+        }
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound && create => OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(file)
+            .map(drop),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
     }
 }
 

@@ -18,6 +18,7 @@ mod fsutil;
 mod hooks;
 mod llm;
 mod log;
+mod lsp;
 mod mcp;
 mod net;
 mod paths;
@@ -74,6 +75,7 @@ fn dispatch(cli: cli::Cli) -> Result<ExitCode, AppError> {
             print(&text)?;
             Ok(code)
         }
+        Command::LspList { json } => print(&commands::lsp::list(g, *json)?),
         Command::McpList { json } => print(&commands::mcp::list(g, *json)?),
         Command::SkillsList { json } => print(&commands::skills::list(g, *json)?),
         Command::McpLogin { name } => print(&commands::mcp::login(g, name)?),
@@ -131,11 +133,13 @@ pub fn main() -> std::process::ExitCode {
 /// one of its own layer or above (tests excepted).
 #[cfg(test)]
 const LAYERS: &[&[&str]] = &[
-    &["time", "env", "exit", "paths", "sha256", "visible"],
-    &["log", "fsutil", "net", "proc"],
+    &[
+        "time", "env", "exit", "paths", "sha256", "visible", "fsutil",
+    ],
+    &["log", "net", "proc"],
     &["signal", "rcshell"],
     &["llm"],
-    &["store", "mcp"],
+    &["store", "mcp", "lsp"],
     &["tools"],
     &["catalog"],
     &["config"],

@@ -6,6 +6,7 @@
 use serde_json::json;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -29,12 +30,18 @@ pub fn init(data_dir: &Path, debug: bool) {
     let p = path(data_dir);
     let open = || -> io::Result<File> {
         if let Some(dir) = p.parent() {
-            fs::create_dir_all(dir)?;
+            crate::fsutil::private_dir(dir)?;
         }
         if fs::metadata(&p).is_ok_and(|m| m.len() > MAX_BYTES) {
             let _ = fs::rename(&p, p.with_extension("log.1"));
         }
-        OpenOptions::new().create(true).append(true).open(&p)
+        // The log names files, commands and errors of the project: the user's only.
+        crate::fsutil::private_file(&p, false)?;
+        OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(&p)
     };
     if let (Ok(file), Ok(mut g)) = (open(), LOGGER.lock()) {
         *g = Some(Logger { file, debug });

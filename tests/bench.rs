@@ -270,6 +270,7 @@ fn main() {
     if selected("skills discovery") {
         skills_scenario(&env);
     }
+    edit_scenarios(&env, &server);
     if selected("bare sh -c true") {
         let bare = (0..RUNS * 3)
             .map(|_| {
@@ -518,4 +519,70 @@ fn mcp_scenarios(env: &TestEnv, server: &FakeServer) {
         }
     }
     env.write_config(&env.config_for(server, Dialect::OpenAi));
+}
+
+/// An edit without a language server, with one configured for another file type (nothing may
+/// wait), and with real Python servers when their commands are given (`CRUSH_BENCH_PYRIGHT`:
+/// `pyright-langserver`, `CRUSH_BENCH_PYLSP`: `pylsp`), on an error and its fix; for those, the
+/// waits crush logged are printed too.
+fn edit_scenarios(env: &TestEnv, server: &FakeServer) {
+    const OK: &str = "count: int = 0\nprint(count)";
+    const BROKEN: &str = "count: int = \"zero\"\nprint(counter)";
+    let edit = |old: &str, new: &str| {
+        Reply::tool_call(
+            "edit",
+            json!({"file_path": "m.py", "old_string": old, "new_string": new}),
+        )
+    };
+    let script = || {
+        vec![
+            Reply::tool_call("view", json!({"file_path": "m.py"})),
+            edit(OK, BROKEN),
+            edit(BROKEN, OK),
+            Reply::text("done"),
+        ]
+    };
+    env.write_project_file("m.py", &format!("{OK}\n"));
+    let args = ["run", "-q", "-y", "edit m.py"];
+    if selected("view + 2 edits, no LSP") {
+        env.use_server(server, Dialect::OpenAi);
+        report(
+            "view + 2 edits, no LSP",
+            scenario(env, server, script, &args),
+        );
+    }
+    let mut cfg = env.config_for(server, Dialect::OpenAi);
+    if selected("view + 2 edits, LSP for .zz") {
+        cfg["lsp"] = json!({"zz": {"command": "zz-language-server", "filetypes": ["zz"]}});
+        env.write_config(&cfg);
+        report(
+            "view + 2 edits, LSP for .zz",
+            scenario(env, server, script, &args),
+        );
+    }
+    for (name, var, args_of) in [
+        ("pyright", "CRUSH_BENCH_PYRIGHT", vec!["--stdio"]),
+        ("pylsp", "CRUSH_BENCH_PYLSP", vec![]),
+    ] {
+        let title = format!("view + 2 edits, {name}");
+        let Ok(command) = std::env::var(var) else {
+            continue;
+        };
+        if !selected(&title) {
+            continue;
+        }
+        cfg["lsp"] = json!({name: {"command": command, "args": args_of, "filetypes": ["py"]}});
+        env.write_config(&cfg);
+        let log = env.project().join(".crush/logs/crush.log");
+        let _ = std::fs::remove_file(&log);
+        report(&title, scenario(env, server, script, &args));
+        let results = server.last_request().tool_results();
+        println!("  first edit's result: {:?}", results.get(1).map(|r| &r.1));
+        for line in std::fs::read_to_string(&log).unwrap_or_default().lines() {
+            if line.contains(&format!("LSP server {name}")) {
+                let v: serde_json::Value = serde_json::from_str(line).unwrap_or_default();
+                println!("  {}", v["msg"].as_str().unwrap_or(line));
+            }
+        }
+    }
 }

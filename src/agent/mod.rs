@@ -186,6 +186,8 @@ pub struct Agent<'a> {
     pub skill_files: Arc<crate::tools::SkillFiles>,
     /// The skills part of the system prompt (`prompt::skills_section`; empty in a sub-agent).
     pub skills_prompt: String,
+    /// The language servers (None: none is configured or detected for the project).
+    pub lsp: Option<crate::tools::lsp::Lsp>,
 }
 
 /// The tools of the session's MCP servers as the agent offers them: rebuilt before a model call
@@ -245,6 +247,8 @@ pub struct Setup<'a> {
     pub yolo: bool,
     /// The session's Agent Skills.
     pub skills: Arc<crate::skills::Skills>,
+    /// The language servers (their tools are offered, the file tools report their diagnostics).
+    pub lsp: Option<crate::tools::lsp::Lsp>,
 }
 
 impl<'a> Agent<'a> {
@@ -256,7 +260,7 @@ impl<'a> Agent<'a> {
         let transcript = Some(transcript::Transcript::new(&s.config.data_dir, false));
         Agent {
             system: prompt::for_config(&s.config, &s.model),
-            tools: subagent::main_agent_tools(&options.disabled_tools),
+            tools: subagent::main_agent_tools(&options.disabled_tools, s.lsp.as_ref()),
             permissions: Permissions::new(s.yolo, allowed),
             max_steps: options.max_steps.unwrap_or(100) as usize,
             auto_summarize: !options.disable_auto_summarize,
@@ -277,6 +281,7 @@ impl<'a> Agent<'a> {
             prompt_id: String::new(),
             env_file: None,
             config: Some(s.config),
+            lsp: s.lsp,
             mcp: s.mcp,
             skill_files: Arc::new(s.skills.files()),
             skills_prompt: prompt::skills_section(&s.skills.prompt_listing()),
@@ -289,10 +294,7 @@ impl<'a> Agent<'a> {
 fn provider_secrets(loaded: &crate::config::Loaded) -> Vec<(String, String)> {
     let catalog = loaded.catalog.get();
     let mut out: Vec<(String, String)> = Vec::new();
-    for p in loaded
-        .providers_with(&catalog.providers)
-        .unwrap_or_default()
-    {
+    for p in loaded.providers_with(&catalog.providers).ready {
         let Some(key) = p.endpoint.api_key else {
             continue;
         };

@@ -37,18 +37,47 @@ Rules:\n\
 - When a tool call is refused or fails, read the reason and adapt; do not repeat the same call.\n\
 - Follow the conventions of the project and of any context files below.\n";
 
+/// One entry of the context paths: a file or directory, and whether what it names must lie
+/// inside the project (entries a project's files or the model set, and the default names, which
+/// are project files; crush(1) SECURITY). The user's own entries may point anywhere.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContextEntry {
+    pub path: String,
+    pub confined: bool,
+}
+
+impl ContextEntry {
+    pub fn project(path: &str) -> ContextEntry {
+        ContextEntry {
+            path: path.to_string(),
+            confined: true,
+        }
+    }
+    pub fn user(path: &str) -> ContextEntry {
+        ContextEntry {
+            path: path.to_string(),
+            confined: false,
+        }
+    }
+}
+
 /// Files from `entries` (relative to `cwd`, `~/` expanded), directories walked recursively in
-/// name order, deduplicated by path in first-seen order, missing ones skipped.
-pub fn context_files(cwd: &Path, entries: &[String]) -> Vec<PathBuf> {
+/// name order, deduplicated by path in first-seen order, missing ones skipped. A file of a
+/// confined entry whose real path (symbolic links followed) is outside `project_root` is left
+/// out and logged.
+pub fn context_files(cwd: &Path, project_root: &Path, entries: &[ContextEntry]) -> Vec<PathBuf> {
+    let root = project_root
+        .canonicalize()
+        .unwrap_or_else(|_| project_root.to_path_buf());
     let mut out: Vec<PathBuf> = Vec::new();
     for e in entries {
-        let p = crate::paths::resolve(cwd, e);
-        collect(&p, &mut out);
+        let p = crate::paths::resolve(cwd, &e.path);
+        collect(&p, e.confined.then_some(root.as_path()), &mut out);
     }
     out
 }
 
-fn collect(p: &Path, out: &mut Vec<PathBuf>) {
+fn collect(p: &Path, inside: Option<&Path>, out: &mut Vec<PathBuf>) {
     if p.is_dir() {
         let mut children: Vec<PathBuf> = match std::fs::read_dir(p) {
             Ok(rd) => rd.filter_map(|e| e.ok().map(|e| e.path())).collect(),
@@ -56,9 +85,18 @@ fn collect(p: &Path, out: &mut Vec<PathBuf>) {
         };
         children.sort();
         for c in children {
-            collect(&c, out);
+            collect(&c, inside, out);
         }
     } else if p.is_file() {
+        if let Some(root) = inside
+            && !p.canonicalize().is_ok_and(|real| real.starts_with(root))
+        {
+            crate::log::warn(&format!(
+                "context file {} left out: it is outside the project, and only your own configuration may name such files",
+                p.display()
+            ));
+            return;
+        }
         // Case-insensitive file systems would list CLAUDE.md and claude.md twice.
         let key = p.to_string_lossy().to_lowercase();
         if !out
@@ -92,12 +130,70 @@ fn git_status(cwd: &Path) -> Option<String> {
 pub struct PromptInputs<'a> {
     pub cwd: &'a Path,
     pub project_root: &'a Path,
-    /// Project context entries (defaults first, then the user's).
-    pub context_paths: &'a [String],
+    /// Project context entries (defaults first, then the configured ones).
+    pub context_paths: &'a [ContextEntry],
     /// Global context entries (`~/.config/crush/CRUSH.md`...).
-    pub global_context_paths: &'a [String],
+    pub global_context_paths: &'a [ContextEntry],
     pub model: &'a str,
     pub prefix: Option<&'a str>,
+    /// How commits the agent makes are attributed (`options.attribution`).
+    pub attribution: Attribution,
+}
+
+/// `options.attribution` as Go Crush reads it: `trailer_style` none, co-authored-by or
+/// assisted-by (the default; the deprecated `co_authored_by: true/false` means co-authored-by
+/// or none), and `generated_with` (default true).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Attribution {
+    pub trailer: Option<&'static str>,
+    pub generated_with: bool,
+}
+
+impl Attribution {
+    pub fn from_config(v: &serde_json::Value) -> Attribution {
+        let style = v
+            .get("trailer_style")
+            .and_then(|s| s.as_str())
+            .unwrap_or("");
+        let style = match (style, v.get("co_authored_by").and_then(|b| b.as_bool())) {
+            ("", Some(true)) => "co-authored-by",
+            ("", Some(false)) => "none",
+            ("", None) => "assisted-by",
+            (s, _) => s,
+        };
+        Attribution {
+            trailer: match style {
+                "co-authored-by" => Some("co-authored-by"),
+                "assisted-by" => Some("assisted-by"),
+                _ => None,
+            },
+            generated_with: v
+                .get("generated_with")
+                .and_then(|b| b.as_bool())
+                .unwrap_or(true),
+        }
+    }
+
+    /// The commit instructions for the system prompt (as Go Crush gives them in its bash tool
+    /// description), or "" when nothing is to be added.
+    fn instructions(&self, model: &str) -> String {
+        let mut lines = Vec::new();
+        if self.generated_with {
+            lines.push("💘 Generated with Crush".to_string());
+        }
+        match self.trailer {
+            Some("assisted-by") => lines.push(format!("Assisted-by: Crush:{model}")),
+            Some(_) => lines.push("Co-Authored-By: Crush <crush@charm.land>".to_string()),
+            None => {}
+        }
+        if lines.is_empty() {
+            return String::new();
+        }
+        format!(
+            "\n<git_commits>\nCommit only when the user asks. When you create a git commit, end its message with these lines, each after a blank line, exactly as written:\n\n{}\n</git_commits>\n",
+            lines.join("\n\n")
+        )
+    }
 }
 
 pub fn system_prompt(inp: &PromptInputs) -> String {
@@ -123,13 +219,14 @@ pub fn system_prompt(inp: &PromptInputs) -> String {
     s.push_str(&format!("Today's date: {}\n", crate::time::today()));
     s.push_str(&format!("Model: {}\n", inp.model));
     s.push_str("</env>\n");
+    s.push_str(&inp.attribution.instructions(inp.model));
     if is_git && let Some(st) = git_status(inp.cwd) {
         s.push_str("\n<git_status>\n");
         s.push_str(&st);
         s.push_str("\n</git_status>\n");
     }
-    let mut files = context_files(inp.cwd, inp.global_context_paths);
-    for f in context_files(inp.cwd, inp.context_paths) {
+    let mut files = context_files(inp.cwd, inp.project_root, inp.global_context_paths);
+    for f in context_files(inp.cwd, inp.project_root, inp.context_paths) {
         if !files.contains(&f) {
             files.push(f);
         }
@@ -163,26 +260,47 @@ pub fn system_prompt(inp: &PromptInputs) -> String {
     s
 }
 
+/// The context entries of `options.<key>`, each confined to the project unless the user's own
+/// configuration set it (crush(1) SECURITY).
+fn configured_entries(
+    loaded: &crate::config::Loaded,
+    key: &str,
+    list: &[String],
+) -> Vec<ContextEntry> {
+    list.iter()
+        .enumerate()
+        .map(|(i, p)| ContextEntry {
+            path: p.clone(),
+            confined: !loaded.set_by_user(&format!("/options/{key}/{i}")),
+        })
+        .collect()
+}
+
 /// The system prompt for `model` under the configuration `loaded` (its context paths, the
 /// provider's prefix).
 pub fn for_config(loaded: &crate::config::Loaded, model: &crate::config::ResolvedModel) -> String {
     let opts = &loaded.config.options;
-    let mut context_paths: Vec<String> = DEFAULT_CONTEXT_PATHS
+    let mut context_paths: Vec<ContextEntry> = DEFAULT_CONTEXT_PATHS
         .iter()
-        .map(|s| s.to_string())
+        .map(|s| ContextEntry::project(s))
         .collect();
-    context_paths.extend(opts.context_paths.iter().cloned());
-    let mut global_context = vec![
-        crate::paths::global_config_dir()
-            .join("CRUSH.md")
-            .to_string_lossy()
-            .into_owned(),
-        crate::paths::user_config_home()
-            .join("AGENTS.md")
-            .to_string_lossy()
-            .into_owned(),
-    ];
-    global_context.extend(opts.global_context_paths.iter().cloned());
+    context_paths.extend(configured_entries(
+        loaded,
+        "context_paths",
+        &opts.context_paths,
+    ));
+    let mut global_context: Vec<ContextEntry> = [
+        crate::paths::global_config_dir().join("CRUSH.md"),
+        crate::paths::user_config_home().join("AGENTS.md"),
+    ]
+    .iter()
+    .map(|p| ContextEntry::user(&p.to_string_lossy()))
+    .collect();
+    global_context.extend(configured_entries(
+        loaded,
+        "global_context_paths",
+        &opts.global_context_paths,
+    ));
     system_prompt(&PromptInputs {
         cwd: &loaded.cwd,
         project_root: &loaded.project_root,
@@ -190,6 +308,7 @@ pub fn for_config(loaded: &crate::config::Loaded, model: &crate::config::Resolve
         global_context_paths: &global_context,
         model: &model.model.id,
         prefix: model.provider.system_prompt_prefix.as_deref(),
+        attribution: Attribution::from_config(&opts.attribution),
     })
 }
 
@@ -225,13 +344,13 @@ mod tests {
         std::fs::create_dir_all(d.join("docs/b")).unwrap();
         std::fs::write(d.join("docs/z.md"), "z").unwrap();
         std::fs::write(d.join("docs/b/a.md"), "a").unwrap();
-        let mut entries: Vec<String> = DEFAULT_CONTEXT_PATHS
+        let mut entries: Vec<ContextEntry> = DEFAULT_CONTEXT_PATHS
             .iter()
-            .map(|s| s.to_string())
+            .map(|s| ContextEntry::project(s))
             .collect();
-        entries.push("docs/".into());
-        entries.push("AGENTS.md".into());
-        let files = context_files(d, &entries);
+        entries.push(ContextEntry::project("docs/"));
+        entries.push(ContextEntry::project("AGENTS.md"));
+        let files = context_files(d, d, &entries);
         let names: Vec<String> = files
             .iter()
             .map(|f| f.strip_prefix(d).unwrap().to_string_lossy().into_owned())
@@ -247,6 +366,7 @@ mod tests {
             global_context_paths: &[],
             model: "m",
             prefix: None,
+            attribution: Attribution::from_config(&serde_json::json!({})),
         };
         let a = system_prompt(&inputs);
         assert!(a.contains("<file path=") && a.contains("claude"));
@@ -254,6 +374,62 @@ mod tests {
             a,
             system_prompt(&inputs),
             "the prompt must be deterministic"
+        );
+    }
+
+    #[test]
+    fn project_entries_stay_inside_the_project() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().join("p");
+        let outside = t.path().join("secret.txt");
+        std::fs::create_dir_all(root.join("docs")).unwrap();
+        std::fs::write(&outside, "secret").unwrap();
+        std::fs::write(root.join("docs/ok.md"), "ok").unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("CLAUDE.md")).unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("docs/link.md")).unwrap();
+        let o = outside.to_string_lossy();
+        let files = context_files(
+            &root,
+            &root,
+            &[
+                ContextEntry::project("CLAUDE.md"),
+                ContextEntry::project("../secret.txt"),
+                ContextEntry::project(&o),
+                ContextEntry::project("docs"),
+            ],
+        );
+        assert_eq!(files, vec![root.join("docs/ok.md")]);
+        // The user's own entries may point anywhere.
+        let files = context_files(&root, &root, &[ContextEntry::user(&o)]);
+        assert_eq!(files, vec![outside.clone()]);
+    }
+
+    #[test]
+    fn attribution_as_go_crush_asks_for_it() {
+        use serde_json::json;
+        let text = |v: serde_json::Value| Attribution::from_config(&v).instructions("m1");
+        let dflt = text(json!(null));
+        assert!(
+            dflt.contains("💘 Generated with Crush\n\nAssisted-by: Crush:m1\n</git_commits>"),
+            "{dflt}"
+        );
+        let co = text(json!({"trailer_style": "co-authored-by", "generated_with": false}));
+        assert!(
+            co.contains("\n\nCo-Authored-By: Crush <crush@charm.land>\n"),
+            "{co}"
+        );
+        assert!(!co.contains("Generated with"), "{co}");
+        assert_eq!(
+            text(json!({"co_authored_by": true})),
+            text(json!({"trailer_style": "co-authored-by"}))
+        );
+        assert_eq!(
+            text(json!({"co_authored_by": false, "generated_with": false})),
+            ""
+        );
+        assert_eq!(
+            text(json!({"trailer_style": "none", "generated_with": false})),
+            ""
         );
     }
 }

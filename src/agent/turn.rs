@@ -230,6 +230,9 @@ impl Agent<'_> {
             }
             partial.clear();
         }
+        if let LlmError::TooLarge { .. } = err {
+            cut_runaway(&mut partial);
+        }
         self.commit_end("error", &partial, err.to_string())?;
         Ok(Some(Stop::Error(err)))
     }
@@ -539,6 +542,26 @@ impl Agent<'_> {
             provider: assistant.then(|| self.model.provider.id.clone()),
         }
     }
+}
+
+/// How much of a reply cut for being too large is stored (and sent again with the session).
+pub(crate) const KEPT_OF_RUNAWAY: usize = 64 * 1024;
+
+/// A runaway reply is stored cut to its first [`KEPT_OF_RUNAWAY`] bytes with a marker, so the
+/// session stays small enough to continue (crush(1) SESSION STORE).
+fn cut_runaway(partial: &mut String) {
+    if partial.len() <= KEPT_OF_RUNAWAY {
+        return;
+    }
+    let mut end = KEPT_OF_RUNAWAY;
+    while !partial.is_char_boundary(end) {
+        end -= 1;
+    }
+    let dropped = partial.len() - end;
+    partial.truncate(end);
+    partial.push_str(&format!(
+        "\n\n[crush: this reply was cut for being too large; {dropped} more bytes were not kept]"
+    ));
 }
 
 #[cfg(test)]

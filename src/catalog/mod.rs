@@ -102,7 +102,7 @@ impl fmt::Display for Origin {
         match self {
             Origin::Embedded => f.write_str("the embedded copy"),
             Origin::Cache(p) => write!(f, "the cache {}", p.display()),
-            Origin::Downloaded(u) => write!(f, "{u}"),
+            Origin::Downloaded(u) => write!(f, "{}", crate::net::redact_url(u)),
         }
     }
 }
@@ -280,7 +280,8 @@ pub fn load(settings: &Settings) -> (Catalog, Vec<String>) {
         Err(e) => {
             let fallback = cached.unwrap_or_else(embedded);
             warnings.push(format!(
-                "cannot refresh the provider catalog from {url}: {e}; using {fallback} (set CRUSH_DISABLE_PROVIDER_AUTO_UPDATE=1 to stop trying)",
+                "cannot refresh the provider catalog from {}: {e}; using {fallback} (set CRUSH_DISABLE_PROVIDER_AUTO_UPDATE=1 to stop trying)",
+                crate::net::redact_url(&url),
                 fallback = fallback.origin
             ));
             fallback
@@ -368,16 +369,18 @@ pub fn update_providers(arg: Option<&str>, settings: &Settings) -> Result<String
                     etag: etag.filter(|_| *u == settings.url()),
                     ..Default::default()
                 };
-                (bytes, meta, u.clone())
+                (bytes, meta, crate::net::redact_url(u))
             }
             Ok(store::Fetched::NotModified) => {
                 return Err(UpdateError::Runtime(format!(
-                    "{u}: HTTP 304 to a request without If-None-Match"
+                    "{}: HTTP 304 to a request without If-None-Match",
+                    crate::net::redact_url(u)
                 )));
             }
             Err(e) => {
                 return Err(UpdateError::Runtime(format!(
-                    "cannot download the provider catalog from {u}: {e}"
+                    "cannot download the provider catalog from {}: {e}",
+                    crate::net::redact_url(u)
                 )));
             }
         },
@@ -476,5 +479,23 @@ mod tests {
         assert!(matches!(e, UpdateError::Input(_)), "{e}");
         assert!(e.to_string().contains("empty"), "{e}");
         assert_eq!(std::fs::read(store::cache_path(t.path())).unwrap(), before);
+    }
+
+    #[test]
+    fn credentials_in_a_catalog_url_are_never_shown() {
+        let t = tempfile::tempdir().unwrap();
+        let e = update_providers(
+            Some("http://user:pw-secret@127.0.0.1:1/p.json?key=q-secret"),
+            &settings(t.path()),
+        )
+        .unwrap_err();
+        let text = match e {
+            UpdateError::Input(m) | UpdateError::Runtime(m) => m,
+        };
+        assert!(text.contains("****@127.0.0.1:1"), "{text}");
+        assert!(
+            !text.contains("pw-secret") && !text.contains("q-secret"),
+            "{text}"
+        );
     }
 }

@@ -57,7 +57,7 @@ pub fn write_meta(dir: &Path, meta: &Meta) -> Result<(), String> {
 /// any failure `path` is untouched.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)
+    crate::fsutil::private_dir(dir)
         .map_err(|e| format!("cannot create the directory {}: {e}", dir.display()))?;
     crate::fsutil::write_atomic(path, bytes)
         .map_err(|e| format!("cannot write {}: {e}", path.display()))

@@ -1,6 +1,7 @@
 //! `crush config show [--origin] [--json]`, `crush dirs` and `crush trust [--revoke]`.
 
-use crate::config::{ConfigError, Loaded, Origin, layers, pos, state};
+use crate::config::pos::{self, dotted};
+use crate::config::{ConfigError, Loaded, Origin, layers, state};
 use crate::paths;
 use serde_json::{Map, Value, json};
 
@@ -8,6 +9,8 @@ use serde_json::{Map, Value, json};
 const SECRET_KEYS: &[&str] = &["api_key", "oauth_client_secret", "oauth_token", "oauth"];
 /// Header and environment maps whose values may be secrets.
 const SECRET_MAPS: &[&str] = &["extra_headers", "headers", "env"];
+/// Keys whose values are URLs: shown with their user, password and query values hidden.
+const URL_KEYS: &[&str] = &["base_url", "url", "api_endpoint"];
 
 fn mask(v: &mut Value, key: Option<&str>, in_map: bool) {
     match v {
@@ -18,6 +21,9 @@ fn mask(v: &mut Value, key: Option<&str>, in_map: bool) {
             }
         }
         Value::Array(a) => a.iter_mut().for_each(|x| mask(x, key, in_map)),
+        Value::String(s) if !in_map && key.is_some_and(|k| URL_KEYS.contains(&k)) => {
+            *s = crate::net::redact_url(s)
+        }
         Value::String(s)
             if (in_map || key.is_some_and(|k| SECRET_KEYS.contains(&k)))
                 && !s.contains('$')
@@ -27,30 +33,6 @@ fn mask(v: &mut Value, key: Option<&str>, in_map: bool) {
         }
         _ => {}
     }
-}
-
-/// `options.context_paths[0]`, `providers."a.b".api_key`.
-pub fn dotted(ptr: &str) -> String {
-    let mut out = String::new();
-    for seg in ptr.trim_start_matches('/').split('/') {
-        let seg = seg.replace("~1", "/").replace("~0", "~");
-        if !seg.is_empty() && seg.chars().all(|c| c.is_ascii_digit()) && !out.is_empty() {
-            out.push_str(&format!("[{seg}]"));
-            continue;
-        }
-        if !out.is_empty() {
-            out.push('.');
-        }
-        if seg
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '$')
-        {
-            out.push_str(&seg);
-        } else {
-            out.push_str(&format!("{seg:?}"));
-        }
-    }
-    out
 }
 
 fn leaves(v: &Value, ptr: String, out: &mut Vec<(String, Value)>) {
@@ -167,7 +149,7 @@ pub fn dirs(loaded: &Loaded) -> String {
         .iter()
         .filter(|_| !loaded.trust.allowed())
     {
-        if let Some(p) = item.strip_prefix("crushrc ") {
+        if let Some(p) = item.text.strip_prefix("crushrc ") {
             out.push_str(&format!("untrusted\t{p}\n"));
         }
     }
@@ -187,19 +169,22 @@ pub fn trust(cwd: &std::path::Path, revoke: bool) -> Result<String, ConfigError>
     if revoke {
         return Ok(if state::revoke_trust(&review.project_root).map_err(io)? {
             format!(
-                "Trust revoked for {root}: its crushrc files, hooks, MCP and LSP servers and $(...) values will not run.\n"
+                "Trust revoked for {root}: its crushrc files, hooks, MCP and LSP servers, $(...) values and settings that need trust will not be used.\n"
             )
         } else {
             format!("{root} was not trusted.\n")
         });
     }
+    state::record_trust(&review.project_root, &review.hash).map_err(io)?;
     if !review.needs_trust() {
+        // Still recorded: language servers found on PATH start only in a trusted project.
         return Ok(format!(
-            "{root} has no crushrc, hooks, MCP or LSP servers or $(...) values of its own: nothing to trust.\n"
+            "Trusted {root}: it has no crushrc, hooks, MCP or LSP servers, $(...) values or settings \
+             that need trust; language servers found on PATH may start in it. Undo with 'crush \
+             trust --revoke'.\n"
         ));
     }
-    state::record_trust(&review.project_root, &review.hash).map_err(io)?;
-    let mut out = format!("Trusted {root}. These will run from now on:\n");
+    let mut out = format!("Trusted {root}. These will run or apply from now on:\n");
     for it in &review.items {
         out.push_str(&format!("  {it}\n"));
     }
@@ -212,19 +197,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn dotted_paths() {
-        assert_eq!(
-            dotted("/options/context_paths/0"),
-            "options.context_paths[0]"
-        );
-        assert_eq!(
-            dotted("/providers/a.b/api_key"),
-            "providers.\"a.b\".api_key"
-        );
-        assert_eq!(dotted("/x~1y"), "\"x/y\"");
-    }
-
-    #[test]
     fn secrets_are_masked_unless_templates() {
         let mut v = json!({"providers": {"p": {"api_key": "sk-live", "extra_headers": {"A": "tok", "B": "$T"}}},
             "mcp": {"m": {"env": {"K": "v"}, "command": "x"}}, "env": {"AWS_PROFILE": "dev"}});
@@ -234,5 +206,11 @@ mod tests {
         assert_eq!(v["providers"]["p"]["extra_headers"]["A"], json!("********"));
         assert_eq!(v["mcp"]["m"]["command"], json!("x"));
         assert_eq!(v["mcp"]["m"]["env"]["K"], json!("********"));
+        let mut v = json!({"providers": {"p": {"base_url": "https://u:pw@h/v1?key=k"}}});
+        mask(&mut v, None, false);
+        assert_eq!(
+            v["providers"]["p"]["base_url"],
+            json!("https://****@h/v1?key=****")
+        );
     }
 }

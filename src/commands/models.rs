@@ -1,9 +1,10 @@
-//! `crush models [QUERY] [--json]`: every model of the configured providers, then those of the
-//! catalog providers that are not configured (and why), filtered by a case-insensitive QUERY.
+//! `crush models [QUERY] [--json]`: every model of the configured providers, then the providers
+//! the configuration defines that cannot be used (and why), then those of the catalog providers
+//! that are not configured (and what they need), filtered by a case-insensitive QUERY.
 
 use crate::catalog::{Catalog, Model, Provider as CatalogProvider, ProviderType};
 
-use crate::config::{ConfigError, Loaded, Provider};
+use crate::config::{ConfigError, Loaded, ProviderTable};
 use serde_json::{Value, json};
 use std::fmt::Write;
 
@@ -11,7 +12,10 @@ use std::fmt::Write;
 #[derive(Debug, Clone)]
 pub struct Row {
     pub provider: String,
+    /// The model; for a provider without any, a placeholder (`no_models`).
     pub model: Model,
+    /// The provider lists no model: the row stands for the provider itself.
+    pub no_models: bool,
     pub configured: bool,
     /// For a provider that is not configured: what it needs (`set $ANTHROPIC_API_KEY`, ...).
     pub status: String,
@@ -21,7 +25,11 @@ pub struct Row {
 
 impl Row {
     pub fn full_id(&self) -> String {
-        format!("{}/{}", self.provider, self.model.id)
+        if self.no_models {
+            format!("{}/-", self.provider)
+        } else {
+            format!("{}/{}", self.provider, self.model.id)
+        }
     }
 
     fn matches(&self, query: &str) -> bool {
@@ -39,7 +47,7 @@ impl Row {
         let priced = m.cost_per_1m_in.is_some() && m.cost_per_1m_out.is_some();
         json!({
             "provider": self.provider,
-            "model": m.id,
+            "model": if self.no_models { Value::Null } else { json!(m.id) },
             "name": m.name.as_deref().unwrap_or(&m.id),
             "configured": self.configured,
             "status": self.status,
@@ -72,10 +80,44 @@ fn needs(p: &CatalogProvider) -> String {
     }
 }
 
-/// The rows: configured providers first (in the order models are resolved), then the rest of
-/// the catalog.
-pub fn rows(loaded: &Loaded, catalog: &Catalog) -> Result<Vec<Row>, ConfigError> {
-    let providers: Vec<Provider> = loaded.providers_with(&catalog.providers)?;
+/// A row per model of `models`, or one standing for the provider when it lists none.
+fn provider_rows(
+    id: &str,
+    models: &[Model],
+    configured: bool,
+    status: &str,
+    role: &dyn Fn(&str) -> Vec<&'static str>,
+) -> Vec<Row> {
+    if models.is_empty() {
+        return vec![Row {
+            provider: id.to_string(),
+            model: Model::default(),
+            no_models: true,
+            configured,
+            status: status.to_string(),
+            role: Vec::new(),
+        }];
+    }
+    models
+        .iter()
+        .map(|m| Row {
+            provider: id.to_string(),
+            model: m.clone(),
+            no_models: false,
+            configured,
+            status: status.to_string(),
+            role: role(&m.id),
+        })
+        .collect()
+}
+
+/// The rows: configured providers first (in the order models are resolved), then the providers
+/// the configuration defines that cannot be used, then the rest of the catalog.
+pub fn rows(
+    loaded: &Loaded,
+    catalog: &Catalog,
+    table: &ProviderTable,
+) -> Result<Vec<Row>, ConfigError> {
     let large = loaded
         .resolve_model_with(&catalog.providers, None, false)
         .ok();
@@ -87,47 +129,53 @@ pub fn rows(loaded: &Loaded, catalog: &Catalog) -> Result<Vec<Row>, ConfigError>
             .is_some_and(|r| r.provider.id == p && r.model.id == m)
     };
     let mut out = Vec::new();
-    for p in &providers {
-        for m in &p.models {
+    for p in &table.ready {
+        let role = |m: &str| {
             let mut role = Vec::new();
-            if is(&large, &p.id, &m.id) {
+            if is(&large, &p.id, m) {
                 role.push("large");
             }
-            if is(&small, &p.id, &m.id) {
+            if is(&small, &p.id, m) {
                 role.push("small");
             }
-            out.push(Row {
-                provider: p.id.clone(),
-                model: m.clone(),
-                configured: true,
-                status: "configured".into(),
-                role,
-            });
-        }
+            role
+        };
+        let status = if p.models.is_empty() {
+            format!(
+                "configured, no models listed: add providers.{}.models or use -m {}/MODEL",
+                p.id, p.id
+            )
+        } else {
+            "configured".to_string()
+        };
+        out.extend(provider_rows(&p.id, &p.models, true, &status, &role));
     }
-    for c in &catalog.providers {
-        if providers.iter().any(|p| p.id == c.id.as_str()) {
-            continue;
-        }
-        let disabled = loaded
+    let none = |_: &str| Vec::new();
+    for u in &table.unusable {
+        let mut models = loaded
             .config
             .providers
-            .get(c.id.as_str())
-            .is_some_and(|u| u.disable);
+            .get(&u.id)
+            .map(|p| p.models.clone())
+            .unwrap_or_default();
+        if let Some(c) = catalog.providers.iter().find(|c| c.id.as_str() == u.id) {
+            models = crate::catalog::merge_models(&models, &c.models);
+        }
+        let status = format!("unusable: {}", u.reason);
+        out.extend(provider_rows(&u.id, &models, false, &status, &none));
+    }
+    for c in loaded.catalog_in_use(&catalog.providers) {
+        let id = c.id.as_str();
+        if out.iter().any(|r| r.provider == id) {
+            continue;
+        }
+        let disabled = loaded.config.providers.get(id).is_some_and(|u| u.disable);
         let status = if disabled {
             "disabled in crush.json".to_string()
         } else {
             needs(c)
         };
-        for m in &c.models {
-            out.push(Row {
-                provider: c.id.to_string(),
-                model: m.clone(),
-                configured: false,
-                status: status.clone(),
-                role: Vec::new(),
-            });
-        }
+        out.extend(provider_rows(id, &c.models, false, &status, &none));
     }
     Ok(out)
 }
@@ -204,7 +252,7 @@ pub fn render(rows: &[Row], query: Option<&str>, as_json: bool) -> String {
 
 /// `crush models [QUERY] [--json]`.
 pub fn models(loaded: &Loaded, query: Option<&str>, as_json: bool) -> Result<String, ConfigError> {
-    let rows = rows(loaded, loaded.catalog.get())?;
+    let rows = rows(loaded, loaded.catalog.get(), &loaded.providers())?;
     Ok(render(&rows, query, as_json))
 }
 

@@ -21,12 +21,25 @@ pub struct Outcome {
     pub summary: String,
     /// Text the command prints (`model large` without a model prints the current one).
     pub print: Option<String>,
+    /// Something to warn about though the command did not fail: a removal of something that is
+    /// not defined is a no-op, as in Go Crush (a crushrc goes on; the warning names its line).
+    pub warning: Option<String>,
 }
 
 fn done(summary: impl Into<String>) -> Result<Outcome, String> {
     Ok(Outcome {
         summary: summary.into(),
+        ..Outcome::default()
+    })
+}
+
+/// A removal of something that is not there: nothing changes, with a warning.
+fn nothing_to_remove(what: String) -> Result<Outcome, String> {
+    let summary = format!("{what} to remove: nothing changed");
+    Ok(Outcome {
+        summary: summary.clone(),
         print: None,
+        warning: Some(summary),
     })
 }
 
@@ -72,7 +85,10 @@ pub fn apply(cfg: &mut Value, args: &[String]) -> Result<Outcome, String> {
             format!("{name}: {e}")
         }
     })?;
-    *cfg = work;
+    // A no-op with a warning leaves the value as it was.
+    if out.warning.is_none() {
+        *cfg = work;
+    }
     Ok(out)
 }
 
@@ -647,6 +663,7 @@ fn model(cfg: &mut Value, args: &[String]) -> Result<Outcome, String> {
                 return Ok(Outcome {
                     summary: format!("model {which} is {}", display_or_none(&cur)),
                     print: Some(cur),
+                    warning: None,
                 });
             }
             let (mut sel, flags) = if rest[0].starts_with("--") {
@@ -729,7 +746,7 @@ fn model(cfg: &mut Value, args: &[String]) -> Result<Outcome, String> {
                 _ => false,
             };
             if !removed {
-                return Err(format!("remove {r}: provider '{p}' has no model '{id}'"));
+                return nothing_to_remove(format!("no model '{id}' of provider '{p}'"));
             }
             if let Some(Value::Array(list)) = obj_at(cfg, &["providers", p]).get_mut("models") {
                 list.retain(|x| x.get("id").and_then(Value::as_str) != Some(id));
@@ -784,28 +801,11 @@ fn permissions(cfg: &mut Value, args: &[String]) -> Result<Outcome, String> {
 // ---------------------------------------------------------------------------------------------
 // provider, hook, mcp, lsp
 
-const PROVIDER_TYPES: &[&str] = &[
-    "anthropic",
-    "openai",
-    "openai-compat",
-    "openrouter",
-    "vercel",
-    "google",
-    "azure",
-    "bedrock",
-    "google-vertex",
-    "hyper",
-    "litellm",
-    "llamacpp",
-    "lmstudio",
-    "ollama",
-    "omlx",
-    "vllm",
-];
-
 const PROVIDER_FLAGS: &[F] = &[
     f("name", K::Str, "name"),
-    f("type", K::Enum(PROVIDER_TYPES), "type"),
+    // Stored as given, as Go Crush does: a type this build cannot call makes the provider
+    // unusable (a warning naming it; `crush models` says why), never a failed load.
+    f("type", K::Str, "type"),
     f("api-key", K::Str, "api_key"),
     f("base-url", K::Str, "base_url"),
     f("disable", K::Bool, "disable"),
@@ -847,7 +847,9 @@ fn verb_name<'a>(args: &'a [String], what: &str) -> Result<(&'a str, &'a str), S
 fn provider(cfg: &mut Value, args: &[String]) -> Result<Outcome, String> {
     let (verb, id) = verb_name(args, "provider")?;
     if verb == "remove" {
-        remove(cfg, &["providers", id]).ok_or_else(|| format!("no provider '{id}' to remove"))?;
+        if remove(cfg, &["providers", id]).is_none() {
+            return nothing_to_remove(format!("no provider '{id}'"));
+        }
         return done(format!("provider {id} removed"));
     }
     // Creates the provider, or updates the given fields of one a lower layer defined.
@@ -942,6 +944,9 @@ fn hook(cfg: &mut Value, args: &[String]) -> Result<Outcome, String> {
             Some(n) => format!("hook {event} '{n}'"),
             None => format!("hooks of {event}"),
         };
+        if removed == 0 {
+            return nothing_to_remove(format!("no {what}"));
+        }
         return done(format!("{what} removed ({removed})"));
     }
     let mut h = json!({});
@@ -990,7 +995,9 @@ const MCP_FLAGS: &[F] = &[
 fn mcp(cfg: &mut Value, args: &[String]) -> Result<Outcome, String> {
     let (verb, name) = verb_name(args, "mcp")?;
     if verb == "remove" {
-        remove(cfg, &["mcp", name]).ok_or_else(|| format!("no MCP server '{name}' to remove"))?;
+        if remove(cfg, &["mcp", name]).is_none() {
+            return nothing_to_remove(format!("no MCP server '{name}'"));
+        }
         return done(format!("mcp {name} removed"));
     }
     let mut m = json!({"type": "stdio"});
@@ -1026,7 +1033,9 @@ const LSP_FLAGS: &[F] = &[
 fn lsp(cfg: &mut Value, args: &[String]) -> Result<Outcome, String> {
     let (verb, name) = verb_name(args, "lsp")?;
     if verb == "remove" {
-        remove(cfg, &["lsp", name]).ok_or_else(|| format!("no LSP server '{name}' to remove"))?;
+        if remove(cfg, &["lsp", name]).is_none() {
+            return nothing_to_remove(format!("no LSP server '{name}'"));
+        }
         return done(format!("lsp {name} removed"));
     }
     let mut l = json!({});
@@ -1162,16 +1171,37 @@ mod tests {
         assert_eq!(c["providers"]["local"]["models"][0]["id"], json!("m1"));
         ok(&mut c, "model rm local/m1");
         assert_eq!(c["providers"]["local"]["models"], json!([]));
-        assert!(err(&mut c, "model remove local/m1").contains("has no model"));
+        let o = run(&mut c, "model remove local/m1").unwrap();
+        assert_eq!(
+            o.warning.as_deref(),
+            Some("no model 'm1' of provider 'local' to remove: nothing changed")
+        );
         assert!(err(&mut c, "model add nope/m").contains("not defined"));
         assert!(err(&mut c, "model add local").contains("not PROVIDER/MODEL"));
         assert!(err(&mut c, "model add local/x --price-input cheap").contains("not a number"));
-        assert!(err(&mut c, "provider add x --type carrier-pigeon").contains("not one of"));
+        ok(&mut c, "provider add x --type gemini");
+        assert_eq!(c["providers"]["x"]["type"], json!("gemini"));
         assert!(err(&mut c, "provider add x --extra-header K").contains("KEY VALUE"));
         assert!(err(&mut c, "provider add x --extra-body [1]").contains("JSON object"));
         assert!(err(&mut c, "provider add x --base-url").contains("needs a value"));
         assert!(err(&mut c, "provider add 'a b'").contains("not a valid name"));
-        assert!(err(&mut c, "provider remove ghost").contains("no provider"));
+        let before = c.clone();
+        for line in [
+            "provider remove ghost",
+            "mcp remove ghost",
+            "lsp rm ghost",
+            "hook remove Stop --name ghost",
+            "hook remove Stop",
+        ] {
+            let o = run(&mut c, line).unwrap();
+            assert!(
+                o.warning
+                    .as_deref()
+                    .is_some_and(|w| w.contains("nothing changed")),
+                "{line}: {o:?}"
+            );
+        }
+        assert_eq!(c, before);
         ok(&mut c, "provider remove local");
         assert!(c["providers"].get("local").is_none());
     }
@@ -1251,7 +1281,12 @@ mod tests {
         assert!(err(&mut c, "mcp add s").contains("needs --command"));
         assert!(err(&mut c, "mcp add s --type http").contains("needs --url"));
         assert!(err(&mut c, "mcp add s --type pipe --command x").contains("not one of"));
-        assert!(err(&mut c, "mcp remove ghost").contains("no MCP server"));
+        assert!(
+            run(&mut c, "mcp remove ghost")
+                .unwrap()
+                .warning
+                .is_some_and(|w| w.contains("no MCP server 'ghost'"))
+        );
         ok(
             &mut c,
             r#"lsp add gopls --command gopls --filetypes go --filetypes mod --init-options '{"a":1}'"#,

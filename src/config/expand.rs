@@ -1,5 +1,7 @@
-//! Expansion of `$VAR`, `${VAR}`, `${VAR:-default}` and `$(command)` in config values (api_key,
-//! base_url, header values, MCP fields).
+//! Expansion of `$VAR`, `${VAR}`, `${VAR:-default}`, `${VAR:+alternative}`, `${VAR:?message}`
+//! and `$(command)` in config values (api_key, base_url, header values, MCP fields). Without the
+//! colon (`${VAR-d}`, `${VAR+a}`, `${VAR?m}`) a variable set to the empty string counts as set,
+//! as in the shell.
 //!
 //! `$(command)` runs `SHELL -c command` (crush's shell, `proc::shell_path`; stdout, trailing
 //! newlines removed) with the crushrc time limit; a project's values reach here only when the project is trusted (untrusted project
@@ -38,24 +40,46 @@ pub fn expand_with(
         match chars.peek().map(|&(_, c)| c) {
             Some('{') => {
                 let rest = &value[i + 2..];
-                let end = rest
-                    .find('}')
+                let end = closing_brace(rest)
                     .ok_or_else(|| "unclosed '${' (no closing '}')".to_string())?;
                 let inner = &rest[..end];
-                let (name, default) = match inner.find(":-") {
-                    Some(p) => (&inner[..p], Some(&inner[p + 2..])),
-                    None => (inner, None),
-                };
+                let name_len = inner
+                    .find(|c: char| !(c == '_' || c.is_ascii_alphanumeric()))
+                    .unwrap_or(inner.len());
+                let (name, op) = inner.split_at(name_len);
                 if !valid_name(name) {
                     return Err(
                         "a '${...}' without a valid variable name (letters, digits, '_')".into(),
                     );
                 }
-                let v = lookup(name).filter(|v| !v.is_empty());
-                match (v, default) {
-                    (Some(v), _) => out.push_str(&v),
-                    (None, Some(d)) => out.push_str(&expand_with(d, lookup, run)?),
-                    (None, None) => {}
+                let (colon, op) = match op.strip_prefix(':') {
+                    Some(o) => (true, o),
+                    None => (false, op),
+                };
+                let raw = lookup(name);
+                // With a colon, empty counts as unset.
+                let set = raw.as_ref().is_some_and(|v| !colon || !v.is_empty());
+                let word = op.get(1..).unwrap_or("");
+                match op.chars().next() {
+                    None if !colon => out.push_str(&raw.unwrap_or_default()),
+                    Some('-') if set => out.push_str(&raw.unwrap_or_default()),
+                    Some('-') => out.push_str(&expand_with(word, lookup, run)?),
+                    Some('+') if set => out.push_str(&expand_with(word, lookup, run)?),
+                    Some('+') => {}
+                    Some('?') if set => out.push_str(&raw.unwrap_or_default()),
+                    Some('?') => {
+                        let why = if word.is_empty() {
+                            "is not set".to_string()
+                        } else {
+                            format!("is not set: {}", expand_with(word, lookup, run)?)
+                        };
+                        return Err(format!("{name} {why}"));
+                    }
+                    _ => {
+                        return Err(format!(
+                            "'${{{name}...}}': unknown form (use ${{{name}}}, ${{{name}:-default}}, ${{{name}:+alternative}} or ${{{name}:?message}})"
+                        ));
+                    }
                 }
                 // Skip past the closing brace.
                 let stop = i + 2 + end;
@@ -113,6 +137,26 @@ fn valid_name(name: &str) -> bool {
     !name.is_empty()
         && !name.starts_with(|c: char| c.is_ascii_digit())
         && name.chars().all(|c| c == '_' || c.is_ascii_alphanumeric())
+}
+
+/// The byte index in `s` (what follows a `${`) of its closing `}`, counting nested `${...}`.
+fn closing_brace(s: &str) -> Option<usize> {
+    let mut depth = 1;
+    let mut prev = '\0';
+    for (i, c) in s.char_indices() {
+        match c {
+            '{' if prev == '$' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+        prev = c;
+    }
+    None
 }
 
 /// The byte index of the `)` closing a `$(` whose body starts at `start`.
@@ -238,6 +282,31 @@ mod tests {
     }
 
     #[test]
+    fn alternative_and_required_forms() {
+        assert_eq!(
+            expand("${KEY:+Bearer $KEY}", &env).unwrap(),
+            "Bearer sekret"
+        );
+        assert_eq!(expand("${NOPE:+x}", &env).unwrap(), "");
+        assert_eq!(expand("${EMPTY:+x}", &env).unwrap(), "");
+        assert_eq!(expand("${EMPTY+x}", &env).unwrap(), "x");
+        assert_eq!(expand("${EMPTY-d}", &env).unwrap(), "");
+        assert_eq!(expand("${NOPE:-${HOST}}/v1", &env).unwrap(), "h:1/v1");
+        assert_eq!(expand("${KEY:?needed}", &env).unwrap(), "sekret");
+        assert_eq!(
+            expand("${NOPE:?set NOPE to your key}", &env).unwrap_err(),
+            "NOPE is not set: set NOPE to your key"
+        );
+        assert_eq!(expand("${EMPTY:?}", &env).unwrap_err(), "EMPTY is not set");
+        assert_eq!(expand("${EMPTY?}", &env).unwrap(), "");
+        assert!(
+            expand("${KEY/x/y}", &env)
+                .unwrap_err()
+                .contains("unknown form")
+        );
+    }
+
+    #[test]
     fn command_substitution() {
         let run = |c: &str| -> Result<String, String> {
             match c {
@@ -338,7 +407,7 @@ mod tests {
             "sk-secretkey$",
             "sk-secretkey$ ",
             "${sk-secretkey",
-            "${sk-secretkey}",
+            "${sk/secretkey}",
             "sk-secretkey$(x",
         ] {
             let e = expand(v, &env).unwrap_err();

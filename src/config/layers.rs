@@ -36,6 +36,8 @@ pub struct LoadOptions {
     pub runtime: Value,
     /// `--trust`: trust the project for this invocation.
     pub trust: bool,
+    /// `--no-project-hooks`: the project's own hooks are left out, trusted or not.
+    pub no_project_hooks: bool,
 }
 
 /// Top-level keys of Crush's schema.
@@ -81,6 +83,19 @@ const KNOWN_OPTIONS: &[&str] = &[
     "claude_plugins",
 ];
 
+/// Whether `path` (`["options", "debug"]`) is a key of the schema crush knows.
+#[cfg(test)]
+pub fn is_known_key(path: &[&str]) -> bool {
+    match path {
+        [top] => KNOWN_TOP.contains(top),
+        ["options", k, ..] => KNOWN_OPTIONS.contains(k),
+        ["models", k, ..] => matches!(*k, "large" | "small"),
+        ["permissions", k, ..] => *k == "allowed_tools",
+        [top, ..] => KNOWN_TOP.contains(top),
+        [] => false,
+    }
+}
+
 /// The built-in defaults (layer 1).
 pub fn defaults() -> Value {
     json!({"options": {
@@ -125,6 +140,10 @@ struct Step {
 pub(crate) struct Fold {
     pub acc: Value,
     pub origins: Origins,
+    /// `--no-project-hooks`: the `hook add` calls of project crushrc files are dropped.
+    skip_project_hook_adds: bool,
+    /// Warnings of the records applied (`file:line: ...`): removals of what is not defined.
+    warnings: Vec<String>,
 }
 
 impl Fold {
@@ -132,6 +151,8 @@ impl Fold {
         Fold {
             acc: Value::Object(Map::new()),
             origins: Origins::new(),
+            skip_project_hook_adds: false,
+            warnings: Vec::new(),
         }
     }
 
@@ -169,8 +190,11 @@ impl Fold {
     fn records(&mut self, kind: LayerKind, recs: &[Record]) -> Result<(), ConfigError> {
         for r in recs {
             let mut new = self.acc.clone();
-            commands::apply(&mut new, &r.args)
+            let out = commands::apply(&mut new, &r.args)
                 .map_err(|e| ConfigError::File(format!("{}: {e}", r.place())))?;
+            if let Some(w) = out.warning {
+                self.warnings.push(format!("{}: {w}", r.place()));
+            }
             let (file, line) = (r.file.clone(), r.line);
             self.commit(new, &|_| Origin {
                 kind,
@@ -364,6 +388,15 @@ fn read_state(path: &Path, warnings: &mut Vec<String>) -> Value {
     }
 }
 
+/// A state file and the lines of its keys (for `config show --origin`).
+fn read_state_with_positions(path: &Path, warnings: &mut Vec<String>) -> (Value, Positions) {
+    let value = read_state(path, warnings);
+    let pos = std::fs::read_to_string(path)
+        .map(|t| pos::positions(&t))
+        .unwrap_or_default();
+    (value, pos)
+}
+
 /// The project's config files, in layer order (root first within a layer).
 fn find_project_files(
     cwd: &Path,
@@ -394,6 +427,19 @@ fn find_project_files(
         }
     }
     Ok(out)
+}
+
+/// The `.env` file of the working directory, if any (Go Crush loads it at start-up). One that
+/// cannot be read is a warning, not a failure.
+fn find_dotenv(cwd: &Path, warnings: &mut Vec<String>) -> Option<(PathBuf, String)> {
+    let p = cwd.join(".env");
+    match read_text(&p) {
+        Ok(t) => t.map(|t| (p, t)),
+        Err(e) => {
+            warnings.push(format!("{e}; the .env file is not loaded"));
+            None
+        }
+    }
 }
 
 /// Claude Code's `<project root>/.mcp.json`, read as the first (lowest) project `crush.json`
@@ -427,6 +473,7 @@ pub fn review_project(cwd: &Path) -> Result<trust::Review, ConfigError> {
     let project_root = paths::project_root(cwd);
     let mut warnings = Vec::new();
     let files = find_project_files(cwd, &project_root, &mut warnings)?;
+    let dotenv = find_dotenv(cwd, &mut warnings);
     let global_json = read_json_file(
         LayerKind::GlobalJson,
         &paths::global_config_dir().join("crush.json"),
@@ -434,7 +481,15 @@ pub fn review_project(cwd: &Path) -> Result<trust::Review, ConfigError> {
     )?;
     let claude = claude_project_files(cwd, &project_root, global_json.as_ref(), &files)?;
     let gstate = read_state(&state::global_path(), &mut warnings);
-    Ok(review_files(&project_root, &files, &claude, &gstate, false))
+    Ok(review_files(
+        &project_root,
+        cwd,
+        &files,
+        dotenv.as_ref(),
+        &claude,
+        &gstate,
+        false,
+    ))
 }
 
 /// The project's Claude Code settings files, unless the JSON files turn Claude Code's files
@@ -461,7 +516,9 @@ fn claude_project_files(
 
 fn review_files(
     project_root: &Path,
+    cwd: &Path,
     files: &[FoundFile],
+    dotenv: Option<&(PathBuf, String)>,
     claude: &[ClaudeHooks],
     gstate: &Value,
     once: bool,
@@ -483,7 +540,11 @@ fn review_files(
             Source::ClaudeSettings(&c.hooks),
         )
     }));
-    trust::review(project_root, &sources, gstate, once)
+    if let Some((p, text)) = dotenv {
+        // The `.env` goes into the process environment: the runtime, in layer terms.
+        sources.push((LayerKind::Runtime, p.clone(), Source::DotEnv(text)));
+    }
+    trust::review(project_root, cwd, &sources, gstate, once)
 }
 
 /// `CRUSH_*` environment overrides (crush(1) ENVIRONMENT) as a runtime layer value.
@@ -539,8 +600,17 @@ fn fold(mut f: Fold, steps: &mut [Step], scripts: &mut Vec<String>) -> Result<Fo
                 if !out.output.trim().is_empty() {
                     scripts.push(out.output);
                 }
-                f.records(step.kind, &out.records)?;
-                step.body = Body::Records(out.records);
+                let mut records = out.records;
+                if f.skip_project_hook_adds
+                    && matches!(
+                        step.kind,
+                        LayerKind::ProjectCrushrc | LayerKind::ProjectDotCrushrc
+                    )
+                {
+                    records.retain(|r| !r.args.starts_with(&["hook".into(), "add".into()]));
+                }
+                f.records(step.kind, &records)?;
+                step.body = Body::Records(records);
                 step.detail = Some("ran".into());
             }
         }
@@ -573,6 +643,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
     let global_rc = gdir.join("crushrc");
     let global_rc = read_text(&global_rc)?.map(|_| global_rc);
     let mut project = find_project_files(cwd, &project_root, &mut warnings)?;
+    let dotenv = find_dotenv(cwd, &mut warnings);
     let mut claude_project =
         claude_project_files(cwd, &project_root, global_json.as_ref(), &project)?;
     let legacy = read_state(&state::legacy_global_path(), &mut warnings);
@@ -580,17 +651,39 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
 
     let review = review_files(
         &project_root,
+        cwd,
         &project,
+        dotenv.as_ref(),
         &claude_project,
         &gstate,
         opts.trust || trust::env_trusts(),
     );
+    // The `.env` sets only what the environment does not have already (as Go Crush).
+    let dotenv_vars: Vec<(String, String)> = match &dotenv {
+        Some((_, text)) if review.allowed() => super::dotenv::parse(text, &super::expand::env_var)
+            .into_iter()
+            .filter(|(k, _)| std::env::var_os(k).is_none())
+            .collect(),
+        _ => Vec::new(),
+    };
     if !review.allowed() {
         claude_project.clear();
         project.retain(|f| matches!(f.found, Found::Json { .. }));
         for f in &mut project {
             if let Found::Json { value, .. } = &mut f.found {
-                trust::strip_gated(value, &project_root);
+                trust::restrict(value);
+            }
+        }
+    }
+    if opts.no_project_hooks {
+        claude_project.clear();
+        for f in &mut project {
+            if let Found::Json {
+                value: Value::Object(m),
+                ..
+            } = &mut f.found
+            {
+                m.remove("hooks");
             }
         }
     }
@@ -679,36 +772,44 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
     // The layers below the workspace state (defaults, global state) hold no scripts: folded
     // once, and kept for the second fold that the workspace state may need.
     let mut scripts = Vec::new();
-    let below_workspace = fold(Fold::new(), &mut steps[..workspace_at], &mut scripts)?;
+    let start = Fold {
+        skip_project_hook_adds: opts.no_project_hooks,
+        ..Fold::new()
+    };
+    let below_workspace = fold(start, &mut steps[..workspace_at], &mut scripts)?;
     let mut folded = fold(
         below_workspace.clone(),
         &mut steps[workspace_at..],
         &mut scripts,
     )?;
     let data_dir = data_dir_of(&folded.acc, cwd, &project_root);
-    let wpath = state::workspace_path(&data_dir);
-    let mut wvalue = state::config_view(&read_state(&wpath, &mut warnings));
-    if let Some(Value::Object(o)) = wvalue.get_mut("options") {
-        o.remove("data_directory");
-    }
-    if wvalue.as_object().is_some_and(|m| !m.is_empty()) {
-        steps.insert(
-            workspace_at,
-            Step {
+    // Workspace state: Go Crush's `<data dir>/crush.json` (where its UI writes the models chosen
+    // in the project), then ours.
+    let mut workspace = Vec::new();
+    for wpath in [
+        state::legacy_workspace_path(&data_dir),
+        state::workspace_path(&data_dir),
+    ] {
+        let (value, pos) = read_state_with_positions(&wpath, &mut warnings);
+        let mut wvalue = state::config_view(&value);
+        workspace_only_allowed(&wpath, &mut wvalue, &mut warnings);
+        if wvalue.as_object().is_some_and(|m| !m.is_empty()) {
+            workspace.push(Step {
                 kind: LayerKind::WorkspaceState,
                 path: Some(wpath),
                 detail: None,
-                body: Body::Json {
-                    value: wvalue,
-                    pos: Positions::new(),
-                },
-            },
-        );
-        // Scripts are not run again: their records are replayed over the new layer.
+                body: Body::Json { value: wvalue, pos },
+            });
+        }
+    }
+    if !workspace.is_empty() {
+        steps.splice(workspace_at..workspace_at, workspace);
+        // Scripts are not run again: their records are replayed over the new layers.
         folded = fold(below_workspace, &mut steps[workspace_at..], &mut scripts)?;
     }
 
-    let config = to_config(&folded.acc, &steps)?;
+    warnings.append(&mut folded.warnings);
+    let config = to_config(&folded.acc, &folded.origins)?;
     let claude_hooks = if config.options.claude_code_hooks == Some(false) {
         Vec::new()
     } else {
@@ -723,7 +824,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         debug: config.options.debug,
         ..crate::catalog::Settings::from_env(config.options.disable_provider_auto_update)
     };
-    let env_vars = expand_env_map(&config, &folded.origins)?;
+    let env_vars = expand_env_map(&config, &folded.origins, &dotenv_vars)?;
     let mut layers: Vec<Layer> = Vec::new();
     for s in &steps {
         let value = match &s.body {
@@ -751,11 +852,27 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         merged: folded.acc,
         origins: folded.origins,
         trust: review,
+        dotenv_vars,
         env_vars,
         script_output: scripts,
         claude_hooks,
         catalog: crate::catalog::Lazy::new(catalog_settings),
     })
+}
+
+/// A workspace state file lives in the project's data directory, which a repository can ship: it
+/// may set only what an untrusted project may (crush writes nothing else there), the rest is
+/// ignored with a warning (crush(1) SECURITY).
+fn workspace_only_allowed(path: &Path, v: &mut Value, warnings: &mut Vec<String>) {
+    let skipped = trust::split_untrusted(v);
+    if !skipped.is_empty() {
+        let keys: Vec<String> = skipped.iter().map(|(p, _)| pos::dotted(p)).collect();
+        warnings.push(format!(
+            "{}: ignored {} (a workspace file may set only what an untrusted project may)",
+            path.display(),
+            keys.join(", ")
+        ));
+    }
 }
 
 fn data_dir_of(v: &Value, cwd: &Path, project_root: &Path) -> PathBuf {
@@ -773,31 +890,114 @@ fn data_dir_of(v: &Value, cwd: &Path, project_root: &Path) -> PathBuf {
     }
 }
 
-/// The typed configuration; a value of the wrong type names the file that set it.
-fn to_config(merged: &Value, steps_or_layers: &[Step]) -> Result<Config, ConfigError> {
+/// The typed configuration. A value of the wrong type is reported with the file:line that set
+/// it, its key path and the type expected: `crush.json:3: options.debug: expected a boolean, got
+/// string "yes"`.
+fn to_config(merged: &Value, origins: &Origins) -> Result<Config, ConfigError> {
     serde_json::from_value::<Config>(merged.clone()).map_err(|e| {
-        let culprit = steps_or_layers
-            .iter()
-            .rev()
-            .filter(|s| s.path.is_some())
-            .find(|s| match &s.body {
-                Body::Json { value, .. } => {
-                    serde_json::from_value::<Config>(value.clone()).is_err()
-                }
-                Body::Records(r) => serde_json::from_value::<Config>(compiled(r)).is_err(),
-            })
-            .and_then(|s| s.path.clone());
-        match culprit {
-            Some(p) => ConfigError::File(format!("{}: invalid configuration: {e}", p.display())),
-            None => ConfigError::File(format!("invalid configuration: {e}")),
-        }
+        let (ptr, msg) = culprit(merged).unwrap_or_else(|| (String::new(), e.to_string()));
+        let at = origins
+            .range(ptr.clone()..)
+            .find(|(k, _)| k.starts_with(&ptr))
+            .map(|(_, o)| format!("{}: ", o.place()))
+            .unwrap_or_default();
+        let key = if ptr.is_empty() {
+            "invalid configuration".to_string()
+        } else {
+            pos::dotted(&ptr)
+        };
+        ConfigError::File(format!("{at}{key}: {}", type_message(&msg)))
     })
+}
+
+/// Whether `v` deserializes as a `Config`; the error message if not.
+fn check_config(v: &Value) -> Result<(), String> {
+    serde_json::from_value::<Config>(v.clone())
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
+/// `v` reduced to the path down to `ptr` and the value there (an array on the way keeps only
+/// that element), so that what is checked is that value alone, with defaults for the rest.
+fn only(v: &Value, ptr: &str) -> Value {
+    let mut segs = ptr.split('/').skip(1);
+    match segs.next() {
+        None => v.clone(),
+        Some(seg) => {
+            let key = seg.replace("~1", "/").replace("~0", "~");
+            let rest: String = ptr[seg.len() + 1..].to_string();
+            match v {
+                Value::Object(m) => {
+                    let inner = m.get(&key).map(|x| only(x, &rest)).unwrap_or(Value::Null);
+                    json!({ key: inner })
+                }
+                Value::Array(a) => {
+                    let inner = key
+                        .parse::<usize>()
+                        .ok()
+                        .and_then(|i| a.get(i))
+                        .map(|x| only(x, &rest))
+                        .unwrap_or(Value::Null);
+                    Value::Array(vec![inner])
+                }
+                other => other.clone(),
+            }
+        }
+    }
+}
+
+/// The deepest key of `v` whose value alone does not deserialize (removing it fixes the whole,
+/// or, with several faults, it fails on its own), with serde's message for it.
+fn culprit(v: &Value) -> Option<(String, String)> {
+    let mut msg = check_config(v).err()?;
+    let mut ptr = String::new();
+    loop {
+        let children: Vec<String> = match v.pointer(&ptr) {
+            Some(Value::Object(m)) => m.keys().map(|k| pos::child(&ptr, k)).collect(),
+            Some(Value::Array(a)) => (0..a.len()).map(|i| format!("{ptr}/{i}")).collect(),
+            _ => return Some((ptr, msg)),
+        };
+        let removal_fixes = |c: &String| {
+            let mut trial = v.clone();
+            pos::remove(&mut trial, c, false) && check_config(&trial).is_ok()
+        };
+        let next = children
+            .iter()
+            .find(|c| removal_fixes(c))
+            .or_else(|| children.iter().find(|c| check_config(&only(v, c)).is_err()));
+        match next {
+            Some(c) => {
+                if let Err(m) = check_config(&only(v, c)) {
+                    msg = m;
+                }
+                ptr = c.clone();
+            }
+            None => return Some((ptr, msg)),
+        }
+    }
+}
+
+/// serde's "invalid type: string \"yes\", expected a boolean" as "expected a boolean, got
+/// string \"yes\"" (other messages as they are).
+fn type_message(msg: &str) -> String {
+    let msg = match msg.rfind(" at line ") {
+        Some(i) => &msg[..i],
+        None => msg,
+    };
+    match msg
+        .strip_prefix("invalid type: ")
+        .and_then(|r| r.rsplit_once(", expected "))
+    {
+        Some((got, want)) => format!("expected {want}, got {got}"),
+        None => msg.to_string(),
+    }
 }
 
 /// The top-level `env` map, expanded in key order (a value may use an earlier key).
 fn expand_env_map(
     config: &Config,
     origins: &Origins,
+    dotenv: &[(String, String)],
 ) -> Result<Vec<(String, String)>, ConfigError> {
     let mut out: Vec<(String, String)> = Vec::new();
     for (k, v) in &config.env {
@@ -806,6 +1006,12 @@ fn expand_env_map(
                 .find(|(n, _)| n == name)
                 .map(|(_, v)| v.clone())
                 .or_else(|| super::expand::env_var(name))
+                .or_else(|| {
+                    dotenv
+                        .iter()
+                        .find(|(n, _)| n == name)
+                        .map(|(_, v)| v.clone())
+                })
         };
         let val = super::expand::expand(v, &lookup).map_err(|e| {
             let at = origins
@@ -821,8 +1027,7 @@ fn expand_env_map(
 
 /// Re-derives the typed configuration from a changed merged value (session-only commands).
 pub(crate) fn retype(merged: &Value) -> Result<Config, ConfigError> {
-    serde_json::from_value::<Config>(merged.clone())
-        .map_err(|e| ConfigError::File(format!("invalid configuration: {e}")))
+    to_config(merged, &Origins::new())
 }
 
 /// Applies one session-only command to the runtime layer of `loaded`.
@@ -837,6 +1042,7 @@ pub(crate) fn apply_runtime(
     let mut f = Fold {
         acc: std::mem::take(&mut loaded.merged),
         origins: std::mem::take(&mut loaded.origins),
+        ..Fold::new()
     };
     f.commit(new, &|_| Origin {
         kind: LayerKind::Runtime,
@@ -947,5 +1153,34 @@ mod tests {
             e.starts_with("/p/crushrc:4: option: unknown key 'nope'"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_wrong_type_names_its_key_and_what_was_expected() {
+        let v = json!({"options": {"debug": "yes", "progress": true},
+            "providers": {"p": {"base_url": "u", "models": [{"id": "a"}, {"id": "b", "context_window": "big"}]}}});
+        let (ptr, msg) = culprit(&v).unwrap();
+        assert_eq!(ptr, "/options/debug", "{msg}");
+        assert_eq!(type_message(&msg), "expected a boolean, got string \"yes\"");
+        let v = json!({"providers": {"p": {"base_url": "u", "models": [{"id": "a"}, {"id": "b", "context_window": "big"}]}}});
+        assert_eq!(
+            culprit(&v).unwrap().0,
+            "/providers/p/models/1/context_window"
+        );
+        let mut origins = Origins::new();
+        origins.insert(
+            "/providers/p/models/1/context_window".into(),
+            origin(LayerKind::ProjectJson, Some(7)),
+        );
+        let e = to_config(&v, &origins).unwrap_err().to_string();
+        assert!(
+            e.starts_with("/f:7: providers.p.models[1].context_window: expected u64, got string"),
+            "{e}"
+        );
+        let e = to_config(&json!({"options": 3}), &Origins::new())
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "options: expected struct Options, got integer `3`");
+        assert!(culprit(&json!({"options": {"debug": true}})).is_none());
     }
 }

@@ -9,9 +9,11 @@
 pub mod claude;
 pub mod commands;
 pub mod crushrc;
+pub mod dotenv;
 pub mod expand;
 pub mod json;
 pub mod layers;
+pub mod lsp;
 pub mod mcp;
 pub mod pos;
 pub mod session;
@@ -244,6 +246,9 @@ pub struct Loaded {
     pub origins: Origins,
     /// What the project would run and whether it may (`trust.notice()` says what was skipped).
     pub trust: trust::Review,
+    /// The variables of the working directory's `.env` that the environment does not set, once
+    /// the project is trusted: set before `env_vars`.
+    pub dotenv_vars: Vec<(String, String)>,
     /// The top-level `env` map, expanded, in key order: set before providers are configured.
     pub env_vars: Vec<(String, String)>,
     /// What crushrc scripts printed, one entry per script that printed something.
@@ -349,45 +354,165 @@ fn default_base_url(kind: ApiKind, id: &str) -> Option<&'static str> {
     }
 }
 
+/// Whether two base URLs name the same endpoint (trailing slashes and case of the scheme and
+/// host aside).
+fn same_url(a: &str, b: &str) -> bool {
+    let norm = |u: &str| {
+        let u = u.trim().trim_end_matches('/');
+        match u.split_once("://") {
+            Some((scheme, rest)) => {
+                let (host, path) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
+                format!(
+                    "{}://{}{path}",
+                    scheme.to_ascii_lowercase(),
+                    host.to_ascii_lowercase()
+                )
+            }
+            None => u.to_string(),
+        }
+    };
+    !a.trim().is_empty() && norm(a) == norm(b)
+}
+
+/// A provider the configuration defines that cannot be used, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unusable {
+    pub id: String,
+    /// One line; names the file:line and the field when the configuration is at fault.
+    pub reason: String,
+    /// A fault of the configuration (a value that cannot expand, an unknown type, no base_url):
+    /// warned about once per run. A missing key is not: it is said when the provider is needed.
+    pub warn: bool,
+}
+
+/// The providers of a configuration: those that can be called, and those the user defined that
+/// cannot be (crush(1) CONFIGURATION).
+#[derive(Debug, Clone, Default)]
+pub struct ProviderTable {
+    pub ready: Vec<Provider>,
+    pub unusable: Vec<Unusable>,
+}
+
+impl ProviderTable {
+    /// Why provider `id` cannot be used, if the configuration defines it and it cannot.
+    pub fn why_unusable(&self, id: &str) -> Option<&str> {
+        self.unusable
+            .iter()
+            .find(|u| u.id == id)
+            .map(|u| u.reason.as_str())
+    }
+}
+
+/// Why `build_provider` made no provider.
+enum Skip {
+    /// A catalog provider the user did not configure and that lacks what it needs (its key):
+    /// not an error, `crush models` lists what it needs.
+    NotConfigured,
+    /// (reason, warn): see [`Unusable`].
+    Unusable(String, bool),
+}
+
+/// Types Crush knows that this build cannot call yet.
+const NOT_YET_TYPES: &[&str] = &["google", "azure", "bedrock", "google-vertex", "hyper"];
+
+/// Prints each warning once per process: provider tables are built more than once a run.
+fn warn_once(msg: &str) {
+    static SEEN: std::sync::Mutex<std::collections::BTreeSet<String>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    if seen.insert(msg.to_string()) {
+        eprintln!("crush: warning: {msg}");
+    }
+}
+
 impl Loaded {
-    /// The providers that can be called: catalog providers whose key resolves (in catalog order,
-    /// merged with the user's settings for the same id), then the user's own providers (by id).
-    pub fn providers_with(
-        &self,
-        catalog: &[crate::catalog::Provider],
-    ) -> Result<Vec<Provider>, ConfigError> {
-        let mut out = Vec::new();
+    /// The providers of this configuration against its catalog; faults of the configuration
+    /// (a provider skipped for a value that cannot expand, an unknown type) are warned about
+    /// on stderr, once per run.
+    pub fn providers(&self) -> ProviderTable {
+        let table = self.providers_with(&self.catalog.get().providers);
+        for u in table.unusable.iter().filter(|u| u.warn) {
+            warn_once(&format!("provider '{}' skipped: {}", u.id, u.reason));
+        }
+        table
+    }
+
+    /// The providers that can be called — catalog providers whose key resolves (in catalog
+    /// order, merged with the user's settings for the same id), then the user's own providers
+    /// (by id) — and those the user defined that cannot be, with the reason.
+    pub fn providers_with(&self, catalog: &[crate::catalog::Provider]) -> ProviderTable {
+        let catalog = self.catalog_in_use(catalog);
+        let mut table = ProviderTable::default();
         let no_user = ProviderConfig::default();
+        let mut add = |id: &str, built: Result<Provider, Skip>| match built {
+            Ok(p) => table.ready.push(p),
+            Err(Skip::NotConfigured) => {}
+            Err(Skip::Unusable(reason, warn)) => table.unusable.push(Unusable {
+                id: id.to_string(),
+                reason,
+                warn,
+            }),
+        };
         for c in catalog {
             let id = c.id.as_str();
             match self.config.providers.get(id) {
                 Some(u) if u.disable => {}
-                Some(u) => out.extend(self.build_provider(id, u, Some(c))?),
-                // Catalog values are not the user's to fix: one that cannot be used is skipped.
-                None => out.extend(self.build_provider(id, &no_user, Some(c)).ok().flatten()),
+                Some(u) => add(id, self.build_provider(id, u, Some(c), true)),
+                None => add(id, self.build_provider(id, &no_user, Some(c), false)),
             }
         }
         for (id, p) in &self.config.providers {
             if p.disable || catalog.iter().any(|c| c.id.as_str() == id) {
                 continue;
             }
-            out.extend(self.build_provider(id, p, None)?);
+            add(id, self.build_provider(id, p, None, true));
         }
-        Ok(out)
+        table
     }
 
-    /// One provider from the user's settings `u` over the catalog entry `cat`; None when it
-    /// cannot be used (no key, or a catalog type this build cannot call).
+    /// The catalog's providers, or none when `options.disable_default_providers`
+    /// (`CRUSH_DISABLE_DEFAULT_PROVIDERS`) hides them: then only the user's providers exist.
+    pub fn catalog_in_use<'a>(
+        &self,
+        catalog: &'a [crate::catalog::Provider],
+    ) -> &'a [crate::catalog::Provider] {
+        if self.config.options.disable_default_providers {
+            &[]
+        } else {
+            catalog
+        }
+    }
+
+    /// One provider from the user's settings `u` over the catalog entry `cat`. `configured`:
+    /// the user defined it (else it is a catalog entry only, and a missing key is no fault).
     fn build_provider(
         &self,
         id: &str,
         u: &ProviderConfig,
         cat: Option<&crate::catalog::Provider>,
-    ) -> Result<Option<Provider>, ConfigError> {
-        let where_ = self.origin_of(&["providers", id]);
-        let expand_user = |field: &str, v: &str| {
-            expand::expand_env(v)
-                .map_err(|e| ConfigError::File(format!("{where_}: providers.{id}.{field}: {e}")))
+        configured: bool,
+    ) -> Result<Provider, Skip> {
+        // An error names the file:line that set the field, and the field, never the value.
+        let at = |field: &[&str]| {
+            let mut path = vec!["providers", id];
+            path.extend_from_slice(field);
+            let ptr: String = path.iter().map(|k| pos::child("", k)).collect();
+            // A field that is missing is reported where the provider is defined.
+            let mut place = self.origin_of(&path);
+            if place == "<built-in>" {
+                place = self.origin_of(&["providers", id]);
+            }
+            format!("{place}: {}", pos::dotted(&ptr))
+        };
+        let expand_user = |field: &[&str], v: &str| {
+            expand::expand_env(v).map_err(|e| Skip::Unusable(format!("{}: {e}", at(field)), true))
+        };
+        let unusable = |reason: String| {
+            if configured {
+                Skip::Unusable(reason, false)
+            } else {
+                Skip::NotConfigured
+            }
         };
         // The catalog comes from the network (or its cache) and no trust decision covers it:
         // its values get variables only, never `$(...)`; a value that cannot expand is empty.
@@ -401,15 +526,21 @@ impl Loaded {
             },
         };
         let Some(kind) = api_kind(&kind_name) else {
-            if u.kind.is_none() {
-                return Ok(None); // e.g. bedrock or google from the catalog: not callable yet
-            }
-            return Err(ConfigError::File(format!(
-                "{where_}: provider '{id}' has unknown type '{kind_name}' (use anthropic, openai, openai-compat or openrouter)"
-            )));
+            let what = if NOT_YET_TYPES.contains(&kind_name.as_str()) {
+                format!("type '{kind_name}' is not supported yet")
+            } else {
+                format!("unknown type '{kind_name}'")
+            };
+            let hint = "(use anthropic, openai, openai-compat or openrouter)";
+            return Err(match &u.kind {
+                // The user wrote the type: a fault of the configuration.
+                Some(_) => Skip::Unusable(format!("{}: {what} {hint}", at(&["type"])), true),
+                // e.g. bedrock or google from the catalog: not callable yet.
+                None => unusable(what),
+            });
         };
         let mut base_url = match &u.base_url {
-            Some(b) => expand_user("base_url", b)?,
+            Some(b) => expand_user(&["base_url"], b)?,
             None => String::new(),
         };
         if base_url.is_empty()
@@ -420,38 +551,61 @@ impl Loaded {
         if base_url.is_empty() {
             match default_base_url(kind, id) {
                 Some(d) => base_url = d.to_string(),
-                None if cat.is_some() => return Ok(None),
+                None if cat.is_some() => return Err(unusable("no base_url".into())),
                 None => {
-                    return Err(ConfigError::File(format!(
-                        "{where_}: provider '{id}' needs a base_url (e.g. http://127.0.0.1:11434/v1)"
-                    )));
+                    return Err(Skip::Unusable(
+                        format!(
+                            "{}: needed, e.g. http://127.0.0.1:11434/v1",
+                            at(&["base_url"])
+                        ),
+                        true,
+                    ));
                 }
             }
         }
-        let api_key = match (&u.api_key, cat) {
-            (Some(k), _) => expand_user("api_key", k)?,
-            (None, Some(c)) => expand_cat(&c.api_key),
-            (None, None) => match kind {
-                ApiKind::Anthropic => std::env::var("ANTHROPIC_API_KEY").unwrap_or_default(),
-                ApiKind::OpenAi => std::env::var("OPENAI_API_KEY").unwrap_or_default(),
-                ApiKind::OpenAiCompat => String::new(),
-            },
+        // A key taken from the environment goes only to the endpoint it belongs to: the catalog
+        // provider's own URL, or the official API of an anthropic or openai provider. A provider
+        // sent elsewhere (`base_url`) gets only a key its own definition names (crush(1)
+        // SECURITY): published configs point such providers at local or LAN servers.
+        let mut home = cat.map(|c| expand_cat(&c.api_endpoint)).unwrap_or_default();
+        if home.is_empty() {
+            home = default_base_url(kind, id).unwrap_or_default().to_string();
+        }
+        let at_home = same_url(&base_url, &home);
+        let env_key = match (cat, kind) {
+            (Some(c), _) => c.api_key.clone(),
+            (None, ApiKind::Anthropic) => "$ANTHROPIC_API_KEY".into(),
+            (None, ApiKind::OpenAi) => "$OPENAI_API_KEY".into(),
+            (None, ApiKind::OpenAiCompat) => String::new(),
+        };
+        let api_key = match &u.api_key {
+            Some(k) => expand_user(&["api_key"], k)?,
+            None if !at_home => String::new(),
+            None => expand_cat(&env_key),
         };
         let api_key = Some(api_key).filter(|k| !k.is_empty());
-        // Without a key only the user's own OpenAI-compatible servers (ollama, llama.cpp, vLLM,
-        // LM Studio) can work; catalog providers and cloud APIs are skipped, like Crush.
-        if api_key.is_none() && (cat.is_some() || kind != ApiKind::OpenAiCompat) {
-            return Ok(None);
+        // Without a key only a server of the user's own choosing (ollama, llama.cpp, vLLM, LM
+        // Studio, a proxy) can work; a catalog provider or cloud API at its own URL cannot.
+        if api_key.is_none() && at_home && (cat.is_some() || kind != ApiKind::OpenAiCompat) {
+            let var = env_key.trim_start_matches('$').trim_matches(['{', '}']);
+            return Err(unusable(if var.is_empty() {
+                format!("no API key: set providers.{id}.api_key")
+            } else {
+                format!("no API key: set {var} or providers.{id}.api_key")
+            }));
         }
         // The catalog's default headers, overlaid by the user's (names compare case-insensitively).
         let mut headers: Vec<(String, String)> = Vec::new();
         if let Some(c) = cat {
             for (k, v) in &c.default_headers {
-                headers.push((k.clone(), expand_cat(v)));
+                // A catalog header built from the environment is a key too: only for home.
+                if at_home || !v.contains('$') {
+                    headers.push((k.clone(), expand_cat(v)));
+                }
             }
         }
         for (k, v) in &u.extra_headers {
-            let v = expand_user(&format!("extra_headers.{k}"), v)?;
+            let v = expand_user(&["extra_headers", k], v)?;
             headers.retain(|(h, _)| !h.eq_ignore_ascii_case(k));
             headers.push((k.clone(), v));
         }
@@ -461,7 +615,7 @@ impl Loaded {
             None => u.models.clone(),
         };
         let default_id = |s: &String| Some(s.clone()).filter(|s| !s.is_empty());
-        Ok(Some(Provider {
+        Ok(Provider {
             id: id.to_string(),
             endpoint: Endpoint {
                 kind,
@@ -474,7 +628,32 @@ impl Loaded {
             system_prompt_prefix: u.system_prompt_prefix.clone(),
             default_large: cat.and_then(|c| default_id(&c.default_large_model_id)),
             default_small: cat.and_then(|c| default_id(&c.default_small_model_id)),
-        }))
+        })
+    }
+
+    /// Whether the value at `ptr` (a JSON pointer) comes from the user: built-in defaults, the
+    /// global state, the user's global files, flags, the environment or the user's own session
+    /// commands — not a project's files, the workspace state in the project's data directory or
+    /// the model's session commands (crush(1) SECURITY).
+    pub fn set_by_user(&self, ptr: &str) -> bool {
+        let Some(o) = self.origins.get(ptr) else {
+            return false;
+        };
+        match o.kind {
+            LayerKind::Defaults
+            | LayerKind::GlobalState
+            | LayerKind::GlobalJson
+            | LayerKind::GlobalCrushrc => true,
+            LayerKind::Runtime => !o
+                .detail
+                .as_deref()
+                .is_some_and(|d| d.starts_with(session::BASH_TOOL_ORIGIN)),
+            LayerKind::WorkspaceState
+            | LayerKind::ProjectJson
+            | LayerKind::ProjectCrushrc
+            | LayerKind::ProjectDotJson
+            | LayerKind::ProjectDotCrushrc => false,
+        }
     }
 
     /// The file (file:line when known) that last set a key path, for error messages
@@ -521,7 +700,12 @@ impl Loaded {
         flag: Option<&str>,
         small: bool,
     ) -> Result<ResolvedModel, ConfigError> {
-        self.resolve_model_with(&self.catalog.get().providers, flag, small)
+        self.resolve_model_in(
+            &self.providers(),
+            &self.catalog.get().providers,
+            flag,
+            small,
+        )
     }
 
     /// [`resolve_model`](Self::resolve_model) against a given catalog.
@@ -531,12 +715,43 @@ impl Loaded {
         flag: Option<&str>,
         small: bool,
     ) -> Result<ResolvedModel, ConfigError> {
-        let providers = self.providers_with(catalog)?;
+        self.resolve_model_in(&self.providers_with(catalog), catalog, flag, small)
+    }
+
+    fn resolve_model_in(
+        &self,
+        table: &ProviderTable,
+        catalog: &[crate::catalog::Provider],
+        flag: Option<&str>,
+        small: bool,
+    ) -> Result<ResolvedModel, ConfigError> {
+        let catalog = self.catalog_in_use(catalog);
+        let providers = &table.ready;
         if providers.is_empty() {
-            return Err(ConfigError::NoProvider(format!(
-                "no provider configured: set the API key of a catalog provider (e.g. ANTHROPIC_API_KEY or OPENAI_API_KEY; 'crush models' lists them all), or add a provider to {} (see 'man crush', CONFIGURATION)",
-                paths::global_config_dir().join("crush.json").display()
-            )));
+            let file = paths::global_config_dir().join("crush.json");
+            let unusable: Vec<String> = table
+                .unusable
+                .iter()
+                .map(|u| format!("{}: {}", u.id, u.reason))
+                .collect();
+            let unusable = if unusable.is_empty() {
+                String::new()
+            } else {
+                format!(" (defined but not usable: {})", unusable.join("; "))
+            };
+            return Err(ConfigError::NoProvider(
+                if self.config.options.disable_default_providers {
+                    format!(
+                        "no provider configured{unusable}: the catalog's providers are disabled (options.disable_default_providers or CRUSH_DISABLE_DEFAULT_PROVIDERS), so add a provider to {} (see 'man crush', CONFIGURATION)",
+                        file.display()
+                    )
+                } else {
+                    format!(
+                        "no provider configured{unusable}: set the API key of a catalog provider (e.g. ANTHROPIC_API_KEY or OPENAI_API_KEY; 'crush models' lists them all), or add a provider to {} (see 'man crush', CONFIGURATION)",
+                        file.display()
+                    )
+                },
+            ));
         }
         let offers = |p: &Provider, m: &str| p.models.iter().any(|x| x.id.eq_ignore_ascii_case(m));
         let configured = |p: &str| providers.iter().any(|x| x.id == p);
@@ -633,6 +848,11 @@ impl Loaded {
         match provider_id {
             Some(pid) => {
                 let p = providers.iter().find(|p| p.id == pid).ok_or_else(|| {
+                    if let Some(why) = table.why_unusable(&pid) {
+                        return ConfigError::Model(format!(
+                            "{which} model '{pid}/{model_id}': provider '{pid}' cannot be used: {why}"
+                        ));
+                    }
                     let hint = catalog
                         .iter()
                         .find(|c| c.id.as_str() == pid)
@@ -754,6 +974,53 @@ mod tests {
     }
 
     #[test]
+    fn catalog_headers_from_the_environment_stay_home() {
+        // SAFETY: tests in this module do not read this variable concurrently elsewhere.
+        unsafe { std::env::set_var("CRUSH_TEST_HDR_SECRET", "s3") };
+        let cat = crate::catalog::schema::parse(
+            br#"[{"id":"c","type":"openai-compat","api_key":"k","api_endpoint":"http://home/v1",
+                 "default_headers":{"X-Key":"$CRUSH_TEST_HDR_SECRET","X-Title":"Crush"},
+                 "models":[{"id":"m"}]}]"#,
+        )
+        .unwrap();
+        let headers = |user: Value| {
+            let mut h = loaded(json!({"providers": {"c": user}}))
+                .providers_with(&cat)
+                .ready[0]
+                .endpoint
+                .headers
+                .clone();
+            h.sort();
+            h
+        };
+        assert_eq!(
+            headers(json!({}))[0],
+            ("X-Key".to_string(), "s3".to_string())
+        );
+        assert_eq!(
+            headers(json!({"base_url": "http://elsewhere/v1", "api_key": "mine"})),
+            [("X-Title".to_string(), "Crush".to_string())]
+        );
+    }
+
+    #[test]
+    fn urls_compare_by_endpoint() {
+        assert!(same_url(
+            "https://API.openai.com/v1/",
+            "https://api.openai.com/v1"
+        ));
+        assert!(!same_url(
+            "https://api.openai.com/v1",
+            "http://127.0.0.1:8080/v1"
+        ));
+        assert!(!same_url(
+            "https://api.openai.com/V1",
+            "https://api.openai.com/v1"
+        ));
+        assert!(!same_url("", ""));
+    }
+
+    #[test]
     fn cost_uses_catwalk_cache_semantics() {
         let l = loaded(
             json!({"providers": {"a": {"base_url": "http://h", "models": [{"id": "m",
@@ -777,23 +1044,72 @@ mod tests {
         let l = loaded(
             json!({"providers": {"x": {"base_url": "http://h/v1", "api_key": "${CRUSH_TEST_EXPAND_KEY}"}}}),
         );
-        let p = l.providers_with(&[]).unwrap();
+        let p = l.providers_with(&[]).ready;
         assert_eq!(p[0].endpoint.api_key.as_deref(), Some("k123"));
-        // A bad value: the error names the file and field, never the value.
+        // A bad value: the provider cannot be used, and the reason names the file and field,
+        // never the value.
         let l = loaded(
-            json!({"providers": {"x": {"base_url": "http://h/v1", "api_key": "sk-secretkey$"}}}),
+            json!({"providers": {"x": {"base_url": "http://h/v1", "api_key": "sk-secretkey$"}},
+                   "models": {"large": {"provider": "x", "model": "m"}}}),
         );
-        let e = l.providers_with(&[]).unwrap_err().to_string();
+        let t = l.providers_with(&[]);
+        assert!(t.ready.is_empty());
+        let u = &t.unusable[0];
+        assert!(u.warn);
         assert!(
-            e.starts_with("/g/crush.json:") && e.contains("providers.x.api_key"),
+            u.reason.starts_with("/g/crush.json:") && u.reason.contains("providers.x.api_key"),
+            "{}",
+            u.reason
+        );
+        assert!(!u.reason.contains("secretkey"), "{}", u.reason);
+        // A command that needs it says why.
+        let e = l
+            .resolve_model_with(&[], None, false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("x: /g/crush.json"), "{e}");
+        let l = loaded(
+            json!({"providers": {"x": {"base_url": "http://h/v1", "api_key": "sk-secretkey$"},
+                                 "y": {"base_url": "http://h/v1", "models": [{"id": "m"}]}}}),
+        );
+        let e = l
+            .resolve_model_with(&[], Some("x/m"), false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("provider 'x' cannot be used: /g/crush.json"),
             "{e}"
         );
-        assert!(!e.contains("secretkey"), "{e}");
         let l = loaded(json!({"providers": {"x": {"type": "openai-compat"}}}));
-        let e = l.providers_with(&[]).unwrap_err().to_string();
+        let u = &l.providers_with(&[]).unusable[0];
         assert!(
-            e.starts_with("/g/crush.json:") && e.contains("base_url"),
-            "{e}"
+            u.reason.starts_with("/g/crush.json:") && u.reason.contains("base_url"),
+            "{}",
+            u.reason
+        );
+        // Types: unknown, not supported yet; the user's own openai provider without a key at
+        // OpenAI's own URL.
+        let l = loaded(json!({"providers": {
+            "g": {"type": "gemini", "base_url": "http://h"},
+            "v": {"type": "google", "base_url": "http://h"},
+            "o": {"type": "openai"},
+            "local": {"type": "openai", "base_url": "http://127.0.0.1:1/v1"}
+        }}));
+        let t = l.providers_with(&[]);
+        let why = |id: &str| t.why_unusable(id).unwrap_or("").to_string();
+        assert!(why("g").contains("unknown type 'gemini'"), "{}", why("g"));
+        assert!(
+            why("v").contains("type 'google' is not supported yet"),
+            "{}",
+            why("v")
+        );
+        assert_eq!(
+            why("o"),
+            "no API key: set OPENAI_API_KEY or providers.o.api_key"
+        );
+        assert_eq!(
+            t.ready.iter().map(|p| p.id.as_str()).collect::<Vec<_>>(),
+            ["local"]
         );
     }
 
@@ -817,7 +1133,7 @@ mod tests {
         let l = loaded(two_providers());
         let ids: Vec<String> = l
             .providers_with(&cat)
-            .unwrap()
+            .ready
             .into_iter()
             .map(|p| p.id)
             .collect();
@@ -827,7 +1143,7 @@ mod tests {
             "cat": {"api_key": "k1", "extra_headers": {"x-title": "Mine"}, "models": [{"id": "own"}, {"id": "big", "context_window": 5}]},
             "z": {"base_url": "http://z/v1", "models": [{"id": "zm"}]}
         }}));
-        let ps = l.providers_with(&cat).unwrap();
+        let ps = l.providers_with(&cat).ready;
         assert_eq!(
             ps.iter().map(|p| p.id.as_str()).collect::<Vec<_>>(),
             ["cat", "z"]
@@ -908,14 +1224,14 @@ mod tests {
         // Not configured: the key cannot expand, so "evil" is skipped; "evil2" has no endpoint.
         let ids: Vec<String> = loaded(two_providers())
             .providers_with(&cat)
-            .unwrap()
+            .ready
             .into_iter()
             .map(|p| p.id)
             .collect();
         assert_eq!(ids, ["a", "b"]);
         // Configured with the user's own key: the headers still run nothing.
         let l = loaded(json!({"providers": {"evil": {"api_key": "k"}, "evil2": {"api_key": "k"}}}));
-        let ps = l.providers_with(&cat).unwrap();
+        let ps = l.providers_with(&cat).ready;
         assert_eq!(ps.len(), 1);
         assert_eq!(ps[0].endpoint.api_key.as_deref(), Some("k"));
         assert!(

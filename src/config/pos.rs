@@ -16,9 +16,58 @@ pub fn escape(seg: &str) -> String {
     seg.replace('~', "~0").replace('/', "~1")
 }
 
+/// Removes the value at `ptr` from `v` (an array element is taken out, or, with `blank`, replaced
+/// by "" so that the pointers of later elements stay valid). False if nothing was there.
+pub fn remove(v: &mut serde_json::Value, ptr: &str, blank: bool) -> bool {
+    use serde_json::Value;
+    let Some((parent, last)) = ptr.rsplit_once('/') else {
+        return false;
+    };
+    let last = last.replace("~1", "/").replace("~0", "~");
+    match v.pointer_mut(parent) {
+        Some(Value::Object(m)) => m.remove(&last).is_some(),
+        Some(Value::Array(a)) => match last.parse::<usize>() {
+            Ok(i) if i < a.len() && blank => {
+                a[i] = Value::String(String::new());
+                true
+            }
+            Ok(i) if i < a.len() => {
+                a.remove(i);
+                true
+            }
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
 /// Joins a pointer and a segment.
 pub fn child(ptr: &str, seg: &str) -> String {
     format!("{ptr}/{}", escape(seg))
+}
+
+/// `options.context_paths[0]`, `providers."a.b".api_key`.
+pub fn dotted(ptr: &str) -> String {
+    let mut out = String::new();
+    for seg in ptr.trim_start_matches('/').split('/') {
+        let seg = seg.replace("~1", "/").replace("~0", "~");
+        if !seg.is_empty() && seg.chars().all(|c| c.is_ascii_digit()) && !out.is_empty() {
+            out.push_str(&format!("[{seg}]"));
+            continue;
+        }
+        if !out.is_empty() {
+            out.push('.');
+        }
+        if seg
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '$')
+        {
+            out.push_str(&seg);
+        } else {
+            out.push_str(&format!("{seg:?}"));
+        }
+    }
+    out
 }
 
 struct Scanner<'a> {
@@ -177,5 +226,17 @@ mod tests {
         // JSON strings cannot hold raw newlines, but escaped ones must not count.
         let p = positions("{\"a\": \"x\\ny\",\n\"b\": 2}");
         assert_eq!(p["/b"], 2);
+    }
+    #[test]
+    fn dotted_paths() {
+        assert_eq!(
+            dotted("/options/context_paths/0"),
+            "options.context_paths[0]"
+        );
+        assert_eq!(
+            dotted("/providers/a.b/api_key"),
+            "providers.\"a.b\".api_key"
+        );
+        assert_eq!(dotted("/x~1y"), "\"x/y\"");
     }
 }

@@ -48,11 +48,14 @@ impl Loaded {
     ) -> Result<Outcome, String> {
         let who = match source {
             SessionSource::User => "session",
-            SessionSource::BashTool => "session (bash tool)",
+            SessionSource::BashTool => BASH_TOOL_ORIGIN,
         };
         layers::apply_runtime(self, args, format!("{who}: {}", args.join(" ")))
     }
 }
+
+/// How the origin of a change the agent's bash tool made starts (`config show --origin`).
+pub const BASH_TOOL_ORIGIN: &str = "session (bash tool)";
 
 /// One line per record, for the bash tool's result: what changed, what was refused.
 #[derive(Debug, Clone, Default, PartialEq)]

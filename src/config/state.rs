@@ -2,7 +2,9 @@
 //! in the project data dir. The program writes these files (atomically, under a lock) and never
 //! writes a user's config file. State holds the last chosen models, recent models, UI preferences
 //! and, globally, trust records and MCP OAuth tokens. Go Crush's machine-written
-//! `<global data>/crush.json` is read as global state, below `state.json`, and never written.
+//! `<global data>/crush.json` is read as global state, below `state.json`, and its
+//! `<project data>/crush.json` as workspace state, below that `state.json`; crush never writes
+//! them.
 //!
 //! Layout: `{"version": 1, "models": {...}, "recent_models": {...}, "options": {...},
 //! "trust": {"<project root>": {"hash": "...", "trusted_at": "RFC 3339"}},
@@ -34,6 +36,12 @@ pub fn workspace_path(data_dir: &Path) -> PathBuf {
     data_dir.join(FILE_NAME)
 }
 
+/// Go Crush's workspace config, where its UI writes the models chosen in a project: read as
+/// workspace state, below `state.json`, and never written.
+pub fn legacy_workspace_path(data_dir: &Path) -> PathBuf {
+    data_dir.join(LEGACY_FILE_NAME)
+}
+
 /// Reads a state file; a missing file is empty state. A file that is not a JSON object is
 /// reported (the caller warns) and treated as empty: state is rebuilt, never a reason to fail.
 pub fn read(path: &Path) -> Result<Value, String> {
@@ -62,16 +70,12 @@ pub fn config_view(state: &Value) -> Value {
 }
 
 /// Read-modify-write of a state file under an exclusive lock, written atomically (temp file +
-/// rename). Creates the directory (0700) when missing.
+/// rename). Creates the directory (0700) when missing, and keeps it private.
 pub fn update(path: &Path, f: impl FnOnce(&mut Value)) -> io::Result<()> {
     let dir = path
         .parent()
         .ok_or_else(|| io::Error::other("state file has no parent directory"))?;
-    if !dir.exists() {
-        std::fs::create_dir_all(dir)?;
-        use std::os::unix::fs::PermissionsExt;
-        let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
-    }
+    crate::fsutil::private_dir(dir)?;
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

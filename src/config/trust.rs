@@ -1,37 +1,96 @@
-//! Project trust (crush(1) CONFIGURATION). A project's own crushrc files, hooks, MCP and LSP
-//! servers and `$(command)` values run code, so they are used only once the project is trusted.
-//! Trust is recorded in the global state against the project root and a SHA-256 of exactly those
-//! definitions: when any of them changes, the project is untrusted again until the user agrees.
-//! Files a crushrc `source`s are not part of the hash (they are only known by running it).
+//! Project trust (crush(1) SECURITY). A project's files are written by whoever wrote the
+//! repository, so until the user trusts the project they may set only what cannot run code,
+//! redirect traffic, carry secrets, read outside the project or widen permissions: the keys of
+//! [`UNTRUSTED_ALLOWED`]. Everything else of an untrusted project (its crushrc files, hooks, MCP
+//! and LSP servers, `$(command)` values, providers, `env`, permissions, ...) is skipped and
+//! listed. Trust is recorded in the global state against the project root and a SHA-256 of
+//! exactly what was skipped, including the contents of the project's files those definitions
+//! name (a hook's script, a file a crushrc `source`s): when any of it changes, the project is
+//! untrusted again until the user agrees.
 
 use super::LayerKind;
 use super::pos;
 use super::sha256;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 
-/// Top-level keys of a project JSON file that run programs.
-const GATED_KEYS: &[&str] = &["hooks", "mcp", "lsp"];
+/// What an untrusted project's files may set, as JSON pointers: a key is allowed when it or one
+/// of its parents is listed (crush(1) SECURITY). Everything else needs trust.
+pub const UNTRUSTED_ALLOWED: &[&str] = &[
+    "/$schema",
+    "/models/large",
+    "/models/small",
+    "/recent_models",
+    "/options/context_paths",
+    "/options/disabled_tools",
+    "/options/disabled_skills",
+    "/options/progress",
+    "/options/debug",
+    "/options/debug_lsp",
+    "/options/auto_lsp",
+    "/options/disable_auto_summarize",
+    "/options/disable_provider_auto_update",
+    "/options/disable_default_providers",
+    "/options/disable_metrics",
+    "/options/disable_notifications",
+    "/options/notifications",
+    "/options/tui",
+    "/options/attribution",
+    "/options/max_steps",
+    "/options/request_idle_timeout",
+    "/tools",
+];
 
-/// Options of a project JSON file that run programs: Claude Code plugin folders, whose hooks
-/// run.
-const GATED_OPTIONS: &[&str] = &["claude_plugins"];
+/// Top-level keys of a project JSON file that run programs.
+const RUNS_CODE: &[&str] = &["hooks", "mcp", "lsp"];
 
 /// One project file as found on disk.
 pub enum Source<'a> {
     Crushrc(&'a str),
     Json(&'a Value),
+    /// The `.env` file of the working directory.
+    DotEnv(&'a str),
     /// The `hooks` of a Claude Code settings file (`.claude/settings.json`,
     /// `.claude/settings.local.json`): only its hooks run code.
     ClaudeSettings(&'a Value),
 }
 
-/// What a project would run, and whether it may.
+/// What kind of thing a trust item is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Kind {
+    Crushrc,
+    Hook,
+    Mcp,
+    Lsp,
+    Plugin,
+    Subst,
+    Setting,
+    DotEnv,
+}
+
+/// One thing an untrusted project may not do.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Item {
+    pub kind: Kind,
+    /// For settings: the key (`providers.anthropic`, `env.PATH`, `options.data_directory`).
+    pub key: String,
+    /// One line for `crush trust` and the interactive question.
+    pub text: String,
+}
+
+impl std::fmt::Display for Item {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// What a project would run or set, and whether it may.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Review {
     pub project_root: PathBuf,
-    /// One line per thing that would run: crushrc files, hooks, MCP/LSP servers, `$(...)` values.
-    pub items: Vec<String>,
+    /// Everything that needs trust: crushrc files, hooks, MCP/LSP servers, `$(...)` values and
+    /// settings outside [`UNTRUSTED_ALLOWED`].
+    pub items: Vec<Item>,
     /// SHA-256 over those definitions (empty when there are none).
     pub hash: String,
     /// A trust record with this hash exists (or nothing needs trust).
@@ -40,6 +99,9 @@ pub struct Review {
     pub trusted_once: bool,
     /// A record exists but for other definitions: they changed since the user agreed.
     pub changed: bool,
+    /// The hooks the project's own files define (JSON files, and the `hook add` calls found by
+    /// reading its crushrc files), one line each, trusted or not.
+    pub hooks: Vec<String>,
 }
 
 impl Review {
@@ -50,53 +112,63 @@ impl Review {
     pub fn allowed(&self) -> bool {
         !self.needs_trust() || self.trusted || self.trusted_once
     }
+    /// "is not trusted", or "has changed since it was trusted".
+    pub fn why(&self) -> &'static str {
+        if self.changed {
+            "has changed since it was trusted"
+        } else {
+            "is not trusted"
+        }
+    }
     /// The one-line notice printed when things were skipped.
     pub fn notice(&self) -> Option<String> {
         if self.allowed() {
             return None;
         }
-        let why = if self.changed {
-            "has changed since it was trusted"
-        } else {
-            "is not trusted"
-        };
         Some(format!(
-            "project {} {why}: skipped {}; review with 'crush trust' (or run once with --trust)",
+            "project {} {}: skipped {}; review with 'crush trust' (or run once with --trust)",
             self.project_root.display(),
+            self.why(),
             summarize(&self.items)
         ))
     }
 }
 
-fn summarize(items: &[String]) -> String {
-    let mut counts: Vec<(&str, usize)> = Vec::new();
+fn summarize(items: &[Item]) -> String {
+    let mut counts: Vec<(Kind, usize)> = Vec::new();
+    let mut settings: Vec<&str> = Vec::new();
     for it in items {
-        let kind = it.split(' ').next().unwrap_or("item");
-        match counts.iter_mut().find(|(k, _)| *k == kind) {
+        if it.kind == Kind::Setting {
+            // The top-level key, or options.KEY: enough to see what was left out.
+            let mut parts = it.key.splitn(3, '.');
+            let top = parts.next().unwrap_or("");
+            let shown = match (top, parts.next()) {
+                ("options" | "models", Some(k)) => &it.key[..top.len() + 1 + k.len()],
+                _ => top,
+            };
+            if !settings.contains(&shown) {
+                settings.push(shown);
+            }
+            continue;
+        }
+        match counts.iter_mut().find(|(k, _)| *k == it.kind) {
             Some((_, n)) => *n += 1,
-            None => counts.push((kind, 1)),
+            None => counts.push((it.kind, 1)),
         }
     }
-    let rank = |k: &str| match k {
-        "crushrc" => 0,
-        "hook" => 1,
-        "mcp" => 2,
-        "lsp" => 3,
-        "plugin" => 4,
-        "skills" => 5,
-        _ => 6,
-    };
-    counts.sort_by_key(|(k, _)| rank(k));
-    counts
+    counts.sort();
+    let mut out: Vec<String> = counts
         .iter()
         .map(|(k, n)| {
-            let noun = match *k {
-                "crushrc" => "crushrc file",
-                "hook" => "hook",
-                "mcp" => "MCP server",
-                "lsp" => "LSP server",
-                "plugin" => "Claude Code plugin",
-                "skills" => "external skills folder",
+            if *k == Kind::DotEnv {
+                return "the .env file".to_string();
+            }
+            let noun = match k {
+                Kind::Crushrc => "crushrc file",
+                Kind::Hook => "hook",
+                Kind::Mcp => "MCP server",
+                Kind::Lsp => "LSP server",
+                Kind::Plugin => "Claude Code plugin",
                 _ => "command substitution",
             };
             if *n == 1 {
@@ -105,8 +177,11 @@ fn summarize(items: &[String]) -> String {
                 format!("{n} {noun}s")
             }
         })
-        .collect::<Vec<_>>()
-        .join(", ")
+        .collect();
+    if !settings.is_empty() {
+        out.push(format!("settings {}", settings.join(", ")));
+    }
+    out.join(", ")
 }
 
 fn walk_subst(v: &Value, ptr: &str, out: &mut Vec<(String, String)>) {
@@ -126,45 +201,77 @@ fn walk_subst(v: &Value, ptr: &str, out: &mut Vec<(String, String)>) {
     }
 }
 
-fn dotted(ptr: &str) -> String {
-    ptr.trim_start_matches('/')
-        .split('/')
-        .map(|s| s.replace("~1", "/").replace("~0", "~"))
-        .collect::<Vec<_>>()
-        .join(".")
-}
-
-/// Whether the skills folder `p` of a project file lies outside `project_root`: the model
-/// reads a skill's files without asking (crush(1) SKILLS AND COMMANDS), so a project may not
-/// point it at the user's files. A `~` or `$` path counts as outside.
-fn skills_path_outside(p: &str, project_root: &Path) -> bool {
-    if p.starts_with('~') || p.contains('$') {
-        return true;
+/// Whether an untrusted project may set `ptr`: `Some(true)` when it or a parent is listed,
+/// `Some(false)` when only some keys below it are (look inside), `None` when nothing is.
+fn allowance(ptr: &str) -> Option<bool> {
+    let under = |a: &str, p: &str| a == p || a.starts_with(&format!("{p}/"));
+    if UNTRUSTED_ALLOWED.iter().any(|a| under(ptr, a)) {
+        Some(true)
+    } else if UNTRUSTED_ALLOWED.iter().any(|a| under(a, ptr)) {
+        Some(false)
+    } else {
+        None
     }
-    let path = crate::paths::normalize(&crate::paths::resolve(project_root, p));
-    let canon = std::fs::canonicalize(&path).unwrap_or(path);
-    let root = std::fs::canonicalize(project_root).unwrap_or_else(|_| project_root.to_path_buf());
-    !canon.starts_with(root)
 }
 
-/// The entries of a project file's `options.skills_paths` outside the project.
-fn outside_skills_paths<'a>(v: &'a Value, project_root: &Path) -> Vec<&'a str> {
-    v.pointer("/options/skills_paths")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .filter(|p| skills_path_outside(p, project_root))
-        .collect()
+/// Splits a project JSON value: `v` keeps what an untrusted project may set; the returned
+/// pointers and values are what it may not (the largest subtrees, in key order).
+pub fn split_untrusted(v: &mut Value) -> Vec<(String, Value)> {
+    fn walk(m: &mut Map<String, Value>, ptr: &str, out: &mut Vec<(String, Value)>) {
+        let keys: Vec<String> = m.keys().cloned().collect();
+        for k in keys {
+            let p = pos::child(ptr, &k);
+            match allowance(&p) {
+                Some(true) => {}
+                Some(false) if m.get(&k).is_some_and(Value::is_object) => {
+                    if let Some(Value::Object(sub)) = m.get_mut(&k) {
+                        walk(sub, &p, out);
+                    }
+                }
+                _ => {
+                    if let Some(x) = m.remove(&k) {
+                        out.push((p, x));
+                    }
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    if let Value::Object(m) = v {
+        walk(m, "", &mut out);
+    }
+    out
 }
 
-/// The gated parts of a project JSON file, as (description, canonical text for the hash).
-fn gated_json(v: &Value, file: &Path, project_root: &Path) -> Vec<(String, String)> {
+/// Blanks the `$(...)` values left in what an untrusted project may set (nothing of an
+/// untrusted project runs); returns their pointers and values.
+fn strip_subst(v: &mut Value) -> Vec<(String, String)> {
+    let mut subst = Vec::new();
+    walk_subst(v, "", &mut subst);
+    for (ptr, _) in &subst {
+        // Array elements are blanked rather than removed, so the other pointers stay valid.
+        pos::remove(v, ptr, true);
+    }
+    subst
+}
+
+/// Reduces an untrusted project JSON value to what it may set; returns the pointers removed.
+pub fn restrict(v: &mut Value) -> Vec<String> {
+    let mut removed: Vec<String> = split_untrusted(v).into_iter().map(|(p, _)| p).collect();
+    removed.extend(strip_subst(v).into_iter().map(|(p, _)| p));
+    removed
+}
+
+/// The items of one project JSON file: what needs trust, as (item, canonical text for the hash).
+fn json_items(v: &Value, file: &Path, files: &ProjectFiles) -> Vec<(Item, String)> {
     let mut out = Vec::new();
     let from = file.display();
-    for key in GATED_KEYS {
-        let Some(x) = v.get(*key) else { continue };
-        match (*key, x) {
+    let mut kept = v.clone();
+    let skipped = split_untrusted(&mut kept);
+    let item = |kind: Kind, key: String, text: String| Item { kind, key, text };
+    for (ptr, x) in &skipped {
+        let key = pos::dotted(ptr);
+        match (key.as_str(), x) {
             ("hooks", Value::Object(events)) => {
                 for (event, list) in events {
                     let hooks: Vec<&Value> = match list {
@@ -172,26 +279,23 @@ fn gated_json(v: &Value, file: &Path, project_root: &Path) -> Vec<(String, Strin
                         other => vec![other],
                     };
                     for h in hooks {
-                        let cmds: Vec<String> = match h.get("hooks") {
-                            Some(Value::Array(inner)) => inner
-                                .iter()
-                                .filter_map(|i| i.get("command").and_then(Value::as_str))
-                                .map(str::to_string)
-                                .collect(),
-                            _ => h
-                                .get("command")
-                                .and_then(Value::as_str)
-                                .map(|c| vec![c.to_string()])
-                                .unwrap_or_default(),
-                        };
+                        let cmds = hook_commands(h);
+                        let mut canon = format!("hooks.{event}={h}");
+                        for c in &cmds {
+                            canon.push_str(&files.digest(&files.named_by(c, &[])));
+                        }
                         out.push((
-                            format!("hook {event}: {} (from {from})", cmds.join("; ")),
-                            format!("hooks.{event}={h}"),
+                            item(
+                                Kind::Hook,
+                                format!("hooks.{event}"),
+                                format!("hook {event}: {} (from {from})", cmds.join("; ")),
+                            ),
+                            canon,
                         ));
                     }
                 }
             }
-            ("mcp" | "lsp", Value::Object(servers)) => {
+            (k @ ("mcp" | "lsp"), Value::Object(servers)) => {
                 for (name, s) in servers {
                     let what = s
                         .get("command")
@@ -208,119 +312,294 @@ fn gated_json(v: &Value, file: &Path, project_root: &Path) -> Vec<(String, Strin
                                 .join(" ")
                         })
                         .unwrap_or_default();
+                    let kind = if k == "mcp" { Kind::Mcp } else { Kind::Lsp };
                     out.push((
-                        format!("{key} {name}: {what} {args} (from {from})").replace("  (", " ("),
-                        format!("{key}.{name}={s}"),
+                        item(
+                            kind,
+                            format!("{k}.{name}"),
+                            format!("{k} {name}: {what} {args} (from {from})").replace("  (", " ("),
+                        ),
+                        format!("{k}.{name}={s}"),
                     ));
                 }
             }
-            (_, other) => out.push((
-                format!("{key}: {other} (from {from})"),
-                format!("{key}={other}"),
-            )),
-        }
-    }
-    for key in GATED_OPTIONS {
-        match v.pointer(&format!("/options/{key}")) {
-            Some(Value::Array(list)) => {
+            ("options.claude_plugins", Value::Array(list)) => {
                 for p in list {
                     let p = p.as_str().unwrap_or_default();
                     out.push((
-                        format!("plugin {p}: Claude Code plugin hooks (from {from})"),
-                        format!("options.{key}={p}"),
+                        item(
+                            Kind::Plugin,
+                            key.clone(),
+                            format!("plugin {p}: Claude Code plugin hooks (from {from})"),
+                        ),
+                        format!("options.claude_plugins={p}"),
                     ));
                 }
             }
-            Some(other) => out.push((
-                format!("options.{key}: {other} (from {from})"),
-                format!("options.{key}={other}"),
-            )),
-            None => {}
+            _ => {
+                let canon = format!("{ptr}={x}");
+                let children: Vec<String> = match x {
+                    Value::Object(m) if !m.is_empty() && !RUNS_CODE.contains(&key.as_str()) => {
+                        m.keys().map(|c| format!("{key}.{c}")).collect()
+                    }
+                    _ => vec![key.clone()],
+                };
+                let kind = match key.as_str() {
+                    "hooks" => Kind::Hook,
+                    "mcp" => Kind::Mcp,
+                    "lsp" => Kind::Lsp,
+                    _ => Kind::Setting,
+                };
+                for (i, c) in children.into_iter().enumerate() {
+                    let text = if kind == Kind::Setting {
+                        format!("setting {c} (from {from})")
+                    } else {
+                        format!("{c}: {x} (from {from})")
+                    };
+                    // The whole subtree is hashed once, with its first child.
+                    let canon = if i == 0 { canon.clone() } else { String::new() };
+                    out.push((item(kind, c, text), canon));
+                }
+            }
         }
     }
-    for p in outside_skills_paths(v, project_root) {
-        out.push((
-            format!("skills {p}: a skills folder outside the project (from {from})"),
-            format!("options.skills_paths={p}"),
-        ));
-    }
+    // `$(...)` anywhere but in hooks and servers (listed above): in what is kept it is blanked,
+    // in what is skipped it goes with its setting; either way, name the command.
     let mut subst = Vec::new();
     for (k, x) in v.as_object().into_iter().flatten() {
-        if !GATED_KEYS.contains(&k.as_str()) {
+        if !RUNS_CODE.contains(&k.as_str()) {
             walk_subst(x, &pos::child("", k), &mut subst);
         }
     }
     for (ptr, s) in subst {
         out.push((
-            format!("$(...) in {}: {s} (from {from})", dotted(&ptr)),
+            item(
+                Kind::Subst,
+                pos::dotted(&ptr),
+                format!("$(...) in {}: {s} (from {from})", pos::dotted(&ptr)),
+            ),
             format!("{ptr}={s}"),
         ));
     }
     out
 }
 
-/// Removes what needs trust from a project JSON value; returns the pointers removed.
-pub fn strip_gated(v: &mut Value, project_root: &Path) -> Vec<String> {
-    let mut removed = Vec::new();
-    let outside: Vec<String> = outside_skills_paths(v, project_root)
-        .into_iter()
-        .map(str::to_string)
-        .collect();
-    if let Some(Value::Array(list)) = v.pointer_mut("/options/skills_paths")
-        && !outside.is_empty()
-    {
-        list.retain(|p| !p.as_str().is_some_and(|p| outside.iter().any(|o| o == p)));
-        removed.push("/options/skills_paths".to_string());
+/// The commands of one hook definition (Crush's flat shape or Claude Code's nested one).
+fn hook_commands(h: &Value) -> Vec<String> {
+    match h.get("hooks") {
+        Some(Value::Array(inner)) => inner
+            .iter()
+            .filter_map(|i| i.get("command").and_then(Value::as_str))
+            .map(str::to_string)
+            .collect(),
+        _ => h
+            .get("command")
+            .and_then(Value::as_str)
+            .map(|c| vec![c.to_string()])
+            .unwrap_or_default(),
     }
-    if let Value::Object(m) = v {
-        for key in GATED_KEYS {
-            if m.remove(*key).is_some() {
-                removed.push(format!("/{key}"));
-            }
+}
+
+/// The project's own files that definitions name, found without running anything: their
+/// contents go into the trust hash. Files outside the project are the user's, not hashed.
+struct ProjectFiles {
+    /// The project root, real path.
+    root: PathBuf,
+    /// Where a hook's relative paths are looked up: the working directory (the hooks' cwd) and
+    /// the project root.
+    bases: Vec<PathBuf>,
+}
+
+/// The most of one file that is hashed (the size is hashed too).
+const MAX_HASHED_FILE: u64 = 16 * 1024 * 1024;
+/// How deep `source` inside sourced files is followed.
+const MAX_SOURCE_DEPTH: usize = 8;
+
+impl ProjectFiles {
+    fn new(project_root: &Path, cwd: &Path) -> ProjectFiles {
+        let real = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+        let mut bases = vec![real(cwd)];
+        if !bases.contains(&real(project_root)) {
+            bases.push(real(project_root));
         }
-        if let Some(Value::Object(o)) = m.get_mut("options") {
-            for key in GATED_OPTIONS {
-                if o.remove(*key).is_some() {
-                    removed.push(format!("/options/{key}"));
-                }
-            }
+        ProjectFiles {
+            root: real(project_root),
+            bases,
         }
     }
-    let mut subst = Vec::new();
-    walk_subst(v, "", &mut subst);
-    for (ptr, _) in subst {
-        let (parent, last) = match ptr.rfind('/') {
-            Some(i) => (&ptr[..i], &ptr[i + 1..]),
-            None => continue,
+
+    /// `word` as a project file, looked up from each of `bases`: its real path, if it is a
+    /// regular file inside the project.
+    fn lookup(&self, word: &str, extra_base: Option<&Path>) -> Option<PathBuf> {
+        if word.is_empty() || word.contains(['$', '`', '*', '?', '[']) {
+            return None;
+        }
+        let candidates: Vec<PathBuf> = if Path::new(word).is_absolute() || word.starts_with("~/") {
+            vec![crate::paths::resolve(Path::new("/"), word)]
+        } else {
+            extra_base
+                .into_iter()
+                .chain(self.bases.iter().map(PathBuf::as_path))
+                .map(|b| b.join(word))
+                .collect()
         };
-        let last = last.replace("~1", "/").replace("~0", "~");
-        match v.pointer_mut(parent) {
-            Some(Value::Object(m)) => {
-                m.remove(&last);
-            }
-            Some(Value::Array(a)) => {
-                // Blank rather than remove, so the other pointers stay valid.
-                if let Ok(i) = last.parse::<usize>()
-                    && let Some(x) = a.get_mut(i)
+        candidates.into_iter().find_map(|c| {
+            let real = c.canonicalize().ok()?;
+            (real.is_file() && real.starts_with(&self.root)).then_some(real)
+        })
+    }
+
+    /// The project files a command line names: any word (or the part of `--opt=FILE` after
+    /// `=`, or a token of a quoted script such as `sh -c './a.sh && ./b.sh'`) that is one.
+    fn named_by(&self, command: &str, extra_bases: &[&Path]) -> Vec<PathBuf> {
+        let words = super::commands::split_words(command)
+            .unwrap_or_else(|_| command.split_whitespace().map(str::to_string).collect());
+        let mut out = Vec::new();
+        for w in &words {
+            let tokens = w
+                .split(|c: char| c.is_whitespace() || ";&|()<>".contains(c))
+                .flat_map(|t| [t, t.split_once('=').map_or("", |(_, v)| v)]);
+            for t in tokens {
+                let found = std::iter::once(None)
+                    .chain(extra_bases.iter().map(|b| Some(*b)))
+                    .find_map(|b| self.lookup(t, b));
+                if let Some(f) = found
+                    && !out.contains(&f)
                 {
-                    *x = Value::String(String::new());
+                    out.push(f);
                 }
+            }
+        }
+        out
+    }
+
+    /// `\0file REL:SHA256` for each file, for the hash.
+    fn digest(&self, files: &[PathBuf]) -> String {
+        use std::io::Read;
+        let mut out = String::new();
+        for f in files {
+            let rel = f.strip_prefix(&self.root).unwrap_or(f).display();
+            let mut bytes = Vec::new();
+            let read = std::fs::File::open(f)
+                .and_then(|h| h.take(MAX_HASHED_FILE).read_to_end(&mut bytes));
+            match read {
+                Ok(n) => out.push_str(&format!("\0file {rel}:{n}:{}", sha256::hex(&bytes))),
+                Err(e) => out.push_str(&format!("\0file {rel}:unreadable {:?}", e.kind())),
+            }
+        }
+        out
+    }
+
+    /// The project files a crushrc refers to, found by reading it (crushrc files are never run
+    /// for this): files it `source`s (or `.`s) by a literal path, the files those source in
+    /// turn, and the files named by the `--command` of its `hook add` calls (each call is
+    /// described in `hooks`). A crushrc runs in its own directory, so relative paths are looked
+    /// up there first.
+    fn of_crushrc(
+        &self,
+        text: &str,
+        file: &Path,
+        dir: &Path,
+        seen: &mut Vec<PathBuf>,
+        hooks: &mut Vec<String>,
+        depth: usize,
+    ) {
+        for (n, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.starts_with('#') {
+                continue;
+            }
+            for seg in shell_segments(line) {
+                let Ok(words) = super::commands::split_words(seg) else {
+                    continue;
+                };
+                let mut w: &[String] = &words;
+                while let [first, rest @ ..] = w
+                    && matches!(
+                        first.as_str(),
+                        "if" | "then" | "else" | "elif" | "do" | "!" | "{"
+                    )
+                {
+                    w = rest;
+                }
+                match w {
+                    [src, file, ..] if src == "source" || src == "." => {
+                        let Some(f) = self.lookup(file, Some(dir)) else {
+                            continue;
+                        };
+                        if seen.contains(&f) {
+                            continue;
+                        }
+                        seen.push(f.clone());
+                        if depth < MAX_SOURCE_DEPTH
+                            && let Ok(inner) = std::fs::read_to_string(&f)
+                        {
+                            self.of_crushrc(&inner, &f, dir, seen, hooks, depth + 1);
+                        }
+                    }
+                    [hook, add, rest @ ..] if hook == "hook" && add == "add" => {
+                        hooks.push(format!(
+                            "hook {} (from {}:{})",
+                            rest.join(" "),
+                            file.display(),
+                            n + 1
+                        ));
+                        let mut it = rest.iter();
+                        while let Some(a) = it.next() {
+                            let cmd = match a.strip_prefix("--command") {
+                                Some("") => it.next().cloned(),
+                                Some(v) => v.strip_prefix('=').map(str::to_string),
+                                None => None,
+                            };
+                            for f in cmd.map(|c| self.named_by(&c, &[dir])).unwrap_or_default() {
+                                if !seen.contains(&f) {
+                                    seen.push(f);
+                                }
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+}
+
+/// A shell line cut at `&&`, `||`, `;` and `|` outside quotes (enough to find the commands of
+/// a line such as `[ -f x ] && source x`).
+fn shell_segments(line: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut quote: Option<char> = None;
+    let mut start = 0;
+    let mut prev = '\0';
+    for (i, c) in line.char_indices() {
+        match (quote, c) {
+            (Some(q), _) if c == q && prev != '\\' => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"') => quote = Some(c),
+            (None, ';' | '|' | '&') => {
+                out.push(&line[start..i]);
+                start = i + 1;
             }
             _ => {}
         }
-        removed.push(ptr);
+        prev = c;
     }
-    removed
+    out.push(&line[start..]);
+    out.into_iter().filter(|s| !s.trim().is_empty()).collect()
 }
 
 /// Reviews the project's files (in layer order) against the trust records in `global_state`.
 pub fn review(
     project_root: &Path,
+    cwd: &Path,
     files: &[(LayerKind, PathBuf, Source)],
     global_state: &Value,
     trusted_once: bool,
 ) -> Review {
-    let mut items = Vec::new();
+    let named = ProjectFiles::new(project_root, cwd);
+    let mut items: Vec<Item> = Vec::new();
+    let mut hooks = Vec::new();
     let mut hashed = String::new();
     for (kind, path, src) in files {
         let rel = path
@@ -330,23 +609,57 @@ pub fn review(
             .into_owned();
         match src {
             Source::Crushrc(text) => {
-                items.push(format!("crushrc {}", path.display()));
+                items.push(Item {
+                    kind: Kind::Crushrc,
+                    key: String::new(),
+                    text: format!("crushrc {}", path.display()),
+                });
+                let mut refs = Vec::new();
+                let dir = path.parent().unwrap_or(project_root);
+                named.of_crushrc(text, path, dir, &mut refs, &mut hooks, 0);
+                let files = named.digest(&refs);
+                hashed.push_str(&format!("{kind:?}\0{rel}\0{text}{files}\0"));
+            }
+            Source::DotEnv(text) => {
+                let names: Vec<String> = super::dotenv::parse(text, &|_| None)
+                    .into_iter()
+                    .map(|(k, _)| k)
+                    .collect();
+                items.push(Item {
+                    kind: Kind::DotEnv,
+                    key: String::new(),
+                    text: format!(
+                        "environment file {}: sets {}",
+                        path.display(),
+                        if names.is_empty() {
+                            "nothing".to_string()
+                        } else {
+                            names.join(", ")
+                        }
+                    ),
+                });
                 hashed.push_str(&format!("{kind:?}\0{rel}\0{text}\0"));
             }
-            Source::Json(v) => {
-                for (desc, canon) in gated_json(v, path, project_root) {
-                    items.push(desc);
-                    hashed.push_str(&format!("{kind:?}\0{rel}\0{canon}\0"));
-                }
-            }
-            Source::ClaudeSettings(hooks) if !hooks.is_null() => {
-                let only_hooks = serde_json::json!({ "hooks": hooks });
-                for (desc, canon) in gated_json(&only_hooks, path, project_root) {
-                    items.push(desc);
+            Source::ClaudeSettings(h) if !h.is_null() => {
+                // Claude Code's project hooks need trust too, but never stop a run.
+                let only_hooks = serde_json::json!({ "hooks": h });
+                for (item, canon) in json_items(&only_hooks, path, &named) {
+                    items.push(item);
                     hashed.push_str(&format!("ClaudeSettings\0{rel}\0{canon}\0"));
                 }
             }
             Source::ClaudeSettings(_) => {}
+            Source::Json(v) => {
+                for (item, canon) in json_items(v, path, &named) {
+                    if item.kind == Kind::Hook {
+                        hooks.push(item.text.clone());
+                    }
+                    items.push(item);
+                    if !canon.is_empty() {
+                        hashed.push_str(&format!("{kind:?}\0{rel}\0{canon}\0"));
+                    }
+                }
+            }
         }
     }
     let hash = if items.is_empty() {
@@ -363,13 +676,13 @@ pub fn review(
         hash,
         trusted,
         trusted_once,
+        hooks,
     }
 }
 
 /// Whether `CRUSH_TRUST_PROJECT` asks to trust this invocation.
 pub fn env_trusts() -> bool {
-    std::env::var("CRUSH_TRUST_PROJECT")
-        .is_ok_and(|v| matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "yes" | "on"))
+    std::env::var("CRUSH_TRUST_PROJECT").is_ok_and(|v| crate::env::truthy(&v))
 }
 
 #[cfg(test)]
@@ -387,13 +700,13 @@ mod tests {
             root.join("crush.json"),
             Source::Json(&v1),
         )];
-        let r = review(root, &files, &json!({}), false);
+        let r = review(root, root, &files, &json!({}), false);
         assert!(r.needs_trust() && !r.allowed());
         assert_eq!(r.items.len(), 1);
         assert!(r.notice().unwrap().contains("1 hook"), "{:?}", r.notice());
         let state = json!({"trust": {"/p": {"hash": r.hash}}});
-        assert!(review(root, &files, &state, false).allowed());
-        // Non-gated changes keep the trust; gated ones lose it.
+        assert!(review(root, root, &files, &state, false).allowed());
+        // Allowed keys change freely; the rest loses the trust.
         let v2 =
             json!({"hooks": {"PreToolUse": [{"command": "./a.sh"}]}, "options": {"debug": false}});
         let files2 = [(
@@ -401,16 +714,32 @@ mod tests {
             root.join("crush.json"),
             Source::Json(&v2),
         )];
-        assert!(review(root, &files2, &state, false).allowed());
+        assert!(review(root, root, &files2, &state, false).allowed());
         let v3 = json!({"hooks": {"PreToolUse": [{"command": "./b.sh"}]}});
         let files3 = [(
             LayerKind::ProjectJson,
             root.join("crush.json"),
             Source::Json(&v3),
         )];
-        let r3 = review(root, &files3, &state, false);
+        let r3 = review(root, root, &files3, &state, false);
         assert!(!r3.allowed() && r3.changed);
-        assert!(review(root, &files3, &state, true).allowed());
+        assert!(review(root, root, &files3, &state, true).allowed());
+        let v4 = json!({"hooks": {"PreToolUse": [{"command": "./a.sh"}]}, "options": {"debug": true},
+            "permissions": {"allowed_tools": ["bash"]}});
+        let files4 = [(
+            LayerKind::ProjectJson,
+            root.join("crush.json"),
+            Source::Json(&v4),
+        )];
+        let r4 = review(root, root, &files4, &state, false);
+        assert!(!r4.allowed() && r4.changed);
+        assert!(
+            r4.notice()
+                .unwrap()
+                .contains("1 hook, settings permissions;"),
+            "{:?}",
+            r4.notice()
+        );
     }
 
     #[test]
@@ -422,20 +751,24 @@ mod tests {
             root.join(".claude/settings.json"),
             Source::ClaudeSettings(&hooks),
         )];
-        let r = review(root, &files, &json!({}), false);
+        let r = review(root, root, &files, &json!({}), false);
+        let texts: Vec<&str> = r.items.iter().map(|i| i.text.as_str()).collect();
         assert_eq!(
-            r.items,
+            texts,
             vec!["hook PreToolUse: g.sh (from /p/.claude/settings.json)"]
         );
+        // Claude Code's hooks never stop a run: they are not the project's own hooks.
+        assert!(r.hooks.is_empty());
         let other = json!({"PreToolUse": [{"hooks": [{"command": "h.sh"}]}]});
         let changed = [(
             LayerKind::ProjectJson,
             root.join(".claude/settings.json"),
             Source::ClaudeSettings(&other),
         )];
-        assert_ne!(review(root, &changed, &json!({}), false).hash, r.hash);
+        assert_ne!(review(root, root, &changed, &json!({}), false).hash, r.hash);
         let mut v = json!({"options": {"claude_plugins": ["./plug"], "debug": true}});
         let r = review(
+            root,
             root,
             &[(
                 LayerKind::ProjectJson,
@@ -450,55 +783,133 @@ mod tests {
             "{:?}",
             r.notice()
         );
-        assert_eq!(strip_gated(&mut v, root), vec!["/options/claude_plugins"]);
+        assert_eq!(restrict(&mut v), vec!["/options/claude_plugins"]);
         assert_eq!(v, json!({"options": {"debug": true}}));
     }
 
     #[test]
-    fn skills_paths_outside_the_project_need_trust() {
-        let t = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(t.path()).unwrap();
-        std::fs::create_dir_all(root.join("skills")).unwrap();
-        std::os::unix::fs::symlink("/tmp", root.join("out")).unwrap();
-        let mut v = json!({"options": {"skills_paths": ["skills", "./a/../skills", "../other", "/etc", "~/s", "$HOME/s", "out"]}});
-        let r = review(
-            &root,
-            &[(
-                LayerKind::ProjectJson,
-                root.join("crush.json"),
-                Source::Json(&v),
-            )],
-            &json!({}),
-            false,
-        );
-        assert_eq!(r.items.len(), 5, "{:?}", r.items);
-        assert!(r.items[0].starts_with("skills ../other: a skills folder outside the project"));
-        assert!(r.notice().unwrap().contains("5 external skills folders"));
-        assert_eq!(strip_gated(&mut v, &root), vec!["/options/skills_paths"]);
+    fn only_the_allow_list_survives() {
+        let mut v = json!({"hooks": {}, "mcp": {"x": {}}, "providers": {"p": {"api_key": "$(pass p)", "base_url": "$URL"}},
+            "env": {"A": "$(id)"}, "permissions": {"allowed_tools": ["bash"]},
+            "models": {"large": {"provider": "a", "model": "m"}},
+            "options": {"context_paths": ["a", "$(b)"], "data_directory": "/tmp/x", "debug": true,
+                        "tui": {"compact_mode": true}}});
+        let removed = restrict(&mut v);
         assert_eq!(
             v,
-            json!({"options": {"skills_paths": ["skills", "./a/../skills"]}})
+            json!({"models": {"large": {"provider": "a", "model": "m"}},
+                   "options": {"context_paths": ["a", ""], "debug": true, "tui": {"compact_mode": true}}})
         );
-        let mut inside = json!({"options": {"skills_paths": ["skills"]}});
-        assert!(strip_gated(&mut inside, &root).is_empty());
+        assert_eq!(
+            removed,
+            [
+                "/env",
+                "/hooks",
+                "/mcp",
+                "/options/data_directory",
+                "/permissions",
+                "/providers",
+                "/options/context_paths/1"
+            ]
+        );
+        // Every allowed key is a key crush knows.
+        for a in UNTRUSTED_ALLOWED {
+            let parts: Vec<&str> = a.trim_start_matches('/').split('/').collect();
+            assert!(
+                super::super::layers::is_known_key(&parts),
+                "{a} is not a known key"
+            );
+        }
     }
 
     #[test]
-    fn strip_removes_hooks_servers_and_substitutions() {
-        let mut v = json!({"hooks": {}, "mcp": {"x": {}}, "providers": {"p": {"api_key": "$(pass p)", "base_url": "$URL"}},
-            "env": {"A": "$(id)"}, "options": {"context_paths": ["a", "$(b)"]}});
-        let removed = strip_gated(&mut v, Path::new("/p"));
-        assert_eq!(
-            v,
-            json!({"providers": {"p": {"base_url": "$URL"}}, "env": {}, "options": {"context_paths": ["a", ""]}})
-        );
-        assert_eq!(removed.len(), 5, "{removed:?}");
+    fn items_name_settings_and_the_notice_lists_them() {
+        let root = Path::new("/p");
+        let v = json!({"providers": {"anthropic": {"base_url": "http://evil"}},
+            "env": {"PATH": "/p/bin", "GIT_CONFIG_COUNT": "1"},
+            "options": {"context_paths": ["x"], "data_directory": "/d"}});
         let files = [(
-            LayerKind::ProjectDotCrushrc,
-            PathBuf::from("/p/.crushrc"),
-            Source::Crushrc("option debug"),
+            LayerKind::ProjectJson,
+            root.join("crush.json"),
+            Source::Json(&v),
         )];
-        let r = review(Path::new("/p"), &files, &json!({}), false);
-        assert_eq!(r.items, vec!["crushrc /p/.crushrc"]);
+        let r = review(root, root, &files, &json!({}), false);
+        let texts: Vec<&str> = r.items.iter().map(|i| i.text.as_str()).collect();
+        assert_eq!(
+            texts,
+            [
+                "setting env.GIT_CONFIG_COUNT (from /p/crush.json)",
+                "setting env.PATH (from /p/crush.json)",
+                "setting options.data_directory (from /p/crush.json)",
+                "setting providers.anthropic (from /p/crush.json)",
+            ]
+        );
+        let n = r.notice().unwrap();
+        assert!(
+            n.contains("skipped settings env, options.data_directory, providers;"),
+            "{n}"
+        );
+        let files = [
+            (
+                LayerKind::ProjectDotCrushrc,
+                PathBuf::from("/p/.crushrc"),
+                Source::Crushrc("option debug"),
+            ),
+            (
+                LayerKind::Runtime,
+                PathBuf::from("/p/.env"),
+                Source::DotEnv("A=secret\nB=2\n"),
+            ),
+        ];
+        let r = review(Path::new("/p"), Path::new("/p"), &files, &json!({}), false);
+        assert_eq!(r.items[0].text, "crushrc /p/.crushrc");
+        assert_eq!(r.items[1].text, "environment file /p/.env: sets A, B");
+        let n = r.notice().unwrap();
+        assert!(n.contains("skipped 1 crushrc file, the .env file;"), "{n}");
+    }
+
+    #[test]
+    fn a_crushrc_is_read_for_the_files_it_names() {
+        assert_eq!(
+            shell_segments("[ -f 'a;b' ] && source x; y | z"),
+            ["[ -f 'a;b' ] ", " source x", " y ", " z"]
+        );
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("rc")).unwrap();
+        std::fs::write(root.join("rc/a.sh"), ". rc/b.sh\nsource $HOME/x\n").unwrap();
+        std::fs::write(root.join("rc/b.sh"), "source rc/a.sh\n").unwrap();
+        std::fs::write(root.join("guard.sh"), "exit 0").unwrap();
+        std::fs::write(root.join("lib.sh"), "").unwrap();
+        let pf = ProjectFiles::new(&root, &root);
+        let mut seen = Vec::new();
+        let mut hooks = Vec::new();
+        pf.of_crushrc(
+            "if [ -f rc/a.sh ]; then source rc/a.sh; fi\n# source lib.sh\nhook add Stop --command=\"sh -c './guard.sh && true'\"\nsource /etc/hostname\n",
+            &root.join(".crushrc"),
+            &root,
+            &mut seen,
+            &mut hooks,
+            0,
+        );
+        assert_eq!(
+            hooks,
+            [format!(
+                "hook Stop --command=sh -c './guard.sh && true' (from {}:3)",
+                root.join(".crushrc").display()
+            )]
+        );
+        assert_eq!(
+            seen,
+            [
+                root.join("rc/a.sh"),
+                root.join("rc/b.sh"),
+                root.join("guard.sh")
+            ]
+        );
+        assert_eq!(
+            pf.named_by("python3 lib.sh --config=guard.sh missing.sh", &[]),
+            [root.join("lib.sh"), root.join("guard.sh")]
+        );
     }
 }

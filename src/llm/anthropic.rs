@@ -14,21 +14,22 @@ pub const API_VERSION: &str = "2023-06-01";
 /// Used when the request does not say (the API requires a value).
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 
-/// `{base}/v1/messages`, without doubling a `/v1` the base already has.
+/// `{base}/v1/messages`, without doubling a `/v1` the base already has (before the base's query
+/// string, if any).
 pub fn url(base: &str) -> String {
-    let base = base.trim().trim_end_matches('/');
+    let base = base.trim();
     let base = if base.is_empty() {
         DEFAULT_BASE_URL
     } else {
         base
     };
-    if base.ends_with("/v1/messages") {
-        base.to_string()
-    } else if base.ends_with("/v1") {
-        format!("{base}/messages")
+    let head = base.split('?').next().unwrap_or(base).trim_end_matches('/');
+    let path = if head.ends_with("/v1") || head.ends_with("/v1/messages") {
+        "/messages"
     } else {
-        format!("{base}/v1/messages")
-    }
+        "/v1/messages"
+    };
+    crate::net::join_path(base, path)
 }
 
 /// Provider headers (besides content-type/accept, which the client sets).
@@ -919,10 +920,7 @@ data: {"type":"message_stop"}
             let (r, out) = run_with(Accumulator::with_limit(limit), &s);
             let f = r.unwrap_err();
             assert!(!f.retryable);
-            assert_eq!(
-                f.error,
-                LlmError::Protocol(format!("the reply exceeded {limit} bytes"))
-            );
+            assert_eq!(f.error, LlmError::TooLarge { limit });
             // Nothing past the cap reached the display.
             let shown: usize = out
                 .iter()
@@ -1278,6 +1276,10 @@ data: {"type":"message_stop"}
             "http://127.0.0.1:9/v1/messages"
         );
         assert_eq!(url(""), "https://api.anthropic.com/v1/messages");
+        assert_eq!(
+            url("https://h/proxy/?key=k"),
+            "https://h/proxy/v1/messages?key=k"
+        );
         let ep = Endpoint {
             kind: crate::llm::ApiKind::Anthropic,
             base_url: String::new(),

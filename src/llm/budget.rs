@@ -36,15 +36,20 @@ impl Budget {
         if self.used <= self.limit {
             return Ok(());
         }
-        const MIB: usize = 1024 * 1024;
-        let limit = if self.limit.is_multiple_of(MIB) {
-            format!("{} MiB", self.limit / MIB)
-        } else {
-            format!("{} bytes", self.limit)
-        };
-        Err(Failure::fatal(LlmError::Protocol(format!(
-            "the reply exceeded {limit}"
-        ))))
+        Err(Failure::fatal(LlmError::TooLarge { limit: self.limit }))
+    }
+}
+
+/// `64 MiB`, `64 KiB`, or `1000 bytes`.
+pub fn size_text(n: usize) -> String {
+    const KIB: usize = 1024;
+    const MIB: usize = 1024 * KIB;
+    if n >= MIB && n.is_multiple_of(MIB) {
+        format!("{} MiB", n / MIB)
+    } else if n >= KIB && n.is_multiple_of(KIB) {
+        format!("{} KiB", n / KIB)
+    } else {
+        format!("{n} bytes")
     }
 }
 
@@ -58,15 +63,14 @@ mod tests {
         assert!(b.take(4).is_ok() && b.take(6).is_ok());
         let f = b.take(1).unwrap_err();
         assert!(!f.retryable);
-        assert_eq!(
-            f.error,
-            LlmError::Protocol("the reply exceeded 10 bytes".into())
-        );
+        assert_eq!(f.error, LlmError::TooLarge { limit: 10 });
         assert!(b.take(0).is_err());
         let f = Budget::default().take(MAX_REPLY_BYTES + 1).unwrap_err();
         assert_eq!(
             f.error,
-            LlmError::Protocol("the reply exceeded 64 MiB".into())
+            LlmError::TooLarge {
+                limit: MAX_REPLY_BYTES
+            }
         );
     }
 }

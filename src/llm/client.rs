@@ -4,8 +4,8 @@
 use super::retry::{self, Failure, backoff, classify_http, error_from_json, jittered};
 use super::sse::{MAX_EVENT_BYTES, SseReader, TooLarge};
 use super::{
-    ApiKind, ChatRequest, Endpoint, LlmError, MAX_REPLY_BYTES, Part, Response, RetryPolicy,
-    StreamEvent, anthropic, openai,
+    ApiKind, ChatRequest, Endpoint, LlmError, Part, Response, RetryPolicy, StreamEvent, anthropic,
+    openai,
 };
 use crossbeam_channel::{Receiver, Sender};
 use std::collections::HashMap;
@@ -166,7 +166,7 @@ impl Job {
             // Serialising a Value cannot fail (all keys are strings).
             body: serde_json::to_vec(&body).unwrap_or_default(),
             policy: policy.clone(),
-            reply_limit: MAX_REPLY_BYTES,
+            reply_limit: policy.max_reply_bytes,
         }
     }
 
@@ -355,7 +355,7 @@ impl Job {
 
     fn send_error(&self, e: ureq::Error) -> End {
         let connect = |message: String| LlmError::Connect {
-            url: self.url.clone(),
+            url: crate::net::redact_url(&self.url),
             message,
         };
         let f = match e {
@@ -382,7 +382,12 @@ impl Job {
                 Failure::retry(connect(format!("HTTP protocol error: {p}")))
             }
             ureq::Error::Http(_) | ureq::Error::BadUri(_) | ureq::Error::InvalidProxyUrl => {
-                Failure::fatal(LlmError::Protocol(format!("cannot build the request: {e}")))
+                let msg = e
+                    .to_string()
+                    .replace(&self.url, &crate::net::redact_url(&self.url));
+                Failure::fatal(LlmError::Protocol(format!(
+                    "cannot build the request: {msg}"
+                )))
             }
             other => Failure::fatal(connect(other.to_string())),
         };
@@ -408,7 +413,7 @@ impl Job {
             return Failure::fatal(LlmError::Protocol(e.to_string()));
         }
         Failure::retry(LlmError::Connect {
-            url: self.url.clone(),
+            url: crate::net::redact_url(&self.url),
             message: format!("connection lost while streaming: {e}"),
         })
     }
@@ -556,6 +561,7 @@ mod tests {
             connect_timeout: Duration::from_secs(2),
             response_timeout: Duration::from_secs(5),
             idle_timeout: Duration::from_secs(5),
+            ..RetryPolicy::default()
         }
     }
 
@@ -1000,10 +1006,7 @@ mod tests {
         );
         job.reply_limit = 4_000;
         let evs = collect(start(job).0);
-        assert_eq!(
-            error(&evs),
-            &LlmError::Protocol("the reply exceeded 4000 bytes".into())
-        );
+        assert_eq!(error(&evs), &LlmError::TooLarge { limit: 4000 });
         assert!(retries(&evs).is_empty());
         assert_eq!(srv.bodies.lock().unwrap().len(), 1);
         // The same reply under the default cap is fine.

@@ -56,6 +56,9 @@ pub struct RetryPolicy {
     pub response_timeout: Duration,
     /// Longest silence allowed between two reads of the stream.
     pub idle_timeout: Duration,
+    /// Most bytes one reply may accumulate (`MAX_REPLY_BYTES`); past it the call fails with
+    /// `LlmError::TooLarge`.
+    pub max_reply_bytes: usize,
 }
 
 impl Default for RetryPolicy {
@@ -68,6 +71,7 @@ impl Default for RetryPolicy {
             connect_timeout: Duration::from_secs(10),
             response_timeout: Duration::from_secs(120),
             idle_timeout: Duration::from_secs(120),
+            max_reply_bytes: MAX_REPLY_BYTES,
         }
     }
 }
@@ -91,6 +95,8 @@ pub enum LlmError {
     Protocol(String),
     /// The server asked to wait longer than we are willing to.
     RetryAfterTooLong { status: u16, secs: u64 },
+    /// The reply grew past the limit of what one reply may hold (bytes) and was cut.
+    TooLarge { limit: usize },
 }
 
 impl fmt::Display for LlmError {
@@ -113,6 +119,11 @@ impl fmt::Display for LlmError {
             }
             LlmError::Truncated => write!(f, "the model's stream ended before it was complete"),
             LlmError::Protocol(m) => write!(f, "unexpected reply from the model server: {m}"),
+            LlmError::TooLarge { limit } => write!(
+                f,
+                "unexpected reply from the model server: the reply exceeded {}",
+                budget::size_text(*limit)
+            ),
             LlmError::RetryAfterTooLong { status, secs } => write!(
                 f,
                 "HTTP {status}: the server asks to wait {secs} s before retrying; try again later"

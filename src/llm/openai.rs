@@ -18,19 +18,15 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
-/// `{base}/chat/completions`.
+/// `{base}/chat/completions` (before the base's query string, if any).
 pub fn url(base: &str) -> String {
-    let base = base.trim().trim_end_matches('/');
+    let base = base.trim();
     let base = if base.is_empty() {
         DEFAULT_BASE_URL
     } else {
         base
     };
-    if base.ends_with("/chat/completions") {
-        base.to_string()
-    } else {
-        format!("{base}/chat/completions")
-    }
+    crate::net::join_path(base, "/chat/completions")
 }
 
 /// Provider headers (besides content-type/accept, which the client sets).
@@ -839,10 +835,7 @@ mod tests {
             assert!(run_with(Accumulator::with_limit(100_000), &s).0.is_ok());
             let f = run_with(Accumulator::with_limit(4_000), &s).0.unwrap_err();
             assert!(!f.retryable);
-            assert_eq!(
-                f.error,
-                LlmError::Protocol("the reply exceeded 4000 bytes".into())
-            );
+            assert_eq!(f.error, LlmError::TooLarge { limit: 4000 });
         }
     }
 

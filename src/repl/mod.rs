@@ -356,7 +356,7 @@ fn ask_trust(global: &Global) -> Result<(), AppError> {
         return Ok(());
     }
     let mut msg = format!(
-        "This project ({}) {} and would run, on this machine:\n",
+        "This project ({}) {} and would run or set, on this machine:\n",
         review.project_root.display(),
         if review.changed {
             "changed since you trusted it"

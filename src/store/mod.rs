@@ -1168,11 +1168,7 @@ pub fn new_id() -> Result<String> {
 
 /// Creates a project data dir (mode 0700) with a `.gitignore` of `*` if it has none.
 pub fn ensure_data_dir(dir: &Path) -> io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
+    crate::fsutil::private_dir(dir)?;
     let gi = dir.join(".gitignore");
     match std::fs::OpenOptions::new()
         .write(true)

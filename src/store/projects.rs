@@ -70,7 +70,7 @@ fn touch_reporting(
     {
         return Ok(None);
     }
-    fs::create_dir_all(global_data)?;
+    crate::fsutil::private_dir(global_data)?;
     let _lock = Lock::acquire(&global_data.join(LOCK_NAME))?;
 
     let (mut projects, warning) = match read_strict(&file)? {

@@ -380,13 +380,7 @@ fn models_lists_configured_and_unconfigured_models() {
     cmd.env("ANTHROPIC_API_KEY", "test-key");
     let out = run(cmd, &["models"]);
     out.assert_success();
-    let line = |needle: &str| -> String {
-        out.stdout
-            .lines()
-            .find(|l| l.starts_with(needle))
-            .unwrap_or_else(|| panic!("no line for {needle}:\n{}", out.stdout))
-            .to_string()
-    };
+    let line = |needle: &str| out.stdout_line(needle);
     assert!(line("fake/fake-model").contains("configured"));
     assert!(line("anthropic/claude-sonnet-4-6").contains("configured"));
     assert!(line("openai/").contains("set OPENAI_API_KEY"));

@@ -1,11 +1,10 @@
 //! Configuration end to end (crush(1) CONFIGURATION): the ten layers, crushrc, state, trust,
 //! `config show`, session-only commands. Runs the real binary in a temp environment.
 
-use crate::support::env::run_command;
 use crate::support::{Dialect, FakeServer, Output, Reply, TestEnv};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 fn write(path: &Path, text: &str) {
     if let Some(d) = path.parent() {
@@ -15,12 +14,7 @@ fn write(path: &Path, text: &str) {
 }
 
 fn run_env(env: &TestEnv, args: &[&str], vars: &[(&str, &str)]) -> Output {
-    let mut cmd = env.crush();
-    cmd.args(args);
-    for (k, v) in vars {
-        cmd.env(k, v);
-    }
-    run_command(cmd, None, Duration::from_secs(60))
+    env.run_with_env(args, vars)
 }
 
 /// `config show --origin --json`, parsed.
@@ -202,7 +196,7 @@ fn every_crushrc_command_with_bad_flags_fails_with_file_and_line() {
         ("model large a/b --max-tokens lots", "not a whole number"),
         ("model add nowhere/m", "provider 'nowhere' is not defined"),
         ("permissions grant x", "unknown subcommand 'grant'"),
-        ("provider add p --type pigeon", "not one of"),
+        ("provider add p --type", "needs a value"),
         ("provider add p --extra-header K", "needs KEY VALUE"),
         ("hook add Nope --command x", "unknown event 'Nope'"),
         ("hook add PreToolUse --name x", "needs --command"),
@@ -500,7 +494,7 @@ fn a_cloned_project_runs_nothing_until_trusted() {
         })
         .to_string(),
     );
-    let out = env.run(&["run", "hi"], None);
+    let out = env.run(&["run", "--no-project-hooks", "hi"], None);
     out.assert_success();
     assert!(!m1.exists() && !m2.exists(), "untrusted project code ran");
     assert_eq!(
@@ -513,8 +507,9 @@ fn a_cloned_project_runs_nothing_until_trusted() {
         out.stderr
     );
     assert!(
-        out.stderr
-            .contains("skipped 1 crushrc file, 1 hook, 1 MCP server, 1 command substitution;"),
+        out.stderr.contains(
+            "skipped 1 crushrc file, 1 hook, 1 MCP server, 1 command substitution, settings env;"
+        ),
         "{}",
         out.stderr
     );

@@ -727,8 +727,17 @@ fn project_hooks_run_only_in_a_trusted_project() {
         ".crush.json",
         r#"{"hooks": {"PreToolUse": [{"command": "echo 'project says no' >&2; exit 2"}]}}"#,
     );
-    // Untrusted: the project's hook is skipped, with a notice.
+    // Untrusted: crush run stops before the model is called (exit 2)...
     let out = env.run(&["run", "-y", "touch"], None);
+    out.assert_code(2);
+    assert!(
+        out.stderr.contains("and defines hooks, so this run stops"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(server.request_count(), 0);
+    // ...unless told to run without them: then the hook is skipped, with a notice.
+    let out = env.run(&["run", "-y", "--no-project-hooks", "touch"], None);
     out.assert_success();
     assert!(env.project().join("ran.txt").exists());
     assert!(out.stderr.contains("not trusted"), "{}", out.stderr);

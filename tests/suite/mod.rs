@@ -1,16 +1,21 @@
 //! Integration test modules. Add one `mod` line per file.
 
+mod at_rest;
 mod cancel;
 mod catalog;
 mod claude_hooks;
 mod config;
+mod dropin_config;
 mod fake_server;
 mod go_compat;
 mod hooks;
 mod ledger;
+mod lsp;
 mod mcp;
+mod providers;
 mod repl;
 mod run;
 mod shell;
 mod skills;
 mod static_bin;
+mod trust;

@@ -152,25 +152,22 @@ fn the_model_loads_a_skill_by_viewing_it_without_a_permission_question() {
 }
 
 #[test]
-fn a_project_cannot_point_skills_outside_itself_until_trusted() {
+fn a_project_sets_skills_paths_only_once_trusted() {
     let env = TestEnv::new();
     let outside = env.root().join("outside-skills");
     write(
         &outside.join("ext/SKILL.md"),
         &skill_md("ext", "External.", ""),
     );
-    write(
-        &env.project().join("in/inner/SKILL.md"),
-        &skill_md("inner", "Inner.", ""),
-    );
+    env.write_project_file(".agents/skills/own/SKILL.md", &skill_md("own", "Own.", ""));
     env.write_project_file(
         "crush.json",
-        &json!({"options": {"skills_paths": [outside.display().to_string(), "in"]}}).to_string(),
+        &json!({"options": {"skills_paths": [outside.display().to_string()]}}).to_string(),
     );
     let out = env.run(&["skills", "list", "--json"], None);
     out.assert_success();
     assert!(
-        out.stderr.contains("1 external skills folder"),
+        out.stderr.contains("options.skills_paths"),
         "{}",
         out.stderr
     );
@@ -181,8 +178,11 @@ fn a_project_cannot_point_skills_outside_itself_until_trusted() {
         .iter()
         .filter_map(|v| v["path"].as_str())
         .collect();
+    // The project's own skills folders load untrusted: skills are text.
     assert!(
-        paths.iter().any(|p| p.ends_with("in/inner/SKILL.md")),
+        paths
+            .iter()
+            .any(|p| p.ends_with(".agents/skills/own/SKILL.md")),
         "{paths:?}"
     );
     assert!(

@@ -41,6 +41,15 @@ impl Output {
     pub fn assert_success(&self) -> &Self {
         self.assert_code(0)
     }
+
+    /// The first stdout line that starts with `start`; panics showing stdout if none does.
+    pub fn stdout_line(&self, start: &str) -> String {
+        self.stdout
+            .lines()
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("no line starting with {start:?}:\n{}", self.stdout))
+            .to_string()
+    }
 }
 
 /// Temp directories laid out as:
@@ -218,11 +227,38 @@ impl TestEnv {
         cmd
     }
 
+    /// Runs `crush ARGS` with extra environment variables and no stdin.
+    pub fn run_with_env(&self, args: &[&str], vars: &[(&str, &str)]) -> Output {
+        let mut cmd = self.crush();
+        cmd.args(args);
+        for (k, v) in vars {
+            cmd.env(k, v);
+        }
+        run_command(cmd, None, RUN_TIMEOUT)
+    }
+
     /// Runs `crush ARGS` with `stdin` (closed if `None`), killed after [`RUN_TIMEOUT`].
     pub fn run(&self, args: &[&str], stdin: Option<&str>) -> Output {
         let mut cmd = self.crush();
         cmd.args(args);
         run_command(cmd, stdin, RUN_TIMEOUT)
+    }
+}
+
+/// Sends SIGINT to `child` and waits for it to end; the test fails if it still runs at
+/// `deadline`.
+pub fn interrupt(child: &mut std::process::Child, deadline: Instant) -> std::process::ExitStatus {
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    loop {
+        if let Some(s) = child.try_wait().expect("wait for crush") {
+            return s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("crush did not stop after SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

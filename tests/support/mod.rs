@@ -19,6 +19,7 @@
 pub mod checks;
 pub mod env;
 pub mod http;
+pub mod lsp;
 pub mod mcp;
 pub mod reply;
 pub mod server;
