@@ -226,6 +226,9 @@ pub struct OpenSession<'s> {
     pub agent: Agent<'s>,
     pub title: String,
     pub resumed: bool,
+    /// What slash names can name (crush(1) SKILLS AND COMMANDS).
+    pub skills: std::sync::Arc<crate::skills::Skills>,
+    pub commands: std::sync::Arc<crate::skills::commands::Commands>,
 }
 
 fn leak<T>(v: T) -> &'static T {
@@ -243,7 +246,6 @@ pub struct Context {
     pub mcp: crate::tools::mcp::Mcp,
     /// The Agent Skills and custom commands (crush(1) SKILLS AND COMMANDS).
     pub skills: std::sync::Arc<crate::skills::Skills>,
-    #[expect(dead_code, reason = "the REPL and crush run use them next")]
     pub commands: std::sync::Arc<crate::skills::commands::Commands>,
     /// The language servers (crush(1) LANGUAGE SERVERS); they stop when the last user drops.
     pub lsp: Option<Lsp>,
@@ -413,6 +415,8 @@ pub fn open_session(global: &Global) -> Result<OpenSession<'static>, AppError> {
         agent,
         title,
         resumed,
+        skills: ctx.skills.clone(),
+        commands: ctx.commands.clone(),
     })
 }
 

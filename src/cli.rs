@@ -212,7 +212,9 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "run",
         usage: "crush run [FLAGS] [PROMPT...]",
-        about: "Run one non-interactive turn. A piped stdin is placed before the prompt. \
+        about: "Run one non-interactive turn. A piped stdin is placed before the prompt; a \
+                prompt whose first word is /NAME runs that custom command, skill or MCP prompt \
+                (NAME=value words after it bind its named arguments). \
                 stdout carries only the answer (or JSON events with --json); when it is not a \
                 terminal, a model call's text is written once the call can no longer be retried, \
                 so stdout equals the stored answer.",

@@ -389,17 +389,50 @@ fn read_stdin_if_piped() -> Result<Option<String>, AppError> {
     Ok(Some(String::from_utf8_lossy(&buf).into_owned()))
 }
 
-pub fn run(global: &Global, args: &RunArgs) -> Result<ExitCode, AppError> {
-    let piped = read_stdin_if_piped()?;
-    let mut prompt = args.prompt.join(" ");
-    if let Some(s) = piped.filter(|s| !s.trim().is_empty()) {
-        prompt = if prompt.trim().is_empty() {
-            s
-        } else {
-            format!("{}\n\n{prompt}", s.trim_end())
-        };
+/// The prompt of `crush run`'s arguments: when the first word is `/NAME` and names a custom
+/// command, a user-invocable skill or an MCP prompt, the prompt it makes with the words after
+/// it (`NAME=value` for named arguments); `//` escapes a leading slash; anything else as typed.
+fn command_prompt(args: &[String], session: &app::OpenSession) -> Result<String, AppError> {
+    let joined = args.join(" ");
+    let text = joined.trim_start();
+    if text.starts_with("//") {
+        return Ok(text[1..].to_string());
     }
-    if prompt.trim().is_empty() {
+    let Some(line) = text.strip_prefix('/') else {
+        return Ok(joined);
+    };
+    // One argument holding the whole line, or the shell's words.
+    let (name, words, raw) = if args.len() == 1 {
+        let (name, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+        let words = crate::config::commands::split_words(rest)
+            .unwrap_or_else(|_| rest.split_whitespace().map(str::to_string).collect());
+        (name.to_string(), words, rest.to_string())
+    } else {
+        let name = args[0].trim().trim_start_matches('/');
+        (name.to_string(), args[1..].to_vec(), args[1..].join(" "))
+    };
+    use crate::skills::catalog::{Catalog, for_run};
+    let cat = Catalog::new(&session.commands, &session.skills, Vec::new());
+    if let Some((entry, bound)) =
+        for_run(&cat, &name, words.clone(), &raw).map_err(AppError::Usage)?
+    {
+        return entry.render(&bound, None).map_err(AppError::Runtime);
+    }
+    // Not a command or a skill: an MCP prompt, once the servers have started.
+    let Some(m) = session.agent.mcp.as_ref().map(|m| m.manager()) else {
+        return Ok(joined);
+    };
+    m.wait_ready(None);
+    let cat = Catalog::new(&session.commands, &session.skills, m.prompts());
+    match for_run(&cat, &name, words, &raw).map_err(AppError::Usage)? {
+        Some((entry, bound)) => entry.render(&bound, Some(m)).map_err(AppError::Runtime),
+        None => Ok(joined),
+    }
+}
+
+pub fn run(global: &Global, args: &RunArgs) -> Result<ExitCode, AppError> {
+    let piped = read_stdin_if_piped()?.filter(|s| !s.trim().is_empty());
+    if args.prompt.join(" ").trim().is_empty() && piped.is_none() {
         return Err(AppError::Usage(
             "no prompt: give one as arguments (crush run \"explain this\") or on stdin".into(),
         ));
@@ -417,6 +450,14 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<ExitCode, AppError> {
     }
 
     let mut session = app::open_session(global)?;
+    let mut prompt = command_prompt(&args.prompt, &session)?;
+    if let Some(s) = piped {
+        prompt = if prompt.trim().is_empty() {
+            s
+        } else {
+            format!("{}\n\n{prompt}", s.trim_end())
+        };
+    }
     let mut sink = RunSink {
         out: Out {
             stdout: std::io::stdout(),

@@ -11,6 +11,7 @@
 //! a raw `read` on the main thread, would deliver EINTR to whichever thread the kernel picks
 //! (stream workers, tool waiters) and needs a hand-written line reader; the thread is simpler.
 
+mod custom;
 pub mod input;
 pub mod render;
 mod shell;
@@ -459,6 +460,7 @@ impl Repl {
                 }
                 Got::Line(l) => {
                     interrupts = 0;
+                    asm.set_names(self.command_names());
                     let Fed::Done(input) = asm.feed(&l) else {
                         continue;
                     };
@@ -497,7 +499,8 @@ impl Repl {
                 server,
                 prompt,
                 args,
-            } => self.mcp_prompt(&server, &prompt, &args),
+            } => self.custom(&format!("mcp:{server}:{prompt}"), &args),
+            Input::Custom { name, args } => self.custom(&name, &args),
         }
         Flow::Continue
     }
@@ -710,7 +713,7 @@ impl Repl {
             Slash::Quit => return Flow::Quit,
             Slash::Help => {
                 let mut text = help_text();
-                text.push_str(&self.mcp_prompts_help());
+                text.push_str(&self.custom_help());
                 self.term.print(&text)
             }
             Slash::Mcp => self.mcp_command(args),
@@ -843,38 +846,6 @@ impl Repl {
         }
     }
 
-    /// The MCP prompts, for `/help`.
-    fn mcp_prompts_help(&self) -> String {
-        let Some(m) = &self.agent.mcp else {
-            return String::new();
-        };
-        let prompts = m.manager().prompts();
-        if prompts.is_empty() {
-            return String::new();
-        }
-        let mut s = String::from(
-            "
-Prompts of the MCP servers (ARG=VALUE, or values in order):
-",
-        );
-        for p in prompts {
-            let args: Vec<String> = p
-                .arguments
-                .iter()
-                .map(|(n, required, _)| {
-                    if *required {
-                        n.to_uppercase()
-                    } else {
-                        format!("[{}]", n.to_uppercase())
-                    }
-                })
-                .collect();
-            let head = format!("/mcp:{}:{} {}", p.server, p.name, args.join(" "));
-            s.push_str(&format!("  {:<44} {}\n", head.trim_end(), p.description));
-        }
-        s
-    }
-
     /// `/mcp`: the servers; `/mcp add|rm ...`: for this session; `/mcp login NAME`.
     fn mcp_command(&mut self, args: &str) {
         let Some(m) = &self.agent.mcp else {
@@ -912,76 +883,6 @@ Prompts of the MCP servers (ARG=VALUE, or values in order):
                 "usage: /mcp | /mcp add NAME --command CMD [--args A]... | /mcp rm NAME | /mcp login NAME",
             ),
         }
-    }
-
-    /// `/mcp:SERVER:PROMPT ARGS`: the prompt's user messages, sent as the prompt.
-    fn mcp_prompt(&mut self, server: &str, prompt: &str, args: &str) {
-        let Some(m) = &self.agent.mcp else {
-            return self.term.error("this session has no MCP servers");
-        };
-        let manager = m.manager().clone();
-        manager.wait_ready(Some(app::mcp_wait()));
-        let Some(p) = manager
-            .prompts()
-            .into_iter()
-            .find(|p| p.server == server && p.name == prompt)
-        else {
-            return self.term.error(&format!(
-                "no prompt '{prompt}' on MCP server '{server}' (/help lists the MCP prompts)"
-            ));
-        };
-        let words = match crate::config::commands::split_words(args) {
-            Ok(w) => w,
-            Err(e) => return self.term.error(&e),
-        };
-        let mut values = serde_json::Map::new();
-        let mut positional = p.arguments.iter().map(|(n, ..)| n.clone());
-        for w in words {
-            match w.split_once('=') {
-                Some((k, v)) if p.arguments.iter().any(|(n, ..)| n == k) => {
-                    values.insert(k.to_string(), serde_json::json!(v));
-                }
-                _ => match positional.find(|n| !values.contains_key(n)) {
-                    Some(n) => {
-                        values.insert(n, serde_json::json!(w));
-                    }
-                    None => {
-                        return self.term.error(&format!(
-                            "/mcp:{server}:{prompt} takes no more arguments than {}",
-                            p.arguments.len()
-                        ));
-                    }
-                },
-            }
-        }
-        let missing: Vec<&str> = p
-            .arguments
-            .iter()
-            .filter(|(n, required, _)| *required && !values.contains_key(n))
-            .map(|(n, ..)| n.as_str())
-            .collect();
-        if !missing.is_empty() {
-            return self.term.error(&format!(
-                "/mcp:{server}:{prompt} needs {}",
-                missing.join(", ")
-            ));
-        }
-        let messages = match manager.get_prompt(server, prompt, values) {
-            Ok(m) => m,
-            Err(e) => return self.term.error(&e),
-        };
-        // As Go Crush: the text of the user messages.
-        let text: Vec<&str> = messages
-            .iter()
-            .filter(|m| m["role"] == "user")
-            .filter_map(|m| m["content"]["text"].as_str())
-            .collect();
-        if text.is_empty() {
-            return self.term.error(&format!(
-                "the prompt '{prompt}' of MCP server '{server}' is empty"
-            ));
-        }
-        self.prompt(&text.join("\n\n"));
     }
 
     fn model_command(&mut self) -> Result<String, String> {

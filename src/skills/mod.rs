@@ -8,6 +8,7 @@
 //! folders come first, then `options.skills_paths`, then the user's folders, then the built-in
 //! skills. `commands.rs` loads custom commands.
 
+pub mod catalog;
 pub mod commands;
 pub mod frontmatter;
 mod walk;

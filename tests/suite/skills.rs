@@ -197,3 +197,154 @@ fn a_project_sets_skills_paths_only_once_trusted() {
         out.stdout
     );
 }
+
+/// Title requests are answered off-script.
+fn title_route(server: &FakeServer) {
+    server.route_when(
+        |r| r.system_text().contains("title of a conversation"),
+        vec![Reply::text("A title")],
+    );
+}
+
+/// The last user text of each turn request (title requests left out).
+fn prompts(server: &FakeServer) -> Vec<String> {
+    server
+        .model_requests()
+        .into_iter()
+        .filter(|r| !r.system_text().contains("title of a conversation"))
+        .map(|r| r.user_texts().pop().unwrap_or_default())
+        .collect()
+}
+
+fn last_prompt(server: &FakeServer) -> String {
+    prompts(server).pop().expect("a turn request")
+}
+
+fn commands_env(server: &FakeServer) -> TestEnv {
+    let env = TestEnv::new();
+    env.use_server(server, Dialect::OpenAi);
+    env.write_project_file(
+        ".crush/commands/review.md",
+        "---\ndescription: Review one file\n---\nReview $FILE, looking for $FOCUS.\n$ARGUMENTS\n",
+    );
+    env.write_project_file(
+        ".claude/commands/git/commit.md",
+        "Write a commit message.\n",
+    );
+    write(
+        &env.home().join(".claude/commands/review.md"),
+        "User review of $ARGUMENTS\n",
+    );
+    write(
+        &env.home().join(".codex/prompts/explain.md"),
+        "Explain $ARGUMENTS simply.\n",
+    );
+    write(
+        &env.home().join(".agents/skills/pdf-forms/SKILL.md"),
+        &skill_md("pdf-forms", "Fill PDF forms.", "user-invocable: true\n"),
+    );
+    env
+}
+
+#[test]
+fn repl_custom_commands_ask_named_arguments_one_by_one_from_a_pipe() {
+    let server = FakeServer::with_script(vec![
+        Reply::text("one"),
+        Reply::text("two"),
+        Reply::text("three"),
+        Reply::text("four"),
+        Reply::text("five"),
+    ]);
+    title_route(&server);
+    let env = commands_env(&server);
+    let input = "/help\n/project:review\nsrc/a.rs\nerrors\n/rev FOCUS=style FILE=b.rs be brief\n/user:review the diff\n/explain monads\n/pdf-forms the tax form\n/re\n";
+    let out = env.run(&[], Some(input));
+    out.assert_success();
+    assert!(
+        out.stdout.contains("/project:review FILE=… FOCUS=…"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("Review one file"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("/user:pdf-forms [TEXT]"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stderr.contains("FILE:") && out.stderr.contains("FOCUS:"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("/re is ambiguous")
+            && out.stderr.contains("/project:review")
+            && out.stderr.contains("/resume"),
+        "{}",
+        out.stderr
+    );
+    let turns = prompts(&server);
+    assert_eq!(turns[0], "Review src/a.rs, looking for errors.");
+    // A unique prefix of the bare name; named arguments in any order; the rest is $ARGUMENTS.
+    assert_eq!(turns[1], "Review b.rs, looking for style.\nbe brief");
+    assert_eq!(turns[2], "User review of the diff");
+    assert_eq!(turns[3], "Explain monads simply.");
+    assert!(
+        turns[4].starts_with("<loaded_skill>\n<name>pdf-forms</name>"),
+        "{}",
+        turns[4]
+    );
+    assert!(
+        turns[4].contains("Steps of pdf-forms.") && turns[4].ends_with("\n\nthe tax form"),
+        "{}",
+        turns[4]
+    );
+}
+
+#[test]
+fn crush_run_runs_a_command_named_by_its_first_word() {
+    let server = FakeServer::with_script(vec![
+        Reply::text("reviewed"),
+        Reply::text("committed"),
+        Reply::text("a path"),
+        Reply::text("escaped"),
+    ]);
+    let env = commands_env(&server);
+    env.run(
+        &[
+            "run",
+            "/project:review",
+            "FILE=src/a b.rs",
+            "FOCUS=bugs",
+            "and",
+            "tests",
+        ],
+        None,
+    )
+    .assert_success();
+    assert_eq!(
+        last_prompt(&server),
+        "Review src/a b.rs, looking for bugs.\nand tests"
+    );
+    // The whole line as one argument, a bare name, and piped text before it.
+    env.run(&["run", "/git:commit"], Some("diff --git a b\n"))
+        .assert_success();
+    assert_eq!(
+        last_prompt(&server),
+        "diff --git a b\n\nWrite a commit message."
+    );
+    env.run(&["run", "/etc/hosts is wrong"], None)
+        .assert_success();
+    assert_eq!(last_prompt(&server), "/etc/hosts is wrong");
+    env.run(&["run", "//project:review it"], None)
+        .assert_success();
+    assert_eq!(last_prompt(&server), "/project:review it");
+    let out = env.run(&["run", "/review FILE=x.rs"], None);
+    out.assert_code(2);
+    assert!(
+        out.stderr
+            .contains("/project:review needs FOCUS: pass each as NAME=value"),
+        "{}",
+        out.stderr
+    );
+}
