@@ -5,11 +5,12 @@ _crush() {
     cmd=""
     for ((i = 1; i < COMP_CWORD; i++)); do
         case "${COMP_WORDS[i]}" in
-            run|sessions|hooks|mcp|skills|lsp|config|trust|models|update-providers|stats|dirs|projects|logs|help) cmd="${COMP_WORDS[i]}"; break ;;
+            run|init|sessions|hooks|mcp|skills|lsp|config|trust|models|update-providers|stats|dirs|projects|logs|help) cmd="${COMP_WORDS[i]}"; break ;;
         esac
     done
     case "$cmd" in
         run) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -s --session -C --continue -q --quiet --json --trust --no-project-hooks -o --output -h --help -v --verbose " -- "$cur")) ;;
+        init) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -q --quiet --trust -h --help " -- "$cur")) ;;
         sessions) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust --format -h --help list show last export delete rename" -- "$cur")) ;;
         hooks) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --trust --tool --input --prompt -h --help list test" -- "$cur")) ;;
         mcp) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust -h --help list login" -- "$cur")) ;;
@@ -24,7 +25,7 @@ _crush() {
         projects) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust -h --help " -- "$cur")) ;;
         logs) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -f --follow -t --tail --trust -h --help " -- "$cur")) ;;
         help) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --trust -h --help " -- "$cur")) ;;
-        *) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -s --session -C --continue -q --quiet --trust -h --help -v --version run sessions hooks mcp skills lsp config trust models update-providers stats dirs projects logs help" -- "$cur")) ;;
+        *) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -s --session -C --continue -q --quiet --trust -h --help -v --version run init sessions hooks mcp skills lsp config trust models update-providers stats dirs projects logs help" -- "$cur")) ;;
     esac
 }
 complete -o default -F _crush crush

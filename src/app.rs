@@ -323,6 +323,47 @@ pub fn load_skills(loaded: &Loaded) -> (crate::skills::Skills, crate::skills::co
     (skills, commands)
 }
 
+/// The file `/init` and `crush init` write: `options.initialize_as` (default AGENTS.md).
+pub fn init_file_name(loaded: &Loaded) -> String {
+    loaded
+        .config
+        .options
+        .initialize_as
+        .clone()
+        .filter(|f| !f.trim().is_empty())
+        .unwrap_or_else(|| "AGENTS.md".to_string())
+}
+
+/// Where `/init` writes, as the file tools name it (absolute, links resolved): relative names
+/// are relative to the working directory.
+pub fn init_target(loaded: &Loaded) -> PathBuf {
+    let p = crate::paths::resolve(&loaded.cwd, &init_file_name(loaded));
+    crate::tools::common::canonicalize_lenient(&p)
+}
+
+/// The flag Go Crush keeps too: the project was initialized, or told about `/init` once.
+fn init_flag(loaded: &Loaded) -> PathBuf {
+    loaded.data_dir.join("init")
+}
+
+/// Whether the first start in this project should mention `/init`: never told before, no
+/// context file in the working directory, and something there to describe.
+pub fn needs_init(loaded: &Loaded) -> bool {
+    if init_flag(loaded).exists()
+        || crate::agent::prompt::has_context_file(&loaded.cwd, &loaded.config.options.context_paths)
+    {
+        return false;
+    }
+    std::fs::read_dir(&loaded.cwd).is_ok_and(|mut rd| {
+        rd.any(|e| e.is_ok_and(|e| !e.file_name().to_string_lossy().starts_with('.')))
+    })
+}
+
+/// Records that `/init` was mentioned or run (a failure only means it is mentioned again).
+pub fn mark_initialized(loaded: &Loaded) {
+    let _ = std::fs::write(init_flag(loaded), "");
+}
+
 /// Starts the configured MCP servers (crush(1) MCP SERVERS), each on a thread of its own; a
 /// server configured wrongly is a warning on stderr.
 pub fn start_mcp(loaded: &Loaded) -> crate::tools::mcp::Mcp {
@@ -398,7 +439,16 @@ pub fn refuse_untrusted_hooks(loaded: &Loaded, global: &Global) -> Result<(), Ap
 
 /// Everything a turn needs: config, model, store, session (new, `-s` or `-C`), agent.
 pub fn open_session(global: &Global) -> Result<OpenSession<'static>, AppError> {
-    let ctx = open_context_with(global, |l| refuse_untrusted_hooks(l, global))?;
+    start_session(open_run_context(global)?, global)
+}
+
+/// The context of a non-interactive turn (which refuses a project's untrusted hooks).
+pub fn open_run_context(global: &Global) -> Result<Context, AppError> {
+    open_context_with(global, |l| refuse_untrusted_hooks(l, global))
+}
+
+/// The session of a non-interactive turn in `ctx`: new, `-s` or `-C`, with its agent.
+pub fn start_session(ctx: Context, global: &Global) -> Result<OpenSession<'static>, AppError> {
     let model = ctx.loaded.resolve_model(global.model.as_deref(), false)?;
     let (session, resumed) = match session_to_continue(ctx.store, global)? {
         Some(s) => (s, true),

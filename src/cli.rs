@@ -4,7 +4,7 @@
 pub use crate::app::Global;
 pub use crate::commands::hooks::HooksTestArgs;
 pub use crate::repl::ReplArgs;
-pub use crate::run::RunArgs;
+pub use crate::run::{InitArgs, RunArgs};
 use std::ffi::OsString;
 use std::fmt;
 use std::path::PathBuf;
@@ -54,21 +54,21 @@ pub static FLAGS: &[Flag] = &[
         long: "yolo",
         value: None,
         help: "Allow every tool call without asking (banned commands stay banned)",
-        scope: Scope::Only(&["", "run"]),
+        scope: Scope::Only(&["", "run", "init"]),
     },
     Flag {
         short: Some('m'),
         long: "model",
         value: Some("[PROVIDER/]MODEL"),
         help: "Use this model as the large model",
-        scope: Scope::Only(&["", "run", "config"]),
+        scope: Scope::Only(&["", "run", "init", "config"]),
     },
     Flag {
         short: None,
         long: "small-model",
         value: Some("[PROVIDER/]MODEL"),
         help: "Use this model as the small model (titles, summaries)",
-        scope: Scope::Only(&["", "run", "config"]),
+        scope: Scope::Only(&["", "run", "init", "config"]),
     },
     Flag {
         short: Some('s'),
@@ -89,7 +89,7 @@ pub static FLAGS: &[Flag] = &[
         long: "quiet",
         value: None,
         help: "Hide the progress indicator (and, for run, the tool lines on stderr)",
-        scope: Scope::Only(&["", "run"]),
+        scope: Scope::Only(&["", "run", "init"]),
     },
     Flag {
         short: None,
@@ -221,6 +221,16 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        name: "init",
+        usage: "crush init [NOTES...]",
+        about: "Have the agent explore the project and write the file options.initialize_as \
+                names (default AGENTS.md), for the agents that will work in it; NOTES are added \
+                to its instructions. It may write that file without asking; an existing one is \
+                rewritten only after a yes on stdin. Exits 3 without a yes, 1 when the agent \
+                did not write the file.",
+        subcommands: &[],
+    },
+    CommandSpec {
         name: "sessions",
         usage: "crush sessions list | show ID | last | export ID [--format md|json] | delete ID | rename ID TITLE  [--json]",
         about: "List the project's sessions, show one with its messages (last: the most recent), \
@@ -336,6 +346,7 @@ pub static COMMANDS: &[CommandSpec] = &[
 pub enum Command {
     Repl(ReplArgs),
     Run(RunArgs),
+    Init(InitArgs),
     SessionsList {
         json: bool,
     },
@@ -591,6 +602,10 @@ where
                 run.json = json;
                 Command::Run(run)
             }
+            "init" => Command::Init(InitArgs {
+                notes: positionals,
+                quiet: run.quiet,
+            }),
             "sessions" => sessions_command(positionals, json, format)?,
             "stats" => {
                 if let Some(p) = positionals.first() {

@@ -66,6 +66,7 @@ fn dispatch(cli: cli::Cli) -> Result<ExitCode, AppError> {
         }
         Command::Generate(kind) => print(&docs::generate(kind).map_err(AppError::Usage)?),
         Command::Run(args) => run::run(g, args),
+        Command::Init(args) => run::init(g, args),
         Command::SessionsList { json } => print(&sessions::list(g, *json)?),
         Command::SessionsShow { id, json } => print(&sessions::show(g, id, *json)?),
         Command::Stats { json } => print(&stats::report(g, *json)?),

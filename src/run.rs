@@ -458,6 +458,75 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<ExitCode, AppError> {
             format!("{}\n\n{prompt}", s.trim_end())
         };
     }
+    run_turn(&mut session, args, &prompt)
+}
+
+/// `crush init`'s own arguments.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct InitArgs {
+    /// What the user adds to the instructions.
+    pub notes: Vec<String>,
+    pub quiet: bool,
+}
+
+/// Asks on stderr whether `target` may be rewritten; the answer is a line of stdin (a
+/// terminal, or a pipe: `echo y | crush init`).
+fn confirm_overwrite(target: &std::path::Path) -> bool {
+    eprint!(
+        "{} exists: have the agent rewrite it? [y/N] ",
+        crate::visible::line(&target.display().to_string())
+    );
+    let mut answer = String::new();
+    if std::io::stdin().read_line(&mut answer).is_err() {
+        return false;
+    }
+    if !std::io::stdin().is_terminal() {
+        eprintln!("{}", crate::visible::line(answer.trim()));
+    }
+    matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+}
+
+/// `crush init` (crush(1) SKILLS AND COMMANDS): one turn in which the agent explores the
+/// project and writes `options.initialize_as` (AGENTS.md); it may write that file without
+/// asking, and an existing one only after the user's yes.
+pub fn init(global: &Global, args: &InitArgs) -> Result<ExitCode, AppError> {
+    let ctx = app::open_run_context(global)?;
+    let target = app::init_target(&ctx.loaded);
+    let shown = target.display().to_string();
+    let before = std::fs::metadata(&target).and_then(|m| m.modified()).ok();
+    if before.is_some() && !confirm_overwrite(&target) {
+        eprintln!("crush: {shown} is left as it is");
+        return Ok(ExitCode::Policy);
+    }
+    app::mark_initialized(&ctx.loaded);
+    let mut session = app::start_session(ctx, global)?;
+    session.agent.permissions.allow_file(target.clone());
+    let run = RunArgs {
+        quiet: args.quiet,
+        ..RunArgs::default()
+    };
+    let prompt = crate::agent::prompt::init_prompt(&shown, &args.notes.join(" "));
+    let code = run_turn(&mut session, &run, &prompt)?;
+    if code != ExitCode::Success {
+        return Ok(code);
+    }
+    let after = std::fs::metadata(&target).and_then(|m| m.modified()).ok();
+    if after.is_none() || after == before {
+        eprintln!("crush: the agent did not write {shown}");
+        return Ok(ExitCode::Failure);
+    }
+    if !args.quiet {
+        eprintln!("crush: wrote {shown}");
+    }
+    Ok(ExitCode::Success)
+}
+
+/// One turn of `prompt` in `session`, reported on stdout (and stderr) as `args` say.
+fn run_turn(
+    session: &mut app::OpenSession,
+    args: &RunArgs,
+    prompt: &str,
+) -> Result<ExitCode, AppError> {
     let mut sink = RunSink {
         out: Out {
             stdout: std::io::stdout(),
@@ -492,7 +561,7 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<ExitCode, AppError> {
         session.agent.model.provider.id,
         session.agent.model.model.id
     ));
-    let result = session.agent.run_turn(&prompt, &mut sink);
+    let result = session.agent.run_turn(prompt, &mut sink);
     // A canceled or failed call's text is what the session keeps of it.
     sink.release();
     if let Some(m) = &session.agent.mcp {

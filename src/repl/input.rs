@@ -18,6 +18,7 @@ pub enum Slash {
     Cost,
     Compact,
     Export,
+    Init,
     Quit,
 }
 
@@ -78,6 +79,12 @@ pub const SLASH_COMMANDS: &[(Slash, &str, &str, &str)] = &[
         "export",
         "[md|json] [FILE]",
         "print this session (or write it to FILE)",
+    ),
+    (
+        Slash::Init,
+        "init",
+        "[NOTES]",
+        "have the agent explore the project and write AGENTS.md (options.initialize_as)",
     ),
     (Slash::Quit, "quit", "", "leave (also Ctrl-D)"),
 ];

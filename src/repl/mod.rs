@@ -12,6 +12,7 @@
 //! (stream workers, tool waiters) and needs a hand-written line reader; the thread is simpler.
 
 mod custom;
+mod init;
 pub mod input;
 pub mod render;
 mod shell;
@@ -340,6 +341,7 @@ pub fn run(global: &Global, args: &ReplArgs) -> Result<ExitCode, AppError> {
         quiet: args.quiet,
     };
     repl.banner(resumed.as_ref());
+    repl.suggest_init();
     Ok(repl.main_loop())
 }
 
@@ -745,6 +747,7 @@ impl Repl {
             Slash::Cost => self.cost(),
             Slash::Compact => self.compact(),
             Slash::Export => self.export(args),
+            Slash::Init => self.init(args),
         }
         Flow::Continue
     }

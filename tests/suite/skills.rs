@@ -348,3 +348,114 @@ fn crush_run_runs_a_command_named_by_its_first_word() {
         out.stderr
     );
 }
+
+#[test]
+fn crush_init_writes_initialize_as_without_asking_and_only_that_file() {
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call(
+            "write",
+            json!({"file_path": "AGENTS.md", "content": "# Agents\n\nRun `make test`.\n"}),
+        ),
+        Reply::text("Wrote AGENTS.md."),
+    ]);
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::OpenAi);
+    env.write_project_file("Makefile", "test:\n\tcargo test\n");
+    let out = env.run(&["init", "mention", "the", "Makefile"], None);
+    out.assert_success();
+    assert_eq!(
+        env.read_project_file("AGENTS.md"),
+        "# Agents\n\nRun `make test`.\n"
+    );
+    assert!(
+        out.stderr.contains("wrote ") && out.stderr.contains("AGENTS.md"),
+        "{}",
+        out.stderr
+    );
+    let prompt = server.request(0).user_texts().pop().unwrap();
+    assert!(
+        prompt.contains("AGENTS.md") && prompt.ends_with("The user adds: mention the Makefile"),
+        "{prompt}"
+    );
+    assert!(env.project().join(".crush/init").exists());
+
+    // Another name from the configuration; writing any other file still needs permission.
+    // A refused call ends the turn.
+    let server = FakeServer::with_script(vec![Reply::tool_call(
+        "write",
+        json!({"file_path": "other.md", "content": "x"}),
+    )]);
+    let env = TestEnv::new();
+    let mut cfg = env.config_for(&server, Dialect::OpenAi);
+    cfg["options"] = json!({"initialize_as": "docs/CRUSH.md"});
+    env.write_config(&cfg);
+    let out = env.run(&["init"], None);
+    out.assert_code(3);
+    assert!(!env.project().join("other.md").exists());
+    let prompt = server.request(0).user_texts().pop().unwrap();
+    assert!(prompt.contains("docs/CRUSH.md"), "{prompt}");
+}
+
+#[test]
+fn crush_init_rewrites_an_existing_file_only_after_a_yes() {
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call("view", json!({"file_path": "AGENTS.md"})),
+        Reply::tool_call(
+            "edit",
+            json!({"file_path": "AGENTS.md", "old_string": "old", "new_string": "new"}),
+        ),
+        Reply::text("Improved."),
+    ]);
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::OpenAi);
+    env.write_project_file("AGENTS.md", "old notes\n");
+    let out = env.run(&["init"], None);
+    out.assert_code(3);
+    assert!(
+        out.stderr
+            .contains("exists: have the agent rewrite it? [y/N]"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(env.read_project_file("AGENTS.md"), "old notes\n");
+    assert_eq!(server.request_count(), 0);
+    let out = env.run(&["init"], Some("y\n"));
+    out.assert_success();
+    assert_eq!(env.read_project_file("AGENTS.md"), "new notes\n");
+}
+
+#[test]
+fn repl_mentions_init_once_and_init_asks_before_rewriting() {
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call(
+            "write",
+            json!({"file_path": "AGENTS.md", "content": "notes\n"}),
+        ),
+        Reply::text("Written."),
+    ]);
+    title_route(&server);
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::OpenAi);
+    env.write_project_file("main.go", "package main\n");
+    let first = env.run(&[], Some(""));
+    first.assert_success();
+    assert!(
+        first.stderr.contains("/init has the agent write one"),
+        "{}",
+        first.stderr
+    );
+    let again = env.run(&[], Some("/init\n/init\nn\n"));
+    again.assert_success();
+    assert!(
+        !again.stderr.contains("/init has the agent"),
+        "{}",
+        again.stderr
+    );
+    assert_eq!(env.read_project_file("AGENTS.md"), "notes\n");
+    // The second /init found the file and was told no.
+    assert!(
+        again.stderr.contains("is left as it is"),
+        "{}",
+        again.stderr
+    );
+}
