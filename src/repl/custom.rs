@@ -64,8 +64,7 @@ impl Repl {
     /// Asks for the value of the named argument `name`; None when the input ended or the user
     /// pressed Ctrl-C.
     fn ask_value(&mut self, name: &str) -> Option<String> {
-        self.term.question(&format!("{name}:"));
-        match self.lines.next() {
+        match self.lines.answer(&mut self.term, &format!("{name}:")) {
             Got::Line(l) => {
                 if !self.interactive {
                     // Keep a piped transcript readable: the answer after its question.

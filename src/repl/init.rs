@@ -25,9 +25,8 @@ impl Repl {
         let target = app::init_target(loaded);
         let shown = target.display().to_string();
         if target.exists() {
-            self.term
-                .question(&format!("{shown} exists: have the agent rewrite it? [y/N]"));
-            let yes = match self.lines.next() {
+            let question = format!("{shown} exists: have the agent rewrite it? [y/N]");
+            let yes = match self.lines.answer(&mut self.term, &question) {
                 Got::Line(l) => {
                     if !self.interactive {
                         self.term.note(l.trim());

@@ -6,6 +6,7 @@ mod catalog;
 mod claude_hooks;
 mod config;
 mod dropin_config;
+mod editor;
 mod fake_server;
 mod go_compat;
 mod hooks;
