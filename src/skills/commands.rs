@@ -131,7 +131,7 @@ pub fn folders(loaded: &Loaded) -> Vec<Folder> {
 
 /// The command in `path` (`rel`: its folders below the commands folder, `stem`: its name).
 fn load_one(path: &Path, rel: &[String], stem: &str, source: Source) -> Result<Command, String> {
-    let text = walk::read_text(path, MAX_COMMAND_BYTES)?;
+    let text = walk::read_text(path, MAX_COMMAND_BYTES).map_err(|e| e.message)?;
     let doc = super::frontmatter::parse(&text)?;
     let description = match doc.get("description").map(|f| &f.value) {
         Some(super::frontmatter::Value::Scalar(Some(d))) => d.trim().to_string(),

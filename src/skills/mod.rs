@@ -302,15 +302,16 @@ pub fn roots(loaded: &Loaded) -> Vec<Root> {
     out
 }
 
-/// Parses and validates the skill in the folder `dir` (canonical: `canon`).
+/// The skill in the folder `dir` (canonical: `canon`), whose `SKILL.md` was read as `text`
+/// (Err: why it could not be), parsed and validated.
 fn load_one(
     dir: &Path,
     canon: &Path,
-    skill_md: &Path,
+    text: Result<String, String>,
     source: Source,
     project_root: &Path,
 ) -> Found {
-    let location = skill_md.display().to_string();
+    let location = dir.join(SKILL_FILE).display().to_string();
     let rejected = |why: String| Found {
         name: None,
         path: location.clone(),
@@ -324,7 +325,7 @@ fn load_one(
             canon.display()
         ));
     }
-    let text = match walk::read_text(skill_md, MAX_SKILL_BYTES) {
+    let text = match text {
         Ok(t) => t,
         Err(e) => return rejected(e),
     };
@@ -419,16 +420,20 @@ pub fn discover_in(roots: &[Root], project_root: &Path, disabled: &[String]) -> 
             }
         }
         let before = walker.problems.len();
-        walker.walk(&root.dir, &mut |dir, canon, _, entries| match entries
-            .iter()
-            .find(|e| e.name == SKILL_FILE)
-        {
-            Some(e) => {
-                found.push(load_one(dir, canon, &e.path, root.source, &project_root));
+        // A folder is tried for its SKILL.md before it is listed: a skill's folder is never
+        // listed (its sub-folders are its files, not more skills).
+        let mut probe = |dir: &Path, canon: &Path| match walk::read_text(
+            &dir.join(SKILL_FILE),
+            MAX_SKILL_BYTES,
+        ) {
+            Err(e) if e.kind == std::io::ErrorKind::NotFound => walk::Next::Descend,
+            text => {
+                let text = text.map_err(|e| e.message);
+                found.push(load_one(dir, canon, text, root.source, &project_root));
                 walk::Next::Skip
             }
-            None => walk::Next::Descend,
-        });
+        };
+        walker.walk_probing(&root.dir, &mut probe, &mut |_, _, _, _| walk::Next::Descend);
         for (path, why) in walker.problems.drain(before..) {
             found.push(Found {
                 name: None,

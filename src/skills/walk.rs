@@ -43,6 +43,9 @@ pub struct Walker {
 /// names) and its entries.
 pub type Visit<'a> = dyn FnMut(&Path, &Path, &[String], &[Entry]) -> Next + 'a;
 
+/// Called with each folder (as found, canonical) before it is listed: Skip leaves it unlisted.
+pub type Probe<'a> = dyn FnMut(&Path, &Path) -> Next + 'a;
+
 /// What to do with a folder after seeing its entries.
 #[derive(PartialEq, Eq)]
 pub enum Next {
@@ -65,6 +68,11 @@ impl Walker {
     /// found (`rel`: its path below `base`) and its entries; `visit` says whether to go into
     /// its sub-folders. Folders whose names start with `.` are not entered.
     pub fn walk(&mut self, base: &Path, visit: &mut Visit) {
+        self.walk_probing(base, &mut |_, _| Next::Descend, visit);
+    }
+
+    /// [`walk`](Self::walk), `probe` deciding about each folder before it is listed.
+    pub fn walk_probing(&mut self, base: &Path, probe: &mut Probe, visit: &mut Visit) {
         let canon = match fs::canonicalize(base) {
             Ok(c) => c,
             Err(e) => {
@@ -73,7 +81,8 @@ impl Walker {
             }
         };
         let mut stack = Vec::new();
-        self.dir(base, canon, &mut Vec::new(), &mut stack, 0, visit);
+        let mut w = Walk { probe, visit };
+        self.dir(base, canon, &mut Vec::new(), &mut stack, 0, &mut w);
     }
 
     /// `canon`: `dir` canonical.
@@ -84,7 +93,7 @@ impl Walker {
         rel: &mut Vec<String>,
         stack: &mut Vec<PathBuf>,
         depth: usize,
-        visit: &mut Visit,
+        w: &mut Walk,
     ) {
         if let Some(ancestor) = stack.iter().find(|a| **a == canon) {
             self.problems.push((
@@ -110,6 +119,9 @@ impl Walker {
             return;
         }
         self.budget -= 1;
+        if (w.probe)(dir, &canon) == Next::Skip {
+            return;
+        }
         let entries = match read_entries(dir, &mut self.problems) {
             Ok(e) => e,
             Err(e) => {
@@ -117,7 +129,7 @@ impl Walker {
                 return;
             }
         };
-        if visit(dir, &canon, rel, &entries) == Next::Skip {
+        if (w.visit)(dir, &canon, rel, &entries) == Next::Skip {
             return;
         }
         if depth >= self.max_depth {
@@ -142,11 +154,17 @@ impl Walker {
             };
             stack.push(canon.clone());
             rel.push(e.name.clone());
-            self.dir(&e.path, child, rel, stack, depth + 1, visit);
+            self.dir(&e.path, child, rel, stack, depth + 1, w);
             rel.pop();
             stack.pop();
         }
     }
+}
+
+/// The callbacks of one walk.
+struct Walk<'p, 'v, 'a, 'b> {
+    probe: &'p mut Probe<'a>,
+    visit: &'v mut Visit<'b>,
 }
 
 /// The entries of `dir` in name order, symbolic links resolved. A link that cannot be
@@ -197,39 +215,65 @@ fn read_entries(dir: &Path, problems: &mut Vec<Problem>) -> Result<Vec<Entry>, S
     Ok(out)
 }
 
+/// Why a file could not be read as text.
+#[derive(Debug)]
+pub struct ReadError {
+    /// `NotFound` for a missing file; `InvalidData` for one that is too large or not UTF-8.
+    pub kind: std::io::ErrorKind,
+    pub message: String,
+}
+
+impl From<std::io::Error> for ReadError {
+    fn from(e: std::io::Error) -> Self {
+        ReadError {
+            kind: e.kind(),
+            message: e.to_string(),
+        }
+    }
+}
+
+fn invalid(message: String) -> ReadError {
+    ReadError {
+        kind: std::io::ErrorKind::InvalidData,
+        message,
+    }
+}
+
 /// The text of the regular file `path` (symbolic links followed), at most `max` bytes. Err:
-/// why not (too large, not UTF-8, not a regular file).
-pub fn read_text(path: &Path, max: u64) -> Result<String, String> {
+/// why not (missing, too large, not UTF-8, not a regular file).
+pub fn read_text(path: &Path, max: u64) -> Result<String, ReadError> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     // Non-blocking: a FIFO put in place of the file must not hold up the start.
-    let file = fs::File::options()
+    let mut file = fs::File::options()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| e.to_string())?;
-    let meta = file.metadata().map_err(|e| e.to_string())?;
+        .open(path)?;
+    let meta = file.metadata()?;
     if !meta.is_file() {
-        return Err("not a regular file".into());
+        return Err(invalid("not a regular file".into()));
     }
     if meta.len() > max {
-        return Err(format!(
+        return Err(invalid(format!(
             "too large: {} bytes (the limit is {max} bytes)",
             meta.len()
-        ));
+        )));
     }
-    let mut data = Vec::with_capacity(meta.len() as usize);
-    file.take(max + 1)
-        .read_to_end(&mut data)
-        .map_err(|e| e.to_string())?;
-    if data.len() as u64 > max {
-        return Err(format!("too large (the limit is {max} bytes)"));
+    // One read of the size the file has (a file that grows meanwhile is read as it was).
+    let mut data = vec![0u8; meta.len() as usize];
+    let mut got = 0;
+    while got < data.len() {
+        match file.read(&mut data[got..])? {
+            0 => break,
+            n => got += n,
+        }
     }
+    data.truncate(got);
     String::from_utf8(data).map_err(|e| {
-        format!(
+        invalid(format!(
             "not UTF-8 text (invalid byte at offset {})",
             e.utf8_error().valid_up_to()
-        )
+        ))
     })
 }
 
@@ -292,9 +336,16 @@ mod tests {
         let p = t.path().join("f");
         fs::write(&p, "héllo").unwrap();
         assert_eq!(read_text(&p, 100).unwrap(), "héllo");
-        assert!(read_text(&p, 3).unwrap_err().contains("too large"));
+        assert!(read_text(&p, 3).unwrap_err().message.contains("too large"));
         fs::write(&p, b"ok\xff").unwrap();
-        assert!(read_text(&p, 100).unwrap_err().contains("not UTF-8"));
+        assert!(
+            read_text(&p, 100)
+                .unwrap_err()
+                .message
+                .contains("not UTF-8")
+        );
         assert!(read_text(t.path(), 100).is_err());
+        let missing = read_text(&t.path().join("none"), 100).unwrap_err();
+        assert_eq!(missing.kind, std::io::ErrorKind::NotFound);
     }
 }
