@@ -57,7 +57,17 @@ fn skills_list_shows_where_each_skill_is_and_why_any_was_rejected() {
         &skill_md("Bad_Name", "x", ""),
     );
     env.write_config(&json!({"options": {"disabled_skills": ["crush-hooks"]}}));
+    env.write_project_file(".crush/commands/ok.md", "Fine.\n");
+    std::fs::write(env.project().join(".crush/commands/latin.md"), b"caf\xe9\n").unwrap();
     let doc = list_json(&env);
+    let commands = &doc["commands"];
+    assert_eq!(by_path(commands, "commands/ok.md")["name"], "project:ok");
+    let latin = by_path(commands, "commands/latin.md");
+    assert_eq!(latin["state"], "rejected");
+    assert!(
+        latin["reason"].as_str().unwrap().contains("not UTF-8"),
+        "{latin}"
+    );
     let skills = &doc["skills"];
     for (end, key, want) in [
         (".crush/skills/review/SKILL.md", "state", "active"),
@@ -95,6 +105,11 @@ fn skills_list_shows_where_each_skill_is_and_why_any_was_rejected() {
     );
     assert!(out.stdout.contains("rejected: line 3"), "{}", out.stdout);
     assert!(out.stdout.contains("/user:deploy"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("Custom commands:\n  /project:ok"),
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]
