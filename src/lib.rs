@@ -29,6 +29,7 @@ mod repl;
 mod run;
 mod sha256;
 mod signal;
+mod skills;
 mod store;
 mod time;
 mod tools;
@@ -66,6 +67,7 @@ fn dispatch(cli: cli::Cli) -> Result<ExitCode, AppError> {
         }
         Command::Generate(kind) => print(&docs::generate(kind).map_err(AppError::Usage)?),
         Command::Run(args) => run::run(g, args),
+        Command::Init(args) => run::init(g, args),
         Command::SessionsList { json } => print(&sessions::list(g, *json)?),
         Command::SessionsShow { id, json } => print(&sessions::show(g, id, *json)?),
         Command::Stats { json } => print(&stats::report(g, *json)?),
@@ -77,6 +79,7 @@ fn dispatch(cli: cli::Cli) -> Result<ExitCode, AppError> {
         }
         Command::LspList { json } => print(&commands::lsp::list(g, *json)?),
         Command::McpList { json } => print(&commands::mcp::list(g, *json)?),
+        Command::SkillsList { json } => print(&commands::skills::list(g, *json)?),
         Command::McpLogin { name } => print(&commands::mcp::login(g, name)?),
         Command::SessionsExport { id, format } => print(&sessions::export(g, id, *format)?),
         Command::SessionsLast { json } => print(&sessions::last(g, *json)?),
@@ -143,7 +146,7 @@ const LAYERS: &[&[&str]] = &[
     &["tools"],
     &["catalog"],
     &["config"],
-    &["hooks"],
+    &["hooks", "skills"],
     &["agent"],
     &["app"],
     &["commands"],

@@ -196,10 +196,45 @@ pub fn plan(name: &str, input: &Value, is_error: bool) -> Option<Value> {
     Some(json!({"sessionUpdate": "plan", "entries": entries}))
 }
 
-/// The commands the editor offers after `/` (`available_commands_update`): the configuration's
-/// custom commands once crush has them. Empty: no update is sent.
-pub fn available_commands(_config: &crate::config::Loaded) -> Vec<Value> {
-    Vec::new()
+/// The commands the editor offers after `/` (`available_commands_update`): the custom
+/// commands, user-invocable skills and MCP prompts (crush(1) SKILLS AND COMMANDS). Empty: no
+/// update is sent.
+pub fn available_commands(cat: &crate::skills::catalog::Catalog) -> Vec<Value> {
+    cat.entries
+        .iter()
+        .map(|e| {
+            let mut c = json!({"name": e.name, "description": e.description()});
+            let usage = e.usage();
+            if !usage.is_empty() {
+                c["input"] = json!({"hint": usage});
+            }
+            c
+        })
+        .collect()
+}
+
+/// A prompt whose first word names a command, skill or MCP prompt (`/NAME ARGS`, as in
+/// `crush run`; `//` escapes a leading slash) becomes what that command sends; anything else
+/// is the prompt as typed.
+pub fn expand_command(
+    text: &str,
+    cat: &crate::skills::catalog::Catalog,
+    mcp: Option<&crate::mcp::Manager>,
+) -> Result<String, String> {
+    let trimmed = text.trim_start();
+    if let Some(rest) = trimmed.strip_prefix("//") {
+        return Ok(format!("/{rest}"));
+    }
+    let Some(line) = trimmed.strip_prefix('/') else {
+        return Ok(text.to_string());
+    };
+    let (name, raw) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+    let words = crate::config::commands::split_words(raw)
+        .unwrap_or_else(|_| raw.split_whitespace().map(str::to_string).collect());
+    match crate::skills::catalog::for_run(cat, name, words, raw)? {
+        Some((entry, bound)) => entry.render(&bound, mcp),
+        None => Ok(text.to_string()),
+    }
 }
 
 /// The editor's MCP servers (`mcpServers` of `session/new` and `session/load`) as crush starts

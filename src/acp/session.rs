@@ -217,7 +217,13 @@ impl Worker {
             mcp.add_servers(self.open.servers.clone(), &loaded);
         }
         let small = small_model(&self.global, &loaded, &model);
-        let commands = content::available_commands(&loaded);
+        let (skills, custom) = app::load_skills(&loaded);
+        let (skills, custom) = (Arc::new(skills), Arc::new(custom));
+        let commands = content::available_commands(&crate::skills::catalog::Catalog::new(
+            &custom,
+            &skills,
+            Vec::new(),
+        ));
         let files = Arc::new(EditorFiles::new(
             self.peer.clone(),
             self.open.id.clone(),
@@ -237,6 +243,7 @@ impl Worker {
             cancel: self.shared.cancel.clone(),
             yolo: self.shared.yolo.load(Ordering::SeqCst),
             lsp,
+            skills: skills.clone(),
         });
         agent.files = Some(files.clone());
         crate::log::info(&format!(
@@ -285,6 +292,8 @@ impl Worker {
             }),
             untitled: stored.is_none(),
             titles: Vec::new(),
+            skills,
+            custom,
         };
         let mut reply = None;
         for job in self.jobs.iter() {
@@ -326,6 +335,9 @@ struct Session<'w, 's> {
     /// A new session whose first accepted prompt has not been titled yet.
     untitled: bool,
     titles: Vec<JoinHandle<()>>,
+    /// For prompts that start with a command's name.
+    skills: Arc<crate::skills::Skills>,
+    custom: Arc<crate::skills::commands::Commands>,
 }
 
 impl Session<'_, '_> {
@@ -342,6 +354,10 @@ impl Session<'_, '_> {
         let cwd = self.w.open.cwd.clone();
         let (text, attachments) =
             content::prompt(prompt, &cwd).map_err(RpcError::invalid_params)?;
+        let mcp = self.agent.mcp.as_ref().map(|m| m.manager());
+        let prompts = mcp.map(|m| m.prompts()).unwrap_or_default();
+        let cat = crate::skills::catalog::Catalog::new(&self.custom, &self.skills, prompts);
+        let text = content::expand_command(&text, &cat, mcp).map_err(RpcError::invalid_params)?;
         let store = self.agent.store;
         // The session is stored with its first prompt: a session the editor opens and never
         // uses leaves nothing behind.

@@ -535,6 +535,7 @@ impl Agent<'_> {
             shell_env_allow: &self.shell_env_allow,
             env_file: self.env_file.as_deref(),
             files: self.files.as_deref(),
+            skills: &self.skill_files,
         };
         let Some(t) = self
             .tools

@@ -191,6 +191,10 @@ pub struct Agent<'a> {
     pub secrets: Arc<Vec<(String, String)>>,
     /// The MCP servers' tools (None: no MCP at all, as in a sub-agent).
     pub mcp: Option<McpTools>,
+    /// The skills' files, which the view tool reads without asking.
+    pub skill_files: Arc<crate::tools::SkillFiles>,
+    /// The skills part of the system prompt (`prompt::skills_section`; empty in a sub-agent).
+    pub skills_prompt: String,
     /// The language servers (None: none is configured or detected for the project).
     pub lsp: Option<crate::tools::lsp::Lsp>,
     /// The editor's files when crush runs inside one (None: the disk).
@@ -269,6 +273,8 @@ pub struct Setup<'a> {
     pub cancel: Arc<AtomicBool>,
     /// `--yolo`: every permission is granted.
     pub yolo: bool,
+    /// The session's Agent Skills.
+    pub skills: Arc<crate::skills::Skills>,
     /// The language servers (their tools are offered, the file tools report their diagnostics).
     pub lsp: Option<crate::tools::lsp::Lsp>,
 }
@@ -306,6 +312,8 @@ impl<'a> Agent<'a> {
             lsp: s.lsp,
             mcp: s.mcp,
             files: None,
+            skill_files: Arc::new(s.skills.files()),
+            skills_prompt: prompt::skills_section(&s.skills.prompt_listing()),
         }
     }
 }
@@ -397,20 +405,25 @@ impl Agent<'_> {
             .map(|t| t.as_ref())
     }
 
-    /// The system prompt of a model call: the MCP servers' instructions added, as Go Crush
-    /// adds them.
+    /// The system prompt of a model call: the skills and the MCP servers' instructions
+    /// added, as Go Crush adds them.
     fn system_with_mcp(&self) -> String {
+        let mut system = self.system.clone();
+        if !self.skills_prompt.is_empty() {
+            system.push('\n');
+            system.push_str(&self.skills_prompt);
+            system.push('\n');
+        }
         let Some(m) = &self.mcp else {
-            return self.system.clone();
+            return system;
         };
         let instructions = m.manager().instructions();
         if instructions.is_empty() {
-            return self.system.clone();
+            return system;
         }
         let text: Vec<String> = instructions.into_iter().map(|(_, t)| t).collect();
         format!(
-            "{}\n\n<mcp-instructions>\n{}\n</mcp-instructions>",
-            self.system,
+            "{system}\n\n<mcp-instructions>\n{}\n</mcp-instructions>",
             text.join("\n\n")
         )
     }

@@ -210,6 +210,9 @@ impl<'a> Agent<'a> {
             env_file: None,
             // Its reads see the editor's buffers as the parent's do.
             files: self.files.clone(),
+            skill_files: self.skill_files.clone(),
+            // A search needs no skill; the files stay readable if the task names one.
+            skills_prompt: String::new(),
         }
     }
 

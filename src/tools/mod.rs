@@ -87,6 +87,33 @@ pub struct ToolCtx<'a> {
     pub env_file: Option<&'a Path>,
     /// The editor's files when crush runs inside one (None: the disk).
     pub files: Option<&'a dyn Files>,
+    /// The Agent Skills the model may read without asking (crush(1) SKILLS AND COMMANDS).
+    pub skills: &'a SkillFiles,
+}
+
+/// The files of the session's Agent Skills, which the view tool reads without a permission
+/// question: the skills' folders (canonical: a symbolic link inside one that leads out of it
+/// is read as the file it leads to, with the usual question), and the built-in skills' texts
+/// by their `crush://skills/...` location.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SkillFiles {
+    pub dirs: Vec<PathBuf>,
+    pub builtin: Vec<(String, &'static str)>,
+}
+
+impl SkillFiles {
+    /// Whether `path` (resolved, canonical) lies in a skill's folder.
+    pub fn contains(&self, path: &Path) -> bool {
+        self.dirs.iter().any(|d| path.starts_with(d))
+    }
+
+    /// The text of a built-in skill file, by its location.
+    pub fn builtin(&self, location: &str) -> Option<&'static str> {
+        self.builtin
+            .iter()
+            .find(|(l, _)| l == location)
+            .map(|(_, t)| *t)
+    }
 }
 
 /// A permission a call needs before it may run.

@@ -51,6 +51,7 @@ pub struct Fixture {
     root: PathBuf,
     pub reads: MapTracker,
     pub cancel: Arc<AtomicBool>,
+    pub skills: super::SkillFiles,
 }
 
 impl Fixture {
@@ -62,6 +63,7 @@ impl Fixture {
             root,
             reads: MapTracker::default(),
             cancel: Arc::new(AtomicBool::new(false)),
+            skills: super::SkillFiles::default(),
         }
     }
 
@@ -136,9 +138,15 @@ impl Fixture {
             shell_env_allow: &[],
             env_file: None,
             files: None,
+            skills: &self.skills,
         }
     }
 }
+
+static NO_SKILLS: super::SkillFiles = super::SkillFiles {
+    dirs: Vec::new(),
+    builtin: Vec::new(),
+};
 
 /// Runs `f` with a fresh context for the project `root` on a thread, and fails the test when it
 /// takes longer than `secs` (a read that blocks forever would otherwise hang the test run).
@@ -161,6 +169,7 @@ pub fn within<T: Send + 'static>(
             shell_env_allow: &[],
             env_file: None,
             files: None,
+            skills: &NO_SKILLS,
         };
         let _ = tx.send(f(&ctx));
     });

@@ -1011,3 +1011,36 @@ fn a_session_waiting_on_the_user_holds_up_no_other() {
     assert_eq!(ed.finish().0, 0);
     assert_eq!(sessions(&env).len(), 2);
 }
+
+#[test]
+fn custom_commands_are_offered_to_the_editor_and_expanded_in_a_prompt() {
+    let server = FakeServer::with_script(vec![Reply::text("Reviewed.")]);
+    title_route(&server);
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::Anthropic);
+    env.write_project_file(
+        ".crush/commands/review.md",
+        "---\ndescription: Review a file\n---\nReview $ARGUMENTS carefully.\n",
+    );
+    let mut ed = Editor::start(&env, &[], &[]);
+    ed.initialize(false);
+    let sid = ed.new_session(&env);
+    let offered = ed.until("the commands update", |v| {
+        v["params"]["update"]["sessionUpdate"] == "available_commands_update"
+    });
+    let commands = offered["params"]["update"]["availableCommands"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let review = commands
+        .iter()
+        .find(|c| c["name"] == "project:review")
+        .unwrap_or_else(|| panic!("{commands:#?}"));
+    assert_eq!(review["description"], "Review a file");
+    let id = ed.prompt(&sid, "/review src/lib.rs");
+    assert_eq!(ed.result(id)["stopReason"], "end_turn");
+    let body = turn_requests(&server)[0].body.to_string();
+    assert!(body.contains("Review src/lib.rs carefully."), "{body}");
+    assert!(!body.contains("/review"), "{body}");
+    assert_eq!(ed.finish().0, 0);
+}

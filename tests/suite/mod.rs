@@ -18,5 +18,6 @@ mod providers;
 mod repl;
 mod run;
 mod shell;
+mod skills;
 mod static_bin;
 mod trust;
