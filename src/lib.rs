@@ -7,6 +7,8 @@
 
 mod agent;
 mod app;
+#[expect(dead_code, unused_imports, reason = "the Bedrock dialect uses it next")]
+mod aws;
 mod catalog;
 mod cli;
 mod commands;
@@ -134,6 +136,7 @@ const LAYERS: &[&[&str]] = &[
     ],
     &["log", "net", "proc"],
     &["signal", "rcshell"],
+    &["aws"],
     &["llm"],
     &["store", "mcp"],
     &["tools"],
