@@ -2,6 +2,7 @@
 //! framing Bedrock streams replies in, and where credentials and the region come from. It knows
 //! no model and no dialect: `llm::bedrock` builds on it.
 
+pub mod eventstream;
 pub mod sigv4;
 
 use crate::sha256;

@@ -3,6 +3,7 @@
 //! `service`, host example.amazonaws.com), and the event-stream decoder against frames with
 //! known bytes and broken ones.
 
+use super::eventstream::{self, Decoder, FrameError, HeaderValue};
 use super::sigv4::{self, Credentials, Request};
 
 const DATE: &str = "20150830T123600Z";
@@ -219,6 +220,142 @@ fn paths_are_encoded_once_more_and_tokens_are_signed() {
         sigv4::split_url("http://127.0.0.1:8080"),
         ("127.0.0.1:8080".to_string(), "", "")
     );
+}
+
+fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+/// A Bedrock `chunk` event as the service frames it, its checksums computed with zlib.
+const CHUNK: &str = "000000e20000004bd638d3ce0b3a6576656e742d747970650700056368756e6b0d3a636f6e74656e742d747970650700106170706c69636174696f6e2f6a736f6e0d3a6d6573736167652d747970650700056576656e747b226279746573223a2265794a306558426c496a6f695932397564475675644639696247396a6131396b5a57783059534973496d6c755a475634496a6f774c434a6b5a5778305953493665794a306558426c496a6f69644756346446396b5a57783059534973496e526c654851694f694a4961534a3966513d3d222c2270223a2261626364227d528ecb0b";
+
+fn decode_all(bytes: &[u8]) -> Result<Vec<eventstream::Message>, FrameError> {
+    let mut d = Decoder::new(bytes, 1 << 20);
+    let mut out = Vec::new();
+    while let Some(m) = d.next_message()? {
+        out.push(m);
+    }
+    Ok(out)
+}
+
+#[test]
+fn crc32_is_ieee() {
+    assert_eq!(eventstream::crc32(b"123456789"), 0xCBF4_3926);
+    assert_eq!(eventstream::crc32(b""), 0);
+}
+
+#[test]
+fn known_frames_decode() {
+    // The empty message: 16 bytes, no headers, no payload.
+    let empty = decode_all(&unhex("000000100000000005c248eb7d98c8ff")).unwrap();
+    assert_eq!(empty.len(), 1);
+    assert!(empty[0].headers.is_empty() && empty[0].payload.is_empty());
+    let mut two = unhex(CHUNK);
+    two.extend(unhex(CHUNK));
+    let msgs = decode_all(&two).unwrap();
+    assert_eq!(msgs.len(), 2);
+    assert_eq!(msgs[0].header(":event-type"), Some("chunk"));
+    assert_eq!(msgs[0].header(":message-type"), Some("event"));
+    assert_eq!(msgs[0].header(":content-type"), Some("application/json"));
+    let v: serde_json::Value = serde_json::from_slice(&msgs[1].payload).unwrap();
+    let inner = crate::llm::base64_decode(v["bytes"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        String::from_utf8(inner).unwrap(),
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}"#
+    );
+    // The encoder writes the same bytes.
+    assert_eq!(
+        eventstream::encode(
+            &[
+                (":event-type", "chunk"),
+                (":content-type", "application/json"),
+                (":message-type", "event")
+            ],
+            &msgs[0].payload
+        ),
+        unhex(CHUNK)
+    );
+}
+
+#[test]
+fn every_header_type_decodes() {
+    let mut hb = Vec::new();
+    let mut put = |name: &str, ty: u8, value: &[u8]| {
+        hb.push(name.len() as u8);
+        hb.extend_from_slice(name.as_bytes());
+        hb.push(ty);
+        hb.extend_from_slice(value);
+    };
+    put("t", 0, &[]);
+    put("f", 1, &[]);
+    put("b", 2, &[0xff]);
+    put("s", 3, &[0x01, 0x02]);
+    put("i", 4, &[0xff, 0xff, 0xff, 0xfe]);
+    put("l", 5, &[0, 0, 0, 0, 0, 0, 1, 0]);
+    put("y", 6, &[0, 2, 0xde, 0xad]);
+    put("ts", 8, &[0, 0, 1, 0x8f, 0, 0, 0, 0]);
+    put("u", 9, &[7; 16]);
+    let total = (16 + hb.len()) as u32;
+    let mut msg = total.to_be_bytes().to_vec();
+    msg.extend((hb.len() as u32).to_be_bytes());
+    msg.extend(eventstream::crc32(&msg).to_be_bytes());
+    msg.extend(&hb);
+    msg.extend(eventstream::crc32(&msg).to_be_bytes());
+    let m = &decode_all(&msg).unwrap()[0];
+    let values: Vec<&HeaderValue> = m.headers.iter().map(|(_, v)| v).collect();
+    assert_eq!(
+        values,
+        [
+            &HeaderValue::Bool(true),
+            &HeaderValue::Bool(false),
+            &HeaderValue::Byte(-1),
+            &HeaderValue::Short(0x0102),
+            &HeaderValue::Int(-2),
+            &HeaderValue::Long(256),
+            &HeaderValue::Bytes(vec![0xde, 0xad]),
+            &HeaderValue::Timestamp(0x18f_0000_0000),
+            &HeaderValue::Uuid([7; 16]),
+        ]
+    );
+}
+
+#[test]
+fn broken_frames_are_refused() {
+    let good = unhex(CHUNK);
+    for cut in [1, 11, 12, 40, good.len() - 1] {
+        assert!(
+            matches!(decode_all(&good[..cut]), Err(FrameError::Truncated)),
+            "cut at {cut}"
+        );
+    }
+    let mut bad = good.clone();
+    bad[3] ^= 1;
+    assert!(matches!(
+        decode_all(&bad),
+        Err(FrameError::Crc { what: "prelude" })
+    ));
+    let mut bad = good.clone();
+    bad[100] ^= 0x20;
+    let e = decode_all(&bad).unwrap_err();
+    assert!(matches!(e, FrameError::Crc { what: "message" }));
+    assert!(e.to_string().contains("message checksum"), "{e}");
+    let mut d = Decoder::new(&good[..], 100);
+    assert!(matches!(
+        d.next_message(),
+        Err(FrameError::TooLarge {
+            len: 226,
+            limit: 100
+        })
+    ));
+    // A headers length past the message.
+    let mut msg = 16u32.to_be_bytes().to_vec();
+    msg.extend(4u32.to_be_bytes());
+    msg.extend(eventstream::crc32(&msg).to_be_bytes());
+    msg.extend(eventstream::crc32(&msg).to_be_bytes());
+    assert!(matches!(decode_all(&msg), Err(FrameError::Malformed(_))));
 }
 
 #[test]
