@@ -2,16 +2,49 @@
 //! framing Bedrock streams replies in, and where credentials and the region come from. It knows
 //! no model and no dialect: `llm::bedrock` builds on it.
 
+pub mod credentials;
 pub mod eventstream;
 pub mod sigv4;
 
 use crate::sha256;
 
+pub use credentials::{CredError, Limits, Resolved};
 pub use sigv4::Credentials;
 
 /// `YYYYMMDDTHHMMSSZ` (UTC) for Unix seconds `secs`, as SigV4 dates requests.
 pub fn amz_date(secs: i64) -> String {
     crate::time::rfc3339_secs(secs).replace(['-', ':'], "")
+}
+
+/// How a Bedrock provider authenticates and where its requests go.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Settings {
+    /// The region of the provider (`AWS_REGION`, `AWS_DEFAULT_REGION`, the profile's), if one
+    /// was given; else the profile's region or `default_region` at call time.
+    pub region: Option<String>,
+    /// Used when nothing names a region (`us-east-1`; `eu-west-1` for `bedrock-europe`).
+    pub default_region: String,
+    /// The credentials of the environment and the profile may be sent: the URL is AWS's own, or
+    /// the one AWS's endpoint variables name. Otherwise only the provider's own key is.
+    pub credentials_allowed: bool,
+    /// The provider's `aws_auth_refresh`: a shell command run once when the credentials are
+    /// refused or have expired, before trying again.
+    pub auth_refresh: Option<String>,
+    /// Where that command runs.
+    pub cwd: std::path::PathBuf,
+    /// How long the command may run.
+    pub refresh_timeout: std::time::Duration,
+    pub limits: Limits,
+}
+
+impl Settings {
+    /// The region calls go to, and whether it was chosen (not the default).
+    pub fn region(&self) -> String {
+        self.region
+            .clone()
+            .or_else(credentials::region)
+            .unwrap_or_else(|| self.default_region.clone())
+    }
 }
 
 /// Whether `url` is an AWS endpoint (`*.amazonaws.com`, `*.amazonaws.com.cn`, `*.api.aws`).
