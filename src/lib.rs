@@ -7,7 +7,6 @@
 
 mod agent;
 mod app;
-#[expect(dead_code, unused_imports, reason = "the Bedrock dialect uses it next")]
 mod aws;
 mod catalog;
 mod cli;

@@ -8,8 +8,7 @@ pub mod sigv4;
 
 use crate::sha256;
 
-pub use credentials::{CredError, Limits, Resolved};
-pub use sigv4::Credentials;
+pub use credentials::{CredError, Limits};
 
 /// `YYYYMMDDTHHMMSSZ` (UTC) for Unix seconds `secs`, as SigV4 dates requests.
 pub fn amz_date(secs: i64) -> String {
@@ -19,9 +18,6 @@ pub fn amz_date(secs: i64) -> String {
 /// How a Bedrock provider authenticates and where its requests go.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Settings {
-    /// The region of the provider (`AWS_REGION`, `AWS_DEFAULT_REGION`, the profile's), if one
-    /// was given; else the profile's region or `default_region` at call time.
-    pub region: Option<String>,
     /// Used when nothing names a region (`us-east-1`; `eu-west-1` for `bedrock-europe`).
     pub default_region: String,
     /// The credentials of the environment and the profile may be sent: the URL is AWS's own, or
@@ -38,12 +34,10 @@ pub struct Settings {
 }
 
 impl Settings {
-    /// The region calls go to, and whether it was chosen (not the default).
+    /// The region calls go to: `AWS_REGION`, `AWS_DEFAULT_REGION`, the profile's, else the
+    /// default.
     pub fn region(&self) -> String {
-        self.region
-            .clone()
-            .or_else(credentials::region)
-            .unwrap_or_else(|| self.default_region.clone())
+        credentials::region().unwrap_or_else(|| self.default_region.clone())
     }
 }
 
