@@ -242,3 +242,25 @@ pub fn encode(headers: &[(&str, &str)], payload: &[u8]) -> Vec<u8> {
     msg.extend_from_slice(&c.to_be_bytes());
     msg
 }
+
+/// Standard base64 with padding (for tests and the fake server: Bedrock's `chunk` payloads
+/// carry their event in it).
+#[cfg(test)]
+pub fn base64(data: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for c in data.chunks(3) {
+        let n = c
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
+        for i in 0..4 {
+            out.push(if i <= c.len() {
+                A[(n >> (18 - 6 * i)) as usize & 63] as char
+            } else {
+                '='
+            });
+        }
+    }
+    out
+}

@@ -242,6 +242,13 @@ fn decode_all(bytes: &[u8]) -> Result<Vec<eventstream::Message>, FrameError> {
 }
 
 #[test]
+fn base64_for_chunks() {
+    assert_eq!(eventstream::base64(b"Hi"), "SGk=");
+    assert_eq!(eventstream::base64(b"abc"), "YWJj");
+    assert_eq!(eventstream::base64(b"a"), "YQ==");
+}
+
+#[test]
 fn crc32_is_ieee() {
     assert_eq!(eventstream::crc32(b"123456789"), 0xCBF4_3926);
     assert_eq!(eventstream::crc32(b""), 0);

@@ -487,28 +487,9 @@ mod tests {
     use crate::aws::eventstream::encode;
     use crate::llm::{FinishReason, Message, Part};
 
-    fn base64(data: &[u8]) -> String {
-        const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        let mut out = String::new();
-        for c in data.chunks(3) {
-            let n = c
-                .iter()
-                .enumerate()
-                .fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
-            for i in 0..4 {
-                out.push(if i <= c.len() {
-                    A[(n >> (18 - 6 * i)) as usize & 63] as char
-                } else {
-                    '='
-                });
-            }
-        }
-        out
-    }
-
     /// A `chunk` event carrying `ev` as Bedrock frames it.
     pub(crate) fn chunk(ev: &Value) -> Vec<u8> {
-        let b64 = base64(ev.to_string().as_bytes());
+        let b64 = eventstream::base64(ev.to_string().as_bytes());
         let payload = json!({"bytes": b64, "p": "abc"}).to_string();
         encode(
             &[

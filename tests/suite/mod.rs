@@ -1,6 +1,7 @@
 //! Integration test modules. Add one `mod` line per file.
 
 mod at_rest;
+mod bedrock;
 mod cancel;
 mod catalog;
 mod claude_hooks;
