@@ -1,9 +1,9 @@
 //! Where AWS credentials and the region come from, in the order AWS's own tools look (crush(1)
-//! PROVIDERS): `AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY`/`AWS_SESSION_TOKEN`; then the profile
-//! (`AWS_PROFILE`, else `default`) of `~/.aws/config` and `~/.aws/credentials` — IAM Identity
-//! Center (SSO) through the token `aws sso login` caches, static keys, or `credential_process`;
-//! then a container's credentials endpoint. Resolved credentials are kept until five minutes
-//! before they expire, or until `forget` (after the service refused them).
+//! CONFIGURATION, Amazon Bedrock): `AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY`/`AWS_SESSION_TOKEN`;
+//! then the profile (`AWS_PROFILE`, else `default`) of `~/.aws/config` and `~/.aws/credentials` —
+//! IAM Identity Center (SSO) through the token `aws sso login` caches, static keys, or
+//! `credential_process`; then a container's credentials endpoint. Resolved credentials are kept
+//! until five minutes before they expire, or until `forget` (after the service refused them).
 
 use super::sigv4::Credentials;
 use serde_json::Value;

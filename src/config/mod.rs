@@ -641,11 +641,11 @@ impl Loaded {
         })
     }
 
-    /// A Bedrock provider (crush(1) PROVIDERS). Its URL is the provider's `base_url`, else the one
-    /// AWS's endpoint variables name, else Bedrock's own in the region chosen at call time. The
-    /// credentials of the environment and the AWS profile (and `AWS_BEARER_TOKEN_BEDROCK`) go
-    /// only to an AWS URL or the one AWS's variables name; elsewhere only the provider's own
-    /// `api_key` is sent (as a Bedrock API key).
+    /// A Bedrock provider (crush(1) CONFIGURATION, Amazon Bedrock). Its URL is the provider's
+    /// `base_url`, else the one AWS's endpoint variables name, else Bedrock's own in the region
+    /// chosen at call time. The credentials of the environment and the AWS profile (and
+    /// `AWS_BEARER_TOKEN_BEDROCK`) go only to an AWS URL or the one AWS's variables name; elsewhere
+    /// only the provider's own `api_key` is sent (as a Bedrock API key).
     fn bedrock_provider(
         &self,
         id: &str,

@@ -1,9 +1,9 @@
 //! Amazon Bedrock: Anthropic models through `InvokeModelWithResponseStream` (crush(1)
-//! PROVIDERS). The request body is the Messages body without `model` and `stream`, with
-//! Bedrock's `anthropic_version`; the model id goes in the path. The reply is an AWS event
-//! stream whose `chunk` events carry, base64-encoded, the same events the Messages API streams,
-//! so the Anthropic accumulator builds the response. Requests are signed with SigV4, or carry a
-//! Bedrock API key as a bearer token.
+//! CONFIGURATION, Amazon Bedrock). The request body is the Messages body without `model` and
+//! `stream`, with Bedrock's `anthropic_version`; the model id goes in the path. The reply is an AWS
+//! event stream whose `chunk` events carry, base64-encoded, the same events the Messages API
+//! streams, so the Anthropic accumulator builds the response. Requests are signed with SigV4, or
+//! carry a Bedrock API key as a bearer token.
 
 use super::anthropic;
 use super::retry::{Failure, classify_http};

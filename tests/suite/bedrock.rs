@@ -1,7 +1,7 @@
-//! Amazon Bedrock (crush(1) PROVIDERS): the catalog's bedrock providers and the user's, signed
-//! with SigV4 from every source of AWS credentials (checked by the fake server against the
-//! request as it arrived), or a Bedrock API key; its event stream with faults; errors that say
-//! what is wrong; and where AWS credentials may go.
+//! Amazon Bedrock (crush(1) CONFIGURATION, Amazon Bedrock): the catalog's bedrock providers and the
+//! user's, signed with SigV4 from every source of AWS credentials (checked by the fake server
+//! against the request as it arrived), or a Bedrock API key; its event stream with faults; errors
+//! that say what is wrong; and where AWS credentials may go.
 
 use crate::support::bedrock::Auth;
 use crate::support::{Dialect, FakeServer, Reply, TestEnv};
