@@ -5,7 +5,7 @@ _crush() {
     cmd=""
     for ((i = 1; i < COMP_CWORD; i++)); do
         case "${COMP_WORDS[i]}" in
-            run|sessions|hooks|mcp|config|trust|models|update-providers|stats|dirs|projects|logs|help) cmd="${COMP_WORDS[i]}"; break ;;
+            run|sessions|hooks|mcp|lsp|config|trust|models|update-providers|stats|dirs|projects|logs|help) cmd="${COMP_WORDS[i]}"; break ;;
         esac
     done
     case "$cmd" in
@@ -13,6 +13,7 @@ _crush() {
         sessions) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust --format -h --help list show last export delete rename" -- "$cur")) ;;
         hooks) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --trust --tool --input --prompt -h --help list test" -- "$cur")) ;;
         mcp) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust -h --help list login" -- "$cur")) ;;
+        lsp) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust -h --help list" -- "$cur")) ;;
         config) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -m --model --small-model --json --origin --trust -h --help show" -- "$cur")) ;;
         trust) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --revoke --trust -h --help " -- "$cur")) ;;
         models) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust -h --help " -- "$cur")) ;;
@@ -22,7 +23,7 @@ _crush() {
         projects) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust -h --help " -- "$cur")) ;;
         logs) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -f --follow -t --tail --trust -h --help " -- "$cur")) ;;
         help) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --trust -h --help " -- "$cur")) ;;
-        *) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -s --session -C --continue -q --quiet --trust -h --help -v --version run sessions hooks mcp config trust models update-providers stats dirs projects logs help" -- "$cur")) ;;
+        *) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -s --session -C --continue -q --quiet --trust -h --help -v --version run sessions hooks mcp lsp config trust models update-providers stats dirs projects logs help" -- "$cur")) ;;
     esac
 }
 complete -o default -F _crush crush

@@ -6,6 +6,7 @@ use crate::config::{self, ConfigError, Loaded, ResolvedModel};
 use crate::exit::ExitCode;
 use crate::llm::RetryPolicy;
 use crate::store::{self, Store};
+use crate::tools::lsp::Lsp;
 use serde_json::json;
 use std::fmt;
 use std::path::PathBuf;
@@ -240,6 +241,29 @@ pub struct Context {
     pub hooks: crate::hooks::HookConfig,
     /// The MCP servers, started with the context.
     pub mcp: crate::tools::mcp::Mcp,
+    /// The language servers (crush(1) LANGUAGE SERVERS); they stop when the last user drops.
+    pub lsp: Option<Lsp>,
+}
+
+/// The language servers of the configuration (configured, and detected on PATH in a trusted
+/// project): none runs until a tool touches a file of its type. None when there are none.
+/// Entries that cannot be used are reported on stderr.
+pub fn language_servers(loaded: &Loaded) -> Option<Lsp> {
+    let setup = config::lsp::servers(loaded);
+    for w in &setup.warnings {
+        eprintln!("crush: warning: {w}");
+    }
+    if setup.specs.is_empty() {
+        return None;
+    }
+    let options = &loaded.config.options;
+    let manager = crate::lsp::Manager::new(
+        &loaded.project_root,
+        setup.specs,
+        config::lsp::timing(),
+        options.debug_lsp || options.debug,
+    );
+    Some(Lsp::new(std::sync::Arc::new(manager)))
 }
 
 /// Loads the configuration and opens (creating if needed) the project's store.
@@ -257,11 +281,13 @@ fn open_context_with(
     // Invalid hooks fail before anything is created on disk.
     let hooks = load_hooks(&loaded)?;
     let store: &'static Store = leak(open_store(&loaded)?);
+    let lsp = language_servers(&loaded);
     let mcp = start_mcp(&loaded);
     Ok(Context {
         loaded,
         store,
         hooks,
+        lsp,
         mcp,
     })
 }
@@ -404,6 +430,7 @@ pub fn build_agent(
         policy: retry_policy(&ctx.loaded),
         cancel: crate::signal::interrupt_flag(),
         yolo,
+        lsp: ctx.lsp.clone(),
     })
 }
 

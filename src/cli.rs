@@ -97,7 +97,7 @@ pub static FLAGS: &[Flag] = &[
         value: None,
         help: "Print JSON: one event per line for run, a document for listings",
         scope: Scope::Only(&[
-            "run", "sessions", "models", "config", "stats", "projects", "mcp",
+            "run", "sessions", "models", "config", "stats", "projects", "mcp", "lsp",
         ]),
     },
     Flag {
@@ -246,6 +246,14 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &["list", "login"],
     },
     CommandSpec {
+        name: "lsp",
+        usage: "crush lsp list [--json]",
+        about: "Start every language server a session in this project would have (configured, \
+                or found on PATH in a trusted project), report each one's state (ready with \
+                its name and version, failed and why, disabled) and stop them.",
+        subcommands: &["list"],
+    },
+    CommandSpec {
         name: "config",
         usage: "crush config show [--origin] [--json]",
         about: "Print the effective configuration. With --origin, each value names the layer and \
@@ -361,6 +369,9 @@ pub enum Command {
     },
     McpLogin {
         name: String,
+    },
+    LspList {
+        json: bool,
     },
     ConfigShow {
         origin: bool,
@@ -625,6 +636,15 @@ where
                     }
                 }
             }
+            "lsp" => match positionals.as_slice() {
+                [] => Command::LspList { json },
+                [s] if s == "list" || s == "ls" => Command::LspList { json },
+                [other, ..] => {
+                    return Err(UsageError(format!(
+                        "unknown lsp command '{other}'; usage: crush lsp list [--json]"
+                    )));
+                }
+            },
             "projects" | "logs" => {
                 if let Some(p) = positionals.first() {
                     return Err(UsageError(format!(
@@ -1097,6 +1117,27 @@ mod tests {
         assert!(parse(&["hooks", "test"]).is_err());
         assert!(parse(&["hooks", "list", "--prompt", "x"]).is_err());
         assert!(parse(&["run", "--tool", "bash", "x"]).is_err());
+    }
+
+    #[test]
+    fn lsp_list() {
+        for args in [&["lsp"][..], &["lsp", "list"], &["lsp", "ls"]] {
+            assert_eq!(
+                parse(args).unwrap().command,
+                Command::LspList { json: false }
+            );
+        }
+        assert_eq!(
+            parse(&["lsp", "list", "--json"]).unwrap().command,
+            Command::LspList { json: true }
+        );
+        assert!(
+            parse(&["lsp", "start"])
+                .unwrap_err()
+                .0
+                .contains("unknown lsp command")
+        );
+        assert!(parse(&["lsp", "list", "--tool", "x"]).is_err());
     }
 
     #[test]

@@ -19,6 +19,7 @@ mod fsutil;
 mod hooks;
 mod llm;
 mod log;
+mod lsp;
 mod mcp;
 mod net;
 mod paths;
@@ -74,6 +75,7 @@ fn dispatch(cli: cli::Cli) -> Result<ExitCode, AppError> {
             print(&text)?;
             Ok(code)
         }
+        Command::LspList { json } => print(&commands::lsp::list(g, *json)?),
         Command::McpList { json } => print(&commands::mcp::list(g, *json)?),
         Command::McpLogin { name } => print(&commands::mcp::login(g, name)?),
         Command::SessionsExport { id, format } => print(&sessions::export(g, id, *format)?),
@@ -137,7 +139,7 @@ const LAYERS: &[&[&str]] = &[
     &["signal", "rcshell"],
     &["aws"],
     &["llm"],
-    &["store", "mcp"],
+    &["store", "mcp", "lsp"],
     &["tools"],
     &["catalog"],
     &["config"],

@@ -10,7 +10,9 @@ use super::{Agent, AgentError, AgentEvent, Answer, Sink, Stop, session_config, s
 use crate::hooks::{self, Outcome};
 use crate::llm::Part;
 use crate::store::Store;
-use crate::tools::{PermissionRequest, ReadTracker, Tool, ToolCtx, ToolError, ToolOutput};
+use crate::tools::{
+    Diagnostics, PermissionRequest, ReadTracker, Tool, ToolCtx, ToolError, ToolOutput,
+};
 use serde_json::{Map, Value, json};
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -402,10 +404,16 @@ impl Agent<'_> {
                 hooks: &mut self.hooks,
                 system: &mut self.system,
                 cwd: &self.cwd,
+                lsp: self.lsp.as_ref(),
             },
             &mut out,
             sink,
         );
+        if let Some(lsp) = &self.lsp {
+            for w in crate::tools::lsp::take_warnings(lsp) {
+                sink.event(AgentEvent::Notice(w));
+            }
+        }
         if self.cancel.load(Ordering::SeqCst) && stop.is_none() {
             stop = Some(Stop::Canceled);
         }
@@ -523,6 +531,7 @@ impl Agent<'_> {
             reads: &reads,
             cancel: self.cancel.clone(),
             session_models: models.as_ref(),
+            diagnostics: self.lsp.as_ref().map(|l| l as &dyn Diagnostics),
             shell_env_allow: &self.shell_env_allow,
             env_file: self.env_file.as_deref(),
         };

@@ -182,6 +182,8 @@ pub struct Agent<'a> {
     pub secrets: Arc<Vec<(String, String)>>,
     /// The MCP servers' tools (None: no MCP at all, as in a sub-agent).
     pub mcp: Option<McpTools>,
+    /// The language servers (None: none is configured or detected for the project).
+    pub lsp: Option<crate::tools::lsp::Lsp>,
 }
 
 /// The tools of the session's MCP servers as the agent offers them: rebuilt before a model call
@@ -239,6 +241,8 @@ pub struct Setup<'a> {
     pub cancel: Arc<AtomicBool>,
     /// `--yolo`: every permission is granted.
     pub yolo: bool,
+    /// The language servers (their tools are offered, the file tools report their diagnostics).
+    pub lsp: Option<crate::tools::lsp::Lsp>,
 }
 
 impl<'a> Agent<'a> {
@@ -250,7 +254,7 @@ impl<'a> Agent<'a> {
         let transcript = Some(transcript::Transcript::new(&s.config.data_dir, false));
         Agent {
             system: prompt::for_config(&s.config, &s.model),
-            tools: subagent::main_agent_tools(&options.disabled_tools),
+            tools: subagent::main_agent_tools(&options.disabled_tools, s.lsp.as_ref()),
             permissions: Permissions::new(s.yolo, allowed),
             max_steps: options.max_steps.unwrap_or(100) as usize,
             auto_summarize: !options.disable_auto_summarize,
@@ -271,6 +275,7 @@ impl<'a> Agent<'a> {
             prompt_id: String::new(),
             env_file: None,
             config: Some(s.config),
+            lsp: s.lsp,
             mcp: s.mcp,
         }
     }

@@ -22,6 +22,7 @@ pub(super) struct Parts<'a> {
     pub hooks: &'a mut crate::hooks::HookConfig,
     pub system: &'a mut String,
     pub cwd: &'a Path,
+    pub lsp: Option<&'a crate::tools::lsp::Lsp>,
 }
 
 /// Brings the running agent in line with its runtime layer after a session-only command: the
@@ -37,10 +38,11 @@ fn sync(
     hooks: &mut crate::hooks::HookConfig,
     large_before: &Option<crate::config::SelectedModel>,
     hooks_changed: bool,
+    lsp: Option<&crate::tools::lsp::Lsp>,
 ) -> Result<bool, String> {
     permissions.allowed_tools = cfg.config.permissions.allowed_tools.clone();
     // A tool denied earlier comes back when it is allowed again.
-    *tools = super::subagent::main_agent_tools(&cfg.config.options.disabled_tools);
+    *tools = super::subagent::main_agent_tools(&cfg.config.options.disabled_tools, lsp);
     // Added, removed or changed MCP servers start or stop now.
     let mcp_warnings = mcp.map(|m| m.reconfigure(cfg)).unwrap_or_default();
     let mut large_changed = false;
@@ -134,6 +136,7 @@ pub(super) fn apply(this: Parts, out: &mut ToolOutput, sink: &mut dyn Sink) {
         this.hooks,
         &large_before,
         hooks_changed,
+        this.lsp,
     ) {
         report.lines.push(format!("session config: {e}"));
     }
@@ -168,6 +171,7 @@ impl super::Agent<'_> {
             &mut self.hooks,
             &large_before,
             hooks_changed,
+            self.lsp.as_ref(),
         )?;
         Ok(UserCommand {
             text: outcome.print.unwrap_or(outcome.summary),

@@ -1,5 +1,6 @@
-//! The `agent` tool: a read-only sub-agent (glob, grep, ls, view, fetch) that works on a task in
-//! a child session and returns its final text as the tool result.
+//! The `agent` tool: a read-only sub-agent (glob, grep, ls, view, fetch, and the language-server
+//! lookups lsp_definition, lsp_symbols and lsp_call_hierarchy when the parent has them) that
+//! works on a task in a child session and returns its final text as the tool result.
 //!
 //! - The child session's id follows Go Crush: `<assistant message id>$$<tool call id>`, with
 //!   `parent_session_id` set, so Crush (and any reader of its schema) links the tool call to the
@@ -17,6 +18,7 @@
 
 use super::{Agent, AgentEvent, Answer, Sink, Stop, TurnResult};
 use crate::tools::common::req_str;
+use crate::tools::lsp::Lsp;
 use crate::tools::{PermissionRequest, Tool, ToolCtx, ToolError, ToolOutput};
 use serde_json::{Value, json};
 
@@ -24,7 +26,16 @@ use serde_json::{Value, json};
 pub const TOOL_NAME: &str = "agent";
 
 /// The tools a sub-agent may use (read-only), if the parent has them.
-pub const SUB_AGENT_TOOLS: &[&str] = &["fetch", "glob", "grep", "ls", "view"];
+pub const SUB_AGENT_TOOLS: &[&str] = &[
+    "fetch",
+    "glob",
+    "grep",
+    "ls",
+    "lsp_call_hierarchy",
+    "lsp_definition",
+    "lsp_symbols",
+    "view",
+];
 
 /// What the model sees of the `agent` tool. The agent loop runs it (it needs the store and the
 /// model, which tools do not get); `run` is never reached through the loop.
@@ -37,7 +48,8 @@ impl Tool for AgentTool {
 
     fn description(&self) -> String {
         "Launch a sub-agent that works on a task with read-only tools (glob, grep, ls, view, \
-         fetch) and returns its final answer. Use it to search a codebase or gather information \
+         fetch, and the lsp_definition, lsp_symbols and lsp_call_hierarchy lookups when you have \
+         them) and returns its final answer. Use it to search a codebase or gather information \
          when you are not sure where to look: it keeps that search out of your context. The \
          sub-agent cannot change files or run commands, and it sees nothing of this \
          conversation: give it a self-contained task, and say exactly what it should report \
@@ -81,9 +93,21 @@ pub fn with_agent_tool(mut tools: Vec<Box<dyn Tool>>, disabled: &[String]) -> Ve
     tools
 }
 
-/// The main agent's tools: the built-in ones and `agent`, sorted, without the disabled ones.
-pub fn main_agent_tools(disabled: &[String]) -> Vec<Box<dyn Tool>> {
-    with_agent_tool(crate::tools::builtin(), disabled)
+/// The built-in tools and, when language servers are configured or detected, the LSP tools,
+/// sorted by name.
+fn all_builtin(lsp: Option<&Lsp>) -> Vec<Box<dyn Tool>> {
+    let mut tools = crate::tools::builtin();
+    if let Some(l) = lsp {
+        tools.extend(l.tools());
+        tools.sort_by(|a, b| a.name().cmp(b.name()));
+    }
+    tools
+}
+
+/// The main agent's tools: the built-in ones (with the LSP ones) and `agent`, sorted, without
+/// the disabled ones.
+pub fn main_agent_tools(disabled: &[String], lsp: Option<&Lsp>) -> Vec<Box<dyn Tool>> {
+    with_agent_tool(all_builtin(lsp), disabled)
         .into_iter()
         .filter(|t| !disabled.iter().any(|d| d == t.name()))
         .collect()
@@ -147,7 +171,7 @@ impl<'a> Agent<'a> {
     /// The sub-agent for a task in the child session `session_id`: the parent's model,
     /// permissions, limits and cancel flag, its read-only tools, a task prompt.
     fn child(&self, session_id: String) -> Agent<'a> {
-        let tools = crate::tools::builtin()
+        let tools = all_builtin(self.lsp.as_ref())
             .into_iter()
             .filter(|t| {
                 SUB_AGENT_TOOLS.contains(&t.name())
@@ -175,6 +199,7 @@ impl<'a> Agent<'a> {
             // itself is hooked as usual.
             hooks: self.hooks.clone(),
             pending_context: Vec::new(),
+            lsp: self.lsp.clone(),
             shell_env_allow: self.shell_env_allow.clone(),
             secrets: self.secrets.clone(),
             // A sub-agent is read-only: MCP tools may change things.
@@ -322,7 +347,7 @@ mod tests {
         assert_eq!(names(&tools), sorted);
         let tools = with_agent_tool(crate::tools::builtin(), &["agent".to_string()]);
         assert!(!names(&tools).contains(&"agent"));
-        let tools = main_agent_tools(&["bash".to_string()]);
+        let tools = main_agent_tools(&["bash".to_string()], None);
         assert_eq!(names(&tools)[0], "agent");
         assert!(!names(&tools).contains(&"bash"));
     }

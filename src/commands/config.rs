@@ -175,12 +175,15 @@ pub fn trust(cwd: &std::path::Path, revoke: bool) -> Result<String, ConfigError>
             format!("{root} was not trusted.\n")
         });
     }
+    state::record_trust(&review.project_root, &review.hash).map_err(io)?;
     if !review.needs_trust() {
+        // Still recorded: language servers found on PATH start only in a trusted project.
         return Ok(format!(
-            "{root} has no crushrc, hooks, MCP or LSP servers, $(...) values or settings that need trust: nothing to trust.\n"
+            "Trusted {root}: it has no crushrc, hooks, MCP or LSP servers, $(...) values or settings \
+             that need trust; language servers found on PATH may start in it. Undo with 'crush \
+             trust --revoke'.\n"
         ));
     }
-    state::record_trust(&review.project_root, &review.hash).map_err(io)?;
     let mut out = format!("Trusted {root}. These will run or apply from now on:\n");
     for it in &review.items {
         out.push_str(&format!("  {it}\n"));

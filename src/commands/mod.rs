@@ -4,6 +4,7 @@
 pub mod config;
 pub mod hooks;
 pub mod logs;
+pub mod lsp;
 pub mod mcp;
 pub mod models;
 pub mod projects;

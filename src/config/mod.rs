@@ -13,6 +13,7 @@ pub mod dotenv;
 pub mod expand;
 pub mod json;
 pub mod layers;
+pub mod lsp;
 pub mod mcp;
 pub mod pos;
 pub mod session;

@@ -1208,6 +1208,10 @@ impl Tool for Bash {
         spec.cancel = Some(ctx.cancel.clone());
         let r = proc::run(&spec)
             .map_err(|e| ToolError::Internal(format!("failed to start the command: {e}")))?;
+        // The command may have changed files the language servers have open.
+        if let Some(d) = ctx.diagnostics {
+            d.resync();
+        }
         let (stdout, stderr) = (r.stdout_text(), r.stderr_text());
         let structured = json!({
             "stdout": truncate_middle(stdout.trim_end_matches('\n'), MAX_OUTPUT_CHARS, r.stdout_dropped),

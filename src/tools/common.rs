@@ -1,7 +1,7 @@
 //! Helpers shared by the tools: parameter access, path resolution, the project boundary, the
 //! read-before-write rule and output truncation.
 
-use super::{PermissionRequest, ToolCtx};
+use super::{PermissionRequest, ToolCtx, ToolOutput};
 use serde_json::Value;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -267,6 +267,24 @@ pub fn check_fresh(ctx: &ToolCtx, path: &Path) -> Result<(), String> {
         )),
         Some(_) => Ok(()),
     }
+}
+
+/// `out` with what the language servers report about `path`, which was just written: appended
+/// to the content, and under `diagnostics` in the structured result (which hooks in Claude
+/// Code's shape get).
+pub fn with_diagnostics(ctx: &ToolCtx, path: &Path, mut out: ToolOutput) -> ToolOutput {
+    let Some(d) = ctx.diagnostics else {
+        return out;
+    };
+    let report = d.changed(path, &ctx.cancel);
+    if report.is_empty() {
+        return out;
+    }
+    if let serde_json::Value::Object(m) = &mut out.structured {
+        m.insert("diagnostics".into(), report.trim().into());
+    }
+    out.content.push_str(&report);
+    out
 }
 
 /// Records the current modification time of `path` as read.

@@ -2,7 +2,7 @@
 //! empty). Shares the replacement logic with multiedit.
 
 use super::ToolError;
-use super::common::{check_fresh, opt_bool, req_str, req_str_empty_ok, resolve};
+use super::common::{check_fresh, opt_bool, req_str, req_str_empty_ok, resolve, with_diagnostics};
 use super::write::{FileChange, change_metadata, change_structured, read_existing};
 use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
 use serde_json::{Value, json};
@@ -183,13 +183,17 @@ impl Tool for Edit {
             "newString": input.get("new_string"),
             "replaceAll": input.get("replace_all").and_then(Value::as_bool).unwrap_or(false),
         });
-        Ok(ToolOutput {
-            content,
-            is_error: false,
-            metadata: change_metadata(&d, &change.path),
-            image: None,
-            structured: change_structured(&change, &d, extra),
-        })
+        Ok(with_diagnostics(
+            ctx,
+            &change.path,
+            ToolOutput {
+                content,
+                is_error: false,
+                metadata: change_metadata(&d, &change.path),
+                image: None,
+                structured: change_structured(&change, &d, extra),
+            },
+        ))
     }
 }
 

@@ -15,6 +15,7 @@ pub mod glob;
 pub mod grep;
 pub mod ignore;
 pub mod ls;
+pub mod lsp;
 pub mod mcp;
 pub mod multiedit;
 pub mod view;
@@ -38,6 +39,20 @@ pub trait ReadTracker {
     fn last_read(&self, path: &Path) -> Option<i64>;
 }
 
+/// The language servers as the file tools see them (crush(1) LANGUAGE SERVERS).
+pub trait Diagnostics: Sync {
+    /// `path` (absolute) was read: the servers for its type start and open it. The problems
+    /// already known in it, formatted for the model ("" when none).
+    fn opened(&self, path: &Path) -> String;
+    /// `path` was written: the servers get its text and their diagnostics are waited for
+    /// (bounded by their timeout, and by `cancel`); the errors and warnings, formatted ("" when
+    /// none, or when no server handles the file, which waits for nothing).
+    fn changed(&self, path: &Path, cancel: &AtomicBool) -> String;
+    /// Files may have changed behind the servers' back (a shell command ran): the open ones
+    /// that did are sent again.
+    fn resync(&self);
+}
+
 /// Everything a tool may use while it runs.
 pub struct ToolCtx<'a> {
     /// The session's working directory (relative paths resolve against it).
@@ -50,6 +65,8 @@ pub struct ToolCtx<'a> {
     /// The session's current large/small models, which the bash tool's `model large|small`
     /// builtin prints (None: printed as empty).
     pub session_models: Option<&'a crate::rcshell::Models>,
+    /// The session's language servers (None: no server could handle anything here).
+    pub diagnostics: Option<&'a dyn Diagnostics>,
     /// Variables the bash tool keeps although their names look secret
     /// (`options.shell_env_allow`; see `crate::env`).
     pub shell_env_allow: &'a [String],

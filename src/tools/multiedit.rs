@@ -2,7 +2,7 @@
 //! when all of them succeed.
 
 use super::ToolError;
-use super::common::{opt_bool, req_str, resolve};
+use super::common::{opt_bool, req_str, resolve, with_diagnostics};
 use super::edit::{load_for_create, load_for_edit, replace_in};
 use super::write::{FileChange, change_metadata, change_structured};
 use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
@@ -123,24 +123,29 @@ impl Tool for MultiEdit {
             .and_then(Value::as_array)
             .map_or(0, Vec::len);
         let d = change.apply(ctx)?;
-        Ok(ToolOutput {
-            content: format!(
-                "Applied {edits} edit{} ({count} replacement{}) to {}: {} lines added, {} removed",
-                if edits == 1 { "" } else { "s" },
-                if count == 1 { "" } else { "s" },
-                change.path.display(),
-                d.additions,
-                d.removals
-            ),
-            is_error: false,
-            metadata: change_metadata(&d, &change.path),
-            image: None,
-            structured: change_structured(
-                &change,
-                &d,
-                json!({"edits": input.get("edits"), "originalFileContents": change.old}),
-            ),
-        })
+        let content = format!(
+            "Applied {edits} edit{} ({count} replacement{}) to {}: {} lines added, {} removed",
+            if edits == 1 { "" } else { "s" },
+            if count == 1 { "" } else { "s" },
+            change.path.display(),
+            d.additions,
+            d.removals
+        );
+        Ok(with_diagnostics(
+            ctx,
+            &change.path,
+            ToolOutput {
+                content,
+                is_error: false,
+                metadata: change_metadata(&d, &change.path),
+                image: None,
+                structured: change_structured(
+                    &change,
+                    &d,
+                    json!({"edits": input.get("edits"), "originalFileContents": change.old}),
+                ),
+            },
+        ))
     }
 }
 

@@ -106,6 +106,7 @@ impl Fixture {
             reads: &self.reads,
             cancel: self.cancel.clone(),
             session_models: None,
+            diagnostics: None,
             shell_env_allow: &[],
             env_file: None,
         }
@@ -129,6 +130,7 @@ pub fn within<T: Send + 'static>(
             reads: &reads,
             cancel: Arc::new(AtomicBool::new(false)),
             session_models: None,
+            diagnostics: None,
             shell_env_allow: &[],
             env_file: None,
         };

@@ -189,6 +189,9 @@ fn view(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, String> {
         ));
     }
     out.push_str("</file>\n");
+    if let Some(d) = ctx.diagnostics {
+        out.push_str(&d.opened(&path));
+    }
     ctx.reads.record_read(&path, mtime_ns(&meta));
     Ok(ToolOutput {
         content: out,

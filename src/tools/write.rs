@@ -4,6 +4,7 @@
 use super::ToolError;
 use super::common::{
     check_fresh, display_path, read_regular, record_current, req_str, req_str_empty_ok, resolve,
+    with_diagnostics,
 };
 use super::diff::{self, Diff};
 use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
@@ -160,27 +161,32 @@ impl Tool for Write {
     fn run(&self, input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
         let change = plan(input, ctx)?;
         let d = change.apply(ctx)?;
+        let content = format!(
+            "File successfully written: {} ({} lines added, {} removed)",
+            change.path.display(),
+            d.additions,
+            d.removals
+        );
         let kind = if change.old.is_some() {
             "update"
         } else {
             "create"
         };
-        Ok(ToolOutput {
-            content: format!(
-                "File successfully written: {} ({} lines added, {} removed)",
-                change.path.display(),
-                d.additions,
-                d.removals
-            ),
-            is_error: false,
-            metadata: change_metadata(&d, &change.path),
-            image: None,
-            structured: change_structured(
-                &change,
-                &d,
-                json!({"type": kind, "content": change.new}),
-            ),
-        })
+        Ok(with_diagnostics(
+            ctx,
+            &change.path,
+            ToolOutput {
+                content,
+                is_error: false,
+                metadata: change_metadata(&d, &change.path),
+                image: None,
+                structured: change_structured(
+                    &change,
+                    &d,
+                    json!({"type": kind, "content": change.new}),
+                ),
+            },
+        ))
     }
 }
 

@@ -507,18 +507,7 @@ fn sigint_mid_stream_exits_130_and_saves_the_session() {
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("crush did not stop after SIGINT");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+    let status = crate::support::env::interrupt(&mut child, deadline);
     assert_eq!(status.code(), Some(130));
     let s = session_json(&env);
     let last = s["messages"]

@@ -246,6 +246,23 @@ impl TestEnv {
     }
 }
 
+/// Sends SIGINT to `child` and waits for it to end; the test fails if it still runs at
+/// `deadline`.
+pub fn interrupt(child: &mut std::process::Child, deadline: Instant) -> std::process::ExitStatus {
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    loop {
+        if let Some(s) = child.try_wait().expect("wait for crush") {
+            return s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("crush did not stop after SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Runs `cmd` to completion with `stdin`, in its own process group. Past `timeout` the whole
 /// group is killed and the test panics showing the output so far.
 pub fn run_command(mut cmd: Command, stdin: Option<&str>, timeout: Duration) -> Output {

@@ -20,6 +20,7 @@ pub mod bedrock;
 pub mod checks;
 pub mod env;
 pub mod http;
+pub mod lsp;
 pub mod mcp;
 pub mod reply;
 pub mod server;
