@@ -388,6 +388,15 @@ fn refused_credentials_and_unknown_models_are_said_clearly() {
 fn without_credentials_a_configured_bedrock_provider_says_what_to_set() {
     let env = TestEnv::new();
     env.write_config(&json!({"providers": {"bedrock": {}}}));
+    let models = env.run(&["models", "bedrock-europe"], None);
+    models.assert_success();
+    assert!(
+        models
+            .stdout
+            .contains("set AWS_PROFILE, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"),
+        "{}",
+        models.stdout
+    );
     let out = env.run(&["run", "-m", HAIKU, "hi"], None);
     out.assert_code(2);
     assert!(
@@ -410,4 +419,45 @@ fn without_credentials_a_configured_bedrock_provider_says_what_to_set() {
         "{}",
         out.stderr
     );
+}
+
+#[test]
+fn refused_credentials_run_aws_auth_refresh_and_the_call_is_signed_anew() {
+    let server = FakeServer::with_script(vec![
+        Reply::api_error(
+            403,
+            "ExpiredTokenException",
+            "The security token included in the request is expired",
+        ),
+        Reply::text("fresh keys"),
+    ]);
+    let env = TestEnv::new();
+    let aws = env.home().join(".aws");
+    std::fs::create_dir_all(&aws).unwrap();
+    let creds = |id: &str| format!("[dev]\naws_access_key_id = {id}\naws_secret_access_key = s\n");
+    std::fs::write(aws.join("credentials"), creds("AKIDOLD")).unwrap();
+    std::fs::write(env.home().join("new"), creds("AKIDNEW")).unwrap();
+    env.write_config(&json!({"providers": {"bedrock": {
+        "aws_auth_refresh": "cp \"$HOME/new\" \"$HOME/.aws/credentials\""}}}));
+    let vars = vec![
+        ("AWS_PROFILE".to_string(), "dev".to_string()),
+        ("AWS_ENDPOINT_URL_BEDROCK_RUNTIME".to_string(), server.url()),
+    ];
+    let out = run(&env, &["run", "-m", HAIKU, "hi"], &vars);
+    out.assert_success();
+    assert!(out.stdout.contains("fresh keys"));
+    assert!(
+        out.stderr
+            .contains("refused the credentials from profile 'dev'")
+            && out.stderr.contains("running aws_auth_refresh"),
+        "{}",
+        out.stderr
+    );
+    let auth: Vec<String> = server
+        .model_requests()
+        .iter()
+        .map(|r| r.header("authorization").unwrap_or("").to_string())
+        .collect();
+    assert!(auth[0].contains("Credential=AKIDOLD/"), "{auth:?}");
+    assert!(auth[1].contains("Credential=AKIDNEW/"), "{auth:?}");
 }
