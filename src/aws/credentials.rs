@@ -383,18 +383,37 @@ pub fn endpoint_override(service_env: &str) -> Option<String> {
     var(&format!("AWS_ENDPOINT_URL_{service_env}")).or_else(|| var("AWS_ENDPOINT_URL"))
 }
 
-fn get_json(url: &str, headers: &[(&str, &str)], limits: &Limits) -> Result<(u16, Value), String> {
+/// One JSON call (GET, or POST of `body`): the status and the reply (Null when not JSON).
+fn call_json(
+    url: &str,
+    headers: &[(&str, &str)],
+    body: Option<&Value>,
+    limits: &Limits,
+) -> Result<(u16, Value), String> {
     let t = crate::net::Timeouts {
         connect: Some(limits.http),
         response: Some(limits.http),
         per_read: Some(limits.http),
         global: Some(limits.http),
     };
-    let mut rb = crate::net::agent(url, t).get(url);
-    for (k, v) in headers {
-        rb = rb.header(*k, *v);
+    let agent = crate::net::agent(url, t);
+    let resp = match body {
+        Some(b) => {
+            let mut rb = agent.post(url).header("content-type", "application/json");
+            for (k, v) in headers {
+                rb = rb.header(*k, *v);
+            }
+            rb.send(b.to_string().as_bytes())
+        }
+        None => {
+            let mut rb = agent.get(url);
+            for (k, v) in headers {
+                rb = rb.header(*k, *v);
+            }
+            rb.call()
+        }
     }
-    let resp = rb.call().map_err(|e| e.to_string())?;
+    .map_err(|e| e.to_string())?;
     let status = resp.status().as_u16();
     let text = resp
         .into_body()
@@ -447,7 +466,7 @@ fn sso(p: &Profile, limits: &Limits) -> Result<Resolved, CredError> {
         .join("sso")
         .join("cache")
         .join(format!("{}.json", sha1_hex(cache_key.as_bytes())));
-    let token: Value = std::fs::read_to_string(&file)
+    let mut token: Value = std::fs::read_to_string(&file)
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())
         .ok_or_else(|| {
@@ -457,15 +476,28 @@ fn sso(p: &Profile, limits: &Limits) -> Result<Resolved, CredError> {
                 file.display()
             ))
         })?;
+    let now = crate::time::unix_now();
+    let expires_at = |t: &Value| {
+        t.get("expiresAt")
+            .and_then(Value::as_str)
+            .and_then(parse_time)
+    };
+    // An sso-session sign-in carries a refresh token: an access token about to expire is
+    // renewed with it, as AWS's tools do, and the cache updated.
+    if expires_at(&token).is_none_or(|at| at - now < 300)
+        && p.get("sso_session").is_some()
+        && let Some(renewed) = renew_sso_token(&token, &sso_region, limits)
+    {
+        token = renewed;
+        if let Ok(text) = serde_json::to_vec_pretty(&token) {
+            let _ = crate::fsutil::write_atomic(&file, &text);
+        }
+    }
     let access = token
         .get("accessToken")
         .and_then(Value::as_str)
         .unwrap_or("");
-    let expired = token
-        .get("expiresAt")
-        .and_then(Value::as_str)
-        .and_then(parse_time)
-        .is_none_or(|at| at <= crate::time::unix_now());
+    let expired = expires_at(&token).is_none_or(|at| at <= now);
     if access.is_empty() || expired {
         return Err(CredError::refreshable(format!(
             "the SSO sign-in of AWS profile '{name}' has expired: {login}"
@@ -479,8 +511,8 @@ fn sso(p: &Profile, limits: &Limits) -> Result<Resolved, CredError> {
         super::sigv4::uri_encode(account.as_bytes(), false),
         super::sigv4::uri_encode(role.as_bytes(), false)
     );
-    let (status, v) =
-        get_json(&url, &[("x-amz-sso_bearer_token", access)], limits).map_err(|e| {
+    let (status, v) = call_json(&url, &[("x-amz-sso_bearer_token", access)], None, limits)
+        .map_err(|e| {
             CredError::fatal(format!(
                 "cannot reach the AWS SSO portal for profile '{name}': {e}"
             ))
@@ -516,6 +548,39 @@ fn sso(p: &Profile, limits: &Limits) -> Result<Resolved, CredError> {
     })
 }
 
+/// The cached sign-in `token` renewed at the SSO OIDC service with its refresh token (None when
+/// it has none, or the service refuses).
+fn renew_sso_token(token: &Value, sso_region: &str, limits: &Limits) -> Option<Value> {
+    let s = |k: &str| {
+        token
+            .get(k)
+            .and_then(Value::as_str)
+            .filter(|v| !v.is_empty())
+    };
+    let body = serde_json::json!({
+        "clientId": s("clientId")?,
+        "clientSecret": s("clientSecret")?,
+        "grantType": "refresh_token",
+        "refreshToken": s("refreshToken")?,
+    });
+    let base = endpoint_override("SSO_OIDC")
+        .unwrap_or_else(|| format!("https://oidc.{sso_region}.amazonaws.com"));
+    let url = format!("{}/token", base.trim_end_matches('/'));
+    let (status, v) = call_json(&url, &[], Some(&body), limits).ok()?;
+    if status != 200 {
+        return None;
+    }
+    let access = v.get("accessToken").and_then(Value::as_str)?;
+    let secs = v.get("expiresIn").and_then(Value::as_i64)?;
+    let mut out = token.clone();
+    out["accessToken"] = Value::from(access);
+    out["expiresAt"] = Value::from(crate::time::rfc3339_secs(crate::time::unix_now() + secs));
+    if let Some(r) = v.get("refreshToken").and_then(Value::as_str) {
+        out["refreshToken"] = Value::from(r);
+    }
+    Some(out)
+}
+
 /// A container's credentials endpoint (`AWS_CONTAINER_CREDENTIALS_RELATIVE_URI` or
 /// `_FULL_URI`, with `AWS_CONTAINER_AUTHORIZATION_TOKEN[_FILE]`); None when not in one.
 fn container_credentials(limits: &Limits) -> Option<Result<Resolved, CredError>> {
@@ -532,7 +597,7 @@ fn container_credentials(limits: &Limits) -> Option<Result<Resolved, CredError>>
         .map(|t| vec![("authorization", t)])
         .unwrap_or_default();
     let what = "the container credentials endpoint";
-    Some(match get_json(&url, &headers, limits) {
+    Some(match call_json(&url, &headers, None, limits) {
         Err(e) => Err(CredError::fatal(format!("cannot reach {what}: {e}"))),
         Ok((status, v)) => match from_json(&v) {
             Some((creds, expires)) if status == 200 => Ok(Resolved {

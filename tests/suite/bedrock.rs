@@ -146,6 +146,14 @@ fn sso_token(env: &TestEnv, expires: &str) {
     .unwrap();
 }
 
+/// Profile `corp`, with every AWS endpoint at `server`.
+fn sso_vars(server: &FakeServer) -> Vec<(String, String)> {
+    vec![
+        ("AWS_ENDPOINT_URL".to_string(), server.url()),
+        ("AWS_PROFILE".to_string(), "corp".to_string()),
+    ]
+}
+
 fn role_credentials_route(server: &FakeServer) {
     server.route(
         "GET",
@@ -169,10 +177,7 @@ fn sso_sign_in_is_exchanged_for_role_credentials() {
     let env = TestEnv::new();
     sso_setup(&env, None);
     sso_token(&env, "2999-01-01T00:00:00Z");
-    let vars = vec![
-        ("AWS_ENDPOINT_URL".to_string(), server.url()),
-        ("AWS_PROFILE".to_string(), "corp".to_string()),
-    ];
+    let vars = sso_vars(&server);
     let out = run(&env, &["run", "-m", HAIKU, "hi"], &vars);
     out.assert_success();
     assert!(out.stdout.contains("via sso"));
@@ -193,10 +198,7 @@ fn an_expired_sso_sign_in_runs_aws_auth_refresh_once_then_carries_on() {
     // Without a refresh command: one clear line, exit 1.
     sso_setup(&env, None);
     sso_token(&env, "2020-01-01T00:00:00Z");
-    let vars = vec![
-        ("AWS_ENDPOINT_URL".to_string(), server.url()),
-        ("AWS_PROFILE".to_string(), "corp".to_string()),
-    ];
+    let vars = sso_vars(&server);
     let out = run(&env, &["run", "-m", HAIKU, "hi"], &vars);
     out.assert_code(1);
     assert!(
@@ -460,4 +462,54 @@ fn refused_credentials_run_aws_auth_refresh_and_the_call_is_signed_anew() {
         .collect();
     assert!(auth[0].contains("Credential=AKIDOLD/"), "{auth:?}");
     assert!(auth[1].contains("Credential=AKIDNEW/"), "{auth:?}");
+}
+
+#[test]
+fn an_expiring_sso_sign_in_is_renewed_with_its_refresh_token() {
+    let server = FakeServer::with_script(vec![Reply::text("renewed")]);
+    server.route(
+        "POST",
+        "/token",
+        Reply::raw(
+            200,
+            vec![("content-type", "application/json")],
+            json!({"accessToken": "SSO-RENEWED", "expiresIn": 3600, "tokenType": "Bearer",
+                "refreshToken": "REFRESH-2"})
+            .to_string(),
+        ),
+    );
+    role_credentials_route(&server);
+    server.expect_bedrock_auth(sigv4("us-east-2", Some("ROLE-TOKEN")));
+    let env = TestEnv::new();
+    sso_setup(&env, None);
+    let cache = env.home().join(".aws/sso/cache").join(SSO_CACHE);
+    std::fs::write(
+        &cache,
+        json!({"startUrl": "https://corp.awsapps.com/start", "region": "us-east-1",
+            "accessToken": "SSO-OLD", "expiresAt": "2020-01-01T00:00:00Z",
+            "clientId": "CID", "clientSecret": "CSECRET", "refreshToken": "REFRESH-1",
+            "registrationExpiresAt": "2999-01-01T00:00:00Z"})
+        .to_string(),
+    )
+    .unwrap();
+    let vars = sso_vars(&server);
+    let out = run(&env, &["run", "-m", HAIKU, "hi"], &vars);
+    out.assert_success();
+    assert!(out.stdout.contains("renewed"));
+    let reqs = server.requests();
+    assert_eq!(reqs[0].method, "POST");
+    assert_eq!(
+        reqs[0].body,
+        json!({"clientId": "CID", "clientSecret": "CSECRET", "grantType": "refresh_token",
+            "refreshToken": "REFRESH-1"})
+    );
+    assert_eq!(
+        reqs[1].header("x-amz-sso_bearer_token"),
+        Some("SSO-RENEWED")
+    );
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&cache).unwrap()).unwrap();
+    assert_eq!(saved["accessToken"], "SSO-RENEWED");
+    assert_eq!(saved["refreshToken"], "REFRESH-2");
+    assert_eq!(saved["clientId"], "CID");
 }
