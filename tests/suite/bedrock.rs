@@ -38,11 +38,12 @@ fn run(env: &TestEnv, args: &[&str], vars: &[(String, String)]) -> crate::suppor
 #[test]
 fn catalog_bedrock_signs_with_environment_keys_and_runs_a_tool_loop() {
     let server = FakeServer::with_script(vec![
-        Reply::tool_call("bash", json!({"command": "echo made > f.txt"})),
+        Reply::tool_call("bash", json!({"command": "echo made > f.txt; cat s.txt"})),
         Reply::text("all done").with_usage(50, 7, 1000, 20),
     ]);
     server.expect_bedrock_auth(sigv4("us-west-2", Some("SESSION/TOKEN")));
     let env = TestEnv::new();
+    env.write_project_file("s.txt", "secret/KEY+test SESSION/TOKEN\n");
     let mut vars = env_keys(&server);
     vars.push(("AWS_SESSION_TOKEN".into(), "SESSION/TOKEN".into()));
     vars.push(("AWS_REGION".into(), "us-west-2".into()));
@@ -60,7 +61,14 @@ fn catalog_bedrock_signs_with_environment_keys_and_runs_a_tool_loop() {
     );
     // The tool result went back in the Messages form, with the Bedrock version.
     assert_eq!(reqs[1].body["anthropic_version"], "bedrock-2023-05-31");
-    assert_eq!(reqs[1].tool_results().len(), 1);
+    // The AWS secrets the provider signs with are masked in tool output.
+    assert!(
+        reqs[1].tool_results()[0]
+            .1
+            .starts_with("[masked AWS_SECRET_ACCESS_KEY] [masked AWS_SESSION_TOKEN]\n"),
+        "{:?}",
+        reqs[1].tool_results()
+    );
     assert!(reqs[0].system_text().contains("crush") || !reqs[0].system_text().is_empty());
     // Usage as the events reported it, in the ledger.
     let stats = env.run(&["stats", "--json"], None);
