@@ -1261,6 +1261,83 @@ mod tests {
         assert_eq!(conns.load(SeqCst), 2);
     }
 
+    /// An Anthropic reply as Bedrock frames it: the HTTP head, then the frames.
+    fn bedrock_reply(text: &str) -> (String, Vec<u8>) {
+        let sse = anthropic_text(text);
+        let mut frames = Vec::new();
+        for line in sse.lines().filter_map(|l| l.strip_prefix("data: ")) {
+            let payload = serde_json::json!({
+                "bytes": crate::aws::eventstream::base64(line.as_bytes())});
+            frames.extend(crate::aws::eventstream::encode(
+                &[(":event-type", "chunk"), (":message-type", "event")],
+                payload.to_string().as_bytes(),
+            ));
+        }
+        let head = http(
+            200,
+            &[("content-type", "application/vnd.amazon.eventstream")],
+            "",
+        );
+        (head, frames)
+    }
+
+    #[test]
+    fn bedrock_frames_split_across_reads_and_a_bearer_key() {
+        let (head, frames) = bedrock_reply("framed");
+        // The body arrives in pieces that cut frames (and a prelude) anywhere.
+        let mut pieces = vec![(0, head.into_bytes())];
+        for (i, c) in frames.chunks(7).enumerate() {
+            pieces.push((u64::from(i % 5 == 0), c.to_vec()));
+        }
+        let srv = serve(vec![Reply(pieces)]);
+        let ep = endpoint(&srv.url, ApiKind::Bedrock);
+        let evs = collect(stream(&ep, &request(), &policy()));
+        assert_eq!(
+            done(&evs).parts,
+            vec![Part::Text {
+                text: "framed".into()
+            }]
+        );
+        let heads = srv.heads.lock().unwrap();
+        let h = |n: &str| {
+            heads[0]
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(n))
+                .map(|(_, v)| v.clone())
+        };
+        assert_eq!(h("authorization").as_deref(), Some("Bearer secret"));
+        assert_eq!(
+            h("accept").as_deref(),
+            Some("application/vnd.amazon.eventstream")
+        );
+        let body: serde_json::Value = serde_json::from_str(&srv.bodies.lock().unwrap()[0]).unwrap();
+        assert_eq!(body["anthropic_version"], "bedrock-2023-05-31");
+    }
+
+    #[test]
+    fn a_stalled_bedrock_stream_times_out_and_is_retried() {
+        let mut p = policy();
+        p.idle_timeout = Duration::from_millis(300);
+        p.max_attempts = 2;
+        let (head, frames) = bedrock_reply("late");
+        // Half a frame, then silence.
+        let stall = || {
+            Reply(vec![
+                (0, head.clone().into_bytes()),
+                (0, frames[..40].to_vec()),
+                (1500, frames[40..].to_vec()),
+            ])
+        };
+        let srv = serve(vec![stall(), stall()]);
+        let evs = collect(stream(
+            &endpoint(&srv.url, ApiKind::Bedrock),
+            &request(),
+            &p,
+        ));
+        assert_eq!(retries(&evs).len(), 1);
+        assert_eq!(error(&evs), &LlmError::IdleTimeout { secs: 1 });
+    }
+
     #[test]
     fn dropped_receiver_stops_the_worker() {
         let srv = serve(vec![reply(anthropic_text("x"))]);
