@@ -5,7 +5,7 @@ _crush() {
     cmd=""
     for ((i = 1; i < COMP_CWORD; i++)); do
         case "${COMP_WORDS[i]}" in
-            run|sessions|hooks|mcp|lsp|config|trust|models|update-providers|stats|dirs|projects|logs|help) cmd="${COMP_WORDS[i]}"; break ;;
+            run|sessions|hooks|mcp|lsp|config|trust|models|update-providers|stats|dirs|projects|logs|acp|help) cmd="${COMP_WORDS[i]}"; break ;;
         esac
     done
     case "$cmd" in
@@ -22,8 +22,9 @@ _crush() {
         dirs) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --trust -h --help " -- "$cur")) ;;
         projects) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust -h --help " -- "$cur")) ;;
         logs) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -f --follow -t --tail --trust -h --help " -- "$cur")) ;;
+        acp) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model --trust --no-project-hooks -h --help " -- "$cur")) ;;
         help) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --trust -h --help " -- "$cur")) ;;
-        *) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -s --session -C --continue -q --quiet --trust -h --help -v --version run sessions hooks mcp lsp config trust models update-providers stats dirs projects logs help" -- "$cur")) ;;
+        *) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -s --session -C --continue -q --quiet --trust -h --help -v --version run sessions hooks mcp lsp config trust models update-providers stats dirs projects logs acp help" -- "$cur")) ;;
     esac
 }
 complete -o default -F _crush crush

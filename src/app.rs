@@ -163,8 +163,13 @@ pub fn load_config(global: &Global) -> Result<Loaded, AppError> {
         eprintln!("crush: {n}");
     }
     for (k, v) in loaded.dotenv_vars.iter().chain(&loaded.env_vars) {
-        // SAFETY: start-up, on the main thread, before any turn: the only other threads that may
-        // still exist are crushrc pipe readers, which never read the environment.
+        if std::env::var_os(k).is_some_and(|old| old == v.as_str()) {
+            continue;
+        }
+        // SAFETY: start-up, before any turn: the only other threads that may still exist are
+        // crushrc pipe readers, which never read the environment. `crush acp` loads a session's
+        // configuration while other sessions may run; there only changed values are set, and
+        // std's own readers of the environment (spawning a child, `env::var`) take its lock.
         unsafe { std::env::set_var(k, v) };
     }
     if loaded.config.options.debug {

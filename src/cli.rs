@@ -53,22 +53,22 @@ pub static FLAGS: &[Flag] = &[
         short: Some('y'),
         long: "yolo",
         value: None,
-        help: "Allow every tool call without asking (banned commands stay banned)",
-        scope: Scope::Only(&["", "run"]),
+        help: "Allow every tool call without asking (banned commands stay banned); acp: start sessions in the yolo mode",
+        scope: Scope::Only(&["", "run", "acp"]),
     },
     Flag {
         short: Some('m'),
         long: "model",
         value: Some("[PROVIDER/]MODEL"),
         help: "Use this model as the large model",
-        scope: Scope::Only(&["", "run", "config"]),
+        scope: Scope::Only(&["", "run", "config", "acp"]),
     },
     Flag {
         short: None,
         long: "small-model",
         value: Some("[PROVIDER/]MODEL"),
         help: "Use this model as the small model (titles, summaries)",
-        scope: Scope::Only(&["", "run", "config"]),
+        scope: Scope::Only(&["", "run", "config", "acp"]),
     },
     Flag {
         short: Some('s'),
@@ -139,8 +139,8 @@ pub static FLAGS: &[Flag] = &[
         short: None,
         long: "no-project-hooks",
         value: None,
-        help: "Run without the project's own hooks; without it, a project whose hooks are not trusted stops the run (exit 2)",
-        scope: Scope::Only(&["run"]),
+        help: "Run without the project's own hooks; without it, a project whose hooks are not trusted stops the run (exit 2), or refuses the session in acp",
+        scope: Scope::Only(&["run", "acp"]),
     },
     Flag {
         short: None,
@@ -315,6 +315,17 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        name: "acp",
+        usage: "crush acp [--cwd DIR]",
+        about: "Run as an agent inside an editor (Zed, JetBrains IDEs, Neovim, Emacs, VS Code), \
+                over the Agent Client Protocol: newline-delimited JSON-RPC on stdin and stdout. \
+                Each session opens its directory as crush -c DIR would: the same configuration, \
+                trust, hooks, permissions and sessions as the terminal. stdout carries protocol \
+                messages only; diagnostics go to stderr and the project log. Ends when stdin \
+                closes.",
+        subcommands: &[],
+    },
+    CommandSpec {
         name: "help",
         usage: "crush help [COMMAND]",
         about: "Show help for crush or for one command.",
@@ -326,6 +337,8 @@ pub static COMMANDS: &[CommandSpec] = &[
 pub enum Command {
     Repl(ReplArgs),
     Run(RunArgs),
+    /// `crush acp`: an agent for editors over the Agent Client Protocol.
+    Acp,
     SessionsList {
         json: bool,
     },
@@ -645,7 +658,7 @@ where
                     )));
                 }
             },
-            "projects" | "logs" => {
+            "projects" | "logs" | "acp" => {
                 if let Some(p) = positionals.first() {
                     return Err(UsageError(format!(
                         "crush {command} takes no arguments (got '{p}')"
@@ -653,6 +666,8 @@ where
                 }
                 if command == "projects" {
                     Command::Projects { json }
+                } else if command == "acp" {
+                    Command::Acp
                 } else {
                     Command::Logs {
                         follow,

@@ -5,6 +5,7 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+mod acp;
 mod agent;
 mod app;
 mod aws;
@@ -103,6 +104,7 @@ fn dispatch(cli: cli::Cli) -> Result<ExitCode, AppError> {
             print(&catalog::update_providers_command(source.as_deref())?)
         }
         Command::Repl(args) => repl::run(g, args),
+        Command::Acp => acp::run(g),
     }
 }
 
@@ -147,7 +149,7 @@ const LAYERS: &[&[&str]] = &[
     &["agent"],
     &["app"],
     &["commands"],
-    &["run", "repl"],
+    &["run", "repl", "acp"],
     &["cli"],
     &["docs"],
 ];

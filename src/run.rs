@@ -239,9 +239,8 @@ impl Sink for RunSink {
                 reason,
             } => {
                 eprintln!(
-                    "crush: model call failed ({}); retry {attempt} in {:.1} s",
-                    crate::visible::line(&reason),
-                    wait.as_secs_f64()
+                    "crush: {}",
+                    crate::agent::retry_line(attempt, wait, &reason)
                 );
                 if self.json {
                     self.out.json(&JsonEvent::Retry {

@@ -79,6 +79,15 @@ pub enum AgentEvent {
     },
 }
 
+/// The line that tells the user a model call is retried (its reason shown safely).
+pub fn retry_line(attempt: u32, wait: Duration, reason: &str) -> String {
+    format!(
+        "model call failed ({}); retry {attempt} in {:.1} s",
+        crate::visible::line(reason),
+        wait.as_secs_f64()
+    )
+}
+
 /// The user's answer to a permission question.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Answer {
@@ -184,6 +193,8 @@ pub struct Agent<'a> {
     pub mcp: Option<McpTools>,
     /// The language servers (None: none is configured or detected for the project).
     pub lsp: Option<crate::tools::lsp::Lsp>,
+    /// The editor's files when crush runs inside one (None: the disk).
+    pub files: Option<Arc<dyn crate::tools::Files>>,
 }
 
 /// The tools of the session's MCP servers as the agent offers them: rebuilt before a model call
@@ -197,6 +208,9 @@ pub struct McpTools {
     /// started or failed, bounded by its timeout).
     first_wait: Option<Duration>,
     waited: bool,
+    /// Servers from outside the configuration (an editor's, crush(1) ACP): they join the
+    /// configured ones, replacing any of the same name, and stay when the configuration changes.
+    extra: Vec<crate::mcp::ServerSpec>,
 }
 
 impl McpTools {
@@ -207,6 +221,7 @@ impl McpTools {
             seen: None,
             first_wait,
             waited: false,
+            extra: Vec::new(),
         }
     }
 
@@ -215,10 +230,23 @@ impl McpTools {
         self.source.manager()
     }
 
+    /// Adds servers from outside the configuration `cfg` (see `extra`); they start at once.
+    /// Returns the configuration's warnings.
+    pub fn add_servers(
+        &mut self,
+        extra: Vec<crate::mcp::ServerSpec>,
+        cfg: &crate::config::Loaded,
+    ) -> Vec<String> {
+        self.extra = extra;
+        self.reconfigure(cfg)
+    }
+
     /// The servers of `cfg` start (new or changed ones), stop (removed ones); the tools follow
     /// at the next step. Returns the configuration's warnings.
     pub fn reconfigure(&mut self, cfg: &crate::config::Loaded) -> Vec<String> {
-        let (specs, warnings) = crate::config::mcp::servers(cfg);
+        let (mut specs, warnings) = crate::config::mcp::servers(cfg);
+        specs.retain(|s| !self.extra.iter().any(|e| e.name == s.name));
+        specs.extend(self.extra.iter().cloned());
         self.manager().set_servers(specs);
         self.seen = None;
         // The next model call waits for new servers as the first one did.
@@ -277,6 +305,7 @@ impl<'a> Agent<'a> {
             config: Some(s.config),
             lsp: s.lsp,
             mcp: s.mcp,
+            files: None,
         }
     }
 }

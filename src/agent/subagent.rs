@@ -208,6 +208,8 @@ impl<'a> Agent<'a> {
             parent_transcript: self.transcript_path(),
             prompt_id: self.prompt_id.clone(),
             env_file: None,
+            // Its reads see the editor's buffers as the parent's do.
+            files: self.files.clone(),
         }
     }
 

@@ -163,6 +163,12 @@ pub fn build_request(req: &ChatRequest) -> Value {
                 } if role == "user" => {
                     blocks.push(json!({"type": "text", "text": format!("!{command}\n{output}")}));
                 }
+                Part::Binary {
+                    mime_type, data, ..
+                } if role == "user" && super::is_image_attachment(p) => {
+                    blocks.push(json!({"type": "image",
+                        "source": {"type": "base64", "media_type": mime_type, "data": data}}));
+                }
                 _ => {}
             }
         }

@@ -1,6 +1,7 @@
 //! Test helpers: a temporary project directory, an in-memory read tracker and a context.
 
-use super::{ReadTracker, ToolCtx, ToolOutput};
+use super::write::FileChange;
+use super::{Files, ReadTracker, ToolCtx, ToolOutput};
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -17,6 +18,31 @@ impl ReadTracker for MapTracker {
     }
     fn last_read(&self, path: &Path) -> Option<i64> {
         self.0.lock().unwrap().get(path).copied()
+    }
+}
+
+/// An editor's buffers: reads see `buffers` (a path it has no buffer of is an error), writes
+/// are recorded and land in `buffers`, never on disk.
+#[derive(Default)]
+pub struct Buffers {
+    pub buffers: Mutex<HashMap<PathBuf, String>>,
+    pub written: Mutex<Vec<FileChange>>,
+}
+
+impl Files for Buffers {
+    fn read(&self, path: &Path) -> Option<Result<String, String>> {
+        let b = self.buffers.lock().unwrap();
+        Some(
+            b.get(path)
+                .cloned()
+                .ok_or_else(|| "no such buffer".to_string()),
+        )
+    }
+    fn write(&self, change: &FileChange) -> Option<Result<(), String>> {
+        self.written.lock().unwrap().push(change.clone());
+        let mut b = self.buffers.lock().unwrap();
+        b.insert(change.path.clone(), change.new.clone());
+        Some(Ok(()))
     }
 }
 
@@ -109,6 +135,7 @@ impl Fixture {
             diagnostics: None,
             shell_env_allow: &[],
             env_file: None,
+            files: None,
         }
     }
 }
@@ -133,6 +160,7 @@ pub fn within<T: Send + 'static>(
             diagnostics: None,
             shell_env_allow: &[],
             env_file: None,
+            files: None,
         };
         let _ = tx.send(f(&ctx));
     });

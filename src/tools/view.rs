@@ -154,6 +154,20 @@ fn view(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, String> {
              part, or bash with head/sed to read a section"
         ));
     }
+    if let Some(files) = ctx.files
+        && let Some(text) = files.read(&path)
+    {
+        // The editor's buffer, unsaved changes included, under the same limits as the disk.
+        data = text
+            .map_err(|e| format!("cannot read {} in the editor: {e}", path.display()))?
+            .into_bytes();
+        if data.len() as u64 > MAX_FILE_BYTES {
+            return Err(format!(
+                "file is too large (more than {MAX_FILE_BYTES} bytes in the editor). Use grep to \
+                 find the relevant part, or bash with head/sed to read a section"
+            ));
+        }
+    }
     if looks_binary(&data) {
         return Err(format!(
             "{} looks like a binary file; view only reads text files",

@@ -1,5 +1,6 @@
 //! Integration test modules. Add one `mod` line per file.
 
+mod acp;
 mod at_rest;
 mod bedrock;
 mod cancel;
