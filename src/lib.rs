@@ -8,6 +8,7 @@
 mod acp;
 mod agent;
 mod app;
+mod aws;
 mod catalog;
 mod cli;
 mod commands;
@@ -141,6 +142,7 @@ const LAYERS: &[&[&str]] = &[
     ],
     &["log", "net", "proc"],
     &["signal", "rcshell"],
+    &["aws"],
     &["llm"],
     &["store", "mcp", "lsp"],
     &["tools"],

@@ -160,11 +160,22 @@ fn scenario(
     script: impl Fn() -> Vec<Reply>,
     args: &[&str],
 ) -> Vec<Sample> {
+    scenario_env(env, server, script, args, &[])
+}
+
+/// `scenario` with these variables in crush's environment.
+fn scenario_env(
+    env: &TestEnv,
+    server: &FakeServer,
+    script: impl Fn() -> Vec<Reply>,
+    args: &[&str],
+    vars: &[(&str, &str)],
+) -> Vec<Sample> {
     (0..RUNS)
         .map(|_| {
             server.push_all(script());
             let mut cmd = command(env);
-            cmd.args(args);
+            cmd.args(args).envs(vars.iter().copied());
             let s = measure(cmd);
             assert_eq!(server.remaining(), 0, "the scenario did not use its script");
             s
@@ -367,6 +378,29 @@ fn main() {
         env.use_server(&server, Dialect::Anthropic);
         let s = scenario(&env, &server, two_step, &["run", "-q", "-y", "say hello"]);
         report("2-step bash (anthropic)", s);
+    }
+
+    if selected("2-step bash (bedrock)") {
+        // The catalog's bedrock provider, signed with SigV4 from the environment's keys (the
+        // server checks each signature), its event stream framed and checksummed.
+        let url = server.url();
+        server.expect_bedrock_auth(support::bedrock::Auth::SigV4 {
+            access_key_id: "AKIDBENCH".into(),
+            secret: "bench/secret".into(),
+            session_token: Some("BENCH-TOKEN".into()),
+            region: "us-east-1".into(),
+        });
+        env.write_config(&json!({"providers": {"bedrock": {}}}));
+        let vars = [
+            ("AWS_ACCESS_KEY_ID", "AKIDBENCH"),
+            ("AWS_SECRET_ACCESS_KEY", "bench/secret"),
+            ("AWS_SESSION_TOKEN", "BENCH-TOKEN"),
+            ("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", url.as_str()),
+        ];
+        let model = "bedrock/us.anthropic.claude-haiku-4-5-20251001-v1:0";
+        let args = ["run", "-q", "-y", "-m", model, "say hello"];
+        let s = scenario_env(&env, &server, two_step, &args, &vars);
+        report("2-step bash (bedrock)", s);
     }
 
     // Hook dispatch: ten no-op PreToolUse hooks against none, and a bare fork/exec for scale.

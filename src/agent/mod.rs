@@ -319,11 +319,23 @@ impl<'a> Agent<'a> {
 }
 
 /// The API keys of the providers crush can call, named after their provider (in the catalog's
-/// case, the variable they come from), for masking in tool output.
+/// case, the variable they come from), and the AWS secrets of the environment when a Bedrock
+/// provider can be called, for masking in tool output.
 fn provider_secrets(loaded: &crate::config::Loaded) -> Vec<(String, String)> {
     let catalog = loaded.catalog.get();
     let mut out: Vec<(String, String)> = Vec::new();
     for p in loaded.providers_with(&catalog.providers).ready {
+        if p.endpoint.kind == crate::llm::ApiKind::Bedrock {
+            // The AWS secrets a Bedrock provider signs with.
+            for var in ["AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"] {
+                if let Ok(v) = std::env::var(var)
+                    && !v.trim().is_empty()
+                    && !out.iter().any(|(_, x)| *x == v)
+                {
+                    out.push((var.to_string(), v));
+                }
+            }
+        }
         let Some(key) = p.endpoint.api_key else {
             continue;
         };

@@ -486,6 +486,7 @@ impl Agent<'_> {
                         reason,
                     });
                 }
+                Ok(StreamEvent::Notice(n)) => sink.event(AgentEvent::Notice(n)),
                 Ok(StreamEvent::Done(resp)) => return CallEnd::Done(resp),
                 Ok(StreamEvent::Error(e)) => {
                     crate::log::warn(&format!(

@@ -526,6 +526,11 @@ impl Accumulator {
         Ok(self.done)
     }
 
+    /// Whether the events so far reported any token count.
+    pub fn has_usage(&self) -> bool {
+        self.usage.usage().is_some() || self.usage.bad().is_some()
+    }
+
     fn index(&self, v: &Value) -> u64 {
         v.get("index")
             .and_then(Value::as_u64)
@@ -1291,6 +1296,7 @@ data: {"type":"message_stop"}
             base_url: String::new(),
             api_key: Some("k".into()),
             headers: vec![],
+            aws: None,
         };
         let h = headers(&ep);
         assert!(h.contains(&("x-api-key".into(), "k".into())));

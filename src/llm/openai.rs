@@ -1133,6 +1133,7 @@ mod tests {
             base_url: String::new(),
             api_key: None,
             headers: vec![],
+            aws: None,
         };
         assert!(headers(&ep).is_empty());
         ep.api_key = Some(String::new());

@@ -498,6 +498,8 @@ pub enum StreamEvent {
         wait: Duration,
         reason: String,
     },
+    /// Something the user should see while the call goes on (e.g. where to sign in).
+    Notice(String),
     /// Final event of a successful call.
     Done(Response),
     /// Final event of a failed call (after retries).

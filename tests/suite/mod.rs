@@ -2,6 +2,7 @@
 
 mod acp;
 mod at_rest;
+mod bedrock;
 mod cancel;
 mod catalog;
 mod claude_hooks;

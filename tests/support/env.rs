@@ -182,6 +182,7 @@ impl TestEnv {
         let (kind, base_url) = match dialect {
             Dialect::Anthropic => ("anthropic", server.anthropic_base_url()),
             Dialect::OpenAi => ("openai-compat", server.openai_base_url()),
+            Dialect::Bedrock => ("bedrock", server.url()),
         };
         json!({
             "providers": {"fake": {
