@@ -194,6 +194,10 @@ impl<'a> Agent<'a> {
             hooks: Default::default(),
             pending_context: Vec::new(),
             lsp: None,
+            // The pages it reads are on disk, in its own directory.
+            files: None,
+            skill_files: Default::default(),
+            skills_prompt: String::new(),
             shell_env_allow: self.shell_env_allow.clone(),
             secrets: self.secrets.clone(),
             mcp: None,
@@ -275,18 +279,11 @@ mod tests {
     #[test]
     fn the_call_asks_to_fetch_and_checks_its_url() {
         let d = tempfile::tempdir().unwrap();
-        let fx_reads = crate::tools::testutil::MapTracker::default();
+        let fx = crate::tools::testutil::Fixture::new();
         let ctx = ToolCtx {
             cwd: d.path(),
             project_root: d.path(),
-            reads: &fx_reads,
-            session: &fx_reads,
-            images: false,
-            cancel: Default::default(),
-            session_models: None,
-            diagnostics: None,
-            shell_env_allow: &[],
-            env_file: None,
+            ..fx.ctx()
         };
         let req = AgenticFetch
             .permission(&json!({"prompt": "p", "url": "https://e.x"}), &ctx)

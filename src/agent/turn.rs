@@ -8,7 +8,6 @@ use super::{Agent, AgentError, AgentEvent, Sink, Stop, TurnResult, now, title};
 use crate::hooks;
 use crate::llm::{self, ChatRequest, LlmError, Message, Part, Role, StreamEvent, ToolSpec};
 use crate::store::{NewMessage, StoredMessage, UsageRecord};
-use crate::tools::attach::Attachment;
 use serde_json::{Map, json};
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
@@ -85,27 +84,31 @@ impl Agent<'_> {
         prompt: &str,
         sink: &mut dyn Sink,
     ) -> Result<TurnResult, AgentError> {
-        self.run_turn_with(prompt, &[], sink)
+        self.run_turn_with(prompt, Vec::new(), sink)
     }
 
-    /// `run_turn` with files the user attached: the UserPromptSubmit hooks get their names, the
-    /// user message stores them as Go Crush's `binary` parts.
+    /// [`run_turn`](Self::run_turn) with files attached to the prompt (`Part::Binary`, stored
+    /// after its text as Go Crush stores attachments).
     pub fn run_turn_with(
         &mut self,
         prompt: &str,
-        attachments: &[Attachment],
+        attachments: Vec<Part>,
         sink: &mut dyn Sink,
     ) -> Result<TurnResult, AgentError> {
         if !self.is_sub_agent() {
             self.prompt_id = crate::store::new_id().unwrap_or_default();
         }
         // UserPromptSubmit: before anything reaches the model.
+        let names: Vec<&str> = attachments
+            .iter()
+            .filter_map(|p| match p {
+                Part::Binary { path, .. } => Some(path.as_str()),
+                _ => None,
+            })
+            .collect();
         let mut fields = Map::new();
         fields.insert("prompt".into(), json!(prompt));
-        fields.insert(
-            "attachments".into(),
-            json!(attachments.iter().map(|a| &a.path).collect::<Vec<_>>()),
-        );
+        fields.insert("attachments".into(), json!(names));
         let ups = self.fire(hooks::Event::UserPromptSubmit, None, fields, sink);
         if ups.composed.blocked() {
             let reason = ups.composed.reason.clone();
@@ -137,7 +140,7 @@ impl Agent<'_> {
     fn start_turn(
         &mut self,
         prompt: &str,
-        attachments: &[Attachment],
+        attachments: Vec<Part>,
         ups_context: String,
         sink: &mut dyn Sink,
     ) -> Result<Turn, AgentError> {
@@ -158,6 +161,7 @@ impl Agent<'_> {
         }
         let mut history = self.load_history()?;
         let mut user = Message::user(prompt);
+        user.parts.extend(attachments);
         for ctx in self
             .pending_context
             .drain(..)
@@ -167,14 +171,12 @@ impl Agent<'_> {
                 text: hook_context_block(&ctx),
             });
         }
-        user.parts.extend(attachments.iter().map(Attachment::part));
         self.store.add_message(
             &self.session_id,
             &self.new_message(Role::User, user.parts.clone()),
         )?;
-        // What the model is sent: text attachments inlined, as from the stored history.
-        user.parts = crate::llm::attachments_as_text(user.parts);
-        history.push(user);
+        // As later turns will send it: attachments as the model takes them.
+        history.extend(super::history_for_model(vec![user]));
         Ok(Turn {
             prompt: prompt.to_string(),
             history,
@@ -484,6 +486,7 @@ impl Agent<'_> {
                         reason,
                     });
                 }
+                Ok(StreamEvent::Notice(n)) => sink.event(AgentEvent::Notice(n)),
                 Ok(StreamEvent::Done(resp)) => return CallEnd::Done(resp),
                 Ok(StreamEvent::Error(e)) => {
                     crate::log::warn(&format!(

@@ -76,6 +76,10 @@ fn needs(p: &CatalogProvider) -> String {
                 None => "needs a base_url".into(),
             }
         }
+        T::Bedrock => {
+            "set AWS_PROFILE, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_BEARER_TOKEN_BEDROCK"
+                .into()
+        }
         other => format!("type '{other}' not supported yet"),
     }
 }

@@ -79,6 +79,9 @@ pub struct ProviderConfig {
     pub system_prompt_prefix: Option<String>,
     pub flat_rate: bool,
     pub models: Vec<Model>,
+    /// Bedrock: a shell command run once when AWS refuses the credentials or they expired
+    /// (e.g. `aws sso login`), before the call is tried again.
+    pub aws_auth_refresh: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize, Clone)]
@@ -339,6 +342,7 @@ fn api_kind(kind: &str) -> Option<ApiKind> {
     Some(match kind {
         "anthropic" => ApiKind::Anthropic,
         "openai" => ApiKind::OpenAi,
+        "bedrock" => ApiKind::Bedrock,
         "openai-compat" | "openrouter" | "vercel" | "ollama" | "llamacpp" | "lmstudio" | "vllm"
         | "litellm" | "omlx" | "hyper" => ApiKind::OpenAiCompat,
         _ => return None,
@@ -403,6 +407,9 @@ impl ProviderTable {
     }
 }
 
+/// Expands the user's value of a provider field (named by its path below the provider).
+type Expand<'a> = dyn Fn(&[&str], &str) -> Result<String, Skip> + 'a;
+
 /// Why `build_provider` made no provider.
 enum Skip {
     /// A catalog provider the user did not configure and that lacks what it needs (its key):
@@ -413,7 +420,7 @@ enum Skip {
 }
 
 /// Types Crush knows that this build cannot call yet.
-const NOT_YET_TYPES: &[&str] = &["google", "azure", "bedrock", "google-vertex", "hyper"];
+const NOT_YET_TYPES: &[&str] = &["google", "azure", "google-vertex", "hyper"];
 
 /// Prints each warning once per process: provider tables are built more than once a run.
 fn warn_once(msg: &str) {
@@ -531,7 +538,7 @@ impl Loaded {
             } else {
                 format!("unknown type '{kind_name}'")
             };
-            let hint = "(use anthropic, openai, openai-compat or openrouter)";
+            let hint = "(use anthropic, bedrock, openai, openai-compat or openrouter)";
             return Err(match &u.kind {
                 // The user wrote the type: a fault of the configuration.
                 Some(_) => Skip::Unusable(format!("{}: {what} {hint}", at(&["type"])), true),
@@ -543,6 +550,9 @@ impl Loaded {
             Some(b) => expand_user(&["base_url"], b)?,
             None => String::new(),
         };
+        if kind == ApiKind::Bedrock {
+            return self.bedrock_provider(id, u, cat, base_url, configured, &expand_user);
+        }
         if base_url.is_empty()
             && let Some(c) = cat
         {
@@ -576,7 +586,7 @@ impl Loaded {
             (Some(c), _) => c.api_key.clone(),
             (None, ApiKind::Anthropic) => "$ANTHROPIC_API_KEY".into(),
             (None, ApiKind::OpenAi) => "$OPENAI_API_KEY".into(),
-            (None, ApiKind::OpenAiCompat) => String::new(),
+            (None, ApiKind::OpenAiCompat | ApiKind::Bedrock) => String::new(),
         };
         let api_key = match &u.api_key {
             Some(k) => expand_user(&["api_key"], k)?,
@@ -622,8 +632,89 @@ impl Loaded {
                 base_url,
                 api_key,
                 headers,
+                aws: None,
             },
             models,
+            flat_rate: u.flat_rate,
+            system_prompt_prefix: u.system_prompt_prefix.clone(),
+            default_large: cat.and_then(|c| default_id(&c.default_large_model_id)),
+            default_small: cat.and_then(|c| default_id(&c.default_small_model_id)),
+        })
+    }
+
+    /// A Bedrock provider (crush(1) CONFIGURATION, Amazon Bedrock). Its URL is the provider's
+    /// `base_url`, else the one AWS's endpoint variables name, else Bedrock's own in the region
+    /// chosen at call time. The credentials of the environment and the AWS profile (and
+    /// `AWS_BEARER_TOKEN_BEDROCK`) go only to an AWS URL or the one AWS's variables name; elsewhere
+    /// only the provider's own `api_key` is sent (as a Bedrock API key).
+    fn bedrock_provider(
+        &self,
+        id: &str,
+        u: &ProviderConfig,
+        cat: Option<&crate::catalog::Provider>,
+        base_url: String,
+        configured: bool,
+        expand_user: &Expand,
+    ) -> Result<Provider, Skip> {
+        let from_aws_vars = base_url.is_empty();
+        let base_url = if from_aws_vars {
+            crate::aws::credentials::endpoint_override("BEDROCK_RUNTIME").unwrap_or_default()
+        } else {
+            base_url
+        };
+        let credentials_allowed = from_aws_vars || crate::aws::is_aws_url(&base_url);
+        let api_key = match &u.api_key {
+            Some(k) => expand_user(&["api_key"], k)?,
+            None if credentials_allowed => std::env::var("AWS_BEARER_TOKEN_BEDROCK")
+                .unwrap_or_default()
+                .trim()
+                .to_string(),
+            None => String::new(),
+        };
+        let api_key = Some(api_key).filter(|k| !k.is_empty());
+        if api_key.is_none() && credentials_allowed && !crate::aws::credentials::configured() {
+            let why = "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, \
+                       AWS_PROFILE, or AWS_BEARER_TOKEN_BEDROCK (or sign in with `aws sso login`)"
+                .to_string();
+            return Err(if configured {
+                Skip::Unusable(why, false)
+            } else {
+                Skip::NotConfigured
+            });
+        }
+        let mut headers: Vec<(String, String)> = Vec::new();
+        for (k, v) in &u.extra_headers {
+            let v = expand_user(&["extra_headers", k], v)?;
+            headers.retain(|(h, _)| !h.eq_ignore_ascii_case(k));
+            headers.push((k.clone(), v));
+        }
+        headers.retain(|(_, v)| !v.is_empty());
+        let default_id = |s: &String| Some(s.clone()).filter(|s| !s.is_empty());
+        let default_region = if id == "bedrock-europe" {
+            "eu-west-1"
+        } else {
+            "us-east-1"
+        };
+        Ok(Provider {
+            id: id.to_string(),
+            endpoint: Endpoint {
+                kind: ApiKind::Bedrock,
+                base_url,
+                api_key,
+                headers,
+                aws: Some(crate::aws::Settings {
+                    default_region: default_region.to_string(),
+                    credentials_allowed,
+                    auth_refresh: u.aws_auth_refresh.clone().filter(|c| !c.trim().is_empty()),
+                    cwd: self.cwd.clone(),
+                    refresh_timeout: std::time::Duration::from_secs(300),
+                    limits: crate::aws::Limits::default(),
+                }),
+            },
+            models: match cat {
+                Some(c) => crate::catalog::merge_models(&u.models, &c.models),
+                None => u.models.clone(),
+            },
             flat_rate: u.flat_rate,
             system_prompt_prefix: u.system_prompt_prefix.clone(),
             default_large: cat.and_then(|c| default_id(&c.default_large_model_id)),

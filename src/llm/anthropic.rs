@@ -163,10 +163,9 @@ pub fn build_request(req: &ChatRequest) -> Value {
                 } if role == "user" => {
                     blocks.push(json!({"type": "text", "text": format!("!{command}\n{output}")}));
                 }
-                // An attached image (a model that takes none was sent a line instead).
                 Part::Binary {
                     mime_type, data, ..
-                } if role == "user" && mime_type.starts_with("image/") => {
+                } if role == "user" && super::is_image_attachment(p) => {
                     blocks.push(json!({"type": "image",
                         "source": {"type": "base64", "media_type": mime_type, "data": data}}));
                 }
@@ -528,6 +527,11 @@ impl Accumulator {
             _ => {}
         }
         Ok(self.done)
+    }
+
+    /// Whether the events so far reported any token count.
+    pub fn has_usage(&self) -> bool {
+        self.usage.usage().is_some() || self.usage.bad().is_some()
     }
 
     fn index(&self, v: &Value) -> u64 {
@@ -1295,6 +1299,7 @@ data: {"type":"message_stop"}
             base_url: String::new(),
             api_key: Some("k".into()),
             headers: vec![],
+            aws: None,
         };
         let h = headers(&ep);
         assert!(h.contains(&("x-api-key".into(), "k".into())));

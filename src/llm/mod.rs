@@ -1,4 +1,5 @@
-//! Model providers: Anthropic Messages and OpenAI Chat Completions over SSE, with retries.
+//! Model providers: Anthropic Messages and OpenAI Chat Completions over SSE, and Anthropic
+//! models on Amazon Bedrock over AWS's event stream, with retries.
 //!
 //! `stream` runs one model call on a worker thread and reports `StreamEvent`s on a channel; the
 //! caller selects over that channel and its own cancel signal. On cancel the caller drops the
@@ -6,6 +7,7 @@
 //! This module knows no tool implementation and persists nothing.
 
 pub mod anthropic;
+pub mod bedrock;
 mod budget;
 mod client;
 pub mod history;
@@ -28,6 +30,8 @@ pub enum ApiKind {
     OpenAi,
     /// Any OpenAI-compatible server (ollama, llama.cpp, vLLM, LM Studio, OpenRouter...).
     OpenAiCompat,
+    /// Anthropic models on Amazon Bedrock (`InvokeModelWithResponseStream`).
+    Bedrock,
 }
 
 /// Where and how to reach a provider.
@@ -40,6 +44,8 @@ pub struct Endpoint {
     pub api_key: Option<String>,
     /// Extra headers, sent as is.
     pub headers: Vec<(String, String)>,
+    /// Bedrock: region, credentials and their refresh (None for every other kind).
+    pub aws: Option<crate::aws::Settings>,
 }
 
 #[derive(Clone, Debug)]
@@ -97,6 +103,9 @@ pub enum LlmError {
     RetryAfterTooLong { status: u16, secs: u64 },
     /// The reply grew past the limit of what one reply may hold (bytes) and was cut.
     TooLarge { limit: usize },
+    /// No credentials to sign with, or the provider refused them. `refreshable`: signing in
+    /// again may fix it (the provider's `aws_auth_refresh` is run once, then the call retried).
+    Auth { message: String, refreshable: bool },
 }
 
 impl fmt::Display for LlmError {
@@ -124,6 +133,7 @@ impl fmt::Display for LlmError {
                 "unexpected reply from the model server: the reply exceeded {}",
                 budget::size_text(*limit)
             ),
+            LlmError::Auth { message, .. } => f.write_str(message),
             LlmError::RetryAfterTooLong { status, secs } => write!(
                 f,
                 "HTTP {status}: the server asks to wait {secs} s before retrying; try again later"

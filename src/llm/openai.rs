@@ -84,6 +84,7 @@ pub fn build_request(req: &ChatRequest, kind: ApiKind) -> Value {
                 let mut texts: Vec<String> = Vec::new();
                 // Tool messages carry text only: images follow in one user message.
                 let mut images: Vec<Value> = Vec::new();
+                // Images attached to the prompt.
                 let mut attached: Vec<Value> = Vec::new();
                 for p in &m.parts {
                     if let (Some((mime, data)), Part::ToolResult { tool_call_id, .. }) =
@@ -114,10 +115,9 @@ pub fn build_request(req: &ChatRequest, kind: ApiKind) -> Value {
                         Part::ShellCommand {
                             command, output, ..
                         } if m.role == Role::User => texts.push(format!("!{command}\n{output}")),
-                        // An attached image (a model that takes none was sent a line instead).
                         Part::Binary {
                             mime_type, data, ..
-                        } if m.role == Role::User && mime_type.starts_with("image/") => attached
+                        } if m.role == Role::User && super::is_image_attachment(p) => attached
                             .push(json!({"type": "image_url",
                                 "image_url": {"url": format!("data:{mime_type};base64,{data}")}})),
                         Part::ImageUrl { url, detail } if m.role == Role::User => {
@@ -134,7 +134,7 @@ pub fn build_request(req: &ChatRequest, kind: ApiKind) -> Value {
                     messages.push(json!({"role": "user", "content": images}));
                 }
                 if !attached.is_empty() {
-                    // The user's text first, then the images, in one message.
+                    // The prompt with its images: content parts, text first.
                     let mut content = Vec::new();
                     if !texts.is_empty() {
                         content.push(json!({"type": "text", "text": texts.join("\n")}));
@@ -1140,6 +1140,7 @@ mod tests {
             base_url: String::new(),
             api_key: None,
             headers: vec![],
+            aws: None,
         };
         assert!(headers(&ep).is_empty());
         ep.api_key = Some(String::new());

@@ -210,31 +210,22 @@ pub fn attachment_label(path: &str, mime_type: &str, data: &str) -> String {
     format!("{name} ({mime}, {size} bytes)")
 }
 
-/// Whether a part is an image a vision model is sent as such: an attachment of an image type,
-/// or an image URL.
-pub fn is_image_part(p: &Part) -> bool {
-    match p {
-        Part::Binary { mime_type, .. } => mime_type.starts_with("image/"),
-        Part::ImageUrl { .. } => true,
-        _ => false,
-    }
+/// Whether `p` is an attached image (which a model that takes images is sent as one).
+pub fn is_image_attachment(p: &Part) -> bool {
+    matches!(p, Part::Binary { mime_type, .. } if mime_type.starts_with("image/"))
 }
 
-/// Attachments as a model is sent them, after the message's other parts: the content of text
-/// files in `<file>` blocks introduced as Go Crush introduces them, a one-line placeholder naming
-/// each other file that is not an image; images stay (`images_as_text` replaces them for a model
-/// that takes none). Parts of unknown types are dropped.
+/// Attachments as every model is sent them, after the message's other parts: the content of
+/// text files in `<file>` blocks introduced as Go Crush introduces them, and a one-line
+/// placeholder naming each other file. Images stay as they are (`images_as_text` replaces them
+/// for a model that takes none). Parts of unknown types are dropped.
 pub fn attachments_as_text(parts: Vec<Part>) -> Vec<Part> {
     let mut out = Vec::with_capacity(parts.len());
     let mut files = String::new();
     let mut placeholders = Vec::new();
-    let mut images = Vec::new();
     for p in parts {
-        if is_image_part(&p) {
-            images.push(p);
-            continue;
-        }
         match p {
+            p if is_image_attachment(&p) => out.push(p),
             Part::Binary {
                 path,
                 mime_type,
@@ -253,6 +244,8 @@ pub fn attachments_as_text(parts: Vec<Part>) -> Vec<Part> {
                     attachment_label(&path, &mime_type, &data)
                 )),
             },
+            // An image by URL goes to a model that takes images as it is, like an attached one.
+            p @ Part::ImageUrl { .. } => out.push(p),
             Part::Unknown { .. } => {}
             p => out.push(p),
         }
@@ -266,7 +259,6 @@ pub fn attachments_as_text(parts: Vec<Part>) -> Vec<Part> {
         });
     }
     out.extend(placeholders.into_iter().map(|text| Part::Text { text }));
-    out.extend(images);
     out
 }
 
@@ -283,30 +275,32 @@ pub fn result_image(p: &Part) -> Option<(&str, &str)> {
     }
 }
 
-/// Messages as a model that takes no images is sent them: each image a tool returned replaced
-/// by a line naming it, appended to the result's text, and each image the user attached by a
-/// line naming it.
+/// Messages as a model that takes no images is sent them: an attached image (or image URL)
+/// replaced by a line naming it, a tool result's image by a line appended to the result's text.
 pub fn images_as_text(messages: Vec<Message>) -> Vec<Message> {
     messages
         .into_iter()
         .map(|mut m| {
             for p in &mut m.parts {
-                let line = match p {
-                    Part::Binary {
-                        path,
-                        mime_type,
-                        data,
-                    } if mime_type.starts_with("image/") => Some(format!(
-                        "[Attached file {}: not sent, this model is sent text only]",
-                        attachment_label(path, mime_type, data)
-                    )),
-                    Part::ImageUrl { url, .. } => Some(format!(
-                        "[Image {url}: not sent, this model is sent text only]"
-                    )),
-                    _ => None,
-                };
-                if let Some(text) = line {
-                    *p = Part::Text { text };
+                if let Part::ImageUrl { url, .. } = p {
+                    *p = Part::Text {
+                        text: format!("[Image {url}: not sent, this model is sent text only]"),
+                    };
+                    continue;
+                }
+                if let Part::Binary {
+                    path,
+                    mime_type,
+                    data,
+                } = p
+                    && mime_type.starts_with("image/")
+                {
+                    *p = Part::Text {
+                        text: format!(
+                            "[Attached file {}: not sent, this model is sent text only]",
+                            attachment_label(path, mime_type, data)
+                        ),
+                    };
                     continue;
                 }
                 if let Some((mime, data)) = result_image(p) {
@@ -509,6 +503,8 @@ pub enum StreamEvent {
         wait: Duration,
         reason: String,
     },
+    /// Something the user should see while the call goes on (e.g. where to sign in).
+    Notice(String),
     /// Final event of a successful call.
     Done(Response),
     /// Final event of a failed call (after retries).
@@ -647,14 +643,12 @@ mod tests {
                 data: Value::Null,
             },
         ];
-        // Text inlined, images kept for a vision model...
         let out = attachments_as_text(parts);
+        assert!(out.iter().any(is_image_attachment), "images stay: {out:?}");
         assert!(
-            matches!(&out[2], Part::Binary { path, .. } if path == "p.png"),
-            "{out:?}"
+            out.iter().any(|p| matches!(p, Part::ImageUrl { .. })),
+            "image URLs stay: {out:?}"
         );
-        assert!(matches!(&out[3], Part::ImageUrl { .. }), "{out:?}");
-        // ... and named for the others.
         let out = images_as_text(vec![Message {
             role: Role::User,
             parts: out,
@@ -671,15 +665,15 @@ mod tests {
         assert_eq!(texts.len(), 4, "{texts:?}");
         assert_eq!(texts[0], "read");
         assert!(
-            texts[1].contains("<file path='a.txt'>\n\nhello\n</file>"),
+            texts[3].contains("<file path='a.txt'>\n\nhello\n</file>"),
+            "{}",
+            texts[3]
+        );
+        assert!(
+            texts[1].contains("p.png (image/png, 3 bytes)"),
             "{}",
             texts[1]
         );
-        assert!(
-            texts[2].contains("p.png (image/png, 3 bytes)"),
-            "{}",
-            texts[2]
-        );
-        assert!(texts[3].contains("https://e.x/c.png"), "{}", texts[3]);
+        assert!(texts[2].contains("https://e.x/c.png"), "{}", texts[2]);
     }
 }

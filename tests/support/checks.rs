@@ -20,6 +20,8 @@ pub fn check_request(
     match dialect {
         Dialect::Anthropic => check_anthropic(headers, body, &mut v),
         Dialect::OpenAi => check_openai(body, &mut v),
+        // Checked with its signature (`bedrock::check`).
+        Dialect::Bedrock => {}
     }
     v
 }
