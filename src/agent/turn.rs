@@ -429,7 +429,8 @@ impl Agent<'_> {
             messages,
             tools: self.tool_specs(),
             max_tokens: self.model.max_tokens(),
-            temperature: self.model.selected.temperature,
+            temperature: self.model.temperature(),
+            options: self.model.call_options(),
         };
         let rx = llm::stream(&self.model.provider.endpoint, &req, &self.policy);
         let mut partial = String::new();
