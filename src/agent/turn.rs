@@ -472,7 +472,7 @@ impl Agent<'_> {
                         "{}/{}: model call failed: {e}",
                         self.model.provider.id, self.model.model.id
                     ));
-                    return CallEnd::Failed(e, partial);
+                    return CallEnd::Failed(self.model.explain(e), partial);
                 }
                 Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
                 Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {

@@ -16,7 +16,7 @@
 pub mod schema;
 pub mod store;
 
-pub use schema::{Model, Provider, ProviderType};
+pub use schema::{Model, Provider};
 
 use std::fmt;
 use std::path::{Path, PathBuf};

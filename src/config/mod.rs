@@ -311,7 +311,6 @@ pub struct Provider {
     #[expect(dead_code, reason = "model discovery comes next")]
     pub discover: bool,
     /// The variable its key comes from, for messages (`OPENAI_API_KEY`).
-    #[cfg_attr(not(test), expect(dead_code, reason = "error messages come next"))]
     pub key_var: Option<String>,
 }
 
@@ -370,6 +369,102 @@ impl ResolvedModel {
             .max_tokens
             .or(Some(self.model.default_max_tokens).filter(|&n| n > 0))
     }
+}
+
+impl ResolvedModel {
+    /// `e` with what it means for this model: a refused key names the provider and where the
+    /// key came from; a model the provider does not know names the model sent and the closest
+    /// ids the provider lists.
+    pub fn explain(&self, e: crate::llm::LlmError) -> crate::llm::LlmError {
+        let crate::llm::LlmError::Http {
+            status,
+            mut message,
+            request_id,
+        } = e
+        else {
+            return e;
+        };
+        let p = &self.provider;
+        match status {
+            401 | 403 => {
+                let what = if p.endpoint.kind == ApiKind::Vertex {
+                    "access token"
+                } else {
+                    "key"
+                };
+                let from = match &p.key_var {
+                    Some(v) if p.endpoint.api_key.is_some() => format!(" (from {v})"),
+                    _ if p.endpoint.api_key.is_some() => {
+                        format!(" (providers.{}.api_key)", p.id)
+                    }
+                    _ => " (none was sent)".to_string(),
+                };
+                let verb = if status == 401 {
+                    "refused"
+                } else {
+                    "not allowed this"
+                };
+                message = format!("provider '{}' {verb} the {what}{from}: {message}", p.id);
+            }
+            404 => {
+                let close = close_matches(&self.model.id, p.models.iter().map(|m| m.id.as_str()));
+                let hint = if close.is_empty() {
+                    format!("'crush models {}' lists its models", p.id)
+                } else {
+                    format!("close matches: {}", close.join(", "))
+                };
+                message = format!(
+                    "{message} (model '{}' sent to provider '{}'; {hint})",
+                    self.model.id, p.id
+                );
+            }
+            _ => {}
+        }
+        crate::llm::LlmError::Http {
+            status,
+            message,
+            request_id,
+        }
+    }
+}
+
+/// Up to three of `ids` closest to `want` (case aside): those containing it or contained in it,
+/// then those a few edits away.
+fn close_matches<'a>(want: &str, ids: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let w = want.to_ascii_lowercase();
+    let mut scored: Vec<(usize, &str)> = ids
+        .filter(|id| !id.eq_ignore_ascii_case(want))
+        .filter_map(|id| {
+            let l = id.to_ascii_lowercase();
+            let d = if l.contains(&w) || w.contains(&l) {
+                0
+            } else {
+                edit_distance(&w, &l)
+            };
+            (d <= (w.len() / 3).max(2)).then_some((d, id))
+        })
+        .collect();
+    scored.sort();
+    scored
+        .into_iter()
+        .take(3)
+        .map(|(_, id)| id.to_string())
+        .collect()
+}
+
+/// Levenshtein distance over characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
 }
 
 fn api_kind(kind: &str) -> Option<ApiKind> {
@@ -464,6 +559,8 @@ pub struct Unusable {
 pub struct ProviderTable {
     pub ready: Vec<Provider>,
     pub unusable: Vec<Unusable>,
+    /// Catalog providers you did not configure and what each needs (`no API key: set X`).
+    pub needs: Vec<(String, String)>,
 }
 
 impl ProviderTable {
@@ -479,8 +576,8 @@ impl ProviderTable {
 /// Why `build_provider` made no provider.
 enum Skip {
     /// A catalog provider the user did not configure and that lacks what it needs (its key):
-    /// not an error, `crush models` lists what it needs.
-    NotConfigured,
+    /// not an error, `crush models` lists what it needs (said here).
+    NotConfigured(String),
     /// (reason, warn): see [`Unusable`].
     Unusable(String, bool),
 }
@@ -519,7 +616,7 @@ impl Loaded {
         let no_user = ProviderConfig::default();
         let mut add = |id: &str, built: Result<Provider, Skip>| match built {
             Ok(p) => table.ready.push(p),
-            Err(Skip::NotConfigured) => {}
+            Err(Skip::NotConfigured(why)) => table.needs.push((id.to_string(), why)),
             Err(Skip::Unusable(reason, warn)) => table.unusable.push(Unusable {
                 id: id.to_string(),
                 reason,
@@ -584,7 +681,7 @@ impl Loaded {
             if configured {
                 Skip::Unusable(reason, false)
             } else {
-                Skip::NotConfigured
+                Skip::NotConfigured(reason)
             }
         };
         // The catalog comes from the network (or its cache) and no trust decision covers it:
@@ -890,6 +987,25 @@ impl Loaded {
     ) -> Result<ResolvedModel, ConfigError> {
         let catalog = self.catalog_in_use(catalog);
         let providers = &table.ready;
+        let which = if small { "small" } else { "large" };
+        // A catalog provider named but not configured: say what it needs.
+        let chosen = if small {
+            &self.config.models.small
+        } else {
+            &self.config.models.large
+        };
+        let named = match flag {
+            Some(f) => f.split_once('/').map(|(p, _)| p.to_string()),
+            None => chosen.as_ref().map(|s| s.provider.clone()),
+        };
+        if let Some(p) = named
+            && !providers.iter().any(|x| x.id == p)
+            && let Some((_, why)) = table.needs.iter().find(|(id, _)| *id == p)
+        {
+            return Err(ConfigError::Model(format!(
+                "{which} model: provider '{p}' is not configured: {why}"
+            )));
+        }
         if providers.is_empty() {
             let file = paths::global_config_dir().join("crush.json");
             let unusable: Vec<String> = table
@@ -984,7 +1100,6 @@ impl Loaded {
                 }
             }
         };
-        let which = if small { "small" } else { "large" };
         let pick = |p: &Provider| -> ResolvedModel {
             let model = p
                 .models
