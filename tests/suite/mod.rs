@@ -5,6 +5,7 @@ mod cancel;
 mod catalog;
 mod claude_hooks;
 mod config;
+mod dialects;
 mod dropin_config;
 mod fake_server;
 mod go_compat;
