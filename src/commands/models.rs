@@ -125,6 +125,7 @@ pub fn rows(
     };
     let mut out = Vec::new();
     for p in &table.ready {
+        let p = &p.discovered();
         let role = |m: &str| {
             let mut role = Vec::new();
             if is(&large, &p.id, m) {

@@ -9,6 +9,7 @@
 pub mod claude;
 pub mod commands;
 pub mod crushrc;
+pub mod discover;
 pub mod dotenv;
 pub mod expand;
 pub mod json;
@@ -308,7 +309,6 @@ pub struct Provider {
     pub provider_options: serde_json::Map<String, Value>,
     pub extra_body: serde_json::Map<String, Value>,
     /// Its models are to be listed by the server (`discover_models`), when first needed.
-    #[expect(dead_code, reason = "model discovery comes next")]
     pub discover: bool,
     /// The variable its key comes from, for messages (`OPENAI_API_KEY`).
     pub key_var: Option<String>,
@@ -1086,16 +1086,26 @@ impl Loaded {
                         }
                     }
                     _ => {
+                        // A provider without models listed asks its server (when first needed).
                         let (p, m) = providers
                             .iter()
-                            .find_map(|p| p.default_model(small).map(|m| (p, m)))
+                            .find_map(|p| {
+                                let first = |p: &Provider| {
+                                    p.default_model(small).map(|m| (p.id.clone(), m.id.clone()))
+                                };
+                                first(p).or_else(|| {
+                                    (p.discover && p.models.is_empty())
+                                        .then(|| first(&p.discovered()))
+                                        .flatten()
+                                })
+                            })
                             .ok_or_else(|| {
                                 ConfigError::Model(
                                     "no model selected: set models.large in crush.json or pass -m PROVIDER/MODEL"
                                         .into(),
                                 )
                             })?;
-                        (Some(p.id.clone()), m.id.clone(), SelectedModel::default())
+                        (Some(p), m, SelectedModel::default())
                     }
                 }
             }
@@ -1147,6 +1157,22 @@ impl Loaded {
             None => {
                 let matches: Vec<&Provider> =
                     providers.iter().filter(|p| offers(p, &model_id)).collect();
+                // Else the servers that list their models may know it.
+                let listed: Vec<Provider> = if matches.is_empty() {
+                    providers
+                        .iter()
+                        .filter(|p| p.discover)
+                        .map(Provider::discovered)
+                        .filter(|p| offers(p, &model_id))
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                let matches = if listed.is_empty() {
+                    matches
+                } else {
+                    listed.iter().collect()
+                };
                 match matches.as_slice() {
                     [p] => Ok(pick(p)),
                     [] => {

@@ -439,3 +439,67 @@ fn refused_keys_and_unknown_models_say_what_is_wrong() {
     out.assert_code(2);
     assert!(out.stderr.contains("set GEMINI_API_KEY"), "{}", out.stderr);
 }
+
+#[test]
+fn a_local_server_without_models_listed_is_asked_for_them() {
+    let server = FakeServer::with_script(vec![Reply::text("local answer")]);
+    let list = server.route(
+        "GET",
+        "/v1/models",
+        Reply::raw(
+            200,
+            vec![("content-type", "application/json")],
+            r#"{"object":"list","data":[{"id":"qwen3-coder","object":"model"},{"id":"llama3.3","object":"model"}]}"#,
+        ),
+    );
+    let env = TestEnv::new();
+    env.write_config(&json!({"providers": {"local": {"type": "openai-compat",
+        "base_url": server.openai_base_url()}}}));
+    let out = env.run(&["run", "-q", "hi"], None);
+    out.assert_success();
+    assert!(out.stdout.contains("local answer"), "{}", out.stdout);
+    assert_eq!(server.last_request().body["model"], "qwen3-coder");
+    // Asked once for the whole run.
+    let asked = |s: &FakeServer| {
+        s.requests()
+            .iter()
+            .filter(|r| r.source == crate::support::Source::Route(list))
+            .count()
+    };
+    assert_eq!(asked(&server), 1);
+    let out = env.run(&["models", "local"], None);
+    out.assert_success();
+    assert!(
+        out.stdout.contains("local/qwen3-coder") && out.stdout.contains("local/llama3.3"),
+        "{}",
+        out.stdout
+    );
+    // A model named by id alone is found among them.
+    server.push(Reply::text("llama here"));
+    env.run(&["run", "-q", "-m", "llama3.3", "hi"], None)
+        .assert_success();
+    assert_eq!(server.last_request().body["model"], "llama3.3");
+
+    // ollama: its own list at the server's root when /models is not there.
+    let ollama = FakeServer::with_script(vec![Reply::text("from ollama")]);
+    ollama.route(
+        "GET",
+        "/api/tags",
+        Reply::raw(
+            200,
+            vec![("content-type", "application/json")],
+            r#"{"models":[{"name":"gemma3:4b","model":"gemma3:4b","size":1}]}"#,
+        ),
+    );
+    env.write_config(&json!({"providers": {"ollama": {"type": "ollama",
+        "base_url": ollama.openai_base_url()}}}));
+    env.run(&["run", "-q", "hi"], None).assert_success();
+    assert_eq!(ollama.last_request().body["model"], "gemma3:4b");
+
+    // Nothing listed and nothing to list: the same error as before, and a log line.
+    env.write_config(&json!({"providers": {"dead": {"type": "openai-compat",
+        "base_url": "http://127.0.0.1:9/v1"}}}));
+    let out = env.run(&["run", "-q", "hi"], None);
+    out.assert_code(2);
+    assert!(out.stderr.contains("no model selected"), "{}", out.stderr);
+}
