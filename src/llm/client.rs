@@ -178,8 +178,8 @@ impl Job {
     /// oversized reply) drops its connection, which closes it. A pooled connection the server
     /// has closed meanwhile is detected when taken, and none idle longer than 15 s is used.
     fn agent(&self) -> ureq::Agent {
-        /// The timeouts and whether the URL is this machine's: everything the agent is built from.
-        type Key = (crate::net::Timeouts, bool);
+        /// The timeouts and the proxy: everything the agent is built from.
+        type Key = (crate::net::Timeouts, Option<String>, bool);
         static AGENTS: OnceLock<Mutex<HashMap<Key, ureq::Agent>>> = OnceLock::new();
         let p = &self.policy;
         let t = crate::net::Timeouts {
@@ -188,7 +188,8 @@ impl Job {
             per_read: nonzero(p.idle_timeout),
             global: None,
         };
-        let key = (t, crate::net::is_loopback_url(&self.url));
+        let https = self.url.starts_with("https://");
+        let key = (t, crate::net::proxy_for(&self.url), https);
         let mut agents = AGENTS
             .get_or_init(Default::default)
             .lock()

@@ -503,3 +503,27 @@ fn a_local_server_without_models_listed_is_asked_for_them() {
     out.assert_code(2);
     assert!(out.stderr.contains("no model selected"), "{}", out.stderr);
 }
+
+#[test]
+fn model_calls_go_through_the_proxy_unless_no_proxy_names_the_host() {
+    let proxy = FakeServer::start();
+    proxy.expect_violations();
+    let env = TestEnv::new();
+    env.write_config(&json!({"providers": {"remote": {"type": "openai-compat",
+        "base_url": "http://models.invalid/v1", "models": [{"id": "m"}]}}}));
+    let vars = [
+        ("HTTP_PROXY", proxy.url()),
+        ("CRUSH_RETRY_BASE_MS", "1".to_string()),
+    ];
+    let out = run_with(&env, &["run", "-q", "hi"], &vars);
+    out.assert_code(1);
+    let r = proxy.requests();
+    assert!(!r.is_empty(), "{}", out.stderr);
+    assert_eq!(r[0].method, "CONNECT");
+    assert!(r[0].path.starts_with("models.invalid:80"), "{}", r[0].path);
+    let seen = r.len();
+    let mut vars = vars.to_vec();
+    vars.push(("NO_PROXY", "localhost,.invalid".to_string()));
+    run_with(&env, &["run", "-q", "hi"], &vars).assert_code(1);
+    assert_eq!(proxy.requests().len(), seen);
+}
