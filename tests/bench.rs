@@ -230,6 +230,11 @@ fn main() {
         let s = scenario(&env, &server, two_step, &["run", "-q", "-y", "say hello"]);
         report("2-step bash (anthropic)", s);
     }
+    if selected("2-step bash (gemini)") {
+        env.use_server(&server, Dialect::Gemini);
+        let s = scenario(&env, &server, two_step, &["run", "-q", "-y", "say hello"]);
+        report("2-step bash (gemini)", s);
+    }
 
     // Hook dispatch: ten no-op PreToolUse hooks against none, and a bare fork/exec for scale.
     let hook_test = [
