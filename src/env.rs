@@ -9,6 +9,15 @@ pub fn truthy(v: &str) -> bool {
     )
 }
 
+/// The variable `name` read as a number of seconds (fractions allowed), if it is one.
+pub fn seconds(name: &str) -> Option<std::time::Duration> {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(std::time::Duration::from_secs_f64)
+}
+
 /// The environment policy (crush(1) SECURITY): which child gets which environment, in one
 /// place. The bash tool (and whatever the model starts through it) gets crush's environment
 /// without the variables whose names look secret; hooks, crushrc files, `$(...)` values and the

@@ -44,12 +44,7 @@ extern "C" fn on_signal(sig: libc::c_int) {
 }
 
 fn grace() -> Duration {
-    std::env::var("CRUSH_TERM_GRACE")
-        .ok()
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s >= 0.0)
-        .map(Duration::from_secs_f64)
-        .unwrap_or(Duration::from_secs(3))
+    crate::env::seconds("CRUSH_TERM_GRACE").unwrap_or(Duration::from_secs(3))
 }
 
 /// Starts the thread that ends the process when a SIGTERM/SIGHUP is not acted on in time.
@@ -129,7 +124,6 @@ pub fn interrupted() -> ExitCode {
 
 /// Registers something to run at exit (and before the watchdog ends the process), such as
 /// restoring the terminal.
-#[expect(dead_code, reason = "for the line editor's terminal restore")]
 pub fn on_exit(f: impl Fn() + Send + 'static) {
     EXIT_HOOKS
         .lock()

@@ -172,6 +172,137 @@ fn scenario(
         .collect()
 }
 
+/// A pseudo-terminal: (master, slave).
+fn open_pty() -> (std::fs::File, std::fs::File) {
+    use std::os::fd::FromRawFd;
+    // SAFETY: the usual posix_openpt sequence; every descriptor is checked and owned.
+    unsafe {
+        let m = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY);
+        assert!(m >= 0);
+        assert_eq!(libc::grantpt(m), 0);
+        assert_eq!(libc::unlockpt(m), 0);
+        let mut name = [0 as libc::c_char; 128];
+        assert_eq!(libc::ptsname_r(m, name.as_mut_ptr(), name.len()), 0);
+        let s = libc::open(name.as_ptr(), libc::O_RDWR | libc::O_NOCTTY);
+        assert!(s >= 0);
+        let ws = libc::winsize {
+            ws_row: 40,
+            ws_col: 120,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        libc::ioctl(s, libc::TIOCSWINSZ, &ws);
+        (std::fs::File::from_raw_fd(m), std::fs::File::from_raw_fd(s))
+    }
+}
+
+/// The REPL on a pseudo-terminal: waits for its prompt, then sends `keys` one at a time, each
+/// once the screen has answered the one before, then Ctrl-D. Returns crush's CPU time.
+#[expect(
+    clippy::zombie_processes,
+    reason = "reaped by wait4, which also gives its rusage"
+)]
+fn repl_on_pty(env: &TestEnv, keys: &[&[u8]]) -> Duration {
+    use std::io::{Read, Write};
+    use std::os::unix::process::CommandExt;
+    let (mut master, slave) = open_pty();
+    let mut cmd = command(env);
+    cmd.env("TERM", "xterm-256color")
+        .stdin(slave.try_clone().unwrap())
+        .stdout(slave.try_clone().unwrap())
+        .stderr(slave);
+    // SAFETY: setsid in the child before exec makes the pty its controlling terminal's session.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let child = cmd.spawn().expect("spawn crush");
+    drop(cmd);
+    let (tx, rx) = std::sync::mpsc::channel::<usize>();
+    let mut reader = master.try_clone().unwrap();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 65536];
+        let mut seen = Vec::new();
+        let mut prompted = false;
+        while let Ok(n) = reader.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            if !prompted {
+                seen.extend_from_slice(&buf[..n]);
+                prompted = seen.windows(2).any(|w| w == b"> ");
+                if !prompted {
+                    continue;
+                }
+            }
+            if tx.send(n).is_err() {
+                break;
+            }
+        }
+    });
+    let wait = |what: &str| {
+        rx.recv_timeout(Duration::from_secs(10))
+            .unwrap_or_else(|_| panic!("no output after {what}"));
+    };
+    wait("start");
+    for (i, k) in keys.iter().enumerate() {
+        while rx.try_recv().is_ok() {}
+        master.write_all(k).unwrap();
+        wait(&format!("key {i} ({k:?})"));
+    }
+    master.write_all(b"\x15\x04").unwrap();
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: rusage is plain data; wait4 fills it for our own child.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    assert_eq!(unsafe { libc::wait4(pid, &mut status, 0, &mut ru) }, pid);
+    let us = |t: libc::timeval| (t.tv_sec * 1_000_000 + t.tv_usec) as u64;
+    Duration::from_micros(us(ru.ru_utime) + us(ru.ru_stime))
+}
+
+/// Keystrokes at the REPL's prompt with a 10 000-entry history: typing, editing, history and
+/// reverse search. Prints the CPU per keystroke (minus a run with none).
+fn keystrokes(env: &TestEnv) {
+    let mut bare: Vec<Duration> = (0..RUNS).map(|_| repl_on_pty(env, &[])).collect();
+    bare.sort();
+    let data = env.project().join(".crush");
+    std::fs::create_dir_all(&data).unwrap();
+    let history: String = (0..10_000)
+        .map(|i| format!("prompt number {i} about topic {} and more words\n", i % 37))
+        .collect();
+    std::fs::write(data.join("history"), history).unwrap();
+    let mut keys: Vec<&[u8]> = Vec::new();
+    for round in 0..20 {
+        keys.extend(std::iter::repeat_n(b"w".as_slice(), 30));
+        keys.extend_from_slice(&[b"\x1b[D", b"\x7f", b"\x1b[1;5D", b"\x05", b"\x17"]);
+        keys.extend_from_slice(&[b"\x1b[A", b"\x1b[A", b"\x1b[B", b"\x1b[B"]);
+        // Reverse search, ending with queries no entry holds (a scan of all 10 000).
+        keys.extend_from_slice(&[b"\x12", b"n", b"u", b"m", b"b", b"e", b"r", b" "]);
+        keys.push(if round % 2 == 0 { b"1" } else { b"9" });
+        keys.extend_from_slice(&[b"x", b"y", b"\x07", b"\x15"]);
+    }
+    let n = keys.len() as u32;
+    let mut per_key = Vec::new();
+    let mut start = Vec::new();
+    for _ in 0..RUNS {
+        let base = repl_on_pty(env, &[]);
+        let with = repl_on_pty(env, &keys);
+        start.push(base);
+        per_key.push(with.saturating_sub(base) / n);
+    }
+    per_key.sort();
+    start.sort();
+    println!(
+        "{:<28} cpu median {:>7.1} µs per key ({n} keys, history of 10000)   start+quit cpu median {:>7.2} ms ({:.2} ms without history)",
+        "repl keystrokes (pty)",
+        per_key[per_key.len() / 2].as_secs_f64() * 1e6,
+        start[start.len() / 2].as_secs_f64() * 1e3,
+        bare[bare.len() / 2].as_secs_f64() * 1e3,
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("--measure") {
@@ -203,6 +334,13 @@ fn main() {
             })
             .collect();
         report("crush --version", samples);
+    }
+    if selected("repl start (pipe)") {
+        let samples = (0..RUNS * 3).map(|_| measure(command(&env))).collect();
+        report("repl start (pipe)", samples);
+    }
+    if selected("repl keystrokes (pty)") {
+        keystrokes(&env);
     }
     let two_step = || {
         vec![

@@ -488,6 +488,15 @@ pub fn option_keys() -> Vec<&'static str> {
     OPTIONS.iter().map(|o| o.0).collect()
 }
 
+/// The values an `option` key takes, when they are few (booleans and enumerations).
+pub fn option_values(key: &str) -> Vec<&'static str> {
+    match OPTIONS.iter().find(|o| o.0 == key).map(|o| o.1) {
+        Some(O::Bool | O::InvBool) => vec!["true", "false"],
+        Some(O::Enum(values)) => values.to_vec(),
+        _ => Vec::new(),
+    }
+}
+
 fn option(cfg: &mut Value, args: &[String]) -> Result<Outcome, String> {
     let usage = "usage: option KEY [VALUE] | option reset KEY | option ui KEY [VALUE]";
     let Some(first) = args.first() else {

@@ -50,6 +50,26 @@ pub fn merge(lower: &mut Value, upper: Value) {
     }
 }
 
+/// The strings of a JSON array (other values skipped); empty when `v` is not an array.
+pub fn strings(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `~/x` as the home directory's `x` (Go Crush expands a leading `~` in commands).
+pub fn home_long(s: &str) -> String {
+    match (s.strip_prefix("~/"), std::env::var("HOME")) {
+        (Some(rest), Ok(home)) if !home.is_empty() => format!("{home}/{rest}"),
+        _ => s.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,6 +5,7 @@
 //! trust review gates the whole section); detected servers need the trust too, because a
 //! language server runs the project's code (build scripts, macros, its own TypeScript).
 
+use super::json::{home_long, strings};
 use super::{Loaded, expand, state};
 use crate::lsp::known::{self, KNOWN};
 use crate::lsp::{ServerSpec, Timing};
@@ -33,25 +34,6 @@ pub struct Setup {
     pub auto: Auto,
     /// One line per server that cannot be used as configured (left out).
     pub warnings: Vec<String>,
-}
-
-fn strings(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// `~/x` as the home directory's `x` (Go Crush expands a leading `~` in commands).
-fn home_long(s: &str) -> String {
-    match (s.strip_prefix("~/"), std::env::var("HOME")) {
-        (Some(rest), Ok(home)) if !home.is_empty() => format!("{home}/{rest}"),
-        _ => s.to_string(),
-    }
 }
 
 fn settings(json: &str) -> Value {

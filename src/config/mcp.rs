@@ -2,6 +2,7 @@
 //! expanded (`$VAR`, `$(...)`, as provider values are; a project's reach here only once it is
 //! trusted), its timeout and filters, and the OAuth tokens kept in the global state.
 
+use super::json::{home_long, strings};
 use super::{Loaded, expand, state};
 use crate::mcp::{ClientConfig, Command, ServerSpec, TokenStore, TransportSpec};
 use serde_json::{Map, Value, json};
@@ -14,25 +15,6 @@ pub const DEFAULT_OAUTH_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The key of the global state that holds MCP OAuth tokens, one per server name.
 pub const STATE_KEY: &str = "mcp_oauth";
-
-fn strings(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// `~/x` as the home directory's `x` (Go Crush expands a leading `~` in commands).
-fn home_long(s: &str) -> String {
-    match (s.strip_prefix("~/"), std::env::var("HOME")) {
-        (Some(rest), Ok(home)) if !home.is_empty() => format!("{home}/{rest}"),
-        _ => s.to_string(),
-    }
-}
 
 /// One server's spec; Err names the problem (the caller names the server).
 fn spec(loaded: &Loaded, name: &str, v: &Value) -> Result<ServerSpec, String> {

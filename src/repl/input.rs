@@ -16,6 +16,7 @@ pub enum Slash {
     Cost,
     Compact,
     Export,
+    History,
     Quit,
 }
 
@@ -76,6 +77,12 @@ pub const SLASH_COMMANDS: &[(Slash, &str, &str, &str)] = &[
         "export",
         "[md|json] [FILE]",
         "print this session (or write it to FILE)",
+    ),
+    (
+        Slash::History,
+        "history",
+        "[N]",
+        "list the last N prompts of this project (default 20)",
     ),
     (Slash::Quit, "quit", "", "leave (also Ctrl-D)"),
 ];
@@ -264,6 +271,9 @@ pub struct Assembler {
     block: Option<(String, Vec<String>)>,
     /// Lines continued with a trailing backslash, joined by newlines.
     continued: Option<String>,
+    /// The text of the input being assembled, as the history keeps it: a block with its braces,
+    /// continued lines joined.
+    entry: String,
 }
 
 /// What feeding one line produced.
@@ -306,9 +316,30 @@ impl Assembler {
         had
     }
 
+    /// The last complete input as the history keeps it (recalled, it gives the same input).
+    pub fn entry(&self) -> &str {
+        &self.entry
+    }
+
+    /// Feeds what the line editor returned: one line, or several (a paste, Alt-Enter, a recalled
+    /// entry). Several lines are one input, unless they open a block or one is open.
+    pub fn feed_text(&mut self, text: &str) -> Fed {
+        if !text.contains('\n') || self.pending() || block_opening(first_line(text)).is_some() {
+            let mut fed = Fed::More;
+            for line in text.split('\n') {
+                fed = self.feed(line);
+            }
+            return fed;
+        }
+        self.entry = text.to_string();
+        Fed::Done(parse(text))
+    }
+
     /// Feeds one line (without its newline).
     pub fn feed(&mut self, line: &str) -> Fed {
         if let Some((close, mut lines)) = self.block.take() {
+            self.entry.push('\n');
+            self.entry.push_str(line);
             if line.trim() == close {
                 let text = lines.join("\n");
                 return Fed::Done(if text.trim().is_empty() {
@@ -326,6 +357,7 @@ impl Assembler {
             && let Some(close) = block_opening(line)
         {
             self.block = Some((close, Vec::new()));
+            self.entry = line.to_string();
             return Fed::More;
         }
         let (body, more) = match line.strip_suffix('\\') {
@@ -344,8 +376,14 @@ impl Assembler {
             self.continued = Some(text);
             return Fed::More;
         }
-        Fed::Done(parse(&text))
+        let input = parse(&text);
+        self.entry = text;
+        Fed::Done(input)
     }
+}
+
+fn first_line(text: &str) -> &str {
+    text.split('\n').next().unwrap_or("")
 }
 
 #[cfg(test)]
@@ -417,6 +455,25 @@ mod tests {
     }
 
     #[test]
+    fn editor_text_of_several_lines_is_one_input_and_the_entry_recalls_it() {
+        let mut a = Assembler::new();
+        assert_eq!(a.feed_text("one\n/two\n"), Fed::Done(prompt("one\n/two")));
+        assert_eq!(a.entry(), "one\n/two\n");
+        // A block typed line by line is kept whole, braces and all, and recalled the same.
+        assert_eq!(a.feed_text("{"), Fed::More);
+        assert_eq!(a.feed_text("in"), Fed::More);
+        assert_eq!(a.feed_text("}"), Fed::Done(prompt("in")));
+        assert_eq!(a.entry(), "{\nin\n}");
+        assert_eq!(a.feed_text("{\nin\n}"), Fed::Done(prompt("in")));
+        // Continued lines are kept joined.
+        assert_eq!(a.feed_text("first \\"), Fed::More);
+        assert_eq!(a.feed_text("second"), Fed::Done(prompt("first \nsecond")));
+        assert_eq!(a.entry(), "first \nsecond");
+        assert_eq!(a.feed_text("/he"), Fed::Done(cmd(Slash::Help, "")));
+        assert_eq!(a.entry(), "/he");
+    }
+
+    #[test]
     fn discard_drops_an_open_block() {
         let mut a = Assembler::new();
         assert_eq!(a.feed("{"), Fed::More);
@@ -429,7 +486,8 @@ mod tests {
     #[test]
     fn slash_commands_by_name_and_unique_prefix() {
         assert_eq!(parse("/help"), cmd(Slash::Help, ""));
-        assert_eq!(parse("/h"), cmd(Slash::Help, ""));
+        assert_eq!(parse("/he"), cmd(Slash::Help, ""));
+        assert_eq!(parse("/hi 5"), cmd(Slash::History, "5"));
         assert_eq!(parse("/res abc123"), cmd(Slash::Resume, "abc123"));
         assert_eq!(parse("/RESUME  abc  "), cmd(Slash::Resume, "abc"));
         assert_eq!(parse("/s"), cmd(Slash::Sessions, ""));

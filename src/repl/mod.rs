@@ -10,10 +10,24 @@
 //! second time at an empty prompt, exit 130. The alternative, a handler without `SA_RESTART` and
 //! a raw `read` on the main thread, would deliver EINTR to whichever thread the kernel picks
 //! (stream workers, tool waiters) and needs a hand-written line reader; the thread is simpler.
+//!
+//! On a terminal (stdin and stderr, `TERM` not `dumb`) the line editor (`editor.rs`) reads
+//! instead, on the main thread, in raw mode only while a line is being edited: Ctrl-C is then a
+//! key, and during a turn the terminal is back in its own mode, so Ctrl-C is the signal again.
 
+mod complete;
+mod editor;
+mod history;
 pub mod input;
+mod keys;
+mod markdown;
+mod notify;
 pub mod render;
 mod shell;
+mod tty;
+mod width;
+#[rustfmt::skip]
+mod width_table;
 
 use crate::agent::permissions::Permissions;
 use crate::agent::{Agent, AgentEvent, Answer, Sink, Stop, TurnResult, title};
@@ -25,7 +39,10 @@ use crate::exit::ExitCode;
 use crate::llm::{Part, Role};
 use crate::store::{NewMessage, Session};
 use crate::tools::PermissionRequest;
+use complete::{Candidate, Source};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
+use editor::{Editor, Mode, Prompt, Read};
+use history::History;
 use input::{Assembler, Fed, Input, SLASH_COMMANDS, Slash};
 use render::Term;
 use std::io::{BufRead, IsTerminal};
@@ -119,10 +136,84 @@ impl Lines {
     }
 }
 
+/// Where input comes from: the line editor on a terminal, else lines of stdin.
+enum Reader {
+    Lines(Lines),
+    Editor {
+        editor: Box<Editor>,
+        cancel: Arc<AtomicBool>,
+    },
+}
+
+impl From<Read> for Got {
+    fn from(r: Read) -> Got {
+        match r {
+            Read::Line(l) => Got::Line(l),
+            Read::Eof => Got::Eof,
+            Read::Interrupt => Got::Interrupt,
+        }
+    }
+}
+
+impl Reader {
+    /// A line at the session's prompt (`. ` inside a block or continued line).
+    fn prompt(
+        &mut self,
+        term: &mut Term,
+        interactive: bool,
+        continuation: bool,
+        source: &dyn Source,
+    ) -> Got {
+        match self {
+            Reader::Lines(l) => {
+                if interactive {
+                    term.prompt(continuation);
+                }
+                l.next()
+            }
+            Reader::Editor { editor, cancel } => {
+                term.end_line();
+                let p = Prompt {
+                    text: if continuation { ". " } else { "> " },
+                    style: render::BOLD,
+                };
+                editor.read(&p, Mode::Prompt, source, cancel).into()
+            }
+        }
+    }
+
+    /// The answer to a question.
+    fn answer(&mut self, term: &mut Term, question: &str) -> Got {
+        match self {
+            Reader::Lines(l) => {
+                term.question(question);
+                l.next()
+            }
+            Reader::Editor { editor, cancel } => {
+                term.end_line();
+                let text = format!("{} ", crate::visible::line(question));
+                let p = Prompt {
+                    text: &text,
+                    style: render::YELLOW,
+                };
+                let source = editor::NoCompletion;
+                editor.read(&p, Mode::Answer, &source, cancel).into()
+            }
+        }
+    }
+
+    fn editor(&mut self) -> Option<&mut Editor> {
+        match self {
+            Reader::Editor { editor, .. } => Some(editor),
+            Reader::Lines(_) => None,
+        }
+    }
+}
+
 /// Renders a turn and asks permission questions on the REPL's input.
 struct ReplSink<'a> {
     term: &'a mut Term,
-    lines: &'a mut Lines,
+    lines: &'a mut Reader,
     interactive: bool,
     /// Ctrl-C while a question was open.
     interrupted: bool,
@@ -131,12 +222,64 @@ struct ReplSink<'a> {
     /// A new session's title, generated once its first prompt has passed the hooks.
     title: Option<TitleStart>,
     titles: &'a mut Vec<TitleJob>,
+    /// Sent when a question waits after a long turn.
+    notice: Option<notify::Notice>,
+    /// Model, context and cost, in front of the status line.
+    meter: Option<Meter>,
+}
+
+/// What the status line shows in front of what is going on: the model, the context used (of
+/// its window) and the session's cost so far.
+struct Meter {
+    model: String,
+    window: u64,
+    context: u64,
+    cost: f64,
+}
+
+/// `850`, `1.2k`, `128k`, `1.2M`.
+fn tokens(n: u64) -> String {
+    match n {
+        0..1000 => n.to_string(),
+        1000..10_000 => format!("{:.1}k", n as f64 / 1e3),
+        10_000..1_000_000 => format!("{}k", (n + 500) / 1000),
+        _ => format!("{:.1}M", n as f64 / 1e6),
+    }
+}
+
+impl Meter {
+    /// A model call's usage: the context is what the session's own model last held.
+    fn add(&mut self, model: &str, usage: Option<&crate::llm::Usage>, cost: Option<f64>) {
+        if let Some(u) = usage
+            && model == self.model
+        {
+            self.context = u.input + u.cache_read + u.cache_write + u.output;
+        }
+        self.cost += cost.unwrap_or(0.0);
+    }
+
+    fn line(&self) -> String {
+        let mut s = self.model.clone();
+        if self.context > 0 && self.window > 0 {
+            s.push_str(&format!(
+                " · {}/{} context",
+                tokens(self.context),
+                tokens(self.window)
+            ));
+        } else if self.context > 0 {
+            s.push_str(&format!(" · {} context", tokens(self.context)));
+        }
+        if self.cost > 0.0 {
+            s.push_str(&format!(" · ${:.4}", self.cost));
+        }
+        s
+    }
 }
 
 impl<'a> ReplSink<'a> {
     fn new(
         term: &'a mut Term,
-        lines: &'a mut Lines,
+        lines: &'a mut Reader,
         titles: &'a mut Vec<TitleJob>,
         interactive: bool,
         title: Option<TitleStart>,
@@ -149,6 +292,16 @@ impl<'a> ReplSink<'a> {
             refused: false,
             title,
             titles,
+            notice: None,
+            meter: None,
+        }
+    }
+
+    /// The status line, behind the meter.
+    fn status(&mut self, what: &str) {
+        match &self.meter {
+            Some(m) => self.term.status(&format!("{} · {what}", m.line())),
+            None => self.term.status(what),
         }
     }
 }
@@ -174,7 +327,7 @@ impl Sink for ReplSink<'_> {
                     }
                 }
             }
-            AgentEvent::ReasoningDelta(_) => self.term.status("thinking… (Ctrl-C cancels)"),
+            AgentEvent::ReasoningDelta(_) => self.status("thinking… (Ctrl-C cancels)"),
             AgentEvent::Retry {
                 attempt,
                 wait,
@@ -210,16 +363,23 @@ impl Sink for ReplSink<'_> {
                 self.term.note(&report.line());
                 self.term.begin_answer();
             }
-            AgentEvent::Usage { .. } => {}
+            AgentEvent::Usage { usage, cost, model } => {
+                if let Some(m) = self.meter.as_mut() {
+                    m.add(&model, usage.as_ref(), cost);
+                }
+            }
             AgentEvent::Notice(text) => self.term.note(&text),
-            AgentEvent::StepCommitted => self.term.status(WAITING),
-            AgentEvent::ToolPending(name) => self.term.status(&format!("preparing {name}…")),
+            AgentEvent::StepCommitted => self.status(WAITING),
+            AgentEvent::ToolPending(name) => self.status(&format!("preparing {name}…")),
         }
     }
 
     fn ask(&mut self, req: &PermissionRequest) -> Option<Answer> {
         if let Some(d) = req.diff.as_deref().filter(|d| !d.trim().is_empty()) {
             self.term.diff(d);
+        }
+        if let Some(n) = &self.notice {
+            n.send_if_long(&format!("{} needs your permission", req.tool));
         }
         // A command of several lines is shown above the question, which then names it.
         let what = if req.description.contains('\n') {
@@ -229,11 +389,11 @@ impl Sink for ReplSink<'_> {
             req.description.clone()
         };
         loop {
-            self.term.question(&format!(
+            let question = format!(
                 "Allow {}: {what}? [y]es / [a]lways this session / [n]o",
                 req.tool
-            ));
-            let line = match self.lines.next() {
+            );
+            let line = match self.lines.answer(self.term, &question) {
                 Got::Line(l) => l,
                 Got::Eof => {
                     self.term.note("no answer (end of input): refused");
@@ -281,7 +441,7 @@ struct Repl {
     /// `/model small ...` or `--small-model`; else resolved from the configuration when needed.
     small: Option<ResolvedModel>,
     term: Term,
-    lines: Lines,
+    lines: Reader,
     interactive: bool,
     /// The current session has had no prompt yet: the first one gets a generated title.
     fresh: bool,
@@ -319,15 +479,32 @@ pub fn run(global: &Global, args: &ReplArgs) -> Result<ExitCode, AppError> {
         return Ok(crate::signal::interrupted());
     }
     let progress = !args.quiet && ctx.loaded.config.options.progress != Some(false);
-    let lines = Lines::spawn(cancel.clone())?;
+    let interactive = std::io::stdin().is_terminal();
+    let mut term = Term::detect(progress);
+    let lines = if tty::editor_usable(
+        interactive,
+        std::io::stderr().is_terminal(),
+        std::env::var_os("TERM").as_deref(),
+    ) {
+        let (history, warning) = History::load(&history_path(&ctx), history::CAP);
+        if let Some(w) = warning {
+            term.note(&w);
+        }
+        Reader::Editor {
+            editor: Box::new(Editor::new(history, term.color())),
+            cancel: cancel.clone(),
+        }
+    } else {
+        Reader::Lines(Lines::spawn(cancel.clone())?)
+    };
     let mut repl = Repl {
         ctx,
         global: global.clone(),
         agent,
         small,
-        term: Term::detect(progress),
+        term,
         lines,
-        interactive: std::io::stdin().is_terminal(),
+        interactive,
         fresh: false,
         titles: Vec::new(),
         cancel,
@@ -340,6 +517,96 @@ pub fn run(global: &Global, args: &ReplArgs) -> Result<ExitCode, AppError> {
     };
     repl.banner(resumed.as_ref());
     Ok(repl.main_loop())
+}
+
+/// The project's prompt history (crush(1) FILES).
+fn history_path(ctx: &Context) -> std::path::PathBuf {
+    ctx.loaded.data_dir.join("history")
+}
+
+/// What Tab completes at the session's prompt: the slash commands and their arguments, and the
+/// project's files.
+struct Completions<'a> {
+    store: &'a crate::store::Store,
+    config: &'a crate::config::Loaded,
+    tools: Vec<&'a str>,
+    cwd: &'a std::path::Path,
+    mcp: Option<&'a crate::mcp::Manager>,
+}
+
+impl Source for Completions<'_> {
+    fn commands(&self) -> Vec<Candidate> {
+        let mut all: Vec<Candidate> = SLASH_COMMANDS
+            .iter()
+            .map(|(_, name, _, about)| Candidate::new(*name, *about))
+            .collect();
+        if let Some(m) = self.mcp {
+            all.extend(
+                m.prompts()
+                    .into_iter()
+                    .map(|p| Candidate::new(format!("mcp:{}:{}", p.server, p.name), p.description)),
+            );
+        }
+        all
+    }
+
+    fn arguments(&self, command: &str, before: &[&str]) -> Vec<Candidate> {
+        let words = |w: &[&str]| w.iter().map(|w| Candidate::plain(*w)).collect();
+        match (command, before) {
+            ("model", []) => {
+                let mut c: Vec<Candidate> = words(&["large", "small"]);
+                c.extend(self.models());
+                c
+            }
+            ("model", ["large" | "small"]) => self.models(),
+            ("resume", []) => self
+                .store
+                .list_sessions()
+                .unwrap_or_default()
+                .into_iter()
+                .map(|s| Candidate::new(short_id(&s.id), s.title))
+                .collect(),
+            ("option", []) => words(&crate::config::commands::option_keys()),
+            ("option", [key]) => words(&crate::config::commands::option_values(key)),
+            ("permissions", []) => words(&["allow", "deny"]),
+            ("permissions", [_, ..]) => words(&self.tools),
+            ("export", _) => words(&["md", "json"]),
+            ("mcp", []) => words(&["add", "rm", "login"]),
+            ("mcp", ["rm" | "login"]) => self
+                .mcp
+                .map(|m| {
+                    m.statuses()
+                        .into_iter()
+                        .map(|s| Candidate::new(s.name, s.state))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        }
+    }
+
+    fn root(&self) -> Option<&std::path::Path> {
+        Some(self.cwd)
+    }
+}
+
+impl Completions<'_> {
+    fn models(&self) -> Vec<Candidate> {
+        let catalog = self.config.catalog.get();
+        self.config
+            .providers_with(&catalog.providers)
+            .ready
+            .iter()
+            .flat_map(|p| {
+                p.models.iter().map(move |m| {
+                    Candidate::new(
+                        format!("{}/{}", p.id, m.id),
+                        m.name.clone().unwrap_or_default(),
+                    )
+                })
+            })
+            .collect()
+    }
 }
 
 /// The first start in a project that would run code of its own (crushrc, hooks, MCP or LSP servers,
@@ -428,10 +695,17 @@ impl Repl {
         let code = loop {
             self.poll_titles(Duration::ZERO);
             self.mcp_warnings();
-            if self.interactive {
-                self.term.prompt(asm.pending());
-            }
-            match self.lines.next() {
+            let source = Completions {
+                store: self.ctx.store,
+                config: self.agent.config.as_ref().unwrap_or(&self.ctx.loaded),
+                tools: self.agent.tools.iter().map(|t| t.name()).collect(),
+                cwd: &self.agent.cwd,
+                mcp: self.agent.mcp.as_ref().map(|m| m.manager()),
+            };
+            let got = self
+                .lines
+                .prompt(&mut self.term, self.interactive, asm.pending(), &source);
+            match got {
                 Got::Eof => {
                     if asm.discard() {
                         self.term
@@ -459,9 +733,14 @@ impl Repl {
                 }
                 Got::Line(l) => {
                     interrupts = 0;
-                    let Fed::Done(input) = asm.feed(&l) else {
+                    let Fed::Done(input) = asm.feed_text(&l) else {
                         continue;
                     };
+                    if let Some(editor) = self.lines.editor()
+                        && let Some(w) = editor.remember(asm.entry())
+                    {
+                        self.term.note(&w);
+                    }
                     if let Flow::Quit = self.handle(input) {
                         break ExitCode::Success;
                     }
@@ -604,7 +883,8 @@ impl Repl {
         let title = self.title_start();
         self.cancel.store(false, Ordering::SeqCst);
         self.term.begin_answer();
-        self.term.status(WAITING);
+        let (notice, at_question) = (self.notice(), self.notice());
+        let meter = self.meter();
         let mut sink = ReplSink::new(
             &mut self.term,
             &mut self.lines,
@@ -612,6 +892,9 @@ impl Repl {
             self.interactive,
             title,
         );
+        sink.notice = Some(at_question);
+        sink.meter = Some(meter);
+        sink.status(WAITING);
         if let Some(source) = self.session_start.take() {
             self.agent.session_start(source, &mut sink);
         }
@@ -629,9 +912,49 @@ impl Repl {
             Err(e) => self.term.error(&format!(
                 "the session store failed: {e}; the turn may be incomplete"
             )),
-            Ok(r) => self.report(&r, interrupted),
+            Ok(r) => {
+                self.report(&r, interrupted);
+                // Canceled: the user is here.
+                if !matches!(r.stop, Stop::Canceled) && !interrupted {
+                    notice.send_if_long(match r.stop {
+                        Stop::EndTurn => "the answer is ready",
+                        _ => "the turn has stopped",
+                    });
+                }
+            }
         }
         self.poll_titles(TITLE_WAIT);
+    }
+
+    /// The meter of the status line as the turn starts: the session's context and cost so far.
+    fn meter(&self) -> Meter {
+        let m = &self.agent.model.model;
+        let (context, cost) = match self.ctx.store.resolve_session(&self.agent.session_id) {
+            Ok(s) => (u64::try_from(s.context_tokens).unwrap_or(0), s.cost),
+            Err(_) => (0, 0.0),
+        };
+        Meter {
+            model: m.id.clone(),
+            window: m.context_window,
+            context,
+            cost,
+        }
+    }
+
+    /// A notification for the turn starting now, the way `options.notifications` says.
+    fn notice(&self) -> notify::Notice {
+        let cfg = self.agent.config.as_ref().unwrap_or(&self.ctx.loaded);
+        notify::Notice {
+            style: notify::choose(
+                cfg.config.options.notifications.as_deref(),
+                self.term.stderr_tty(),
+                &|k| std::env::var(k).ok(),
+                &notify::native_available,
+            ),
+            since: Instant::now(),
+            after: notify::threshold(),
+            cwd: self.agent.cwd.clone(),
+        }
     }
 
     fn report(&mut self, r: &TurnResult, interrupted: bool) {
@@ -742,6 +1065,7 @@ impl Repl {
             Slash::Cost => self.cost(),
             Slash::Compact => self.compact(),
             Slash::Export => self.export(args),
+            Slash::History => self.history(args),
         }
         Flow::Continue
     }
@@ -1108,6 +1432,42 @@ Prompts of the MCP servers (ARG=VALUE, or values in order):
         }
     }
 
+    /// `/history [N]`: the last N prompts of the project, oldest first.
+    fn history(&mut self, args: &str) {
+        let n = match args.trim() {
+            "" => 20,
+            a => match a.parse::<usize>() {
+                Ok(n) if n > 0 => n,
+                _ => {
+                    return self
+                        .term
+                        .error("usage: /history [N] (N: how many, default 20)");
+                }
+            },
+        };
+        let loaded;
+        let entries = match self.lines.editor() {
+            Some(e) => e.history().entries(),
+            None => {
+                let (h, warning) = History::load(&history_path(&self.ctx), history::CAP);
+                if let Some(w) = warning {
+                    self.term.note(&w);
+                }
+                loaded = h;
+                loaded.entries()
+            }
+        };
+        if entries.is_empty() {
+            return self.term.note("No prompts in the history yet.");
+        }
+        let from = entries.len().saturating_sub(n);
+        let mut out = String::new();
+        for (i, e) in entries.iter().enumerate().skip(from) {
+            out.push_str(&format!("{:>5}  {}\n", i + 1, e.replace('\n', " ⏎ ")));
+        }
+        self.term.print(&out);
+    }
+
     /// `/compact`: a summary of the session, stored in it as a summary message; later turns
     /// start from it (the same as auto-summarize, on demand).
     fn compact(&mut self) {
@@ -1164,4 +1524,33 @@ pub fn help_text() -> String {
          to quit (exit 130). Ctrl-D quits.\n",
     );
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_meter_reads_short() {
+        assert_eq!(
+            [850, 1234, 128_400, 200_000, 1_234_567].map(tokens),
+            ["850", "1.2k", "128k", "200k", "1.2M"]
+        );
+        let mut m = Meter {
+            model: "m".into(),
+            window: 200_000,
+            context: 0,
+            cost: 0.0,
+        };
+        assert_eq!(m.line(), "m");
+        let u = crate::llm::Usage {
+            input: 1000,
+            output: 200,
+            cache_read: 3000,
+            cache_write: 0,
+        };
+        m.add("m", Some(&u), Some(0.01));
+        m.add("other", Some(&u), None);
+        assert_eq!(m.line(), "m · 4.2k/200k context · $0.0100");
+    }
 }

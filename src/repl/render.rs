@@ -2,8 +2,11 @@
 //! output); stderr carries the prompt, tool lines, questions, notices and errors. Colour and
 //! the status line appear only on a terminal and never with `NO_COLOR`; piped output holds no
 //! escape codes at all. Every text but a `!command`'s own output goes through
-//! `crate::visible` first: what a model, a tool or a hook wrote cannot act on the terminal.
+//! `crate::visible` first: what a model, a tool or a hook wrote cannot act on the terminal. On a
+//! terminal, answers are then rendered as light Markdown while they stream (`markdown.rs`), under
+//! the same conditions as colour but for stdout.
 
+use super::markdown::Markdown;
 use crate::visible;
 use std::ffi::OsStr;
 use std::io::{IsTerminal, Write};
@@ -15,10 +18,10 @@ pub fn use_color(is_terminal: bool, no_color: Option<&OsStr>, term: Option<&OsSt
 
 const RESET: &str = "\x1b[0m";
 const DIM: &str = "\x1b[2m";
-const BOLD: &str = "\x1b[1m";
+pub const BOLD: &str = "\x1b[1m";
 const RED: &str = "\x1b[31m";
 const GREEN: &str = "\x1b[32m";
-const YELLOW: &str = "\x1b[33m";
+pub const YELLOW: &str = "\x1b[33m";
 const CYAN: &str = "\x1b[36m";
 
 pub struct Term {
@@ -33,6 +36,8 @@ pub struct Term {
     out_at_line_start: bool,
     /// Text was printed to stdout in the current answer.
     answered: bool,
+    /// Answers are rendered as Markdown (stdout is a terminal, colour allowed).
+    markdown: Option<Markdown>,
 }
 
 /// Writes to stdout; a closed stdout (broken pipe) ends the process quietly with 0.
@@ -47,6 +52,11 @@ fn write_stdout(bytes: &[u8]) {
     }
 }
 
+/// Columns of the terminal on stdout (80 when it does not say).
+fn stdout_columns() -> usize {
+    super::tty::columns(1).unwrap_or(80)
+}
+
 fn write_stderr(s: &str) {
     let mut err = std::io::stderr().lock();
     // Nowhere left to report a failing stderr.
@@ -56,18 +66,32 @@ fn write_stderr(s: &str) {
 impl Term {
     pub fn detect(progress: bool) -> Term {
         let stderr_tty = std::io::stderr().is_terminal();
+        let no_color = std::env::var_os("NO_COLOR");
+        let term = std::env::var_os("TERM");
+        let stdout_color = use_color(
+            std::io::stdout().is_terminal(),
+            no_color.as_deref(),
+            term.as_deref(),
+        );
         Term {
-            color: use_color(
-                stderr_tty,
-                std::env::var_os("NO_COLOR").as_deref(),
-                std::env::var_os("TERM").as_deref(),
-            ),
+            color: use_color(stderr_tty, no_color.as_deref(), term.as_deref()),
+            markdown: stdout_color.then(|| Markdown::new(stdout_columns())),
             stderr_tty,
             progress,
             status_shown: false,
             out_at_line_start: true,
             answered: false,
         }
+    }
+
+    /// stderr is a terminal.
+    pub fn stderr_tty(&self) -> bool {
+        self.stderr_tty
+    }
+
+    /// Colour is on (stderr).
+    pub fn color(&self) -> bool {
+        self.color
     }
 
     /// `s` in `style` when colour is on.
@@ -90,7 +114,10 @@ impl Term {
         if !self.out_at_line_start {
             return;
         }
-        write_stderr(&self.paint(DIM, &s));
+        // One row, or clearing it would leave the rest behind.
+        let cols = super::tty::width().unwrap_or(80);
+        let s = super::width::truncate(&s, cols.saturating_sub(1));
+        write_stderr(&self.paint(DIM, s));
         self.status_shown = true;
     }
 
@@ -113,9 +140,22 @@ impl Term {
             return;
         }
         self.clear_status();
-        write_stdout(t.as_bytes());
         self.answered = true;
-        self.out_at_line_start = t.ends_with('\n');
+        match self.markdown.as_mut() {
+            Some(md) => {
+                let shown = md.feed(&t);
+                self.write_answer(&shown);
+            }
+            None => self.write_answer(&t),
+        }
+    }
+
+    fn write_answer(&mut self, s: &str) {
+        if s.is_empty() {
+            return;
+        }
+        write_stdout(s.as_bytes());
+        self.out_at_line_start = s.ends_with('\n');
     }
 
     /// Raw bytes of a shell command's output, to stdout.
@@ -131,6 +171,10 @@ impl Term {
     /// Ends the current line of stdout, if one is open.
     pub fn end_line(&mut self) {
         self.clear_status();
+        if let Some(md) = self.markdown.as_mut() {
+            let rest = md.finish();
+            self.write_answer(&rest);
+        }
         if !self.out_at_line_start {
             write_stdout(b"\n");
             self.out_at_line_start = true;
@@ -139,6 +183,9 @@ impl Term {
 
     /// A new answer begins (leading newlines of its first text are dropped).
     pub fn begin_answer(&mut self) {
+        if let Some(md) = self.markdown.as_mut() {
+            md.width = stdout_columns();
+        }
         self.answered = false;
     }
 

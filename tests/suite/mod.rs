@@ -7,6 +7,7 @@ mod claude_hooks;
 mod config;
 mod dialects;
 mod dropin_config;
+mod editor;
 mod fake_server;
 mod go_compat;
 mod hooks;

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 const TITLE_MARK: &str = "title of a conversation";
 
 /// Title requests are answered off-script, so the script holds only the turns' replies.
-fn title_route(server: &FakeServer, title: &str) {
+pub(super) fn title_route(server: &FakeServer, title: &str) {
     server.route_when(
         |r| r.system_text().contains(TITLE_MARK),
         vec![Reply::text(title)],
@@ -23,7 +23,7 @@ fn is_title(r: &Recorded) -> bool {
 }
 
 /// Model requests of the turns (title requests left out).
-fn turns(server: &FakeServer) -> Vec<Recorded> {
+pub(super) fn turns(server: &FakeServer) -> Vec<Recorded> {
     server
         .model_requests()
         .into_iter()
@@ -31,7 +31,7 @@ fn turns(server: &FakeServer) -> Vec<Recorded> {
         .collect()
 }
 
-fn setup(replies: Vec<Reply>) -> (FakeServer, TestEnv) {
+pub(super) fn setup(replies: Vec<Reply>) -> (FakeServer, TestEnv) {
     let server = FakeServer::with_script(replies);
     title_route(&server, "Generated Title");
     let env = TestEnv::new();
@@ -667,12 +667,12 @@ fn ctrl_c_during_a_tool_kills_it_and_the_session_goes_on() {
 }
 
 /// A tmux server on a private socket, killed when dropped.
-struct Tmux {
+pub(super) struct Tmux {
     socket: String,
 }
 
 impl Tmux {
-    fn cmd(&self, args: &[&str]) -> std::process::Output {
+    pub(super) fn cmd(&self, args: &[&str]) -> std::process::Output {
         std::process::Command::new("tmux")
             .arg("-L")
             .arg(&self.socket)
@@ -681,7 +681,7 @@ impl Tmux {
             .expect("run tmux")
     }
 
-    fn screen(&self) -> String {
+    pub(super) fn screen(&self) -> String {
         String::from_utf8_lossy(
             &self
                 .cmd(&["capture-pane", "-p", "-t", "t", "-S", "-200"])
@@ -690,7 +690,7 @@ impl Tmux {
         .into_owned()
     }
 
-    fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+    pub(super) fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
         let deadline = Instant::now() + RUN_TIMEOUT;
         loop {
             let s = self.screen();
@@ -705,7 +705,7 @@ impl Tmux {
         }
     }
 
-    fn keys(&self, keys: &[&str]) {
+    pub(super) fn keys(&self, keys: &[&str]) {
         let mut args = vec!["send-keys", "-t", "t"];
         args.extend_from_slice(keys);
         let out = self.cmd(&args);
@@ -720,8 +720,19 @@ impl Drop for Tmux {
 }
 
 /// Starts crush (with `env`'s environment) in a private tmux server; returns it and the file
-/// the wrapping shell writes crush's exit status to.
-fn start_in_tmux(env: &TestEnv, name: &str) -> (Tmux, std::path::PathBuf) {
+/// the wrapping shell writes crush's exit status to (then the terminal's mode, `stty -a`, to
+/// `stty` beside it).
+pub(super) fn start_in_tmux(env: &TestEnv, name: &str) -> (Tmux, std::path::PathBuf) {
+    start_in_tmux_with(env, name, &[], &[])
+}
+
+/// `start_in_tmux` with arguments for crush and more environment variables.
+pub(super) fn start_in_tmux_with(
+    env: &TestEnv,
+    name: &str,
+    args: &[&str],
+    vars: &[(&str, &str)],
+) -> (Tmux, std::path::PathBuf) {
     // The same environment as env.run, written out as a shell command for tmux.
     let cmd = env.crush();
     // The shell survives the terminal's Ctrl-C (a trap, unlike an ignore, is not inherited) to
@@ -740,15 +751,24 @@ fn start_in_tmux(env: &TestEnv, name: &str) -> (Tmux, std::path::PathBuf) {
         }
     }
     script.push_str(" TERM=screen");
+    for (k, v) in vars {
+        script.push_str(&format!(" {k}={}", shell_quote(v)));
+    }
     for k in ["PATH"] {
         if let Ok(v) = std::env::var(k) {
             script.push_str(&format!(" {k}={}", shell_quote(&v)));
         }
     }
     let status_file = env.root().join("status");
+    let mut argv = shell_quote(env!("CARGO_BIN_EXE_crush"));
+    for a in args {
+        argv.push(' ');
+        argv.push_str(&shell_quote(a));
+    }
+    // The mode first: the status file is what tests wait for.
     script.push_str(&format!(
-        " {}; echo $? > {}",
-        shell_quote(env!("CARGO_BIN_EXE_crush")),
+        " {argv}; code=$?; stty -a > {}; echo $code > {}",
+        shell_quote(&env.root().join("stty").to_string_lossy()),
         shell_quote(&status_file.to_string_lossy())
     ));
     let tmux = Tmux {
@@ -773,14 +793,14 @@ fn start_in_tmux(env: &TestEnv, name: &str) -> (Tmux, std::path::PathBuf) {
     (tmux, status_file)
 }
 
-fn tmux_available() -> bool {
+pub(super) fn tmux_available() -> bool {
     std::process::Command::new("tmux")
         .arg("-V")
         .output()
         .is_ok()
 }
 
-fn shell_quote(s: &str) -> String {
+pub(super) fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
 }
 
