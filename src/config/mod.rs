@@ -1480,6 +1480,27 @@ mod tests {
         }
     }
 
+    #[test]
+    fn session_commands_change_the_model_options() {
+        let cfg = json!({"providers": {"a": {"type": "openai-compat",
+            "base_url": "http://h/v1", "models": [{"id": "m"}]}},
+            "models": {"large": {"provider": "a", "model": "m"}}});
+        let mut l = loaded(cfg.clone());
+        l.merged = cfg;
+        let before = l
+            .resolve_model_with(&[], None, false)
+            .unwrap()
+            .call_options();
+        assert_eq!(before.top_k, None);
+        l.apply_session_line("model large a/m --reasoning-effort high --top-k 7 --think")
+            .unwrap();
+        let r = l.resolve_model_with(&[], None, false).unwrap();
+        assert!(r.selected.think);
+        let o = r.call_options();
+        assert_eq!(o.top_k, Some(7));
+        assert_eq!(o.provider_options["reasoning_effort"], "high");
+    }
+
     fn test_catalog() -> Vec<crate::catalog::Provider> {
         crate::catalog::schema::parse(
             br#"[{"id":"cat","name":"Cat","type":"openai-compat","api_key":"$CRUSH_TEST_UNSET_KEY_XYZ",
