@@ -5,14 +5,16 @@ _crush() {
     cmd=""
     for ((i = 1; i < COMP_CWORD; i++)); do
         case "${COMP_WORDS[i]}" in
-            run|sessions|hooks|mcp|lsp|config|trust|models|update-providers|stats|dirs|projects|logs|help) cmd="${COMP_WORDS[i]}"; break ;;
+            run|init|sessions|hooks|mcp|skills|lsp|config|trust|models|update-providers|stats|dirs|projects|logs|acp|help) cmd="${COMP_WORDS[i]}"; break ;;
         esac
     done
     case "$cmd" in
         run) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -s --session -C --continue -q --quiet --json --trust --no-project-hooks -o --output -h --help -v --verbose " -- "$cur")) ;;
+        init) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -q --quiet --trust -h --help " -- "$cur")) ;;
         sessions) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust --format -h --help list show last export delete rename" -- "$cur")) ;;
         hooks) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --trust --tool --input --prompt -h --help list test" -- "$cur")) ;;
         mcp) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust -h --help list login" -- "$cur")) ;;
+        skills) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust -h --help list" -- "$cur")) ;;
         lsp) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust -h --help list" -- "$cur")) ;;
         config) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -m --model --small-model --json --origin --trust -h --help show" -- "$cur")) ;;
         trust) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --revoke --trust -h --help " -- "$cur")) ;;
@@ -22,8 +24,9 @@ _crush() {
         dirs) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --trust -h --help " -- "$cur")) ;;
         projects) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust -h --help " -- "$cur")) ;;
         logs) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -f --follow -t --tail --trust -h --help " -- "$cur")) ;;
+        acp) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model --trust --no-project-hooks -h --help " -- "$cur")) ;;
         help) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --trust -h --help " -- "$cur")) ;;
-        *) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -s --session -C --continue -q --quiet --trust -h --help -v --version run sessions hooks mcp lsp config trust models update-providers stats dirs projects logs help" -- "$cur")) ;;
+        *) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -s --session -C --continue -q --quiet --trust -h --help -v --version run init sessions hooks mcp skills lsp config trust models update-providers stats dirs projects logs acp help" -- "$cur")) ;;
     esac
 }
 complete -o default -F _crush crush

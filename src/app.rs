@@ -163,8 +163,13 @@ pub fn load_config(global: &Global) -> Result<Loaded, AppError> {
         eprintln!("crush: {n}");
     }
     for (k, v) in loaded.dotenv_vars.iter().chain(&loaded.env_vars) {
-        // SAFETY: start-up, on the main thread, before any turn: the only other threads that may
-        // still exist are crushrc pipe readers, which never read the environment.
+        if std::env::var_os(k).is_some_and(|old| old == v.as_str()) {
+            continue;
+        }
+        // SAFETY: start-up, before any turn: the only other threads that may still exist are
+        // crushrc pipe readers, which never read the environment. `crush acp` loads a session's
+        // configuration while other sessions may run; there only changed values are set, and
+        // std's own readers of the environment (spawning a child, `env::var`) take its lock.
         unsafe { std::env::set_var(k, v) };
     }
     if loaded.config.options.debug {
@@ -226,6 +231,9 @@ pub struct OpenSession<'s> {
     pub agent: Agent<'s>,
     pub title: String,
     pub resumed: bool,
+    /// What slash names can name (crush(1) SKILLS AND COMMANDS).
+    pub skills: std::sync::Arc<crate::skills::Skills>,
+    pub commands: std::sync::Arc<crate::skills::commands::Commands>,
 }
 
 fn leak<T>(v: T) -> &'static T {
@@ -241,6 +249,9 @@ pub struct Context {
     pub hooks: crate::hooks::HookConfig,
     /// The MCP servers, started with the context.
     pub mcp: crate::tools::mcp::Mcp,
+    /// The Agent Skills and custom commands (crush(1) SKILLS AND COMMANDS).
+    pub skills: std::sync::Arc<crate::skills::Skills>,
+    pub commands: std::sync::Arc<crate::skills::commands::Commands>,
     /// The language servers (crush(1) LANGUAGE SERVERS); they stop when the last user drops.
     pub lsp: Option<Lsp>,
 }
@@ -283,13 +294,79 @@ fn open_context_with(
     let store: &'static Store = leak(open_store(&loaded)?);
     let lsp = language_servers(&loaded);
     let mcp = start_mcp(&loaded);
+    let (skills, commands) = load_skills(&loaded);
     Ok(Context {
         loaded,
         store,
         hooks,
         lsp,
         mcp,
+        skills: std::sync::Arc::new(skills),
+        commands: std::sync::Arc::new(commands),
     })
+}
+
+/// Discovers the skills and custom commands; name clashes are a warning on stderr (the rest
+/// is listed by `crush skills list`).
+pub fn load_skills(loaded: &Loaded) -> (crate::skills::Skills, crate::skills::commands::Commands) {
+    let started = std::time::Instant::now();
+    let skills = crate::skills::discover(loaded);
+    let commands = crate::skills::commands::load(loaded);
+    let elapsed = started.elapsed();
+    for w in skills.warnings.iter().chain(&commands.warnings) {
+        crate::log::warn(w);
+        eprintln!("crush: warning: {w}");
+    }
+    if loaded.config.options.debug {
+        eprintln!(
+            "crush: debug: {} skill folder(s) and {} command file(s) found in {:.3} ms",
+            skills.found.len(),
+            commands.commands.len() + commands.rejected.len(),
+            elapsed.as_secs_f64() * 1000.0
+        );
+    }
+    (skills, commands)
+}
+
+/// The file `/init` and `crush init` write: `options.initialize_as` (default AGENTS.md).
+pub fn init_file_name(loaded: &Loaded) -> String {
+    loaded
+        .config
+        .options
+        .initialize_as
+        .clone()
+        .filter(|f| !f.trim().is_empty())
+        .unwrap_or_else(|| "AGENTS.md".to_string())
+}
+
+/// Where `/init` writes, as the file tools name it (absolute, links resolved): relative names
+/// are relative to the working directory.
+pub fn init_target(loaded: &Loaded) -> PathBuf {
+    let p = crate::paths::resolve(&loaded.cwd, &init_file_name(loaded));
+    crate::tools::common::canonicalize_lenient(&p)
+}
+
+/// The flag Go Crush keeps too: the project was initialized, or told about `/init` once.
+fn init_flag(loaded: &Loaded) -> PathBuf {
+    loaded.data_dir.join("init")
+}
+
+/// Whether the first start in this project should mention `/init`: never told before, no
+/// context file in the working directory, and something there to describe.
+pub fn needs_init(loaded: &Loaded) -> bool {
+    if init_flag(loaded).exists()
+        || crate::agent::prompt::has_context_file(&loaded.cwd, &loaded.config.options.context_paths)
+    {
+        return false;
+    }
+    std::fs::read_dir(&loaded.cwd).is_ok_and(|mut rd| {
+        rd.any(|e| e.is_ok_and(|e| !e.file_name().to_string_lossy().starts_with('.')))
+    })
+}
+
+/// Records that `/init` was mentioned or run (a failure only means it is mentioned again).
+pub fn mark_initialized(loaded: &Loaded) {
+    let _ = std::fs::write(init_flag(loaded), "");
 }
 
 /// Starts the configured MCP servers (crush(1) MCP SERVERS), each on a thread of its own; a
@@ -367,7 +444,16 @@ pub fn refuse_untrusted_hooks(loaded: &Loaded, global: &Global) -> Result<(), Ap
 
 /// Everything a turn needs: config, model, store, session (new, `-s` or `-C`), agent.
 pub fn open_session(global: &Global) -> Result<OpenSession<'static>, AppError> {
-    let ctx = open_context_with(global, |l| refuse_untrusted_hooks(l, global))?;
+    start_session(open_run_context(global)?, global)
+}
+
+/// The context of a non-interactive turn (which refuses a project's untrusted hooks).
+pub fn open_run_context(global: &Global) -> Result<Context, AppError> {
+    open_context_with(global, |l| refuse_untrusted_hooks(l, global))
+}
+
+/// The session of a non-interactive turn in `ctx`: new, `-s` or `-C`, with its agent.
+pub fn start_session(ctx: Context, global: &Global) -> Result<OpenSession<'static>, AppError> {
     let model = ctx.loaded.resolve_model(global.model.as_deref(), false)?;
     let (session, resumed) = match session_to_continue(ctx.store, global)? {
         Some(s) => (s, true),
@@ -384,6 +470,8 @@ pub fn open_session(global: &Global) -> Result<OpenSession<'static>, AppError> {
         agent,
         title,
         resumed,
+        skills: ctx.skills.clone(),
+        commands: ctx.commands.clone(),
     })
 }
 
@@ -430,6 +518,7 @@ pub fn build_agent(
         policy: retry_policy(&ctx.loaded),
         cancel: crate::signal::interrupt_flag(),
         yolo,
+        skills: ctx.skills.clone(),
         lsp: ctx.lsp.clone(),
     })
 }

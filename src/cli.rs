@@ -4,7 +4,7 @@
 pub use crate::app::Global;
 pub use crate::commands::hooks::HooksTestArgs;
 pub use crate::repl::ReplArgs;
-pub use crate::run::RunArgs;
+pub use crate::run::{InitArgs, RunArgs};
 use std::ffi::OsString;
 use std::fmt;
 use std::path::PathBuf;
@@ -53,22 +53,22 @@ pub static FLAGS: &[Flag] = &[
         short: Some('y'),
         long: "yolo",
         value: None,
-        help: "Allow every tool call without asking (banned commands stay banned)",
-        scope: Scope::Only(&["", "run"]),
+        help: "Allow every tool call without asking (banned commands stay banned); acp: start sessions in the yolo mode",
+        scope: Scope::Only(&["", "run", "init", "acp"]),
     },
     Flag {
         short: Some('m'),
         long: "model",
         value: Some("[PROVIDER/]MODEL"),
         help: "Use this model as the large model",
-        scope: Scope::Only(&["", "run", "config"]),
+        scope: Scope::Only(&["", "run", "init", "config", "acp"]),
     },
     Flag {
         short: None,
         long: "small-model",
         value: Some("[PROVIDER/]MODEL"),
         help: "Use this model as the small model (titles, summaries)",
-        scope: Scope::Only(&["", "run", "config"]),
+        scope: Scope::Only(&["", "run", "init", "config", "acp"]),
     },
     Flag {
         short: Some('s'),
@@ -89,7 +89,7 @@ pub static FLAGS: &[Flag] = &[
         long: "quiet",
         value: None,
         help: "Hide the progress indicator (and, for run, the tool lines on stderr)",
-        scope: Scope::Only(&["", "run"]),
+        scope: Scope::Only(&["", "run", "init"]),
     },
     Flag {
         short: None,
@@ -97,7 +97,7 @@ pub static FLAGS: &[Flag] = &[
         value: None,
         help: "Print JSON: one event per line for run, a document for listings",
         scope: Scope::Only(&[
-            "run", "sessions", "models", "config", "stats", "projects", "mcp", "lsp",
+            "run", "sessions", "models", "config", "stats", "projects", "mcp", "lsp", "skills",
         ]),
     },
     Flag {
@@ -139,8 +139,8 @@ pub static FLAGS: &[Flag] = &[
         short: None,
         long: "no-project-hooks",
         value: None,
-        help: "Run without the project's own hooks; without it, a project whose hooks are not trusted stops the run (exit 2)",
-        scope: Scope::Only(&["run"]),
+        help: "Run without the project's own hooks; without it, a project whose hooks are not trusted stops the run (exit 2), or refuses the session in acp",
+        scope: Scope::Only(&["run", "acp"]),
     },
     Flag {
         short: None,
@@ -212,10 +212,22 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "run",
         usage: "crush run [FLAGS] [PROMPT...]",
-        about: "Run one non-interactive turn. A piped stdin is placed before the prompt. \
+        about: "Run one non-interactive turn. A piped stdin is placed before the prompt; a \
+                prompt whose first word is /NAME runs that custom command, skill or MCP prompt \
+                (NAME=value words after it bind its named arguments). \
                 stdout carries only the answer (or JSON events with --json); when it is not a \
                 terminal, a model call's text is written once the call can no longer be retried, \
                 so stdout equals the stored answer.",
+        subcommands: &[],
+    },
+    CommandSpec {
+        name: "init",
+        usage: "crush init [NOTES...]",
+        about: "Have the agent explore the project and write the file options.initialize_as \
+                names (default AGENTS.md), for the agents that will work in it; NOTES are added \
+                to its instructions. It may write that file without asking; an existing one is \
+                rewritten only after a yes on stdin. Exits 3 without a yes, 1 when the agent \
+                did not write the file.",
         subcommands: &[],
     },
     CommandSpec {
@@ -244,6 +256,14 @@ pub static COMMANDS: &[CommandSpec] = &[
                 with an HTTP server that needs OAuth: its authorization URL opens in the browser \
                 and the token is kept in the global state.",
         subcommands: &["list", "login"],
+    },
+    CommandSpec {
+        name: "skills",
+        usage: "crush skills list [--json]",
+        about: "List every Agent Skill and custom command found, where it was found, and why \
+                any was rejected (with the reason), ignored (a skill of the same name came \
+                first) or disabled (options.disabled_skills).",
+        subcommands: &["list"],
     },
     CommandSpec {
         name: "lsp",
@@ -315,6 +335,17 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[],
     },
     CommandSpec {
+        name: "acp",
+        usage: "crush acp [--cwd DIR]",
+        about: "Run as an agent inside an editor (Zed, JetBrains IDEs, Neovim, Emacs, VS Code), \
+                over the Agent Client Protocol: newline-delimited JSON-RPC on stdin and stdout. \
+                Each session opens its directory as crush -c DIR would: the same configuration, \
+                trust, hooks, permissions and sessions as the terminal. stdout carries protocol \
+                messages only; diagnostics go to stderr and the project log. Ends when stdin \
+                closes.",
+        subcommands: &[],
+    },
+    CommandSpec {
         name: "help",
         usage: "crush help [COMMAND]",
         about: "Show help for crush or for one command.",
@@ -326,6 +357,9 @@ pub static COMMANDS: &[CommandSpec] = &[
 pub enum Command {
     Repl(ReplArgs),
     Run(RunArgs),
+    /// `crush acp`: an agent for editors over the Agent Client Protocol.
+    Acp,
+    Init(InitArgs),
     SessionsList {
         json: bool,
     },
@@ -369,6 +403,9 @@ pub enum Command {
     },
     McpLogin {
         name: String,
+    },
+    SkillsList {
+        json: bool,
     },
     LspList {
         json: bool,
@@ -578,6 +615,10 @@ where
                 run.json = json;
                 Command::Run(run)
             }
+            "init" => Command::Init(InitArgs {
+                notes: positionals,
+                quiet: run.quiet,
+            }),
             "sessions" => sessions_command(positionals, json, format)?,
             "stats" => {
                 if let Some(p) = positionals.first() {
@@ -636,6 +677,16 @@ where
                     }
                 }
             }
+            "skills" => match positionals.as_slice() {
+                [] => Command::SkillsList { json },
+                [l] if l == "list" || l == "ls" => Command::SkillsList { json },
+                _ => {
+                    return Err(UsageError(format!(
+                        "unknown skills command or extra argument '{}'; usage: crush skills list [--json]",
+                        positionals.join(" ")
+                    )));
+                }
+            },
             "lsp" => match positionals.as_slice() {
                 [] => Command::LspList { json },
                 [s] if s == "list" || s == "ls" => Command::LspList { json },
@@ -645,7 +696,7 @@ where
                     )));
                 }
             },
-            "projects" | "logs" => {
+            "projects" | "logs" | "acp" => {
                 if let Some(p) = positionals.first() {
                     return Err(UsageError(format!(
                         "crush {command} takes no arguments (got '{p}')"
@@ -653,6 +704,8 @@ where
                 }
                 if command == "projects" {
                     Command::Projects { json }
+                } else if command == "acp" {
+                    Command::Acp
                 } else {
                     Command::Logs {
                         follow,

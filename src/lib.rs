@@ -5,8 +5,10 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+mod acp;
 mod agent;
 mod app;
+mod aws;
 mod catalog;
 mod cli;
 mod commands;
@@ -28,6 +30,7 @@ mod repl;
 mod run;
 mod sha256;
 mod signal;
+mod skills;
 mod store;
 mod time;
 mod tools;
@@ -65,6 +68,7 @@ fn dispatch(cli: cli::Cli) -> Result<ExitCode, AppError> {
         }
         Command::Generate(kind) => print(&docs::generate(kind).map_err(AppError::Usage)?),
         Command::Run(args) => run::run(g, args),
+        Command::Init(args) => run::init(g, args),
         Command::SessionsList { json } => print(&sessions::list(g, *json)?),
         Command::SessionsShow { id, json } => print(&sessions::show(g, id, *json)?),
         Command::Stats { json } => print(&stats::report(g, *json)?),
@@ -76,6 +80,7 @@ fn dispatch(cli: cli::Cli) -> Result<ExitCode, AppError> {
         }
         Command::LspList { json } => print(&commands::lsp::list(g, *json)?),
         Command::McpList { json } => print(&commands::mcp::list(g, *json)?),
+        Command::SkillsList { json } => print(&commands::skills::list(g, *json)?),
         Command::McpLogin { name } => print(&commands::mcp::login(g, name)?),
         Command::SessionsExport { id, format } => print(&sessions::export(g, id, *format)?),
         Command::SessionsLast { json } => print(&sessions::last(g, *json)?),
@@ -102,6 +107,7 @@ fn dispatch(cli: cli::Cli) -> Result<ExitCode, AppError> {
             print(&catalog::update_providers_command(source.as_deref())?)
         }
         Command::Repl(args) => repl::run(g, args),
+        Command::Acp => acp::run(g),
     }
 }
 
@@ -136,16 +142,17 @@ const LAYERS: &[&[&str]] = &[
     ],
     &["log", "net", "proc"],
     &["signal", "rcshell"],
+    &["aws"],
     &["llm"],
     &["store", "mcp", "lsp"],
     &["tools"],
     &["catalog"],
     &["config"],
-    &["hooks"],
+    &["hooks", "skills"],
     &["agent"],
     &["app"],
     &["commands"],
-    &["run", "repl"],
+    &["run", "repl", "acp"],
     &["cli"],
     &["docs"],
 ];

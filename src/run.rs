@@ -239,9 +239,8 @@ impl Sink for RunSink {
                 reason,
             } => {
                 eprintln!(
-                    "crush: model call failed ({}); retry {attempt} in {:.1} s",
-                    crate::visible::line(&reason),
-                    wait.as_secs_f64()
+                    "crush: {}",
+                    crate::agent::retry_line(attempt, wait, &reason)
                 );
                 if self.json {
                     self.out.json(&JsonEvent::Retry {
@@ -389,17 +388,50 @@ fn read_stdin_if_piped() -> Result<Option<String>, AppError> {
     Ok(Some(String::from_utf8_lossy(&buf).into_owned()))
 }
 
-pub fn run(global: &Global, args: &RunArgs) -> Result<ExitCode, AppError> {
-    let piped = read_stdin_if_piped()?;
-    let mut prompt = args.prompt.join(" ");
-    if let Some(s) = piped.filter(|s| !s.trim().is_empty()) {
-        prompt = if prompt.trim().is_empty() {
-            s
-        } else {
-            format!("{}\n\n{prompt}", s.trim_end())
-        };
+/// The prompt of `crush run`'s arguments: when the first word is `/NAME` and names a custom
+/// command, a user-invocable skill or an MCP prompt, the prompt it makes with the words after
+/// it (`NAME=value` for named arguments); `//` escapes a leading slash; anything else as typed.
+fn command_prompt(args: &[String], session: &app::OpenSession) -> Result<String, AppError> {
+    let joined = args.join(" ");
+    let text = joined.trim_start();
+    if text.starts_with("//") {
+        return Ok(text[1..].to_string());
     }
-    if prompt.trim().is_empty() {
+    let Some(line) = text.strip_prefix('/') else {
+        return Ok(joined);
+    };
+    // One argument holding the whole line, or the shell's words.
+    let (name, words, raw) = if args.len() == 1 {
+        let (name, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+        let words = crate::config::commands::split_words(rest)
+            .unwrap_or_else(|_| rest.split_whitespace().map(str::to_string).collect());
+        (name.to_string(), words, rest.to_string())
+    } else {
+        let name = args[0].trim().trim_start_matches('/');
+        (name.to_string(), args[1..].to_vec(), args[1..].join(" "))
+    };
+    use crate::skills::catalog::{Catalog, for_run};
+    let cat = Catalog::new(&session.commands, &session.skills, Vec::new());
+    if let Some((entry, bound)) =
+        for_run(&cat, &name, words.clone(), &raw).map_err(AppError::Usage)?
+    {
+        return entry.render(&bound, None).map_err(AppError::Runtime);
+    }
+    // Not a command or a skill: an MCP prompt, once the servers have started.
+    let Some(m) = session.agent.mcp.as_ref().map(|m| m.manager()) else {
+        return Ok(joined);
+    };
+    m.wait_ready(None);
+    let cat = Catalog::new(&session.commands, &session.skills, m.prompts());
+    match for_run(&cat, &name, words, &raw).map_err(AppError::Usage)? {
+        Some((entry, bound)) => entry.render(&bound, Some(m)).map_err(AppError::Runtime),
+        None => Ok(joined),
+    }
+}
+
+pub fn run(global: &Global, args: &RunArgs) -> Result<ExitCode, AppError> {
+    let piped = read_stdin_if_piped()?.filter(|s| !s.trim().is_empty());
+    if args.prompt.join(" ").trim().is_empty() && piped.is_none() {
         return Err(AppError::Usage(
             "no prompt: give one as arguments (crush run \"explain this\") or on stdin".into(),
         ));
@@ -417,6 +449,83 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<ExitCode, AppError> {
     }
 
     let mut session = app::open_session(global)?;
+    let mut prompt = command_prompt(&args.prompt, &session)?;
+    if let Some(s) = piped {
+        prompt = if prompt.trim().is_empty() {
+            s
+        } else {
+            format!("{}\n\n{prompt}", s.trim_end())
+        };
+    }
+    run_turn(&mut session, args, &prompt)
+}
+
+/// `crush init`'s own arguments.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct InitArgs {
+    /// What the user adds to the instructions.
+    pub notes: Vec<String>,
+    pub quiet: bool,
+}
+
+/// Asks on stderr whether `target` may be rewritten; the answer is a line of stdin (a
+/// terminal, or a pipe: `echo y | crush init`).
+fn confirm_overwrite(target: &std::path::Path) -> bool {
+    eprint!(
+        "{} exists: have the agent rewrite it? [y/N] ",
+        crate::visible::line(&target.display().to_string())
+    );
+    let mut answer = String::new();
+    if std::io::stdin().read_line(&mut answer).is_err() {
+        return false;
+    }
+    if !std::io::stdin().is_terminal() {
+        eprintln!("{}", crate::visible::line(answer.trim()));
+    }
+    matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+}
+
+/// `crush init` (crush(1) SKILLS AND COMMANDS): one turn in which the agent explores the
+/// project and writes `options.initialize_as` (AGENTS.md); it may write that file without
+/// asking, and an existing one only after the user's yes.
+pub fn init(global: &Global, args: &InitArgs) -> Result<ExitCode, AppError> {
+    let ctx = app::open_run_context(global)?;
+    let target = app::init_target(&ctx.loaded);
+    let shown = target.display().to_string();
+    let before = std::fs::metadata(&target).and_then(|m| m.modified()).ok();
+    if before.is_some() && !confirm_overwrite(&target) {
+        eprintln!("crush: {shown} is left as it is");
+        return Ok(ExitCode::Policy);
+    }
+    app::mark_initialized(&ctx.loaded);
+    let mut session = app::start_session(ctx, global)?;
+    session.agent.permissions.allow_file(target.clone());
+    let run = RunArgs {
+        quiet: args.quiet,
+        ..RunArgs::default()
+    };
+    let prompt = crate::agent::prompt::init_prompt(&shown, &args.notes.join(" "));
+    let code = run_turn(&mut session, &run, &prompt)?;
+    if code != ExitCode::Success {
+        return Ok(code);
+    }
+    let after = std::fs::metadata(&target).and_then(|m| m.modified()).ok();
+    if after.is_none() || after == before {
+        eprintln!("crush: the agent did not write {shown}");
+        return Ok(ExitCode::Failure);
+    }
+    if !args.quiet {
+        eprintln!("crush: wrote {shown}");
+    }
+    Ok(ExitCode::Success)
+}
+
+/// One turn of `prompt` in `session`, reported on stdout (and stderr) as `args` say.
+fn run_turn(
+    session: &mut app::OpenSession,
+    args: &RunArgs,
+    prompt: &str,
+) -> Result<ExitCode, AppError> {
     let mut sink = RunSink {
         out: Out {
             stdout: std::io::stdout(),
@@ -451,7 +560,7 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<ExitCode, AppError> {
         session.agent.model.provider.id,
         session.agent.model.model.id
     ));
-    let result = session.agent.run_turn(&prompt, &mut sink);
+    let result = session.agent.run_turn(prompt, &mut sink);
     // A canceled or failed call's text is what the session keeps of it.
     sink.release();
     if let Some(m) = &session.agent.mcp {

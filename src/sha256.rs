@@ -1,6 +1,7 @@
-//! SHA-256 (FIPS 180-4): project trust is bound to the exact definitions the user approved (the
-//! author of a repository controls the hashed text, so collision resistance matters), and OAuth
-//! PKCE challenges are derived from their verifiers.
+//! SHA-256 (FIPS 180-4) and HMAC-SHA256 (RFC 2104): project trust is bound to the exact
+//! definitions the user approved (the author of a repository controls the hashed text, so
+//! collision resistance matters), OAuth PKCE challenges are derived from their verifiers, and AWS
+//! requests are signed (SigV4).
 
 const K: [u32; 64] = [
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
@@ -76,9 +77,54 @@ pub fn digest(data: &[u8]) -> [u8; 32] {
     out
 }
 
+/// HMAC-SHA256 of `data` under `key` (RFC 2104).
+pub fn hmac(key: &[u8], data: &[u8]) -> [u8; 32] {
+    const BLOCK: usize = 64;
+    let mut k = [0u8; BLOCK];
+    if key.len() > BLOCK {
+        k[..32].copy_from_slice(&digest(key));
+    } else {
+        k[..key.len()].copy_from_slice(key);
+    }
+    let mut inner: Vec<u8> = k.iter().map(|b| b ^ 0x36).collect();
+    inner.extend_from_slice(data);
+    let mut outer: Vec<u8> = k.iter().map(|b| b ^ 0x5c).collect();
+    outer.extend_from_slice(&digest(&inner));
+    digest(&outer)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::hex;
+    use super::{hex, hmac};
+
+    fn to_hex(b: &[u8]) -> String {
+        b.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// RFC 4231 test cases 1, 2, 4 and 6 (a key longer than the block).
+    #[test]
+    fn hmac_vectors() {
+        assert_eq!(
+            to_hex(&hmac(&[0x0b; 20], b"Hi There")),
+            "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"
+        );
+        assert_eq!(
+            to_hex(&hmac(b"Jefe", b"what do ya want for nothing?")),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+        let key: Vec<u8> = (1..=25).collect();
+        assert_eq!(
+            to_hex(&hmac(&key, &[0xcd; 50])),
+            "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b"
+        );
+        assert_eq!(
+            to_hex(&hmac(
+                &[0xaa; 131],
+                b"Test Using Larger Than Block-Size Key - Hash Key First"
+            )),
+            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"
+        );
+    }
 
     #[test]
     fn known_vectors() {

@@ -43,7 +43,8 @@ extern "C" fn on_signal(sig: libc::c_int) {
     }
 }
 
-fn grace() -> Duration {
+/// How long crush has to end after a SIGTERM or SIGHUP (`CRUSH_TERM_GRACE` seconds, default 3).
+pub fn grace() -> Duration {
     crate::env::seconds("CRUSH_TERM_GRACE").unwrap_or(Duration::from_secs(3))
 }
 

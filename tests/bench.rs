@@ -160,11 +160,22 @@ fn scenario(
     script: impl Fn() -> Vec<Reply>,
     args: &[&str],
 ) -> Vec<Sample> {
+    scenario_env(env, server, script, args, &[])
+}
+
+/// `scenario` with these variables in crush's environment.
+fn scenario_env(
+    env: &TestEnv,
+    server: &FakeServer,
+    script: impl Fn() -> Vec<Reply>,
+    args: &[&str],
+    vars: &[(&str, &str)],
+) -> Vec<Sample> {
     (0..RUNS)
         .map(|_| {
             server.push_all(script());
             let mut cmd = command(env);
-            cmd.args(args);
+            cmd.args(args).envs(vars.iter().copied());
             let s = measure(cmd);
             assert_eq!(server.remaining(), 0, "the scenario did not use its script");
             s
@@ -374,6 +385,29 @@ fn main() {
         report("2-step bash (gemini)", s);
     }
 
+    if selected("2-step bash (bedrock)") {
+        // The catalog's bedrock provider, signed with SigV4 from the environment's keys (the
+        // server checks each signature), its event stream framed and checksummed.
+        let url = server.url();
+        server.expect_bedrock_auth(support::bedrock::Auth::SigV4 {
+            access_key_id: "AKIDBENCH".into(),
+            secret: "bench/secret".into(),
+            session_token: Some("BENCH-TOKEN".into()),
+            region: "us-east-1".into(),
+        });
+        env.write_config(&json!({"providers": {"bedrock": {}}}));
+        let vars = [
+            ("AWS_ACCESS_KEY_ID", "AKIDBENCH"),
+            ("AWS_SECRET_ACCESS_KEY", "bench/secret"),
+            ("AWS_SESSION_TOKEN", "BENCH-TOKEN"),
+            ("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", url.as_str()),
+        ];
+        let model = "bedrock/us.anthropic.claude-haiku-4-5-20251001-v1:0";
+        let args = ["run", "-q", "-y", "-m", model, "say hello"];
+        let s = scenario_env(&env, &server, two_step, &args, &vars);
+        report("2-step bash (bedrock)", s);
+    }
+
     // Hook dispatch: ten no-op PreToolUse hooks against none, and a bare fork/exec for scale.
     let hook_test = [
         "hooks",
@@ -410,6 +444,9 @@ fn main() {
         report("2-step bash + 10 hooks", s);
     }
     mcp_scenarios(&env, &server);
+    if selected("skills discovery") {
+        skills_scenario(&env);
+    }
     edit_scenarios(&env, &server);
     if selected("bare sh -c true") {
         let bare = (0..RUNS * 3)
@@ -421,6 +458,58 @@ fn main() {
             .collect();
         report("bare sh -c true", bare);
     }
+}
+
+/// Discovery of 100 skills and 100 custom commands, as `crush -d skills list` reports it (the
+/// walk, the reads and the parsing, without the process start), and the whole command.
+fn skills_scenario(env: &TestEnv) {
+    for i in 0..100 {
+        let dir = env.project().join(format!(".agents/skills/skill-{i:03}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("SKILL.md"),
+            format!(
+                "---\nname: skill-{i:03}\ndescription: Does thing {i} when asked about thing {i}.\nmetadata:\n  author: bench\n---\n# Skill {i}\n\nSteps.\n"
+            ),
+        )
+        .unwrap();
+        let cmd = env.project().join(format!(".crush/commands/cmd-{i:03}.md"));
+        std::fs::create_dir_all(cmd.parent().unwrap()).unwrap();
+        std::fs::write(cmd, format!("Do thing {i} to $FILE. $ARGUMENTS\n")).unwrap();
+    }
+    let mut ms: Vec<f64> = (0..RUNS * 3)
+        .map(|_| {
+            let out = command(env)
+                .args(["-d", "skills", "list"])
+                .output()
+                .expect("run crush skills list");
+            let err = String::from_utf8_lossy(&out.stderr);
+            let line = err
+                .lines()
+                .find(|l| l.contains("skill folder(s)"))
+                .expect("the discovery debug line");
+            line.rsplit(" in ")
+                .next()
+                .and_then(|t| t.trim_end_matches(" ms").parse::<f64>().ok())
+                .expect("a time in ms")
+        })
+        .collect();
+    ms.sort_by(f64::total_cmp);
+    println!(
+        "{:<28} median {:>8.3} ms   min {:>8.3} ms   ({} runs; 100 skills + 2 built-in, 100 commands)",
+        "skills discovery",
+        ms[ms.len() / 2],
+        ms[0],
+        ms.len()
+    );
+    let samples = (0..RUNS)
+        .map(|_| {
+            let mut cmd = command(env);
+            cmd.args(["skills", "list"]);
+            measure(cmd)
+        })
+        .collect();
+    report("crush skills list", samples);
 }
 
 /// The bench binary itself as a stdio MCP server (server mode), talked to directly over pipes:

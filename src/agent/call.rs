@@ -534,6 +534,8 @@ impl Agent<'_> {
             diagnostics: self.lsp.as_ref().map(|l| l as &dyn Diagnostics),
             shell_env_allow: &self.shell_env_allow,
             env_file: self.env_file.as_deref(),
+            files: self.files.as_deref(),
+            skills: &self.skill_files,
         };
         let Some(t) = self
             .tools

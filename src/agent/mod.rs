@@ -79,6 +79,15 @@ pub enum AgentEvent {
     },
 }
 
+/// The line that tells the user a model call is retried (its reason shown safely).
+pub fn retry_line(attempt: u32, wait: Duration, reason: &str) -> String {
+    format!(
+        "model call failed ({}); retry {attempt} in {:.1} s",
+        crate::visible::line(reason),
+        wait.as_secs_f64()
+    )
+}
+
 /// The user's answer to a permission question.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Answer {
@@ -182,8 +191,14 @@ pub struct Agent<'a> {
     pub secrets: Arc<Vec<(String, String)>>,
     /// The MCP servers' tools (None: no MCP at all, as in a sub-agent).
     pub mcp: Option<McpTools>,
+    /// The skills' files, which the view tool reads without asking.
+    pub skill_files: Arc<crate::tools::SkillFiles>,
+    /// The skills part of the system prompt (`prompt::skills_section`; empty in a sub-agent).
+    pub skills_prompt: String,
     /// The language servers (None: none is configured or detected for the project).
     pub lsp: Option<crate::tools::lsp::Lsp>,
+    /// The editor's files when crush runs inside one (None: the disk).
+    pub files: Option<Arc<dyn crate::tools::Files>>,
 }
 
 /// The tools of the session's MCP servers as the agent offers them: rebuilt before a model call
@@ -197,6 +212,9 @@ pub struct McpTools {
     /// started or failed, bounded by its timeout).
     first_wait: Option<Duration>,
     waited: bool,
+    /// Servers from outside the configuration (an editor's, crush(1) ACP): they join the
+    /// configured ones, replacing any of the same name, and stay when the configuration changes.
+    extra: Vec<crate::mcp::ServerSpec>,
 }
 
 impl McpTools {
@@ -207,6 +225,7 @@ impl McpTools {
             seen: None,
             first_wait,
             waited: false,
+            extra: Vec::new(),
         }
     }
 
@@ -215,10 +234,23 @@ impl McpTools {
         self.source.manager()
     }
 
+    /// Adds servers from outside the configuration `cfg` (see `extra`); they start at once.
+    /// Returns the configuration's warnings.
+    pub fn add_servers(
+        &mut self,
+        extra: Vec<crate::mcp::ServerSpec>,
+        cfg: &crate::config::Loaded,
+    ) -> Vec<String> {
+        self.extra = extra;
+        self.reconfigure(cfg)
+    }
+
     /// The servers of `cfg` start (new or changed ones), stop (removed ones); the tools follow
     /// at the next step. Returns the configuration's warnings.
     pub fn reconfigure(&mut self, cfg: &crate::config::Loaded) -> Vec<String> {
-        let (specs, warnings) = crate::config::mcp::servers(cfg);
+        let (mut specs, warnings) = crate::config::mcp::servers(cfg);
+        specs.retain(|s| !self.extra.iter().any(|e| e.name == s.name));
+        specs.extend(self.extra.iter().cloned());
         self.manager().set_servers(specs);
         self.seen = None;
         // The next model call waits for new servers as the first one did.
@@ -241,6 +273,8 @@ pub struct Setup<'a> {
     pub cancel: Arc<AtomicBool>,
     /// `--yolo`: every permission is granted.
     pub yolo: bool,
+    /// The session's Agent Skills.
+    pub skills: Arc<crate::skills::Skills>,
     /// The language servers (their tools are offered, the file tools report their diagnostics).
     pub lsp: Option<crate::tools::lsp::Lsp>,
 }
@@ -277,16 +311,31 @@ impl<'a> Agent<'a> {
             config: Some(s.config),
             lsp: s.lsp,
             mcp: s.mcp,
+            files: None,
+            skill_files: Arc::new(s.skills.files()),
+            skills_prompt: prompt::skills_section(&s.skills.prompt_listing()),
         }
     }
 }
 
 /// The API keys of the providers crush can call, named after their provider (in the catalog's
-/// case, the variable they come from), for masking in tool output.
+/// case, the variable they come from), and the AWS secrets of the environment when a Bedrock
+/// provider can be called, for masking in tool output.
 fn provider_secrets(loaded: &crate::config::Loaded) -> Vec<(String, String)> {
     let catalog = loaded.catalog.get();
     let mut out: Vec<(String, String)> = Vec::new();
     for p in loaded.providers_with(&catalog.providers).ready {
+        if p.endpoint.kind == crate::llm::ApiKind::Bedrock {
+            // The AWS secrets a Bedrock provider signs with.
+            for var in ["AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"] {
+                if let Ok(v) = std::env::var(var)
+                    && !v.trim().is_empty()
+                    && !out.iter().any(|(_, x)| *x == v)
+                {
+                    out.push((var.to_string(), v));
+                }
+            }
+        }
         let Some(key) = p.endpoint.api_key else {
             continue;
         };
@@ -368,20 +417,25 @@ impl Agent<'_> {
             .map(|t| t.as_ref())
     }
 
-    /// The system prompt of a model call: the MCP servers' instructions added, as Go Crush
-    /// adds them.
+    /// The system prompt of a model call: the skills and the MCP servers' instructions
+    /// added, as Go Crush adds them.
     fn system_with_mcp(&self) -> String {
+        let mut system = self.system.clone();
+        if !self.skills_prompt.is_empty() {
+            system.push('\n');
+            system.push_str(&self.skills_prompt);
+            system.push('\n');
+        }
         let Some(m) = &self.mcp else {
-            return self.system.clone();
+            return system;
         };
         let instructions = m.manager().instructions();
         if instructions.is_empty() {
-            return self.system.clone();
+            return system;
         }
         let text: Vec<String> = instructions.into_iter().map(|(_, t)| t).collect();
         format!(
-            "{}\n\n<mcp-instructions>\n{}\n</mcp-instructions>",
-            self.system,
+            "{system}\n\n<mcp-instructions>\n{}\n</mcp-instructions>",
             text.join("\n\n")
         )
     }

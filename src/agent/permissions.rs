@@ -11,7 +11,12 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Grant {
     Command(String),
-    ToolInDir { tool: String, dir: PathBuf },
+    ToolInDir {
+        tool: String,
+        dir: PathBuf,
+    },
+    /// Writing this one file (write, edit, multiedit): the file `/init` is asked to write.
+    File(PathBuf),
 }
 
 #[derive(Debug, Default, Clone)]
@@ -72,6 +77,7 @@ impl Permissions {
         let granted = self.session.iter().any(|g| match g {
             Grant::Command(c) => req.tool == "bash" && c == &req.description,
             Grant::ToolInDir { tool, dir } => tool == &req.tool && dir == &dir_of(&req.path),
+            Grant::File(f) => req.action == "write" && f == &req.path,
         });
         if granted {
             Decision::Allowed
@@ -90,6 +96,15 @@ impl Permissions {
                 dir: dir_of(&req.path),
             }
         };
+        if !self.session.contains(&g) {
+            self.session.push(g);
+        }
+    }
+
+    /// Lets the file tools write `file` (absolute and canonical, as the tools resolve it)
+    /// without asking, for the rest of the session.
+    pub fn allow_file(&mut self, file: PathBuf) {
+        let g = Grant::File(file);
         if !self.session.contains(&g) {
             self.session.push(g);
         }
@@ -146,6 +161,24 @@ mod tests {
             p.check(&req("bash", "execute", "rm -rf /", "/p")),
             Decision::Ask
         );
+    }
+
+    #[test]
+    fn a_file_grant_covers_writing_that_file_only() {
+        let mut p = Permissions::new(false, vec![]);
+        p.allow_file(PathBuf::from("/p/AGENTS.md"));
+        for (tool, action, path, want) in [
+            ("write", "write", "/p/AGENTS.md", Decision::Allowed),
+            ("edit", "write", "/p/AGENTS.md", Decision::Allowed),
+            ("write", "write", "/p/other.md", Decision::Ask),
+            ("bash", "execute", "/p/AGENTS.md", Decision::Ask),
+        ] {
+            assert_eq!(
+                p.check(&req(tool, action, "d", path)),
+                want,
+                "{tool} {path}"
+            );
+        }
     }
 
     #[test]

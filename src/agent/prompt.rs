@@ -312,6 +312,71 @@ pub fn for_config(loaded: &crate::config::Loaded, model: &crate::config::Resolve
     })
 }
 
+/// Whether the working directory has a context file the system prompt would include (the
+/// default names, and `extra`: the configured `options.context_paths`).
+pub fn has_context_file(cwd: &Path, extra: &[String]) -> bool {
+    let entries: Vec<ContextEntry> = DEFAULT_CONTEXT_PATHS
+        .iter()
+        .copied()
+        .chain(extra.iter().map(String::as_str))
+        .map(ContextEntry::user)
+        .collect();
+    !context_files(cwd, cwd, &entries).is_empty()
+}
+
+/// The prompt of `/init` and `crush init`: explore the project and write `file` (a path)
+/// for the agents that will work in it.
+pub fn init_prompt(file: &str, notes: &str) -> String {
+    let mut p = format!(
+        "Explore this project and write {file}: the instructions an AI coding agent needs to \
+         work well in this repository. It goes into the system prompt of every later session.\n\
+         \n\
+         First look at what is there (ls). If the directory is empty or holds only \
+         configuration, write nothing and say: \"Nothing to describe yet: add some code, then \
+         run /init again.\"\n\
+         \n\
+         Then find out, reading only what you need:\n\
+         - how to build, test, lint and run it: the real commands, from the build files, \
+         scripts, Makefiles and CI configuration (how to run a single test, too);\n\
+         - how the code is organized and how the parts fit together;\n\
+         - conventions a newcomer would get wrong: naming, error handling, testing style, \
+         commit rules;\n\
+         - gotchas: surprising flags, generated files, steps that must come in order;\n\
+         - what existing instruction files say (.cursorrules, .cursor/rules/, \
+         .github/copilot-instructions.md, CLAUDE.md, CRUSH.md), when they exist.\n\
+         \n\
+         Write only what you observed, never a guess. Leave out what an agent learns by reading \
+         one file; keep what saves it trial and error. Use short Markdown sections.\n\
+         \n\
+         If {file} exists, view it first and improve it rather than starting over. Create or \
+         update it with the write or edit tool, at exactly {file}; change no other file. End \
+         with one line saying what you wrote."
+    );
+    if !notes.trim().is_empty() {
+        p.push_str(&format!("\n\nThe user adds: {}", notes.trim()));
+    }
+    p
+}
+
+/// The skills part of the system prompt: the `<available_skills>` listing (see
+/// `skills::Skills::prompt_listing`) and how to use it. Empty without skills.
+pub fn skills_section(listing: &str) -> String {
+    if listing.is_empty() {
+        return String::new();
+    }
+    format!(
+        "{listing}\n\n<skills_usage>\n\
+         Each skill above is a folder of instructions (and often scripts, references or templates) \
+         for one kind of task; its description says when it applies, not how to do it. When a \
+         skill matches the task, view its <location> (exactly as given) before doing anything \
+         else for that task, read all of it and follow it. Files the skill mentions are in its \
+         folder: view them by their path there. Reading a skill's folder needs no permission; \
+         running its scripts asks as any command does. Built-in skills have a crush://skills/ \
+         location: it is not a URL; pass it to view as it is.\n\
+         </skills_usage>"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

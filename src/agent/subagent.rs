@@ -208,6 +208,11 @@ impl<'a> Agent<'a> {
             parent_transcript: self.transcript_path(),
             prompt_id: self.prompt_id.clone(),
             env_file: None,
+            // Its reads see the editor's buffers as the parent's do.
+            files: self.files.clone(),
+            skill_files: self.skill_files.clone(),
+            // A search needs no skill; the files stay readable if the task names one.
+            skills_prompt: String::new(),
         }
     }
 

@@ -84,13 +84,31 @@ impl Agent<'_> {
         prompt: &str,
         sink: &mut dyn Sink,
     ) -> Result<TurnResult, AgentError> {
+        self.run_turn_with(prompt, Vec::new(), sink)
+    }
+
+    /// [`run_turn`](Self::run_turn) with files attached to the prompt (`Part::Binary`, stored
+    /// after its text as Go Crush stores attachments).
+    pub fn run_turn_with(
+        &mut self,
+        prompt: &str,
+        attachments: Vec<Part>,
+        sink: &mut dyn Sink,
+    ) -> Result<TurnResult, AgentError> {
         if !self.is_sub_agent() {
             self.prompt_id = crate::store::new_id().unwrap_or_default();
         }
         // UserPromptSubmit: before anything reaches the model.
+        let names: Vec<&str> = attachments
+            .iter()
+            .filter_map(|p| match p {
+                Part::Binary { path, .. } => Some(path.as_str()),
+                _ => None,
+            })
+            .collect();
         let mut fields = Map::new();
         fields.insert("prompt".into(), json!(prompt));
-        fields.insert("attachments".into(), json!([]));
+        fields.insert("attachments".into(), json!(names));
         let ups = self.fire(hooks::Event::UserPromptSubmit, None, fields, sink);
         if ups.composed.blocked() {
             let reason = ups.composed.reason.clone();
@@ -105,7 +123,7 @@ impl Agent<'_> {
             });
         }
         let prompt = ups.composed.updated_prompt.as_deref().unwrap_or(prompt);
-        let mut turn = self.start_turn(prompt, ups.context_text(&self.cwd), sink)?;
+        let mut turn = self.start_turn(prompt, attachments, ups.context_text(&self.cwd), sink)?;
         loop {
             if turn.step >= self.max_steps {
                 return Ok(turn.end(Stop::MaxSteps(self.max_steps)));
@@ -122,6 +140,7 @@ impl Agent<'_> {
     fn start_turn(
         &mut self,
         prompt: &str,
+        attachments: Vec<Part>,
         ups_context: String,
         sink: &mut dyn Sink,
     ) -> Result<Turn, AgentError> {
@@ -142,6 +161,7 @@ impl Agent<'_> {
         }
         let mut history = self.load_history()?;
         let mut user = Message::user(prompt);
+        user.parts.extend(attachments);
         for ctx in self
             .pending_context
             .drain(..)
@@ -155,7 +175,8 @@ impl Agent<'_> {
             &self.session_id,
             &self.new_message(Role::User, user.parts.clone()),
         )?;
-        history.push(user);
+        // As later turns will send it: attachments as the model takes them.
+        history.extend(super::history_for_model(vec![user]));
         Ok(Turn {
             prompt: prompt.to_string(),
             history,
@@ -421,7 +442,7 @@ impl Agent<'_> {
         let messages = if self.model.model.supports_attachments {
             history.to_vec()
         } else {
-            llm::result_images_as_text(history.to_vec())
+            llm::images_as_text(history.to_vec())
         };
         let req = ChatRequest {
             model: self.model.model.id.clone(),
@@ -466,6 +487,7 @@ impl Agent<'_> {
                         reason,
                     });
                 }
+                Ok(StreamEvent::Notice(n)) => sink.event(AgentEvent::Notice(n)),
                 Ok(StreamEvent::Done(resp)) => return CallEnd::Done(resp),
                 Ok(StreamEvent::Error(e)) => {
                     crate::log::warn(&format!(

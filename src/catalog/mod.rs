@@ -16,7 +16,7 @@
 pub mod schema;
 pub mod store;
 
-pub use schema::{Model, Provider};
+pub use schema::{Model, Provider, ProviderType};
 
 use std::fmt;
 use std::path::{Path, PathBuf};

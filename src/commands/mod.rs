@@ -9,4 +9,5 @@ pub mod mcp;
 pub mod models;
 pub mod projects;
 pub mod sessions;
+pub mod skills;
 pub mod stats;

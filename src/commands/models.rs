@@ -68,6 +68,10 @@ impl Row {
 /// What a catalog provider that is not configured would need, when the provider table does
 /// not say (the catalog's providers are hidden).
 fn needs(p: &CatalogProvider) -> String {
+    if p.kind == crate::catalog::ProviderType::Bedrock {
+        return "set AWS_PROFILE, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_BEARER_TOKEN_BEDROCK"
+            .into();
+    }
     match p.api_key.strip_prefix('$') {
         Some(var) => format!("set {}", var.trim_matches(['{', '}'])),
         None if p.api_key.is_empty() => "needs an api_key in crush.json".into(),

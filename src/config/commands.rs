@@ -627,6 +627,7 @@ const SELECT_FLAGS: &[F] = &[
     f("frequency-penalty", K::Float, "frequency_penalty"),
     f("presence-penalty", K::Float, "presence_penalty"),
     f("provider-options", K::JsonObj, "provider_options"),
+    f("aws-auth-refresh", K::Str, "aws_auth_refresh"),
 ];
 
 const MODEL_ADD_FLAGS: &[F] = &[
@@ -828,6 +829,7 @@ const PROVIDER_FLAGS: &[F] = &[
     f("project", K::Str, "project"),
     f("location", K::Str, "location"),
     f("api-version", K::Str, "api_version"),
+    f("aws-auth-refresh", K::Str, "aws_auth_refresh"),
 ];
 
 fn valid_name(n: &str) -> bool {

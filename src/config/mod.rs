@@ -105,6 +105,9 @@ pub struct ProviderConfig {
     pub location: Option<String>,
     /// azure: the api-version (else AZURE_OPENAI_API_VERSION) (ours).
     pub api_version: Option<String>,
+    /// Bedrock: a shell command run once when AWS refuses the credentials or they expired
+    /// (e.g. `aws sso login`), before the call is tried again.
+    pub aws_auth_refresh: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize, Clone)]
@@ -471,6 +474,7 @@ fn api_kind(kind: &str) -> Option<ApiKind> {
     Some(match kind {
         "anthropic" => ApiKind::Anthropic,
         "openai" => ApiKind::OpenAi,
+        "bedrock" => ApiKind::Bedrock,
         "openai-compat" | "openrouter" | "vercel" | "ollama" | "llamacpp" | "lmstudio" | "vllm"
         | "litellm" | "omlx" | "hyper" => ApiKind::OpenAiCompat,
         "google" => ApiKind::Gemini,
@@ -498,7 +502,7 @@ fn default_key_var(kind: ApiKind) -> &'static str {
         ApiKind::OpenAi => "$OPENAI_API_KEY",
         ApiKind::Gemini => "$GEMINI_API_KEY",
         ApiKind::Azure => "$AZURE_OPENAI_API_KEY",
-        ApiKind::OpenAiCompat | ApiKind::Vertex => "",
+        ApiKind::OpenAiCompat | ApiKind::Vertex | ApiKind::Bedrock => "",
     }
 }
 
@@ -573,6 +577,9 @@ impl ProviderTable {
     }
 }
 
+/// Expands the user's value of a provider field (named by its path below the provider).
+type Expand<'a> = dyn Fn(&[&str], &str) -> Result<String, Skip> + 'a;
+
 /// Why `build_provider` made no provider.
 enum Skip {
     /// A catalog provider the user did not configure and that lacks what it needs (its key):
@@ -581,9 +588,6 @@ enum Skip {
     /// (reason, warn): see [`Unusable`].
     Unusable(String, bool),
 }
-
-/// Types Crush knows that this build cannot call yet.
-const NOT_YET_TYPES: &[&str] = &["bedrock"];
 
 /// Prints each warning once per process: provider tables are built more than once a run.
 fn warn_once(msg: &str) {
@@ -696,16 +700,12 @@ impl Loaded {
             },
         };
         let Some(kind) = api_kind(&kind_name) else {
-            let what = if NOT_YET_TYPES.contains(&kind_name.as_str()) {
-                format!("type '{kind_name}' is not supported yet")
-            } else {
-                format!("unknown type '{kind_name}'")
-            };
-            let hint = "(use anthropic, openai, openai-compat, openrouter, google, google-vertex or azure)";
+            let what = format!("unknown type '{kind_name}'");
+            let hint = "(use anthropic, bedrock, openai, openai-compat, openrouter, google, google-vertex or azure)";
             return Err(match &u.kind {
                 // The user wrote the type: a fault of the configuration.
                 Some(_) => Skip::Unusable(format!("{}: {what} {hint}", at(&["type"])), true),
-                // e.g. bedrock or google from the catalog: not callable yet.
+                // A catalog type newer than this build: not callable.
                 None => unusable(what),
             });
         };
@@ -713,6 +713,9 @@ impl Loaded {
             Some(b) => expand_user(&["base_url"], b)?,
             None => String::new(),
         };
+        if kind == ApiKind::Bedrock {
+            return self.bedrock_provider(id, u, cat, base_url, configured, &expand_user);
+        }
         // Vertex AI's URL is made from the project and location.
         let mut vertex_home = String::new();
         if kind == ApiKind::Vertex {
@@ -877,6 +880,7 @@ impl Loaded {
                 headers,
                 responses,
                 ambient_auth: at_home,
+                aws: None,
             },
             models,
             flat_rate: u.flat_rate,
@@ -888,6 +892,93 @@ impl Loaded {
             extra_body: u.extra_body.clone(),
             discover,
             key_var,
+        })
+    }
+
+    /// A Bedrock provider (crush(1) CONFIGURATION, Amazon Bedrock). Its URL is the provider's
+    /// `base_url`, else the one AWS's endpoint variables name, else Bedrock's own in the region
+    /// chosen at call time. The credentials of the environment and the AWS profile (and
+    /// `AWS_BEARER_TOKEN_BEDROCK`) go only to an AWS URL or the one AWS's variables name; elsewhere
+    /// only the provider's own `api_key` is sent (as a Bedrock API key).
+    fn bedrock_provider(
+        &self,
+        id: &str,
+        u: &ProviderConfig,
+        cat: Option<&crate::catalog::Provider>,
+        base_url: String,
+        configured: bool,
+        expand_user: &Expand,
+    ) -> Result<Provider, Skip> {
+        let from_aws_vars = base_url.is_empty();
+        let base_url = if from_aws_vars {
+            crate::aws::credentials::endpoint_override("BEDROCK_RUNTIME").unwrap_or_default()
+        } else {
+            base_url
+        };
+        let credentials_allowed = from_aws_vars || crate::aws::is_aws_url(&base_url);
+        let api_key = match &u.api_key {
+            Some(k) => expand_user(&["api_key"], k)?,
+            None if credentials_allowed => std::env::var("AWS_BEARER_TOKEN_BEDROCK")
+                .unwrap_or_default()
+                .trim()
+                .to_string(),
+            None => String::new(),
+        };
+        let api_key = Some(api_key).filter(|k| !k.is_empty());
+        if api_key.is_none() && credentials_allowed && !crate::aws::credentials::configured() {
+            let why = "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, \
+                       AWS_PROFILE, or AWS_BEARER_TOKEN_BEDROCK (or sign in with `aws sso login`)"
+                .to_string();
+            return Err(if configured {
+                Skip::Unusable(why, false)
+            } else {
+                Skip::NotConfigured(why)
+            });
+        }
+        let mut headers: Vec<(String, String)> = Vec::new();
+        for (k, v) in &u.extra_headers {
+            let v = expand_user(&["extra_headers", k], v)?;
+            headers.retain(|(h, _)| !h.eq_ignore_ascii_case(k));
+            headers.push((k.clone(), v));
+        }
+        headers.retain(|(_, v)| !v.is_empty());
+        let default_id = |s: &String| Some(s.clone()).filter(|s| !s.is_empty());
+        let default_region = if id == "bedrock-europe" {
+            "eu-west-1"
+        } else {
+            "us-east-1"
+        };
+        Ok(Provider {
+            id: id.to_string(),
+            endpoint: Endpoint {
+                kind: ApiKind::Bedrock,
+                base_url,
+                api_key,
+                headers,
+                aws: Some(crate::aws::Settings {
+                    default_region: default_region.to_string(),
+                    credentials_allowed,
+                    auth_refresh: u.aws_auth_refresh.clone().filter(|c| !c.trim().is_empty()),
+                    cwd: self.cwd.clone(),
+                    refresh_timeout: std::time::Duration::from_secs(300),
+                    limits: crate::aws::Limits::default(),
+                }),
+                responses: None,
+                ambient_auth: credentials_allowed,
+            },
+            models: match cat {
+                Some(c) => crate::catalog::merge_models(&u.models, &c.models),
+                None => u.models.clone(),
+            },
+            flat_rate: u.flat_rate,
+            system_prompt_prefix: u.system_prompt_prefix.clone(),
+            default_large: cat.and_then(|c| default_id(&c.default_large_model_id)),
+            default_small: cat.and_then(|c| default_id(&c.default_small_model_id)),
+            kind_name: "bedrock".to_string(),
+            provider_options: u.provider_options.clone(),
+            extra_body: u.extra_body.clone(),
+            discover: false,
+            key_var: None,
         })
     }
 
@@ -1391,22 +1482,15 @@ mod tests {
             "{}",
             u.reason
         );
-        // Types: unknown, not supported yet; the user's own openai provider without a key at
-        // OpenAI's own URL.
+        // Types: unknown; the user's own openai provider without a key at OpenAI's own URL.
         let l = loaded(json!({"providers": {
             "g": {"type": "gemini", "base_url": "http://h"},
-            "v": {"type": "bedrock", "base_url": "http://h"},
             "o": {"type": "openai"},
             "local": {"type": "openai", "base_url": "http://127.0.0.1:1/v1"}
         }}));
         let t = l.providers_with(&[]);
         let why = |id: &str| t.why_unusable(id).unwrap_or("").to_string();
         assert!(why("g").contains("unknown type 'gemini'"), "{}", why("g"));
-        assert!(
-            why("v").contains("type 'bedrock' is not supported yet"),
-            "{}",
-            why("v")
-        );
         assert_eq!(
             why("o"),
             "no API key: set OPENAI_API_KEY or providers.o.api_key"

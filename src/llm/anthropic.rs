@@ -216,6 +216,12 @@ pub fn build_request(req: &ChatRequest) -> Value {
                 } if role == "user" => {
                     blocks.push(json!({"type": "text", "text": format!("!{command}\n{output}")}));
                 }
+                Part::Binary {
+                    mime_type, data, ..
+                } if role == "user" && super::is_image_attachment(p) => {
+                    blocks.push(json!({"type": "image",
+                        "source": {"type": "base64", "media_type": mime_type, "data": data}}));
+                }
                 _ => {}
             }
         }
@@ -599,6 +605,11 @@ impl Accumulator {
             _ => {}
         }
         Ok(self.done)
+    }
+
+    /// Whether the events so far reported any token count.
+    pub fn has_usage(&self) -> bool {
+        self.usage.usage().is_some() || self.usage.bad().is_some()
     }
 
     fn index(&self, v: &Value) -> u64 {

@@ -5,8 +5,8 @@ use super::endpoints::{self, Dialect, TokenOrigin, TokenSource};
 use super::retry::{self, Failure, backoff, classify_http, error_from_json, jittered};
 use super::sse::{MAX_EVENT_BYTES, SseReader, TooLarge};
 use super::{
-    ChatRequest, Endpoint, LlmError, Part, Response, RetryPolicy, StreamEvent, anthropic, gemini,
-    openai, responses,
+    ApiKind, ChatRequest, Endpoint, LlmError, Part, Response, RetryPolicy, StreamEvent, anthropic,
+    bedrock, gemini, openai, responses,
 };
 use crossbeam_channel::{Receiver, Sender};
 use std::collections::HashMap;
@@ -22,7 +22,7 @@ const MAX_ERROR_BODY: u64 = 256 * 1024;
 const MAX_DRAIN: u64 = 64 * 1024;
 
 /// The rest of a streamed body, after the final event.
-type Rest = SseReader<BufReader<ureq::BodyReader<'static>>>;
+type Rest = BufReader<ureq::BodyReader<'static>>;
 
 /// Events the worker may have sent and the caller not yet taken. When the caller falls behind,
 /// the worker waits (and stops reading the network) instead of queueing without limit; when the
@@ -86,6 +86,17 @@ struct Job {
     policy: RetryPolicy,
     /// Most bytes one attempt's reply may accumulate (`MAX_REPLY_BYTES`; smaller in tests).
     reply_limit: usize,
+    /// Bedrock: what to sign with and name in messages.
+    bedrock: Option<BedrockCall>,
+}
+
+/// What a Bedrock call needs besides the body.
+struct BedrockCall {
+    info: bedrock::CallInfo,
+    /// Sign each attempt with these settings' credentials (None: a bearer key, or nothing).
+    signer: Option<crate::aws::Settings>,
+    /// The command run once when the credentials are refused or expired.
+    refresh: Option<crate::aws::Settings>,
 }
 
 /// How an attempt ended without a response.
@@ -157,6 +168,18 @@ fn clock_seed() -> u64 {
 impl Job {
     fn new(ep: &Endpoint, req: &ChatRequest, policy: &RetryPolicy) -> Job {
         let p = endpoints::prepare(ep, req);
+        let call = (ep.kind == ApiKind::Bedrock).then(|| {
+            let t = bedrock::target(ep, &req.model);
+            BedrockCall {
+                info: bedrock::CallInfo {
+                    model: t.model,
+                    region: t.region,
+                    credentials: None,
+                },
+                refresh: ep.aws.clone().filter(|s| s.auth_refresh.is_some()),
+                signer: ep.aws.clone().filter(|_| bedrock::signs(ep)),
+            }
+        });
         Job {
             url: p.url,
             dialect: p.dialect,
@@ -166,6 +189,7 @@ impl Job {
             body: serde_json::to_vec(&p.body).unwrap_or_default(),
             policy: policy.clone(),
             reply_limit: policy.max_reply_bytes,
+            bedrock: call,
         }
     }
 
@@ -223,7 +247,7 @@ impl Job {
                     {
                         // After the reply is delivered: reading to the end of the body puts
                         // the connection back in the pool for the next call.
-                        let _ = io::copy(&mut rest.into_inner().take(MAX_DRAIN), &mut io::sink());
+                        let _ = io::copy(&mut rest.take(MAX_DRAIN), &mut io::sink());
                     }
                     return;
                 }
@@ -249,6 +273,21 @@ impl Job {
                 }
                 (_, f) => f,
             };
+            if let LlmError::Auth {
+                refreshable: true, ..
+            } = &f.error
+                && !refreshed
+                && let Some(settings) = self.bedrock.as_ref().and_then(|b| b.refresh.as_ref())
+            {
+                refreshed = true;
+                match bedrock::refresh(settings, &f.error, tx) {
+                    Ok(()) => continue,
+                    Err(e) => {
+                        let _ = tx.send(StreamEvent::Error(e));
+                        return;
+                    }
+                }
+            }
             if !f.retryable || attempt >= max {
                 let _ = tx.send(StreamEvent::Error(f.error));
                 return;
@@ -284,6 +323,19 @@ impl Job {
         if let Some(t) = token {
             rb = rb.header("authorization", format!("Bearer {t}"));
         }
+        let mut credentials = None;
+        if let Some(BedrockCall {
+            info,
+            signer: Some(settings),
+            ..
+        }) = &self.bedrock
+        {
+            let (signed, source) = bedrock::sign(&self.url, &info.region, &self.body, settings)?;
+            for (k, v) in &signed {
+                rb = rb.header(k.as_str(), v.as_str());
+            }
+            credentials = Some(source);
+        }
         let resp = rb.send(&self.body[..]).map_err(|e| self.send_error(e))?;
         let status = resp.status().as_u16();
         let headers: Vec<(String, String)> = resp
@@ -299,6 +351,14 @@ impl Job {
         let reader = resp.into_body().into_reader();
         if !(200..300).contains(&status) {
             let body = read_limited(reader, MAX_ERROR_BODY);
+            if let Some(b) = &self.bedrock {
+                let info = bedrock::CallInfo {
+                    credentials,
+                    model: b.info.model.clone(),
+                    region: b.info.region.clone(),
+                };
+                return Err(bedrock::classify(status, &headers, &body, &self.policy, &info).into());
+            }
             return Err(
                 classify_http(status, &headers, &body, &self.policy, SystemTime::now()).into(),
             );
@@ -306,6 +366,12 @@ impl Job {
         let ct = retry::header(&headers, "content-type")
             .unwrap_or("")
             .to_ascii_lowercase();
+        if self.bedrock.is_some() {
+            if !ct.is_empty() && !ct.starts_with("application/vnd.amazon.eventstream") {
+                return Ok((self.whole_body(&ct, &headers, reader, tx)?, None));
+            }
+            return self.bedrock_stream(reader, tx);
+        }
         if !ct.is_empty() && !ct.starts_with("text/event-stream") {
             return Ok((self.whole_body(&ct, &headers, reader, tx)?, None));
         }
@@ -322,11 +388,47 @@ impl Job {
                         }
                     }
                     if r? {
-                        return Ok((acc.finish()?, Some(sse)));
+                        return Ok((acc.finish()?, Some(sse.into_inner())));
                     }
                 }
                 Ok(None) => return Ok((acc.finish()?, None)),
                 Err(e) => return Err(self.read_error(e).into()),
+            }
+        }
+    }
+
+    /// A Bedrock reply: event-stream messages carrying Anthropic's events.
+    fn bedrock_stream(
+        &self,
+        reader: ureq::BodyReader<'static>,
+        tx: &Sender<StreamEvent>,
+    ) -> Result<(Response, Option<Rest>), End> {
+        let mut frames = crate::aws::eventstream::Decoder::new(
+            BufReader::new(reader),
+            MAX_EVENT_BYTES.min(self.reply_limit.saturating_add(64 * 1024)),
+        );
+        let mut acc = bedrock::Frames::new(self.reply_limit);
+        let mut out = Vec::new();
+        loop {
+            let m = match frames.next_message() {
+                Ok(Some(m)) => m,
+                Ok(None) => return Ok((acc.finish()?, None)),
+                Err(e) => {
+                    return Err(match bedrock::frame_failure(e) {
+                        Ok(f) => f,
+                        Err(io) => self.read_error(io),
+                    }
+                    .into());
+                }
+            };
+            let r = acc.feed(&m, &mut out);
+            for e in out.drain(..) {
+                if tx.send(e).is_err() {
+                    return Err(End::Gone);
+                }
+            }
+            if r? {
+                return Ok((acc.finish()?, Some(frames.into_inner())));
             }
         }
     }
@@ -456,8 +558,8 @@ impl Job {
 }
 
 /// Every header of a request: the fixed ones, then the provider's (`provider`), then the user's
-/// (`user`, from the configuration). A fixed or provider header that the user also sets is left
-/// out (names compare ignoring case): `http` appends repeated names, and a server seeing two
+/// (`user`, from the configuration). A fixed header the provider sets, and a fixed or provider
+/// header that the user also sets, is left out (names compare ignoring case): `http` appends repeated names, and a server seeing two
 /// `authorization` headers may use either, or refuse the request.
 fn is_unauthorized(e: &LlmError) -> bool {
     matches!(e, LlmError::Http { status: 401, .. })
@@ -493,6 +595,11 @@ fn request_headers(
         user.iter()
             .any(|(k, _)| k.trim().eq_ignore_ascii_case(name))
     };
+    let provider_sets = |name: &str| provider.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
+    let fixed: Vec<_> = fixed
+        .into_iter()
+        .filter(|(k, _)| !provider_sets(k))
+        .collect();
     fixed
         .into_iter()
         .chain(provider)
@@ -1203,6 +1310,83 @@ mod tests {
             }]
         );
         assert_eq!(conns.load(SeqCst), 2);
+    }
+
+    /// An Anthropic reply as Bedrock frames it: the HTTP head, then the frames.
+    fn bedrock_reply(text: &str) -> (String, Vec<u8>) {
+        let sse = anthropic_text(text);
+        let mut frames = Vec::new();
+        for line in sse.lines().filter_map(|l| l.strip_prefix("data: ")) {
+            let payload = serde_json::json!({
+                "bytes": crate::aws::eventstream::base64(line.as_bytes())});
+            frames.extend(crate::aws::eventstream::encode(
+                &[(":event-type", "chunk"), (":message-type", "event")],
+                payload.to_string().as_bytes(),
+            ));
+        }
+        let head = http(
+            200,
+            &[("content-type", "application/vnd.amazon.eventstream")],
+            "",
+        );
+        (head, frames)
+    }
+
+    #[test]
+    fn bedrock_frames_split_across_reads_and_a_bearer_key() {
+        let (head, frames) = bedrock_reply("framed");
+        // The body arrives in pieces that cut frames (and a prelude) anywhere.
+        let mut pieces = vec![(0, head.into_bytes())];
+        for (i, c) in frames.chunks(7).enumerate() {
+            pieces.push((u64::from(i % 5 == 0), c.to_vec()));
+        }
+        let srv = serve(vec![Reply(pieces)]);
+        let ep = endpoint(&srv.url, ApiKind::Bedrock);
+        let evs = collect(stream(&ep, &request(), &policy()));
+        assert_eq!(
+            done(&evs).parts,
+            vec![Part::Text {
+                text: "framed".into()
+            }]
+        );
+        let heads = srv.heads.lock().unwrap();
+        let h = |n: &str| {
+            heads[0]
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(n))
+                .map(|(_, v)| v.clone())
+        };
+        assert_eq!(h("authorization").as_deref(), Some("Bearer secret"));
+        assert_eq!(
+            h("accept").as_deref(),
+            Some("application/vnd.amazon.eventstream")
+        );
+        let body: serde_json::Value = serde_json::from_str(&srv.bodies.lock().unwrap()[0]).unwrap();
+        assert_eq!(body["anthropic_version"], "bedrock-2023-05-31");
+    }
+
+    #[test]
+    fn a_stalled_bedrock_stream_times_out_and_is_retried() {
+        let mut p = policy();
+        p.idle_timeout = Duration::from_millis(300);
+        p.max_attempts = 2;
+        let (head, frames) = bedrock_reply("late");
+        // Half a frame, then silence.
+        let stall = || {
+            Reply(vec![
+                (0, head.clone().into_bytes()),
+                (0, frames[..40].to_vec()),
+                (1500, frames[40..].to_vec()),
+            ])
+        };
+        let srv = serve(vec![stall(), stall()]);
+        let evs = collect(stream(
+            &endpoint(&srv.url, ApiKind::Bedrock),
+            &request(),
+            &p,
+        ));
+        assert_eq!(retries(&evs).len(), 1);
+        assert_eq!(error(&evs), &LlmError::IdleTimeout { secs: 1 });
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! model: OpenAI's Responses API, Anthropic's models on Vertex AI), its URL, body and headers,
 //! and the Vertex AI access token.
 
-use super::{ApiKind, ChatRequest, Endpoint, LlmError, anthropic, gemini, openai, responses};
+use super::{
+    ApiKind, ChatRequest, Endpoint, LlmError, anthropic, bedrock, gemini, openai, responses,
+};
 use serde_json::{Value, json};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -120,6 +122,12 @@ pub fn prepare(ep: &Endpoint, req: &ChatRequest) -> Prepared {
         .filter(|k| !k.is_empty());
     let mut token = None;
     let (url, dialect, body, headers) = match ep.kind {
+        ApiKind::Bedrock => (
+            bedrock::target(ep, &req.model).url,
+            Dialect::Anthropic,
+            bedrock::build_request(req, ep),
+            bedrock::headers(ep),
+        ),
         ApiKind::Anthropic => (
             anthropic::url(&ep.base_url),
             Dialect::Anthropic,
@@ -259,10 +267,11 @@ impl TokenSource {
 
     fn run(&self) -> Result<String, LlmError> {
         let shown = self.command.join(" ");
-        let fail = |why: String| {
-            LlmError::Credentials(format!(
+        let fail = |why: String| LlmError::Auth {
+            message: format!(
                 "no Google access token for Vertex AI: set {TOKEN_VAR}, or sign in with gcloud ('{shown}' {why})"
-            ))
+            ),
+            refreshable: false,
         };
         let cwd = std::env::current_dir().unwrap_or_else(|_| "/".into());
         let mut spec = crate::proc::Spec::exec(self.command.clone(), cwd);

@@ -1,5 +1,6 @@
 //! Model providers: Anthropic Messages, OpenAI Chat Completions and Responses, Gemini (on
-//! Google's API and Vertex AI) over SSE, with retries.
+//! Google's API and Vertex AI) over SSE, and Anthropic models on Amazon Bedrock over AWS's
+//! event stream, with retries.
 //!
 //! `stream` runs one model call on a worker thread and reports `StreamEvent`s on a channel; the
 //! caller selects over that channel and its own cancel signal. On cancel the caller drops the
@@ -7,6 +8,7 @@
 //! This module knows no tool implementation and persists nothing.
 
 pub mod anthropic;
+pub mod bedrock;
 mod budget;
 mod client;
 pub mod endpoints;
@@ -42,6 +44,8 @@ pub enum ApiKind {
     Vertex,
     /// Azure OpenAI: OpenAI's APIs at an Azure resource, with the `api-key` header.
     Azure,
+    /// Anthropic models on Amazon Bedrock (`InvokeModelWithResponseStream`).
+    Bedrock,
 }
 
 /// Where and how to reach a provider.
@@ -60,6 +64,8 @@ pub struct Endpoint {
     /// Credentials found in the environment rather than in `api_key` (Vertex's access token) may
     /// be sent: the endpoint is the provider's own (crush(1) SECURITY).
     pub ambient_auth: bool,
+    /// Bedrock: region, credentials and their refresh (None for every other kind).
+    pub aws: Option<crate::aws::Settings>,
 }
 
 #[derive(Clone, Debug)]
@@ -120,9 +126,9 @@ pub enum LlmError {
     /// The provider's filters blocked the prompt or the reply (Gemini's `SAFETY`...): what was
     /// blocked and why.
     Blocked(String),
-    /// The credentials the call needs could not be had (the Vertex AI token command failed):
-    /// what to do.
-    Credentials(String),
+    /// No credentials to sign with, or the provider refused them. `refreshable`: signing in
+    /// again may fix it (the provider's `aws_auth_refresh` is run once, then the call retried).
+    Auth { message: String, refreshable: bool },
 }
 
 impl fmt::Display for LlmError {
@@ -150,7 +156,7 @@ impl fmt::Display for LlmError {
                 "unexpected reply from the model server: the reply exceeded {}",
                 budget::size_text(*limit)
             ),
-            LlmError::Credentials(what) => f.write_str(what),
+            LlmError::Auth { message, .. } => f.write_str(message),
             LlmError::Blocked(what) => {
                 write!(f, "the provider's content filters stopped the call: {what}")
             }

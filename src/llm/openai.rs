@@ -84,6 +84,8 @@ pub fn build_request(req: &ChatRequest, kind: ApiKind) -> Value {
                 let mut texts: Vec<String> = Vec::new();
                 // Tool messages carry text only: images follow in one user message.
                 let mut images: Vec<Value> = Vec::new();
+                // Images attached to the prompt.
+                let mut attached: Vec<Value> = Vec::new();
                 for p in &m.parts {
                     if let (Some((mime, data)), Part::ToolResult { tool_call_id, .. }) =
                         (super::result_image(p), p)
@@ -113,13 +115,26 @@ pub fn build_request(req: &ChatRequest, kind: ApiKind) -> Value {
                         Part::ShellCommand {
                             command, output, ..
                         } if m.role == Role::User => texts.push(format!("!{command}\n{output}")),
+                        Part::Binary {
+                            mime_type, data, ..
+                        } if m.role == Role::User && super::is_image_attachment(p) => attached
+                            .push(json!({"type": "image_url",
+                                "image_url": {"url": format!("data:{mime_type};base64,{data}")}})),
                         _ => {}
                     }
                 }
                 if !images.is_empty() {
                     messages.push(json!({"role": "user", "content": images}));
                 }
-                if !texts.is_empty() {
+                if !attached.is_empty() {
+                    // The prompt with its images: content parts, text first.
+                    let mut content = Vec::new();
+                    if !texts.is_empty() {
+                        content.push(json!({"type": "text", "text": texts.join("\n")}));
+                    }
+                    content.extend(attached);
+                    messages.push(json!({"role": "user", "content": content}));
+                } else if !texts.is_empty() {
                     messages.push(json!({"role": "user", "content": texts.join("\n")}));
                 }
             }

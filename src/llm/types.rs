@@ -210,15 +210,22 @@ pub fn attachment_label(path: &str, mime_type: &str, data: &str) -> String {
     format!("{name} ({mime}, {size} bytes)")
 }
 
-/// Attachments as a model that takes text is sent them, after the message's other parts: the
-/// content of text files in `<file>` blocks introduced as Go Crush introduces them, and a
-/// one-line placeholder naming each image or other file. Parts of unknown types are dropped.
+/// Whether `p` is an attached image (which a model that takes images is sent as one).
+pub fn is_image_attachment(p: &Part) -> bool {
+    matches!(p, Part::Binary { mime_type, .. } if mime_type.starts_with("image/"))
+}
+
+/// Attachments as every model is sent them, after the message's other parts: the content of
+/// text files in `<file>` blocks introduced as Go Crush introduces them, and a one-line
+/// placeholder naming each other file. Images stay as they are (`images_as_text` replaces them
+/// for a model that takes none). Parts of unknown types are dropped.
 pub fn attachments_as_text(parts: Vec<Part>) -> Vec<Part> {
     let mut out = Vec::with_capacity(parts.len());
     let mut files = String::new();
     let mut placeholders = Vec::new();
     for p in parts {
         match p {
+            p if is_image_attachment(&p) => out.push(p),
             Part::Binary {
                 path,
                 mime_type,
@@ -269,13 +276,28 @@ pub fn result_image(p: &Part) -> Option<(&str, &str)> {
     }
 }
 
-/// Tool results as a model that takes no images is sent them: each image replaced by a line
-/// naming it, appended to the result's text.
-pub fn result_images_as_text(messages: Vec<Message>) -> Vec<Message> {
+/// Messages as a model that takes no images is sent them: an attached image replaced by a line
+/// naming it, a tool result's image by a line appended to the result's text.
+pub fn images_as_text(messages: Vec<Message>) -> Vec<Message> {
     messages
         .into_iter()
         .map(|mut m| {
             for p in &mut m.parts {
+                if let Part::Binary {
+                    path,
+                    mime_type,
+                    data,
+                } = p
+                    && mime_type.starts_with("image/")
+                {
+                    *p = Part::Text {
+                        text: format!(
+                            "[Attached file {}: not sent, this model is sent text only]",
+                            attachment_label(path, mime_type, data)
+                        ),
+                    };
+                    continue;
+                }
                 if let Some((mime, data)) = result_image(p) {
                     let line = format!(
                         "[{} returned by the tool: not sent, this model is sent text only]",
@@ -546,6 +568,8 @@ pub enum StreamEvent {
         wait: Duration,
         reason: String,
     },
+    /// Something the user should see while the call goes on (e.g. where to sign in).
+    Notice(String),
     /// Final event of a successful call.
     Done(Response),
     /// Final event of a failed call (after retries).
@@ -658,6 +682,13 @@ mod tests {
             },
         ];
         let out = attachments_as_text(parts);
+        assert!(out.iter().any(is_image_attachment), "images stay: {out:?}");
+        let out = images_as_text(vec![Message {
+            role: Role::User,
+            parts: out,
+        }])
+        .remove(0)
+        .parts;
         let texts: Vec<String> = out
             .iter()
             .map(|p| match p {
@@ -668,14 +699,14 @@ mod tests {
         assert_eq!(texts.len(), 4, "{texts:?}");
         assert_eq!(texts[0], "read");
         assert!(
-            texts[1].contains("<file path='a.txt'>\n\nhello\n</file>"),
-            "{}",
-            texts[1]
-        );
-        assert!(
-            texts[2].contains("p.png (image/png, 3 bytes)"),
+            texts[2].contains("<file path='a.txt'>\n\nhello\n</file>"),
             "{}",
             texts[2]
+        );
+        assert!(
+            texts[1].contains("p.png (image/png, 3 bytes)"),
+            "{}",
+            texts[1]
         );
         assert!(texts[3].contains("https://e.x/c.png"), "{}", texts[3]);
     }

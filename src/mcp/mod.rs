@@ -16,6 +16,7 @@ mod wire;
 
 pub use oauth::{ClientConfig, TokenStore};
 pub use stdio::Command;
+pub use wire::{base64, percent_decode};
 
 use conn::{Envelope, Failure, Note};
 use serde_json::{Map, Value, json};

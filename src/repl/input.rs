@@ -2,6 +2,8 @@
 //! backslash), then parsed into a prompt, a `!command`, a slash command, or a message for the
 //! user. Pure: no terminal, no process, no store.
 
+use crate::skills::catalog::{self, Name, Resolution};
+
 /// The slash commands, in the order `/help` lists them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Slash {
@@ -17,6 +19,7 @@ pub enum Slash {
     Compact,
     Export,
     History,
+    Init,
     Quit,
 }
 
@@ -84,6 +87,12 @@ pub const SLASH_COMMANDS: &[(Slash, &str, &str, &str)] = &[
         "[N]",
         "list the last N prompts of this project (default 20)",
     ),
+    (
+        Slash::Init,
+        "init",
+        "[NOTES]",
+        "have the agent explore the project and write AGENTS.md (options.initialize_as)",
+    ),
     (Slash::Quit, "quit", "", "leave (also Ctrl-D)"),
 ];
 
@@ -109,12 +118,24 @@ pub enum Input {
         prompt: String,
         args: String,
     },
+    /// A custom command or a user-invocable skill (its full name) and the rest of the line.
+    Custom {
+        name: String,
+        args: String,
+    },
     /// Not understood: tell the user (never sent to the model).
     Invalid(String),
 }
 
 /// Parses one complete input (a line, or lines joined by a trailing backslash).
+#[cfg(test)]
 pub fn parse(text: &str) -> Input {
+    parse_with(text, &[])
+}
+
+/// [`parse`], with the names of the custom commands, skills and MCP prompts (crush(1) SKILLS
+/// AND COMMANDS).
+pub fn parse_with(text: &str, names: &[Name]) -> Input {
     let t = text.trim();
     if t.is_empty() {
         return Input::Empty;
@@ -127,6 +148,18 @@ pub fn parse(text: &str) -> Input {
         let (name, args) = match rest.find(char::is_whitespace) {
             Some(i) => (&rest[..i], rest[i..].trim()),
             None => (rest, ""),
+        };
+        let name = match resolve_with(name, names) {
+            Ok(Target::Builtin(cmd)) => {
+                return Input::Command {
+                    cmd,
+                    args: args.to_string(),
+                };
+            }
+            Ok(Target::Custom(full)) => full,
+            Err(msg) if !name.starts_with("mcp:") => return Input::Invalid(msg),
+            // A server still starting: the REPL waits for it.
+            Err(_) => name.to_string(),
         };
         if let Some(sp) = name.strip_prefix("mcp:") {
             return match sp.split_once(':') {
@@ -142,12 +175,9 @@ pub fn parse(text: &str) -> Input {
                 )),
             };
         }
-        return match resolve(name) {
-            Ok(cmd) => Input::Command {
-                cmd,
-                args: args.to_string(),
-            },
-            Err(msg) => Input::Invalid(msg),
+        return Input::Custom {
+            name,
+            args: args.to_string(),
         };
     }
     if let Some(rest) = t.strip_prefix('!') {
@@ -166,26 +196,48 @@ pub fn parse(text: &str) -> Input {
     Input::Prompt(t.to_string())
 }
 
-/// A slash command by full name, alias, or unique prefix. Err: a message naming the
+/// A built-in slash command by full name, alias, or unique prefix. Err: a message naming the
 /// candidates (ambiguous) or the close matches (unknown).
+#[cfg(test)]
 pub fn resolve(name: &str) -> Result<Slash, String> {
+    match resolve_with(name, &[])? {
+        Target::Builtin(cmd) => Ok(cmd),
+        Target::Custom(full) => Err(full),
+    }
+}
+
+/// What a slash name means.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    Builtin(Slash),
+    /// A custom command, skill or MCP prompt, by its full name.
+    Custom(String),
+}
+
+/// A slash name among the built-in commands (their aliases typed in full) and `names`: exact
+/// names first (built-ins, then full names, then bare names by level), else a unique prefix of
+/// any. Err: a message naming the candidates (ambiguous) or the close matches (unknown).
+pub fn resolve_with(name: &str, names: &[Name]) -> Result<Target, String> {
     let lower = name.to_ascii_lowercase();
     if lower.is_empty() {
         return Err("a slash command needs a name; /help lists them".into());
     }
-    if let Some((cmd, ..)) = SLASH_COMMANDS.iter().find(|(_, n, ..)| *n == lower) {
-        return Ok(*cmd);
-    }
     if let Some((_, cmd)) = ALIASES.iter().find(|(n, _)| *n == lower) {
-        return Ok(*cmd);
+        return Ok(Target::Builtin(*cmd));
     }
-    let prefixed: Vec<&(Slash, &str, &str, &str)> = SLASH_COMMANDS
-        .iter()
-        .filter(|(_, n, ..)| n.starts_with(&lower))
-        .collect();
-    match prefixed.as_slice() {
-        [one] => Ok(one.0),
-        [] => {
+    let builtins: Vec<&str> = SLASH_COMMANDS.iter().map(|(_, n, ..)| *n).collect();
+    match catalog::resolve(name, names, &builtins, true) {
+        Resolution::Builtin(b) => SLASH_COMMANDS
+            .iter()
+            .find(|(_, n, ..)| *n == b)
+            .map(|(c, ..)| Target::Builtin(*c))
+            .ok_or_else(|| format!("unknown command /{name}")),
+        Resolution::Entry(full) => Ok(Target::Custom(full)),
+        Resolution::Ambiguous(list) => Err(format!(
+            "/{name} is ambiguous: it could be {}",
+            or_list(&list)
+        )),
+        Resolution::Unknown => {
             let close = suggestions(&lower);
             let mut msg = format!("unknown command /{name}");
             if !close.is_empty() {
@@ -194,14 +246,6 @@ pub fn resolve(name: &str) -> Result<Slash, String> {
             }
             msg.push_str(" (/help lists the commands; start a prompt with // to send a leading /)");
             Err(msg)
-        }
-        many => {
-            let mut list: Vec<String> = many.iter().map(|(_, n, ..)| format!("/{n}")).collect();
-            list.sort();
-            Err(format!(
-                "/{name} is ambiguous: it could be {}",
-                or_list(&list)
-            ))
         }
     }
 }
@@ -274,6 +318,8 @@ pub struct Assembler {
     /// The text of the input being assembled, as the history keeps it: a block with its braces,
     /// continued lines joined.
     entry: String,
+    /// The custom commands, skills and MCP prompts slash names may name.
+    names: Vec<Name>,
 }
 
 /// What feeding one line produced.
@@ -301,6 +347,11 @@ fn block_opening(line: &str) -> Option<String> {
 impl Assembler {
     pub fn new() -> Assembler {
         Assembler::default()
+    }
+
+    /// The custom commands, skills and MCP prompts slash names may name from now on.
+    pub fn set_names(&mut self, names: Vec<Name>) {
+        self.names = names;
     }
 
     /// True while a block or a continued line is open (the prompt shows a continuation mark).
@@ -332,7 +383,7 @@ impl Assembler {
             return fed;
         }
         self.entry = text.to_string();
-        Fed::Done(parse(text))
+        Fed::Done(parse_with(text, &self.names))
     }
 
     /// Feeds one line (without its newline).
@@ -376,7 +427,7 @@ impl Assembler {
             self.continued = Some(text);
             return Fed::More;
         }
-        let input = parse(&text);
+        let input = parse_with(&text, &self.names);
         self.entry = text;
         Fed::Done(input)
     }
@@ -522,6 +573,57 @@ mod tests {
         assert_eq!(parse("/exit"), cmd(Slash::Quit, ""));
         assert_eq!(parse("exit"), cmd(Slash::Quit, ""));
         assert_eq!(parse("quit"), cmd(Slash::Quit, ""));
+    }
+
+    #[test]
+    fn custom_commands_skills_and_mcp_prompts_by_name() {
+        use crate::skills::catalog::Tier;
+        let n = |full: &str, bare: &str, tier| Name {
+            full: full.into(),
+            bare: bare.into(),
+            tier,
+        };
+        let names = vec![
+            n("project:review", "review", Tier::ProjectCommand),
+            n("project:help", "help", Tier::ProjectCommand),
+            n("user:pdf", "pdf", Tier::Skill),
+            n("mcp:fs:summarize", "summarize", Tier::McpPrompt),
+        ];
+        let custom = |name: &str, args: &str| Input::Custom {
+            name: name.into(),
+            args: args.into(),
+        };
+        assert_eq!(
+            parse_with("/review FILE=a.rs now", &names),
+            custom("project:review", "FILE=a.rs now")
+        );
+        assert_eq!(parse_with("/rev", &names), custom("project:review", ""));
+        // A built-in command comes first; the project's is reachable by its full name.
+        assert_eq!(parse_with("/help", &names), cmd(Slash::Help, ""));
+        assert_eq!(
+            parse_with("/project:help", &names),
+            custom("project:help", "")
+        );
+        assert_eq!(parse_with("/pdf x", &names), custom("user:pdf", "x"));
+        assert_eq!(
+            parse_with("/summ a.md", &names),
+            Input::McpPrompt {
+                server: "fs".into(),
+                prompt: "summarize".into(),
+                args: "a.md".into()
+            }
+        );
+        let Input::Invalid(msg) = parse_with("/re", &names) else {
+            panic!("not ambiguous")
+        };
+        assert!(
+            msg.contains("/project:review") && msg.contains("/resume"),
+            "{msg}"
+        );
+        assert!(matches!(
+            parse_with("/etc/hosts", &names),
+            Input::Invalid(_)
+        ));
     }
 
     #[test]

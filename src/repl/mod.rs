@@ -16,8 +16,10 @@
 //! key, and during a turn the terminal is back in its own mode, so Ctrl-C is the signal again.
 
 mod complete;
+mod custom;
 mod editor;
 mod history;
+mod init;
 pub mod input;
 mod keys;
 mod markdown;
@@ -516,6 +518,7 @@ pub fn run(global: &Global, args: &ReplArgs) -> Result<ExitCode, AppError> {
         quiet: args.quiet,
     };
     repl.banner(resumed.as_ref());
+    repl.suggest_init();
     Ok(repl.main_loop())
 }
 
@@ -532,6 +535,8 @@ struct Completions<'a> {
     tools: Vec<&'a str>,
     cwd: &'a std::path::Path,
     mcp: Option<&'a crate::mcp::Manager>,
+    commands: &'a crate::skills::commands::Commands,
+    skills: &'a crate::skills::Skills,
 }
 
 impl Source for Completions<'_> {
@@ -540,12 +545,17 @@ impl Source for Completions<'_> {
             .iter()
             .map(|(_, name, _, about)| Candidate::new(*name, *about))
             .collect();
-        if let Some(m) = self.mcp {
-            all.extend(
-                m.prompts()
-                    .into_iter()
-                    .map(|p| Candidate::new(format!("mcp:{}:{}", p.server, p.name), p.description)),
-            );
+        // Custom commands, skills and MCP prompts: by full name, and by bare name where that
+        // names the same one.
+        let prompts = self.mcp.map(|m| m.prompts()).unwrap_or_default();
+        let cat = crate::skills::catalog::Catalog::new(self.commands, self.skills, prompts);
+        let names = cat.names();
+        for e in &cat.entries {
+            all.push(Candidate::new(e.name.clone(), e.description()));
+            let bare = input::resolve_with(&e.bare, &names);
+            if bare == Ok(input::Target::Custom(e.name.clone())) {
+                all.push(Candidate::new(e.bare.clone(), e.description()));
+            }
         }
         all
     }
@@ -701,6 +711,8 @@ impl Repl {
                 tools: self.agent.tools.iter().map(|t| t.name()).collect(),
                 cwd: &self.agent.cwd,
                 mcp: self.agent.mcp.as_ref().map(|m| m.manager()),
+                commands: &self.ctx.commands,
+                skills: &self.ctx.skills,
             };
             let got = self
                 .lines
@@ -733,6 +745,7 @@ impl Repl {
                 }
                 Got::Line(l) => {
                     interrupts = 0;
+                    asm.set_names(self.command_names());
                     let Fed::Done(input) = asm.feed_text(&l) else {
                         continue;
                     };
@@ -776,7 +789,8 @@ impl Repl {
                 server,
                 prompt,
                 args,
-            } => self.mcp_prompt(&server, &prompt, &args),
+            } => self.custom(&format!("mcp:{server}:{prompt}"), &args),
+            Input::Custom { name, args } => self.custom(&name, &args),
         }
         Flow::Continue
     }
@@ -1033,7 +1047,7 @@ impl Repl {
             Slash::Quit => return Flow::Quit,
             Slash::Help => {
                 let mut text = help_text();
-                text.push_str(&self.mcp_prompts_help());
+                text.push_str(&self.custom_help());
                 self.term.print(&text)
             }
             Slash::Mcp => self.mcp_command(args),
@@ -1066,6 +1080,7 @@ impl Repl {
             Slash::Compact => self.compact(),
             Slash::Export => self.export(args),
             Slash::History => self.history(args),
+            Slash::Init => self.init(args),
         }
         Flow::Continue
     }
@@ -1167,38 +1182,6 @@ impl Repl {
         }
     }
 
-    /// The MCP prompts, for `/help`.
-    fn mcp_prompts_help(&self) -> String {
-        let Some(m) = &self.agent.mcp else {
-            return String::new();
-        };
-        let prompts = m.manager().prompts();
-        if prompts.is_empty() {
-            return String::new();
-        }
-        let mut s = String::from(
-            "
-Prompts of the MCP servers (ARG=VALUE, or values in order):
-",
-        );
-        for p in prompts {
-            let args: Vec<String> = p
-                .arguments
-                .iter()
-                .map(|(n, required, _)| {
-                    if *required {
-                        n.to_uppercase()
-                    } else {
-                        format!("[{}]", n.to_uppercase())
-                    }
-                })
-                .collect();
-            let head = format!("/mcp:{}:{} {}", p.server, p.name, args.join(" "));
-            s.push_str(&format!("  {:<44} {}\n", head.trim_end(), p.description));
-        }
-        s
-    }
-
     /// `/mcp`: the servers; `/mcp add|rm ...`: for this session; `/mcp login NAME`.
     fn mcp_command(&mut self, args: &str) {
         let Some(m) = &self.agent.mcp else {
@@ -1236,76 +1219,6 @@ Prompts of the MCP servers (ARG=VALUE, or values in order):
                 "usage: /mcp | /mcp add NAME --command CMD [--args A]... | /mcp rm NAME | /mcp login NAME",
             ),
         }
-    }
-
-    /// `/mcp:SERVER:PROMPT ARGS`: the prompt's user messages, sent as the prompt.
-    fn mcp_prompt(&mut self, server: &str, prompt: &str, args: &str) {
-        let Some(m) = &self.agent.mcp else {
-            return self.term.error("this session has no MCP servers");
-        };
-        let manager = m.manager().clone();
-        manager.wait_ready(Some(app::mcp_wait()));
-        let Some(p) = manager
-            .prompts()
-            .into_iter()
-            .find(|p| p.server == server && p.name == prompt)
-        else {
-            return self.term.error(&format!(
-                "no prompt '{prompt}' on MCP server '{server}' (/help lists the MCP prompts)"
-            ));
-        };
-        let words = match crate::config::commands::split_words(args) {
-            Ok(w) => w,
-            Err(e) => return self.term.error(&e),
-        };
-        let mut values = serde_json::Map::new();
-        let mut positional = p.arguments.iter().map(|(n, ..)| n.clone());
-        for w in words {
-            match w.split_once('=') {
-                Some((k, v)) if p.arguments.iter().any(|(n, ..)| n == k) => {
-                    values.insert(k.to_string(), serde_json::json!(v));
-                }
-                _ => match positional.find(|n| !values.contains_key(n)) {
-                    Some(n) => {
-                        values.insert(n, serde_json::json!(w));
-                    }
-                    None => {
-                        return self.term.error(&format!(
-                            "/mcp:{server}:{prompt} takes no more arguments than {}",
-                            p.arguments.len()
-                        ));
-                    }
-                },
-            }
-        }
-        let missing: Vec<&str> = p
-            .arguments
-            .iter()
-            .filter(|(n, required, _)| *required && !values.contains_key(n))
-            .map(|(n, ..)| n.as_str())
-            .collect();
-        if !missing.is_empty() {
-            return self.term.error(&format!(
-                "/mcp:{server}:{prompt} needs {}",
-                missing.join(", ")
-            ));
-        }
-        let messages = match manager.get_prompt(server, prompt, values) {
-            Ok(m) => m,
-            Err(e) => return self.term.error(&e),
-        };
-        // As Go Crush: the text of the user messages.
-        let text: Vec<&str> = messages
-            .iter()
-            .filter(|m| m["role"] == "user")
-            .filter_map(|m| m["content"]["text"].as_str())
-            .collect();
-        if text.is_empty() {
-            return self.term.error(&format!(
-                "the prompt '{prompt}' of MCP server '{server}' is empty"
-            ));
-        }
-        self.prompt(&text.join("\n\n"));
     }
 
     fn model_command(&mut self) -> Result<String, String> {

@@ -1166,7 +1166,12 @@ pub fn new_id() -> Result<String> {
     ))
 }
 
-/// Creates a project data dir (mode 0700) with a `.gitignore` of `*` if it has none.
+/// What a new project data dir's `.gitignore` says: nothing of it goes into git but its
+/// `commands/` and `skills/`, which a team shares (crush(1) SKILLS AND COMMANDS).
+pub const DATA_DIR_GITIGNORE: &str = "*\n!commands/\n!commands/**\n!skills/\n!skills/**\n";
+
+/// Creates a project data dir (mode 0700) with a `.gitignore` (`DATA_DIR_GITIGNORE`) if it has
+/// none.
 pub fn ensure_data_dir(dir: &Path) -> io::Result<()> {
     crate::fsutil::private_dir(dir)?;
     let gi = dir.join(".gitignore");
@@ -1175,7 +1180,7 @@ pub fn ensure_data_dir(dir: &Path) -> io::Result<()> {
         .create_new(true)
         .open(&gi)
     {
-        Ok(mut f) => f.write_all(b"*\n"),
+        Ok(mut f) => f.write_all(DATA_DIR_GITIGNORE.as_bytes()),
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
         Err(e) => Err(e),
     }

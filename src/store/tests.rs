@@ -963,7 +963,7 @@ fn ensure_data_dir_creates_private_dir_with_gitignore() {
     assert_eq!(mode & 0o077, 0, "{mode:o}");
     assert_eq!(
         std::fs::read_to_string(dir.join(".gitignore")).unwrap(),
-        "*\n"
+        DATA_DIR_GITIGNORE
     );
     std::fs::write(dir.join(".gitignore"), "custom\n").unwrap();
     ensure_data_dir(&dir).unwrap();

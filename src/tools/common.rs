@@ -234,6 +234,21 @@ pub fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
     Ok(data)
 }
 
+/// The content of the regular file `path` as the session sees it: the editor's buffer when
+/// crush runs inside an editor that reads files (crush(1) ACP), else the disk. Either way the
+/// file must exist on disk as a regular file (`open_regular`).
+pub fn read_file(ctx: &ToolCtx, path: &Path) -> std::io::Result<Vec<u8>> {
+    let Some(files) = ctx.files else {
+        return read_regular(path);
+    };
+    open_regular(path)?;
+    match files.read(path) {
+        Some(Ok(text)) => Ok(text.into_bytes()),
+        Some(Err(e)) => Err(std::io::Error::other(format!("the editor: {e}"))),
+        None => read_regular(path),
+    }
+}
+
 /// Modification time in nanoseconds since the epoch (negative before it).
 pub fn mtime_ns(meta: &fs::Metadata) -> i64 {
     match meta.modified() {

@@ -60,7 +60,7 @@ pub fn load_for_edit(ctx: &ToolCtx, path: &Path) -> Result<String, String> {
         return Err(format!("{} is a directory", path.display()));
     }
     check_fresh(ctx, path)?;
-    read_existing(path)?.ok_or_else(|| {
+    read_existing(ctx, path)?.ok_or_else(|| {
         format!(
             "file not found: {}. To create a file, use an empty old_string or the write tool",
             path.display()
@@ -70,11 +70,11 @@ pub fn load_for_edit(ctx: &ToolCtx, path: &Path) -> Result<String, String> {
 
 /// The content a creating edit (empty old_string) replaces: None for a missing file, Some("")
 /// for an empty one; a file with content is an error.
-pub fn load_for_create(path: &Path) -> Result<Option<String>, String> {
+pub fn load_for_create(ctx: &ToolCtx, path: &Path) -> Result<Option<String>, String> {
     if path.is_dir() {
         return Err(format!("{} is a directory", path.display()));
     }
-    match read_existing(path)? {
+    match read_existing(ctx, path)? {
         Some(c) if !c.is_empty() => Err(format!(
             "file {} already exists; view it and give a non-empty old_string to change it",
             path.display()
@@ -89,7 +89,7 @@ fn plan(input: &Value, ctx: &ToolCtx) -> Result<(FileChange, usize), String> {
     let new = req_str_empty_ok(input, "new_string")?;
     let replace_all = opt_bool(input, "replace_all")?;
     if old.is_empty() {
-        let existing = load_for_create(&path)?;
+        let existing = load_for_create(ctx, &path)?;
         if new.is_empty() && existing.is_some() {
             return Err("old_string and new_string are both empty; nothing to change".to_string());
         }
@@ -211,6 +211,57 @@ mod tests {
                 .run(&json!({"file_path": rel}), &fx.ctx())
                 .out()
                 .is_error
+        );
+    }
+
+    #[test]
+    fn in_an_editor_edits_apply_to_its_buffer_and_are_written_through_it() {
+        let fx = Fixture::new();
+        let path = fx.write("a.txt", "on disk\n");
+        let editor = crate::tools::testutil::Buffers::default();
+        editor
+            .buffers
+            .lock()
+            .unwrap()
+            .insert(path.clone(), "unsaved buffer\n".into());
+        let ctx = ToolCtx {
+            files: Some(&editor),
+            ..fx.ctx()
+        };
+        let out = View.run(&json!({"file_path": "a.txt"}), &ctx).out();
+        assert!(out.content.contains("unsaved buffer"), "{}", out.content);
+        let input = json!({"file_path": "a.txt", "old_string": "unsaved", "new_string": "edited"});
+        let req = Edit.permission(&input, &ctx).unwrap().unwrap();
+        assert!(
+            req.diff
+                .unwrap()
+                .contains("-unsaved buffer\n+edited buffer")
+        );
+        let out = Edit.run(&input, &ctx).out();
+        assert!(!out.is_error, "{}", out.content);
+        let written = editor.written.lock().unwrap().clone();
+        assert_eq!(written.len(), 1);
+        assert_eq!(written[0].old.as_deref(), Some("unsaved buffer\n"));
+        assert_eq!(written[0].new, "edited buffer\n");
+        assert_eq!(
+            fx.read("a.txt"),
+            "on disk\n",
+            "the editor wrote it, not crush"
+        );
+        // Crush's own checks come first: a file missing on disk is not read from the editor.
+        let out = View.run(&json!({"file_path": "gone.txt"}), &ctx).out();
+        assert!(
+            out.is_error && out.content.contains("not found"),
+            "{}",
+            out.content
+        );
+        // An editor that cannot read the file is an error, not a silent read of the disk.
+        fx.write("b.txt", "b\n");
+        let out = View.run(&json!({"file_path": "b.txt"}), &ctx).out();
+        assert!(
+            out.is_error && out.content.contains("in the editor"),
+            "{}",
+            out.content
         );
     }
 

@@ -53,6 +53,18 @@ pub trait Diagnostics: Sync {
     fn resync(&self);
 }
 
+/// The files as the editor crush runs inside sees them (crush(1) ACP): reads see its unsaved
+/// buffers, writes land in them. The tools' own checks (regular file, size, stale read,
+/// permission, hooks) run first, on the disk and on the content crush computed.
+pub trait Files: Sync {
+    /// The text of `path` (absolute; an existing regular file) as the editor has it. None: the
+    /// editor does not read files, read the disk.
+    fn read(&self, path: &Path) -> Option<Result<String, String>>;
+    /// Writes `change` through the editor (its parent directories exist). None: the editor does
+    /// not write files, write the disk.
+    fn write(&self, change: &write::FileChange) -> Option<Result<(), String>>;
+}
+
 /// Everything a tool may use while it runs.
 pub struct ToolCtx<'a> {
     /// The session's working directory (relative paths resolve against it).
@@ -73,6 +85,35 @@ pub struct ToolCtx<'a> {
     /// A file of `export` lines the bash tool runs before each command (what SessionStart hooks
     /// wrote to `CLAUDE_ENV_FILE`, crush(1) HOOKS).
     pub env_file: Option<&'a Path>,
+    /// The editor's files when crush runs inside one (None: the disk).
+    pub files: Option<&'a dyn Files>,
+    /// The Agent Skills the model may read without asking (crush(1) SKILLS AND COMMANDS).
+    pub skills: &'a SkillFiles,
+}
+
+/// The files of the session's Agent Skills, which the view tool reads without a permission
+/// question: the skills' folders (canonical: a symbolic link inside one that leads out of it
+/// is read as the file it leads to, with the usual question), and the built-in skills' texts
+/// by their `crush://skills/...` location.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SkillFiles {
+    pub dirs: Vec<PathBuf>,
+    pub builtin: Vec<(String, &'static str)>,
+}
+
+impl SkillFiles {
+    /// Whether `path` (resolved, canonical) lies in a skill's folder.
+    pub fn contains(&self, path: &Path) -> bool {
+        self.dirs.iter().any(|d| path.starts_with(d))
+    }
+
+    /// The text of a built-in skill file, by its location.
+    pub fn builtin(&self, location: &str) -> Option<&'static str> {
+        self.builtin
+            .iter()
+            .find(|(l, _)| l == location)
+            .map(|(_, t)| *t)
+    }
 }
 
 /// A permission a call needs before it may run.

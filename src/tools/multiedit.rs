@@ -31,7 +31,7 @@ fn plan(input: &Value, ctx: &ToolCtx) -> Result<(FileChange, usize), String> {
 
     let creating = parsed[0].0.is_empty();
     let (original, mut content) = if creating {
-        let existing = load_for_create(&path)?;
+        let existing = load_for_create(ctx, &path)?;
         (existing, parsed[0].1.to_string())
     } else {
         let c = load_for_edit(ctx, &path)?;

@@ -1,6 +1,7 @@
 //! Test helpers: a temporary project directory, an in-memory read tracker and a context.
 
-use super::{ReadTracker, ToolCtx, ToolOutput};
+use super::write::FileChange;
+use super::{Files, ReadTracker, ToolCtx, ToolOutput};
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -20,11 +21,37 @@ impl ReadTracker for MapTracker {
     }
 }
 
+/// An editor's buffers: reads see `buffers` (a path it has no buffer of is an error), writes
+/// are recorded and land in `buffers`, never on disk.
+#[derive(Default)]
+pub struct Buffers {
+    pub buffers: Mutex<HashMap<PathBuf, String>>,
+    pub written: Mutex<Vec<FileChange>>,
+}
+
+impl Files for Buffers {
+    fn read(&self, path: &Path) -> Option<Result<String, String>> {
+        let b = self.buffers.lock().unwrap();
+        Some(
+            b.get(path)
+                .cloned()
+                .ok_or_else(|| "no such buffer".to_string()),
+        )
+    }
+    fn write(&self, change: &FileChange) -> Option<Result<(), String>> {
+        self.written.lock().unwrap().push(change.clone());
+        let mut b = self.buffers.lock().unwrap();
+        b.insert(change.path.clone(), change.new.clone());
+        Some(Ok(()))
+    }
+}
+
 pub struct Fixture {
     _dir: tempfile::TempDir,
     root: PathBuf,
     pub reads: MapTracker,
     pub cancel: Arc<AtomicBool>,
+    pub skills: super::SkillFiles,
 }
 
 impl Fixture {
@@ -36,6 +63,7 @@ impl Fixture {
             root,
             reads: MapTracker::default(),
             cancel: Arc::new(AtomicBool::new(false)),
+            skills: super::SkillFiles::default(),
         }
     }
 
@@ -109,9 +137,16 @@ impl Fixture {
             diagnostics: None,
             shell_env_allow: &[],
             env_file: None,
+            files: None,
+            skills: &self.skills,
         }
     }
 }
+
+static NO_SKILLS: super::SkillFiles = super::SkillFiles {
+    dirs: Vec::new(),
+    builtin: Vec::new(),
+};
 
 /// Runs `f` with a fresh context for the project `root` on a thread, and fails the test when it
 /// takes longer than `secs` (a read that blocks forever would otherwise hang the test run).
@@ -133,6 +168,8 @@ pub fn within<T: Send + 'static>(
             diagnostics: None,
             shell_env_allow: &[],
             env_file: None,
+            files: None,
+            skills: &NO_SKILLS,
         };
         let _ = tx.send(f(&ctx));
     });

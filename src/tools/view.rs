@@ -86,9 +86,14 @@ impl Tool for View {
         input: &Value,
         ctx: &ToolCtx,
     ) -> Result<Option<PermissionRequest>, String> {
-        let path = resolve(ctx, req_str(input, "file_path")?);
+        let raw = req_str(input, "file_path")?;
+        let path = resolve(ctx, raw);
         opt_u64(input, "offset")?;
         opt_u64(input, "limit")?;
+        // A skill's files are read without asking (crush(1) SKILLS AND COMMANDS).
+        if raw.starts_with(BUILTIN_SKILLS) || ctx.skills.contains(&path) {
+            return Ok(None);
+        }
         Ok(outside_project_permission(
             ctx,
             self.name(),
@@ -103,10 +108,50 @@ impl Tool for View {
     }
 }
 
+/// Where the built-in skills are (their texts are in the binary).
+pub const BUILTIN_SKILLS: &str = "crush://skills/";
+
+/// `lines[offset..end]` numbered as view shows them.
+fn numbered(lines: &[&str], offset: usize, end: usize) -> String {
+    let mut out = String::new();
+    for (i, line) in lines[offset..end].iter().enumerate() {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        out.push_str(&format!(
+            "{:>6}|{}\n",
+            offset + i + 1,
+            truncate_line(line, MAX_LINE_CHARS)
+        ));
+    }
+    out
+}
+
+/// A built-in skill's file, whole.
+fn builtin_skill(raw: &str, ctx: &ToolCtx) -> Result<ToolOutput, String> {
+    let Some(text) = ctx.skills.builtin(raw) else {
+        let known: Vec<&str> = ctx.skills.builtin.iter().map(|(l, _)| l.as_str()).collect();
+        return Err(format!(
+            "no built-in skill file {raw}; the built-in skills are: {}",
+            known.join(", ")
+        ));
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    Ok(ToolOutput {
+        content: format!("<file>\n{}</file>\n", numbered(&lines, 0, lines.len())),
+        metadata: json!({"file_path": raw, "lines": lines.len(), "total_lines": lines.len()}),
+        ..Default::default()
+    })
+}
+
 fn view(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, String> {
-    let path = resolve(ctx, req_str(input, "file_path")?);
+    let raw = req_str(input, "file_path")?;
+    if raw.starts_with(BUILTIN_SKILLS) {
+        return builtin_skill(raw, ctx);
+    }
+    let path = resolve(ctx, raw);
     let offset = opt_u64(input, "offset")?.unwrap_or(0) as usize;
     let limit = match opt_u64(input, "limit")? {
+        // A skill's file is read whole (it is at most MAX_FILE_BYTES).
+        Some(0) | None if ctx.skills.contains(&path) => u64::MAX,
         Some(0) | None => DEFAULT_LIMIT,
         Some(l) => l,
     } as usize;
@@ -154,6 +199,20 @@ fn view(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, String> {
              part, or bash with head/sed to read a section"
         ));
     }
+    if let Some(files) = ctx.files
+        && let Some(text) = files.read(&path)
+    {
+        // The editor's buffer, unsaved changes included, under the same limits as the disk.
+        data = text
+            .map_err(|e| format!("cannot read {} in the editor: {e}", path.display()))?
+            .into_bytes();
+        if data.len() as u64 > MAX_FILE_BYTES {
+            return Err(format!(
+                "file is too large (more than {MAX_FILE_BYTES} bytes in the editor). Use grep to \
+                 find the relevant part, or bash with head/sed to read a section"
+            ));
+        }
+    }
     if looks_binary(&data) {
         return Err(format!(
             "{} looks like a binary file; view only reads text files",
@@ -171,14 +230,7 @@ fn view(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, String> {
     let end = offset.saturating_add(limit).min(total);
     let shown = &lines[offset.min(end)..end];
     let mut out = String::from("<file>\n");
-    for (i, line) in lines[offset..end].iter().enumerate() {
-        let line = line.strip_suffix('\r').unwrap_or(line);
-        out.push_str(&format!(
-            "{:>6}|{}\n",
-            offset + i + 1,
-            truncate_line(line, MAX_LINE_CHARS)
-        ));
-    }
+    out.push_str(&numbered(&lines, offset, end));
     if total == 0 {
         out.push_str("(empty file)\n");
     }

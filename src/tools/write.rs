@@ -3,14 +3,14 @@
 
 use super::ToolError;
 use super::common::{
-    check_fresh, display_path, read_regular, record_current, req_str, req_str_empty_ok, resolve,
-    with_diagnostics,
+    check_fresh, display_path, read_file, read_regular, record_current, req_str, req_str_empty_ok,
+    resolve, with_diagnostics,
 };
 use super::diff::{self, Diff};
 use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
 use serde_json::{Value, json};
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub struct Write;
 
@@ -48,29 +48,56 @@ impl FileChange {
     }
 
     /// Writes the new content (creating parent directories) and records the new modification
-    /// time as read, so further edits need no new view.
+    /// time as read, so further edits need no new view. Inside an editor that writes files, the
+    /// content goes through it.
     pub fn apply(&self, ctx: &ToolCtx) -> Result<Diff, String> {
+        self.write(ctx, ctx.files)
+    }
+
+    /// [`apply`](Self::apply) to the disk whatever the editor offers: for a change computed on
+    /// the disk's content (what a language server was sent).
+    pub fn apply_on_disk(&self, ctx: &ToolCtx) -> Result<Diff, String> {
+        self.write(ctx, None)
+    }
+
+    fn write(&self, ctx: &ToolCtx, files: Option<&dyn super::Files>) -> Result<Diff, String> {
         let d = self.diff(ctx);
         if let Some(parent) = self.path.parent() {
             fs::create_dir_all(parent)
                 .map_err(|e| format!("cannot create directory {}: {e}", parent.display()))?;
         }
-        fs::write(&self.path, &self.new)
-            .map_err(|e| format!("cannot write {}: {e}", self.path.display()))?;
+        match files.and_then(|f| f.write(self)) {
+            Some(written) => written
+                .map_err(|e| format!("cannot write {} in the editor: {e}", self.path.display()))?,
+            None => fs::write(&self.path, &self.new)
+                .map_err(|e| format!("cannot write {}: {e}", self.path.display()))?,
+        }
         record_current(ctx, &self.path);
         Ok(d)
     }
 }
 
-/// Reads the current content of a file that must be text (None when it does not exist).
-pub fn read_existing(path: &std::path::Path) -> Result<Option<String>, String> {
-    match read_regular(path) {
+/// A file's bytes as text (None when it does not exist).
+fn text_or_none(read: std::io::Result<Vec<u8>>, path: &Path) -> Result<Option<String>, String> {
+    match read {
         Ok(bytes) => String::from_utf8(bytes)
             .map(Some)
             .map_err(|_| format!("{} is not valid UTF-8 text", path.display())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(format!("cannot read {}: {e}", path.display())),
     }
+}
+
+/// Reads the current content of a file that must be text (None when it does not exist), as the
+/// session sees it: an editor's buffer inside one (`read_file`).
+pub fn read_existing(ctx: &ToolCtx, path: &Path) -> Result<Option<String>, String> {
+    text_or_none(read_file(ctx, path), path)
+}
+
+/// [`read_existing`] from the disk whatever the editor offers (what a language server was
+/// sent).
+pub fn read_existing_on_disk(path: &Path) -> Result<Option<String>, String> {
+    text_or_none(read_regular(path), path)
 }
 
 fn plan(input: &Value, ctx: &ToolCtx) -> Result<FileChange, String> {
@@ -80,7 +107,7 @@ fn plan(input: &Value, ctx: &ToolCtx) -> Result<FileChange, String> {
         return Err(format!("{} is a directory", path.display()));
     }
     check_fresh(ctx, &path)?;
-    let old = match read_regular(&path) {
+    let old = match read_file(ctx, &path) {
         Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(format!("cannot read {}: {e}", path.display())),

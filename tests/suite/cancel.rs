@@ -2,9 +2,10 @@
 //! process groups, start nothing more, save what the session has, and exit 130, 143 or 129;
 //! `crush run`'s stdout holds what the session stores.
 
+use crate::support::env::collect;
 use crate::support::{Dialect, FakeServer, Fault, Output, Reply, TestEnv};
 use serde_json::{Value, json};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::Path;
 use std::process::{Child, ChildStdin, Stdio};
 use std::sync::{Arc, Mutex};
@@ -16,21 +17,6 @@ struct Running {
     stdin: Option<ChildStdin>,
     stdout: Arc<Mutex<Vec<u8>>>,
     stderr: Arc<Mutex<Vec<u8>>>,
-}
-
-fn collect(mut pipe: impl Read + Send + 'static) -> Arc<Mutex<Vec<u8>>> {
-    let buf = Arc::new(Mutex::new(Vec::new()));
-    let b = buf.clone();
-    std::thread::spawn(move || {
-        let mut chunk = [0u8; 4096];
-        while let Ok(n) = pipe.read(&mut chunk) {
-            if n == 0 {
-                break;
-            }
-            b.lock().unwrap().extend_from_slice(&chunk[..n]);
-        }
-    });
-    buf
 }
 
 fn text(b: &Arc<Mutex<Vec<u8>>>) -> String {
@@ -83,27 +69,16 @@ impl Running {
     /// Waits for the exit. Within the test's time limit: a crush that went on waiting for a
     /// hook's or command's 600 s is a failure, not a slow pass.
     fn finish(mut self) -> Output {
-        let deadline = Instant::now() + crate::support::RUN_TIMEOUT;
-        let status = loop {
-            if let Some(s) = self.child.try_wait().unwrap() {
-                break s;
-            }
-            if Instant::now() > deadline {
-                let _ = self.child.kill();
-                panic!(
-                    "crush did not stop after the signal\n--- stderr ---\n{}",
-                    text(&self.stderr)
-                );
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
+        let stderr = self.stderr.clone();
+        let code = crate::support::env::wait_exit(
+            &mut self.child,
+            "crush did not stop after the signal",
+            || text(&stderr),
+        );
         drop(self.stdin.take());
         std::thread::sleep(Duration::from_millis(100));
-        use std::os::unix::process::ExitStatusExt;
         Output {
-            code: status
-                .code()
-                .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)),
+            code,
             stdout: text(&self.stdout),
             stderr: text(&self.stderr),
         }
@@ -130,16 +105,7 @@ fn stored_parts(env: &TestEnv) -> Vec<Value> {
     let list = env.run(&["sessions", "list", "--json"], None);
     list.assert_success();
     let sessions: Value = serde_json::from_str(&list.stdout).unwrap();
-    let id = sessions[0]["id"].as_str().unwrap().to_string();
-    let show = env.run(&["sessions", "show", &id, "--json"], None);
-    show.assert_success();
-    let s: Value = serde_json::from_str(&show.stdout).unwrap();
-    s["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|m| m["parts"].as_array().cloned().unwrap_or_default())
-        .collect()
+    env.stored_parts(sessions[0]["id"].as_str().unwrap())
 }
 
 fn tool_results(env: &TestEnv) -> Vec<String> {

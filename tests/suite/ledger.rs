@@ -818,6 +818,7 @@ fn a_history_refused_as_too_long_is_summarized_shortened_and_the_request_carried
                 "invalid_request_error",
                 "This model's maximum context length is 8192 tokens.",
             ),
+            Dialect::Bedrock => unreachable!("the test runs the two SSE dialects"),
             _ => Reply::api_error(
                 400,
                 "invalid_request_error",

@@ -898,6 +898,35 @@ fn repl_prompts_of_servers_are_slash_commands() {
 }
 
 #[test]
+fn crush_run_sends_a_prompt_of_a_server_by_full_or_bare_name() {
+    let server = FakeServer::with_script(vec![Reply::text("one"), Reply::text("two")]);
+    let s = stdio(
+        &server,
+        Dialect::OpenAi,
+        json!({"prompts": [{"name": "review", "description": "Review a file",
+            "arguments": [{"name": "file", "required": true}, {"name": "focus"}],
+            "template": "Review {file} for {focus}"}]}),
+        json!({}),
+    );
+    s.env
+        .run(&["run", "/mcp:t:review", "main.rs", "focus=bugs"], None)
+        .assert_success();
+    let texts = |i: usize| server.request(i).user_texts();
+    assert_eq!(texts(0), vec!["Review main.rs for bugs".to_string()]);
+    s.env
+        .run(&["run", "/review lib.rs speed"], None)
+        .assert_success();
+    assert_eq!(texts(1), vec!["Review lib.rs for speed".to_string()]);
+    let out = s.env.run(&["run", "/review"], None);
+    out.assert_code(2);
+    assert!(
+        out.stderr.contains("/mcp:t:review needs file"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
 fn repl_mcp_add_and_rm_change_the_running_session() {
     let server = FakeServer::with_script(vec![
         Reply::text("no tools yet"),

@@ -1,6 +1,8 @@
 //! Integration test modules. Add one `mod` line per file.
 
+mod acp;
 mod at_rest;
+mod bedrock;
 mod cancel;
 mod catalog;
 mod claude_hooks;
@@ -18,5 +20,6 @@ mod providers;
 mod repl;
 mod run;
 mod shell;
+mod skills;
 mod static_bin;
 mod trust;

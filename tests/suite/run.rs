@@ -264,7 +264,7 @@ fn session_is_stored_listed_and_continued() {
     assert!(env.project().join(".crush/crush.db").exists());
     assert_eq!(
         std::fs::read_to_string(env.project().join(".crush/.gitignore")).unwrap(),
-        "*\n"
+        "*\n!commands/\n!commands/**\n!skills/\n!skills/**\n"
     );
     let projects = std::fs::read_to_string(env.data_dir().join("projects.json")).unwrap();
     assert!(projects.contains("\"projects\""), "{projects}");

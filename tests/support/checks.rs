@@ -36,6 +36,8 @@ pub fn check_request(
             h.insert("anthropic-version".into(), "in the body".into());
             check_anthropic(&h, &b, &mut v);
         }
+        // Checked with its signature (`bedrock::check`).
+        Dialect::Bedrock => {}
     }
     v
 }

@@ -185,6 +185,7 @@ impl TestEnv {
             Dialect::Gemini => ("google", server.url()),
             Dialect::Responses => ("openai", server.openai_base_url()),
             Dialect::AnthropicVertex => ("google-vertex", server.vertex_base_url()),
+            Dialect::Bedrock => ("bedrock", server.url()),
         };
         let mut cfg = json!({
             "providers": {"fake": {
@@ -254,6 +255,20 @@ impl TestEnv {
         run_command(cmd, None, RUN_TIMEOUT)
     }
 
+    /// Every stored part of session `id` (`crush sessions show ID --json`), in order.
+    pub fn stored_parts(&self, id: &str) -> Vec<Value> {
+        let show = self.run(&["sessions", "show", id, "--json"], None);
+        show.assert_success();
+        let s: Value = serde_json::from_str(&show.stdout).expect("sessions show --json");
+        s["messages"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .flat_map(|m| m["parts"].as_array().cloned().unwrap_or_default())
+            .collect()
+    }
+
     /// Runs `crush ARGS` with `stdin` (closed if `None`), killed after [`RUN_TIMEOUT`].
     pub fn run(&self, args: &[&str], stdin: Option<&str>) -> Output {
         let mut cmd = self.crush();
@@ -277,6 +292,44 @@ pub fn interrupt(child: &mut std::process::Child, deadline: Instant) -> std::pro
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// Collects what `pipe` carries, on a thread of its own, as it comes.
+pub fn collect(mut pipe: impl Read + Send + 'static) -> Arc<Mutex<Vec<u8>>> {
+    let buf = Arc::new(Mutex::new(Vec::new()));
+    let b = buf.clone();
+    std::thread::spawn(move || {
+        let mut chunk = [0u8; 4096];
+        while let Ok(n) = pipe.read(&mut chunk) {
+            if n == 0 {
+                break;
+            }
+            b.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .extend_from_slice(&chunk[..n]);
+        }
+    });
+    buf
+}
+
+/// Waits for `child` to exit and returns its code (`128 + signal` if a signal killed it). Past
+/// [`RUN_TIMEOUT`] it is killed and the test fails with `what` and what `output` says: a crush
+/// that goes on waiting is a failure, not a slow pass.
+pub fn wait_exit(child: &mut std::process::Child, what: &str, output: impl Fn() -> String) -> i32 {
+    let deadline = Instant::now() + RUN_TIMEOUT;
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait for crush") {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("{what}\n--- stderr ---\n{}", output());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    status
+        .code()
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
 }
 
 /// Runs `cmd` to completion with `stdin`, in its own process group. Past `timeout` the whole

@@ -179,10 +179,7 @@ pub fn write_plan(w: &mut impl Write, plan: &Plan, chunked: bool) -> io::Result<
         let len: usize = plan
             .steps
             .iter()
-            .map(|s| match s {
-                Step::Write(s) => s.len(),
-                Step::Sleep(_) => 0,
-            })
+            .map(|s| s.bytes().map_or(0, <[u8]>::len))
             .sum();
         head.push_str(&format!("content-length: {len}\r\n"));
     }
@@ -190,17 +187,23 @@ pub fn write_plan(w: &mut impl Write, plan: &Plan, chunked: bool) -> io::Result<
     w.write_all(head.as_bytes())?;
     w.flush()?;
     for step in &plan.steps {
-        match step {
-            Step::Write(s) if s.is_empty() => {}
-            Step::Write(s) if chunked => {
-                w.write_all(format!("{:x}\r\n{s}\r\n", s.len()).as_bytes())?;
+        match step.bytes() {
+            Some([]) => {}
+            Some(b) if chunked => {
+                w.write_all(format!("{:x}\r\n", b.len()).as_bytes())?;
+                w.write_all(b)?;
+                w.write_all(b"\r\n")?;
                 w.flush()?;
             }
-            Step::Write(s) => {
-                w.write_all(s.as_bytes())?;
+            Some(b) => {
+                w.write_all(b)?;
                 w.flush()?;
             }
-            Step::Sleep(d) => std::thread::sleep(*d),
+            None => {
+                if let Step::Sleep(d) = step {
+                    std::thread::sleep(*d);
+                }
+            }
         }
     }
     if chunked && plan.complete {

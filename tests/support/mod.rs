@@ -16,6 +16,7 @@
 
 #![allow(dead_code)]
 
+pub mod bedrock;
 pub mod checks;
 pub mod env;
 pub mod http;
@@ -23,6 +24,15 @@ pub mod lsp;
 pub mod mcp;
 pub mod reply;
 pub mod server;
+// The crate's own SHA-256, SigV4 and event-stream code (each checked against published vectors
+// by its unit tests): the fake server signs-checks and frames with them.
+#[path = "../../src/aws/eventstream.rs"]
+pub mod eventstream;
+#[path = "../../src/sha256.rs"]
+#[allow(unused_imports)]
+pub mod sha256;
+#[path = "../../src/aws/sigv4.rs"]
+pub mod sigv4;
 
 #[allow(unused_imports)]
 pub use env::{Output, RUN_TIMEOUT, TestEnv};

@@ -20,6 +20,8 @@ pub enum Dialect {
     /// `POST …/publishers/anthropic/models/MODEL:streamRawPredict` (Anthropic on Vertex AI):
     /// answered as Anthropic.
     AnthropicVertex,
+    /// `POST …/model/{model id}/invoke-with-response-stream` (Amazon Bedrock's event stream).
+    Bedrock,
 }
 
 impl Dialect {
@@ -36,6 +38,8 @@ impl Dialect {
             Some(Dialect::Responses)
         } else if path.ends_with(":streamRawPredict") {
             Some(Dialect::AnthropicVertex)
+        } else if path.contains("/model/") && path.ends_with("/invoke-with-response-stream") {
+            Some(Dialect::Bedrock)
         } else {
             None
         }
@@ -337,7 +341,20 @@ pub struct Plan {
 #[derive(Debug)]
 pub enum Step {
     Write(String),
+    /// Binary body bytes (Bedrock's event stream).
+    Bytes(Vec<u8>),
     Sleep(Duration),
+}
+
+impl Step {
+    /// The bytes this step writes (None: a pause).
+    pub fn bytes(&self) -> Option<&[u8]> {
+        match self {
+            Step::Write(s) => Some(s.as_bytes()),
+            Step::Bytes(b) => Some(b),
+            Step::Sleep(_) => None,
+        }
+    }
 }
 
 /// Ids the rendering uses, unique per request.
@@ -362,7 +379,11 @@ impl Reply {
                         "fake server: stream reply on a non-model path",
                     );
                 };
-                common.push(("content-type".into(), "text/event-stream".into()));
+                let ct = match dialect {
+                    Dialect::Bedrock => "application/vnd.amazon.eventstream",
+                    _ => "text/event-stream",
+                };
+                common.push(("content-type".into(), ct.into()));
                 common.push(("cache-control".into(), "no-cache".into()));
                 common.extend(headers.iter().cloned());
                 let (steps, complete) = match dialect {
@@ -371,6 +392,9 @@ impl Reply {
                     Dialect::Gemini => steps_for(stream, gemini_events(stream), dialect, ids),
                     Dialect::Responses => {
                         steps_for(stream, responses_events(stream, ids), dialect, ids)
+                    }
+                    Dialect::Bedrock => {
+                        super::bedrock::steps(stream, anthropic_events(stream, ids))
                     }
                 };
                 Plan {
@@ -403,6 +427,14 @@ impl Reply {
                     }
                     Some(Dialect::Gemini) => json!({"error": {"code": status, "message": message,
                         "status": kind}}),
+                    Some(Dialect::Bedrock) => {
+                        common.push((
+                            "x-amzn-errortype".into(),
+                            format!("{kind}:http://internal.amazon.com/coral/com.amazon.bedrock/"),
+                        ));
+                        common.push(("x-amzn-requestid".into(), request_id.clone()));
+                        json!({"message": message})
+                    }
                     _ => json!({"type": "error", "error": {"type": kind, "message": message},
                         "request_id": request_id}),
                 };
@@ -457,11 +489,11 @@ pub fn pieces(s: &str, n: usize) -> Vec<String> {
 }
 
 /// An event list with the index where the "tail" (closing events) starts.
-struct Events {
-    events: Vec<String>,
+pub struct Events {
+    pub events: Vec<String>,
     /// Index of the last argument delta of the last tool call, if any.
-    last_args_piece: Option<usize>,
-    tail: usize,
+    pub last_args_piece: Option<usize>,
+    pub tail: usize,
 }
 
 fn sse_event(name: &str, data: &Value) -> String {
@@ -478,7 +510,7 @@ fn tool_id(call: &ToolCall, prefix: &str, ids: &Ids, i: usize) -> String {
         .unwrap_or_else(|| format!("{prefix}_fake_{}_{i}", ids.request))
 }
 
-fn anthropic_events(s: &Stream, ids: &Ids) -> Events {
+pub fn anthropic_events(s: &Stream, ids: &Ids) -> Events {
     let u = s.usage.unwrap_or(Usage::new(0, 0, 0, 0));
     let mut ev = vec![sse_event(
         "message_start",
@@ -810,6 +842,7 @@ fn steps_for(s: &Stream, e: Events, dialect: Dialect, ids: &Ids) -> (Vec<Step>, 
                 Dialect::Gemini => "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"cu".to_owned(),
                 Dialect::Responses => "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"output_index\":0,\"de".to_owned(),
                 Dialect::OpenAi => format!("data: {{\"id\":\"chatcmpl-fake-{}\",\"object\":\"chat.completion.chunk\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"cu", ids.request),
+                Dialect::Bedrock => unreachable!("Bedrock frames its own events"),
             });
             (write(events), false)
         }
@@ -849,6 +882,7 @@ fn steps_for(s: &Stream, e: Events, dialect: Dialect, ids: &Ids) -> (Vec<Step>, 
                         "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "error"}]})));
                     events.push("data: [DONE]\n\n".to_owned());
                 }
+                Dialect::Bedrock => unreachable!("Bedrock frames its own events"),
             }
             (write(events), true)
         }

@@ -92,7 +92,7 @@ impl Recorded {
     /// OpenAI system/developer messages).
     pub fn system_text(&self) -> String {
         match self.dialect {
-            Some(Dialect::Anthropic | Dialect::AnthropicVertex) => {
+            Some(Dialect::Anthropic | Dialect::AnthropicVertex | Dialect::Bedrock) => {
                 content_text(&self.body["system"])
             }
             Some(Dialect::Gemini) => self.body["systemInstruction"]["parts"]
@@ -213,6 +213,8 @@ struct State {
     /// Opt-outs of the check made on drop (see [`FakeServer::expect_violations`]).
     violations_expected: bool,
     exhaustion_expected: bool,
+    /// How Bedrock requests must be signed (None: not checked).
+    bedrock_auth: Option<super::bedrock::Auth>,
 }
 
 struct Shared {
@@ -433,6 +435,13 @@ impl FakeServer {
         self
     }
 
+    /// Bedrock requests must carry this authorization (a SigV4 signature is recomputed from the
+    /// request as it arrived); anything else is a protocol violation.
+    pub fn expect_bedrock_auth(&self, auth: super::bedrock::Auth) -> &Self {
+        lock(&self.shared.state).bedrock_auth = Some(auth);
+        self
+    }
+
     /// For tests of the exhaustion answer: model requests finding the script empty do not fail
     /// the test on drop.
     pub fn expect_exhaustion(&self) -> &Self {
@@ -555,6 +564,16 @@ fn handle(conn: TcpStream, shared: &Shared) {
         source: Source::Script,
     };
     let problems = match dialect {
+        Some(Dialect::Bedrock) => {
+            let auth = lock(&shared.state).bedrock_auth.clone();
+            super::bedrock::check(
+                &rec.method,
+                &rec.path,
+                &rec.headers,
+                &req.body,
+                auth.as_ref(),
+            )
+        }
         Some(d) if rec.body.is_null() => vec![format!(
             "{d:?} request body is not JSON: {:?}",
             rec.body_text.chars().take(200).collect::<String>()

@@ -6,7 +6,7 @@
 use super::{Lsp, ask_about_symbol, non_empty};
 use crate::lsp::text;
 use crate::tools::common::{inside_project, mtime_ns, opt_str, record_current, req_str, resolve};
-use crate::tools::write::{FileChange, read_existing};
+use crate::tools::write::{FileChange, read_existing_on_disk};
 use crate::tools::{PermissionRequest, Tool, ToolCtx, ToolError, ToolOutput};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -70,7 +70,7 @@ fn fresh_if_read(ctx: &ToolCtx, path: &Path) -> Result<(), String> {
 fn apply_all(changes: &[FileChange], ctx: &ToolCtx) -> Result<(usize, usize), String> {
     let (mut add, mut del) = (0, 0);
     for (i, ch) in changes.iter().enumerate() {
-        match ch.apply(ctx) {
+        match ch.apply_on_disk(ctx) {
             Ok(d) => {
                 add += d.additions;
                 del += d.removals;
@@ -126,7 +126,7 @@ impl Rename {
                 ));
             }
             fresh_if_read(ctx, &path)?;
-            let old = read_existing(&path)?
+            let old = read_existing_on_disk(&path)?
                 .ok_or_else(|| format!("the rename names a missing file: {}", path.display()))?;
             let new = text::apply_edits(&old, &file_edits, client.encoding())
                 .map_err(|e| format!("cannot apply the edit to {}: {e}", path.display()))?;
@@ -277,8 +277,8 @@ impl ReplaceSymbol {
             return Err(format!("replacement is required for action '{action}'"));
         }
         fresh_if_read(ctx, &path)?;
-        let content =
-            read_existing(&path)?.ok_or_else(|| format!("file not found: {}", path.display()))?;
+        let content = read_existing_on_disk(&path)?
+            .ok_or_else(|| format!("file not found: {}", path.display()))?;
         let m = self.0.manager();
         let c = m.client_for(&path, &ctx.cancel)?;
         if !c.supports("documentSymbolProvider", "textDocument/documentSymbol") {
@@ -382,7 +382,7 @@ impl Tool for ReplaceSymbol {
 
     fn run(&self, input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
         let plan = self.plan(input, ctx)?;
-        let d = plan.change.apply(ctx)?;
+        let d = plan.change.apply_on_disk(ctx)?;
         let mut content = plan.summary;
         content.push('\n');
         content.push_str(

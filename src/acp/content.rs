@@ -1,0 +1,804 @@
+//! What crush's values look like in ACP: a prompt's content blocks as the prompt text and its
+//! attachments, tool calls as `tool_call` updates (kind, title, locations, content, diffs), a
+//! stored session as the updates that replay it, and the `todos` tool's list as a plan.
+
+use crate::llm::{Part, Role};
+use crate::mcp::{ServerSpec, TransportSpec};
+use crate::store::StoredMessage;
+use crate::tools::common::{resolve_in, truncate_middle};
+use crate::tools::write::FileChange;
+use serde_json::{Map, Value, json};
+use std::path::{Path, PathBuf};
+
+/// A tool result longer than this is cut in the middle before it is shown in the editor (the
+/// model and the store have it whole).
+const SHOWN_RESULT: usize = 64 * 1024;
+
+/// ACP's kind of a tool, for the editor's icon.
+pub fn tool_kind(name: &str) -> &'static str {
+    match name {
+        "view" => "read",
+        "edit" | "multiedit" | "write" => "edit",
+        "ls" | "glob" | "grep" => "search",
+        "bash" => "execute",
+        "fetch" => "fetch",
+        "agent" | "todos" => "think",
+        _ => "other",
+    }
+}
+
+fn str_arg<'a>(input: &'a Value, key: &str) -> Option<&'a str> {
+    input
+        .get(key)
+        .and_then(Value::as_str)
+        .filter(|s| !s.trim().is_empty())
+}
+
+/// The first line of `s`, at most `max` characters, marked when cut.
+fn first_line(s: &str, max: usize) -> String {
+    let line = s.trim().lines().next().unwrap_or("");
+    let short: String = line.chars().take(max).collect();
+    if short.len() < s.trim().len() {
+        format!("{short}…")
+    } else {
+        short
+    }
+}
+
+/// `path` as the user reads it: relative to `cwd` when inside it.
+fn shown_path(cwd: &Path, raw: &str) -> String {
+    let p = resolve_in(cwd, raw);
+    let base = resolve_in(cwd, ".");
+    match p.strip_prefix(&base) {
+        Ok(rel) if !rel.as_os_str().is_empty() => rel.display().to_string(),
+        _ => p.display().to_string(),
+    }
+}
+
+/// The one line that names a call in the editor.
+pub fn tool_title(name: &str, input: &Value, cwd: &Path) -> String {
+    let path = |k: &str| str_arg(input, k).map(|p| shown_path(cwd, p));
+    let within = |k: &str| path(k).map(|p| format!(" in {p}")).unwrap_or_default();
+    match name {
+        "bash" => str_arg(input, "command")
+            .map(|c| first_line(c, 120))
+            .unwrap_or_else(|| "bash".into()),
+        "view" => match path("file_path") {
+            Some(p) => format!("Read {p}"),
+            None => "Read".into(),
+        },
+        "write" => format!("Write {}", path("file_path").unwrap_or_default()),
+        "edit" | "multiedit" => format!("Edit {}", path("file_path").unwrap_or_default()),
+        "ls" => format!("List {}", path("path").unwrap_or_else(|| ".".into())),
+        "glob" => format!(
+            "Find {}{}",
+            str_arg(input, "pattern").unwrap_or(""),
+            within("path")
+        ),
+        "grep" => format!(
+            "Search for {}{}",
+            first_line(str_arg(input, "pattern").unwrap_or(""), 80),
+            within("path")
+        ),
+        "fetch" => format!("Fetch {}", str_arg(input, "url").unwrap_or("")),
+        "agent" => format!(
+            "Sub-agent: {}",
+            first_line(str_arg(input, "prompt").unwrap_or(""), 80)
+        ),
+        "todos" => "Update the plan".into(),
+        other => other.to_string(),
+    }
+    .trim_end()
+    .to_string()
+}
+
+/// The files a call reads or changes (absolute), with the line it starts at when known.
+pub fn tool_locations(name: &str, input: &Value, cwd: &Path) -> Vec<Value> {
+    let key = match name {
+        "view" | "write" | "edit" | "multiedit" => "file_path",
+        "ls" | "glob" | "grep" => "path",
+        _ => return Vec::new(),
+    };
+    let Some(raw) = str_arg(input, key) else {
+        return Vec::new();
+    };
+    let mut loc = json!({"path": resolve_in(cwd, raw).display().to_string()});
+    if name == "view"
+        && let Some(offset) = input.get("offset").and_then(Value::as_u64)
+    {
+        loc["line"] = json!(offset + 1);
+    }
+    vec![loc]
+}
+
+/// The `tool_call` update that announces a call.
+pub fn tool_call(id: &str, name: &str, input: &Value, cwd: &Path, status: &str) -> Value {
+    json!({
+        "sessionUpdate": "tool_call",
+        "toolCallId": id,
+        "title": tool_title(name, input, cwd),
+        "kind": tool_kind(name),
+        "status": status,
+        "locations": tool_locations(name, input, cwd),
+        "rawInput": input,
+    })
+}
+
+/// `text` in a Markdown code block whose fence no line of it can close.
+pub fn fenced(text: &str, lang: &str) -> String {
+    let mut longest = 0;
+    let mut run = 0;
+    for c in text.chars() {
+        if c == '`' {
+            run += 1;
+            longest = longest.max(run);
+        } else {
+            run = 0;
+        }
+    }
+    let fence = "`".repeat(longest.max(2) + 1);
+    let body = text.strip_suffix('\n').unwrap_or(text);
+    format!("{fence}{lang}\n{body}\n{fence}")
+}
+
+/// A text content block of a tool call.
+pub fn text_content(text: &str) -> Value {
+    json!({"type": "content", "content": {"type": "text", "text": text}})
+}
+
+/// What the editor shows of a finished call: the diffs of the files it changed (the content
+/// crush wrote), else its result (cut when long; in a code block but for a sub-agent's prose).
+pub fn result_content(name: &str, content: &str, changes: &[FileChange]) -> Vec<Value> {
+    if !changes.is_empty() {
+        return changes
+            .iter()
+            .map(|c| {
+                json!({"type": "diff", "path": c.path.display().to_string(),
+                    "oldText": c.old, "newText": c.new})
+            })
+            .collect();
+    }
+    if content.trim().is_empty() {
+        return Vec::new();
+    }
+    let shown = truncate_middle(content, SHOWN_RESULT, 0);
+    let text = if name == "agent" {
+        shown
+    } else {
+        fenced(&shown, "")
+    };
+    vec![text_content(&text)]
+}
+
+/// The `todos` tool's list as the editor's plan; None for any other call, or one that failed.
+pub fn plan(name: &str, input: &Value, is_error: bool) -> Option<Value> {
+    if name != "todos" || is_error {
+        return None;
+    }
+    // Some models send the array as a JSON string; the tool takes that too.
+    let list = match input.get("todos")? {
+        Value::String(s) => serde_json::from_str::<Value>(s).ok()?,
+        v => v.clone(),
+    };
+    let entries: Vec<Value> = list
+        .as_array()?
+        .iter()
+        .filter_map(|t| {
+            let content = str_arg(t, "content")?;
+            let status = t
+                .get("status")
+                .and_then(Value::as_str)
+                .filter(|s| matches!(*s, "pending" | "in_progress" | "completed"))
+                .unwrap_or("pending");
+            Some(json!({"content": content, "priority": "medium", "status": status}))
+        })
+        .collect();
+    Some(json!({"sessionUpdate": "plan", "entries": entries}))
+}
+
+/// The commands the editor offers after `/` (`available_commands_update`): the custom
+/// commands, user-invocable skills and MCP prompts (crush(1) SKILLS AND COMMANDS). Empty: no
+/// update is sent.
+pub fn available_commands(cat: &crate::skills::catalog::Catalog) -> Vec<Value> {
+    cat.entries
+        .iter()
+        .map(|e| {
+            let mut c = json!({"name": e.name, "description": e.description()});
+            let usage = e.usage();
+            if !usage.is_empty() {
+                c["input"] = json!({"hint": usage});
+            }
+            c
+        })
+        .collect()
+}
+
+/// A prompt whose first word names a command, skill or MCP prompt (`/NAME ARGS`, as in
+/// `crush run`; `//` escapes a leading slash) becomes what that command sends; anything else
+/// is the prompt as typed.
+pub fn expand_command(
+    text: &str,
+    cat: &crate::skills::catalog::Catalog,
+    mcp: Option<&crate::mcp::Manager>,
+) -> Result<String, String> {
+    let trimmed = text.trim_start();
+    if let Some(rest) = trimmed.strip_prefix("//") {
+        return Ok(format!("/{rest}"));
+    }
+    let Some(line) = trimmed.strip_prefix('/') else {
+        return Ok(text.to_string());
+    };
+    let (name, raw) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+    let words = crate::config::commands::split_words(raw)
+        .unwrap_or_else(|_| raw.split_whitespace().map(str::to_string).collect());
+    match crate::skills::catalog::for_run(cat, name, words, raw)? {
+        Some((entry, bound)) => entry.render(&bound, mcp),
+        None => Ok(text.to_string()),
+    }
+}
+
+/// The editor's MCP servers (`mcpServers` of `session/new` and `session/load`) as crush starts
+/// them: like configured ones, with their values as given (nothing is expanded).
+pub fn mcp_servers(list: &Value, cwd: &Path) -> Result<Vec<ServerSpec>, String> {
+    let Some(list) = list.as_array() else {
+        return Err("\"mcpServers\" must be an array".into());
+    };
+    let pairs = |v: Option<&Value>, what: &str| -> Result<Vec<(String, String)>, String> {
+        let mut out = Vec::new();
+        for p in v
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+        {
+            match (
+                p.get("name").and_then(Value::as_str),
+                p.get("value").and_then(Value::as_str),
+            ) {
+                (Some(n), Some(v)) => out.push((n.to_string(), v.to_string())),
+                _ => return Err(format!("each of {what} needs a name and a value")),
+            }
+        }
+        Ok(out)
+    };
+    let mut out: Vec<ServerSpec> = Vec::new();
+    for s in list {
+        let name = s
+            .get("name")
+            .and_then(Value::as_str)
+            .filter(|n| !n.trim().is_empty())
+            .ok_or("an MCP server needs a name")?;
+        let field = |k: &str| {
+            s.get(k)
+                .and_then(Value::as_str)
+                .filter(|v| !v.trim().is_empty())
+                .ok_or_else(|| format!("MCP server '{name}' needs \"{k}\""))
+        };
+        let transport = match s.get("type").and_then(Value::as_str) {
+            None | Some("stdio") => TransportSpec::Stdio(crate::mcp::Command {
+                command: field("command")?.to_string(),
+                args: s
+                    .get("args")
+                    .and_then(Value::as_array)
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(Value::as_str)
+                            .map(str::to_string)
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                env: pairs(s.get("env"), "env")?,
+                cwd: cwd.to_path_buf(),
+            }),
+            Some(kind @ ("http" | "sse")) => {
+                let url = field("url")?.to_string();
+                let headers = pairs(s.get("headers"), "headers")?;
+                if kind == "sse" {
+                    TransportSpec::Sse { url, headers }
+                } else {
+                    TransportSpec::Http { url, headers }
+                }
+            }
+            Some(other) => {
+                return Err(format!(
+                    "MCP server '{name}': unknown type \"{other}\" (stdio, http or sse)"
+                ));
+            }
+        };
+        out.retain(|o| o.name != name);
+        out.push(ServerSpec {
+            name: name.to_string(),
+            transport,
+            timeout: crate::config::mcp::DEFAULT_TIMEOUT,
+            enabled_tools: Vec::new(),
+            disabled_tools: Vec::new(),
+            disabled: false,
+            oauth: false,
+            oauth_client: Default::default(),
+        });
+    }
+    Ok(out)
+}
+
+/// The local path of a `file://` URI (None for any other scheme).
+pub fn file_path(uri: &str) -> Option<PathBuf> {
+    let rest = uri.strip_prefix("file://")?;
+    // `file://localhost/x` and `file:///x`; a query or fragment (a selection) is not the path.
+    let rest = rest.strip_prefix("localhost").unwrap_or(rest);
+    let path = rest.split(['?', '#']).next().unwrap_or(rest);
+    // Not form encoding: a `+` in a path is a plus.
+    let decoded = crate::mcp::percent_decode(&path.replace('+', "%2B"));
+    decoded.starts_with('/').then(|| PathBuf::from(decoded))
+}
+
+/// How the prompt text names a resource: `@path` for a file (relative to `cwd` inside it),
+/// else `[name](uri)`.
+fn mention(uri: &str, name: &str, cwd: &Path) -> String {
+    match file_path(uri) {
+        Some(p) => format!("@{}", shown_path(cwd, &p.display().to_string())),
+        None if name.is_empty() => format!("<{uri}>"),
+        None => format!("[{name}]({uri})"),
+    }
+}
+
+/// What an attachment is called: its path (relative inside `cwd`), else its URI.
+fn attachment_name(uri: &str, cwd: &Path) -> String {
+    match file_path(uri) {
+        Some(p) => shown_path(cwd, &p.display().to_string()),
+        None => uri.to_string(),
+    }
+}
+
+/// A prompt's content blocks as the prompt text and its attachments: text as it is, a
+/// resource link as a mention, an embedded resource as a mention and an attached file, an
+/// image as an attached image. Err: the blocks are not a prompt crush can take.
+pub fn prompt(blocks: &Value, cwd: &Path) -> Result<(String, Vec<Part>), String> {
+    let Some(blocks) = blocks.as_array() else {
+        return Err("\"prompt\" must be an array of content blocks".into());
+    };
+    let mut text = String::new();
+    let mut attachments = Vec::new();
+    for (i, b) in blocks.iter().enumerate() {
+        let field = |k: &str| b.get(k).and_then(Value::as_str);
+        let need =
+            |k: &str| field(k).ok_or_else(|| format!("prompt block {}: \"{k}\" is missing", i + 1));
+        match field("type") {
+            Some("text") => text.push_str(need("text")?),
+            Some("resource_link") => {
+                text.push_str(&mention(need("uri")?, field("name").unwrap_or(""), cwd))
+            }
+            Some("resource") => {
+                let r = b.get("resource").unwrap_or(&Value::Null);
+                let rf = |k: &str| r.get(k).and_then(Value::as_str);
+                let uri = rf("uri").ok_or_else(|| {
+                    format!("prompt block {}: the resource has no \"uri\"", i + 1)
+                })?;
+                let (mime, data) = match (rf("text"), rf("blob")) {
+                    (Some(t), _) => (
+                        rf("mimeType").unwrap_or("text/plain"),
+                        crate::mcp::base64(t.as_bytes()),
+                    ),
+                    (None, Some(blob)) => (
+                        rf("mimeType").unwrap_or("application/octet-stream"),
+                        blob.to_string(),
+                    ),
+                    (None, None) => {
+                        return Err(format!(
+                            "prompt block {}: the resource has neither \"text\" nor \"blob\"",
+                            i + 1
+                        ));
+                    }
+                };
+                text.push_str(&mention(uri, "", cwd));
+                attachments.push(Part::Binary {
+                    path: attachment_name(uri, cwd),
+                    mime_type: mime.to_string(),
+                    data,
+                });
+            }
+            Some("image") => {
+                let data = need("data")?;
+                if crate::llm::base64_decode(data).is_none() {
+                    return Err(format!("prompt block {}: the image is not base64", i + 1));
+                }
+                attachments.push(Part::Binary {
+                    path: field("uri")
+                        .map(|u| attachment_name(u, cwd))
+                        .unwrap_or_else(|| format!("image-{}", attachments.len() + 1)),
+                    mime_type: need("mimeType")?.to_string(),
+                    data: data.to_string(),
+                });
+            }
+            Some("audio") => {
+                return Err(format!(
+                    "prompt block {}: audio is not supported (the prompt capabilities say so)",
+                    i + 1
+                ));
+            }
+            Some(other) => {
+                return Err(format!(
+                    "prompt block {}: unknown content type \"{other}\"",
+                    i + 1
+                ));
+            }
+            None => return Err(format!("prompt block {}: \"type\" is missing", i + 1)),
+        }
+    }
+    if text.trim().is_empty() && attachments.is_empty() {
+        return Err("the prompt is empty".into());
+    }
+    Ok((text, attachments))
+}
+
+/// A stored attachment as a content block.
+fn attachment_block(path: &str, mime: &str, data: &str) -> Value {
+    if mime.starts_with("image/") {
+        return json!({"type": "image", "mimeType": mime, "data": data});
+    }
+    let uri = if path.starts_with('/') {
+        format!("file://{path}")
+    } else {
+        path.to_string()
+    };
+    let text = crate::llm::base64_decode(data).and_then(|b| String::from_utf8(b).ok());
+    match text {
+        Some(t) if mime.starts_with("text/") => {
+            json!({"type": "resource", "resource": {"uri": uri, "mimeType": mime, "text": t}})
+        }
+        _ => json!({"type": "resource", "resource": {"uri": uri, "mimeType": mime, "blob": data}}),
+    }
+}
+
+fn chunk(kind: &str, content: Value) -> Value {
+    json!({"sessionUpdate": kind, "content": content})
+}
+
+fn text_chunk(kind: &str, text: &str) -> Value {
+    chunk(kind, json!({"type": "text", "text": text}))
+}
+
+/// The updates that show a stored session as it went: the user's prompts and attachments, the
+/// answers, thoughts and tool calls with their results.
+pub fn replay(messages: &[StoredMessage], cwd: &Path) -> Vec<Value> {
+    // Each call's result, by call id.
+    let mut results: Map<String, Value> = Map::new();
+    for m in messages {
+        for p in &m.parts {
+            if let Part::ToolResult {
+                tool_call_id,
+                content,
+                metadata,
+                is_error,
+                ..
+            } = p
+            {
+                results.insert(
+                    tool_call_id.clone(),
+                    json!({"content": content, "is_error": is_error,
+                        "diff": serde_json::from_str::<Value>(metadata).ok()
+                            .and_then(|m| m.get("diff").and_then(Value::as_str).map(str::to_string))}),
+                );
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for m in messages {
+        for p in &m.parts {
+            match (m.role, p) {
+                (Role::User, Part::Text { text })
+                    if !text.trim().is_empty() && !text.starts_with("<hook-context>") =>
+                {
+                    out.push(text_chunk("user_message_chunk", text));
+                }
+                (
+                    Role::User,
+                    Part::Binary {
+                        path,
+                        mime_type,
+                        data,
+                    },
+                ) => out.push(chunk(
+                    "user_message_chunk",
+                    attachment_block(path, mime_type, data),
+                )),
+                (
+                    Role::User,
+                    Part::ShellCommand {
+                        command, output, ..
+                    },
+                ) => out.push(text_chunk(
+                    "user_message_chunk",
+                    &format!("!{command}\n{}", fenced(output, "")),
+                )),
+                (Role::Assistant, Part::Text { text }) if !text.is_empty() => {
+                    out.push(text_chunk("agent_message_chunk", text));
+                }
+                (Role::Assistant, Part::Reasoning { thinking, .. }) if !thinking.is_empty() => {
+                    out.push(text_chunk("agent_thought_chunk", thinking));
+                }
+                (
+                    Role::Assistant,
+                    Part::ToolCall {
+                        id, name, input, ..
+                    },
+                ) => {
+                    let input: Value = serde_json::from_str(input).unwrap_or(json!({}));
+                    let r = results.get(id);
+                    let status = match r {
+                        Some(r) if r["is_error"] == true => "failed",
+                        Some(_) => "completed",
+                        None => "failed",
+                    };
+                    let mut call = tool_call(id, name, &input, cwd, status);
+                    let content = r.map(|r| match r["diff"].as_str() {
+                        Some(d) if r["is_error"] != true => vec![text_content(&fenced(d, "diff"))],
+                        _ => result_content(name, r["content"].as_str().unwrap_or(""), &[]),
+                    });
+                    call["content"] = json!(content.unwrap_or_default());
+                    out.push(call);
+                    if let Some(plan) = plan(name, &input, status == "failed") {
+                        out.push(plan);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calls_are_named_for_the_editor() {
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = dir.path().canonicalize().unwrap();
+        let c = tool_call(
+            "t1",
+            "view",
+            &json!({"file_path": "src/a.rs", "offset": 9}),
+            &cwd,
+            "pending",
+        );
+        assert_eq!(c["title"], "Read src/a.rs");
+        assert_eq!(c["kind"], "read");
+        assert_eq!(
+            c["locations"],
+            json!([{"path": cwd.join("src/a.rs").display().to_string(), "line": 10}])
+        );
+        assert_eq!(
+            tool_title("bash", &json!({"command": "cargo test\necho done"}), &cwd),
+            "cargo test…"
+        );
+        assert_eq!(tool_kind("bash"), "execute");
+        assert_eq!(
+            tool_title("edit", &json!({"file_path": "/etc/x"}), &cwd),
+            "Edit /etc/x"
+        );
+        assert_eq!(tool_kind("mcp_fs_read"), "other");
+        assert_eq!(tool_title("ls", &json!({}), &cwd), "List .");
+        assert!(tool_locations("bash", &json!({"command": "ls"}), &cwd).is_empty());
+    }
+
+    #[test]
+    fn a_fence_is_never_closed_by_the_text() {
+        assert_eq!(fenced("a\n", ""), "```\na\n```");
+        assert_eq!(fenced("x ``` y", "diff"), "````diff\nx ``` y\n````");
+    }
+
+    #[test]
+    fn file_uris_become_paths() {
+        assert_eq!(
+            file_path("file:///a%20b/c+d.rs#L3"),
+            Some(PathBuf::from("/a b/c+d.rs"))
+        );
+        assert_eq!(file_path("file://localhost/x"), Some(PathBuf::from("/x")));
+        assert_eq!(file_path("https://x/y"), None);
+        assert_eq!(file_path("file://relative"), None);
+    }
+
+    #[test]
+    fn prompt_blocks_become_text_and_attachments() {
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = dir.path().canonicalize().unwrap();
+        let uri = format!("file://{}/src/main.rs", cwd.display());
+        let blocks = json!([
+            {"type": "text", "text": "look at "},
+            {"type": "resource", "resource": {"uri": uri, "text": "fn main() {}"}},
+            {"type": "text", "text": " and "},
+            {"type": "resource_link", "uri": "file:///etc/hosts", "name": "hosts"},
+            {"type": "resource_link", "uri": "https://x.org/a", "name": "a"},
+            {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="}
+        ]);
+        let (text, att) = prompt(&blocks, &cwd).unwrap();
+        assert_eq!(
+            text,
+            "look at @src/main.rs and @/etc/hosts[a](https://x.org/a)"
+        );
+        assert_eq!(att.len(), 2);
+        assert_eq!(
+            att[0],
+            Part::Binary {
+                path: "src/main.rs".into(),
+                mime_type: "text/plain".into(),
+                data: crate::mcp::base64(b"fn main() {}")
+            }
+        );
+        assert!(
+            matches!(&att[1], Part::Binary { mime_type, path, .. } if mime_type == "image/png" && path == "image-2")
+        );
+        for bad in [
+            json!([]),
+            json!([{"type": "text", "text": "  "}]),
+            json!([{"type": "audio", "mimeType": "audio/wav", "data": ""}]),
+            json!([{"type": "video"}]),
+            json!([{"text": "x"}]),
+            json!([{"type": "image", "mimeType": "image/png", "data": "***"}]),
+            json!({"type": "text"}),
+        ] {
+            assert!(prompt(&bad, &cwd).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_editors_mcp_servers_are_taken_as_given() {
+        let cwd = Path::new("/p");
+        let s = mcp_servers(
+            &json!([
+                {"name": "fs", "command": "npx", "args": ["-y", "$HOME"],
+                 "env": [{"name": "ROOT", "value": "$(x)"}]},
+                {"type": "http", "name": "web", "url": "https://x/mcp",
+                 "headers": [{"name": "Authorization", "value": "Bearer t"}]},
+                {"type": "sse", "name": "old", "url": "https://x/sse", "headers": []}
+            ]),
+            cwd,
+        )
+        .unwrap();
+        assert_eq!(
+            s[0].transport,
+            TransportSpec::Stdio(crate::mcp::Command {
+                command: "npx".into(),
+                args: vec!["-y".into(), "$HOME".into()],
+                env: vec![("ROOT".into(), "$(x)".into())],
+                cwd: cwd.into()
+            })
+        );
+        assert!(
+            matches!(&s[1].transport, TransportSpec::Http { headers, .. } if headers[0].1 == "Bearer t")
+        );
+        assert!(matches!(&s[2].transport, TransportSpec::Sse { .. }));
+        for bad in [
+            json!({}),
+            json!([{"command": "x"}]),
+            json!([{"name": "x"}]),
+            json!([{"name": "x", "type": "ws", "url": "u"}]),
+            json!([{"name": "x", "command": "c", "env": [{"name": "A"}]}]),
+        ] {
+            assert!(mcp_servers(&bad, cwd).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_todos_list_is_a_plan() {
+        let input = json!({"todos": [
+            {"content": "write tests", "status": "completed", "active_form": "Writing tests"},
+            {"content": "fix bug", "status": "in_progress"},
+            {"content": "", "status": "pending"},
+            {"content": "ship", "status": "odd"}
+        ]});
+        let p = plan("todos", &input, false).unwrap();
+        assert_eq!(
+            p["entries"],
+            json!([
+                {"content": "write tests", "priority": "medium", "status": "completed"},
+                {"content": "fix bug", "priority": "medium", "status": "in_progress"},
+                {"content": "ship", "priority": "medium", "status": "pending"}
+            ])
+        );
+        let as_text = json!({"todos": input["todos"].to_string()});
+        assert_eq!(plan("todos", &as_text, false), Some(p));
+        assert!(plan("todos", &input, true).is_none());
+        assert!(plan("bash", &input, false).is_none());
+    }
+
+    #[test]
+    fn a_stored_session_replays_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = dir.path().canonicalize().unwrap();
+        let msg = |role: Role, parts: Vec<Part>| StoredMessage {
+            id: String::new(),
+            session_id: String::new(),
+            seq: 0,
+            role,
+            parts,
+            model: None,
+            provider: None,
+            created_at: 0,
+        };
+        let msgs = vec![
+            msg(
+                Role::User,
+                vec![
+                    Part::Text { text: "hi".into() },
+                    Part::Text {
+                        text: "<hook-context>\nx\n</hook-context>".into(),
+                    },
+                    Part::Binary {
+                        path: "/p/a.txt".into(),
+                        mime_type: "text/plain".into(),
+                        data: crate::mcp::base64(b"A"),
+                    },
+                ],
+            ),
+            msg(
+                Role::Assistant,
+                vec![
+                    Part::reasoning("hmm".into(), String::new()),
+                    Part::Text { text: "ok".into() },
+                    Part::ToolCall {
+                        id: "c1".into(),
+                        name: "bash".into(),
+                        input: r#"{"command":"ls"}"#.into(),
+                        provider_executed: false,
+                        finished: true,
+                    },
+                    Part::ToolCall {
+                        id: "c2".into(),
+                        name: "edit".into(),
+                        input: r#"{"file_path":"a.txt"}"#.into(),
+                        provider_executed: false,
+                        finished: true,
+                    },
+                ],
+            ),
+            msg(
+                Role::Tool,
+                vec![
+                    Part::ToolResult {
+                        tool_call_id: "c1".into(),
+                        name: "bash".into(),
+                        content: "a.txt".into(),
+                        data: String::new(),
+                        mime_type: String::new(),
+                        metadata: String::new(),
+                        is_error: false,
+                    },
+                    Part::ToolResult {
+                        tool_call_id: "c2".into(),
+                        name: "edit".into(),
+                        content: "Edited".into(),
+                        data: String::new(),
+                        mime_type: String::new(),
+                        metadata: r#"{"diff":"-a\n+b\n"}"#.into(),
+                        is_error: false,
+                    },
+                ],
+            ),
+        ];
+        let u = replay(&msgs, &cwd);
+        let kinds: Vec<&str> = u
+            .iter()
+            .map(|u| u["sessionUpdate"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "user_message_chunk",
+                "user_message_chunk",
+                "agent_thought_chunk",
+                "agent_message_chunk",
+                "tool_call",
+                "tool_call"
+            ]
+        );
+        assert_eq!(u[1]["content"]["resource"]["text"], "A");
+        assert_eq!(u[1]["content"]["resource"]["uri"], "file:///p/a.txt");
+        assert_eq!(u[4]["status"], "completed");
+        assert_eq!(u[4]["content"][0]["content"]["text"], "```\na.txt\n```");
+        assert_eq!(
+            u[5]["content"][0]["content"]["text"],
+            "```diff\n-a\n+b\n```"
+        );
+    }
+}

@@ -1,0 +1,707 @@
+//! Where AWS credentials and the region come from, in the order AWS's own tools look (crush(1)
+//! CONFIGURATION, Amazon Bedrock): `AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY`/`AWS_SESSION_TOKEN`;
+//! then the profile (`AWS_PROFILE`, else `default`) of `~/.aws/config` and `~/.aws/credentials` —
+//! IAM Identity Center (SSO) through the token `aws sso login` caches, static keys, or
+//! `credential_process`; then a container's credentials endpoint. Resolved credentials are kept
+//! until five minutes before they expire, or until `forget` (after the service refused them).
+
+use super::sigv4::Credentials;
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+/// Credentials, where they came from (for messages), and when they expire (Unix seconds).
+#[derive(Clone, Debug)]
+pub struct Resolved {
+    pub creds: Credentials,
+    pub source: String,
+    pub expires: Option<i64>,
+}
+
+/// Why no credentials could be had. `refreshable`: signing in again (`aws sso login`, the
+/// provider's `aws_auth_refresh`) may fix it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CredError {
+    pub message: String,
+    pub refreshable: bool,
+}
+
+impl CredError {
+    fn fatal(message: String) -> CredError {
+        CredError {
+            message,
+            refreshable: false,
+        }
+    }
+    fn refreshable(message: String) -> CredError {
+        CredError {
+            message,
+            refreshable: true,
+        }
+    }
+}
+
+/// How long the outside helpers may take.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Limits {
+    /// A profile's `credential_process`.
+    pub process: Duration,
+    /// One HTTP call (the SSO portal, a container's credentials endpoint).
+    pub http: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            process: Duration::from_secs(120),
+            http: Duration::from_secs(30),
+        }
+    }
+}
+
+fn var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+fn home() -> PathBuf {
+    var("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from)
+}
+
+/// `AWS_CONFIG_FILE`, else `~/.aws/config`.
+fn config_file() -> PathBuf {
+    var("AWS_CONFIG_FILE").map_or_else(|| home().join(".aws").join("config"), PathBuf::from)
+}
+
+/// `AWS_SHARED_CREDENTIALS_FILE`, else `~/.aws/credentials`.
+fn credentials_file() -> PathBuf {
+    var("AWS_SHARED_CREDENTIALS_FILE")
+        .map_or_else(|| home().join(".aws").join("credentials"), PathBuf::from)
+}
+
+/// The profile in use: `AWS_PROFILE`, else `AWS_DEFAULT_PROFILE`, else `default`.
+pub fn profile_name() -> String {
+    var("AWS_PROFILE")
+        .or_else(|| var("AWS_DEFAULT_PROFILE"))
+        .unwrap_or_else(|| "default".into())
+}
+
+/// Whether anything that can give credentials is set up (the variables, a profile, the shared
+/// files): a catalog Bedrock provider is offered only then. Looks at files without reading them.
+pub fn configured() -> bool {
+    [
+        "AWS_BEARER_TOKEN_BEDROCK",
+        "AWS_PROFILE",
+        "AWS_DEFAULT_PROFILE",
+    ]
+    .iter()
+    .chain(&[
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    ])
+    .any(|v| var(v).is_some())
+        || (var("AWS_ACCESS_KEY_ID").is_some() && var("AWS_SECRET_ACCESS_KEY").is_some())
+        || credentials_file().is_file()
+        || config_file().is_file()
+}
+
+type Sections = BTreeMap<String, BTreeMap<String, String>>;
+
+/// The sections of an INI file as AWS writes them (`[name]`, `key = value`, `#`/`;` comments;
+/// indented lines continue a nested block and are skipped).
+fn parse_ini(text: &str) -> Sections {
+    let mut out = Sections::new();
+    let mut current: Option<String> = None;
+    for line in text.lines() {
+        if line.starts_with([' ', '\t']) {
+            continue;
+        }
+        let l = line.trim();
+        if l.is_empty() || l.starts_with(['#', ';']) {
+            continue;
+        }
+        if let Some(name) = l.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
+            let name = name.split_whitespace().collect::<Vec<_>>().join(" ");
+            out.entry(name.clone()).or_default();
+            current = Some(name);
+        } else if let (Some(sec), Some((k, v))) = (&current, l.split_once('=')) {
+            let v = v.trim();
+            if !v.is_empty() {
+                out.entry(sec.clone())
+                    .or_default()
+                    .insert(k.trim().to_ascii_lowercase(), v.to_string());
+            }
+        }
+    }
+    out
+}
+
+fn read_ini(p: &Path) -> Sections {
+    std::fs::read_to_string(p)
+        .map(|t| parse_ini(&t))
+        .unwrap_or_default()
+}
+
+/// One profile: the config file's section, with the credentials file's values over it.
+struct Profile {
+    name: String,
+    values: BTreeMap<String, String>,
+    /// Keys the credentials file set.
+    from_credentials: Vec<String>,
+    config: Sections,
+}
+
+impl Profile {
+    fn get(&self, k: &str) -> Option<&str> {
+        self.values.get(k).map(String::as_str)
+    }
+}
+
+fn load_profile(name: &str) -> Option<Profile> {
+    let config = read_ini(&config_file());
+    let creds = read_ini(&credentials_file());
+    let section = if name == "default" {
+        config
+            .get("default")
+            .or_else(|| config.get("profile default"))
+    } else {
+        config.get(&format!("profile {name}"))
+    };
+    let mut values = section.cloned().unwrap_or_default();
+    let mut from_credentials = Vec::new();
+    if let Some(c) = creds.get(name) {
+        for (k, v) in c {
+            values.insert(k.clone(), v.clone());
+            from_credentials.push(k.clone());
+        }
+    }
+    if section.is_none() && !creds.contains_key(name) {
+        return None;
+    }
+    Some(Profile {
+        name: name.to_string(),
+        values,
+        from_credentials,
+        config,
+    })
+}
+
+/// The region: `AWS_REGION`, else `AWS_DEFAULT_REGION`, else the profile's `region`.
+pub fn region() -> Option<String> {
+    var("AWS_REGION")
+        .or_else(|| var("AWS_DEFAULT_REGION"))
+        .or_else(|| {
+            load_profile(&profile_name())?
+                .get("region")
+                .map(str::to_string)
+        })
+}
+
+fn cache() -> &'static Mutex<HashMap<String, Resolved>> {
+    static CACHE: OnceLock<Mutex<HashMap<String, Resolved>>> = OnceLock::new();
+    CACHE.get_or_init(Default::default)
+}
+
+/// Drops the credentials kept so far: the next `resolve` looks again.
+pub fn forget() {
+    cache().lock().unwrap_or_else(|e| e.into_inner()).clear();
+}
+
+/// The credentials to sign with now.
+pub fn resolve(limits: &Limits) -> Result<Resolved, CredError> {
+    if let (Some(id), Some(secret)) = (var("AWS_ACCESS_KEY_ID"), var("AWS_SECRET_ACCESS_KEY")) {
+        return Ok(Resolved {
+            creds: Credentials {
+                access_key_id: id,
+                secret_access_key: secret,
+                session_token: var("AWS_SESSION_TOKEN"),
+            },
+            source: "the environment (AWS_ACCESS_KEY_ID)".into(),
+            expires: None,
+        });
+    }
+    let name = profile_name();
+    let key = format!("{name}\0{}", config_file().display());
+    let now = crate::time::unix_now();
+    if let Some(r) = cache().lock().unwrap_or_else(|e| e.into_inner()).get(&key)
+        && r.expires.is_none_or(|e| e - now > 300)
+    {
+        return Ok(r.clone());
+    }
+    let r = resolve_uncached(&name, limits)?;
+    cache()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(key, r.clone());
+    Ok(r)
+}
+
+fn resolve_uncached(name: &str, limits: &Limits) -> Result<Resolved, CredError> {
+    let explicit = var("AWS_PROFILE").or_else(|| var("AWS_DEFAULT_PROFILE"));
+    match load_profile(name) {
+        Some(p) => from_profile(&p, limits),
+        None if explicit.is_some() => Err(CredError::fatal(format!(
+            "AWS profile '{name}' (AWS_PROFILE) is in neither {} nor {}",
+            config_file().display(),
+            credentials_file().display()
+        ))),
+        None => match container_credentials(limits) {
+            Some(r) => r,
+            None => Err(CredError::fatal(
+                "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE \
+                 (a profile of ~/.aws/config or ~/.aws/credentials), or AWS_BEARER_TOKEN_BEDROCK"
+                    .into(),
+            )),
+        },
+    }
+}
+
+fn from_profile(p: &Profile, limits: &Limits) -> Result<Resolved, CredError> {
+    let name = &p.name;
+    if p.get("role_arn").is_some() {
+        return Err(CredError::fatal(format!(
+            "AWS profile '{name}' assumes a role (role_arn), which crush does not do: give it a \
+             credential_process (e.g. one that runs `aws configure export-credentials --profile \
+             {name}`) or sign in with SSO"
+        )));
+    }
+    let static_keys = |creds_file: bool| -> Option<Resolved> {
+        let id = p.get("aws_access_key_id")?;
+        let secret = p.get("aws_secret_access_key")?;
+        let in_creds = p.from_credentials.iter().any(|k| k == "aws_access_key_id");
+        if in_creds != creds_file {
+            return None;
+        }
+        let file = if creds_file {
+            credentials_file()
+        } else {
+            config_file()
+        };
+        Some(Resolved {
+            creds: Credentials {
+                access_key_id: id.to_string(),
+                secret_access_key: secret.to_string(),
+                session_token: p.get("aws_session_token").map(str::to_string),
+            },
+            source: format!("profile '{name}' of {}", file.display()),
+            expires: None,
+        })
+    };
+    if p.get("sso_session").is_some() || p.get("sso_start_url").is_some() {
+        return sso(p, limits);
+    }
+    if let Some(r) = static_keys(true) {
+        return Ok(r);
+    }
+    if let Some(cmd) = p.get("credential_process") {
+        return process(name, cmd, limits);
+    }
+    if let Some(r) = static_keys(false) {
+        return Ok(r);
+    }
+    Err(CredError::fatal(format!(
+        "AWS profile '{name}' has no credentials (no aws_access_key_id, credential_process or \
+         SSO settings)"
+    )))
+}
+
+/// Credentials from the JSON AWS's helpers print (`AccessKeyId`, `SecretAccessKey`,
+/// `SessionToken` or `Token`, `Expiration` as RFC 3339).
+fn from_json(v: &Value) -> Option<(Credentials, Option<i64>)> {
+    let s = |k: &str| v.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
+    let creds = Credentials {
+        access_key_id: s("AccessKeyId")?.to_string(),
+        secret_access_key: s("SecretAccessKey")?.to_string(),
+        session_token: s("SessionToken").or_else(|| s("Token")).map(str::to_string),
+    };
+    let expires = s("Expiration").and_then(parse_time);
+    Some((creds, expires))
+}
+
+/// RFC 3339, or the `…UTC` form older AWS CLIs write.
+fn parse_time(s: &str) -> Option<i64> {
+    let s = s.trim();
+    let fixed = match s.strip_suffix("UTC") {
+        Some(head) => format!("{head}Z"),
+        None => s.to_string(),
+    };
+    crate::time::parse_rfc3339(&fixed).map(|(secs, _)| secs)
+}
+
+fn process(name: &str, cmd: &str, limits: &Limits) -> Result<Resolved, CredError> {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    let mut spec = crate::proc::Spec::shell(cmd, cwd);
+    spec.timeout = Some(limits.process);
+    spec.output_cap = 64 * 1024;
+    let what = format!("the credential_process of AWS profile '{name}'");
+    let out =
+        crate::proc::run(&spec).map_err(|e| CredError::fatal(format!("cannot run {what}: {e}")))?;
+    if out.timed_out {
+        return Err(CredError::fatal(format!(
+            "{what} did not finish within {} s",
+            limits.process.as_secs()
+        )));
+    }
+    if !out.success() {
+        let err = out.stderr_text();
+        return Err(CredError::refreshable(format!(
+            "{what} failed (exit {}): {}",
+            out.code(),
+            first_line(&err)
+        )));
+    }
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .map_err(|e| CredError::fatal(format!("{what} printed something other than JSON: {e}")))?;
+    if v.get("Version").and_then(Value::as_u64) != Some(1) {
+        return Err(CredError::fatal(format!(
+            "{what} printed JSON without \"Version\": 1"
+        )));
+    }
+    let (creds, expires) = from_json(&v).ok_or_else(|| {
+        CredError::fatal(format!("{what} printed no AccessKeyId and SecretAccessKey"))
+    })?;
+    Ok(Resolved {
+        creds,
+        source: what,
+        expires,
+    })
+}
+
+fn first_line(s: &str) -> String {
+    let l = s
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    l.chars().take(300).collect()
+}
+
+/// The endpoint of an AWS service: `AWS_ENDPOINT_URL_<SERVICE>`, else `AWS_ENDPOINT_URL`, else
+/// `default` (AWS's own way to point its tools elsewhere).
+pub fn endpoint_override(service_env: &str) -> Option<String> {
+    var(&format!("AWS_ENDPOINT_URL_{service_env}")).or_else(|| var("AWS_ENDPOINT_URL"))
+}
+
+/// One JSON call (GET, or POST of `body`): the status and the reply (Null when not JSON).
+fn call_json(
+    url: &str,
+    headers: &[(&str, &str)],
+    body: Option<&Value>,
+    limits: &Limits,
+) -> Result<(u16, Value), String> {
+    let t = crate::net::Timeouts {
+        connect: Some(limits.http),
+        response: Some(limits.http),
+        per_read: Some(limits.http),
+        global: Some(limits.http),
+    };
+    let agent = crate::net::agent(url, t);
+    let resp = match body {
+        Some(b) => {
+            let mut rb = agent.post(url).header("content-type", "application/json");
+            for (k, v) in headers {
+                rb = rb.header(*k, *v);
+            }
+            rb.send(b.to_string().as_bytes())
+        }
+        None => {
+            let mut rb = agent.get(url);
+            for (k, v) in headers {
+                rb = rb.header(*k, *v);
+            }
+            rb.call()
+        }
+    }
+    .map_err(|e| e.to_string())?;
+    let status = resp.status().as_u16();
+    let text = resp
+        .into_body()
+        .with_config()
+        .limit(1024 * 1024)
+        .read_to_string()
+        .map_err(|e| e.to_string())?;
+    Ok((status, serde_json::from_str(&text).unwrap_or(Value::Null)))
+}
+
+/// IAM Identity Center: the access token `aws sso login` cached, exchanged for role
+/// credentials at the SSO portal (GetRoleCredentials).
+fn sso(p: &Profile, limits: &Limits) -> Result<Resolved, CredError> {
+    let name = &p.name;
+    let (start_url, sso_region, cache_key) = match p.get("sso_session") {
+        Some(session) => {
+            let sec = p
+                .config
+                .get(&format!("sso-session {session}"))
+                .ok_or_else(|| {
+                    CredError::fatal(format!(
+                        "AWS profile '{name}' names sso_session '{session}', which {} does not \
+                         define",
+                        config_file().display()
+                    ))
+                })?;
+            (
+                sec.get("sso_start_url").cloned().unwrap_or_default(),
+                sec.get("sso_region").cloned(),
+                session.to_string(),
+            )
+        }
+        None => {
+            let url = p.get("sso_start_url").unwrap_or_default().to_string();
+            (url.clone(), p.get("sso_region").map(str::to_string), url)
+        }
+    };
+    let (Some(account), Some(role), Some(sso_region)) = (
+        p.get("sso_account_id"),
+        p.get("sso_role_name"),
+        sso_region.or_else(|| p.get("sso_region").map(str::to_string)),
+    ) else {
+        return Err(CredError::fatal(format!(
+            "AWS profile '{name}' lacks sso_account_id, sso_role_name or sso_region"
+        )));
+    };
+    let login = format!("run `aws sso login --profile {name}`");
+    let file = home()
+        .join(".aws")
+        .join("sso")
+        .join("cache")
+        .join(format!("{}.json", sha1_hex(cache_key.as_bytes())));
+    let mut token: Value = std::fs::read_to_string(&file)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .ok_or_else(|| {
+            CredError::refreshable(format!(
+                "AWS profile '{name}' uses SSO ({start_url}) but has no cached sign-in ({}): \
+                 {login}",
+                file.display()
+            ))
+        })?;
+    let now = crate::time::unix_now();
+    let expires_at = |t: &Value| {
+        t.get("expiresAt")
+            .and_then(Value::as_str)
+            .and_then(parse_time)
+    };
+    // An sso-session sign-in carries a refresh token: an access token about to expire is
+    // renewed with it, as AWS's tools do, and the cache updated.
+    if expires_at(&token).is_none_or(|at| at - now < 300)
+        && p.get("sso_session").is_some()
+        && let Some(renewed) = renew_sso_token(&token, &sso_region, limits)
+    {
+        token = renewed;
+        if let Ok(text) = serde_json::to_vec_pretty(&token) {
+            let _ = crate::fsutil::write_atomic(&file, &text);
+        }
+    }
+    let access = token
+        .get("accessToken")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let expired = expires_at(&token).is_none_or(|at| at <= now);
+    if access.is_empty() || expired {
+        return Err(CredError::refreshable(format!(
+            "the SSO sign-in of AWS profile '{name}' has expired: {login}"
+        )));
+    }
+    let base = endpoint_override("SSO")
+        .unwrap_or_else(|| format!("https://portal.sso.{sso_region}.amazonaws.com"));
+    let url = format!(
+        "{}/federation/credentials?account_id={}&role_name={}",
+        base.trim_end_matches('/'),
+        super::sigv4::uri_encode(account.as_bytes(), false),
+        super::sigv4::uri_encode(role.as_bytes(), false)
+    );
+    let (status, v) = call_json(&url, &[("x-amz-sso_bearer_token", access)], None, limits)
+        .map_err(|e| {
+            CredError::fatal(format!(
+                "cannot reach the AWS SSO portal for profile '{name}': {e}"
+            ))
+        })?;
+    if status == 401 || status == 403 {
+        return Err(CredError::refreshable(format!(
+            "the AWS SSO portal refused the sign-in of profile '{name}' (HTTP {status}): {login}"
+        )));
+    }
+    let rc = v.get("roleCredentials").unwrap_or(&Value::Null);
+    let s = |k: &str| rc.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
+    let (Some(id), Some(secret)) = (s("accessKeyId"), s("secretAccessKey")) else {
+        let msg = v
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or("no roleCredentials in the reply");
+        return Err(CredError::fatal(format!(
+            "the AWS SSO portal gave no credentials for profile '{name}' (role {role}, account \
+             {account}; HTTP {status}): {msg}"
+        )));
+    };
+    Ok(Resolved {
+        creds: Credentials {
+            access_key_id: id.to_string(),
+            secret_access_key: secret.to_string(),
+            session_token: s("sessionToken").map(str::to_string),
+        },
+        source: format!("the SSO sign-in of AWS profile '{name}'"),
+        expires: rc
+            .get("expiration")
+            .and_then(Value::as_i64)
+            .map(|ms| ms / 1000),
+    })
+}
+
+/// The cached sign-in `token` renewed at the SSO OIDC service with its refresh token (None when
+/// it has none, or the service refuses).
+fn renew_sso_token(token: &Value, sso_region: &str, limits: &Limits) -> Option<Value> {
+    let s = |k: &str| {
+        token
+            .get(k)
+            .and_then(Value::as_str)
+            .filter(|v| !v.is_empty())
+    };
+    let body = serde_json::json!({
+        "clientId": s("clientId")?,
+        "clientSecret": s("clientSecret")?,
+        "grantType": "refresh_token",
+        "refreshToken": s("refreshToken")?,
+    });
+    let base = endpoint_override("SSO_OIDC")
+        .unwrap_or_else(|| format!("https://oidc.{sso_region}.amazonaws.com"));
+    let url = format!("{}/token", base.trim_end_matches('/'));
+    let (status, v) = call_json(&url, &[], Some(&body), limits).ok()?;
+    if status != 200 {
+        return None;
+    }
+    let access = v.get("accessToken").and_then(Value::as_str)?;
+    let secs = v.get("expiresIn").and_then(Value::as_i64)?;
+    let mut out = token.clone();
+    out["accessToken"] = Value::from(access);
+    out["expiresAt"] = Value::from(crate::time::rfc3339_secs(crate::time::unix_now() + secs));
+    if let Some(r) = v.get("refreshToken").and_then(Value::as_str) {
+        out["refreshToken"] = Value::from(r);
+    }
+    Some(out)
+}
+
+/// A container's credentials endpoint (`AWS_CONTAINER_CREDENTIALS_RELATIVE_URI` or
+/// `_FULL_URI`, with `AWS_CONTAINER_AUTHORIZATION_TOKEN[_FILE]`); None when not in one.
+fn container_credentials(limits: &Limits) -> Option<Result<Resolved, CredError>> {
+    let url = match var("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI") {
+        Some(rel) => format!("http://169.254.170.2{rel}"),
+        None => var("AWS_CONTAINER_CREDENTIALS_FULL_URI")?,
+    };
+    let token = var("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE")
+        .and_then(|f| std::fs::read_to_string(f).ok())
+        .or_else(|| var("AWS_CONTAINER_AUTHORIZATION_TOKEN"))
+        .map(|t| t.trim().to_string());
+    let headers: Vec<(&str, &str)> = token
+        .as_deref()
+        .map(|t| vec![("authorization", t)])
+        .unwrap_or_default();
+    let what = "the container credentials endpoint";
+    Some(match call_json(&url, &headers, None, limits) {
+        Err(e) => Err(CredError::fatal(format!("cannot reach {what}: {e}"))),
+        Ok((status, v)) => match from_json(&v) {
+            Some((creds, expires)) if status == 200 => Ok(Resolved {
+                creds,
+                source: what.into(),
+                expires,
+            }),
+            _ => Err(CredError::fatal(format!(
+                "{what} gave no credentials (HTTP {status})"
+            ))),
+        },
+    })
+}
+
+/// SHA-1 (FIPS 180-4) in hex: the AWS CLI names its SSO token files by it.
+fn sha1_hex(data: &[u8]) -> String {
+    let mut h: [u32; 5] = [0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0];
+    let mut msg = data.to_vec();
+    let bits = (data.len() as u64).wrapping_mul(8);
+    msg.push(0x80);
+    while msg.len() % 64 != 56 {
+        msg.push(0);
+    }
+    msg.extend_from_slice(&bits.to_be_bytes());
+    for block in msg.chunks_exact(64) {
+        let mut w = [0u32; 80];
+        for (i, word) in block.chunks_exact(4).enumerate() {
+            w[i] = u32::from_be_bytes([word[0], word[1], word[2], word[3]]);
+        }
+        for i in 16..80 {
+            w[i] = (w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16]).rotate_left(1);
+        }
+        let [mut a, mut b, mut c, mut d, mut e] = h;
+        for (i, wi) in w.iter().enumerate() {
+            let (f, k) = match i {
+                0..=19 => ((b & c) | (!b & d), 0x5A827999),
+                20..=39 => (b ^ c ^ d, 0x6ED9EBA1),
+                40..=59 => ((b & c) | (b & d) | (c & d), 0x8F1BBCDC),
+                _ => (b ^ c ^ d, 0xCA62C1D6),
+            };
+            let t = a
+                .rotate_left(5)
+                .wrapping_add(f)
+                .wrapping_add(e)
+                .wrapping_add(k)
+                .wrapping_add(*wi);
+            e = d;
+            d = c;
+            c = b.rotate_left(30);
+            b = a;
+            a = t;
+        }
+        for (x, y) in h.iter_mut().zip([a, b, c, d, e]) {
+            *x = x.wrapping_add(y);
+        }
+    }
+    h.iter().map(|w| format!("{w:08x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sha1_vectors() {
+        assert_eq!(sha1_hex(b"abc"), "a9993e364706816aba3e25717850c26c9cd0d89d");
+        assert_eq!(sha1_hex(b""), "da39a3ee5e6b4b0d3255bfef95601890afd80709");
+        assert_eq!(
+            sha1_hex(b"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "84983e441c3bd26ebaae4aa1f95129e5e54670f1"
+        );
+    }
+
+    #[test]
+    fn ini_files_as_aws_writes_them() {
+        let s = parse_ini(
+            "# comment\n[default]\nregion = us-west-2\n\n[profile dev]\naws_access_key_id=AK\n\
+             s3 =\n  max_concurrent_requests = 20\n; other\n[sso-session  corp ]\nsso_region = eu-west-1\nempty =\n",
+        );
+        assert_eq!(s["default"]["region"], "us-west-2");
+        assert_eq!(s["profile dev"]["aws_access_key_id"], "AK");
+        assert!(!s["profile dev"].contains_key("max_concurrent_requests"));
+        assert!(!s["profile dev"].contains_key("s3"));
+        assert_eq!(s["sso-session corp"]["sso_region"], "eu-west-1");
+        assert!(!s["sso-session corp"].contains_key("empty"));
+    }
+
+    #[test]
+    fn times_in_both_forms() {
+        assert_eq!(parse_time("2026-01-01T00:00:00Z"), Some(1_767_225_600));
+        assert_eq!(parse_time("2026-01-01T00:00:00UTC"), Some(1_767_225_600));
+        assert_eq!(parse_time("2026-01-01T01:00:00+01:00"), Some(1_767_225_600));
+        assert_eq!(parse_time("soon"), None);
+    }
+
+    #[test]
+    fn helper_json() {
+        let v: Value = serde_json::from_str(
+            r#"{"Version":1,"AccessKeyId":"A","SecretAccessKey":"S","Token":"T","Expiration":"2026-01-01T00:00:00Z"}"#,
+        )
+        .unwrap();
+        let (c, e) = from_json(&v).unwrap();
+        assert_eq!(c.session_token.as_deref(), Some("T"));
+        assert_eq!(e, Some(1_767_225_600));
+        assert!(from_json(&serde_json::json!({"AccessKeyId": "A"})).is_none());
+    }
+}

@@ -1,0 +1,517 @@
+//! The one list of everything a slash names (crush(1) SKILLS AND COMMANDS): custom
+//! commands, user-invocable skills and the MCP servers' prompts; what a typed name means (the
+//! interactive session's built-in commands first, then project commands, user commands,
+//! skills and MCP prompts: a full name such as `project:review`, the bare name `review` when
+//! it is unique at the first level that has it, or in the interactive session a unique prefix
+//! of either); and the prompt an entry sends with its arguments.
+
+use super::commands::{Command, Commands, placeholders};
+use super::{Skill, Skills, Source};
+use serde_json::{Value as Json, json};
+
+/// `text` with `$ARGUMENTS` replaced by `rest` and each `$NAME` of `values` by its value.
+/// Without a `$ARGUMENTS`, a non-empty `rest` is appended after a blank line.
+pub fn expand(text: &str, values: &[(String, String)], rest: &str) -> String {
+    let mut out = String::with_capacity(text.len() + rest.len());
+    let mut last = 0;
+    let mut used_rest = false;
+    for (name, at) in placeholders(text) {
+        let value = if name == "ARGUMENTS" {
+            used_rest = true;
+            Some(rest)
+        } else {
+            values
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.as_str())
+        };
+        if let Some(v) = value {
+            out.push_str(&text[last..at]);
+            out.push_str(v);
+            last = at + 1 + name.len();
+        }
+    }
+    out.push_str(&text[last..]);
+    let rest = rest.trim();
+    if !used_rest && !rest.is_empty() {
+        out = format!("{}\n\n{rest}", out.trim_end());
+    }
+    out
+}
+
+/// The level of a name: earlier levels win a clash.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Tier {
+    ProjectCommand,
+    UserCommand,
+    Skill,
+    McpPrompt,
+}
+
+/// What a name in the list stands for.
+#[derive(Clone, Debug)]
+pub enum Kind<'a> {
+    Command(&'a Command),
+    Skill(&'a Skill),
+    Mcp(crate::mcp::Prompt),
+}
+
+/// One entry of the list.
+#[derive(Clone, Debug)]
+pub struct Entry<'a> {
+    /// `project:review`, `user:my-skill`, `mcp:SERVER:PROMPT`.
+    pub name: String,
+    /// The name without its first part: `review`, `my-skill`, `PROMPT`.
+    pub bare: String,
+    pub tier: Tier,
+    pub kind: Kind<'a>,
+}
+
+/// A name of the list and its level, for resolving and completing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Name {
+    pub full: String,
+    pub bare: String,
+    pub tier: Tier,
+}
+
+/// Commands, user-invocable skills and MCP prompts, in one list.
+#[derive(Clone, Debug, Default)]
+pub struct Catalog<'a> {
+    pub entries: Vec<Entry<'a>>,
+}
+
+fn bare_of(full: &str) -> String {
+    full.split_once(':')
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_else(|| full.to_string())
+}
+
+impl<'a> Catalog<'a> {
+    pub fn new(commands: &'a Commands, skills: &'a Skills, mcp: Vec<crate::mcp::Prompt>) -> Self {
+        let mut entries = Vec::new();
+        for c in &commands.commands {
+            entries.push(Entry {
+                name: c.name.clone(),
+                bare: bare_of(&c.name),
+                tier: if c.source == Source::Project {
+                    Tier::ProjectCommand
+                } else {
+                    Tier::UserCommand
+                },
+                kind: Kind::Command(c),
+            });
+        }
+        for s in skills.active().into_iter().filter(|s| s.user_invocable) {
+            let name = format!("{}:{}", s.source.label(), s.name);
+            if entries.iter().any(|e| e.name == name) {
+                continue;
+            }
+            entries.push(Entry {
+                name,
+                bare: s.name.clone(),
+                tier: Tier::Skill,
+                kind: Kind::Skill(s),
+            });
+        }
+        for p in mcp {
+            entries.push(Entry {
+                name: format!("mcp:{}:{}", p.server, p.name),
+                bare: p.name.clone(),
+                tier: Tier::McpPrompt,
+                kind: Kind::Mcp(p),
+            });
+        }
+        Catalog { entries }
+    }
+
+    pub fn names(&self) -> Vec<Name> {
+        self.entries
+            .iter()
+            .map(|e| Name {
+                full: e.name.clone(),
+                bare: e.bare.clone(),
+                tier: e.tier,
+            })
+            .collect()
+    }
+
+    pub fn get(&self, full: &str) -> Option<&Entry<'a>> {
+        self.entries.iter().find(|e| e.name == full)
+    }
+}
+
+/// What a typed name means.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Resolution {
+    /// A built-in command of the interactive session (its name).
+    Builtin(String),
+    /// An entry of the list (its full name).
+    Entry(String),
+    /// Several candidates (slash names, sorted).
+    Ambiguous(Vec<String>),
+    Unknown,
+}
+
+/// What `word` (a slash name without its slash) names: a built-in command (case-insensitive),
+/// a full name, a bare name (the first level that has it wins; two at that level are
+/// ambiguous), or, with `prefixes`, a unique prefix of any of these.
+pub fn resolve(word: &str, names: &[Name], builtins: &[&str], prefixes: bool) -> Resolution {
+    let lower = word.to_ascii_lowercase();
+    if let Some(b) = builtins.iter().find(|b| **b == lower) {
+        return Resolution::Builtin(b.to_string());
+    }
+    if let Some(n) = names.iter().find(|n| n.full == word) {
+        return Resolution::Entry(n.full.clone());
+    }
+    if let Some(r) = by_bare(word, names) {
+        return r;
+    }
+    if !prefixes || word.is_empty() {
+        return Resolution::Unknown;
+    }
+    // A prefix: of a built-in, of a full name, or of a bare name (which stands for what the
+    // bare name itself would resolve to).
+    let mut hits: Vec<String> = Vec::new();
+    let mut add = |slash: String| {
+        if !hits.contains(&slash) {
+            hits.push(slash);
+        }
+    };
+    for b in builtins.iter().filter(|b| b.starts_with(&lower)) {
+        add(format!("/{b}"));
+    }
+    for n in names {
+        if n.full.starts_with(word) {
+            add(format!("/{}", n.full));
+        }
+        if n.bare.starts_with(word) {
+            match by_bare(&n.bare, names) {
+                Some(Resolution::Entry(full)) => add(format!("/{full}")),
+                Some(Resolution::Ambiguous(list)) => list.into_iter().for_each(&mut add),
+                _ => {}
+            }
+        }
+    }
+    match hits.as_slice() {
+        [] => Resolution::Unknown,
+        [one] => match one.trim_start_matches('/') {
+            b if builtins.contains(&b) => Resolution::Builtin(b.to_string()),
+            full => Resolution::Entry(full.to_string()),
+        },
+        _ => {
+            hits.sort();
+            Resolution::Ambiguous(hits)
+        }
+    }
+}
+
+/// What the bare name `word` names: the entry of the first level that has it (two there are
+/// ambiguous); None when no entry has it.
+fn by_bare(word: &str, names: &[Name]) -> Option<Resolution> {
+    let bare: Vec<&Name> = names.iter().filter(|n| n.bare == word).collect();
+    let top = bare.iter().map(|n| n.tier).min()?;
+    let at_top: Vec<&&Name> = bare.iter().filter(|n| n.tier == top).collect();
+    Some(match at_top.as_slice() {
+        [one] => Resolution::Entry(one.full.clone()),
+        many => {
+            let mut list: Vec<String> = many.iter().map(|n| format!("/{}", n.full)).collect();
+            list.sort();
+            Resolution::Ambiguous(list)
+        }
+    })
+}
+
+/// The arguments an entry was given: named values, and the rest of the line.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Bound {
+    pub values: Vec<(String, String)>,
+    pub rest: String,
+}
+
+impl Entry<'_> {
+    /// The arguments to ask for when missing: (name, required).
+    pub fn arguments(&self) -> Vec<(String, bool)> {
+        match &self.kind {
+            Kind::Command(c) => c.arguments.iter().map(|a| (a.clone(), true)).collect(),
+            Kind::Skill(_) => Vec::new(),
+            Kind::Mcp(p) => p
+                .arguments
+                .iter()
+                .map(|(n, required, _)| (n.clone(), *required))
+                .collect(),
+        }
+    }
+
+    /// The entry as `/help` shows it: its name and arguments.
+    pub fn usage(&self) -> String {
+        let args: Vec<String> = match &self.kind {
+            Kind::Command(c) => c.arguments.iter().map(|a| format!("{a}=…")).collect(),
+            Kind::Skill(_) => vec!["[TEXT]".to_string()],
+            Kind::Mcp(p) => p
+                .arguments
+                .iter()
+                .map(|(n, required, _)| {
+                    if *required {
+                        n.to_uppercase()
+                    } else {
+                        format!("[{}]", n.to_uppercase())
+                    }
+                })
+                .collect(),
+        };
+        format!("/{} {}", self.name, args.join(" "))
+            .trim_end()
+            .to_string()
+    }
+
+    /// Whether missing arguments are asked for (a custom command's named arguments); an MCP
+    /// prompt's missing ones are an error.
+    pub fn asks(&self) -> bool {
+        matches!(self.kind, Kind::Command(_))
+    }
+
+    pub fn description(&self) -> &str {
+        match &self.kind {
+            Kind::Command(c) => &c.description,
+            Kind::Skill(s) => &s.description,
+            Kind::Mcp(p) => &p.description,
+        }
+    }
+
+    /// Binds the words typed after the name (split as a shell would): `NAME=value` for a
+    /// named argument; for an MCP prompt, other words fill its arguments in order; the rest is
+    /// `$ARGUMENTS`.
+    pub fn bind(&self, args: &str) -> Result<Bound, String> {
+        let words = match crate::config::commands::split_words(args) {
+            Ok(w) => w,
+            // Unbalanced quotes: the line is text, not arguments.
+            Err(_) if !matches!(self.kind, Kind::Mcp(_)) => {
+                return Ok(Bound {
+                    values: Vec::new(),
+                    rest: args.trim().to_string(),
+                });
+            }
+            Err(e) => return Err(e),
+        };
+        self.bind_words(words, args)
+    }
+
+    /// [`bind`](Self::bind) with the words already split; `raw` is the rest of the line as
+    /// typed (what `$ARGUMENTS` receives when no named argument was given).
+    pub fn bind_words(&self, words: Vec<String>, raw: &str) -> Result<Bound, String> {
+        let known = self.arguments();
+        let mut bound = Bound::default();
+        let mut others: Vec<String> = Vec::new();
+        for w in words {
+            match w.split_once('=') {
+                Some((k, v)) if known.iter().any(|(n, _)| n == k) => {
+                    bound.values.retain(|(n, _)| n != k);
+                    bound.values.push((k.to_string(), v.to_string()));
+                }
+                _ => others.push(w),
+            }
+        }
+        if let Kind::Mcp(p) = &self.kind {
+            for w in others {
+                let Some((n, _)) = known
+                    .iter()
+                    .find(|(n, _)| !bound.values.iter().any(|(b, _)| b == n))
+                else {
+                    return Err(format!(
+                        "/{} takes no more than {} argument(s)",
+                        self.name,
+                        p.arguments.len()
+                    ));
+                };
+                bound.values.push((n.clone(), w));
+            }
+            return Ok(bound);
+        }
+        bound.rest = if bound.values.is_empty() {
+            raw.trim().to_string()
+        } else {
+            others.join(" ")
+        };
+        Ok(bound)
+    }
+
+    /// The required arguments `bound` lacks.
+    pub fn missing(&self, bound: &Bound) -> Vec<String> {
+        self.arguments()
+            .into_iter()
+            .filter(|(n, required)| *required && !bound.values.iter().any(|(b, _)| b == n))
+            .map(|(n, _)| n)
+            .collect()
+    }
+
+    /// The prompt the entry sends. An MCP prompt is fetched from its server (`mcp`).
+    pub fn render(
+        &self,
+        bound: &Bound,
+        mcp: Option<&crate::mcp::Manager>,
+    ) -> Result<String, String> {
+        match &self.kind {
+            Kind::Command(c) => Ok(expand(&c.body, &bound.values, &bound.rest)
+                .trim()
+                .to_string()),
+            Kind::Skill(s) => Ok(invocation(s, &bound.rest)),
+            Kind::Mcp(p) => {
+                let Some(m) = mcp else {
+                    return Err("this session has no MCP servers".into());
+                };
+                let values: serde_json::Map<String, Json> = bound
+                    .values
+                    .iter()
+                    .map(|(k, v)| (k.clone(), json!(v)))
+                    .collect();
+                let messages = m.get_prompt(&p.server, &p.name, values)?;
+                // As Go Crush: the text of the user messages.
+                let text: Vec<&str> = messages
+                    .iter()
+                    .filter(|m| m["role"] == "user")
+                    .filter_map(|m| m["content"]["text"].as_str())
+                    .collect();
+                if text.is_empty() {
+                    return Err(format!(
+                        "the prompt '{}' of MCP server '{}' is empty",
+                        p.name, p.server
+                    ));
+                }
+                Ok(text.join("\n\n"))
+            }
+        }
+    }
+}
+
+/// What `crush run`'s first word `/NAME` names (crush(1) SKILLS AND COMMANDS), with its
+/// arguments bound: `words` are the words after the name, `raw` the rest as typed. Only full
+/// and bare names count (no prefixes); Ok(None): it names nothing, so it is a prompt. Err (a
+/// usage error): the name is ambiguous, or named arguments are missing (nobody can be asked).
+pub fn for_run<'c, 'a>(
+    cat: &'c Catalog<'a>,
+    name: &str,
+    words: Vec<String>,
+    raw: &str,
+) -> Result<Option<(&'c Entry<'a>, Bound)>, String> {
+    let full = match resolve(name, &cat.names(), &[], false) {
+        Resolution::Entry(full) => full,
+        Resolution::Ambiguous(list) => {
+            return Err(format!(
+                "/{name} is ambiguous: it could be {}",
+                list.join(", ")
+            ));
+        }
+        Resolution::Builtin(_) | Resolution::Unknown => return Ok(None),
+    };
+    let Some(entry) = cat.get(&full) else {
+        return Ok(None);
+    };
+    let bound = entry.bind_words(words, raw)?;
+    let missing = entry.missing(&bound);
+    if !missing.is_empty() {
+        let how = if entry.asks() {
+            "pass each as NAME=value after the command"
+        } else {
+            "pass them as NAME=value or in order"
+        };
+        return Err(format!("/{full} needs {}: {how}", missing.join(", ")));
+    }
+    Ok(Some((entry, bound)))
+}
+
+/// The message a skill invoked as a command sends: its instructions, then the user's words.
+pub fn invocation(s: &Skill, rest: &str) -> String {
+    let mut out = format!(
+        "<loaded_skill>\n<name>{}</name>\n<description>{}</description>\n<location>{}</location>\n<instructions>\n{}\n</instructions>\n</loaded_skill>",
+        super::escape(&s.name),
+        super::escape(&s.description),
+        super::escape(&s.location),
+        s.instructions
+    );
+    if !rest.trim().is_empty() {
+        out.push_str("\n\n");
+        out.push_str(rest.trim());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name(full: &str, tier: Tier) -> Name {
+        let bare = match full.strip_prefix("mcp:") {
+            Some(rest) => rest.split_once(':').map_or(rest, |(_, p)| p).to_string(),
+            None => bare_of(full),
+        };
+        Name {
+            full: full.into(),
+            bare,
+            tier,
+        }
+    }
+
+    #[test]
+    fn expansion_of_named_arguments_and_the_rest() {
+        let t = "Review $FILE for $FOCUS.\n$ARGUMENTS\n$FILE again, $HOME_DIR, $lower, $9, cost $5";
+        let values = vec![
+            ("FILE".to_string(), "a.rs".to_string()),
+            ("FOCUS".to_string(), "errors".to_string()),
+        ];
+        assert_eq!(
+            expand(t, &values, "be brief"),
+            "Review a.rs for errors.\nbe brief\na.rs again, $HOME_DIR, $lower, $9, cost $5"
+        );
+        assert_eq!(expand("Fix it.", &[], " now "), "Fix it.\n\nnow");
+        assert_eq!(expand("Fix $FILEX.", &values, ""), "Fix $FILEX.");
+    }
+
+    #[test]
+    fn precedence_bare_names_and_prefixes() {
+        let names = vec![
+            name("project:review", Tier::ProjectCommand),
+            name("user:review", Tier::UserCommand),
+            name("user:deploy", Tier::UserCommand),
+            name("project:help", Tier::ProjectCommand),
+            name("user:lint", Tier::UserCommand),
+            name("project:lint", Tier::Skill),
+            name("mcp:a:summary", Tier::McpPrompt),
+            name("mcp:b:summary", Tier::McpPrompt),
+        ];
+        let builtins = ["help", "resume", "quit"];
+        let r = |w: &str| resolve(w, &names, &builtins, true);
+        assert_eq!(r("help"), Resolution::Builtin("help".into()));
+        assert_eq!(r("HELP"), Resolution::Builtin("help".into()));
+        assert_eq!(r("project:help"), Resolution::Entry("project:help".into()));
+        assert_eq!(r("review"), Resolution::Entry("project:review".into()));
+        assert_eq!(r("user:review"), Resolution::Entry("user:review".into()));
+        // A user command comes before a skill of the same name.
+        assert_eq!(r("lint"), Resolution::Entry("user:lint".into()));
+        assert_eq!(
+            r("summary"),
+            Resolution::Ambiguous(vec!["/mcp:a:summary".into(), "/mcp:b:summary".into()])
+        );
+        assert_eq!(r("dep"), Resolution::Entry("user:deploy".into()));
+        // A prefix of a bare name stands for what the bare name means.
+        assert_eq!(r("rev"), Resolution::Entry("project:review".into()));
+        assert_eq!(
+            r("re"),
+            Resolution::Ambiguous(vec!["/project:review".into(), "/resume".into()])
+        );
+        assert_eq!(
+            r("user:"),
+            Resolution::Ambiguous(vec![
+                "/user:deploy".into(),
+                "/user:lint".into(),
+                "/user:review".into()
+            ])
+        );
+        assert_eq!(r("res"), Resolution::Builtin("resume".into()));
+        assert_eq!(r("zzz"), Resolution::Unknown);
+        assert_eq!(
+            resolve("dep", &names, &builtins, false),
+            Resolution::Unknown
+        );
+    }
+}

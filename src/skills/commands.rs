@@ -1,0 +1,349 @@
+//! Custom commands (crush(1) SKILLS AND COMMANDS).
+//!
+//! A custom command is a markdown file in a commands folder — crush's, Claude Code's
+//! (`.claude/commands`) or Codex's (`~/.codex/prompts`) — named `project:NAME` or `user:NAME`
+//! after its folder and its path (`a/b.md` is `a:b`). Its text is the prompt: `$ARGUMENTS`
+//! receives the rest of the line, and each `$UPPER_CASE` word is a named argument, given as
+//! `NAME=value` or asked for.
+
+use super::Source;
+use super::walk::{self, Next};
+use crate::config::Loaded;
+use serde_json::{Value as Json, json};
+use std::path::{Path, PathBuf};
+
+/// A larger command file is rejected.
+pub const MAX_COMMAND_BYTES: u64 = 256 * 1024;
+const MAX_DEPTH: usize = 4;
+const MAX_DIRS: usize = 1000;
+
+/// A custom command.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Command {
+    /// `project:review`, `user:git:commit`.
+    pub name: String,
+    pub path: PathBuf,
+    pub source: Source,
+    /// The frontmatter's `description`, else the first line of the text.
+    pub description: String,
+    /// The text without its frontmatter.
+    pub body: String,
+    /// Its named arguments (`$UPPER_CASE`, `$ARGUMENTS` excluded), in order of appearance.
+    pub arguments: Vec<String>,
+}
+
+/// A command file that was not loaded: where, from which level, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rejected {
+    pub path: String,
+    pub source: Source,
+    pub reason: String,
+}
+
+/// The custom commands of a session.
+#[derive(Clone, Debug, Default)]
+pub struct Commands {
+    pub commands: Vec<Command>,
+    pub rejected: Vec<Rejected>,
+    /// Two files with one name: the second is ignored (one line each).
+    pub warnings: Vec<String>,
+}
+
+/// The named arguments of `text`: each `$` followed by an upper-case letter and upper-case
+/// letters, digits or `_` (Go Crush's pattern), `$ARGUMENTS` excluded, first appearance first.
+pub fn named_arguments(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for (name, _) in placeholders(text) {
+        if name != "ARGUMENTS" && !out.iter().any(|n| n == name) {
+            out.push(name.to_string());
+        }
+    }
+    out
+}
+
+/// Every `$NAME` of `text` with its byte offset (of the `$`).
+pub(super) fn placeholders(text: &str) -> Vec<(&str, usize)> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'$' && i + 1 < b.len() && b[i + 1].is_ascii_uppercase() {
+            let mut j = i + 2;
+            while j < b.len()
+                && (b[j].is_ascii_uppercase() || b[j].is_ascii_digit() || b[j] == b'_')
+            {
+                j += 1;
+            }
+            out.push((&text[i + 1..j], i));
+            i = j;
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// A folder of command files and the level its commands belong to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Folder {
+    pub dir: PathBuf,
+    pub source: Source,
+}
+
+/// The command folders, first one first: the project's (`.crush/commands` in the working
+/// directory, the data directory and the project root; `.claude/commands` in the working
+/// directory and the project root), then the user's (`~/.config/crush/commands`,
+/// `~/.crush/commands`, `~/.claude/commands`, `~/.codex/prompts`).
+pub fn folders(loaded: &Loaded) -> Vec<Folder> {
+    let home = super::home();
+    let codex = std::env::var_os("CODEX_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| home.join(".codex"));
+    let candidates = [
+        (loaded.cwd.join(".crush/commands"), Source::Project),
+        (loaded.data_dir.join("commands"), Source::Project),
+        (loaded.project_root.join(".crush/commands"), Source::Project),
+        (loaded.cwd.join(".claude/commands"), Source::Project),
+        (
+            loaded.project_root.join(".claude/commands"),
+            Source::Project,
+        ),
+        (
+            crate::paths::global_config_dir().join("commands"),
+            Source::User,
+        ),
+        (home.join(".crush/commands"), Source::User),
+        (
+            crate::paths::claude_config_dir().join("commands"),
+            Source::User,
+        ),
+        (codex.join("prompts"), Source::User),
+    ];
+    let mut out: Vec<Folder> = Vec::new();
+    for (dir, source) in candidates {
+        if !out.iter().any(|f| f.dir == dir) {
+            out.push(Folder { dir, source });
+        }
+    }
+    out
+}
+
+/// The command in `path` (`rel`: its folders below the commands folder, `stem`: its name).
+fn load_one(path: &Path, rel: &[String], stem: &str, source: Source) -> Result<Command, String> {
+    let text = walk::read_text(path, MAX_COMMAND_BYTES).map_err(|e| e.message)?;
+    let doc = super::frontmatter::parse(&text)?;
+    let description = match doc.get("description").map(|f| &f.value) {
+        Some(super::frontmatter::Value::Scalar(Some(d))) => d.trim().to_string(),
+        _ => doc
+            .body
+            .lines()
+            .map(|l| l.trim().trim_start_matches('#').trim())
+            .find(|l| !l.is_empty())
+            .unwrap_or("")
+            .chars()
+            .take(80)
+            .collect(),
+    };
+    let mut parts: Vec<&str> = rel.iter().map(String::as_str).collect();
+    parts.push(stem);
+    if let Some(bad) = parts
+        .iter()
+        .find(|p| p.is_empty() || p.contains(|c: char| c.is_whitespace() || c == ':'))
+    {
+        return Err(format!(
+            "`{bad}` cannot be part of a command name (no spaces or colons)"
+        ));
+    }
+    let body = doc.body.trim().to_string();
+    Ok(Command {
+        name: format!("{}:{}", source.label(), parts.join(":")),
+        path: path.to_path_buf(),
+        source,
+        description,
+        arguments: named_arguments(&body),
+        body,
+    })
+}
+
+/// Loads the commands of `folders`; the first file of a name wins.
+pub fn load_from(folders: &[Folder]) -> Commands {
+    let mut walker = walk::Walker::new(MAX_DEPTH, MAX_DIRS);
+    let mut out = Commands::default();
+    for f in folders {
+        if !f.dir.is_dir() {
+            continue;
+        }
+        let before = walker.problems.len();
+        walker.walk(&f.dir, &mut |_, _, rel, entries| {
+            for e in entries {
+                let Some(stem) = e
+                    .name
+                    .strip_suffix(".md")
+                    .or_else(|| e.name.strip_suffix(".MD"))
+                else {
+                    continue;
+                };
+                if e.kind != walk::Kind::File {
+                    continue;
+                }
+                match load_one(&e.path, rel, stem, f.source) {
+                    Ok(c) => match out.commands.iter().find(|o| o.name == c.name) {
+                        Some(first) => out.warnings.push(format!(
+                            "command /{}: {} is ignored; {} has the same name and comes first",
+                            c.name,
+                            c.path.display(),
+                            first.path.display()
+                        )),
+                        None => out.commands.push(c),
+                    },
+                    Err(reason) => out.rejected.push(Rejected {
+                        path: e.path.display().to_string(),
+                        source: f.source,
+                        reason,
+                    }),
+                }
+            }
+            Next::Descend
+        });
+        for (path, reason) in walker.problems.drain(before..) {
+            out.rejected.push(Rejected {
+                path: path.display().to_string(),
+                source: f.source,
+                reason,
+            });
+        }
+    }
+    out
+}
+
+/// The session's custom commands.
+pub fn load(loaded: &Loaded) -> Commands {
+    load_from(&folders(loaded))
+}
+
+impl Commands {
+    /// The commands and rejected files, for `crush skills list`.
+    pub fn list_text(&self) -> String {
+        let mut out = String::new();
+        for c in &self.commands {
+            let args: String = c.arguments.iter().map(|a| format!(" {a}=…")).collect();
+            out.push_str(&format!("/{}{args}\n    {}\n", c.name, c.path.display()));
+            if !c.description.is_empty() {
+                out.push_str(&format!("    {}\n", c.description));
+            }
+        }
+        for r in &self.rejected {
+            out.push_str(&format!(
+                "-  [{}]  rejected: {}\n    {}\n",
+                r.source.label(),
+                r.reason,
+                r.path
+            ));
+        }
+        out
+    }
+
+    pub fn list_json(&self) -> Json {
+        let mut items: Vec<Json> = self
+            .commands
+            .iter()
+            .map(|c| {
+                json!({"name": c.name, "path": c.path.display().to_string(),
+                    "source": c.source.label(), "state": "active",
+                    "description": c.description, "arguments": c.arguments})
+            })
+            .collect();
+        items.extend(self.rejected.iter().map(|r| {
+            json!({"name": null, "path": r.path, "source": r.source.label(),
+                "state": "rejected", "reason": r.reason})
+        }));
+        Json::Array(items)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn named_arguments_in_order_of_appearance() {
+        let t = "Review $FILE for $FOCUS.\n$ARGUMENTS\n$FILE again, $HOME_DIR, $lower, $9";
+        assert_eq!(named_arguments(t), vec!["FILE", "FOCUS", "HOME_DIR"]);
+    }
+
+    #[test]
+    fn folders_name_commands_and_bad_files_are_listed() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("p");
+        let u = t.path().join("u");
+        let w = |path: &Path, text: &[u8]| {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        w(
+            &p.join("review.md"),
+            b"---\ndescription: Review a file\n---\nReview $FILE.\n",
+        );
+        w(
+            &p.join("git/commit.md"),
+            b"# Commit\nWrite a commit message. $ARGUMENTS\n",
+        );
+        w(&p.join("notes.txt"), b"not a command");
+        w(&p.join("latin.md"), b"caf\xe9\n");
+        w(&p.join("bad name.md"), b"x");
+        w(&u.join("review.md"), b"User review.\n");
+        w(&u.join("deploy.md"), b"Deploy.\n");
+        let c = load_from(&[
+            Folder {
+                dir: p.clone(),
+                source: Source::Project,
+            },
+            Folder {
+                dir: u.clone(),
+                source: Source::User,
+            },
+        ]);
+        let names: Vec<(&str, &str, &[String])> = c
+            .commands
+            .iter()
+            .map(|c| {
+                (
+                    c.name.as_str(),
+                    c.description.as_str(),
+                    c.arguments.as_slice(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            names,
+            vec![
+                ("project:review", "Review a file", &["FILE".to_string()][..]),
+                ("project:git:commit", "Commit", &[][..]),
+                ("user:deploy", "Deploy.", &[][..]),
+                ("user:review", "User review.", &[][..]),
+            ]
+        );
+        assert_eq!(c.commands[0].body, "Review $FILE.");
+        let rejected: Vec<(String, &str)> = c
+            .rejected
+            .iter()
+            .map(|r| {
+                (
+                    r.path.rsplit('/').next().unwrap_or("").to_string(),
+                    r.reason.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(rejected.len(), 2, "{rejected:?}");
+        assert!(
+            rejected[0].0 == "bad name.md" && rejected[0].1.contains("no spaces"),
+            "{rejected:?}"
+        );
+        assert!(
+            rejected[1].0 == "latin.md" && rejected[1].1.contains("not UTF-8"),
+            "{rejected:?}"
+        );
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+    }
+}

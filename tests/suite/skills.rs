@@ -1,0 +1,476 @@
+//! Agent Skills, custom commands and project init, end to end: the real binary, real folders,
+//! and the fake model server.
+
+use crate::support::{Dialect, FakeServer, Reply, TestEnv};
+use serde_json::{Value, json};
+
+fn skill_md(name: &str, description: &str, extra: &str) -> String {
+    format!(
+        "---\nname: {name}\ndescription: {description}\n{extra}---\n# {name}\n\nSteps of {name}.\n"
+    )
+}
+
+fn write(path: &std::path::Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn list_json(env: &TestEnv) -> Value {
+    let out = env.run(&["skills", "list", "--json"], None);
+    out.assert_success();
+    serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", out.stdout))
+}
+
+fn by_path<'a>(list: &'a Value, end: &str) -> &'a Value {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["path"].as_str().unwrap_or("").ends_with(end))
+        .unwrap_or_else(|| panic!("{end} not listed: {list:#}"))
+}
+
+#[test]
+fn skills_list_shows_where_each_skill_is_and_why_any_was_rejected() {
+    let env = TestEnv::new();
+    env.write_project_file(
+        ".crush/skills/review/SKILL.md",
+        &skill_md("review", "Project review.", ""),
+    );
+    env.write_project_file(
+        ".claude/skills/review/SKILL.md",
+        &skill_md("review", "Claude review.", ""),
+    );
+    env.write_project_file(
+        ".agents/skills/broken/SKILL.md",
+        "---\nname: broken\ndescription: 'open\n---\n",
+    );
+    write(
+        &env.home().join(".agents/skills/deploy/SKILL.md"),
+        &skill_md("deploy", "User deploy.", "user-invocable: true\n"),
+    );
+    write(
+        &env.home().join(".agents/skills/review/SKILL.md"),
+        &skill_md("review", "User review.", ""),
+    );
+    write(
+        &env.config_dir().join("skills/Bad_Name/SKILL.md"),
+        &skill_md("Bad_Name", "x", ""),
+    );
+    env.write_config(&json!({"options": {"disabled_skills": ["crush-hooks"]}}));
+    env.write_project_file(".crush/commands/ok.md", "Fine.\n");
+    std::fs::write(env.project().join(".crush/commands/latin.md"), b"caf\xe9\n").unwrap();
+    let doc = list_json(&env);
+    let commands = &doc["commands"];
+    assert_eq!(by_path(commands, "commands/ok.md")["name"], "project:ok");
+    let latin = by_path(commands, "commands/latin.md");
+    assert_eq!(latin["state"], "rejected");
+    assert!(
+        latin["reason"].as_str().unwrap().contains("not UTF-8"),
+        "{latin}"
+    );
+    let skills = &doc["skills"];
+    for (end, key, want) in [
+        (".crush/skills/review/SKILL.md", "state", "active"),
+        (".crush/skills/review/SKILL.md", "source", "project"),
+        (".claude/skills/review/SKILL.md", "state", "shadowed"),
+        (".agents/skills/review/SKILL.md", "state", "shadowed"),
+        ("crush://skills/crush-hooks/SKILL.md", "state", "disabled"),
+        ("crush://skills/crush-config/SKILL.md", "source", "builtin"),
+    ] {
+        assert_eq!(by_path(skills, end)[key], want, "{end}");
+    }
+    let broken = by_path(skills, "broken/SKILL.md");
+    assert_eq!(broken["state"], "rejected");
+    assert!(
+        broken["reason"].as_str().unwrap().contains("line 3"),
+        "{broken}"
+    );
+    let bad = by_path(skills, "Bad_Name/SKILL.md");
+    assert!(
+        bad["reason"].as_str().unwrap().contains("lowercase"),
+        "{bad}"
+    );
+    let deploy = by_path(skills, "deploy/SKILL.md");
+    assert_eq!(
+        (deploy["state"].as_str(), deploy["user_invocable"].as_bool()),
+        (Some("active"), Some(true))
+    );
+    // The clash is a warning on stderr; the text listing says the same.
+    let out = env.run(&["skills", "list"], None);
+    out.assert_success();
+    assert!(
+        out.stderr.contains("warning: skill review:"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stdout.contains("rejected: line 3"), "{}", out.stdout);
+    assert!(out.stdout.contains("/user:deploy"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("Custom commands:\n  /project:ok"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn the_model_loads_a_skill_by_viewing_it_without_a_permission_question() {
+    for d in [Dialect::OpenAi, Dialect::Anthropic] {
+        let env = TestEnv::new();
+        let skill_dir = env.home().join(".agents/skills/pdf-forms");
+        write(
+            &skill_dir.join("SKILL.md"),
+            &skill_md("pdf-forms", "Fill PDF forms <fast> & well.", ""),
+        );
+        write(&skill_dir.join("reference/fields.md"), "FIELD LIST\n");
+        let location = skill_dir.join("SKILL.md").display().to_string();
+        let server = FakeServer::with_script(vec![
+            Reply::tool_call("view", json!({"file_path": location})),
+            Reply::tool_call(
+                "view",
+                json!({"file_path": skill_dir.join("reference/fields.md")}),
+            ),
+            Reply::tool_call(
+                "view",
+                json!({"file_path": "crush://skills/crush-config/SKILL.md"}),
+            ),
+            Reply::text("Loaded."),
+        ]);
+        env.use_server(&server, d);
+        // No --yolo: the skill lies outside the project, and still needs no permission.
+        let out = env.run(&["run", "fill the form"], None);
+        out.assert_success();
+        assert_eq!(out.stdout, "Loaded.\n");
+        let system = server.request(0).system_text();
+        assert!(system.contains("<available_skills>"), "{system}");
+        assert!(
+            system.contains(&format!("<location>{location}</location>")),
+            "{system}"
+        );
+        assert!(
+            system.contains("Fill PDF forms &lt;fast&gt; &amp; well."),
+            "{system}"
+        );
+        // Stable order: by name.
+        let a = system.find("<name>crush-config</name>").unwrap();
+        let b = system.find("<name>crush-hooks</name>").unwrap();
+        let c = system.find("<name>pdf-forms</name>").unwrap();
+        assert!(a < b && b < c, "{system}");
+        let results = server.last_request().tool_results();
+        assert_eq!(results.len(), 3);
+        assert!(
+            !results[0].2 && results[0].1.contains("Steps of pdf-forms."),
+            "{results:?}"
+        );
+        assert!(results[1].1.contains("FIELD LIST"), "{results:?}");
+        assert!(results[2].1.contains("name: crush-config"), "{results:?}");
+    }
+}
+
+#[test]
+fn a_project_sets_skills_paths_only_once_trusted() {
+    let env = TestEnv::new();
+    let outside = env.root().join("outside-skills");
+    write(
+        &outside.join("ext/SKILL.md"),
+        &skill_md("ext", "External.", ""),
+    );
+    env.write_project_file(".agents/skills/own/SKILL.md", &skill_md("own", "Own.", ""));
+    env.write_project_file(
+        "crush.json",
+        &json!({"options": {"skills_paths": [outside.display().to_string()]}}).to_string(),
+    );
+    let out = env.run(&["skills", "list", "--json"], None);
+    out.assert_success();
+    assert!(
+        out.stderr.contains("options.skills_paths"),
+        "{}",
+        out.stderr
+    );
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    let paths: Vec<&str> = doc["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v["path"].as_str())
+        .collect();
+    // The project's own skills folders load untrusted: skills are text.
+    assert!(
+        paths
+            .iter()
+            .any(|p| p.ends_with(".agents/skills/own/SKILL.md")),
+        "{paths:?}"
+    );
+    assert!(
+        !paths.iter().any(|p| p.contains("outside-skills")),
+        "{paths:?}"
+    );
+    let out = env.run(&["--trust", "skills", "list", "--json"], None);
+    out.assert_success();
+    assert!(
+        out.stdout.contains("outside-skills/ext/SKILL.md"),
+        "{}",
+        out.stdout
+    );
+}
+
+/// Title requests are answered off-script.
+fn title_route(server: &FakeServer) {
+    server.route_when(
+        |r| r.system_text().contains("title of a conversation"),
+        vec![Reply::text("A title")],
+    );
+}
+
+/// The last user text of each turn request (title requests left out).
+fn prompts(server: &FakeServer) -> Vec<String> {
+    server
+        .model_requests()
+        .into_iter()
+        .filter(|r| !r.system_text().contains("title of a conversation"))
+        .map(|r| r.user_texts().pop().unwrap_or_default())
+        .collect()
+}
+
+fn last_prompt(server: &FakeServer) -> String {
+    prompts(server).pop().expect("a turn request")
+}
+
+fn commands_env(server: &FakeServer) -> TestEnv {
+    let env = TestEnv::new();
+    env.use_server(server, Dialect::OpenAi);
+    env.write_project_file(
+        ".crush/commands/review.md",
+        "---\ndescription: Review one file\n---\nReview $FILE, looking for $FOCUS.\n$ARGUMENTS\n",
+    );
+    env.write_project_file(
+        ".claude/commands/git/commit.md",
+        "Write a commit message.\n",
+    );
+    write(
+        &env.home().join(".claude/commands/review.md"),
+        "User review of $ARGUMENTS\n",
+    );
+    write(
+        &env.home().join(".codex/prompts/explain.md"),
+        "Explain $ARGUMENTS simply.\n",
+    );
+    write(
+        &env.home().join(".agents/skills/pdf-forms/SKILL.md"),
+        &skill_md("pdf-forms", "Fill PDF forms.", "user-invocable: true\n"),
+    );
+    env
+}
+
+#[test]
+fn repl_custom_commands_ask_named_arguments_one_by_one_from_a_pipe() {
+    let server = FakeServer::with_script(vec![
+        Reply::text("one"),
+        Reply::text("two"),
+        Reply::text("three"),
+        Reply::text("four"),
+        Reply::text("five"),
+    ]);
+    title_route(&server);
+    let env = commands_env(&server);
+    let input = "/help\n/project:review\nsrc/a.rs\nerrors\n/rev FOCUS=style FILE=b.rs be brief\n/user:review the diff\n/explain monads\n/pdf-forms the tax form\n/re\n";
+    let out = env.run(&[], Some(input));
+    out.assert_success();
+    assert!(
+        out.stdout.contains("/project:review FILE=… FOCUS=…"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("Review one file"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("/user:pdf-forms [TEXT]"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stderr.contains("FILE:") && out.stderr.contains("FOCUS:"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("/re is ambiguous")
+            && out.stderr.contains("/project:review")
+            && out.stderr.contains("/resume"),
+        "{}",
+        out.stderr
+    );
+    let turns = prompts(&server);
+    assert_eq!(turns[0], "Review src/a.rs, looking for errors.");
+    // A unique prefix of the bare name; named arguments in any order; the rest is $ARGUMENTS.
+    assert_eq!(turns[1], "Review b.rs, looking for style.\nbe brief");
+    assert_eq!(turns[2], "User review of the diff");
+    assert_eq!(turns[3], "Explain monads simply.");
+    assert!(
+        turns[4].starts_with("<loaded_skill>\n<name>pdf-forms</name>"),
+        "{}",
+        turns[4]
+    );
+    assert!(
+        turns[4].contains("Steps of pdf-forms.") && turns[4].ends_with("\n\nthe tax form"),
+        "{}",
+        turns[4]
+    );
+}
+
+#[test]
+fn crush_run_runs_a_command_named_by_its_first_word() {
+    let server = FakeServer::with_script(vec![
+        Reply::text("reviewed"),
+        Reply::text("committed"),
+        Reply::text("a path"),
+        Reply::text("escaped"),
+    ]);
+    let env = commands_env(&server);
+    env.run(
+        &[
+            "run",
+            "/project:review",
+            "FILE=src/a b.rs",
+            "FOCUS=bugs",
+            "and",
+            "tests",
+        ],
+        None,
+    )
+    .assert_success();
+    assert_eq!(
+        last_prompt(&server),
+        "Review src/a b.rs, looking for bugs.\nand tests"
+    );
+    // The whole line as one argument, a bare name, and piped text before it.
+    env.run(&["run", "/git:commit"], Some("diff --git a b\n"))
+        .assert_success();
+    assert_eq!(
+        last_prompt(&server),
+        "diff --git a b\n\nWrite a commit message."
+    );
+    env.run(&["run", "/etc/hosts is wrong"], None)
+        .assert_success();
+    assert_eq!(last_prompt(&server), "/etc/hosts is wrong");
+    env.run(&["run", "//project:review it"], None)
+        .assert_success();
+    assert_eq!(last_prompt(&server), "/project:review it");
+    let out = env.run(&["run", "/review FILE=x.rs"], None);
+    out.assert_code(2);
+    assert!(
+        out.stderr
+            .contains("/project:review needs FOCUS: pass each as NAME=value"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn crush_init_writes_initialize_as_without_asking_and_only_that_file() {
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call(
+            "write",
+            json!({"file_path": "AGENTS.md", "content": "# Agents\n\nRun `make test`.\n"}),
+        ),
+        Reply::text("Wrote AGENTS.md."),
+    ]);
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::OpenAi);
+    env.write_project_file("Makefile", "test:\n\tcargo test\n");
+    let out = env.run(&["init", "mention", "the", "Makefile"], None);
+    out.assert_success();
+    assert_eq!(
+        env.read_project_file("AGENTS.md"),
+        "# Agents\n\nRun `make test`.\n"
+    );
+    assert!(
+        out.stderr.contains("wrote ") && out.stderr.contains("AGENTS.md"),
+        "{}",
+        out.stderr
+    );
+    let prompt = server.request(0).user_texts().pop().unwrap();
+    assert!(
+        prompt.contains("AGENTS.md") && prompt.ends_with("The user adds: mention the Makefile"),
+        "{prompt}"
+    );
+    assert!(env.project().join(".crush/init").exists());
+
+    // Another name from the configuration; writing any other file still needs permission.
+    // A refused call ends the turn.
+    let server = FakeServer::with_script(vec![Reply::tool_call(
+        "write",
+        json!({"file_path": "other.md", "content": "x"}),
+    )]);
+    let env = TestEnv::new();
+    let mut cfg = env.config_for(&server, Dialect::OpenAi);
+    cfg["options"] = json!({"initialize_as": "docs/CRUSH.md"});
+    env.write_config(&cfg);
+    let out = env.run(&["init"], None);
+    out.assert_code(3);
+    assert!(!env.project().join("other.md").exists());
+    let prompt = server.request(0).user_texts().pop().unwrap();
+    assert!(prompt.contains("docs/CRUSH.md"), "{prompt}");
+}
+
+#[test]
+fn crush_init_rewrites_an_existing_file_only_after_a_yes() {
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call("view", json!({"file_path": "AGENTS.md"})),
+        Reply::tool_call(
+            "edit",
+            json!({"file_path": "AGENTS.md", "old_string": "old", "new_string": "new"}),
+        ),
+        Reply::text("Improved."),
+    ]);
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::OpenAi);
+    env.write_project_file("AGENTS.md", "old notes\n");
+    let out = env.run(&["init"], None);
+    out.assert_code(3);
+    assert!(
+        out.stderr
+            .contains("exists: have the agent rewrite it? [y/N]"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(env.read_project_file("AGENTS.md"), "old notes\n");
+    assert_eq!(server.request_count(), 0);
+    let out = env.run(&["init"], Some("y\n"));
+    out.assert_success();
+    assert_eq!(env.read_project_file("AGENTS.md"), "new notes\n");
+}
+
+#[test]
+fn repl_mentions_init_once_and_init_asks_before_rewriting() {
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call(
+            "write",
+            json!({"file_path": "AGENTS.md", "content": "notes\n"}),
+        ),
+        Reply::text("Written."),
+    ]);
+    title_route(&server);
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::OpenAi);
+    env.write_project_file("main.go", "package main\n");
+    let first = env.run(&[], Some(""));
+    first.assert_success();
+    assert!(
+        first.stderr.contains("/init has the agent write one"),
+        "{}",
+        first.stderr
+    );
+    let again = env.run(&[], Some("/init\n/init\nn\n"));
+    again.assert_success();
+    assert!(
+        !again.stderr.contains("/init has the agent"),
+        "{}",
+        again.stderr
+    );
+    assert_eq!(env.read_project_file("AGENTS.md"), "notes\n");
+    // The second /init found the file and was told no.
+    assert!(
+        again.stderr.contains("is left as it is"),
+        "{}",
+        again.stderr
+    );
+}
