@@ -292,6 +292,30 @@ mod tests {
             assert!(b.contains(c.name) && z.contains(c.name) && f.contains(c.name));
         }
     }
+
+    /// troff reads a line starting with `.` or `'` as a request: prose must not start one.
+    #[test]
+    fn the_page_renders_without_troff_warnings() {
+        use std::io::Write;
+        use std::process::{Command, Stdio};
+        let Ok(mut child) = Command::new("groff")
+            .args(["-man", "-Tutf8", "-ww"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+        else {
+            eprintln!("groff is not installed: the page's markup is not checked");
+            return;
+        };
+        let page = man();
+        let mut stdin = child.stdin.take().unwrap();
+        let writer = std::thread::spawn(move || stdin.write_all(page.as_bytes()));
+        let out = child.wait_with_output().unwrap();
+        writer.join().unwrap().unwrap();
+        let warnings = String::from_utf8_lossy(&out.stderr);
+        assert!(warnings.trim().is_empty(), "{warnings}");
+    }
 }
 
 #[cfg(test)]
