@@ -662,7 +662,7 @@ mod tests {
             base_url: base.into(),
             api_key: key.map(str::to_string),
             headers: vec![("anthropic-beta".into(), "a-1, b-2".into())],
-            aws: None,
+            ..Default::default()
         }
     }
 
@@ -675,6 +675,7 @@ mod tests {
             tools: vec![],
             max_tokens: Some(100),
             temperature: None,
+            ..Default::default()
         };
         let e = ep("", Some("ABSKkey"));
         let t = target(&e, &req.model);

@@ -7,6 +7,7 @@ mod cancel;
 mod catalog;
 mod claude_hooks;
 mod config;
+mod dialects;
 mod dropin_config;
 mod editor;
 mod fake_server;
