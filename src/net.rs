@@ -1,10 +1,12 @@
 //! The one place HTTP clients are built: every ureq agent in crush (model calls, the catalog,
-//! MCP) comes from `agent`, with the same user agent, status handling and proxy rule; the web
-//! tools (fetch, download, sourcegraph, web search) send every request through `web`, which
-//! also checks each URL and redirect (http and https only) and leaves the body to be read with
-//! a cap.
+//! discovery, MCP) comes from `agent`, with the same user agent, status handling, certificates
+//! and proxy rule; the web tools (fetch, download, sourcegraph, web search) send every request
+//! through `web`, which also checks each URL and redirect (http and https only) and leaves the
+//! body to be read with a cap.
 
+use std::sync::OnceLock;
 use std::time::Duration;
+use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig};
 
 /// How long an agent's requests may take; None: no limit of that kind.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -15,20 +17,178 @@ pub struct Timeouts {
     pub global: Option<Duration>,
 }
 
-/// An agent for requests to `url`. Statuses are returned, not errors. Requests to this machine
-/// never go through a proxy; others use the proxy the environment names (`HTTPS_PROXY`, ...).
+/// An agent for requests to `url`. Statuses are returned, not errors. Requests go through the
+/// proxy `proxy_for` names. HTTPS trusts the built-in roots, the system's store and
+/// `SSL_CERT_FILE`/`SSL_CERT_DIR` (crush(1) ENVIRONMENT).
 pub fn agent(url: &str, t: Timeouts) -> ureq::Agent {
+    config(url, t).build().into()
+}
+
+/// The configuration `agent` builds from (the web tools' requests add theirs).
+fn config(url: &str, t: Timeouts) -> ureq::config::ConfigBuilder<ureq::typestate::AgentScope> {
     let mut cfg = ureq::Agent::config_builder()
         .timeout_connect(t.connect)
         .timeout_recv_response(t.response)
         .timeout_per_read(t.per_read)
         .timeout_global(t.global)
         .http_status_as_error(false)
-        .user_agent(concat!("crush/", env!("CARGO_PKG_VERSION")));
-    if is_loopback_url(url) {
-        cfg = cfg.proxy(None);
+        .user_agent(concat!("crush/", env!("CARGO_PKG_VERSION")))
+        .proxy(proxy_for(url).and_then(|p| ureq::Proxy::new(&p).ok()));
+    if url
+        .get(..8)
+        .is_some_and(|s| s.eq_ignore_ascii_case("https://"))
+    {
+        cfg = cfg.tls_config(TlsConfig::builder().root_certs(root_certs()).build());
     }
-    cfg.build().into()
+    cfg
+}
+
+/// The proxy a request to `url` goes through, from the environment as curl reads it:
+/// `https_proxy`/`HTTPS_PROXY` for https, `http_proxy`/`HTTP_PROXY` for http, else
+/// `all_proxy`/`ALL_PROXY`; none for this machine or a host `no_proxy`/`NO_PROXY` lists.
+pub fn proxy_for(url: &str) -> Option<String> {
+    proxy_from(url, &|k| std::env::var(k).ok())
+}
+
+fn proxy_from(url: &str, var: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+    if is_loopback_url(url) {
+        return None;
+    }
+    let first = |names: &[&str]| {
+        names
+            .iter()
+            .find_map(|n| var(n).filter(|v| !v.trim().is_empty()))
+    };
+    let https = url
+        .get(..8)
+        .is_some_and(|s| s.eq_ignore_ascii_case("https://"));
+    let proxy = if https {
+        first(&["https_proxy", "HTTPS_PROXY"])
+    } else {
+        first(&["http_proxy", "HTTP_PROXY"])
+    }
+    .or_else(|| first(&["all_proxy", "ALL_PROXY"]))?;
+    let no_proxy = first(&["no_proxy", "NO_PROXY"]).unwrap_or_default();
+    (!no_proxy_matches(&no_proxy, &host_of(url))).then(|| proxy.trim().to_string())
+}
+
+/// The host of `url`, lowercase, without port or brackets.
+fn host_of(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let hostport = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    match hostport.strip_prefix('[') {
+        Some(r) => r.split(']').next().unwrap_or(""),
+        None => hostport.split(':').next().unwrap_or(""),
+    }
+    .to_ascii_lowercase()
+}
+
+/// Whether a `NO_PROXY` list (comma-separated: `*`, host names that also cover their
+/// subdomains, with or without a leading dot, IP addresses and IPv4 networks such as
+/// `10.0.0.0/8`) names `host`.
+fn no_proxy_matches(list: &str, host: &str) -> bool {
+    list.split([',', ' '])
+        .map(|e| e.trim().to_ascii_lowercase())
+        .filter(|e| !e.is_empty())
+        .any(|e| {
+            if e == "*" {
+                return true;
+            }
+            if let Some((net, bits)) = e.split_once('/') {
+                return in_network(host, net, bits);
+            }
+            // A port in the entry is ignored.
+            let name = match e.rsplit_once(':') {
+                Some((n, p)) if p.chars().all(|c| c.is_ascii_digit()) && !n.contains(':') => n,
+                _ => e.as_str(),
+            };
+            let name = name.trim_start_matches("*.").trim_start_matches('.');
+            host == name || host.ends_with(&format!(".{name}"))
+        })
+}
+
+fn in_network(host: &str, net: &str, bits: &str) -> bool {
+    let (Ok(h), Ok(n), Ok(b)) = (
+        host.parse::<std::net::Ipv4Addr>(),
+        net.parse::<std::net::Ipv4Addr>(),
+        bits.parse::<u32>(),
+    ) else {
+        return false;
+    };
+    let mask = if b == 0 {
+        0
+    } else {
+        u32::MAX << (32 - b.min(32))
+    };
+    u32::from(h) & mask == u32::from(n) & mask
+}
+
+/// Where the system keeps its certificate bundle, by distribution (as OpenSSL's builds look).
+const SYSTEM_BUNDLES: &[&str] = &[
+    "/etc/ssl/certs/ca-certificates.crt",
+    "/etc/pki/tls/certs/ca-bundle.crt",
+    "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
+    "/etc/ssl/ca-bundle.pem",
+    "/etc/pki/tls/cacert.pem",
+    "/etc/ssl/cert.pem",
+    "/usr/local/share/certs/ca-root-nss.crt",
+];
+
+/// The roots HTTPS trusts, read once: the built-in ones, the system's bundle, `SSL_CERT_FILE`
+/// and the files of the `SSL_CERT_DIR` directories.
+fn root_certs() -> RootCerts {
+    static ROOTS: OnceLock<RootCerts> = OnceLock::new();
+    ROOTS
+        .get_or_init(|| {
+            let extra = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+            roots_from(
+                SYSTEM_BUNDLES,
+                extra("SSL_CERT_FILE").as_deref(),
+                extra("SSL_CERT_DIR").as_deref(),
+            )
+        })
+        .clone()
+}
+
+fn roots_from(
+    bundles: &[&str],
+    file: Option<&std::ffi::OsStr>,
+    dirs: Option<&std::ffi::OsStr>,
+) -> RootCerts {
+    let mut certs: Vec<Certificate<'static>> = webpki_root_certs::TLS_SERVER_ROOT_CERTS
+        .iter()
+        .map(|c| Certificate::from_der(c.as_ref()).to_owned())
+        .collect();
+    let mut add_file = |path: &std::path::Path| {
+        let Ok(pem) = std::fs::read(path) else {
+            return;
+        };
+        for item in ureq::tls::parse_pem(&pem).flatten() {
+            if let PemItem::Certificate(c) = item
+                && !certs.iter().any(|x| x.der() == c.der())
+            {
+                certs.push(c.to_owned());
+            }
+        }
+    };
+    if let Some(b) = bundles.iter().find(|b| std::path::Path::new(b).is_file()) {
+        add_file(std::path::Path::new(b));
+    }
+    if let Some(f) = file {
+        add_file(std::path::Path::new(f));
+    }
+    for dir in dirs.into_iter().flat_map(std::env::split_paths) {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            if e.path().is_file() {
+                add_file(&e.path());
+            }
+        }
+    }
+    RootCerts::new_with_certs(&certs)
 }
 
 /// `url` with its credentials hidden, for messages, logs and the store: the user and password
@@ -236,17 +396,11 @@ pub fn web(req: &WebRequest) -> Result<WebResponse, String> {
         if left.is_zero() {
             return Err(format!("timed out after {} s", req.timeout.as_secs()));
         }
-        let agent: ureq::Agent = {
-            let mut cfg = ureq::Agent::config_builder()
-                .timeout_global(Some(left))
-                .http_status_as_error(false)
-                .max_redirects(0)
-                .user_agent(concat!("crush/", env!("CARGO_PKG_VERSION")));
-            if is_loopback_url(&url) {
-                cfg = cfg.proxy(None);
-            }
-            cfg.build().into()
+        let t = Timeouts {
+            global: Some(left),
+            ..Default::default()
         };
+        let agent: ureq::Agent = config(&url, t).max_redirects(0).build().into();
         let mut builder = ureq::http::Request::builder()
             .method(method.as_str())
             .uri(url.as_str());
@@ -381,6 +535,119 @@ mod tests {
             join_path("https://h/v1/chat/completions", "/chat/completions"),
             "https://h/v1/chat/completions"
         );
+    }
+
+    #[test]
+    fn proxies_as_curl_reads_them() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let vars = env(&[
+            ("HTTPS_PROXY", "http://corp:3128"),
+            ("http_proxy", "http://plain:8080"),
+            (
+                "NO_PROXY",
+                "internal.example, .corp.lan:443, 10.0.0.0/8,192.168.1.7",
+            ),
+        ]);
+        let p = |u: &str| proxy_from(u, &vars);
+        assert_eq!(
+            p("https://api.anthropic.com/v1").as_deref(),
+            Some("http://corp:3128")
+        );
+        assert_eq!(
+            p("http://models.example/v1").as_deref(),
+            Some("http://plain:8080")
+        );
+        assert_eq!(p("https://internal.example/x"), None);
+        assert_eq!(p("https://a.internal.example/x"), None);
+        assert_eq!(p("https://git.corp.lan/x"), None);
+        assert_eq!(p("https://10.2.3.4:8443/x"), None);
+        assert_eq!(p("https://192.168.1.7/x"), None);
+        assert_eq!(
+            p("https://192.168.1.8/x").as_deref(),
+            Some("http://corp:3128")
+        );
+        assert_eq!(p("http://127.0.0.1:8080/v1"), None);
+        assert_eq!(
+            p("https://notinternal.example/x").as_deref(),
+            Some("http://corp:3128")
+        );
+        let all = env(&[("ALL_PROXY", "socks5://s:1080"), ("no_proxy", "*")]);
+        assert_eq!(proxy_from("https://x.example", &all), None);
+        let all = env(&[("ALL_PROXY", "http://s:1")]);
+        assert_eq!(
+            proxy_from("https://x.example", &all).as_deref(),
+            Some("http://s:1")
+        );
+        assert_eq!(proxy_from("https://x.example", &env(&[])), None);
+    }
+
+    #[test]
+    fn roots_add_the_system_bundle_and_ssl_cert_file_to_the_built_in_ones() {
+        let builtin = webpki_root_certs::TLS_SERVER_ROOT_CERTS.len();
+        let count = |r: RootCerts| match r {
+            RootCerts::Specific(c) => c.len(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(count(roots_from(&[], None, None)), builtin);
+        // A private CA in a file of its own, and a bundle repeating a built-in root.
+        let dir = tempfile::tempdir().unwrap();
+        let der = webpki_root_certs::TLS_SERVER_ROOT_CERTS[0]
+            .as_ref()
+            .to_vec();
+        let pem = |der: &[u8]| {
+            let b64 = base64(der);
+            let lines: Vec<&str> = b64
+                .as_bytes()
+                .chunks(64)
+                .map(|c| std::str::from_utf8(c).unwrap())
+                .collect();
+            format!(
+                "-----BEGIN CERTIFICATE-----\n{}\n-----END CERTIFICATE-----\n",
+                lines.join("\n")
+            )
+        };
+        let mut private = der.clone();
+        // Not a valid certificate, but a distinct one: it is the parser's to judge later.
+        private.push(0);
+        std::fs::write(dir.path().join("bundle.pem"), pem(&der)).unwrap();
+        std::fs::write(dir.path().join("corp.pem"), pem(&private)).unwrap();
+        let sub = dir.path().join("certs");
+        std::fs::create_dir(&sub).unwrap();
+        let mut other = der.clone();
+        other.extend_from_slice(&[1, 2]);
+        std::fs::write(sub.join("abcd1234.0"), pem(&other)).unwrap();
+        let bundle = dir.path().join("bundle.pem").display().to_string();
+        let r = roots_from(
+            &["/nonexistent/bundle.crt", bundle.as_str()],
+            Some(dir.path().join("corp.pem").as_os_str()),
+            Some(sub.as_os_str()),
+        );
+        assert_eq!(count(r), builtin + 2);
+    }
+
+    fn base64(data: &[u8]) -> String {
+        const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let mut out = String::new();
+        for c in data.chunks(3) {
+            let n = (u32::from(c[0]) << 16)
+                | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
+                | u32::from(*c.get(2).unwrap_or(&0));
+            for i in 0..4 {
+                if i <= c.len() {
+                    out.push(A[(n >> (18 - 6 * i) & 63) as usize] as char);
+                } else {
+                    out.push('=');
+                }
+            }
+        }
+        out
     }
 
     #[test]

@@ -379,6 +379,11 @@ fn main() {
         let s = scenario(&env, &server, two_step, &["run", "-q", "-y", "say hello"]);
         report("2-step bash (anthropic)", s);
     }
+    if selected("2-step bash (gemini)") {
+        env.use_server(&server, Dialect::Gemini);
+        let s = scenario(&env, &server, two_step, &["run", "-q", "-y", "say hello"]);
+        report("2-step bash (gemini)", s);
+    }
 
     if selected("2-step bash (bedrock)") {
         // The catalog's bedrock provider, signed with SigV4 from the environment's keys (the

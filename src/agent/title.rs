@@ -47,6 +47,7 @@ pub fn request(model: &ResolvedModel, prompt: &str) -> ChatRequest {
         tools: Vec::new(),
         max_tokens: Some(MAX_TOKENS),
         temperature: None,
+        options: Default::default(),
     }
 }
 

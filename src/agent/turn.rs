@@ -450,7 +450,8 @@ impl Agent<'_> {
             messages,
             tools: self.tool_specs(),
             max_tokens: self.model.max_tokens(),
-            temperature: self.model.selected.temperature,
+            temperature: self.model.temperature(),
+            options: self.model.call_options(),
         };
         let rx = llm::stream(&self.model.provider.endpoint, &req, &self.policy);
         let mut partial = String::new();
@@ -493,7 +494,7 @@ impl Agent<'_> {
                         "{}/{}: model call failed: {e}",
                         self.model.provider.id, self.model.model.id
                     ));
-                    return CallEnd::Failed(e, partial);
+                    return CallEnd::Failed(self.model.explain(e), partial);
                 }
                 Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
                 Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {

@@ -2,7 +2,7 @@
 //! the configuration defines that cannot be used (and why), then those of the catalog providers
 //! that are not configured (and what they need), filtered by a case-insensitive QUERY.
 
-use crate::catalog::{Catalog, Model, Provider as CatalogProvider, ProviderType};
+use crate::catalog::{Catalog, Model, Provider as CatalogProvider};
 
 use crate::config::{ConfigError, Loaded, ProviderTable};
 use serde_json::{Value, json};
@@ -65,22 +65,17 @@ impl Row {
     }
 }
 
-/// What a catalog provider that is not configured would need.
+/// What a catalog provider that is not configured would need, when the provider table does
+/// not say (the catalog's providers are hidden).
 fn needs(p: &CatalogProvider) -> String {
-    use ProviderType as T;
-    match &p.kind {
-        T::Anthropic | T::OpenAi | T::OpenAiCompat | T::OpenRouter | T::Vercel => {
-            match p.api_key.strip_prefix('$') {
-                Some(var) => format!("set {}", var.trim_matches(['{', '}'])),
-                None if p.api_key.is_empty() => "needs an api_key in crush.json".into(),
-                None => "needs a base_url".into(),
-            }
-        }
-        T::Bedrock => {
-            "set AWS_PROFILE, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_BEARER_TOKEN_BEDROCK"
-                .into()
-        }
-        other => format!("type '{other}' not supported yet"),
+    if p.kind == crate::catalog::ProviderType::Bedrock {
+        return "set AWS_PROFILE, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_BEARER_TOKEN_BEDROCK"
+            .into();
+    }
+    match p.api_key.strip_prefix('$') {
+        Some(var) => format!("set {}", var.trim_matches(['{', '}'])),
+        None if p.api_key.is_empty() => "needs an api_key in crush.json".into(),
+        None => "needs a base_url".into(),
     }
 }
 
@@ -134,6 +129,7 @@ pub fn rows(
     };
     let mut out = Vec::new();
     for p in &table.ready {
+        let p = &p.discovered();
         let role = |m: &str| {
             let mut role = Vec::new();
             if is(&large, &p.id, m) {
@@ -177,7 +173,10 @@ pub fn rows(
         let status = if disabled {
             "disabled in crush.json".to_string()
         } else {
-            needs(c)
+            match table.needs.iter().find(|(p, _)| p == id) {
+                Some((_, why)) => why.clone(),
+                None => needs(c),
+            }
         };
         out.extend(provider_rows(id, &c.models, false, &status, &none));
     }

@@ -825,6 +825,10 @@ const PROVIDER_FLAGS: &[F] = &[
     f("extra-header", K::KeyVal, "extra_headers"),
     f("extra-body", K::JsonObj, "extra_body"),
     f("provider-options", K::JsonObj, "provider_options"),
+    f("use-responses-api", K::Bool, "use_responses_api"),
+    f("project", K::Str, "project"),
+    f("location", K::Str, "location"),
+    f("api-version", K::Str, "api_version"),
     f("aws-auth-refresh", K::Str, "aws_auth_refresh"),
 ];
 

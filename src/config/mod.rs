@@ -9,12 +9,14 @@
 pub mod claude;
 pub mod commands;
 pub mod crushrc;
+pub mod discover;
 pub mod dotenv;
 pub mod expand;
 pub mod json;
 pub mod layers;
 pub mod lsp;
 pub mod mcp;
+pub mod options;
 pub mod pos;
 pub mod session;
 pub mod state;
@@ -63,6 +65,13 @@ pub struct SelectedModel {
     pub max_tokens: Option<u32>,
     pub temperature: Option<f64>,
     pub reasoning_effort: Option<String>,
+    /// Extended thinking for models that reason without levels (Anthropic's, Z.ai's...).
+    pub think: bool,
+    pub top_p: Option<f64>,
+    pub top_k: Option<u64>,
+    pub frequency_penalty: Option<f64>,
+    pub presence_penalty: Option<f64>,
+    pub provider_options: serde_json::Map<String, Value>,
 }
 
 #[derive(Debug, Default, Deserialize, Clone)]
@@ -79,6 +88,23 @@ pub struct ProviderConfig {
     pub system_prompt_prefix: Option<String>,
     pub flat_rate: bool,
     pub models: Vec<Model>,
+    /// Merged into every request body (Go Crush: OpenAI-compatible providers; here every kind).
+    pub extra_body: serde_json::Map<String, Value>,
+    /// Options of the provider's API for every model (the model's own go over them).
+    pub provider_options: serde_json::Map<String, Value>,
+    /// List the models from the server (`GET {base_url}/models`): by default when `models` is
+    /// empty; true merges them with `models` (yours first).
+    pub discover_models: Option<bool>,
+    /// openai, azure and openai-compat: send the models through the Responses API (true), or
+    /// never (false); by default OpenAI's own and Azure's endpoints use it for the models that
+    /// have it (ours).
+    pub use_responses_api: Option<bool>,
+    /// google-vertex: the Google Cloud project and location (else VERTEXAI_PROJECT,
+    /// VERTEXAI_LOCATION or Google's variables) (ours).
+    pub project: Option<String>,
+    pub location: Option<String>,
+    /// azure: the api-version (else AZURE_OPENAI_API_VERSION) (ours).
+    pub api_version: Option<String>,
     /// Bedrock: a shell command run once when AWS refuses the credentials or they expired
     /// (e.g. `aws sso login`), before the call is tried again.
     pub aws_auth_refresh: Option<String>,
@@ -279,6 +305,16 @@ pub struct Provider {
     /// The catalog's default large and small model ids (catalog providers only).
     pub default_large: Option<String>,
     pub default_small: Option<String>,
+    /// The provider's type as configured (`anthropic`, `openrouter`, `google-vertex`...): the
+    /// model options depend on it.
+    pub kind_name: String,
+    /// `provider_options` and `extra_body` of the configuration.
+    pub provider_options: serde_json::Map<String, Value>,
+    pub extra_body: serde_json::Map<String, Value>,
+    /// Its models are to be listed by the server (`discover_models`), when first needed.
+    pub discover: bool,
+    /// The variable its key comes from, for messages (`OPENAI_API_KEY`).
+    pub key_var: Option<String>,
 }
 
 impl Provider {
@@ -338,6 +374,102 @@ impl ResolvedModel {
     }
 }
 
+impl ResolvedModel {
+    /// `e` with what it means for this model: a refused key names the provider and where the
+    /// key came from; a model the provider does not know names the model sent and the closest
+    /// ids the provider lists.
+    pub fn explain(&self, e: crate::llm::LlmError) -> crate::llm::LlmError {
+        let crate::llm::LlmError::Http {
+            status,
+            mut message,
+            request_id,
+        } = e
+        else {
+            return e;
+        };
+        let p = &self.provider;
+        match status {
+            401 | 403 => {
+                let what = if p.endpoint.kind == ApiKind::Vertex {
+                    "access token"
+                } else {
+                    "key"
+                };
+                let from = match &p.key_var {
+                    Some(v) if p.endpoint.api_key.is_some() => format!(" (from {v})"),
+                    _ if p.endpoint.api_key.is_some() => {
+                        format!(" (providers.{}.api_key)", p.id)
+                    }
+                    _ => " (none was sent)".to_string(),
+                };
+                let verb = if status == 401 {
+                    "refused"
+                } else {
+                    "not allowed this"
+                };
+                message = format!("provider '{}' {verb} the {what}{from}: {message}", p.id);
+            }
+            404 => {
+                let close = close_matches(&self.model.id, p.models.iter().map(|m| m.id.as_str()));
+                let hint = if close.is_empty() {
+                    format!("'crush models {}' lists its models", p.id)
+                } else {
+                    format!("close matches: {}", close.join(", "))
+                };
+                message = format!(
+                    "{message} (model '{}' sent to provider '{}'; {hint})",
+                    self.model.id, p.id
+                );
+            }
+            _ => {}
+        }
+        crate::llm::LlmError::Http {
+            status,
+            message,
+            request_id,
+        }
+    }
+}
+
+/// Up to three of `ids` closest to `want` (case aside): those containing it or contained in it,
+/// then those a few edits away.
+fn close_matches<'a>(want: &str, ids: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let w = want.to_ascii_lowercase();
+    let mut scored: Vec<(usize, &str)> = ids
+        .filter(|id| !id.eq_ignore_ascii_case(want))
+        .filter_map(|id| {
+            let l = id.to_ascii_lowercase();
+            let d = if l.contains(&w) || w.contains(&l) {
+                0
+            } else {
+                edit_distance(&w, &l)
+            };
+            (d <= (w.len() / 3).max(2)).then_some((d, id))
+        })
+        .collect();
+    scored.sort();
+    scored
+        .into_iter()
+        .take(3)
+        .map(|(_, id)| id.to_string())
+        .collect()
+}
+
+/// Levenshtein distance over characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
 fn api_kind(kind: &str) -> Option<ApiKind> {
     Some(match kind {
         "anthropic" => ApiKind::Anthropic,
@@ -345,6 +477,9 @@ fn api_kind(kind: &str) -> Option<ApiKind> {
         "bedrock" => ApiKind::Bedrock,
         "openai-compat" | "openrouter" | "vercel" | "ollama" | "llamacpp" | "lmstudio" | "vllm"
         | "litellm" | "omlx" | "hyper" => ApiKind::OpenAiCompat,
+        "google" => ApiKind::Gemini,
+        "google-vertex" => ApiKind::Vertex,
+        "azure" => ApiKind::Azure,
         _ => return None,
     })
 }
@@ -353,9 +488,42 @@ fn default_base_url(kind: ApiKind, id: &str) -> Option<&'static str> {
     match (kind, id) {
         (ApiKind::Anthropic, _) => Some("https://api.anthropic.com"),
         (ApiKind::OpenAi, _) => Some("https://api.openai.com/v1"),
+        (ApiKind::Gemini, _) => Some(crate::llm::gemini::DEFAULT_BASE_URL),
         (_, "openrouter") => Some("https://openrouter.ai/api/v1"),
+        (_, "vercel") => Some("https://ai-gateway.vercel.sh/v1"),
         _ => None,
     }
+}
+
+/// The variable holding the key of a provider of `kind` that the catalog does not describe.
+fn default_key_var(kind: ApiKind) -> &'static str {
+    match kind {
+        ApiKind::Anthropic => "$ANTHROPIC_API_KEY",
+        ApiKind::OpenAi => "$OPENAI_API_KEY",
+        ApiKind::Gemini => "$GEMINI_API_KEY",
+        ApiKind::Azure => "$AZURE_OPENAI_API_KEY",
+        ApiKind::OpenAiCompat | ApiKind::Vertex | ApiKind::Bedrock => "",
+    }
+}
+
+/// The first of `vars` that is set and not empty, with its name.
+fn first_var(vars: &[&'static str]) -> Option<(&'static str, String)> {
+    vars.iter().find_map(|v| {
+        std::env::var(v)
+            .ok()
+            .filter(|x| !x.trim().is_empty())
+            .map(|x| (*v, x.trim().to_string()))
+    })
+}
+
+/// Vertex AI's base URL for a project and location (`global` has no regional host).
+pub fn vertex_base_url(project: &str, location: &str) -> String {
+    let host = if location == "global" {
+        "aiplatform.googleapis.com".to_string()
+    } else {
+        format!("{location}-aiplatform.googleapis.com")
+    };
+    format!("https://{host}/v1/projects/{project}/locations/{location}")
 }
 
 /// Whether two base URLs name the same endpoint (trailing slashes and case of the scheme and
@@ -395,6 +563,8 @@ pub struct Unusable {
 pub struct ProviderTable {
     pub ready: Vec<Provider>,
     pub unusable: Vec<Unusable>,
+    /// Catalog providers you did not configure and what each needs (`no API key: set X`).
+    pub needs: Vec<(String, String)>,
 }
 
 impl ProviderTable {
@@ -413,14 +583,11 @@ type Expand<'a> = dyn Fn(&[&str], &str) -> Result<String, Skip> + 'a;
 /// Why `build_provider` made no provider.
 enum Skip {
     /// A catalog provider the user did not configure and that lacks what it needs (its key):
-    /// not an error, `crush models` lists what it needs.
-    NotConfigured,
+    /// not an error, `crush models` lists what it needs (said here).
+    NotConfigured(String),
     /// (reason, warn): see [`Unusable`].
     Unusable(String, bool),
 }
-
-/// Types Crush knows that this build cannot call yet.
-const NOT_YET_TYPES: &[&str] = &["google", "azure", "google-vertex", "hyper"];
 
 /// Prints each warning once per process: provider tables are built more than once a run.
 fn warn_once(msg: &str) {
@@ -453,7 +620,7 @@ impl Loaded {
         let no_user = ProviderConfig::default();
         let mut add = |id: &str, built: Result<Provider, Skip>| match built {
             Ok(p) => table.ready.push(p),
-            Err(Skip::NotConfigured) => {}
+            Err(Skip::NotConfigured(why)) => table.needs.push((id.to_string(), why)),
             Err(Skip::Unusable(reason, warn)) => table.unusable.push(Unusable {
                 id: id.to_string(),
                 reason,
@@ -518,7 +685,7 @@ impl Loaded {
             if configured {
                 Skip::Unusable(reason, false)
             } else {
-                Skip::NotConfigured
+                Skip::NotConfigured(reason)
             }
         };
         // The catalog comes from the network (or its cache) and no trust decision covers it:
@@ -533,16 +700,12 @@ impl Loaded {
             },
         };
         let Some(kind) = api_kind(&kind_name) else {
-            let what = if NOT_YET_TYPES.contains(&kind_name.as_str()) {
-                format!("type '{kind_name}' is not supported yet")
-            } else {
-                format!("unknown type '{kind_name}'")
-            };
-            let hint = "(use anthropic, bedrock, openai, openai-compat or openrouter)";
+            let what = format!("unknown type '{kind_name}'");
+            let hint = "(use anthropic, bedrock, openai, openai-compat, openrouter, google, google-vertex or azure)";
             return Err(match &u.kind {
                 // The user wrote the type: a fault of the configuration.
                 Some(_) => Skip::Unusable(format!("{}: {what} {hint}", at(&["type"])), true),
-                // e.g. bedrock or google from the catalog: not callable yet.
+                // A catalog type newer than this build: not callable.
                 None => unusable(what),
             });
         };
@@ -553,14 +716,65 @@ impl Loaded {
         if kind == ApiKind::Bedrock {
             return self.bedrock_provider(id, u, cat, base_url, configured, &expand_user);
         }
+        // Vertex AI's URL is made from the project and location.
+        let mut vertex_home = String::new();
+        if kind == ApiKind::Vertex {
+            let setting = |field: &'static str, vars: &[&'static str]| -> Result<String, Skip> {
+                let v = match u.project.as_ref().filter(|_| field == "project") {
+                    Some(p) => Some(p),
+                    None => u.location.as_ref().filter(|_| field == "location"),
+                };
+                match v {
+                    Some(v) => expand_user(&[field], v),
+                    None => Ok(first_var(vars).map(|(_, v)| v).unwrap_or_default()),
+                }
+            };
+            let project = setting(
+                "project",
+                &[
+                    "VERTEXAI_PROJECT",
+                    "GOOGLE_CLOUD_PROJECT",
+                    "CLOUDSDK_CORE_PROJECT",
+                ],
+            )?;
+            let location = setting("location", &["VERTEXAI_LOCATION", "GOOGLE_CLOUD_LOCATION"])?;
+            if project.is_empty() || location.is_empty() {
+                let what = if project.is_empty() {
+                    "project: set VERTEXAI_PROJECT (or GOOGLE_CLOUD_PROJECT)"
+                } else {
+                    "location: set VERTEXAI_LOCATION (or GOOGLE_CLOUD_LOCATION)"
+                };
+                let field = if project.is_empty() {
+                    "project"
+                } else {
+                    "location"
+                };
+                return Err(unusable(format!(
+                    "no Google Cloud {what} or providers.{id}.{field}"
+                )));
+            }
+            vertex_home = vertex_base_url(&project, &location);
+        }
         if base_url.is_empty()
             && let Some(c) = cat
         {
             base_url = expand_cat(&c.api_endpoint);
         }
+        if base_url.is_empty() && !vertex_home.is_empty() {
+            base_url = vertex_home.clone();
+        }
         if base_url.is_empty() {
             match default_base_url(kind, id) {
                 Some(d) => base_url = d.to_string(),
+                None if kind == ApiKind::Azure => {
+                    let var = cat
+                        .map(|c| c.api_endpoint.trim_start_matches('$').to_string())
+                        .filter(|v| !v.is_empty() && !v.contains('/'))
+                        .unwrap_or_else(|| "AZURE_OPENAI_API_ENDPOINT".into());
+                    return Err(unusable(format!(
+                        "no endpoint: set {var} (https://RESOURCE.openai.azure.com) or providers.{id}.base_url"
+                    )));
+                }
                 None if cat.is_some() => return Err(unusable("no base_url".into())),
                 None => {
                     return Err(Skip::Unusable(
@@ -581,12 +795,13 @@ impl Loaded {
         if home.is_empty() {
             home = default_base_url(kind, id).unwrap_or_default().to_string();
         }
+        if home.is_empty() {
+            home = vertex_home;
+        }
         let at_home = same_url(&base_url, &home);
-        let env_key = match (cat, kind) {
-            (Some(c), _) => c.api_key.clone(),
-            (None, ApiKind::Anthropic) => "$ANTHROPIC_API_KEY".into(),
-            (None, ApiKind::OpenAi) => "$OPENAI_API_KEY".into(),
-            (None, ApiKind::OpenAiCompat | ApiKind::Bedrock) => String::new(),
+        let env_key = match cat {
+            Some(c) => c.api_key.clone(),
+            None => default_key_var(kind).to_string(),
         };
         let api_key = match &u.api_key {
             Some(k) => expand_user(&["api_key"], k)?,
@@ -594,15 +809,37 @@ impl Loaded {
             None => expand_cat(&env_key),
         };
         let api_key = Some(api_key).filter(|k| !k.is_empty());
+        let var = env_key.trim_start_matches('$').trim_matches(['{', '}']);
+        let key_var = Some(var.to_string()).filter(|v| {
+            u.api_key.is_none()
+                && !v.is_empty()
+                && v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        });
         // Without a key only a server of the user's own choosing (ollama, llama.cpp, vLLM, LM
         // Studio, a proxy) can work; a catalog provider or cloud API at its own URL cannot.
-        if api_key.is_none() && at_home && (cat.is_some() || kind != ApiKind::OpenAiCompat) {
-            let var = env_key.trim_start_matches('$').trim_matches(['{', '}']);
+        // Vertex AI takes the environment's access token instead.
+        if api_key.is_none()
+            && at_home
+            && kind != ApiKind::Vertex
+            && (cat.is_some() || kind != ApiKind::OpenAiCompat)
+        {
             return Err(unusable(if var.is_empty() {
                 format!("no API key: set providers.{id}.api_key")
             } else {
                 format!("no API key: set {var} or providers.{id}.api_key")
             }));
+        }
+        if kind == ApiKind::Azure {
+            let version = match &u.api_version {
+                Some(v) => expand_user(&["api_version"], v)?,
+                None => first_var(&["AZURE_OPENAI_API_VERSION"])
+                    .map(|(_, v)| v)
+                    .unwrap_or_default(),
+            };
+            if !version.is_empty() && !base_url.contains("api-version=") {
+                let sep = if base_url.contains('?') { '&' } else { '?' };
+                base_url = format!("{base_url}{sep}api-version={version}");
+            }
         }
         // The catalog's default headers, overlaid by the user's (names compare case-insensitively).
         let mut headers: Vec<(String, String)> = Vec::new();
@@ -625,6 +862,15 @@ impl Loaded {
             None => u.models.clone(),
         };
         let default_id = |s: &String| Some(s.clone()).filter(|s| !s.is_empty());
+        // OpenAI's Responses API: at OpenAI and Azure for the models that have it; a server
+        // of your own only when asked (most speak Chat Completions only).
+        let responses = u.use_responses_api.or(match kind {
+            ApiKind::OpenAi if !at_home => Some(false),
+            _ => None,
+        });
+        let discover = cat.is_none()
+            && matches!(kind, ApiKind::OpenAi | ApiKind::OpenAiCompat)
+            && u.discover_models.unwrap_or(models.is_empty());
         Ok(Provider {
             id: id.to_string(),
             endpoint: Endpoint {
@@ -632,6 +878,8 @@ impl Loaded {
                 base_url,
                 api_key,
                 headers,
+                responses,
+                ambient_auth: at_home,
                 aws: None,
             },
             models,
@@ -639,6 +887,11 @@ impl Loaded {
             system_prompt_prefix: u.system_prompt_prefix.clone(),
             default_large: cat.and_then(|c| default_id(&c.default_large_model_id)),
             default_small: cat.and_then(|c| default_id(&c.default_small_model_id)),
+            kind_name,
+            provider_options: u.provider_options.clone(),
+            extra_body: u.extra_body.clone(),
+            discover,
+            key_var,
         })
     }
 
@@ -679,7 +932,7 @@ impl Loaded {
             return Err(if configured {
                 Skip::Unusable(why, false)
             } else {
-                Skip::NotConfigured
+                Skip::NotConfigured(why)
             });
         }
         let mut headers: Vec<(String, String)> = Vec::new();
@@ -710,6 +963,8 @@ impl Loaded {
                     refresh_timeout: std::time::Duration::from_secs(300),
                     limits: crate::aws::Limits::default(),
                 }),
+                responses: None,
+                ambient_auth: credentials_allowed,
             },
             models: match cat {
                 Some(c) => crate::catalog::merge_models(&u.models, &c.models),
@@ -719,6 +974,11 @@ impl Loaded {
             system_prompt_prefix: u.system_prompt_prefix.clone(),
             default_large: cat.and_then(|c| default_id(&c.default_large_model_id)),
             default_small: cat.and_then(|c| default_id(&c.default_small_model_id)),
+            kind_name: "bedrock".to_string(),
+            provider_options: u.provider_options.clone(),
+            extra_body: u.extra_body.clone(),
+            discover: false,
+            key_var: None,
         })
     }
 
@@ -818,6 +1078,25 @@ impl Loaded {
     ) -> Result<ResolvedModel, ConfigError> {
         let catalog = self.catalog_in_use(catalog);
         let providers = &table.ready;
+        let which = if small { "small" } else { "large" };
+        // A catalog provider named but not configured: say what it needs.
+        let chosen = if small {
+            &self.config.models.small
+        } else {
+            &self.config.models.large
+        };
+        let named = match flag {
+            Some(f) => f.split_once('/').map(|(p, _)| p.to_string()),
+            None => chosen.as_ref().map(|s| s.provider.clone()),
+        };
+        if let Some(p) = named
+            && !providers.iter().any(|x| x.id == p)
+            && let Some((_, why)) = table.needs.iter().find(|(id, _)| *id == p)
+        {
+            return Err(ConfigError::Model(format!(
+                "{which} model: provider '{p}' is not configured: {why}"
+            )));
+        }
         if providers.is_empty() {
             let file = paths::global_config_dir().join("crush.json");
             let unusable: Vec<String> = table
@@ -898,21 +1177,30 @@ impl Loaded {
                         }
                     }
                     _ => {
+                        // A provider without models listed asks its server (when first needed).
                         let (p, m) = providers
                             .iter()
-                            .find_map(|p| p.default_model(small).map(|m| (p, m)))
+                            .find_map(|p| {
+                                let first = |p: &Provider| {
+                                    p.default_model(small).map(|m| (p.id.clone(), m.id.clone()))
+                                };
+                                first(p).or_else(|| {
+                                    (p.discover && p.models.is_empty())
+                                        .then(|| first(&p.discovered()))
+                                        .flatten()
+                                })
+                            })
                             .ok_or_else(|| {
                                 ConfigError::Model(
                                     "no model selected: set models.large in crush.json or pass -m PROVIDER/MODEL"
                                         .into(),
                                 )
                             })?;
-                        (Some(p.id.clone()), m.id.clone(), SelectedModel::default())
+                        (Some(p), m, SelectedModel::default())
                     }
                 }
             }
         };
-        let which = if small { "small" } else { "large" };
         let pick = |p: &Provider| -> ResolvedModel {
             let model = p
                 .models
@@ -960,6 +1248,22 @@ impl Loaded {
             None => {
                 let matches: Vec<&Provider> =
                     providers.iter().filter(|p| offers(p, &model_id)).collect();
+                // Else the servers that list their models may know it.
+                let listed: Vec<Provider> = if matches.is_empty() {
+                    providers
+                        .iter()
+                        .filter(|p| p.discover)
+                        .map(Provider::discovered)
+                        .filter(|p| offers(p, &model_id))
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                let matches = if listed.is_empty() {
+                    matches
+                } else {
+                    listed.iter().collect()
+                };
                 match matches.as_slice() {
                     [p] => Ok(pick(p)),
                     [] => {
@@ -1178,22 +1482,15 @@ mod tests {
             "{}",
             u.reason
         );
-        // Types: unknown, not supported yet; the user's own openai provider without a key at
-        // OpenAI's own URL.
+        // Types: unknown; the user's own openai provider without a key at OpenAI's own URL.
         let l = loaded(json!({"providers": {
             "g": {"type": "gemini", "base_url": "http://h"},
-            "v": {"type": "google", "base_url": "http://h"},
             "o": {"type": "openai"},
             "local": {"type": "openai", "base_url": "http://127.0.0.1:1/v1"}
         }}));
         let t = l.providers_with(&[]);
         let why = |id: &str| t.why_unusable(id).unwrap_or("").to_string();
         assert!(why("g").contains("unknown type 'gemini'"), "{}", why("g"));
-        assert!(
-            why("v").contains("type 'google' is not supported yet"),
-            "{}",
-            why("v")
-        );
         assert_eq!(
             why("o"),
             "no API key: set OPENAI_API_KEY or providers.o.api_key"
@@ -1202,6 +1499,90 @@ mod tests {
             t.ready.iter().map(|p| p.id.as_str()).collect::<Vec<_>>(),
             ["local"]
         );
+    }
+
+    #[test]
+    fn google_vertex_and_azure_providers() {
+        // SAFETY: these variables are read by this test only.
+        unsafe {
+            std::env::set_var("CRUSH_TEST_GEM_KEY", "g-key");
+            std::env::set_var("CRUSH_TEST_AZ_ENDPOINT", "https://res.openai.azure.com");
+        }
+        let cat = crate::catalog::schema::parse(
+            br#"[{"id":"gemini","type":"google","api_key":"$CRUSH_TEST_GEM_KEY","api_endpoint":"$CRUSH_TEST_UNSET_GEM_ENDPOINT","models":[{"id":"gemini-3-pro"}]},
+                 {"id":"vertexai","type":"google-vertex","models":[{"id":"gemini-3-pro"}]},
+                 {"id":"azure","type":"azure","api_key":"$CRUSH_TEST_UNSET_AZ_KEY","api_endpoint":"$CRUSH_TEST_AZ_ENDPOINT","models":[{"id":"gpt-5"}]}]"#,
+        )
+        .unwrap();
+        // Gemini: the key from the catalog's variable, Google's URL by default.
+        let l = loaded(json!({}));
+        let t = l.providers_with(&cat);
+        let g = t.ready.iter().find(|p| p.id == "gemini").unwrap();
+        assert_eq!(g.endpoint.kind, ApiKind::Gemini);
+        assert_eq!(g.endpoint.base_url, crate::llm::gemini::DEFAULT_BASE_URL);
+        assert_eq!(g.endpoint.api_key.as_deref(), Some("g-key"));
+        assert_eq!(g.key_var.as_deref(), Some("CRUSH_TEST_GEM_KEY"));
+        // Vertex needs a project and location; Azure its key.
+        assert!(
+            !t.ready
+                .iter()
+                .any(|p| p.id == "vertexai" || p.id == "azure")
+        );
+        let l = loaded(json!({"providers": {
+            "vertexai": {"project": "p1", "location": "us-east5"},
+            "azure": {"api_key": "az", "api_version": "2024-10-21"},
+            "mine": {"type": "google-vertex", "project": "p1", "location": "global",
+                     "base_url": "http://127.0.0.1:9/v1/projects/p1/locations/global"}
+        }}));
+        let t = l.providers_with(&cat);
+        let v = t.ready.iter().find(|p| p.id == "vertexai").unwrap();
+        assert_eq!(
+            v.endpoint.base_url,
+            "https://us-east5-aiplatform.googleapis.com/v1/projects/p1/locations/us-east5"
+        );
+        assert!(v.endpoint.ambient_auth && v.endpoint.api_key.is_none());
+        // Sent elsewhere, the environment's token stays home.
+        let mine = t.ready.iter().find(|p| p.id == "mine").unwrap();
+        assert!(!mine.endpoint.ambient_auth);
+        let a = t.ready.iter().find(|p| p.id == "azure").unwrap();
+        assert_eq!(a.endpoint.kind, ApiKind::Azure);
+        assert_eq!(
+            a.endpoint.base_url,
+            "https://res.openai.azure.com?api-version=2024-10-21"
+        );
+        let l = loaded(json!({"providers": {"vertexai": {"location": "global"}}}));
+        if std::env::var_os("VERTEXAI_PROJECT").is_none()
+            && std::env::var_os("GOOGLE_CLOUD_PROJECT").is_none()
+            && std::env::var_os("CLOUDSDK_CORE_PROJECT").is_none()
+        {
+            let why = l
+                .providers_with(&cat)
+                .why_unusable("vertexai")
+                .unwrap_or("")
+                .to_string();
+            assert!(why.contains("VERTEXAI_PROJECT"), "{why}");
+        }
+    }
+
+    #[test]
+    fn session_commands_change_the_model_options() {
+        let cfg = json!({"providers": {"a": {"type": "openai-compat",
+            "base_url": "http://h/v1", "models": [{"id": "m"}]}},
+            "models": {"large": {"provider": "a", "model": "m"}}});
+        let mut l = loaded(cfg.clone());
+        l.merged = cfg;
+        let before = l
+            .resolve_model_with(&[], None, false)
+            .unwrap()
+            .call_options();
+        assert_eq!(before.top_k, None);
+        l.apply_session_line("model large a/m --reasoning-effort high --top-k 7 --think")
+            .unwrap();
+        let r = l.resolve_model_with(&[], None, false).unwrap();
+        assert!(r.selected.think);
+        let o = r.call_options();
+        assert_eq!(o.top_k, Some(7));
+        assert_eq!(o.provider_options["reasoning_effort"], "high");
     }
 
     fn test_catalog() -> Vec<crate::catalog::Provider> {

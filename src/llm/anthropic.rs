@@ -32,14 +32,61 @@ pub fn url(base: &str) -> String {
     crate::net::join_path(base, path)
 }
 
-/// Provider headers (besides content-type/accept, which the client sets).
-pub fn headers(ep: &Endpoint) -> Vec<(String, String)> {
+/// Provider headers (besides content-type/accept, which the client sets). Extended thinking
+/// with a budget asks for interleaved thinking (thinking between tool calls), as Go Crush does.
+pub fn headers(ep: &Endpoint, req: &ChatRequest) -> Vec<(String, String)> {
     let mut h = Vec::new();
     if let Some(k) = ep.api_key.as_deref().filter(|k| !k.is_empty()) {
         h.push(("x-api-key".to_string(), k.to_string()));
     }
     h.push(("anthropic-version".to_string(), API_VERSION.to_string()));
+    if req.options.get("thinking").is_some() {
+        h.push((
+            "anthropic-beta".to_string(),
+            "interleaved-thinking-2025-05-14".to_string(),
+        ));
+    }
     h
+}
+
+/// The provider options this dialect reads itself (Go Crush's names); the others go into the
+/// body as they are.
+const OWN_OPTIONS: &[&str] = &[
+    "effort",
+    "thinking",
+    "thinking_display",
+    "disable_parallel_tool_use",
+    "send_reasoning",
+];
+
+/// The smallest thinking budget the API takes.
+const MIN_THINKING_BUDGET: u64 = 1024;
+
+/// The `thinking` (and `output_config`) the options ask for, given the request's `max_tokens`:
+/// `effort` is adaptive thinking at that effort; `thinking.budget_tokens` is extended thinking
+/// with that budget (kept below `max_tokens`, and dropped when that leaves less than the
+/// smallest budget).
+fn thinking(req: &ChatRequest, max_tokens: u32) -> Option<(Value, Option<Value>)> {
+    let o = &req.options;
+    let display = o.get("thinking_display").cloned();
+    let with_display = |mut t: Value| {
+        if let Some(d) = &display {
+            t["display"] = d.clone();
+        }
+        t
+    };
+    if let Some(effort) = o.get("effort") {
+        let t = with_display(json!({"type": "adaptive"}));
+        return Some((t, Some(json!({"effort": effort}))));
+    }
+    let budget = o.get("thinking")?.get("budget_tokens")?.as_u64()?;
+    let budget = budget.min(u64::from(max_tokens).saturating_sub(1));
+    (budget >= MIN_THINKING_BUDGET).then(|| {
+        (
+            with_display(json!({"type": "enabled", "budget_tokens": budget})),
+            None,
+        )
+    })
 }
 
 /// Tool ids must match `[A-Za-z0-9_-]+`: other characters become `_` (the same on both sides of
@@ -103,6 +150,7 @@ fn tool_result_block(
 
 /// The Messages request body for `req` (streaming).
 pub fn build_request(req: &ChatRequest) -> Value {
+    let send_reasoning = req.options.get("send_reasoning") != Some(&Value::Bool(false));
     let mut system_texts: Vec<String> = Vec::new();
     if non_blank(&req.system) {
         system_texts.push(req.system.clone());
@@ -132,10 +180,15 @@ pub fn build_request(req: &ChatRequest) -> Value {
                     thinking,
                     signature,
                     ..
-                } if role == "assistant" && !signature.is_empty() => {
+                } if role == "assistant" && send_reasoning && !signature.is_empty() => {
                     blocks.push(
                         json!({"type": "thinking", "thinking": thinking, "signature": signature}),
                     );
+                }
+                Part::Reasoning { extra, .. } if role == "assistant" && send_reasoning => {
+                    if let Some(data) = extra.get(REDACTED_KEY).and_then(Value::as_str) {
+                        blocks.push(json!({"type": "redacted_thinking", "data": data}));
+                    }
                 }
                 Part::ToolCall {
                     id, name, input, ..
@@ -202,9 +255,10 @@ pub fn build_request(req: &ChatRequest) -> Value {
         messages.push(json!({"role": role, "content": blocks}));
     }
 
+    let max_tokens = req.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
     let mut body = json!({
         "model": req.model,
-        "max_tokens": req.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        "max_tokens": max_tokens,
         "stream": true,
         "messages": messages,
     });
@@ -239,12 +293,36 @@ pub fn build_request(req: &ChatRequest) -> Value {
             })
             .collect();
         body["tools"] = Value::Array(tools);
+        if req.options.get("disable_parallel_tool_use") == Some(&Value::Bool(true)) {
+            body["tool_choice"] = json!({"type": "auto", "disable_parallel_tool_use": true});
+        }
     }
-    if let Some(t) = req.temperature {
-        body["temperature"] = json!(t);
+    match thinking(req, max_tokens) {
+        // Thinking takes no sampling settings.
+        Some((t, output_config)) => {
+            body["thinking"] = t;
+            if let Some(oc) = output_config {
+                body["output_config"] = oc;
+            }
+        }
+        None => {
+            let o = &req.options;
+            for (key, v) in [("temperature", req.temperature), ("top_p", o.top_p)] {
+                if let Some(v) = v {
+                    body[key] = json!(v);
+                }
+            }
+            if let Some(k) = o.top_k {
+                body["top_k"] = json!(k);
+            }
+        }
     }
+    req.options.merge_rest_into(&mut body, OWN_OPTIONS);
     body
 }
+
+/// Where a redacted thinking block's data is kept in a reasoning part.
+pub const REDACTED_KEY: &str = "redacted_data";
 
 #[derive(Debug)]
 enum Block {
@@ -259,6 +337,8 @@ enum Block {
         json: String,
         finished: bool,
     },
+    /// A `redacted_thinking` block: its data, sent back as it came.
+    Redacted(String),
     Ignored,
 }
 
@@ -400,7 +480,7 @@ impl Accumulator {
                 let text_len = |k: &str| cb.get(k).and_then(Value::as_str).map_or(0, str::len);
                 self.budget.take(
                     BLOCK_COST
-                        + ["text", "thinking", "signature", "id", "name"]
+                        + ["text", "thinking", "signature", "id", "name", "data"]
                             .iter()
                             .map(|k| text_len(k))
                             .sum::<usize>(),
@@ -433,7 +513,8 @@ impl Accumulator {
                             finished: false,
                         }
                     }
-                    // redacted_thinking, server tools, and anything new.
+                    Some("redacted_thinking") => Block::Redacted(s("data")),
+                    // Server tools, and anything new.
                     _ => Block::Ignored,
                 };
                 self.blocks.insert(idx, block);
@@ -553,6 +634,15 @@ impl Accumulator {
                 } if !thinking.is_empty() || !signature.is_empty() => {
                     parts.push(Part::reasoning(thinking, signature))
                 }
+                Block::Redacted(data) if !data.is_empty() => {
+                    let mut extra = Map::new();
+                    extra.insert(REDACTED_KEY.to_string(), Value::String(data));
+                    parts.push(Part::Reasoning {
+                        thinking: String::new(),
+                        signature: String::new(),
+                        extra,
+                    });
+                }
                 Block::ToolUse {
                     id,
                     name,
@@ -632,6 +722,7 @@ pub fn response_from_json(v: &Value) -> Option<Response> {
                 json: b.get("input").map(Value::to_string).unwrap_or_default(),
                 finished: true,
             },
+            Some("redacted_thinking") => Block::Redacted(s("data")),
             _ => Block::Ignored,
         };
         acc.blocks.insert(i as u64, block);
@@ -1100,6 +1191,7 @@ data: {"type":"message_stop"}
             }],
             max_tokens: Some(1000),
             temperature: None,
+            ..Default::default()
         }
     }
 
@@ -1299,11 +1391,116 @@ data: {"type":"message_stop"}
             base_url: String::new(),
             api_key: Some("k".into()),
             headers: vec![],
-            aws: None,
+            ..Default::default()
         };
-        let h = headers(&ep);
+        let h = headers(&ep, &req(vec![]));
         assert!(h.contains(&("x-api-key".into(), "k".into())));
         assert!(h.contains(&("anthropic-version".into(), "2023-06-01".into())));
+        assert!(!h.iter().any(|(k, _)| k == "anthropic-beta"));
+        let mut thinking = req(vec![]);
+        thinking.options.provider_options =
+            serde_json::from_value(json!({"thinking": {"budget_tokens": 2000}})).unwrap();
+        assert!(headers(&ep, &thinking).contains(&(
+            "anthropic-beta".into(),
+            "interleaved-thinking-2025-05-14".into()
+        )));
+    }
+
+    fn with_options(mut r: ChatRequest, po: Value) -> ChatRequest {
+        r.options.provider_options = serde_json::from_value(po).unwrap();
+        r
+    }
+
+    #[test]
+    fn model_options_reach_the_body() {
+        let mut r = req(vec![Message::user("hi")]);
+        r.temperature = Some(0.2);
+        r.options.top_p = Some(0.9);
+        r.options.top_k = Some(40);
+        r.options.frequency_penalty = Some(1.0);
+        r.options.extra_body =
+            serde_json::from_value(json!({"metadata": {"user_id": "u"}})).unwrap();
+        let b = build_request(&r);
+        assert_eq!(
+            (b["temperature"].clone(), b["top_p"].clone()),
+            (json!(0.2), json!(0.9))
+        );
+        assert_eq!(b["top_k"], 40);
+        // No such parameter in this API.
+        assert!(b.get("frequency_penalty").is_none());
+        assert_eq!(b["metadata"]["user_id"], "u");
+        assert!(b.get("thinking").is_none());
+        // Extended thinking with a budget: no sampling settings, the budget kept below the cap.
+        let b = build_request(&with_options(
+            r.clone(),
+            json!({"thinking": {"budget_tokens": 2000}}),
+        ));
+        // 1000 tokens of output leave less than the smallest budget: no thinking.
+        assert!(b.get("thinking").is_none());
+        r.max_tokens = Some(8000);
+        let b = build_request(&with_options(
+            r.clone(),
+            json!({"thinking": {"budget_tokens": 2000}}),
+        ));
+        assert_eq!(
+            b["thinking"],
+            json!({"type": "enabled", "budget_tokens": 2000})
+        );
+        // An effort: adaptive thinking at that effort.
+        let b = build_request(&with_options(
+            r.clone(),
+            json!({"effort": "high", "custom": 1}),
+        ));
+        assert_eq!(b["thinking"], json!({"type": "adaptive"}));
+        assert_eq!(b["output_config"], json!({"effort": "high"}));
+        assert_eq!(b["custom"], 1);
+        assert!(b.get("effort").is_none());
+    }
+
+    #[test]
+    fn thinking_blocks_and_redacted_ones_go_back_to_the_model() {
+        let mut extra = Map::new();
+        extra.insert(REDACTED_KEY.into(), json!("opaque"));
+        let msgs = vec![
+            Message::user("go"),
+            Message {
+                role: Role::Assistant,
+                parts: vec![
+                    Part::reasoning("plan".into(), "sig".into()),
+                    Part::Reasoning {
+                        thinking: String::new(),
+                        signature: String::new(),
+                        extra,
+                    },
+                    Part::Text { text: "ok".into() },
+                ],
+            },
+            Message::user("more"),
+        ];
+        let b = build_request(&req(msgs.clone()));
+        let blocks = &b["messages"][1]["content"];
+        assert_eq!(
+            blocks[0],
+            json!({"type": "thinking", "thinking": "plan", "signature": "sig"})
+        );
+        assert_eq!(
+            blocks[1],
+            json!({"type": "redacted_thinking", "data": "opaque"})
+        );
+        let b = build_request(&with_options(req(msgs), json!({"send_reasoning": false})));
+        assert_eq!(b["messages"][1]["content"][0]["type"], "text");
+        // And a redacted block streamed in is kept.
+        let s = start()
+            + &ev(
+                "content_block_start",
+                r#"{"type":"content_block_start","index":0,"content_block":{"type":"redacted_thinking","data":"zzz"}}"#,
+            )
+            + &block_stop(0)
+            + &stop("end_turn");
+        let r = run(&s).0.unwrap();
+        assert!(
+            matches!(&r.parts[0], Part::Reasoning { extra, .. } if extra[REDACTED_KEY] == "zzz")
+        );
     }
 
     #[test]

@@ -676,7 +676,7 @@ mod tests {
             base_url: base.into(),
             api_key: key.map(str::to_string),
             headers: vec![("anthropic-beta".into(), "a-1, b-2".into())],
-            aws: None,
+            ..Default::default()
         }
     }
 
@@ -689,6 +689,7 @@ mod tests {
             tools: vec![],
             max_tokens: Some(100),
             temperature: None,
+            ..Default::default()
         };
         let e = ep("", Some("ABSKkey"));
         let t = target(&e, &req.model);
@@ -783,18 +784,12 @@ mod tests {
     fn attached_images_go_as_base64_and_image_urls_are_named() {
         let req = crate::llm::ChatRequest {
             model: "anthropic.claude".into(),
-            system: String::new(),
             messages: vec![crate::llm::types::fixtures::attached_image()],
-            tools: Vec::new(),
-            max_tokens: None,
-            temperature: None,
+            ..Default::default()
         };
         let ep = crate::llm::Endpoint {
             kind: crate::llm::ApiKind::Bedrock,
-            base_url: String::new(),
-            api_key: None,
-            headers: Vec::new(),
-            aws: None,
+            ..Default::default()
         };
         let body = build_request(&req, &ep);
         let blocks = &body["messages"][0]["content"];

@@ -1,11 +1,12 @@
 //! The streaming worker: one HTTP call per attempt over ureq, SSE parsed as it arrives, progress
 //! sent on a channel, retries per `RetryPolicy`.
 
+use super::endpoints::{self, Dialect, TokenOrigin, TokenSource};
 use super::retry::{self, Failure, backoff, classify_http, error_from_json, jittered};
 use super::sse::{MAX_EVENT_BYTES, SseReader, TooLarge};
 use super::{
     ApiKind, ChatRequest, Endpoint, LlmError, Part, Response, RetryPolicy, StreamEvent, anthropic,
-    bedrock, openai,
+    bedrock, gemini, openai, responses,
 };
 use crossbeam_channel::{Receiver, Sender};
 use std::collections::HashMap;
@@ -77,8 +78,10 @@ pub fn complete(
 /// sends identical bytes.
 struct Job {
     url: String,
-    kind: ApiKind,
+    dialect: Dialect,
     headers: Vec<(String, String)>,
+    /// A bearer token fetched before each attempt (Vertex AI's access token).
+    token: Option<TokenSource>,
     body: Vec<u8>,
     policy: RetryPolicy,
     /// Most bytes one attempt's reply may accumulate (`MAX_REPLY_BYTES`; smaller in tests).
@@ -112,17 +115,17 @@ impl From<Failure> for End {
 enum Acc {
     Anthropic(anthropic::Accumulator),
     OpenAi(openai::Accumulator),
+    Responses(responses::Accumulator),
+    Gemini(gemini::Accumulator),
 }
 
 impl Acc {
-    fn new(kind: ApiKind, limit: usize) -> Acc {
-        match kind {
-            ApiKind::Anthropic | ApiKind::Bedrock => {
-                Acc::Anthropic(anthropic::Accumulator::with_limit(limit))
-            }
-            ApiKind::OpenAi | ApiKind::OpenAiCompat => {
-                Acc::OpenAi(openai::Accumulator::with_limit(limit))
-            }
+    fn new(dialect: Dialect, limit: usize) -> Acc {
+        match dialect {
+            Dialect::Anthropic => Acc::Anthropic(anthropic::Accumulator::with_limit(limit)),
+            Dialect::Chat => Acc::OpenAi(openai::Accumulator::with_limit(limit)),
+            Dialect::Responses => Acc::Responses(responses::Accumulator::with_limit(limit)),
+            Dialect::Gemini => Acc::Gemini(gemini::Accumulator::with_limit(limit)),
         }
     }
     fn feed(
@@ -133,12 +136,16 @@ impl Acc {
         match self {
             Acc::Anthropic(a) => a.feed(ev, out),
             Acc::OpenAi(a) => a.feed(ev, out),
+            Acc::Responses(a) => a.feed(ev, out),
+            Acc::Gemini(a) => a.feed(ev, out),
         }
     }
     fn finish(self) -> Result<Response, Failure> {
         match self {
             Acc::Anthropic(a) => a.finish(),
             Acc::OpenAi(a) => a.finish(),
+            Acc::Responses(a) => a.finish(),
+            Acc::Gemini(a) => a.finish(),
         }
     }
 }
@@ -160,39 +167,26 @@ fn clock_seed() -> u64 {
 
 impl Job {
     fn new(ep: &Endpoint, req: &ChatRequest, policy: &RetryPolicy) -> Job {
-        let mut call = None;
-        let (url, body, headers) = match ep.kind {
-            ApiKind::Bedrock => {
-                let t = bedrock::target(ep, &req.model);
-                let signer = ep.aws.clone().filter(|_| bedrock::signs(ep));
-                call = Some(BedrockCall {
-                    info: bedrock::CallInfo {
-                        model: t.model,
-                        region: t.region,
-                        credentials: None,
-                    },
-                    refresh: ep.aws.clone().filter(|s| s.auth_refresh.is_some()),
-                    signer,
-                });
-                (t.url, bedrock::build_request(req, ep), bedrock::headers(ep))
+        let p = endpoints::prepare(ep, req);
+        let call = (ep.kind == ApiKind::Bedrock).then(|| {
+            let t = bedrock::target(ep, &req.model);
+            BedrockCall {
+                info: bedrock::CallInfo {
+                    model: t.model,
+                    region: t.region,
+                    credentials: None,
+                },
+                refresh: ep.aws.clone().filter(|s| s.auth_refresh.is_some()),
+                signer: ep.aws.clone().filter(|_| bedrock::signs(ep)),
             }
-            ApiKind::Anthropic => (
-                anthropic::url(&ep.base_url),
-                anthropic::build_request(req),
-                anthropic::headers(ep),
-            ),
-            ApiKind::OpenAi | ApiKind::OpenAiCompat => (
-                openai::url(&ep.base_url),
-                openai::build_request(req, ep.kind),
-                openai::headers(ep),
-            ),
-        };
+        });
         Job {
-            url,
-            kind: ep.kind,
-            headers: request_headers(headers, &ep.headers),
+            url: p.url,
+            dialect: p.dialect,
+            headers: request_headers(p.headers, &ep.headers),
+            token: p.token,
             // Serialising a Value cannot fail (all keys are strings).
-            body: serde_json::to_vec(&body).unwrap_or_default(),
+            body: serde_json::to_vec(&p.body).unwrap_or_default(),
             policy: policy.clone(),
             reply_limit: policy.max_reply_bytes,
             bedrock: call,
@@ -208,8 +202,8 @@ impl Job {
     /// oversized reply) drops its connection, which closes it. A pooled connection the server
     /// has closed meanwhile is detected when taken, and none idle longer than 15 s is used.
     fn agent(&self) -> ureq::Agent {
-        /// The timeouts and whether the URL is this machine's: everything the agent is built from.
-        type Key = (crate::net::Timeouts, bool);
+        /// The timeouts and the proxy: everything the agent is built from.
+        type Key = (crate::net::Timeouts, Option<String>, bool);
         static AGENTS: OnceLock<Mutex<HashMap<Key, ureq::Agent>>> = OnceLock::new();
         let p = &self.policy;
         let t = crate::net::Timeouts {
@@ -218,7 +212,8 @@ impl Job {
             per_read: nonzero(p.idle_timeout),
             global: None,
         };
-        let key = (t, crate::net::is_loopback_url(&self.url));
+        let https = self.url.starts_with("https://");
+        let key = (t, crate::net::proxy_for(&self.url), https);
         let mut agents = AGENTS
             .get_or_init(Default::default)
             .lock()
@@ -233,9 +228,19 @@ impl Job {
         let agent = self.agent();
         let max = self.policy.max_attempts.max(1);
         let mut attempt = 1;
-        let mut refreshed = false;
+        // A token the server refused is replaced once, by a fresh one from its command.
+        let (mut fresh_token, mut refreshed) = (false, false);
         loop {
-            let f = match self.attempt(&agent, tx) {
+            let token = match self.token.as_ref().map(|t| t.get(fresh_token)) {
+                None => None,
+                Some(Ok(t)) => Some(t),
+                Some(Err(e)) => {
+                    let _ = tx.send(StreamEvent::Error(e));
+                    return;
+                }
+            };
+            fresh_token = false;
+            let f = match self.attempt(&agent, tx, token.as_ref().map(|t| t.0.as_str())) {
                 Ok((r, rest)) => {
                     if tx.send(StreamEvent::Done(r)).is_ok()
                         && let Some(rest) = rest
@@ -248,6 +253,25 @@ impl Job {
                 }
                 Err(End::Gone) => return,
                 Err(End::Failed(f)) => f,
+            };
+            let f = match (&token, f) {
+                (Some((_, origin)), f) if is_unauthorized(&f.error) => {
+                    if *origin == TokenOrigin::Command && !refreshed {
+                        refreshed = true;
+                        fresh_token = true;
+                        let ev = StreamEvent::Retry {
+                            attempt,
+                            wait: Duration::ZERO,
+                            reason: format!("{} (getting a fresh access token)", f.error),
+                        };
+                        if tx.send(ev).is_err() {
+                            return;
+                        }
+                        continue;
+                    }
+                    token_refused(f, *origin)
+                }
+                (_, f) => f,
             };
             if let LlmError::Auth {
                 refreshable: true, ..
@@ -290,10 +314,14 @@ impl Job {
         &self,
         agent: &ureq::Agent,
         tx: &Sender<StreamEvent>,
+        token: Option<&str>,
     ) -> Result<(Response, Option<Rest>), End> {
         let mut rb = agent.post(&self.url);
         for (k, v) in &self.headers {
             rb = rb.header(k.as_str(), v.as_str());
+        }
+        if let Some(t) = token {
+            rb = rb.header("authorization", format!("Bearer {t}"));
         }
         let mut credentials = None;
         if let Some(BedrockCall {
@@ -348,7 +376,7 @@ impl Job {
             return Ok((self.whole_body(&ct, &headers, reader, tx)?, None));
         }
         let mut sse = SseReader::new(BufReader::new(reader));
-        let mut acc = Acc::new(self.kind, self.reply_limit);
+        let mut acc = Acc::new(self.dialect, self.reply_limit);
         let mut out = Vec::new();
         loop {
             match sse.next_event() {
@@ -431,9 +459,11 @@ impl Job {
                 }
                 .into());
             }
-            let resp = match self.kind {
-                ApiKind::Anthropic | ApiKind::Bedrock => anthropic::response_from_json(v),
-                _ => openai::response_from_json(v),
+            let resp = match self.dialect {
+                Dialect::Anthropic => anthropic::response_from_json(v),
+                Dialect::Chat => openai::response_from_json(v),
+                Dialect::Responses => responses::response_from_json(v),
+                Dialect::Gemini => gemini::response_from_json(v),
             };
             if let Some(r) = resp {
                 for p in &r.parts {
@@ -531,6 +561,26 @@ impl Job {
 /// (`user`, from the configuration). A fixed header the provider sets, and a fixed or provider
 /// header that the user also sets, is left out (names compare ignoring case): `http` appends repeated names, and a server seeing two
 /// `authorization` headers may use either, or refuse the request.
+fn is_unauthorized(e: &LlmError) -> bool {
+    matches!(e, LlmError::Http { status: 401, .. })
+}
+
+/// A refused access token's failure, saying where the token came from and what to do.
+fn token_refused(mut f: Failure, origin: TokenOrigin) -> Failure {
+    if let LlmError::Http { message, .. } = &mut f.error {
+        message.push_str(match origin {
+            TokenOrigin::Environment => {
+                "; the access token in GOOGLE_OAUTH_ACCESS_TOKEN was refused (expired?): set a fresh one (gcloud auth print-access-token)"
+            }
+            TokenOrigin::Command => {
+                "; a fresh access token from gcloud was refused too: check the account (gcloud auth login) and its access to the project"
+            }
+        });
+    }
+    f.retryable = false;
+    f
+}
+
 fn request_headers(
     provider: Vec<(String, String)>,
     user: &[(String, String)],
@@ -568,7 +618,7 @@ fn read_limited(r: impl Read, limit: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::{FinishReason, Message, Usage};
+    use crate::llm::{ApiKind, FinishReason, Message, Usage};
     use std::io::{BufRead, Write};
     use std::net::{TcpListener, TcpStream};
     use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
@@ -684,7 +734,7 @@ mod tests {
             base_url: url.to_string(),
             api_key: Some("secret".into()),
             headers: vec![("x-extra".into(), "1".into())],
-            aws: None,
+            ..Default::default()
         }
     }
 
@@ -696,6 +746,7 @@ mod tests {
             tools: vec![],
             max_tokens: Some(100),
             temperature: None,
+            ..Default::default()
         }
     }
 
@@ -1348,5 +1399,81 @@ mod tests {
         ));
         // Nothing to assert beyond "no panic": the worker sends into a closed channel and exits.
         thread::sleep(Duration::from_millis(50));
+    }
+
+    fn gemini_text(text: &str) -> String {
+        let mut s = sse_head();
+        s.push_str(&format!(
+            "data: {}\n\n",
+            serde_json::json!({"candidates": [{"content": {"role": "model", "parts": [{"text": text}]},
+                "finishReason": "STOP"}], "usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": 1}})
+        ));
+        s
+    }
+
+    #[test]
+    fn a_refused_vertex_token_is_replaced_once_by_a_fresh_one() {
+        if std::env::var_os(endpoints::TOKEN_VAR).is_some() {
+            return; // The environment's token would be used instead of the command's.
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let count = dir.path().join("count");
+        let script = dir.path().join("gcloud.sh");
+        std::fs::write(
+            &script,
+            format!(
+                "echo x >> {c}\necho \"tok-$(wc -l < {c} | tr -d ' ')\"\n",
+                c = count.display()
+            ),
+        )
+        .unwrap();
+        let unauthorized = || {
+            reply(http(
+                401,
+                &[("content-type", "application/json")],
+                r#"{"error":{"code":401,"message":"Request had invalid authentication credentials.","status":"UNAUTHENTICATED"}}"#,
+            ))
+        };
+        let srv = serve(vec![
+            unauthorized(),
+            reply(gemini_text("ok")),
+            unauthorized(),
+            unauthorized(),
+        ]);
+        let ep = Endpoint {
+            kind: ApiKind::Vertex,
+            base_url: format!("{}/v1/projects/p/locations/global", srv.url),
+            ambient_auth: true,
+            ..Default::default()
+        };
+        let mut req = request();
+        req.model = "gemini-3-pro".into();
+        let job = |ep: &Endpoint| {
+            let mut j = Job::new(ep, &req, &policy());
+            j.token = Some(TokenSource {
+                command: vec!["sh".into(), script.display().to_string()],
+            });
+            j
+        };
+        let evs = run_here(job(&ep));
+        assert_eq!(done(&evs).parts, vec![Part::Text { text: "ok".into() }]);
+        let auth = |i: usize| {
+            srv.heads.lock().unwrap()[i]
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+                .map(|(_, v)| v.clone())
+        };
+        assert_eq!(auth(0).as_deref(), Some("Bearer tok-1"));
+        assert_eq!(auth(1).as_deref(), Some("Bearer tok-2"));
+        // The fresh token is kept for the next call; refused again, it is replaced once more,
+        // then the call fails saying what to do.
+        let evs = run_here(job(&ep));
+        let e = error(&evs).to_string();
+        assert!(e.contains("401") && e.contains("gcloud auth login"), "{e}");
+        assert_eq!(auth(2).as_deref(), Some("Bearer tok-2"));
+        assert_eq!(auth(3).as_deref(), Some("Bearer tok-3"));
+        assert!(srv.url.starts_with("http://127.0.0.1"));
+        let path = srv.heads.lock().unwrap().len();
+        assert_eq!(path, 4);
     }
 }

@@ -1,5 +1,6 @@
-//! Model providers: Anthropic Messages and OpenAI Chat Completions over SSE, and Anthropic
-//! models on Amazon Bedrock over AWS's event stream, with retries.
+//! Model providers: Anthropic Messages, OpenAI Chat Completions and Responses, Gemini (on
+//! Google's API and Vertex AI) over SSE, and Anthropic models on Amazon Bedrock over AWS's
+//! event stream, with retries.
 //!
 //! `stream` runs one model call on a worker thread and reports `StreamEvent`s on a channel; the
 //! caller selects over that channel and its own cancel signal. On cancel the caller drops the
@@ -10,8 +11,11 @@ pub mod anthropic;
 pub mod bedrock;
 mod budget;
 mod client;
+pub mod endpoints;
+pub mod gemini;
 pub mod history;
 pub mod openai;
+pub mod responses;
 pub mod retry;
 pub mod sse;
 pub mod types;
@@ -23,19 +27,29 @@ use std::fmt;
 use std::time::Duration;
 
 /// The wire protocol a provider speaks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ApiKind {
     Anthropic,
-    /// OpenAI itself (sends `max_completion_tokens`).
+    /// OpenAI itself (sends `max_completion_tokens`): the Responses API for the models that have
+    /// it (see `Endpoint::responses`), Chat Completions for the others.
     OpenAi,
     /// Any OpenAI-compatible server (ollama, llama.cpp, vLLM, LM Studio, OpenRouter...).
+    #[default]
     OpenAiCompat,
+    /// Google's Gemini API (`streamGenerateContent`, `x-goog-api-key`).
+    Gemini,
+    /// Google Vertex AI: the base URL names the project and location; Gemini models by
+    /// `streamGenerateContent`, Anthropic's (`claude-*`) by `streamRawPredict`; an OAuth access
+    /// token (`api_key`, else `GOOGLE_OAUTH_ACCESS_TOKEN` or gcloud when `ambient_auth`).
+    Vertex,
+    /// Azure OpenAI: OpenAI's APIs at an Azure resource, with the `api-key` header.
+    Azure,
     /// Anthropic models on Amazon Bedrock (`InvokeModelWithResponseStream`).
     Bedrock,
 }
 
 /// Where and how to reach a provider.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Endpoint {
     pub kind: ApiKind,
     /// Base URL, e.g. `https://api.anthropic.com` or `http://127.0.0.1:8080/v1`.
@@ -44,6 +58,12 @@ pub struct Endpoint {
     pub api_key: Option<String>,
     /// Extra headers, sent as is.
     pub headers: Vec<(String, String)>,
+    /// OpenAI and Azure: `Some(true)` sends every model through the Responses API, `Some(false)`
+    /// none; None: the models that have it (OpenAI's GPT-4 and later, o-series, codex).
+    pub responses: Option<bool>,
+    /// Credentials found in the environment rather than in `api_key` (Vertex's access token) may
+    /// be sent: the endpoint is the provider's own (crush(1) SECURITY).
+    pub ambient_auth: bool,
     /// Bedrock: region, credentials and their refresh (None for every other kind).
     pub aws: Option<crate::aws::Settings>,
 }
@@ -103,6 +123,9 @@ pub enum LlmError {
     RetryAfterTooLong { status: u16, secs: u64 },
     /// The reply grew past the limit of what one reply may hold (bytes) and was cut.
     TooLarge { limit: usize },
+    /// The provider's filters blocked the prompt or the reply (Gemini's `SAFETY`...): what was
+    /// blocked and why.
+    Blocked(String),
     /// No credentials to sign with, or the provider refused them. `refreshable`: signing in
     /// again may fix it (the provider's `aws_auth_refresh` is run once, then the call retried).
     Auth { message: String, refreshable: bool },
@@ -134,6 +157,9 @@ impl fmt::Display for LlmError {
                 budget::size_text(*limit)
             ),
             LlmError::Auth { message, .. } => f.write_str(message),
+            LlmError::Blocked(what) => {
+                write!(f, "the provider's content filters stopped the call: {what}")
+            }
             LlmError::RetryAfterTooLong { status, secs } => write!(
                 f,
                 "HTTP {status}: the server asks to wait {secs} s before retrying; try again later"

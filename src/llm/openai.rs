@@ -184,8 +184,23 @@ pub fn build_request(req: &ChatRequest, kind: ApiKind) -> Value {
         };
         body[key] = json!(n);
     }
-    if let Some(t) = req.temperature {
-        body["temperature"] = json!(t);
+    let o = &req.options;
+    for (key, v) in [
+        ("temperature", req.temperature),
+        ("top_p", o.top_p),
+        ("frequency_penalty", o.frequency_penalty),
+        ("presence_penalty", o.presence_penalty),
+    ] {
+        if let Some(v) = v {
+            body[key] = json!(v);
+        }
+    }
+    // Not an OpenAI parameter, but vLLM, llama.cpp, ollama and most compatible servers take it.
+    if let (Some(k), ApiKind::OpenAiCompat) = (o.top_k, kind) {
+        body["top_k"] = json!(k);
+    }
+    if let Some(v) = o.get("text_verbosity") {
+        body["verbosity"] = v.clone();
     }
     if !req.tools.is_empty() {
         let tools: Vec<Value> = req
@@ -198,8 +213,13 @@ pub fn build_request(req: &ChatRequest, kind: ApiKind) -> Value {
             .collect();
         body["tools"] = Value::Array(tools);
     }
+    o.merge_rest_into(&mut body, OWN_OPTIONS);
     body
 }
+
+/// The provider options this dialect reads itself (Go Crush's names); the others go into the
+/// body as they are (`reasoning_effort`, `parallel_tool_calls`, OpenRouter's `reasoning`...).
+const OWN_OPTIONS: &[&str] = &["text_verbosity", "structured_outputs"];
 
 #[derive(Debug)]
 struct Call {
@@ -327,18 +347,11 @@ impl Accumulator {
             .filter(|u| !u.is_null())
             .or_else(|| v.get("x_groq").and_then(|x| x.get("usage")));
         if let Some(u) = usage {
-            match parse_usage(u) {
-                // The last usage reported wins, a good one over an earlier bad one too.
-                Ok(Some(u)) => {
-                    self.usage = Some(u);
-                    self.usage_rejected = None;
-                }
-                Ok(None) => {}
-                Err(e) => {
-                    self.usage = None;
-                    self.usage_rejected = Some(e);
-                }
-            }
+            crate::llm::types::record_usage(
+                parse_usage(u),
+                &mut self.usage,
+                &mut self.usage_rejected,
+            );
         }
         let choices = v.get("choices").and_then(Value::as_array);
         let choice = choices.and_then(|cs| {
@@ -1006,6 +1019,7 @@ mod tests {
             }],
             max_tokens: Some(100),
             temperature: Some(0.5),
+            ..Default::default()
         }
     }
 
@@ -1140,7 +1154,7 @@ mod tests {
             base_url: String::new(),
             api_key: None,
             headers: vec![],
-            aws: None,
+            ..Default::default()
         };
         assert!(headers(&ep).is_empty());
         ep.api_key = Some(String::new());

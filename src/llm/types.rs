@@ -377,7 +377,7 @@ pub struct ToolSpec {
     pub parameters: serde_json::Value,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct ChatRequest {
     pub model: String,
     pub system: String,
@@ -385,6 +385,62 @@ pub struct ChatRequest {
     pub tools: Vec<ToolSpec>,
     pub max_tokens: Option<u32>,
     pub temperature: Option<f64>,
+    /// The model options of the configuration (crush(1) CONFIGURATION, model options).
+    pub options: CallOptions,
+}
+
+/// Sampling and dialect options of one call. Each dialect sends what it has a field for and
+/// leaves the rest out.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CallOptions {
+    pub top_p: Option<f64>,
+    pub top_k: Option<u64>,
+    pub frequency_penalty: Option<f64>,
+    pub presence_penalty: Option<f64>,
+    /// Go Crush's provider options, merged (catalog, provider, model) and completed with the
+    /// reasoning settings: `reasoning_effort` (OpenAI), `effort` and `thinking` (Anthropic),
+    /// `thinking_config` (Gemini), `reasoning` (OpenRouter)... A dialect translates the keys it
+    /// knows into its own fields and puts the others into the body as they are.
+    pub provider_options: serde_json::Map<String, serde_json::Value>,
+    /// Merged into the request body last, over everything else (the provider's `extra_body`).
+    pub extra_body: serde_json::Map<String, serde_json::Value>,
+}
+
+impl CallOptions {
+    /// The provider option `key`, unless absent or null.
+    pub fn get(&self, key: &str) -> Option<&serde_json::Value> {
+        self.provider_options.get(key).filter(|v| !v.is_null())
+    }
+
+    /// Merges into `body` the provider options the dialect has no field of its own for (all but
+    /// `consumed`; a nested `extra_body` is merged as the body's), then `extra_body`.
+    pub fn merge_rest_into(&self, body: &mut serde_json::Value, consumed: &[&str]) {
+        for (k, v) in &self.provider_options {
+            if k == "extra_body" {
+                merge_json(body, v);
+            } else if !consumed.contains(&k.as_str()) && !v.is_null() {
+                merge_json(body, &serde_json::json!({ k: v }));
+            }
+        }
+        merge_json(body, &serde_json::Value::Object(self.extra_body.clone()));
+    }
+}
+
+/// `over` merged into `base`: objects key by key, recursively; any other value replaces.
+pub fn merge_json(base: &mut serde_json::Value, over: &serde_json::Value) {
+    match (base, over) {
+        (serde_json::Value::Object(b), serde_json::Value::Object(o)) => {
+            for (k, v) in o {
+                match b.get_mut(k) {
+                    Some(slot) => merge_json(slot, v),
+                    None => {
+                        b.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+        }
+        (b, o) => *b = o.clone(),
+    }
 }
 
 /// Token counts of one model call, in ledger terms: `input` excludes cached tokens.
@@ -432,6 +488,20 @@ pub fn token_field(u: &serde_json::Value, key: &str) -> Result<Option<u64>, Stri
             .as_u64()
             .map(Some)
             .ok_or_else(|| format!("{key} is {v}, not a non-negative integer")),
+    }
+}
+
+/// Takes the usage a chunk reported: the last one reported wins, a good one over an earlier bad
+/// one too, a bad one over an earlier good one; a chunk without counts changes nothing.
+pub fn record_usage(
+    parsed: Result<Option<Usage>, String>,
+    usage: &mut Option<Usage>,
+    rejected: &mut Option<String>,
+) {
+    match parsed {
+        Ok(None) => {}
+        Ok(u) => (*usage, *rejected) = (u, None),
+        Err(e) => (*usage, *rejected) = (None, Some(e)),
     }
 }
 

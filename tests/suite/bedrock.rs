@@ -401,9 +401,9 @@ fn without_credentials_a_configured_bedrock_provider_says_what_to_set() {
     let models = env.run(&["models", "bedrock-europe"], None);
     models.assert_success();
     assert!(
-        models
-            .stdout
-            .contains("set AWS_PROFILE, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"),
+        models.stdout.contains(
+            "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE"
+        ),
         "{}",
         models.stdout
     );

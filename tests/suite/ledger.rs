@@ -818,12 +818,12 @@ fn a_history_refused_as_too_long_is_summarized_shortened_and_the_request_carried
                 "invalid_request_error",
                 "This model's maximum context length is 8192 tokens.",
             ),
-            Dialect::Anthropic => Reply::api_error(
+            Dialect::Bedrock => unreachable!("the test runs the two SSE dialects"),
+            _ => Reply::api_error(
                 400,
                 "invalid_request_error",
                 "prompt is too long: 210000 tokens > 200000 maximum",
             ),
-            Dialect::Bedrock => unreachable!("the test runs the two SSE dialects"),
         };
         let server = FakeServer::with_script(vec![
             Reply::tool_call("view", json!({"file_path": "big.txt"})),

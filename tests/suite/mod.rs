@@ -8,6 +8,7 @@ mod catalog;
 mod claude_hooks;
 mod config;
 mod crush_tools;
+mod dialects;
 mod dropin_config;
 mod editor;
 mod fake_server;

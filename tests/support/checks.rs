@@ -20,10 +20,210 @@ pub fn check_request(
     match dialect {
         Dialect::Anthropic => check_anthropic(headers, body, &mut v),
         Dialect::OpenAi => check_openai(body, &mut v),
+        Dialect::Gemini => check_gemini(body, &mut v),
+        Dialect::Responses => check_responses(body, &mut v),
+        Dialect::AnthropicVertex => {
+            // The model is in the URL and the version in the body; otherwise Anthropic's rules.
+            if body.get("model").is_some() {
+                v.push("anthropic on vertex: the body must not name the model".into());
+            }
+            if body["anthropic_version"] != "vertex-2023-10-16" {
+                v.push("anthropic on vertex: anthropic_version is not vertex-2023-10-16".into());
+            }
+            let mut b = body.clone();
+            b["model"] = Value::String("vertex".into());
+            let mut h = headers.clone();
+            h.insert("anthropic-version".into(), "in the body".into());
+            check_anthropic(&h, &b, &mut v);
+        }
         // Checked with its signature (`bedrock::check`).
         Dialect::Bedrock => {}
     }
     v
+}
+
+/// Keys of a JSON Schema that Gemini's function declarations refuse.
+const GEMINI_REFUSED_SCHEMA_KEYS: &[&str] = &[
+    "$schema",
+    "additionalProperties",
+    "$ref",
+    "$defs",
+    "definitions",
+    "const",
+    "oneOf",
+    "allOf",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "patternProperties",
+];
+
+fn check_gemini(body: &Value, v: &mut Vec<String>) {
+    if let Some(tools) = body["tools"].as_array() {
+        for t in tools {
+            for (i, d) in t["functionDeclarations"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .enumerate()
+            {
+                let name = d["name"].as_str().unwrap_or("");
+                if !valid_tool_name(name) {
+                    v.push(format!(
+                        "gemini: functionDeclarations[{i}] has invalid name {name:?}"
+                    ));
+                }
+                for k in GEMINI_REFUSED_SCHEMA_KEYS {
+                    if count_key(&d["parameters"], k) > 0 {
+                        v.push(format!(
+                            "gemini: {name}: parameters use {k:?}, which Gemini refuses"
+                        ));
+                    }
+                }
+                if let Some(t) = d["parameters"].get("type").and_then(Value::as_array) {
+                    v.push(format!("gemini: {name}: a type list {t:?}"));
+                }
+            }
+        }
+    }
+    if body.get("model").is_some() || body.get("messages").is_some() {
+        v.push("gemini: the body has OpenAI/Anthropic keys (model, messages)".into());
+    }
+    let Some(contents) = body["contents"].as_array() else {
+        v.push("gemini: contents missing or not an array".into());
+        return;
+    };
+    if contents.is_empty() {
+        v.push("gemini: contents is empty".into());
+    }
+    if contents.first().is_some_and(|c| c["role"] != "user") {
+        v.push("gemini: the first content is not the user's".into());
+    }
+    // Names of the calls of the last model turn, waiting for their responses.
+    let mut pending: Vec<String> = Vec::new();
+    for (i, c) in contents.iter().enumerate() {
+        let role = c["role"].as_str().unwrap_or("");
+        let at = format!("gemini: contents[{i}] ({role})");
+        let Some(parts) = c["parts"].as_array().filter(|p| !p.is_empty()) else {
+            v.push(format!("{at}: no parts"));
+            continue;
+        };
+        match role {
+            "user" => {
+                let answered: Vec<&str> = parts
+                    .iter()
+                    .filter_map(|p| p["functionResponse"]["name"].as_str())
+                    .collect();
+                if answered.len() != pending.len()
+                    || pending.iter().zip(&answered).any(|(a, b)| a != b)
+                {
+                    v.push(format!(
+                        "{at}: function responses {answered:?} do not answer the calls {pending:?}"
+                    ));
+                }
+                pending.clear();
+            }
+            "model" => {
+                for id in &pending {
+                    v.push(format!("{at}: call {id:?} was never answered"));
+                }
+                pending.clear();
+                for p in parts {
+                    if let Some(fc) = p.get("functionCall") {
+                        if !fc["args"].is_object() {
+                            v.push(format!("{at}: functionCall args is not an object"));
+                        }
+                        pending.push(fc["name"].as_str().unwrap_or("").to_owned());
+                    } else if p.get("text").is_none() {
+                        v.push(format!("{at}: a part that is neither text nor a call: {p}"));
+                    }
+                }
+            }
+            _ => v.push(format!("{at}: role must be user or model")),
+        }
+    }
+    if !pending.is_empty() {
+        v.push(format!(
+            "gemini: the last model turn's calls {pending:?} have no responses"
+        ));
+    }
+}
+
+fn check_responses(body: &Value, v: &mut Vec<String>) {
+    if !body["model"].is_string() {
+        v.push("responses: model missing or not a string".into());
+    }
+    if body["stream"] != true {
+        v.push("responses: stream is not true".into());
+    }
+    if body.get("messages").is_some() {
+        v.push("responses: the body has Chat Completions messages".into());
+    }
+    if let Some(tools) = body["tools"].as_array() {
+        for (i, t) in tools.iter().enumerate() {
+            let name = t["name"].as_str().unwrap_or("");
+            if t["type"] != "function" || !valid_tool_name(name) {
+                v.push(format!(
+                    "responses: tools[{i}] is not a flat function tool ({name:?})"
+                ));
+            }
+        }
+    }
+    let Some(input) = body["input"].as_array() else {
+        v.push("responses: input missing or not an array".into());
+        return;
+    };
+    let mut calls: BTreeSet<String> = BTreeSet::new();
+    for (i, item) in input.iter().enumerate() {
+        let at = format!("responses: input[{i}]");
+        match item["type"].as_str().unwrap_or("message") {
+            "function_call" => {
+                let id = item["call_id"].as_str().unwrap_or("");
+                if id.is_empty() || !calls.insert(id.to_owned()) {
+                    v.push(format!(
+                        "{at}: function_call without a call_id, or a repeated one"
+                    ));
+                }
+                if item["arguments"]
+                    .as_str()
+                    .is_none_or(|a| serde_json::from_str::<Value>(a).is_err())
+                {
+                    v.push(format!("{at}: arguments are not JSON text"));
+                }
+            }
+            "function_call_output" => {
+                let id = item["call_id"].as_str().unwrap_or("");
+                if !calls.contains(id) {
+                    v.push(format!(
+                        "{at}: output for {id:?}, which no function_call made"
+                    ));
+                }
+                if !item["output"].is_string() {
+                    v.push(format!("{at}: output is not a string"));
+                }
+            }
+            "reasoning" => {
+                if item["encrypted_content"].as_str().is_none_or(str::is_empty)
+                    && body["store"] != true
+                {
+                    v.push(format!(
+                        "{at}: reasoning item without encrypted_content while store is off"
+                    ));
+                }
+                if input.get(i + 1).is_none_or(|n| n["type"] == "reasoning") {
+                    v.push(format!(
+                        "{at}: reasoning item not followed by what it led to"
+                    ));
+                }
+            }
+            "message" => {
+                let role = item["role"].as_str().unwrap_or("");
+                if !matches!(role, "user" | "assistant" | "system" | "developer") {
+                    v.push(format!("{at}: role {role:?}"));
+                }
+            }
+            other => v.push(format!("{at}: unknown item type {other:?}")),
+        }
+    }
 }
 
 fn is_blank(s: &str) -> bool {

@@ -182,9 +182,12 @@ impl TestEnv {
         let (kind, base_url) = match dialect {
             Dialect::Anthropic => ("anthropic", server.anthropic_base_url()),
             Dialect::OpenAi => ("openai-compat", server.openai_base_url()),
+            Dialect::Gemini => ("google", server.url()),
+            Dialect::Responses => ("openai", server.openai_base_url()),
+            Dialect::AnthropicVertex => ("google-vertex", server.vertex_base_url()),
             Dialect::Bedrock => ("bedrock", server.url()),
         };
-        json!({
+        let mut cfg = json!({
             "providers": {"fake": {
                 "type": kind, "base_url": base_url, "api_key": "test-key",
                 "models": [{"id": "fake-model", "name": "Fake Model", "context_window": 200000,
@@ -192,7 +195,21 @@ impl TestEnv {
                     "cost_per_1m_in_cached": 3.75, "cost_per_1m_out_cached": 0.3}]}},
             "models": {"large": {"provider": "fake", "model": "fake-model"},
                        "small": {"provider": "fake", "model": "fake-model"}}
-        })
+        });
+        match dialect {
+            // A server of your own speaks the Responses API only when told to.
+            Dialect::Responses => cfg["providers"]["fake"]["use_responses_api"] = json!(true),
+            Dialect::AnthropicVertex => {
+                cfg["providers"]["fake"]["project"] = json!("fake-project");
+                cfg["providers"]["fake"]["location"] = json!("global");
+                for m in ["large", "small"] {
+                    cfg["models"][m]["model"] = json!("claude-fake");
+                }
+                cfg["providers"]["fake"]["models"][0]["id"] = json!("claude-fake");
+            }
+            _ => {}
+        }
+        cfg
     }
 
     /// `write_config(config_for(server, dialect))`.

@@ -13,6 +13,13 @@ pub enum Dialect {
     Anthropic,
     /// `POST …/chat/completions`
     OpenAi,
+    /// `POST …/models/MODEL:streamGenerateContent?alt=sse` (Gemini API and Vertex AI)
+    Gemini,
+    /// `POST …/responses` (OpenAI Responses API)
+    Responses,
+    /// `POST …/publishers/anthropic/models/MODEL:streamRawPredict` (Anthropic on Vertex AI):
+    /// answered as Anthropic.
+    AnthropicVertex,
     /// `POST …/model/{model id}/invoke-with-response-stream` (Amazon Bedrock's event stream).
     Bedrock,
 }
@@ -25,6 +32,12 @@ impl Dialect {
             Some(Dialect::Anthropic)
         } else if path.ends_with("/chat/completions") {
             Some(Dialect::OpenAi)
+        } else if path.ends_with(":streamGenerateContent") {
+            Some(Dialect::Gemini)
+        } else if path.ends_with("/responses") {
+            Some(Dialect::Responses)
+        } else if path.ends_with(":streamRawPredict") {
+            Some(Dialect::AnthropicVertex)
         } else if path.contains("/model/") && path.ends_with("/invoke-with-response-stream") {
             Some(Dialect::Bedrock)
         } else {
@@ -374,8 +387,12 @@ impl Reply {
                 common.push(("cache-control".into(), "no-cache".into()));
                 common.extend(headers.iter().cloned());
                 let (steps, complete) = match dialect {
-                    Dialect::Anthropic => anthropic_steps(stream, ids),
+                    Dialect::Anthropic | Dialect::AnthropicVertex => anthropic_steps(stream, ids),
                     Dialect::OpenAi => openai_steps(stream, ids),
+                    Dialect::Gemini => steps_for(stream, gemini_events(stream), dialect, ids),
+                    Dialect::Responses => {
+                        steps_for(stream, responses_events(stream, ids), dialect, ids)
+                    }
                     Dialect::Bedrock => {
                         super::bedrock::steps(stream, anthropic_events(stream, ids))
                     }
@@ -404,8 +421,12 @@ impl Reply {
             } => {
                 common.extend(headers.iter().cloned());
                 let body = match dialect {
-                    Some(Dialect::OpenAi) => json!({"error": {"message": message, "type": kind,
-                        "param": null, "code": kind}}),
+                    Some(Dialect::OpenAi | Dialect::Responses) => {
+                        json!({"error": {"message": message, "type": kind,
+                        "param": null, "code": kind}})
+                    }
+                    Some(Dialect::Gemini) => json!({"error": {"code": status, "message": message,
+                        "status": kind}}),
                     Some(Dialect::Bedrock) => {
                         common.push((
                             "x-amzn-errortype".into(),
@@ -643,6 +664,163 @@ fn openai_events(s: &Stream, ids: &Ids) -> Events {
     }
 }
 
+/// Gemini: one chunk per piece of thinking, text and per function call (the first call carries
+/// a thought signature, as Gemini 3 sends them), then the finish reason with the usage.
+fn gemini_events(s: &Stream) -> Events {
+    let chunk = |parts: Value| {
+        sse_data(
+            &json!({"candidates": [{"content": {"role": "model", "parts": parts},
+            "index": 0}], "modelVersion": "fake-model"}),
+        )
+    };
+    let mut ev = Vec::new();
+    if let Some((thinking, signature)) = &s.thinking {
+        let ps = pieces(thinking, 2);
+        let n = ps.len();
+        for (i, p) in ps.into_iter().enumerate() {
+            let mut part = json!({"text": p, "thought": true});
+            if i + 1 == n {
+                part["thoughtSignature"] = json!(signature);
+            }
+            ev.push(chunk(json!([part])));
+        }
+    }
+    if let Some(text) = &s.text {
+        for p in pieces(text, 2) {
+            ev.push(chunk(json!([{"text": p}])));
+        }
+    }
+    let mut last_args_piece = None;
+    for (i, call) in s.tool_calls.iter().enumerate() {
+        let args: Value = serde_json::from_str(&call.arguments).unwrap_or(json!({}));
+        let mut fc = json!({"name": call.name, "args": args});
+        if let Some(id) = &call.id {
+            fc["id"] = json!(id);
+        }
+        let mut part = json!({"functionCall": fc});
+        if i == 0 {
+            part["thoughtSignature"] = json!(format!("c2lnLWNhbGwt{i}"));
+        }
+        ev.push(chunk(json!([part])));
+        last_args_piece = Some(ev.len() - 1);
+    }
+    let tail = ev.len();
+    let finish = s.stop_reason.clone().unwrap_or_else(|| "STOP".into());
+    let mut last = json!({"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]},
+        "finishReason": finish, "index": 0}]});
+    if let Some(u) = s.usage {
+        last["usageMetadata"] = json!({"promptTokenCount": u.input + u.cache_read,
+            "cachedContentTokenCount": u.cache_read, "candidatesTokenCount": u.output,
+            "totalTokenCount": u.input + u.cache_read + u.output});
+    }
+    ev.push(sse_data(&last));
+    Events {
+        events: ev,
+        // A call comes whole: cutting one piece of it is cutting the call.
+        last_args_piece: last_args_piece.filter(|_| false),
+        tail,
+    }
+}
+
+/// OpenAI Responses: a reasoning item (its summary the thinking, its encrypted content the
+/// signature), a message item, function call items, then `response.completed` with the usage
+/// (a stop reason makes it `response.incomplete` with that reason).
+fn responses_events(s: &Stream, ids: &Ids) -> Events {
+    let e = |v: Value| sse_event(v["type"].as_str().unwrap_or("message"), &v);
+    let rid = format!("resp_fake_{}", ids.request);
+    let mut ev = vec![e(
+        json!({"type": "response.created", "response": {"id": rid,
+        "object": "response", "status": "in_progress"}}),
+    )];
+    let mut index = 0;
+    if let Some((thinking, signature)) = &s.thinking {
+        let id = format!("rs_fake_{}", ids.request);
+        ev.push(e(
+            json!({"type": "response.output_item.added", "output_index": index,
+            "item": {"type": "reasoning", "id": id, "summary": []}}),
+        ));
+        ev.push(e(
+            json!({"type": "response.reasoning_summary_part.added", "output_index": index,
+            "item_id": id, "summary_index": 0}),
+        ));
+        for p in pieces(thinking, 2) {
+            ev.push(e(json!({"type": "response.reasoning_summary_text.delta",
+                "output_index": index, "item_id": id, "summary_index": 0, "delta": p})));
+        }
+        ev.push(e(
+            json!({"type": "response.output_item.done", "output_index": index,
+            "item": {"type": "reasoning", "id": id, "encrypted_content": signature,
+                "summary": [{"type": "summary_text", "text": thinking}]}}),
+        ));
+        index += 1;
+    }
+    if let Some(text) = &s.text {
+        let id = format!("msg_fake_{}", ids.request);
+        ev.push(e(
+            json!({"type": "response.output_item.added", "output_index": index,
+            "item": {"type": "message", "id": id, "role": "assistant", "content": []}}),
+        ));
+        for p in pieces(text, 2) {
+            ev.push(e(
+                json!({"type": "response.output_text.delta", "output_index": index,
+                "item_id": id, "content_index": 0, "delta": p}),
+            ));
+        }
+        ev.push(e(
+            json!({"type": "response.output_item.done", "output_index": index,
+            "item": {"type": "message", "id": id, "role": "assistant",
+                "content": [{"type": "output_text", "text": text}]}}),
+        ));
+        index += 1;
+    }
+    let mut last_args_piece = None;
+    for (i, call) in s.tool_calls.iter().enumerate() {
+        let cid = tool_id(call, "call", ids, i);
+        let item = |args: &str| {
+            json!({"type": "function_call", "id": format!("fc_{cid}"),
+            "call_id": cid, "name": call.name, "arguments": args})
+        };
+        ev.push(e(
+            json!({"type": "response.output_item.added", "output_index": index,
+            "item": item("")}),
+        ));
+        let args = pieces(&call.arguments, 3);
+        let n = args.len();
+        for p in args {
+            ev.push(e(json!({"type": "response.function_call_arguments.delta",
+                "output_index": index, "item_id": format!("fc_{cid}"), "delta": p})));
+        }
+        last_args_piece = (n > 1).then(|| ev.len() - 1);
+        ev.push(e(
+            json!({"type": "response.output_item.done", "output_index": index,
+            "item": item(&call.arguments)}),
+        ));
+        index += 1;
+    }
+    let tail = ev.len();
+    let usage = s.usage.map(|u| {
+        json!({"input_tokens": u.input + u.cache_read,
+        "input_tokens_details": {"cached_tokens": u.cache_read}, "output_tokens": u.output,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": u.input + u.cache_read + u.output})
+    });
+    ev.push(match &s.stop_reason {
+        None => e(json!({"type": "response.completed", "response": {"id": rid,
+            "object": "response", "status": "completed", "usage": usage}})),
+        Some(r) => e(
+            json!({"type": "response.incomplete", "response": {"id": rid,
+            "object": "response", "status": "incomplete", "incomplete_details": {"reason": r},
+            "usage": usage}}),
+        ),
+    });
+    Events {
+        events: ev,
+        // The done event after the last piece repeats the arguments: it is not cut.
+        last_args_piece: last_args_piece.filter(|_| false),
+        tail,
+    }
+}
+
 fn steps_for(s: &Stream, e: Events, dialect: Dialect, ids: &Ids) -> (Vec<Step>, bool) {
     let Events {
         mut events,
@@ -660,7 +838,9 @@ fn steps_for(s: &Stream, e: Events, dialect: Dialect, ids: &Ids) -> (Vec<Step>, 
                 events.pop();
             }
             events.push(match dialect {
-                Dialect::Anthropic => "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_de".to_owned(),
+                Dialect::Anthropic | Dialect::AnthropicVertex => "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_de".to_owned(),
+                Dialect::Gemini => "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"cu".to_owned(),
+                Dialect::Responses => "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"output_index\":0,\"de".to_owned(),
                 Dialect::OpenAi => format!("data: {{\"id\":\"chatcmpl-fake-{}\",\"object\":\"chat.completion.chunk\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"cu", ids.request),
                 Dialect::Bedrock => unreachable!("Bedrock frames its own events"),
             });
@@ -684,7 +864,13 @@ fn steps_for(s: &Stream, e: Events, dialect: Dialect, ids: &Ids) -> (Vec<Step>, 
         Some(Fault::ErrorEvent { kind, message }) => {
             events.truncate(tail);
             match dialect {
-                Dialect::Anthropic => events.push(sse_event(
+                Dialect::Gemini => events.push(sse_data(&json!({"error": {"code": 503,
+                    "message": message, "status": kind}}))),
+                Dialect::Responses => events.push(sse_event(
+                    "error",
+                    &json!({"type": "error", "code": kind, "message": message, "param": null}),
+                )),
+                Dialect::Anthropic | Dialect::AnthropicVertex => events.push(sse_event(
                     "error",
                     &json!({"type": "error", "error": {"type": kind, "message": message}}),
                 )),

@@ -65,7 +65,18 @@ impl Recorded {
 
     /// Names of the tools offered to the model, in order.
     pub fn tool_names(&self) -> Vec<String> {
-        let tools = self.body["tools"].as_array().cloned().unwrap_or_default();
+        let mut tools = self.body["tools"].as_array().cloned().unwrap_or_default();
+        if self.dialect == Some(Dialect::Gemini) {
+            tools = tools
+                .iter()
+                .flat_map(|t| {
+                    t["functionDeclarations"]
+                        .as_array()
+                        .cloned()
+                        .unwrap_or_default()
+                })
+                .collect();
+        }
         tools
             .iter()
             .filter_map(|t| {
@@ -77,10 +88,28 @@ impl Recorded {
             .collect()
     }
 
-    /// The system prompt as one string (Anthropic `system`, or OpenAI system/developer messages).
+    /// The system prompt as one string (Anthropic `system`, Gemini's `systemInstruction`, or
+    /// OpenAI system/developer messages).
     pub fn system_text(&self) -> String {
         match self.dialect {
-            Some(Dialect::Anthropic | Dialect::Bedrock) => content_text(&self.body["system"]),
+            Some(Dialect::Anthropic | Dialect::AnthropicVertex | Dialect::Bedrock) => {
+                content_text(&self.body["system"])
+            }
+            Some(Dialect::Gemini) => self.body["systemInstruction"]["parts"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|p| p["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n"),
+            Some(Dialect::Responses) => self.body["input"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|m| m["role"] == "system" || m["role"] == "developer")
+                .map(|m| content_text(&m["content"]))
+                .collect::<Vec<_>>()
+                .join("\n"),
             _ => self
                 .messages()
                 .iter()
@@ -101,10 +130,36 @@ impl Recorded {
             .collect()
     }
 
-    /// `(tool call id, result text, is_error)` of every tool result sent, in order, in either
-    /// dialect (OpenAI has no error flag: always `false`).
+    /// `(tool call id, result text, is_error)` of every tool result sent, in order, in any
+    /// dialect (OpenAI has no error flag: always `false`; Gemini gives the function's name for
+    /// its id).
     pub fn tool_results(&self) -> Vec<(String, String, bool)> {
         let mut out = Vec::new();
+        for item in self.body["input"].as_array().into_iter().flatten() {
+            if item["type"] == "function_call_output" {
+                out.push((
+                    item["call_id"].as_str().unwrap_or("").to_owned(),
+                    item["output"].as_str().unwrap_or("").to_owned(),
+                    false,
+                ));
+            }
+        }
+        for c in self.body["contents"].as_array().into_iter().flatten() {
+            for p in c["parts"].as_array().into_iter().flatten() {
+                let fr = &p["functionResponse"];
+                if fr.is_object() {
+                    out.push((
+                        fr["id"]
+                            .as_str()
+                            .or(fr["name"].as_str())
+                            .unwrap_or("")
+                            .to_owned(),
+                        fr["response"]["result"].as_str().unwrap_or("").to_owned(),
+                        false,
+                    ));
+                }
+            }
+        }
         for m in self.messages() {
             if m["role"] == "tool" {
                 out.push((
@@ -308,6 +363,11 @@ impl FakeServer {
     /// Base URL for an OpenAI-compatible provider (`{base}/chat/completions`).
     pub fn openai_base_url(&self) -> String {
         format!("{}/v1", self.url())
+    }
+
+    /// Base URL for a Vertex AI provider (project `fake-project`, location `global`).
+    pub fn vertex_base_url(&self) -> String {
+        format!("{}/v1/projects/fake-project/locations/global", self.url())
     }
 
     /// The shared record, for tests that want to watch it live.

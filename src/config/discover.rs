@@ -1,0 +1,126 @@
+//! Model discovery for providers you define without `models` (or with `discover_models: true`):
+//! the server lists them (`GET {base_url}/models`, OpenAI's list; ollama's `/api/tags` at the
+//! server's root when that fails). Asked only when a model must be chosen from the list or the
+//! list is shown (`crush models`), once per process and base URL.
+
+use super::{Model, Provider};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// How long one listing may take (Go Crush gives discovery 3 s).
+const TIMEOUT: Duration = Duration::from_secs(3);
+
+/// A listing: the model ids, or why there are none.
+type Listing = Result<Vec<String>, String>;
+
+/// Listings so far, by base URL.
+static LISTED: Mutex<Option<HashMap<String, Listing>>> = Mutex::new(None);
+
+impl Provider {
+    /// This provider with the models its server lists after the configured ones (those first),
+    /// if it discovers its models; unchanged otherwise, or when the server cannot say (the
+    /// reason is logged).
+    pub fn discovered(&self) -> Provider {
+        let mut p = self.clone();
+        if !self.discover {
+            return p;
+        }
+        match listed(self) {
+            Ok(ids) => {
+                for id in ids {
+                    if !p.models.iter().any(|m| m.id == id) {
+                        p.models.push(Model {
+                            name: Some(id.clone()),
+                            id,
+                            ..Default::default()
+                        });
+                    }
+                }
+            }
+            Err(why) => crate::log::warn(&format!(
+                "provider '{}': cannot list its models: {why}",
+                self.id
+            )),
+        }
+        p
+    }
+}
+
+fn listed(p: &Provider) -> Listing {
+    let base = p.endpoint.base_url.clone();
+    let mut cache = LISTED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(r) = cache.get_or_insert_with(HashMap::new).get(&base) {
+        return r.clone();
+    }
+    let r = list(p);
+    cache
+        .get_or_insert_with(HashMap::new)
+        .insert(base, r.clone());
+    r
+}
+
+/// Asks the server: OpenAI's `/models`, else ollama's `/api/tags`.
+fn list(p: &Provider) -> Listing {
+    let base = &p.endpoint.base_url;
+    let url = crate::net::join_path(base, "/models");
+    let first = get(p, &url).and_then(|v| {
+        ids(&v, "data", "id").ok_or_else(|| format!("{}: not a model list", redact(&url)))
+    });
+    let Err(why) = first else { return first };
+    let head = base.split('?').next().unwrap_or(base).trim_end_matches('/');
+    let root = head.strip_suffix("/v1").unwrap_or(head);
+    let tags = format!("{root}/api/tags");
+    match get(p, &tags).map(|v| ids(&v, "models", "name")) {
+        Ok(Some(ids)) => Ok(ids),
+        _ => Err(why),
+    }
+}
+
+fn redact(url: &str) -> String {
+    crate::net::redact_url(url)
+}
+
+/// `v[list][*][key]`, if `v[list]` is an array.
+fn ids(v: &Value, list: &str, key: &str) -> Option<Vec<String>> {
+    let items = v.get(list)?.as_array()?;
+    Some(
+        items
+            .iter()
+            .filter_map(|m| m.get(key).and_then(Value::as_str))
+            .filter(|id| !id.is_empty())
+            .map(str::to_string)
+            .collect(),
+    )
+}
+
+fn get(p: &Provider, url: &str) -> Result<Value, String> {
+    let agent = crate::net::agent(
+        url,
+        crate::net::Timeouts {
+            connect: Some(TIMEOUT),
+            global: Some(TIMEOUT),
+            ..Default::default()
+        },
+    );
+    let mut rb = agent.get(url);
+    if let Some(k) = p.endpoint.api_key.as_deref().filter(|k| !k.is_empty()) {
+        rb = rb.header("authorization", format!("Bearer {k}"));
+    }
+    for (k, v) in &p.endpoint.headers {
+        rb = rb.header(k.as_str(), v.as_str());
+    }
+    let resp = rb.call().map_err(|e| format!("{}: {e}", redact(url)))?;
+    let status = resp.status().as_u16();
+    if status != 200 {
+        return Err(format!("{}: HTTP {status}", redact(url)));
+    }
+    let mut body = resp.into_body();
+    let text = body
+        .with_config()
+        .limit(8 * 1024 * 1024)
+        .read_to_string()
+        .map_err(|e| format!("{}: {e}", redact(url)))?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", redact(url)))
+}

@@ -1,0 +1,529 @@
+//! The dialects beyond Anthropic and Chat Completions, end to end against the fake server:
+//! Gemini (Google's API and Vertex AI), Anthropic on Vertex AI, OpenAI's Responses API, Azure;
+//! and the model options each request carries (crush(1) CONFIGURATION, model options).
+
+use crate::support::{Dialect, FakeServer, Reply, TestEnv, ToolCall};
+use serde_json::{Value, json};
+
+fn stats(env: &TestEnv) -> Value {
+    let out = env.run(&["stats", "--json"], None);
+    out.assert_success();
+    serde_json::from_str(&out.stdout).unwrap()
+}
+
+/// The catalog's Gemini provider, its endpoint variable pointed at the fake server.
+fn gemini_vars(server: &FakeServer) -> Vec<(&'static str, String)> {
+    vec![
+        ("GEMINI_API_KEY", "gem-key".to_string()),
+        ("GEMINI_API_ENDPOINT", server.url()),
+    ]
+}
+
+fn run_with(env: &TestEnv, args: &[&str], vars: &[(&str, String)]) -> crate::support::Output {
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    env.run_with_env(args, &vars)
+}
+
+#[test]
+fn gemini_two_steps_with_thoughts_signatures_and_usage() {
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call("bash", json!({"command": "echo hi"}))
+            .with_thinking("I should run it.", "c2lnLXRob3VnaHQ=")
+            .with_usage(1000, 40, 800, 0),
+        Reply::text("It printed hi.").with_usage(1100, 10, 0, 0),
+    ]);
+    let env = TestEnv::new();
+    let out = run_with(
+        &env,
+        &[
+            "run",
+            "-q",
+            "-y",
+            "-m",
+            "gemini/gemini-3.5-flash",
+            "run echo hi",
+        ],
+        &gemini_vars(&server),
+    );
+    out.assert_success();
+    assert!(out.stdout.contains("It printed hi."), "{}", out.stdout);
+    let reqs = server.model_requests();
+    assert_eq!(reqs.len(), 2);
+    let first = &reqs[0];
+    assert_eq!(first.dialect, Some(Dialect::Gemini));
+    assert_eq!(
+        first.path,
+        "/v1beta/models/gemini-3.5-flash:streamGenerateContent?alt=sse"
+    );
+    assert_eq!(first.header("x-goog-api-key"), Some("gem-key"));
+    assert!(first.tool_names().contains(&"bash".to_string()));
+    assert!(
+        first.system_text().contains("Crush"),
+        "{}",
+        first.system_text()
+    );
+    // The catalog model reasons at its default level.
+    let g = &first.body["generationConfig"];
+    assert_eq!(
+        g["thinkingConfig"],
+        json!({"thinkingLevel": "medium", "includeThoughts": true})
+    );
+    assert!(g["maxOutputTokens"].as_u64().unwrap() > 0);
+    // The second step carries the call back with its signature, and the result.
+    let model = &reqs[1].body["contents"][1];
+    assert_eq!(model["role"], "model");
+    let call = model["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p.get("functionCall").is_some())
+        .unwrap();
+    assert_eq!(call["functionCall"]["name"], "bash");
+    assert_eq!(
+        call["thoughtSignature"],
+        "c2lnLWNhbGwtMA==".replace("MA==", "0")
+    );
+    let results = reqs[1].tool_results();
+    assert_eq!(results.len(), 1);
+    assert!(results[0].1.contains("hi"), "{results:?}");
+    // promptTokenCount includes the cached tokens: the ledger has them apart.
+    let v = stats(&env);
+    assert_eq!(v["total"]["input_tokens"], 1000 + 1100);
+    assert_eq!(v["total"]["cache_read_tokens"], 800);
+    assert_eq!(v["total"]["output_tokens"], 50);
+}
+
+#[test]
+fn gemini_faults_are_retried_and_a_safety_block_is_one_line() {
+    let server = FakeServer::with_script(vec![
+        Reply::cut_mid_stream("partial"),
+        Reply::malformed_sse(),
+        Reply::text("recovered"),
+    ]);
+    let env = TestEnv::new();
+    let mut vars = gemini_vars(&server);
+    vars.push(("CRUSH_RETRY_BASE_MS", "1".into()));
+    let out = run_with(
+        &env,
+        &["run", "-q", "-m", "gemini/gemini-3.5-flash", "hi"],
+        &vars,
+    );
+    out.assert_success();
+    assert!(out.stdout.contains("recovered"), "{}", out.stdout);
+    assert_eq!(server.model_requests().len(), 3);
+
+    // Blocked by the safety filters: reported, not retried, and the session goes on.
+    let blocked = Reply::tool_calls(vec![]).stop_reason("SAFETY");
+    server.push_all(vec![blocked, Reply::text("fine now")]);
+    let out = run_with(
+        &env,
+        &["run", "-q", "-m", "gemini/gemini-3.5-flash", "something"],
+        &vars,
+    );
+    out.assert_code(1);
+    let line = out
+        .stderr
+        .lines()
+        .find(|l| l.contains("SAFETY"))
+        .unwrap_or_else(|| panic!("{}", out.stderr));
+    assert!(line.contains("blocked"), "{line}");
+    let out = run_with(
+        &env,
+        &[
+            "run",
+            "-q",
+            "-C",
+            "-m",
+            "gemini/gemini-3.5-flash",
+            "and now?",
+        ],
+        &vars,
+    );
+    out.assert_success();
+    assert!(out.stdout.contains("fine now"), "{}", out.stdout);
+}
+
+#[test]
+fn vertex_ai_gemini_and_anthropic_models() {
+    let server = FakeServer::with_script(vec![
+        Reply::text("from gemini"),
+        Reply::tool_call("bash", json!({"command": "echo v"})).with_thinking("hmm", "sig-v"),
+        Reply::text("from claude"),
+    ]);
+    let env = TestEnv::new();
+    env.write_config(&json!({"providers": {"vertexai": {
+        "project": "fake-project", "location": "global",
+        "base_url": server.vertex_base_url(), "api_key": "$GOOGLE_OAUTH_ACCESS_TOKEN",
+        "models": [{"id": "claude-fake@1", "can_reason": true, "default_max_tokens": 8000}]}}}));
+    let vars = [("GOOGLE_OAUTH_ACCESS_TOKEN", "ya29.token".to_string())];
+    let out = run_with(
+        &env,
+        &["run", "-q", "-m", "vertexai/gemini-3.5-flash", "hi"],
+        &vars,
+    );
+    out.assert_success();
+    let r = server.last_request();
+    assert_eq!(
+        r.path,
+        "/v1/projects/fake-project/locations/global/publishers/google/models/gemini-3.5-flash:streamGenerateContent?alt=sse"
+    );
+    assert_eq!(r.header("authorization"), Some("Bearer ya29.token"));
+    // Vertex refuses function ids.
+    assert_eq!(server.violations(), Vec::<String>::new());
+
+    let out = run_with(
+        &env,
+        &[
+            "run",
+            "-q",
+            "-y",
+            "-m",
+            "vertexai/claude-fake@1",
+            "run echo v",
+        ],
+        &vars,
+    );
+    out.assert_success();
+    assert!(out.stdout.contains("from claude"), "{}", out.stdout);
+    let reqs = server.model_requests();
+    let claude = &reqs[2];
+    assert_eq!(claude.dialect, Some(Dialect::AnthropicVertex));
+    assert!(
+        claude
+            .path
+            .ends_with("/publishers/anthropic/models/claude-fake@1:streamRawPredict"),
+        "{}",
+        claude.path
+    );
+    assert_eq!(claude.body["anthropic_version"], "vertex-2023-10-16");
+    // The thinking block and its signature go back on the next step.
+    let assistant = &claude.body["messages"].as_array().unwrap().clone();
+    let _ = assistant;
+    let second = &server.last_request().body["messages"][1]["content"][0];
+    assert_eq!(
+        *second,
+        json!({"type": "thinking", "thinking": "hmm", "signature": "sig-v"})
+    );
+}
+
+#[test]
+fn vertex_ai_needs_a_project_and_keeps_the_environments_token_home() {
+    let env = TestEnv::new();
+    let out = env.run(&["run", "-m", "vertexai/gemini-3.5-flash", "hi"], None);
+    out.assert_code(2);
+    assert!(out.stderr.contains("VERTEXAI_PROJECT"), "{}", out.stderr);
+    // Pointed at another server, the environment's token is not sent.
+    let server = FakeServer::with_script(vec![Reply::text("ok")]);
+    env.write_config(&json!({"providers": {"vertexai": {"base_url": server.vertex_base_url()}}}));
+    let out = env.run_with_env(
+        &["run", "-m", "vertexai/gemini-3.5-flash", "hi"],
+        &[
+            ("GOOGLE_OAUTH_ACCESS_TOKEN", "ya29.secret"),
+            ("VERTEXAI_PROJECT", "fake-project"),
+            ("VERTEXAI_LOCATION", "global"),
+        ],
+    );
+    out.assert_success();
+    assert_eq!(server.last_request().header("authorization"), None);
+}
+
+#[test]
+fn an_expired_vertex_token_is_one_clear_line() {
+    let server = FakeServer::with_script(vec![Reply::api_error(
+        401,
+        "UNAUTHENTICATED",
+        "Request had invalid authentication credentials.",
+    )]);
+    let env = TestEnv::new();
+    env.write_config(&json!({"providers": {"vertexai": {
+        "project": "p", "location": "global", "base_url": server.vertex_base_url(),
+        "api_key": "$GOOGLE_OAUTH_ACCESS_TOKEN"}}}));
+    let out = env.run_with_env(
+        &["run", "-m", "vertexai/gemini-3.5-flash", "hi"],
+        &[("GOOGLE_OAUTH_ACCESS_TOKEN", "ya29.expired")],
+    );
+    out.assert_code(1);
+    assert!(
+        out.stderr.contains("401") && out.stderr.contains("vertexai"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(server.model_requests().len(), 1);
+}
+
+#[test]
+fn responses_api_carries_encrypted_reasoning_and_stores_nothing() {
+    let server = FakeServer::with_script(vec![
+        Reply::text_then_tools(
+            "Checking.",
+            vec![ToolCall::new("bash", json!({"command": "echo r"}))],
+        )
+        .with_thinking("Plan: run it.", "enc-blob-1")
+        .with_usage(2000, 300, 1500, 0),
+        Reply::text("Done.").with_usage(2100, 20, 0, 0),
+    ]);
+    let env = TestEnv::new();
+    env.write_config(&json!({
+        "providers": {"local": {"type": "openai", "base_url": server.openai_base_url(),
+            "api_key": "k", "use_responses_api": true,
+            "models": [{"id": "gpt-5-local", "can_reason": true,
+                "reasoning_levels": ["low", "high"], "default_reasoning_effort": "low"}]}},
+        "models": {"large": {"provider": "local", "model": "gpt-5-local",
+            "reasoning_effort": "high", "max_tokens": 4000}}}));
+    let out = env.run(&["run", "-q", "-y", "go"], None);
+    out.assert_success();
+    assert!(out.stdout.contains("Done."), "{}", out.stdout);
+    let reqs = server.model_requests();
+    assert_eq!(reqs[0].dialect, Some(Dialect::Responses));
+    assert_eq!(reqs[0].path, "/v1/responses");
+    let b = &reqs[0].body;
+    assert_eq!(b["store"], false);
+    assert_eq!(b["reasoning"], json!({"effort": "high", "summary": "auto"}));
+    assert_eq!(b["include"], json!(["reasoning.encrypted_content"]));
+    assert_eq!(b["max_output_tokens"], 4000);
+    let input = reqs[1].body["input"].as_array().unwrap().clone();
+    let at = input
+        .iter()
+        .position(|i| i["type"] == "reasoning")
+        .expect("the reasoning item is carried back");
+    assert_eq!(input[at]["encrypted_content"], "enc-blob-1");
+    assert_eq!(input[at]["summary"][0]["text"], "Plan: run it.");
+    assert_eq!(
+        input[at + 1],
+        json!({"role": "assistant", "content": "Checking."})
+    );
+    assert_eq!(input[at + 2]["type"], "function_call");
+    assert_eq!(reqs[1].tool_results().len(), 1);
+    let v = stats(&env);
+    assert_eq!(v["total"]["input_tokens"], 2000 + 2100);
+    assert_eq!(v["total"]["cache_read_tokens"], 1500);
+    assert_eq!(v["total"]["output_tokens"], 320);
+
+    // A server of your own speaks Chat Completions unless told otherwise.
+    server.push(Reply::text("chat"));
+    let mut cfg: Value = serde_json::from_str(
+        &std::fs::read_to_string(env.config_dir().join("crush.json")).unwrap(),
+    )
+    .unwrap();
+    cfg["providers"]["local"]
+        .as_object_mut()
+        .unwrap()
+        .remove("use_responses_api");
+    env.write_config(&cfg);
+    env.run(&["run", "-q", "hi"], None).assert_success();
+    assert_eq!(server.last_request().path, "/v1/chat/completions");
+}
+
+#[test]
+fn azure_resource_and_deployment_urls() {
+    let server =
+        FakeServer::with_script(vec![Reply::text("via responses"), Reply::text("via chat")]);
+    let env = TestEnv::new();
+    let endpoint = format!("{}/openai/v1", server.url());
+    let vars = [
+        ("AZURE_OPENAI_API_KEY", "az-key"),
+        ("AZURE_OPENAI_API_ENDPOINT", endpoint.as_str()),
+        ("AZURE_OPENAI_API_VERSION", "preview"),
+    ];
+    let out = env.run_with_env(&["run", "-q", "-m", "azure/gpt-5", "hi"], &vars);
+    out.assert_success();
+    let r = server.last_request();
+    assert_eq!(r.path, "/openai/v1/responses?api-version=preview");
+    assert_eq!(r.header("api-key"), Some("az-key"));
+    assert_eq!(r.header("authorization"), None);
+    // The catalog's default effort for gpt-5 on Azure.
+    assert_eq!(r.body["reasoning"]["effort"], "minimal");
+    // A deployment whose name is not a model's speaks Chat Completions.
+    let out = env.run_with_env(&["run", "-q", "-m", "azure/my-deployment", "hi"], &vars);
+    out.assert_success();
+    let r = server.last_request();
+    assert_eq!(r.path, "/openai/v1/chat/completions?api-version=preview");
+    assert_eq!(r.body["model"], "my-deployment");
+    assert!(r.body.get("max_completion_tokens").is_some() || r.body.get("max_tokens").is_none());
+}
+
+#[test]
+fn model_options_reach_every_dialect() {
+    // Anthropic: think with a budget, the interleaved-thinking beta, no sampling settings.
+    let server = FakeServer::with_script(vec![Reply::text("a")]);
+    let env = TestEnv::new();
+    let mut cfg = env.config_for(&server, Dialect::Anthropic);
+    cfg["providers"]["fake"]["models"][0]["can_reason"] = json!(true);
+    cfg["models"]["large"] = json!({"provider": "fake", "model": "fake-model", "think": true,
+        "top_p": 0.9, "temperature": 0.4, "provider_options": {"metadata": {"user_id": "u1"}}});
+    env.write_config(&cfg);
+    env.run(&["run", "-q", "hi"], None).assert_success();
+    let r = server.last_request();
+    assert_eq!(
+        r.body["thinking"],
+        json!({"type": "enabled", "budget_tokens": 2000})
+    );
+    assert_eq!(
+        r.header("anthropic-beta"),
+        Some("interleaved-thinking-2025-05-14")
+    );
+    assert!(r.body.get("temperature").is_none() && r.body.get("top_p").is_none());
+    assert_eq!(r.body["metadata"]["user_id"], "u1");
+
+    // OpenAI-compatible: sampling, penalties, effort, provider options and extra_body.
+    let server = FakeServer::with_script(vec![Reply::text("b")]);
+    let mut cfg = env.config_for(&server, Dialect::OpenAi);
+    cfg["providers"]["fake"]["extra_body"] = json!({"chat_template_kwargs": {"x": 1}});
+    cfg["providers"]["fake"]["provider_options"] = json!({"parallel_tool_calls": false});
+    cfg["models"]["large"] = json!({"provider": "fake", "model": "fake-model",
+        "top_p": 0.8, "top_k": 30, "frequency_penalty": 0.5, "presence_penalty": 0.25,
+        "temperature": 0.1, "reasoning_effort": "low"});
+    env.write_config(&cfg);
+    env.run(&["run", "-q", "hi"], None).assert_success();
+    let b = server.last_body();
+    for (k, v) in [
+        ("top_p", json!(0.8)),
+        ("top_k", json!(30)),
+        ("frequency_penalty", json!(0.5)),
+        ("presence_penalty", json!(0.25)),
+        ("temperature", json!(0.1)),
+        ("reasoning_effort", json!("low")),
+        ("parallel_tool_calls", json!(false)),
+        ("chat_template_kwargs", json!({"x": 1})),
+    ] {
+        assert_eq!(b[k], v, "{k}");
+    }
+
+    // Gemini: the same settings under generationConfig.
+    let server = FakeServer::with_script(vec![Reply::text("c")]);
+    let mut cfg = env.config_for(&server, Dialect::Gemini);
+    cfg["models"]["large"] = json!({"provider": "fake", "model": "fake-model",
+        "top_p": 0.7, "top_k": 12, "temperature": 0.3, "max_tokens": 900,
+        "provider_options": {"thinking_config": {"thinking_budget": 4096}}});
+    env.write_config(&cfg);
+    env.run(&["run", "-q", "hi"], None).assert_success();
+    let g = &server.last_body()["generationConfig"];
+    assert_eq!(
+        *g,
+        json!({"maxOutputTokens": 900, "temperature": 0.3, "topP": 0.7, "topK": 12,
+            "thinkingConfig": {"thinkingBudget": 4096}})
+    );
+}
+
+#[test]
+fn refused_keys_and_unknown_models_say_what_is_wrong() {
+    let server = FakeServer::with_script(vec![
+        Reply::api_error(401, "authentication_error", "invalid x-api-key"),
+        Reply::api_error(404, "not_found_error", "model: claude-sonet-4-6"),
+    ]);
+    let env = TestEnv::new();
+    let vars = [
+        ("ANTHROPIC_API_KEY", "sk-bad"),
+        ("ANTHROPIC_API_ENDPOINT", &*server.url()),
+    ];
+    let out = env.run_with_env(&["run", "-m", "anthropic/claude-sonnet-4-6", "hi"], &vars);
+    out.assert_code(1);
+    assert!(
+        out.stderr.contains(
+            "provider 'anthropic' refused the key (from ANTHROPIC_API_KEY): invalid x-api-key"
+        ),
+        "{}",
+        out.stderr
+    );
+    let out = env.run_with_env(&["run", "-m", "anthropic/claude-sonet-4-6", "hi"], &vars);
+    out.assert_code(1);
+    assert!(
+        out.stderr
+            .contains("model 'claude-sonet-4-6' sent to provider 'anthropic'")
+            && out.stderr.contains("close matches: claude-sonnet-4-6"),
+        "{}",
+        out.stderr
+    );
+    // A catalog provider that is not configured says what it needs.
+    let out = env.run(&["run", "-m", "gemini/gemini-3.5-flash", "hi"], None);
+    out.assert_code(2);
+    assert!(out.stderr.contains("set GEMINI_API_KEY"), "{}", out.stderr);
+}
+
+#[test]
+fn a_local_server_without_models_listed_is_asked_for_them() {
+    let server = FakeServer::with_script(vec![Reply::text("local answer")]);
+    let list = server.route(
+        "GET",
+        "/v1/models",
+        Reply::raw(
+            200,
+            vec![("content-type", "application/json")],
+            r#"{"object":"list","data":[{"id":"qwen3-coder","object":"model"},{"id":"llama3.3","object":"model"}]}"#,
+        ),
+    );
+    let env = TestEnv::new();
+    env.write_config(&json!({"providers": {"local": {"type": "openai-compat",
+        "base_url": server.openai_base_url()}}}));
+    let out = env.run(&["run", "-q", "hi"], None);
+    out.assert_success();
+    assert!(out.stdout.contains("local answer"), "{}", out.stdout);
+    assert_eq!(server.last_request().body["model"], "qwen3-coder");
+    // Asked once for the whole run.
+    let asked = |s: &FakeServer| {
+        s.requests()
+            .iter()
+            .filter(|r| r.source == crate::support::Source::Route(list))
+            .count()
+    };
+    assert_eq!(asked(&server), 1);
+    let out = env.run(&["models", "local"], None);
+    out.assert_success();
+    assert!(
+        out.stdout.contains("local/qwen3-coder") && out.stdout.contains("local/llama3.3"),
+        "{}",
+        out.stdout
+    );
+    // A model named by id alone is found among them.
+    server.push(Reply::text("llama here"));
+    env.run(&["run", "-q", "-m", "llama3.3", "hi"], None)
+        .assert_success();
+    assert_eq!(server.last_request().body["model"], "llama3.3");
+
+    // ollama: its own list at the server's root when /models is not there.
+    let ollama = FakeServer::with_script(vec![Reply::text("from ollama")]);
+    ollama.route(
+        "GET",
+        "/api/tags",
+        Reply::raw(
+            200,
+            vec![("content-type", "application/json")],
+            r#"{"models":[{"name":"gemma3:4b","model":"gemma3:4b","size":1}]}"#,
+        ),
+    );
+    env.write_config(&json!({"providers": {"ollama": {"type": "ollama",
+        "base_url": ollama.openai_base_url()}}}));
+    env.run(&["run", "-q", "hi"], None).assert_success();
+    assert_eq!(ollama.last_request().body["model"], "gemma3:4b");
+
+    // Nothing listed and nothing to list: the same error as before, and a log line.
+    env.write_config(&json!({"providers": {"dead": {"type": "openai-compat",
+        "base_url": "http://127.0.0.1:9/v1"}}}));
+    let out = env.run(&["run", "-q", "hi"], None);
+    out.assert_code(2);
+    assert!(out.stderr.contains("no model selected"), "{}", out.stderr);
+}
+
+#[test]
+fn model_calls_go_through_the_proxy_unless_no_proxy_names_the_host() {
+    let proxy = FakeServer::start();
+    proxy.expect_violations();
+    let env = TestEnv::new();
+    env.write_config(&json!({"providers": {"remote": {"type": "openai-compat",
+        "base_url": "http://models.invalid/v1", "models": [{"id": "m"}]}}}));
+    let vars = [
+        ("HTTP_PROXY", proxy.url()),
+        ("CRUSH_RETRY_BASE_MS", "1".to_string()),
+    ];
+    let out = run_with(&env, &["run", "-q", "hi"], &vars);
+    out.assert_code(1);
+    let r = proxy.requests();
+    assert!(!r.is_empty(), "{}", out.stderr);
+    assert_eq!(r[0].method, "CONNECT");
+    assert!(r[0].path.starts_with("models.invalid:80"), "{}", r[0].path);
+    let seen = r.len();
+    let mut vars = vars.to_vec();
+    vars.push(("NO_PROXY", "localhost,.invalid".to_string()));
+    run_with(&env, &["run", "-q", "hi"], &vars).assert_code(1);
+    assert_eq!(proxy.requests().len(), seen);
+}
