@@ -150,6 +150,13 @@ pub static FLAGS: &[Flag] = &[
         scope: Scope::Only(&["sessions"]),
     },
     Flag {
+        short: None,
+        long: "attach",
+        value: Some("FILE"),
+        help: "Attach FILE to the prompt (repeatable): text is sent inline with its name, a PNG, JPEG, GIF or WebP image as an image",
+        scope: Scope::Only(&["run"]),
+    },
+    Flag {
         short: Some('o'),
         long: "output",
         value: Some("FILE"),
@@ -212,9 +219,10 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "run",
         usage: "crush run [FLAGS] [PROMPT...]",
-        about: "Run one non-interactive turn. A piped stdin is placed before the prompt; a \
-                prompt whose first word is /NAME runs that custom command, skill or MCP prompt \
-                (NAME=value words after it bind its named arguments). \
+        about: "Run one non-interactive turn. A piped stdin is placed before the prompt (an \
+                image piped in is attached instead); a prompt whose first word is /NAME runs \
+                that custom command, skill or MCP prompt (NAME=value words after it bind its \
+                named arguments). \
                 stdout carries only the answer (or JSON events with --json); when it is not a \
                 terminal, a model call's text is written once the call can no longer be retried, \
                 so stdout equals the stored answer.",
@@ -232,12 +240,13 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "sessions",
-        usage: "crush sessions list | show ID | last | export ID [--format md|json] | delete ID | rename ID TITLE  [--json]",
+        usage: "crush sessions list | show ID | last | export ID [--format md|json] | diff ID | delete ID | rename ID TITLE  [--json]",
         about: "List the project's sessions, show one with its messages (last: the most recent), \
-                export it as Markdown or JSON, delete it, or rename it. Sessions are named by Go \
+                export it as Markdown or JSON, print the changes its tools made to files as a \
+                unified diff (diff), delete it, or rename it. Sessions are named by Go \
                 Crush's hash ids (lists show 7 digits); a hash id, a UUID or a unique prefix of \
                 either works. --json prints Go Crush's documents. 'session' and 's' are aliases.",
-        subcommands: &["list", "show", "last", "export", "delete", "rename"],
+        subcommands: &["list", "show", "last", "export", "diff", "delete", "rename"],
     },
     CommandSpec {
         name: "hooks",
@@ -376,6 +385,9 @@ pub enum Command {
     },
     SessionsLast {
         json: bool,
+    },
+    SessionsDiff {
+        id: String,
     },
     SessionsDelete {
         id: String,
@@ -574,6 +586,7 @@ where
             "trust" => global.trust = true,
             "no-project-hooks" => global.no_project_hooks = true,
             "output" => run.output = Some(PathBuf::from(value()?)),
+            "attach" => run.attach.push(PathBuf::from(value()?)),
             "tool" => hooks.tool = Some(value()?),
             "input" => hooks.input = Some(value()?),
             "prompt" => hooks.prompt = Some(value()?),
@@ -770,7 +783,7 @@ where
     Ok(Cli { global, command })
 }
 
-const SESSIONS_USAGE: &str = "usage: crush sessions list | show ID | last | export ID [--format md|json] | delete ID | rename ID TITLE";
+const SESSIONS_USAGE: &str = "usage: crush sessions list | show ID | last | export ID [--format md|json] | diff ID | delete ID | rename ID TITLE";
 
 fn sessions_command(
     positionals: Vec<String>,
@@ -787,6 +800,7 @@ fn sessions_command(
         Some("show") => "show",
         Some("last") => "last",
         Some("export") => "export",
+        Some("diff") => "diff",
         Some("delete" | "rm") => "delete",
         Some("rename") => "rename",
         Some(other) => {
@@ -849,6 +863,10 @@ fn sessions_command(
                 id: need_id(id)?,
                 format,
             }
+        }
+        "diff" => {
+            no_more(&rest)?;
+            Command::SessionsDiff { id: need_id(id)? }
         }
         "delete" => {
             no_more(&rest)?;

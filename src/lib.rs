@@ -84,6 +84,7 @@ fn dispatch(cli: cli::Cli) -> Result<ExitCode, AppError> {
         Command::McpLogin { name } => print(&commands::mcp::login(g, name)?),
         Command::SessionsExport { id, format } => print(&sessions::export(g, id, *format)?),
         Command::SessionsLast { json } => print(&sessions::last(g, *json)?),
+        Command::SessionsDiff { id } => print(&sessions::diff(g, id)?),
         Command::SessionsDelete { id, json } => print(&sessions::delete(g, id, *json)?),
         Command::SessionsRename { id, title, json } => {
             print(&sessions::rename(g, id, title, *json)?)
@@ -113,6 +114,10 @@ fn dispatch(cli: cli::Cli) -> Result<ExitCode, AppError> {
 
 /// The binary's entry.
 pub fn main() -> std::process::ExitCode {
+    let mut args = std::env::args_os();
+    if args.nth(1).is_some_and(|a| a == proc::job::SUPERVISOR_ARG) {
+        proc::job::supervise(args.collect());
+    }
     // Fixed before any configuration (whose `env` may change variables) is read.
     rcshell::run_dir();
     let cli = match cli::parse_from(std::env::args_os().skip(1)) {

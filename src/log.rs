@@ -19,6 +19,13 @@ struct Logger {
 }
 
 static LOGGER: Mutex<Option<Logger>> = Mutex::new(None);
+/// The file `init` opened.
+static FILE: Mutex<Option<PathBuf>> = Mutex::new(None);
+
+/// The log file this process writes, once `init` ran.
+pub fn file() -> Option<PathBuf> {
+    FILE.lock().ok().and_then(|f| f.clone())
+}
 
 /// The log file of a project data dir.
 pub fn path(data_dir: &Path) -> PathBuf {
@@ -45,6 +52,9 @@ pub fn init(data_dir: &Path, debug: bool) {
     };
     if let (Ok(file), Ok(mut g)) = (open(), LOGGER.lock()) {
         *g = Some(Logger { file, debug });
+        if let Ok(mut f) = FILE.lock() {
+            *f = Some(p);
+        }
     }
 }
 

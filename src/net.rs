@@ -1,6 +1,8 @@
 //! The one place HTTP clients are built: every ureq agent in crush (model calls, the catalog,
-//! discovery, MCP, the fetch tool) comes from `agent`, with the same user agent, status
-//! handling, certificates and proxy rule.
+//! discovery, MCP) comes from `agent`, with the same user agent, status handling, certificates
+//! and proxy rule; the web tools (fetch, download, sourcegraph, web search) send every request
+//! through `web`, which also checks each URL and redirect (http and https only) and leaves the
+//! body to be read with a cap.
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -19,6 +21,11 @@ pub struct Timeouts {
 /// proxy `proxy_for` names. HTTPS trusts the built-in roots, the system's store and
 /// `SSL_CERT_FILE`/`SSL_CERT_DIR` (crush(1) ENVIRONMENT).
 pub fn agent(url: &str, t: Timeouts) -> ureq::Agent {
+    config(url, t).build().into()
+}
+
+/// The configuration `agent` builds from (the web tools' requests add theirs).
+fn config(url: &str, t: Timeouts) -> ureq::config::ConfigBuilder<ureq::typestate::AgentScope> {
     let mut cfg = ureq::Agent::config_builder()
         .timeout_connect(t.connect)
         .timeout_recv_response(t.response)
@@ -33,7 +40,7 @@ pub fn agent(url: &str, t: Timeouts) -> ureq::Agent {
     {
         cfg = cfg.tls_config(TlsConfig::builder().root_certs(root_certs()).build());
     }
-    cfg.build().into()
+    cfg
 }
 
 /// The proxy a request to `url` goes through, from the environment as curl reads it:
@@ -262,6 +269,248 @@ pub fn is_loopback_url(url: &str) -> bool {
             .is_ok_and(|a| a.is_loopback())
 }
 
+/// The most redirects a web request follows.
+pub const MAX_REDIRECTS: u32 = 10;
+
+/// Checks that `url` is an http or https URL with a host: what the web tools may reach.
+pub fn check_web_url(url: &str) -> Result<(), String> {
+    let lower = url.trim().to_ascii_lowercase();
+    let rest = lower
+        .strip_prefix("http://")
+        .or_else(|| lower.strip_prefix("https://"))
+        .ok_or_else(|| {
+            format!(
+                "URL must start with http:// or https:// (got {})",
+                shorten(url.trim())
+            )
+        })?;
+    if rest.is_empty() || rest.starts_with(['/', '?', '#']) {
+        return Err("URL has no host".to_string());
+    }
+    Ok(())
+}
+
+fn shorten(s: &str) -> String {
+    let mut out: String = s.chars().take(100).collect();
+    if out.len() < s.len() {
+        out.push('…');
+    }
+    out
+}
+
+/// One request of the web tools (fetch, download, sourcegraph, web search): its method, URL,
+/// headers, body and how long it may take, redirects included.
+#[derive(Clone, Debug)]
+pub struct WebRequest<'a> {
+    pub method: &'a str,
+    pub url: &'a str,
+    pub headers: Vec<(&'a str, String)>,
+    pub body: Option<&'a [u8]>,
+    /// For the whole request, redirects included.
+    pub timeout: Duration,
+}
+
+impl<'a> WebRequest<'a> {
+    pub fn get(url: &'a str, timeout: Duration) -> WebRequest<'a> {
+        WebRequest {
+            method: "GET",
+            url,
+            headers: Vec::new(),
+            body: None,
+            timeout,
+        }
+    }
+
+    pub fn header(mut self, name: &'a str, value: impl Into<String>) -> WebRequest<'a> {
+        self.headers.push((name, value.into()));
+        self
+    }
+}
+
+/// A response of `web`: the URL it came from (after redirects) and the response itself.
+pub struct WebResponse {
+    pub url: String,
+    pub response: ureq::http::Response<ureq::Body>,
+}
+
+impl WebResponse {
+    pub fn status(&self) -> u16 {
+        self.response.status().as_u16()
+    }
+
+    /// A header's value ("" when absent or not text).
+    pub fn header(&self, name: &str) -> String {
+        self.response
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string()
+    }
+
+    /// The `Content-Length` the server announced, if any.
+    pub fn content_length(&self) -> Option<u64> {
+        self.header("content-length").trim().parse().ok()
+    }
+
+    /// Reads the body up to `cap` bytes: the bytes, and whether more were there.
+    pub fn read_capped(&mut self, cap: u64) -> Result<(Vec<u8>, bool), String> {
+        use std::io::Read;
+        let mut body = Vec::new();
+        self.response
+            .body_mut()
+            .with_config()
+            .limit(u64::MAX)
+            .reader()
+            .take(cap.saturating_add(1))
+            .read_to_end(&mut body)
+            .map_err(|e| format!("failed to read the response: {e}"))?;
+        let more = body.len() as u64 > cap;
+        body.truncate(cap as usize);
+        Ok((body, more))
+    }
+
+    /// The body as a reader (no limit of ureq's own: the caller caps what it reads).
+    pub fn reader(&mut self) -> impl std::io::Read + '_ {
+        self.response
+            .body_mut()
+            .with_config()
+            .limit(u64::MAX)
+            .reader()
+    }
+}
+
+/// The one way the web tools reach the network: `req` sent with the agent of `agent`
+/// (the environment's proxies, loopback never proxied), redirects followed here, each one
+/// checked: a redirect to anything but http(s) (`file:`, `ftp:`, `data:`) is refused, and so
+/// are more than `MAX_REDIRECTS`. A 307 or 308 repeats the method and body; the other
+/// redirects continue with GET. Statuses are returned, not errors.
+pub fn web(req: &WebRequest) -> Result<WebResponse, String> {
+    check_web_url(req.url)?;
+    let deadline = std::time::Instant::now() + req.timeout;
+    let mut url = req.url.trim().to_string();
+    let mut method = req.method.to_string();
+    let mut body = req.body;
+    for _ in 0..=MAX_REDIRECTS {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(format!("timed out after {} s", req.timeout.as_secs()));
+        }
+        let t = Timeouts {
+            global: Some(left),
+            ..Default::default()
+        };
+        let agent: ureq::Agent = config(&url, t).max_redirects(0).build().into();
+        let mut builder = ureq::http::Request::builder()
+            .method(method.as_str())
+            .uri(url.as_str());
+        for (k, v) in &req.headers {
+            builder = builder.header(*k, v.as_str());
+        }
+        let invalid = |e: ureq::http::Error| format!("invalid request for {}: {e}", shorten(&url));
+        let sent = match body {
+            Some(b) => agent.run(builder.body(b.to_vec()).map_err(invalid)?),
+            None => agent.run(builder.body(()).map_err(invalid)?),
+        };
+        let response = sent.map_err(|e| format!("request to {} failed: {e}", shorten(&url)))?;
+        let status = response.status().as_u16();
+        if !matches!(status, 301 | 302 | 303 | 307 | 308) {
+            return Ok(WebResponse { url, response });
+        }
+        let location = response
+            .headers()
+            .get("location")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .trim()
+            .to_string();
+        if location.is_empty() {
+            return Ok(WebResponse { url, response });
+        }
+        let next = resolve_location(&url, &location);
+        if let Err(e) = check_web_url(&next) {
+            return Err(format!(
+                "refused a redirect from {} to {}: {e}",
+                shorten(&url),
+                shorten(&next)
+            ));
+        }
+        if !matches!(status, 307 | 308) {
+            method = "GET".to_string();
+            body = None;
+        }
+        url = next;
+    }
+    Err(format!(
+        "too many redirects (more than {MAX_REDIRECTS}) from {}",
+        shorten(req.url)
+    ))
+}
+
+/// A `Location` header resolved against the URL that sent it.
+fn resolve_location(base: &str, location: &str) -> String {
+    let has_scheme = location.split_once(':').is_some_and(|(s, _)| {
+        !s.is_empty()
+            && s.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+.-".contains(c))
+    });
+    if has_scheme {
+        return location.to_string();
+    }
+    let (scheme, rest) = base.split_once("://").unwrap_or(("http", base));
+    if let Some(r) = location.strip_prefix("//") {
+        return format!("{scheme}://{r}");
+    }
+    let host_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let origin = format!("{scheme}://{}", &rest[..host_end]);
+    if location.starts_with('/') {
+        return format!("{origin}{location}");
+    }
+    let path = &rest[host_end..];
+    let path = path.split(['?', '#']).next().unwrap_or("");
+    if location.starts_with(['?', '#']) {
+        return format!(
+            "{origin}{}{location}",
+            if path.is_empty() { "/" } else { path }
+        );
+    }
+    let dir = match path.rfind('/') {
+        Some(i) => &path[..=i],
+        None => "/",
+    };
+    format!("{origin}{dir}{location}")
+}
+
+/// Runs `work` on a thread of its own and waits for it, returning at once when `cancel` is
+/// set (the thread is then abandoned: it ends at its own timeout).
+pub fn cancellable<T: Send + 'static>(
+    cancel: &std::sync::atomic::AtomicBool,
+    work: impl FnOnce() -> Result<T, String> + Send + 'static,
+) -> Result<T, String> {
+    use std::sync::atomic::Ordering;
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    std::thread::Builder::new()
+        .name("web-request".into())
+        .spawn(move || {
+            let _ = tx.send(work());
+        })
+        .map_err(|e| format!("cannot start the request: {e}"))?;
+    loop {
+        match rx.recv_timeout(Duration::from_millis(20)) {
+            Ok(r) => return r,
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                if cancel.load(Ordering::Relaxed) {
+                    return Err("canceled".to_string());
+                }
+            }
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
+                return Err("the request failed".to_string());
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -410,5 +659,169 @@ mod tests {
         assert!(!is_loopback_url("https://api.anthropic.com"));
         assert!(!is_loopback_url("http://10.0.0.1:8080"));
         assert!(!is_loopback_url("http://localhost.example.com"));
+    }
+
+    #[test]
+    fn web_urls_are_http_or_https_with_a_host() {
+        assert!(check_web_url("https://e.x/a").is_ok());
+        assert!(check_web_url(" HTTP://e.x").is_ok());
+        for bad in [
+            "file:///etc/passwd",
+            "ftp://x",
+            "http://",
+            "http:///p",
+            "javascript:1",
+            "x",
+        ] {
+            assert!(check_web_url(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn locations_resolve_against_the_url_that_sent_them() {
+        let base = "http://h:1/a/b/c?q=1";
+        assert_eq!(resolve_location(base, "https://o/x"), "https://o/x");
+        assert_eq!(resolve_location(base, "//o/x"), "http://o/x");
+        assert_eq!(resolve_location(base, "/x?y"), "http://h:1/x?y");
+        assert_eq!(resolve_location(base, "d"), "http://h:1/a/b/d");
+        assert_eq!(resolve_location(base, "?z"), "http://h:1/a/b/c?z");
+        assert_eq!(resolve_location("http://h", "d"), "http://h/d");
+        assert_eq!(
+            resolve_location(base, "file:///etc/passwd"),
+            "file:///etc/passwd"
+        );
+        assert_eq!(
+            resolve_location(base, "data:text/plain,x"),
+            "data:text/plain,x"
+        );
+    }
+
+    #[test]
+    fn redirects_are_followed_and_checked() {
+        use test_server::{Canned, serve};
+        let served = serve(vec![
+            Canned::new(302, "").header("Location", "/next"),
+            Canned::new(200, "landed"),
+            Canned::new(301, "").header("Location", "file:///etc/passwd"),
+        ]);
+        let base = served.url.clone();
+        let t = Duration::from_secs(5);
+        let mut r = web(&WebRequest::get(&format!("{base}/start"), t)).unwrap();
+        assert_eq!(r.status(), 200);
+        assert_eq!(r.url, format!("{base}/next"));
+        assert_eq!(r.read_capped(3).unwrap(), (b"lan".to_vec(), true));
+        let seen = served.seen.lock().unwrap().clone();
+        assert_eq!(seen[1].line, "GET /next HTTP/1.1");
+        assert!(seen[1].body.is_empty());
+        let err = web(&WebRequest::get(&base, t)).err().unwrap();
+        assert!(
+            err.contains("refused a redirect") && err.contains("file:///etc/passwd"),
+            "{err}"
+        );
+        let loops: Vec<_> = (0..=MAX_REDIRECTS)
+            .map(|_| Canned::new(302, "").header("Location", "/again"))
+            .collect();
+        let base = serve(loops).url;
+        let err = web(&WebRequest::get(&base, t)).err().unwrap();
+        assert!(err.contains("too many redirects"), "{err}");
+    }
+}
+
+/// A loopback HTTP server for unit tests: one canned response per connection, in order, and
+/// every request it received.
+#[cfg(test)]
+pub mod test_server {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::sync::{Arc, Mutex};
+
+    pub struct Canned {
+        pub status: u16,
+        pub headers: Vec<(String, String)>,
+        pub body: Vec<u8>,
+        /// No Content-Length: the body ends when the connection closes.
+        pub no_length: bool,
+    }
+
+    impl Canned {
+        pub fn new(status: u16, body: impl Into<Vec<u8>>) -> Canned {
+            Canned {
+                status,
+                headers: Vec::new(),
+                body: body.into(),
+                no_length: false,
+            }
+        }
+
+        pub fn without_length(mut self) -> Canned {
+            self.no_length = true;
+            self
+        }
+
+        pub fn header(mut self, k: &str, v: &str) -> Canned {
+            self.headers.push((k.to_string(), v.to_string()));
+            self
+        }
+    }
+
+    /// A request as received: the request line and the body.
+    #[derive(Clone, Debug)]
+    pub struct Seen {
+        pub line: String,
+        pub body: Vec<u8>,
+    }
+
+    pub struct Served {
+        pub url: String,
+        pub seen: Arc<Mutex<Vec<Seen>>>,
+    }
+
+    pub fn serve(responses: Vec<Canned>) -> Served {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = seen.clone();
+        std::thread::spawn(move || {
+            for c in responses {
+                let Ok((mut s, _)) = listener.accept() else {
+                    return;
+                };
+                let mut r = BufReader::new(s.try_clone().unwrap());
+                let mut first = String::new();
+                let _ = r.read_line(&mut first);
+                let mut len = 0usize;
+                let mut line = String::new();
+                while r.read_line(&mut line).unwrap_or(0) > 0 && line != "\r\n" {
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        len = v.trim().parse().unwrap_or(0);
+                    }
+                    line.clear();
+                }
+                let mut body = vec![0u8; len];
+                let _ = r.read_exact(&mut body);
+                log.lock().unwrap().push(Seen {
+                    line: first.trim_end().to_string(),
+                    body,
+                });
+                let mut head = format!("HTTP/1.1 {} X\r\n", c.status);
+                for (k, v) in &c.headers {
+                    head.push_str(&format!("{k}: {v}\r\n"));
+                }
+                if !c.no_length
+                    && !c
+                        .headers
+                        .iter()
+                        .any(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+                {
+                    head.push_str(&format!("Content-Length: {}\r\n", c.body.len()));
+                }
+                head.push_str("Connection: close\r\n\r\n");
+                let _ = s.write_all(head.as_bytes());
+                let _ = s.write_all(&c.body);
+            }
+        });
+        Served {
+            url: format!("http://{addr}"),
+            seen,
+        }
     }
 }

@@ -16,6 +16,10 @@
 //!   `kill_leftovers`).
 //! - Every live group is registered; `kill_all` (called by the signal owner, `signal.rs`, when
 //!   crush ends) kills them.
+//! - Jobs (`job.rs`): children that may outlive their call, each under a supervisor that kills
+//!   its group when crush ends, however it ends.
+
+pub mod job;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use std::collections::VecDeque;
@@ -125,6 +129,13 @@ impl Spec {
                 c
             }
         };
+        self.configure(&mut cmd);
+        Ok(cmd)
+    }
+
+    /// Sets `cmd`'s working directory and environment as the spec says, and makes it lead a new
+    /// process group.
+    fn configure(&self, cmd: &mut Command) {
         cmd.current_dir(&self.cwd).process_group(0);
         if self.env_clear {
             cmd.env_clear();
@@ -135,7 +146,6 @@ impl Spec {
         for (k, v) in &self.env {
             cmd.env(k, v);
         }
-        Ok(cmd)
     }
 }
 
@@ -257,6 +267,8 @@ struct Capped {
     head_cap: usize,
     tail_cap: usize,
     dropped: usize,
+    /// How much of the stream a reader has seen (`unread`).
+    read_pos: usize,
 }
 
 impl Capped {
@@ -273,7 +285,46 @@ impl Capped {
             head_cap,
             tail_cap: cap - head_cap,
             dropped: 0,
+            read_pos: 0,
         }
+    }
+
+    /// Bytes pushed so far.
+    fn total(&self) -> usize {
+        self.head.len() + self.dropped + self.tail.len()
+    }
+
+    /// What was pushed since the last call, and how many of those bytes are lost (they fell
+    /// between the head and the tail).
+    fn unread(&mut self) -> (Vec<u8>, usize) {
+        let (h, tail_start) = (self.head.len(), self.head.len() + self.dropped);
+        let p = self.read_pos;
+        self.read_pos = self.total();
+        let mut out = Vec::new();
+        let mut skipped = 0;
+        if p < h {
+            out.extend_from_slice(&self.head[p..]);
+            skipped = self.dropped;
+            out.extend(self.tail.iter());
+        } else if p < tail_start {
+            skipped = tail_start - p;
+            out.extend(self.tail.iter());
+        } else {
+            out.extend(self.tail.iter().skip(p - tail_start));
+        }
+        (out, skipped)
+    }
+
+    /// A copy of what `take` returns, leaving the stream as it is.
+    fn kept(&self) -> (Vec<u8>, usize) {
+        let mut out = self.head.clone();
+        if self.dropped > 0 && self.keep == Keep::HeadTail {
+            out.extend_from_slice(
+                format!("\n[... {} bytes truncated ...]\n", self.dropped).as_bytes(),
+            );
+        }
+        out.extend(self.tail.iter());
+        (out, self.dropped)
     }
 
     fn push(&mut self, data: &[u8]) {
@@ -299,14 +350,10 @@ impl Capped {
 
     /// The kept bytes; head and tail are joined by a marker line when something was dropped.
     fn take(&mut self) -> (Vec<u8>, usize) {
-        let mut out = std::mem::take(&mut self.head);
-        if self.dropped > 0 && self.keep == Keep::HeadTail {
-            out.extend_from_slice(
-                format!("\n[... {} bytes truncated ...]\n", self.dropped).as_bytes(),
-            );
-        }
-        out.extend(self.tail.drain(..));
-        (out, self.dropped)
+        let kept = self.kept();
+        self.head.clear();
+        self.tail.clear();
+        kept
     }
 }
 
@@ -318,6 +365,10 @@ enum Ev {
     Eof,
     /// The child exited (it is not reaped yet).
     Exited,
+    /// A job's command ended so (its supervisor's report).
+    Status(job::Exit),
+    /// A job's supervisor (or direct child) exited; it is not reaped yet.
+    Gone,
 }
 
 /// Reads `pipe` to its end on a thread of its own; false when no thread could be started (the

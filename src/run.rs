@@ -7,7 +7,9 @@ use crate::agent::{AgentEvent, Answer, Sink, Stop, TurnResult};
 use crate::app::Global;
 use crate::app::{self, AppError};
 use crate::exit::ExitCode;
+use crate::llm::Part;
 use crate::tools::PermissionRequest;
+use crate::tools::attach;
 use serde::Serialize;
 use serde_json::Value;
 use std::io::{IsTerminal, Read, Write};
@@ -20,6 +22,8 @@ pub struct RunArgs {
     pub quiet: bool,
     pub json: bool,
     pub output: Option<PathBuf>,
+    /// `--attach FILE`, in order.
+    pub attach: Vec<PathBuf>,
 }
 
 /// Version of the `--json` event schema; bump on incompatible changes.
@@ -71,6 +75,11 @@ pub enum JsonEvent<'a> {
         tool_call_id: Option<&'a str>,
         #[serde(flatten)]
         report: &'a crate::hooks::HookReport,
+    },
+    /// The session's task list changed (the whole list).
+    Todos {
+        v: u32,
+        todos: &'a [crate::tools::todos::Todo],
     },
     PermissionRefused {
         v: u32,
@@ -352,6 +361,11 @@ impl Sink for RunSink {
                 self.replay = None;
             }
             AgentEvent::ToolPending(_) => {}
+            AgentEvent::Todos(todos) => {
+                if self.json {
+                    self.out.json(&JsonEvent::Todos { v, todos: &todos });
+                }
+            }
         }
     }
 
@@ -364,7 +378,7 @@ impl Sink for RunSink {
 }
 
 /// A piped or redirected stdin (FIFO or regular file); a terminal or /dev/null is ignored.
-fn read_stdin_if_piped() -> Result<Option<String>, AppError> {
+fn read_stdin_if_piped() -> Result<Option<Vec<u8>>, AppError> {
     let stdin = std::io::stdin();
     if stdin.is_terminal() {
         return Ok(None);
@@ -385,7 +399,36 @@ fn read_stdin_if_piped() -> Result<Option<String>, AppError> {
         .lock()
         .read_to_end(&mut buf)
         .map_err(|e| AppError::Runtime(format!("cannot read stdin: {e}")))?;
-    Ok(Some(String::from_utf8_lossy(&buf).into_owned()))
+    Ok(Some(buf))
+}
+
+/// The files of `--attach`, and an image piped on stdin (known by its bytes); the text piped
+/// in otherwise.
+fn attachments(
+    global: &Global,
+    args: &RunArgs,
+    piped: Option<Vec<u8>>,
+) -> Result<(Vec<Part>, Option<String>), AppError> {
+    let cwd = app::working_dir(global)?;
+    let mut out = Vec::new();
+    for f in &args.attach {
+        let path = crate::tools::common::resolve_in(&cwd, &f.to_string_lossy());
+        let a = attach::load(&path, &cwd).map_err(|e| AppError::Usage(format!("--attach: {e}")))?;
+        out.push(a.part());
+    }
+    let Some(bytes) = piped else {
+        return Ok((out, None));
+    };
+    match crate::tools::image::sniff(&bytes) {
+        Some(mime) => {
+            let ext = mime.trim_start_matches("image/");
+            let a = attach::from_bytes(&format!("stdin.{ext}"), bytes)
+                .map_err(|e| AppError::Usage(format!("stdin: {e}")))?;
+            out.push(a.part());
+            Ok((out, None))
+        }
+        None => Ok((out, Some(String::from_utf8_lossy(&bytes).into_owned()))),
+    }
 }
 
 /// The prompt of `crush run`'s arguments: when the first word is `/NAME` and names a custom
@@ -430,7 +473,8 @@ fn command_prompt(args: &[String], session: &app::OpenSession) -> Result<String,
 }
 
 pub fn run(global: &Global, args: &RunArgs) -> Result<ExitCode, AppError> {
-    let piped = read_stdin_if_piped()?.filter(|s| !s.trim().is_empty());
+    let (attached, piped) = attachments(global, args, read_stdin_if_piped()?)?;
+    let piped = piped.filter(|s| !s.trim().is_empty());
     if args.prompt.join(" ").trim().is_empty() && piped.is_none() {
         return Err(AppError::Usage(
             "no prompt: give one as arguments (crush run \"explain this\") or on stdin".into(),
@@ -457,7 +501,7 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<ExitCode, AppError> {
             format!("{}\n\n{prompt}", s.trim_end())
         };
     }
-    run_turn(&mut session, args, &prompt)
+    run_turn(&mut session, args, &prompt, attached)
 }
 
 /// `crush init`'s own arguments.
@@ -505,7 +549,7 @@ pub fn init(global: &Global, args: &InitArgs) -> Result<ExitCode, AppError> {
         ..RunArgs::default()
     };
     let prompt = crate::agent::prompt::init_prompt(&shown, &args.notes.join(" "));
-    let code = run_turn(&mut session, &run, &prompt)?;
+    let code = run_turn(&mut session, &run, &prompt, Vec::new())?;
     if code != ExitCode::Success {
         return Ok(code);
     }
@@ -525,6 +569,7 @@ fn run_turn(
     session: &mut app::OpenSession,
     args: &RunArgs,
     prompt: &str,
+    attached: Vec<Part>,
 ) -> Result<ExitCode, AppError> {
     let mut sink = RunSink {
         out: Out {
@@ -560,7 +605,7 @@ fn run_turn(
         session.agent.model.provider.id,
         session.agent.model.model.id
     ));
-    let result = session.agent.run_turn(prompt, &mut sink);
+    let result = session.agent.run_turn_with(prompt, attached, &mut sink);
     // A canceled or failed call's text is what the session keeps of it.
     sink.release();
     if let Some(m) = &session.agent.mcp {

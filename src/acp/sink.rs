@@ -178,7 +178,8 @@ impl Sink for AcpSink<'_> {
                     request.tool, request.description
                 ));
             }
-            AgentEvent::Usage { .. } | AgentEvent::ToolPending(_) => {}
+            // The todos list reaches the editor as a plan, from the tool call (above).
+            AgentEvent::Usage { .. } | AgentEvent::ToolPending(_) | AgentEvent::Todos(_) => {}
             AgentEvent::StepCommitted => {
                 self.streamed = false;
                 self.usage();

@@ -10,8 +10,10 @@ use super::{Agent, AgentError, AgentEvent, Answer, Sink, Stop, session_config, s
 use crate::hooks::{self, Outcome};
 use crate::llm::Part;
 use crate::store::Store;
+use crate::tools::todos::{self, Todo};
 use crate::tools::{
-    Diagnostics, PermissionRequest, ReadTracker, Tool, ToolCtx, ToolError, ToolOutput,
+    Content, Diagnostics, PermissionRequest, ReadTracker, SessionState, Tool, ToolCtx, ToolError,
+    ToolOutput,
 };
 use serde_json::{Map, Value, json};
 use std::path::Path;
@@ -344,13 +346,69 @@ fn answered(
     }
 }
 
-/// Read records kept in the session store.
-struct StoreReads<'a> {
-    store: &'a Store,
-    session_id: &'a str,
+/// The `question` tool's questions put to the user through `sink`. A cancel ends the turn, as
+/// in Go Crush.
+fn ask_questions(input: &Value, sink: &mut dyn Sink) -> (ToolOutput, Option<Stop>) {
+    use crate::tools::question;
+    let qs = match question::parse(input) {
+        Ok(q) => q,
+        Err(e) => return (ToolOutput::error(e), None),
+    };
+    match sink.questions(&qs) {
+        Some(answers) => (
+            ToolOutput {
+                content: question::format_answers(&qs, &answers),
+                metadata: json!({"answered": true}),
+                ..Default::default()
+            },
+            None,
+        ),
+        None => (
+            ToolOutput::error("User cancelled this question"),
+            Some(Stop::Canceled),
+        ),
+    }
 }
 
-impl ReadTracker for StoreReads<'_> {
+/// The session of one tool call, kept in the session store: its reads, task list and file
+/// history (each change marked with the call's id, for undo).
+struct CallSession<'a> {
+    store: &'a Store,
+    session_id: &'a str,
+    tool_call_id: &'a str,
+}
+
+impl SessionState for CallSession<'_> {
+    fn session_id(&self) -> &str {
+        self.session_id
+    }
+    fn todos(&self) -> Result<Vec<Todo>, String> {
+        let text = self
+            .store
+            .todos(self.session_id)
+            .map_err(|e| e.to_string())?;
+        Ok(todos::from_column(text.as_deref().unwrap_or("")))
+    }
+    fn set_todos(&self, list: &[Todo]) -> Result<(), String> {
+        self.store
+            .set_todos(self.session_id, Some(&todos::to_column(list)))
+            .map_err(|e| format!("failed to save the todo list: {e}"))
+    }
+    fn file_changed(&self, path: &Path, before: Content, after: Content) {
+        // A failed write loses the undo of this change, not the change itself.
+        if let Err(e) =
+            self.store
+                .record_file_change(self.session_id, self.tool_call_id, path, before, after)
+        {
+            crate::log::warn(&format!(
+                "cannot record the change of {} in the file history: {e}",
+                path.display()
+            ));
+        }
+    }
+}
+
+impl ReadTracker for CallSession<'_> {
     fn record_read(&self, path: &Path, mtime_ns: i64) {
         // A failed write only weakens the stale-file check; the read itself succeeded.
         let _ = self.store.record_read(self.session_id, path, mtime_ns);
@@ -416,6 +474,12 @@ impl Agent<'_> {
         }
         if self.cancel.load(Ordering::SeqCst) && stop.is_none() {
             stop = Some(Stop::Canceled);
+        }
+        if name == "todos"
+            && !out.is_error
+            && let Ok(list) = serde_json::from_value::<Vec<Todo>>(out.metadata["todos"].clone())
+        {
+            sink.event(AgentEvent::Todos(list));
         }
         Ok(CallOutcome {
             result: finish(sink, &id, &name, &out),
@@ -520,15 +584,18 @@ impl Agent<'_> {
         gate: &Gate,
         sink: &mut dyn Sink,
     ) -> ToolRun {
-        let reads = StoreReads {
+        let reads = CallSession {
             store: self.store,
             session_id: &self.session_id,
+            tool_call_id: id,
         };
         let models = self.config.as_ref().map(|c| c.shell_models());
         let ctx = ToolCtx {
             cwd: &self.cwd,
             project_root: &self.project_root,
             reads: &reads,
+            session: &reads,
+            images: self.model.model.supports_attachments,
             cancel: self.cancel.clone(),
             session_models: models.as_ref(),
             diagnostics: self.lsp.as_ref().map(|l| l as &dyn Diagnostics),
@@ -560,11 +627,20 @@ impl Agent<'_> {
                 }
             }
         }
-        if t.name() == subagent::TOOL_NAME && !self.is_sub_agent() {
-            if self.cancel.load(Ordering::SeqCst) {
-                return ToolRun::execute(t, input, &ctx, sink);
+        // The tools the loop itself runs: sub-agents (unless the turn was canceled meanwhile).
+        let loop_run = !self.is_sub_agent() && !self.cancel.load(Ordering::SeqCst);
+        let ran = match t.name() {
+            super::fetch_agent::TOOL_NAME if loop_run => {
+                Some(self.run_agentic_fetch(assistant_id, id, input, sink))
             }
-            let (out, stop) = self.run_sub_agent(assistant_id, id, input, sink);
+            subagent::TOOL_NAME if loop_run => {
+                Some(self.run_sub_agent(assistant_id, id, input, sink))
+            }
+            "question" if loop_run && sink.can_ask() => Some(ask_questions(input, sink)),
+            super::info::TOOL_NAME if loop_run => Some((self.crush_info(), None)),
+            _ => None,
+        };
+        if let Some((out, stop)) = ran {
             return ToolRun {
                 out,
                 ran: true,

@@ -6,6 +6,8 @@
 
 mod call;
 mod error;
+mod fetch_agent;
+mod info;
 pub mod permissions;
 pub mod prompt;
 pub mod session_config;
@@ -65,6 +67,8 @@ pub enum AgentEvent {
     StepCommitted,
     /// The model is writing a call of this tool (progress only).
     ToolPending(String),
+    /// The session's task list changed (the `todos` tool).
+    Todos(Vec<crate::tools::todos::Todo>),
     /// A diagnostic for stderr or the log (rejected usage, auto-summarize, a sub-agent's retry),
     /// never part of the answer.
     Notice(String),
@@ -103,6 +107,14 @@ pub trait Sink {
     /// Whether `ask` can reach anyone (a non-interactive run cannot).
     fn can_ask(&self) -> bool {
         true
+    }
+    /// Puts the `question` tool's questions to the user: their answers, or None when the user
+    /// canceled (or nobody can answer).
+    fn questions(
+        &mut self,
+        _questions: &[crate::tools::question::Question],
+    ) -> Option<Vec<crate::tools::question::Answer>> {
+        None
     }
 }
 

@@ -104,10 +104,14 @@ fn all_builtin(lsp: Option<&Lsp>) -> Vec<Box<dyn Tool>> {
     tools
 }
 
-/// The main agent's tools: the built-in ones (with the LSP ones) and `agent`, sorted, without
-/// the disabled ones.
+/// The main agent's tools: the built-in ones (with the LSP ones), `agent` and `agentic_fetch`,
+/// sorted, without the disabled ones.
 pub fn main_agent_tools(disabled: &[String], lsp: Option<&Lsp>) -> Vec<Box<dyn Tool>> {
-    with_agent_tool(all_builtin(lsp), disabled)
+    let mut tools = with_agent_tool(all_builtin(lsp), disabled);
+    tools.push(Box::new(super::fetch_agent::AgenticFetch));
+    tools.push(Box::new(super::info::CrushInfo));
+    tools.sort_by(|a, b| a.name().cmp(b.name()));
+    tools
         .into_iter()
         .filter(|t| !disabled.iter().any(|d| d == t.name()))
         .collect()
@@ -156,7 +160,8 @@ impl Sink for SubSink<'_> {
             | AgentEvent::ToolCall { .. }
             | AgentEvent::ToolResult { .. }
             | AgentEvent::StepCommitted
-            | AgentEvent::ToolPending(_) => {}
+            | AgentEvent::ToolPending(_)
+            | AgentEvent::Todos(_) => {}
         }
     }
     fn ask(&mut self, req: &PermissionRequest) -> Option<Answer> {
@@ -230,6 +235,25 @@ impl<'a> Agent<'a> {
             Ok(p) => p,
             Err(e) => return (ToolOutput::error(e), None),
         };
+        let title = short_title(prompt);
+        self.run_child(assistant_id, tool_call_id, &title, prompt, sink, |a, id| {
+            a.child(id)
+        })
+    }
+
+    /// Runs `prompt` in a child session of this one titled `title`, with the agent `make`
+    /// builds for it: Go Crush's id `<assistant message id>$$<tool call id>` when free, its
+    /// turn reported to `sink` as far as the user is concerned. The tool result, and the stop
+    /// the parent's turn inherits.
+    pub(super) fn run_child(
+        &self,
+        assistant_id: &str,
+        tool_call_id: &str,
+        title: &str,
+        prompt: &str,
+        sink: &mut dyn Sink,
+        make: impl FnOnce(&Self, String) -> Agent<'a>,
+    ) -> (ToolOutput, Option<Stop>) {
         let crush_id = format!("{assistant_id}$${tool_call_id}");
         let id = match self.store.session(&crush_id) {
             Ok(None) if !assistant_id.is_empty() && !tool_call_id.is_empty() => crush_id,
@@ -238,11 +262,10 @@ impl<'a> Agent<'a> {
                 Err(e) => return (ToolOutput::error(e.to_string()), None),
             },
         };
-        let session = match self.store.create_session_with_id(
-            &id,
-            &short_title(prompt),
-            Some(&self.session_id),
-        ) {
+        let session = match self
+            .store
+            .create_session_with_id(&id, title, Some(&self.session_id))
+        {
             Ok(s) => s,
             Err(e) => {
                 return (
@@ -251,7 +274,7 @@ impl<'a> Agent<'a> {
                 );
             }
         };
-        let mut child = self.child(session.id.clone());
+        let mut child = make(self, session.id.clone());
         let mut sub_sink = SubSink { parent: sink };
         let result: TurnResult = match child.run_turn(prompt, &mut sub_sink) {
             Ok(r) => r,

@@ -40,6 +40,22 @@ functions, line numbers).\n\
 /// The user message that asks for the summary.
 pub const SUMMARY_PROMPT: &str = "Provide a detailed summary of our conversation above.";
 
+/// The summary request, with the session's task list when it has one (as Go Crush asks).
+pub fn summary_prompt(todos: &[crate::tools::todos::Todo]) -> String {
+    let mut s = SUMMARY_PROMPT.to_string();
+    if !todos.is_empty() {
+        s.push_str("\n\n## Current Todo List\n\n");
+        for t in todos {
+            s.push_str(&format!("- [{}] {}\n", t.status, t.content));
+        }
+        s.push_str(
+            "\nInclude these tasks and their statuses in your summary. Instruct the resuming \
+             assistant to use the `todos` tool to continue tracking progress on these tasks.",
+        );
+    }
+    s
+}
+
 /// How the summary is put before the rest of the history.
 const SUMMARY_HEADER: &str = "This session continues an earlier conversation, summarized here:\n\n";
 
@@ -92,7 +108,8 @@ impl Sink for Quiet<'_> {
             AgentEvent::TextDelta(_)
             | AgentEvent::ReasoningDelta(_)
             | AgentEvent::StepCommitted
-            | AgentEvent::ToolPending(_) => {}
+            | AgentEvent::ToolPending(_)
+            | AgentEvent::Todos(_) => {}
             AgentEvent::Retry {
                 attempt, reason, ..
             } => self.inner.event(AgentEvent::Notice(format!(
@@ -170,7 +187,14 @@ impl Agent<'_> {
         if pre.composed.blocked() {
             return Err(AgentError::SummaryBlocked(pre.composed.reason.clone()));
         }
-        history.push(Message::user(SUMMARY_PROMPT));
+        let todos = self
+            .store
+            .todos(&self.session_id)
+            .ok()
+            .flatten()
+            .map(|t| crate::tools::todos::from_column(&t))
+            .unwrap_or_default();
+        history.push(Message::user(summary_prompt(&todos)));
         let mut quiet = Quiet { inner: sink };
         let resp = match self.call_with_system(SUMMARY_SYSTEM, &history, &mut quiet) {
             CallEnd::Done(r) => r,
@@ -353,5 +377,20 @@ mod tests {
         // No summary (or one that is gone): everything.
         assert_eq!(history_since_summary(msgs.clone(), None).len(), 4);
         assert_eq!(history_since_summary(msgs, Some("gone")).len(), 4);
+    }
+
+    #[test]
+    fn the_summary_request_carries_the_task_list() {
+        assert_eq!(summary_prompt(&[]), SUMMARY_PROMPT);
+        let t = crate::tools::todos::Todo {
+            content: "Fix bug".into(),
+            status: "in_progress".into(),
+            active_form: String::new(),
+        };
+        let p = summary_prompt(&[t]);
+        assert!(
+            p.contains("## Current Todo List\n\n- [in_progress] Fix bug\n"),
+            "{p}"
+        );
     }
 }

@@ -2,6 +2,7 @@
 //! text to print; `main` prints it.
 
 pub mod config;
+pub mod files;
 pub mod hooks;
 pub mod logs;
 pub mod lsp;

@@ -503,6 +503,14 @@ pub fn export(global: &Global, id: &str, format: ExportFormat) -> Result<String,
     export_text(&store, &s, format)
 }
 
+/// `crush sessions diff ID`: what the session's tools changed in files, as a unified diff.
+pub fn diff(global: &Global, id: &str) -> Result<String, AppError> {
+    let store = existing_store(global, false)?;
+    let s = store.resolve_session(id)?;
+    let cwd = app::working_dir(global)?;
+    super::files::diff(&store, &s.id, &cwd).map_err(AppError::Runtime)
+}
+
 /// Go Crush's `--json` answer to a delete or rename: `{id, uuid, title, deleted|renamed}`.
 fn mutation_json(s: &Session, title: &str, what: &str) -> String {
     let mut v = json!({

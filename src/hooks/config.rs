@@ -147,6 +147,8 @@ pub fn claude_tool_name(crush: &str) -> Option<String> {
         "web_search" => "WebSearch",
         "agent" => "Agent",
         "todos" => "TodoWrite",
+        "job_output" => "BashOutput",
+        "job_kill" => "KillShell",
         _ => {
             // Crush names MCP tools mcp_<server>_<tool>; Claude Code mcp__<server>__<tool>.
             let rest = crush.strip_prefix("mcp_")?;
@@ -1010,6 +1012,11 @@ mod tests {
     #[test]
     fn claude_tool_names() {
         assert_eq!(claude_tool_name("view").as_deref(), Some("Read"));
+        assert_eq!(
+            claude_tool_name("job_output").as_deref(),
+            Some("BashOutput")
+        );
+        assert_eq!(claude_tool_name("job_kill").as_deref(), Some("KillShell"));
         assert_eq!(
             claude_tool_name("mcp_fs_read").as_deref(),
             Some("mcp__fs__read")

@@ -222,6 +222,9 @@ pub fn build_request(req: &ChatRequest) -> Value {
                     blocks.push(json!({"type": "image",
                         "source": {"type": "base64", "media_type": mime_type, "data": data}}));
                 }
+                Part::ImageUrl { url, .. } if role == "user" => {
+                    blocks.push(json!({"type": "image", "source": {"type": "url", "url": url}}));
+                }
                 _ => {}
             }
         }
@@ -1514,5 +1517,21 @@ data: {"type":"message_stop"}
             matches!(&r.parts[1], Part::ToolCall { input, .. } if input == r#"{"file_path":"src/main.rs"}"#)
         );
         assert_eq!(r.usage.unwrap().cache_read, 2048);
+    }
+
+    #[test]
+    fn attached_images_are_image_blocks_after_the_text() {
+        let body = build_request(&req(vec![crate::llm::types::fixtures::attached_image()]));
+        let blocks = &body["messages"][0]["content"];
+        assert_eq!(blocks[0]["text"], "what is this?");
+        assert_eq!(
+            blocks[1],
+            json!({"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                "data": "iVBORw0K"}})
+        );
+        assert_eq!(
+            blocks[2]["source"],
+            json!({"type": "url", "url": "https://e.x/a.png"})
+        );
     }
 }

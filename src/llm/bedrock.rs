@@ -119,6 +119,20 @@ pub fn build_request(req: &ChatRequest, ep: &Endpoint) -> Value {
             o.insert("anthropic_beta".into(), json!(betas));
         }
     }
+    // Bedrock takes images as base64 only: an image by URL is named instead.
+    if let Some(msgs) = body["messages"].as_array_mut() {
+        for block in msgs
+            .iter_mut()
+            .filter_map(|m| m["content"].as_array_mut())
+            .flatten()
+        {
+            if block["type"] == "image" && block["source"]["type"] == "url" {
+                let url = block["source"]["url"].as_str().unwrap_or("").to_string();
+                *block = json!({"type": "text",
+                    "text": format!("[Image {url}: not sent, Bedrock takes attached images only]")});
+            }
+        }
+    }
     body
 }
 
@@ -763,6 +777,29 @@ mod tests {
             f.error
                 .to_string()
                 .contains("ThrottlingException: Too many requests")
+        );
+    }
+
+    #[test]
+    fn attached_images_go_as_base64_and_image_urls_are_named() {
+        let req = crate::llm::ChatRequest {
+            model: "anthropic.claude".into(),
+            messages: vec![crate::llm::types::fixtures::attached_image()],
+            ..Default::default()
+        };
+        let ep = crate::llm::Endpoint {
+            kind: crate::llm::ApiKind::Bedrock,
+            ..Default::default()
+        };
+        let body = build_request(&req, &ep);
+        let blocks = &body["messages"][0]["content"];
+        assert_eq!(blocks[1]["source"]["type"], "base64");
+        assert_eq!(blocks[2]["type"], "text");
+        assert!(
+            blocks[2]["text"]
+                .as_str()
+                .unwrap()
+                .contains("https://e.x/a.png")
         );
     }
 }

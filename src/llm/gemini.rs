@@ -245,6 +245,10 @@ fn user_parts(m: &super::Message, vertex: bool) -> Vec<Value> {
             Part::Binary {
                 mime_type, data, ..
             } if mime_type.starts_with("image/") => parts.push(inline_image(mime_type, data)),
+            // Gemini takes images inline: an image by URL is named.
+            Part::ImageUrl { url, .. } => parts.push(json!({
+                "text": format!("[Image {url}: not sent, this model takes attached images only]")
+            })),
             Part::ToolResult {
                 tool_call_id,
                 name,
@@ -1028,6 +1032,25 @@ mod tests {
                 .unwrap()
                 .finish,
             FinishReason::MaxTokens
+        );
+    }
+
+    #[test]
+    fn attached_images_go_inline_and_image_urls_are_named() {
+        let req = ChatRequest {
+            model: "gemini-3-pro".into(),
+            messages: vec![crate::llm::types::fixtures::attached_image()],
+            ..Default::default()
+        };
+        let b = build_request(&req, false);
+        let parts = &b["contents"][0]["parts"];
+        assert_eq!(parts[0]["text"], "what is this?");
+        assert_eq!(parts[1]["inlineData"]["data"], "iVBORw0K");
+        assert!(
+            parts[2]["text"]
+                .as_str()
+                .unwrap()
+                .contains("https://e.x/a.png")
         );
     }
 }

@@ -120,6 +120,13 @@ pub fn build_request(req: &ChatRequest, kind: ApiKind) -> Value {
                         } if m.role == Role::User && super::is_image_attachment(p) => attached
                             .push(json!({"type": "image_url",
                                 "image_url": {"url": format!("data:{mime_type};base64,{data}")}})),
+                        Part::ImageUrl { url, detail } if m.role == Role::User => {
+                            let mut u = json!({"url": url});
+                            if !detail.is_empty() {
+                                u["detail"] = json!(detail);
+                            }
+                            attached.push(json!({"type": "image_url", "image_url": u}));
+                        }
                         _ => {}
                     }
                 }
@@ -1171,5 +1178,23 @@ mod tests {
         assert_eq!(calls(&r)[0].0, "call_1");
         assert_eq!(r.usage.unwrap().input, 52);
         assert!(response_from_json(&json!({"error":{"message":"x"}})).is_none());
+    }
+
+    #[test]
+    fn attached_images_are_image_url_parts_after_the_text() {
+        let body = build_request(
+            &req(vec![crate::llm::types::fixtures::attached_image()]),
+            ApiKind::OpenAi,
+        );
+        let user = &body["messages"][1];
+        assert_eq!(user["role"], "user");
+        assert_eq!(
+            user["content"],
+            json!([
+                {"type": "text", "text": "what is this?"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0K"}},
+                {"type": "image_url", "image_url": {"url": "https://e.x/a.png", "detail": "high"}}
+            ])
+        );
     }
 }

@@ -135,6 +135,10 @@ fn input(req: &ChatRequest) -> Vec<Value> {
                             "type": "input_image",
                             "image_url": format!("data:{mime_type};base64,{data}")
                         })),
+                        Part::ImageUrl { url, .. } => content.push(json!({
+                            "type": "input_image",
+                            "image_url": url
+                        })),
                         Part::ToolResult {
                             tool_call_id,
                             content: out,
@@ -861,5 +865,21 @@ mod tests {
         let s =
             ev(json!({"type": "error", "code": "context_length_exceeded", "message": "too long"}));
         assert!(!run(&s).0.unwrap_err().retryable);
+    }
+
+    #[test]
+    fn attached_images_and_image_urls_are_input_images() {
+        let req = ChatRequest {
+            model: "gpt-x".into(),
+            messages: vec![crate::llm::types::fixtures::attached_image()],
+            ..Default::default()
+        };
+        let b = build_request(&req);
+        let content = &b["input"][0]["content"];
+        assert_eq!(content[1]["image_url"], "data:image/png;base64,iVBORw0K");
+        assert_eq!(
+            content[2],
+            json!({"type": "input_image", "image_url": "https://e.x/a.png"})
+        );
     }
 }

@@ -244,9 +244,8 @@ pub fn attachments_as_text(parts: Vec<Part>) -> Vec<Part> {
                     attachment_label(&path, &mime_type, &data)
                 )),
             },
-            Part::ImageUrl { url, .. } => placeholders.push(format!(
-                "[Image {url}: not sent, this model is sent text only]"
-            )),
+            // An image by URL goes to a model that takes images as it is, like an attached one.
+            p @ Part::ImageUrl { .. } => out.push(p),
             Part::Unknown { .. } => {}
             p => out.push(p),
         }
@@ -276,13 +275,19 @@ pub fn result_image(p: &Part) -> Option<(&str, &str)> {
     }
 }
 
-/// Messages as a model that takes no images is sent them: an attached image replaced by a line
-/// naming it, a tool result's image by a line appended to the result's text.
+/// Messages as a model that takes no images is sent them: an attached image (or image URL)
+/// replaced by a line naming it, a tool result's image by a line appended to the result's text.
 pub fn images_as_text(messages: Vec<Message>) -> Vec<Message> {
     messages
         .into_iter()
         .map(|mut m| {
             for p in &mut m.parts {
+                if let Part::ImageUrl { url, .. } = p {
+                    *p = Part::Text {
+                        text: format!("[Image {url}: not sent, this model is sent text only]"),
+                    };
+                    continue;
+                }
                 if let Part::Binary {
                     path,
                     mime_type,
@@ -576,6 +581,33 @@ pub enum StreamEvent {
     Error(crate::llm::LlmError),
 }
 
+/// Messages the dialects' tests share.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use super::*;
+
+    /// A user message with text, an attached PNG and an image URL.
+    pub fn attached_image() -> Message {
+        Message {
+            role: Role::User,
+            parts: vec![
+                Part::Text {
+                    text: "what is this?".into(),
+                },
+                Part::Binary {
+                    path: "shot.png".into(),
+                    mime_type: "image/png".into(),
+                    data: "iVBORw0K".into(),
+                },
+                Part::ImageUrl {
+                    url: "https://e.x/a.png".into(),
+                    detail: "high".into(),
+                },
+            ],
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -683,6 +715,10 @@ mod tests {
         ];
         let out = attachments_as_text(parts);
         assert!(out.iter().any(is_image_attachment), "images stay: {out:?}");
+        assert!(
+            out.iter().any(|p| matches!(p, Part::ImageUrl { .. })),
+            "image URLs stay: {out:?}"
+        );
         let out = images_as_text(vec![Message {
             role: Role::User,
             parts: out,
@@ -699,15 +735,15 @@ mod tests {
         assert_eq!(texts.len(), 4, "{texts:?}");
         assert_eq!(texts[0], "read");
         assert!(
-            texts[2].contains("<file path='a.txt'>\n\nhello\n</file>"),
+            texts[3].contains("<file path='a.txt'>\n\nhello\n</file>"),
             "{}",
-            texts[2]
+            texts[3]
         );
         assert!(
             texts[1].contains("p.png (image/png, 3 bytes)"),
             "{}",
             texts[1]
         );
-        assert!(texts[3].contains("https://e.x/c.png"), "{}", texts[3]);
+        assert!(texts[2].contains("https://e.x/c.png"), "{}", texts[2]);
     }
 }

@@ -12,7 +12,7 @@ mod http;
 pub mod oauth;
 mod session;
 mod stdio;
-mod wire;
+pub mod wire;
 
 pub use oauth::{ClientConfig, TokenStore};
 pub use stdio::Command;

@@ -20,6 +20,12 @@ pub enum Slash {
     Export,
     History,
     Init,
+    Todos,
+    Jobs,
+    Undo,
+    Versions,
+    Attach,
+    Detach,
     Quit,
 }
 
@@ -92,6 +98,37 @@ pub const SLASH_COMMANDS: &[(Slash, &str, &str, &str)] = &[
         "init",
         "[NOTES]",
         "have the agent explore the project and write AGENTS.md (options.initialize_as)",
+    ),
+    (Slash::Todos, "todos", "", "show this session's task list"),
+    (
+        Slash::Jobs,
+        "jobs",
+        "",
+        "list this session's background jobs",
+    ),
+    (
+        Slash::Undo,
+        "undo",
+        "",
+        "revert the files of the last change a tool made in this session",
+    ),
+    (
+        Slash::Versions,
+        "versions",
+        "FILE",
+        "list the versions of FILE kept in this session",
+    ),
+    (
+        Slash::Attach,
+        "attach",
+        "[FILE]",
+        "attach FILE to your next prompt (text inline, images as images); list attachments",
+    ),
+    (
+        Slash::Detach,
+        "detach",
+        "[FILE]",
+        "drop an attached file, or all of them",
     ),
     (Slash::Quit, "quit", "", "leave (also Ctrl-D)"),
 ];

@@ -373,7 +373,90 @@ impl Sink for ReplSink<'_> {
             AgentEvent::Notice(text) => self.term.note(&text),
             AgentEvent::StepCommitted => self.status(WAITING),
             AgentEvent::ToolPending(name) => self.status(&format!("preparing {name}…")),
+            AgentEvent::Todos(todos) => {
+                self.term.checklist(&crate::tools::todos::checklist(&todos));
+                self.term.begin_answer();
+            }
         }
+    }
+
+    fn questions(
+        &mut self,
+        questions: &[crate::tools::question::Question],
+    ) -> Option<Vec<crate::tools::question::Answer>> {
+        use crate::tools::question::Answer as Reply;
+        if let Some(n) = &self.notice {
+            n.send_if_long("crush has a question for you");
+        }
+        let mut answers = Vec::new();
+        let n = questions.len();
+        for (i, q) in questions.iter().enumerate() {
+            let mut text = if n > 1 {
+                format!("Question {}/{n}: {}", i + 1, q.question)
+            } else {
+                q.question.clone()
+            };
+            if !q.description.trim().is_empty() {
+                text.push_str(&format!("\n{}", q.description.trim()));
+            }
+            for (k, c) in q.choices.iter().enumerate() {
+                text.push_str(&format!("\n{}) {}", k + 1, c.label));
+                if !c.description.is_empty() {
+                    text.push_str(&format!(" \u{2014} {}", c.description));
+                }
+            }
+            self.term.block(&text);
+            let how = match q.kind.as_str() {
+                "yes_no" => "[y]es / [n]o (Enter skips)",
+                "single_choice" => "a number, or your own answer (Enter skips)",
+                "multi_choice" => {
+                    "numbers separated by spaces or commas, or your own answer (Enter skips)"
+                }
+                _ => "your answer (Enter skips)",
+            };
+            let line = match self.lines.answer(self.term, how) {
+                Got::Line(l) => l,
+                Got::Eof => String::new(),
+                Got::Interrupt => {
+                    self.term.newline_on_terminal();
+                    self.interrupted = true;
+                    return None;
+                }
+            };
+            if !self.interactive {
+                self.term.note(line.trim());
+            }
+            let line = line.trim();
+            let mut a = Reply::default();
+            match q.kind.as_str() {
+                _ if line.is_empty() => {}
+                "yes_no" => match line.to_ascii_lowercase().as_str() {
+                    "y" | "yes" => a.yes = Some(true),
+                    "n" | "no" => a.yes = Some(false),
+                    _ => a.text = line.to_string(),
+                },
+                "single_choice" | "multi_choice" => {
+                    let picked: Option<Vec<String>> = line
+                        .split([',', ' '])
+                        .filter(|w| !w.is_empty())
+                        .map(|w| {
+                            w.parse::<usize>()
+                                .ok()
+                                .and_then(|k| q.choices.get(k.wrapping_sub(1)))
+                                .or_else(|| q.choices.iter().find(|c| c.id.eq_ignore_ascii_case(w)))
+                                .map(|c| c.id.clone())
+                        })
+                        .collect();
+                    match picked {
+                        Some(ids) if q.kind == "multi_choice" || ids.len() == 1 => a.selected = ids,
+                        _ => a.text = line.to_string(),
+                    }
+                }
+                _ => a.text = line.to_string(),
+            }
+            answers.push(a);
+        }
+        Some(answers)
     }
 
     fn ask(&mut self, req: &PermissionRequest) -> Option<Answer> {
@@ -453,6 +536,8 @@ struct Repl {
     session_start: Option<&'static str>,
     /// `-q`: no progress line, whatever `/option progress` says.
     quiet: bool,
+    /// Files `/attach` added, sent with the next prompt.
+    attachments: Vec<crate::tools::attach::Attachment>,
 }
 
 enum Flow {
@@ -516,6 +601,7 @@ pub fn run(global: &Global, args: &ReplArgs) -> Result<ExitCode, AppError> {
             "startup"
         }),
         quiet: args.quiet,
+        attachments: Vec::new(),
     };
     repl.banner(resumed.as_ref());
     repl.suggest_init();
@@ -894,6 +980,22 @@ impl Repl {
             self.term.error(&format!("cannot create a session: {e}"));
             return;
         }
+        // `/attach`ed files, then the files the prompt names as `@path`.
+        let mut attached = std::mem::take(&mut self.attachments);
+        for (_, path) in crate::tools::attach::mentions(text, &self.agent.cwd) {
+            match self.attach_file(&path) {
+                Ok(Some(a)) => attached.push(a),
+                Ok(None) => {}
+                Err(e) => {
+                    self.term.error(&format!("{e}; the prompt was not sent"));
+                    self.attachments = attached;
+                    return;
+                }
+            }
+        }
+        for a in &attached {
+            self.term.note(&format!("attached {}", a.describe()));
+        }
         let title = self.title_start();
         self.cancel.store(false, Ordering::SeqCst);
         self.term.begin_answer();
@@ -912,7 +1014,9 @@ impl Repl {
         if let Some(source) = self.session_start.take() {
             self.agent.session_start(source, &mut sink);
         }
-        let result = self.agent.run_turn(text, &mut sink);
+        let result =
+            self.agent
+                .run_turn_with(text, attached.iter().map(|a| a.part()).collect(), &mut sink);
         let interrupted = sink.interrupted;
         // A prompt the hooks refused leaves the session untitled for the next one.
         let unused_title = sink.title.is_some();
@@ -1081,6 +1185,15 @@ impl Repl {
             Slash::Export => self.export(args),
             Slash::History => self.history(args),
             Slash::Init => self.init(args),
+            Slash::Todos => self.todos(),
+            Slash::Jobs => {
+                let text = crate::tools::jobs::list_text(&self.agent.session_id);
+                self.term.print(&text);
+            }
+            Slash::Undo => self.undo(),
+            Slash::Attach => self.attach(args),
+            Slash::Detach => self.detach(args),
+            Slash::Versions => self.versions(args),
         }
         Flow::Continue
     }
@@ -1101,9 +1214,11 @@ impl Repl {
     }
 
     /// Makes `sid` current (empty: a new session, created with the next prompt). Grants given
-    /// with "always this session" belong to the session they were given in.
+    /// with "always this session" belong to the session they were given in, and so do background
+    /// jobs: the old session's are killed.
     fn switch_to(&mut self, sid: String) {
         self.end_session(if sid.is_empty() { "clear" } else { "resume" });
+        crate::tools::jobs::end_session(&self.agent.session_id);
         self.session_start = Some(if sid.is_empty() { "startup" } else { "resume" });
         self.agent.session_id = sid;
         self.fresh = false;
@@ -1267,6 +1382,130 @@ impl Repl {
                 self.term.error(&e.to_string());
                 None
             }
+        }
+    }
+
+    /// `/undo`: the files of the session's last change by a tool get their content back; the
+    /// session records it, so the model learns it with the next prompt.
+    fn undo(&mut self) {
+        let Some(s) = self.current() else { return };
+        match crate::commands::files::undo(self.ctx.store, &s.id) {
+            Ok(done) => {
+                self.term.note(&done);
+                let msg = NewMessage {
+                    role: Role::User,
+                    parts: vec![Part::Text {
+                        text: format!("[/undo] {done}"),
+                    }],
+                    model: None,
+                    provider: None,
+                };
+                if let Err(e) = self.ctx.store.add_message(&s.id, &msg) {
+                    self.term
+                        .error(&format!("cannot record the undo in the session: {e}"));
+                }
+            }
+            Err(e) => self.term.error(&e),
+        }
+    }
+
+    /// `/versions FILE`: the versions of a file kept in the session's history.
+    fn versions(&mut self, args: &str) {
+        let file = args.trim();
+        if file.is_empty() {
+            return self.term.error("usage: /versions FILE");
+        }
+        let Some(s) = self.current() else { return };
+        let path = crate::tools::common::resolve_in(&self.agent.cwd, file);
+        match crate::commands::files::versions(self.ctx.store, &s.id, &path) {
+            Ok(text) => self.term.print(&text),
+            Err(e) => self.term.error(&e),
+        }
+    }
+
+    /// Loads `path` as an attachment; a file outside the project needs the user's yes, as a
+    /// view there would (Ok(None): refused).
+    fn attach_file(
+        &mut self,
+        path: &std::path::Path,
+    ) -> Result<Option<crate::tools::attach::Attachment>, String> {
+        use crate::tools::attach;
+        if attach::outside(path, &self.agent.project_root) {
+            let q = format!(
+                "Attach {} (outside the project)? [y]es / [n]o",
+                path.display()
+            );
+            let yes = matches!(
+                self.lines.answer(&mut self.term, &q),
+                Got::Line(l) if matches!(l.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+            );
+            if !yes {
+                self.term.note(&format!("{} not attached", path.display()));
+                return Ok(None);
+            }
+        }
+        attach::load(path, &self.agent.cwd).map(Some)
+    }
+
+    /// `/attach FILE`: a file for the next prompt; without FILE, what is attached.
+    fn attach(&mut self, args: &str) {
+        let file = args.trim();
+        if file.is_empty() {
+            if self.attachments.is_empty() {
+                self.term
+                    .note("Nothing attached. /attach FILE adds a file to your next prompt.");
+            }
+            let list: Vec<String> = self.attachments.iter().map(|a| a.describe()).collect();
+            for l in list {
+                self.term.note(&format!("attached {l}"));
+            }
+            return;
+        }
+        let path = crate::tools::common::resolve_in(&self.agent.cwd, file);
+        match self.attach_file(&path) {
+            Ok(Some(a)) => {
+                self.term.note(&format!(
+                    "attached {}; it goes with your next prompt",
+                    a.describe()
+                ));
+                self.attachments.push(a);
+            }
+            Ok(None) => {}
+            Err(e) => self.term.error(&e),
+        }
+    }
+
+    /// `/detach [FILE]`: drops one attached file, or all of them.
+    fn detach(&mut self, args: &str) {
+        let file = args.trim();
+        let before = self.attachments.len();
+        if file.is_empty() {
+            self.attachments.clear();
+        } else {
+            self.attachments.retain(|a| a.path != file);
+        }
+        let n = before - self.attachments.len();
+        self.term.note(&match n {
+            0 if file.is_empty() => "Nothing was attached.".to_string(),
+            0 => format!("{file} is not attached (/attach lists what is)"),
+            1 => "Detached 1 file.".to_string(),
+            n => format!("Detached {n} files."),
+        });
+    }
+
+    /// `/todos`: the session's task list as a checklist.
+    fn todos(&mut self) {
+        let Some(s) = self.current() else { return };
+        match self.ctx.store.todos(&s.id) {
+            Ok(text) => {
+                let list = crate::tools::todos::from_column(text.as_deref().unwrap_or(""));
+                if list.is_empty() {
+                    self.term.note("No tasks in this session.");
+                } else {
+                    self.term.checklist(&crate::tools::todos::checklist(&list));
+                }
+            }
+            Err(e) => self.term.error(&e.to_string()),
         }
     }
 

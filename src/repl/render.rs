@@ -283,6 +283,24 @@ impl Term {
         write_stderr(&s);
     }
 
+    /// A task list (`[x]`, `[>]`, `[ ]` lines) on stderr: done tasks dim, the current one bold.
+    pub fn checklist(&mut self, list: &str) {
+        self.end_line();
+        let mut s = String::new();
+        for l in list.lines() {
+            let l = visible::line(l);
+            let styled = if l.starts_with("[x]") {
+                self.paint(DIM, &l)
+            } else if l.starts_with("[>]") {
+                self.paint(BOLD, &l)
+            } else {
+                l.to_string()
+            };
+            s.push_str(&format!("  {styled}\n"));
+        }
+        write_stderr(&s);
+    }
+
     /// A question on stderr, without a newline: the answer is typed after it. Nothing in `q`
     /// can act on the terminal, so the question's own words stay last and as written.
     pub fn question(&mut self, q: &str) {

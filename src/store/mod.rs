@@ -9,6 +9,9 @@ use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use files::{Content, FileVersion, MAX_KEPT_BYTES};
+
+mod files;
 pub mod hashid;
 pub mod projects;
 mod schema;
@@ -193,6 +196,8 @@ struct Layout {
     messages: String,
     /// ORDER BY of a session's messages.
     message_order: &'static str,
+    /// The select list read by the file history.
+    files: String,
     usage: bool,
     summary: bool,
 }
@@ -233,6 +238,7 @@ impl Layout {
             sessions: list(SESSION_COLUMNS),
             messages: list(MESSAGE_COLUMNS),
             message_order: "seq",
+            files: list(files::COLUMNS),
             usage: true,
             summary: true,
         }
@@ -268,6 +274,7 @@ impl Layout {
             sessions: list("sessions", SESSION_COLUMNS)?,
             messages: list("messages", MESSAGE_COLUMNS)?,
             message_order: if seq { "seq" } else { "created_at, rowid" },
+            files: list("files", files::COLUMNS)?,
             usage: schema::has_table(conn, "usage")?,
             summary: schema::has_column(conn, "sessions", "summary_message_id")?,
         })
@@ -704,6 +711,28 @@ impl Store {
             .conn
             .prepare_cached("UPDATE sessions SET title = ?1 WHERE id = ?2")?
             .execute(params![title, session_id])?;
+        if n == 0 {
+            return Err(StoreError::NotFound(session_id.to_string()));
+        }
+        Ok(())
+    }
+
+    /// The session's task list as stored (`sessions.todos`; None when empty).
+    pub fn todos(&self, session_id: &str) -> Result<Option<String>> {
+        self.conn
+            .prepare_cached("SELECT todos FROM sessions WHERE id = ?1")?
+            .query_row([session_id], |r| r.get::<_, Option<String>>(0))
+            .optional()?
+            .ok_or_else(|| StoreError::NotFound(session_id.to_string()))
+    }
+
+    /// Replaces the session's task list (None or "": empty, stored as NULL as Go Crush does).
+    pub fn set_todos(&self, session_id: &str, todos: Option<&str>) -> Result<()> {
+        let todos = todos.filter(|t| !t.is_empty());
+        let n = self
+            .conn
+            .prepare_cached("UPDATE sessions SET todos = ?1 WHERE id = ?2")?
+            .execute(params![todos, session_id])?;
         if n == 0 {
             return Err(StoreError::NotFound(session_id.to_string()));
         }

@@ -9,7 +9,7 @@
 use rusqlite::{Connection, OptionalExtension, params};
 
 /// The newest schema of this program's additions (`PRAGMA user_version`).
-pub(super) const SUPPORTED_VERSION: i64 = 2;
+pub(super) const SUPPORTED_VERSION: i64 = 3;
 
 /// One statement of a migration, with what it creates, so that it applies to a database that
 /// already has it (an older crush added Go Crush's later columns without recording them).
@@ -208,6 +208,10 @@ const OUR_COLUMNS: &[Step] = &[
     // 0 until the trigger below numbers the row.
     Column("messages", "seq", "INTEGER NOT NULL DEFAULT 0"),
     Column("read_files", "mtime_ns", "INTEGER"),
+    // File history (schema 3): the tool call that wrote a version, "no file", content omitted.
+    Column("files", "tool_call_id", "TEXT"),
+    Column("files", "absent", "INTEGER NOT NULL DEFAULT 0"),
+    Column("files", "omitted", "INTEGER NOT NULL DEFAULT 0"),
 ];
 
 /// This program's indexes, triggers and tables.
@@ -279,6 +283,18 @@ const WRITTEN: &[(&str, &[&str])] = &[
         ],
     ),
     ("read_files", &["session_id", "path", "read_at"]),
+    (
+        "files",
+        &[
+            "id",
+            "session_id",
+            "path",
+            "content",
+            "version",
+            "created_at",
+            "updated_at",
+        ],
+    ),
 ];
 
 /// What `goose_db_version` records of Go Crush's migrations.

@@ -8,22 +8,31 @@
 
 use super::ToolError;
 use super::common::{
-    canonicalize_lenient, inside_project, opt_str, opt_u64, req_str, resolve_or_cwd,
+    canonicalize_lenient, inside_project, opt_bool, opt_str, opt_u64, req_str, resolve_or_cwd,
     truncate_middle,
 };
+use super::jobs;
 use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
+use crate::proc::job::{Job, Stopped};
 use crate::proc::{self, Spec};
 use crate::rcshell;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 pub struct Bash;
 
 /// Output limit (characters) of stdout and stderr together.
 pub const MAX_OUTPUT_CHARS: usize = 30_000;
-pub const DEFAULT_TIMEOUT_SECS: u64 = 120;
 pub const MAX_TIMEOUT_SECS: u64 = 600;
+/// A foreground command still running after this many seconds moves to the background (Go
+/// Crush's threshold; the model may set `auto_background_after`).
+pub const DEFAULT_AUTO_BACKGROUND_SECS: u64 = 60;
+/// How long a command started in the background is watched for a quick failure.
+const BACKGROUND_CHECK: Duration = Duration::from_secs(1);
+/// The result of a command that printed nothing.
+pub const NO_OUTPUT: &str = "no output";
 
 /// Commands refused outright (Crush's list).
 pub const BANNED_COMMANDS: &[&str] = &[
@@ -1051,11 +1060,22 @@ pub fn agent_env() -> Vec<(String, String)> {
     .collect()
 }
 
-fn timeout_secs(input: &Value) -> Result<u64, String> {
-    let t = opt_u64(input, "timeout")?.unwrap_or(DEFAULT_TIMEOUT_SECS);
+/// The `timeout` parameter: None (no limit) unless the model sets one.
+fn timeout_secs(input: &Value) -> Result<Option<u64>, String> {
+    let Some(t) = opt_u64(input, "timeout")? else {
+        return Ok(None);
+    };
     // Values no number of seconds could be are read as milliseconds (a common model habit).
     let t = if t > MAX_TIMEOUT_SECS { t / 1000 } else { t };
-    Ok(t.clamp(1, MAX_TIMEOUT_SECS))
+    Ok(Some(t.clamp(1, MAX_TIMEOUT_SECS)))
+}
+
+/// The `auto_background_after` parameter, in seconds (0 or absent: the default).
+fn auto_background_secs(input: &Value) -> Result<u64, String> {
+    Ok(match opt_u64(input, "auto_background_after")? {
+        None | Some(0) => DEFAULT_AUTO_BACKGROUND_SECS,
+        Some(s) => s,
+    })
 }
 
 impl Tool for Bash {
@@ -1081,13 +1101,18 @@ impl Tool for Bash {
              - Every call starts a fresh shell: no state (cd, variables, functions) carries over \
              between calls. Use `working_dir` instead of `cd`, and chain dependent steps with && in \
              one call.\n\
-             - `timeout` is in seconds (default {DEFAULT_TIMEOUT_SECS}, max {MAX_TIMEOUT_SECS}); the \
-             command and everything it started are killed when it expires.\n\
+             - A command still running after {DEFAULT_AUTO_BACKGROUND_SECS} s (or \
+             `auto_background_after`) moves to the background and the call returns its shell ID. \
+             Set `run_in_background: true` for servers, watchers and anything that does not end \
+             on its own; read their output with job_output, stop them with job_kill. Never end a \
+             command with `&` to background it: use run_in_background. Background jobs die when \
+             the session or crush ends.\n\
+             - `timeout` (seconds, max {MAX_TIMEOUT_SECS}, default none) kills the command and \
+             everything it started when it expires, in the foreground or the background.\n\
              - Output over {MAX_OUTPUT_CHARS} characters is truncated in the middle. The exit code is \
              reported when it is not 0.\n\
              - Stdin is empty and nothing is interactive: pass flags such as --yes / --no-edit, never \
-             start editors, pagers or REPLs. A server or watcher started in the background must have \
-             its output redirected (cmd > log 2>&1 &) or the call waits for it.\n\
+             start editors, pagers or REPLs.\n\
              - Prefer the dedicated tools: view to read files, grep to search contents, glob to find \
              files, ls to list directories, edit/write to change files.\n\
              - Quote paths containing spaces.\n\
@@ -1123,8 +1148,16 @@ impl Tool for Bash {
                 "timeout": {
                     "type": "integer",
                     "description": format!(
-                        "Timeout in seconds (default {DEFAULT_TIMEOUT_SECS}, max {MAX_TIMEOUT_SECS})"
+                        "Seconds after which the command and everything it started are killed, wherever it runs (default: no limit; max {MAX_TIMEOUT_SECS})"
                     )
+                },
+                "run_in_background": {
+                    "type": "boolean",
+                    "description": "Set to true (boolean) to run this command in the background. Use job_output to read the output later."
+                },
+                "auto_background_after": {
+                    "type": "integer",
+                    "description": format!("Seconds to wait before automatically moving the command to a background job (default: {DEFAULT_AUTO_BACKGROUND_SECS})")
                 }
             },
             "required": ["command"]
@@ -1139,6 +1172,8 @@ impl Tool for Bash {
         let command = req_str(input, "command")?;
         check_banned(command)?;
         timeout_secs(input)?;
+        auto_background_secs(input)?;
+        opt_bool(input, "run_in_background")?;
         let dir = resolve_or_cwd(ctx, opt_str(input, "working_dir")?);
         if !dir.is_dir() {
             return Err(format!(
@@ -1167,12 +1202,31 @@ impl Tool for Bash {
         let command = req_str(input, "command")?;
         check_banned(command)?;
         let timeout = timeout_secs(input)?;
+        let background = opt_bool(input, "run_in_background")?;
+        let auto_background = auto_background_secs(input)?;
+        let description = opt_str(input, "description")?.unwrap_or("");
         let dir = resolve_or_cwd(ctx, opt_str(input, "working_dir")?);
         if !dir.is_dir() {
             return Err(ToolError::from(format!(
                 "working directory {} does not exist",
                 dir.display()
             )));
+        }
+        // A job can be moved to the background only while there is room for one more.
+        let room = jobs::check_room();
+        if background {
+            room.clone()?;
+        }
+        if ctx.cancel.load(Ordering::SeqCst) {
+            return Ok(ToolOutput {
+                content: format!(
+                    "Command was not started: the turn was canceled\n\n<cwd>{}</cwd>",
+                    dir.display()
+                ),
+                metadata: json!({"exit_code": -1, "timed_out": false, "canceled": true,
+                    "working_dir": dir.display().to_string()}),
+                ..Default::default()
+            });
         }
         // The shell gets the configuration commands as builtins (session-only configuration,
         // crush(1) CONFIGURATION); the turn applies what they record, from the tool's metadata.
@@ -1204,19 +1258,68 @@ impl Tool for Bash {
         // Variables named like secrets stay out of reach of the model (crush(1) SECURITY).
         spec.env_remove = crate::env::tool_removals(ctx.shell_env_allow);
         spec.env = agent_env();
-        spec.timeout = Some(Duration::from_secs(timeout));
-        spec.cancel = Some(ctx.cancel.clone());
-        let r = proc::run(&spec)
+        spec.timeout = timeout.map(Duration::from_secs);
+        let job = Job::start(&spec)
             .map_err(|e| ToolError::Internal(format!("failed to start the command: {e}")))?;
+        let started = Instant::now();
+        // A background command is watched a moment for a quick failure (a typo, a missing
+        // program), as Go Crush does; a foreground one until it ends or moves to the background.
+        let until = if background {
+            Some(started + BACKGROUND_CHECK)
+        } else if room.is_ok() {
+            Some(started + Duration::from_secs(auto_background))
+        } else {
+            None
+        };
+        let finished = job.wait(until, Some(&ctx.cancel));
+        let canceled = !finished && ctx.cancel.load(Ordering::SeqCst);
+        if canceled {
+            job.stop();
+            job.wait(Some(Instant::now() + Duration::from_secs(5)), None);
+        } else if !finished {
+            let id = jobs::add(
+                ctx.session.session_id(),
+                command,
+                description,
+                &dir.display().to_string(),
+                job,
+            );
+            let content = if background {
+                format!(
+                    "Background shell started with ID: {id}\n\nUse job_output tool to view output or job_kill to terminate."
+                )
+            } else {
+                format!(
+                    "Command is taking longer than expected and has been moved to background.\n\nBackground shell ID: {id}\n\nUse job_output tool to view output or job_kill to terminate."
+                )
+            };
+            return Ok(ToolOutput {
+                content,
+                metadata: json!({
+                    "background": true,
+                    "shell_id": id,
+                    "description": description,
+                    "working_dir": dir.display().to_string(),
+                }),
+                ..Default::default()
+            });
+        }
         // The command may have changed files the language servers have open.
         if let Some(d) = ctx.diagnostics {
             d.resync();
         }
-        let (stdout, stderr) = (r.stdout_text(), r.stderr_text());
+        let st = job.status();
+        let (stdout, out_dropped, stderr, err_dropped) = job.output();
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&stdout).into_owned(),
+            String::from_utf8_lossy(&stderr).into_owned(),
+        );
+        let timed_out = st.stopped == Some(Stopped::TimedOut);
+        let code = st.exit.map_or(-1, |e| e.code());
         let structured = json!({
-            "stdout": truncate_middle(stdout.trim_end_matches('\n'), MAX_OUTPUT_CHARS, r.stdout_dropped),
-            "stderr": truncate_middle(stderr.trim_end_matches('\n'), MAX_OUTPUT_CHARS, r.stderr_dropped),
-            "interrupted": r.timed_out || r.canceled,
+            "stdout": truncate_middle(stdout.trim_end_matches('\n'), MAX_OUTPUT_CHARS, out_dropped),
+            "stderr": truncate_middle(stderr.trim_end_matches('\n'), MAX_OUTPUT_CHARS, err_dropped),
+            "interrupted": timed_out || canceled,
             "isImage": false,
         });
         let mut body = stdout.trim_end_matches('\n').to_string();
@@ -1227,17 +1330,17 @@ impl Tool for Bash {
             }
             body.push_str(stderr);
         }
-        let mut text =
-            truncate_middle(&body, MAX_OUTPUT_CHARS, r.stdout_dropped + r.stderr_dropped);
+        let mut text = truncate_middle(&body, MAX_OUTPUT_CHARS, out_dropped + err_dropped);
         let mut note = String::new();
-        if r.timed_out {
-            note = format!("Command timed out after {timeout} s and was killed");
-        } else if r.canceled && r.pid == 0 {
-            note = "Command was not started: the turn was canceled".to_string();
-        } else if r.canceled {
+        if timed_out {
+            note = format!(
+                "Command timed out after {} s and was killed",
+                timeout.unwrap_or_default()
+            );
+        } else if canceled {
             note = "Command was aborted before completion".to_string();
-        } else if r.code() != 0 {
-            note = format!("Exit code {}", r.code());
+        } else if code != 0 {
+            note = format!("Exit code {code}");
         }
         if !note.is_empty() {
             if !text.is_empty() {
@@ -1246,15 +1349,16 @@ impl Tool for Bash {
             text.push_str(&note);
         }
         if text.is_empty() {
-            text = "no output".to_string();
+            text = NO_OUTPUT.to_string();
         }
         text.push_str(&format!("\n\n<cwd>{}</cwd>", dir.display()));
         let mut metadata = json!({
-            "exit_code": r.code(),
-            "timed_out": r.timed_out,
-            "canceled": r.canceled,
+            "exit_code": code,
+            "timed_out": timed_out,
+            "canceled": canceled,
             "working_dir": dir.display().to_string(),
-            "duration_ms": r.duration.as_millis() as u64,
+            "duration_ms": st.elapsed.as_millis() as u64,
+            "description": description,
         });
         if let Some(Ok(recs)) = records.map(|r| r.read(None))
             && !recs.is_empty()
@@ -1262,6 +1366,8 @@ impl Tool for Bash {
             metadata[rcshell::METADATA_KEY] =
                 json!(recs.into_iter().map(|r| r.args).collect::<Vec<_>>());
         }
+        // What the command left running (`server &`) lives until the session ends.
+        jobs::keep_leftovers(ctx.session.session_id(), job);
         Ok(ToolOutput {
             content: text,
             is_error: false,
@@ -1773,10 +1879,10 @@ mod tests {
         assert_eq!(out.metadata["timed_out"], true);
         assert!(out.content.contains("timed out after 1 s"));
 
-        assert_eq!(timeout_secs(&json!({"timeout": 30000})).unwrap(), 30);
-        assert_eq!(timeout_secs(&json!({"timeout": 0})).unwrap(), 1);
-        assert_eq!(timeout_secs(&json!({})).unwrap(), DEFAULT_TIMEOUT_SECS);
-        assert_eq!(timeout_secs(&json!({"timeout": 599})).unwrap(), 599);
+        assert_eq!(timeout_secs(&json!({"timeout": 30000})).unwrap(), Some(30));
+        assert_eq!(timeout_secs(&json!({"timeout": 0})).unwrap(), Some(1));
+        assert_eq!(timeout_secs(&json!({})).unwrap(), None);
+        assert_eq!(timeout_secs(&json!({"timeout": 599})).unwrap(), Some(599));
 
         let flag = fx.cancel.clone();
         let setter = std::thread::spawn(move || {

@@ -5,8 +5,7 @@ use super::ToolError;
 use super::common::{canonicalize_lenient, opt_u64, req_str};
 use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
 use serde_json::{Value, json};
-use std::io::Read;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 pub struct Fetch;
@@ -34,15 +33,7 @@ fn parse_format(input: &Value) -> Result<Format, String> {
 }
 
 fn check_url(url: &str) -> Result<(), String> {
-    let lower = url.trim().to_ascii_lowercase();
-    let rest = lower
-        .strip_prefix("http://")
-        .or_else(|| lower.strip_prefix("https://"))
-        .ok_or_else(|| "URL must start with http:// or https://".to_string())?;
-    if rest.is_empty() || rest.starts_with('/') {
-        return Err("URL has no host".to_string());
-    }
-    Ok(())
+    crate::net::check_web_url(url)
 }
 
 fn timeout_secs(input: &Value) -> Result<u64, String> {
@@ -58,44 +49,19 @@ struct Fetched {
 }
 
 fn get(url: &str, timeout: Duration) -> Result<Fetched, String> {
-    let agent = crate::net::agent(
-        url.trim(),
-        crate::net::Timeouts {
-            global: Some(timeout),
-            ..Default::default()
-        },
+    let req = crate::net::WebRequest::get(url, timeout).header(
+        "Accept",
+        "text/html,application/xhtml+xml,text/plain,text/markdown,application/json;q=0.9,*/*;q=0.8",
     );
-    let mut resp = agent
-        .get(url.trim())
-        .header(
-            "Accept",
-            "text/html,application/xhtml+xml,text/plain,text/markdown,application/json;q=0.9,*/*;q=0.8",
-        )
-        .call()
-        .map_err(|e| format!("request failed: {e}"))?;
-    let status = resp.status();
-    if !status.is_success() {
+    let mut resp = crate::net::web(&req)?;
+    if !(200..300).contains(&resp.status()) {
         return Err(format!(
             "request failed with status code: {}",
-            status.as_u16()
+            resp.status()
         ));
     }
-    let content_type = resp
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    let mut body = Vec::new();
-    resp.body_mut()
-        .with_config()
-        .limit(u64::MAX)
-        .reader()
-        .take(MAX_BODY_BYTES as u64 + 1)
-        .read_to_end(&mut body)
-        .map_err(|e| format!("failed to read the response: {e}"))?;
-    let truncated = body.len() > MAX_BODY_BYTES;
-    body.truncate(MAX_BODY_BYTES);
+    let content_type = resp.header("content-type").to_ascii_lowercase();
+    let (body, truncated) = resp.read_capped(MAX_BODY_BYTES as u64)?;
     Ok(Fetched {
         content_type,
         body,
@@ -106,30 +72,21 @@ fn get(url: &str, timeout: Duration) -> Result<Fetched, String> {
 /// Runs the request on a worker thread so a cancel returns at once (the worker is abandoned and
 /// ends at its timeout).
 fn get_cancellable(url: &str, timeout: Duration, cancel: &AtomicBool) -> Result<Fetched, String> {
-    let (tx, rx) = crossbeam_channel::bounded(1);
     let u = url.to_string();
-    std::thread::spawn(move || {
-        let _ = tx.send(get(&u, timeout));
-    });
-    loop {
-        match rx.recv_timeout(Duration::from_millis(20)) {
-            Ok(r) => return r,
-            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
-                if cancel.load(Ordering::Relaxed) {
-                    return Err("fetch canceled".to_string());
-                }
-            }
-            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
-                return Err("fetch failed".to_string());
-            }
+    crate::net::cancellable(cancel, move || get(&u, timeout)).map_err(|e| {
+        if e == "canceled" {
+            "fetch canceled".to_string()
+        } else {
+            e
         }
-    }
+    })
 }
 
 // ------------------------------------------------------------------------------------------
 // HTML → text / markdown
 
-fn decode_entities(s: &str) -> String {
+/// `s` with its HTML character references decoded (the common named ones and numeric ones).
+pub fn decode_entities(s: &str) -> String {
     if !s.contains('&') {
         return s.to_string();
     }
@@ -182,7 +139,8 @@ fn decode_entities(s: &str) -> String {
     out
 }
 
-fn attr(tag: &str, name: &str) -> Option<String> {
+/// The value of attribute `name` of a tag's text (entities decoded).
+pub fn attr(tag: &str, name: &str) -> Option<String> {
     let lower = tag.to_ascii_lowercase();
     let mut from = 0;
     while let Some(pos) = lower[from..].find(name) {
@@ -494,32 +452,19 @@ mod tests {
     use super::*;
     use crate::tools::testutil::Fixture;
     use crate::tools::testutil::Out;
-    use std::io::{BufRead, BufReader, Write};
-    use std::net::TcpListener;
 
     /// Serves one canned response per connection on loopback; returns the base URL.
     fn serve(responses: Vec<(u16, &'static str, Vec<u8>)>) -> String {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        std::thread::spawn(move || {
-            for (status, ctype, body) in responses {
-                let Ok((mut s, _)) = listener.accept() else {
-                    return;
-                };
-                let mut r = BufReader::new(s.try_clone().unwrap());
-                let mut line = String::new();
-                while r.read_line(&mut line).unwrap_or(0) > 0 && line != "\r\n" {
-                    line.clear();
-                }
-                let head = format!(
-                    "HTTP/1.1 {status} X\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                    body.len()
-                );
-                let _ = s.write_all(head.as_bytes());
-                let _ = s.write_all(&body);
-            }
-        });
-        format!("http://{addr}")
+        use crate::net::test_server::{Canned, serve};
+        serve(
+            responses
+                .into_iter()
+                .map(|(status, ctype, body)| {
+                    Canned::new(status, body).header("Content-Type", ctype)
+                })
+                .collect(),
+        )
+        .url
     }
 
     #[test]

@@ -6,24 +6,34 @@
 //!
 //! `builtin()` returns every tool, sorted by name. Child processes go through `crate::proc`.
 
+pub mod attach;
 pub mod bash;
 pub mod common;
+pub mod crush_logs;
 pub mod diff;
+pub mod download;
 pub mod edit;
 pub mod fetch;
 pub mod glob;
 pub mod grep;
 pub mod ignore;
+pub mod image;
+pub mod jobs;
 pub mod ls;
 pub mod lsp;
 pub mod mcp;
 pub mod multiedit;
+pub mod question;
+pub mod sourcegraph;
+pub mod todos;
 pub mod view;
+pub mod web;
 pub mod write;
 
 #[cfg(test)]
 pub(crate) mod testutil;
 
+pub use crate::store::Content;
 use serde_json::Value;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -37,6 +47,19 @@ pub trait ReadTracker {
     fn record_read(&self, path: &Path, mtime_ns: i64);
     /// The modification time recorded at the last read of `path`, if it was read in this session.
     fn last_read(&self, path: &Path) -> Option<i64>;
+}
+
+/// The session a call belongs to, as the tools may see and change it. Implemented by the agent
+/// over the session store (tools never touch the store themselves).
+pub trait SessionState {
+    /// The session's id ("" when there is none, as in some tests).
+    fn session_id(&self) -> &str;
+    /// The session's task list (`todos`).
+    fn todos(&self) -> Result<Vec<todos::Todo>, String>;
+    fn set_todos(&self, todos: &[todos::Todo]) -> Result<(), String>;
+    /// This call changed `path` from `before` to `after`, for the session's file history
+    /// (undo).
+    fn file_changed(&self, path: &Path, before: Content, after: Content);
 }
 
 /// The language servers as the file tools see them (crush(1) LANGUAGE SERVERS).
@@ -72,6 +95,9 @@ pub struct ToolCtx<'a> {
     /// The project root (git worktree root, else `cwd`). Reading inside it needs no permission.
     pub project_root: &'a Path,
     pub reads: &'a dyn ReadTracker,
+    pub session: &'a dyn SessionState,
+    /// The model takes images: `view` returns an image itself, else a line describing it.
+    pub images: bool,
     /// Set when the user cancels the turn: long-running tools stop and kill their processes.
     pub cancel: Arc<AtomicBool>,
     /// The session's current large/small models, which the bash tool's `model large|small`
@@ -212,12 +238,19 @@ pub trait Tool: Send + Sync {
 pub fn builtin() -> Vec<Box<dyn Tool>> {
     let mut tools: Vec<Box<dyn Tool>> = vec![
         Box::new(bash::Bash),
+        Box::new(crush_logs::CrushLogs),
+        Box::new(download::Download),
         Box::new(edit::Edit),
         Box::new(fetch::Fetch),
         Box::new(glob::Glob),
         Box::new(grep::Grep),
+        Box::new(jobs::JobKill),
+        Box::new(jobs::JobOutput),
         Box::new(ls::Ls),
         Box::new(multiedit::MultiEdit),
+        Box::new(question::QuestionTool),
+        Box::new(sourcegraph::Sourcegraph),
+        Box::new(todos::Todos),
         Box::new(view::View),
         Box::new(write::Write),
     ];
@@ -252,12 +285,19 @@ mod tests {
             names,
             [
                 "bash",
+                "crush_logs",
+                "download",
                 "edit",
                 "fetch",
                 "glob",
                 "grep",
+                "job_kill",
+                "job_output",
                 "ls",
                 "multiedit",
+                "question",
+                "sourcegraph",
+                "todos",
                 "view",
                 "write"
             ]

@@ -1,7 +1,8 @@
 //! Test helpers: a temporary project directory, an in-memory read tracker and a context.
 
+use super::todos::Todo;
 use super::write::FileChange;
-use super::{Files, ReadTracker, ToolCtx, ToolOutput};
+use super::{Content, Files, ReadTracker, SessionState, ToolCtx, ToolOutput};
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -9,15 +10,50 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
+/// A file change a call reported: path, content before, content after.
+pub type Change = (PathBuf, Option<Vec<u8>>, Option<Vec<u8>>);
+
+/// The session of a test, in memory: reads, the task list and the file changes reported.
 #[derive(Default)]
-pub struct MapTracker(Mutex<HashMap<PathBuf, i64>>);
+pub struct MapTracker {
+    reads: Mutex<HashMap<PathBuf, i64>>,
+    todos: Mutex<Vec<Todo>>,
+    pub changes: Mutex<Vec<Change>>,
+}
 
 impl ReadTracker for MapTracker {
     fn record_read(&self, path: &Path, mtime_ns: i64) {
-        self.0.lock().unwrap().insert(path.to_path_buf(), mtime_ns);
+        self.reads
+            .lock()
+            .unwrap()
+            .insert(path.to_path_buf(), mtime_ns);
     }
     fn last_read(&self, path: &Path) -> Option<i64> {
-        self.0.lock().unwrap().get(path).copied()
+        self.reads.lock().unwrap().get(path).copied()
+    }
+}
+
+impl SessionState for MapTracker {
+    fn session_id(&self) -> &str {
+        "test-session"
+    }
+    fn todos(&self) -> Result<Vec<Todo>, String> {
+        Ok(self.todos.lock().unwrap().clone())
+    }
+    fn set_todos(&self, todos: &[Todo]) -> Result<(), String> {
+        *self.todos.lock().unwrap() = todos.to_vec();
+        Ok(())
+    }
+    fn file_changed(&self, path: &Path, before: Content, after: Content) {
+        let bytes = |c: Content| match c {
+            Content::Bytes(b) => Some(b.to_vec()),
+            Content::Absent => None,
+            Content::Omitted => Some(b"(omitted)".to_vec()),
+        };
+        self.changes
+            .lock()
+            .unwrap()
+            .push((path.to_path_buf(), bytes(before), bytes(after)));
     }
 }
 
@@ -132,6 +168,8 @@ impl Fixture {
             cwd: &self.root,
             project_root: &self.root,
             reads: &self.reads,
+            session: &self.reads,
+            images: true,
             cancel: self.cancel.clone(),
             session_models: None,
             diagnostics: None,
@@ -163,6 +201,8 @@ pub fn within<T: Send + 'static>(
             cwd: &root,
             project_root: &root,
             reads: &reads,
+            session: &reads,
+            images: true,
             cancel: Arc::new(AtomicBool::new(false)),
             session_models: None,
             diagnostics: None,

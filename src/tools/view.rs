@@ -5,6 +5,7 @@ use super::common::{
     display_path, looks_binary, mtime_ns, open_regular, opt_u64, outside_project_permission,
     req_str, resolve, truncate_line,
 };
+use super::image::{self, MAX_IMAGE_BYTES, mime_for_extension};
 use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
 use serde_json::{Value, json};
 use std::fs;
@@ -57,9 +58,12 @@ impl Tool for View {
              {DEFAULT_LIMIT}). Use them to page through long files.\n\
              - Lines longer than {MAX_LINE_CHARS} characters are cut. Files over {} KB and binary \
              files are refused; for a directory use ls.\n\
+             - PNG, JPEG, GIF and WebP images (up to {} MB) are returned as images when the model \
+             takes them, else described in one line.\n\
              - You must view a file before changing it with edit, multiedit or write; view it again \
              if it changed since.",
-            MAX_FILE_BYTES / 1024
+            MAX_FILE_BYTES / 1024,
+            MAX_IMAGE_BYTES / (1024 * 1024)
         )
     }
 
@@ -179,6 +183,9 @@ fn view(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, String> {
         }
         Err(e) => return Err(format!("cannot access {}: {e}", path.display())),
     };
+    if mime_for_extension(&path).is_some() {
+        return view_image(ctx, &path, file, meta.len());
+    }
     if meta.len() > MAX_FILE_BYTES {
         return Err(format!(
             "file is too large ({} bytes; the maximum is {} bytes). Use grep to find the relevant \
@@ -262,6 +269,46 @@ fn view(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, String> {
             "startLine": offset + 1,
             "totalLines": total,
         }}),
+    })
+}
+
+/// An image file: the image itself for a model that takes images (checked to be what its name
+/// says, and no larger than the limit), else one line describing it.
+fn view_image(ctx: &ToolCtx, path: &Path, file: fs::File, len: u64) -> Result<ToolOutput, String> {
+    if len > MAX_IMAGE_BYTES {
+        return Err(format!(
+            "{} is too large to send ({len} bytes; images are sent up to {MAX_IMAGE_BYTES} bytes)",
+            path.display()
+        ));
+    }
+    let mut data = Vec::new();
+    file.take(MAX_IMAGE_BYTES + 1)
+        .read_to_end(&mut data)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mime = image::check(path, &data)?;
+    let shown = display_path(ctx, path);
+    let about = image::describe(&shown, mime, &data);
+    let metadata = json!({
+        "file_path": path.display().to_string(),
+        "display_path": shown,
+        "mime_type": mime,
+        "bytes": data.len(),
+    });
+    if !ctx.images {
+        return Ok(ToolOutput {
+            content: format!(
+                "Image file {about}: this model does not take images, so its content cannot be \
+                 shown. Ask the user to describe it, or to switch to a model that supports images."
+            ),
+            metadata,
+            ..Default::default()
+        });
+    }
+    Ok(ToolOutput {
+        content: format!("Image file {about}"),
+        metadata,
+        image: Some(image::encode(mime, &data)),
+        ..Default::default()
     })
 }
 
@@ -414,5 +461,51 @@ mod tests {
             View.run(&json!({"file_path": "dangling"}), ctx).out()
         });
         assert!(out.content.starts_with("file not found"), "{}", out.content);
+    }
+
+    #[test]
+    fn images_are_images_for_a_vision_model_and_a_line_for_the_others() {
+        let fx = Fixture::new();
+        let png = crate::tools::image::tests::png(4, 3);
+        std::fs::write(fx.path("shot.png"), &png).unwrap();
+        std::fs::write(fx.path("fake.png"), "just text").unwrap();
+        std::fs::write(
+            fx.path("big.gif"),
+            [b"GIF89a".to_vec(), vec![0; MAX_IMAGE_BYTES as usize]].concat(),
+        )
+        .unwrap();
+        let ctx = fx.ctx();
+        let out = View.run(&json!({"file_path": "shot.png"}), &ctx).out();
+        assert!(!out.is_error, "{}", out.content);
+        assert_eq!(
+            out.content,
+            "Image file shot.png (image/png, 4x3, 33 bytes)"
+        );
+        let img = out.image.unwrap();
+        assert_eq!(img.mime_type, "image/png");
+        assert_eq!(crate::llm::base64_decode(&img.data).unwrap(), png);
+        let text_ctx = ToolCtx {
+            images: false,
+            ..fx.ctx()
+        };
+        let out = View.run(&json!({"file_path": "shot.png"}), &text_ctx).out();
+        assert!(!out.is_error && out.image.is_none());
+        assert!(
+            out.content.contains("does not take images"),
+            "{}",
+            out.content
+        );
+        let out = View.run(&json!({"file_path": "fake.png"}), &ctx).out();
+        assert!(
+            out.is_error && out.content.contains("is not a PNG"),
+            "{}",
+            out.content
+        );
+        let out = View.run(&json!({"file_path": "big.gif"}), &ctx).out();
+        assert!(
+            out.is_error && out.content.contains("too large"),
+            "{}",
+            out.content
+        );
     }
 }

@@ -7,7 +7,7 @@ use super::common::{
     resolve, with_diagnostics,
 };
 use super::diff::{self, Diff};
-use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
+use super::{Content, PermissionRequest, Tool, ToolCtx, ToolOutput};
 use serde_json::{Value, json};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -47,9 +47,9 @@ impl FileChange {
         }
     }
 
-    /// Writes the new content (creating parent directories) and records the new modification
-    /// time as read, so further edits need no new view. Inside an editor that writes files, the
-    /// content goes through it.
+    /// Writes the new content (creating parent directories), records the new modification
+    /// time as read, so further edits need no new view, and the change in the session's file
+    /// history (the bytes before, exactly, for undo).
     pub fn apply(&self, ctx: &ToolCtx) -> Result<Diff, String> {
         self.write(ctx, ctx.files)
     }
@@ -66,6 +66,7 @@ impl FileChange {
             fs::create_dir_all(parent)
                 .map_err(|e| format!("cannot create directory {}: {e}", parent.display()))?;
         }
+        let before = read_regular(&self.path).ok();
         match files.and_then(|f| f.write(self)) {
             Some(written) => written
                 .map_err(|e| format!("cannot write {} in the editor: {e}", self.path.display()))?,
@@ -73,6 +74,12 @@ impl FileChange {
                 .map_err(|e| format!("cannot write {}: {e}", self.path.display()))?,
         }
         record_current(ctx, &self.path);
+        let before = match &before {
+            Some(b) => Content::Bytes(b),
+            None => Content::Absent,
+        };
+        ctx.session
+            .file_changed(&self.path, before, Content::Bytes(self.new.as_bytes()));
         Ok(d)
     }
 }
@@ -245,6 +252,15 @@ mod tests {
             )
             .out();
         assert!(!out.is_error, "{}", out.content);
+        // Both changes reach the session's file history, the first from "no file".
+        let p = fx.path("a/b/new.txt");
+        assert_eq!(
+            *fx.reads.changes.lock().unwrap(),
+            [
+                (p.clone(), None, Some(b"hello\n".to_vec())),
+                (p, Some(b"hello\n".to_vec()), Some(b"bye\n".to_vec())),
+            ]
+        );
     }
 
     #[test]

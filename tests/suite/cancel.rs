@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// A crush process being driven by a test: its output is collected as it comes.
-struct Running {
+pub(crate) struct Running {
     child: Child,
     stdin: Option<ChildStdin>,
     stdout: Arc<Mutex<Vec<u8>>>,
@@ -24,7 +24,7 @@ fn text(b: &Arc<Mutex<Vec<u8>>>) -> String {
 }
 
 impl Running {
-    fn start(env: &TestEnv, args: &[&str], stdin: Option<&str>) -> Running {
+    pub(crate) fn start(env: &TestEnv, args: &[&str], stdin: Option<&str>) -> Running {
         let mut cmd = env.crush();
         cmd.args(args)
             .stdin(if stdin.is_some() {
@@ -49,7 +49,7 @@ impl Running {
         }
     }
 
-    fn wait_for(&self, what: &str, mut cond: impl FnMut(&Running) -> bool) {
+    pub(crate) fn wait_for(&self, what: &str, mut cond: impl FnMut(&Running) -> bool) {
         let deadline = Instant::now() + crate::support::RUN_TIMEOUT;
         while !cond(self) {
             assert!(
@@ -61,14 +61,14 @@ impl Running {
         }
     }
 
-    fn signal(&self, sig: i32) {
+    pub(crate) fn signal(&self, sig: i32) {
         // SAFETY: signalling our own child.
         unsafe { libc::kill(self.child.id() as i32, sig) };
     }
 
     /// Waits for the exit. Within the test's time limit: a crush that went on waiting for a
     /// hook's or command's 600 s is a failure, not a slow pass.
-    fn finish(mut self) -> Output {
+    pub(crate) fn finish(mut self) -> Output {
         let stderr = self.stderr.clone();
         let code = crate::support::env::wait_exit(
             &mut self.child,
@@ -86,13 +86,13 @@ impl Running {
 }
 
 /// Whether `pid` is gone: no such process, or a zombie waiting for init to reap it.
-fn is_dead(pid: i32) -> bool {
+pub(crate) fn is_dead(pid: i32) -> bool {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     let state = stat.rsplit(')').next().unwrap_or("").trim().chars().next();
     stat.is_empty() || state == Some('Z') || state == Some('X')
 }
 
-fn wait_dead(pid: i32) {
+pub(crate) fn wait_dead(pid: i32) {
     let deadline = Instant::now() + Duration::from_secs(10);
     while !is_dead(pid) {
         assert!(Instant::now() < deadline, "process {pid} survived crush");

@@ -220,7 +220,10 @@ fn tab_completes_commands_and_project_paths() {
     tmux.wait_for("the file", |s| s.contains("> look at @src/main.rs"));
     tmux.keys(&["Enter"]);
     wait_turns(&server, 1, &tmux);
-    assert_eq!(last_prompt(&server), "look at @src/main.rs");
+    // The completed @path attaches the file: the prompt, then its content.
+    let sent = last_prompt(&server);
+    assert!(sent.starts_with("look at @src/main.rs\n"), "{sent}");
+    assert!(sent.contains("<file path='src/main.rs'>"), "{sent}");
     wait_prompt(&tmux);
     // Arguments: the models of the configuration, option keys and values.
     tmux.keys(&["/model sm", "Tab", "fa", "Tab"]);

@@ -18,6 +18,7 @@
 
 pub mod bedrock;
 pub mod checks;
+pub mod echo;
 pub mod env;
 pub mod http;
 pub mod lsp;

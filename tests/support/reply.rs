@@ -448,7 +448,7 @@ impl Reply {
                 status: *status,
                 headers: headers.clone(),
                 streaming: false,
-                steps: vec![Step::Write(String::from_utf8_lossy(body).into_owned())],
+                steps: vec![Step::Bytes(body.clone())],
                 complete: true,
             },
         }

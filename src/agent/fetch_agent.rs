@@ -1,0 +1,321 @@
+//! `agentic_fetch`: Go Crush's web sub-agent. The call asks permission once (action `fetch`);
+//! then a sub-agent on the small model works in a child session with `web_fetch` (a page as
+//! Markdown), `web_search` (DuckDuckGo Lite, `CRUSH_WEB_SEARCH_URL`), `sourcegraph`, and `glob`,
+//! `grep` and `view` over a temporary directory holding the pages too large to read at once.
+//! Its own calls ask nothing (its session is approved, as in Go Crush) and fire no hooks; the
+//! directory is removed when it is done.
+
+use super::permissions::Permissions;
+use super::{Agent, Sink, Stop};
+use crate::tools::common::{opt_str, req_str};
+use crate::tools::web::{LARGE_CONTENT, fetch_as_markdown, save_page};
+use crate::tools::{PermissionRequest, Tool, ToolCtx, ToolError, ToolOutput};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+
+pub const TOOL_NAME: &str = "agentic_fetch";
+
+/// What the model sees of the tool; the agent loop runs it.
+pub struct AgenticFetch;
+
+fn check(input: &Value) -> Result<(&str, Option<&str>), String> {
+    let prompt = req_str(input, "prompt")?;
+    let url = opt_str(input, "url")?;
+    if let Some(u) = url {
+        crate::net::check_web_url(u)?;
+    }
+    Ok((prompt, url))
+}
+
+impl Tool for AgenticFetch {
+    fn name(&self) -> &'static str {
+        TOOL_NAME
+    }
+
+    fn description(&self) -> String {
+        "Fetch a URL or search the web using an AI sub-agent that can extract, summarize, and \
+         answer questions. Slower and costlier than fetch; use fetch for raw content or API \
+         responses. Give a prompt saying what to find; with a url the sub-agent starts from \
+         that page, without one it searches the web."
+            .to_string()
+    }
+
+    fn schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "url": {
+                    "type": "string",
+                    "description": "The URL to fetch content from (optional - if not provided, the agent will search the web)"
+                },
+                "prompt": {
+                    "type": "string",
+                    "description": "The prompt describing what information to find or extract"
+                }
+            },
+            "required": ["prompt"]
+        })
+    }
+
+    fn permission(
+        &self,
+        input: &Value,
+        ctx: &ToolCtx,
+    ) -> Result<Option<PermissionRequest>, String> {
+        let (_, url) = check(input)?;
+        Ok(Some(PermissionRequest {
+            tool: TOOL_NAME.to_string(),
+            action: "fetch",
+            path: crate::tools::common::canonicalize_lenient(ctx.cwd),
+            description: match url {
+                Some(u) => format!("Fetch and analyze content from URL: {u}"),
+                None => "Search the web and analyze results".to_string(),
+            },
+            diff: None,
+        }))
+    }
+
+    fn run(&self, _input: &Value, _ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
+        Err("the agentic_fetch tool is not available here".into())
+    }
+}
+
+/// The sub-agent's system prompt (Go Crush's), for its working directory.
+fn system_prompt(dir: &Path) -> String {
+    format!(
+        "You are a web content analysis agent for crush. Your task is to analyze web content, \
+search results, or web pages to extract the information requested by the user.
+
+<rules>
+1. Be concise and direct in your responses
+2. Focus only on the information requested in the user's prompt
+3. If the content is provided in a file path, use the grep and view tools to efficiently search through it
+4. When relevant, quote specific sections from the content to support your answer
+5. If the requested information is not found, clearly state that
+6. Any file paths you use MUST be absolute
+7. **IMPORTANT**: If you need information from a linked page or search result, use the web_fetch tool to get that content
+8. **IMPORTANT**: If you need to search for more information, use the web_search tool
+9. After fetching a link, analyze the content yourself to extract what's needed
+10. Don't hesitate to follow multiple links or perform multiple searches if necessary to get complete information
+11. **CRITICAL**: At the end of your response, include a \"Sources\" section listing ALL URLs that were useful in answering the question
+</rules>
+
+<search_strategy>
+Break complex questions into several short, specific searches (3-6 words each), refine the terms \
+when results are not relevant, and fetch the most relevant results with web_fetch.
+</search_strategy>
+
+<response_format>
+Your response should be structured as follows:
+
+[Your answer to the user's question]
+
+## Sources
+- [URL 1 that was useful]
+- [URL 2 that was useful]
+</response_format>
+
+<env>
+Working directory: {}
+Platform: {}
+Today's date: {}
+</env>
+",
+        dir.display(),
+        std::env::consts::OS,
+        crate::time::today()
+    )
+}
+
+/// A directory removed with everything in it when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(parent: &Path) -> Result<TempDir, String> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static N: AtomicU64 = AtomicU64::new(0);
+        let _ = std::fs::create_dir_all(parent);
+        for _ in 0..100 {
+            let p = parent.join(format!(
+                "crush-fetch-{}-{}",
+                std::process::id(),
+                N.fetch_add(1, Ordering::Relaxed)
+            ));
+            if std::fs::create_dir(&p).is_ok() {
+                return Ok(TempDir(p));
+            }
+        }
+        Err(format!(
+            "Failed to create a temporary directory in {}",
+            parent.display()
+        ))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl<'a> Agent<'a> {
+    /// The web sub-agent for the child session `session_id`, working in `dir`.
+    fn fetch_child(&self, session_id: String, dir: &Path) -> Agent<'a> {
+        let model = self
+            .config
+            .as_ref()
+            .and_then(|c| c.resolve_model(None, true).ok())
+            .unwrap_or_else(|| self.model.clone());
+        let tools: Vec<Box<dyn Tool>> = vec![
+            Box::new(crate::tools::glob::Glob),
+            Box::new(crate::tools::grep::Grep),
+            Box::new(crate::tools::sourcegraph::Sourcegraph),
+            Box::new(crate::tools::view::View),
+            Box::new(crate::tools::web::WebFetch),
+            Box::new(crate::tools::web::WebSearch),
+        ];
+        Agent {
+            store: self.store,
+            session_id,
+            model,
+            tools,
+            // Go Crush approves the sub-agent's session: the call itself asked.
+            permissions: Permissions::new(true, Vec::new()),
+            policy: self.policy.clone(),
+            system: system_prompt(dir),
+            cwd: dir.to_path_buf(),
+            project_root: dir.to_path_buf(),
+            max_steps: self.max_steps,
+            cancel: self.cancel.clone(),
+            parent_session: Some(self.session_id.clone()),
+            auto_summarize: self.auto_summarize,
+            config: None,
+            // Its calls fire no hooks: the agentic_fetch call itself was hooked.
+            hooks: Default::default(),
+            pending_context: Vec::new(),
+            lsp: None,
+            // The pages it reads are on disk, in its own directory.
+            files: None,
+            skill_files: Default::default(),
+            skills_prompt: String::new(),
+            shell_env_allow: self.shell_env_allow.clone(),
+            secrets: self.secrets.clone(),
+            mcp: None,
+            transcript: None,
+            parent_transcript: None,
+            prompt_id: self.prompt_id.clone(),
+            env_file: None,
+        }
+    }
+
+    /// Runs the `agentic_fetch` call `tool_call_id`: the page first (when a URL is given),
+    /// then the sub-agent's turn. The tool result, and the stop the parent's turn inherits.
+    pub(super) fn run_agentic_fetch(
+        &self,
+        assistant_id: &str,
+        tool_call_id: &str,
+        input: &Value,
+        sink: &mut dyn Sink,
+    ) -> (ToolOutput, Option<Stop>) {
+        let (prompt, url) = match check(input) {
+            Ok(v) => v,
+            Err(e) => return (ToolOutput::error(e), None),
+        };
+        let parent = self
+            .config
+            .as_ref()
+            .map(|c| c.data_dir.clone())
+            .unwrap_or_else(std::env::temp_dir);
+        let dir = match TempDir::new(&parent) {
+            Ok(d) => d,
+            Err(e) => return (ToolOutput::error(e), None),
+        };
+        let full_prompt = match url {
+            Some(url) => {
+                let u = url.to_string();
+                let content =
+                    match crate::net::cancellable(&self.cancel, move || fetch_as_markdown(&u)) {
+                        Ok(c) => c,
+                        Err(e) => {
+                            return (ToolOutput::error(format!("Failed to fetch URL: {e}")), None);
+                        }
+                    };
+                if content.len() > LARGE_CONTENT {
+                    match save_page(&dir.0, &content) {
+                        Ok(p) => format!(
+                            "{prompt}\n\nThe web page from {url} has been saved to: {}\n\nUse the view and grep tools to analyze this file and extract the requested information.",
+                            p.display()
+                        ),
+                        Err(e) => return (ToolOutput::error(e), None),
+                    }
+                } else {
+                    format!(
+                        "{prompt}\n\nWeb page URL: {url}\n\n<webpage_content>\n{content}\n</webpage_content>"
+                    )
+                }
+            }
+            None => format!(
+                "{prompt}\n\nUse the web_search tool to find relevant information. Break down the \
+                 question into smaller, focused searches if needed. After searching, use \
+                 web_fetch to get detailed content from the most relevant results."
+            ),
+        };
+        let path = dir.0.clone();
+        self.run_child(
+            assistant_id,
+            tool_call_id,
+            "Fetch Analysis",
+            &full_prompt,
+            sink,
+            |a, id| a.fetch_child(id, &path),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_call_asks_to_fetch_and_checks_its_url() {
+        let d = tempfile::tempdir().unwrap();
+        let fx = crate::tools::testutil::Fixture::new();
+        let ctx = ToolCtx {
+            cwd: d.path(),
+            project_root: d.path(),
+            ..fx.ctx()
+        };
+        let req = AgenticFetch
+            .permission(&json!({"prompt": "p", "url": "https://e.x"}), &ctx)
+            .unwrap()
+            .unwrap();
+        assert_eq!(req.action, "fetch");
+        assert_eq!(
+            req.description,
+            "Fetch and analyze content from URL: https://e.x"
+        );
+        let req = AgenticFetch
+            .permission(&json!({"prompt": "p"}), &ctx)
+            .unwrap()
+            .unwrap();
+        assert_eq!(req.description, "Search the web and analyze results");
+        assert!(
+            AgenticFetch
+                .permission(&json!({"prompt": "p", "url": "file:///etc"}), &ctx)
+                .is_err()
+        );
+        assert!(AgenticFetch.permission(&json!({}), &ctx).is_err());
+    }
+
+    #[test]
+    fn the_working_directory_goes_with_the_sub_agent() {
+        let parent = tempfile::tempdir().unwrap();
+        let path = {
+            let d = TempDir::new(parent.path()).unwrap();
+            std::fs::write(d.0.join("page-0.md"), "x").unwrap();
+            assert!(system_prompt(&d.0).contains(&format!("Working directory: {}", d.0.display())));
+            d.0.clone()
+        };
+        assert!(!path.exists());
+    }
+}

@@ -1,0 +1,181 @@
+//! Files the user attaches to a prompt (`@path` and `/attach` in the REPL, `crush run --attach`,
+//! an image piped to `crush run`): text files (sent inline with their path) and images (sent as
+//! images to a model that takes them). Stored as Go Crush's `binary` parts.
+
+use super::common::open_regular;
+use super::image;
+use std::io::Read;
+use std::path::Path;
+
+/// Text attachments larger than this are refused.
+pub const MAX_TEXT_BYTES: u64 = 1024 * 1024;
+
+/// One attached file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Attachment {
+    /// As the user named it (what hooks and the model see).
+    pub path: String,
+    pub mime_type: String,
+    pub data: Vec<u8>,
+}
+
+impl Attachment {
+    /// The part a user message stores it as (Go Crush's `binary`).
+    pub fn part(&self) -> crate::llm::Part {
+        crate::llm::Part::Binary {
+            path: self.path.clone(),
+            mime_type: self.mime_type.clone(),
+            data: crate::mcp::wire::base64(&self.data),
+        }
+    }
+
+    /// `shot.png (image/png, 800x600, 1234 bytes)`.
+    pub fn describe(&self) -> String {
+        if self.mime_type.starts_with("image/") {
+            image::describe(&self.path, &self.mime_type, &self.data)
+        } else {
+            format!(
+                "{} ({}, {} bytes)",
+                self.path,
+                self.mime_type,
+                self.data.len()
+            )
+        }
+    }
+}
+
+/// Text or image bytes as an attachment named `name`.
+pub fn from_bytes(name: &str, data: Vec<u8>) -> Result<Attachment, String> {
+    if let Some(mime) = image::sniff(&data) {
+        image::check(Path::new(name), &data)?;
+        return Ok(Attachment {
+            path: name.to_string(),
+            mime_type: mime.to_string(),
+            data,
+        });
+    }
+    if image::mime_for_extension(Path::new(name)).is_some() {
+        // Named like an image, not one.
+        image::check(Path::new(name), &data)?;
+    }
+    if data.len() as u64 > MAX_TEXT_BYTES {
+        return Err(format!(
+            "{name} is too large to attach ({} bytes; text is attached up to {MAX_TEXT_BYTES} bytes)",
+            data.len()
+        ));
+    }
+    if super::common::looks_binary(&data) || std::str::from_utf8(&data).is_err() {
+        return Err(format!(
+            "{name} is neither text nor a PNG, JPEG, GIF or WebP image: it cannot be attached"
+        ));
+    }
+    Ok(Attachment {
+        path: name.to_string(),
+        mime_type: "text/plain".to_string(),
+        data,
+    })
+}
+
+/// The file `path` (absolute), named as the user sees it from `cwd`.
+pub fn load(path: &Path, cwd: &Path) -> Result<Attachment, String> {
+    let (file, meta) = open_regular(path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            format!("cannot attach {}: no such file", path.display())
+        } else {
+            format!("cannot attach {}: {e}", path.display())
+        }
+    })?;
+    let limit = MAX_TEXT_BYTES.max(image::MAX_IMAGE_BYTES);
+    let name = match path.strip_prefix(cwd) {
+        Ok(rel) if !rel.as_os_str().is_empty() => rel.display().to_string(),
+        _ => path.display().to_string(),
+    };
+    if meta.len() > limit {
+        return Err(format!(
+            "{name} is too large to attach ({} bytes; at most {limit})",
+            meta.len()
+        ));
+    }
+    let mut data = Vec::new();
+    file.take(limit + 1)
+        .read_to_end(&mut data)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    from_bytes(&name, data)
+}
+
+/// The `@path` words of a prompt that name existing files (relative to `cwd`, `~/` expanded),
+/// each with its resolved path; other `@words` are left alone (a hook may expand them).
+pub fn mentions(prompt: &str, cwd: &Path) -> Vec<(String, std::path::PathBuf)> {
+    let mut out: Vec<(String, std::path::PathBuf)> = Vec::new();
+    for word in prompt.split_whitespace() {
+        let Some(raw) = word.strip_prefix('@') else {
+            continue;
+        };
+        let raw = raw.trim_end_matches([',', '.', ';', ':', '!', '?', ')']);
+        if raw.is_empty() {
+            continue;
+        }
+        let path = super::common::resolve_in(cwd, raw);
+        if path.is_file() && !out.iter().any(|(_, p)| *p == path) {
+            out.push((raw.to_string(), path));
+        }
+    }
+    out
+}
+
+/// Whether `path` lies outside `project_root` (attaching it then needs the user's yes).
+pub fn outside(path: &Path, project_root: &Path) -> bool {
+    !path.starts_with(super::common::canonicalize_lenient(project_root))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_and_images_attach_and_the_rest_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().canonicalize().unwrap();
+        std::fs::write(root.join("notes.md"), "hello\n").unwrap();
+        std::fs::write(root.join("shot.png"), crate::tools::image::tests::png(2, 2)).unwrap();
+        std::fs::write(root.join("fake.png"), "text").unwrap();
+        std::fs::write(root.join("blob.bin"), [0u8, 1, 2]).unwrap();
+        let a = load(&root.join("notes.md"), &root).unwrap();
+        assert_eq!(
+            (a.path.as_str(), a.mime_type.as_str()),
+            ("notes.md", "text/plain")
+        );
+        assert_eq!(a.describe(), "notes.md (text/plain, 6 bytes)");
+        let i = load(&root.join("shot.png"), &root).unwrap();
+        assert_eq!(i.mime_type, "image/png");
+        assert!(
+            matches!(i.part(), crate::llm::Part::Binary { ref mime_type, .. } if mime_type == "image/png")
+        );
+        assert!(
+            load(&root.join("fake.png"), &root)
+                .unwrap_err()
+                .contains("not a PNG")
+        );
+        assert!(
+            load(&root.join("blob.bin"), &root)
+                .unwrap_err()
+                .contains("neither text")
+        );
+        assert!(
+            load(&root.join("none.txt"), &root)
+                .unwrap_err()
+                .contains("no such file")
+        );
+        let m = mentions(
+            "see @notes.md, and @shot.png @TODO @none.txt @notes.md",
+            &root,
+        );
+        let names: Vec<&str> = m.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["notes.md", "shot.png"]);
+        assert!(outside(Path::new("/etc/hostname"), &root));
+        assert!(!outside(&root.join("notes.md"), &root));
+        // An image piped in: known by its bytes.
+        let piped = from_bytes("stdin", crate::tools::image::tests::png(1, 1)).unwrap();
+        assert_eq!(piped.mime_type, "image/png");
+    }
+}

@@ -1,0 +1,362 @@
+//! The `download` tool: a URL saved to a file, streaming and binary-safe, through the one web
+//! request path (`net::web`: http(s) only, redirects checked, proxies honoured), with a size
+//! limit (`CRUSH_DOWNLOAD_MAX_BYTES`, default 100 MB) checked against the announced length
+//! before anything is written and against the bytes as they arrive. The file appears whole or
+//! not at all (a temporary file renamed into place) and the change enters the file history.
+
+use super::common::{display_path, opt_u64, read_regular, req_str, resolve};
+use super::{Content, PermissionRequest, Tool, ToolCtx, ToolError, ToolOutput};
+use crate::store::MAX_KEPT_BYTES;
+use serde_json::{Value, json};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+pub struct Download;
+
+pub const DEFAULT_TIMEOUT_SECS: u64 = 300;
+pub const MAX_TIMEOUT_SECS: u64 = 600;
+pub const DEFAULT_MAX_BYTES: u64 = 100 * 1024 * 1024;
+
+/// The size limit: `CRUSH_DOWNLOAD_MAX_BYTES`, else 100 MB.
+fn max_bytes() -> u64 {
+    std::env::var("CRUSH_DOWNLOAD_MAX_BYTES")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(DEFAULT_MAX_BYTES)
+}
+
+fn timeout_secs(input: &Value) -> Result<u64, String> {
+    Ok(opt_u64(input, "timeout")?
+        .filter(|t| *t > 0)
+        .unwrap_or(DEFAULT_TIMEOUT_SECS)
+        .min(MAX_TIMEOUT_SECS))
+}
+
+/// The URL and the file, checked.
+fn target(input: &Value, ctx: &ToolCtx) -> Result<(String, PathBuf), String> {
+    let url = req_str(input, "url")?.trim().to_string();
+    crate::net::check_web_url(&url)?;
+    let path = resolve(ctx, req_str(input, "file_path")?);
+    if path.is_dir() {
+        return Err(format!("{} is a directory, not a file", path.display()));
+    }
+    timeout_secs(input)?;
+    Ok((url, path))
+}
+
+fn too_large(n: u64, limit: u64) -> String {
+    format!(
+        "the download is too large: {n} bytes, more than the limit of {limit} bytes \
+         (CRUSH_DOWNLOAD_MAX_BYTES); nothing was written"
+    )
+}
+
+/// What arrived: its size and content type.
+struct Got {
+    bytes: u64,
+    content_type: String,
+    /// Where the bytes came from, after redirects.
+    final_url: String,
+}
+
+/// Fetches `url` into the temporary file `tmp`, at most `limit` bytes, stopping when `cancel`
+/// is set. The file is removed on any failure.
+fn fetch_to(
+    url: &str,
+    tmp: &Path,
+    limit: u64,
+    timeout: Duration,
+    cancel: &AtomicBool,
+) -> Result<Got, String> {
+    let mut resp = crate::net::web(&crate::net::WebRequest::get(url, timeout))?;
+    if resp.status() != 200 {
+        return Err(format!(
+            "Request failed with status code: {}",
+            resp.status()
+        ));
+    }
+    if let Some(n) = resp.content_length().filter(|n| *n > limit) {
+        return Err(too_large(n, limit));
+    }
+    let content_type = resp.header("content-type");
+    let final_url = resp.url.clone();
+    let mut file =
+        std::fs::File::create(tmp).map_err(|e| format!("cannot create {}: {e}", tmp.display()))?;
+    let mut reader = resp.reader();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut total = 0u64;
+    let result = loop {
+        if cancel.load(Ordering::Relaxed) {
+            break Err("download canceled".to_string());
+        }
+        match reader.read(&mut buf) {
+            Ok(0) => break Ok(()),
+            Ok(n) => {
+                total += n as u64;
+                if total > limit {
+                    break Err(format!(
+                        "the download is too large: more than the limit of {limit} bytes arrived \
+                         (CRUSH_DOWNLOAD_MAX_BYTES); nothing was written"
+                    ));
+                }
+                if let Err(e) = file.write_all(&buf[..n]) {
+                    break Err(format!("cannot write {}: {e}", tmp.display()));
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => break Err(format!("failed to read the response: {e}")),
+        }
+    };
+    let result = result.and_then(|()| file.sync_all().map_err(|e| e.to_string()));
+    if let Err(e) = result {
+        let _ = std::fs::remove_file(tmp);
+        return Err(e);
+    }
+    Ok(Got {
+        bytes: total,
+        content_type,
+        final_url,
+    })
+}
+
+/// A file's content for the history: its bytes, unless it is larger than the history keeps.
+fn snapshot(path: &Path) -> Option<Vec<u8>> {
+    let meta = std::fs::metadata(path).ok()?;
+    if meta.len() > MAX_KEPT_BYTES as u64 {
+        return None;
+    }
+    read_regular(path).ok()
+}
+
+fn download(input: &Value, ctx: &ToolCtx, limit: u64) -> Result<ToolOutput, String> {
+    let (url, path) = target(input, ctx)?;
+    let timeout = Duration::from_secs(timeout_secs(input)?);
+    let dir = path
+        .parent()
+        .ok_or_else(|| format!("{} has no directory", path.display()))?
+        .to_path_buf();
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| format!("cannot create directory {}: {e}", dir.display()))?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.crush-download-{}", std::process::id()));
+    let worker_cancel = Arc::new(AtomicBool::new(false));
+    let (u, t, c) = (url.clone(), tmp.clone(), worker_cancel.clone());
+    let got = crate::net::cancellable(&ctx.cancel, move || fetch_to(&u, &t, limit, timeout, &c));
+    let got = match got {
+        Ok(g) => g,
+        Err(e) => {
+            // A canceled worker stops at its next read and removes its file.
+            worker_cancel.store(true, Ordering::Relaxed);
+            return Err(if e == "canceled" {
+                "download canceled".to_string()
+            } else {
+                e
+            });
+        }
+    };
+    let existed = path.exists();
+    let before = if existed { snapshot(&path) } else { None };
+    if let Err(e) = std::fs::rename(&tmp, &path) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(format!("cannot write {}: {e}", path.display()));
+    }
+    let after = snapshot(&path);
+    fn content(exists: bool, bytes: &Option<Vec<u8>>) -> Content<'_> {
+        match (exists, bytes) {
+            (false, _) => Content::Absent,
+            (true, Some(b)) => Content::Bytes(b),
+            (true, None) => Content::Omitted,
+        }
+    }
+    ctx.session
+        .file_changed(&path, content(existed, &before), content(true, &after));
+    let shown = display_path(ctx, &path);
+    let mut text = format!("Successfully downloaded {} bytes to {shown}", got.bytes);
+    if !got.content_type.is_empty() {
+        text.push_str(&format!(" (Content-Type: {})", got.content_type));
+    }
+    Ok(ToolOutput {
+        content: text,
+        metadata: json!({
+            "url": url,
+            "final_url": got.final_url,
+            "file_path": path.display().to_string(),
+            "bytes": got.bytes,
+            "content_type": got.content_type,
+        }),
+        ..Default::default()
+    })
+}
+
+impl Tool for Download {
+    fn name(&self) -> &'static str {
+        "download"
+    }
+
+    fn description(&self) -> String {
+        format!(
+            "Download a URL (http or https) directly to a local file (binary-safe, streaming, \
+             max {MAX_TIMEOUT_SECS} s timeout, default {DEFAULT_TIMEOUT_SECS} s); overwrites \
+             without warning. Files larger than {} MB are refused. For reading content into \
+             context use fetch.",
+            max_bytes() / (1024 * 1024)
+        )
+    }
+
+    fn schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "url": {"type": "string", "description": "The URL to download from"},
+                "file_path": {
+                    "type": "string",
+                    "description": "The local file path where the downloaded content should be saved"
+                },
+                "timeout": {
+                    "type": "integer",
+                    "description": format!("Optional timeout in seconds (max {MAX_TIMEOUT_SECS})")
+                }
+            },
+            "required": ["url", "file_path"]
+        })
+    }
+
+    fn permission(
+        &self,
+        input: &Value,
+        ctx: &ToolCtx,
+    ) -> Result<Option<PermissionRequest>, String> {
+        let (url, path) = target(input, ctx)?;
+        Ok(Some(PermissionRequest {
+            tool: self.name().to_string(),
+            action: "download",
+            description: format!("Download {url} to {}", path.display()),
+            path,
+            diff: None,
+        }))
+    }
+
+    fn run(&self, input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
+        download(input, ctx, max_bytes()).map_err(ToolError::from)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::test_server::{Canned, serve};
+    use crate::tools::testutil::{Fixture, Out};
+
+    fn run(input: Value, fx: &Fixture, limit: u64) -> ToolOutput {
+        match download(&input, &fx.ctx(), limit) {
+            Ok(o) => o,
+            Err(e) => ToolOutput::error(e),
+        }
+    }
+
+    #[test]
+    fn binary_bytes_arrive_whole_and_enter_the_history() {
+        let fx = Fixture::new();
+        let bytes: Vec<u8> = (0..=255u8).cycle().take(70_000).collect();
+        let url = serve(vec![
+            Canned::new(200, bytes.clone()).header("Content-Type", "application/octet-stream"),
+            Canned::new(200, b"second".to_vec()),
+        ])
+        .url;
+        let out = run(
+            json!({"url": format!("{url}/f.bin"), "file_path": "d/f.bin"}),
+            &fx,
+            1 << 20,
+        );
+        assert!(!out.is_error, "{}", out.content);
+        assert_eq!(
+            out.content,
+            "Successfully downloaded 70000 bytes to d/f.bin (Content-Type: application/octet-stream)"
+        );
+        assert_eq!(std::fs::read(fx.path("d/f.bin")).unwrap(), bytes);
+        let out = run(json!({"url": url, "file_path": "d/f.bin"}), &fx, 1 << 20);
+        assert!(!out.is_error, "{}", out.content);
+        let changes = fx.reads.changes.lock().unwrap().clone();
+        assert_eq!(changes.len(), 2);
+        assert_eq!(changes[0].1, None);
+        assert_eq!(changes[0].2.as_deref(), Some(bytes.as_slice()));
+        assert_eq!(changes[1].1.as_deref(), Some(bytes.as_slice()));
+        assert_eq!(changes[1].2.as_deref(), Some(&b"second"[..]));
+        let leftovers: Vec<_> = std::fs::read_dir(fx.path("d")).unwrap().collect();
+        assert_eq!(leftovers.len(), 1, "no temporary file left");
+    }
+
+    #[test]
+    fn too_large_redirected_away_or_failing_downloads_write_nothing() {
+        let fx = Fixture::new();
+        let url = serve(vec![
+            // A 2 GB file, announced: refused before a byte is read.
+            Canned::new(200, Vec::new()).header("Content-Length", "2147483648"),
+            Canned::new(302, "").header("Location", "file:///etc/passwd"),
+            Canned::new(404, "nope"),
+        ])
+        .url;
+        let out = run(json!({"url": url, "file_path": "big"}), &fx, 1 << 20);
+        assert!(
+            out.is_error && out.content.contains("2147483648 bytes"),
+            "{}",
+            out.content
+        );
+        let out = run(json!({"url": url, "file_path": "big"}), &fx, 1 << 20);
+        assert!(
+            out.is_error && out.content.contains("file:///etc/passwd"),
+            "{}",
+            out.content
+        );
+        let out = run(json!({"url": url, "file_path": "big"}), &fx, 1 << 20);
+        assert!(
+            out.is_error && out.content.contains("404"),
+            "{}",
+            out.content
+        );
+        // More bytes than allowed, with no length announced.
+        let url = serve(vec![Canned::new(200, vec![b'x'; 5000]).without_length()]).url;
+        let out = run(json!({"url": url, "file_path": "big"}), &fx, 1000);
+        assert!(
+            out.is_error && out.content.contains("too large"),
+            "{}",
+            out.content
+        );
+        assert_eq!(
+            std::fs::read_dir(fx.root()).unwrap().count(),
+            0,
+            "nothing written"
+        );
+        assert!(fx.reads.changes.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn every_download_asks_with_its_own_action() {
+        let fx = Fixture::new();
+        let ctx = fx.ctx();
+        let req = Download
+            .permission(
+                &json!({"url": "https://e.x/a.zip", "file_path": "a.zip"}),
+                &ctx,
+            )
+            .unwrap()
+            .unwrap();
+        assert_eq!(req.action, "download");
+        assert_eq!(req.path, fx.path("a.zip"));
+        for bad in [
+            json!({"url": "file:///etc/passwd", "file_path": "x"}),
+            json!({"url": "https://e.x"}),
+            json!({"url": "https://e.x", "file_path": "."}),
+        ] {
+            assert!(Download.permission(&bad, &ctx).is_err(), "{bad}");
+            assert!(Download.run(&bad, &ctx).out().is_error, "{bad}");
+        }
+    }
+}

@@ -1,0 +1,170 @@
+//! Background jobs of the bash tool: `run_in_background`, the move to the background of a slow
+//! command, `job_output`, `job_kill`, and no job outliving crush, even one killed with SIGKILL.
+
+use super::cancel::{Running, is_dead, wait_dead};
+use crate::support::echo::ECHO_ENV;
+use crate::support::{Dialect, FakeServer, Reply, TestEnv};
+use serde_json::json;
+use std::time::Duration;
+
+/// The text of the last tool result the model was sent in model request `i`.
+fn last_result(server: &FakeServer, i: usize) -> (String, bool) {
+    let r = server.model_requests()[i].tool_results();
+    let (_, text, err) = r.last().cloned().expect("a tool result");
+    (text, err)
+}
+
+/// The pids of live processes whose command line contains `marker`.
+fn processes_with(marker: &str) -> Vec<i32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline).contains(marker) && !is_dead(pid) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+fn pid_in(path: &std::path::Path) -> i32 {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn a_background_server_answers_while_the_turn_goes_on_and_dies_with_crush_run() {
+    let env = TestEnv::new();
+    let dir = env.root().join("echo");
+    std::fs::create_dir_all(&dir).unwrap();
+    let bin = std::env::current_exe().unwrap();
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call(
+            "bash",
+            json!({"command": format!("{ECHO_ENV}={} {}", dir.display(), bin.display()),
+                   "run_in_background": true, "description": "echo server"}),
+        ),
+        Reply::tool_call(
+            "bash",
+            json!({"command": format!(
+                "until [ -s {d}/port ]; do sleep 0.05; done; exec 3<>/dev/tcp/127.0.0.1/$(cat {d}/port); echo ping >&3; head -n1 <&3",
+                d = dir.display()
+            )}),
+        ),
+        Reply::tool_call("job_output", json!({"shell_id": "001"})),
+        Reply::text("done"),
+    ]);
+    env.use_server(&server, Dialect::OpenAi);
+    let out = env.run(&["run", "-q", "-y", "serve"], None);
+    out.assert_success();
+    let (started, _) = last_result(&server, 1);
+    assert!(
+        started.starts_with("Background shell started with ID: 001"),
+        "{started}"
+    );
+    let (answer, _) = last_result(&server, 2);
+    assert!(answer.starts_with("pong ping"), "{answer}");
+    let (status, _) = last_result(&server, 3);
+    assert!(status.starts_with("Status: running"), "{status}");
+    // crush run is over: the server went with it.
+    wait_dead(pid_in(&dir.join("pid")));
+}
+
+#[test]
+fn kill_9_of_crush_leaves_no_job_behind() {
+    let env = TestEnv::new();
+    let marker = format!("crushjob-{}", std::process::id());
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call(
+            "bash",
+            json!({"command": format!("echo $$ > job.pid; exec -a {marker} sleep 300"),
+                   "run_in_background": true}),
+        ),
+        Reply::stall(Duration::from_secs(120)),
+    ]);
+    env.use_server(&server, Dialect::OpenAi);
+    let run = Running::start(&env, &["run", "-q", "-y", "go"], None);
+    let pidfile = env.project().join("job.pid");
+    run.wait_for("the job and the next model call", |_| {
+        server.model_requests().len() >= 2 && pidfile.exists()
+    });
+    let pid = pid_in(&pidfile);
+    assert!(!is_dead(pid), "the job should run until crush dies");
+    // The job, and its supervisor (whose arguments hold the command).
+    let before = processes_with(&marker);
+    assert!(before.contains(&pid) && before.len() == 2, "{before:?}");
+    run.signal(libc::SIGKILL);
+    let out = run.finish();
+    out.assert_code(137);
+    wait_dead(pid);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !processes_with(&marker).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "left behind: {:?}",
+            processes_with(&marker)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_slow_command_moves_to_the_background_and_job_tools_read_and_kill_it() {
+    let env = TestEnv::new();
+    let marker = format!("crushslow-{}", std::process::id());
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call(
+            "bash",
+            json!({"command": format!("echo started; exec -a {marker} sleep 300"),
+                   "auto_background_after": 1}),
+        ),
+        Reply::tool_call("job_output", json!({"shell_id": "001"})),
+        Reply::tool_call("job_kill", json!({"shell_id": "001"})),
+        Reply::tool_call("job_kill", json!({"shell_id": "001"})),
+        Reply::tool_call(
+            "bash",
+            json!({"command": "seq 1 2000000; sleep 300", "run_in_background": true}),
+        ),
+        Reply::tool_call("job_output", json!({"shell_id": "002"})),
+        Reply::text("done"),
+    ]);
+    env.use_server(&server, Dialect::Anthropic);
+    let out = env.run(&["run", "-q", "-y", "go"], None);
+    out.assert_success();
+    let (moved, _) = last_result(&server, 1);
+    assert!(
+        moved.contains("moved to background") && moved.contains("Background shell ID: 001"),
+        "{moved}"
+    );
+    let (output, _) = last_result(&server, 2);
+    assert!(
+        output.starts_with("Status: running") && output.contains("started"),
+        "{output}"
+    );
+    let (killed, err) = last_result(&server, 3);
+    assert_eq!(killed, "Background shell 001 terminated successfully");
+    assert!(!err);
+    assert!(
+        processes_with(&marker).is_empty(),
+        "job_kill left it running"
+    );
+    let (unknown, err) = last_result(&server, 4);
+    assert!(
+        err && unknown.contains("background shell not found: 001"),
+        "{unknown}"
+    );
+    // 2000000 lines (about 15 MB) flood the job: what is kept is capped and says what it lost.
+    let (flood, _) = last_result(&server, 6);
+    assert!(
+        flood.contains("bytes of output were dropped"),
+        "{}",
+        &flood[..200]
+    );
+    assert!(flood.contains("2000000"));
+    assert!(flood.chars().count() < 32_000, "{}", flood.len());
+}
