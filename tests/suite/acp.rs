@@ -1044,3 +1044,51 @@ fn custom_commands_are_offered_to_the_editor_and_expanded_in_a_prompt() {
     assert!(!body.contains("/review"), "{body}");
     assert_eq!(ed.finish().0, 0);
 }
+
+#[test]
+fn the_todos_tool_reaches_the_editor_as_a_plan() {
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call(
+            "todos",
+            json!({"todos": [
+                {"content": "Read the code", "status": "completed", "active_form": "Reading"},
+                {"content": "Fix the bug", "status": "in_progress", "active_form": "Fixing"},
+                {"content": "Run the tests", "status": "pending", "active_form": "Testing"}
+            ]}),
+        ),
+        Reply::text("Planned."),
+    ]);
+    title_route(&server);
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::Anthropic);
+    let mut ed = Editor::start(&env, &[], &[]);
+    ed.initialize(false);
+    let sid = ed.new_session(&env);
+    let id = ed.prompt(&sid, "plan the fix");
+    assert_eq!(ed.result(id)["stopReason"], "end_turn");
+    let updates = ed.updates(&sid);
+    let plan = updates
+        .iter()
+        .find(|u| u["sessionUpdate"] == "plan")
+        .unwrap_or_else(|| panic!("{updates:#?}"));
+    let entries: Vec<(String, String)> = plan["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["content"].as_str().unwrap().to_string(),
+                e["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        entries,
+        [
+            ("Read the code".to_string(), "completed".to_string()),
+            ("Fix the bug".to_string(), "in_progress".to_string()),
+            ("Run the tests".to_string(), "pending".to_string()),
+        ]
+    );
+    assert_eq!(ed.finish().0, 0);
+}
