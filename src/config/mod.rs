@@ -409,17 +409,22 @@ impl ResolvedModel {
                 };
                 message = format!("provider '{}' {verb} the {what}{from}: {message}", p.id);
             }
-            404 => {
+            // Bedrock refuses an unknown model id with 400 as well, in its own words.
+            404 | 400 if status == 404 || message.starts_with(crate::llm::bedrock::NO_MODEL) => {
                 let close = close_matches(&self.model.id, p.models.iter().map(|m| m.id.as_str()));
                 let hint = if close.is_empty() {
                     format!("'crush models {}' lists its models", p.id)
                 } else {
                     format!("close matches: {}", close.join(", "))
                 };
-                message = format!(
-                    "{message} (model '{}' sent to provider '{}'; {hint})",
-                    self.model.id, p.id
-                );
+                message = if status == 404 {
+                    format!(
+                        "{message} (model '{}' sent to provider '{}'; {hint})",
+                        self.model.id, p.id
+                    )
+                } else {
+                    format!("{message} ({hint})")
+                };
             }
             _ => {}
         }
