@@ -841,7 +841,11 @@ impl Loaded {
                     .map(|(_, v)| v)
                     .unwrap_or_default(),
             };
-            if !version.is_empty() && !base_url.contains("api-version=") {
+            // The resource's v1 API takes no dated version (only `preview` or `latest`), as
+            // Go Crush sends none there; a deployment URL needs one.
+            let v1 = crate::llm::endpoints::azure_base(&base_url).contains("/openai/v1");
+            let dated = version.starts_with(|c: char| c.is_ascii_digit());
+            if !version.is_empty() && !(v1 && dated) && !base_url.contains("api-version=") {
                 let sep = if base_url.contains('?') { '&' } else { '?' };
                 base_url = format!("{base_url}{sep}api-version={version}");
             }
@@ -1551,9 +1555,16 @@ mod tests {
         assert!(!mine.endpoint.ambient_auth);
         let a = t.ready.iter().find(|p| p.id == "azure").unwrap();
         assert_eq!(a.endpoint.kind, ApiKind::Azure);
+        // A dated api-version is for deployment URLs, not the resource's v1 API.
+        assert_eq!(a.endpoint.base_url, "https://res.openai.azure.com");
+        let l = loaded(json!({"providers": {"azure": {"api_key": "az",
+            "base_url": "https://res.openai.azure.com/openai/deployments/d",
+            "api_version": "2024-10-21"}}}));
+        let t = l.providers_with(&cat);
+        let a = t.ready.iter().find(|p| p.id == "azure").unwrap();
         assert_eq!(
             a.endpoint.base_url,
-            "https://res.openai.azure.com?api-version=2024-10-21"
+            "https://res.openai.azure.com/openai/deployments/d?api-version=2024-10-21"
         );
         let l = loaded(json!({"providers": {"vertexai": {"location": "global"}}}));
         if std::env::var_os("VERTEXAI_PROJECT").is_none()
