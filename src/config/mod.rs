@@ -1200,10 +1200,20 @@ impl Loaded {
                                 })
                             })
                             .ok_or_else(|| {
-                                ConfigError::Model(
-                                    "no model selected: set models.large in crush.json or pass -m PROVIDER/MODEL"
-                                        .into(),
-                                )
+                                // Say why the servers asked for their models gave none.
+                                let why: String = providers
+                                    .iter()
+                                    .filter_map(|p| {
+                                        let w = p.discovery_failure()?;
+                                        Some(format!(
+                                            "; provider '{}' listed no models ({w})",
+                                            p.id
+                                        ))
+                                    })
+                                    .collect();
+                                ConfigError::Model(format!(
+                                    "no model selected: set models.large in crush.json or pass -m PROVIDER/MODEL{why}"
+                                ))
                             })?;
                         (Some(p), m, SelectedModel::default())
                     }
