@@ -844,8 +844,10 @@ impl Loaded {
             // The resource's v1 API takes no dated version (only `preview` or `latest`), as
             // Go Crush sends none there; a deployment URL needs one.
             let v1 = crate::llm::endpoints::azure_base(&base_url).contains("/openai/v1");
-            let dated = version.starts_with(|c: char| c.is_ascii_digit());
-            if !version.is_empty() && !(v1 && dated) && !base_url.contains("api-version=") {
+            let skip = version.is_empty()
+                || base_url.contains("api-version=")
+                || v1 && version.starts_with(|c: char| c.is_ascii_digit());
+            if !skip {
                 let sep = if base_url.contains('?') { '&' } else { '?' };
                 base_url = format!("{base_url}{sep}api-version={version}");
             }
