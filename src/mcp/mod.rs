@@ -605,6 +605,9 @@ impl Shared {
                     }
                     _ => crate::log::debug(&format!("{}: {method}", s.label())),
                 },
+                // A connection given up while connecting (a Streamable HTTP attempt at an
+                // older server, a process that exited on the probe) shares this channel.
+                Note::Closed(_) if l.alive() => continue,
                 Note::Closed(why) => {
                     if s.restarted.load(Ordering::SeqCst) {
                         self.warn(format!("{} stopped: {why}", s.label()));

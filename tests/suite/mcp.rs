@@ -202,7 +202,10 @@ fn an_http_sse_server_works_and_an_http_url_falls_back_to_it() {
         json!({"old": {"type": "sse", "url": mcp.sse_url()},
                "auto": {"type": "http", "url": mcp.sse_url()}}),
     );
-    run(&env, &["run", "-q", "-y", "go"]).assert_success();
+    let out = run(&env, &["run", "-q", "-y", "go"]);
+    out.assert_success();
+    // The Streamable HTTP attempt that found an older server is no stopped server.
+    assert!(!out.stderr.contains("stopped"), "{}", out.stderr);
     let results = server.request(1).tool_results();
     assert_eq!(results[0].1, "one");
     assert_eq!(results[1].1, "two");
