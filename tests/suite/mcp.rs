@@ -901,6 +901,36 @@ fn repl_prompts_of_servers_are_slash_commands() {
 }
 
 #[test]
+fn a_prompt_named_with_its_server_waits_for_that_server_to_start() {
+    let server = FakeServer::with_script(vec![Reply::text("reviewed")]);
+    title_route(&server);
+    let s = stdio(
+        &server,
+        Dialect::OpenAi,
+        json!({"initialize_delay_ms": 1500,
+            "prompts": [{"name": "review", "arguments": [{"name": "file", "required": true}],
+            "template": "Review {file}"}]}),
+        json!({}),
+    );
+    // The REPL's first request does not wait for servers; a prompt of a named server does.
+    let mut cmd = s.env.crush();
+    cmd.env("CRUSH_MCP_WAIT_MS", "0");
+    let out = crate::support::env::run_command(
+        cmd,
+        Some("/mcp:t:review main.rs\n"),
+        crate::support::RUN_TIMEOUT,
+    );
+    out.assert_success();
+    assert!(!out.stderr.contains("no prompt"), "{}", out.stderr);
+    let turn = server
+        .model_requests()
+        .into_iter()
+        .find(|r| !r.system_text().contains("title of a conversation"))
+        .unwrap();
+    assert_eq!(turn.user_texts().last().unwrap(), "Review main.rs");
+}
+
+#[test]
 fn crush_run_sends_a_prompt_of_a_server_by_full_or_bare_name() {
     let server = FakeServer::with_script(vec![Reply::text("one"), Reply::text("two")]);
     let s = stdio(
