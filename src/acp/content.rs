@@ -205,9 +205,14 @@ pub fn available_commands(cat: &crate::skills::catalog::Catalog) -> Vec<Value> {
         .iter()
         .map(|e| {
             let mut c = json!({"name": e.name, "description": e.description()});
+            // The arguments, shown where they are to be typed.
             let usage = e.usage();
-            if !usage.is_empty() {
-                c["input"] = json!({"hint": usage});
+            let args = usage
+                .strip_prefix(&format!("/{}", e.name))
+                .unwrap_or(&usage)
+                .trim();
+            if !args.is_empty() {
+                c["input"] = json!({"hint": args});
             }
             c
         })
