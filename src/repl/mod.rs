@@ -374,7 +374,8 @@ impl Sink for ReplSink<'_> {
             AgentEvent::StepCommitted => self.status(WAITING),
             AgentEvent::ToolPending(name) => self.status(&format!("preparing {name}…")),
             AgentEvent::Todos(todos) => {
-                self.term.checklist(&crate::tools::todos::checklist(&todos));
+                self.term
+                    .todos_changed(&crate::tools::todos::checklist(&todos));
                 self.term.begin_answer();
             }
         }
@@ -1222,6 +1223,7 @@ impl Repl {
         self.session_start = Some(if sid.is_empty() { "startup" } else { "resume" });
         self.agent.session_id = sid;
         self.fresh = false;
+        self.term.forget_todos();
         let p = &self.agent.permissions;
         self.agent.permissions = Permissions::new(p.yolo, p.allowed_tools.clone());
     }

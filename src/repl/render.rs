@@ -38,6 +38,9 @@ pub struct Term {
     answered: bool,
     /// Answers are rendered as Markdown (stdout is a terminal, colour allowed).
     markdown: Option<Markdown>,
+    /// The task list the model last set, as printed (a list sent again unchanged is not
+    /// printed again).
+    todos_shown: String,
 }
 
 /// Writes to stdout; a closed stdout (broken pipe) ends the process quietly with 0.
@@ -81,6 +84,7 @@ impl Term {
             status_shown: false,
             out_at_line_start: true,
             answered: false,
+            todos_shown: String::new(),
         }
     }
 
@@ -281,6 +285,19 @@ impl Term {
             ));
         }
         write_stderr(&s);
+    }
+
+    /// The model set the task list: printed when it differs from the one printed last.
+    pub fn todos_changed(&mut self, list: &str) {
+        if list != self.todos_shown {
+            self.checklist(list);
+            self.todos_shown = list.to_string();
+        }
+    }
+
+    /// A new or resumed session: its task list has not been printed.
+    pub fn forget_todos(&mut self) {
+        self.todos_shown.clear();
     }
 
     /// A task list (`[x]`, `[>]`, `[ ]` lines) on stderr: done tasks dim, the current one bold.

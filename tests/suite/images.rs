@@ -257,3 +257,46 @@ fn the_repl_attaches_at_paths_asks_outside_the_project_and_attach_detach_work() 
     let second = turns[1].user_texts().join("\n");
     assert!(second.contains("and again @notes.md"), "{second}");
 }
+
+#[test]
+fn a_viewed_image_reaches_responses_and_gemini_after_the_tool_output() {
+    for dialect in [Dialect::Responses, Dialect::Gemini] {
+        let server = FakeServer::with_script(vec![
+            Reply::tool_call("view", json!({"file_path": "shot.png"})),
+            Reply::text("a square"),
+        ]);
+        let env = env_for(&server, dialect, true);
+        env.run(&["run", "-q", "look"], None).assert_success();
+        let body = server.model_requests()[1].body.clone();
+        let data = b64(&png());
+        match dialect {
+            // The function_call_output is text; the image follows it as the user's.
+            Dialect::Responses => {
+                let items = body["input"].as_array().unwrap();
+                let out = items
+                    .iter()
+                    .position(|i| i["type"] == "function_call_output")
+                    .unwrap();
+                assert_eq!(items[out + 1]["role"], "user", "{body}");
+                let mut images = Vec::new();
+                blocks_of_type(&items[out + 1], "input_image", &mut images);
+                assert_eq!(
+                    images[0]["image_url"],
+                    format!("data:image/png;base64,{data}")
+                );
+            }
+            // The functionResponse opens the turn; the image is an inline part after it.
+            _ => {
+                let contents = body["contents"].as_array().unwrap();
+                let parts = contents.last().unwrap()["parts"].as_array().unwrap();
+                assert!(parts[0].get("functionResponse").is_some(), "{body}");
+                let inline = parts
+                    .iter()
+                    .find_map(|p| p.get("inlineData"))
+                    .unwrap_or_else(|| panic!("{body}"));
+                assert_eq!(inline["mimeType"], "image/png");
+                assert_eq!(inline["data"], data.as_str());
+            }
+        }
+    }
+}

@@ -26,6 +26,7 @@ mod run;
 mod shell;
 mod skills;
 mod static_bin;
+mod todos;
 mod trust;
 mod undo;
 mod web;
