@@ -133,11 +133,13 @@ pub fn keep_leftovers(session_id: &str, job: Job) {
     });
 }
 
-fn find(id: &str) -> Option<(Arc<Job>, Info)> {
+/// Job `id` of `session_id`: another session's jobs (two editor sessions in one `crush acp`)
+/// are not found.
+fn find(id: &str, session_id: &str) -> Option<(Arc<Job>, Info)> {
     let id = id.trim();
     table()
         .iter()
-        .find(|e| !e.id.is_empty() && e.id.eq_ignore_ascii_case(id))
+        .find(|e| !e.id.is_empty() && e.id.eq_ignore_ascii_case(id) && e.session_id == session_id)
         .map(|e| (e.job.clone(), e.info()))
 }
 
@@ -259,7 +261,8 @@ impl Tool for JobOutput {
     fn run(&self, input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
         let id = req_str(input, "shell_id")?;
         let wait = opt_bool(input, "wait")?;
-        let (job, info) = find(id).ok_or_else(|| format!("background shell not found: {id}"))?;
+        let (job, info) = find(id, ctx.session.session_id())
+            .ok_or_else(|| format!("background shell not found: {id}"))?;
         if wait {
             job.wait(None, Some(&ctx.cancel));
         }
@@ -329,9 +332,10 @@ impl Tool for JobKill {
         Ok(None)
     }
 
-    fn run(&self, input: &Value, _ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
+    fn run(&self, input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
         let id = req_str(input, "shell_id")?;
-        let (job, info) = find(id).ok_or_else(|| format!("background shell not found: {id}"))?;
+        let (job, info) = find(id, ctx.session.session_id())
+            .ok_or_else(|| format!("background shell not found: {id}"))?;
         job.stop();
         table().retain(|e| e.id != info.id);
         Ok(ToolOutput {
@@ -351,6 +355,23 @@ mod tests {
     use super::*;
     use crate::proc::Spec;
     use crate::tools::testutil::{Fixture, Out};
+    use crate::tools::{Content, SessionState};
+
+    /// A session with this id and nothing else.
+    struct Session(&'static str);
+
+    impl SessionState for Session {
+        fn session_id(&self) -> &str {
+            self.0
+        }
+        fn todos(&self) -> Result<Vec<crate::tools::todos::Todo>, String> {
+            Ok(Vec::new())
+        }
+        fn set_todos(&self, _: &[crate::tools::todos::Todo]) -> Result<(), String> {
+            Ok(())
+        }
+        fn file_changed(&self, _: &std::path::Path, _: Content, _: Content) {}
+    }
 
     fn start(script: &str, dir: &std::path::Path) -> Job {
         let mut spec = Spec::shell(script, dir);
@@ -362,7 +383,11 @@ mod tests {
     #[test]
     fn output_is_read_once_then_the_job_is_killed_and_forgotten() {
         let fx = Fixture::new();
-        let ctx = fx.ctx();
+        let session = Session("s-output");
+        let ctx = ToolCtx {
+            session: &session,
+            ..fx.ctx()
+        };
         let job = start("echo first; sleep 30", fx.root());
         let id = add("s-output", "echo first; sleep 30", "waits", "/w", job);
         let out = JobOutput.run(&json!({"shell_id": id}), &ctx).out();
@@ -392,7 +417,11 @@ mod tests {
     #[test]
     fn waiting_returns_the_exit_code_and_unknown_ids_are_errors() {
         let fx = Fixture::new();
-        let ctx = fx.ctx();
+        let session = Session("s-wait");
+        let ctx = ToolCtx {
+            session: &session,
+            ..fx.ctx()
+        };
         let id = add(
             "s-wait",
             "x",
@@ -414,15 +443,29 @@ mod tests {
     }
 
     #[test]
-    fn ending_a_session_kills_its_jobs_only() {
+    fn ending_a_session_kills_its_jobs_only_and_no_session_sees_anothers() {
         let fx = Fixture::new();
         let a = add("s-a", "sleep", "", "/w", start("sleep 30", fx.root()));
         let b = add("s-b", "sleep", "", "/w", start("sleep 30", fx.root()));
-        let (ja, _) = find(&a).unwrap();
+        let (ja, _) = find(&a, "s-a").unwrap();
+        let session = Session("s-b");
+        let in_b = ToolCtx {
+            session: &session,
+            ..fx.ctx()
+        };
+        for tool in [&JobOutput as &dyn Tool, &JobKill] {
+            let out = tool.run(&json!({"shell_id": a}), &in_b).out();
+            assert!(
+                out.is_error && out.content.contains("not found"),
+                "{}",
+                out.content
+            );
+        }
+        assert!(!ja.wait(Some(Instant::now() + Duration::from_millis(50)), None));
         end_session("s-a");
-        assert!(find(&a).is_none());
+        assert!(find(&a, "s-a").is_none());
         assert!(ja.wait(Some(Instant::now() + Duration::from_secs(5)), None));
-        assert!(find(&b).is_some());
+        assert!(find(&b, "s-b").is_some());
         end_session("s-b");
     }
 }
