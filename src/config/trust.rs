@@ -662,6 +662,15 @@ pub fn review(
             }
         }
     }
+    // The texts quote the project's files, which may hold escape sequences: they are shown as
+    // text, so a listing can never hide or redraw what the user is asked to trust.
+    for it in &mut items {
+        it.text = crate::visible::line(&it.text).into_owned();
+        it.key = crate::visible::line(&it.key).into_owned();
+    }
+    for h in &mut hooks {
+        *h = crate::visible::line(h).into_owned();
+    }
     let hash = if items.is_empty() {
         String::new()
     } else {
