@@ -280,3 +280,37 @@ fn escape_sequences_in_a_project_file_cannot_hide_what_is_to_be_trusted() {
         out.stderr
     );
 }
+
+#[test]
+fn a_git_config_shipped_in_the_directory_runs_nothing_in_crushs_own_git_status() {
+    // A directory unpacked from an archive can hold `.git/config` itself: its core.fsmonitor
+    // would run in the `git status` crush makes for the system prompt, before any question.
+    let server = FakeServer::with_script(vec![Reply::text("ok")]);
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::OpenAi);
+    let p = env.project();
+    let ran = env.root().join("ran-fsmonitor");
+    script(&p.join("fsmonitor.sh"), &format!("touch {}", ran.display()));
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git")
+            .args(args)
+            .current_dir(&p)
+            .output()
+            .unwrap()
+            .status
+            .success();
+        assert!(ok, "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    git(&[
+        "config",
+        "core.fsmonitor",
+        &p.join("fsmonitor.sh").to_string_lossy(),
+    ]);
+    env.run(&["run", "hi"], None).assert_success();
+    assert!(!ran.exists(), "the directory's fsmonitor ran");
+    assert!(
+        server.request(0).body_text.contains("<git_status>"),
+        "git status still reaches the prompt"
+    );
+}
