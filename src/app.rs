@@ -151,7 +151,7 @@ pub fn load_config(global: &Global) -> Result<Loaded, AppError> {
         }
     }
     for w in &loaded.warnings {
-        eprintln!("crush: warning: {w}");
+        eprintln!("crush: warning: {}", crate::visible::text(w));
     }
     for out in &loaded.script_output {
         eprint!("{out}");
@@ -160,7 +160,7 @@ pub fn load_config(global: &Global) -> Result<Loaded, AppError> {
         }
     }
     if let Some(n) = loaded.trust.notice() {
-        eprintln!("crush: {n}");
+        eprintln!("crush: {}", crate::visible::text(&n));
     }
     for (k, v) in loaded.dotenv_vars.iter().chain(&loaded.env_vars) {
         if std::env::var_os(k).is_some_and(|old| old == v.as_str()) {
@@ -262,7 +262,7 @@ pub struct Context {
 pub fn language_servers(loaded: &Loaded) -> Option<Lsp> {
     let setup = config::lsp::servers(loaded);
     for w in &setup.warnings {
-        eprintln!("crush: warning: {w}");
+        eprintln!("crush: warning: {}", crate::visible::text(w));
     }
     if setup.specs.is_empty() {
         return None;
@@ -315,7 +315,7 @@ pub fn load_skills(loaded: &Loaded) -> (crate::skills::Skills, crate::skills::co
     let elapsed = started.elapsed();
     for w in skills.warnings.iter().chain(&commands.warnings) {
         crate::log::warn(w);
-        eprintln!("crush: warning: {w}");
+        eprintln!("crush: warning: {}", crate::visible::text(w));
     }
     if loaded.config.options.debug {
         eprintln!(
@@ -378,7 +378,7 @@ pub fn start_mcp(loaded: &Loaded) -> crate::tools::mcp::Mcp {
     );
     let (specs, warnings) = config::mcp::servers(loaded);
     for w in warnings {
-        eprintln!("crush: warning: {w}");
+        eprintln!("crush: warning: {}", crate::visible::text(&w));
     }
     manager.set_servers(specs);
     crate::tools::mcp::Mcp::new(manager)
@@ -530,13 +530,13 @@ pub fn load_hooks(loaded: &Loaded) -> Result<crate::hooks::HookConfig, AppError>
     match crate::hooks::HookConfig::from_loaded(loaded) {
         Ok((hooks, warnings)) => {
             for w in warnings {
-                eprintln!("crush: warning: {w}");
+                eprintln!("crush: warning: {}", crate::visible::text(&w));
             }
             Ok(hooks)
         }
         Err(p) => {
             for w in p.warnings {
-                eprintln!("crush: warning: {w}");
+                eprintln!("crush: warning: {}", crate::visible::text(&w));
             }
             Err(AppError::Config(format!(
                 "invalid hook configuration:\n  {}\nfix the hook (see 'man crush', HOOKS) or remove it",

@@ -95,9 +95,35 @@ pub fn mask(text: &str, secrets: &[(String, String)]) -> Option<String> {
     out
 }
 
+/// `mask` over every string of a JSON value, in place.
+pub fn mask_json(v: &mut serde_json::Value, secrets: &[(String, String)]) {
+    match v {
+        serde_json::Value::String(s) => {
+            if let Some(m) = mask(s, secrets) {
+                *s = m;
+            }
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(|x| mask_json(x, secrets)),
+        serde_json::Value::Object(o) => o.values_mut().for_each(|x| mask_json(x, secrets)),
+        _ => {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn masking_reaches_every_string_of_a_json_value() {
+        let secrets = [("K".to_string(), "sk-secret-123".to_string())];
+        let mut v = serde_json::json!({"stdout": "key sk-secret-123", "n": 1,
+            "list": [{"x": "sk-secret-123!"}]});
+        mask_json(&mut v, &secrets);
+        assert_eq!(
+            v,
+            serde_json::json!({"stdout": "key [masked K]", "n": 1, "list": [{"x": "[masked K]!"}]})
+        );
+    }
 
     #[test]
     fn secret_looking_names_are_left_out_unless_allowed() {

@@ -130,7 +130,8 @@ pub fn main() -> std::process::ExitCode {
     let code = match dispatch(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("crush: {e}");
+            // An error may quote a project file, a server or a model: shown, never acted on.
+            eprintln!("crush: {}", visible::text(&e.to_string()));
             e.exit_code()
         }
     };

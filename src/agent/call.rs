@@ -533,6 +533,8 @@ impl Agent<'_> {
         if let Some(masked) = crate::env::mask(&out.content, &self.secrets) {
             out.content = masked;
         }
+        // The same output in Claude Code's shape, for the hooks' `tool_response`.
+        crate::env::mask_json(&mut out.structured, &self.secrets);
         let mut extra = Vec::new();
         let pre_text = pre.context_text(&self.cwd);
         if !pre_text.is_empty() {

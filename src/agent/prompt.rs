@@ -109,9 +109,18 @@ fn collect(p: &Path, inside: Option<&Path>, out: &mut Vec<PathBuf>) {
 }
 
 fn git_status(cwd: &Path) -> Option<String> {
-    let argv = ["git", "status", "--short", "--branch"]
-        .map(String::from)
-        .to_vec();
+    // The directory's own `.git/config` may name a program as its file system monitor (an
+    // unpacked archive can hold one): crush's own status runs nothing of it.
+    let argv = [
+        "git",
+        "-c",
+        "core.fsmonitor=false",
+        "status",
+        "--short",
+        "--branch",
+    ]
+    .map(String::from)
+    .to_vec();
     let mut spec = crate::proc::Spec::exec(argv, cwd);
     // A status that takes longer than this is left out rather than holding up the turn.
     spec.timeout = Some(std::time::Duration::from_secs(10));

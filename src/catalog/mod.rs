@@ -148,7 +148,7 @@ impl Lazy {
             let started = std::time::Instant::now();
             let (catalog, warnings) = load(settings);
             for w in warnings {
-                eprintln!("crush: warning: {w}");
+                eprintln!("crush: warning: {}", crate::visible::text(&w));
             }
             if settings.debug {
                 eprintln!(

@@ -1199,10 +1199,55 @@ pub fn new_id() -> Result<String> {
 /// `commands/` and `skills/`, which a team shares (crush(1) SKILLS AND COMMANDS).
 pub const DATA_DIR_GITIGNORE: &str = "*\n!commands/\n!commands/**\n!skills/\n!skills/**\n";
 
+/// What crush writes inside a project data dir (crush(1) FILES); the directories' entries too.
+const WRITTEN: &[&str] = &[
+    "crush.db",
+    "crush.db-wal",
+    "crush.db-shm",
+    "crush.db-journal",
+    "history",
+    "init",
+    "logs",
+    "logs/crush.log",
+    "logs/crush.log.1",
+];
+const WRITTEN_DIRS: &[&str] = &["transcripts", "session-env"];
+
+/// Refuses a data dir in which something crush writes is a symbolic link: a repository can ship
+/// `.crush/logs/crush.log` pointing at `~/.bashrc`, and what crush appends there would run.
+fn refuse_links(dir: &Path) -> io::Result<()> {
+    let is_link = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink());
+    let mut found: Vec<std::path::PathBuf> = WRITTEN
+        .iter()
+        .chain(WRITTEN_DIRS)
+        .map(|n| dir.join(n))
+        .collect();
+    for d in WRITTEN_DIRS {
+        let d = dir.join(d);
+        if !is_link(&d)
+            && let Ok(entries) = std::fs::read_dir(&d)
+        {
+            found.extend(entries.flatten().map(|e| e.path()));
+        }
+    }
+    match found.into_iter().find(|p| is_link(p)) {
+        Some(p) => Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "{} holds a symbolic link, {}: refusing to write through it (remove it)",
+                dir.display(),
+                p.display()
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Creates a project data dir (mode 0700) with a `.gitignore` (`DATA_DIR_GITIGNORE`) if it has
-/// none.
+/// none. One holding a symbolic link where crush writes is refused.
 pub fn ensure_data_dir(dir: &Path) -> io::Result<()> {
     crate::fsutil::private_dir(dir)?;
+    refuse_links(dir)?;
     let gi = dir.join(".gitignore");
     match std::fs::OpenOptions::new()
         .write(true)

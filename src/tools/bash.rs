@@ -785,6 +785,30 @@ fn safe_date_arg(a: &str) -> bool {
         || a.starts_with("--iso-8601=")
 }
 
+/// Whether `ps` with `args` prints no process's environment (crush's own holds the user's
+/// keys): BSD-style `e` (`ps auxe`, `ps eww`), `-E`, and `-e` outside Linux (where BSD's `-e`
+/// means the environment, not every process) need permission.
+fn safe_ps_args(args: &[String]) -> bool {
+    // Options whose value is the next word (`-o pid,user`, `-C sleep`): the value is skipped.
+    const WITH_VALUE: &[&str] = &["-o", "-O", "-p", "-C", "-u", "-U", "-g", "-G", "-t", "-q"];
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if WITH_VALUE.contains(&a.as_str()) {
+            it.next();
+            continue;
+        }
+        if a.starts_with("--") {
+            continue;
+        }
+        let letters = a.strip_prefix('-').unwrap_or(a);
+        let dash_e_is_every_process = a.starts_with('-') && cfg!(target_os = "linux");
+        if letters.contains('E') || (letters.contains('e') && !dash_e_is_every_process) {
+            return false;
+        }
+    }
+    true
+}
+
 /// Where a read-only command runs: it may read inside `project_root` only.
 #[derive(Clone, Copy)]
 pub struct Place<'a> {
@@ -954,6 +978,7 @@ fn safe_words(words: &[String], place: Place) -> bool {
         "date" => rest.iter().all(|a| safe_date_arg(a)),
         // hostname NAME / -F FILE / -b ... set the host name
         "hostname" => rest.is_empty(),
+        "ps" => safe_ps_args(rest),
         "time" | "nohup" => return safe_words(rest, place),
         // skip_opts steps past the end when an option misses its argument (`nice -n`).
         "nice" => {
@@ -1779,6 +1804,29 @@ mod tests {
             "'ls --output=Makefile' is not a listing to trust either"
         );
         assert!(ok("git log --oneline"));
+    }
+
+    #[test]
+    fn ps_that_prints_the_environment_of_processes_needs_permission() {
+        for c in [
+            "ps",
+            "ps aux",
+            "ps -ef",
+            "ps -o pid,user -C sleep",
+            "ps -p 1 -o comm",
+        ] {
+            assert!(safe(c), "{c}");
+        }
+        for c in [
+            "ps e",
+            "ps auxe",
+            "ps eww",
+            "ps axeww",
+            "ps -E",
+            "ps aux -E",
+        ] {
+            assert!(!safe(c), "{c}");
+        }
     }
 
     #[test]

@@ -194,3 +194,32 @@ fn a_runaway_reply_is_stored_cut_with_a_marker() {
         &sent[0][sent[0].len().saturating_sub(200)..]
     );
 }
+
+#[test]
+fn a_data_dir_shipped_with_symbolic_links_is_refused() {
+    // A repository can ship `.crush/logs/crush.log -> ~/.bashrc`: what crush appends to its log
+    // (or a transcript) would run in the user's next shell.
+    let server = FakeServer::start();
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::OpenAi);
+    let victim = env.home().join(".bashrc");
+    std::fs::write(&victim, "# mine\n").unwrap();
+    set_mode(&victim, 0o644);
+    for link in ["logs/crush.log", "transcripts/0001.jsonl"] {
+        let data = env.project().join(".crush");
+        let _ = std::fs::remove_dir_all(&data);
+        let at = data.join(link);
+        std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&victim, &at).unwrap();
+        let out = env.run(&["-d", "run", "hi"], None);
+        out.assert_code(2);
+        assert!(
+            out.stderr.contains("holds a symbolic link") && out.stderr.contains(link),
+            "{}",
+            out.stderr
+        );
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "# mine\n");
+        assert_eq!(mode(&victim), 0o644);
+    }
+    assert_eq!(server.request_count(), 0);
+}

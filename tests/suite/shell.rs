@@ -229,8 +229,11 @@ fn the_bash_tool_gets_no_secrets_hooks_get_them_and_provider_keys_are_masked() {
     let mut cfg = env.config_for(&server, Dialect::OpenAi);
     cfg["providers"]["fake"]["api_key"] = json!(key);
     cfg["options"] = json!({"shell_env_allow": ["my_*"]});
+    let payload = env.root().join("post-payload");
     cfg["hooks"] = json!({"PreToolUse": [
         {"command": format!("echo \"$ANTHROPIC_API_KEY\" > {}", seen_by_hook.display())}
+    ], "PostToolUse": [
+        {"matcher": "Bash", "hooks": [{"type": "command", "command": format!("cat > {}", payload.display())}]}
     ]});
     env.write_config(&cfg);
     let out = run_with(
@@ -256,6 +259,12 @@ fn the_bash_tool_gets_no_secrets_hooks_get_them_and_provider_keys_are_masked() {
     assert_eq!(
         std::fs::read_to_string(&seen_by_hook).unwrap(),
         "sk-ant-user-secret-value\n"
+    );
+    // So is what a hook gets as Claude Code's tool_response.
+    let payload = std::fs::read_to_string(&payload).unwrap();
+    assert!(
+        payload.contains("[masked fake API key]") && !payload.contains(key),
+        "{payload}"
     );
     // The stored result is masked too.
     for f in std::fs::read_dir(env.project().join(".crush"))
