@@ -238,6 +238,57 @@ mod tests {
         assert!(wrong.is_empty(), "layering broken:\n{}", wrong.join("\n"));
     }
 
+    /// The functions of `src` (code before the first `#[cfg(test)]`) longer than `max` lines,
+    /// as `name (lines)`: from a line declaring `fn` to the `}` at its indentation.
+    fn long_functions(src: &str, max: usize) -> Vec<String> {
+        let code = src.split("#[cfg(test)]").next().unwrap_or("");
+        let decl =
+            regex_lite::Regex::new(r"^(\s*)(?:pub(?:\([a-z]+\))? )?fn ([a-z_0-9]+)").unwrap();
+        let lines: Vec<&str> = code.lines().collect();
+        let mut out = Vec::new();
+        for (i, line) in lines.iter().enumerate() {
+            let Some(c) = decl.captures(line) else {
+                continue;
+            };
+            if line.trim_end().ends_with(';') {
+                continue;
+            }
+            let end = format!("{}}}", &c[1]);
+            if let Some(n) = lines[i + 1..].iter().position(|l| l.trim_end() == end)
+                && n + 2 > max
+            {
+                out.push(format!("{} ({} lines)", &c[2], n + 2));
+            }
+        }
+        out
+    }
+
+    /// The turn stays readable: no function of the agent (the step loop, one tool call, ...)
+    /// grows past about 120 lines.
+    #[test]
+    fn no_agent_function_is_longer_than_120_lines() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/agent");
+        let mut files = Vec::new();
+        walk(&dir, &mut files);
+        let mut long = Vec::new();
+        for f in &files {
+            for l in long_functions(&std::fs::read_to_string(f).unwrap(), 120) {
+                long.push(format!("{}: {l}", f.display()));
+            }
+        }
+        assert!(long.is_empty(), "too long:\n{}", long.join("\n"));
+    }
+
+    #[test]
+    fn the_length_check_counts_a_function_to_its_closing_brace() {
+        let body = "    x();\n".repeat(119);
+        let src = format!(
+            "fn short() {{\n}}\nimpl A {{\n    pub(super) fn long() {{\n{body}    }}\n}}\n"
+        );
+        assert_eq!(long_functions(&src, 120), ["long (121 lines)"]);
+        assert!(long_functions(&src, 121).is_empty());
+    }
+
     #[test]
     fn the_check_sees_both_forms_of_use() {
         let u = uses("use crate::{agent::Agent, store};\nfn f() { crate::llm::x(); }");

@@ -7,7 +7,8 @@ use crate::mcp::{ServerSpec, TransportSpec};
 use crate::store::StoredMessage;
 use crate::tools::common::{resolve_in, truncate_middle};
 use crate::tools::write::FileChange;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 
 /// A tool result longer than this is cut in the middle before it is shown in the editor (the
@@ -204,9 +205,14 @@ pub fn available_commands(cat: &crate::skills::catalog::Catalog) -> Vec<Value> {
         .iter()
         .map(|e| {
             let mut c = json!({"name": e.name, "description": e.description()});
+            // The arguments, shown where they are to be typed.
             let usage = e.usage();
-            if !usage.is_empty() {
-                c["input"] = json!({"hint": usage});
+            let args = usage
+                .strip_prefix(&format!("/{}", e.name))
+                .unwrap_or(&usage)
+                .trim();
+            if !args.is_empty() {
+                c["input"] = json!({"hint": args});
             }
             c
         })
@@ -459,8 +465,10 @@ fn text_chunk(kind: &str, text: &str) -> Value {
 /// The updates that show a stored session as it went: the user's prompts and attachments, the
 /// answers, thoughts and tool calls with their results.
 pub fn replay(messages: &[StoredMessage], cwd: &Path) -> Vec<Value> {
-    // Each call's result, by call id.
-    let mut results: Map<String, Value> = Map::new();
+    // Each call's results by call id, in order: a provider may use one id in several steps.
+    let mut results: HashMap<String, VecDeque<Value>> = HashMap::new();
+    // The ids the editor was given, so that a reused one is told apart.
+    let mut shown: HashMap<String, usize> = HashMap::new();
     for m in messages {
         for p in &m.parts {
             if let Part::ToolResult {
@@ -471,8 +479,7 @@ pub fn replay(messages: &[StoredMessage], cwd: &Path) -> Vec<Value> {
                 ..
             } = p
             {
-                results.insert(
-                    tool_call_id.clone(),
+                results.entry(tool_call_id.clone()).or_default().push_back(
                     json!({"content": content, "is_error": is_error,
                         "diff": serde_json::from_str::<Value>(metadata).ok()
                             .and_then(|m| m.get("diff").and_then(Value::as_str).map(str::to_string))}),
@@ -522,7 +529,14 @@ pub fn replay(messages: &[StoredMessage], cwd: &Path) -> Vec<Value> {
                     },
                 ) => {
                     let input: Value = serde_json::from_str(input).unwrap_or(json!({}));
-                    let r = results.get(id);
+                    let r = results.get_mut(id).and_then(VecDeque::pop_front);
+                    let r = r.as_ref();
+                    let seen = shown.entry(id.clone()).or_default();
+                    *seen += 1;
+                    let id = &match *seen {
+                        1 => id.clone(),
+                        n => format!("{id}#{n}"),
+                    };
                     let status = match r {
                         Some(r) if r["is_error"] == true => "failed",
                         Some(_) => "completed",
@@ -800,5 +814,53 @@ mod tests {
             u[5]["content"][0]["content"]["text"],
             "```diff\n-a\n+b\n```"
         );
+    }
+
+    #[test]
+    fn a_call_id_used_again_replays_with_its_own_result() {
+        let dir = tempfile::tempdir().unwrap();
+        let msg = |role: Role, part: Part| StoredMessage {
+            id: String::new(),
+            session_id: String::new(),
+            seq: 0,
+            role,
+            parts: vec![part],
+            model: None,
+            provider: None,
+            created_at: 0,
+        };
+        let mut msgs = Vec::new();
+        for (text, is_error) in [("first", false), ("second", true)] {
+            msgs.push(msg(
+                Role::Assistant,
+                Part::ToolCall {
+                    id: "call_1".into(),
+                    name: "bash".into(),
+                    input: r#"{"command":"ls"}"#.into(),
+                    provider_executed: false,
+                    finished: true,
+                },
+            ));
+            msgs.push(msg(
+                Role::Tool,
+                Part::ToolResult {
+                    tool_call_id: "call_1".into(),
+                    name: "bash".into(),
+                    content: text.into(),
+                    data: String::new(),
+                    mime_type: String::new(),
+                    metadata: String::new(),
+                    is_error,
+                },
+            ));
+        }
+        let u = replay(&msgs, dir.path());
+        assert_eq!(u.len(), 2);
+        assert_eq!(u[0]["status"], "completed");
+        assert_eq!(u[0]["content"][0]["content"]["text"], "```\nfirst\n```");
+        assert_eq!(u[1]["status"], "failed");
+        assert_eq!(u[1]["content"][0]["content"]["text"], "```\nsecond\n```");
+        // The editor keeps a call per id: the second one is not an update of the first.
+        assert_ne!(u[0]["toolCallId"], u[1]["toolCallId"]);
     }
 }

@@ -219,11 +219,6 @@ impl Worker {
         let small = small_model(&self.global, &loaded, &model);
         let (skills, custom) = app::load_skills(&loaded);
         let (skills, custom) = (Arc::new(skills), Arc::new(custom));
-        let commands = content::available_commands(&crate::skills::catalog::Catalog::new(
-            &custom,
-            &skills,
-            Vec::new(),
-        ));
         let files = Arc::new(EditorFiles::new(
             self.peer.clone(),
             self.open.id.clone(),
@@ -273,12 +268,26 @@ impl Worker {
             Kind::Resume => json!({"modes": modes(yolo)}),
         };
         self.peer.respond(&self.open.request, Ok(answer));
-        if !commands.is_empty() {
-            self.peer.notify(
-                "session/update",
-                json!({"sessionId": self.open.id, "update":
-                    {"sessionUpdate": "available_commands_update", "availableCommands": commands}}),
-            );
+        let manager = agent.mcp.as_ref().map(|m| m.manager().clone());
+        let commands = Commands {
+            peer: self.peer.clone(),
+            session_id: self.open.id.clone(),
+            custom: custom.clone(),
+            skills: skills.clone(),
+        };
+        commands.send(manager.as_ref());
+        // The MCP servers' prompts join the list once their servers have started, without
+        // holding up the session (nothing is sent once it is closed).
+        if let Some(m) = manager.filter(|m| m.has_servers()) {
+            let (commands, open) = (commands.clone(), Arc::downgrade(&self.shared));
+            let _ = std::thread::Builder::new()
+                .name("acp-commands".into())
+                .spawn(move || {
+                    m.wait_ready(None);
+                    if !m.prompts().is_empty() && open.upgrade().is_some() {
+                        commands.send(Some(&m));
+                    }
+                });
         }
         let mut s = Session {
             w: &self,
@@ -308,6 +317,32 @@ impl Worker {
         s.close();
         if let Some(r) = reply {
             self.peer.respond(&r, Ok(json!({})));
+        }
+    }
+}
+
+/// What the editor offers after `/`: the custom commands, skills and MCP prompts.
+#[derive(Clone)]
+struct Commands {
+    peer: Arc<Peer>,
+    session_id: String,
+    custom: Arc<crate::skills::commands::Commands>,
+    skills: Arc<crate::skills::Skills>,
+}
+
+impl Commands {
+    /// Sends `available_commands_update` with the prompts of the servers ready now (nothing
+    /// when there is no command at all).
+    fn send(&self, mcp: Option<&crate::mcp::Manager>) {
+        let prompts = mcp.map(|m| m.prompts()).unwrap_or_default();
+        let cat = crate::skills::catalog::Catalog::new(&self.custom, &self.skills, prompts);
+        let commands = content::available_commands(&cat);
+        if !commands.is_empty() {
+            self.peer.notify(
+                "session/update",
+                json!({"sessionId": self.session_id, "update":
+                    {"sessionUpdate": "available_commands_update", "availableCommands": commands}}),
+            );
         }
     }
 }

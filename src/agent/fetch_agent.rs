@@ -174,38 +174,23 @@ impl<'a> Agent<'a> {
             Box::new(crate::tools::web::WebFetch),
             Box::new(crate::tools::web::WebSearch),
         ];
-        Agent {
-            store: self.store,
-            session_id,
-            model,
-            tools,
-            // Go Crush approves the sub-agent's session: the call itself asked.
-            permissions: Permissions::new(true, Vec::new()),
-            policy: self.policy.clone(),
-            system: system_prompt(dir),
-            cwd: dir.to_path_buf(),
-            project_root: dir.to_path_buf(),
-            max_steps: self.max_steps,
-            cancel: self.cancel.clone(),
-            parent_session: Some(self.session_id.clone()),
-            auto_summarize: self.auto_summarize,
-            config: None,
-            // Its calls fire no hooks: the agentic_fetch call itself was hooked.
-            hooks: Default::default(),
-            pending_context: Vec::new(),
-            lsp: None,
-            // The pages it reads are on disk, in its own directory.
-            files: None,
-            skill_files: Default::default(),
-            skills_prompt: String::new(),
-            shell_env_allow: self.shell_env_allow.clone(),
-            secrets: self.secrets.clone(),
-            mcp: None,
-            transcript: None,
-            parent_transcript: None,
-            prompt_id: self.prompt_id.clone(),
-            env_file: None,
-        }
+        // The task sub-agent's settings, then what differs: no hooks (the agentic_fetch call
+        // itself was hooked), the pages it reads are on disk in its own directory.
+        let mut a = self.child(session_id);
+        a.model = model;
+        a.tools = tools;
+        // Go Crush approves the sub-agent's session: the call itself asked.
+        a.permissions = Permissions::new(true, Vec::new());
+        a.system = system_prompt(dir);
+        a.cwd = dir.to_path_buf();
+        a.project_root = dir.to_path_buf();
+        a.hooks = Default::default();
+        a.lsp = None;
+        a.files = None;
+        a.skill_files = Default::default();
+        a.transcript = None;
+        a.parent_transcript = None;
+        a
     }
 
     /// Runs the `agentic_fetch` call `tool_call_id`: the page first (when a URL is given),

@@ -50,24 +50,46 @@ impl Agent<'_> {
         let _ = writeln!(b, "session = {}", self.session_id);
         let _ = writeln!(b, "working_dir = {}", self.cwd.display());
         let _ = write!(b, "project_root = {}\n\n", self.project_root.display());
-        if let Some(cfg) = &self.config {
-            b.push_str("[config_files]\n");
-            for l in &cfg.layers {
-                if let Some(p) = &l.path {
-                    let _ = writeln!(b, "{}", p.display());
-                }
-            }
-            let _ = write!(b, "\ndata_dir = {}\n", cfg.data_dir.display());
-            let _ = write!(
-                b,
-                "trusted = {}\n\n",
-                if cfg.trust.notice().is_none() {
-                    "yes"
-                } else {
-                    "no"
-                }
-            );
+        self.info_config_files(&mut b);
+        self.info_models(&mut b);
+        self.info_servers(&mut b);
+        self.info_hooks_and_permissions(&mut b);
+        let _ = write!(
+            b,
+            "[logs]\nfile = {}\n",
+            crate::log::file().map_or("(none)".to_string(), |p| p.display().to_string())
+        );
+        ToolOutput {
+            content: b,
+            ..Default::default()
         }
+    }
+
+    /// `[config_files]`, the data directory and whether the project is trusted.
+    fn info_config_files(&self, b: &mut String) {
+        let Some(cfg) = &self.config else {
+            return;
+        };
+        b.push_str("[config_files]\n");
+        for l in &cfg.layers {
+            if let Some(p) = &l.path {
+                let _ = writeln!(b, "{}", p.display());
+            }
+        }
+        let _ = write!(b, "\ndata_dir = {}\n", cfg.data_dir.display());
+        let _ = write!(
+            b,
+            "trusted = {}\n\n",
+            if cfg.trust.notice().is_none() {
+                "yes"
+            } else {
+                "no"
+            }
+        );
+    }
+
+    /// `[model]` and `[providers]`.
+    fn info_models(&self, b: &mut String) {
         b.push_str("[model]\n");
         let _ = writeln!(
             b,
@@ -100,6 +122,10 @@ impl Agent<'_> {
                 b.push('\n');
             }
         }
+    }
+
+    /// `[lsp]` and `[mcp]`: each server's state.
+    fn info_servers(&self, b: &mut String) {
         if let Some(lsp) = &self.lsp {
             let statuses = lsp.manager().statuses();
             if !statuses.is_empty() {
@@ -134,6 +160,10 @@ impl Agent<'_> {
                 b.push('\n');
             }
         }
+    }
+
+    /// `[hooks]`, `[permissions]`, `[disabled_tools]` and `[options]`.
+    fn info_hooks_and_permissions(&self, b: &mut String) {
         if !self.hooks.is_empty() {
             b.push_str("[hooks]\n");
             for h in &self.hooks.hooks {
@@ -166,15 +196,6 @@ impl Agent<'_> {
             let _ = writeln!(b, "debug = {}", o.debug);
             let _ = writeln!(b, "max_steps = {}", self.max_steps);
             b.push('\n');
-        }
-        let _ = write!(
-            b,
-            "[logs]\nfile = {}\n",
-            crate::log::file().map_or("(none)".to_string(), |p| p.display().to_string())
-        );
-        ToolOutput {
-            content: b,
-            ..Default::default()
         }
     }
 }

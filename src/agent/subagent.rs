@@ -175,7 +175,7 @@ impl Sink for SubSink<'_> {
 impl<'a> Agent<'a> {
     /// The sub-agent for a task in the child session `session_id`: the parent's model,
     /// permissions, limits and cancel flag, its read-only tools, a task prompt.
-    fn child(&self, session_id: String) -> Agent<'a> {
+    pub(super) fn child(&self, session_id: String) -> Agent<'a> {
         let tools = all_builtin(self.lsp.as_ref())
             .into_iter()
             .filter(|t| {

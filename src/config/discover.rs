@@ -48,6 +48,22 @@ impl Provider {
     }
 }
 
+impl Provider {
+    /// Why this provider's server listed no models, if it was asked and could not say or
+    /// listed none.
+    pub fn discovery_failure(&self) -> Option<String> {
+        if !self.discover {
+            return None;
+        }
+        let cache = LISTED.lock().unwrap_or_else(|e| e.into_inner());
+        match cache.as_ref()?.get(&self.endpoint.base_url)? {
+            Err(why) => Some(why.clone()),
+            Ok(ids) if ids.is_empty() => Some("the server lists none".into()),
+            Ok(_) => None,
+        }
+    }
+}
+
 fn listed(p: &Provider) -> Listing {
     let base = p.endpoint.base_url.clone();
     let mut cache = LISTED.lock().unwrap_or_else(|e| e.into_inner());

@@ -409,17 +409,22 @@ impl ResolvedModel {
                 };
                 message = format!("provider '{}' {verb} the {what}{from}: {message}", p.id);
             }
-            404 => {
+            // Bedrock refuses an unknown model id with 400 as well, in its own words.
+            404 | 400 if status == 404 || message.starts_with(crate::llm::bedrock::NO_MODEL) => {
                 let close = close_matches(&self.model.id, p.models.iter().map(|m| m.id.as_str()));
                 let hint = if close.is_empty() {
                     format!("'crush models {}' lists its models", p.id)
                 } else {
                     format!("close matches: {}", close.join(", "))
                 };
-                message = format!(
-                    "{message} (model '{}' sent to provider '{}'; {hint})",
-                    self.model.id, p.id
-                );
+                message = if status == 404 {
+                    format!(
+                        "{message} (model '{}' sent to provider '{}'; {hint})",
+                        self.model.id, p.id
+                    )
+                } else {
+                    format!("{message} ({hint})")
+                };
             }
             _ => {}
         }
@@ -836,7 +841,13 @@ impl Loaded {
                     .map(|(_, v)| v)
                     .unwrap_or_default(),
             };
-            if !version.is_empty() && !base_url.contains("api-version=") {
+            // The resource's v1 API takes no dated version (only `preview` or `latest`), as
+            // Go Crush sends none there; a deployment URL needs one.
+            let v1 = crate::llm::endpoints::azure_base(&base_url).contains("/openai/v1");
+            let skip = version.is_empty()
+                || base_url.contains("api-version=")
+                || v1 && version.starts_with(|c: char| c.is_ascii_digit());
+            if !skip {
                 let sep = if base_url.contains('?') { '&' } else { '?' };
                 base_url = format!("{base_url}{sep}api-version={version}");
             }
@@ -1191,10 +1202,20 @@ impl Loaded {
                                 })
                             })
                             .ok_or_else(|| {
-                                ConfigError::Model(
-                                    "no model selected: set models.large in crush.json or pass -m PROVIDER/MODEL"
-                                        .into(),
-                                )
+                                // Say why the servers asked for their models gave none.
+                                let why: String = providers
+                                    .iter()
+                                    .filter_map(|p| {
+                                        let w = p.discovery_failure()?;
+                                        Some(format!(
+                                            "; provider '{}' listed no models ({w})",
+                                            p.id
+                                        ))
+                                    })
+                                    .collect();
+                                ConfigError::Model(format!(
+                                    "no model selected: set models.large in crush.json or pass -m PROVIDER/MODEL{why}"
+                                ))
                             })?;
                         (Some(p), m, SelectedModel::default())
                     }
@@ -1546,9 +1567,16 @@ mod tests {
         assert!(!mine.endpoint.ambient_auth);
         let a = t.ready.iter().find(|p| p.id == "azure").unwrap();
         assert_eq!(a.endpoint.kind, ApiKind::Azure);
+        // A dated api-version is for deployment URLs, not the resource's v1 API.
+        assert_eq!(a.endpoint.base_url, "https://res.openai.azure.com");
+        let l = loaded(json!({"providers": {"azure": {"api_key": "az",
+            "base_url": "https://res.openai.azure.com/openai/deployments/d",
+            "api_version": "2024-10-21"}}}));
+        let t = l.providers_with(&cat);
+        let a = t.ready.iter().find(|p| p.id == "azure").unwrap();
         assert_eq!(
             a.endpoint.base_url,
-            "https://res.openai.azure.com?api-version=2024-10-21"
+            "https://res.openai.azure.com/openai/deployments/d?api-version=2024-10-21"
         );
         let l = loaded(json!({"providers": {"vertexai": {"location": "global"}}}));
         if std::env::var_os("VERTEXAI_PROJECT").is_none()

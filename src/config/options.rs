@@ -111,7 +111,8 @@ impl ResolvedModel {
         };
         match self.provider.kind_name.as_str() {
             "openai" | "azure" => set_effort(po),
-            "anthropic" => anthropic(po),
+            // Bedrock serves Anthropic's models in Anthropic's dialect.
+            "anthropic" | "bedrock" => anthropic(po),
             "openrouter" | "vercel" => {
                 if let Some(e) = &effort
                     && !po.contains_key("reasoning")
@@ -297,6 +298,21 @@ mod tests {
         assert_eq!(
             o.provider_options["thinking"],
             json!({"budget_tokens": THINKING_BUDGET})
+        );
+        // Bedrock's Claude models take Anthropic's settings, never an OpenAI field.
+        let bedrock_claude = reasoning("us.anthropic.claude-opus-5", &["low", "high"], "high");
+        let o = resolved("bedrock", "bedrock", bedrock_claude, sel.clone()).call_options();
+        assert_eq!(o.provider_options["effort"], "high");
+        assert!(!o.provider_options.contains_key("reasoning_effort"));
+        let older = Model {
+            id: "us.anthropic.claude-sonnet-4-5-20250929-v1:0".into(),
+            can_reason: true,
+            ..Default::default()
+        };
+        let o = resolved("bedrock", "bedrock", older, think.clone()).call_options();
+        assert_eq!(
+            Value::Object(o.provider_options),
+            json!({"thinking": {"budget_tokens": THINKING_BUDGET}})
         );
         let gpt = reasoning("gpt-5", &["low", "medium"], "medium");
         let o = resolved("openai", "openai", gpt.clone(), sel.clone()).call_options();

@@ -213,6 +213,9 @@ fn error_type(headers: &[(String, String)], body: &str) -> Option<String> {
     Some(t.rsplit('#').next().unwrap_or(t).to_string())
 }
 
+/// How the message of a reply refusing an unknown model id begins (Bedrock answers 400 or 404).
+pub const NO_MODEL: &str = "Amazon Bedrock has no model";
+
 /// An error reply, said in Bedrock's terms: which model id went to which region, whose
 /// credentials were refused. 429 and 5xx are retried as usual; refused credentials may be
 /// refreshed once.
@@ -256,7 +259,7 @@ pub fn classify(
             || kind.as_deref() == Some("ResourceNotFoundException"))
     {
         format!(
-            "Amazon Bedrock has no model '{}' in region {} ({what})",
+            "{NO_MODEL} '{}' in region {} ({what})",
             call.model, call.region
         )
     } else {

@@ -605,6 +605,9 @@ impl Shared {
                     }
                     _ => crate::log::debug(&format!("{}: {method}", s.label())),
                 },
+                // A connection given up while connecting (a Streamable HTTP attempt at an
+                // older server, a process that exited on the probe) shares this channel.
+                Note::Closed(_) if l.alive() => continue,
                 Note::Closed(why) => {
                     if s.restarted.load(Ordering::SeqCst) {
                         self.warn(format!("{} stopped: {why}", s.label()));
@@ -820,12 +823,23 @@ impl Manager {
     /// Waits until no server is starting, at most `wait` (None: as long as the slowest server's
     /// own timeout allows).
     pub fn wait_ready(&self, wait: Option<Duration>) {
+        self.wait_starting(None, wait);
+    }
+
+    /// Waits until server `name` (one the user named) is no longer starting, as long as its own
+    /// timeout allows.
+    pub fn wait_server(&self, name: &str) {
+        self.wait_starting(Some(name), None);
+    }
+
+    fn wait_starting(&self, only: Option<&str>, wait: Option<Duration>) {
         let sh = &self.shared;
         let longest = sh
             .servers
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .values()
+            .filter(|s| only.is_none_or(|n| s.spec.name == n))
             .map(|s| s.spec.timeout)
             .max()
             .unwrap_or_default();
@@ -839,6 +853,7 @@ impl Manager {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .values()
+                .filter(|s| only.is_none_or(|n| s.spec.name == n))
                 .any(|s| matches!(s.state(), State::Starting));
             let left = end.saturating_duration_since(Instant::now());
             if !starting || left.is_zero() {

@@ -86,8 +86,12 @@ impl Repl {
     pub(super) fn custom(&mut self, name: &str, args: &str) {
         let (commands, skills) = (self.ctx.commands.clone(), self.ctx.skills.clone());
         let manager = self.agent.mcp.as_ref().map(|m| m.manager().clone());
-        if let (Some(m), true) = (&manager, name.starts_with("mcp:")) {
-            m.wait_ready(Some(app::mcp_wait()));
+        // A prompt's server, named by the user, is waited for as a call to it would be.
+        if let (Some(m), Some((server, _))) = (
+            &manager,
+            name.strip_prefix("mcp:").and_then(|r| r.split_once(':')),
+        ) {
+            m.wait_server(server);
         }
         let cat = Catalog::new(&commands, &skills, self.mcp_prompts());
         let Some(entry) = cat.get(name) else {

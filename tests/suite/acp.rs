@@ -776,7 +776,9 @@ fn the_editors_mcp_servers_start_with_the_session_and_modes_switch() {
     let dir = crate::support::mcp::scratch(&env);
     let script = json!({"tools": [{"name": "echo", "description": "Echo the text back",
         "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
-        "action": "echo"}]});
+        "action": "echo"}],
+        "prompts": [{"name": "review", "description": "Review a file",
+            "arguments": [{"name": "file", "required": true}], "template": "Review {file}"}]});
     let entry = crate::support::mcp::stdio_server(&dir, "ed", &script);
     let server = FakeServer::with_script(vec![
         Reply::tool_call(
@@ -796,6 +798,15 @@ fn the_editors_mcp_servers_start_with_the_session_and_modes_switch() {
             "command": entry["command"], "args": [], "env": [{"name": key, "value": value}]}]}),
     );
     let sid = r["sessionId"].as_str().unwrap().to_string();
+    // Its prompts are offered as commands once it has started.
+    let offered = ed.until("the commands update", |v| {
+        v["params"]["update"]["sessionUpdate"] == "available_commands_update"
+    });
+    assert_eq!(
+        offered["params"]["update"]["availableCommands"],
+        json!([{"name": "mcp:ed:review", "description": "Review a file",
+            "input": {"hint": "FILE"}}])
+    );
     // In yolo mode nothing is asked.
     let id = ed.request(
         "session/set_mode",

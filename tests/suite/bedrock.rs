@@ -82,6 +82,24 @@ fn catalog_bedrock_signs_with_environment_keys_and_runs_a_tool_loop() {
 }
 
 #[test]
+fn a_reasoning_claude_model_gets_anthropic_thinking_not_openai_fields() {
+    let server = FakeServer::with_script(vec![Reply::text("thought")]);
+    server.expect_bedrock_auth(sigv4("us-east-1", None));
+    let env = TestEnv::new();
+    let out = run(
+        &env,
+        &["run", "-m", "bedrock/us.anthropic.claude-opus-5", "hi"],
+        &env_keys(&server),
+    );
+    out.assert_success();
+    let body = &server.model_requests()[0].body;
+    // The catalog's default effort, as Anthropic's adaptive thinking.
+    assert_eq!(body["thinking"]["type"], "adaptive");
+    assert_eq!(body["output_config"], json!({"effort": "high"}));
+    assert!(body.get("reasoning_effort").is_none(), "{body}");
+}
+
+#[test]
 fn a_profile_with_keys_and_its_region_and_a_credential_process() {
     let server = FakeServer::with_script(vec![Reply::text("from dev")]);
     let env = TestEnv::new();
@@ -389,6 +407,13 @@ fn refused_credentials_and_unknown_models_are_said_clearly() {
     assert!(
         out.stderr
             .contains("Amazon Bedrock has no model 'us.anthropic.claude-nope' in region us-east-1"),
+        "{}",
+        out.stderr
+    );
+    // The catalog's close ids are named.
+    assert!(
+        out.stderr
+            .contains("(close matches: us.anthropic.claude-opus-5, us.anthropic.claude-fable-5"),
         "{}",
         out.stderr
     );

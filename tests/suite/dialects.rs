@@ -502,6 +502,13 @@ fn a_local_server_without_models_listed_is_asked_for_them() {
     let out = env.run(&["run", "-q", "hi"], None);
     out.assert_code(2);
     assert!(out.stderr.contains("no model selected"), "{}", out.stderr);
+    // ... saying why the server gave none.
+    assert!(
+        out.stderr
+            .contains("; provider 'dead' listed no models (http://127.0.0.1:9/v1/models: "),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]

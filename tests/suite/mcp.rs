@@ -202,7 +202,10 @@ fn an_http_sse_server_works_and_an_http_url_falls_back_to_it() {
         json!({"old": {"type": "sse", "url": mcp.sse_url()},
                "auto": {"type": "http", "url": mcp.sse_url()}}),
     );
-    run(&env, &["run", "-q", "-y", "go"]).assert_success();
+    let out = run(&env, &["run", "-q", "-y", "go"]);
+    out.assert_success();
+    // The Streamable HTTP attempt that found an older server is no stopped server.
+    assert!(!out.stderr.contains("stopped"), "{}", out.stderr);
     let results = server.request(1).tool_results();
     assert_eq!(results[0].1, "one");
     assert_eq!(results[1].1, "two");
@@ -895,6 +898,36 @@ fn repl_prompts_of_servers_are_slash_commands() {
         .unwrap();
     assert_eq!(turn.user_texts().last().unwrap(), "Review main.rs for bugs");
     assert!(out.stdout.contains("reviewed"));
+}
+
+#[test]
+fn a_prompt_named_with_its_server_waits_for_that_server_to_start() {
+    let server = FakeServer::with_script(vec![Reply::text("reviewed")]);
+    title_route(&server);
+    let s = stdio(
+        &server,
+        Dialect::OpenAi,
+        json!({"initialize_delay_ms": 1500,
+            "prompts": [{"name": "review", "arguments": [{"name": "file", "required": true}],
+            "template": "Review {file}"}]}),
+        json!({}),
+    );
+    // The REPL's first request does not wait for servers; a prompt of a named server does.
+    let mut cmd = s.env.crush();
+    cmd.env("CRUSH_MCP_WAIT_MS", "0");
+    let out = crate::support::env::run_command(
+        cmd,
+        Some("/mcp:t:review main.rs\n"),
+        crate::support::RUN_TIMEOUT,
+    );
+    out.assert_success();
+    assert!(!out.stderr.contains("no prompt"), "{}", out.stderr);
+    let turn = server
+        .model_requests()
+        .into_iter()
+        .find(|r| !r.system_text().contains("title of a conversation"))
+        .unwrap();
+    assert_eq!(turn.user_texts().last().unwrap(), "Review main.rs");
 }
 
 #[test]

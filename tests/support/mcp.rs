@@ -10,7 +10,7 @@
 //!   (`ms`), `crash`, `image`, `error`, `rpc_error`, `big` (`bytes`), `wrong_id`, `structured`,
 //!   `links`, `grow` (adds tool `grown`, announces list_changed), `garbage`, `roots`, `env`;
 //! - `resources`, `prompts` (`template` with `{arg}` holes), `instructions`, `page_size`;
-//! - `hang_initialize`, `garbage_first` (a non-JSON line first), `session` (HTTP session ids),
+//! - `hang_initialize`, `initialize_delay_ms` (a slow start), `garbage_first` (a non-JSON line first), `session` (HTTP session ids),
 //!   `http_reply` (`sse` or `json`), `auth` (`{token, expires_in}`: OAuth required), `log` (a
 //!   file every received message is appended to, one JSON per line).
 
@@ -144,6 +144,9 @@ impl Core {
                 }
                 if self.script["hang_initialize"] == true {
                     return;
+                }
+                if let Some(ms) = self.script["initialize_delay_ms"].as_u64() {
+                    std::thread::sleep(Duration::from_millis(ms));
                 }
                 let asked = params["protocolVersion"].as_str().unwrap_or("");
                 let version =
