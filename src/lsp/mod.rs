@@ -586,16 +586,7 @@ impl Manager {
     /// bounded by its timeout (`crush lsp list`).
     pub fn start_all(&self) {
         for slot in &self.slots {
-            let root = if slot.spec.detected {
-                slot.spec
-                    .root_markers
-                    .iter()
-                    .any(|m| has_marker(&self.project_root, m))
-                    .then(|| self.project_root.clone())
-            } else {
-                Some(self.project_root.clone())
-            };
-            if let Some(r) = root {
+            if let Some(r) = self.project_start_root(slot) {
                 self.ensure(slot, &r, None);
             }
         }
@@ -606,6 +597,57 @@ impl Manager {
                 &AtomicBool::new(false),
             );
         }
+    }
+
+    /// Where the server of `slot` starts without a file: the project root (a detected server
+    /// only when the project root holds one of its root markers).
+    fn project_start_root(&self, slot: &Slot) -> Option<PathBuf> {
+        let marked = || {
+            slot.spec
+                .root_markers
+                .iter()
+                .any(|m| has_marker(&self.project_root, m))
+        };
+        (!slot.spec.detected || marked()).then(|| self.project_root.clone())
+    }
+
+    /// Starts the servers that have not started and can start without a file (as `start_all`)
+    /// and waits for each, bounded by its timeout and ended by `cancel`. The ones that started.
+    pub fn start_idle(&self, cancel: &AtomicBool) -> Vec<Arc<Client>> {
+        let start = Instant::now();
+        let idle: Vec<&Arc<Slot>> = self
+            .slots
+            .iter()
+            .filter(|s| matches!(*lock(&s.state), SlotState::Idle))
+            .filter(|s| match self.project_start_root(s) {
+                Some(r) => {
+                    self.ensure(s, &r, None);
+                    true
+                }
+                None => false,
+            })
+            .collect();
+        idle.into_iter()
+            .filter_map(|s| self.wait_ready(s, start + s.spec.timeout, cancel))
+            .collect()
+    }
+
+    /// For the diagnostics of the whole project: the servers that had not started start
+    /// (`start_idle`) and their first diagnostics are waited for (`Timing::first`, then the
+    /// settle window); the running ones re-read their open files (`refresh`). Each bounded by
+    /// its server's timeout, and ended by `cancel`.
+    pub fn start_for_project(&self, cancel: &AtomicBool) {
+        let fresh = self.start_idle(cancel);
+        std::thread::scope(|scope| {
+            scope.spawn(|| self.refresh(cancel));
+            for c in &fresh {
+                scope.spawn(move || {
+                    let now = Instant::now();
+                    let (first, settle) = (now + self.timing.first, self.timing.settle);
+                    c.wait_diagnostics(None, 0, first, settle, now + c.timeout(), cancel);
+                });
+            }
+        });
     }
 
     /// Each server's state.

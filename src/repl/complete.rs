@@ -35,6 +35,11 @@ pub trait Source {
     fn arguments(&self, command: &str, before: &[&str]) -> Vec<Candidate>;
     /// The directory `@path` mentions are relative to.
     fn root(&self) -> Option<&Path>;
+    /// Whether the next argument of `/command`, given the arguments before it, names a file
+    /// (completed as a path relative to `root`).
+    fn takes_path(&self, _command: &str, _before: &[&str]) -> bool {
+        false
+    }
 }
 
 /// The completions of the word before the cursor.
@@ -101,7 +106,11 @@ pub fn complete(before: &str, source: &dyn Source) -> Option<Completion> {
         if !word.is_empty() {
             before_words.pop();
         }
-        source.arguments(&command, &before_words)
+        if source.takes_path(&command, &before_words) {
+            paths(source.root()?, word)
+        } else {
+            source.arguments(&command, &before_words)
+        }
     } else {
         return None;
     };
@@ -189,6 +198,9 @@ mod tests {
         fn root(&self) -> Option<&Path> {
             self.0.as_deref()
         }
+        fn takes_path(&self, command: &str, before: &[&str]) -> bool {
+            command == "export" && before.len() == 1
+        }
     }
 
     fn texts(c: &Completion) -> Vec<&str> {
@@ -238,6 +250,10 @@ mod tests {
                 .all(|t| !t.starts_with("@."))
         );
         assert_eq!(texts(&complete("@.h", &f).unwrap()), vec!["@.hidden/"]);
+        // A command's file argument completes the same way, without the @.
+        let c = complete("/exp md src/m", &f).unwrap();
+        assert_eq!((c.start, texts(&c)), (8, vec!["src/main.rs"]));
+        assert!(texts(&complete("/exp sr", &f).unwrap()).is_empty());
         assert!(texts(&complete("@../", &f).unwrap()).is_empty());
     }
 }

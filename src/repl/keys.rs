@@ -45,6 +45,8 @@ pub struct Decoder {
     buf: Vec<u8>,
     /// Inside a bracketed paste: the bytes so far.
     paste: Option<Vec<u8>>,
+    /// A paste held back while `Invalid` reports the bytes it dropped.
+    queued: Option<Key>,
 }
 
 enum Parsed {
@@ -59,18 +61,27 @@ impl Decoder {
 
     /// True when bytes are waiting (a partial sequence or paste).
     pub fn pending(&self) -> bool {
-        !self.buf.is_empty() || self.paste.is_some()
+        !self.buf.is_empty() || self.paste.is_some() || self.queued.is_some()
     }
 
     /// The next key, if the bytes so far make one. `settle`: no more bytes are coming soon, so an
     /// incomplete sequence is taken as what it is so far (a lone ESC is Escape).
     pub fn next(&mut self, settle: bool) -> Option<Key> {
+        if let Some(k) = self.queued.take() {
+            return Some(k);
+        }
         if let Some(mut p) = self.paste.take() {
             match find(&self.buf, PASTE_END) {
                 Some(i) => {
                     p.extend_from_slice(&self.buf[..i]);
                     self.buf.drain(..i + PASTE_END.len());
-                    return Some(Key::Paste(paste_text(&p)));
+                    let (text, valid) = paste_text(&p);
+                    if valid {
+                        return Some(Key::Paste(text));
+                    }
+                    // Reported as typed bytes are, then pasted without them.
+                    self.queued = Some(Key::Paste(text));
+                    return Some(Key::Invalid);
                 }
                 None => {
                     // Keep a tail that may be the start of the end marker.
@@ -106,14 +117,20 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 }
 
 /// A paste's bytes as text: CR LF and CR become LF; invalid UTF-8 and control characters other
-/// than LF and TAB are dropped.
-fn paste_text(bytes: &[u8]) -> String {
-    let s = String::from_utf8_lossy(bytes)
-        .replace("\r\n", "\n")
-        .replace('\r', "\n");
-    s.chars()
-        .filter(|&c| c != '\u{fffd}' && (c == '\n' || c == '\t' || !c.is_control()))
-        .collect()
+/// than LF and TAB are dropped. False when there was invalid UTF-8.
+fn paste_text(bytes: &[u8]) -> (String, bool) {
+    let mut s = String::with_capacity(bytes.len());
+    let mut valid = true;
+    for chunk in bytes.utf8_chunks() {
+        s.push_str(chunk.valid());
+        valid &= chunk.invalid().is_empty();
+    }
+    let s = s.replace("\r\n", "\n").replace('\r', "\n");
+    let text = s
+        .chars()
+        .filter(|&c| c == '\n' || c == '\t' || !c.is_control())
+        .collect();
+    (text, valid)
 }
 
 /// Length of the UTF-8 sequence a lead byte starts (0: not a lead byte).
@@ -345,11 +362,17 @@ mod tests {
         d.feed(b"\xffthree\x1b[20");
         assert_eq!(d.next(false), None);
         d.feed(b"1~y");
+        // The dropped byte is reported first, as a typed one is.
+        assert_eq!(d.next(false), Some(Key::Invalid));
+        assert!(d.pending());
         assert_eq!(
             d.next(false),
             Some(Key::Paste("line one\nline\ttwo[A\nthree".into()))
         );
         assert_eq!(d.next(false), Some(Key::Char('y')));
         assert!(!d.pending());
+        // A valid paste keeps a replacement character of its own.
+        d.feed("\x1b[200~a\u{fffd}b\x1b[201~".as_bytes());
+        assert_eq!(d.next(false), Some(Key::Paste("a\u{fffd}b".into())));
     }
 }

@@ -685,6 +685,10 @@ impl Source for Completions<'_> {
     fn root(&self) -> Option<&std::path::Path> {
         Some(self.cwd)
     }
+
+    fn takes_path(&self, command: &str, before: &[&str]) -> bool {
+        matches!((command, before), ("attach" | "versions", []))
+    }
 }
 
 impl Completions<'_> {

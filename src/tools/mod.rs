@@ -260,7 +260,16 @@ pub fn builtin() -> Vec<Box<dyn Tool>> {
 
 /// The key argument of a tool call, for one-line display.
 pub fn key_argument(input: &Value) -> String {
-    for k in ["command", "file_path", "pattern", "url", "path", "prompt"] {
+    for k in [
+        "command",
+        "file_path",
+        "pattern",
+        "url",
+        "symbol",
+        "query",
+        "path",
+        "prompt",
+    ] {
         if let Some(s) = input.get(k).and_then(Value::as_str) {
             let line = s.lines().next().unwrap_or("");
             let mut short: String = line.chars().take(100).collect();
@@ -276,6 +285,22 @@ pub fn key_argument(input: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_key_argument_names_what_a_call_is_about() {
+        let arg = |v: Value| key_argument(&v);
+        assert_eq!(arg(serde_json::json!({"command": "ls\nrm x"})), "ls…");
+        assert_eq!(
+            arg(serde_json::json!({"symbol": "add", "path": "src"})),
+            "add"
+        );
+        assert_eq!(
+            arg(serde_json::json!({"file_path": "a.py", "query": "x"})),
+            "a.py"
+        );
+        assert_eq!(arg(serde_json::json!({"query": "fn main"})), "fn main");
+        assert_eq!(arg(serde_json::json!({"name": "gopls"})), "");
+    }
 
     #[test]
     fn builtin_sorted_and_schemas_are_objects() {

@@ -182,6 +182,38 @@ fn without_a_server_there_are_no_lsp_tools_and_edits_are_as_before() {
     assert!(!r[1].0.contains("diagnostic"), "{}", r[1].0);
 }
 
+/// Asked first thing, the project's diagnostics and a workspace symbol search start the servers
+/// that can start without a file and wait for them, rather than find none running.
+#[test]
+fn project_wide_calls_start_the_servers_they_need() {
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call("lsp_diagnostics", json!({})),
+        Reply::tool_call("lsp_symbols", json!({"query": "lea"})),
+        Reply::text("done"),
+    ]);
+    let (env, log) = lsp_env(&server, json!({"publish_on_start": true}));
+    env.write_project_file("b.fk", &format!("{HELPER}def other\n  call nowhere\nend\n"));
+    let out = run(&env, &["run", "-q", "-y", "check"], &[]);
+    out.assert_success();
+    let r = results(&server);
+    let b = project_file(&env, "b.fk");
+    assert!(
+        r[0].0.contains(&format!(
+            "Error: {b}:8:8 [fake fakecheck][E2] undefined: nowhere"
+        )),
+        "{:?}",
+        r[0]
+    );
+    assert!(
+        r[0].0.contains("Project: 1 error, 0 warnings"),
+        "{:?}",
+        r[0]
+    );
+    assert!(!r[1].1, "{:?}", r[1]);
+    assert!(r[1].0.contains("leaf"), "{:?}", r[1]);
+    assert_eq!(starts(&log), 1, "one server, started once");
+}
+
 /// A server that never publishes in time, crashes, breaks the framing, floods or never
 /// answers: one warning line, the edit's result without diagnostics, no hang, the edit made.
 #[test]

@@ -12,6 +12,8 @@
 //! - `log`: a file every received message is appended to (one JSON per line);
 //! - `delay_ms`: wait before publishing; `empty_first`: publish `[]` first, then the results;
 //! - `hang_initialize`: never answer `initialize`;
+//! - `publish_on_start`: publish every file's diagnostics after `initialized` too (as servers
+//!   that check the whole workspace do);
 //! - `fault`: `{"on": METHOD, "do": "crash" | "garbage" | "bad_length" | "huge" | "hang"}`:
 //!   what happens when METHOD arrives (exit 3; a line that is not LSP; a bad Content-Length; a
 //!   100 MB message; silence);
@@ -398,6 +400,9 @@ impl Server {
                 }
             }
             "initialized" => {
+                if self.script["publish_on_start"] == true {
+                    self.changed();
+                }
                 for (i, a) in self.script["ask"]
                     .as_array()
                     .into_iter()

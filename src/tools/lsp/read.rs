@@ -80,14 +80,14 @@ impl Tool for DiagnosticsTool {
                 text_output(project_report(Some(&path), &m.diagnostics()))
             }
             None => {
+                m.start_for_project(&ctx.cancel);
                 if m.running().is_empty() {
                     return text_output(
-                        "No language server is running yet: servers start when a file of their \
-                         type is viewed or edited (or give file_path)."
+                        "No language server is running for the project: servers start when a \
+                         file of their type is viewed or edited (or give file_path)."
                             .into(),
                     );
                 }
-                m.refresh(&ctx.cancel);
                 text_output(project_report(None, &m.diagnostics()))
             }
         }
@@ -348,11 +348,12 @@ impl Tool for Symbols {
 }
 
 fn workspace_symbols(m: &Manager, ctx: &ToolCtx, query: &str) -> Result<ToolOutput, ToolError> {
+    m.start_idle(&ctx.cancel);
     let running = m.running();
     if running.is_empty() {
         return Err(
-            "no language server is running yet: view a file of the project first, \
-                    or give file_path"
+            "no language server is running for the project: view a file of the project \
+                    first, or give file_path"
                 .into(),
         );
     }
