@@ -109,10 +109,16 @@ fn collect(p: &Path, inside: Option<&Path>, out: &mut Vec<PathBuf>) {
 }
 
 fn git_status(cwd: &Path) -> Option<String> {
-    // The directory's own `.git/config` may name a program as its file system monitor (an
-    // unpacked archive can hold one): crush's own status runs nothing of it.
+    // The directory's own `.git/config` may name programs (an unpacked archive can hold one):
+    // crush's own status runs none of them. It is left out when the configuration names any
+    // (a clean filter runs on status); the monitor is turned off and the index left as it is
+    // (no hook runs on its refresh) in any case.
+    if crate::tools::gitconfig::runs_programs(cwd).is_some() {
+        return None;
+    }
     let argv = [
         "git",
+        "--no-optional-locks",
         "-c",
         "core.fsmonitor=false",
         "status",

@@ -974,7 +974,8 @@ fn safe_words(words: &[String], place: Place) -> bool {
     }
     let rest = &words[1..];
     let safe = match first.as_str() {
-        "git" => safe_git(rest),
+        // A repository whose own configuration names programs runs them even here.
+        "git" => safe_git(rest) && super::gitconfig::runs_programs(place.dir).is_none(),
         "date" => rest.iter().all(|a| safe_date_arg(a)),
         // hostname NAME / -F FILE / -b ... set the host name
         "hostname" => rest.is_empty(),

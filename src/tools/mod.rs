@@ -14,6 +14,7 @@ pub mod diff;
 pub mod download;
 pub mod edit;
 pub mod fetch;
+pub mod gitconfig;
 pub mod glob;
 pub mod grep;
 pub mod ignore;

@@ -281,6 +281,18 @@ fn escape_sequences_in_a_project_file_cannot_hide_what_is_to_be_trusted() {
     );
 }
 
+/// Runs git in `dir`; it must succeed.
+fn git_in(dir: &Path, args: &[&str]) {
+    let ok = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+        .status
+        .success();
+    assert!(ok, "git {args:?}");
+}
+
 #[test]
 fn a_git_config_shipped_in_the_directory_runs_nothing_in_crushs_own_git_status() {
     // A directory unpacked from an archive can hold `.git/config` itself: its core.fsmonitor
@@ -291,16 +303,7 @@ fn a_git_config_shipped_in_the_directory_runs_nothing_in_crushs_own_git_status()
     let p = env.project();
     let ran = env.root().join("ran-fsmonitor");
     script(&p.join("fsmonitor.sh"), &format!("touch {}", ran.display()));
-    let git = |args: &[&str]| {
-        let ok = std::process::Command::new("git")
-            .args(args)
-            .current_dir(&p)
-            .output()
-            .unwrap()
-            .status
-            .success();
-        assert!(ok, "git {args:?}");
-    };
+    let git = |args: &[&str]| git_in(&p, args);
     git(&["init", "-q"]);
     git(&[
         "config",
@@ -309,8 +312,44 @@ fn a_git_config_shipped_in_the_directory_runs_nothing_in_crushs_own_git_status()
     ]);
     env.run(&["run", "hi"], None).assert_success();
     assert!(!ran.exists(), "the directory's fsmonitor ran");
-    assert!(
-        server.request(0).body_text.contains("<git_status>"),
-        "git status still reaches the prompt"
-    );
+    // A repository whose configuration names programs gets no status in the prompt (a clean
+    // filter would run on status, whatever crush turns off); a plain one does.
+    assert!(!server.request(0).body_text.contains("<git_status>"));
+    git(&["config", "--unset", "core.fsmonitor"]);
+    server.push(Reply::text("ok"));
+    env.run(&["run", "hi"], None).assert_success();
+    assert!(server.request(1).body_text.contains("<git_status>"));
+}
+
+#[test]
+fn a_repository_naming_programs_in_its_configuration_loses_the_read_only_shortcut() {
+    // `git diff` runs diff.external; in a directory that ships its own `.git/config` the
+    // model's "read-only" git command asks like any other (and crush run without -y refuses).
+    let env = TestEnv::new();
+    let p = env.project();
+    let ran = env.root().join("ran-external-diff");
+    script(&p.join("differ.sh"), &format!("touch {}", ran.display()));
+    let git = |args: &[&str]| git_in(&p, args);
+    git(&["init", "-q"]);
+    std::fs::write(p.join("a.txt"), "one\n").unwrap();
+    git(&["add", "a.txt"]);
+    std::fs::write(p.join("a.txt"), "two\n").unwrap();
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call("bash", json!({"command": "git diff"})),
+        Reply::text("plain"),
+    ]);
+    env.use_server(&server, Dialect::OpenAi);
+    // Without the program: read-only, no question.
+    env.run(&["run", "go"], None).assert_success();
+    assert!(server.request(1).tool_results()[0].1.contains("+two"));
+    git(&[
+        "config",
+        "diff.external",
+        &p.join("differ.sh").to_string_lossy(),
+    ]);
+    server.push(Reply::tool_call("bash", json!({"command": "git diff"})));
+    let out = env.run(&["run", "go"], None);
+    out.assert_code(3);
+    assert!(out.stderr.contains("refused bash"), "{}", out.stderr);
+    assert!(!ran.exists(), "the repository's external diff ran");
 }
