@@ -149,6 +149,8 @@ struct Server {
     next_id: AtomicU64,
     /// The server's end of the socket closed: it is gone, a new one is needed.
     dead: AtomicBool,
+    /// Disconnected once the server is reaped.
+    reaped: Receiver<()>,
 }
 
 /// This process's job server, once started.
@@ -174,17 +176,22 @@ impl Server {
         // The server's end of the socket now lives only in the server.
         drop(cmd);
         let reader = ours.try_clone()?;
+        let (reaped_tx, reaped) = crossbeam_channel::bounded::<()>(0);
         let server = Arc::new(Server {
             sock: ours,
             send: Mutex::new(()),
             jobs: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
             dead: AtomicBool::new(false),
+            reaped,
         });
         let s = server.clone();
         std::thread::Builder::new()
             .name("job-server".into())
-            .spawn(move || s.listen(reader, child))?;
+            .spawn(move || {
+                s.listen(reader, child);
+                drop(reaped_tx);
+            })?;
         *slot = Some(server.clone());
         Ok(server)
     }
@@ -240,7 +247,8 @@ impl Server {
         for (_, w) in lock(&self.jobs).drain() {
             let _ = w.tx.send(Ev::Gone);
         }
-        reap(&mut child);
+        // The server exits as its socket ends (or is gone already).
+        let _ = child.wait();
     }
 
     /// Starts `argv` as job `id`; its output goes to the two pipes, its reports to `watcher`.
@@ -281,16 +289,19 @@ impl Server {
     }
 }
 
-/// Closes crush's end of the job server's socket: the server kills every job at once (at exit;
-/// a later job starts a new server).
+/// Closes crush's end of the job server's socket, so the server kills every job, and waits (a
+/// moment at most) until it is reaped: what it and its commands used is crush's to account for.
+/// At exit; a later job starts a new server.
 pub fn kill_all() {
-    if let Some(s) = lock(&SERVER).take() {
-        // SAFETY: shuts down a socket this process owns; it stays open (and closed for I/O)
-        // until its last handle drops.
-        unsafe {
-            libc::shutdown(s.sock.as_raw_fd(), libc::SHUT_RDWR);
-        }
+    let Some(s) = lock(&SERVER).take() else {
+        return;
+    };
+    // SAFETY: shuts down a socket this process owns; it stays open (and closed for I/O) until
+    // its last handle drops.
+    unsafe {
+        libc::shutdown(s.sock.as_raw_fd(), libc::SHUT_RDWR);
     }
+    let _ = s.reaped.recv_timeout(Duration::from_secs(2));
 }
 
 /// A running (or finished) job.
