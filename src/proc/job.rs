@@ -14,7 +14,8 @@
 //! thread. On Linux the server is also a subreaper, so what a command leaves running
 //! (`server &`) stays in reach: the server reaps it and knows when the group is empty. It
 //! signals a group only while some of it is left, so a group id is never mistaken for a later
-//! one. Should the server die, its jobs are reported ended and the next job starts a new one.
+//! one. Should the server die (killed from outside), its jobs are reported ended, what they
+//! left running is out of crush's reach, and the next job starts a new server.
 //!
 //! Where the server cannot run (unit tests, whose executable is the test harness), the
 //! command is started directly in a group of its own and what it leaves behind is killed when

@@ -191,10 +191,11 @@ pub fn serve() -> ! {
     }
     let sock_fd = server.sock.as_raw_fd();
     loop {
-        // A group can lose its last member to a process that is not ours to reap: look again
-        // now and then while a command ended and its group is not known empty.
+        // A group can lose its last member to a process that is not ours to reap (one that
+        // left the group with `setsid`): look again now and then while a command ended and its
+        // group is not known empty.
         let timeout = if server.jobs.iter().any(|j| j.exited) {
-            500
+            2000
         } else {
             -1
         };
