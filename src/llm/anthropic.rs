@@ -40,13 +40,19 @@ pub fn headers(ep: &Endpoint, req: &ChatRequest) -> Vec<(String, String)> {
         h.push(("x-api-key".to_string(), k.to_string()));
     }
     h.push(("anthropic-version".to_string(), API_VERSION.to_string()));
-    if req.options.get("thinking").is_some() {
-        h.push((
-            "anthropic-beta".to_string(),
-            "interleaved-thinking-2025-05-14".to_string(),
-        ));
+    if let Some(beta) = beta(req) {
+        h.push(("anthropic-beta".to_string(), beta.to_string()));
     }
     h
+}
+
+/// The beta a request asks for: interleaved thinking when it thinks with a budget. Vertex AI
+/// takes it as the same header, Bedrock in the body's `anthropic_beta`.
+pub fn beta(req: &ChatRequest) -> Option<&'static str> {
+    req.options
+        .get("thinking")
+        .is_some()
+        .then_some("interleaved-thinking-2025-05-14")
 }
 
 /// The provider options this dialect reads itself (Go Crush's names); the others go into the

@@ -100,14 +100,15 @@ pub fn target(ep: &Endpoint, model: &str) -> Target {
 }
 
 /// The request body: the Messages body without `model` and `stream`, with Bedrock's
-/// `anthropic_version`, and the `anthropic-beta` header values (if any) as `anthropic_beta`.
+/// `anthropic_version`, and the `anthropic-beta` header values (if any) and the request's own
+/// beta (interleaved thinking) as `anthropic_beta`.
 pub fn build_request(req: &ChatRequest, ep: &Endpoint) -> Value {
     let mut body = anthropic::build_request(req);
     if let Some(o) = body.as_object_mut() {
         o.remove("model");
         o.remove("stream");
         o.insert("anthropic_version".into(), json!(ANTHROPIC_VERSION));
-        let betas: Vec<&str> = ep
+        let mut betas: Vec<&str> = ep
             .headers
             .iter()
             .filter(|(k, _)| k.eq_ignore_ascii_case("anthropic-beta"))
@@ -115,6 +116,9 @@ pub fn build_request(req: &ChatRequest, ep: &Endpoint) -> Value {
             .map(str::trim)
             .filter(|b| !b.is_empty())
             .collect();
+        if let Some(b) = anthropic::beta(req).filter(|b| !betas.contains(b)) {
+            betas.push(b);
+        }
         if !betas.is_empty() {
             o.insert("anthropic_beta".into(), json!(betas));
         }
@@ -710,6 +714,13 @@ mod tests {
         assert!(body.get("model").is_none() && body.get("stream").is_none());
         assert_eq!(body["anthropic_version"], ANTHROPIC_VERSION);
         assert_eq!(body["anthropic_beta"], json!(["a-1", "b-2"]));
+        let mut thinking = req.clone();
+        thinking.options.provider_options =
+            serde_json::from_value(json!({"thinking": {"budget_tokens": 2000}})).unwrap();
+        assert_eq!(
+            build_request(&thinking, &e)["anthropic_beta"],
+            json!(["a-1", "b-2", "interleaved-thinking-2025-05-14"])
+        );
         assert_eq!(body["max_tokens"], 100);
         assert_eq!(body["messages"][0]["content"][0]["text"], "hi");
         let h = headers(&e);

@@ -183,6 +183,10 @@ pub fn prepare(ep: &Endpoint, req: &ChatRequest) -> Prepared {
                 }
             };
             if vertex_anthropic(&req.model) {
+                let mut headers = headers;
+                if let Some(beta) = anthropic::beta(req) {
+                    headers.push(("anthropic-beta".to_string(), beta.to_string()));
+                }
                 let url = crate::net::join_path(
                     &ep.base_url,
                     &format!(
@@ -386,6 +390,13 @@ mod tests {
         assert_eq!(p.body["anthropic_version"], VERTEX_ANTHROPIC_VERSION);
         assert!(p.body.get("model").is_none());
         assert_eq!(p.headers, [("authorization".into(), "Bearer k".into())]);
+        let mut thinking = req("claude-sonnet-4-5@20250929");
+        thinking.options.provider_options =
+            serde_json::from_value(json!({"thinking": {"budget_tokens": 2000}})).unwrap();
+        assert!(prepare(&vertex, &thinking).headers.contains(&(
+            "anthropic-beta".into(),
+            "interleaved-thinking-2025-05-14".into()
+        )));
         let p = prepare(&vertex, &req("gemini-3-pro"));
         assert_eq!(p.dialect, Dialect::Gemini);
         assert!(

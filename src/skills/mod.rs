@@ -126,17 +126,16 @@ pub fn validate(s: &Skill, folder: &str) -> Vec<String> {
         if n > MAX_NAME {
             errs.push(format!("name is {n} characters (the limit is {MAX_NAME})"));
         }
-        let chars_ok = s
-            .name
-            .chars()
-            .all(|c| c == '-' || c.is_numeric() || c.is_lowercase());
+        // The standard asks for lowercase; Go Crush also takes capitals (and a folder that
+        // differs only in case), so a Go Crush user's skills keep working.
+        let chars_ok = s.name.chars().all(|c| c == '-' || c.is_alphanumeric());
         if !chars_ok || s.name.starts_with('-') || s.name.ends_with('-') || s.name.contains("--") {
             errs.push(format!(
-                "name `{}` must be lowercase letters, digits and single hyphens, not starting or ending with one",
+                "name `{}` must be letters, digits and single hyphens, not starting or ending with one",
                 s.name
             ));
         }
-        if s.name != folder {
+        if s.name.to_lowercase() != folder.to_lowercase() {
             errs.push(format!(
                 "name `{}` must be the name of its folder `{folder}`",
                 s.name

@@ -87,7 +87,7 @@ fn skills_list_shows_where_each_skill_is_and_why_any_was_rejected() {
     );
     let bad = by_path(skills, "Bad_Name/SKILL.md");
     assert!(
-        bad["reason"].as_str().unwrap().contains("lowercase"),
+        bad["reason"].as_str().unwrap().contains("single hyphens"),
         "{bad}"
     );
     let deploy = by_path(skills, "deploy/SKILL.md");

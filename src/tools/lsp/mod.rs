@@ -237,7 +237,10 @@ pub fn project_report(path: Option<&Path>, all: &[(String, FileDiagnostics)]) ->
     if file_items.is_empty() && project_items.is_empty() {
         return match path {
             Some(p) => format!("No problems reported for {}.\n", p.display()),
-            None => "No problems reported by the running language servers.\n".to_string(),
+            // Not "the project is clean": pyright and others speak only of the files open.
+            None => "No problems reported by the running language servers. Some servers report \
+                     only files that were opened: pass a file's path to check that file.\n"
+                .to_string(),
         };
     }
     out.push_str("\n<diagnostic_summary>\n");
@@ -580,6 +583,9 @@ mod tests {
             "{p}"
         );
         assert!(p.contains("Project: 13 errors, 1 warning"), "{p}");
+        // Nothing reported is not called a clean project.
+        let none = project_report(None, &all[..0]);
+        assert!(none.contains("only files that were opened"), "{none}");
     }
 
     #[test]
