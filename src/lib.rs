@@ -115,8 +115,8 @@ fn dispatch(cli: cli::Cli) -> Result<ExitCode, AppError> {
 /// The binary's entry.
 pub fn main() -> std::process::ExitCode {
     let mut args = std::env::args_os();
-    if args.nth(1).is_some_and(|a| a == proc::job::SUPERVISOR_ARG) {
-        proc::job::supervise(args.collect());
+    if args.nth(1).is_some_and(|a| a == proc::job::SERVER_ARG) {
+        proc::job::serve();
     }
     // Fixed before any configuration (whose `env` may change variables) is read.
     rcshell::run_dir();

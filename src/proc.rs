@@ -16,8 +16,8 @@
 //!   `kill_leftovers`).
 //! - Every live group is registered; `kill_all` (called by the signal owner, `signal.rs`, when
 //!   crush ends) kills them.
-//! - Jobs (`job.rs`): children that may outlive their call, each under a supervisor that kills
-//!   its group when crush ends, however it ends.
+//! - Jobs (`job.rs`): children that may outlive their call, run by one job server per crush that
+//!   kills their groups when crush ends, however it ends.
 
 pub mod job;
 
@@ -365,9 +365,9 @@ enum Ev {
     Eof,
     /// The child exited (it is not reaped yet).
     Exited,
-    /// A job's command ended so (its supervisor's report).
+    /// A job's command ended so (the job server's report).
     Status(job::Exit),
-    /// A job's supervisor (or direct child) exited; it is not reaped yet.
+    /// No process of a job's group is left (the job server's report).
     Gone,
 }
 
@@ -476,8 +476,10 @@ impl Drop for Group {
     }
 }
 
-/// Kills every process group crush started whose leader is not reaped yet (at exit).
+/// Kills every process group crush started whose leader is not reaped yet, and every job (at
+/// exit).
 pub fn kill_all() {
+    job::kill_all();
     let groups = GROUPS.lock().unwrap_or_else(|e| e.into_inner());
     for &g in groups.iter() {
         // SAFETY: registered groups have unreaped leaders (see `Group`).

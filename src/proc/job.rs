@@ -2,37 +2,48 @@
 //! move to the background), with their output kept in capped buffers a reader can poll, and a
 //! guarantee that none of them outlives crush, even a crush killed with SIGKILL.
 //!
-//! A job runs under a supervisor: crush re-executes itself (`SUPERVISOR_ARG`), and that small
-//! process leads the job's process group, runs the command in it, and holds one end of a socket
-//! whose other end only crush holds. However crush ends (exit, crash, `kill -9`), the kernel
-//! closes crush's end; the supervisor reads end-of-file and kills its whole group. A
-//! parent-death signal (`PR_SET_PDEATHSIG`) would only cover the supervisor itself and fires
-//! when the spawning *thread* ends; the socket covers the group and any thread. On Linux the
-//! supervisor is also a subreaper, so what the command leaves running (`server &`) stays its
-//! descendant and in its group: the supervisor stays until the last of them is gone, and crush
-//! kills the group (leader unreaped, so the id is still theirs) when the session or process
-//! ends. Over the same socket the supervisor reports the command's exit status as soon as it is
-//! known.
+//! Jobs run under one job server per crush process (`server.rs`): crush re-executes itself once
+//! (`SERVER_ARG`), at the first job, and that small process holds one end of a socket whose
+//! other end only crush holds. Over the socket crush asks it to start a command (the argument
+//! vector, working directory and whole environment, with the output pipes passed along) or to
+//! signal one; the server starts each command leading a process group of its own, and reports
+//! how the command ended and, later, that no process of its group is left. However crush ends
+//! (exit, crash, `kill -9`), the kernel closes crush's end; the server reads end-of-file and
+//! kills every group it started. A parent-death signal (`PR_SET_PDEATHSIG`) would only cover
+//! one process and fires when the spawning *thread* ends; the socket covers the groups and any
+//! thread. On Linux the server is also a subreaper, so what a command leaves running
+//! (`server &`) stays in reach: the server reaps it and knows when the group is empty. It
+//! signals a group only while some of it is left, so a group id is never mistaken for a later
+//! one. Should the server die (killed from outside), its jobs are reported ended, what they
+//! left running is out of crush's reach, and the next job starts a new server.
 //!
-//! Where the supervisor cannot run (unit tests, whose executable is the test harness), the
+//! Where the server cannot run (unit tests, whose executable is the test harness), the
 //! command is started directly in a group of its own and what it leaves behind is killed when
 //! it exits.
 
+mod server;
+mod wire;
+
+pub use server::serve;
+
 use super::{Capped, Ev, Group, Keep, Program, Spec, reap, spawn_reader};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use std::collections::HashMap;
 use std::ffi::OsString;
-use std::io::{self, BufRead, Read, Write};
+use std::io::{self, BufRead};
+use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
-use std::os::unix::process::ExitStatusExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+use wire::{Reply, Request};
 
-/// The first argument that makes the crush binary a job supervisor (`main` checks it before
+/// The first argument that makes the crush binary a job server (`main` checks it before
 /// anything else).
-pub const SUPERVISOR_ARG: &str = "__crush-job-supervisor";
+pub const SERVER_ARG: &str = "__crush-job-server";
 
 /// How a job's command ended.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -74,15 +85,33 @@ struct State {
     exited_at: Option<Instant>,
     open_pipes: usize,
     stopped: Option<Stopped>,
-    /// The supervisor (or the direct child) is reaped: nothing of the job is left.
+    /// Nothing of the job is left: no process of its group (or, started directly, the child
+    /// is reaped and what it left killed).
     gone: bool,
+}
+
+/// Where a job's signals go.
+enum Target {
+    /// Its group, whose leader (our child) is unreaped while this lives.
+    Direct(Group),
+    /// Job `id` of the job server, which signals the group only while some of it is left.
+    Served { server: Arc<Server>, id: u64 },
+}
+
+impl Target {
+    fn signal(&self, sig: i32) {
+        match self {
+            Target::Direct(g) => g.signal(sig),
+            Target::Served { server, id } => server.signal(*id, sig),
+        }
+    }
 }
 
 struct Shared {
     state: Mutex<State>,
     changed: Condvar,
-    /// Present while the group's leader is unreaped (only then may it be signalled).
-    group: Mutex<Option<Group>>,
+    /// Present until the job is gone (only then may it be signalled).
+    target: Mutex<Option<Target>>,
     out: Arc<Mutex<Capped>>,
     err: Arc<Mutex<Capped>>,
 }
@@ -93,8 +122,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Shared {
     fn signal(&self, sig: i32) {
-        if let Some(g) = lock(&self.group).as_ref() {
-            g.signal(sig);
+        if let Some(t) = lock(&self.target).as_ref() {
+            t.signal(sig);
         }
     }
 
@@ -104,12 +133,182 @@ impl Shared {
     }
 }
 
+/// What the job server's reports of one job go to: its monitor, and its stderr buffer (for
+/// why it could not be started).
+struct Watcher {
+    tx: Sender<Ev>,
+    err: Arc<Mutex<Capped>>,
+}
+
+/// Crush's side of the job server.
+struct Server {
+    /// Crush's end of the socket: closing it (or crush ending) kills every job.
+    sock: UnixStream,
+    /// Held while a request is written, so requests do not interleave.
+    send: Mutex<()>,
+    jobs: Mutex<HashMap<u64, Watcher>>,
+    next_id: AtomicU64,
+    /// The server's end of the socket closed: it is gone, a new one is needed.
+    dead: AtomicBool,
+    /// Disconnected once the server is reaped.
+    reaped: Receiver<()>,
+}
+
+/// This process's job server, once started.
+static SERVER: Mutex<Option<Arc<Server>>> = Mutex::new(None);
+
+impl Server {
+    /// The running server, started now if there is none (or the last one died).
+    fn get(exe: &PathBuf) -> io::Result<Arc<Server>> {
+        let mut slot = lock(&SERVER);
+        if let Some(s) = slot.as_ref().filter(|s| !s.dead.load(Ordering::SeqCst)) {
+            return Ok(s.clone());
+        }
+        let (ours, theirs) = UnixStream::pair()?;
+        let mut cmd = Command::new(exe);
+        cmd.arg(SERVER_ARG)
+            .current_dir("/")
+            // Its own group: the terminal's Ctrl-C is not for it.
+            .process_group(0)
+            .stdin(Stdio::from(std::os::fd::OwnedFd::from(theirs)))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let child = cmd.spawn()?;
+        // The server's end of the socket now lives only in the server.
+        drop(cmd);
+        let reader = ours.try_clone()?;
+        let (reaped_tx, reaped) = crossbeam_channel::bounded::<()>(0);
+        let server = Arc::new(Server {
+            sock: ours,
+            send: Mutex::new(()),
+            jobs: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+            dead: AtomicBool::new(false),
+            reaped,
+        });
+        let s = server.clone();
+        std::thread::Builder::new()
+            .name("job-server".into())
+            .spawn(move || {
+                s.listen(reader, child);
+                drop(reaped_tx);
+            })?;
+        *slot = Some(server.clone());
+        Ok(server)
+    }
+
+    fn request(&self, req: &Request, fds: &[std::os::fd::RawFd]) -> io::Result<()> {
+        let _guard = lock(&self.send);
+        wire::send(&self.sock, req, fds)
+    }
+
+    fn signal(&self, id: u64, sig: i32) {
+        // A dead server has no job left to signal.
+        let _ = self.request(&Request::Signal { id, sig }, &[]);
+    }
+
+    /// Passes the server's reports on to the jobs, until it is gone; then its jobs are gone too.
+    fn listen(&self, sock: UnixStream, mut child: Child) {
+        for line in io::BufReader::new(sock).lines() {
+            let Ok(line) = line else { break };
+            let Some((id, reply)) = Reply::parse(&line) else {
+                continue;
+            };
+            let mut jobs = lock(&self.jobs);
+            let Some(w) = jobs.get(&id) else { continue };
+            let exit = match reply {
+                Reply::Started(_) => continue,
+                Reply::Exit(code) => Exit {
+                    code: Some(code),
+                    signal: None,
+                },
+                Reply::Signal(sig) => Exit {
+                    code: None,
+                    signal: Some(sig),
+                },
+                Reply::Error(message) => {
+                    lock(&w.err).push(format!("{message}\n").as_bytes());
+                    let _ = w.tx.send(Ev::Status(Exit {
+                        code: Some(127),
+                        signal: None,
+                    }));
+                    let _ = w.tx.send(Ev::Gone);
+                    jobs.remove(&id);
+                    continue;
+                }
+                Reply::Gone => {
+                    let _ = w.tx.send(Ev::Gone);
+                    jobs.remove(&id);
+                    continue;
+                }
+            };
+            let _ = w.tx.send(Ev::Status(exit));
+        }
+        self.dead.store(true, Ordering::SeqCst);
+        for (_, w) in lock(&self.jobs).drain() {
+            let _ = w.tx.send(Ev::Gone);
+        }
+        // The server exits as its socket ends (or is gone already).
+        let _ = child.wait();
+    }
+
+    /// Starts `argv` as job `id`; its output goes to the two pipes, its reports to `watcher`.
+    fn spawn(
+        &self,
+        argv: &[OsString],
+        spec: &Spec,
+        pipes: [std::os::fd::RawFd; 2],
+        watcher: Watcher,
+    ) -> io::Result<u64> {
+        let id = self.next_id.fetch_add(1, Ordering::SeqCst);
+        let mut env: Vec<(OsString, OsString)> = if spec.env_clear {
+            Vec::new()
+        } else {
+            std::env::vars_os()
+                .filter(|(k, _)| !spec.env_remove.iter().any(|r| k.as_os_str() == r.as_str()))
+                .collect()
+        };
+        for (k, v) in &spec.env {
+            env.retain(|(e, _)| e.as_os_str() != k.as_str());
+            env.push((k.into(), v.into()));
+        }
+        let req = Request::Spawn {
+            id,
+            argv: argv.to_vec(),
+            cwd: spec.cwd.clone().into_os_string(),
+            env,
+        };
+        // Registered first: the reports may come before `request` returns.
+        lock(&self.jobs).insert(id, watcher);
+        let sent = self.request(&req, &pipes);
+        if let Err(e) = sent {
+            lock(&self.jobs).remove(&id);
+            self.dead.store(true, Ordering::SeqCst);
+            return Err(e);
+        }
+        Ok(id)
+    }
+}
+
+/// Closes crush's end of the job server's socket, so the server kills every job, and waits (a
+/// moment at most) until it is reaped: what it and its commands used is crush's to account for.
+/// At exit; a later job starts a new server.
+pub fn kill_all() {
+    let Some(s) = lock(&SERVER).take() else {
+        return;
+    };
+    // SAFETY: shuts down a socket this process owns; it stays open (and closed for I/O) until
+    // its last handle drops.
+    unsafe {
+        libc::shutdown(s.sock.as_raw_fd(), libc::SHUT_RDWR);
+    }
+    let _ = s.reaped.recv_timeout(Duration::from_secs(2));
+}
+
 /// A running (or finished) job.
 pub struct Job {
     started: Instant,
     shared: Arc<Shared>,
-    /// Crush's end of the supervisor's socket: closing it kills the job's group.
-    _lifeline: Option<UnixStream>,
     linger: Duration,
     grace: Duration,
 }
@@ -125,8 +324,8 @@ pub struct Status {
     pub elapsed: Duration,
 }
 
-/// The program that supervises jobs: this executable, unless it is a unit-test harness.
-fn supervisor_program() -> Option<PathBuf> {
+/// The program that serves jobs: this executable, unless it is a unit-test harness.
+fn server_program() -> Option<PathBuf> {
     if cfg!(test) {
         return None;
     }
@@ -152,53 +351,26 @@ impl Job {
         if argv.is_empty() {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty command"));
         }
-        let supervisor = supervisor_program();
-        let (mut cmd, lifeline) = match &supervisor {
-            Some(exe) => {
-                let (ours, theirs) = UnixStream::pair()?;
-                let mut c = Command::new(exe);
-                c.arg(SUPERVISOR_ARG).args(&argv);
-                c.stdin(Stdio::from(std::os::fd::OwnedFd::from(theirs)));
-                (c, Some(ours))
-            }
-            None => {
-                let mut c = Command::new(&argv[0]);
-                c.args(&argv[1..]).stdin(Stdio::null());
-                (c, None)
-            }
-        };
-        spec.configure(&mut cmd);
-        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-        let (mut child, group) = Group::spawn(&mut cmd)?;
-        // The supervisor's end of the socket now lives only in the supervisor.
-        drop(cmd);
-        let pid = child.id();
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
             changed: Condvar::new(),
-            group: Mutex::new(Some(group)),
+            target: Mutex::new(None),
             out: Arc::new(Mutex::new(Capped::new(spec.output_cap, Keep::HeadTail))),
             err: Arc::new(Mutex::new(Capped::new(spec.output_cap, Keep::HeadTail))),
         });
         let (tx, rx) = crossbeam_channel::unbounded::<Ev>();
-        let mut pipes = 0;
-        if let Some(p) = child.stdout.take() {
-            pipes += spawn_reader(p, shared.out.clone(), false, tx.clone()) as usize;
-        }
-        if let Some(p) = child.stderr.take() {
-            pipes += spawn_reader(p, shared.err.clone(), false, tx.clone()) as usize;
-        }
-        lock(&shared.state).open_pipes = pipes;
-        let status_reader = match &lifeline {
-            Some(l) => Some(l.try_clone()?),
-            None => None,
+        let child = match server_program() {
+            Some(exe) => {
+                start_served(&exe, &argv, spec, &shared, &tx)?;
+                None
+            }
+            None => Some(start_direct(&argv, spec, &shared, &tx)?),
         };
-        spawn_status(pid as i32, status_reader, shared.clone(), tx);
+        drop(tx);
         let started = Instant::now();
         let monitor = Monitor {
             shared: shared.clone(),
             child,
-            direct: supervisor.is_none(),
             deadline: spec.timeout.map(|t| started + t),
             grace: spec.kill_grace,
         };
@@ -208,7 +380,6 @@ impl Job {
         Ok(Job {
             started,
             shared,
-            _lifeline: lifeline,
             linger: spec.linger,
             grace: spec.kill_grace,
         })
@@ -304,55 +475,93 @@ impl Job {
     }
 }
 
-/// Reports the command's exit: from the supervisor's status line (then, when the supervisor
-/// itself exits, `Ev::Gone`), or, with no supervisor, when the child exits.
-fn spawn_status(pid: i32, lifeline: Option<UnixStream>, shared: Arc<Shared>, tx: Sender<Ev>) {
-    let _ = std::thread::Builder::new()
-        .name("job-status".into())
-        .spawn(move || {
-            if let Some(sock) = lifeline {
-                let mut line = String::new();
-                let _ = io::BufReader::new(sock).read_line(&mut line);
-                if let Some(exit) = parse_status(&line, &shared) {
-                    let _ = tx.send(Ev::Status(exit));
-                }
-            }
-            if super::wait_exit_keeping_zombie(pid) {
-                let _ = tx.send(Ev::Gone);
-            }
-        });
-}
-
-/// The supervisor's status line: `exit N`, `signal N`, or `error MESSAGE` (the command could
-/// not be started: the message goes to its stderr).
-fn parse_status(line: &str, shared: &Shared) -> Option<Exit> {
-    let (kind, rest) = line.trim_end().split_once(' ')?;
-    match kind {
-        "exit" => Some(Exit {
-            code: rest.parse().ok(),
-            signal: None,
-        }),
-        "signal" => Some(Exit {
-            code: None,
-            signal: rest.parse().ok(),
-        }),
-        "error" => {
-            lock(&shared.err).push(format!("{rest}\n").as_bytes());
-            Some(Exit {
-                code: Some(127),
-                signal: None,
-            })
+impl Drop for Job {
+    /// What is left of a job nobody holds any more is killed, as when crush ends.
+    fn drop(&mut self) {
+        if let Some(t @ Target::Served { .. }) = lock(&self.shared.target).as_ref() {
+            t.signal(libc::SIGKILL);
         }
-        _ => None,
     }
 }
 
-/// Owns the child and the events of one job: records them, enforces the timeout, and reaps
-/// the child once the job is gone.
+/// Starts `argv` under the job server (started now if need be, again if it died).
+fn start_served(
+    exe: &PathBuf,
+    argv: &[OsString],
+    spec: &Spec,
+    shared: &Arc<Shared>,
+    tx: &Sender<Ev>,
+) -> io::Result<()> {
+    // The server runs in `/`: the directory is sent whole, and checked here, where a missing
+    // one is an error to the caller, as for any child.
+    let mut spec = spec.clone();
+    spec.cwd = std::path::absolute(&spec.cwd)?;
+    if !std::fs::metadata(&spec.cwd)?.is_dir() {
+        return Err(io::Error::new(
+            io::ErrorKind::NotADirectory,
+            format!("{} is not a directory", spec.cwd.display()),
+        ));
+    }
+    let (out_r, out_w) = io::pipe()?;
+    let (err_r, err_w) = io::pipe()?;
+    let mut retried = false;
+    let (server, id) = loop {
+        let server = Server::get(exe)?;
+        let watcher = Watcher {
+            tx: tx.clone(),
+            err: shared.err.clone(),
+        };
+        match server.spawn(argv, &spec, [out_w.as_raw_fd(), err_w.as_raw_fd()], watcher) {
+            Ok(id) => break (server, id),
+            // The server died since the last job: once more with a new one.
+            Err(_) if !retried => retried = true,
+            Err(e) => return Err(e),
+        }
+    };
+    // The write ends now live only in the command.
+    drop((out_w, err_w));
+    {
+        let mut target = lock(&shared.target);
+        if !lock(&shared.state).gone {
+            *target = Some(Target::Served { server, id });
+        }
+    }
+    let pipes = spawn_reader(out_r, shared.out.clone(), false, tx.clone()) as usize
+        + spawn_reader(err_r, shared.err.clone(), false, tx.clone()) as usize;
+    lock(&shared.state).open_pipes = pipes;
+    Ok(())
+}
+
+/// Starts `argv` as crush's own child, leading a group of its own.
+fn start_direct(
+    argv: &[OsString],
+    spec: &Spec,
+    shared: &Arc<Shared>,
+    tx: &Sender<Ev>,
+) -> io::Result<Child> {
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..]).stdin(Stdio::null());
+    spec.configure(&mut cmd);
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let (mut child, group) = Group::spawn(&mut cmd)?;
+    *lock(&shared.target) = Some(Target::Direct(group));
+    let mut pipes = 0;
+    if let Some(p) = child.stdout.take() {
+        pipes += spawn_reader(p, shared.out.clone(), false, tx.clone()) as usize;
+    }
+    if let Some(p) = child.stderr.take() {
+        pipes += spawn_reader(p, shared.err.clone(), false, tx.clone()) as usize;
+    }
+    lock(&shared.state).open_pipes = pipes;
+    super::spawn_waiter(child.id() as i32, tx.clone());
+    Ok(child)
+}
+
+/// Owns the events of one job (and its child, when started directly): records them, enforces
+/// the timeout, and reaps the child once the job is gone.
 struct Monitor {
     shared: Arc<Shared>,
-    child: Child,
-    direct: bool,
+    child: Option<Child>,
     deadline: Option<Instant>,
     grace: Duration,
 }
@@ -382,8 +591,8 @@ impl Monitor {
                     .shared
                     .update(|st| st.open_pipes = st.open_pipes.saturating_sub(1)),
                 Ok(Ev::Status(exit)) => self.exited(Some(exit)),
-                Ok(Ev::Gone) => self.gone(),
-                Ok(Ev::Chunk(_) | Ev::Exited) => {}
+                Ok(Ev::Gone | Ev::Exited) => self.gone(),
+                Ok(Ev::Chunk(_)) => {}
                 Err(RecvTimeoutError::Timeout) => {
                     if exited {
                         continue;
@@ -420,103 +629,21 @@ impl Monitor {
         });
     }
 
-    /// The supervisor (or the direct child) exited: what the command left behind is killed
-    /// (direct) or already gone (supervised), the group unregistered, the child reaped.
+    /// Nothing of the job is left (served), or the direct child exited: what it left behind is
+    /// killed, the group unregistered, the child reaped.
     fn gone(&mut self) {
-        {
-            let mut group = lock(&self.shared.group);
-            if self.direct
-                && let Some(g) = group.as_ref()
-            {
-                g.signal(libc::SIGKILL);
-            }
-            *group = None;
+        let target = lock(&self.shared.target).take();
+        if let Some(Target::Direct(g)) = &target {
+            g.signal(libc::SIGKILL);
         }
-        let status = reap(&mut self.child);
-        self.exited(Some(status.map(Exit::from_status).unwrap_or_default()));
+        drop(target);
+        let status = match self.child.as_mut() {
+            Some(c) => reap(c).map(Exit::from_status),
+            None => None,
+        };
+        self.exited(Some(status.unwrap_or_default()));
         self.shared.update(|st| st.gone = true);
     }
-}
-
-extern "C" fn ignore_signal(_: libc::c_int) {}
-
-/// The supervisor's whole life (`crush __crush-job-supervisor PROGRAM ARGS...`, stdin the
-/// socket crush holds the other end of): runs the command in its own group, reports its exit
-/// status on the socket, reaps what the command left behind, and kills the whole group when the
-/// socket reaches its end (crush is gone).
-pub fn supervise(argv: Vec<OsString>) -> ! {
-    use std::os::fd::FromRawFd;
-    // SAFETY: fd 0 is the socket crush passed as stdin; from here on this is its only owner.
-    let lifeline = unsafe { UnixStream::from_raw_fd(0) };
-    // SAFETY: plain syscalls with constant arguments. Handlers, unlike SIG_IGN, are reset to the
-    // default in the command at exec: termination signals are the command's, and the
-    // supervisor stays to report how it ended.
-    unsafe {
-        #[cfg(target_os = "linux")]
-        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-        for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
-            libc::signal(sig, ignore_signal as *const () as libc::sighandler_t);
-        }
-    }
-    if let Ok(mut watch) = lifeline.try_clone() {
-        let _ = std::thread::Builder::new()
-            .name("lifeline".into())
-            .spawn(move || {
-                let mut buf = [0u8; 64];
-                loop {
-                    match watch.read(&mut buf) {
-                        Ok(0) => break,
-                        Ok(_) => {}
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                        Err(_) => break,
-                    }
-                }
-                // SAFETY: kills this process's own group (the command, what it started, and
-                // the supervisor itself).
-                unsafe {
-                    libc::kill(0, libc::SIGKILL);
-                }
-            });
-    }
-    let report = |line: String| {
-        let _ = (&lifeline).write_all(line.as_bytes());
-    };
-    let Some((program, args)) = argv.split_first() else {
-        report("error no command\n".to_string());
-        std::process::exit(127);
-    };
-    let mut child = match Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .spawn()
-    {
-        Ok(c) => c,
-        Err(e) => {
-            report(format!(
-                "error cannot run {}: {e}\n",
-                program.to_string_lossy()
-            ));
-            std::process::exit(127);
-        }
-    };
-    let exit = match child.wait() {
-        Ok(s) => Exit::from_status(s),
-        Err(_) => Exit::default(),
-    };
-    report(match (exit.code, exit.signal) {
-        (None, Some(sig)) => format!("signal {sig}\n"),
-        _ => format!("exit {}\n", exit.code()),
-    });
-    // What the command left running was reparented here: wait for the last of it.
-    #[cfg(target_os = "linux")]
-    loop {
-        // SAFETY: reaps any child of this process; a null status pointer is allowed.
-        let r = unsafe { libc::wait(std::ptr::null_mut()) };
-        if r < 0 && io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-            break;
-        }
-    }
-    std::process::exit(exit.code().clamp(0, 255))
 }
 
 #[cfg(test)]

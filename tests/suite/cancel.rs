@@ -61,6 +61,10 @@ impl Running {
         }
     }
 
+    pub(crate) fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
     pub(crate) fn signal(&self, sig: i32) {
         // SAFETY: signalling our own child.
         unsafe { libc::kill(self.child.id() as i32, sig) };

@@ -29,6 +29,13 @@ fn processes_with(marker: &str) -> Vec<i32> {
     out
 }
 
+/// The parent of process `pid`.
+fn parent_of(pid: i32) -> i32 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after = stat.rsplit(')').next().unwrap();
+    after.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
 fn pid_in(path: &std::path::Path) -> i32 {
     std::fs::read_to_string(path)
         .unwrap()
@@ -95,13 +102,20 @@ fn kill_9_of_crush_leaves_no_job_behind() {
     });
     let pid = pid_in(&pidfile);
     assert!(!is_dead(pid), "the job should run until crush dies");
-    // The job, and its supervisor (whose arguments hold the command).
-    let before = processes_with(&marker);
-    assert!(before.contains(&pid) && before.len() == 2, "{before:?}");
+    // The job alone runs the command, a child of crush's one job server.
+    assert_eq!(processes_with(&marker), [pid]);
+    let server = parent_of(pid);
+    assert_eq!(parent_of(server), run.pid());
+    let cmdline = std::fs::read(format!("/proc/{server}/cmdline")).unwrap();
+    assert!(
+        String::from_utf8_lossy(&cmdline).contains("__crush-job-server"),
+        "{cmdline:?}"
+    );
     run.signal(libc::SIGKILL);
     let out = run.finish();
     out.assert_code(137);
     wait_dead(pid);
+    wait_dead(server);
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while !processes_with(&marker).is_empty() {
         assert!(
@@ -167,4 +181,36 @@ fn a_slow_command_moves_to_the_background_and_job_tools_read_and_kill_it() {
     );
     assert!(flood.contains("2000000"));
     assert!(flood.chars().count() < 32_000, "{}", flood.len());
+}
+
+#[test]
+fn a_dead_job_server_ends_its_jobs_and_the_next_command_starts_another() {
+    let env = TestEnv::new();
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call(
+            "bash",
+            json!({"command": "echo $$ > job.pid; exec sleep 300", "run_in_background": true}),
+        ),
+        // A command's parent is the job server.
+        Reply::tool_call("bash", json!({"command": "kill -9 $PPID"})),
+        Reply::tool_call("job_output", json!({"shell_id": "001"})),
+        Reply::tool_call("bash", json!({"command": "echo after"})),
+        Reply::text("done"),
+    ]);
+    env.use_server(&server, Dialect::OpenAi);
+    let out = env.run(&["run", "-q", "-y", "go"], None);
+    // What the dead server ran is out of crush's reach now: the test ends it.
+    let orphan = pid_in(&env.project().join("job.pid"));
+    // SAFETY: signalling the test's own sleep, whose pid it just read.
+    unsafe { libc::kill(orphan, libc::SIGKILL) };
+    out.assert_success();
+    let (status, _) = last_result(&server, 3);
+    assert!(
+        status.starts_with("Status: completed") && status.ends_with("Exit code -1"),
+        "{status}"
+    );
+    let (killer, _) = last_result(&server, 2);
+    assert!(killer.starts_with("Exit code -1"), "{killer}");
+    let (after, err) = last_result(&server, 4);
+    assert!(!err && after.starts_with("after"), "{after}");
 }
