@@ -53,6 +53,7 @@ impl Agent<'_> {
         self.info_config_files(&mut b);
         self.info_models(&mut b);
         self.info_servers(&mut b);
+        self.info_skills(&mut b);
         self.info_hooks_and_permissions(&mut b);
         let _ = write!(
             b,
@@ -160,6 +161,31 @@ impl Agent<'_> {
                 b.push('\n');
             }
         }
+    }
+
+    /// `[skills]`: each skill's origin and state, an active one `loaded` once its SKILL.md was
+    /// read in this session (as Go Crush lists them).
+    fn info_skills(&self, b: &mut String) {
+        if self.skills_info.is_empty() {
+            return;
+        }
+        let loaded = |e: &crate::skills::InfoEntry| {
+            e.file
+                .as_deref()
+                .is_some_and(|f| matches!(self.store.last_read(&self.session_id, f), Ok(Some(_))))
+        };
+        let active = self.skills_info.iter().filter(|e| e.state == "active");
+        let (n, of) = active.fold((0, 0), |(n, of), e| (n + loaded(e) as usize, of + 1));
+        let _ = writeln!(b, "[skills]\nloaded_this_session = {n}/{of}");
+        for e in self.skills_info.iter() {
+            let state = match e.state {
+                "active" if loaded(e) => "loaded",
+                "active" => "unloaded",
+                other => other,
+            };
+            let _ = writeln!(b, "{} = {}, {state}", e.name, e.origin);
+        }
+        b.push('\n');
     }
 
     /// `[hooks]`, `[permissions]`, `[disabled_tools]` and `[options]`.

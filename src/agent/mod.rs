@@ -207,6 +207,8 @@ pub struct Agent<'a> {
     pub skill_files: Arc<crate::tools::SkillFiles>,
     /// The skills part of the system prompt (`prompt::skills_section`; empty in a sub-agent).
     pub skills_prompt: String,
+    /// The skills as `crush_info` lists them.
+    pub skills_info: Arc<Vec<crate::skills::InfoEntry>>,
     /// The language servers (None: none is configured or detected for the project).
     pub lsp: Option<crate::tools::lsp::Lsp>,
     /// The editor's files when crush runs inside one (None: the disk).
@@ -326,6 +328,7 @@ impl<'a> Agent<'a> {
             files: None,
             skill_files: Arc::new(s.skills.files()),
             skills_prompt: prompt::skills_section(&s.skills.prompt_listing()),
+            skills_info: Arc::new(s.skills.info()),
         }
     }
 }

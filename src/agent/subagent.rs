@@ -218,6 +218,7 @@ impl<'a> Agent<'a> {
             skill_files: self.skill_files.clone(),
             // A search needs no skill; the files stay readable if the task names one.
             skills_prompt: String::new(),
+            skills_info: self.skills_info.clone(),
         }
     }
 

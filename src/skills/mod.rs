@@ -493,7 +493,48 @@ fn escape(s: &str) -> String {
     out
 }
 
+/// One skill as `crush_info` lists it under `[skills]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InfoEntry {
+    pub name: String,
+    /// `project`, `user` or `builtin`.
+    pub origin: &'static str,
+    /// `active`, `disabled`, `shadowed` or `rejected`.
+    pub state: &'static str,
+    /// Its `SKILL.md` (canonical) when active and on disk: read in the session means loaded.
+    pub file: Option<PathBuf>,
+}
+
 impl Skills {
+    /// Every named skill discovery met, by name, for `crush_info`.
+    pub fn info(&self) -> Vec<InfoEntry> {
+        let mut v: Vec<InfoEntry> = self
+            .found
+            .iter()
+            .filter_map(|f| {
+                let state = match f.state {
+                    State::Active => "active",
+                    State::Disabled => "disabled",
+                    State::Shadowed(_) => "shadowed",
+                    State::Rejected(_) => "rejected",
+                };
+                Some(InfoEntry {
+                    name: f.name.clone()?,
+                    origin: f.source.label(),
+                    state,
+                    file: f
+                        .skill
+                        .as_ref()
+                        .filter(|_| f.state == State::Active)
+                        .and_then(|s| s.dir.as_ref())
+                        .map(|d| d.join(SKILL_FILE)),
+                })
+            })
+            .collect();
+        v.sort_by(|a, b| a.name.cmp(&b.name));
+        v
+    }
+
     /// The active skills, by name.
     pub fn active(&self) -> Vec<&Skill> {
         let mut out: Vec<&Skill> = self

@@ -47,3 +47,42 @@ fn crush_info_reports_the_state_and_crush_logs_the_log() {
             .contains(&"sourcegraph".to_string())
     );
 }
+
+#[test]
+fn crush_info_lists_the_skills_and_which_were_loaded() {
+    let env = TestEnv::new();
+    for name in ["review", "deploy"] {
+        env.write_project_file(
+            &format!(".crush/skills/{name}/SKILL.md"),
+            &format!("---\nname: {name}\ndescription: The {name} steps.\n---\nSteps.\n"),
+        );
+    }
+    let review =
+        std::fs::canonicalize(env.project().join(".crush/skills/review/SKILL.md")).unwrap();
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call("view", json!({"file_path": review.to_string_lossy()})),
+        Reply::tool_call("crush_info", json!({})),
+        Reply::text("done"),
+    ]);
+    let mut cfg = env.config_for(&server, Dialect::OpenAi);
+    cfg["options"] = json!({"disabled_skills": ["crush-hooks"]});
+    env.write_config(&cfg);
+    env.run(&["run", "-q", "which skills"], None)
+        .assert_success();
+    let info = server.model_requests()[2]
+        .tool_results()
+        .last()
+        .cloned()
+        .unwrap()
+        .1;
+    // Active: review, deploy and the built-in crush-config; only review was read.
+    for line in [
+        "[skills]\nloaded_this_session = 1/3\n",
+        "crush-config = builtin, unloaded\n",
+        "crush-hooks = builtin, disabled\n",
+        "deploy = project, unloaded\n",
+        "review = project, loaded\n",
+    ] {
+        assert!(info.contains(line), "{line:?} in {info}");
+    }
+}
