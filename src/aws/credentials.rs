@@ -1,8 +1,10 @@
 //! Where AWS credentials and the region come from, in the order AWS's own tools look (crush(1)
 //! CONFIGURATION, Amazon Bedrock): `AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY`/`AWS_SESSION_TOKEN`;
 //! then the profile (`AWS_PROFILE`, else `default`) of `~/.aws/config` and `~/.aws/credentials` —
-//! IAM Identity Center (SSO) through the token `aws sso login` caches, static keys, or
-//! `credential_process`; then a container's credentials endpoint. Resolved credentials are kept
+//! IAM Identity Center (SSO) through the token `aws sso login` caches, static keys,
+//! `credential_process`, or a role (`role_arn`) assumed at AWS STS with the credentials of a
+//! `source_profile`, a `credential_source` or a `web_identity_token_file`; then `AWS_ROLE_ARN`
+//! with `AWS_WEB_IDENTITY_TOKEN_FILE`; then a container's credentials endpoint. Resolved credentials are kept
 //! until five minutes before they expire, or until `forget` (after the service refused them).
 
 use super::sigv4::Credentials;
@@ -52,6 +54,18 @@ pub struct Limits {
     pub http: Duration,
 }
 
+impl Limits {
+    /// Every HTTP timeout at `http`.
+    fn http_timeouts(&self) -> crate::net::Timeouts {
+        crate::net::Timeouts {
+            connect: Some(self.http),
+            response: Some(self.http),
+            per_read: Some(self.http),
+            global: Some(self.http),
+        }
+    }
+}
+
 impl Default for Limits {
     fn default() -> Self {
         Limits {
@@ -99,6 +113,7 @@ pub fn configured() -> bool {
     .chain(&[
         "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
         "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
     ])
     .any(|v| var(v).is_some())
         || (var("AWS_ACCESS_KEY_ID").is_some() && var("AWS_SECRET_ACCESS_KEY").is_some())
@@ -246,11 +261,12 @@ fn resolve_uncached(name: &str, limits: &Limits) -> Result<Resolved, CredError> 
             config_file().display(),
             credentials_file().display()
         ))),
-        None => match container_credentials(limits) {
+        None => match web_identity_from_env(limits).or_else(|| container_credentials(limits)) {
             Some(r) => r,
             None => Err(CredError::fatal(
                 "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE \
-                 (a profile of ~/.aws/config or ~/.aws/credentials), or AWS_BEARER_TOKEN_BEDROCK"
+                 (a profile of ~/.aws/config or ~/.aws/credentials), or AWS_BEARER_TOKEN_BEDROCK, \
+                 or AWS_ROLE_ARN with AWS_WEB_IDENTITY_TOKEN_FILE"
                     .into(),
             )),
         },
@@ -258,14 +274,25 @@ fn resolve_uncached(name: &str, limits: &Limits) -> Result<Resolved, CredError> 
 }
 
 fn from_profile(p: &Profile, limits: &Limits) -> Result<Resolved, CredError> {
-    let name = &p.name;
-    if p.get("role_arn").is_some() {
-        return Err(CredError::fatal(format!(
-            "AWS profile '{name}' assumes a role (role_arn), which crush does not do: give it a \
-             credential_process (e.g. one that runs `aws configure export-credentials --profile \
-             {name}`) or sign in with SSO"
-        )));
+    from_profile_in(p, limits, &mut Vec::new())
+}
+
+/// `from_profile`, `chain` holding the profiles whose role is being assumed (a loop of
+/// `source_profile` is an error, not a hang).
+fn from_profile_in(
+    p: &Profile,
+    limits: &Limits,
+    chain: &mut Vec<String>,
+) -> Result<Resolved, CredError> {
+    if let Some(role) = p.get("role_arn") {
+        return assume_role(p, role, limits, chain);
     }
+    own_credentials(p, limits)
+}
+
+/// A profile's own credentials: SSO, static keys, `credential_process`.
+fn own_credentials(p: &Profile, limits: &Limits) -> Result<Resolved, CredError> {
+    let name = &p.name;
     let static_keys = |creds_file: bool| -> Option<Resolved> {
         let id = p.get("aws_access_key_id")?;
         let secret = p.get("aws_secret_access_key")?;
@@ -390,12 +417,7 @@ fn call_json(
     body: Option<&Value>,
     limits: &Limits,
 ) -> Result<(u16, Value), String> {
-    let t = crate::net::Timeouts {
-        connect: Some(limits.http),
-        response: Some(limits.http),
-        per_read: Some(limits.http),
-        global: Some(limits.http),
-    };
+    let t = limits.http_timeouts();
     let agent = crate::net::agent(url, t);
     let resp = match body {
         Some(b) => {
@@ -609,6 +631,266 @@ fn container_credentials(limits: &Limits) -> Option<Result<Resolved, CredError>>
                 "{what} gave no credentials (HTTP {status})"
             ))),
         },
+    })
+}
+
+/// How many profiles a chain of `source_profile` may go through.
+const MAX_ROLE_CHAIN: usize = 5;
+
+/// A profile with `role_arn`: the credentials of its `source_profile` (or `credential_source`:
+/// `Environment`, `EcsContainer`), or its `web_identity_token_file`, exchanged for the role's at
+/// AWS STS (`AWS_ENDPOINT_URL_STS` names another endpoint).
+fn assume_role(
+    p: &Profile,
+    role: &str,
+    limits: &Limits,
+    chain: &mut Vec<String>,
+) -> Result<Resolved, CredError> {
+    let name = &p.name;
+    if p.get("mfa_serial").is_some() {
+        return Err(CredError::fatal(format!(
+            "AWS profile '{name}' assumes its role with an MFA code (mfa_serial), which crush \
+             cannot ask for: give it a credential_process (e.g. one that runs `aws configure \
+             export-credentials --profile {name}`)"
+        )));
+    }
+    let session = p.get("role_session_name").map_or_else(
+        || format!("crush-{}", crate::time::unix_now()),
+        str::to_string,
+    );
+    if let Some(file) = p.get("web_identity_token_file") {
+        return web_identity(
+            role,
+            &session,
+            Path::new(file),
+            limits,
+            &format!("profile '{name}'"),
+        );
+    }
+    let source = match (p.get("source_profile"), p.get("credential_source")) {
+        (Some(src), _) => {
+            if chain.iter().any(|c| c == src) || chain.len() >= MAX_ROLE_CHAIN {
+                return Err(CredError::fatal(format!(
+                    "AWS profile '{name}': source_profile '{src}' makes a loop (or a chain of more \
+                     than {MAX_ROLE_CHAIN})"
+                )));
+            }
+            let sp = load_profile(src).ok_or_else(|| {
+                CredError::fatal(format!(
+                    "AWS profile '{name}': its source_profile '{src}' is in neither {} nor {}",
+                    config_file().display(),
+                    credentials_file().display()
+                ))
+            })?;
+            chain.push(name.clone());
+            // A profile that is its own source uses its own keys, as AWS's tools do.
+            let r = if src == name {
+                own_credentials(&sp, limits)
+            } else {
+                from_profile_in(&sp, limits, chain)
+            };
+            chain.pop();
+            r?
+        }
+        (None, Some(cs)) => match cs {
+            "Environment" => match (var("AWS_ACCESS_KEY_ID"), var("AWS_SECRET_ACCESS_KEY")) {
+                (Some(id), Some(secret)) => Resolved {
+                    creds: Credentials {
+                        access_key_id: id,
+                        secret_access_key: secret,
+                        session_token: var("AWS_SESSION_TOKEN"),
+                    },
+                    source: "the environment".into(),
+                    expires: None,
+                },
+                _ => {
+                    return Err(CredError::fatal(format!(
+                        "AWS profile '{name}' takes its source credentials from the environment, \
+                         and AWS_ACCESS_KEY_ID or AWS_SECRET_ACCESS_KEY is not set"
+                    )));
+                }
+            },
+            "EcsContainer" => container_credentials(limits).unwrap_or_else(|| {
+                Err(CredError::fatal(format!(
+                    "AWS profile '{name}' takes its source credentials from the container, and \
+                     AWS_CONTAINER_CREDENTIALS_RELATIVE_URI/FULL_URI is not set"
+                )))
+            })?,
+            other => {
+                return Err(CredError::fatal(format!(
+                    "AWS profile '{name}': credential_source {other} is not supported (only \
+                     Environment and EcsContainer): use source_profile or a credential_process"
+                )));
+            }
+        },
+        (None, None) => {
+            return Err(CredError::fatal(format!(
+                "AWS profile '{name}' has role_arn but no source_profile, credential_source or \
+                 web_identity_token_file"
+            )));
+        }
+    };
+    let mut form = vec![
+        ("Action", "AssumeRole".to_string()),
+        ("Version", "2011-06-15".to_string()),
+        ("RoleArn", role.to_string()),
+        ("RoleSessionName", session),
+    ];
+    if let Some(id) = p.get("external_id") {
+        form.push(("ExternalId", id.to_string()));
+    }
+    if let Some(d) = p.get("duration_seconds") {
+        form.push(("DurationSeconds", d.to_string()));
+    }
+    let region = p
+        .get("region")
+        .map(str::to_string)
+        .or_else(|| var("AWS_REGION"))
+        .or_else(|| var("AWS_DEFAULT_REGION"))
+        .unwrap_or_else(|| "us-east-1".into());
+    sts(
+        &form,
+        Some((&source.creds, &region)),
+        limits,
+        &format!(
+            "role {role} of AWS profile '{name}' (from {})",
+            source.source
+        ),
+    )
+}
+
+/// `AWS_ROLE_ARN` with `AWS_WEB_IDENTITY_TOKEN_FILE` (Kubernetes service accounts, IRSA).
+fn web_identity_from_env(limits: &Limits) -> Option<Result<Resolved, CredError>> {
+    let role = var("AWS_ROLE_ARN")?;
+    let file = var("AWS_WEB_IDENTITY_TOKEN_FILE")?;
+    let session = var("AWS_ROLE_SESSION_NAME")
+        .unwrap_or_else(|| format!("crush-{}", crate::time::unix_now()));
+    Some(web_identity(
+        &role,
+        &session,
+        Path::new(&file),
+        limits,
+        "AWS_ROLE_ARN",
+    ))
+}
+
+/// The role's credentials for the identity token in `file` (AssumeRoleWithWebIdentity, which is
+/// not signed: the token is the proof).
+fn web_identity(
+    role: &str,
+    session: &str,
+    file: &Path,
+    limits: &Limits,
+    whose: &str,
+) -> Result<Resolved, CredError> {
+    let token = std::fs::read_to_string(file).map_err(|e| {
+        CredError::fatal(format!(
+            "cannot read the web identity token file {} ({whose}): {e}",
+            file.display()
+        ))
+    })?;
+    let form = [
+        ("Action", "AssumeRoleWithWebIdentity".to_string()),
+        ("Version", "2011-06-15".to_string()),
+        ("RoleArn", role.to_string()),
+        ("RoleSessionName", session.to_string()),
+        ("WebIdentityToken", token.trim().to_string()),
+    ];
+    sts(
+        &form,
+        None,
+        limits,
+        &format!("role {role} ({whose}, web identity)"),
+    )
+}
+
+/// One STS call (form-encoded POST; signed when `signer` gives credentials and a region) whose
+/// XML reply holds `<Credentials>`.
+fn sts(
+    form: &[(&str, String)],
+    signer: Option<(&Credentials, &str)>,
+    limits: &Limits,
+    what: &str,
+) -> Result<Resolved, CredError> {
+    let region = signer.map_or("us-east-1", |(_, r)| r);
+    let url = endpoint_override("STS").unwrap_or_else(|| {
+        if region.starts_with("cn-") {
+            format!("https://sts.{region}.amazonaws.com.cn/")
+        } else {
+            format!("https://sts.{region}.amazonaws.com/")
+        }
+    });
+    let body: String = form
+        .iter()
+        .map(|(k, v)| format!("{k}={}", super::sigv4::uri_encode(v.as_bytes(), false)))
+        .collect::<Vec<_>>()
+        .join("&");
+    let mut headers = vec![(
+        "content-type".to_string(),
+        "application/x-www-form-urlencoded; charset=utf-8".to_string(),
+    )];
+    if let Some((creds, region)) = signer {
+        let req = super::sigv4::Request {
+            method: "POST",
+            url: &url,
+            headers: &headers,
+            body: body.as_bytes(),
+        };
+        let date = super::amz_date(crate::time::unix_now());
+        let signed = super::sigv4::sign(&req, creds, region, "sts", &date);
+        headers.extend(signed);
+    }
+    let t = limits.http_timeouts();
+    let mut rb = crate::net::agent(&url, t).post(&url);
+    for (k, v) in &headers {
+        rb = rb.header(k.as_str(), v.as_str());
+    }
+    let reply = rb.send(body.as_bytes()).map_err(|e| {
+        CredError::fatal(format!("cannot reach AWS STS at {url} for the {what}: {e}"))
+    })?;
+    let status = reply.status().as_u16();
+    let text = reply
+        .into_body()
+        .with_config()
+        .limit(1024 * 1024)
+        .read_to_string()
+        .map_err(|e| CredError::fatal(format!("AWS STS reply for the {what}: {e}")))?;
+    let tag = |t: &str| xml_text(&text, t);
+    match (tag("AccessKeyId"), tag("SecretAccessKey")) {
+        (Some(id), Some(secret)) if status == 200 => Ok(Resolved {
+            creds: Credentials {
+                access_key_id: id,
+                secret_access_key: secret,
+                session_token: tag("SessionToken"),
+            },
+            source: format!("the {what}"),
+            expires: tag("Expiration").as_deref().and_then(parse_time),
+        }),
+        _ => {
+            let why = match (tag("Code"), tag("Message")) {
+                (Some(c), Some(m)) => format!("{c}: {m}"),
+                (Some(c), None) => c,
+                _ => format!("HTTP {status}"),
+            };
+            // Refused source credentials may be renewed (aws_auth_refresh, sso login).
+            Err(CredError::refreshable(format!(
+                "AWS STS refused the {what}: {why}"
+            )))
+        }
+    }
+}
+
+/// The text of the first `<tag>…</tag>` in `xml`, with the five XML entities undone.
+fn xml_text(xml: &str, tag: &str) -> Option<String> {
+    let start = xml.find(&format!("<{tag}>"))? + tag.len() + 2;
+    let end = start + xml[start..].find(&format!("</{tag}>"))?;
+    let raw = xml[start..end].trim();
+    (!raw.is_empty()).then(|| {
+        raw.replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&quot;", "\"")
+            .replace("&apos;", "'")
+            .replace("&amp;", "&")
     })
 }
 

@@ -143,6 +143,109 @@ fn a_profile_with_keys_and_its_region_and_a_credential_process() {
     assert!(out.stdout.contains("from proc"));
 }
 
+/// An STS reply carrying the credentials of [`sigv4`] with `token`.
+fn sts_reply(token: &str) -> Reply {
+    Reply::raw(
+        200,
+        vec![("content-type", "text/xml")],
+        format!(
+            "<AssumeRoleResponse xmlns=\"https://sts.amazonaws.com/doc/2011-06-15/\"><AssumeRoleResult>\
+             <Credentials><AccessKeyId>AKIDTEST</AccessKeyId><SecretAccessKey>secret/KEY+test</SecretAccessKey>\
+             <SessionToken>{token}</SessionToken><Expiration>2999-01-01T00:00:00Z</Expiration></Credentials>\
+             </AssumeRoleResult></AssumeRoleResponse>"
+        ),
+    )
+}
+
+#[test]
+fn a_role_is_assumed_at_sts_with_its_source_profiles_keys() {
+    let server = FakeServer::with_script(vec![Reply::text("as the role")]);
+    server.route_when(
+        |r| r.method == "POST" && r.body_text.starts_with("Action=AssumeRole&"),
+        vec![sts_reply("ROLE-TOKEN")],
+    );
+    let env = TestEnv::new();
+    let aws = env.home().join(".aws");
+    std::fs::create_dir_all(&aws).unwrap();
+    std::fs::write(
+        aws.join("credentials"),
+        "[base]\naws_access_key_id = AKIDBASE\naws_secret_access_key = base-secret\n",
+    )
+    .unwrap();
+    std::fs::write(
+        aws.join("config"),
+        "[profile role]\nrole_arn = arn:aws:iam::111122223333:role/Dev\nsource_profile = base\n\
+         role_session_name = me\nexternal_id = x/1\nregion = us-west-2\n\n\
+         [profile loop-a]\nrole_arn = arn:aws:iam::1:role/A\nsource_profile = loop-b\n\n\
+         [profile loop-b]\nrole_arn = arn:aws:iam::1:role/B\nsource_profile = loop-a\n\n\
+         [profile mfa]\nrole_arn = arn:aws:iam::1:role/M\nsource_profile = base\nmfa_serial = arn:aws:iam::1:mfa/me\n",
+    )
+    .unwrap();
+    let mut vars = vec![
+        ("AWS_ENDPOINT_URL".to_string(), server.url()),
+        ("AWS_PROFILE".to_string(), "role".to_string()),
+    ];
+    server.expect_bedrock_auth(sigv4("us-west-2", Some("ROLE-TOKEN")));
+    let out = run(&env, &["run", "-m", HAIKU, "hi"], &vars);
+    out.assert_success();
+    assert!(out.stdout.contains("as the role"));
+    let sts = &server.requests()[0];
+    assert_eq!(
+        sts.body_text,
+        "Action=AssumeRole&Version=2011-06-15&RoleArn=arn%3Aaws%3Aiam%3A%3A111122223333%3Arole%2FDev\
+         &RoleSessionName=me&ExternalId=x%2F1"
+    );
+    // Signed with the source profile's keys, for STS in the profile's region.
+    let auth = sts.header("authorization").unwrap();
+    assert!(
+        auth.starts_with("AWS4-HMAC-SHA256 Credential=AKIDBASE/")
+            && auth.contains("/us-west-2/sts/aws4_request"),
+        "{auth}"
+    );
+    server.assert_clean();
+    for (profile, want) in [("loop-a", "makes a loop"), ("mfa", "MFA code (mfa_serial)")] {
+        vars[1].1 = profile.into();
+        let out = run(&env, &["run", "-m", HAIKU, "hi"], &vars);
+        assert_eq!(out.code, 1, "{profile}: {}", out.stderr);
+        assert!(out.stderr.contains(want), "{profile}: {}", out.stderr);
+    }
+}
+
+#[test]
+fn a_web_identity_token_is_exchanged_without_signing() {
+    let server = FakeServer::with_script(vec![Reply::text("as the pod")]);
+    server.route_when(
+        |r| r.method == "POST" && r.body_text.starts_with("Action=AssumeRoleWithWebIdentity&"),
+        vec![sts_reply("WEB-TOKEN")],
+    );
+    let env = TestEnv::new();
+    let token = env.home().join("token");
+    std::fs::write(&token, "eyJ.token\n").unwrap();
+    let vars = vec![
+        ("AWS_ENDPOINT_URL".to_string(), server.url()),
+        (
+            "AWS_ROLE_ARN".to_string(),
+            "arn:aws:iam::1:role/Pod".to_string(),
+        ),
+        (
+            "AWS_WEB_IDENTITY_TOKEN_FILE".to_string(),
+            token.display().to_string(),
+        ),
+        ("AWS_ROLE_SESSION_NAME".to_string(), "pod".to_string()),
+        ("AWS_REGION".to_string(), "us-east-1".to_string()),
+    ];
+    server.expect_bedrock_auth(sigv4("us-east-1", Some("WEB-TOKEN")));
+    let out = run(&env, &["run", "-m", HAIKU, "hi"], &vars);
+    out.assert_success();
+    let sts = &server.requests()[0];
+    assert!(sts.header("authorization").is_none());
+    assert_eq!(
+        sts.body_text,
+        "Action=AssumeRoleWithWebIdentity&Version=2011-06-15&RoleArn=arn%3Aaws%3Aiam%3A%3A1%3Arole%2FPod\
+         &RoleSessionName=pod&WebIdentityToken=eyJ.token"
+    );
+}
+
 /// The SSO token cache file of session `crush-corp` (its name is the SHA-1 of the session).
 const SSO_CACHE: &str = "b124012e1e685f5a22dffa9d9f4c6afcdeed7fc9.json";
 
