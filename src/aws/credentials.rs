@@ -4,7 +4,8 @@
 //! IAM Identity Center (SSO) through the token `aws sso login` caches, static keys,
 //! `credential_process`, or a role (`role_arn`) assumed at AWS STS with the credentials of a
 //! `source_profile`, a `credential_source` or a `web_identity_token_file`; then `AWS_ROLE_ARN`
-//! with `AWS_WEB_IDENTITY_TOKEN_FILE`; then a container's credentials endpoint. Resolved credentials are kept
+//! with `AWS_WEB_IDENTITY_TOKEN_FILE`; then a container's credentials endpoint; then the EC2
+//! instance's role (instance metadata). Resolved credentials are kept
 //! until five minutes before they expire, or until `forget` (after the service refused them).
 
 use super::sigv4::Credentials;
@@ -114,6 +115,10 @@ pub fn configured() -> bool {
         "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
         "AWS_CONTAINER_CREDENTIALS_FULL_URI",
         "AWS_WEB_IDENTITY_TOKEN_FILE",
+        // On an EC2 instance the role needs nothing set up but a region.
+        "AWS_REGION",
+        "AWS_DEFAULT_REGION",
+        "AWS_EC2_METADATA_SERVICE_ENDPOINT",
     ])
     .any(|v| var(v).is_some())
         || (var("AWS_ACCESS_KEY_ID").is_some() && var("AWS_SECRET_ACCESS_KEY").is_some())
@@ -261,7 +266,10 @@ fn resolve_uncached(name: &str, limits: &Limits) -> Result<Resolved, CredError> 
             config_file().display(),
             credentials_file().display()
         ))),
-        None => match web_identity_from_env(limits).or_else(|| container_credentials(limits)) {
+        None => match web_identity_from_env(limits)
+            .or_else(|| container_credentials(limits))
+            .or_else(|| instance_credentials(limits).ok().map(Ok))
+        {
             Some(r) => r,
             None => Err(CredError::fatal(
                 "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE \
@@ -634,6 +642,73 @@ fn container_credentials(limits: &Limits) -> Option<Result<Resolved, CredError>>
     })
 }
 
+/// The EC2 instance role's credentials from the instance metadata service (IMDSv2: a session
+/// token, then the role's name, then its credentials). `AWS_EC2_METADATA_SERVICE_ENDPOINT` names
+/// another endpoint; `AWS_EC2_METADATA_DISABLED=true` turns it off. Off an instance nothing
+/// answers: each call waits at most a second.
+fn instance_credentials(limits: &Limits) -> Result<Resolved, String> {
+    if var("AWS_EC2_METADATA_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
+        return Err("EC2 instance metadata is turned off (AWS_EC2_METADATA_DISABLED)".into());
+    }
+    let base =
+        var("AWS_EC2_METADATA_SERVICE_ENDPOINT").unwrap_or_else(|| "http://169.254.169.254".into());
+    let base = base.trim_end_matches('/');
+    let quick = std::time::Duration::from_secs(1).min(limits.http);
+    let t = crate::net::Timeouts {
+        connect: Some(quick),
+        response: Some(quick),
+        per_read: Some(quick),
+        global: Some(quick.max(std::time::Duration::from_secs(1)) * 2),
+    };
+    let read = |resp: Result<ureq::http::Response<ureq::Body>, ureq::Error>, what: &str| {
+        let resp = resp.map_err(|e| format!("EC2 instance metadata ({what}): {e}"))?;
+        let status = resp.status().as_u16();
+        let text = resp
+            .into_body()
+            .with_config()
+            .limit(64 * 1024)
+            .read_to_string()
+            .map_err(|e| format!("EC2 instance metadata ({what}): {e}"))?;
+        if status != 200 {
+            return Err(format!("EC2 instance metadata ({what}): HTTP {status}"));
+        }
+        Ok(text)
+    };
+    let token_url = format!("{base}/latest/api/token");
+    let token = read(
+        crate::net::agent(&token_url, t)
+            .put(&token_url)
+            .header("x-aws-ec2-metadata-token-ttl-seconds", "21600")
+            .send_empty(),
+        "session token",
+    )?;
+    let get = |url: &str, what: &str| {
+        read(
+            crate::net::agent(url, t)
+                .get(url)
+                .header("x-aws-ec2-metadata-token", token.trim())
+                .call(),
+            what,
+        )
+    };
+    let list = format!("{base}/latest/meta-data/iam/security-credentials/");
+    let roles = get(&list, "instance role")?;
+    let role = roles
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .ok_or("EC2 instance metadata: the instance has no role")?;
+    let v: Value = serde_json::from_str(&get(&format!("{list}{role}"), "role credentials")?)
+        .map_err(|e| format!("EC2 instance metadata (role credentials): {e}"))?;
+    let (creds, expires) =
+        from_json(&v).ok_or("EC2 instance metadata: the role credentials are incomplete")?;
+    Ok(Resolved {
+        creds,
+        source: format!("the EC2 instance role {role}"),
+        expires,
+    })
+}
+
 /// How many profiles a chain of `source_profile` may go through.
 const MAX_ROLE_CHAIN: usize = 5;
 
@@ -716,10 +791,14 @@ fn assume_role(
                      AWS_CONTAINER_CREDENTIALS_RELATIVE_URI/FULL_URI is not set"
                 )))
             })?,
+            "Ec2InstanceMetadata" => instance_credentials(limits).map_err(|e| {
+                CredError::fatal(format!("AWS profile '{name}' (credential_source): {e}"))
+            })?,
             other => {
                 return Err(CredError::fatal(format!(
                     "AWS profile '{name}': credential_source {other} is not supported (only \
-                     Environment and EcsContainer): use source_profile or a credential_process"
+                     Environment, EcsContainer and Ec2InstanceMetadata): use source_profile or a \
+                     credential_process"
                 )));
             }
         },

@@ -938,7 +938,8 @@ impl Loaded {
         let api_key = Some(api_key).filter(|k| !k.is_empty());
         if api_key.is_none() && credentials_allowed && !crate::aws::credentials::configured() {
             let why = "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, \
-                       AWS_PROFILE, or AWS_BEARER_TOKEN_BEDROCK (or sign in with `aws sso login`)"
+                       AWS_PROFILE, or AWS_BEARER_TOKEN_BEDROCK (or sign in with `aws sso login`; on an EC2 \
+                       instance with a role, set AWS_REGION)"
                 .to_string();
             return Err(if configured {
                 Skip::Unusable(why, false)

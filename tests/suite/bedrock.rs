@@ -212,6 +212,49 @@ fn a_role_is_assumed_at_sts_with_its_source_profiles_keys() {
 }
 
 #[test]
+fn an_ec2_instance_role_comes_from_the_instance_metadata_service() {
+    let server = FakeServer::with_script(vec![Reply::text("as the instance")]);
+    let text = |body: &str| Reply::raw(200, vec![("content-type", "text/plain")], body.to_string());
+    server.route("PUT", "/latest/api/token", text("IMDS-SESSION"));
+    server.route(
+        "GET",
+        "/latest/meta-data/iam/security-credentials/",
+        text("DevBox\n"),
+    );
+    server.route(
+        "GET",
+        "/latest/meta-data/iam/security-credentials/DevBox",
+        text(
+            &json!({"Code": "Success", "AccessKeyId": "AKIDTEST",
+                "SecretAccessKey": "secret/KEY+test", "Token": "INSTANCE-TOKEN",
+                "Expiration": "2999-01-01T00:00:00Z"})
+            .to_string(),
+        ),
+    );
+    let env = TestEnv::new();
+    let vars = vec![
+        ("AWS_ENDPOINT_URL_BEDROCK_RUNTIME".to_string(), server.url()),
+        (
+            "AWS_EC2_METADATA_SERVICE_ENDPOINT".to_string(),
+            server.url(),
+        ),
+        ("AWS_REGION".to_string(), "us-east-1".to_string()),
+    ];
+    server.expect_bedrock_auth(sigv4("us-east-1", Some("INSTANCE-TOKEN")));
+    let out = run(&env, &["run", "-m", HAIKU, "hi"], &vars);
+    out.assert_success();
+    assert!(out.stdout.contains("as the instance"));
+    let r = server.requests();
+    assert_eq!(
+        r[0].header("x-aws-ec2-metadata-token-ttl-seconds"),
+        Some("21600")
+    );
+    for get in &r[1..3] {
+        assert_eq!(get.header("x-aws-ec2-metadata-token"), Some("IMDS-SESSION"));
+    }
+}
+
+#[test]
 fn a_web_identity_token_is_exchanged_without_signing() {
     let server = FakeServer::with_script(vec![Reply::text("as the pod")]);
     server.route_when(
