@@ -32,6 +32,7 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::io::{self, BufRead};
 use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
@@ -492,6 +493,22 @@ fn start_served(
     shared: &Arc<Shared>,
     tx: &Sender<Ev>,
 ) -> io::Result<()> {
+    // The request's fields end with NUL: one inside a field would shift the fields after it
+    // (the rest of a script read as the directory, the directory as a variable). Refused, as
+    // `Command` refuses it.
+    let nul = |b: &[u8]| b.contains(&0);
+    if argv.iter().any(|a| nul(a.as_bytes()))
+        || nul(spec.cwd.as_os_str().as_bytes())
+        || spec
+            .env
+            .iter()
+            .any(|(k, v)| nul(k.as_bytes()) || nul(v.as_bytes()))
+    {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "nul byte found in provided data",
+        ));
+    }
     // The server runs in `/`: the directory is sent whole, and checked here, where a missing
     // one is an error to the caller, as for any child.
     let mut spec = spec.clone();

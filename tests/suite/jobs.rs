@@ -214,3 +214,21 @@ fn a_dead_job_server_ends_its_jobs_and_the_next_command_starts_another() {
     let (after, err) = last_result(&server, 4);
     assert!(!err && after.starts_with("after"), "{after}");
 }
+
+#[test]
+fn a_nul_byte_in_a_command_is_refused_not_run_elsewhere() {
+    let env = TestEnv::new();
+    let server = FakeServer::with_script(vec![
+        // Sent as is, the part after the NUL would be taken for the working directory.
+        Reply::tool_call("bash", json!({"command": "pwd; echo x\u{0}/"})),
+        Reply::text("done"),
+    ]);
+    env.use_server(&server, Dialect::OpenAi);
+    let out = env.run(&["run", "-q", "-y", "go"], None);
+    out.assert_success();
+    let (text, _) = last_result(&server, 1);
+    assert!(
+        text.contains("failed to start the command: nul byte"),
+        "{text}"
+    );
+}
