@@ -12,7 +12,8 @@
 //! kills every group it started. A parent-death signal (`PR_SET_PDEATHSIG`) would only cover
 //! one process and fires when the spawning *thread* ends; the socket covers the groups and any
 //! thread. On Linux the server is also a subreaper, so what a command leaves running
-//! (`server &`) stays in reach: the server reaps it and knows when the group is empty. It
+//! (`server &`) stays in reach: the server reaps it and knows when the group is empty, and what
+//! left the group (`setsid`) is its child once its parent is gone, killed with the rest. It
 //! signals a group only while some of it is left, so a group id is never mistaken for a later
 //! one. Should the server die (killed from outside), its jobs are reported ended, what they
 //! left running is out of crush's reach, and the next job starts a new server.
