@@ -12,7 +12,8 @@
 //! kills every group it started. A parent-death signal (`PR_SET_PDEATHSIG`) would only cover
 //! one process and fires when the spawning *thread* ends; the socket covers the groups and any
 //! thread. On Linux the server is also a subreaper, so what a command leaves running
-//! (`server &`) stays in reach: the server reaps it and knows when the group is empty. It
+//! (`server &`) stays in reach: the server reaps it and knows when the group is empty, and what
+//! left the group (`setsid`) is its child once its parent is gone, killed with the rest. It
 //! signals a group only while some of it is left, so a group id is never mistaken for a later
 //! one. Should the server die (killed from outside), its jobs are reported ended, what they
 //! left running is out of crush's reach, and the next job starts a new server.
@@ -32,6 +33,7 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::io::{self, BufRead};
 use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
@@ -492,6 +494,22 @@ fn start_served(
     shared: &Arc<Shared>,
     tx: &Sender<Ev>,
 ) -> io::Result<()> {
+    // The request's fields end with NUL: one inside a field would shift the fields after it
+    // (the rest of a script read as the directory, the directory as a variable). Refused, as
+    // `Command` refuses it.
+    let nul = |b: &[u8]| b.contains(&0);
+    if argv.iter().any(|a| nul(a.as_bytes()))
+        || nul(spec.cwd.as_os_str().as_bytes())
+        || spec
+            .env
+            .iter()
+            .any(|(k, v)| nul(k.as_bytes()) || nul(v.as_bytes()))
+    {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "nul byte found in provided data",
+        ));
+    }
     // The server runs in `/`: the directory is sent whole, and checked here, where a missing
     // one is an error to the caller, as for any child.
     let mut spec = spec.clone();

@@ -214,3 +214,52 @@ fn a_dead_job_server_ends_its_jobs_and_the_next_command_starts_another() {
     let (after, err) = last_result(&server, 4);
     assert!(!err && after.starts_with("after"), "{after}");
 }
+
+#[test]
+fn a_nul_byte_in_a_command_is_refused_not_run_elsewhere() {
+    let env = TestEnv::new();
+    let server = FakeServer::with_script(vec![
+        // Sent as is, the part after the NUL would be taken for the working directory.
+        Reply::tool_call("bash", json!({"command": "pwd; echo x\u{0}/"})),
+        Reply::text("done"),
+    ]);
+    env.use_server(&server, Dialect::OpenAi);
+    let out = env.run(&["run", "-q", "-y", "go"], None);
+    out.assert_success();
+    let (text, _) = last_result(&server, 1);
+    assert!(
+        text.contains("failed to start the command: nul byte"),
+        "{text}"
+    );
+}
+
+#[test]
+fn what_a_command_moved_to_a_session_of_its_own_dies_with_crush_too() {
+    let env = TestEnv::new();
+    let server = FakeServer::with_script(vec![
+        // Outside the command's group: `setsid` in place, and a daemon whose parent exits.
+        Reply::tool_call(
+            "bash",
+            json!({"command": "setsid bash -c 'echo $$ > a.pid; exec sleep 300' </dev/null >/dev/null 2>&1 &
+                (setsid bash -c 'echo $$ > b.pid; exec sleep 300' </dev/null >/dev/null 2>&1 &)
+                until [ -s a.pid ] && [ -s b.pid ]; do sleep 0.02; done; echo started"}),
+        ),
+        Reply::text("done"),
+    ]);
+    env.use_server(&server, Dialect::OpenAi);
+    let out = env.run(&["run", "-q", "-y", "go"], None);
+    out.assert_success();
+    let (text, _) = last_result(&server, 1);
+    assert!(text.starts_with("started"), "{text}");
+    let pids = ["a.pid", "b.pid"].map(|f| pid_in(&env.project().join(f)));
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !pids.iter().all(|&p| is_dead(p)) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let left: Vec<i32> = pids.into_iter().filter(|&p| !is_dead(p)).collect();
+    for &p in &left {
+        // SAFETY: signalling the test's own sleeps, whose pids it just read.
+        unsafe { libc::kill(p, libc::SIGKILL) };
+    }
+    assert!(left.is_empty(), "survived crush: {left:?}");
+}

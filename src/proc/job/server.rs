@@ -2,8 +2,8 @@
 //! only crush holds. It runs each requested command leading a process group of its own, reaps
 //! (as a subreaper, what the commands leave running is reparented to it), reports how each
 //! command ended and when nothing of its group is left, signals a group only while some of it is
-//! left, and kills every group it started as soon as the socket reaches its end: crush is gone,
-//! however it ended.
+//! left, and kills every group it started (and, being their subreaper, what left those groups)
+//! as soon as the socket reaches its end: crush is gone, however it ended.
 
 use super::wire::{self, Reply, Request};
 use std::ffi::OsString;
@@ -150,7 +150,8 @@ impl Server {
         }
     }
 
-    /// Kills every group that may have a member left, and ends the server.
+    /// Kills every group that may have a member left, then what left its group, and ends the
+    /// server.
     fn end(&self) -> ! {
         for j in &self.jobs {
             // SAFETY: groups this server started, not yet seen empty.
@@ -158,7 +159,40 @@ impl Server {
                 libc::killpg(j.pgid, libc::SIGKILL);
             }
         }
+        #[cfg(target_os = "linux")]
+        kill_children();
         std::process::exit(0)
+    }
+}
+
+/// Kills and reaps this process's children until none is left (a second at most). A process
+/// that left its command's group (`setsid`) escapes the group's SIGKILL; but the server is a
+/// subreaper, so once its parent is gone it is the server's child, and it is listed here.
+#[cfg(target_os = "linux")]
+fn kill_children() {
+    let children = format!("/proc/{0}/task/{0}/children", std::process::id());
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(1);
+    loop {
+        // SAFETY: reaps any ended child of this process.
+        while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
+        let Ok(list) = std::fs::read_to_string(&children) else {
+            return;
+        };
+        let pids: Vec<i32> = list
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect();
+        if pids.is_empty() || std::time::Instant::now() >= end {
+            return;
+        }
+        for pid in pids {
+            // SAFETY: an unreaped child of this process (only this thread reaps), so the pid
+            // is still its own.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
     }
 }
 
