@@ -111,6 +111,9 @@ fn kill_9_of_crush_leaves_no_job_behind() {
         String::from_utf8_lossy(&cmdline).contains("__crush-job-server"),
         "{cmdline:?}"
     );
+    // Named for ps and top.
+    let comm = std::fs::read_to_string(format!("/proc/{server}/comm")).unwrap();
+    assert_eq!(comm.trim(), "crush-jobs");
     run.signal(libc::SIGKILL);
     let out = run.finish();
     out.assert_code(137);

@@ -210,7 +210,11 @@ pub fn serve() -> ! {
     // exec.
     unsafe {
         #[cfg(target_os = "linux")]
-        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+        {
+            libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+            // Started as /proc/self/exe, it would show as "exe" in ps and top.
+            libc::prctl(libc::PR_SET_NAME, c"crush-jobs".as_ptr(), 0, 0, 0);
+        }
         if libc::pipe2(pipe.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) != 0 {
             server.end();
         }
