@@ -40,10 +40,6 @@ pub struct Request<'a> {
     pub body: &'a [u8],
 }
 
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// `s` with every byte but `A-Z a-z 0-9 - . _ ~` (and `/` when `keep_slash`) as `%XX`.
 pub fn uri_encode(s: &[u8], keep_slash: bool) -> String {
     let mut out = String::with_capacity(s.len());
@@ -189,7 +185,7 @@ pub fn signature(secret: &str, scope: &str, string_to_sign: &str) -> String {
     for part in scope.split('/') {
         key = sha256::hmac(&key, part.as_bytes()).to_vec();
     }
-    hex(&sha256::hmac(&key, string_to_sign.as_bytes()))
+    sha256::to_hex(&sha256::hmac(&key, string_to_sign.as_bytes()))
 }
 
 /// The headers that make `req` a signed request at `amz_date` (`YYYYMMDDTHHMMSSZ`):

@@ -1184,7 +1184,7 @@ pub fn new_id() -> Result<String> {
         .map_err(|e| StoreError::Sql(format!("cannot read /dev/urandom for an id: {e}")))?;
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
-    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    let h = crate::sha256::to_hex(&b);
     Ok(format!(
         "{}-{}-{}-{}-{}",
         &h[0..8],
