@@ -437,10 +437,6 @@ fn protocol(msg: String) -> Failure {
 }
 
 impl Accumulator {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
     /// An accumulator that fails once the reply holds more than `limit` bytes (the default is
     /// `MAX_REPLY_BYTES`).
     pub fn with_limit(limit: usize) -> Self {
@@ -700,7 +696,7 @@ pub fn response_from_json(v: &Value) -> Option<Response> {
     if v.get("type").and_then(Value::as_str) != Some("message") {
         return None;
     }
-    let mut acc = Accumulator::new();
+    let mut acc = Accumulator::default();
     if let Some(u) = v.get("usage") {
         acc.usage.update(u);
     }
@@ -792,7 +788,7 @@ data: {"type":"message_stop"}
 "#;
 
     fn run(stream: &str) -> (Result<Response, Failure>, Vec<StreamEvent>) {
-        run_with(Accumulator::new(), stream)
+        run_with(Accumulator::default(), stream)
     }
 
     fn run_with(

@@ -464,10 +464,6 @@ fn filtered(reason: &str) -> bool {
 }
 
 impl Accumulator {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
     /// An accumulator that fails once the reply holds more than `limit` bytes.
     pub fn with_limit(limit: usize) -> Self {
         Accumulator {
@@ -742,7 +738,7 @@ impl Accumulator {
 /// A non-streaming reply (a whole `GenerateContentResponse`), for a server that ignored `alt=sse`.
 pub fn response_from_json(v: &Value) -> Option<Response> {
     v.get("candidates")?.as_array()?;
-    let mut acc = Accumulator::new();
+    let mut acc = Accumulator::default();
     acc.feed_chunk(v, &mut Vec::new()).ok()?;
     acc.finish().ok()
 }
@@ -755,7 +751,7 @@ mod tests {
     use std::io::Cursor;
 
     fn run(stream: &str) -> (Result<Response, Failure>, Vec<StreamEvent>) {
-        let mut acc = Accumulator::new();
+        let mut acc = Accumulator::default();
         let mut out = Vec::new();
         for ev in SseReader::new(Cursor::new(stream.as_bytes().to_vec())) {
             if let Err(f) = acc.feed(&ev.unwrap(), &mut out) {

@@ -299,10 +299,6 @@ fn args_text(v: Option<&Value>) -> String {
 }
 
 impl Accumulator {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
     /// An accumulator that fails once the reply holds more than `limit` bytes (the default is
     /// `MAX_REPLY_BYTES`).
     pub fn with_limit(limit: usize) -> Self {
@@ -556,7 +552,7 @@ pub fn response_from_json(v: &Value) -> Option<Response> {
     if choices.iter().all(|c| c.get("message").is_none()) {
         return None;
     }
-    let mut acc = Accumulator::new();
+    let mut acc = Accumulator::default();
     let mut sink = Vec::new();
     acc.feed_chunk(v, &mut sink).ok()?;
     acc.done = true;
@@ -609,7 +605,7 @@ mod tests {
     }
 
     fn run(stream: &str) -> (Result<Response, Failure>, Vec<StreamEvent>) {
-        run_with(Accumulator::new(), stream)
+        run_with(Accumulator::default(), stream)
     }
 
     fn run_with(

@@ -337,10 +337,6 @@ fn reported(e: &Value, what: &str) -> Failure {
 }
 
 impl Accumulator {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
     /// An accumulator that fails once the reply holds more than `limit` bytes.
     pub fn with_limit(limit: usize) -> Self {
         Accumulator {
@@ -626,7 +622,7 @@ pub fn response_from_json(v: &Value) -> Option<Response> {
     if v.get("object").and_then(Value::as_str) != Some("response") {
         return None;
     }
-    let mut acc = Accumulator::new();
+    let mut acc = Accumulator::default();
     let mut out = Vec::new();
     for (i, item) in v
         .get("output")
@@ -664,7 +660,7 @@ mod tests {
     use std::io::Cursor;
 
     fn run(stream: &str) -> (Result<Response, Failure>, Vec<StreamEvent>) {
-        let mut acc = Accumulator::new();
+        let mut acc = Accumulator::default();
         let mut out = Vec::new();
         for ev in SseReader::new(Cursor::new(stream.as_bytes().to_vec())) {
             match acc.feed(&ev.unwrap(), &mut out) {
