@@ -418,29 +418,37 @@ pub fn endpoint_override(service_env: &str) -> Option<String> {
     var(&format!("AWS_ENDPOINT_URL_{service_env}")).or_else(|| var("AWS_ENDPOINT_URL"))
 }
 
-/// One JSON call (GET, or POST of `body`): the status and the reply (Null when not JSON).
-fn call_json(
+/// One HTTP call: `method` to `url` with `headers` and, for a POST or PUT, `body` (content type,
+/// bytes). The status and the reply's text (at most 1 MiB).
+fn call(
+    method: &str,
     url: &str,
     headers: &[(&str, &str)],
-    body: Option<&Value>,
-    limits: &Limits,
-) -> Result<(u16, Value), String> {
-    let t = limits.http_timeouts();
+    body: Option<(&str, &[u8])>,
+    t: crate::net::Timeouts,
+) -> Result<(u16, String), String> {
     let agent = crate::net::agent(url, t);
-    let resp = match body {
-        Some(b) => {
-            let mut rb = agent.post(url).header("content-type", "application/json");
-            for (k, v) in headers {
-                rb = rb.header(*k, *v);
-            }
-            rb.send(b.to_string().as_bytes())
-        }
-        None => {
+    let resp = match method {
+        "GET" => {
             let mut rb = agent.get(url);
             for (k, v) in headers {
                 rb = rb.header(*k, *v);
             }
             rb.call()
+        }
+        _ => {
+            let mut rb = if method == "PUT" {
+                agent.put(url)
+            } else {
+                agent.post(url)
+            };
+            for (k, v) in headers {
+                rb = rb.header(*k, *v);
+            }
+            match body {
+                Some((kind, bytes)) => rb.header("content-type", kind).send(bytes),
+                None => rb.send_empty(),
+            }
         }
     }
     .map_err(|e| e.to_string())?;
@@ -451,6 +459,22 @@ fn call_json(
         .limit(1024 * 1024)
         .read_to_string()
         .map_err(|e| e.to_string())?;
+    Ok((status, text))
+}
+
+/// One JSON call (GET, or POST of `body`): the status and the reply (Null when not JSON).
+fn call_json(
+    url: &str,
+    headers: &[(&str, &str)],
+    body: Option<&Value>,
+    limits: &Limits,
+) -> Result<(u16, Value), String> {
+    let body = body.map(Value::to_string);
+    let (method, sent) = match &body {
+        Some(b) => ("POST", Some(("application/json", b.as_bytes()))),
+        None => ("GET", None),
+    };
+    let (status, text) = call(method, url, headers, sent, limits.http_timeouts())?;
     Ok((status, serde_json::from_str(&text).unwrap_or(Value::Null)))
 }
 
@@ -657,39 +681,27 @@ fn instance_credentials(limits: &Limits) -> Result<Resolved, String> {
         connect: Some(quick),
         response: Some(quick),
         per_read: Some(quick),
-        global: Some(quick.max(std::time::Duration::from_secs(1)) * 2),
+        global: Some(quick * 2),
     };
-    let read = |resp: Result<ureq::http::Response<ureq::Body>, ureq::Error>, what: &str| {
-        let resp = resp.map_err(|e| format!("EC2 instance metadata ({what}): {e}"))?;
-        let status = resp.status().as_u16();
-        let text = resp
-            .into_body()
-            .with_config()
-            .limit(64 * 1024)
-            .read_to_string()
-            .map_err(|e| format!("EC2 instance metadata ({what}): {e}"))?;
-        if status != 200 {
-            return Err(format!("EC2 instance metadata ({what}): HTTP {status}"));
-        }
-        Ok(text)
+    let fetch = |method: &str, url: &str, header: (&str, &str), what: &str| match call(
+        method,
+        url,
+        &[header],
+        None,
+        t,
+    ) {
+        Ok((200, text)) => Ok(text),
+        Ok((status, _)) => Err(format!("EC2 instance metadata ({what}): HTTP {status}")),
+        Err(e) => Err(format!("EC2 instance metadata ({what}): {e}")),
     };
-    let token_url = format!("{base}/latest/api/token");
-    let token = read(
-        crate::net::agent(&token_url, t)
-            .put(&token_url)
-            .header("x-aws-ec2-metadata-token-ttl-seconds", "21600")
-            .send_empty(),
+    let token = fetch(
+        "PUT",
+        &format!("{base}/latest/api/token"),
+        ("x-aws-ec2-metadata-token-ttl-seconds", "21600"),
         "session token",
     )?;
-    let get = |url: &str, what: &str| {
-        read(
-            crate::net::agent(url, t)
-                .get(url)
-                .header("x-aws-ec2-metadata-token", token.trim())
-                .call(),
-            what,
-        )
-    };
+    let get =
+        |url: &str, what: &str| fetch("GET", url, ("x-aws-ec2-metadata-token", token.trim()), what);
     let list = format!("{base}/latest/meta-data/iam/security-credentials/");
     let roles = get(&list, "instance role")?;
     let role = roles
@@ -903,10 +915,8 @@ fn sts(
         .map(|(k, v)| format!("{k}={}", super::sigv4::uri_encode(v.as_bytes(), false)))
         .collect::<Vec<_>>()
         .join("&");
-    let mut headers = vec![(
-        "content-type".to_string(),
-        "application/x-www-form-urlencoded; charset=utf-8".to_string(),
-    )];
+    const FORM: &str = "application/x-www-form-urlencoded; charset=utf-8";
+    let mut headers = vec![("content-type".to_string(), FORM.to_string())];
     if let Some((creds, region)) = signer {
         let req = super::sigv4::Request {
             method: "POST",
@@ -918,21 +928,19 @@ fn sts(
         let signed = super::sigv4::sign(&req, creds, region, "sts", &date);
         headers.extend(signed);
     }
-    let t = limits.http_timeouts();
-    let mut rb = crate::net::agent(&url, t).post(&url);
-    for (k, v) in &headers {
-        rb = rb.header(k.as_str(), v.as_str());
-    }
-    let reply = rb.send(body.as_bytes()).map_err(|e| {
-        CredError::fatal(format!("cannot reach AWS STS at {url} for the {what}: {e}"))
-    })?;
-    let status = reply.status().as_u16();
-    let text = reply
-        .into_body()
-        .with_config()
-        .limit(1024 * 1024)
-        .read_to_string()
-        .map_err(|e| CredError::fatal(format!("AWS STS reply for the {what}: {e}")))?;
+    // The content type is sent with the body.
+    let extra: Vec<(&str, &str)> = headers[1..]
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let (status, text) = call(
+        "POST",
+        &url,
+        &extra,
+        Some((FORM, body.as_bytes())),
+        limits.http_timeouts(),
+    )
+    .map_err(|e| CredError::fatal(format!("cannot reach AWS STS at {url} for the {what}: {e}")))?;
     let tag = |t: &str| xml_text(&text, t);
     match (tag("AccessKeyId"), tag("SecretAccessKey")) {
         (Some(id), Some(secret)) if status == 200 => Ok(Resolved {
@@ -975,6 +983,32 @@ fn xml_text(xml: &str, tag: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sts_replies_are_read_whatever_arrives() {
+        let err = "<ErrorResponse><Error><Code>AccessDenied</Code>\
+                   <Message>User: a &amp; b is not &lt;allowed&gt;</Message></Error></ErrorResponse>";
+        assert_eq!(xml_text(err, "Code").as_deref(), Some("AccessDenied"));
+        assert_eq!(
+            xml_text(err, "Message").as_deref(),
+            Some("User: a & b is not <allowed>")
+        );
+        for garbage in [
+            "",
+            "<Code>",
+            "<Code></Code>",
+            "</Code>x<Code>",
+            "<Code>unclosed",
+            "\u{0}<<<>>>",
+        ] {
+            assert_eq!(xml_text(garbage, "Code"), None, "{garbage:?}");
+        }
+        // A tag inside another's text is not mistaken for it.
+        assert_eq!(
+            xml_text("<A><AccessKeyId>K</AccessKeyId></A>", "AccessKey"),
+            None
+        );
+    }
 
     #[test]
     fn ini_files_as_aws_writes_them() {
