@@ -169,20 +169,24 @@ impl Agent<'_> {
         if self.skills_info.is_empty() {
             return;
         }
-        let loaded = |e: &crate::skills::InfoEntry| {
-            e.file
-                .as_deref()
-                .is_some_and(|f| matches!(self.store.last_read(&self.session_id, f), Ok(Some(_))))
-        };
-        let active = self.skills_info.iter().filter(|e| e.state == "active");
-        let (n, of) = active.fold((0, 0), |(n, of), e| (n + loaded(e) as usize, of + 1));
-        let _ = writeln!(b, "[skills]\nloaded_this_session = {n}/{of}");
-        for e in self.skills_info.iter() {
-            let state = match e.state {
-                "active" if loaded(e) => "loaded",
-                "active" => "unloaded",
+        // Each entry's state as listed: an active skill is loaded once its SKILL.md was read.
+        let states: Vec<&str> = self
+            .skills_info
+            .iter()
+            .map(|e| match e.state {
+                "active" => {
+                    let read = e.file.as_deref().is_some_and(|f| {
+                        matches!(self.store.last_read(&self.session_id, f), Ok(Some(_)))
+                    });
+                    if read { "loaded" } else { "unloaded" }
+                }
                 other => other,
-            };
+            })
+            .collect();
+        let loaded = states.iter().filter(|s| **s == "loaded").count();
+        let active = loaded + states.iter().filter(|s| **s == "unloaded").count();
+        let _ = writeln!(b, "[skills]\nloaded_this_session = {loaded}/{active}");
+        for (e, state) in self.skills_info.iter().zip(states) {
             let _ = writeln!(b, "{} = {}, {state}", e.name, e.origin);
         }
         b.push('\n');
