@@ -538,12 +538,8 @@ fn start_served(
     };
     // The write ends now live only in the command.
     drop((out_w, err_w));
-    {
-        let mut target = lock(&shared.target);
-        if !lock(&shared.state).gone {
-            *target = Some(Target::Served { server, id });
-        }
-    }
+    // Before the monitor starts, so before anything can mark the job gone.
+    *lock(&shared.target) = Some(Target::Served { server, id });
     let pipes = spawn_reader(out_r, shared.out.clone(), false, tx.clone()) as usize
         + spawn_reader(err_r, shared.err.clone(), false, tx.clone()) as usize;
     lock(&shared.state).open_pipes = pipes;
