@@ -668,14 +668,12 @@ impl Accumulator {
                 _ => {}
             }
         }
-        let (usage, usage_rejected) =
-            crate::llm::types::settle_usage(self.usage.usage(), self.usage.bad());
-        Response {
+        Response::settled(
             parts,
-            usage,
-            usage_rejected,
-            finish: finish_reason(self.stop_reason.as_deref(), has_tools),
-        }
+            self.usage.usage(),
+            self.usage.bad(),
+            finish_reason(self.stop_reason.as_deref(), has_tools),
+        )
     }
 
     /// The response of a complete stream; `Truncated` (retryable) if `message_stop` never came.

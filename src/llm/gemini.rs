@@ -693,14 +693,7 @@ impl Accumulator {
             Some(r) if filtered(r) => FinishReason::ContentFilter,
             Some(r) => FinishReason::Other(r.to_string()),
         };
-        let (usage, usage_rejected) =
-            crate::llm::types::settle_usage(self.usage, self.usage_rejected);
-        Response {
-            parts,
-            usage,
-            usage_rejected,
-            finish,
-        }
+        Response::settled(parts, self.usage, self.usage_rejected, finish)
     }
 
     /// The response of a complete stream. A stream without a finish reason was cut

@@ -527,14 +527,7 @@ impl Accumulator {
             }
             Some(other) => FinishReason::Other(other.to_string()),
         };
-        let (usage, usage_rejected) =
-            crate::llm::types::settle_usage(self.usage, self.usage_rejected);
-        Response {
-            parts,
-            usage,
-            usage_rejected,
-            finish,
-        }
+        Response::settled(parts, self.usage, self.usage_rejected, finish)
     }
 
     /// The response once the stream ended: needs `[DONE]` or a finish_reason, else `Truncated`.

@@ -598,14 +598,7 @@ impl Accumulator {
             None => FinishReason::EndTurn,
             Some(other) => FinishReason::Other(other.to_string()),
         };
-        let (usage, usage_rejected) =
-            crate::llm::types::settle_usage(self.usage, self.usage_rejected);
-        Response {
-            parts,
-            usage,
-            usage_rejected,
-            finish,
-        }
+        Response::settled(parts, self.usage, self.usage_rejected, finish)
     }
 
     /// The response of a complete stream; `Truncated` (retried) without its final event.

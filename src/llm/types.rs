@@ -505,21 +505,6 @@ pub fn record_usage(
     }
 }
 
-/// Turns parsed usage into what a `Response` carries: `(usage, why it was rejected)`.
-pub fn settle_usage(
-    usage: Option<Usage>,
-    rejected: Option<String>,
-) -> (Option<Usage>, Option<String>) {
-    if let Some(why) = rejected {
-        return (None, Some(why));
-    }
-    match usage.map(Usage::checked) {
-        None => (None, None),
-        Some(Ok(u)) => (u, None),
-        Some(Err(why)) => (None, Some(why)),
-    }
-}
-
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FinishReason {
     EndTurn,
@@ -555,6 +540,29 @@ pub struct Response {
     /// then recorded with unknown usage and the reason is logged.
     pub usage_rejected: Option<String>,
     pub finish: FinishReason,
+}
+
+impl Response {
+    /// A response with the usage as parsed: usage the dialect `rejected` (or that fails the
+    /// sanity check) is dropped, and why is kept in `usage_rejected`.
+    pub fn settled(
+        parts: Vec<Part>,
+        usage: Option<Usage>,
+        rejected: Option<String>,
+        finish: FinishReason,
+    ) -> Response {
+        let (usage, usage_rejected) = match (rejected, usage.map(Usage::checked)) {
+            (Some(why), _) | (None, Some(Err(why))) => (None, Some(why)),
+            (None, Some(Ok(u))) => (u, None),
+            (None, None) => (None, None),
+        };
+        Response {
+            parts,
+            usage,
+            usage_rejected,
+            finish,
+        }
+    }
 }
 
 /// What the streaming worker sends to the turn loop.
