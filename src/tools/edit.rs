@@ -2,8 +2,8 @@
 //! empty). Shares the replacement logic with multiedit.
 
 use super::ToolError;
-use super::common::{check_fresh, opt_bool, req_str, req_str_empty_ok, resolve, with_diagnostics};
-use super::write::{FileChange, change_metadata, change_structured, read_existing};
+use super::common::{check_fresh, opt_bool, req_str, req_str_empty_ok, resolve};
+use super::write::{FileChange, change_output, read_existing};
 use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
 use serde_json::{Value, json};
 use std::path::Path;
@@ -183,17 +183,7 @@ impl Tool for Edit {
             "newString": input.get("new_string"),
             "replaceAll": input.get("replace_all").and_then(Value::as_bool).unwrap_or(false),
         });
-        Ok(with_diagnostics(
-            ctx,
-            &change.path,
-            ToolOutput {
-                content,
-                is_error: false,
-                metadata: change_metadata(&d, &change.path),
-                image: None,
-                structured: change_structured(&change, &d, extra),
-            },
-        ))
+        Ok(change_output(ctx, &change, &d, content, extra))
     }
 }
 

@@ -2,9 +2,9 @@
 //! when all of them succeed.
 
 use super::ToolError;
-use super::common::{opt_bool, req_str, resolve, with_diagnostics};
+use super::common::{opt_bool, req_str, resolve};
 use super::edit::{load_for_create, load_for_edit, replace_in};
-use super::write::{FileChange, change_metadata, change_structured};
+use super::write::{FileChange, change_output};
 use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
 use serde_json::{Value, json};
 
@@ -131,21 +131,8 @@ impl Tool for MultiEdit {
             d.additions,
             d.removals
         );
-        Ok(with_diagnostics(
-            ctx,
-            &change.path,
-            ToolOutput {
-                content,
-                is_error: false,
-                metadata: change_metadata(&d, &change.path),
-                image: None,
-                structured: change_structured(
-                    &change,
-                    &d,
-                    json!({"edits": input.get("edits"), "originalFileContents": change.old}),
-                ),
-            },
-        ))
+        let extra = json!({"edits": input.get("edits"), "originalFileContents": change.old});
+        Ok(change_output(ctx, &change, &d, content, extra))
     }
 }
 

@@ -132,9 +132,32 @@ fn plan(input: &Value, ctx: &ToolCtx) -> Result<FileChange, String> {
     })
 }
 
+/// The result of a tool that changed a file: `content` for the model, the diff as metadata, the
+/// change in Claude Code's shape for hooks (`change_structured`, with the tool's own `extra`
+/// fields), and the language servers' diagnostics of the file.
+pub fn change_output(
+    ctx: &ToolCtx,
+    change: &FileChange,
+    d: &Diff,
+    content: String,
+    extra: Value,
+) -> ToolOutput {
+    with_diagnostics(
+        ctx,
+        &change.path,
+        ToolOutput {
+            content,
+            is_error: false,
+            metadata: change_metadata(d, &change.path),
+            image: None,
+            structured: change_structured(change, d, extra),
+        },
+    )
+}
+
 /// What every file change reports in Claude Code's shape (crush(1) HOOKS): the file, its
 /// content before (null for a new file), the hunks; `extra` adds the tool's own fields.
-pub fn change_structured(change: &FileChange, d: &Diff, extra: Value) -> Value {
+fn change_structured(change: &FileChange, d: &Diff, extra: Value) -> Value {
     let mut v = json!({
         "filePath": change.path.display().to_string(),
         "originalFile": change.old,
@@ -206,21 +229,8 @@ impl Tool for Write {
         } else {
             "create"
         };
-        Ok(with_diagnostics(
-            ctx,
-            &change.path,
-            ToolOutput {
-                content,
-                is_error: false,
-                metadata: change_metadata(&d, &change.path),
-                image: None,
-                structured: change_structured(
-                    &change,
-                    &d,
-                    json!({"type": kind, "content": change.new}),
-                ),
-            },
-        ))
+        let extra = json!({"type": kind, "content": change.new});
+        Ok(change_output(ctx, &change, &d, content, extra))
     }
 }
 
