@@ -10,6 +10,7 @@ use super::{Agent, AgentError, AgentEvent, Answer, Sink, Stop, session_config, s
 use crate::hooks::{self, Outcome};
 use crate::llm::Part;
 use crate::store::Store;
+use crate::tools::confine::Zone;
 use crate::tools::todos::{self, Todo};
 use crate::tools::{
     Content, Diagnostics, PermissionRequest, ReadTracker, SessionState, Tool, ToolCtx, ToolError,
@@ -267,6 +268,7 @@ fn hook_question(
             path: ctx.cwd.to_path_buf(),
             description: crate::tools::common::truncate_line(&what, 200),
             diff: None,
+            zone: Default::default(),
         }
     });
     let why = if reason.is_empty() {
@@ -275,6 +277,18 @@ fn hook_question(
         reason
     };
     req.description = format!("{} ({why})", req.description);
+    req
+}
+
+/// `req` with the zone of the file it writes (`confine::Zone`), which the permission rules
+/// decide by; a guarded file or crush's data is named as such in the question.
+fn placed(mut req: PermissionRequest, ctx: &ToolCtx) -> PermissionRequest {
+    if matches!(req.action, "write" | "download") {
+        req.zone = req.zone.max(ctx.bounds.zone(ctx.project_root, &req.path));
+    }
+    if req.zone >= Zone::Guarded && !req.description.ends_with(req.zone.note()) {
+        req.description.push_str(req.zone.note());
+    }
     req
 }
 
@@ -296,11 +310,14 @@ fn question(
                 stop: None,
             }));
         }
-        Ok(own) => own,
+        Ok(own) => own.map(|r| placed(r, ctx)),
     };
     Ok(match (gate, own) {
         (Gate::Ask(reason), own) => Some(hook_question(tool, own, input, ctx, reason)),
-        (_, None) | (Gate::Approved, Some(_)) => None,
+        (_, None) => None,
+        // A hook's approval is an allow rule: it does not reach guarded files or crush's data.
+        (Gate::Approved, Some(req)) if req.zone < Zone::Guarded => None,
+        (Gate::Approved, Some(req)) => Some(req),
         (Gate::Normal, Some(req)) if permissions.check(&req) == Decision::Allowed => None,
         (Gate::Normal, Some(req)) => Some(req),
     })
@@ -605,6 +622,7 @@ impl Agent<'_> {
             env_file: self.env_file.as_deref(),
             files: self.files.as_deref(),
             skills: &self.skill_files,
+            bounds: &self.bounds,
         };
         let Some(t) = self
             .tools

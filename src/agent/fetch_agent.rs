@@ -62,16 +62,20 @@ impl Tool for AgenticFetch {
         input: &Value,
         ctx: &ToolCtx,
     ) -> Result<Option<PermissionRequest>, String> {
-        let (_, url) = check(input)?;
+        let (prompt, url) = check(input)?;
+        // What the sub-agent may send out (its searches, the pages it follows) comes from this
+        // prompt and the pages: the question shows it.
+        let task = crate::tools::common::truncate_line(prompt.trim(), 200);
         Ok(Some(PermissionRequest {
             tool: TOOL_NAME.to_string(),
             action: "fetch",
             path: crate::tools::common::canonicalize_lenient(ctx.cwd),
             description: match url {
-                Some(u) => format!("Fetch and analyze content from URL: {u}"),
-                None => "Search the web and analyze results".to_string(),
+                Some(u) => format!("Fetch and analyze content from URL: {u} (task: {task})"),
+                None => format!("Search the web and analyze results (task: {task})"),
             },
             diff: None,
+            zone: Default::default(),
         }))
     }
 
@@ -158,6 +162,18 @@ impl Drop for TempDir {
     }
 }
 
+/// The web sub-agent's tools, sorted by name.
+pub(super) fn fetch_tools() -> Vec<Box<dyn Tool>> {
+    vec![
+        Box::new(crate::tools::glob::Glob),
+        Box::new(crate::tools::grep::Grep),
+        Box::new(crate::tools::sourcegraph::Sourcegraph),
+        Box::new(crate::tools::view::View),
+        Box::new(crate::tools::web::WebFetch),
+        Box::new(crate::tools::web::WebSearch),
+    ]
+}
+
 impl<'a> Agent<'a> {
     /// The web sub-agent for the child session `session_id`, working in `dir`.
     fn fetch_child(&self, session_id: String, dir: &Path) -> Agent<'a> {
@@ -166,14 +182,7 @@ impl<'a> Agent<'a> {
             .as_ref()
             .and_then(|c| c.resolve_model(None, true).ok())
             .unwrap_or_else(|| self.model.clone());
-        let tools: Vec<Box<dyn Tool>> = vec![
-            Box::new(crate::tools::glob::Glob),
-            Box::new(crate::tools::grep::Grep),
-            Box::new(crate::tools::sourcegraph::Sourcegraph),
-            Box::new(crate::tools::view::View),
-            Box::new(crate::tools::web::WebFetch),
-            Box::new(crate::tools::web::WebSearch),
-        ];
+        let tools = fetch_tools();
         // The task sub-agent's settings, then what differs: no hooks (the agentic_fetch call
         // itself was hooked), the pages it reads are on disk in its own directory.
         let mut a = self.child(session_id);
@@ -184,6 +193,9 @@ impl<'a> Agent<'a> {
         a.system = system_prompt(dir);
         a.cwd = dir.to_path_buf();
         a.project_root = dir.to_path_buf();
+        // Its file tools see its own directory and nothing else, whatever its permissions
+        // (crush(1) TOOLS, agentic_fetch).
+        a.bounds = std::sync::Arc::new(crate::tools::confine::Bounds::jailed(dir));
         a.hooks = Default::default();
         a.lsp = None;
         a.files = None;
@@ -277,13 +289,16 @@ mod tests {
         assert_eq!(req.action, "fetch");
         assert_eq!(
             req.description,
-            "Fetch and analyze content from URL: https://e.x"
+            "Fetch and analyze content from URL: https://e.x (task: p)"
         );
         let req = AgenticFetch
             .permission(&json!({"prompt": "p"}), &ctx)
             .unwrap()
             .unwrap();
-        assert_eq!(req.description, "Search the web and analyze results");
+        assert_eq!(
+            req.description,
+            "Search the web and analyze results (task: p)"
+        );
         assert!(
             AgenticFetch
                 .permission(&json!({"prompt": "p", "url": "file:///etc"}), &ctx)
@@ -302,5 +317,107 @@ mod tests {
             d.0.clone()
         };
         assert!(!path.exists());
+    }
+}
+
+/// Every file tool of every agent kind goes through the one confinement check
+/// (`tools::confine`): each path parameter of each tool, given a path outside, is refused in
+/// the confined agent and asked for (or refused) in the others — never read or written as is.
+#[cfg(test)]
+mod confinement {
+    use super::super::subagent::{main_agent_tools, task_tools};
+    use super::fetch_tools;
+    use crate::tools::confine::Bounds;
+    use crate::tools::{Tool, ToolCtx};
+    use serde_json::{Map, Value, json};
+
+    /// An agent kind: its name, tools, bounds and project.
+    type Kind<'a> = (&'a str, Vec<Box<dyn Tool>>, Bounds, &'a std::path::Path);
+
+    /// The tool's input with every required string filled and `param` set to `path`.
+    fn input_with(tool: &dyn Tool, param: &str, path: &str) -> Value {
+        let schema = tool.schema();
+        let mut m = Map::new();
+        for r in schema["required"].as_array().into_iter().flatten() {
+            let name = r.as_str().unwrap_or_default();
+            let v = match schema["properties"][name]["type"].as_str() {
+                Some("array") => json!([]),
+                Some("integer") | Some("number") => json!(1),
+                _ => json!("x"),
+            };
+            m.insert(name.into(), v);
+        }
+        m.insert(param.into(), json!(path));
+        Value::Object(m)
+    }
+
+    /// The parameters of `tool` that name a file or directory.
+    fn path_params(tool: &dyn Tool) -> Vec<String> {
+        let schema = tool.schema();
+        schema["properties"]
+            .as_object()
+            .map(|p| {
+                p.keys()
+                    .filter(|k| k.contains("path") || k.contains("file") || k.ends_with("dir"))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn every_file_tool_of_every_agent_refuses_or_asks_for_an_outside_path() {
+        let fx = crate::tools::testutil::Fixture::new();
+        let project = fx.path("project");
+        let jail = fx.path("jail");
+        std::fs::create_dir_all(&project).unwrap();
+        std::fs::create_dir_all(&jail).unwrap();
+        let outside = fx.write("secret/id_ed25519", "KEY");
+        let outside = outside.display().to_string();
+        let main = main_agent_tools(&[], None);
+        let kinds: [Kind; 3] = [
+            ("fetch", fetch_tools(), Bounds::jailed(&jail), &jail),
+            ("task", task_tools(&main, None), Bounds::default(), &project),
+            (
+                "main",
+                main_agent_tools(&[], None),
+                Bounds::default(),
+                &project,
+            ),
+        ];
+        let mut checked = 0;
+        for (kind, tools, bounds, root) in &kinds {
+            let ctx = ToolCtx {
+                cwd: root,
+                project_root: root,
+                bounds,
+                ..fx.ctx()
+            };
+            for t in tools {
+                for param in path_params(t.as_ref()) {
+                    for raw in [outside.as_str(), "../secret/id_ed25519"] {
+                        let input = input_with(t.as_ref(), &param, raw);
+                        let what = format!("{kind}: {} {param}={raw}", t.name());
+                        checked += 1;
+                        match (t.permission(&input, &ctx), *kind) {
+                            (Err(e), "fetch") => {
+                                assert!(e.contains("outside this agent's directory"), "{what}: {e}")
+                            }
+                            (Ok(_), "fetch") => {
+                                let out = t.run(&input, &ctx);
+                                let e = out.map(|o| o.content).unwrap_err().to_string();
+                                assert!(
+                                    e.contains("outside this agent's directory"),
+                                    "{what}: {e}"
+                                );
+                            }
+                            (Err(_), _) => {}
+                            (Ok(req), _) => assert!(req.is_some(), "{what}: no question"),
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked >= 30, "only {checked} tool parameters were tried");
     }
 }

@@ -22,6 +22,7 @@ use crate::hooks::{self, HookConfig, Outcome};
 use crate::llm::{LlmError, Message, Part, RetryPolicy, Usage};
 use crate::store::Store;
 use crate::time::unix_now as now;
+use crate::tools::confine::Bounds;
 use crate::tools::{PermissionRequest, Tool};
 pub use error::AgentError;
 use permissions::Permissions;
@@ -213,6 +214,9 @@ pub struct Agent<'a> {
     pub lsp: Option<crate::tools::lsp::Lsp>,
     /// The editor's files when crush runs inside one (None: the disk).
     pub files: Option<Arc<dyn crate::tools::Files>>,
+    /// Where the file tools may go and what they may not write without asking
+    /// (`tools::confine`).
+    pub bounds: Arc<Bounds>,
 }
 
 /// The tools of the session's MCP servers as the agent offers them: rebuilt before a model call
@@ -300,7 +304,9 @@ impl<'a> Agent<'a> {
         let options = &s.config.config.options;
         let allowed = s.config.config.permissions.allowed_tools.clone();
         let transcript = Some(transcript::Transcript::new(&s.config.data_dir, false));
+        let bounds = Arc::new(session_bounds(&s.config, &s.hooks));
         Agent {
+            bounds,
             system: prompt::for_config(&s.config, &s.model),
             tools: subagent::main_agent_tools(&options.disabled_tools, s.lsp.as_ref()),
             permissions: Permissions::new(s.yolo, allowed),
@@ -331,6 +337,24 @@ impl<'a> Agent<'a> {
             skills_info: Arc::new(s.skills.info()),
         }
     }
+}
+
+/// The bounds of a main agent's file tools: crush's data directories, and the scripts its
+/// hooks, MCP and language servers run (crush(1) PERMISSIONS).
+fn session_bounds(loaded: &crate::config::Loaded, hooks: &HookConfig) -> Bounds {
+    let mut commands: Vec<String> = hooks.hooks.iter().map(|h| h.command.clone()).collect();
+    for servers in [&loaded.config.mcp, &loaded.config.lsp] {
+        for server in servers.as_object().into_iter().flat_map(|m| m.values()) {
+            let mut line = server["command"].as_str().unwrap_or("").to_string();
+            for a in server["args"].as_array().into_iter().flatten() {
+                line.push(' ');
+                line.push_str(a.as_str().unwrap_or(""));
+            }
+            commands.push(line);
+        }
+    }
+    let commands: Vec<&str> = commands.iter().map(String::as_str).collect();
+    Bounds::for_session(&loaded.data_dir, &loaded.cwd, &commands)
 }
 
 /// The API keys of the providers crush can call, named after their provider (in the catalog's

@@ -6,6 +6,7 @@
 //! that directory.
 
 use crate::tools::PermissionRequest;
+use crate::tools::confine::Zone;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,15 +64,30 @@ impl Permissions {
     }
 
     pub fn check(&self, req: &PermissionRequest) -> Decision {
+        let file_granted = || {
+            self.session
+                .iter()
+                .any(|g| matches!(g, Grant::File(f) if req.action == "write" && f == &req.path))
+        };
+        match req.zone {
+            // crush's own data: asked every time, --yolo included.
+            Zone::CrushData => return Decision::Ask,
+            // Guarded files: only --yolo or the user's answer for that very file.
+            Zone::Guarded if self.yolo || file_granted() => return Decision::Allowed,
+            Zone::Guarded => return Decision::Ask,
+            Zone::Project | Zone::Outside => {}
+        }
         if self.yolo {
             return Decision::Allowed;
         }
         let with_action = format!("{}:{}", req.tool, req.action);
-        if self
-            .allowed_tools
-            .iter()
-            .any(|a| a == &req.tool || a == &with_action)
-        {
+        // An allowed tool writes inside the project; outside only where a path rule says.
+        let outside_write = req.zone == Zone::Outside && matches!(req.action, "write" | "download");
+        let allowed = self.allowed_tools.iter().any(|a| match path_rule(a) {
+            Some((tool, pattern)) => tool == req.tool && pattern_matches(pattern, &req.path),
+            None => !outside_write && (a == &req.tool || a == &with_action),
+        });
+        if allowed {
             return Decision::Allowed;
         }
         let granted = self.session.iter().any(|g| match g {
@@ -86,15 +102,16 @@ impl Permissions {
         }
     }
 
-    /// "Always, for this session".
+    /// "Always, for this session". A guarded file is granted alone; crush's own data never.
     pub fn grant_for_session(&mut self, req: &PermissionRequest) {
-        let g = if req.tool == "bash" {
-            Grant::Command(req.description.clone())
-        } else {
-            Grant::ToolInDir {
+        let g = match req.zone {
+            Zone::CrushData => return,
+            Zone::Guarded => Grant::File(req.path.clone()),
+            _ if req.tool == "bash" => Grant::Command(req.description.clone()),
+            _ => Grant::ToolInDir {
                 tool: req.tool.clone(),
                 dir: dir_of(&req.path),
-            }
+            },
         };
         if !self.session.contains(&g) {
             self.session.push(g);
@@ -112,11 +129,48 @@ impl Permissions {
 
     /// How a user allows this call without being asked, for messages.
     pub fn hint(req: &PermissionRequest) -> String {
+        match req.zone {
+            Zone::CrushData => {
+                return "nothing allows it without a question: it is crush's own data; answer it in the interactive REPL".to_string();
+            }
+            Zone::Guarded => {
+                return "crush or git runs or reads this file as configuration, so only --yolo or an answer in the interactive REPL allows writing it".to_string();
+            }
+            Zone::Outside if matches!(req.action, "write" | "download") => {
+                return format!(
+                    "run with --yolo, or allow its place in crush.json: \"permissions\": {{\"allowed_tools\": [\"{}:{}/**\"]}}",
+                    req.tool,
+                    req.path.parent().unwrap_or(&req.path).display()
+                );
+            }
+            _ => {}
+        }
         format!(
             "run with --yolo, or allow it in crush.json: \"permissions\": {{\"allowed_tools\": [\"{}\"]}} (or \"{}:{}\")",
             req.tool, req.tool, req.action
         )
     }
+}
+
+/// A path-scoped rule of `allowed_tools`: `TOOL:PATTERN` or `TOOL(PATTERN)` where the pattern
+/// is absolute or starts with `~/` (`write:~/notes/**`, Claude Code's `Edit(~/notes/**)`
+/// shape). None: a plain `TOOL` or `TOOL:ACTION` entry.
+fn path_rule(entry: &str) -> Option<(&str, &str)> {
+    let (tool, pattern) = match entry.strip_suffix(')').and_then(|e| e.split_once('(')) {
+        Some(tp) => tp,
+        None => entry.split_once(':')?,
+    };
+    (pattern.starts_with('/') || pattern.starts_with("~/")).then_some((tool, pattern))
+}
+
+/// Whether the glob `pattern` (absolute or `~/`; `*` within a name, `**` across directories)
+/// matches the absolute `path`.
+fn pattern_matches(pattern: &str, path: &Path) -> bool {
+    let abs = crate::paths::normalize(&crate::paths::resolve(Path::new("/"), pattern));
+    let pattern = abs.to_string_lossy();
+    let path = path.to_string_lossy();
+    crate::tools::ignore::Glob::new(pattern.trim_start_matches('/'))
+        .matches(path.trim_start_matches('/'))
 }
 
 #[cfg(test)]
@@ -130,6 +184,7 @@ mod tests {
             path: PathBuf::from(path),
             description: desc.into(),
             diff: None,
+            zone: Default::default(),
         }
     }
 

@@ -107,6 +107,7 @@ pub(super) fn apply(this: Parts, out: &mut ToolOutput, sink: &mut dyn Sink) {
             path: cwd.clone(),
             description: args.join(" "),
             diff: None,
+            zone: Default::default(),
         };
         match sink.ask(&req) {
             Some(Answer::Yes | Answer::Always) => true,

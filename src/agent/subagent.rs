@@ -117,6 +117,16 @@ pub fn main_agent_tools(disabled: &[String], lsp: Option<&Lsp>) -> Vec<Box<dyn T
         .collect()
 }
 
+/// The task sub-agent's tools: the read-only ones its parent has.
+pub(super) fn task_tools(parent: &[Box<dyn Tool>], lsp: Option<&Lsp>) -> Vec<Box<dyn Tool>> {
+    all_builtin(lsp)
+        .into_iter()
+        .filter(|t| {
+            SUB_AGENT_TOOLS.contains(&t.name()) && parent.iter().any(|p| p.name() == t.name())
+        })
+        .collect()
+}
+
 /// The system prompt of a sub-agent: the parent's environment and context, another role.
 const TASK_INTRO: &str = "You are a sub-agent of crush, an AI coding assistant. Another agent \
 gave you a task. Work on it with your read-only tools (glob, grep, ls, view, fetch): you cannot \
@@ -176,13 +186,7 @@ impl<'a> Agent<'a> {
     /// The sub-agent for a task in the child session `session_id`: the parent's model,
     /// permissions, limits and cancel flag, its read-only tools, a task prompt.
     pub(super) fn child(&self, session_id: String) -> Agent<'a> {
-        let tools = all_builtin(self.lsp.as_ref())
-            .into_iter()
-            .filter(|t| {
-                SUB_AGENT_TOOLS.contains(&t.name())
-                    && self.tools.iter().any(|p| p.name() == t.name())
-            })
-            .collect();
+        let tools = task_tools(&self.tools, self.lsp.as_ref());
         Agent {
             store: self.store,
             session_id,
@@ -219,6 +223,7 @@ impl<'a> Agent<'a> {
             // A search needs no skill; the files stay readable if the task names one.
             skills_prompt: String::new(),
             skills_info: self.skills_info.clone(),
+            bounds: self.bounds.clone(),
         }
     }
 

@@ -1200,7 +1200,7 @@ impl Tool for Bash {
         timeout_secs(input)?;
         auto_background_secs(input)?;
         opt_bool(input, "run_in_background")?;
-        let dir = resolve_or_cwd(ctx, opt_str(input, "working_dir")?);
+        let dir = resolve_or_cwd(ctx, opt_str(input, "working_dir")?)?;
         if !dir.is_dir() {
             return Err(format!(
                 "working directory {} does not exist",
@@ -1221,6 +1221,7 @@ impl Tool for Bash {
             path: dir,
             description: command.to_string(),
             diff: None,
+            zone: Default::default(),
         }))
     }
 
@@ -1231,7 +1232,7 @@ impl Tool for Bash {
         let background = opt_bool(input, "run_in_background")?;
         let auto_background = auto_background_secs(input)?;
         let description = opt_str(input, "description")?.unwrap_or("");
-        let dir = resolve_or_cwd(ctx, opt_str(input, "working_dir")?);
+        let dir = resolve_or_cwd(ctx, opt_str(input, "working_dir")?)?;
         if !dir.is_dir() {
             return Err(ToolError::from(format!(
                 "working directory {} does not exist",

@@ -1,7 +1,7 @@
 //! Helpers shared by the tools: parameter access, path resolution, the project boundary, the
 //! read-before-write rule and output truncation.
 
-use super::{PermissionRequest, ToolCtx, ToolOutput};
+use super::{PermissionRequest, ToolCtx, ToolError, ToolOutput};
 use serde_json::Value;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -117,9 +117,11 @@ fn canonicalize_hops(path: &Path, hops: usize) -> PathBuf {
 }
 
 /// Resolves a path parameter: `~` and `~/x` expand to $HOME, relative paths are relative to the
-/// session's working directory, and the result is absolute and canonical.
-pub fn resolve(ctx: &ToolCtx, raw: &str) -> PathBuf {
-    resolve_in(ctx.cwd, raw)
+/// session's working directory, and the result is absolute and canonical — admitted by the
+/// session's bounds (`confine`), the one check every file tool's path goes through: a confined
+/// agent's path outside its directory is refused here.
+pub fn resolve(ctx: &ToolCtx, raw: &str) -> Result<PathBuf, ToolError> {
+    ctx.bounds.admit(&resolve_in(ctx.cwd, raw))
 }
 
 /// `resolve` against `cwd`: what the tools make of a path, for those who see a call before it
@@ -144,11 +146,12 @@ pub fn resolve_in(cwd: &Path, raw: &str) -> PathBuf {
     canonicalize_lenient(&abs)
 }
 
-/// Resolves an optional directory parameter, defaulting to the working directory.
-pub fn resolve_or_cwd(ctx: &ToolCtx, raw: Option<&str>) -> PathBuf {
+/// Resolves an optional directory parameter, defaulting to the working directory (admitted
+/// like `resolve`).
+pub fn resolve_or_cwd(ctx: &ToolCtx, raw: Option<&str>) -> Result<PathBuf, ToolError> {
     match raw {
         Some(r) => resolve(ctx, r),
-        None => canonicalize_lenient(ctx.cwd),
+        None => ctx.bounds.admit(ctx.cwd),
     }
 }
 
@@ -175,6 +178,7 @@ pub fn outside_project_permission(
             path: path.to_path_buf(),
             description: format!("{what} {} (outside the project)", path.display()),
             diff: None,
+            zone: Default::default(),
         })
     }
 }
@@ -389,11 +393,14 @@ mod tests {
         let fx = Fixture::new();
         let ctx = fx.ctx();
         let root = fs::canonicalize(fx.root()).unwrap();
-        assert_eq!(resolve(&ctx, "a/../b/./c.txt"), root.join("b/c.txt"));
-        assert!(inside_project(&ctx, &resolve(&ctx, "x")));
-        assert!(!inside_project(&ctx, &resolve(&ctx, "../outside")));
         assert_eq!(
-            resolve(&ctx, "/etc/../etc"),
+            resolve(&ctx, "a/../b/./c.txt").unwrap(),
+            root.join("b/c.txt")
+        );
+        assert!(inside_project(&ctx, &resolve(&ctx, "x").unwrap()));
+        assert!(!inside_project(&ctx, &resolve(&ctx, "../outside").unwrap()));
+        assert_eq!(
+            resolve(&ctx, "/etc/../etc").unwrap(),
             fs::canonicalize("/etc").unwrap()
         );
     }

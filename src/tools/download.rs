@@ -40,7 +40,7 @@ fn timeout_secs(input: &Value) -> Result<u64, String> {
 fn target(input: &Value, ctx: &ToolCtx) -> Result<(String, PathBuf), String> {
     let url = req_str(input, "url")?.trim().to_string();
     crate::net::check_web_url(&url)?;
-    let path = resolve(ctx, req_str(input, "file_path")?);
+    let path = resolve(ctx, req_str(input, "file_path")?)?;
     if path.is_dir() {
         return Err(format!("{} is a directory, not a file", path.display()));
     }
@@ -240,6 +240,7 @@ impl Tool for Download {
             description: format!("Download {url} to {}", path.display()),
             path,
             diff: None,
+            zone: Default::default(),
         }))
     }
 

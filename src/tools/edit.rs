@@ -84,7 +84,7 @@ pub fn load_for_create(ctx: &ToolCtx, path: &Path) -> Result<Option<String>, Str
 }
 
 fn plan(input: &Value, ctx: &ToolCtx) -> Result<(FileChange, usize), String> {
-    let path = resolve(ctx, req_str(input, "file_path")?);
+    let path = resolve(ctx, req_str(input, "file_path")?)?;
     let old = req_str_empty_ok(input, "old_string")?;
     let new = req_str_empty_ok(input, "new_string")?;
     let replace_all = opt_bool(input, "replace_all")?;

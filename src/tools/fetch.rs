@@ -439,6 +439,7 @@ impl Tool for Fetch {
             path: canonicalize_lenient(ctx.cwd),
             description: url.trim().to_string(),
             diff: None,
+            zone: Default::default(),
         }))
     }
 

@@ -113,7 +113,7 @@ pub fn walk_files(
 
 fn find(input: &Value, ctx: &ToolCtx, allow_rg: bool) -> Result<ToolOutput, String> {
     let pattern = req_str(input, "pattern")?;
-    let root = resolve_or_cwd(ctx, opt_str(input, "path")?);
+    let root = resolve_or_cwd(ctx, opt_str(input, "path")?)?;
     if !root.is_dir() {
         return Err(format!("directory not found: {}", root.display()));
     }
@@ -202,7 +202,7 @@ impl Tool for Glob {
         ctx: &ToolCtx,
     ) -> Result<Option<PermissionRequest>, String> {
         req_str(input, "pattern")?;
-        let root = resolve_or_cwd(ctx, opt_str(input, "path")?);
+        let root = resolve_or_cwd(ctx, opt_str(input, "path")?)?;
         Ok(outside_project_permission(
             ctx,
             self.name(),

@@ -212,7 +212,7 @@ fn search(input: &Value, ctx: &ToolCtx, allow_rg: bool) -> Result<ToolOutput, St
         include: opt_str(input, "include")?,
         literal: opt_bool(input, "literal_text")?,
     };
-    let root = resolve_or_cwd(ctx, opt_str(input, "path")?);
+    let root = resolve_or_cwd(ctx, opt_str(input, "path")?)?;
     match fs::metadata(&root) {
         Err(_) => return Err(format!("path not found: {}", root.display())),
         Ok(m) if !m.is_dir() && !m.is_file() => {
@@ -345,7 +345,7 @@ impl Tool for Grep {
         req_str(input, "pattern")?;
         opt_str(input, "include")?;
         opt_bool(input, "literal_text")?;
-        let root = resolve_or_cwd(ctx, opt_str(input, "path")?);
+        let root = resolve_or_cwd(ctx, opt_str(input, "path")?)?;
         Ok(outside_project_permission(
             ctx,
             self.name(),

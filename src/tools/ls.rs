@@ -114,7 +114,7 @@ impl Tool for Ls {
         input: &Value,
         ctx: &ToolCtx,
     ) -> Result<Option<PermissionRequest>, String> {
-        let path = resolve_or_cwd(ctx, opt_str(input, "path")?);
+        let path = resolve_or_cwd(ctx, opt_str(input, "path")?)?;
         ignore_patterns(input)?;
         opt_u64(input, "depth")?;
         Ok(outside_project_permission(
@@ -129,7 +129,7 @@ impl Tool for Ls {
     fn run(&self, input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
         let parsed = (|| -> Result<_, String> {
             Ok((
-                resolve_or_cwd(ctx, opt_str(input, "path")?),
+                resolve_or_cwd(ctx, opt_str(input, "path")?)?,
                 ignore_patterns(input)?,
                 opt_u64(input, "depth")?
                     .filter(|d| *d > 0)

@@ -65,6 +65,7 @@ fn ask(
         path: ctx.cwd.to_path_buf(),
         description,
         diff: None,
+        zone: Default::default(),
     }))
 }
 

@@ -9,6 +9,7 @@
 pub mod attach;
 pub mod bash;
 pub mod common;
+pub mod confine;
 pub mod crush_logs;
 pub mod diff;
 pub mod download;
@@ -116,6 +117,9 @@ pub struct ToolCtx<'a> {
     pub files: Option<&'a dyn Files>,
     /// The Agent Skills the model may read without asking (crush(1) SKILLS AND COMMANDS).
     pub skills: &'a SkillFiles,
+    /// Where the file tools may go and what is guarded (`confine`): every path a tool reads
+    /// or writes is admitted through it.
+    pub bounds: &'a confine::Bounds,
 }
 
 /// The files of the session's Agent Skills, which the view tool reads without a permission
@@ -156,6 +160,9 @@ pub struct PermissionRequest {
     pub description: String,
     /// Optional diff to show (edit, multiedit, write).
     pub diff: Option<String>,
+    /// Where the file a write concerns lies (`confine::Zone`); the agent places `path` itself
+    /// for writes, a tool that changes several files sets the highest of theirs.
+    pub zone: confine::Zone,
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -211,6 +218,12 @@ impl From<String> for ToolError {
 impl From<&str> for ToolError {
     fn from(msg: &str) -> ToolError {
         ToolError::RespondToModel(msg.to_string())
+    }
+}
+
+impl From<ToolError> for String {
+    fn from(e: ToolError) -> String {
+        e.to_string()
     }
 }
 

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 pub struct MultiEdit;
 
 fn plan(input: &Value, ctx: &ToolCtx) -> Result<(FileChange, usize), String> {
-    let path = resolve(ctx, req_str(input, "file_path")?);
+    let path = resolve(ctx, req_str(input, "file_path")?)?;
     let edits = match input.get("edits") {
         Some(Value::Array(a)) if !a.is_empty() => a,
         Some(Value::Array(_)) => return Err("`edits` must contain at least one edit".to_string()),

@@ -177,9 +177,17 @@ impl Fixture {
             env_file: None,
             files: None,
             skills: &self.skills,
+            bounds: &NO_BOUNDS,
         }
     }
 }
+
+static NO_BOUNDS: super::confine::Bounds = super::confine::Bounds {
+    jail: None,
+    data_dirs: Vec::new(),
+    guarded_dirs: Vec::new(),
+    guarded_files: Vec::new(),
+};
 
 static NO_SKILLS: super::SkillFiles = super::SkillFiles {
     dirs: Vec::new(),
@@ -210,6 +218,7 @@ pub fn within<T: Send + 'static>(
             env_file: None,
             files: None,
             skills: &NO_SKILLS,
+            bounds: &NO_BOUNDS,
         };
         let _ = tx.send(f(&ctx));
     });

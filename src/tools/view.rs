@@ -91,7 +91,7 @@ impl Tool for View {
         ctx: &ToolCtx,
     ) -> Result<Option<PermissionRequest>, String> {
         let raw = req_str(input, "file_path")?;
-        let path = resolve(ctx, raw);
+        let path = resolve(ctx, raw)?;
         opt_u64(input, "offset")?;
         opt_u64(input, "limit")?;
         // A skill's files are read without asking (crush(1) SKILLS AND COMMANDS).
@@ -151,7 +151,7 @@ fn view(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, String> {
     if raw.starts_with(BUILTIN_SKILLS) {
         return builtin_skill(raw, ctx);
     }
-    let path = resolve(ctx, raw);
+    let path = resolve(ctx, raw)?;
     let offset = opt_u64(input, "offset")?.unwrap_or(0) as usize;
     let limit = match opt_u64(input, "limit")? {
         // A skill's file is read whole (it is at most MAX_FILE_BYTES).

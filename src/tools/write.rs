@@ -44,6 +44,7 @@ impl FileChange {
             path: self.path.clone(),
             description: format!("{verb} {}", self.path.display()),
             diff: Some(self.diff(ctx).text),
+            zone: Default::default(),
         }
     }
 
@@ -108,7 +109,7 @@ pub fn read_existing_on_disk(path: &Path) -> Result<Option<String>, String> {
 }
 
 fn plan(input: &Value, ctx: &ToolCtx) -> Result<FileChange, String> {
-    let path = resolve(ctx, req_str(input, "file_path")?);
+    let path = resolve(ctx, req_str(input, "file_path")?)?;
     let content = req_str_empty_ok(input, "content")?;
     if path.is_dir() {
         return Err(format!("{} is a directory", path.display()));

@@ -7,6 +7,7 @@ mod cancel;
 mod catalog;
 mod claude_hooks;
 mod config;
+mod confine;
 mod crush_tools;
 mod dialects;
 mod dropin_config;

@@ -393,7 +393,7 @@ fn candidates(
 /// The directory (or file) a symbol is looked for in: `path`, else the working directory.
 fn search_root(input: &Value, ctx: &ToolCtx) -> Result<PathBuf, String> {
     Ok(match super::common::opt_str(input, "path")? {
-        Some(p) => resolve(ctx, p),
+        Some(p) => resolve(ctx, p)?,
         None => super::common::canonicalize_lenient(ctx.cwd),
     })
 }

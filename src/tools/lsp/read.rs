@@ -65,7 +65,7 @@ impl Tool for DiagnosticsTool {
         let m = self.0.manager();
         match opt_str(input, "file_path")? {
             Some(p) => {
-                let path = resolve(ctx, p);
+                let path = resolve(ctx, p)?;
                 if !path.is_file() {
                     return Err(format!("file not found: {}", path.display()).into());
                 }
@@ -316,7 +316,7 @@ impl Tool for Symbols {
     fn run(&self, input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
         let m = self.0.manager();
         if let Some(p) = opt_str(input, "file_path")? {
-            let path = resolve(ctx, p);
+            let path = resolve(ctx, p)?;
             if !path.is_file() {
                 return Err(format!("file not found: {}", path.display()).into());
             }

@@ -6,6 +6,7 @@
 use super::{Lsp, ask_about_symbol, non_empty};
 use crate::lsp::text;
 use crate::tools::common::{inside_project, mtime_ns, opt_str, record_current, req_str, resolve};
+use crate::tools::confine::Zone;
 use crate::tools::write::{FileChange, read_existing_on_disk};
 use crate::tools::{PermissionRequest, Tool, ToolCtx, ToolError, ToolOutput};
 use serde_json::{Value, json};
@@ -94,6 +95,8 @@ pub struct Rename(Lsp);
 struct RenamePlan {
     changes: Vec<FileChange>,
     edits: usize,
+    /// The highest zone of the files it changes (`confine::Zone`).
+    zone: Zone,
 }
 
 impl Rename {
@@ -118,13 +121,18 @@ impl Rename {
         };
         let mut changes = Vec::new();
         let mut edits = 0;
-        for (path, file_edits) in edits_by_file(&edit)? {
-            if !inside_project(ctx, &path) {
+        let mut zone = Zone::Project;
+        for (named, file_edits) in edits_by_file(&edit)? {
+            // The server names the files: resolved (`..`, links) before they are placed.
+            let path = ctx.bounds.admit(&named)?;
+            let here = ctx.bounds.zone(ctx.project_root, &path);
+            if here == Zone::Outside || !inside_project(ctx, &path) {
                 return Err(format!(
                     "the rename would change {}, outside the project; nothing was changed",
-                    path.display()
+                    named.display()
                 ));
             }
+            zone = zone.max(here);
             fresh_if_read(ctx, &path)?;
             let old = read_existing_on_disk(&path)?
                 .ok_or_else(|| format!("the rename names a missing file: {}", path.display()))?;
@@ -142,7 +150,11 @@ impl Rename {
         if changes.is_empty() {
             return Err(format!("No rename edits generated for symbol '{symbol}'"));
         }
-        Ok(RenamePlan { changes, edits })
+        Ok(RenamePlan {
+            changes,
+            edits,
+            zone,
+        })
     }
 }
 
@@ -196,6 +208,7 @@ impl Tool for Rename {
                 files.join(", ")
             ),
             diff: Some(diff),
+            zone: plan.zone,
         }))
     }
 
@@ -265,7 +278,7 @@ struct ReplacePlan {
 impl ReplaceSymbol {
     fn plan(&self, input: &Value, ctx: &ToolCtx) -> Result<ReplacePlan, String> {
         let symbol = req_str(input, "symbol")?;
-        let path = resolve(ctx, req_str(input, "file_path")?);
+        let path = resolve(ctx, req_str(input, "file_path")?)?;
         let action = opt_str(input, "action")?.unwrap_or("replace");
         if !matches!(action, "replace" | "add_before" | "add_after" | "delete") {
             return Err(format!(
