@@ -247,10 +247,21 @@ impl Tool for Sourcegraph {
     fn permission(
         &self,
         input: &Value,
-        _ctx: &ToolCtx,
+        ctx: &ToolCtx,
     ) -> Result<Option<PermissionRequest>, String> {
-        params(input)?;
-        Ok(None)
+        // The query leaves the machine: it asks, unlike Go Crush (crush(1) PERMISSIONS).
+        let p = params(input)?;
+        Ok(Some(PermissionRequest {
+            tool: self.name().to_string(),
+            action: "fetch",
+            path: super::common::canonicalize_lenient(ctx.cwd),
+            description: format!(
+                "Send this search to Sourcegraph: {}",
+                super::common::truncate_line(p.query, 200)
+            ),
+            diff: None,
+            zone: Default::default(),
+        }))
     }
 
     fn run(&self, input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {

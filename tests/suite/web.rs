@@ -149,7 +149,7 @@ fn sourcegraph_searches_its_endpoint_and_turns_itself_off_when_the_network_is_un
     let env = TestEnv::new();
     env.use_server(&server, Dialect::Anthropic);
     let mut cmd = env.crush();
-    cmd.args(["run", "-q", "search"]).env(
+    cmd.args(["run", "-q", "-y", "search"]).env(
         "CRUSH_SOURCEGRAPH_URL",
         format!("{}/.api/graphql", server.url()),
     );
@@ -178,7 +178,7 @@ fn sourcegraph_searches_its_endpoint_and_turns_itself_off_when_the_network_is_un
     ]);
     env.use_server(&server, Dialect::Anthropic);
     let mut cmd = env.crush();
-    cmd.args(["run", "-q", "search"])
+    cmd.args(["run", "-q", "-y", "search"])
         .env("CRUSH_SOURCEGRAPH_URL", &dead);
     run_command(cmd, None, RUN_TIMEOUT).assert_success();
     let (first, err) = last_result(&server, 1);
