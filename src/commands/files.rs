@@ -59,6 +59,14 @@ pub fn undo(store: &Store, session_id: &str) -> Result<String, String> {
                 after.path
             ));
         };
+        // The change was recorded at its resolved path: a directory on the way that became a
+        // symbolic link since would carry the restore elsewhere.
+        if !crate::tools::confine::same_route(path) {
+            return Err(format!(
+                "cannot undo the {tool} call: the way to {} changed since (a directory on it is now a symbolic link); nothing was restored",
+                after.path
+            ));
+        }
         if current(path)?.as_deref() != written {
             return Err(format!(
                 "cannot undo the {tool} call: {} was changed outside crush since {tool} wrote it; \
