@@ -1327,11 +1327,18 @@ impl Repl {
                 let cwd = self.ctx.loaded.cwd.clone();
                 self.term
                     .note(&format!("authorizing MCP server '{name}' in your browser…"));
-                let open = |url: &str| {
-                    eprintln!("If the browser does not open, visit:\n{url}");
-                    crate::mcp::oauth::open_browser(url, &cwd);
+                let term = std::cell::RefCell::new(&mut self.term);
+                let open = |url: &str| match crate::mcp::oauth::browser_host(url) {
+                    Ok(host) => {
+                        term.borrow_mut().note(&format!(
+                            "opening your browser at {host}; if it does not open, visit:\n{url}"
+                        ));
+                        let _ = crate::mcp::oauth::open_browser(url, &cwd);
+                    }
+                    Err(e) => term.borrow_mut().error(&e),
                 };
-                match manager.login(name, &open, crate::commands::mcp::login_wait()) {
+                let r = manager.login(name, &open, crate::commands::mcp::login_wait());
+                match r {
                     Ok(()) => self.term.note(&format!("MCP server '{name}' is authorized.")),
                     Err(e) => self.term.error(&e),
                 }
