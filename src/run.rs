@@ -102,8 +102,8 @@ pub enum JsonEvent<'a> {
     Finish {
         v: u32,
         session_id: &'a str,
-        /// end_turn | max_tokens | max_steps | loop | permission_refused | hook_denied |
-        /// hook_halted | canceled | error
+        /// end_turn | max_tokens | content_filter | empty | max_steps | loop |
+        /// permission_refused | hook_denied | hook_halted | canceled | error
         reason: &'a str,
         steps: usize,
         text: &'a str,
@@ -649,6 +649,12 @@ fn run_turn(
         Stop::MaxTokens => {
             eprintln!("crush: the answer was cut off at the model's output limit (session {sid})");
             ExitCode::Success
+        }
+        Stop::ContentFilter | Stop::Empty => {
+            if let Some(p) = result.stop.problem() {
+                eprintln!("crush: {p} (session {sid})");
+            }
+            ExitCode::Failure
         }
         Stop::MaxSteps(n) => {
             eprintln!(

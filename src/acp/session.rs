@@ -458,6 +458,16 @@ impl Session<'_, '_> {
         let reason = match &r.stop {
             Stop::EndTurn | Stop::PermissionRefused => "end_turn",
             Stop::MaxTokens => "max_tokens",
+            Stop::ContentFilter | Stop::Empty => {
+                if let Some(p) = r.stop.problem() {
+                    sink.note(&format!("Stopped: {p}."));
+                }
+                if r.stop == Stop::ContentFilter {
+                    "refusal"
+                } else {
+                    "end_turn"
+                }
+            }
             Stop::MaxSteps(n) => {
                 sink.note(&format!(
                     "Stopped after {n} steps without finishing; say \"continue\" to go on."

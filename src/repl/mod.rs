@@ -1101,6 +1101,11 @@ impl Repl {
             Stop::Canceled => self
                 .term
                 .note("canceled; the partial answer was kept in the session"),
+            Stop::ContentFilter | Stop::Empty => {
+                if let Some(p) = r.stop.problem() {
+                    self.term.error(p);
+                }
+            }
             Stop::HookDenied(reason) => self.term.error(&format!(
                 "a hook blocked the prompt; nothing was sent to the model: {reason}"
             )),
