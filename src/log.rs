@@ -66,7 +66,7 @@ fn write(level: &str, msg: &str) {
     }
     if l.debug {
         // A message may quote a server's error or a project file: shown, never acted on.
-        eprintln!(
+        crate::ewriteln!(
             "crush: {}: {}",
             level.to_ascii_lowercase(),
             crate::visible::text(msg)

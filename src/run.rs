@@ -125,7 +125,7 @@ impl Out {
             if e.kind() == std::io::ErrorKind::BrokenPipe {
                 crate::signal::exit(ExitCode::Success);
             }
-            eprintln!("crush: cannot write to stdout: {e}");
+            crate::ewriteln!("crush: cannot write to stdout: {e}");
             crate::signal::exit(ExitCode::Failure);
         }
     }
@@ -211,7 +211,7 @@ impl RunSink {
             if let Some(rest) = redo.strip_prefix(shown.as_str()) {
                 self.print_text(rest);
             } else {
-                eprintln!(
+                crate::ewriteln!(
                     "crush: the retried answer differs from the interrupted one; it follows in full"
                 );
                 self.print_text("\n");
@@ -226,7 +226,7 @@ impl RunSink {
 
     fn note(&self, s: &str) {
         if !self.quiet {
-            eprintln!("{}", crate::visible::text(s));
+            crate::ewriteln!("{}", crate::visible::text(s));
         }
     }
 }
@@ -247,7 +247,7 @@ impl Sink for RunSink {
                 wait,
                 reason,
             } => {
-                eprintln!(
+                crate::ewriteln!(
                     "crush: {}",
                     crate::agent::retry_line(attempt, wait, &reason)
                 );
@@ -308,7 +308,7 @@ impl Sink for RunSink {
                     "refused {} ({}: {}): no one to ask in a non-interactive run",
                     request.tool, request.action, request.description
                 ));
-                eprintln!(
+                crate::ewriteln!(
                     "crush: refused {} ({}: {}): a non-interactive run cannot ask for permission; to allow it, {hint}",
                     crate::visible::line(&request.tool),
                     request.action,
@@ -339,7 +339,7 @@ impl Sink for RunSink {
                     });
                 }
             }
-            AgentEvent::Notice(text) => eprintln!("crush: {}", crate::visible::text(&text)),
+            AgentEvent::Notice(text) => crate::ewriteln!("crush: {}", crate::visible::text(&text)),
             AgentEvent::Hook {
                 report,
                 tool_call_id,
@@ -515,7 +515,7 @@ pub struct InitArgs {
 /// Asks on stderr whether `target` may be rewritten; the answer is a line of stdin (a
 /// terminal, or a pipe: `echo y | crush init`).
 fn confirm_overwrite(target: &std::path::Path) -> bool {
-    eprint!(
+    crate::ewrite!(
         "{} exists: have the agent rewrite it? [y/N] ",
         crate::visible::line(&target.display().to_string())
     );
@@ -524,7 +524,7 @@ fn confirm_overwrite(target: &std::path::Path) -> bool {
         return false;
     }
     if !std::io::stdin().is_terminal() {
-        eprintln!("{}", crate::visible::line(answer.trim()));
+        crate::ewriteln!("{}", crate::visible::line(answer.trim()));
     }
     matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
 }
@@ -538,7 +538,7 @@ pub fn init(global: &Global, args: &InitArgs) -> Result<ExitCode, AppError> {
     let shown = target.display().to_string();
     let before = std::fs::metadata(&target).and_then(|m| m.modified()).ok();
     if before.is_some() && !confirm_overwrite(&target) {
-        eprintln!("crush: {shown} is left as it is");
+        crate::ewriteln!("crush: {shown} is left as it is");
         return Ok(ExitCode::Policy);
     }
     app::mark_initialized(&ctx.loaded);
@@ -555,11 +555,11 @@ pub fn init(global: &Global, args: &InitArgs) -> Result<ExitCode, AppError> {
     }
     let after = std::fs::metadata(&target).and_then(|m| m.modified()).ok();
     if after.is_none() || after == before {
-        eprintln!("crush: the agent did not write {shown}");
+        crate::ewriteln!("crush: the agent did not write {shown}");
         return Ok(ExitCode::Failure);
     }
     if !args.quiet {
-        eprintln!("crush: wrote {shown}");
+        crate::ewriteln!("crush: wrote {shown}");
     }
     Ok(ExitCode::Success)
 }
@@ -612,7 +612,7 @@ fn run_turn(
         m.manager().shutdown();
         // What the servers reported after the last step.
         for w in m.manager().take_warnings() {
-            eprintln!("crush: {w}");
+            crate::ewriteln!("crush: {w}");
         }
     }
     let result: TurnResult = result?;
@@ -647,53 +647,55 @@ fn run_turn(
     Ok(match &result.stop {
         Stop::EndTurn => ExitCode::Success,
         Stop::MaxTokens => {
-            eprintln!("crush: the answer was cut off at the model's output limit (session {sid})");
+            crate::ewriteln!(
+                "crush: the answer was cut off at the model's output limit (session {sid})"
+            );
             ExitCode::Success
         }
         Stop::ContentFilter | Stop::Empty => {
             if let Some(p) = result.stop.problem() {
-                eprintln!("crush: {p} (session {sid})");
+                crate::ewriteln!("crush: {p} (session {sid})");
             }
             ExitCode::Failure
         }
         Stop::MaxSteps(n) => {
-            eprintln!(
+            crate::ewriteln!(
                 "crush: stopped after {n} steps without finishing; continue with: crush run -s {sid} \"continue\""
             );
             ExitCode::Failure
         }
         Stop::Loop => {
-            eprintln!(
+            crate::ewriteln!(
                 "crush: stopped: the model kept repeating the same tool call with the same result (session {sid})"
             );
             ExitCode::Failure
         }
         Stop::PermissionRefused => {
-            eprintln!(
+            crate::ewriteln!(
                 "crush: the turn stopped because a tool call needed permission (session {sid})"
             );
             ExitCode::Policy
         }
         Stop::HookDenied(reason) => {
-            eprintln!(
+            crate::ewriteln!(
                 "crush: a hook blocked the prompt; nothing was sent to the model: {}",
                 crate::visible::text(reason)
             );
             ExitCode::Policy
         }
         Stop::HookHalted(reason) => {
-            eprintln!(
+            crate::ewriteln!(
                 "crush: a hook halted the turn (session {sid}): {}",
                 crate::visible::text(reason)
             );
             ExitCode::Policy
         }
         Stop::Canceled => {
-            eprintln!("crush: interrupted; the session {sid} was saved");
+            crate::ewriteln!("crush: interrupted; the session {sid} was saved");
             crate::signal::interrupted()
         }
         Stop::Error(e) => {
-            eprintln!(
+            crate::ewriteln!(
                 "crush: {}\ncrush: the session {sid} was saved; retry with: crush run -s {sid} \"continue\"",
                 crate::visible::text(&e.to_string())
             );

@@ -2,7 +2,12 @@
 //! and peak RSS of several runs per scenario. A benchmark, not a test: without CRUSH_BENCH=1 it
 //! does nothing, and it never asserts on time.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stderr,
+    clippy::print_stdout
+)]
 
 #[path = "support/mod.rs"]
 mod support;

@@ -190,7 +190,7 @@ impl Worker {
             Ok(o) => o,
             Err(e) => {
                 crate::log::warn(&format!("acp: session {}: {}", self.open.id, e.message));
-                eprintln!("crush: acp: cannot open the session: {}", e.message);
+                crate::ewriteln!("crush: acp: cannot open the session: {}", e.message);
                 self.peer.respond(&self.open.request, Err(e.clone()));
                 // Prompts sent before the answer arrived get the same answer.
                 for job in self.jobs.iter() {
@@ -444,7 +444,7 @@ impl Session<'_, '_> {
             .iter()
             .flat_map(|m| m.manager().take_warnings())
         {
-            eprintln!("crush: {w}");
+            crate::ewriteln!("crush: {w}");
         }
         // A canceled turn is answered as such, whatever the cancel made of it.
         if cancel.load(Ordering::SeqCst) {

@@ -107,11 +107,11 @@ pub fn login(global: &Global, name: &str) -> Result<String, AppError> {
     let open = |url: &str| {
         let shown = crate::visible::line(url);
         match crate::mcp::oauth::browser_host(url) {
-            Ok(host) => eprintln!(
+            Ok(host) => crate::ewriteln!(
                 "crush: opening your browser at {} to authorize MCP server '{name}'; if it does not open, visit:\n{shown}",
                 crate::visible::line(&host)
             ),
-            Err(e) => eprintln!("crush: {e}"),
+            Err(e) => crate::ewriteln!("crush: {e}"),
         }
         if let Err(e) = crate::mcp::oauth::open_browser(url, &cwd) {
             crate::log::warn(&e);

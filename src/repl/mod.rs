@@ -736,7 +736,7 @@ fn ask_trust(global: &Global) -> Result<(), AppError> {
         msg.push_str(&format!("  {it}\n"));
     }
     msg.push_str("Trust it and run these? [y/N] ");
-    eprint!("{msg}");
+    crate::ewrite!("{msg}");
     let mut answer = String::new();
     if std::io::stdin().read_line(&mut answer).is_err() {
         return Ok(());
@@ -748,9 +748,9 @@ fn ask_trust(global: &Global) -> Result<(), AppError> {
                 state::global_path().display()
             ))
         })?;
-        eprintln!("Trusted. 'crush trust --revoke' undoes it.");
+        crate::ewriteln!("Trusted. 'crush trust --revoke' undoes it.");
     } else {
-        eprintln!(
+        crate::ewriteln!(
             "Not trusted: the project's own code will not run ('crush trust' to change that)."
         );
     }

@@ -50,7 +50,7 @@ fn write_stdout(bytes: &[u8]) {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
             crate::signal::exit(crate::exit::ExitCode::Success);
         }
-        eprintln!("crush: cannot write to stdout: {e}");
+        crate::ewriteln!("crush: cannot write to stdout: {e}");
         crate::signal::exit(crate::exit::ExitCode::Failure);
     }
 }

@@ -805,6 +805,29 @@ impl Store {
         Ok(())
     }
 
+    /// Deletes session `id` if nothing was ever stored in it (no message, file, usage row or
+    /// child session): what a run that ended before its first message would leave behind.
+    /// Whether it was deleted.
+    pub fn delete_if_empty(&self, id: &str) -> Result<bool> {
+        let tx = self.write_tx()?;
+        let usage = if self.layout.usage {
+            " AND NOT EXISTS (SELECT 1 FROM usage WHERE session_id = ?1)"
+        } else {
+            ""
+        };
+        let n = tx.execute(
+            &format!(
+                "DELETE FROM sessions WHERE id = ?1
+                 AND NOT EXISTS (SELECT 1 FROM messages WHERE session_id = ?1)
+                 AND NOT EXISTS (SELECT 1 FROM files WHERE session_id = ?1)
+                 AND NOT EXISTS (SELECT 1 FROM sessions WHERE parent_session_id = ?1){usage}"
+            ),
+            [id],
+        )?;
+        tx.commit()?;
+        Ok(n > 0)
+    }
+
     /// The session's usage ledger rows, oldest first.
     pub fn usage_rows(&self, session_id: &str) -> Result<Vec<UsageRow>> {
         if !self.layout.usage {
