@@ -95,7 +95,7 @@ pub fn warn(msg: &str) {
 
 /// One log line as `crush logs` prints it on a `terminal` or not: [`render`], with every control
 /// character shown visibly on a terminal (a message may quote a server's error, and the log
-/// file may come with the repository: crush(1) SECURITY).
+/// file may come with the repository: crush(1) FILES).
 pub fn shown(line: &str, terminal: bool) -> String {
     let r = render(line);
     if terminal {
