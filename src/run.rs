@@ -12,7 +12,7 @@ use crate::tools::PermissionRequest;
 use crate::tools::attach;
 use serde::Serialize;
 use serde_json::Value;
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
 
 /// `crush run`'s own flags.
@@ -113,21 +113,11 @@ pub enum JsonEvent<'a> {
 }
 
 /// Writes to stdout; a closed stdout (broken pipe) ends the process quietly with 0.
-struct Out {
-    stdout: std::io::Stdout,
-}
+struct Out;
 
 impl Out {
     fn write(&mut self, s: &str) {
-        let mut lock = self.stdout.lock();
-        let r = lock.write_all(s.as_bytes()).and_then(|_| lock.flush());
-        if let Err(e) = r {
-            if e.kind() == std::io::ErrorKind::BrokenPipe {
-                crate::signal::exit(ExitCode::Success);
-            }
-            crate::ewriteln!("crush: cannot write to stdout: {e}");
-            crate::signal::exit(ExitCode::Failure);
-        }
+        crate::signal::write_stdout(s.as_bytes());
     }
     fn json(&mut self, ev: &JsonEvent) {
         let mut line = serde_json::to_string(ev).unwrap_or_else(|e| {
@@ -572,9 +562,7 @@ fn run_turn(
     attached: Vec<Part>,
 ) -> Result<ExitCode, AppError> {
     let mut sink = RunSink {
-        out: Out {
-            stdout: std::io::stdout(),
-        },
+        out: Out,
         json: args.json,
         quiet: args.quiet,
         live: std::io::stdout().is_terminal(),
