@@ -151,16 +151,16 @@ pub fn load_config(global: &Global) -> Result<Loaded, AppError> {
         }
     }
     for w in &loaded.warnings {
-        eprintln!("crush: warning: {}", crate::visible::text(w));
+        crate::ewriteln!("crush: warning: {}", crate::visible::text(w));
     }
     for out in &loaded.script_output {
-        eprint!("{out}");
+        crate::ewrite!("{out}");
         if !out.ends_with('\n') {
-            eprintln!();
+            crate::ewriteln!();
         }
     }
     if let Some(n) = loaded.trust.notice() {
-        eprintln!("crush: {}", crate::visible::text(&n));
+        crate::ewriteln!("crush: {}", crate::visible::text(&n));
     }
     for (k, v) in loaded.dotenv_vars.iter().chain(&loaded.env_vars) {
         if std::env::var_os(k).is_some_and(|old| old == v.as_str()) {
@@ -175,10 +175,10 @@ pub fn load_config(global: &Global) -> Result<Loaded, AppError> {
     if loaded.config.options.debug {
         for l in &loaded.layers {
             if let Some(p) = &l.path {
-                eprintln!("crush: debug: config layer {:?}: {}", l.kind, p.display());
+                crate::ewriteln!("crush: debug: config layer {:?}: {}", l.kind, p.display());
             }
         }
-        eprintln!("crush: debug: data dir {}", loaded.data_dir.display());
+        crate::ewriteln!("crush: debug: data dir {}", loaded.data_dir.display());
     }
     Ok(loaded)
 }
@@ -212,7 +212,7 @@ pub fn open_store(loaded: &Loaded) -> Result<Store, AppError> {
     }
     crate::log::init(&loaded.data_dir, loaded.config.options.debug);
     if let Err(e) = store::projects::touch(&global, &loaded.project_root, &loaded.data_dir) {
-        eprintln!("crush: warning: cannot update projects.json: {e}");
+        crate::ewriteln!("crush: warning: cannot update projects.json: {e}");
     }
     Ok(Store::open(&db)?)
 }
@@ -262,7 +262,7 @@ pub struct Context {
 pub fn language_servers(loaded: &Loaded) -> Option<Lsp> {
     let setup = config::lsp::servers(loaded);
     for w in &setup.warnings {
-        eprintln!("crush: warning: {}", crate::visible::text(w));
+        crate::ewriteln!("crush: warning: {}", crate::visible::text(w));
     }
     if setup.specs.is_empty() {
         return None;
@@ -315,10 +315,10 @@ pub fn load_skills(loaded: &Loaded) -> (crate::skills::Skills, crate::skills::co
     let elapsed = started.elapsed();
     for w in skills.warnings.iter().chain(&commands.warnings) {
         crate::log::warn(w);
-        eprintln!("crush: warning: {}", crate::visible::text(w));
+        crate::ewriteln!("crush: warning: {}", crate::visible::text(w));
     }
     if loaded.config.options.debug {
-        eprintln!(
+        crate::ewriteln!(
             "crush: debug: {} skill folder(s) and {} command file(s) found in {:.3} ms",
             skills.found.len(),
             commands.commands.len() + commands.rejected.len(),
@@ -378,7 +378,7 @@ pub fn start_mcp(loaded: &Loaded) -> crate::tools::mcp::Mcp {
     );
     let (specs, warnings) = config::mcp::servers(loaded);
     for w in warnings {
-        eprintln!("crush: warning: {}", crate::visible::text(&w));
+        crate::ewriteln!("crush: warning: {}", crate::visible::text(&w));
     }
     manager.set_servers(specs);
     crate::tools::mcp::Mcp::new(manager)
@@ -457,11 +457,13 @@ pub fn start_session(ctx: Context, global: &Global) -> Result<OpenSession<'stati
     let model = ctx.loaded.resolve_model(global.model.as_deref(), false)?;
     let (session, resumed) = match session_to_continue(ctx.store, global)? {
         Some(s) => (s, true),
-        None => (
-            ctx.store
-                .create_session(crate::agent::title::PLACEHOLDER, None)?,
-            false,
-        ),
+        None => {
+            let s = ctx
+                .store
+                .create_session(crate::agent::title::PLACEHOLDER, None)?;
+            forget_if_left_empty(ctx.store.path(), &s.id);
+            (s, false)
+        }
     };
     let title = session.title.clone();
     // A non-interactive turn waits for every server to start or fail: runs are repeatable.
@@ -473,6 +475,19 @@ pub fn start_session(ctx: Context, global: &Global) -> Result<OpenSession<'stati
         skills: ctx.skills.clone(),
         commands: ctx.commands.clone(),
     })
+}
+
+/// At exit, however the run ends (a closed stdout, a signal, an error before the prompt was
+/// stored), the new session `id` is deleted if nothing was stored in it: a run never leaves an
+/// empty "Untitled Session" behind (crush(1) EXIT STATUS).
+fn forget_if_left_empty(db: &std::path::Path, id: &str) {
+    let (db, id) = (db.to_path_buf(), id.to_string());
+    crate::signal::on_exit(move || {
+        let deleted = Store::open(&db).and_then(|s| s.delete_if_empty(&id));
+        if let Ok(true) = deleted {
+            crate::log::info(&format!("run: session {id} was left empty: deleted"));
+        }
+    });
 }
 
 /// Retries, timeouts and the reply size limit for model calls (`CRUSH_RETRY_BASE_MS`,
@@ -530,13 +545,13 @@ pub fn load_hooks(loaded: &Loaded) -> Result<crate::hooks::HookConfig, AppError>
     match crate::hooks::HookConfig::from_loaded(loaded) {
         Ok((hooks, warnings)) => {
             for w in warnings {
-                eprintln!("crush: warning: {}", crate::visible::text(&w));
+                crate::ewriteln!("crush: warning: {}", crate::visible::text(&w));
             }
             Ok(hooks)
         }
         Err(p) => {
             for w in p.warnings {
-                eprintln!("crush: warning: {}", crate::visible::text(&w));
+                crate::ewriteln!("crush: warning: {}", crate::visible::text(&w));
             }
             Err(AppError::Config(format!(
                 "invalid hook configuration:\n  {}\nfix the hook (see 'man crush', HOOKS) or remove it",

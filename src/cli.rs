@@ -225,7 +225,9 @@ pub static COMMANDS: &[CommandSpec] = &[
                 named arguments). \
                 stdout carries only the answer (or JSON events with --json); when it is not a \
                 terminal, a model call's text is written once the call can no longer be retried, \
-                so stdout equals the stored answer.",
+                so stdout equals the stored answer. The --json finish event's reason is \
+                end_turn, max_tokens, content_filter, empty, max_steps, loop, \
+                permission_refused, hook_denied, hook_halted, canceled or error (EXIT STATUS).",
         subcommands: &[],
     },
     CommandSpec {

@@ -305,7 +305,7 @@ mod tests {
             .stderr(Stdio::piped())
             .spawn()
         else {
-            eprintln!("groff is not installed: the page's markup is not checked");
+            crate::ewriteln!("groff is not installed: the page's markup is not checked");
             return;
         };
         let page = man();

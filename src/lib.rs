@@ -3,7 +3,15 @@
 //! crate), one per concept, in layers: a module uses only modules of lower layers (`LAYERS`,
 //! checked by a test). README.md ("How it is built") describes each layer.
 
-#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+#![cfg_attr(
+    test,
+    allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::print_stderr,
+        clippy::print_stdout
+    )
+)]
 
 mod acp;
 mod agent;
@@ -31,6 +39,7 @@ mod run;
 mod sha256;
 mod signal;
 mod skills;
+mod stdio;
 mod store;
 mod time;
 mod tools;
@@ -123,7 +132,7 @@ pub fn main() -> std::process::ExitCode {
     let cli = match cli::parse_from(std::env::args_os().skip(1)) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("crush: {e}");
+            crate::ewriteln!("crush: {e}");
             return ExitCode::Usage.into();
         }
     };
@@ -131,7 +140,7 @@ pub fn main() -> std::process::ExitCode {
         Ok(code) => code,
         Err(e) => {
             // An error may quote a project file, a server or a model: shown, never acted on.
-            eprintln!("crush: {}", visible::text(&e.to_string()));
+            crate::ewriteln!("crush: {}", visible::text(&e.to_string()));
             e.exit_code()
         }
     };
@@ -144,7 +153,7 @@ pub fn main() -> std::process::ExitCode {
 #[cfg(test)]
 const LAYERS: &[&[&str]] = &[
     &[
-        "time", "env", "exit", "paths", "sha256", "visible", "fsutil",
+        "time", "env", "exit", "paths", "sha256", "visible", "fsutil", "stdio",
     ],
     &["log", "net", "proc"],
     &["signal", "rcshell"],

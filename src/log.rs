@@ -65,7 +65,12 @@ fn write(level: &str, msg: &str) {
         return;
     }
     if l.debug {
-        eprintln!("crush: {}: {msg}", level.to_ascii_lowercase());
+        // A message may quote a server's error or a project file: shown, never acted on.
+        crate::ewriteln!(
+            "crush: {}: {}",
+            level.to_ascii_lowercase(),
+            crate::visible::text(msg)
+        );
     }
     let line = json!({
         "time": crate::time::rfc3339_utc(std::time::SystemTime::now()),
@@ -86,6 +91,18 @@ pub fn info(msg: &str) {
 
 pub fn warn(msg: &str) {
     write("WARN", msg);
+}
+
+/// One log line as `crush logs` prints it on a `terminal` or not: [`render`], with every control
+/// character shown visibly on a terminal (a message may quote a server's error, and the log
+/// file may come with the repository: crush(1) FILES).
+pub fn shown(line: &str, terminal: bool) -> String {
+    let r = render(line);
+    if terminal {
+        crate::visible::text(&r).into_owned()
+    } else {
+        r
+    }
 }
 
 /// One log line as `crush logs` prints it: `TIME LEVEL message` (other JSON fields follow as
@@ -125,9 +142,14 @@ pub fn tail(p: &Path, n: usize) -> io::Result<Vec<String>> {
     Ok(lines.into())
 }
 
-/// Prints what is appended to the log from its current end on, until `stop` says so or the
-/// output closes.
-pub fn follow(p: &Path, out: &mut dyn Write, stop: &dyn Fn() -> bool) -> io::Result<()> {
+/// Prints what is appended to the log from its current end on (as [`shown`] on a `terminal`),
+/// until `stop` says so or the output closes.
+pub fn follow(
+    p: &Path,
+    out: &mut dyn Write,
+    terminal: bool,
+    stop: &dyn Fn() -> bool,
+) -> io::Result<()> {
     let mut f = File::open(p)?;
     let mut pos = f.seek(SeekFrom::End(0))?;
     let mut pending = String::new();
@@ -146,7 +168,7 @@ pub fn follow(p: &Path, out: &mut dyn Write, stop: &dyn Fn() -> bool) -> io::Res
             pending.push_str(&buf);
             while let Some(i) = pending.find('\n') {
                 let line: String = pending.drain(..=i).collect();
-                writeln!(out, "{}", render(line.trim_end()))?;
+                writeln!(out, "{}", shown(line.trim_end(), terminal))?;
             }
             out.flush()?;
         }
@@ -166,6 +188,9 @@ mod tests {
             "2026-11-30T09:06:47Z WARN  retry attempt=2"
         );
         assert_eq!(render("not json"), "not json");
+        let title = r#"{"time":"t","level":"WARN","msg":"HTTP 500: \u001b]0;pwned\u0007"}"#;
+        assert_eq!(shown(title, true), "t WARN  HTTP 500: ^[]0;pwned^G");
+        assert_eq!(shown(title, false), "t WARN  HTTP 500: \x1b]0;pwned\x07");
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("l");
         fs::write(&p, "a\nb\nc\n").unwrap();

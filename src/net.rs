@@ -72,11 +72,16 @@ fn proxy_from(url: &str, var: &dyn Fn(&str) -> Option<String>) -> Option<String>
     (!no_proxy_matches(&no_proxy, &host_of(url))).then(|| proxy.trim().to_string())
 }
 
-/// The host of `url`, lowercase, without port or brackets.
-fn host_of(url: &str) -> String {
+/// `host[:port]` of `url`, without user info: how a message names a server.
+pub fn authority_of(url: &str) -> &str {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    let hostport = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    authority.rsplit_once('@').map_or(authority, |(_, h)| h)
+}
+
+/// The host of `url`, lowercase, without port or brackets.
+fn host_of(url: &str) -> String {
+    let hostport = authority_of(url);
     match hostport.strip_prefix('[') {
         Some(r) => r.split(']').next().unwrap_or(""),
         None => hostport.split(':').next().unwrap_or(""),

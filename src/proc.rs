@@ -158,7 +158,7 @@ pub fn shell_path() -> &'static Path {
     SHELL.get_or_init(|| {
         let (path, notice) = choose_shell(std::env::var_os("CRUSH_SHELL"), || which("bash"));
         if let Some(n) = notice {
-            eprintln!("crush: {n}");
+            crate::ewriteln!("crush: {n}");
         }
         path
     })

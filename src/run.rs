@@ -12,7 +12,7 @@ use crate::tools::PermissionRequest;
 use crate::tools::attach;
 use serde::Serialize;
 use serde_json::Value;
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
 
 /// `crush run`'s own flags.
@@ -102,8 +102,8 @@ pub enum JsonEvent<'a> {
     Finish {
         v: u32,
         session_id: &'a str,
-        /// end_turn | max_tokens | max_steps | loop | permission_refused | hook_denied |
-        /// hook_halted | canceled | error
+        /// end_turn | max_tokens | content_filter | empty | max_steps | loop |
+        /// permission_refused | hook_denied | hook_halted | canceled | error
         reason: &'a str,
         steps: usize,
         text: &'a str,
@@ -113,21 +113,11 @@ pub enum JsonEvent<'a> {
 }
 
 /// Writes to stdout; a closed stdout (broken pipe) ends the process quietly with 0.
-struct Out {
-    stdout: std::io::Stdout,
-}
+struct Out;
 
 impl Out {
     fn write(&mut self, s: &str) {
-        let mut lock = self.stdout.lock();
-        let r = lock.write_all(s.as_bytes()).and_then(|_| lock.flush());
-        if let Err(e) = r {
-            if e.kind() == std::io::ErrorKind::BrokenPipe {
-                crate::signal::exit(ExitCode::Success);
-            }
-            eprintln!("crush: cannot write to stdout: {e}");
-            crate::signal::exit(ExitCode::Failure);
-        }
+        crate::signal::write_stdout(s.as_bytes());
     }
     fn json(&mut self, ev: &JsonEvent) {
         let mut line = serde_json::to_string(ev).unwrap_or_else(|e| {
@@ -211,7 +201,7 @@ impl RunSink {
             if let Some(rest) = redo.strip_prefix(shown.as_str()) {
                 self.print_text(rest);
             } else {
-                eprintln!(
+                crate::ewriteln!(
                     "crush: the retried answer differs from the interrupted one; it follows in full"
                 );
                 self.print_text("\n");
@@ -226,7 +216,7 @@ impl RunSink {
 
     fn note(&self, s: &str) {
         if !self.quiet {
-            eprintln!("{}", crate::visible::text(s));
+            crate::ewriteln!("{}", crate::visible::text(s));
         }
     }
 }
@@ -247,7 +237,7 @@ impl Sink for RunSink {
                 wait,
                 reason,
             } => {
-                eprintln!(
+                crate::ewriteln!(
                     "crush: {}",
                     crate::agent::retry_line(attempt, wait, &reason)
                 );
@@ -308,7 +298,7 @@ impl Sink for RunSink {
                     "refused {} ({}: {}): no one to ask in a non-interactive run",
                     request.tool, request.action, request.description
                 ));
-                eprintln!(
+                crate::ewriteln!(
                     "crush: refused {} ({}: {}): a non-interactive run cannot ask for permission; to allow it, {hint}",
                     crate::visible::line(&request.tool),
                     request.action,
@@ -339,7 +329,7 @@ impl Sink for RunSink {
                     });
                 }
             }
-            AgentEvent::Notice(text) => eprintln!("crush: {}", crate::visible::text(&text)),
+            AgentEvent::Notice(text) => crate::ewriteln!("crush: {}", crate::visible::text(&text)),
             AgentEvent::Hook {
                 report,
                 tool_call_id,
@@ -515,7 +505,7 @@ pub struct InitArgs {
 /// Asks on stderr whether `target` may be rewritten; the answer is a line of stdin (a
 /// terminal, or a pipe: `echo y | crush init`).
 fn confirm_overwrite(target: &std::path::Path) -> bool {
-    eprint!(
+    crate::ewrite!(
         "{} exists: have the agent rewrite it? [y/N] ",
         crate::visible::line(&target.display().to_string())
     );
@@ -524,7 +514,7 @@ fn confirm_overwrite(target: &std::path::Path) -> bool {
         return false;
     }
     if !std::io::stdin().is_terminal() {
-        eprintln!("{}", crate::visible::line(answer.trim()));
+        crate::ewriteln!("{}", crate::visible::line(answer.trim()));
     }
     matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
 }
@@ -538,7 +528,7 @@ pub fn init(global: &Global, args: &InitArgs) -> Result<ExitCode, AppError> {
     let shown = target.display().to_string();
     let before = std::fs::metadata(&target).and_then(|m| m.modified()).ok();
     if before.is_some() && !confirm_overwrite(&target) {
-        eprintln!("crush: {shown} is left as it is");
+        crate::ewriteln!("crush: {shown} is left as it is");
         return Ok(ExitCode::Policy);
     }
     app::mark_initialized(&ctx.loaded);
@@ -555,11 +545,11 @@ pub fn init(global: &Global, args: &InitArgs) -> Result<ExitCode, AppError> {
     }
     let after = std::fs::metadata(&target).and_then(|m| m.modified()).ok();
     if after.is_none() || after == before {
-        eprintln!("crush: the agent did not write {shown}");
+        crate::ewriteln!("crush: the agent did not write {shown}");
         return Ok(ExitCode::Failure);
     }
     if !args.quiet {
-        eprintln!("crush: wrote {shown}");
+        crate::ewriteln!("crush: wrote {shown}");
     }
     Ok(ExitCode::Success)
 }
@@ -572,9 +562,7 @@ fn run_turn(
     attached: Vec<Part>,
 ) -> Result<ExitCode, AppError> {
     let mut sink = RunSink {
-        out: Out {
-            stdout: std::io::stdout(),
-        },
+        out: Out,
         json: args.json,
         quiet: args.quiet,
         live: std::io::stdout().is_terminal(),
@@ -612,7 +600,7 @@ fn run_turn(
         m.manager().shutdown();
         // What the servers reported after the last step.
         for w in m.manager().take_warnings() {
-            eprintln!("crush: {w}");
+            crate::ewriteln!("crush: {w}");
         }
     }
     let result: TurnResult = result?;
@@ -647,47 +635,55 @@ fn run_turn(
     Ok(match &result.stop {
         Stop::EndTurn => ExitCode::Success,
         Stop::MaxTokens => {
-            eprintln!("crush: the answer was cut off at the model's output limit (session {sid})");
+            crate::ewriteln!(
+                "crush: the answer was cut off at the model's output limit (session {sid})"
+            );
             ExitCode::Success
         }
+        Stop::ContentFilter | Stop::Empty => {
+            if let Some(p) = result.stop.problem() {
+                crate::ewriteln!("crush: {p} (session {sid})");
+            }
+            ExitCode::Failure
+        }
         Stop::MaxSteps(n) => {
-            eprintln!(
+            crate::ewriteln!(
                 "crush: stopped after {n} steps without finishing; continue with: crush run -s {sid} \"continue\""
             );
             ExitCode::Failure
         }
         Stop::Loop => {
-            eprintln!(
+            crate::ewriteln!(
                 "crush: stopped: the model kept repeating the same tool call with the same result (session {sid})"
             );
             ExitCode::Failure
         }
         Stop::PermissionRefused => {
-            eprintln!(
+            crate::ewriteln!(
                 "crush: the turn stopped because a tool call needed permission (session {sid})"
             );
             ExitCode::Policy
         }
         Stop::HookDenied(reason) => {
-            eprintln!(
+            crate::ewriteln!(
                 "crush: a hook blocked the prompt; nothing was sent to the model: {}",
                 crate::visible::text(reason)
             );
             ExitCode::Policy
         }
         Stop::HookHalted(reason) => {
-            eprintln!(
+            crate::ewriteln!(
                 "crush: a hook halted the turn (session {sid}): {}",
                 crate::visible::text(reason)
             );
             ExitCode::Policy
         }
         Stop::Canceled => {
-            eprintln!("crush: interrupted; the session {sid} was saved");
+            crate::ewriteln!("crush: interrupted; the session {sid} was saved");
             crate::signal::interrupted()
         }
         Stop::Error(e) => {
-            eprintln!(
+            crate::ewriteln!(
                 "crush: {}\ncrush: the session {sid} was saved; retry with: crush run -s {sid} \"continue\"",
                 crate::visible::text(&e.to_string())
             );

@@ -146,6 +146,21 @@ pub fn cleanup() {
     }
 }
 
+/// Writes `bytes` to stdout. A closed stdout (a reader such as `head` that left) ends the
+/// process quietly with 0, as SIGPIPE would; any other failure ends it with 1, saying why
+/// (crush(1) EXIT STATUS).
+pub fn write_stdout(bytes: &[u8]) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(bytes).and_then(|_| out.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            exit(ExitCode::Success);
+        }
+        crate::ewriteln!("crush: cannot write to stdout: {e}");
+        exit(ExitCode::Failure);
+    }
+}
+
 /// `cleanup`, then ends the process with `code`.
 pub fn exit(code: ExitCode) -> ! {
     cleanup();

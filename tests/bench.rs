@@ -2,7 +2,12 @@
 //! and peak RSS of several runs per scenario. A benchmark, not a test: without CRUSH_BENCH=1 it
 //! does nothing, and it never asserts on time.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stderr,
+    clippy::print_stdout
+)]
 
 #[path = "support/mod.rs"]
 mod support;
@@ -183,30 +188,6 @@ fn scenario_env(
         .collect()
 }
 
-/// A pseudo-terminal: (master, slave).
-fn open_pty() -> (std::fs::File, std::fs::File) {
-    use std::os::fd::FromRawFd;
-    // SAFETY: the usual posix_openpt sequence; every descriptor is checked and owned.
-    unsafe {
-        let m = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY);
-        assert!(m >= 0);
-        assert_eq!(libc::grantpt(m), 0);
-        assert_eq!(libc::unlockpt(m), 0);
-        let mut name = [0 as libc::c_char; 128];
-        assert_eq!(libc::ptsname_r(m, name.as_mut_ptr(), name.len()), 0);
-        let s = libc::open(name.as_ptr(), libc::O_RDWR | libc::O_NOCTTY);
-        assert!(s >= 0);
-        let ws = libc::winsize {
-            ws_row: 40,
-            ws_col: 120,
-            ws_xpixel: 0,
-            ws_ypixel: 0,
-        };
-        libc::ioctl(s, libc::TIOCSWINSZ, &ws);
-        (std::fs::File::from_raw_fd(m), std::fs::File::from_raw_fd(s))
-    }
-}
-
 /// The REPL on a pseudo-terminal: waits for its prompt, then sends `keys` one at a time, each
 /// once the screen has answered the one before, then Ctrl-D. Returns crush's CPU time.
 #[expect(
@@ -216,7 +197,7 @@ fn open_pty() -> (std::fs::File, std::fs::File) {
 fn repl_on_pty(env: &TestEnv, keys: &[&[u8]]) -> Duration {
     use std::io::{Read, Write};
     use std::os::unix::process::CommandExt;
-    let (mut master, slave) = open_pty();
+    let (mut master, slave) = support::env::open_pty();
     let mut cmd = command(env);
     cmd.env("TERM", "xterm-256color")
         .stdin(slave.try_clone().unwrap())

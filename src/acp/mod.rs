@@ -102,7 +102,7 @@ pub fn run(global: &Global) -> Result<ExitCode, AppError> {
 /// A diagnostic for stderr and the log.
 fn warn(msg: &str) {
     crate::log::warn(&format!("acp: {msg}"));
-    eprintln!("crush: acp: {msg}");
+    crate::ewriteln!("crush: acp: {msg}");
 }
 
 /// The params of a request as an object (absent: empty).

@@ -429,7 +429,7 @@ impl WriterEnd {
             self.writing.store(false, Ordering::SeqCst);
             if let Err(e) = r {
                 crate::log::warn(&format!("acp: cannot write to stdout: {e}"));
-                eprintln!("crush: acp: cannot write to stdout: {e}");
+                crate::ewriteln!("crush: acp: cannot write to stdout: {e}");
                 if let Some(p) = self.peer.upgrade() {
                     p.close();
                 }

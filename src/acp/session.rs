@@ -190,7 +190,7 @@ impl Worker {
             Ok(o) => o,
             Err(e) => {
                 crate::log::warn(&format!("acp: session {}: {}", self.open.id, e.message));
-                eprintln!("crush: acp: cannot open the session: {}", e.message);
+                crate::ewriteln!("crush: acp: cannot open the session: {}", e.message);
                 self.peer.respond(&self.open.request, Err(e.clone()));
                 // Prompts sent before the answer arrived get the same answer.
                 for job in self.jobs.iter() {
@@ -444,7 +444,7 @@ impl Session<'_, '_> {
             .iter()
             .flat_map(|m| m.manager().take_warnings())
         {
-            eprintln!("crush: {w}");
+            crate::ewriteln!("crush: {w}");
         }
         // A canceled turn is answered as such, whatever the cancel made of it.
         if cancel.load(Ordering::SeqCst) {
@@ -458,6 +458,16 @@ impl Session<'_, '_> {
         let reason = match &r.stop {
             Stop::EndTurn | Stop::PermissionRefused => "end_turn",
             Stop::MaxTokens => "max_tokens",
+            Stop::ContentFilter | Stop::Empty => {
+                if let Some(p) = r.stop.problem() {
+                    sink.note(&format!("Stopped: {p}."));
+                }
+                if r.stop == Stop::ContentFilter {
+                    "refusal"
+                } else {
+                    "end_turn"
+                }
+            }
             Stop::MaxSteps(n) => {
                 sink.note(&format!(
                     "Stopped after {n} steps without finishing; say \"continue\" to go on."

@@ -123,7 +123,7 @@ impl Sink for AcpSink<'_> {
                 wait,
                 reason,
             } => {
-                eprintln!(
+                crate::ewriteln!(
                     "crush: {}",
                     crate::agent::retry_line(attempt, wait, &reason)
                 );
@@ -186,10 +186,10 @@ impl Sink for AcpSink<'_> {
             }
             AgentEvent::Notice(text) => {
                 crate::log::info(&format!("acp: {text}"));
-                eprintln!("crush: {}", crate::visible::text(&text));
+                crate::ewriteln!("crush: {}", crate::visible::text(&text));
             }
             AgentEvent::Hook { report, .. } => {
-                eprintln!("crush: {}", crate::visible::text(&report.line()));
+                crate::ewriteln!("crush: {}", crate::visible::text(&report.line()));
             }
             AgentEvent::PromptAccepted(prompt) => {
                 if let Some(f) = self.on_accepted.take() {
@@ -250,7 +250,7 @@ impl Sink for AcpSink<'_> {
             Err(AskError::Canceled) => Answer::No,
             Err(e) => {
                 crate::log::warn(&format!("acp: permission question for {}: {e}", req.tool));
-                eprintln!("crush: the permission question got no answer ({e}): refused");
+                crate::ewriteln!("crush: the permission question got no answer ({e}): refused");
                 Answer::No
             }
         };

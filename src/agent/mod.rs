@@ -126,6 +126,11 @@ pub enum Stop {
     EndTurn,
     /// The model hit its output limit.
     MaxTokens,
+    /// The provider's content filter stopped the answer (what was written is kept, but is not
+    /// the whole answer).
+    ContentFilter,
+    /// The call finished with no text and no tool call.
+    Empty,
     MaxSteps(usize),
     /// The same tool call with the same result kept repeating.
     Loop,
@@ -145,6 +150,8 @@ impl Stop {
         match self {
             Stop::EndTurn => "end_turn",
             Stop::MaxTokens => "max_tokens",
+            Stop::ContentFilter | Stop::Error(LlmError::Blocked(_)) => "content_filter",
+            Stop::Empty => "empty",
             Stop::MaxSteps(_) => "max_steps",
             Stop::Loop => "loop",
             Stop::PermissionRefused => "permission_refused",
@@ -152,6 +159,18 @@ impl Stop {
             Stop::HookHalted(_) => "hook_halted",
             Stop::Canceled => "canceled",
             Stop::Error(_) => "error",
+        }
+    }
+
+    /// What the user is told of a turn that looked finished but is not a whole answer
+    /// (crush(1) EXIT STATUS).
+    pub fn problem(&self) -> Option<&'static str> {
+        match self {
+            Stop::ContentFilter => Some(
+                "the provider's content filter stopped the answer: what was shown is incomplete",
+            ),
+            Stop::Empty => Some("the model returned an empty answer (no text and no tool call)"),
+            _ => None,
         }
     }
 }

@@ -316,8 +316,15 @@ fn outcome(result: &TurnResult) -> (String, bool, Option<Stop>) {
     let text = result.final_text.trim();
     match &result.stop {
         Stop::EndTurn | Stop::MaxTokens if !text.is_empty() => (text.to_string(), false, None),
-        Stop::EndTurn | Stop::MaxTokens => (
+        Stop::EndTurn | Stop::MaxTokens | Stop::Empty => (
             "The sub-agent finished without an answer.".to_string(),
+            true,
+            None,
+        ),
+        Stop::ContentFilter => (
+            format!(
+                "The provider's content filter stopped the sub-agent's answer. What it wrote: {text}"
+            ),
             true,
             None,
         ),

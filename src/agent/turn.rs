@@ -274,8 +274,11 @@ impl Agent<'_> {
         )?;
         sink.event(AgentEvent::StepCommitted);
         self.sync_transcript();
-        if *finish == llm::FinishReason::MaxTokens {
-            return Ok(Some(Stop::MaxTokens));
+        match finish {
+            llm::FinishReason::MaxTokens => return Ok(Some(Stop::MaxTokens)),
+            llm::FinishReason::ContentFilter => return Ok(Some(Stop::ContentFilter)),
+            _ if crate::llm::text_of(&parts).trim().is_empty() => return Ok(Some(Stop::Empty)),
+            _ => {}
         }
         let Some(reason) = self.stop_hook_block(turn, sink) else {
             return Ok(Some(Stop::EndTurn));

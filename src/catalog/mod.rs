@@ -148,10 +148,10 @@ impl Lazy {
             let started = std::time::Instant::now();
             let (catalog, warnings) = load(settings);
             for w in warnings {
-                eprintln!("crush: warning: {}", crate::visible::text(&w));
+                crate::ewriteln!("crush: warning: {}", crate::visible::text(&w));
             }
             if settings.debug {
-                eprintln!(
+                crate::ewriteln!(
                     "crush: debug: provider catalog from {} ({} providers) in {:.2} ms",
                     catalog.origin,
                     catalog.providers.len(),

@@ -17,10 +17,11 @@ pub fn logs(global: &Global, follow: bool, tail: usize) -> Result<ExitCode, AppE
     let io = |e: std::io::Error| AppError::Runtime(format!("{}: {e}", p.display()));
     let lines = crate::log::tail(&p, tail).map_err(io)?;
     let stdout = std::io::stdout();
+    let terminal = std::io::IsTerminal::is_terminal(&stdout);
     let mut out = stdout.lock();
     let closed = |e: &std::io::Error| e.kind() == std::io::ErrorKind::BrokenPipe;
     for l in &lines {
-        if let Err(e) = writeln!(out, "{}", crate::log::render(l)) {
+        if let Err(e) = writeln!(out, "{}", crate::log::shown(l, terminal)) {
             return if closed(&e) {
                 Ok(ExitCode::Success)
             } else {
@@ -30,7 +31,7 @@ pub fn logs(global: &Global, follow: bool, tail: usize) -> Result<ExitCode, AppE
     }
     if follow {
         let stop = crate::signal::interrupt_flag();
-        match crate::log::follow(&p, &mut out, &|| {
+        match crate::log::follow(&p, &mut out, terminal, &|| {
             stop.load(std::sync::atomic::Ordering::SeqCst)
         }) {
             Err(e) if !closed(&e) => return Err(io(e)),

@@ -81,7 +81,7 @@ pub fn list(global: &Global, as_json: bool) -> Result<String, AppError> {
     let loaded = app::load_config(global)?;
     let s = setup::servers(&loaded);
     for w in &s.warnings {
-        eprintln!("crush: warning: {}", crate::visible::text(w));
+        crate::ewriteln!("crush: warning: {}", crate::visible::text(w));
     }
     let manager = Manager::new(&loaded.project_root, s.specs, setup::timing(), false);
     manager.start_all();

@@ -105,10 +105,17 @@ pub fn login(global: &Global, name: &str) -> Result<String, AppError> {
     manager.wait_ready(None);
     let cwd = loaded.cwd.clone();
     let open = |url: &str| {
-        eprintln!(
-            "crush: opening your browser to authorize MCP server '{name}'; if it does not open, visit:\n{url}"
-        );
-        crate::mcp::oauth::open_browser(url, &cwd);
+        let shown = crate::visible::line(url);
+        match crate::mcp::oauth::browser_host(url) {
+            Ok(host) => crate::ewriteln!(
+                "crush: opening your browser at {} to authorize MCP server '{name}'; if it does not open, visit:\n{shown}",
+                crate::visible::line(&host)
+            ),
+            Err(e) => crate::ewriteln!("crush: {e}"),
+        }
+        if let Err(e) = crate::mcp::oauth::open_browser(url, &cwd) {
+            crate::log::warn(&e);
+        }
     };
     let r = manager.login(name, &open, login_wait());
     let statuses = manager.statuses();

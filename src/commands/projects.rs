@@ -17,7 +17,7 @@ pub fn projects(json_out: bool) -> Result<String, AppError> {
         return Ok(format!("{}\n", json!({ "projects": list })));
     }
     if list.is_empty() {
-        eprintln!("No projects tracked yet.");
+        crate::ewriteln!("No projects tracked yet.");
         return Ok(String::new());
     }
     let mut out = String::new();

@@ -61,7 +61,7 @@ pub fn list(global: &Global, json_out: bool) -> Result<String, AppError> {
         return Ok(format!("{}\n", Value::Array(v)));
     }
     if sessions.is_empty() {
-        eprintln!(
+        crate::ewriteln!(
             "No sessions yet in {}. Start one with: crush run \"...\"",
             loaded.project_root.display()
         );

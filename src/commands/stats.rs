@@ -173,14 +173,14 @@ pub fn report(global: &Global, json_out: bool) -> Result<String, AppError> {
     if let Some(s) = &store
         && !s.has_usage_ledger()
     {
-        eprintln!(
+        crate::ewriteln!(
             "No model calls itemized in {}: it has no usage ledger (only Go Crush wrote to it).",
             s.path().display()
         );
         return Ok(unitemized_line(&stats.unitemized));
     }
     if stats.total.calls == 0 && stats.unitemized.sessions == 0 {
-        eprintln!(
+        crate::ewriteln!(
             "No model calls recorded yet in {}. Start a session with: crush run \"...\"",
             loaded.project_root.display()
         );

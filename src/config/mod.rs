@@ -600,7 +600,7 @@ fn warn_once(msg: &str) {
         std::sync::Mutex::new(std::collections::BTreeSet::new());
     let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
     if seen.insert(msg.to_string()) {
-        eprintln!("crush: warning: {msg}");
+        crate::ewriteln!("crush: warning: {msg}");
     }
 }
 

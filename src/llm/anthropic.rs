@@ -679,7 +679,7 @@ impl Accumulator {
     /// The response of a complete stream; `Truncated` (retryable) if `message_stop` never came.
     pub fn finish(self) -> Result<Response, Failure> {
         if !self.done {
-            return Err(Failure::retry(LlmError::Truncated));
+            return Err(Failure::retry(LlmError::truncated("message_stop")));
         }
         Ok(self.into_response())
     }
@@ -1110,11 +1110,14 @@ data: {"type":"message_stop"}
     fn truncated_without_message_stop() {
         let s = start() + &tool_start(0, "t") + &json_delta(0, "{\"a\":");
         let f = run(&s).0.unwrap_err();
-        assert_eq!(f.error, LlmError::Truncated);
+        assert_eq!(f.error, LlmError::truncated("message_stop"));
         assert!(f.retryable);
         // Cut in the middle of a data line.
         let s = start() + "event: content_block_delta\ndata: {\"type\":\"content_bl";
-        assert_eq!(run(&s).0.unwrap_err().error, LlmError::Truncated);
+        assert_eq!(
+            run(&s).0.unwrap_err().error,
+            LlmError::truncated("message_stop")
+        );
     }
 
     #[test]

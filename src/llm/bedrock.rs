@@ -301,12 +301,32 @@ pub struct CallInfo {
 /// Turns event-stream messages into the Anthropic events inside them.
 pub struct Frames {
     acc: anthropic::Accumulator,
+    /// A guardrail or Bedrock's content filter stopped the reply.
+    filtered: bool,
+}
+
+/// Whether an event says Bedrock's guardrails or content filters stopped the reply
+/// (`amazon-bedrock-guardrailAction: INTERVENED`, stop reason `guardrail_intervened` or
+/// `content_filtered`).
+fn filtered(ev: &Value) -> bool {
+    let stop = ev
+        .get("delta")
+        .and_then(|d| d.get("stop_reason"))
+        .or_else(|| ev.get("stopReason"))
+        .or_else(|| ev.get("stop_reason"))
+        .and_then(Value::as_str);
+    matches!(stop, Some("guardrail_intervened" | "content_filtered"))
+        || ev
+            .get("amazon-bedrock-guardrailAction")
+            .and_then(Value::as_str)
+            == Some("INTERVENED")
 }
 
 impl Frames {
     pub fn new(limit: usize) -> Frames {
         Frames {
             acc: anthropic::Accumulator::with_limit(limit),
+            filtered: false,
         }
     }
 
@@ -357,6 +377,7 @@ impl Frames {
             })?;
         let ev: Value = serde_json::from_str(&inner).unwrap_or(Value::Null);
         let ty = ev.get("type").and_then(Value::as_str).unwrap_or("");
+        self.filtered |= filtered(&ev);
         // Bedrock's own count arrives with message_stop; it stands in only when the events
         // carried no usage.
         if ty == "message_stop"
@@ -391,7 +412,11 @@ impl Frames {
     }
 
     pub fn finish(self) -> Result<super::Response, Failure> {
-        self.acc.finish()
+        let mut r = self.acc.finish()?;
+        if self.filtered {
+            r.finish = super::FinishReason::ContentFilter;
+        }
+        Ok(r)
     }
 }
 
@@ -427,7 +452,7 @@ fn exception(kind: &str, msg: &str) -> Failure {
 pub fn frame_failure(e: eventstream::FrameError) -> Result<Failure, std::io::Error> {
     use eventstream::FrameError as F;
     Ok(match e {
-        F::Truncated => Failure::retry(LlmError::Truncated),
+        F::Truncated => Failure::retry(LlmError::truncated("the end of an event-stream frame")),
         F::Crc { .. } | F::Malformed(_) => Failure::retry(LlmError::Protocol(e.to_string())),
         F::TooLarge { .. } => Failure::fatal(LlmError::Protocol(e.to_string())),
         F::Io(io) => return Err(io),
@@ -567,6 +592,27 @@ mod tests {
     }
 
     #[test]
+    fn a_guardrail_or_content_filter_stop_is_a_content_filter_finish() {
+        use crate::llm::FinishReason;
+        assert_eq!(
+            feed_all(&text_reply(false)).0.unwrap().finish,
+            FinishReason::EndTurn
+        );
+        for stop in [
+            json!({"type":"message_delta","delta":{"stop_reason":"guardrail_intervened"}}),
+            json!({"type":"message_delta","delta":{"stop_reason":"content_filtered"}}),
+            json!({"type":"message_delta","delta":{"stop_reason":"refusal"}}),
+            json!({"type":"message_delta","delta":{"stop_reason":"end_turn"},
+                   "amazon-bedrock-guardrailAction":"INTERVENED"}),
+        ] {
+            let mut frames = text_reply(false);
+            frames[4] = chunk(&stop);
+            let r = feed_all(&frames).0.unwrap();
+            assert_eq!(r.finish, FinishReason::ContentFilter, "{stop}");
+        }
+    }
+
+    #[test]
     fn chunks_carry_anthropic_events_and_usage_maps_honestly() {
         let (r, out) = feed_all(&text_reply(true));
         let r = r.unwrap();
@@ -635,7 +681,10 @@ mod tests {
         // The stream ended before message_stop.
         let mut cut = text_reply(true);
         cut.pop();
-        assert_eq!(feed_all(&cut).0.unwrap_err().error, LlmError::Truncated);
+        assert_eq!(
+            feed_all(&cut).0.unwrap_err().error,
+            LlmError::truncated("message_stop")
+        );
     }
 
     #[test]

@@ -252,7 +252,7 @@ impl Job {
                     return;
                 }
                 Err(End::Gone) => return,
-                Err(End::Failed(f)) => f,
+                Err(End::Failed(f)) => self.named(f),
             };
             let f = match (&token, f) {
                 (Some((_, origin)), f) if is_unauthorized(&f.error) => {
@@ -306,6 +306,16 @@ impl Job {
             std::thread::sleep(wait);
             attempt += 1;
         }
+    }
+
+    /// `f`, naming this call's server when it says a stream was cut short.
+    fn named(&self, mut f: Failure) -> Failure {
+        if let LlmError::Truncated { server, .. } = &mut f.error
+            && server.is_empty()
+        {
+            *server = crate::net::authority_of(&self.url).to_string();
+        }
+        f
     }
 
     /// One request. A streamed reply comes with the rest of its body, to be read after the reply

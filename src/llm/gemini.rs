@@ -706,7 +706,7 @@ impl Accumulator {
             ))));
         }
         let Some(reason) = self.finish.clone() else {
-            return Err(Failure::retry(LlmError::Truncated));
+            return Err(Failure::retry(LlmError::truncated("a finishReason")));
         };
         let resp = self.into_response();
         let wrote = resp
@@ -1002,7 +1002,7 @@ mod tests {
         assert_eq!(run(&s).0.unwrap().finish, FinishReason::ContentFilter);
         // Cut before the finish reason: retried.
         let f = run(&parts(json!([{"text": "Hel"}]), None)).0.unwrap_err();
-        assert_eq!(f.error, LlmError::Truncated);
+        assert_eq!(f.error, LlmError::truncated("a finishReason"));
         assert!(f.retryable);
         // An error chunk.
         let s = parts(json!([{"text": "Hel"}]), None)

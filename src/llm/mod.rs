@@ -115,8 +115,13 @@ pub enum LlmError {
     },
     /// No bytes for longer than the idle timeout.
     IdleTimeout { secs: u64 },
-    /// The stream ended before the final event.
-    Truncated,
+    /// The stream ended before the protocol's finish marker (`missing`): an interrupted reply,
+    /// retried like a dropped connection. `server`: the host it came from (filled in by the
+    /// client; empty in a dialect's own tests).
+    Truncated {
+        server: String,
+        missing: &'static str,
+    },
     /// The stream carried something we could not understand, or an error event.
     Protocol(String),
     /// The server asked to wait longer than we are willing to.
@@ -149,7 +154,17 @@ impl fmt::Display for LlmError {
             LlmError::IdleTimeout { secs } => {
                 write!(f, "the model server sent nothing for {secs} s; gave up")
             }
-            LlmError::Truncated => write!(f, "the model's stream ended before it was complete"),
+            LlmError::Truncated { server, missing } => {
+                let from = if server.is_empty() {
+                    String::new()
+                } else {
+                    format!(" from {server}")
+                };
+                write!(
+                    f,
+                    "the model server's stream{from} ended before {missing}: the reply is incomplete"
+                )
+            }
             LlmError::Protocol(m) => write!(f, "unexpected reply from the model server: {m}"),
             LlmError::TooLarge { limit } => write!(
                 f,
@@ -169,6 +184,14 @@ impl fmt::Display for LlmError {
 }
 
 impl LlmError {
+    /// A stream that ended before `missing`, its finish marker.
+    pub fn truncated(missing: &'static str) -> LlmError {
+        LlmError::Truncated {
+            server: String::new(),
+            missing,
+        }
+    }
+
     /// The provider refused the request because the conversation exceeds the model's context
     /// window (OpenAI `context_length_exceeded`, Anthropic "prompt is too long", llama.cpp and
     /// vLLM wordings).

@@ -530,10 +530,11 @@ impl Accumulator {
         Response::settled(parts, self.usage, self.usage_rejected, finish)
     }
 
-    /// The response once the stream ended: needs `[DONE]` or a finish_reason, else `Truncated`.
+    /// The response once the stream ended: complete only with a finish_reason (`[DONE]` alone
+    /// is a server that gave up mid-reply), else `Truncated`.
     pub fn finish(self) -> Result<Response, Failure> {
-        if !self.done && self.finish.is_none() {
-            return Err(Failure::retry(LlmError::Truncated));
+        if self.finish.is_none() {
+            return Err(Failure::retry(LlmError::truncated("a finish_reason")));
         }
         Ok(self.into_response())
     }
@@ -927,17 +928,26 @@ mod tests {
         // No finish_reason and no [DONE]: truncated.
         let s = chunk(json!({"content":"Hel"}), None);
         let f = run(&s).0.unwrap_err();
-        assert_eq!(f.error, LlmError::Truncated);
+        assert_eq!(f.error, LlmError::truncated("a finish_reason"));
         assert!(f.retryable);
         // Cut inside a JSON line.
         let s = chunk(json!({"content":"Hel"}), None) + "data: {\"choices\":[{\"ind";
-        assert_eq!(run(&s).0.unwrap_err().error, LlmError::Truncated);
+        assert_eq!(
+            run(&s).0.unwrap_err().error,
+            LlmError::truncated("a finish_reason")
+        );
         // A finish_reason without [DONE] is enough.
         let s = chunk(json!({"content":"Hel"}), Some("stop"));
         assert!(run(&s).0.is_ok());
-        // [DONE] without finish_reason too.
-        let s = chunk(json!({"content":"Hel"}), None) + "data: [DONE]\n\n";
-        assert_eq!(run(&s).0.unwrap().finish, FinishReason::EndTurn);
+        // [DONE] without a finish_reason is not: the server stopped mid-reply.
+        for s in [
+            chunk(json!({"content":"Hel"}), None) + "data: [DONE]\n\n",
+            "data: [DONE]\n\n".to_string(),
+        ] {
+            let f = run(&s).0.unwrap_err();
+            assert!(f.retryable, "{s}");
+            assert_eq!(f.error, LlmError::truncated("a finish_reason"));
+        }
     }
 
     #[test]

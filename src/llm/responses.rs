@@ -604,7 +604,7 @@ impl Accumulator {
     /// The response of a complete stream; `Truncated` (retried) without its final event.
     pub fn finish(self) -> Result<Response, Failure> {
         if !self.done {
-            return Err(Failure::retry(LlmError::Truncated));
+            return Err(Failure::retry(LlmError::truncated("response.completed")));
         }
         Ok(self.into_response())
     }
@@ -840,7 +840,10 @@ mod tests {
     #[test]
     fn endings() {
         let s = ev(json!({"type": "response.output_text.delta", "output_index": 0, "delta": "Hi"}));
-        assert_eq!(run(&s).0.unwrap_err().error, LlmError::Truncated);
+        assert_eq!(
+            run(&s).0.unwrap_err().error,
+            LlmError::truncated("response.completed")
+        );
         let s = ev(json!({"type": "response.output_text.delta", "output_index": 0, "delta": "Hi"}))
             + &ev(
                 json!({"type": "response.incomplete", "response": {"incomplete_details":

@@ -242,10 +242,12 @@ fn discover(agent: &ureq::Agent, server_url: &str) -> Result<Discovered, String>
     let meta = match urls.iter().find_map(|u| get_json(agent, u).ok()) {
         Some(m) => {
             let s = |k: &str| m.get(k).and_then(Value::as_str).map(str::to_string);
+            let authorization_endpoint = s("authorization_endpoint")
+                .ok_or("the authorization server metadata has no authorization_endpoint")?;
+            browser_host(&authorization_endpoint)?;
             ServerMeta {
                 issuer: s("issuer"),
-                authorization_endpoint: s("authorization_endpoint")
-                    .ok_or("the authorization server metadata has no authorization_endpoint")?,
+                authorization_endpoint,
                 token_endpoint: s("token_endpoint")
                     .ok_or("the authorization server metadata has no token_endpoint")?,
                 registration_endpoint: s("registration_endpoint"),
@@ -642,9 +644,26 @@ impl Credentials for Session {
     }
 }
 
+/// The host (`host[:port]`) of a URL the browser may be given: an http or https URL only. The
+/// authorization server chooses the URL, and a browser (or `xdg-open`) would as readily open a
+/// `file://` path, a `javascript:` URL or another program's scheme (crush(1) MCP SERVERS).
+pub fn browser_host(url: &str) -> Result<String, String> {
+    match Url::parse(url) {
+        Some(u) if matches!(u.scheme.as_str(), "http" | "https") && !u.authority.is_empty() => {
+            Ok(u.authority)
+        }
+        _ => Err(format!(
+            "the authorization server's URL is not an http or https URL, so it is not opened: {}",
+            crate::visible::line(&url.chars().take(200).collect::<String>())
+        )),
+    }
+}
+
 /// Opens `url` in the user's browser: `$BROWSER`, else `xdg-open` (or `open` on macOS), on a
-/// thread of its own (a browser may not return at once).
-pub fn open_browser(url: &str, cwd: &std::path::Path) {
+/// thread of its own (a browser may not return at once). Anything but an http or https URL is
+/// refused ([`browser_host`]).
+pub fn open_browser(url: &str, cwd: &std::path::Path) -> Result<(), String> {
+    browser_host(url)?;
     let program = std::env::var("BROWSER")
         .ok()
         .and_then(|b| b.split(':').next().map(str::to_string))
@@ -655,13 +674,16 @@ pub fn open_browser(url: &str, cwd: &std::path::Path) {
                 .find(|p| crate::proc::which(p).is_some())
                 .map(|p| p.to_string())
         });
-    let Some(program) = program else { return };
+    let Some(program) = program else {
+        return Ok(());
+    };
     let spec = crate::proc::Spec::exec(vec![program, url.to_string()], cwd);
     let _ = std::thread::Builder::new()
         .name("mcp-browser".into())
         .spawn(move || {
             let _ = crate::proc::run(&spec);
         });
+    Ok(())
 }
 
 #[cfg(test)]
@@ -678,6 +700,27 @@ mod tests {
         assert_eq!(challenge_param(h, "scope").unwrap(), "read write");
         assert_eq!(challenge_param(h, "error").unwrap(), "invalid_token");
         assert_eq!(challenge_param(h, "missing"), None);
+    }
+
+    #[test]
+    fn only_http_urls_go_to_the_browser() {
+        assert_eq!(
+            browser_host("https://Login.Example:8443/authorize?x=1").unwrap(),
+            "login.example:8443"
+        );
+        assert_eq!(browser_host("http://127.0.0.1/a").unwrap(), "127.0.0.1");
+        for bad in [
+            "file:///etc/passwd",
+            "javascript:alert(1)",
+            "ms-settings://x",
+            "/authorize",
+            "-x https://a",
+        ] {
+            let e = browser_host(bad).unwrap_err();
+            assert!(e.contains("not an http or https URL"), "{bad}: {e}");
+        }
+        let e = open_browser("file:///etc/passwd", std::path::Path::new("/")).unwrap_err();
+        assert!(e.contains("file:///etc/passwd"), "{e}");
     }
 
     #[test]

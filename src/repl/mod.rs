@@ -736,7 +736,7 @@ fn ask_trust(global: &Global) -> Result<(), AppError> {
         msg.push_str(&format!("  {it}\n"));
     }
     msg.push_str("Trust it and run these? [y/N] ");
-    eprint!("{msg}");
+    crate::ewrite!("{msg}");
     let mut answer = String::new();
     if std::io::stdin().read_line(&mut answer).is_err() {
         return Ok(());
@@ -748,9 +748,9 @@ fn ask_trust(global: &Global) -> Result<(), AppError> {
                 state::global_path().display()
             ))
         })?;
-        eprintln!("Trusted. 'crush trust --revoke' undoes it.");
+        crate::ewriteln!("Trusted. 'crush trust --revoke' undoes it.");
     } else {
-        eprintln!(
+        crate::ewriteln!(
             "Not trusted: the project's own code will not run ('crush trust' to change that)."
         );
     }
@@ -1101,6 +1101,11 @@ impl Repl {
             Stop::Canceled => self
                 .term
                 .note("canceled; the partial answer was kept in the session"),
+            Stop::ContentFilter | Stop::Empty => {
+                if let Some(p) = r.stop.problem() {
+                    self.term.error(p);
+                }
+            }
             Stop::HookDenied(reason) => self.term.error(&format!(
                 "a hook blocked the prompt; nothing was sent to the model: {reason}"
             )),
@@ -1327,11 +1332,18 @@ impl Repl {
                 let cwd = self.ctx.loaded.cwd.clone();
                 self.term
                     .note(&format!("authorizing MCP server '{name}' in your browser…"));
-                let open = |url: &str| {
-                    eprintln!("If the browser does not open, visit:\n{url}");
-                    crate::mcp::oauth::open_browser(url, &cwd);
+                let term = std::cell::RefCell::new(&mut self.term);
+                let open = |url: &str| match crate::mcp::oauth::browser_host(url) {
+                    Ok(host) => {
+                        term.borrow_mut().note(&format!(
+                            "opening your browser at {host}; if it does not open, visit:\n{url}"
+                        ));
+                        let _ = crate::mcp::oauth::open_browser(url, &cwd);
+                    }
+                    Err(e) => term.borrow_mut().error(&e),
                 };
-                match manager.login(name, &open, crate::commands::mcp::login_wait()) {
+                let r = manager.login(name, &open, crate::commands::mcp::login_wait());
+                match r {
                     Ok(()) => self.term.note(&format!("MCP server '{name}' is authorized.")),
                     Err(e) => self.term.error(&e),
                 }

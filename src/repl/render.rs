@@ -45,14 +45,7 @@ pub struct Term {
 
 /// Writes to stdout; a closed stdout (broken pipe) ends the process quietly with 0.
 fn write_stdout(bytes: &[u8]) {
-    let mut out = std::io::stdout().lock();
-    if let Err(e) = out.write_all(bytes).and_then(|_| out.flush()) {
-        if e.kind() == std::io::ErrorKind::BrokenPipe {
-            crate::signal::exit(crate::exit::ExitCode::Success);
-        }
-        eprintln!("crush: cannot write to stdout: {e}");
-        crate::signal::exit(crate::exit::ExitCode::Failure);
-    }
+    crate::signal::write_stdout(bytes);
 }
 
 /// Columns of the terminal on stdout (80 when it does not say).

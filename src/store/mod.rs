@@ -805,6 +805,38 @@ impl Store {
         Ok(())
     }
 
+    /// Deletes session `id` if nothing was ever stored in it (no message, file, read, usage row
+    /// or child session): what a run that ended before its first message would leave behind.
+    /// Whether it was deleted.
+    pub fn delete_if_empty(&self, id: &str) -> Result<bool> {
+        let usage = if self.layout.usage {
+            " AND NOT EXISTS (SELECT 1 FROM usage WHERE session_id = ?1)"
+        } else {
+            ""
+        };
+        let empty = format!(
+            "id = ?1
+             AND NOT EXISTS (SELECT 1 FROM messages WHERE session_id = ?1)
+             AND NOT EXISTS (SELECT 1 FROM files WHERE session_id = ?1)
+             AND NOT EXISTS (SELECT 1 FROM read_files WHERE session_id = ?1)
+             AND NOT EXISTS (SELECT 1 FROM sessions WHERE parent_session_id = ?1){usage}"
+        );
+        // A read first (it waits on no writer): the usual session has messages, and exit
+        // cleanup should not queue behind a lock for it.
+        let n: i64 = self.conn.query_row(
+            &format!("SELECT COUNT(*) FROM sessions WHERE {empty}"),
+            [id],
+            |r| r.get(0),
+        )?;
+        if n == 0 {
+            return Ok(false);
+        }
+        let tx = self.write_tx()?;
+        let n = tx.execute(&format!("DELETE FROM sessions WHERE {empty}"), [id])?;
+        tx.commit()?;
+        Ok(n > 0)
+    }
+
     /// The session's usage ledger rows, oldest first.
     pub fn usage_rows(&self, session_id: &str) -> Result<Vec<UsageRow>> {
         if !self.layout.usage {

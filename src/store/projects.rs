@@ -41,7 +41,7 @@ const FRESH_SECS: i64 = 60;
 /// warning goes to stderr.
 pub fn touch(global_data: &Path, project: &Path, data_dir: &Path) -> io::Result<()> {
     if let Some(w) = touch_reporting(global_data, project, data_dir)? {
-        eprintln!("crush: warning: {}", crate::visible::text(&w));
+        crate::ewriteln!("crush: warning: {}", crate::visible::text(&w));
     }
     Ok(())
 }

@@ -904,6 +904,25 @@ fn read_records() {
 }
 
 #[test]
+fn only_a_session_nothing_was_stored_in_is_deleted_as_empty() {
+    let (_d, s) = open_tmp();
+    let empty = s.create_session("e", None).unwrap();
+    let used = s.create_session("u", None).unwrap();
+    s.add_message(&used.id, &text(Role::User, "hi")).unwrap();
+    let parent = s.create_session("p", None).unwrap();
+    s.create_session("c", Some(&parent.id)).unwrap();
+    let read = s.create_session("r", None).unwrap();
+    s.record_read(&read.id, Path::new("/f"), 1).unwrap();
+    assert!(s.delete_if_empty(&empty.id).unwrap());
+    assert!(s.session(&empty.id).unwrap().is_none());
+    for id in [&used.id, &parent.id, &read.id] {
+        assert!(!s.delete_if_empty(id).unwrap());
+        assert!(s.session(id).unwrap().is_some());
+    }
+    assert!(!s.delete_if_empty("missing").unwrap());
+}
+
+#[test]
 fn delete_session_removes_everything_recursively() {
     let (_d, s) = open_tmp();
     let keep = s.create_session("keep", None).unwrap();

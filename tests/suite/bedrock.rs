@@ -506,7 +506,10 @@ fn throttling_cut_frames_and_bad_checksums_are_retried() {
         "{e}"
     );
     assert!(e.contains("ThrottlingException: Rate exceeded"), "{e}");
-    assert!(e.contains("ended before it was complete"), "{e}");
+    assert!(
+        e.contains("ended before the end of an event-stream frame"),
+        "{e}"
+    );
     assert!(e.contains("failed its message checksum"), "{e}");
     // The session stays loadable, and the next run gets the answer.
     let out = run(&env, &["run", "-C", "-m", HAIKU, "again"], &vars);

@@ -1084,6 +1084,59 @@ fn oauth_login_keeps_a_token_that_is_used_and_refreshed() {
 }
 
 #[test]
+fn login_opens_only_an_http_url_and_names_its_host() {
+    use std::os::unix::fs::PermissionsExt;
+    // A browser that records what it was given.
+    let env = TestEnv::new();
+    let opened = env.root().join("opened");
+    let browser = env.root().join("browser.sh");
+    std::fs::write(
+        &browser,
+        format!("#!/bin/sh\necho \"$1\" >> '{}'\n", opened.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&browser, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let login = |env: &TestEnv, mcp: &McpHttp| {
+        let port = crate::support::mcp::free_port();
+        env.write_config(&json!({"mcp": {"web": {"type": "http", "url": mcp.url(),
+            "oauth": true, "oauth_callback_port": port, "timeout": 5}}}));
+        let mut cmd = env.crush();
+        cmd.args(["mcp", "login", "web"])
+            .env("BROWSER", &browser)
+            .env("CRUSH_MCP_LOGIN_TIMEOUT", "1");
+        crate::support::env::run_command(cmd, None, crate::support::RUN_TIMEOUT)
+    };
+    // The authorization server names a local file (with an escape sequence in it).
+    let evil = McpHttp::start(json!({"tools": [echo_tool()], "auth": {"token": "tok",
+        "authorization_endpoint": "file:///etc/passwd?\u{1b}]0;x\u{7}"}}));
+    let out = login(&env, &evil);
+    out.assert_code(1);
+    assert!(
+        out.stderr.contains("not an http or https URL")
+            && out.stderr.contains("file:///etc/passwd?^[]0;x^G"),
+        "{}",
+        out.stderr
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(!opened.exists(), "the browser was started");
+    // An https URL is opened, and its host said first.
+    let good = McpHttp::start(json!({"tools": [echo_tool()], "auth": {"token": "tok",
+        "authorization_endpoint": "https://login.example:8443/authorize"}}));
+    let out = login(&env, &good);
+    assert!(
+        out.stderr
+            .contains("opening your browser at login.example:8443 to authorize MCP server 'web'"),
+        "{}",
+        out.stderr
+    );
+    let shown = crate::support::mcp::eventually(std::time::Duration::from_secs(10), || {
+        std::fs::read_to_string(&opened)
+            .is_ok_and(|s| s.starts_with("https://login.example:8443/authorize?"))
+    });
+    assert!(shown, "{:?}", std::fs::read_to_string(&opened));
+}
+
+#[test]
 fn ctrl_c_during_a_call_cancels_it_at_the_server() {
     use std::process::Stdio as Pipe;
     let server =

@@ -12,6 +12,7 @@ mod crush_tools;
 mod dialects;
 mod dropin_config;
 mod editor;
+mod endings;
 mod fake_server;
 mod go_compat;
 mod hooks;

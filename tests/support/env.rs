@@ -269,11 +269,72 @@ impl TestEnv {
             .collect()
     }
 
+    /// Runs `crush ARGS` with its stdout on a pseudo-terminal (stdin closed, stderr a pipe):
+    /// what it writes to a terminal, as the terminal received it.
+    pub fn run_on_terminal(&self, args: &[&str]) -> Output {
+        let (mut master, slave) = open_pty();
+        let mut cmd = self.crush();
+        cmd.args(args)
+            .env("TERM", "xterm-256color")
+            .stdin(Stdio::null())
+            .stdout(slave)
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("spawn crush");
+        drop(cmd);
+        let err = collect(child.stderr.take().expect("stderr"));
+        // The master reads EIO once the child (the last holder of the slave) is gone.
+        let out = std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 4096];
+            while let Ok(n) = master.read(&mut chunk) {
+                if n == 0 {
+                    break;
+                }
+                buf.extend_from_slice(&chunk[..n]);
+            }
+            buf
+        });
+        let code = wait_exit(&mut child, "crush on a terminal did not end", || {
+            String::from_utf8_lossy(&err.lock().unwrap_or_else(|e| e.into_inner())).into_owned()
+        });
+        let stdout = out.join().expect("pty reader");
+        let stderr = err.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        Output {
+            code,
+            stdout: String::from_utf8_lossy(&stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&stderr).into_owned(),
+        }
+    }
+
     /// Runs `crush ARGS` with `stdin` (closed if `None`), killed after [`RUN_TIMEOUT`].
     pub fn run(&self, args: &[&str], stdin: Option<&str>) -> Output {
         let mut cmd = self.crush();
         cmd.args(args);
         run_command(cmd, stdin, RUN_TIMEOUT)
+    }
+}
+
+/// A pseudo-terminal: (master, slave).
+pub fn open_pty() -> (std::fs::File, std::fs::File) {
+    use std::os::fd::FromRawFd;
+    // SAFETY: the usual posix_openpt sequence; every descriptor is checked and owned.
+    unsafe {
+        let m = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY);
+        assert!(m >= 0);
+        assert_eq!(libc::grantpt(m), 0);
+        assert_eq!(libc::unlockpt(m), 0);
+        let mut name = [0 as libc::c_char; 128];
+        assert_eq!(libc::ptsname_r(m, name.as_mut_ptr(), name.len()), 0);
+        let s = libc::open(name.as_ptr(), libc::O_RDWR | libc::O_NOCTTY);
+        assert!(s >= 0);
+        let ws = libc::winsize {
+            ws_row: 40,
+            ws_col: 120,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        libc::ioctl(s, libc::TIOCSWINSZ, &ws);
+        (std::fs::File::from_raw_fd(m), std::fs::File::from_raw_fd(s))
     }
 }
 

@@ -691,7 +691,8 @@ impl Http {
                 s,
                 200,
                 &json!({"issuer": format!("{base}/as"),
-                        "authorization_endpoint": format!("{base}/as/authorize"),
+                        "authorization_endpoint": auth["authorization_endpoint"].as_str()
+                            .map_or_else(|| format!("{base}/as/authorize"), str::to_string),
                         "token_endpoint": format!("{base}/as/token"),
                         "registration_endpoint": format!("{base}/as/register"),
                         "code_challenge_methods_supported": ["S256"]}),

@@ -125,6 +125,10 @@ pub enum Fault {
     /// Send the content (text and tool call pieces), then nothing for this long, then close
     /// without the final events: a reply cut off while the model was still writing.
     StallAfterContent(Duration),
+    /// Send the content, then end the body cleanly without the protocol's finish marker: OpenAI
+    /// `[DONE]` with no `finish_reason`, Anthropic and Bedrock no `message_stop`, Responses no
+    /// `response.completed`, Gemini no `finishReason`. A server that gave up mid-reply.
+    NoFinish,
     /// Send the content, then a mid-stream error event (Anthropic `event: error`; OpenAI a chunk
     /// with top-level `error` and `finish_reason:"error"`, then `[DONE]`).
     ErrorEvent { kind: String, message: String },
@@ -848,6 +852,13 @@ fn steps_for(s: &Stream, e: Events, dialect: Dialect, ids: &Ids) -> (Vec<Step>, 
         }
         Some(Fault::Malformed) => {
             events.insert(1, "data: {\"type\": this is not json\n\n".to_owned());
+            (write(events), true)
+        }
+        Some(Fault::NoFinish) => {
+            events.truncate(tail);
+            if dialect == Dialect::OpenAi {
+                events.push("data: [DONE]\n\n".to_owned());
+            }
             (write(events), true)
         }
         Some(Fault::Stall(d)) => {
