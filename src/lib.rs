@@ -28,6 +28,7 @@ mod proc;
 mod rcshell;
 mod repl;
 mod run;
+mod sandbox;
 mod sha256;
 mod signal;
 mod skills;
