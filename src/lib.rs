@@ -98,6 +98,12 @@ fn dispatch(cli: cli::Cli) -> Result<ExitCode, AppError> {
             *origin,
             *json,
         )),
+        Command::SandboxCheck => print(&sandbox::check_report()),
+        Command::SandboxRun {
+            mode,
+            network,
+            argv,
+        } => sandbox::run::run(g, mode.as_deref(), *network, argv),
         Command::Trust { revoke } => {
             print(&commands::config::trust(&app::working_dir(g)?, *revoke)?)
         }

@@ -605,6 +605,7 @@ impl Agent<'_> {
             env_file: self.env_file.as_deref(),
             files: self.files.as_deref(),
             skills: &self.skill_files,
+            sandbox: self.sandbox.as_ref(),
         };
         let Some(t) = self
             .tools

@@ -22,6 +22,9 @@ enum Grant {
 #[derive(Debug, Default, Clone)]
 pub struct Permissions {
     pub yolo: bool,
+    /// The auto approval mode (crush(1) SECURITY, sandbox): the project root, inside which the
+    /// file tools write without asking; bash runs without asking (it is sandboxed).
+    pub auto: Option<PathBuf>,
     pub allowed_tools: Vec<String>,
     session: Vec<Grant>,
 }
@@ -47,6 +50,7 @@ impl Permissions {
     pub fn new(yolo: bool, allowed_tools: Vec<String>) -> Permissions {
         Permissions {
             yolo,
+            auto: None,
             allowed_tools,
             session: Vec::new(),
         }
@@ -63,7 +67,7 @@ impl Permissions {
     }
 
     pub fn check(&self, req: &PermissionRequest) -> Decision {
-        if self.yolo {
+        if self.yolo || self.auto_allows(req) {
             return Decision::Allowed;
         }
         let with_action = format!("{}:{}", req.tool, req.action);
@@ -83,6 +87,19 @@ impl Permissions {
             Decision::Allowed
         } else {
             Decision::Ask
+        }
+    }
+
+    /// Whether the auto approval mode covers `req`: any bash command, and the writing tools
+    /// inside the project. The network tools and writes elsewhere still ask.
+    fn auto_allows(&self, req: &PermissionRequest) -> bool {
+        let Some(root) = &self.auto else {
+            return false;
+        };
+        match req.tool.as_str() {
+            "bash" => true,
+            "write" | "edit" | "multiedit" | "download" => req.path.starts_with(root),
+            _ => false,
         }
     }
 
@@ -122,6 +139,27 @@ impl Permissions {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn auto_allows_bash_and_writes_inside_the_project_only() {
+        let mut p = Permissions::new(false, vec![]);
+        let inside = req("write", "write", "", "/p/src/a.rs");
+        assert_eq!(p.check(&inside), Decision::Ask);
+        p.auto = Some(PathBuf::from("/p"));
+        assert_eq!(p.check(&inside), Decision::Allowed);
+        for (tool, action, path, want) in [
+            ("bash", "execute", "/p", Decision::Allowed),
+            ("edit", "write", "/etc/passwd", Decision::Ask),
+            ("write", "write", "/pother/x", Decision::Ask),
+            ("fetch", "fetch", "/p", Decision::Ask),
+        ] {
+            assert_eq!(
+                p.check(&req(tool, action, "make", path)),
+                want,
+                "{tool} {path}"
+            );
+        }
+    }
 
     fn req(tool: &str, action: &'static str, desc: &str, path: &str) -> PermissionRequest {
         PermissionRequest {

@@ -17,11 +17,10 @@
 //!    only within the sandbox. Inherited by everything the command starts, and never lifted.
 //! 4. Network off: the seccomp filter of `seccomp.rs`.
 
-// Wired into the commands in the next change.
-#![allow(dead_code)]
-
 mod landlock;
+pub mod run;
 mod seccomp;
+pub mod settings;
 
 use std::ffi::{CString, OsString};
 use std::fmt;
@@ -66,15 +65,6 @@ impl Mode {
             Mode::Off => "off",
             Mode::ReadOnly => "read-only",
             Mode::WorkspaceWrite => "workspace-write",
-        }
-    }
-
-    /// How strict the mode is: a project's configuration may only raise it.
-    pub fn strictness(self) -> u8 {
-        match self {
-            Mode::Off => 0,
-            Mode::WorkspaceWrite => 1,
-            Mode::ReadOnly => 2,
         }
     }
 }

@@ -116,6 +116,8 @@ pub struct ToolCtx<'a> {
     pub files: Option<&'a dyn Files>,
     /// The Agent Skills the model may read without asking (crush(1) SKILLS AND COMMANDS).
     pub skills: &'a SkillFiles,
+    /// The OS sandbox the bash tool's commands run in (None: off; crush(1) SECURITY, sandbox).
+    pub sandbox: Option<&'a std::sync::Arc<crate::sandbox::Sandbox>>,
 }
 
 /// The files of the session's Agent Skills, which the view tool reads without a permission

@@ -177,6 +177,7 @@ impl Fixture {
             env_file: None,
             files: None,
             skills: &self.skills,
+            sandbox: None,
         }
     }
 }
@@ -210,6 +211,7 @@ pub fn within<T: Send + 'static>(
             env_file: None,
             files: None,
             skills: &NO_SKILLS,
+            sandbox: None,
         };
         let _ = tx.send(f(&ctx));
     });

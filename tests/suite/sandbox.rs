@@ -1,0 +1,181 @@
+//! The OS sandbox end to end (crush(1) SECURITY, sandbox): the real binary, its job server and
+//! the real kernel, with the fake model server asking for the tool calls.
+
+use crate::support::{Dialect, FakeServer, Reply, TestEnv};
+use serde_json::json;
+
+fn env_with(server: &FakeServer) -> TestEnv {
+    let env = TestEnv::new();
+    env.use_server(server, Dialect::OpenAi);
+    std::fs::create_dir_all(env.project().join(".git/hooks")).unwrap();
+    env
+}
+
+/// A directory beside the project, outside it.
+fn outside(env: &TestEnv) -> std::path::PathBuf {
+    let d = env.root().join("outside");
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn auto_runs_commands_in_the_project_without_asking_and_the_kernel_refuses_the_rest() {
+    let server = FakeServer::with_script(vec![]);
+    let env = env_with(&server);
+    let evil = outside(&env).join("evil");
+    server.push_all(vec![
+        Reply::tool_call("bash", json!({"command": "echo hi > f.txt"})),
+        Reply::tool_call(
+            "bash",
+            json!({"command": format!("echo x > {}", evil.display())}),
+        ),
+        Reply::tool_call("bash", json!({"command": "echo x > .git/hooks/pre-commit"})),
+        Reply::tool_call(
+            "bash",
+            json!({"command": "(sleep 0.3; echo x > ../outside/late) & echo started"}),
+        ),
+        Reply::tool_call("crush_info", json!({})),
+        Reply::text("done"),
+    ]);
+    let out = env.run(&["run", "-q", "--auto", "work"], None);
+    out.assert_success();
+    assert_eq!(env.read_project_file("f.txt"), "hi\n");
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    assert!(!evil.exists() && !outside(&env).join("late").exists());
+    assert!(!env.project().join(".git/hooks/pre-commit").exists());
+    let results = server.last_request().tool_results();
+    assert_eq!(results.len(), 5, "{results:?}");
+    assert!(
+        results[4]
+            .1
+            .contains("sandbox = workspace-write (network off, landlock ABI"),
+        "{:?}",
+        results[4]
+    );
+    assert!(
+        results[1].1.contains("Permission denied") && results[1].1.contains("sandbox"),
+        "{:?}",
+        results[1]
+    );
+    assert!(
+        results[2].1.contains("Read-only file system"),
+        "{:?}",
+        results[2]
+    );
+}
+
+#[test]
+fn auto_still_refuses_a_write_outside_the_project_with_exit_3() {
+    let server = FakeServer::with_script(vec![]);
+    let env = env_with(&server);
+    let target = outside(&env).join("w.txt");
+    server.push(Reply::tool_call(
+        "write",
+        json!({"file_path": target.display().to_string(), "content": "x"}),
+    ));
+    let out = env.run(&["run", "-q", "--auto", "write it"], None);
+    out.assert_code(3);
+    assert!(!target.exists());
+}
+
+#[test]
+fn a_kernel_without_landlock_stops_auto_and_a_configured_sandbox() {
+    let server = FakeServer::with_script(vec![]);
+    let env = env_with(&server);
+    let out = env.run_with_env(
+        &["run", "--auto", "hello"],
+        &[("CRUSH_SANDBOX_FORCE_ABI", "0")],
+    );
+    out.assert_code(2);
+    assert!(out.stderr.contains("no Landlock"), "{}", out.stderr);
+    let mut config = env.config_for(&server, Dialect::OpenAi);
+    config["options"]["sandbox"] = json!({"mode": "read-only"});
+    env.write_config(&config);
+    let out = env.run_with_env(&["run", "hello"], &[("CRUSH_SANDBOX_FORCE_ABI", "3")]);
+    out.assert_code(2);
+    assert!(out.stderr.contains("network cut needs 4"), "{}", out.stderr);
+    let out = env.run_with_env(&["sandbox", "check"], &[("CRUSH_SANDBOX_FORCE_ABI", "0")]);
+    out.assert_success();
+    assert!(out.stdout.contains("landlock ABI      0"), "{}", out.stdout);
+}
+
+#[test]
+fn an_untrusted_project_can_neither_switch_the_sandbox_off_nor_widen_it() {
+    let server = FakeServer::with_script(vec![]);
+    let env = env_with(&server);
+    let out_dir = outside(&env);
+    let mut config = env.config_for(&server, Dialect::OpenAi);
+    config["options"]["sandbox"] = json!({"mode": "workspace-write"});
+    env.write_config(&config);
+    env.write_project_file(
+        "crush.json",
+        &json!({"options": {"sandbox": {"mode": "off", "writable_roots": [out_dir.display().to_string()]}}})
+            .to_string(),
+    );
+    server.push_all(vec![
+        Reply::tool_call(
+            "bash",
+            json!({"command": format!("echo x > {}/w", out_dir.display())}),
+        ),
+        Reply::text("done"),
+    ]);
+    let out = env.run(&["run", "-q", "-y", "go"], None);
+    out.assert_success();
+    assert!(out.stderr.contains("options.sandbox"), "{}", out.stderr);
+    assert!(!out_dir.join("w").exists());
+}
+
+#[test]
+fn a_bad_writable_root_is_a_config_error_with_file_and_line() {
+    let server = FakeServer::with_script(vec![]);
+    let env = env_with(&server);
+    for bad in ["relative/dir", "/no/such/dir/anywhere"] {
+        let mut config = env.config_for(&server, Dialect::OpenAi);
+        config["options"]["sandbox"] = json!({"mode": "workspace-write", "writable_roots": [bad]});
+        env.write_config(&config);
+        let out = env.run(&["run", "hello"], None);
+        out.assert_code(2);
+        assert!(
+            out.stderr.contains("crush.json:") && out.stderr.contains("writable_roots[0]"),
+            "{}",
+            out.stderr
+        );
+    }
+}
+
+#[test]
+fn crush_sandbox_runs_a_command_confined_and_exits_with_its_status() {
+    let env = TestEnv::new();
+    let out_dir = outside(&env);
+    std::fs::create_dir_all(env.project()).unwrap();
+    let out = env.run(
+        &[
+            "sandbox",
+            "--",
+            "bash",
+            "-c",
+            "echo in > f && echo x > ../outside/x; exit 7",
+        ],
+        None,
+    );
+    out.assert_code(7);
+    assert!(out.stderr.contains("Permission denied"), "{}", out.stderr);
+    assert_eq!(env.read_project_file("f"), "in\n");
+    assert!(!out_dir.join("x").exists());
+    let out = env.run(
+        &["sandbox", "--mode", "read-only", "--", "touch", "g"],
+        None,
+    );
+    assert_ne!(out.code, 0);
+    assert!(!env.project().join("g").exists());
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let connect = format!("exec 3<>/dev/tcp/127.0.0.1/{port}");
+    let out = env.run(&["sandbox", "--", "bash", "-c", &connect], None);
+    assert_ne!(out.code, 0);
+    let out = env.run(
+        &["sandbox", "--network", "--", "bash", "-c", &connect],
+        None,
+    );
+    out.assert_success();
+}
