@@ -14,6 +14,7 @@ pub enum Slash {
     Model,
     Option,
     Permissions,
+    Sandbox,
     Mcp,
     Cost,
     Compact,
@@ -67,6 +68,12 @@ pub const SLASH_COMMANDS: &[(Slash, &str, &str, &str)] = &[
         "permissions",
         "[allow|deny TOOL[:ACTION]...]",
         "show or change what runs without asking, for this run",
+    ),
+    (
+        Slash::Sandbox,
+        "sandbox",
+        "[off|read-only|workspace-write]",
+        "show or change the OS sandbox of the model's commands, for this session",
     ),
     (
         Slash::Mcp,

@@ -512,7 +512,7 @@ pub fn session_tmpdir() -> Result<PathBuf, Error> {
     let base = std::env::temp_dir();
     let dir = base.join(format!("crush-sandbox-{}", std::process::id()));
     match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
-        Ok(()) => {}
+        Ok(()) => crate::signal::on_exit(remove_tmpdir),
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists && owned_private_dir(&dir) => {}
         Err(source) => return Err(Error::Path { path: dir, source }),
     }

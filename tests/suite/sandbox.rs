@@ -179,3 +179,39 @@ fn crush_sandbox_runs_a_command_confined_and_exits_with_its_status() {
     );
     out.assert_success();
 }
+
+#[test]
+fn the_repls_sandbox_command_shows_and_changes_the_mode_for_the_session() {
+    let (server, env) = crate::suite::repl::setup(vec![
+        Reply::tool_call("bash", json!({"command": "echo x > f.txt"})),
+        Reply::text("done"),
+    ]);
+    std::fs::create_dir_all(env.project()).unwrap();
+    let out = env.run(
+        &["--auto"],
+        Some("/sandbox\n/sandbox read-only\nmake f.txt\n/sandbox bogus\n/sandbox off\n"),
+    );
+    out.assert_success();
+    assert!(
+        out.stdout.contains("sandbox  workspace-write (network off"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("sandbox  read-only"), "{}", out.stdout);
+    assert!(out.stdout.contains("sandbox  off"), "{}", out.stdout);
+    assert!(out.stderr.contains("not a sandbox mode"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("auto approval mode ends"),
+        "{}",
+        out.stderr
+    );
+    assert!(!env.project().join("f.txt").exists());
+    let results = crate::suite::repl::turns(&server)
+        .last()
+        .map(|r| r.tool_results())
+        .unwrap_or_default();
+    assert!(
+        results.iter().any(|r| r.1.contains("sandbox")),
+        "{results:?}"
+    );
+}
