@@ -1260,8 +1260,9 @@ impl Tool for Bash {
         let shell = proc::shell_path().to_string_lossy().into_owned();
         let script = with_env_file(ctx.env_file, command);
         let (argv, records) = if rcshell::may_call_builtin(command) {
-            let records = rcshell::RecordsFile::create()
-                .map_err(|e| ToolError::Internal(format!("failed to start the command: {e}")))?;
+            let records =
+                rcshell::RecordsFile::create_in(ctx.sandbox.map(|s| s.policy().tmpdir.as_path()))
+                    .map_err(|e| ToolError::Internal(format!("failed to start the command: {e}")))?;
             let (large, small) = ctx
                 .session_models
                 .map(|m| (m.large.clone(), m.small.clone()))

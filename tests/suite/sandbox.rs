@@ -215,3 +215,21 @@ fn the_repls_sandbox_command_shows_and_changes_the_mode_for_the_session() {
         "{results:?}"
     );
 }
+
+#[test]
+fn the_configuration_builtins_still_record_inside_the_sandbox() {
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call("bash", json!({"command": "option progress false"})),
+        Reply::text("done"),
+    ]);
+    let env = env_with(&server);
+    env.run(&["run", "-q", "--auto", "quiet please"], None)
+        .assert_success();
+    let results = server.last_request().tool_results();
+    assert!(
+        results[0]
+            .1
+            .contains("session config: option progress = false"),
+        "{results:?}"
+    );
+}
