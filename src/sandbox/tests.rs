@@ -295,12 +295,15 @@ fn the_refusal_hint_names_the_sandbox_and_how_to_allow() {
 }
 
 /// Measures the sandbox's setup: preparing a policy (once per session) and the extra CPU of
-/// starting a command confined (per command). Run with `--ignored --nocapture`.
+/// applying it in the child (per command), against a child that forks the same way (an empty
+/// pre-exec hook: std then forks instead of using posix_spawn). Run with `--ignored
+/// --nocapture`.
 #[test]
 #[ignore]
 fn measure_setup_cost() {
+    use std::os::unix::process::CommandExt;
     let f = fixture();
-    let n = 200;
+    let n = 300;
     let cpu = || {
         // SAFETY: getrusage fills the zeroed local.
         let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
@@ -316,17 +319,31 @@ fn measure_setup_cost() {
         "prepare: {:.1} us wall each",
         t.elapsed().as_micros() as f64 / n as f64
     );
-    let sb = ws(&f);
-    for (name, sandbox) in [("plain", None), ("sandboxed", Some(sb))] {
-        let before = cpu();
-        for _ in 0..n {
-            let mut spec = Spec::exec(vec!["/bin/true".into()], &f.project);
-            spec.sandbox = sandbox.clone();
-            assert!(proc::run(&spec).unwrap().success());
+    let runs = [
+        ("fork, no sandbox", None),
+        ("workspace-write, network off", Some(ws(&f))),
+        (
+            "workspace-write, network on",
+            Some(f.sandbox(Mode::WorkspaceWrite, true, &[])),
+        ),
+        ("read-only", Some(f.sandbox(Mode::ReadOnly, false, &[]))),
+    ];
+    for round in 0..2 {
+        for (name, sandbox) in &runs {
+            let before = cpu();
+            for _ in 0..n {
+                let mut cmd = std::process::Command::new("/bin/true");
+                let sb = sandbox.clone();
+                // SAFETY: `apply` only makes syscalls.
+                unsafe {
+                    cmd.pre_exec(move || sb.as_ref().map_or(Ok(()), |s| s.apply()));
+                }
+                assert!(cmd.status().unwrap().success());
+            }
+            println!(
+                "round {round} {name}: {:.1} us child CPU each",
+                (cpu() - before) / n as f64
+            );
         }
-        println!(
-            "{name}: {:.1} us child CPU each",
-            (cpu() - before) / n as f64
-        );
     }
 }

@@ -233,3 +233,47 @@ fn the_configuration_builtins_still_record_inside_the_sandbox() {
         "{results:?}"
     );
 }
+
+#[test]
+fn a_user_other_than_root_gets_the_same_sandbox_through_a_user_namespace() {
+    // SAFETY: a plain getter.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root || !std::path::Path::new("/usr/bin/setpriv").exists() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path();
+    let project = base.join("p");
+    std::fs::create_dir_all(project.join(".git/hooks")).unwrap();
+    std::fs::create_dir_all(base.join("home")).unwrap();
+    for p in [
+        base,
+        &project,
+        &project.join(".git"),
+        &project.join(".git/hooks"),
+        &base.join("home"),
+    ] {
+        std::os::unix::fs::chown(p, Some(65534), Some(65534)).unwrap();
+    }
+    let out = std::process::Command::new("/usr/bin/setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_crush"))
+        .args(["sandbox", "--", "bash", "-c"])
+        .arg("id -u; echo a > a; echo b > .git/hooks/pre-commit; echo c > ../c; true")
+        .current_dir(&project)
+        .env("HOME", base.join("home"))
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("XDG_DATA_HOME")
+        .env("CRUSH_DISABLE_PROVIDER_AUTO_UPDATE", "1")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert_eq!(stdout, "65534\n");
+    assert!(project.join("a").exists());
+    assert!(!project.join(".git/hooks/pre-commit").exists(), "{stderr}");
+    assert!(!base.join("c").exists(), "{stderr}");
+}
