@@ -151,23 +151,42 @@ pub fn session(loaded: &Loaded, flags: &Flags) -> Result<Option<Arc<Sandbox>>, S
     }
 }
 
-/// One line for `crush_info` and `crush config show`: the mode in force and the kernel's ABI.
+/// One line for `crush_info`: the mode in force and the kernel's ABI.
 pub fn describe(sandbox: Option<&Sandbox>) -> String {
-    let abi = super::abi();
     match sandbox {
-        None => format!("off (landlock ABI {abi})"),
+        None => line(Mode::Off, false, &[]),
         Some(s) => {
             let p = s.policy();
-            let mut line = format!(
-                "{} (network {}, landlock ABI {abi}",
-                p.mode,
-                if p.network { "on" } else { "off" }
-            );
-            for r in &p.writable_roots {
-                line.push_str(&format!(", writable {}", r.display()));
-            }
-            line.push(')');
-            line
+            line(p.mode, p.network, &p.writable_roots)
         }
     }
+}
+
+/// The same for `crush config show`: what the configuration alone (no flag) puts in force.
+pub fn configured(loaded: &Loaded) -> String {
+    let flags = Flags::default();
+    match mode(loaded, &flags) {
+        Ok(m) => line(
+            m,
+            loaded.config.options.sandbox.network.unwrap_or(false),
+            &writable_roots(loaded).unwrap_or_default(),
+        ),
+        Err(e) => format!("invalid: {e}"),
+    }
+}
+
+fn line(mode: Mode, network: bool, roots: &[PathBuf]) -> String {
+    let abi = super::abi();
+    if mode == Mode::Off {
+        return format!("off (landlock ABI {abi})");
+    }
+    let mut line = format!(
+        "{mode} (network {}, landlock ABI {abi}",
+        if network { "on" } else { "off" }
+    );
+    for r in roots {
+        line.push_str(&format!(", writable {}", r.display()));
+    }
+    line.push(')');
+    line
 }

@@ -277,3 +277,26 @@ fn a_user_other_than_root_gets_the_same_sandbox_through_a_user_namespace() {
     assert!(!project.join(".git/hooks/pre-commit").exists(), "{stderr}");
     assert!(!base.join("c").exists(), "{stderr}");
 }
+
+#[test]
+fn config_show_reports_the_configured_sandbox_and_the_kernels_abi() {
+    let server = FakeServer::with_script(vec![]);
+    let env = env_with(&server);
+    let mut config = env.config_for(&server, Dialect::OpenAi);
+    config["options"]["sandbox"] = json!({"mode": "read-only", "network": true});
+    env.write_config(&config);
+    let out = env.run(&["config", "show", "--origin"], None);
+    out.assert_success();
+    assert!(
+        out.stdout
+            .contains("# sandbox: read-only (network on, landlock ABI "),
+        "{}",
+        out.stdout
+    );
+    let out = env.run(&["config", "show", "--origin", "--json"], None);
+    let doc: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert!(
+        doc["sandbox"].as_str().unwrap().starts_with("read-only"),
+        "{doc}"
+    );
+}
