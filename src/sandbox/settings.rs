@@ -1,7 +1,9 @@
 //! The session's sandbox from the configuration and the flags (crush(1) SECURITY, sandbox):
 //! `--sandbox MODE` over `options.sandbox.mode`, `--auto` (or `options.approval = "auto"`)
 //! turning `workspace-write` on where nothing stricter is set, `options.sandbox.network` and
-//! `options.sandbox.writable_roots` — the latter only from the user's own configuration.
+//! `options.sandbox.writable_roots` — the latter only from the user's own configuration. A
+//! project's files (trusted or not) may only narrow the sandbox: a stricter mode, the network
+//! off.
 
 use super::{Error, Mode, Policy, Sandbox};
 use crate::config::Loaded;
@@ -71,8 +73,8 @@ pub fn mode(loaded: &Loaded, flags: &Flags) -> Result<Mode, SettingsError> {
         }
         return Ok(m);
     }
-    let configured = match loaded.config.options.sandbox.mode.as_deref() {
-        Some(v) => Some(Mode::parse(v).ok_or_else(|| {
+    let parse = |v: &str| {
+        Mode::parse(v).ok_or_else(|| {
             bad(
                 v,
                 format!(
@@ -80,7 +82,28 @@ pub fn mode(loaded: &Loaded, flags: &Flags) -> Result<Mode, SettingsError> {
                     loaded.origin_of(&["options", "sandbox", "mode"])
                 ),
             )
-        })?),
+        })
+    };
+    let configured = match loaded.config.options.sandbox.mode.as_deref() {
+        Some(v) if from_project(loaded, "mode") => {
+            // Only a stricter mode than the user's counts.
+            let user = users_own(loaded, "mode")
+                .and_then(|v| v.as_str().map(str::to_string))
+                .map(|v| parse(&v))
+                .transpose()?;
+            let project = parse(v)?;
+            let rank = |m: Option<Mode>| match m {
+                None | Some(Mode::Off) => 0,
+                Some(Mode::WorkspaceWrite) => 1,
+                Some(Mode::ReadOnly) => 2,
+            };
+            if rank(Some(project)) > rank(user) {
+                Some(project)
+            } else {
+                user
+            }
+        }
+        Some(v) => Some(parse(v)?),
         None => None,
     };
     Ok(match configured {
@@ -88,6 +111,39 @@ pub fn mode(loaded: &Loaded, flags: &Flags) -> Result<Mode, SettingsError> {
         Some(m) => m,
         None => Mode::Off,
     })
+}
+
+/// Whether `options.sandbox.KEY` in force was set by a project (trusted or not: a project may
+/// only narrow the sandbox).
+fn from_project(loaded: &Loaded, key: &str) -> bool {
+    !loaded.set_by_user(&format!("/options/sandbox/{key}"))
+}
+
+/// `options.sandbox.KEY` as the user's own layers set it, the last of them winning.
+fn users_own(loaded: &Loaded, key: &str) -> Option<serde_json::Value> {
+    use crate::config::LayerKind as K;
+    loaded
+        .layers
+        .iter()
+        .filter(|l| {
+            matches!(
+                l.kind,
+                K::Defaults | K::GlobalState | K::GlobalJson | K::GlobalCrushrc | K::Runtime
+            )
+        })
+        .filter_map(|l| l.value.get("options")?.get("sandbox")?.get(key).cloned())
+        .next_back()
+}
+
+/// Whether the network is on: a project may only turn it off.
+fn network(loaded: &Loaded, flags: &Flags) -> bool {
+    let merged = loaded.config.options.sandbox.network.unwrap_or(false);
+    let on = if from_project(loaded, "network") {
+        merged && users_own(loaded, "network").and_then(|v| v.as_bool()) == Some(true)
+    } else {
+        merged
+    };
+    flags.network || on
 }
 
 /// The user's writable roots: absolute, existing directories; an entry a project set is
@@ -131,7 +187,7 @@ pub fn policy(loaded: &Loaded, mode: Mode, flags: &Flags) -> Result<Option<Polic
     if mode == Mode::Off {
         return Ok(None);
     }
-    let network = flags.network || loaded.config.options.sandbox.network.unwrap_or(false);
+    let network = network(loaded, flags);
     let roots = writable_roots(loaded)?;
     let tmp = super::session_tmpdir().map_err(SettingsError::Sandbox)?;
     Policy::new(mode, network, &loaded.project_root, &roots, &tmp)
@@ -168,7 +224,7 @@ pub fn configured(loaded: &Loaded) -> String {
     match mode(loaded, &flags) {
         Ok(m) => line(
             m,
-            loaded.config.options.sandbox.network.unwrap_or(false),
+            network(loaded, &flags),
             &writable_roots(loaded).unwrap_or_default(),
         ),
         Err(e) => format!("invalid: {e}"),

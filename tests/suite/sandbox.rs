@@ -300,3 +300,40 @@ fn config_show_reports_the_configured_sandbox_and_the_kernels_abi() {
         "{doc}"
     );
 }
+
+#[test]
+fn an_untrusted_project_may_narrow_the_sandbox() {
+    let server = FakeServer::with_script(vec![]);
+    let env = env_with(&server);
+    let mut config = env.config_for(&server, Dialect::OpenAi);
+    config["options"]["sandbox"] = json!({"mode": "workspace-write"});
+    env.write_config(&config);
+    env.write_project_file(
+        "crush.json",
+        &json!({"options": {"sandbox": {"mode": "read-only", "network": true}}}).to_string(),
+    );
+    let out = env.run(&["config", "show", "--origin"], None);
+    assert!(
+        out.stdout
+            .contains("# sandbox: read-only (network off, landlock ABI"),
+        "{}",
+        out.stdout
+    );
+    server.push_all(vec![
+        Reply::tool_call("bash", json!({"command": "echo x > f.txt"})),
+        Reply::text("done"),
+    ]);
+    env.run(&["run", "-q", "-y", "go"], None).assert_success();
+    assert!(!env.project().join("f.txt").exists());
+    // Looser than the user's: the user's stands.
+    env.write_project_file(
+        "crush.json",
+        &json!({"options": {"sandbox": {"mode": "off"}}}).to_string(),
+    );
+    let out = env.run(&["config", "show", "--origin"], None);
+    assert!(
+        out.stdout.contains("# sandbox: workspace-write"),
+        "{}",
+        out.stdout
+    );
+}
