@@ -309,6 +309,44 @@ fn mount_flags(path: &Path) -> Result<libc::c_ulong, Error> {
         .fold(0, |acc, (_, ms)| acc | ms))
 }
 
+/// `core.hooksPath` of a git configuration text, if it sets one.
+fn hooks_path(config: &str) -> Option<String> {
+    let mut in_core = false;
+    let mut found = None;
+    for line in config.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            in_core = line
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .trim()
+                .eq_ignore_ascii_case("core");
+            continue;
+        }
+        if let Some((k, v)) = line.split_once('=')
+            && in_core
+            && k.trim().eq_ignore_ascii_case("hookspath")
+        {
+            let v = v.trim().trim_matches('"');
+            found = (!v.is_empty()).then(|| v.to_string());
+        }
+    }
+    found
+}
+
+/// `hooks` (relative to the project `root`, or absolute) when it lies inside the project, made
+/// if missing (a command could make it otherwise).
+fn in_project(root: &Path, hooks: &str) -> Option<PathBuf> {
+    let p = root.join(hooks);
+    let parent = std::fs::canonicalize(p.parent()?).ok()?;
+    if !parent.starts_with(root) {
+        return None;
+    }
+    ensure_dir(&p).ok()?;
+    let p = std::fs::canonicalize(&p).ok()?;
+    (p.starts_with(root) && p != root && p.is_dir()).then_some(p)
+}
+
 /// Makes `dir` when nothing is there: a protected directory that did not exist could be made
 /// by the command.
 fn ensure_dir(dir: &Path) -> Result<(), Error> {
@@ -368,7 +406,13 @@ impl Sandbox {
                     path: cstring(&git)?,
                     read_only: None,
                 });
-                for p in [hooks, git.join("config")] {
+                let mut protect = vec![hooks, git.join("config")];
+                // Hooks somewhere else in the project (core.hooksPath = .husky) run as well.
+                let config = std::fs::read_to_string(git.join("config")).unwrap_or_default();
+                if let Some(dir) = hooks_path(&config).and_then(|h| in_project(root, &h)) {
+                    protect.push(dir);
+                }
+                for p in protect {
                     if p.exists() {
                         binds.push(Bind {
                             read_only: Some(mount_flags(&p)?),

@@ -114,6 +114,31 @@ fn workspace_write_refuses_writes_outside_and_into_hooks_config_and_dot_crush() 
 }
 
 #[test]
+fn a_hooks_path_inside_the_project_is_read_only_too() {
+    let f = fixture();
+    std::fs::write(
+        f.project.join(".git/config"),
+        "[core]\n\tbare = false\n[Core]\n\thooksPath = \".husky\"\n",
+    )
+    .unwrap();
+    let r = f.run(&ws(&f), "echo x > .husky/pre-commit; echo y > other.txt");
+    assert!(
+        r.stderr_text().contains("Read-only file system"),
+        "{}",
+        r.stderr_text()
+    );
+    assert!(f.project.join(".husky").is_dir() && !f.project.join(".husky/pre-commit").exists());
+    assert!(f.project.join("other.txt").exists());
+    assert_eq!(
+        hooks_path("[core]\n hooksPath = /x\n[other]\nhookspath = y\n").as_deref(),
+        Some("/x")
+    );
+    assert_eq!(hooks_path("[alias]\nhookspath = y\n"), None);
+    assert_eq!(in_project(&f.project, "/etc"), None);
+    assert_eq!(in_project(&f.project, "../outside"), None);
+}
+
+#[test]
 fn writable_roots_are_writable_and_read_only_mode_writes_only_its_tmpdir() {
     let f = fixture();
     let sb = f.sandbox(Mode::WorkspaceWrite, false, &[f.outside.join("../outside")]);
