@@ -324,7 +324,7 @@ pub fn session_sandbox(
     loaded: &Loaded,
     global: &Global,
 ) -> Result<(Option<std::sync::Arc<crate::sandbox::Sandbox>>, bool), AppError> {
-    use crate::sandbox::settings;
+    use crate::config::sandbox as settings;
     let flags = sandbox_flags(global);
     let err = |e: settings::SettingsError| AppError::Config(e.to_string());
     let auto = settings::auto_approval(loaded, &flags).map_err(err)?;
@@ -332,8 +332,8 @@ pub fn session_sandbox(
 }
 
 /// What the flags of `global` ask of the sandbox.
-pub fn sandbox_flags(global: &Global) -> crate::sandbox::settings::Flags {
-    crate::sandbox::settings::Flags {
+pub fn sandbox_flags(global: &Global) -> crate::config::sandbox::Flags {
+    crate::config::sandbox::Flags {
         mode: global.sandbox.clone(),
         network: false,
         auto: global.auto,

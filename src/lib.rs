@@ -103,7 +103,7 @@ fn dispatch(cli: cli::Cli) -> Result<ExitCode, AppError> {
             mode,
             network,
             argv,
-        } => sandbox::run::run(g, mode.as_deref(), *network, argv),
+        } => commands::sandbox::run(g, mode.as_deref(), *network, argv),
         Command::Trust { revoke } => {
             print(&commands::config::trust(&app::working_dir(g)?, *revoke)?)
         }
@@ -151,7 +151,7 @@ pub fn main() -> std::process::ExitCode {
 #[cfg(test)]
 const LAYERS: &[&[&str]] = &[
     &[
-        "time", "env", "exit", "paths", "sha256", "visible", "fsutil",
+        "time", "env", "exit", "paths", "sha256", "visible", "fsutil", "sandbox",
     ],
     &["log", "net", "proc"],
     &["signal", "rcshell"],

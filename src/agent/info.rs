@@ -211,7 +211,7 @@ impl Agent<'_> {
         let _ = writeln!(
             b,
             "sandbox = {}",
-            crate::sandbox::settings::describe(self.sandbox.as_deref())
+            crate::config::sandbox::describe(self.sandbox.as_deref())
         );
         if self.permissions.auto.is_some() {
             b.push_str("approval = auto\n");

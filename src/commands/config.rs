@@ -93,7 +93,7 @@ pub fn config_show(loaded: &Loaded, origin: bool, as_json: bool) -> String {
                 "{}\n",
                 pretty(
                     &json!({"config": merged, "origins": origins, "layers": layers,
-                    "sandbox": crate::sandbox::settings::configured(loaded)})
+                    "sandbox": crate::config::sandbox::configured(loaded)})
                 )
             )
         }
@@ -115,7 +115,7 @@ pub fn config_show(loaded: &Loaded, origin: bool, as_json: bool) -> String {
             }
             out.push_str(&format!(
                 "# sandbox: {}\n",
-                crate::sandbox::settings::configured(loaded)
+                crate::config::sandbox::configured(loaded)
             ));
             let mut list = Vec::new();
             leaves(&merged, String::new(), &mut list);

@@ -18,6 +18,7 @@ pub mod lsp;
 pub mod mcp;
 pub mod options;
 pub mod pos;
+pub mod sandbox;
 pub mod session;
 pub mod state;
 pub mod trust;
@@ -148,7 +149,7 @@ pub struct Options {
     pub attribution: Value,
 }
 
-/// `options.sandbox`: checked and resolved by `crate::sandbox::settings`.
+/// `options.sandbox`: checked and resolved by `crate::config::sandbox`.
 #[derive(Debug, Default, Deserialize, Clone)]
 #[serde(default)]
 pub struct SandboxOptions {

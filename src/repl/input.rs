@@ -141,7 +141,12 @@ pub const SLASH_COMMANDS: &[(Slash, &str, &str, &str)] = &[
 ];
 
 /// Names accepted only when typed in full.
-const ALIASES: &[(&str, Slash)] = &[("exit", Slash::Quit), ("?", Slash::Help)];
+/// `s` stays /sessions (as `crush s` is `crush sessions`) although /sandbox shares the letter.
+const ALIASES: &[(&str, Slash)] = &[
+    ("exit", Slash::Quit),
+    ("?", Slash::Help),
+    ("s", Slash::Sessions),
+];
 
 /// One complete input.
 #[derive(Clone, Debug, PartialEq, Eq)]

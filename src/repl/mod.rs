@@ -1238,7 +1238,7 @@ impl Repl {
     /// `/sandbox [MODE]`: shows the sandbox in force, or puts the session's commands in another
     /// (crush(1) SECURITY, sandbox). Off also ends the auto approval mode, which relies on it.
     fn sandbox_command(&mut self, args: &str) {
-        use crate::sandbox::settings;
+        use crate::config::sandbox as settings;
         let mode = args.trim();
         if !mode.is_empty() {
             let Some(loaded) = self.agent.config.as_ref() else {

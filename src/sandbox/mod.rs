@@ -18,9 +18,7 @@
 //! 4. Network off: the seccomp filter of `seccomp.rs`.
 
 mod landlock;
-pub mod run;
 mod seccomp;
-pub mod settings;
 
 use std::ffi::{CString, OsString};
 use std::fmt;
@@ -174,14 +172,16 @@ pub struct Policy {
     pub tmpdir: PathBuf,
 }
 
-/// Files and directories that are always writable: what shells redirect to and terminals are.
-const DEVICES: [&str; 6] = [
+/// Files and directories that are always writable: what shells redirect to and terminals are,
+/// and POSIX shared memory (Python's multiprocessing locks, for one, are made there).
+const DEVICES: [&str; 7] = [
     "/dev/null",
     "/dev/zero",
     "/dev/full",
     "/dev/tty",
     "/dev/random",
     "/dev/urandom",
+    "/dev/shm",
 ];
 
 fn canonical(p: &Path) -> Result<PathBuf, Error> {
@@ -547,7 +547,7 @@ unsafe fn write_file(path: &std::ffi::CStr, data: &[u8]) -> io::Result<()> {
 }
 
 /// The private temporary directory of this crush process's sandboxed commands (created, mode
-/// 0700, once; removed by `remove_tmpdir` when crush ends).
+/// 0700, once; `remove_tmpdir` removes it).
 pub fn session_tmpdir() -> Result<PathBuf, Error> {
     static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     if let Some(d) = DIR.get() {
@@ -556,7 +556,7 @@ pub fn session_tmpdir() -> Result<PathBuf, Error> {
     let base = std::env::temp_dir();
     let dir = base.join(format!("crush-sandbox-{}", std::process::id()));
     match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
-        Ok(()) => crate::signal::on_exit(remove_tmpdir),
+        Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists && owned_private_dir(&dir) => {}
         Err(source) => return Err(Error::Path { path: dir, source }),
     }

@@ -59,7 +59,7 @@ fn workspace_write_writes_in_the_project_and_its_private_tmpdir() {
     let f = fixture();
     let r = f.run(
         &ws(&f),
-        "echo a > in.txt && mkdir -p sub && echo b > sub/f && mv sub/f g && rm g && echo t > \"$TMPDIR/t\" && echo ok > /dev/null && echo done",
+        "echo a > in.txt && mkdir -p sub && echo b > sub/f && mv sub/f g && rm g && echo t > \"$TMPDIR/t\" && echo ok > /dev/null && python3 -c 'import multiprocessing; multiprocessing.Lock()' && echo done",
     );
     assert_eq!(r.stdout_text(), "done\n", "{}", r.stderr_text());
     assert_eq!(

@@ -5,8 +5,8 @@
 //! project's files (trusted or not) may only narrow the sandbox: a stricter mode, the network
 //! off.
 
-use super::{Error, Mode, Policy, Sandbox};
 use crate::config::Loaded;
+use crate::sandbox::{Error, Mode, Policy, Sandbox};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -189,7 +189,9 @@ pub fn policy(loaded: &Loaded, mode: Mode, flags: &Flags) -> Result<Option<Polic
     }
     let network = network(loaded, flags);
     let roots = writable_roots(loaded)?;
-    let tmp = super::session_tmpdir().map_err(SettingsError::Sandbox)?;
+    let tmp = crate::sandbox::session_tmpdir().map_err(SettingsError::Sandbox)?;
+    static CLEANUP: std::sync::Once = std::sync::Once::new();
+    CLEANUP.call_once(|| crate::signal::on_exit(crate::sandbox::remove_tmpdir));
     Policy::new(mode, network, &loaded.project_root, &roots, &tmp)
         .map(Some)
         .map_err(SettingsError::Sandbox)
@@ -232,7 +234,7 @@ pub fn configured(loaded: &Loaded) -> String {
 }
 
 fn line(mode: Mode, network: bool, roots: &[PathBuf]) -> String {
-    let abi = super::abi();
+    let abi = crate::sandbox::abi();
     if mode == Mode::Off {
         return format!("off (landlock ABI {abi})");
     }

@@ -1,10 +1,10 @@
 //! `crush sandbox [--mode M] [--network] -- COMMAND...`: any command in the sandbox the model's
 //! commands get (crush(1) SECURITY, sandbox), its stdin, stdout and stderr the terminal's.
 
-use super::Sandbox;
-use super::settings::{self, Flags};
 use crate::app::{self, AppError, Global};
+use crate::config::sandbox::{self as settings, Flags};
 use crate::exit::ExitCode;
+use crate::sandbox::Sandbox;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 
 /// Runs `argv` confined; crush exits with its status (128 + signal when a signal ended it).
@@ -42,7 +42,7 @@ pub fn run(
     let status = cmd
         .status()
         .map_err(|e| AppError::Runtime(format!("cannot run {prog}: {e}")))?;
-    super::remove_tmpdir();
+    crate::sandbox::remove_tmpdir();
     let code = status
         .code()
         .or_else(|| status.signal().map(|s| 128 + s))
