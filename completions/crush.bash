@@ -5,11 +5,11 @@ _crush() {
     cmd=""
     for ((i = 1; i < COMP_CWORD; i++)); do
         case "${COMP_WORDS[i]}" in
-            run|init|sessions|hooks|mcp|skills|lsp|config|trust|models|update-providers|stats|dirs|projects|logs|acp|help) cmd="${COMP_WORDS[i]}"; break ;;
+            run|init|sessions|hooks|mcp|skills|lsp|config|sandbox|trust|models|update-providers|stats|dirs|projects|logs|acp|help) cmd="${COMP_WORDS[i]}"; break ;;
         esac
     done
     case "$cmd" in
-        run) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -s --session -C --continue -q --quiet --json --trust --no-project-hooks --attach -o --output -h --help -v --verbose " -- "$cur")) ;;
+        run) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -s --session -C --continue -q --quiet --json --sandbox --auto --trust --no-project-hooks --attach -o --output -h --help -v --verbose " -- "$cur")) ;;
         init) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -q --quiet --trust -h --help " -- "$cur")) ;;
         sessions) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust --format -h --help list show last export diff delete rename" -- "$cur")) ;;
         hooks) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --trust --tool --input --prompt -h --help list test" -- "$cur")) ;;
@@ -17,6 +17,7 @@ _crush() {
         skills) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust -h --help list" -- "$cur")) ;;
         lsp) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust -h --help list" -- "$cur")) ;;
         config) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -m --model --small-model --json --origin --trust -h --help show" -- "$cur")) ;;
+        sandbox) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --mode --network --trust -h --help check" -- "$cur")) ;;
         trust) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --revoke --trust -h --help " -- "$cur")) ;;
         models) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust -h --help " -- "$cur")) ;;
         update-providers) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --trust -h --help " -- "$cur")) ;;
@@ -24,9 +25,9 @@ _crush() {
         dirs) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --trust -h --help " -- "$cur")) ;;
         projects) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust -h --help " -- "$cur")) ;;
         logs) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -f --follow -t --tail --trust -h --help " -- "$cur")) ;;
-        acp) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model --trust --no-project-hooks -h --help " -- "$cur")) ;;
+        acp) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model --sandbox --auto --trust --no-project-hooks -h --help " -- "$cur")) ;;
         help) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --trust -h --help " -- "$cur")) ;;
-        *) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -s --session -C --continue -q --quiet --trust -h --help -v --version run init sessions hooks mcp skills lsp config trust models update-providers stats dirs projects logs acp help" -- "$cur")) ;;
+        *) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -s --session -C --continue -q --quiet --sandbox --auto --trust -h --help -v --version run init sessions hooks mcp skills lsp config sandbox trust models update-providers stats dirs projects logs acp help" -- "$cur")) ;;
     esac
 }
 complete -o default -F _crush crush

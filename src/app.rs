@@ -27,6 +27,10 @@ pub struct Global {
     pub trust: bool,
     /// `--no-project-hooks` (crush run): leave the project's own hooks out, trusted or not.
     pub no_project_hooks: bool,
+    /// `--sandbox MODE` (crush(1) SECURITY, sandbox).
+    pub sandbox: Option<String>,
+    /// `--auto`: the auto approval mode, sandboxed.
+    pub auto: bool,
 }
 
 #[derive(Debug)]
@@ -254,6 +258,10 @@ pub struct Context {
     pub commands: std::sync::Arc<crate::skills::commands::Commands>,
     /// The language servers (crush(1) LANGUAGE SERVERS); they stop when the last user drops.
     pub lsp: Option<Lsp>,
+    /// The OS sandbox of the model's commands (None: off).
+    pub sandbox: Option<std::sync::Arc<crate::sandbox::Sandbox>>,
+    /// The auto approval mode (`--auto`, `options.approval`).
+    pub auto: bool,
 }
 
 /// The language servers of the configuration (configured, and detected on PATH in a trusted
@@ -289,6 +297,8 @@ fn open_context_with(
 ) -> Result<Context, AppError> {
     let loaded = load_config(global)?;
     check(&loaded)?;
+    // A sandbox that was asked for and cannot be had stops crush here: nothing runs unconfined.
+    let (sandbox, auto) = session_sandbox(&loaded, global)?;
     // Invalid hooks fail before anything is created on disk.
     let hooks = load_hooks(&loaded)?;
     let store: &'static Store = leak(open_store(&loaded)?);
@@ -303,7 +313,31 @@ fn open_context_with(
         mcp,
         skills: std::sync::Arc::new(skills),
         commands: std::sync::Arc::new(commands),
+        sandbox,
+        auto,
     })
+}
+
+/// The session's sandbox and whether the auto approval mode is on, from the configuration
+/// and the flags (crush(1) SECURITY, sandbox). Errors are configuration errors (exit 2).
+pub fn session_sandbox(
+    loaded: &Loaded,
+    global: &Global,
+) -> Result<(Option<std::sync::Arc<crate::sandbox::Sandbox>>, bool), AppError> {
+    use crate::config::sandbox as settings;
+    let flags = sandbox_flags(global);
+    let err = |e: settings::SettingsError| AppError::Config(e.to_string());
+    let auto = settings::auto_approval(loaded, &flags).map_err(err)?;
+    Ok((settings::session(loaded, &flags).map_err(err)?, auto))
+}
+
+/// What the flags of `global` ask of the sandbox.
+pub fn sandbox_flags(global: &Global) -> crate::config::sandbox::Flags {
+    crate::config::sandbox::Flags {
+        mode: global.sandbox.clone(),
+        network: false,
+        auto: global.auto,
+    }
 }
 
 /// Discovers the skills and custom commands; name clashes are a warning on stderr (the rest
@@ -523,7 +557,7 @@ pub fn build_agent(
     yolo: bool,
     mcp_wait: Option<Duration>,
 ) -> Agent<'static> {
-    Agent::new(Setup {
+    let mut agent = Agent::new(Setup {
         store: ctx.store,
         mcp: Some(crate::agent::McpTools::new(ctx.mcp.clone(), mcp_wait)),
         session_id,
@@ -535,7 +569,12 @@ pub fn build_agent(
         yolo,
         skills: ctx.skills.clone(),
         lsp: ctx.lsp.clone(),
-    })
+    });
+    agent.sandbox = ctx.sandbox.clone();
+    if ctx.auto {
+        agent.permissions.auto = Some(ctx.loaded.project_root.clone());
+    }
+    agent
 }
 
 /// The configured hooks, each named after the file it came from. Warnings (unknown events,

@@ -116,6 +116,34 @@ pub static FLAGS: &[Flag] = &[
     },
     Flag {
         short: None,
+        long: "sandbox",
+        value: Some("MODE"),
+        help: "Run the model's commands in the OS sandbox: off, read-only or workspace-write (see SECURITY)",
+        scope: Scope::Only(&["", "run", "acp"]),
+    },
+    Flag {
+        short: None,
+        long: "auto",
+        value: None,
+        help: "Run bash and in-project writes without asking, in the workspace-write sandbox (see SECURITY)",
+        scope: Scope::Only(&["", "run", "acp"]),
+    },
+    Flag {
+        short: None,
+        long: "mode",
+        value: Some("MODE"),
+        help: "sandbox: the mode to run in (read-only or workspace-write; default workspace-write)",
+        scope: Scope::Only(&["sandbox"]),
+    },
+    Flag {
+        short: None,
+        long: "network",
+        value: None,
+        help: "sandbox: let the command reach the network",
+        scope: Scope::Only(&["sandbox"]),
+    },
+    Flag {
+        short: None,
         long: "origin",
         value: None,
         help: "Name the layer and file:line that set each value",
@@ -292,6 +320,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &["show"],
     },
     CommandSpec {
+        name: "sandbox",
+        usage: "crush sandbox check | [--mode MODE] [--network] -- COMMAND [ARG...]",
+        about: "Run COMMAND in the OS sandbox the model's commands get (default workspace-write, \
+                network off, this project and options.sandbox.writable_roots writable), to try \
+                build and test commands under it; exits with COMMAND's status. check prints \
+                the kernel's Landlock ABI and what the sandbox can do.",
+        subcommands: &["check"],
+    },
+    CommandSpec {
         name: "trust",
         usage: "crush trust [--revoke]",
         about: "Trust this project's own crushrc files, hooks, MCP and LSP servers, $(...) \
@@ -431,6 +468,12 @@ pub enum Command {
     Trust {
         revoke: bool,
     },
+    SandboxCheck,
+    SandboxRun {
+        mode: Option<String>,
+        network: bool,
+        argv: Vec<String>,
+    },
     Models {
         query: Option<String>,
         json: bool,
@@ -508,6 +551,8 @@ where
     let mut format: Option<String> = None;
     let mut origin = false;
     let mut revoke = false;
+    let mut sandbox_mode: Option<String> = None;
+    let mut network = false;
     let mut help = false;
     let mut version = false;
     let mut generate: Option<String> = None;
@@ -549,7 +594,7 @@ where
                     )));
                 }
                 positionals.push(v);
-                if command == "run" {
+                if command == "run" || command == "sandbox" {
                     // Everything after the first prompt word is prompt, flags included.
                     for rest in parser.raw_args().map_err(err)? {
                         positionals.push(rest.to_string_lossy().into_owned());
@@ -569,6 +614,10 @@ where
             "data-dir" => global.data_dir = Some(PathBuf::from(value()?)),
             "debug" | "verbose" => global.debug = true,
             "yolo" => global.yolo = true,
+            "sandbox" => global.sandbox = Some(value()?),
+            "auto" => global.auto = true,
+            "mode" => sandbox_mode = Some(value()?),
+            "network" => network = true,
             "model" => global.model = Some(value()?),
             "small-model" => global.small_model = Some(value()?),
             "session" => global.session = Some(value()?),
@@ -748,6 +797,20 @@ where
                         "unknown config command '{other}'; usage: crush config show [--origin] [--json]"
                     )));
                 }
+            },
+            "sandbox" => match positionals.as_slice() {
+                [c] if c == "check" => Command::SandboxCheck,
+                [] => {
+                    return Err(UsageError(
+                        "usage: crush sandbox check | [--mode MODE] [--network] -- COMMAND [ARG...]"
+                            .into(),
+                    ));
+                }
+                argv => Command::SandboxRun {
+                    mode: sandbox_mode,
+                    network,
+                    argv: argv.to_vec(),
+                },
             },
             "trust" => {
                 if let Some(p) = positionals.first() {

@@ -36,6 +36,7 @@ mod proc;
 mod rcshell;
 mod repl;
 mod run;
+mod sandbox;
 mod sha256;
 mod signal;
 mod skills;
@@ -106,6 +107,12 @@ fn dispatch(cli: cli::Cli) -> Result<ExitCode, AppError> {
             *origin,
             *json,
         )),
+        Command::SandboxCheck => print(&sandbox::check_report()),
+        Command::SandboxRun {
+            mode,
+            network,
+            argv,
+        } => commands::sandbox::run(g, mode.as_deref(), *network, argv),
         Command::Trust { revoke } => {
             print(&commands::config::trust(&app::working_dir(g)?, *revoke)?)
         }
@@ -153,7 +160,7 @@ pub fn main() -> std::process::ExitCode {
 #[cfg(test)]
 const LAYERS: &[&[&str]] = &[
     &[
-        "time", "env", "exit", "paths", "sha256", "visible", "fsutil", "stdio",
+        "time", "env", "exit", "paths", "sha256", "visible", "fsutil", "stdio", "sandbox",
     ],
     &["log", "net", "proc"],
     &["signal", "rcshell"],

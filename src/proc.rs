@@ -80,6 +80,9 @@ pub struct Spec {
     /// When the child exits, kill whatever it left running in its group. Otherwise background
     /// processes it started (`cmd &`) live on.
     pub kill_leftovers: bool,
+    /// Run confined (crush(1) SECURITY, sandbox): applied in the child between fork and exec,
+    /// inherited by all it starts; `TMPDIR` becomes the sandbox's private directory.
+    pub sandbox: Option<Arc<crate::sandbox::Sandbox>>,
 }
 
 impl Spec {
@@ -110,6 +113,7 @@ impl Spec {
             kill_grace: Duration::from_secs(1),
             linger: Duration::from_secs(1),
             kill_leftovers: false,
+            sandbox: None,
         }
     }
 
@@ -143,9 +147,24 @@ impl Spec {
         for k in &self.env_remove {
             cmd.env_remove(k);
         }
-        for (k, v) in &self.env {
+        for (k, v) in self.env() {
             cmd.env(k, v);
         }
+        if let Some(sb) = self.sandbox.clone() {
+            // SAFETY: `apply` only makes syscalls on what was prepared before the fork.
+            unsafe {
+                cmd.pre_exec(move || sb.apply());
+            }
+        }
+    }
+
+    /// The variables added to the environment: `env`, then the sandbox's.
+    fn env(&self) -> Vec<(String, String)> {
+        let mut env = self.env.clone();
+        if let Some(sb) = &self.sandbox {
+            env.extend(sb.env());
+        }
+        env
     }
 }
 

@@ -197,12 +197,22 @@ pub struct RecordsFile {
 
 impl RecordsFile {
     pub fn create() -> std::io::Result<RecordsFile> {
+        Self::create_in(None)
+    }
+
+    /// `create`, in `dir` instead of the run directory when given: a sandboxed command can
+    /// write only its sandbox's private directory (crush(1) SECURITY, sandbox).
+    pub fn create_in(dir: Option<&Path>) -> std::io::Result<RecordsFile> {
         use std::os::unix::fs::OpenOptionsExt;
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.subsec_nanos())
             .unwrap_or(0);
-        let path = prepared_run_dir()?.join(format!(
+        let dir = match dir {
+            Some(d) => d,
+            None => prepared_run_dir()?,
+        };
+        let path = dir.join(format!(
             "{RECORDS_PREFIX}{}-{}-{nanos}",
             std::process::id(),
             COUNTER.fetch_add(1, Ordering::Relaxed)

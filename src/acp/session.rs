@@ -111,6 +111,8 @@ struct Opened {
     store: Store,
     /// The stored session (load, resume).
     stored: Option<crate::store::Session>,
+    /// The sandbox of its commands and the auto approval mode (crush(1) SECURITY, sandbox).
+    sandbox: (Option<Arc<crate::sandbox::Sandbox>>, bool),
 }
 
 fn open(global: &Global, o: &Open) -> Result<Opened, RpcError> {
@@ -126,6 +128,8 @@ fn open(global: &Global, o: &Open) -> Result<Opened, RpcError> {
     // A project's guard hooks never vanish silently: as `crush run`, refuse untrusted ones.
     app::refuse_untrusted_hooks(&loaded, &global).map_err(open_error)?;
     let hooks = app::load_hooks(&loaded).map_err(open_error)?;
+    // A sandbox that was asked for and cannot be had refuses the session.
+    let sandbox = app::session_sandbox(&loaded, &global).map_err(open_error)?;
     let model = loaded
         .resolve_model(global.model.as_deref(), false)
         .map_err(config_error)?;
@@ -157,6 +161,7 @@ fn open(global: &Global, o: &Open) -> Result<Opened, RpcError> {
         model,
         store,
         stored,
+        sandbox,
     })
 }
 
@@ -211,6 +216,7 @@ impl Worker {
             model,
             store,
             stored,
+            sandbox,
         } = o;
         let mut mcp = McpTools::new(app::start_mcp(&loaded), Some(app::mcp_wait()));
         if !self.open.servers.is_empty() {
@@ -241,6 +247,10 @@ impl Worker {
             skills: skills.clone(),
         });
         agent.files = Some(files.clone());
+        if sandbox.1 {
+            agent.permissions.auto = Some(agent.project_root.clone());
+        }
+        agent.sandbox = sandbox.0;
         crate::log::info(&format!(
             "acp: session {} ({:?}) in {}, model {}/{}",
             self.open.id,

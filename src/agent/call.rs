@@ -623,6 +623,7 @@ impl Agent<'_> {
             files: self.files.as_deref(),
             skills: &self.skill_files,
             bounds: &self.bounds,
+            sandbox: self.sandbox.as_ref(),
         };
         let Some(t) = self
             .tools

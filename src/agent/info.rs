@@ -208,6 +208,14 @@ impl Agent<'_> {
         }
         b.push_str("[permissions]\n");
         let _ = writeln!(b, "mode = {}", self.permissions.mode());
+        let _ = writeln!(
+            b,
+            "sandbox = {}",
+            crate::config::sandbox::describe(self.sandbox.as_deref())
+        );
+        if self.permissions.auto.is_some() {
+            b.push_str("approval = auto\n");
+        }
         if !self.permissions.allowed_tools.is_empty() {
             let _ = writeln!(
                 b,

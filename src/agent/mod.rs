@@ -219,6 +219,8 @@ pub struct Agent<'a> {
     pub config: Option<crate::config::Loaded>,
     /// Variables the bash tool keeps although their names look secret (`options.shell_env_allow`).
     pub shell_env_allow: Vec<String>,
+    /// The OS sandbox the bash tool's commands run in (crush(1) SECURITY, sandbox).
+    pub sandbox: Option<Arc<crate::sandbox::Sandbox>>,
     /// (name, value) of the providers' API keys: masked in every tool output (crush(1) SECURITY).
     pub secrets: Arc<Vec<(String, String)>>,
     /// The MCP servers' tools (None: no MCP at all, as in a sub-agent).
@@ -342,6 +344,7 @@ impl<'a> Agent<'a> {
             hooks: s.hooks,
             pending_context: Vec::new(),
             shell_env_allow: options.shell_env_allow.clone(),
+            sandbox: None,
             secrets: Arc::new(provider_secrets(&s.config)),
             transcript,
             parent_transcript: None,

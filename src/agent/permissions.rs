@@ -23,6 +23,9 @@ enum Grant {
 #[derive(Debug, Default, Clone)]
 pub struct Permissions {
     pub yolo: bool,
+    /// The auto approval mode (crush(1) SECURITY, sandbox): the project root, inside which the
+    /// file tools write without asking; bash runs without asking (it is sandboxed).
+    pub auto: Option<PathBuf>,
     pub allowed_tools: Vec<String>,
     session: Vec<Grant>,
 }
@@ -48,6 +51,7 @@ impl Permissions {
     pub fn new(yolo: bool, allowed_tools: Vec<String>) -> Permissions {
         Permissions {
             yolo,
+            auto: None,
             allowed_tools,
             session: Vec::new(),
         }
@@ -77,7 +81,7 @@ impl Permissions {
             Zone::Guarded => return Decision::Ask,
             Zone::Project | Zone::Outside => {}
         }
-        if self.yolo {
+        if self.yolo || self.auto_allows(req) {
             return Decision::Allowed;
         }
         let with_action = format!("{}:{}", req.tool, req.action);
@@ -100,6 +104,17 @@ impl Permissions {
         } else {
             Decision::Ask
         }
+    }
+
+    /// Whether the auto approval mode covers `req`: any bash command, and the writing tools
+    /// inside the project. The network tools and writes elsewhere still ask.
+    fn auto_allows(&self, req: &PermissionRequest) -> bool {
+        if self.auto.is_none() {
+            return false;
+        }
+        // The zone is placed before the rules run: inside the project, not guarded.
+        req.tool == "bash"
+            || (matches!(req.action, "write" | "download") && req.zone == Zone::Project)
     }
 
     /// "Always, for this session". A guarded file is granted alone; crush's own data never.
@@ -177,6 +192,27 @@ fn pattern_matches(pattern: &str, path: &Path) -> bool {
 mod tests {
     use super::*;
 
+    #[test]
+    fn auto_allows_bash_and_writes_inside_the_project_only() {
+        let mut p = Permissions::new(false, vec![]);
+        let inside = req("write", "write", "", "/p/src/a.rs");
+        assert_eq!(p.check(&inside), Decision::Ask);
+        p.auto = Some(PathBuf::from("/p"));
+        assert_eq!(p.check(&inside), Decision::Allowed);
+        for (tool, action, path, want) in [
+            ("bash", "execute", "/p", Decision::Allowed),
+            ("edit", "write", "/etc/passwd", Decision::Ask),
+            ("write", "write", "/pother/x", Decision::Ask),
+            ("fetch", "fetch", "/p", Decision::Ask),
+        ] {
+            assert_eq!(
+                p.check(&req(tool, action, "make", path)),
+                want,
+                "{tool} {path}"
+            );
+        }
+    }
+
     fn req(tool: &str, action: &'static str, desc: &str, path: &str) -> PermissionRequest {
         PermissionRequest {
             tool: tool.into(),
@@ -184,7 +220,12 @@ mod tests {
             path: PathBuf::from(path),
             description: desc.into(),
             diff: None,
-            zone: Default::default(),
+            // As the agent places it: the project is /p.
+            zone: if Path::new(path).starts_with("/p") {
+                Zone::Project
+            } else {
+                Zone::Outside
+            },
         }
     }
 

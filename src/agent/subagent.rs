@@ -210,6 +210,7 @@ impl<'a> Agent<'a> {
             pending_context: Vec::new(),
             lsp: self.lsp.clone(),
             shell_env_allow: self.shell_env_allow.clone(),
+            sandbox: self.sandbox.clone(),
             secrets: self.secrets.clone(),
             // A sub-agent is read-only: MCP tools may change things.
             mcp: None,

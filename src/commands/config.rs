@@ -91,7 +91,10 @@ pub fn config_show(loaded: &Loaded, origin: bool, as_json: bool) -> String {
                 .collect();
             format!(
                 "{}\n",
-                pretty(&json!({"config": merged, "origins": origins, "layers": layers}))
+                pretty(
+                    &json!({"config": merged, "origins": origins, "layers": layers,
+                    "sandbox": crate::config::sandbox::configured(loaded)})
+                )
             )
         }
         (true, false) => {
@@ -110,6 +113,10 @@ pub fn config_show(loaded: &Loaded, origin: bool, as_json: bool) -> String {
             if let Some(n) = loaded.trust.notice() {
                 out.push_str(&format!("# {n}\n"));
             }
+            out.push_str(&format!(
+                "# sandbox: {}\n",
+                crate::config::sandbox::configured(loaded)
+            ));
             let mut list = Vec::new();
             leaves(&merged, String::new(), &mut list);
             for (p, v) in list {

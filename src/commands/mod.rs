@@ -9,6 +9,7 @@ pub mod lsp;
 pub mod mcp;
 pub mod models;
 pub mod projects;
+pub mod sandbox;
 pub mod sessions;
 pub mod skills;
 pub mod stats;

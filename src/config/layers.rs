@@ -81,6 +81,8 @@ const KNOWN_OPTIONS: &[&str] = &[
     "shell_env_allow",
     "claude_code_hooks",
     "claude_plugins",
+    "sandbox",
+    "approval",
 ];
 
 /// Whether `path` (`["options", "debug"]`) is a key of the schema crush knows.

@@ -18,6 +18,7 @@ pub mod lsp;
 pub mod mcp;
 pub mod options;
 pub mod pos;
+pub mod sandbox;
 pub mod session;
 pub mod state;
 pub mod trust;
@@ -139,9 +140,25 @@ pub struct Options {
     pub claude_code_hooks: Option<bool>,
     /// Claude Code plugin folders whose `hooks/hooks.json` runs (ours).
     pub claude_plugins: Vec<String>,
+    /// The OS sandbox of the commands the model runs (ours; crush(1) SECURITY, sandbox).
+    pub sandbox: SandboxOptions,
+    /// `auto`: bash and in-project writes run without a question, sandboxed (ours).
+    pub approval: Option<String>,
     /// Kept raw: Crush's TUI settings and commit attribution.
     pub tui: Value,
     pub attribution: Value,
+}
+
+/// `options.sandbox`: checked and resolved by `crate::config::sandbox`.
+#[derive(Debug, Default, Deserialize, Clone)]
+#[serde(default)]
+pub struct SandboxOptions {
+    /// off, read-only or workspace-write (default off).
+    pub mode: Option<String>,
+    /// The network is reachable inside the sandbox (default false).
+    pub network: Option<bool>,
+    /// Extra writable directories (absolute, existing; the user's own configuration only).
+    pub writable_roots: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize, Clone)]

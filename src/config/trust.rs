@@ -58,6 +58,9 @@ pub const UNTRUSTED_ALLOWED: &[&str] = &[
     "/options/attribution",
     "/options/max_steps",
     "/options/request_idle_timeout",
+    // Read as narrowing only: a stricter mode, or the network off (crush(1) SECURITY, sandbox).
+    "/options/sandbox/mode",
+    "/options/sandbox/network",
     "/tools",
 ];
 

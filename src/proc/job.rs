@@ -270,7 +270,7 @@ impl Server {
                 .filter(|(k, _)| !spec.env_remove.iter().any(|r| k.as_os_str() == r.as_str()))
                 .collect()
         };
-        for (k, v) in &spec.env {
+        for (k, v) in spec.env() {
             env.retain(|(e, _)| e.as_os_str() != k.as_str());
             env.push((k.into(), v.into()));
         }
@@ -278,6 +278,11 @@ impl Server {
             id,
             argv: argv.to_vec(),
             cwd: spec.cwd.clone().into_os_string(),
+            sandbox: spec
+                .sandbox
+                .as_ref()
+                .map(|s| s.policy().encode())
+                .unwrap_or_default(),
             env,
         };
         // Registered first: the reports may come before `request` returns.

@@ -14,6 +14,7 @@ pub enum Slash {
     Model,
     Option,
     Permissions,
+    Sandbox,
     Mcp,
     Cost,
     Compact,
@@ -67,6 +68,12 @@ pub const SLASH_COMMANDS: &[(Slash, &str, &str, &str)] = &[
         "permissions",
         "[allow|deny TOOL[:ACTION]...]",
         "show or change what runs without asking, for this run",
+    ),
+    (
+        Slash::Sandbox,
+        "sandbox",
+        "[off|read-only|workspace-write]",
+        "show or change the OS sandbox of the model's commands, for this session",
     ),
     (
         Slash::Mcp,
@@ -134,7 +141,12 @@ pub const SLASH_COMMANDS: &[(Slash, &str, &str, &str)] = &[
 ];
 
 /// Names accepted only when typed in full.
-const ALIASES: &[(&str, Slash)] = &[("exit", Slash::Quit), ("?", Slash::Help)];
+/// `s` stays /sessions (as `crush s` is `crush sessions`) although /sandbox shares the letter.
+const ALIASES: &[(&str, Slash)] = &[
+    ("exit", Slash::Quit),
+    ("?", Slash::Help),
+    ("s", Slash::Sessions),
+];
 
 /// One complete input.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1165,6 +1165,7 @@ impl Repl {
                 self.term.print(&text)
             }
             Slash::Mcp => self.mcp_command(args),
+            Slash::Sandbox => self.sandbox_command(args),
             Slash::New => {
                 self.switch_to(String::new());
                 self.term
@@ -1234,7 +1235,43 @@ impl Repl {
         self.fresh = false;
         self.term.forget_todos();
         let p = &self.agent.permissions;
+        let auto = p.auto.clone();
         self.agent.permissions = Permissions::new(p.yolo, p.allowed_tools.clone());
+        self.agent.permissions.auto = auto;
+    }
+
+    /// `/sandbox [MODE]`: shows the sandbox in force, or puts the session's commands in another
+    /// (crush(1) SECURITY, sandbox). Off also ends the auto approval mode, which relies on it.
+    fn sandbox_command(&mut self, args: &str) {
+        use crate::config::sandbox as settings;
+        let mode = args.trim();
+        if !mode.is_empty() {
+            let Some(loaded) = self.agent.config.as_ref() else {
+                return self
+                    .term
+                    .error("no configuration to build the sandbox from");
+            };
+            let flags = settings::Flags {
+                mode: Some(mode.to_string()),
+                network: false,
+                auto: false,
+            };
+            match settings::session(loaded, &flags) {
+                Ok(sb) => {
+                    if sb.is_none() && self.agent.permissions.auto.take().is_some() {
+                        self.term.note(
+                            "The auto approval mode ends with the sandbox: commands ask again.",
+                        );
+                    }
+                    self.agent.sandbox = sb;
+                }
+                Err(e) => return self.term.error(&e.to_string()),
+            }
+        }
+        self.term.print(&format!(
+            "sandbox  {}\n",
+            settings::describe(self.agent.sandbox.as_deref())
+        ));
     }
 
     fn resume(&mut self, args: &str) {

@@ -1261,8 +1261,9 @@ impl Tool for Bash {
         let shell = proc::shell_path().to_string_lossy().into_owned();
         let script = with_env_file(ctx.env_file, command);
         let (argv, records) = if rcshell::may_call_builtin(command) {
-            let records = rcshell::RecordsFile::create()
-                .map_err(|e| ToolError::Internal(format!("failed to start the command: {e}")))?;
+            let records =
+                rcshell::RecordsFile::create_in(ctx.sandbox.map(|s| s.policy().tmpdir.as_path()))
+                    .map_err(|e| ToolError::Internal(format!("failed to start the command: {e}")))?;
             let (large, small) = ctx
                 .session_models
                 .map(|m| (m.large.clone(), m.small.clone()))
@@ -1286,6 +1287,7 @@ impl Tool for Bash {
         spec.env_remove = crate::env::tool_removals(ctx.shell_env_allow);
         spec.env = agent_env();
         spec.timeout = timeout.map(Duration::from_secs);
+        spec.sandbox = ctx.sandbox.cloned();
         let job = Job::start(&spec)
             .map_err(|e| ToolError::Internal(format!("failed to start the command: {e}")))?;
         let started = Instant::now();
@@ -1368,6 +1370,14 @@ impl Tool for Bash {
             note = "Command was aborted before completion".to_string();
         } else if code != 0 {
             note = format!("Exit code {code}");
+            // One line that says the sandbox may be why (crush(1) SECURITY, sandbox).
+            if let Some(hint) = ctx
+                .sandbox
+                .and_then(|s| crate::sandbox::refusal_hint(s.policy(), &body))
+            {
+                note.push('\n');
+                note.push_str(&hint);
+            }
         }
         if !note.is_empty() {
             if !text.is_empty() {

@@ -120,6 +120,8 @@ pub struct ToolCtx<'a> {
     /// Where the file tools may go and what is guarded (`confine`): every path a tool reads
     /// or writes is admitted through it.
     pub bounds: &'a confine::Bounds,
+    /// The OS sandbox the bash tool's commands run in (None: off; crush(1) SECURITY, sandbox).
+    pub sandbox: Option<&'a std::sync::Arc<crate::sandbox::Sandbox>>,
 }
 
 /// The files of the session's Agent Skills, which the view tool reads without a permission

@@ -178,6 +178,7 @@ impl Fixture {
             files: None,
             skills: &self.skills,
             bounds: &NO_BOUNDS,
+            sandbox: None,
         }
     }
 }
@@ -219,6 +220,7 @@ pub fn within<T: Send + 'static>(
             files: None,
             skills: &NO_SKILLS,
             bounds: &NO_BOUNDS,
+            sandbox: None,
         };
         let _ = tx.send(f(&ctx));
     });

@@ -200,6 +200,15 @@ impl Editor {
         r["sessionId"].as_str().unwrap().to_string()
     }
 
+    /// The message of the error a `session/new` in the project gets.
+    fn new_session_error(&mut self, env: &TestEnv) -> String {
+        let id = self.request(
+            "session/new",
+            json!({"cwd": env.project(), "mcpServers": []}),
+        );
+        self.error(id)["message"].as_str().unwrap().to_string()
+    }
+
     fn prompt(&mut self, sid: &str, text: &str) -> u64 {
         self.request(
             "session/prompt",
@@ -743,6 +752,28 @@ fn the_editors_file_methods_are_used_when_it_offers_them() {
 }
 
 #[test]
+fn a_sandbox_that_cannot_be_had_refuses_the_session() {
+    let env = TestEnv::new();
+    let server = FakeServer::start();
+    env.use_server(&server, Dialect::OpenAi);
+    let mut ed = Editor::start(
+        &env,
+        &["--sandbox", "read-only"],
+        &[("CRUSH_SANDBOX_FORCE_ABI", "0")],
+    );
+    ed.initialize(false);
+    let msg = ed.new_session_error(&env);
+    assert!(msg.contains("no Landlock"), "{msg}");
+    assert_eq!(ed.finish().0, 0);
+    // With Landlock the same flag opens it.
+    let mut ed = Editor::start(&env, &["--sandbox", "read-only"], &[]);
+    ed.initialize(false);
+    ed.new_session(&env);
+    assert_eq!(ed.finish().0, 0);
+    assert_eq!(server.request_count(), 0);
+}
+
+#[test]
 fn an_untrusted_project_with_hooks_refuses_the_session_as_crush_run_does() {
     let env = TestEnv::new();
     let server = FakeServer::start();
@@ -753,12 +784,7 @@ fn an_untrusted_project_with_hooks_refuses_the_session_as_crush_run_does() {
     );
     let mut ed = Editor::start(&env, &[], &[]);
     ed.initialize(false);
-    let id = ed.request(
-        "session/new",
-        json!({"cwd": env.project(), "mcpServers": []}),
-    );
-    let e = ed.error(id);
-    let msg = e["message"].as_str().unwrap();
+    let msg = ed.new_session_error(&env);
     assert!(msg.contains("is not trusted and defines hooks"), "{msg}");
     assert!(msg.contains("--no-project-hooks"), "{msg}");
     assert_eq!(ed.finish().0, 0);

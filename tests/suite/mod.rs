@@ -25,6 +25,7 @@ mod providers;
 mod question;
 mod repl;
 mod run;
+mod sandbox;
 mod shell;
 mod skills;
 mod static_bin;

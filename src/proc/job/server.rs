@@ -59,6 +59,7 @@ impl Server {
         id: u64,
         argv: Vec<OsString>,
         cwd: OsString,
+        sandbox: Vec<OsString>,
         env: Vec<(OsString, OsString)>,
         fds: Vec<OwnedFd>,
     ) {
@@ -78,6 +79,23 @@ impl Server {
             .stdin(Stdio::null())
             .stdout(Stdio::from(out))
             .stderr(Stdio::from(err));
+        if !sandbox.is_empty() {
+            // The policy crush sent, prepared here, applied in the command (crush(1) SECURITY,
+            // sandbox); one that cannot be had fails the command rather than run it unconfined.
+            let prepared = crate::sandbox::Policy::decode(&sandbox)
+                .ok_or_else(|| "malformed sandbox policy".to_string())
+                .and_then(|p| crate::sandbox::Sandbox::new(p).map_err(|e| e.to_string()));
+            match prepared {
+                // SAFETY: `apply` only makes syscalls on what was prepared before the fork.
+                Ok(sb) => unsafe {
+                    cmd.pre_exec(move || sb.apply());
+                },
+                Err(e) => {
+                    self.report(id, Reply::Error(format!("cannot sandbox the command: {e}")));
+                    return;
+                }
+            }
+        }
         let spawned = cmd.spawn();
         // The output pipes now live only in the command.
         drop(cmd);
@@ -262,9 +280,16 @@ pub fn serve() -> ! {
         server.reap();
         if fds[0].revents != 0 {
             match wire::recv(&server.sock) {
-                Ok(Some((Request::Spawn { id, argv, cwd, env }, fds))) => {
-                    server.spawn(id, argv, cwd, env, fds)
-                }
+                Ok(Some((
+                    Request::Spawn {
+                        id,
+                        argv,
+                        cwd,
+                        sandbox,
+                        env,
+                    },
+                    fds,
+                ))) => server.spawn(id, argv, cwd, sandbox, env, fds),
                 Ok(Some((Request::Signal { id, sig }, _))) => server.signal(id, sig),
                 // The end of the socket: crush is gone.
                 Ok(None) | Err(_) => server.end(),

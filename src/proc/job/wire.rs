@@ -4,7 +4,9 @@
 //! NUL-terminated fields. The descriptors a request passes (a spawn's stdout and stderr) travel
 //! as `SCM_RIGHTS` with the frame's first bytes.
 //!
-//! - `spawn ID ARGC ARG... CWD NAME=VALUE...`: run ARGV in CWD with exactly that environment.
+//! - `spawn ID ARGC ARG... CWD SANDBOXC SANDBOX... NAME=VALUE...`: run ARGV in CWD with exactly
+//!   that environment, confined by the sandbox policy of the SANDBOXC fields when there are any
+//!   (`sandbox::Policy::encode`).
 //! - `signal ID SIG`: signal job ID's process group, if any of it is left.
 //!
 //! The server answers with lines: `started ID PID`, `error ID MESSAGE` (it could not be
@@ -29,6 +31,8 @@ pub enum Request {
         id: u64,
         argv: Vec<OsString>,
         cwd: OsString,
+        /// The sandbox policy's fields; empty: none.
+        sandbox: Vec<OsString>,
         env: Vec<(OsString, OsString)>,
     },
     Signal {
@@ -89,7 +93,13 @@ impl Request {
     fn encode(&self) -> Vec<u8> {
         let mut p = vec![0u8; 4];
         match self {
-            Request::Spawn { id, argv, cwd, env } => {
+            Request::Spawn {
+                id,
+                argv,
+                cwd,
+                sandbox,
+                env,
+            } => {
                 push_field(&mut p, b"spawn");
                 push_field(&mut p, id.to_string().as_bytes());
                 push_field(&mut p, argv.len().to_string().as_bytes());
@@ -97,6 +107,10 @@ impl Request {
                     push_field(&mut p, a.as_bytes());
                 }
                 push_field(&mut p, cwd.as_bytes());
+                push_field(&mut p, sandbox.len().to_string().as_bytes());
+                for f in sandbox {
+                    push_field(&mut p, f.as_bytes());
+                }
                 for (k, v) in env {
                     let mut kv = k.as_bytes().to_vec();
                     kv.push(b'=');
@@ -129,6 +143,11 @@ impl Request {
                     argv.push(OsString::from_vec(fields.next()?.to_vec()));
                 }
                 let cwd = OsString::from_vec(fields.next()?.to_vec());
+                let n = num(fields.next())? as usize;
+                let mut sandbox = Vec::new();
+                for _ in 0..n {
+                    sandbox.push(OsString::from_vec(fields.next()?.to_vec()));
+                }
                 // As the C library reads an environment: the name ends at the first `=` after
                 // its first byte.
                 let env = fields
@@ -141,7 +160,13 @@ impl Request {
                         None => (OsStr::from_bytes(f).to_owned(), OsString::new()),
                     })
                     .collect();
-                Some(Request::Spawn { id, argv, cwd, env })
+                Some(Request::Spawn {
+                    id,
+                    argv,
+                    cwd,
+                    sandbox,
+                    env,
+                })
             }
             b"signal" => {
                 let sig = std::str::from_utf8(fields.next()?).ok()?.parse().ok()?;
@@ -293,6 +318,7 @@ mod tests {
             id: 7,
             argv: vec!["sh".into(), "-c".into(), "echo a=b".into()],
             cwd: "/tmp".into(),
+            sandbox: vec!["workspace-write".into(), "nonet".into(), "/p".into()],
             env: vec![
                 ("A".into(), "1=2".into()),
                 ("EMPTY".into(), "".into()),
