@@ -476,6 +476,88 @@ impl Drop for Group {
     }
 }
 
+/// Keeps crush's own environment from the processes it starts (crush(1) SECURITY,
+/// Environments), at start-up, before any thread: the values of secret-looking variables are
+/// moved out of the block the kernel wrote at exec, which /proc/PID/environ shows to any
+/// process of the same user (and to root), and the block's copy is zeroed; and the process is
+/// made not dumpable, which closes its /proc/PID/environ and its memory to other processes of
+/// the same user. No core dump is written then, and a debugger or strace attaches only as root.
+/// Children are unaffected: exec makes a program dumpable again.
+pub fn hide_environment() {
+    #[cfg(target_os = "linux")]
+    {
+        scrub_exec_environment();
+        // SAFETY: a plain prctl on this process.
+        unsafe {
+            libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+        }
+    }
+}
+
+/// The range of this process's memory /proc/self/environ shows (fields 50 and 51 of its stat).
+#[cfg(target_os = "linux")]
+fn exec_environment_block() -> Option<(usize, usize)> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name, which ends with the last ')', start at field 3.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let field = |n: usize| fields.get(n - 3)?.parse::<usize>().ok();
+    Some((field(50)?, field(51)?))
+}
+
+#[cfg(target_os = "linux")]
+fn scrub_exec_environment() {
+    use std::ffi::CStr;
+    use std::os::unix::ffi::OsStrExt;
+    unsafe extern "C" {
+        static environ: *const *mut libc::c_char;
+    }
+    let Some((start, end)) = exec_environment_block() else {
+        return;
+    };
+    let entries = || {
+        let mut out = Vec::new();
+        // SAFETY: start-up, before any thread: `environ` is the NULL-terminated array of
+        // NUL-terminated strings libc keeps, and nothing changes it meanwhile.
+        unsafe {
+            let mut p = environ;
+            while !p.is_null() && !(*p).is_null() {
+                out.push(*p);
+                p = p.add(1);
+            }
+        }
+        out
+    };
+    for entry in entries() {
+        if !(start..end).contains(&(entry as usize)) {
+            continue;
+        }
+        // SAFETY: an entry of `environ`, inside the block the kernel wrote.
+        let bytes = unsafe { CStr::from_ptr(entry) }.to_bytes().to_vec();
+        let Some(eq) = bytes.iter().position(|&b| b == b'=') else {
+            continue;
+        };
+        let Ok(name) = std::str::from_utf8(&bytes[..eq]) else {
+            continue;
+        };
+        if name.is_empty() || !crate::env::secret_name(name) {
+            continue;
+        }
+        let value = std::ffi::OsStr::from_bytes(&bytes[eq + 1..]);
+        // SAFETY: start-up, before any thread reads or writes the environment.
+        unsafe { std::env::set_var(name, value) };
+        // The variable now lives in a copy; the block's bytes are zeroed only when nothing
+        // points at them any more (a name listed twice keeps its second entry).
+        if entries().contains(&entry) {
+            continue;
+        }
+        // SAFETY: the value's bytes of a string inside the exec block, which no entry of
+        // `environ` points at any more; the terminating NUL stays.
+        unsafe {
+            std::ptr::write_bytes(entry.add(eq + 1), 0, bytes.len() - eq - 1);
+        }
+    }
+}
+
 /// Kills every process group crush started whose leader is not reaped yet, and every job (at
 /// exit).
 pub fn kill_all() {

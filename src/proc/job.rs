@@ -169,6 +169,10 @@ impl Server {
         let (ours, theirs) = UnixStream::pair()?;
         let mut cmd = Command::new(exe);
         cmd.arg(SERVER_ARG)
+            // No environment at all: each request carries its command's whole environment,
+            // and a command reads its parent's at /proc/PPID/environ (crush(1) SECURITY,
+            // Environments).
+            .env_clear()
             .current_dir("/")
             // Its own group: the terminal's Ctrl-C is not for it.
             .process_group(0)

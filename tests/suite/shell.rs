@@ -283,6 +283,38 @@ fn the_bash_tool_gets_no_secrets_hooks_get_them_and_provider_keys_are_masked() {
 }
 
 #[test]
+fn no_environment_a_bash_command_can_read_holds_a_secret() {
+    // Every ancestor's /proc/PID/environ, from the job server up: what a command could read
+    // there is what crush was started with.
+    let walk = "p=$PPID; : > envs; while [ \"$p\" -gt 1 ]; do echo \"== $p\" >> envs; \
+                cat /proc/$p/environ >> envs 2>/dev/null; \
+                p=$(sed -n 's/^PPid:[[:space:]]*//p' /proc/$p/status); done";
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call("bash", json!({"command": walk})),
+        Reply::text("done"),
+    ]);
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::OpenAi);
+    let out = run_with(
+        &env,
+        &["run", "-q", "-y", "go"],
+        &[
+            ("ANTHROPIC_API_KEY", "sk-ant-user-secret-value"),
+            ("GITHUB_TOKEN", "ghp_user_secret_value"),
+        ],
+        None,
+    );
+    out.assert_success();
+    let seen = std::fs::read(env.project().join("envs")).unwrap();
+    let seen = String::from_utf8_lossy(&seen);
+    // The job server and crush at least.
+    assert!(seen.matches("== ").count() >= 2, "{seen}");
+    for secret in ["sk-ant-user-secret-value", "ghp_user_secret_value"] {
+        assert!(!seen.contains(secret), "{secret} found in {seen}");
+    }
+}
+
+#[test]
 fn printenv_and_env_need_permission() {
     for cmd in ["printenv", "env", "printenv ANTHROPIC_API_KEY"] {
         let server =

@@ -212,6 +212,9 @@ pub fn serve() -> ! {
         #[cfg(target_os = "linux")]
         {
             libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+            // The requests it read (environments included) stay out of other processes'
+            // reach (crush(1) SECURITY, Environments).
+            libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
             // Started as /proc/self/exe, it would show as "exe" in ps and top.
             libc::prctl(libc::PR_SET_NAME, c"crush-jobs".as_ptr(), 0, 0, 0);
         }
