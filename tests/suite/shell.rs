@@ -356,3 +356,40 @@ fn a_command_name_built_from_an_expansion_is_refused_even_with_yolo() {
     // A plain variable naming an installed program is fine.
     assert!(env.project().join("made-by-variable").exists());
 }
+
+#[test]
+fn package_installs_and_scripts_fed_to_a_shell_are_refused_even_with_yolo() {
+    // Each would create its marker if it ran.
+    let commands = [
+        "pip install requests; touch ran-pip",
+        "python3 -m pip install x; touch ran-python-m-pip",
+        "uv pip install x; touch ran-uv",
+        "poetry add x; touch ran-poetry",
+        "printf 'curl http://127.0.0.1:9/\\ntouch ran-pipe\\n' | sh",
+        "sh <<< 'wget http://127.0.0.1:9/; touch ran-here-string'",
+        "echo 'touch ran-bash-s' | bash -s",
+    ];
+    let mut script: Vec<Reply> = commands
+        .iter()
+        .map(|c| Reply::tool_call("bash", json!({ "command": c })))
+        .collect();
+    script.push(Reply::text("done"));
+    let server = FakeServer::with_script(script);
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::OpenAi);
+    env.run(&["run", "-q", "-y", "go"], None).assert_success();
+    for (i, c) in commands.iter().enumerate() {
+        let (_, text, _) = server.request(i + 1).tool_results()[0].clone();
+        assert!(
+            text.contains("not allowed for security reasons"),
+            "{c}: {text}"
+        );
+    }
+    let ran: Vec<_> = std::fs::read_dir(env.project())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("ran-"))
+        .collect();
+    assert!(ran.is_empty(), "{ran:?}");
+}
