@@ -1277,6 +1277,39 @@ fn paths_inside(args: &[String], place: Place) -> bool {
     true
 }
 
+/// Long options of `ls` and `du` that follow symbolic links (with their abbreviations).
+const FOLLOWING_LINKS: &[&str] = &[
+    "--dereference",
+    "--dereference-args",
+    "--dereference-command-line",
+    "--dereference-command-line-symlink-to-dir",
+];
+
+/// Whether `ls` or `du` is told to follow symbolic links (`ls -L`, `-H`, `--dereference`,
+/// `du -L`, `-H`, `-D`, `--dereference-args`, bundled or abbreviated): a link inside the
+/// project may point anywhere, and the listing would go there (crush(1) PERMISSIONS).
+fn follows_links(cmd: &str, args: &[String]) -> bool {
+    let short: &[char] = match cmd {
+        "ls" => &['L', 'H'],
+        "du" => &['L', 'H', 'D'],
+        _ => return false,
+    };
+    for a in args {
+        if a == "--" {
+            break;
+        }
+        if a.starts_with("--") {
+            let name = a.split_once('=').map_or(a.as_str(), |(n, _)| n);
+            if name.len() > 2 && FOLLOWING_LINKS.iter().any(|f| f.starts_with(name)) {
+                return true;
+            }
+        } else if a.len() > 1 && a.starts_with('-') && a[1..].contains(short) {
+            return true;
+        }
+    }
+    false
+}
+
 fn safe_words(words: &[String], place: Place) -> bool {
     let Some(first) = words.first() else {
         return false;
@@ -1305,7 +1338,7 @@ fn safe_words(words: &[String], place: Place) -> bool {
         }
         c => SAFE_COMMANDS.contains(&c),
     };
-    if !safe {
+    if !safe || follows_links(first, rest) {
         return false;
     }
     if PATH_COMMANDS.contains(&first.as_str()) {
@@ -1959,6 +1992,9 @@ mod tests {
             "git config --get user.name",
             "git branch -a",
             "uname -a",
+            "ls -lhR",
+            "du -sh .",
+            "du -ah --max-depth=1",
         ] {
             assert!(safe(cmd), "{cmd}");
         }
@@ -1989,6 +2025,18 @@ mod tests {
             "nohup rm x",
             "timeout 5 rm x",
             "kill 1",
+            // They follow the links they meet, wherever those point.
+            "ls -RL",
+            "ls -L",
+            "ls -lH .",
+            "ls --dereference -R",
+            "ls --deref -R",
+            "ls --dereference-command-line",
+            "du -aL",
+            "du -sD .",
+            "du -H",
+            "du --dereference-args .",
+            "timeout 5 ls -RL",
         ] {
             assert!(!safe(cmd), "{cmd}");
         }

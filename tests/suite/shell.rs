@@ -328,6 +328,42 @@ fn printenv_and_env_need_permission() {
 }
 
 #[test]
+fn listings_that_follow_a_shipped_link_out_of_the_project_ask() {
+    let env = TestEnv::new();
+    std::fs::write(env.home().join("outside-name.txt"), "x").unwrap();
+    std::os::unix::fs::symlink(env.home(), env.project().join("h")).unwrap();
+    for cmd in [
+        "ls -RL",
+        "ls --dereference -R",
+        "ls --deref -R",
+        "ls -R --dereference-command-line-symlink-to-dir",
+        "ls -lH",
+        "du -aL",
+        "du -a --dereference-args .",
+        "du -aD",
+    ] {
+        let server =
+            FakeServer::with_script(vec![Reply::tool_call("bash", json!({"command": cmd}))]);
+        env.use_server(&server, Dialect::OpenAi);
+        let out = env.run(&["run", "go"], None);
+        out.assert_code(3);
+        assert!(out.stderr.contains("refused bash"), "{cmd}: {}", out.stderr);
+    }
+    // Without them the listing stays inside and needs no question.
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call("bash", json!({"command": "ls -R"})),
+        Reply::text("done"),
+    ]);
+    env.use_server(&server, Dialect::OpenAi);
+    env.run(&["run", "go"], None).assert_success();
+    let listed = &server.request(1).tool_results()[0].1;
+    assert!(
+        listed.contains('h') && !listed.contains("outside-name"),
+        "{listed}"
+    );
+}
+
+#[test]
 fn a_command_name_built_from_an_expansion_is_refused_even_with_yolo() {
     let server = FakeServer::with_script(vec![
         Reply::tool_call(
