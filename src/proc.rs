@@ -17,17 +17,20 @@
 //! - Every live group is registered; `kill_all` (called by the signal owner, `signal.rs`, when
 //!   crush ends) kills them.
 //! - Jobs (`job.rs`): children that may outlive their call, run by one job server per crush that
-//!   kills their groups when crush ends, however it ends.
+//!   kills their groups when crush ends, however it ends. Protocol servers (`spawn_piped`) are
+//!   started by the job server too, so what they leave running dies with crush as well
+//!   (crush(1) SECURITY, Children).
 
 pub mod job;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -369,6 +372,10 @@ enum Ev {
     Status(job::Exit),
     /// No process of a job's group is left (the job server's report).
     Gone,
+    /// The job server started the command (its pid).
+    Started,
+    /// The job server could not start the command (why).
+    Failed(String),
 }
 
 /// Reads `pipe` to its end on a thread of its own; false when no thread could be started (the
@@ -756,86 +763,160 @@ fn run_inner(spec: &Spec, mut on_output: OnOutput) -> io::Result<Outcome> {
 /// A long-lived child that speaks over its stdin and stdout (a protocol server). Its stderr is
 /// passed line by line to a callback. Dropping it stops the child's group.
 pub struct Piped {
-    child: Child,
-    group: Option<Group>,
+    backend: Backend,
     /// The child's stdin; take it to write.
-    pub stdin: Option<ChildStdin>,
+    pub stdin: Option<io::PipeWriter>,
     /// The child's stdout; take it to read.
-    pub stdout: Option<ChildStdout>,
-    exited: Receiver<Ev>,
+    pub stdout: Option<io::PipeReader>,
     has_exited: bool,
+    status: Option<ExitStatus>,
+}
+
+/// Who started a `Piped` child, and so how it is signalled and how its end is learnt.
+enum Backend {
+    /// The job server (crush(1) SECURITY, Children); `None` once stopped.
+    Served(Option<job::Served>),
+    /// Crush itself, where no job server runs (unit tests).
+    Direct {
+        child: Child,
+        group: Option<Group>,
+        exited: Receiver<Ev>,
+    },
 }
 
 /// Starts `spec` (its program, cwd and environment; stdin and stdout become pipes for the
-/// caller) and passes each line of its stderr to `on_stderr`.
+/// caller) and passes each line of its stderr to `on_stderr`. The job server starts it, so
+/// that its whole tree, what left its group included, dies with crush however crush ends.
 pub fn spawn_piped(spec: &Spec, mut on_stderr: Box<dyn FnMut(&str) + Send>) -> io::Result<Piped> {
-    let mut cmd = spec.command()?;
-    cmd.stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let (mut child, group) = Group::spawn(&mut cmd)?;
-    let pgid = group.pgid;
-    if let Some(err) = child.stderr.take() {
-        let _ = std::thread::Builder::new()
-            .name("proc-stderr".into())
-            .spawn(move || {
-                let mut r = io::BufReader::new(err);
-                let mut line = Vec::new();
-                loop {
-                    line.clear();
-                    match io::BufRead::read_until(&mut r, b'\n', &mut line) {
-                        Ok(0) | Err(_) => break,
-                        Ok(_) => {
-                            // Lines are capped so a child cannot fill memory with one.
-                            line.truncate(64 * 1024);
-                            let text = String::from_utf8_lossy(&line);
-                            on_stderr(text.trim_end_matches(['\n', '\r']));
-                        }
+    let (in_r, in_w) = io::pipe()?;
+    let (out_r, out_w) = io::pipe()?;
+    let (err_r, err_w) = io::pipe()?;
+    let fds = [out_w.as_raw_fd(), err_w.as_raw_fd(), in_r.as_raw_fd()];
+    let backend = match job::Served::start(spec, fds) {
+        Some(served) => Backend::Served(Some(served?)),
+        None => {
+            let mut cmd = spec.command()?;
+            cmd.stdin(in_r.try_clone()?)
+                .stdout(out_w.try_clone()?)
+                .stderr(err_w.try_clone()?);
+            let (child, group) = Group::spawn(&mut cmd)?;
+            let (tx, rx) = crossbeam_channel::bounded(1);
+            spawn_waiter(group.pgid, tx);
+            Backend::Direct {
+                child,
+                group: Some(group),
+                exited: rx,
+            }
+        }
+    };
+    // The child's ends now live only in the child.
+    drop((in_r, out_w, err_w));
+    let _ = std::thread::Builder::new()
+        .name("proc-stderr".into())
+        .spawn(move || {
+            let mut r = io::BufReader::new(err_r);
+            let mut line = Vec::new();
+            loop {
+                line.clear();
+                match io::BufRead::read_until(&mut r, b'\n', &mut line) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        // Lines are capped so a child cannot fill memory with one.
+                        line.truncate(64 * 1024);
+                        let text = String::from_utf8_lossy(&line);
+                        on_stderr(text.trim_end_matches(['\n', '\r']));
                     }
                 }
-            });
-    }
-    let (tx, rx) = crossbeam_channel::bounded(1);
-    spawn_waiter(pgid, tx);
+            }
+        });
     Ok(Piped {
-        stdin: child.stdin.take(),
-        stdout: child.stdout.take(),
-        child,
-        group: Some(group),
-        exited: rx,
+        backend,
+        stdin: Some(in_w),
+        stdout: Some(out_r),
         has_exited: false,
+        status: None,
     })
 }
 
 impl Piped {
     /// Whether the child is still running.
     pub fn running(&mut self) -> bool {
-        if !self.has_exited && self.exited.try_recv().is_ok() {
-            self.has_exited = true;
-        }
+        self.poll(Duration::ZERO);
         !self.has_exited
     }
 
-    /// Stops the child's group: its stdin is closed, then SIGTERM, then SIGKILL after `grace`.
-    /// Returns the child's exit status when it could be reaped.
-    pub fn stop(&mut self, grace: Duration) -> Option<ExitStatus> {
-        self.stdin = None;
-        if let Some(group) = self.group.take() {
-            if !self.has_exited {
-                group.signal(libc::SIGTERM);
-                if self.exited.recv_timeout(grace).is_ok() {
+    /// Waits up to `d` for the child to exit; records it.
+    fn poll(&mut self, d: Duration) {
+        if self.has_exited {
+            return;
+        }
+        let end = Instant::now() + d;
+        match &mut self.backend {
+            Backend::Served(Some(s)) => loop {
+                match s.events.recv_deadline(end) {
+                    Ok(Ev::Status(exit)) => {
+                        self.has_exited = true;
+                        self.status = Some(ExitStatus::from_raw(match exit.signal {
+                            Some(sig) => sig,
+                            None => (exit.code.unwrap_or(0) & 0xff) << 8,
+                        }));
+                        return;
+                    }
+                    Ok(_) => {}
+                    // Timeout; or the server is gone, and its children with it.
+                    Err(RecvTimeoutError::Timeout) => return,
+                    Err(RecvTimeoutError::Disconnected) => {
+                        self.has_exited = true;
+                        return;
+                    }
+                }
+            },
+            Backend::Served(None) => self.has_exited = true,
+            Backend::Direct { exited, .. } => {
+                if exited.recv_deadline(end).is_ok() {
                     self.has_exited = true;
                 }
             }
-            group.signal(libc::SIGKILL);
         }
-        reap(&mut self.child)
+    }
+
+    /// Stops the child's group: its stdin is closed, then SIGTERM, then SIGKILL after `grace`.
+    /// Returns the child's exit status when it could be learnt.
+    pub fn stop(&mut self, grace: Duration) -> Option<ExitStatus> {
+        self.stdin = None;
+        let signal = |b: &Backend, sig| match b {
+            Backend::Served(Some(s)) => s.signal(sig),
+            Backend::Direct { group: Some(g), .. } => g.signal(sig),
+            _ => {}
+        };
+        if !self.has_exited {
+            signal(&self.backend, libc::SIGTERM);
+            self.poll(grace);
+        }
+        signal(&self.backend, libc::SIGKILL);
+        if matches!(self.backend, Backend::Served(_)) {
+            // Reported by the server a moment after the SIGKILL.
+            self.poll(Duration::from_millis(500));
+        }
+        match &mut self.backend {
+            Backend::Served(s) => {
+                *s = None;
+                self.status
+            }
+            Backend::Direct { child, group, .. } => {
+                *group = None;
+                reap(child)
+            }
+        }
     }
 }
 
 impl Drop for Piped {
     fn drop(&mut self) {
-        if self.group.is_some() {
+        if matches!(
+            self.backend,
+            Backend::Served(Some(_)) | Backend::Direct { group: Some(_), .. }
+        ) {
             self.stop(Duration::ZERO);
         }
     }

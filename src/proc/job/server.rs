@@ -75,7 +75,8 @@ impl Server {
             .envs(env)
             .current_dir(&cwd)
             .process_group(0)
-            .stdin(Stdio::null())
+            // A third descriptor is the command's stdin (a protocol server's requests).
+            .stdin(fds.next().map_or_else(Stdio::null, Stdio::from))
             .stdout(Stdio::from(out))
             .stderr(Stdio::from(err));
         let spawned = cmd.spawn();
