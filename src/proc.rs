@@ -17,9 +17,10 @@
 //! - Every live group is registered; `kill_all` (called by the signal owner, `signal.rs`, when
 //!   crush ends) kills them.
 //! - Jobs (`job.rs`): children that may outlive their call, run by one job server per crush that
-//!   kills their groups when crush ends, however it ends. Protocol servers (`spawn_piped`) are
-//!   started by the job server too, so what they leave running dies with crush as well
-//!   (crush(1) SECURITY, Children).
+//!   kills their groups when crush ends, however it ends. The children of `run` and
+//!   `spawn_piped` are started by the job server too, so what they leave running dies with crush
+//!   as well (crush(1) SECURITY, Children); where no job server runs (unit tests), crush starts
+//!   them itself.
 
 pub mod job;
 
@@ -373,7 +374,7 @@ enum Ev {
     /// No process of a job's group is left (the job server's report).
     Gone,
     /// The job server started the command (its pid).
-    Started,
+    Started(i32),
     /// The job server could not start the command (why).
     Failed(String),
 }
@@ -616,27 +617,56 @@ fn run_inner(spec: &Spec, mut on_output: OnOutput) -> io::Result<Outcome> {
             ..Outcome::default()
         });
     }
-    let mut cmd = spec.command()?;
-    cmd.stdin(if spec.stdin.is_some() {
-        Stdio::piped()
+    let (in_r, in_w) = match spec.stdin {
+        Some(_) => io::pipe().map(|(r, w)| (Some(r), Some(w)))?,
+        None => (None, None),
+    };
+    let (out_r, out_w) = io::pipe()?;
+    // Merged: stderr goes into stdout's pipe.
+    let (err_r, err_w) = if spec.merge_output {
+        (None, out_w.try_clone()?)
     } else {
-        Stdio::null()
-    });
-    let merged = if spec.merge_output {
-        let (reader, writer) = io::pipe()?;
-        cmd.stdout(writer.try_clone()?).stderr(writer);
-        Some(reader)
-    } else {
-        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-        None
+        io::pipe().map(|(r, w)| (Some(r), w))?
     };
     let start = Instant::now();
-    let (mut child, group) = Group::spawn(&mut cmd)?;
-    // The merged pipe's write ends now live only in the child.
-    drop(cmd);
-    let pgid = group.pgid;
+    let mut fds = vec![out_w.as_raw_fd(), err_w.as_raw_fd()];
+    fds.extend(in_r.as_ref().map(|r| r.as_raw_fd()));
+    let (tx, rx) = crossbeam_channel::unbounded::<Ev>();
+    let runner = match job::Served::start(spec, &fds) {
+        Some(served) => {
+            let served = served?;
+            // The server's report of the end, passed on; nothing after it is needed here.
+            let (events, tx) = (served.events.clone(), tx.clone());
+            let _ = std::thread::Builder::new()
+                .name("proc-served".into())
+                .spawn(move || {
+                    for ev in events {
+                        if let Ev::Status(_) = ev {
+                            let _ = tx.send(ev);
+                            break;
+                        }
+                    }
+                });
+            Runner::Served(served)
+        }
+        None => {
+            let mut cmd = spec.command()?;
+            cmd.stdin(match &in_r {
+                Some(r) => Stdio::from(r.try_clone()?),
+                None => Stdio::null(),
+            })
+            .stdout(out_w.try_clone()?)
+            .stderr(err_w.try_clone()?);
+            let (child, group) = Group::spawn(&mut cmd)?;
+            spawn_waiter(group.pgid, tx.clone());
+            Runner::Direct(child, Some(group))
+        }
+    };
+    // The child's ends now live only in the child.
+    drop((in_r, out_w, err_w));
+    let pgid = runner.pid();
 
-    if let (Some(payload), Some(mut stdin)) = (spec.stdin.clone(), child.stdin.take()) {
+    if let (Some(payload), Some(mut stdin)) = (spec.stdin.clone(), in_w) {
         let _ = std::thread::Builder::new()
             .name("proc-stdin".into())
             .spawn(move || {
@@ -646,20 +676,14 @@ fn run_inner(spec: &Spec, mut on_output: OnOutput) -> io::Result<Outcome> {
     }
 
     let stream = on_output.is_some();
-    let (tx, rx) = crossbeam_channel::unbounded::<Ev>();
     let out = Arc::new(Mutex::new(Capped::new(spec.output_cap, spec.keep)));
     let err = Arc::new(Mutex::new(Capped::new(spec.output_cap, spec.keep)));
-    let mut open_pipes = 0usize;
-    if let Some(r) = merged {
-        open_pipes += spawn_reader(r, out.clone(), stream, tx.clone()) as usize;
-    }
-    if let Some(p) = child.stdout.take() {
-        open_pipes += spawn_reader(p, out.clone(), stream, tx.clone()) as usize;
-    }
-    if let Some(p) = child.stderr.take() {
+    let mut open_pipes = spawn_reader(out_r, out.clone(), stream, tx.clone()) as usize;
+    if let Some(p) = err_r {
         open_pipes += spawn_reader(p, err.clone(), stream, tx.clone()) as usize;
     }
-    spawn_waiter(pgid, tx);
+    drop(tx);
+    let mut status: Option<job::Exit> = None;
 
     let mut show = |ev: &Ev| {
         if let (Ev::Chunk(c), Some(f)) = (ev, on_output.as_mut()) {
@@ -699,10 +723,13 @@ fn run_inner(spec: &Spec, mut on_output: OnOutput) -> io::Result<Outcome> {
             until = until.min(now + poll);
         }
         match rx.recv_deadline(until) {
-            Ok(Ev::Exited) => {
+            Ok(ev @ (Ev::Exited | Ev::Status(_))) => {
+                if let Ev::Status(exit) = ev {
+                    status = Some(exit);
+                }
                 exited_at = Some(Instant::now());
                 if spec.kill_leftovers {
-                    group.signal(libc::SIGKILL);
+                    runner.signal(libc::SIGKILL);
                 }
             }
             Ok(Ev::Eof) => open_pipes = open_pipes.saturating_sub(1),
@@ -720,35 +747,56 @@ fn run_inner(spec: &Spec, mut on_output: OnOutput) -> io::Result<Outcome> {
     }
 
     if timed_out || canceled {
-        group.signal(libc::SIGTERM);
+        runner.signal(libc::SIGTERM);
         let grace_end = Instant::now() + spec.kill_grace;
         while exited_at.is_none() || open_pipes > 0 {
             match rx.recv_deadline(grace_end) {
                 Ok(Ev::Exited) => exited_at = Some(Instant::now()),
+                Ok(Ev::Status(exit)) => {
+                    status = Some(exit);
+                    exited_at = Some(Instant::now());
+                }
                 Ok(Ev::Eof) => open_pipes = open_pipes.saturating_sub(1),
                 Ok(ev) => show(&ev),
                 Err(_) => break,
             }
         }
         // Always, even when the child died of SIGTERM: something it started may ignore SIGTERM.
-        group.signal(libc::SIGKILL);
+        runner.signal(libc::SIGKILL);
         let end = Instant::now() + Duration::from_millis(200);
         while open_pipes > 0 {
             match rx.recv_deadline(end) {
                 Ok(Ev::Eof) => open_pipes -= 1,
+                Ok(Ev::Status(exit)) => status = Some(exit),
                 Ok(ev) => show(&ev),
                 Err(_) => break,
             }
         }
     }
-    drop(group);
-    let status = reap(&mut child);
+    let status = match runner {
+        Runner::Direct(mut child, group) => {
+            drop(group);
+            reap(&mut child).map(job::Exit::from_status)
+        }
+        Runner::Served(_) => {
+            // The server reports the end a moment after it.
+            let end = Instant::now() + Duration::from_secs(2);
+            while status.is_none() {
+                match rx.recv_deadline(end) {
+                    Ok(Ev::Status(exit)) => status = Some(exit),
+                    Ok(_) => {}
+                    Err(_) => break,
+                }
+            }
+            status
+        }
+    };
     let (stdout, stdout_dropped) = out.lock().unwrap_or_else(|e| e.into_inner()).take();
     let (stderr, stderr_dropped) = err.lock().unwrap_or_else(|e| e.into_inner()).take();
     Ok(Outcome {
         pid: pgid as u32,
-        exit_code: status.and_then(|s| s.code()),
-        signal: status.and_then(|s| s.signal()),
+        exit_code: status.and_then(|s| s.code),
+        signal: status.and_then(|s| s.signal),
         stdout,
         stderr,
         stdout_dropped,
@@ -758,6 +806,31 @@ fn run_inner(spec: &Spec, mut on_output: OnOutput) -> io::Result<Outcome> {
         abandoned: abandoned && !timed_out && !canceled,
         duration: start.elapsed(),
     })
+}
+
+/// Who started a child `run` waits for.
+enum Runner {
+    /// The job server (crush(1) SECURITY, Children).
+    Served(job::Served),
+    /// Crush itself, where no job server runs (unit tests): the child and its registered group.
+    Direct(Child, Option<Group>),
+}
+
+impl Runner {
+    fn pid(&self) -> i32 {
+        match self {
+            Runner::Served(s) => s.pid,
+            Runner::Direct(c, _) => c.id() as i32,
+        }
+    }
+
+    fn signal(&self, sig: i32) {
+        match self {
+            Runner::Served(s) => s.signal(sig),
+            Runner::Direct(_, Some(g)) => g.signal(sig),
+            Runner::Direct(_, None) => {}
+        }
+    }
 }
 
 /// A long-lived child that speaks over its stdin and stdout (a protocol server). Its stderr is
@@ -792,7 +865,7 @@ pub fn spawn_piped(spec: &Spec, mut on_stderr: Box<dyn FnMut(&str) + Send>) -> i
     let (out_r, out_w) = io::pipe()?;
     let (err_r, err_w) = io::pipe()?;
     let fds = [out_w.as_raw_fd(), err_w.as_raw_fd(), in_r.as_raw_fd()];
-    let backend = match job::Served::start(spec, fds) {
+    let backend = match job::Served::start(spec, &fds) {
         Some(served) => Backend::Served(Some(served?)),
         None => {
             let mut cmd = spec.command()?;

@@ -18,8 +18,8 @@
 //! one. Should the server die (killed from outside), its jobs are reported ended, what they
 //! left running is out of crush's reach, and the next job starts a new server.
 //!
-//! The server also starts the protocol servers of `proc::spawn_piped` (`Served`), with a third
-//! descriptor for their stdin, under the same rule.
+//! The server also starts the children of `proc::run` and `proc::spawn_piped` (`Served`), with
+//! a third descriptor for their stdin, under the same rule.
 //!
 //! Where the server cannot run (unit tests, whose executable is the test harness), the
 //! command is started directly in a group of its own and what it leaves behind is killed when
@@ -58,7 +58,7 @@ pub struct Exit {
 }
 
 impl Exit {
-    fn from_status(s: ExitStatus) -> Exit {
+    pub(super) fn from_status(s: ExitStatus) -> Exit {
         Exit {
             code: s.code(),
             signal: s.signal(),
@@ -226,8 +226,8 @@ impl Server {
             let mut jobs = lock(&self.jobs);
             let Some(w) = jobs.get(&id) else { continue };
             let exit = match reply {
-                Reply::Started(_) => {
-                    let _ = w.tx.send(Ev::Started);
+                Reply::Started(pid) => {
+                    let _ = w.tx.send(Ev::Started(pid));
                     continue;
                 }
                 Reply::Exit(code) => Exit {
@@ -570,11 +570,13 @@ fn start_served(
     Ok(())
 }
 
-/// A child the job server started for `proc` (`spawn_piped`): its whole tree dies with crush,
+/// A child the job server started for `proc` (`run`, `spawn_piped`): its whole tree dies with crush,
 /// however crush ends, as a job's does (crush(1) SECURITY, Children).
 pub(super) struct Served {
     server: Arc<Server>,
     id: u64,
+    /// The command's pid, which is its group's id.
+    pub pid: i32,
     /// The server's reports: `Ev::Status` when the command ended, `Ev::Gone` when nothing of
     /// its group is left.
     pub events: Receiver<Ev>,
@@ -584,20 +586,24 @@ impl Served {
     /// Starts `spec` under the job server with `fds` as its stdout, stderr and stdin, and
     /// waits until it started. None where no job server can run (unit tests): the caller
     /// starts the child itself.
-    pub fn start(spec: &Spec, fds: [std::os::fd::RawFd; 3]) -> Option<io::Result<Served>> {
+    pub fn start(spec: &Spec, fds: &[std::os::fd::RawFd]) -> Option<io::Result<Served>> {
         let exe = server_program()?;
         Some(Served::start_with(&exe, spec, fds))
     }
 
-    fn start_with(exe: &PathBuf, spec: &Spec, fds: [std::os::fd::RawFd; 3]) -> io::Result<Served> {
+    fn start_with(exe: &PathBuf, spec: &Spec, fds: &[std::os::fd::RawFd]) -> io::Result<Served> {
         let argv = argv_of(spec)?;
         let (tx, events) = crossbeam_channel::unbounded::<Ev>();
-        let (server, id) = request_spawn(exe, &argv, spec, &fds, &tx, None)?;
+        let (server, id) = request_spawn(exe, &argv, spec, fds, &tx, None)?;
         drop(tx);
-        let served = Served { server, id, events };
         // Started or not, the server says so at once; silence means it is gone.
-        match served.events.recv_timeout(Duration::from_secs(10)) {
-            Ok(Ev::Started) => Ok(served),
+        match events.recv_timeout(Duration::from_secs(10)) {
+            Ok(Ev::Started(pid)) => Ok(Served {
+                server,
+                id,
+                pid,
+                events,
+            }),
             Ok(Ev::Failed(message)) => {
                 let prefix = format!("cannot run {}: ", argv[0].to_string_lossy());
                 let why = message.strip_prefix(&prefix).unwrap_or(&message);
@@ -694,7 +700,7 @@ impl Monitor {
                     .update(|st| st.open_pipes = st.open_pipes.saturating_sub(1)),
                 Ok(Ev::Status(exit)) => self.exited(Some(exit)),
                 Ok(Ev::Gone | Ev::Exited) => self.gone(),
-                Ok(Ev::Chunk(_) | Ev::Started | Ev::Failed(_)) => {}
+                Ok(Ev::Chunk(_) | Ev::Started(_) | Ev::Failed(_)) => {}
                 Err(RecvTimeoutError::Timeout) => {
                     if exited {
                         continue;

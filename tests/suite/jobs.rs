@@ -287,14 +287,21 @@ fn with_setsid_grandchild(
 }
 
 #[test]
-fn kill_9_of_crush_takes_the_setsid_grandchildren_of_mcp_and_language_servers() {
+fn kill_9_of_crush_takes_the_setsid_grandchildren_of_servers_hooks_and_crushrc() {
     use crate::support::{lsp, mcp};
     let env = TestEnv::new();
     let dir = mcp::scratch(&env);
-    let (mcp_pid, lsp_pid) = (
-        dir.join("mcp-grandchild.pid"),
-        dir.join("lsp-grandchild.pid"),
-    );
+    let pidfile = |name: &str| dir.join(format!("{name}-grandchild.pid"));
+    let pidfiles = ["mcp", "lsp", "hook", "crushrc"].map(pidfile);
+    // Waits for the grandchild: what a crushrc leaves in its group is killed as it exits.
+    let leave = |pidfile: &std::path::Path| {
+        format!(
+            "setsid bash -c 'echo $$ > {p}; exec sleep 300' </dev/null >/dev/null 2>&1 &
+             until [ -s {p} ]; do sleep 0.01; done",
+            p = pidfile.display()
+        )
+    };
+    std::fs::write(env.config_dir().join("crushrc"), leave(&pidfiles[3]) + "\n").unwrap();
     env.write_project_file("a.fk", "fn main() {}\n");
     let server = FakeServer::with_script(vec![
         Reply::tool_call("view", json!({"file_path": "a.fk"})),
@@ -304,18 +311,19 @@ fn kill_9_of_crush_takes_the_setsid_grandchildren_of_mcp_and_language_servers() 
     let tool = json!({"name": "echo", "description": "Echo", "action": "echo",
                       "inputSchema": {"type": "object", "properties": {}}});
     cfg["mcp"] = json!({"t": with_setsid_grandchild(
-        mcp::stdio_server(&dir, "t", &json!({"tools": [tool]})), &mcp_pid)});
+        mcp::stdio_server(&dir, "t", &json!({"tools": [tool]})), &pidfiles[0])});
     cfg["lsp"] = json!({"fake": with_setsid_grandchild(
-        lsp::entry(&dir, "fake", &json!({})), &lsp_pid)});
+        lsp::entry(&dir, "fake", &json!({})), &pidfiles[1])});
+    cfg["hooks"] = json!({"PreToolUse": [{"command": leave(&pidfiles[2])}]});
     env.write_config(&cfg);
     let run = Running::start(&env, &["run", "-q", "-y", "go"], None);
-    run.wait_for("both servers' grandchildren", |_| {
+    run.wait_for("every grandchild", |_| {
         server.model_requests().len() >= 2
-            && [&mcp_pid, &lsp_pid]
+            && pidfiles
                 .iter()
                 .all(|p| std::fs::read_to_string(p).is_ok_and(|s| s.ends_with('\n')))
     });
-    let grandchildren = [pid_in(&mcp_pid), pid_in(&lsp_pid)];
+    let grandchildren = pidfiles.clone().map(|p| pid_in(&p));
     for pid in grandchildren {
         assert!(!is_dead(pid), "{pid} should run until crush dies");
     }
