@@ -584,26 +584,26 @@ pub(super) struct Served {
 
 impl Served {
     /// Starts `spec` under the job server with `fds` as its stdout, stderr and stdin, and
-    /// waits until it started. None where no job server can run (unit tests): the caller
-    /// starts the child itself.
+    /// waits until it started. None where no job server can run (unit tests) or none could be
+    /// reached (it cannot be started, it died before answering): the caller starts the child
+    /// itself, and reports the child's own errors (a missing directory, a NUL in an argument).
     pub fn start(spec: &Spec, fds: &[std::os::fd::RawFd]) -> Option<io::Result<Served>> {
         let exe = server_program()?;
-        Some(Served::start_with(&exe, spec, fds))
-    }
-
-    fn start_with(exe: &PathBuf, spec: &Spec, fds: &[std::os::fd::RawFd]) -> io::Result<Served> {
-        let argv = argv_of(spec)?;
+        let argv = match argv_of(spec) {
+            Ok(a) => a,
+            Err(e) => return Some(Err(e)),
+        };
         let (tx, events) = crossbeam_channel::unbounded::<Ev>();
-        let (server, id) = request_spawn(exe, &argv, spec, fds, &tx, None)?;
+        let (server, id) = request_spawn(&exe, &argv, spec, fds, &tx, None).ok()?;
         drop(tx);
-        // Started or not, the server says so at once; silence means it is gone.
+        // Started or not, the server says so at once.
         match events.recv_timeout(Duration::from_secs(10)) {
-            Ok(Ev::Started(pid)) => Ok(Served {
+            Ok(Ev::Started(pid)) => Some(Ok(Served {
                 server,
                 id,
                 pid,
                 events,
-            }),
+            })),
             Ok(Ev::Failed(message)) => {
                 let prefix = format!("cannot run {}: ", argv[0].to_string_lossy());
                 let why = message.strip_prefix(&prefix).unwrap_or(&message);
@@ -612,9 +612,11 @@ impl Served {
                 } else {
                     io::ErrorKind::Other
                 };
-                Err(io::Error::new(kind, why.to_string()))
+                Some(Err(io::Error::new(kind, why.to_string())))
             }
-            _ => Err(io::Error::other("the job server did not start it")),
+            // The server died with whatever it started.
+            Err(RecvTimeoutError::Disconnected) => None,
+            _ => Some(Err(io::Error::other("the job server did not start it"))),
         }
     }
 
