@@ -1490,10 +1490,14 @@ impl Tool for Bash {
              - Banned for security (refused, also inside pipelines, substitutions, sh -c and wrappers \
              like env/nohup/xargs): network tools ({}), sudo/su/doas, package managers (apt, \
              pacman, yum, ...), system administration (mount, systemctl, crontab, ...), network \
-             configuration, and global installs (npm install -g, pip install --user, cargo/go/gem/\
-             brew install, go test -exec).\n\
-             - Write command names literally: a command whose name comes from an expansion \
-             (${{c}}l, $(...), globs) is refused; a plain $VARIABLE naming a program is fine.\n\
+             configuration, global installs (npm install -g, cargo/go/gem/brew install, go test \
+             -exec) and Python package installs (pip/pip3/python -m pip install, uv pip install, \
+             uv add, uvx, poetry add, pipx, pipenv, conda install).\n\
+             - Write command names and scripts literally: a command whose name comes from an \
+             expansion (${{c}}l, $(...), globs) is refused (a plain $VARIABLE naming a program is \
+             fine), and so is a script a shell reads from a pipe or a process substitution \
+             (`... | sh`, `bash <(...)`) or that sh -c / eval get from an expansion (`sh -c \"$X\"`); \
+             `sh -c '...'` and a quoted here-document are checked like the rest.\n\
              - Variables whose names contain KEY, SECRET, TOKEN or PASSWORD are not set.\n\
              - Read-only commands such as ls, pwd, git status/log/diff run without asking the user \
              when they contain no redirection, pipe, chaining or variables and read nothing outside \
