@@ -134,6 +134,7 @@ pub fn main() -> std::process::ExitCode {
     if args.nth(1).is_some_and(|a| a == proc::job::SERVER_ARG) {
         proc::job::serve();
     }
+    proc::hide_environment();
     // Fixed before any configuration (whose `env` may change variables) is read.
     rcshell::run_dir();
     let cli = match cli::parse_from(std::env::args_os().skip(1)) {

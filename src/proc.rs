@@ -17,17 +17,21 @@
 //! - Every live group is registered; `kill_all` (called by the signal owner, `signal.rs`, when
 //!   crush ends) kills them.
 //! - Jobs (`job.rs`): children that may outlive their call, run by one job server per crush that
-//!   kills their groups when crush ends, however it ends.
+//!   kills their groups when crush ends, however it ends. The children of `run` and
+//!   `spawn_piped` are started by the job server too, so what they leave running dies with crush
+//!   as well (crush(1) SECURITY, Children); where no job server runs (unit tests), crush starts
+//!   them itself.
 
 pub mod job;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -388,6 +392,10 @@ enum Ev {
     Status(job::Exit),
     /// No process of a job's group is left (the job server's report).
     Gone,
+    /// The job server started the command (its pid).
+    Started(i32),
+    /// The job server could not start the command (why).
+    Failed(String),
 }
 
 /// Reads `pipe` to its end on a thread of its own; false when no thread could be started (the
@@ -495,6 +503,88 @@ impl Drop for Group {
     }
 }
 
+/// Keeps crush's own environment from the processes it starts (crush(1) SECURITY,
+/// Environments), at start-up, before any thread: the values of secret-looking variables are
+/// moved out of the block the kernel wrote at exec, which /proc/PID/environ shows to any
+/// process of the same user (and to root), and the block's copy is zeroed; and the process is
+/// made not dumpable, which closes its /proc/PID/environ and its memory to other processes of
+/// the same user. No core dump is written then, and a debugger or strace attaches only as root.
+/// Children are unaffected: exec makes a program dumpable again.
+pub fn hide_environment() {
+    #[cfg(target_os = "linux")]
+    {
+        scrub_exec_environment();
+        // SAFETY: a plain prctl on this process.
+        unsafe {
+            libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+        }
+    }
+}
+
+/// The range of this process's memory /proc/self/environ shows (fields 50 and 51 of its stat).
+#[cfg(target_os = "linux")]
+fn exec_environment_block() -> Option<(usize, usize)> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name, which ends with the last ')', start at field 3.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let field = |n: usize| fields.get(n - 3)?.parse::<usize>().ok();
+    Some((field(50)?, field(51)?))
+}
+
+#[cfg(target_os = "linux")]
+fn scrub_exec_environment() {
+    use std::ffi::CStr;
+    use std::os::unix::ffi::OsStrExt;
+    unsafe extern "C" {
+        static environ: *const *mut libc::c_char;
+    }
+    let Some((start, end)) = exec_environment_block() else {
+        return;
+    };
+    let entries = || {
+        let mut out = Vec::new();
+        // SAFETY: start-up, before any thread: `environ` is the NULL-terminated array of
+        // NUL-terminated strings libc keeps, and nothing changes it meanwhile.
+        unsafe {
+            let mut p = environ;
+            while !p.is_null() && !(*p).is_null() {
+                out.push(*p);
+                p = p.add(1);
+            }
+        }
+        out
+    };
+    for entry in entries() {
+        if !(start..end).contains(&(entry as usize)) {
+            continue;
+        }
+        // SAFETY: an entry of `environ`, inside the block the kernel wrote.
+        let bytes = unsafe { CStr::from_ptr(entry) }.to_bytes().to_vec();
+        let Some(eq) = bytes.iter().position(|&b| b == b'=') else {
+            continue;
+        };
+        let Ok(name) = std::str::from_utf8(&bytes[..eq]) else {
+            continue;
+        };
+        if name.is_empty() || !crate::env::secret_name(name) {
+            continue;
+        }
+        let value = std::ffi::OsStr::from_bytes(&bytes[eq + 1..]);
+        // SAFETY: start-up, before any thread reads or writes the environment.
+        unsafe { std::env::set_var(name, value) };
+        // The variable now lives in a copy; the block's bytes are zeroed only when nothing
+        // points at them any more (a name listed twice keeps its second entry).
+        if entries().contains(&entry) {
+            continue;
+        }
+        // SAFETY: the value's bytes of a string inside the exec block, which no entry of
+        // `environ` points at any more; the terminating NUL stays.
+        unsafe {
+            std::ptr::write_bytes(entry.add(eq + 1), 0, bytes.len() - eq - 1);
+        }
+    }
+}
+
 /// Kills every process group crush started whose leader is not reaped yet, and every job (at
 /// exit).
 pub fn kill_all() {
@@ -546,27 +636,56 @@ fn run_inner(spec: &Spec, mut on_output: OnOutput) -> io::Result<Outcome> {
             ..Outcome::default()
         });
     }
-    let mut cmd = spec.command()?;
-    cmd.stdin(if spec.stdin.is_some() {
-        Stdio::piped()
+    let (in_r, in_w) = match spec.stdin {
+        Some(_) => io::pipe().map(|(r, w)| (Some(r), Some(w)))?,
+        None => (None, None),
+    };
+    let (out_r, out_w) = io::pipe()?;
+    // Merged: stderr goes into stdout's pipe.
+    let (err_r, err_w) = if spec.merge_output {
+        (None, out_w.try_clone()?)
     } else {
-        Stdio::null()
-    });
-    let merged = if spec.merge_output {
-        let (reader, writer) = io::pipe()?;
-        cmd.stdout(writer.try_clone()?).stderr(writer);
-        Some(reader)
-    } else {
-        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-        None
+        io::pipe().map(|(r, w)| (Some(r), w))?
     };
     let start = Instant::now();
-    let (mut child, group) = Group::spawn(&mut cmd)?;
-    // The merged pipe's write ends now live only in the child.
-    drop(cmd);
-    let pgid = group.pgid;
+    let mut fds = vec![out_w.as_raw_fd(), err_w.as_raw_fd()];
+    fds.extend(in_r.as_ref().map(|r| r.as_raw_fd()));
+    let (tx, rx) = crossbeam_channel::unbounded::<Ev>();
+    let runner = match job::Served::start(spec, &fds) {
+        Some(served) => {
+            let served = served?;
+            // The server's report of the end, passed on; nothing after it is needed here.
+            let (events, tx) = (served.events.clone(), tx.clone());
+            let _ = std::thread::Builder::new()
+                .name("proc-served".into())
+                .spawn(move || {
+                    for ev in events {
+                        if let Ev::Status(_) = ev {
+                            let _ = tx.send(ev);
+                            break;
+                        }
+                    }
+                });
+            Runner::Served(served)
+        }
+        None => {
+            let mut cmd = spec.command()?;
+            cmd.stdin(match &in_r {
+                Some(r) => Stdio::from(r.try_clone()?),
+                None => Stdio::null(),
+            })
+            .stdout(out_w.try_clone()?)
+            .stderr(err_w.try_clone()?);
+            let (child, group) = Group::spawn(&mut cmd)?;
+            spawn_waiter(group.pgid, tx.clone());
+            Runner::Direct(child, Some(group))
+        }
+    };
+    // The child's ends now live only in the child.
+    drop((in_r, out_w, err_w));
+    let pgid = runner.pid();
 
-    if let (Some(payload), Some(mut stdin)) = (spec.stdin.clone(), child.stdin.take()) {
+    if let (Some(payload), Some(mut stdin)) = (spec.stdin.clone(), in_w) {
         let _ = std::thread::Builder::new()
             .name("proc-stdin".into())
             .spawn(move || {
@@ -576,20 +695,14 @@ fn run_inner(spec: &Spec, mut on_output: OnOutput) -> io::Result<Outcome> {
     }
 
     let stream = on_output.is_some();
-    let (tx, rx) = crossbeam_channel::unbounded::<Ev>();
     let out = Arc::new(Mutex::new(Capped::new(spec.output_cap, spec.keep)));
     let err = Arc::new(Mutex::new(Capped::new(spec.output_cap, spec.keep)));
-    let mut open_pipes = 0usize;
-    if let Some(r) = merged {
-        open_pipes += spawn_reader(r, out.clone(), stream, tx.clone()) as usize;
-    }
-    if let Some(p) = child.stdout.take() {
-        open_pipes += spawn_reader(p, out.clone(), stream, tx.clone()) as usize;
-    }
-    if let Some(p) = child.stderr.take() {
+    let mut open_pipes = spawn_reader(out_r, out.clone(), stream, tx.clone()) as usize;
+    if let Some(p) = err_r {
         open_pipes += spawn_reader(p, err.clone(), stream, tx.clone()) as usize;
     }
-    spawn_waiter(pgid, tx);
+    drop(tx);
+    let mut status: Option<job::Exit> = None;
 
     let mut show = |ev: &Ev| {
         if let (Ev::Chunk(c), Some(f)) = (ev, on_output.as_mut()) {
@@ -629,10 +742,13 @@ fn run_inner(spec: &Spec, mut on_output: OnOutput) -> io::Result<Outcome> {
             until = until.min(now + poll);
         }
         match rx.recv_deadline(until) {
-            Ok(Ev::Exited) => {
+            Ok(ev @ (Ev::Exited | Ev::Status(_))) => {
+                if let Ev::Status(exit) = ev {
+                    status = Some(exit);
+                }
                 exited_at = Some(Instant::now());
                 if spec.kill_leftovers {
-                    group.signal(libc::SIGKILL);
+                    runner.signal(libc::SIGKILL);
                 }
             }
             Ok(Ev::Eof) => open_pipes = open_pipes.saturating_sub(1),
@@ -650,35 +766,56 @@ fn run_inner(spec: &Spec, mut on_output: OnOutput) -> io::Result<Outcome> {
     }
 
     if timed_out || canceled {
-        group.signal(libc::SIGTERM);
+        runner.signal(libc::SIGTERM);
         let grace_end = Instant::now() + spec.kill_grace;
         while exited_at.is_none() || open_pipes > 0 {
             match rx.recv_deadline(grace_end) {
                 Ok(Ev::Exited) => exited_at = Some(Instant::now()),
+                Ok(Ev::Status(exit)) => {
+                    status = Some(exit);
+                    exited_at = Some(Instant::now());
+                }
                 Ok(Ev::Eof) => open_pipes = open_pipes.saturating_sub(1),
                 Ok(ev) => show(&ev),
                 Err(_) => break,
             }
         }
         // Always, even when the child died of SIGTERM: something it started may ignore SIGTERM.
-        group.signal(libc::SIGKILL);
+        runner.signal(libc::SIGKILL);
         let end = Instant::now() + Duration::from_millis(200);
         while open_pipes > 0 {
             match rx.recv_deadline(end) {
                 Ok(Ev::Eof) => open_pipes -= 1,
+                Ok(Ev::Status(exit)) => status = Some(exit),
                 Ok(ev) => show(&ev),
                 Err(_) => break,
             }
         }
     }
-    drop(group);
-    let status = reap(&mut child);
+    let status = match runner {
+        Runner::Direct(mut child, group) => {
+            drop(group);
+            reap(&mut child).map(job::Exit::from_status)
+        }
+        Runner::Served(_) => {
+            // The server reports the end a moment after it.
+            let end = Instant::now() + Duration::from_secs(2);
+            while status.is_none() {
+                match rx.recv_deadline(end) {
+                    Ok(Ev::Status(exit)) => status = Some(exit),
+                    Ok(_) => {}
+                    Err(_) => break,
+                }
+            }
+            status
+        }
+    };
     let (stdout, stdout_dropped) = out.lock().unwrap_or_else(|e| e.into_inner()).take();
     let (stderr, stderr_dropped) = err.lock().unwrap_or_else(|e| e.into_inner()).take();
     Ok(Outcome {
         pid: pgid as u32,
-        exit_code: status.and_then(|s| s.code()),
-        signal: status.and_then(|s| s.signal()),
+        exit_code: status.and_then(|s| s.code),
+        signal: status.and_then(|s| s.signal),
         stdout,
         stderr,
         stdout_dropped,
@@ -690,89 +827,188 @@ fn run_inner(spec: &Spec, mut on_output: OnOutput) -> io::Result<Outcome> {
     })
 }
 
+/// Who started a child `run` waits for.
+enum Runner {
+    /// The job server (crush(1) SECURITY, Children).
+    Served(job::Served),
+    /// Crush itself, where no job server runs (unit tests): the child and its registered group.
+    Direct(Child, Option<Group>),
+}
+
+impl Runner {
+    fn pid(&self) -> i32 {
+        match self {
+            Runner::Served(s) => s.pid,
+            Runner::Direct(c, _) => c.id() as i32,
+        }
+    }
+
+    fn signal(&self, sig: i32) {
+        match self {
+            Runner::Served(s) => s.signal(sig),
+            Runner::Direct(_, Some(g)) => g.signal(sig),
+            Runner::Direct(_, None) => {}
+        }
+    }
+}
+
 /// A long-lived child that speaks over its stdin and stdout (a protocol server). Its stderr is
 /// passed line by line to a callback. Dropping it stops the child's group.
 pub struct Piped {
-    child: Child,
-    group: Option<Group>,
+    backend: Backend,
     /// The child's stdin; take it to write.
-    pub stdin: Option<ChildStdin>,
+    pub stdin: Option<io::PipeWriter>,
     /// The child's stdout; take it to read.
-    pub stdout: Option<ChildStdout>,
-    exited: Receiver<Ev>,
+    pub stdout: Option<io::PipeReader>,
     has_exited: bool,
+    status: Option<ExitStatus>,
+}
+
+/// Who started a `Piped` child, and so how it is signalled and how its end is learnt.
+enum Backend {
+    /// The job server (crush(1) SECURITY, Children); `None` once stopped.
+    Served(Option<job::Served>),
+    /// Crush itself, where no job server runs (unit tests).
+    Direct {
+        child: Child,
+        group: Option<Group>,
+        exited: Receiver<Ev>,
+    },
 }
 
 /// Starts `spec` (its program, cwd and environment; stdin and stdout become pipes for the
-/// caller) and passes each line of its stderr to `on_stderr`.
+/// caller) and passes each line of its stderr to `on_stderr`. The job server starts it, so
+/// that its whole tree, what left its group included, dies with crush however crush ends.
 pub fn spawn_piped(spec: &Spec, mut on_stderr: Box<dyn FnMut(&str) + Send>) -> io::Result<Piped> {
-    let mut cmd = spec.command()?;
-    cmd.stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let (mut child, group) = Group::spawn(&mut cmd)?;
-    let pgid = group.pgid;
-    if let Some(err) = child.stderr.take() {
-        let _ = std::thread::Builder::new()
-            .name("proc-stderr".into())
-            .spawn(move || {
-                let mut r = io::BufReader::new(err);
-                let mut line = Vec::new();
-                loop {
-                    line.clear();
-                    match io::BufRead::read_until(&mut r, b'\n', &mut line) {
-                        Ok(0) | Err(_) => break,
-                        Ok(_) => {
-                            // Lines are capped so a child cannot fill memory with one.
-                            line.truncate(64 * 1024);
-                            let text = String::from_utf8_lossy(&line);
-                            on_stderr(text.trim_end_matches(['\n', '\r']));
-                        }
+    let (in_r, in_w) = io::pipe()?;
+    let (out_r, out_w) = io::pipe()?;
+    let (err_r, err_w) = io::pipe()?;
+    let fds = [out_w.as_raw_fd(), err_w.as_raw_fd(), in_r.as_raw_fd()];
+    let backend = match job::Served::start(spec, &fds) {
+        Some(served) => Backend::Served(Some(served?)),
+        None => {
+            let mut cmd = spec.command()?;
+            cmd.stdin(in_r.try_clone()?)
+                .stdout(out_w.try_clone()?)
+                .stderr(err_w.try_clone()?);
+            let (child, group) = Group::spawn(&mut cmd)?;
+            let (tx, rx) = crossbeam_channel::bounded(1);
+            spawn_waiter(group.pgid, tx);
+            Backend::Direct {
+                child,
+                group: Some(group),
+                exited: rx,
+            }
+        }
+    };
+    // The child's ends now live only in the child.
+    drop((in_r, out_w, err_w));
+    let _ = std::thread::Builder::new()
+        .name("proc-stderr".into())
+        .spawn(move || {
+            let mut r = io::BufReader::new(err_r);
+            let mut line = Vec::new();
+            loop {
+                line.clear();
+                match io::BufRead::read_until(&mut r, b'\n', &mut line) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        // Lines are capped so a child cannot fill memory with one.
+                        line.truncate(64 * 1024);
+                        let text = String::from_utf8_lossy(&line);
+                        on_stderr(text.trim_end_matches(['\n', '\r']));
                     }
                 }
-            });
-    }
-    let (tx, rx) = crossbeam_channel::bounded(1);
-    spawn_waiter(pgid, tx);
+            }
+        });
     Ok(Piped {
-        stdin: child.stdin.take(),
-        stdout: child.stdout.take(),
-        child,
-        group: Some(group),
-        exited: rx,
+        backend,
+        stdin: Some(in_w),
+        stdout: Some(out_r),
         has_exited: false,
+        status: None,
     })
 }
 
 impl Piped {
     /// Whether the child is still running.
     pub fn running(&mut self) -> bool {
-        if !self.has_exited && self.exited.try_recv().is_ok() {
-            self.has_exited = true;
-        }
+        self.poll(Duration::ZERO);
         !self.has_exited
     }
 
-    /// Stops the child's group: its stdin is closed, then SIGTERM, then SIGKILL after `grace`.
-    /// Returns the child's exit status when it could be reaped.
-    pub fn stop(&mut self, grace: Duration) -> Option<ExitStatus> {
-        self.stdin = None;
-        if let Some(group) = self.group.take() {
-            if !self.has_exited {
-                group.signal(libc::SIGTERM);
-                if self.exited.recv_timeout(grace).is_ok() {
+    /// Waits up to `d` for the child to exit; records it.
+    fn poll(&mut self, d: Duration) {
+        if self.has_exited {
+            return;
+        }
+        let end = Instant::now() + d;
+        match &mut self.backend {
+            Backend::Served(Some(s)) => loop {
+                match s.events.recv_deadline(end) {
+                    Ok(Ev::Status(exit)) => {
+                        self.has_exited = true;
+                        self.status = Some(ExitStatus::from_raw(match exit.signal {
+                            Some(sig) => sig,
+                            None => (exit.code.unwrap_or(0) & 0xff) << 8,
+                        }));
+                        return;
+                    }
+                    Ok(_) => {}
+                    // Timeout; or the server is gone, and its children with it.
+                    Err(RecvTimeoutError::Timeout) => return,
+                    Err(RecvTimeoutError::Disconnected) => {
+                        self.has_exited = true;
+                        return;
+                    }
+                }
+            },
+            Backend::Served(None) => self.has_exited = true,
+            Backend::Direct { exited, .. } => {
+                if exited.recv_deadline(end).is_ok() {
                     self.has_exited = true;
                 }
             }
-            group.signal(libc::SIGKILL);
         }
-        reap(&mut self.child)
+    }
+
+    /// Stops the child's group: its stdin is closed, then SIGTERM, then SIGKILL after `grace`.
+    /// Returns the child's exit status when it could be learnt.
+    pub fn stop(&mut self, grace: Duration) -> Option<ExitStatus> {
+        self.stdin = None;
+        let signal = |b: &Backend, sig| match b {
+            Backend::Served(Some(s)) => s.signal(sig),
+            Backend::Direct { group: Some(g), .. } => g.signal(sig),
+            _ => {}
+        };
+        if !self.has_exited {
+            signal(&self.backend, libc::SIGTERM);
+            self.poll(grace);
+        }
+        signal(&self.backend, libc::SIGKILL);
+        if matches!(self.backend, Backend::Served(_)) {
+            // Reported by the server a moment after the SIGKILL.
+            self.poll(Duration::from_millis(500));
+        }
+        match &mut self.backend {
+            Backend::Served(s) => {
+                *s = None;
+                self.status
+            }
+            Backend::Direct { child, group, .. } => {
+                *group = None;
+                reap(child)
+            }
+        }
     }
 }
 
 impl Drop for Piped {
     fn drop(&mut self) {
-        if self.group.is_some() {
+        if matches!(
+            self.backend,
+            Backend::Served(Some(_)) | Backend::Direct { group: Some(_), .. }
+        ) {
             self.stop(Duration::ZERO);
         }
     }

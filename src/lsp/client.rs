@@ -424,7 +424,7 @@ impl Shared {
     }
 }
 
-fn read_loop(shared: Arc<Shared>, stdout: std::process::ChildStdout) {
+fn read_loop(shared: Arc<Shared>, stdout: std::io::PipeReader) {
     let mut r = BufReader::with_capacity(64 * 1024, stdout);
     let why = loop {
         match wire::read_message(&mut r, MAX_MESSAGE) {
@@ -464,7 +464,7 @@ fn exit_reason(shared: &Shared) -> String {
     }
 }
 
-fn write_loop(shared: Arc<Shared>, rx: Receiver<Value>, mut stdin: std::process::ChildStdin) {
+fn write_loop(shared: Arc<Shared>, rx: Receiver<Value>, mut stdin: std::io::PipeWriter) {
     for msg in rx {
         if let Err(e) = wire::write_message(&mut stdin, &msg) {
             shared.die(&format!("stopped reading its input ({e})"));

@@ -18,6 +18,9 @@
 //! one. Should the server die (killed from outside), its jobs are reported ended, what they
 //! left running is out of crush's reach, and the next job starts a new server.
 //!
+//! The server also starts the children of `proc::run` and `proc::spawn_piped` (`Served`), with
+//! a third descriptor for their stdin, under the same rule.
+//!
 //! Where the server cannot run (unit tests, whose executable is the test harness), the
 //! command is started directly in a group of its own and what it leaves behind is killed when
 //! it exits.
@@ -55,7 +58,7 @@ pub struct Exit {
 }
 
 impl Exit {
-    fn from_status(s: ExitStatus) -> Exit {
+    pub(super) fn from_status(s: ExitStatus) -> Exit {
         Exit {
             code: s.code(),
             signal: s.signal(),
@@ -136,10 +139,10 @@ impl Shared {
 }
 
 /// What the job server's reports of one job go to: its monitor, and its stderr buffer (for
-/// why it could not be started).
+/// why it could not be started), if it has one.
 struct Watcher {
     tx: Sender<Ev>,
-    err: Arc<Mutex<Capped>>,
+    err: Option<Arc<Mutex<Capped>>>,
 }
 
 /// Crush's side of the job server.
@@ -169,6 +172,10 @@ impl Server {
         let (ours, theirs) = UnixStream::pair()?;
         let mut cmd = Command::new(exe);
         cmd.arg(SERVER_ARG)
+            // No environment at all: each request carries its command's whole environment,
+            // and a command reads its parent's at /proc/PPID/environ (crush(1) SECURITY,
+            // Environments).
+            .env_clear()
             .current_dir("/")
             // Its own group: the terminal's Ctrl-C is not for it.
             .process_group(0)
@@ -219,7 +226,10 @@ impl Server {
             let mut jobs = lock(&self.jobs);
             let Some(w) = jobs.get(&id) else { continue };
             let exit = match reply {
-                Reply::Started(_) => continue,
+                Reply::Started(pid) => {
+                    let _ = w.tx.send(Ev::Started(pid));
+                    continue;
+                }
                 Reply::Exit(code) => Exit {
                     code: Some(code),
                     signal: None,
@@ -229,7 +239,10 @@ impl Server {
                     signal: Some(sig),
                 },
                 Reply::Error(message) => {
-                    lock(&w.err).push(format!("{message}\n").as_bytes());
+                    if let Some(err) = &w.err {
+                        lock(err).push(format!("{message}\n").as_bytes());
+                    }
+                    let _ = w.tx.send(Ev::Failed(message));
                     let _ = w.tx.send(Ev::Status(Exit {
                         code: Some(127),
                         signal: None,
@@ -254,12 +267,13 @@ impl Server {
         let _ = child.wait();
     }
 
-    /// Starts `argv` as job `id`; its output goes to the two pipes, its reports to `watcher`.
+    /// Starts `argv` as job `id`; its stdout and stderr go to the first two descriptors, its
+    /// stdin comes from the third (/dev/null without one), its reports go to `watcher`.
     fn spawn(
         &self,
         argv: &[OsString],
         spec: &Spec,
-        pipes: [std::os::fd::RawFd; 2],
+        pipes: &[std::os::fd::RawFd],
         watcher: Watcher,
     ) -> io::Result<u64> {
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
@@ -287,7 +301,7 @@ impl Server {
         };
         // Registered first: the reports may come before `request` returns.
         lock(&self.jobs).insert(id, watcher);
-        let sent = self.request(&req, &pipes);
+        let sent = self.request(&req, pipes);
         if let Err(e) = sent {
             lock(&self.jobs).remove(&id);
             self.dead.store(true, Ordering::SeqCst);
@@ -347,17 +361,7 @@ impl Job {
     /// Starts `spec` (program, cwd, environment, timeout, output cap, kill grace, linger) as a
     /// job; stdin is /dev/null. Err when it cannot be started.
     pub fn start(spec: &Spec) -> io::Result<Job> {
-        let argv: Vec<OsString> = match &spec.program {
-            Program::Shell(script) => vec![
-                super::shell_path().as_os_str().to_owned(),
-                "-c".into(),
-                script.into(),
-            ],
-            Program::Exec(argv) => argv.iter().map(OsString::from).collect(),
-        };
-        if argv.is_empty() {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty command"));
-        }
+        let argv = argv_of(spec)?;
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
             changed: Condvar::new(),
@@ -491,14 +495,16 @@ impl Drop for Job {
     }
 }
 
-/// Starts `argv` under the job server (started now if need be, again if it died).
-fn start_served(
+/// Asks the job server (started now if need be, again if it died) to start `argv` as `spec`
+/// says, with `fds` as its stdout, stderr and (optionally) stdin; its reports go to `tx`.
+fn request_spawn(
     exe: &PathBuf,
     argv: &[OsString],
     spec: &Spec,
-    shared: &Arc<Shared>,
+    fds: &[std::os::fd::RawFd],
     tx: &Sender<Ev>,
-) -> io::Result<()> {
+    err: Option<&Arc<Mutex<Capped>>>,
+) -> io::Result<(Arc<Server>, u64)> {
     // The request's fields end with NUL: one inside a field would shift the fields after it
     // (the rest of a script read as the directory, the directory as a variable). Refused, as
     // `Command` refuses it.
@@ -525,22 +531,40 @@ fn start_served(
             format!("{} is not a directory", spec.cwd.display()),
         ));
     }
-    let (out_r, out_w) = io::pipe()?;
-    let (err_r, err_w) = io::pipe()?;
     let mut retried = false;
-    let (server, id) = loop {
+    loop {
         let server = Server::get(exe)?;
         let watcher = Watcher {
             tx: tx.clone(),
-            err: shared.err.clone(),
+            err: err.cloned(),
         };
-        match server.spawn(argv, &spec, [out_w.as_raw_fd(), err_w.as_raw_fd()], watcher) {
-            Ok(id) => break (server, id),
+        match server.spawn(argv, &spec, fds, watcher) {
+            Ok(id) => return Ok((server, id)),
             // The server died since the last job: once more with a new one.
             Err(_) if !retried => retried = true,
             Err(e) => return Err(e),
         }
-    };
+    }
+}
+
+/// Starts `argv` under the job server.
+fn start_served(
+    exe: &PathBuf,
+    argv: &[OsString],
+    spec: &Spec,
+    shared: &Arc<Shared>,
+    tx: &Sender<Ev>,
+) -> io::Result<()> {
+    let (out_r, out_w) = io::pipe()?;
+    let (err_r, err_w) = io::pipe()?;
+    let (server, id) = request_spawn(
+        exe,
+        argv,
+        spec,
+        &[out_w.as_raw_fd(), err_w.as_raw_fd()],
+        tx,
+        Some(&shared.err),
+    )?;
     // The write ends now live only in the command.
     drop((out_w, err_w));
     // Before the monitor starts, so before anything can mark the job gone.
@@ -549,6 +573,78 @@ fn start_served(
         + spawn_reader(err_r, shared.err.clone(), false, tx.clone()) as usize;
     lock(&shared.state).open_pipes = pipes;
     Ok(())
+}
+
+/// A child the job server started for `proc` (`run`, `spawn_piped`): its whole tree dies with crush,
+/// however crush ends, as a job's does (crush(1) SECURITY, Children).
+pub(super) struct Served {
+    server: Arc<Server>,
+    id: u64,
+    /// The command's pid, which is its group's id.
+    pub pid: i32,
+    /// The server's reports: `Ev::Status` when the command ended, `Ev::Gone` when nothing of
+    /// its group is left.
+    pub events: Receiver<Ev>,
+}
+
+impl Served {
+    /// Starts `spec` under the job server with `fds` as its stdout, stderr and stdin, and
+    /// waits until it started. None where no job server can run (unit tests) or none could be
+    /// reached (it cannot be started, it died before answering): the caller starts the child
+    /// itself, and reports the child's own errors (a missing directory, a NUL in an argument).
+    pub fn start(spec: &Spec, fds: &[std::os::fd::RawFd]) -> Option<io::Result<Served>> {
+        let exe = server_program()?;
+        let argv = match argv_of(spec) {
+            Ok(a) => a,
+            Err(e) => return Some(Err(e)),
+        };
+        let (tx, events) = crossbeam_channel::unbounded::<Ev>();
+        let (server, id) = request_spawn(&exe, &argv, spec, fds, &tx, None).ok()?;
+        drop(tx);
+        // Started or not, the server says so at once.
+        match events.recv_timeout(Duration::from_secs(10)) {
+            Ok(Ev::Started(pid)) => Some(Ok(Served {
+                server,
+                id,
+                pid,
+                events,
+            })),
+            Ok(Ev::Failed(message)) => {
+                let prefix = format!("cannot run {}: ", argv[0].to_string_lossy());
+                let why = message.strip_prefix(&prefix).unwrap_or(&message);
+                let kind = if why.contains("(os error 2)") {
+                    io::ErrorKind::NotFound
+                } else {
+                    io::ErrorKind::Other
+                };
+                Some(Err(io::Error::new(kind, why.to_string())))
+            }
+            // The server died with whatever it started.
+            Err(RecvTimeoutError::Disconnected) => None,
+            _ => Some(Err(io::Error::other("the job server did not start it"))),
+        }
+    }
+
+    /// Signals the child's group, while some of it is left.
+    pub fn signal(&self, sig: i32) {
+        self.server.signal(self.id, sig);
+    }
+}
+
+/// The argument vector `spec` runs.
+fn argv_of(spec: &Spec) -> io::Result<Vec<OsString>> {
+    let argv: Vec<OsString> = match &spec.program {
+        Program::Shell(script) => vec![
+            super::shell_path().as_os_str().to_owned(),
+            "-c".into(),
+            script.into(),
+        ],
+        Program::Exec(argv) => argv.iter().map(OsString::from).collect(),
+    };
+    if argv.is_empty() {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty command"));
+    }
+    Ok(argv)
 }
 
 /// Starts `argv` as crush's own child, leading a group of its own.
@@ -611,7 +707,7 @@ impl Monitor {
                     .update(|st| st.open_pipes = st.open_pipes.saturating_sub(1)),
                 Ok(Ev::Status(exit)) => self.exited(Some(exit)),
                 Ok(Ev::Gone | Ev::Exited) => self.gone(),
-                Ok(Ev::Chunk(_)) => {}
+                Ok(Ev::Chunk(_) | Ev::Started(_) | Ev::Failed(_)) => {}
                 Err(RecvTimeoutError::Timeout) => {
                     if exited {
                         continue;

@@ -122,8 +122,18 @@ const ARGUMENT_BLOCKERS: &[(&str, &[&str], &[&str])] = &[
     ("npm", &["install"], &["-g", "--global"]),
     ("npm", &["i"], &["-g", "--global"]),
     ("npm", &["add"], &["-g", "--global"]),
-    ("pip", &["install"], &["--user"]),
-    ("pip3", &["install"], &["--user"]),
+    // Python packages: an install runs the package's build code, whatever the target.
+    ("pip", &["install"], &[]),
+    ("pipx", &["install"], &[]),
+    ("pipx", &["run"], &[]),
+    ("pipenv", &["install"], &[]),
+    ("poetry", &["add"], &[]),
+    ("uv", &["add"], &[]),
+    ("uv", &["pip", "install"], &[]),
+    ("uv", &["tool", "install"], &[]),
+    ("uv", &["tool", "run"], &[]),
+    ("uvx", &[], &[]),
+    ("conda", &["install"], &[]),
     ("pnpm", &["add"], &["-g", "--global"]),
     ("pnpm", &["install"], &["-g", "--global"]),
     ("yarn", &["global", "add"], &[]),
@@ -176,18 +186,61 @@ enum Stop {
 struct Parser {
     chars: Vec<char>,
     i: usize,
-    out: Vec<Vec<String>>,
-    /// Here-document delimiters waiting for the end of the current line: (delimiter, strip tabs).
-    heredocs: Vec<(String, bool)>,
+    out: Vec<Simple>,
+    /// Here-document delimiters waiting for the end of the current line: (delimiter, strip
+    /// tabs, quoted, the slot of `bodies` its body goes to).
+    heredocs: Vec<(String, bool, bool, usize)>,
+    /// Here-document bodies, and whether the shell expands what they hold (unquoted delimiter).
+    bodies: Vec<(String, bool)>,
+    /// The line has a pipe somewhere.
+    piped: bool,
+}
+
+/// Where a simple command's standard input comes from, as far as the line says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Input {
+    /// Whatever the enclosing command list reads (the bash tool's: /dev/null).
+    Inherited,
+    /// The output of the command before it in a pipeline.
+    Pipe,
+    /// A file named by a `<` redirection.
+    File,
+    /// A here-string or here-document with this literal text.
+    Text(String),
+    /// Here-document number N of the parser's `bodies` (resolved by `commands`).
+    Heredoc(usize),
+    /// Text only known when the line runs: an expanding here-string or here-document, a
+    /// process substitution.
+    Opaque,
+}
+
+/// One simple command of a line.
+#[derive(Clone, Debug)]
+struct Simple {
+    words: Vec<String>,
+    /// Per word: it holds a live expansion (`$`, a substitution, backquotes outside single
+    /// quotes), so its value is not what the line says.
+    live: Vec<bool>,
+    stdin: Input,
+    /// A process substitution (`<(..)`) is among its arguments.
+    opaque_arg: bool,
 }
 
 #[derive(Default)]
 struct Cmd {
     words: Vec<String>,
+    live: Vec<bool>,
     word: String,
     in_word: bool,
+    /// The word being read holds a live expansion, a quote.
+    word_live: bool,
+    word_quoted: bool,
     skip_next: bool,
     heredoc_next: Option<bool>,
+    /// The next word is the target of `<` (`Some(false)`) or a here-string (`Some(true)`).
+    input_next: Option<bool>,
+    stdin: Option<Input>,
+    opaque_arg: bool,
 }
 
 impl Parser {
@@ -198,30 +251,51 @@ impl Parser {
     fn finish_word(&mut self, c: &mut Cmd) {
         if c.in_word {
             let w = std::mem::take(&mut c.word);
+            let (live, quoted) = (c.word_live, c.word_quoted);
             if let Some(strip) = c.heredoc_next.take() {
-                self.heredocs.push((w.clone(), strip));
+                self.bodies.push((String::new(), !quoted));
+                self.heredocs
+                    .push((w, strip, quoted, self.bodies.len() - 1));
+                c.stdin = Some(Input::Heredoc(self.bodies.len() - 1));
                 c.skip_next = false;
+            } else if let Some(here_string) = c.input_next.take() {
+                c.stdin = Some(match (here_string, live) {
+                    (true, false) => Input::Text(w),
+                    (true, true) => Input::Opaque,
+                    (false, _) => Input::File,
+                });
             } else if c.skip_next {
                 c.skip_next = false;
             } else {
                 c.words.push(w);
+                c.live.push(live);
             }
             c.in_word = false;
         }
+        c.word_live = false;
+        c.word_quoted = false;
     }
 
     fn finish_cmd(&mut self, c: &mut Cmd) {
         self.finish_word(c);
         if !c.words.is_empty() {
-            self.out.push(std::mem::take(&mut c.words));
+            self.out.push(Simple {
+                words: std::mem::take(&mut c.words),
+                live: std::mem::take(&mut c.live),
+                stdin: c.stdin.take().unwrap_or(Input::Inherited),
+                opaque_arg: std::mem::take(&mut c.opaque_arg),
+            });
         }
+        // An empty command (`a | (sh)`, `a | { sh; }`) passes its input on to the next.
         c.skip_next = false;
         c.heredoc_next = None;
+        c.input_next = None;
     }
 
     /// Skips pending here-document bodies (called right after a newline).
     fn skip_heredocs(&mut self) {
-        for (delim, strip) in std::mem::take(&mut self.heredocs) {
+        for (delim, strip, _, slot) in std::mem::take(&mut self.heredocs) {
+            let mut body = String::new();
             loop {
                 if self.i >= self.chars.len() {
                     return;
@@ -242,7 +316,10 @@ impl Parser {
                 if line == delim {
                     break;
                 }
+                body.push_str(line);
+                body.push('\n');
             }
+            self.bodies[slot].0 = body;
         }
     }
 
@@ -263,13 +340,19 @@ impl Parser {
                     }
                 }
                 '`' => {
+                    c.word_live = true;
                     c.word.push(SUBSTITUTION);
                     self.parse_seq(Stop::Backquote);
                 }
                 '$' if self.peek() == Some('(') => {
                     self.i += 1;
+                    c.word_live = true;
                     c.word.push(SUBSTITUTION);
                     self.parse_seq(Stop::Paren);
+                }
+                '$' => {
+                    c.word_live = true;
+                    c.word.push(ch);
                 }
                 _ => c.word.push(ch),
             }
@@ -286,12 +369,14 @@ impl Parser {
                     Some(n) => {
                         self.i += 1;
                         c.in_word = true;
+                        c.word_quoted = true;
                         c.word.push(n);
                     }
                     None => {}
                 },
                 '\'' => {
                     c.in_word = true;
+                    c.word_quoted = true;
                     while let Some(n) = self.peek() {
                         self.i += 1;
                         if n == '\'' {
@@ -302,6 +387,7 @@ impl Parser {
                 }
                 '"' => {
                     c.in_word = true;
+                    c.word_quoted = true;
                     self.parse_dquote(&mut c);
                 }
                 '`' => {
@@ -310,12 +396,14 @@ impl Parser {
                         return;
                     }
                     c.in_word = true;
+                    c.word_live = true;
                     c.word.push(SUBSTITUTION);
                     self.parse_seq(Stop::Backquote);
                 }
                 '$' if self.peek() == Some('(') => {
                     self.i += 1;
                     c.in_word = true;
+                    c.word_live = true;
                     c.word.push(SUBSTITUTION);
                     self.parse_seq(Stop::Paren);
                 }
@@ -323,7 +411,21 @@ impl Parser {
                     self.finish_cmd(&mut c);
                     self.skip_heredocs();
                 }
-                ';' | '|' => self.finish_cmd(&mut c),
+                '|' => {
+                    if self.peek() == Some('|') {
+                        self.i += 1;
+                        self.finish_cmd(&mut c);
+                    } else {
+                        // `|` and `|&`: the next command reads this one's output.
+                        if self.peek() == Some('&') {
+                            self.i += 1;
+                        }
+                        self.finish_cmd(&mut c);
+                        self.piped = true;
+                        c.stdin = Some(Input::Pipe);
+                    }
+                }
+                ';' => self.finish_cmd(&mut c),
                 '&' => {
                     if self.peek() == Some('>') {
                         // &> / &>> redirection
@@ -353,9 +455,15 @@ impl Parser {
                         self.finish_word(&mut c);
                     }
                     if self.peek() == Some('(') {
-                        // process substitution <( .. ) / >( .. )
+                        // process substitution <( .. ) / >( .. ): a redirection's target or
+                        // an argument
                         self.i += 1;
                         self.parse_seq(Stop::Paren);
+                        if c.input_next.take().is_some() {
+                            c.stdin = Some(Input::Opaque);
+                        } else if !std::mem::take(&mut c.skip_next) {
+                            c.opaque_arg = true;
+                        }
                         continue;
                     }
                     let mut op = String::from(ch);
@@ -363,10 +471,14 @@ impl Parser {
                         op.push(n);
                         self.i += 1;
                     }
-                    if op.starts_with("<<") && !op.starts_with("<<<") {
+                    if op.starts_with("<<<") {
+                        c.input_next = Some(true);
+                    } else if op.starts_with("<<") {
                         c.heredoc_next = Some(op.ends_with('-'));
                     } else if op.ends_with('&') && self.peek().is_some_and(|d| d == '-') {
                         self.i += 1; // >&- closes a descriptor
+                    } else if op == "<" {
+                        c.input_next = Some(false);
                     } else {
                         c.skip_next = true;
                     }
@@ -382,6 +494,7 @@ impl Parser {
                 ' ' | '\t' | '\r' => self.finish_word(&mut c),
                 _ => {
                     c.in_word = true;
+                    c.word_live |= ch == '$';
                     c.word.push(ch);
                 }
             }
@@ -394,14 +507,33 @@ impl Parser {
 /// substitutions and subshells are listed too, and a word holding a substitution holds
 /// `SUBSTITUTION` in its place. Redirection targets are dropped.
 pub fn simple_commands(line: &str) -> Vec<Vec<String>> {
+    commands(line).0.into_iter().map(|c| c.words).collect()
+}
+
+/// The simple commands of a line, with where each reads its input (here-documents resolved),
+/// and whether the line has a pipe.
+fn commands(line: &str) -> (Vec<Simple>, bool) {
     let mut p = Parser {
         chars: line.chars().collect(),
         i: 0,
         out: Vec::new(),
         heredocs: Vec::new(),
+        bodies: Vec::new(),
+        piped: false,
     };
     p.parse_seq(Stop::End);
-    p.out
+    let mut out = p.out;
+    for c in &mut out {
+        if let Input::Heredoc(slot) = c.stdin {
+            let (body, expands) = p.bodies.get(slot).cloned().unwrap_or_default();
+            c.stdin = if expands && body.contains(['$', '`', '\\']) {
+                Input::Opaque
+            } else {
+                Input::Text(body)
+            };
+        }
+    }
+    (out, p.piped)
 }
 
 // ------------------------------------------------------------------------------------------
@@ -518,10 +650,98 @@ fn blocked_by_arguments(cmd: &str, args: &[String]) -> bool {
     })
 }
 
-fn check_words(words: &[String], depth: usize) -> Result<(), String> {
+/// Shells: each runs a script given with `-c`, named by its first operand, or read from its
+/// standard input.
+const SHELLS: &[&str] = &[
+    "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "rbash", "fish",
+];
+
+/// Operands that name a shell's own standard input as its script.
+const STDIN_NAMES: &[&str] = &["-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"];
+
+/// Where a shell (`words[0]`) takes its script from.
+enum Script<'a> {
+    /// `-c SCRIPT`: the word, and whether it holds a live expansion.
+    Inline(&'a str, bool),
+    /// `-c` without a script on the line (`xargs sh -c` gets it from its input).
+    Missing,
+    /// A file named by its first operand.
+    File,
+    /// Its standard input.
+    Stdin,
+}
+
+fn shell_script<'a>(words: &'a [String], live: &[bool]) -> Script<'a> {
+    let mut command = false;
+    let mut stdin = false;
+    let mut j = 1;
+    while let Some(w) = words.get(j) {
+        let w = w.as_str();
+        if w == "--" {
+            j += 1;
+            break;
+        }
+        if let Some(script) = w.strip_prefix("--command=") {
+            return Script::Inline(script, live[j]);
+        }
+        if w == "--command" {
+            command = true;
+        } else if matches!(w, "-o" | "+o" | "-O" | "+O" | "--rcfile" | "--init-file") {
+            // options with a value
+            j += 1;
+        } else if w.len() > 1 && (w.starts_with('-') || w.starts_with('+')) && !w.starts_with("--")
+        {
+            command |= w.contains('c');
+            stdin |= w.contains('s');
+        } else if !w.starts_with("--") {
+            break;
+        }
+        j += 1;
+    }
+    match words.get(j) {
+        Some(script) if command => Script::Inline(script, live[j]),
+        _ if command => Script::Missing,
+        Some(op) if !stdin && !STDIN_NAMES.contains(&op.as_str()) => Script::File,
+        _ => Script::Stdin,
+    }
+}
+
+/// A shell, `source` or `.` that reads its script from `stdin`: the text is checked when the
+/// line spells it out (a here-string or here-document that expands nothing); a script that
+/// comes from a pipe or an expansion is refused, as no check can see it (crush(1) SECURITY, The
+/// banned list).
+fn check_stdin_script(words: &[String], stdin: &Input, depth: usize) -> Result<(), String> {
+    match stdin {
+        Input::Inherited | Input::File => Ok(()),
+        Input::Text(text) => check_command(text, depth + 1, &Input::Inherited),
+        Input::Pipe | Input::Opaque | Input::Heredoc(_) => Err(format!(
+            "{}: the shell reads its script from a pipe or an expansion, which no check can see; write the commands themselves",
+            refuse(words)
+        )),
+    }
+}
+
+fn built_script(words: &[String]) -> String {
+    format!(
+        "{}: the script is built from an expansion; write it literally (in single quotes)",
+        refuse(words)
+    )
+}
+
+/// `pip3.12` is `pip3`, `pip3` is `pip`: the names of the argument blockers.
+fn blocker_name(cmd: &str) -> &str {
+    match cmd.strip_prefix("pip") {
+        Some(v) if v.chars().all(|c| c.is_ascii_digit() || c == '.') => "pip",
+        _ => cmd,
+    }
+}
+
+fn check_words(c: &Simple, stdin: &Input, depth: usize) -> Result<(), String> {
     if depth > 8 {
         return Ok(());
     }
+    let (words, live) = (c.words.as_slice(), c.live.as_slice());
+    let mut stdin = stdin.clone();
     let mut i = 0;
     while i < words.len() {
         let w = words[i].as_str();
@@ -544,7 +764,7 @@ fn check_words(words: &[String], depth: usize) -> Result<(), String> {
                 refuse(&words[i..])
             ));
         }
-        if BANNED_COMMANDS.contains(&cmd) || blocked_by_arguments(cmd, rest) {
+        if BANNED_COMMANDS.contains(&cmd) || blocked_by_arguments(blocker_name(cmd), rest) {
             return Err(refuse(&words[i..]));
         }
         match cmd {
@@ -554,11 +774,17 @@ fn check_words(words: &[String], depth: usize) -> Result<(), String> {
                     let a = words[j].as_str();
                     if a == "-S" || a == "--split-string" {
                         if let Some(script) = words.get(j + 1) {
-                            return check_command(script, depth + 1);
+                            if live[j + 1] {
+                                return Err(built_script(&words[i..]));
+                            }
+                            return check_command(script, depth + 1, &stdin);
                         }
                         return Ok(());
                     } else if let Some(script) = a.strip_prefix("--split-string=") {
-                        return check_command(script, depth + 1);
+                        if live[j] {
+                            return Err(built_script(&words[i..]));
+                        }
+                        return check_command(script, depth + 1, &stdin);
                     } else if matches!(a, "-u" | "--unset" | "-C" | "--chdir") {
                         j += 2;
                     } else if a.starts_with('-') || is_assignment(a) {
@@ -569,7 +795,7 @@ fn check_words(words: &[String], depth: usize) -> Result<(), String> {
                 }
                 i = j;
             }
-            "nohup" | "builtin" | "setsid" => i += 1,
+            "nohup" | "builtin" | "setsid" | "busybox" => i += 1,
             "command" => i = skip_opts(words, i + 1, &[]),
             "exec" => i = skip_opts(words, i + 1, &["-a"]),
             "time" => i = skip_opts(words, i + 1, &[]),
@@ -580,31 +806,83 @@ fn check_words(words: &[String], depth: usize) -> Result<(), String> {
                 i = skip_opts(words, i + 1, &["-s", "-k", "--signal", "--kill-after"]) + 1;
             }
             "xargs" => {
-                i = skip_opts(
+                let j = skip_opts(
                     words,
                     i + 1,
                     &["-I", "-n", "-P", "-L", "-d", "-E", "-s", "-a", "-e", "-l"],
                 );
+                // The replacement string of -I / -i / --replace: where the input goes.
+                let mut repl = None;
+                for k in i + 1..j.min(words.len()) {
+                    let a = words[k].as_str();
+                    if a == "-I" {
+                        repl = words.get(k + 1).map(String::as_str);
+                    } else if let Some(r) = a.strip_prefix("-I").filter(|r| !r.is_empty()) {
+                        repl = Some(r);
+                    } else if a == "-i" || a == "--replace" {
+                        repl = Some("{}");
+                    } else if let Some(r) = a
+                        .strip_prefix("-i")
+                        .or_else(|| a.strip_prefix("--replace="))
+                        .filter(|r| !r.is_empty())
+                    {
+                        repl = Some(r);
+                    }
+                }
+                if let (Some(r), Some(name)) = (repl.filter(|r| !r.is_empty()), words.get(j)) {
+                    let runs_input = basename(name).contains(r)
+                        || ((SHELLS.contains(&basename(name))
+                            || matches!(basename(name), "eval" | "source" | "."))
+                            && words[j..].iter().any(|w| w.contains(r)));
+                    if runs_input {
+                        return Err(format!(
+                            "{}: the command is built from xargs's input, which no check can see",
+                            refuse(&words[i..])
+                        ));
+                    }
+                }
+                // xargs runs its command with stdin from /dev/null.
+                stdin = Input::Inherited;
+                i = j;
             }
             "watch" => {
                 let j = skip_opts(words, i + 1, &["-n", "-d", "--interval"]);
-                return check_command(&words[j.min(words.len())..].join(" "), depth + 1);
-            }
-            "eval" => return check_command(&rest.join(" "), depth + 1),
-            "sh" | "bash" | "dash" | "zsh" | "ksh" | "ash" | "fish" => {
-                // sh -c SCRIPT / bash -lc SCRIPT
-                let mut j = i + 1;
-                while j < words.len() && words[j].starts_with('-') {
-                    let flag = &words[j];
-                    if !flag.starts_with("--")
-                        && flag.contains('c')
-                        && let Some(script) = words.get(j + 1)
-                    {
-                        return check_command(script, depth + 1);
-                    }
-                    j += 1;
+                if live[j.min(words.len())..].contains(&true) {
+                    return Err(built_script(&words[i..]));
                 }
-                return Ok(());
+                return check_command(&words[j.min(words.len())..].join(" "), depth + 1, &stdin);
+            }
+            "eval" => {
+                if live[i + 1..].contains(&true) {
+                    return Err(built_script(&words[i..]));
+                }
+                return check_command(&rest.join(" "), depth + 1, &stdin);
+            }
+            "source" | "." => {
+                return match rest.first() {
+                    Some(op) if !STDIN_NAMES.contains(&op.as_str()) => Ok(()),
+                    None if c.opaque_arg => Err(format!(
+                        "{}: the script is a process substitution, which no check can see",
+                        refuse(&words[i..])
+                    )),
+                    _ => check_stdin_script(&words[i..], &stdin, depth),
+                };
+            }
+            _ if SHELLS.contains(&cmd) => {
+                return match shell_script(&words[i..], &live[i..]) {
+                    Script::Inline(_, true) => Err(built_script(&words[i..])),
+                    Script::Inline(script, false) => check_command(script, depth + 1, &stdin),
+                    Script::Missing => Err(format!(
+                        "{}: the script of -c is not on the line",
+                        refuse(&words[i..])
+                    )),
+                    Script::File => Ok(()),
+                    Script::Stdin if c.opaque_arg => Err(format!(
+                        "{}: the script is a process substitution, which no check can see",
+                        refuse(&words[i..])
+                    )),
+                    Script::Stdin => check_stdin_script(&words[i..], &stdin, depth),
+                };
             }
             "find" => {
                 let mut j = i + 1;
@@ -615,15 +893,41 @@ fn check_words(words: &[String], depth: usize) -> Result<(), String> {
                         while end < words.len() && words[end] != ";" && words[end] != "+" {
                             end += 1;
                         }
-                        check_words(&words[start..end], depth + 1)?;
+                        let sub = Simple {
+                            words: words[start..end].to_vec(),
+                            live: live[start..end].to_vec(),
+                            stdin: Input::Inherited,
+                            opaque_arg: c.opaque_arg,
+                        };
+                        check_words(&sub, &stdin, depth + 1)?;
                         j = end;
                     }
                     j += 1;
                 }
                 return Ok(());
             }
-            _ if cmd.starts_with("python") && rest.first().is_some_and(|a| a == "-m") => {
-                i += 2;
+            _ if cmd.starts_with("python") => {
+                // python [options] -m MODULE ...: the module is the command (`python -m pip`).
+                let mut j = i + 1;
+                loop {
+                    let Some(a) = words.get(j).map(String::as_str) else {
+                        return Ok(());
+                    };
+                    if a == "-m" {
+                        i = j + 1;
+                        break;
+                    }
+                    if let Some(module) = a.strip_prefix("-m") {
+                        if blocked_by_arguments(blocker_name(module), &words[j + 1..]) {
+                            return Err(refuse(&words[i..]));
+                        }
+                        return Ok(());
+                    }
+                    if !a.starts_with('-') || a == "-c" || a == "-" {
+                        return Ok(());
+                    }
+                    j += if matches!(a, "-X" | "-W") { 2 } else { 1 };
+                }
             }
             _ => return Ok(()),
         }
@@ -631,9 +935,17 @@ fn check_words(words: &[String], depth: usize) -> Result<(), String> {
     Ok(())
 }
 
-fn check_command(command: &str, depth: usize) -> Result<(), String> {
-    for words in simple_commands(command) {
-        check_words(&words, depth)?;
+/// Checks every simple command of `command`, whose commands read `inherited` unless the line
+/// says otherwise; on a line with a pipe, anything may read it (`a | while ..; do sh; done`).
+fn check_command(command: &str, depth: usize, inherited: &Input) -> Result<(), String> {
+    let (cmds, piped) = commands(command);
+    for c in &cmds {
+        let stdin = match &c.stdin {
+            Input::Inherited if piped => Input::Pipe,
+            Input::Inherited => inherited.clone(),
+            other => other.clone(),
+        };
+        check_words(c, &stdin, depth)?;
     }
     Ok(())
 }
@@ -641,7 +953,7 @@ fn check_command(command: &str, depth: usize) -> Result<(), String> {
 /// Err("command is not allowed for security reasons: ...") when any simple command of the line
 /// is banned or hits an argument blocker.
 pub fn check_banned(command: &str) -> Result<(), String> {
-    check_command(command, 0)
+    check_command(command, 0, &Input::Inherited)
 }
 
 // ------------------------------------------------------------------------------------------
@@ -965,6 +1277,39 @@ fn paths_inside(args: &[String], place: Place) -> bool {
     true
 }
 
+/// Long options of `ls` and `du` that follow symbolic links (with their abbreviations).
+const FOLLOWING_LINKS: &[&str] = &[
+    "--dereference",
+    "--dereference-args",
+    "--dereference-command-line",
+    "--dereference-command-line-symlink-to-dir",
+];
+
+/// Whether `ls` or `du` is told to follow symbolic links (`ls -L`, `-H`, `--dereference`,
+/// `du -L`, `-H`, `-D`, `--dereference-args`, bundled or abbreviated): a link inside the
+/// project may point anywhere, and the listing would go there (crush(1) PERMISSIONS).
+fn follows_links(cmd: &str, args: &[String]) -> bool {
+    let short: &[char] = match cmd {
+        "ls" => &['L', 'H'],
+        "du" => &['L', 'H', 'D'],
+        _ => return false,
+    };
+    for a in args {
+        if a == "--" {
+            break;
+        }
+        if a.starts_with("--") {
+            let name = a.split_once('=').map_or(a.as_str(), |(n, _)| n);
+            if name.len() > 2 && FOLLOWING_LINKS.iter().any(|f| f.starts_with(name)) {
+                return true;
+            }
+        } else if a.len() > 1 && a.starts_with('-') && a[1..].contains(short) {
+            return true;
+        }
+    }
+    false
+}
+
 fn safe_words(words: &[String], place: Place) -> bool {
     let Some(first) = words.first() else {
         return false;
@@ -993,7 +1338,7 @@ fn safe_words(words: &[String], place: Place) -> bool {
         }
         c => SAFE_COMMANDS.contains(&c),
     };
-    if !safe {
+    if !safe || follows_links(first, rest) {
         return false;
     }
     if PATH_COMMANDS.contains(&first.as_str()) {
@@ -1145,10 +1490,14 @@ impl Tool for Bash {
              - Banned for security (refused, also inside pipelines, substitutions, sh -c and wrappers \
              like env/nohup/xargs): network tools ({}), sudo/su/doas, package managers (apt, \
              pacman, yum, ...), system administration (mount, systemctl, crontab, ...), network \
-             configuration, and global installs (npm install -g, pip install --user, cargo/go/gem/\
-             brew install, go test -exec).\n\
-             - Write command names literally: a command whose name comes from an expansion \
-             (${{c}}l, $(...), globs) is refused; a plain $VARIABLE naming a program is fine.\n\
+             configuration, global installs (npm install -g, cargo/go/gem/brew install, go test \
+             -exec) and Python package installs (pip/pip3/python -m pip install, uv pip install, \
+             uv add, uvx, poetry add, pipx, pipenv, conda install).\n\
+             - Write command names and scripts literally: a command whose name comes from an \
+             expansion (${{c}}l, $(...), globs) is refused (a plain $VARIABLE naming a program is \
+             fine), and so is a script a shell reads from a pipe or a process substitution \
+             (`... | sh`, `bash <(...)`) or that sh -c / eval get from an expansion (`sh -c \"$X\"`); \
+             `sh -c '...'` and a quoted here-document are checked like the rest.\n\
              - Variables whose names contain KEY, SECRET, TOKEN or PASSWORD are not set.\n\
              - Read-only commands such as ls, pwd, git status/log/diff run without asking the user \
              when they contain no redirection, pipe, chaining or variables and read nothing outside \
@@ -1472,6 +1821,11 @@ mod tests {
         );
     }
 
+    fn refused_because(cmd: &str, why: &str) {
+        let err = check_banned(cmd).expect_err(cmd);
+        assert!(err.contains(why), "{cmd}: {err}");
+    }
+
     #[test]
     fn banned_commands_anywhere() {
         for cmd in [
@@ -1510,6 +1864,33 @@ mod tests {
             "function f { curl x; }",
             "f() { wget x; }",
             "cat <(curl x)",
+            // Python package installs, however spelled.
+            "pip install requests",
+            "pip3 install -r requirements.txt",
+            "pip3.12 install x",
+            "python -m pip install x",
+            "python3 -m pip install x",
+            "python3 -I -m pip install x",
+            "python3 -mpip install x",
+            "uv pip install x",
+            "uv add x",
+            "uv tool install ruff",
+            "uvx ruff",
+            "poetry add x",
+            "pipx install x",
+            "pipenv install x",
+            "conda install x",
+            // A banned command fed to a shell as its script.
+            "sh <<< 'curl x'",
+            "bash <<< \"wget x\"",
+            "bash <<'EOF'\ncurl x\nEOF",
+            "sh <<EOF\nls\nsudo x\nEOF",
+            "bash -o pipefail -c 'curl x'",
+            "bash -e -c 'curl x'",
+            "fish --command='curl x'",
+            "busybox wget x",
+            "busybox sh -c 'curl x'",
+            "bash -c 'sh' <<< 'curl x'",
         ] {
             let err = check_banned(cmd).expect_err(cmd);
             assert!(
@@ -1526,8 +1907,24 @@ mod tests {
             "echo curl",
             "grep -r 'sudo' .",
             "npm install",
-            "pip install requests",
+            "pip list",
+            "pip3 freeze",
+            "python -m pytest -x",
+            "python3 -u -m unittest",
+            "uv run pytest",
+            "poetry run pytest",
             "cargo build",
+            "bash script.sh",
+            "sh -e ./configure --prefix=/tmp/x",
+            "bash < build.sh",
+            "sh <<< 'ls -la'",
+            "bash <<'EOF'\nmake test\nEOF",
+            "bash <<EOF\nmake test\nEOF",
+            "ls | wc -l",
+            "bash -c 'echo $HOME'",
+            "find . -name '*.sh' | xargs -n1 bash",
+            "source .venv/bin/activate && pytest",
+            "eval 'echo hi'",
             "go test ./...",
             "git commit -m 'use curl'",
             "cat <<EOF\nsudo x\nEOF",
@@ -1555,9 +1952,41 @@ mod tests {
             "env $CRUSH_TEST_SURELY_UNSET_VARIABLE x",
             "nohup ${c}l x",
             "sh -c \"$(cat script)\"",
+            "bash -c \"$CMD\"",
+            "bash -c \"echo $X\"",
+            "eval \"$CMD\"",
+            "eval $(echo curl x)",
+            "env -S \"$CMD\"",
         ] {
-            let err = check_banned(cmd).expect_err(cmd);
-            assert!(err.contains("built from an expansion"), "{cmd}: {err}");
+            refused_because(cmd, "built from an expansion");
+        }
+        // A script that comes from a pipe or an expansion: no check can see it.
+        for cmd in [
+            "printf 'curl x' | sh",
+            "echo curl x | bash",
+            "echo Y3VybCB4 | base64 -d | bash -s",
+            "echo ls | bash -",
+            "echo curl x | bash /dev/stdin",
+            "echo curl x | source /dev/stdin",
+            "echo curl x | . /dev/stdin",
+            "echo curl x | (sh)",
+            "echo curl x | { sh; }",
+            "echo curl x | while read -r l; do sh; done",
+            "echo curl x | bash -c 'bash'",
+            "sh <<< \"$CMD\"",
+            "sh <<EOF\n$CMD\nEOF",
+            "sh < <(echo curl x)",
+            "bash <(echo curl x)",
+            "source <(echo curl x)",
+        ] {
+            refused_because(cmd, "no check can see");
+        }
+        for cmd in [
+            "echo curl | xargs sh -c",
+            "echo curl | xargs -I{} sh -c '{}'",
+            "echo curl | xargs -I % %",
+        ] {
+            assert!(check_banned(cmd).is_err(), "{cmd}");
         }
         // A plain variable naming an existing program or path is a command name like any other.
         if std::env::var_os("HOME").is_some_and(|h| std::path::Path::new(&h).exists()) {
@@ -1578,6 +2007,9 @@ mod tests {
             "git config --get user.name",
             "git branch -a",
             "uname -a",
+            "ls -lhR",
+            "du -sh .",
+            "du -ah --max-depth=1",
         ] {
             assert!(safe(cmd), "{cmd}");
         }
@@ -1608,6 +2040,18 @@ mod tests {
             "nohup rm x",
             "timeout 5 rm x",
             "kill 1",
+            // They follow the links they meet, wherever those point.
+            "ls -RL",
+            "ls -L",
+            "ls -lH .",
+            "ls --dereference -R",
+            "ls --deref -R",
+            "ls --dereference-command-line",
+            "du -aL",
+            "du -sD .",
+            "du -H",
+            "du --dereference-args .",
+            "timeout 5 ls -RL",
         ] {
             assert!(!safe(cmd), "{cmd}");
         }
@@ -1848,7 +2292,7 @@ mod tests {
         let p = |c: &str| Bash.permission(&json!({ "command": c }), &ctx);
         assert_eq!(p("ls -la").unwrap(), None);
         assert_eq!(p("git status").unwrap(), None);
-        for c in ["echo x > f", "ls | sh", "ls; rm x"] {
+        for c in ["echo x > f", "ls | sort", "ls; rm x"] {
             let req = p(c).unwrap().expect(c);
             assert_eq!(req.action, "execute");
             assert_eq!(req.description, c);

@@ -266,3 +266,70 @@ fn what_a_command_moved_to_a_session_of_its_own_dies_with_crush_too() {
     }
     assert!(left.is_empty(), "survived crush: {left:?}");
 }
+
+/// `entry` (an MCP or LSP server entry running this test binary) run through bash, which first
+/// leaves a grandchild in a session of its own (`setsid`) that writes its pid to `pidfile`.
+fn with_setsid_grandchild(
+    mut entry: serde_json::Value,
+    pidfile: &std::path::Path,
+) -> serde_json::Value {
+    let program = entry["command"].clone();
+    entry["command"] = json!("bash");
+    let script = r#"setsid bash -c 'echo $$ > "$0"; exec sleep 300' "$1" </dev/null >/dev/null 2>&1 & exec "$0""#;
+    entry["args"] = json!([
+        "-c",
+        // The configuration expands `$`: `$$` is a literal one.
+        script.replace('$', "$$"),
+        program,
+        pidfile.to_string_lossy(),
+    ]);
+    entry
+}
+
+#[test]
+fn kill_9_of_crush_takes_the_setsid_grandchildren_of_servers_hooks_and_crushrc() {
+    use crate::support::{lsp, mcp};
+    let env = TestEnv::new();
+    let dir = mcp::scratch(&env);
+    let pidfile = |name: &str| dir.join(format!("{name}-grandchild.pid"));
+    let pidfiles = ["mcp", "lsp", "hook", "crushrc"].map(pidfile);
+    // Waits for the grandchild: what a crushrc leaves in its group is killed as it exits.
+    let leave = |pidfile: &std::path::Path| {
+        format!(
+            "setsid bash -c 'echo $$ > {p}; exec sleep 300' </dev/null >/dev/null 2>&1 &
+             until [ -s {p} ]; do sleep 0.01; done",
+            p = pidfile.display()
+        )
+    };
+    std::fs::write(env.config_dir().join("crushrc"), leave(&pidfiles[3]) + "\n").unwrap();
+    env.write_project_file("a.fk", "fn main() {}\n");
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call("view", json!({"file_path": "a.fk"})),
+        Reply::stall(Duration::from_secs(120)),
+    ]);
+    let mut cfg = env.config_for(&server, Dialect::OpenAi);
+    let tool = json!({"name": "echo", "description": "Echo", "action": "echo",
+                      "inputSchema": {"type": "object", "properties": {}}});
+    cfg["mcp"] = json!({"t": with_setsid_grandchild(
+        mcp::stdio_server(&dir, "t", &json!({"tools": [tool]})), &pidfiles[0])});
+    cfg["lsp"] = json!({"fake": with_setsid_grandchild(
+        lsp::entry(&dir, "fake", &json!({})), &pidfiles[1])});
+    cfg["hooks"] = json!({"PreToolUse": [{"command": leave(&pidfiles[2])}]});
+    env.write_config(&cfg);
+    let run = Running::start(&env, &["run", "-q", "-y", "go"], None);
+    run.wait_for("every grandchild", |_| {
+        server.model_requests().len() >= 2
+            && pidfiles
+                .iter()
+                .all(|p| std::fs::read_to_string(p).is_ok_and(|s| s.ends_with('\n')))
+    });
+    let grandchildren = pidfiles.clone().map(|p| pid_in(&p));
+    for pid in grandchildren {
+        assert!(!is_dead(pid), "{pid} should run until crush dies");
+    }
+    run.signal(libc::SIGKILL);
+    run.finish().assert_code(137);
+    for pid in grandchildren {
+        wait_dead(pid);
+    }
+}

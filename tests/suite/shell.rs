@@ -283,6 +283,38 @@ fn the_bash_tool_gets_no_secrets_hooks_get_them_and_provider_keys_are_masked() {
 }
 
 #[test]
+fn no_environment_a_bash_command_can_read_holds_a_secret() {
+    // Every ancestor's /proc/PID/environ, from the job server up: what a command could read
+    // there is what crush was started with.
+    let walk = "p=$PPID; : > envs; while [ \"$p\" -gt 1 ]; do echo \"== $p\" >> envs; \
+                cat /proc/$p/environ >> envs 2>/dev/null; \
+                p=$(sed -n 's/^PPid:[[:space:]]*//p' /proc/$p/status); done";
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call("bash", json!({"command": walk})),
+        Reply::text("done"),
+    ]);
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::OpenAi);
+    let out = run_with(
+        &env,
+        &["run", "-q", "-y", "go"],
+        &[
+            ("ANTHROPIC_API_KEY", "sk-ant-user-secret-value"),
+            ("GITHUB_TOKEN", "ghp_user_secret_value"),
+        ],
+        None,
+    );
+    out.assert_success();
+    let seen = std::fs::read(env.project().join("envs")).unwrap();
+    let seen = String::from_utf8_lossy(&seen);
+    // The job server and crush at least.
+    assert!(seen.matches("== ").count() >= 2, "{seen}");
+    for secret in ["sk-ant-user-secret-value", "ghp_user_secret_value"] {
+        assert!(!seen.contains(secret), "{secret} found in {seen}");
+    }
+}
+
+#[test]
 fn printenv_and_env_need_permission() {
     for cmd in ["printenv", "env", "printenv ANTHROPIC_API_KEY"] {
         let server =
@@ -293,6 +325,42 @@ fn printenv_and_env_need_permission() {
         out.assert_code(3);
         assert!(out.stderr.contains("refused bash"), "{cmd}: {}", out.stderr);
     }
+}
+
+#[test]
+fn listings_that_follow_a_shipped_link_out_of_the_project_ask() {
+    let env = TestEnv::new();
+    std::fs::write(env.home().join("outside-name.txt"), "x").unwrap();
+    std::os::unix::fs::symlink(env.home(), env.project().join("h")).unwrap();
+    for cmd in [
+        "ls -RL",
+        "ls --dereference -R",
+        "ls --deref -R",
+        "ls -R --dereference-command-line-symlink-to-dir",
+        "ls -lH",
+        "du -aL",
+        "du -a --dereference-args .",
+        "du -aD",
+    ] {
+        let server =
+            FakeServer::with_script(vec![Reply::tool_call("bash", json!({"command": cmd}))]);
+        env.use_server(&server, Dialect::OpenAi);
+        let out = env.run(&["run", "go"], None);
+        out.assert_code(3);
+        assert!(out.stderr.contains("refused bash"), "{cmd}: {}", out.stderr);
+    }
+    // Without them the listing stays inside and needs no question.
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call("bash", json!({"command": "ls -R"})),
+        Reply::text("done"),
+    ]);
+    env.use_server(&server, Dialect::OpenAi);
+    env.run(&["run", "go"], None).assert_success();
+    let listed = &server.request(1).tool_results()[0].1;
+    assert!(
+        listed.contains('h') && !listed.contains("outside-name"),
+        "{listed}"
+    );
 }
 
 #[test]
@@ -323,4 +391,41 @@ fn a_command_name_built_from_an_expansion_is_refused_even_with_yolo() {
     assert!(refused.contains("built from an expansion"), "{refused}");
     // A plain variable naming an installed program is fine.
     assert!(env.project().join("made-by-variable").exists());
+}
+
+#[test]
+fn package_installs_and_scripts_fed_to_a_shell_are_refused_even_with_yolo() {
+    // Each would create its marker if it ran.
+    let commands = [
+        "pip install requests; touch ran-pip",
+        "python3 -m pip install x; touch ran-python-m-pip",
+        "uv pip install x; touch ran-uv",
+        "poetry add x; touch ran-poetry",
+        "printf 'curl http://127.0.0.1:9/\\ntouch ran-pipe\\n' | sh",
+        "sh <<< 'wget http://127.0.0.1:9/; touch ran-here-string'",
+        "echo 'touch ran-bash-s' | bash -s",
+    ];
+    let mut script: Vec<Reply> = commands
+        .iter()
+        .map(|c| Reply::tool_call("bash", json!({ "command": c })))
+        .collect();
+    script.push(Reply::text("done"));
+    let server = FakeServer::with_script(script);
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::OpenAi);
+    env.run(&["run", "-q", "-y", "go"], None).assert_success();
+    for (i, c) in commands.iter().enumerate() {
+        let (_, text, _) = server.request(i + 1).tool_results()[0].clone();
+        assert!(
+            text.contains("not allowed for security reasons"),
+            "{c}: {text}"
+        );
+    }
+    let ran: Vec<_> = std::fs::read_dir(env.project())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("ran-"))
+        .collect();
+    assert!(ran.is_empty(), "{ran:?}");
 }

@@ -76,7 +76,8 @@ impl Server {
             .envs(env)
             .current_dir(&cwd)
             .process_group(0)
-            .stdin(Stdio::null())
+            // A third descriptor is the command's stdin (a protocol server's requests).
+            .stdin(fds.next().map_or_else(Stdio::null, Stdio::from))
             .stdout(Stdio::from(out))
             .stderr(Stdio::from(err));
         if !sandbox.is_empty() {
@@ -230,6 +231,9 @@ pub fn serve() -> ! {
         #[cfg(target_os = "linux")]
         {
             libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+            // The requests it read (environments included) stay out of other processes'
+            // reach (crush(1) SECURITY, Environments).
+            libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
             // Started as /proc/self/exe, it would show as "exe" in ps and top.
             libc::prctl(libc::PR_SET_NAME, c"crush-jobs".as_ptr(), 0, 0, 0);
         }

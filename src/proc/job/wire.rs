@@ -1,8 +1,8 @@
 //! The job server's protocol, over the socket crush and its job server share.
 //!
 //! Crush sends requests, each one frame: a 4-byte little-endian length, then that many bytes of
-//! NUL-terminated fields. The descriptors a request passes (a spawn's stdout and stderr) travel
-//! as `SCM_RIGHTS` with the frame's first bytes.
+//! NUL-terminated fields. The descriptors a request passes (a spawn's stdout and stderr, and
+//! its stdin when there is a third) travel as `SCM_RIGHTS` with the frame's first bytes.
 //!
 //! - `spawn ID ARGC ARG... CWD SANDBOXC SANDBOX... NAME=VALUE...`: run ARGV in CWD with exactly
 //!   that environment, confined by the sandbox policy of the SANDBOXC fields when there are any
