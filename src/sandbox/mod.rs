@@ -493,6 +493,10 @@ impl Sandbox {
         unsafe {
             check(libc::unshare(flags))?;
             if let Some(maps) = &self.user {
+                // crush makes itself non-dumpable (crush(1) SECURITY, Environments), which
+                // makes /proc/self root's: the child takes its own files back to write its
+                // maps (the exec that follows would make it dumpable anyway).
+                check(libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0))?;
                 write_file(c"/proc/self/setgroups", b"deny")?;
                 write_file(c"/proc/self/uid_map", &maps.uid_map)?;
                 write_file(c"/proc/self/gid_map", &maps.gid_map)?;
