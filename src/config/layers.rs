@@ -311,20 +311,15 @@ fn track(
     }
 }
 
+/// A configuration file's text (None: it does not exist). Only a regular file (a link to one
+/// included) of at most `fsutil::CONFIG_CAP` bytes is read, never blocking (crush(1) FILES).
 fn read_text(path: &Path) -> Result<Option<String>, ConfigError> {
-    match std::fs::read(path) {
-        Ok(b) => String::from_utf8(b)
+    match crate::fsutil::read_config(path) {
+        Ok(Some(b)) => String::from_utf8(b)
             .map(Some)
             .map_err(|_| ConfigError::File(format!("{}: not UTF-8 text", path.display()))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => Err(ConfigError::File(format!(
-            "{}: is a directory, expected a file",
-            path.display()
-        ))),
-        Err(e) => Err(ConfigError::File(format!(
-            "{}: cannot read: {e}",
-            path.display()
-        ))),
+        Ok(None) => Ok(None),
+        Err(e) => Err(ConfigError::File(crate::fsutil::read_error(path, &e))),
     }
 }
 
@@ -391,9 +386,10 @@ fn read_state(path: &Path, warnings: &mut Vec<String>) -> Value {
 /// A state file and the lines of its keys (for `config show --origin`).
 fn read_state_with_positions(path: &Path, warnings: &mut Vec<String>) -> (Value, Positions) {
     let value = read_state(path, warnings);
-    let pos = std::fs::read_to_string(path)
-        .map(|t| pos::positions(&t))
-        .unwrap_or_default();
+    let pos = match crate::fsutil::read_config(path) {
+        Ok(Some(b)) => pos::positions(&String::from_utf8_lossy(&b)),
+        _ => Positions::new(),
+    };
     (value, pos)
 }
 

@@ -495,15 +495,17 @@ impl ProjectFiles {
 
     /// `\0file REL:SHA256` for each file, for the hash.
     fn digest(&self, files: &[PathBuf]) -> String {
-        use std::io::Read;
         let mut out = String::new();
         for f in files {
             let rel = f.strip_prefix(&self.root).unwrap_or(f).display();
-            let mut bytes = Vec::new();
-            let read = std::fs::File::open(f)
-                .and_then(|h| h.take(MAX_HASHED_FILE).read_to_end(&mut bytes));
+            let read =
+                crate::fsutil::read_regular(f, crate::fsutil::Links::Follow, MAX_HASHED_FILE);
             match read {
-                Ok(n) => out.push_str(&format!("\0file {rel}:{n}:{}", sha256::hex(&bytes))),
+                Ok(bytes) => out.push_str(&format!(
+                    "\0file {rel}:{}:{}",
+                    bytes.len(),
+                    sha256::hex(&bytes)
+                )),
                 Err(e) => out.push_str(&format!("\0file {rel}:unreadable {:?}", e.kind())),
             }
         }
@@ -552,8 +554,9 @@ impl ProjectFiles {
                         }
                         seen.push(f.clone());
                         if depth < MAX_SOURCE_DEPTH
-                            && let Ok(inner) = std::fs::read_to_string(&f)
+                            && let Ok(Some(inner)) = crate::fsutil::read_config(&f)
                         {
+                            let inner = String::from_utf8_lossy(&inner);
                             self.of_crushrc(&inner, &f, dir, seen, hooks, depth + 1);
                         }
                     }

@@ -745,3 +745,67 @@ fn the_model_flag_is_part_of_the_runtime_layer() {
     );
     assert_eq!(server.request_count(), 0);
 }
+
+/// A FIFO at `path` (a cloned repository can link to one, or to `/dev/stdin`).
+fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string naming a path in the test's own temporary directory.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+#[test]
+fn a_projects_files_linked_to_a_device_or_a_fifo_fail_fast_and_name_the_file() {
+    // git stores symbolic links, so a clone can ship any of these as a link: none may be read
+    // without end (/dev/zero) or block the start (a FIFO), .git/config included.
+    let fatal = [
+        "crush.json",
+        ".crush.json",
+        "crushrc",
+        ".crushrc",
+        ".mcp.json",
+        ".claude/settings.json",
+    ];
+    let warned = [".crush/state.json", ".crush/crush.json", ".env"];
+    for target in ["zero", "fifo"] {
+        for rel in fatal.iter().chain(&warned).chain(&[".git/config"]) {
+            let server = if fatal.contains(rel) {
+                FakeServer::start()
+            } else {
+                FakeServer::with_script(vec![Reply::text("ok")])
+            };
+            let env = TestEnv::new();
+            env.use_server(&server, Dialect::OpenAi);
+            let fifo = env.root().join("fifo");
+            mkfifo(&fifo);
+            let link = env.project().join(rel);
+            std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+            let _ = std::fs::remove_file(&link);
+            let to = if target == "zero" {
+                PathBuf::from("/dev/zero")
+            } else {
+                fifo.clone()
+            };
+            std::os::unix::fs::symlink(&to, &link).unwrap();
+            let started = std::time::Instant::now();
+            let out = env.run(&["run", "hi"], None);
+            let took = started.elapsed();
+            assert!(
+                took < std::time::Duration::from_secs(5),
+                "{rel} -> {target}: {took:?}\n{}",
+                out.stderr
+            );
+            let named = out.stderr.contains(&link.display().to_string())
+                && out.stderr.contains("not a regular file");
+            if fatal.contains(rel) {
+                out.assert_code(2);
+                assert!(named, "{rel} -> {target}: {}", out.stderr);
+            } else if warned.contains(rel) {
+                out.assert_success();
+                assert!(named, "{rel} -> {target}: {}", out.stderr);
+            } else {
+                // .git/config: crush's own `git status` is left out, the run goes on.
+                out.assert_success();
+            }
+        }
+    }
+}
