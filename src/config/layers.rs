@@ -656,10 +656,15 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
     );
     // The `.env` sets only what the environment does not have already (as Go Crush).
     let dotenv_vars: Vec<(String, String)> = match &dotenv {
-        Some((_, text)) if review.allowed() => super::dotenv::parse(text, &super::expand::env_var)
-            .into_iter()
-            .filter(|(k, _)| std::env::var_os(k).is_none())
-            .collect(),
+        Some((path, text)) if review.allowed() => {
+            super::dotenv::parse_checked(text, &super::expand::env_var)
+                .map_err(|e| ConfigError::File(format!("{}:{e}", path.display())))?
+                .into_iter()
+                .filter(|(k, _)| {
+                    std::env::var_os(k).is_none() && !location_var(k, path, &mut warnings)
+                })
+                .collect()
+        }
         _ => Vec::new(),
     };
     if !review.allowed() {
@@ -890,6 +895,7 @@ fn data_dir_of(v: &Value, cwd: &Path, project_root: &Path) -> PathBuf {
 /// it, its key path and the type expected: `crush.json:3: options.debug: expected a boolean, got
 /// string "yes"`.
 fn to_config(merged: &Value, origins: &Origins) -> Result<Config, ConfigError> {
+    check_env_maps(merged, origins)?;
     serde_json::from_value::<Config>(merged.clone()).map_err(|e| {
         let (ptr, msg) = culprit(merged).unwrap_or_else(|| (String::new(), e.to_string()));
         let at = origins
@@ -1010,15 +1016,89 @@ fn expand_env_map(
                 })
         };
         let val = super::expand::expand(v, &lookup).map_err(|e| {
-            let at = origins
-                .get(&pos::child("/env", k))
-                .map(|o| o.place())
-                .unwrap_or_else(|| "config".into());
+            let at = place_of(origins, &pos::child("/env", k));
             ConfigError::File(format!("{at}: env.{k}: {e}"))
         })?;
+        if let Some(why) = env_problem(k, &val) {
+            let at = place_of(origins, &pos::child("/env", k));
+            return Err(ConfigError::File(format!("{at}: env.{k}: {why}")));
+        }
         out.push((k.clone(), val));
     }
     Ok(out)
+}
+
+/// Whether `name` is one of crush's location variables, which a `.env` cannot set (crush(1)
+/// CONFIGURATION): they were read before it, and half-moved files are worse than none. Warns.
+fn location_var(name: &str, dotenv: &Path, warnings: &mut Vec<String>) -> bool {
+    let found = paths::LOCATION_VARS.contains(&name);
+    if found {
+        warnings.push(format!(
+            "{}: {name} not set: crush's location variables cannot be set from a .env",
+            dotenv.display()
+        ));
+    }
+    found
+}
+
+/// The file:line (or layer) that set the value at `ptr`.
+fn place_of(origins: &Origins, ptr: &str) -> String {
+    origins
+        .get(ptr)
+        .map(|o| o.place())
+        .unwrap_or_else(|| "config".into())
+}
+
+/// Why `name=value` cannot be put in a process environment (setting it would abort crush or
+/// set another variable): a name must not be empty nor hold `=` or NUL, a value must not hold
+/// NUL (crush(1) CONFIGURATION).
+pub(crate) fn env_problem(name: &str, value: &str) -> Option<&'static str> {
+    if name.is_empty() {
+        Some("an environment variable needs a name")
+    } else if name.contains('=') {
+        Some("an environment variable's name cannot hold '='")
+    } else if name.contains('\0') {
+        Some("an environment variable's name cannot hold a NUL byte")
+    } else if value.contains('\0') {
+        Some("the value holds a NUL byte, which no environment variable can")
+    } else {
+        None
+    }
+}
+
+/// Every map of environment variables (`env`, each `mcp` and `lsp` server's `env`) holds only
+/// what an environment can: else an error naming the file:line that set the variable.
+fn check_env_maps(merged: &Value, origins: &Origins) -> Result<(), ConfigError> {
+    let mut maps: Vec<(String, &Map<String, Value>)> = Vec::new();
+    if let Some(Value::Object(m)) = merged.get("env") {
+        maps.push(("/env".into(), m));
+    }
+    for section in ["mcp", "lsp"] {
+        for (name, server) in merged
+            .get(section)
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(Value::Object(m)) = server.get("env") {
+                let at = pos::child(&pos::child("", section), name);
+                maps.push((format!("{at}/env"), m));
+            }
+        }
+    }
+    for (ptr, m) in maps {
+        for (k, v) in m {
+            if let Some(why) = env_problem(k, v.as_str().unwrap_or("")) {
+                let ptr = pos::child(&ptr, k);
+                return Err(ConfigError::File(format!(
+                    "{}: {}: {why}",
+                    place_of(origins, &ptr),
+                    crate::visible::line(&pos::dotted(&ptr))
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Re-derives the typed configuration from a changed merged value (session-only commands).

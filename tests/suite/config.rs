@@ -809,3 +809,100 @@ fn a_projects_files_linked_to_a_device_or_a_fifo_fail_fast_and_name_the_file() {
         }
     }
 }
+
+#[test]
+fn an_environment_name_or_value_no_process_can_hold_is_a_config_error_with_its_line() {
+    // std::env::set_var aborts on these (exit 134): they must be refused where they are written.
+    let server = FakeServer::start();
+    let env = TestEnv::new();
+    let mut global = env.config_for(&server, Dialect::OpenAi);
+    let cases: [(&str, Value); 4] = [
+        (
+            "env.: an environment variable needs a name",
+            json!({"": "x"}),
+        ),
+        (
+            "env.\"A=B\": an environment variable's name cannot hold '='",
+            json!({"A=B": "x"}),
+        ),
+        ("env.N: the value holds a NUL byte", json!({"N": "a\u{0}b"})),
+        (
+            "env.M: the value holds a NUL byte",
+            json!({"M": "$(printf 'a\\000b')"}),
+        ),
+    ];
+    for (want, map) in cases {
+        global["env"] = map;
+        let text = serde_json::to_string_pretty(&global).unwrap();
+        write(&env.config_dir().join("crush.json"), &text);
+        let line = text.lines().position(|l| l.contains("\"env\"")).unwrap() + 2;
+        let out = env.run(&["run", "hi"], None);
+        out.assert_code(2);
+        let at = format!("{}:{line}: ", env.config_dir().join("crush.json").display());
+        assert!(
+            out.stderr.contains(&format!("{at}{want}")),
+            "{want}: {}",
+            out.stderr
+        );
+    }
+    global.as_object_mut().unwrap().remove("env");
+    global["mcp"] = json!({"s": {"command": "true", "env": {"K=V": "x"}}});
+    write(&env.config_dir().join("crush.json"), &global.to_string());
+    let out = env.run(&["run", "hi"], None);
+    out.assert_code(2);
+    assert!(
+        out.stderr
+            .contains("mcp.s.env.\"K=V\": an environment variable's name cannot hold '='"),
+        "{}",
+        out.stderr
+    );
+    // A trusted .env line holding a NUL byte.
+    global.as_object_mut().unwrap().remove("mcp");
+    write(&env.config_dir().join("crush.json"), &global.to_string());
+    write(&env.project().join(".env"), "A=1\nX=a\0b\n");
+    let out = env.run(&["run", "--trust", "hi"], None);
+    out.assert_code(2);
+    let want = format!(
+        "{}:2: X: the value holds a NUL byte",
+        env.project().join(".env").display()
+    );
+    assert!(out.stderr.contains(&want), "{}", out.stderr);
+}
+
+#[test]
+fn location_variables_from_a_dotenv_or_the_env_map_move_nothing() {
+    // A trusted .env's CRUSH_GLOBAL_DATA used to move projects.json but not state.json.
+    let env = TestEnv::new();
+    let moved = env.root().join("moved");
+    let run = |args: &[&str]| {
+        let server = FakeServer::with_script(vec![Reply::text("ok")]);
+        env.write_config(&env.config_for(&server, Dialect::OpenAi));
+        let mut cmd = env.crush();
+        cmd.env_remove("CRUSH_GLOBAL_DATA").args(args);
+        crate::support::env::run_command(cmd, None, crate::support::env::RUN_TIMEOUT)
+    };
+    write(
+        &env.project().join(".env"),
+        &format!("CRUSH_GLOBAL_DATA={}\nOTHER=1\n", moved.display()),
+    );
+    let out = run(&["run", "--trust", "hi"]);
+    out.assert_success();
+    assert!(
+        out.stderr.contains(
+            "CRUSH_GLOBAL_DATA not set: crush's location variables cannot be set from a .env"
+        ),
+        "{}",
+        out.stderr
+    );
+    let data = env.xdg_data().join("crush");
+    assert!(data.join("projects.json").exists(), "{}", out.stderr);
+    assert!(!moved.exists(), "a file went to {}", moved.display());
+    // The env map of a trusted project is exported, but crush's own files stay where they were.
+    std::fs::remove_file(env.project().join(".env")).unwrap();
+    write(
+        &env.project().join("crush.json"),
+        &json!({"env": {"CRUSH_GLOBAL_DATA": moved, "XDG_DATA_HOME": moved}}).to_string(),
+    );
+    run(&["run", "--trust", "hi"]).assert_success();
+    assert!(!moved.exists(), "a file went to {}", moved.display());
+}
