@@ -15,9 +15,20 @@ pub const LOCATION_VARS: &[&str] = &[
     "XDG_CONFIG_HOME",
     "XDG_DATA_HOME",
     "CLAUDE_CONFIG_DIR",
+    "CRUSH_SKILLS_DIR",
+    "CODEX_HOME",
 ];
 
-/// A location variable as it was at the first look; None when unset or empty.
+/// A location variable (one of [`LOCATION_VARS`]) as it was at the first look; None when unset
+/// or empty.
+pub fn location_var(var: &str) -> Option<PathBuf> {
+    debug_assert!(
+        LOCATION_VARS.contains(&var),
+        "{var} is not a location variable"
+    );
+    env_dir(var)
+}
+
 fn env_dir(var: &str) -> Option<PathBuf> {
     static SEEN: OnceLock<Vec<(&'static str, Option<OsString>)>> = OnceLock::new();
     let seen = SEEN.get_or_init(|| LOCATION_VARS.iter().map(|v| (*v, env::var_os(v))).collect());
@@ -28,7 +39,8 @@ fn env_dir(var: &str) -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
-fn home() -> PathBuf {
+/// `$HOME` as it was at the first look, else `/`.
+pub fn home() -> PathBuf {
     env_dir("HOME").unwrap_or_else(|| PathBuf::from("/"))
 }
 
