@@ -17,6 +17,7 @@ mod docs;
 mod env;
 mod exit;
 mod fsutil;
+mod guard;
 mod hooks;
 mod llm;
 mod log;
@@ -147,7 +148,7 @@ const LAYERS: &[&[&str]] = &[
         "time", "env", "exit", "paths", "sha256", "visible", "fsutil",
     ],
     &["log", "net", "proc"],
-    &["signal", "rcshell"],
+    &["signal", "rcshell", "guard"],
     &["aws"],
     &["llm"],
     &["store", "mcp", "lsp"],

@@ -144,6 +144,8 @@ pub(crate) struct Fold {
     skip_project_hook_adds: bool,
     /// Warnings of the records applied (`file:line: ...`): removals of what is not defined.
     warnings: Vec<String>,
+    /// Checks each project crushrc against what was trusted just before it runs.
+    guard: crate::guard::Guard,
 }
 
 impl Fold {
@@ -153,6 +155,7 @@ impl Fold {
             origins: Origins::new(),
             skip_project_hook_adds: false,
             warnings: Vec::new(),
+            guard: Default::default(),
         }
     }
 
@@ -590,8 +593,12 @@ fn fold(mut f: Fold, steps: &mut [Step], scripts: &mut Vec<String>) -> Result<Fo
                 f.records(step.kind, recs)?;
             }
             Body::Records(_) => {
-                // A script not yet run: run it against what is accumulated so far.
+                // A script not yet run: run it against what is accumulated so far, unless it
+                // changed since it was reviewed.
                 let path = step.path.clone().unwrap_or_default();
+                f.guard
+                    .check(crate::guard::What::Crushrc, &path.to_string_lossy())
+                    .map_err(|e| ConfigError::File(e.to_string()))?;
                 let out = crushrc::run(&path, &models_of(&f.acc)).map_err(ConfigError::File)?;
                 if !out.output.trim().is_empty() {
                     scripts.push(out.output);
@@ -773,8 +780,10 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
     // The layers below the workspace state (defaults, global state) hold no scripts: folded
     // once, and kept for the second fold that the workspace state may need.
     let mut scripts = Vec::new();
+    let guard = review.guard();
     let start = Fold {
         skip_project_hook_adds: opts.no_project_hooks,
+        guard: guard.clone(),
         ..Fold::new()
     };
     let below_workspace = fold(start, &mut steps[..workspace_at], &mut scripts)?;
@@ -853,6 +862,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         merged: folded.acc,
         origins: folded.origins,
         trust: review,
+        guard,
         dotenv_vars,
         env_vars,
         script_output: scripts,
