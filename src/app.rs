@@ -170,6 +170,14 @@ pub fn load_config(global: &Global) -> Result<Loaded, AppError> {
         if std::env::var_os(k).is_some_and(|old| old == v.as_str()) {
             continue;
         }
+        // The loader refuses such names and values with their file:line; set_var would abort.
+        if let Some(why) = config::layers::env_problem(k, v) {
+            eprintln!(
+                "crush: warning: {}: {why}; not set",
+                crate::visible::line(k)
+            );
+            continue;
+        }
         // SAFETY: start-up, before any turn: the only other threads that may still exist are
         // crushrc pipe readers, which never read the environment. `crush acp` loads a session's
         // configuration while other sessions may run; there only changed values are set, and

@@ -1,5 +1,7 @@
-//! File-system helpers every module shares: atomic replacement of a file, an exclusive lock, and
-//! private directories and files (crush(1) FILES: data directories 0700, their files 0600).
+//! File-system helpers every module shares: atomic replacement of a file, an exclusive lock,
+//! private directories and files (crush(1) FILES: data directories 0700, their files 0600), and
+//! the one way a file is opened for reading when it may be anything (crush(1) SECURITY: a
+//! repository can ship `crush.json -> /dev/zero` or a link to a FIFO).
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -128,4 +130,173 @@ pub fn write_atomic(file: &Path, bytes: &[u8]) -> io::Result<()> {
         let _ = d.sync_all();
     }
     Ok(())
+}
+
+/// The most of a configuration or state file crush reads (crush(1) FILES): a project file larger
+/// than this is refused with an error naming it.
+pub const CONFIG_CAP: u64 = 4 << 20;
+
+/// Whether `open_regular` follows a symbolic link at the path itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Links {
+    /// A link to a regular file is read as that file (configuration files: a repository may
+    /// link a shared `crush.json`).
+    Follow,
+    /// The path must be the file itself (tool paths are resolved first; a walk must not leave
+    /// the tree through a link).
+    Refuse,
+}
+
+/// What kind of file `t` is, for messages.
+pub fn file_kind(t: &fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_symlink() {
+        "a symbolic link"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else {
+        "a regular file"
+    }
+}
+
+/// Opens `path` for reading only if it is a regular file. A FIFO, socket, device or directory
+/// is refused before it is opened (reading one can block forever or never end), and checked
+/// again on the open descriptor, which is opened non-blocking in case the path was replaced in
+/// between. Err with `ErrorKind::InvalidInput` and a message naming the path and the kind for
+/// anything else; `NotFound` when nothing is there.
+pub fn open_regular(path: &Path, links: Links) -> io::Result<(File, fs::Metadata)> {
+    let not_regular = |t: &fs::FileType| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} is {}, not a regular file", path.display(), file_kind(t)),
+        )
+    };
+    let meta = match links {
+        Links::Follow => fs::metadata(path)?,
+        Links::Refuse => fs::symlink_metadata(path)?,
+    };
+    if !meta.is_file() {
+        return Err(not_regular(&meta.file_type()));
+    }
+    let mut flags = libc::O_NONBLOCK | libc::O_NOCTTY;
+    if links == Links::Refuse {
+        flags |= libc::O_NOFOLLOW;
+    }
+    let file = File::options().read(true).custom_flags(flags).open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(not_regular(&meta.file_type()));
+    }
+    Ok((file, meta))
+}
+
+/// The contents of the regular file `path` (see `open_regular`), at most `cap` bytes: a larger
+/// file is `ErrorKind::FileTooLarge`, naming the path and the limit. Only what is there is read,
+/// never more than `cap + 1` bytes whatever the file claims.
+pub fn read_regular(path: &Path, links: Links, cap: u64) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let (file, meta) = open_regular(path, links)?;
+    let too_large = || {
+        io::Error::new(
+            io::ErrorKind::FileTooLarge,
+            format!(
+                "{} is larger than {} (the limit for this file)",
+                path.display(),
+                size_text(cap)
+            ),
+        )
+    };
+    if meta.len() > cap {
+        return Err(too_large());
+    }
+    let mut data = Vec::with_capacity(meta.len().min(1 << 20) as usize);
+    file.take(cap.saturating_add(1)).read_to_end(&mut data)?;
+    if data.len() as u64 > cap {
+        return Err(too_large());
+    }
+    Ok(data)
+}
+
+/// A configuration or state file (`read_regular` with links followed, up to `CONFIG_CAP`):
+/// None when it does not exist.
+pub fn read_config(path: &Path) -> io::Result<Option<Vec<u8>>> {
+    match read_regular(path, Links::Follow, CONFIG_CAP) {
+        Ok(b) => Ok(Some(b)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Why a file could not be read, as a message that names it: the helpers' own messages
+/// already do; an OS error gets the path in front.
+pub fn read_error(path: &Path, e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::InvalidInput | io::ErrorKind::FileTooLarge => e.to_string(),
+        _ => format!("{}: cannot read: {e}", path.display()),
+    }
+}
+
+fn size_text(n: u64) -> String {
+    if n >= 1 << 20 && n.is_multiple_of(1 << 20) {
+        format!("{} MiB", n >> 20)
+    } else {
+        format!("{n} bytes")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn only_regular_files_are_read_and_never_past_the_cap() {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path();
+        fs::write(d.join("f"), b"{}").unwrap();
+        symlink(d.join("f"), d.join("to-f")).unwrap();
+        symlink("/dev/zero", d.join("zero")).unwrap();
+        let fifo = d.join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid C string naming a path in our own temporary directory.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        symlink(&fifo, d.join("to-fifo")).unwrap();
+        let start = Instant::now();
+        assert_eq!(read_config(&d.join("to-f")).unwrap().unwrap(), b"{}");
+        assert!(read_config(&d.join("missing")).unwrap().is_none());
+        for (name, kind) in [
+            ("zero", "a device"),
+            ("to-fifo", "a FIFO"),
+            ("fifo", "a FIFO"),
+        ] {
+            let e = read_config(&d.join(name)).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{name}");
+            let msg = read_error(&d.join(name), &e);
+            assert!(msg.contains(name) && msg.contains(kind), "{msg}");
+        }
+        let e = read_config(Path::new("/dev/stdin")).unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        assert!(start.elapsed() < Duration::from_secs(1));
+        // A link is refused where links must not be followed.
+        let e = open_regular(&d.join("to-f"), Links::Refuse).unwrap_err();
+        assert!(e.to_string().contains("a symbolic link"), "{e}");
+        fs::write(d.join("big"), vec![b' '; 11]).unwrap();
+        assert_eq!(
+            read_regular(&d.join("big"), Links::Follow, 11)
+                .unwrap()
+                .len(),
+            11
+        );
+        let e = read_regular(&d.join("big"), Links::Follow, 10).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::FileTooLarge);
+        assert!(e.to_string().contains("larger than 10 bytes"), "{e}");
+        assert_eq!(size_text(CONFIG_CAP), "4 MiB");
+    }
 }

@@ -25,6 +25,7 @@ mod docs;
 mod env;
 mod exit;
 mod fsutil;
+mod guard;
 mod hooks;
 mod llm;
 mod log;
@@ -164,7 +165,7 @@ const LAYERS: &[&[&str]] = &[
         "time", "env", "exit", "paths", "sha256", "visible", "fsutil", "stdio", "sandbox",
     ],
     &["log", "net", "proc"],
-    &["signal", "rcshell"],
+    &["signal", "rcshell", "guard"],
     &["aws"],
     &["llm"],
     &["store", "mcp", "lsp"],

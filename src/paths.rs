@@ -1,19 +1,47 @@
 //! Every directory and file location of crush(1) FILES and ENVIRONMENT.
 
 use std::env;
+use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
+use std::sync::OnceLock;
 
-fn home() -> PathBuf {
-    env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/"))
+/// crush's location variables (crush(1) ENVIRONMENT): where its own files are. They are read
+/// once, when crush first looks for a file, so nothing set later (a `.env`, the `env` map)
+/// moves a file crush already read or will write; a `.env` does not set them at all.
+pub const LOCATION_VARS: &[&str] = &[
+    "HOME",
+    "CRUSH_GLOBAL_CONFIG",
+    "CRUSH_GLOBAL_DATA",
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
+    "CLAUDE_CONFIG_DIR",
+    "CRUSH_SKILLS_DIR",
+    "CODEX_HOME",
+];
+
+/// A location variable (one of [`LOCATION_VARS`]) as it was at the first look; None when unset
+/// or empty.
+pub fn location_var(var: &str) -> Option<PathBuf> {
+    debug_assert!(
+        LOCATION_VARS.contains(&var),
+        "{var} is not a location variable"
+    );
+    env_dir(var)
 }
 
 fn env_dir(var: &str) -> Option<PathBuf> {
-    env::var_os(var)
+    static SEEN: OnceLock<Vec<(&'static str, Option<OsString>)>> = OnceLock::new();
+    let seen = SEEN.get_or_init(|| LOCATION_VARS.iter().map(|v| (*v, env::var_os(v))).collect());
+    seen.iter()
+        .find(|(name, _)| *name == var)
+        .and_then(|(_, v)| v.clone())
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
+}
+
+/// `$HOME` as it was at the first look, else `/`.
+pub fn home() -> PathBuf {
+    env_dir("HOME").unwrap_or_else(|| PathBuf::from("/"))
 }
 
 /// `$CRUSH_GLOBAL_CONFIG`, else `$XDG_CONFIG_HOME/crush`, else `~/.config/crush`.

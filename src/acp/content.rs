@@ -320,6 +320,7 @@ pub fn mcp_servers(list: &Value, cwd: &Path) -> Result<Vec<ServerSpec>, String> 
             disabled: false,
             oauth: false,
             oauth_client: Default::default(),
+            check: Default::default(),
         });
     }
     Ok(out)

@@ -249,17 +249,24 @@ pub fn system_prompt(inp: &PromptInputs) -> String {
     let mut used = 0usize;
     let mut blocks = String::new();
     for f in files {
-        let Ok(text) = std::fs::read_to_string(&f) else {
-            continue;
+        // Never more than the budget is read: a file larger than it is left out whole.
+        let text = match crate::fsutil::read_regular(
+            &f,
+            crate::fsutil::Links::Follow,
+            CONTEXT_BUDGET as u64,
+        ) {
+            Ok(b) => Some(String::from_utf8_lossy(&b).into_owned()),
+            Err(e) if e.kind() == std::io::ErrorKind::FileTooLarge => None,
+            Err(_) => continue,
         };
-        if used + text.len() > CONTEXT_BUDGET {
+        let Some(text) = text.filter(|t| used + t.len() <= CONTEXT_BUDGET) else {
             blocks.push_str(&format!(
                 "<file path=\"{}\">(left out: the context files exceed {} KiB; view it if needed)</file>\n",
                 f.display(),
                 CONTEXT_BUDGET / 1024
             ));
             continue;
-        }
+        };
         used += text.len();
         blocks.push_str(&format!(
             "<file path=\"{}\">\n{}\n</file>\n",

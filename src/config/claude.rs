@@ -38,15 +38,16 @@ pub struct ClaudeHooks {
 
 /// Reads a Claude Code JSON file (None: it does not exist).
 fn read(path: &Path) -> Result<Option<Value>, ConfigError> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => json::parse_object(path, &text)
-            .map(Some)
-            .map_err(ConfigError::File),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(ConfigError::File(format!(
-            "{}: cannot read: {e}",
-            path.display()
-        ))),
+    match crate::fsutil::read_config(path) {
+        Ok(Some(bytes)) => {
+            let text = String::from_utf8(bytes)
+                .map_err(|_| ConfigError::File(format!("{}: not UTF-8 text", path.display())))?;
+            json::parse_object(path, &text)
+                .map(Some)
+                .map_err(ConfigError::File)
+        }
+        Ok(None) => Ok(None),
+        Err(e) => Err(ConfigError::File(crate::fsutil::read_error(path, &e))),
     }
 }
 

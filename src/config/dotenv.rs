@@ -7,12 +7,55 @@
 /// The variables of `text`, in file order (a later line wins over an earlier one of the same
 /// name). `lookup` gives the environment's variables.
 pub fn parse(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = Vec::new();
+    entries(text, lookup)
+        .into_iter()
+        .map(|(k, v, _)| (k, v))
+        .collect()
+}
+
+/// A variable of a `.env` file that no process environment can hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NulInValue {
+    /// The line (from 1) where the variable is set.
+    pub line: usize,
+    pub name: String,
+}
+
+impl std::fmt::Display for NulInValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: {}: the value holds a NUL byte, which no environment variable can",
+            self.line, self.name
+        )
+    }
+}
+
+/// `parse`, refusing a value that holds a NUL byte (the names `parse` accepts never hold `=`
+/// or NUL): the first such line is the error.
+pub fn parse_checked(
+    text: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<(String, String)>, NulInValue> {
+    let all = entries(text, lookup);
+    if let Some((name, _, line)) = all.iter().find(|(_, v, _)| v.contains('\0')) {
+        return Err(NulInValue {
+            line: *line,
+            name: name.clone(),
+        });
+    }
+    Ok(all.into_iter().map(|(k, v, _)| (k, v)).collect())
+}
+
+/// The variables with the line (from 1) that sets each.
+fn entries(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Vec<(String, String, usize)> {
+    let mut out: Vec<(String, String, usize)> = Vec::new();
     let lines: Vec<&str> = text.lines().collect();
     let mut i = 0;
     while i < lines.len() {
         let line = lines[i].trim_start();
         i += 1;
+        let at = i;
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
@@ -55,16 +98,16 @@ pub fn parse(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Vec<(String
             let earlier = |name: &str| {
                 out.iter()
                     .rev()
-                    .find(|(k, _)| k == name)
-                    .map(|(_, v)| v.clone())
+                    .find(|(k, _, _)| k == name)
+                    .map(|(_, v, _)| v.clone())
                     .or_else(|| lookup(name))
             };
             super::expand::expand_with(&value, &earlier, &|_| Err(String::new())).unwrap_or(value)
         } else {
             value
         };
-        out.retain(|(k, _)| k != key);
-        out.push((key.to_string(), value));
+        out.retain(|(k, _, _)| k != key);
+        out.push((key.to_string(), value, at));
     }
     out
 }
@@ -137,5 +180,18 @@ mod tests {
         assert_eq!(get("G"), Some("$(touch x)"));
         assert_eq!(get("bad key"), None);
         assert_eq!(vars.len(), 7);
+        assert_eq!(parse_checked(text, &env).unwrap(), vars);
+        let e = parse_checked("A=1\nB=\"x\ny\"\nX=a\0b\n", &env).unwrap_err();
+        assert_eq!(
+            e,
+            NulInValue {
+                line: 4,
+                name: "X".into()
+            }
+        );
+        assert!(
+            e.to_string()
+                .starts_with("4: X: the value holds a NUL byte")
+        );
     }
 }

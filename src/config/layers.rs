@@ -146,6 +146,8 @@ pub(crate) struct Fold {
     skip_project_hook_adds: bool,
     /// Warnings of the records applied (`file:line: ...`): removals of what is not defined.
     warnings: Vec<String>,
+    /// Checks each project crushrc against what was trusted just before it runs.
+    guard: crate::guard::Guard,
 }
 
 impl Fold {
@@ -155,6 +157,7 @@ impl Fold {
             origins: Origins::new(),
             skip_project_hook_adds: false,
             warnings: Vec::new(),
+            guard: Default::default(),
         }
     }
 
@@ -313,20 +316,15 @@ fn track(
     }
 }
 
+/// A configuration file's text (None: it does not exist). Only a regular file (a link to one
+/// included) of at most `fsutil::CONFIG_CAP` bytes is read, never blocking (crush(1) FILES).
 fn read_text(path: &Path) -> Result<Option<String>, ConfigError> {
-    match std::fs::read(path) {
-        Ok(b) => String::from_utf8(b)
+    match crate::fsutil::read_config(path) {
+        Ok(Some(b)) => String::from_utf8(b)
             .map(Some)
             .map_err(|_| ConfigError::File(format!("{}: not UTF-8 text", path.display()))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => Err(ConfigError::File(format!(
-            "{}: is a directory, expected a file",
-            path.display()
-        ))),
-        Err(e) => Err(ConfigError::File(format!(
-            "{}: cannot read: {e}",
-            path.display()
-        ))),
+        Ok(None) => Ok(None),
+        Err(e) => Err(ConfigError::File(crate::fsutil::read_error(path, &e))),
     }
 }
 
@@ -393,9 +391,10 @@ fn read_state(path: &Path, warnings: &mut Vec<String>) -> Value {
 /// A state file and the lines of its keys (for `config show --origin`).
 fn read_state_with_positions(path: &Path, warnings: &mut Vec<String>) -> (Value, Positions) {
     let value = read_state(path, warnings);
-    let pos = std::fs::read_to_string(path)
-        .map(|t| pos::positions(&t))
-        .unwrap_or_default();
+    let pos = match crate::fsutil::read_config(path) {
+        Ok(Some(b)) => pos::positions(&String::from_utf8_lossy(&b)),
+        _ => Positions::new(),
+    };
     (value, pos)
 }
 
@@ -596,8 +595,12 @@ fn fold(mut f: Fold, steps: &mut [Step], scripts: &mut Vec<String>) -> Result<Fo
                 f.records(step.kind, recs)?;
             }
             Body::Records(_) => {
-                // A script not yet run: run it against what is accumulated so far.
+                // A script not yet run: run it against what is accumulated so far, unless it
+                // changed since it was reviewed.
                 let path = step.path.clone().unwrap_or_default();
+                f.guard
+                    .check(crate::guard::What::Crushrc, &path.to_string_lossy())
+                    .map_err(|e| ConfigError::File(e.to_string()))?;
                 let out = crushrc::run(&path, &models_of(&f.acc)).map_err(ConfigError::File)?;
                 if !out.output.trim().is_empty() {
                     scripts.push(out.output);
@@ -662,10 +665,15 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
     );
     // The `.env` sets only what the environment does not have already (as Go Crush).
     let dotenv_vars: Vec<(String, String)> = match &dotenv {
-        Some((_, text)) if review.allowed() => super::dotenv::parse(text, &super::expand::env_var)
-            .into_iter()
-            .filter(|(k, _)| std::env::var_os(k).is_none())
-            .collect(),
+        Some((path, text)) if review.allowed() => {
+            super::dotenv::parse_checked(text, &super::expand::env_var)
+                .map_err(|e| ConfigError::File(format!("{}:{e}", path.display())))?
+                .into_iter()
+                .filter(|(k, _)| {
+                    std::env::var_os(k).is_none() && !location_var(k, path, &mut warnings)
+                })
+                .collect()
+        }
         _ => Vec::new(),
     };
     if !review.allowed() {
@@ -774,8 +782,10 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
     // The layers below the workspace state (defaults, global state) hold no scripts: folded
     // once, and kept for the second fold that the workspace state may need.
     let mut scripts = Vec::new();
+    let guard = review.guard();
     let start = Fold {
         skip_project_hook_adds: opts.no_project_hooks,
+        guard: guard.clone(),
         ..Fold::new()
     };
     let below_workspace = fold(start, &mut steps[..workspace_at], &mut scripts)?;
@@ -854,6 +864,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         merged: folded.acc,
         origins: folded.origins,
         trust: review,
+        guard,
         dotenv_vars,
         env_vars,
         script_output: scripts,
@@ -896,6 +907,7 @@ fn data_dir_of(v: &Value, cwd: &Path, project_root: &Path) -> PathBuf {
 /// it, its key path and the type expected: `crush.json:3: options.debug: expected a boolean, got
 /// string "yes"`.
 fn to_config(merged: &Value, origins: &Origins) -> Result<Config, ConfigError> {
+    check_env_maps(merged, origins)?;
     serde_json::from_value::<Config>(merged.clone()).map_err(|e| {
         let (ptr, msg) = culprit(merged).unwrap_or_else(|| (String::new(), e.to_string()));
         let at = origins
@@ -1016,15 +1028,89 @@ fn expand_env_map(
                 })
         };
         let val = super::expand::expand(v, &lookup).map_err(|e| {
-            let at = origins
-                .get(&pos::child("/env", k))
-                .map(|o| o.place())
-                .unwrap_or_else(|| "config".into());
+            let at = place_of(origins, &pos::child("/env", k));
             ConfigError::File(format!("{at}: env.{k}: {e}"))
         })?;
+        if let Some(why) = env_problem(k, &val) {
+            let at = place_of(origins, &pos::child("/env", k));
+            return Err(ConfigError::File(format!("{at}: env.{k}: {why}")));
+        }
         out.push((k.clone(), val));
     }
     Ok(out)
+}
+
+/// Whether `name` is one of crush's location variables, which a `.env` cannot set (crush(1)
+/// CONFIGURATION): they were read before it, and half-moved files are worse than none. Warns.
+fn location_var(name: &str, dotenv: &Path, warnings: &mut Vec<String>) -> bool {
+    let found = paths::LOCATION_VARS.contains(&name);
+    if found {
+        warnings.push(format!(
+            "{}: {name} not set: crush's location variables cannot be set from a .env",
+            dotenv.display()
+        ));
+    }
+    found
+}
+
+/// The file:line (or layer) that set the value at `ptr`.
+fn place_of(origins: &Origins, ptr: &str) -> String {
+    origins
+        .get(ptr)
+        .map(|o| o.place())
+        .unwrap_or_else(|| "config".into())
+}
+
+/// Why `name=value` cannot be put in a process environment (setting it would abort crush or
+/// set another variable): a name must not be empty nor hold `=` or NUL, a value must not hold
+/// NUL (crush(1) CONFIGURATION).
+pub(crate) fn env_problem(name: &str, value: &str) -> Option<&'static str> {
+    if name.is_empty() {
+        Some("an environment variable needs a name")
+    } else if name.contains('=') {
+        Some("an environment variable's name cannot hold '='")
+    } else if name.contains('\0') {
+        Some("an environment variable's name cannot hold a NUL byte")
+    } else if value.contains('\0') {
+        Some("the value holds a NUL byte, which no environment variable can")
+    } else {
+        None
+    }
+}
+
+/// Every map of environment variables (`env`, each `mcp` and `lsp` server's `env`) holds only
+/// what an environment can: else an error naming the file:line that set the variable.
+fn check_env_maps(merged: &Value, origins: &Origins) -> Result<(), ConfigError> {
+    let mut maps: Vec<(String, &Map<String, Value>)> = Vec::new();
+    if let Some(Value::Object(m)) = merged.get("env") {
+        maps.push(("/env".into(), m));
+    }
+    for section in ["mcp", "lsp"] {
+        for (name, server) in merged
+            .get(section)
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(Value::Object(m)) = server.get("env") {
+                let at = pos::child(&pos::child("", section), name);
+                maps.push((format!("{at}/env"), m));
+            }
+        }
+    }
+    for (ptr, m) in maps {
+        for (k, v) in m {
+            if let Some(why) = env_problem(k, v.as_str().unwrap_or("")) {
+                let ptr = pos::child(&ptr, k);
+                return Err(ConfigError::File(format!(
+                    "{}: {}: {why}",
+                    place_of(origins, &ptr),
+                    crate::visible::line(&pos::dotted(&ptr))
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Re-derives the typed configuration from a changed merged value (session-only commands).

@@ -7,6 +7,7 @@
 
 use super::json::{home_long, strings};
 use super::{Loaded, expand, state};
+use crate::guard;
 use crate::lsp::known::{self, KNOWN};
 use crate::lsp::{ServerSpec, Timing};
 use serde_json::Value;
@@ -105,6 +106,7 @@ fn spec(name: &str, v: &Value) -> Result<Option<ServerSpec>, String> {
         },
         timeout,
         detected: false,
+        check: Default::default(),
     }))
 }
 
@@ -130,7 +132,10 @@ pub fn servers(loaded: &Loaded) -> Setup {
     if let Value::Object(all) = &loaded.config.lsp {
         for (name, v) in all {
             match spec(name, v) {
-                Ok(Some(s)) => setup.specs.push(s),
+                Ok(Some(mut s)) => {
+                    s.check = guard::Check::new(&loaded.guard, guard::What::Lsp, name);
+                    setup.specs.push(s)
+                }
                 Ok(None) => setup.disabled.push(name.clone()),
                 Err(e) => setup.warnings.push(format!(
                     "LSP server '{name}' ({}): {e}; it is left out",
@@ -169,6 +174,7 @@ pub fn servers(loaded: &Loaded) -> Setup {
             options: settings(k.settings),
             timeout: DEFAULT_TIMEOUT,
             detected: true,
+            check: guard::Check::project(&loaded.guard),
         });
     }
     setup

@@ -104,6 +104,7 @@ fn spec(loaded: &Loaded, name: &str, v: &Value) -> Result<ServerSpec, String> {
                 .and_then(|p| u16::try_from(p).ok())
                 .filter(|p| *p > 0),
         },
+        check: crate::guard::Check::new(&loaded.guard, crate::guard::What::Mcp, name),
     })
 }
 

@@ -292,6 +292,9 @@ pub struct Loaded {
     pub origins: Origins,
     /// What the project would run and whether it may (`trust.notice()` says what was skipped).
     pub trust: trust::Review,
+    /// The check before each run of the project's hooks, servers and crushrc files that their
+    /// files are as trusted (crush(1) SECURITY).
+    pub guard: crate::guard::Guard,
     /// The variables of the working directory's `.env` that the environment does not set, once
     /// the project is trusted: set before `env_vars`.
     pub dotenv_vars: Vec<(String, String)>,

@@ -45,15 +45,15 @@ pub fn legacy_workspace_path(data_dir: &Path) -> PathBuf {
 /// Reads a state file; a missing file is empty state. A file that is not a JSON object is
 /// reported (the caller warns) and treated as empty: state is rebuilt, never a reason to fail.
 pub fn read(path: &Path) -> Result<Value, String> {
-    match std::fs::read(path) {
-        Ok(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => Ok(json!({})),
-        Ok(bytes) => match serde_json::from_slice::<Value>(&bytes) {
+    match crate::fsutil::read_config(path) {
+        Ok(Some(bytes)) if bytes.iter().all(u8::is_ascii_whitespace) => Ok(json!({})),
+        Ok(Some(bytes)) => match serde_json::from_slice::<Value>(&bytes) {
             Ok(v @ Value::Object(_)) => Ok(v),
             Ok(_) => Err(format!("{}: not a JSON object; ignored", path.display())),
             Err(e) => Err(format!("{}: invalid JSON ({e}); ignored", path.display())),
         },
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(json!({})),
-        Err(e) => Err(format!("{}: cannot read: {e}; ignored", path.display())),
+        Ok(None) => Ok(json!({})),
+        Err(e) => Err(format!("{}; ignored", crate::fsutil::read_error(path, &e))),
     }
 }
 

@@ -11,7 +11,9 @@
 use super::LayerKind;
 use super::pos;
 use super::sha256;
+use crate::guard::{self, Baseline, What};
 use serde_json::{Map, Value};
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 
 /// What an untrusted project's files may set, as JSON pointers: a key is allowed when it or one
@@ -125,6 +127,9 @@ pub struct Review {
     /// The hooks the project's own files define (JSON files, and the `hook add` calls found by
     /// reading its crushrc files), one line each, trusted or not.
     pub hooks: Vec<String>,
+    /// The project files those definitions name, as hashed, for the check before each run
+    /// (`guard::Guard`).
+    pub baseline: Baseline,
 }
 
 impl Review {
@@ -135,6 +140,16 @@ impl Review {
     pub fn allowed(&self) -> bool {
         !self.needs_trust() || self.trusted || self.trusted_once
     }
+    /// The check before each run of the project's definitions that their files are as trusted:
+    /// active when they run (trusted, or trusted for this invocation, and there are some).
+    pub fn guard(&self) -> guard::Guard {
+        if self.needs_trust() && self.allowed() {
+            guard::Guard::new(&self.project_root, &self.baseline)
+        } else {
+            guard::Guard::inactive()
+        }
+    }
+
     /// "is not trusted", or "has changed since it was trusted".
     pub fn why(&self) -> &'static str {
         if self.changed {
@@ -305,7 +320,9 @@ fn json_items(v: &Value, file: &Path, files: &ProjectFiles) -> Vec<(Item, String
                         let cmds = hook_commands(h);
                         let mut canon = format!("hooks.{event}={h}");
                         for c in &cmds {
-                            canon.push_str(&files.digest(&files.named_by(c, &[])));
+                            let named = files.named_by(c, &[]);
+                            files.def(What::Hook, c, &named);
+                            canon.push_str(&files.digest(&named));
                         }
                         out.push((
                             item(
@@ -335,14 +352,33 @@ fn json_items(v: &Value, file: &Path, files: &ProjectFiles) -> Vec<(Item, String
                                 .join(" ")
                         })
                         .unwrap_or_default();
-                    let kind = if k == "mcp" { Kind::Mcp } else { Kind::Lsp };
+                    let (kind, w) = if k == "mcp" {
+                        (Kind::Mcp, What::Mcp)
+                    } else {
+                        (Kind::Lsp, What::Lsp)
+                    };
+                    // The server's program and arguments that are project files are hashed
+                    // with it: a changed server script asks again.
+                    let mut named = s
+                        .get("command")
+                        .and_then(Value::as_str)
+                        .map(|c| files.named_by(c, &[]))
+                        .unwrap_or_default();
+                    for a in strings_of(s.get("args")) {
+                        for f in files.named_by_word(a) {
+                            if !named.contains(&f) {
+                                named.push(f);
+                            }
+                        }
+                    }
+                    files.def(w, name, &named);
                     out.push((
                         item(
                             kind,
                             format!("{k}.{name}"),
                             format!("{k} {name}: {what} {args} (from {from})").replace("  (", " ("),
                         ),
-                        format!("{k}.{name}={s}"),
+                        format!("{k}.{name}={s}{}", files.digest(&named)),
                     ));
                 }
             }
@@ -355,7 +391,7 @@ fn json_items(v: &Value, file: &Path, files: &ProjectFiles) -> Vec<(Item, String
                             key.clone(),
                             format!("plugin {p}: Claude Code plugin hooks (from {from})"),
                         ),
-                        format!("options.claude_plugins={p}"),
+                        format!("options.claude_plugins={p}{}", files.of_plugin(p)),
                     ));
                 }
             }
@@ -407,6 +443,14 @@ fn json_items(v: &Value, file: &Path, files: &ProjectFiles) -> Vec<(Item, String
     out
 }
 
+/// The strings of a JSON array (nothing else).
+fn strings_of(v: Option<&Value>) -> impl Iterator<Item = &str> {
+    v.and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+}
+
 /// The commands of one hook definition (Crush's flat shape or Claude Code's nested one).
 fn hook_commands(h: &Value) -> Vec<String> {
     match h.get("hooks") {
@@ -431,10 +475,9 @@ struct ProjectFiles {
     /// Where a hook's relative paths are looked up: the working directory (the hooks' cwd) and
     /// the project root.
     bases: Vec<PathBuf>,
+    /// The files hashed, and which definition names which.
+    baseline: RefCell<Baseline>,
 }
-
-/// The most of one file that is hashed (the size is hashed too).
-const MAX_HASHED_FILE: u64 = 16 * 1024 * 1024;
 /// How deep `source` inside sourced files is followed.
 const MAX_SOURCE_DEPTH: usize = 8;
 
@@ -448,7 +491,48 @@ impl ProjectFiles {
         ProjectFiles {
             root: real(project_root),
             bases,
+            baseline: RefCell::default(),
         }
+    }
+
+    /// A project plugin folder's `hooks/hooks.json` and the project files its hooks name
+    /// (`${CLAUDE_PLUGIN_ROOT}/...` included), for the hash; each hook is watched. Nothing for
+    /// a folder outside the project (the user's own).
+    fn of_plugin(&self, plugin: &str) -> String {
+        let root = crate::paths::normalize(&crate::paths::resolve(&self.root, plugin));
+        let Some(hooks_json) = self.lookup(&root.join("hooks/hooks.json").to_string_lossy(), None)
+        else {
+            return String::new();
+        };
+        let mut out = self.digest(std::slice::from_ref(&hooks_json));
+        let Ok(Some(bytes)) = crate::fsutil::read_config(&hooks_json) else {
+            return out;
+        };
+        let v: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        let dir = root.to_string_lossy();
+        for (_, list) in v
+            .get("hooks")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            for h in list.as_array().into_iter().flatten() {
+                for c in hook_commands(h) {
+                    let expanded = c
+                        .replace("${CLAUDE_PLUGIN_ROOT}", &dir)
+                        .replace("$CLAUDE_PLUGIN_ROOT", &dir);
+                    let named = self.named_by(&expanded, &[]);
+                    self.def(What::Hook, &c, &named);
+                    out.push_str(&self.digest(&named));
+                }
+            }
+        }
+        out
+    }
+
+    /// Records that the definition runs code from `files`.
+    fn def(&self, what: What, id: &str, files: &[PathBuf]) {
+        self.baseline.borrow_mut().def(guard::key(what, id), files);
     }
 
     /// `word` as a project file, looked up from each of `bases`: its real path, if it is a
@@ -477,8 +561,25 @@ impl ProjectFiles {
     fn named_by(&self, command: &str, extra_bases: &[&Path]) -> Vec<PathBuf> {
         let words = super::commands::split_words(command)
             .unwrap_or_else(|_| command.split_whitespace().map(str::to_string).collect());
+        self.named_in(&words, extra_bases)
+    }
+
+    /// The project files one argument names (see `named_by`).
+    fn named_by_word(&self, word: &str) -> Vec<PathBuf> {
+        self.named_in(&[word.to_string()], &[])
+    }
+
+    fn named_in(&self, words: &[String], extra_bases: &[&Path]) -> Vec<PathBuf> {
         let mut out = Vec::new();
-        for w in &words {
+        for w in words {
+            // The hooks' own variables for the project root name project files too.
+            let root = self.root.to_string_lossy();
+            let mut w = w.clone();
+            for var in ["CLAUDE_PROJECT_DIR", "CRUSH_PROJECT_DIR"] {
+                w = w
+                    .replace(&format!("${{{var}}}"), &root)
+                    .replace(&format!("${var}"), &root);
+            }
             let tokens = w
                 .split(|c: char| c.is_whitespace() || ";&|()<>".contains(c))
                 .flat_map(|t| [t, t.split_once('=').map_or("", |(_, v)| v)]);
@@ -498,17 +599,11 @@ impl ProjectFiles {
 
     /// `\0file REL:SHA256` for each file, for the hash.
     fn digest(&self, files: &[PathBuf]) -> String {
-        use std::io::Read;
         let mut out = String::new();
         for f in files {
             let rel = f.strip_prefix(&self.root).unwrap_or(f).display();
-            let mut bytes = Vec::new();
-            let read = std::fs::File::open(f)
-                .and_then(|h| h.take(MAX_HASHED_FILE).read_to_end(&mut bytes));
-            match read {
-                Ok(n) => out.push_str(&format!("\0file {rel}:{n}:{}", sha256::hex(&bytes))),
-                Err(e) => out.push_str(&format!("\0file {rel}:unreadable {:?}", e.kind())),
-            }
+            let fp = self.baseline.borrow_mut().file(f);
+            out.push_str(&format!("\0file {rel}:{fp}"));
         }
         out
     }
@@ -555,8 +650,9 @@ impl ProjectFiles {
                         }
                         seen.push(f.clone());
                         if depth < MAX_SOURCE_DEPTH
-                            && let Ok(inner) = std::fs::read_to_string(&f)
+                            && let Ok(Some(inner)) = crate::fsutil::read_config(&f)
                         {
+                            let inner = String::from_utf8_lossy(&inner);
                             self.of_crushrc(&inner, &f, dir, seen, hooks, depth + 1);
                         }
                     }
@@ -574,10 +670,44 @@ impl ProjectFiles {
                                 Some(v) => v.strip_prefix('=').map(str::to_string),
                                 None => None,
                             };
-                            for f in cmd.map(|c| self.named_by(&c, &[dir])).unwrap_or_default() {
+                            let Some(cmd) = cmd else { continue };
+                            let named = self.named_by(&cmd, &[dir]);
+                            self.def(What::Hook, &cmd, &named);
+                            for f in named {
                                 if !seen.contains(&f) {
                                     seen.push(f);
                                 }
+                            }
+                        }
+                    }
+                    [kind, add, name, rest @ ..]
+                        if (kind == "mcp" || kind == "lsp") && add == "add" =>
+                    {
+                        // A server's program and arguments that are project files.
+                        let mut named = Vec::new();
+                        let mut it = rest.iter();
+                        while let Some(a) = it.next() {
+                            let value = match a.split_once('=') {
+                                Some((flag, v)) if flag == "--command" || flag == "--args" => {
+                                    Some(v.to_string())
+                                }
+                                None if a == "--command" || a == "--args" => it.next().cloned(),
+                                _ => None,
+                            };
+                            for f in value
+                                .map(|v| self.named_in(&[v], &[dir]))
+                                .unwrap_or_default()
+                            {
+                                if !named.contains(&f) {
+                                    named.push(f);
+                                }
+                            }
+                        }
+                        let what = if kind == "mcp" { What::Mcp } else { What::Lsp };
+                        self.def(what, name, &named);
+                        for f in named {
+                            if !seen.contains(&f) {
+                                seen.push(f);
                             }
                         }
                     }
@@ -641,6 +771,8 @@ pub fn review(
                 let dir = path.parent().unwrap_or(project_root);
                 named.of_crushrc(text, path, dir, &mut refs, &mut hooks, 0);
                 let files = named.digest(&refs);
+                refs.insert(0, path.clone());
+                named.def(What::Crushrc, &path.to_string_lossy(), &refs);
                 hashed.push_str(&format!("{kind:?}\0{rel}\0{text}{files}\0"));
             }
             Source::DotEnv(text) => {
@@ -709,6 +841,7 @@ pub fn review(
         trusted,
         trusted_once,
         hooks,
+        baseline: named.baseline.into_inner(),
     }
 }
 
@@ -902,6 +1035,58 @@ mod tests {
         assert_eq!(r.items[1].text, "environment file /p/.env: sets A, B");
         let n = r.notice().unwrap();
         assert!(n.contains("skipped 1 crushrc file, the .env file;"), "{n}");
+    }
+
+    #[test]
+    fn server_programs_that_are_project_files_are_hashed_and_watched() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("plug/hooks")).unwrap();
+        for f in ["srv.py", "rc-srv.sh", "lsp.sh", "plug/s.sh"] {
+            std::fs::write(root.join(f), "v1").unwrap();
+        }
+        let plugin_hook = "${CLAUDE_PLUGIN_ROOT}/s.sh";
+        std::fs::write(
+            root.join("plug/hooks/hooks.json"),
+            json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": plugin_hook}]}]}})
+                .to_string(),
+        )
+        .unwrap();
+        let v = serde_json::json!({"mcp": {"py": {"command": "python3", "args": ["srv.py"]}},
+            "lsp": {"l": {"command": "./lsp.sh"}}, "options": {"claude_plugins": ["./plug"]}});
+        let rc = "mcp add rc --command ./rc-srv.sh --args -v\n";
+        let review_now = || {
+            let files = [
+                (
+                    LayerKind::ProjectJson,
+                    root.join("crush.json"),
+                    Source::Json(&v),
+                ),
+                (
+                    LayerKind::ProjectCrushrc,
+                    root.join("crushrc"),
+                    Source::Crushrc(rc),
+                ),
+            ];
+            review(&root, &root, &files, &json!({}), false)
+        };
+        for (f, what, name) in [
+            ("srv.py", What::Mcp, "py"),
+            ("rc-srv.sh", What::Mcp, "rc"),
+            ("lsp.sh", What::Lsp, "l"),
+            ("plug/s.sh", What::Hook, plugin_hook),
+        ] {
+            let before = review_now();
+            let g = Review {
+                trusted: true,
+                ..before.clone()
+            }
+            .guard();
+            assert!(g.check(what, name).is_ok());
+            std::fs::write(root.join(f), format!("{f} v2")).unwrap();
+            assert_ne!(review_now().hash, before.hash, "{f} is not in the hash");
+            assert!(g.check(what, name).is_err(), "{f} is not watched");
+        }
     }
 
     #[test]

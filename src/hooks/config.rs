@@ -250,6 +250,8 @@ pub struct HookConfig {
     /// Claude Code hooks crush does not run: events it does not have, per file
     /// (`crush hooks list` shows them).
     pub unsupported: Vec<String>,
+    /// Before each run, a project hook's files are checked against what was trusted.
+    pub guard: crate::guard::Guard,
 }
 
 impl HookConfig {
@@ -273,6 +275,7 @@ impl HookConfig {
             })
             .collect();
         let (mut cfg, mut warnings) = parse(&loaded.config.hooks, &sources)?;
+        cfg.guard = loaded.guard.clone();
         for c in &loaded.claude_hooks {
             let (defs, mut p, unsupported) = parse_claude(c);
             cfg.hooks.extend(defs);
@@ -672,6 +675,7 @@ pub fn parse(merged: &Value, sources: &[Source]) -> Result<(HookConfig, Vec<Stri
         HookConfig {
             hooks: defs.into_iter().map(|(_, d)| d).collect(),
             unsupported: Vec::new(),
+            guard: Default::default(),
         },
         p.warnings,
     ))

@@ -403,9 +403,20 @@ impl HookConfig {
         let env = Arc::new(env(req));
         let mut plugin_envs: Vec<(&Path, Env)> = Vec::new();
         let mut payloads: [Option<Vec<u8>>; 2] = [None, None];
-        let jobs: Vec<runner::Job> = selected
+        // A project hook whose files changed since the project was trusted is not run: it
+        // counts as one that could not be started (crush(1) SECURITY).
+        let refused: Vec<Option<String>> = selected
             .iter()
             .map(|h| {
+                let check = self.guard.check(crate::guard::What::Hook, &h.command);
+                check.err().map(|e| format!("not run: {e}"))
+            })
+            .collect();
+        let jobs: Vec<runner::Job> = selected
+            .iter()
+            .zip(&refused)
+            .filter(|(_, r)| r.is_none())
+            .map(|(h, _)| {
                 let slot = match h.dialect {
                     Dialect::Crush => 0,
                     Dialect::ClaudeCode => 1,
@@ -436,7 +447,16 @@ impl HookConfig {
                 }
             })
             .collect();
-        let captured = runner::run_all(jobs);
+        let mut ran = runner::run_all(jobs).into_iter();
+        let captured: Vec<envelope::Captured> = refused
+            .into_iter()
+            .map(|r| match r {
+                Some(why) => envelope::Captured::not_started(why),
+                None => ran
+                    .next()
+                    .unwrap_or_else(|| envelope::Captured::not_started("")),
+            })
+            .collect();
         let plain_context = matches!(req.event, Event::UserPromptSubmit | Event::SessionStart);
         let results: Vec<envelope::HookResult> = selected
             .iter()

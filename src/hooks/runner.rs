@@ -169,8 +169,8 @@ pub fn plan(command: &str, cwd: &Path) -> Result<Plan, String> {
         return Ok(Plan::Shell(command.to_string()));
     }
     let mut head = [0u8; 256];
-    let n = std::fs::File::open(&path)
-        .and_then(|mut f| f.read(&mut head))
+    let n = crate::fsutil::open_regular(&path, crate::fsutil::Links::Follow)
+        .and_then(|(mut f, _)| f.read(&mut head))
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let head = &head[..n];
     let (prog, mut args) = if head.starts_with(b"#!") {

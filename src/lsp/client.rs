@@ -211,7 +211,9 @@ fn read_doc(path: &Path) -> Option<(String, (i64, u64))> {
     if !meta.is_file() || meta.len() > MAX_DOCUMENT {
         return None;
     }
-    let bytes = std::fs::read(path).ok()?;
+    // Opened non-blocking and read up to the limit: the path may have been replaced meanwhile.
+    let bytes =
+        crate::fsutil::read_regular(path, crate::fsutil::Links::Follow, MAX_DOCUMENT).ok()?;
     Some((String::from_utf8_lossy(&bytes).into_owned(), stamp(&meta)))
 }
 

@@ -54,6 +54,8 @@ pub struct ServerSpec {
     /// Found on PATH (`options.auto_lsp`) rather than configured: it handles only files under
     /// one of its root markers, and only where no configured server handles the file.
     pub detected: bool,
+    /// Checked before each (re)start: a project server's files are as trusted.
+    pub check: crate::guard::Check,
 }
 
 /// How long an edit waits for diagnostics (each bounded by the server's timeout).
@@ -163,7 +165,10 @@ fn start_slot(slot: &Arc<Slot>, root: PathBuf, debug: bool, warnings: &Arc<Mutex
             s.changed.notify_all();
         }
     });
-    let started = Client::start(&slot.spec, &root, debug, on_dead);
+    let started = match slot.spec.check.check() {
+        Ok(()) => Client::start(&slot.spec, &root, debug, on_dead),
+        Err(e) => Err(e.to_string()),
+    };
     let mut st = lock(&slot.state);
     let open = match &mut *st {
         SlotState::Starting { open, .. } => std::mem::take(open),

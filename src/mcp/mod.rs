@@ -87,6 +87,8 @@ pub struct ServerSpec {
     /// The server needs OAuth (`oauth: true`): without a kept token it waits for a login.
     pub oauth: bool,
     pub oauth_client: ClientConfig,
+    /// Checked before each (re)start: a project server's files are as trusted.
+    pub check: crate::guard::Check,
 }
 
 /// A tool of a server, as the model is offered it.
@@ -477,7 +479,10 @@ impl Shared {
     fn connect(self: &Arc<Self>, s: &Arc<Server>) -> Result<Arc<Live>, String> {
         let (tx, rx) = crossbeam_channel::unbounded();
         let started = Instant::now();
-        let result = Live::connect(&s.spec, &self.inputs, tx);
+        let result = match s.spec.check.check() {
+            Ok(()) => Live::connect(&s.spec, &self.inputs, tx),
+            Err(e) => Err(ConnectError::Failed(e.to_string())),
+        };
         if s.removed.load(Ordering::SeqCst) {
             if let Ok(l) = &result {
                 l.close();
@@ -1123,6 +1128,7 @@ mod tests {
             disabled: false,
             oauth: false,
             oauth_client: ClientConfig::default(),
+            check: Default::default(),
         }
     }
 

@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 pub const CAP: usize = 10_000;
 /// Longer entries (large pastes) are not recorded.
 const MAX_ENTRY: usize = 64 * 1024;
+/// The largest history file read.
+const MAX_FILE: u64 = 64 << 20;
 
 pub struct History {
     entries: Vec<String>,
@@ -74,7 +76,10 @@ impl History {
             cap,
             ..History::in_memory()
         };
-        let bytes = match std::fs::read(path) {
+        // The project data directory may come with the repository: never block or read
+        // without end (crush(1) FILES).
+        let bytes = match crate::fsutil::read_regular(path, crate::fsutil::Links::Follow, MAX_FILE)
+        {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (h, None),
             Err(e) => {

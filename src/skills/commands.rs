@@ -96,10 +96,7 @@ pub struct Folder {
 /// `~/.crush/commands`, `~/.claude/commands`, `~/.codex/prompts`).
 pub fn folders(loaded: &Loaded) -> Vec<Folder> {
     let home = super::home();
-    let codex = std::env::var_os("CODEX_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| home.join(".codex"));
+    let codex = crate::paths::location_var("CODEX_HOME").unwrap_or_else(|| home.join(".codex"));
     let candidates = [
         (loaded.cwd.join(".crush/commands"), Source::Project),
         (loaded.data_dir.join("commands"), Source::Project),

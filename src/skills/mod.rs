@@ -228,10 +228,7 @@ pub struct Root {
 }
 
 fn home() -> PathBuf {
-    std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/"))
+    crate::paths::home()
 }
 
 /// The folders skills are looked for in, first one first (crush(1) SKILLS AND COMMANDS):
@@ -282,8 +279,8 @@ pub fn roots(loaded: &Loaded) -> Vec<Root> {
         };
         push(dir, source, true);
     }
-    match std::env::var_os("CRUSH_SKILLS_DIR").filter(|v| !v.is_empty()) {
-        Some(d) => push(PathBuf::from(d), Source::User, false),
+    match crate::paths::location_var("CRUSH_SKILLS_DIR") {
+        Some(d) => push(d, Source::User, false),
         None => {
             let home = home();
             for d in [

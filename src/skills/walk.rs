@@ -242,33 +242,21 @@ fn invalid(message: String) -> ReadError {
 /// The text of the regular file `path` (symbolic links followed), at most `max` bytes. Err:
 /// why not (missing, too large, not UTF-8, not a regular file).
 pub fn read_text(path: &Path, max: u64) -> Result<String, ReadError> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    // Non-blocking: a FIFO put in place of the file must not hold up the start.
-    let mut file = fs::File::options()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)?;
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(invalid("not a regular file".into()));
-    }
-    if meta.len() > max {
-        return Err(invalid(format!(
-            "too large: {} bytes (the limit is {max} bytes)",
-            meta.len()
-        )));
-    }
-    // One read of the size the file has (a file that grows meanwhile is read as it was).
-    let mut data = vec![0u8; meta.len() as usize];
-    let mut got = 0;
-    while got < data.len() {
-        match file.read(&mut data[got..])? {
-            0 => break,
-            n => got += n,
+    // Non-blocking, regular files only: a FIFO put in place of the file must not hold up the
+    // start, nor a link to a device fill the memory.
+    let data = match crate::fsutil::read_regular(path, crate::fsutil::Links::Follow, max) {
+        Ok(d) => d,
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
+            return Err(invalid("not a regular file".into()));
         }
-    }
-    data.truncate(got);
+        Err(e) if e.kind() == std::io::ErrorKind::FileTooLarge => {
+            let len = fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+            return Err(invalid(format!(
+                "too large: {len} bytes (the limit is {max} bytes)"
+            )));
+        }
+        Err(e) => return Err(e.into()),
+    };
     String::from_utf8(data).map_err(|e| {
         invalid(format!(
             "not UTF-8 text (invalid byte at offset {})",

@@ -183,59 +183,18 @@ pub fn outside_project_permission(
     }
 }
 
-/// What kind of file `t` is, for messages about files that are not regular.
-pub fn file_kind(t: &fs::FileType) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    if t.is_dir() {
-        "a directory"
-    } else if t.is_symlink() {
-        "a symbolic link"
-    } else if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_socket() {
-        "a socket"
-    } else if t.is_char_device() || t.is_block_device() {
-        "a device"
-    } else {
-        "a regular file"
-    }
-}
+pub use crate::fsutil::file_kind;
 
-/// Opens `path` for reading only if it is a regular file. A symlink is not followed (paths from
-/// `resolve` have none left; a walk must not leave the tree through one), and a FIFO, socket or
-/// device is refused before it is opened, since reading one can block forever. Err with
-/// `ErrorKind::InvalidInput` and a message naming the kind for anything else.
+/// Opens `path` for reading only if it is a regular file, a symbolic link at the path itself
+/// included (paths from `resolve` have none left; a walk must not leave the tree through one):
+/// `fsutil::open_regular`.
 pub fn open_regular(path: &Path) -> std::io::Result<(fs::File, fs::Metadata)> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let not_regular = |t: &fs::FileType| {
-        std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            format!("{} is {}, not a regular file", path.display(), file_kind(t)),
-        )
-    };
-    let meta = fs::symlink_metadata(path)?;
-    if !meta.is_file() {
-        return Err(not_regular(&meta.file_type()));
-    }
-    // Checked again on the open file: the path may have been replaced in between.
-    let file = fs::File::options()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)?;
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(not_regular(&meta.file_type()));
-    }
-    Ok((file, meta))
+    crate::fsutil::open_regular(path, crate::fsutil::Links::Refuse)
 }
 
 /// The contents of the regular file `path` (see `open_regular`).
 pub fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    let (mut file, meta) = open_regular(path)?;
-    let mut data = Vec::with_capacity(meta.len().min(1 << 20) as usize);
-    file.read_to_end(&mut data)?;
-    Ok(data)
+    crate::fsutil::read_regular(path, crate::fsutil::Links::Refuse, u64::MAX)
 }
 
 /// The content of the regular file `path` as the session sees it: the editor's buffer when

@@ -12,8 +12,7 @@ use std::path::{Path, PathBuf};
 /// "FILE: KEY", or None (no repository, or nothing found).
 pub fn runs_programs(dir: &Path) -> Option<String> {
     let (worktree, git_dir) = find_git_dir(dir)?;
-    let common = std::fs::read_to_string(git_dir.join("commondir"))
-        .ok()
+    let common = read(&git_dir.join("commondir"))
         .map(|c| git_dir.join(c.trim()))
         .unwrap_or_else(|| git_dir.clone());
     let mut hooks = common.join("hooks");
@@ -23,10 +22,14 @@ pub fn runs_programs(dir: &Path) -> Option<String> {
     }
     files.push(git_dir.join("config.worktree"));
     for file in &files {
-        let Ok(text) = std::fs::read(file) else {
-            continue;
+        // A configuration git cannot read as a file (a link to a FIFO blocks git itself) counts
+        // as one that runs programs: crush's own git never starts on it.
+        let text = match crate::fsutil::read_config(file) {
+            Ok(Some(bytes)) => String::from_utf8_lossy(&bytes).into_owned(),
+            Ok(None) => continue,
+            Err(e) => return Some(crate::fsutil::read_error(file, &e)),
         };
-        for (key, value) in entries(&String::from_utf8_lossy(&text)) {
+        for (key, value) in entries(&text) {
             if key == "core.hookspath" {
                 hooks = worktree.join(&value);
             } else if names_program(&key, &value) {
@@ -39,6 +42,13 @@ pub fn runs_programs(dir: &Path) -> Option<String> {
     hook.exists().then(|| format!("{}: a hook", hook.display()))
 }
 
+/// A file of the repository's git directory, never blocking and never past the configuration
+/// cap (`fsutil::read_config`); None when it is missing or is not a regular file.
+fn read(path: &Path) -> Option<String> {
+    let bytes = crate::fsutil::read_config(path).ok()??;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
 /// The working tree and git directory around `dir`: the nearest `.git` directory, or a `.git`
 /// file's `gitdir:` (worktrees, submodules).
 fn find_git_dir(dir: &Path) -> Option<(PathBuf, PathBuf)> {
@@ -48,7 +58,7 @@ fn find_git_dir(dir: &Path) -> Option<(PathBuf, PathBuf)> {
             return Some((d.to_path_buf(), dot));
         }
         if dot.is_file() {
-            let text = std::fs::read_to_string(&dot).ok()?;
+            let text = read(&dot)?;
             let target = text.trim().strip_prefix("gitdir:")?.trim();
             return Some((d.to_path_buf(), d.join(target)));
         }

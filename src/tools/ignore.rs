@@ -356,8 +356,8 @@ impl RuleSet {
     pub fn load_named(dir: &Path, names: &[&str]) -> Option<RuleSet> {
         let mut text = String::new();
         for name in names {
-            if let Ok(t) = fs::read_to_string(dir.join(name)) {
-                text.push_str(&t);
+            if let Ok(Some(t)) = crate::fsutil::read_config(&dir.join(name)) {
+                text.push_str(&String::from_utf8_lossy(&t));
                 text.push('\n');
             }
         }

@@ -745,3 +745,164 @@ fn the_model_flag_is_part_of_the_runtime_layer() {
     );
     assert_eq!(server.request_count(), 0);
 }
+
+/// A FIFO at `path` (a cloned repository can link to one, or to `/dev/stdin`).
+fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string naming a path in the test's own temporary directory.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+#[test]
+fn a_projects_files_linked_to_a_device_or_a_fifo_fail_fast_and_name_the_file() {
+    // git stores symbolic links, so a clone can ship any of these as a link: none may be read
+    // without end (/dev/zero) or block the start (a FIFO), .git/config included.
+    let fatal = [
+        "crush.json",
+        ".crush.json",
+        "crushrc",
+        ".crushrc",
+        ".mcp.json",
+        ".claude/settings.json",
+    ];
+    let warned = [".crush/state.json", ".crush/crush.json", ".env"];
+    for target in ["zero", "fifo"] {
+        for rel in fatal.iter().chain(&warned).chain(&[".git/config"]) {
+            let server = if fatal.contains(rel) {
+                FakeServer::start()
+            } else {
+                FakeServer::with_script(vec![Reply::text("ok")])
+            };
+            let env = TestEnv::new();
+            env.use_server(&server, Dialect::OpenAi);
+            let fifo = env.root().join("fifo");
+            mkfifo(&fifo);
+            let link = env.project().join(rel);
+            std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+            let _ = std::fs::remove_file(&link);
+            let to = if target == "zero" {
+                PathBuf::from("/dev/zero")
+            } else {
+                fifo.clone()
+            };
+            std::os::unix::fs::symlink(&to, &link).unwrap();
+            let started = std::time::Instant::now();
+            let out = env.run(&["run", "hi"], None);
+            let took = started.elapsed();
+            assert!(
+                took < std::time::Duration::from_secs(5),
+                "{rel} -> {target}: {took:?}\n{}",
+                out.stderr
+            );
+            let named = out.stderr.contains(&link.display().to_string())
+                && out.stderr.contains("not a regular file");
+            if fatal.contains(rel) {
+                out.assert_code(2);
+                assert!(named, "{rel} -> {target}: {}", out.stderr);
+            } else if warned.contains(rel) {
+                out.assert_success();
+                assert!(named, "{rel} -> {target}: {}", out.stderr);
+            } else {
+                // .git/config: crush's own `git status` is left out, the run goes on.
+                out.assert_success();
+            }
+        }
+    }
+}
+
+#[test]
+fn an_environment_name_or_value_no_process_can_hold_is_a_config_error_with_its_line() {
+    // std::env::set_var aborts on these (exit 134): they must be refused where they are written.
+    let server = FakeServer::start();
+    let env = TestEnv::new();
+    let mut global = env.config_for(&server, Dialect::OpenAi);
+    let cases: [(&str, Value); 4] = [
+        (
+            "env.: an environment variable needs a name",
+            json!({"": "x"}),
+        ),
+        (
+            "env.\"A=B\": an environment variable's name cannot hold '='",
+            json!({"A=B": "x"}),
+        ),
+        ("env.N: the value holds a NUL byte", json!({"N": "a\u{0}b"})),
+        (
+            "env.M: the value holds a NUL byte",
+            json!({"M": "$(printf 'a\\000b')"}),
+        ),
+    ];
+    for (want, map) in cases {
+        global["env"] = map;
+        let text = serde_json::to_string_pretty(&global).unwrap();
+        write(&env.config_dir().join("crush.json"), &text);
+        let line = text.lines().position(|l| l.contains("\"env\"")).unwrap() + 2;
+        let out = env.run(&["run", "hi"], None);
+        out.assert_code(2);
+        let at = format!("{}:{line}: ", env.config_dir().join("crush.json").display());
+        assert!(
+            out.stderr.contains(&format!("{at}{want}")),
+            "{want}: {}",
+            out.stderr
+        );
+    }
+    global.as_object_mut().unwrap().remove("env");
+    global["mcp"] = json!({"s": {"command": "true", "env": {"K=V": "x"}}});
+    write(&env.config_dir().join("crush.json"), &global.to_string());
+    let out = env.run(&["run", "hi"], None);
+    out.assert_code(2);
+    assert!(
+        out.stderr
+            .contains("mcp.s.env.\"K=V\": an environment variable's name cannot hold '='"),
+        "{}",
+        out.stderr
+    );
+    // A trusted .env line holding a NUL byte.
+    global.as_object_mut().unwrap().remove("mcp");
+    write(&env.config_dir().join("crush.json"), &global.to_string());
+    write(&env.project().join(".env"), "A=1\nX=a\0b\n");
+    let out = env.run(&["run", "--trust", "hi"], None);
+    out.assert_code(2);
+    let want = format!(
+        "{}:2: X: the value holds a NUL byte",
+        env.project().join(".env").display()
+    );
+    assert!(out.stderr.contains(&want), "{}", out.stderr);
+}
+
+#[test]
+fn location_variables_from_a_dotenv_or_the_env_map_move_nothing() {
+    // A trusted .env's CRUSH_GLOBAL_DATA used to move projects.json but not state.json.
+    let env = TestEnv::new();
+    let moved = env.root().join("moved");
+    let run = |args: &[&str]| {
+        let server = FakeServer::with_script(vec![Reply::text("ok")]);
+        env.write_config(&env.config_for(&server, Dialect::OpenAi));
+        let mut cmd = env.crush();
+        cmd.env_remove("CRUSH_GLOBAL_DATA").args(args);
+        crate::support::env::run_command(cmd, None, crate::support::env::RUN_TIMEOUT)
+    };
+    write(
+        &env.project().join(".env"),
+        &format!("CRUSH_GLOBAL_DATA={}\nOTHER=1\n", moved.display()),
+    );
+    let out = run(&["run", "--trust", "hi"]);
+    out.assert_success();
+    assert!(
+        out.stderr.contains(
+            "CRUSH_GLOBAL_DATA not set: crush's location variables cannot be set from a .env"
+        ),
+        "{}",
+        out.stderr
+    );
+    let data = env.xdg_data().join("crush");
+    assert!(data.join("projects.json").exists(), "{}", out.stderr);
+    assert!(!moved.exists(), "a file went to {}", moved.display());
+    // The env map of a trusted project is exported, but crush's own files stay where they were.
+    std::fs::remove_file(env.project().join(".env")).unwrap();
+    write(
+        &env.project().join("crush.json"),
+        &json!({"env": {"CRUSH_GLOBAL_DATA": moved, "XDG_DATA_HOME": moved}}).to_string(),
+    );
+    run(&["run", "--trust", "hi"]).assert_success();
+    assert!(!moved.exists(), "a file went to {}", moved.display());
+}

@@ -780,3 +780,48 @@ fn a_cancel_ends_the_wait_for_diagnostics() {
         MAIN.replace("def main", "def main BAD")
     );
 }
+
+#[test]
+fn a_project_server_whose_program_changed_since_trust_is_not_restarted() {
+    // The trusted project's language server is a script of the project: once a tool rewrote
+    // it, lsp_restart does not start it again.
+    let server = FakeServer::with_script(vec![
+        view("a.fk"),
+        Reply::tool_call("bash", json!({"command": "echo '# edited' >> lsp.sh"})),
+        Reply::tool_call("lsp_restart", json!({})),
+        Reply::text("done"),
+    ]);
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::Anthropic);
+    let log = env.root().join("lsp-log.jsonl");
+    let mut fake = lsp::entry(env.root(), "fake", &json!({"log": log.to_string_lossy()}));
+    let program = env.write_project_file(
+        "lsp.sh",
+        &format!("#!/bin/sh\nexec '{}'\n", fake["command"].as_str().unwrap()),
+    );
+    std::fs::set_permissions(
+        &program,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    fake["command"] = json!("./lsp.sh");
+    env.write_project_file("crush.json", &json!({"lsp": {"fake": fake}}).to_string());
+    env.write_project_file("a.fk", MAIN);
+    env.run(&["trust"], None).assert_success();
+    let out = run(&env, &["run", "-q", "-y", "go"], &[]);
+    out.assert_success();
+    let r = results(&server);
+    let restart = &r[2];
+    assert!(
+        restart
+            .0
+            .contains("lsp.sh changed since the project was trusted"),
+        "{restart:?}\n{}",
+        out.stderr
+    );
+    let starts = lsp::methods(&lsp::read_log(&log))
+        .iter()
+        .filter(|m| *m == "initialize")
+        .count();
+    assert_eq!(starts, 1, "{}", out.stderr);
+}

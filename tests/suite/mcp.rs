@@ -1228,3 +1228,53 @@ fn the_bash_tools_mcp_add_starts_a_server_in_the_running_session() {
     );
     assert_eq!(server.request(2).tool_results()[1].1, "joined");
 }
+
+#[test]
+fn a_project_server_whose_script_changed_since_trust_is_not_started_again() {
+    // The project's trusted MCP server is a script of the project; a tool rewrites it while
+    // the server runs. Its restart (after it exited) checks the file first and is refused.
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call("mcp_t_boom", json!({})),
+        Reply::tool_call("bash", json!({"command": "echo '# edited' >> srv.sh"})),
+        Reply::tool_call("mcp_t_echo", json!({"text": "back again"})),
+        Reply::text("ok"),
+    ]);
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::Anthropic);
+    let dir = scratch(&env);
+    let script = json!({"tools": [echo_tool(), tool("boom", "crash")], "log": dir.join("t.log")});
+    let entry = stdio_server(&dir, "t", &script);
+    let srv = env.write_project_file(
+        "srv.sh",
+        &format!("#!/bin/sh\nexec '{}'\n", entry["command"].as_str().unwrap()),
+    );
+    std::fs::set_permissions(&srv, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    env.write_project_file(
+        "crush.json",
+        &json!({"mcp": {"t": {"command": "./srv.sh", "env": entry["env"]}}}).to_string(),
+    );
+    env.run(&["trust"], None).assert_success();
+    let out = run(&env, &["run", "-q", "-y", "go"]);
+    out.assert_success();
+    let r = |i: usize| server.request(i).tool_results().last().cloned().unwrap();
+    assert!(
+        r(1).2 && r(1).1.contains("stopped during tools/call"),
+        "{:?}",
+        r(1)
+    );
+    let refused = r(3);
+    assert!(
+        refused.2
+            && refused
+                .1
+                .contains("srv.sh changed since the project was trusted"),
+        "{refused:?}\n{}",
+        out.stderr
+    );
+    // Started once only: the log has one initialize.
+    let starts = methods(&read_log(&dir.join("t.log")))
+        .iter()
+        .filter(|m| *m == "initialize")
+        .count();
+    assert_eq!(starts, 1);
+}

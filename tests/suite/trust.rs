@@ -353,3 +353,80 @@ fn a_repository_naming_programs_in_its_configuration_loses_the_read_only_shortcu
     assert!(out.stderr.contains("refused bash"), "{}", out.stderr);
     assert!(!ran.exists(), "the repository's external diff ran");
 }
+
+#[test]
+fn a_trusted_hook_script_changed_mid_session_does_not_run_and_untrusts_the_project() {
+    // A tool rewrote the trusted ./hooks/check.sh; the next tool call used to run it with
+    // crush's whole environment. Now it is checked before each run (size and times, then the
+    // hash): changed, it does not run, nor does any other hook of the project.
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call(
+            "bash",
+            json!({"command": "printf 'echo rewritten >> %s\\n' \"$LOG\" >> hooks/check.sh"}),
+        ),
+        Reply::tool_call("bash", json!({"command": "true"})),
+        Reply::text("done"),
+    ]);
+    let env = TestEnv::new();
+    let mut cfg = env.config_for(&server, Dialect::OpenAi);
+    cfg["permissions"] = json!({"allowed_tools": ["bash"]});
+    env.write_config(&cfg);
+    let p = env.project();
+    let log = env.root().join("hooks.log");
+    script(
+        &p.join("hooks/check.sh"),
+        &format!("echo check >> {}", log.display()),
+    );
+    script(
+        &p.join(".claude/hooks/claude.sh"),
+        &format!("echo claude >> {}", log.display()),
+    );
+    env.write_project_file(
+        "crush.json",
+        &json!({"hooks": {"PreToolUse": [
+            {"command": "./hooks/check.sh"},
+            {"command": format!("echo inline >> {}", log.display())}
+        ]}})
+        .to_string(),
+    );
+    env.write_project_file(
+        ".claude/settings.json",
+        &json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "command": "\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/claude.sh"}
+        ]}]}})
+        .to_string(),
+    );
+    env.run(&["trust"], None).assert_success();
+    let out = env.run_with_env(&["run", "hi"], &[("LOG", log.to_str().unwrap())]);
+    out.assert_success();
+    let ran = std::fs::read_to_string(&log).unwrap_or_default();
+    let mut lines: Vec<&str> = ran.lines().collect();
+    lines.sort();
+    // The first call's hooks ran; after the rewrite none did, the rewritten script least of all.
+    assert_eq!(lines, ["check", "claude", "inline"], "{}", out.stderr);
+    let notice = format!(
+        "{} changed since the project {} was trusted",
+        p.canonicalize().unwrap().join("hooks/check.sh").display(),
+        p.canonicalize().unwrap().display()
+    );
+    assert_eq!(out.stderr.matches(&notice).count(), 1, "{}", out.stderr);
+    // The next start sees it too: the project is untrusted until the user looks again.
+    let show = env.run(&["config", "show"], None);
+    assert!(
+        show.stderr.contains("has changed since it was trusted"),
+        "{}",
+        show.stderr
+    );
+    // A script named through $CLAUDE_PROJECT_DIR is part of the trust as well.
+    env.run(&["trust"], None).assert_success();
+    let claude = p.join(".claude/hooks/claude.sh");
+    let mut text = std::fs::read_to_string(&claude).unwrap();
+    text.push_str("# edited\n");
+    std::fs::write(&claude, text).unwrap();
+    let show = env.run(&["config", "show"], None);
+    assert!(
+        show.stderr.contains("has changed since it was trusted"),
+        "{}",
+        show.stderr
+    );
+}
