@@ -213,7 +213,7 @@ impl Guard {
                     inner.root.display()
                 );
                 crate::log::warn(&notice);
-                eprintln!("crush: {}", crate::visible::line(&notice));
+                crate::ewriteln!("crush: {}", crate::visible::line(&notice));
             }
             return Err(inner.broken.get().cloned().unwrap_or(c));
         }
@@ -310,7 +310,7 @@ mod tests {
             g.check(What::Hook, "./a.sh").unwrap();
         }
         let per_call = started.elapsed() / n;
-        eprintln!("guard check of an unchanged file: {per_call:?} per call");
+        crate::ewriteln!("guard check of an unchanged file: {per_call:?} per call");
         assert!(
             per_call < std::time::Duration::from_millis(1),
             "{per_call:?}"
