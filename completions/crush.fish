@@ -54,6 +54,8 @@ complete -c crush -l trust -d 'Trust the project for this invocation: its crushr
 complete -c crush -n '__fish_seen_subcommand_from run; or __fish_seen_subcommand_from acp' -l no-project-hooks -d 'Run without the project\'s own hooks; without it, a project whose hooks are not trusted stops the run (exit 2), or refuses the session in acp'
 complete -c crush -n '__fish_seen_subcommand_from sessions' -l format -r -d 'Format of sessions export (default md)'
 complete -c crush -n '__fish_seen_subcommand_from run' -l attach -r -d 'Attach FILE to the prompt (repeatable): text is sent inline with its name, a PNG, JPEG, GIF or WebP image as an image'
+complete -c crush -n '__fish_seen_subcommand_from run' -l max-cost -r -d 'Stop before a model call once this run has spent USD (exit 4; see BUDGET)'
+complete -c crush -n '__fish_seen_subcommand_from run' -l max-cost-unpriced -r -d 'Under a budget, call a model that has no price (default refuse)'
 complete -c crush -n '__fish_seen_subcommand_from run' -s o -l output -r -d 'Also write the final message to FILE'
 complete -c crush -n '__fish_seen_subcommand_from hooks' -l tool -r -d 'The tool a hook event is about (e.g. bash): which hooks match, or the test call\'s tool'
 complete -c crush -n '__fish_seen_subcommand_from hooks' -l input -r -d 'The tool input of a hooks test, a JSON object (default {})'

@@ -185,6 +185,20 @@ pub static FLAGS: &[Flag] = &[
         scope: Scope::Only(&["run"]),
     },
     Flag {
+        short: None,
+        long: "max-cost",
+        value: Some("USD"),
+        help: "Stop before a model call once this run has spent USD (exit 4; see BUDGET)",
+        scope: Scope::Only(&["run"]),
+    },
+    Flag {
+        short: None,
+        long: "max-cost-unpriced",
+        value: Some("allow|refuse"),
+        help: "Under a budget, call a model that has no price (default refuse)",
+        scope: Scope::Only(&["run"]),
+    },
+    Flag {
         short: Some('o'),
         long: "output",
         value: Some("FILE"),
@@ -255,7 +269,8 @@ pub static COMMANDS: &[CommandSpec] = &[
                 terminal, a model call's text is written once the call can no longer be retried, \
                 so stdout equals the stored answer. The --json finish event's reason is \
                 end_turn, max_tokens, content_filter, empty, max_steps, loop, \
-                permission_refused, hook_denied, hook_halted, canceled or error (EXIT STATUS).",
+                permission_refused, hook_denied, hook_halted, budget, canceled or error \
+                (EXIT STATUS).",
         subcommands: &[],
     },
     CommandSpec {
@@ -637,6 +652,30 @@ where
             "trust" => global.trust = true,
             "no-project-hooks" => global.no_project_hooks = true,
             "output" => run.output = Some(PathBuf::from(value()?)),
+            "max-cost" => {
+                let v = value()?;
+                run.max_cost = Some(
+                    v.parse::<f64>()
+                        .ok()
+                        .filter(|&c| crate::agent::budget::valid_limit(c))
+                        .ok_or_else(|| {
+                            UsageError(format!(
+                                "--max-cost takes a number of US dollars, 0 or more (e.g. 0.50), not '{v}'"
+                            ))
+                        })?,
+                );
+            }
+            "max-cost-unpriced" => {
+                run.allow_unpriced = match value()?.as_str() {
+                    "allow" => true,
+                    "refuse" => false,
+                    other => {
+                        return Err(UsageError(format!(
+                            "--max-cost-unpriced takes allow or refuse, not '{other}'"
+                        )));
+                    }
+                }
+            }
             "attach" => run.attach.push(PathBuf::from(value()?)),
             "tool" => hooks.tool = Some(value()?),
             "input" => hooks.input = Some(value()?),

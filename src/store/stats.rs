@@ -214,3 +214,22 @@ impl Store {
         })
     }
 }
+
+impl Store {
+    /// What the top-level session of `session_id` has spent, sub-agents included, in USD: its
+    /// recorded cost, which every priced call adds to in the transaction of its ledger row
+    /// (and which Go Crush kept too). 0 for an unknown session.
+    pub fn session_spend(&self, session_id: &str) -> Result<f64> {
+        Ok(self.conn.query_row(
+            "WITH RECURSIVE up(id, parent, cost) AS (
+                 SELECT id, parent_session_id, cost FROM sessions WHERE id = ?1
+                 UNION
+                 SELECT s.id, s.parent_session_id, s.cost FROM sessions s JOIN up ON s.id = up.parent
+             )
+             SELECT COALESCE((SELECT cost FROM up
+                 WHERE parent IS NULL OR parent NOT IN (SELECT id FROM sessions)), 0.0)",
+            [session_id],
+            |r| r.get(0),
+        )?)
+    }
+}
