@@ -60,8 +60,8 @@ pub static FLAGS: &[Flag] = &[
         short: Some('m'),
         long: "model",
         value: Some("[PROVIDER/]MODEL"),
-        help: "Use this model as the large model",
-        scope: Scope::Only(&["", "run", "init", "config", "acp"]),
+        help: "Use this model as the large model; stats: count only this model's calls",
+        scope: Scope::Only(&["", "run", "init", "config", "acp", "stats"]),
     },
     Flag {
         short: None,
@@ -173,9 +173,37 @@ pub static FLAGS: &[Flag] = &[
     Flag {
         short: None,
         long: "format",
-        value: Some("md|json"),
-        help: "Format of sessions export (default md)",
-        scope: Scope::Only(&["sessions"]),
+        value: Some("FORMAT"),
+        help: "Format of sessions export (md or json, default md) or of stats (text, json or csv, default text)",
+        scope: Scope::Only(&["sessions", "stats"]),
+    },
+    Flag {
+        short: None,
+        long: "all",
+        value: None,
+        help: "stats: every project in projects.json",
+        scope: Scope::Only(&["stats"]),
+    },
+    Flag {
+        short: None,
+        long: "since",
+        value: Some("WHEN"),
+        help: "stats: calls from WHEN on: 7d (days ago) or a UTC date 2026-11-01",
+        scope: Scope::Only(&["stats"]),
+    },
+    Flag {
+        short: None,
+        long: "until",
+        value: Some("WHEN"),
+        help: "stats: calls before WHEN (7d or 2026-11-01)",
+        scope: Scope::Only(&["stats"]),
+    },
+    Flag {
+        short: None,
+        long: "provider",
+        value: Some("ID"),
+        help: "stats: count only this provider's calls",
+        scope: Scope::Only(&["stats"]),
     },
     Flag {
         short: None,
@@ -369,11 +397,12 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "stats",
-        usage: "crush stats [--json]",
+        usage: "crush stats [--all] [--since WHEN] [--until WHEN] [--model M] [--provider P] [--format text|json|csv]",
         about: "Show the project's model calls, tokens by kind and cost from the usage ledger: \
                 in total, per model and per session (a sub-agent's calls count under the session \
                 that started it). Calls without a price are shown as unpriced, never as $0. Spend \
-                Go Crush recorded without itemizing it is shown on a line of its own.",
+                Go Crush recorded without itemizing it is shown on a line of its own. --all sums \
+                every project in projects.json, each database opened read-only.",
         subcommands: &[],
     },
     CommandSpec {
@@ -430,9 +459,7 @@ pub enum Command {
         id: String,
         json: bool,
     },
-    Stats {
-        json: bool,
-    },
+    Stats(crate::commands::stats::StatsArgs),
     SessionsExport {
         id: String,
         format: crate::commands::sessions::ExportFormat,
@@ -559,6 +586,7 @@ where
     let mut parser = lexopt::Parser::from_args(args);
     let mut global = Global::default();
     let mut run = RunArgs::default();
+    let mut stats = crate::commands::stats::StatsArgs::default();
     let mut hooks = HooksTestArgs::default();
     let mut json = false;
     let mut follow = false;
@@ -647,6 +675,23 @@ where
                 })?);
             }
             "format" => format = Some(value()?),
+            "all" => stats.all = true,
+            "since" | "until" => {
+                let v = value()?;
+                let t = crate::commands::stats::parse_when(&v, crate::time::unix_now())
+                    .ok_or_else(|| {
+                        UsageError(format!(
+                            "--{} takes a number of days (7d) or a UTC date (2026-11-01), not '{v}'",
+                            flag.long
+                        ))
+                    })?;
+                if flag.long == "since" {
+                    stats.filter.since = Some(t);
+                } else {
+                    stats.filter.until = Some(t);
+                }
+            }
+            "provider" => stats.filter.provider = Some(value()?),
             "origin" => origin = true,
             "revoke" => revoke = true,
             "trust" => global.trust = true,
@@ -729,7 +774,20 @@ where
                         "crush stats takes no arguments (got '{p}')"
                     )));
                 }
-                Command::Stats { json }
+                use crate::commands::stats::Format;
+                stats.format = match format.as_deref() {
+                    None if json => Format::Json,
+                    None | Some("text") => Format::Text,
+                    Some("json") => Format::Json,
+                    Some("csv") => Format::Csv,
+                    Some(other) => {
+                        return Err(UsageError(format!(
+                            "--format for stats is text, json or csv, not '{other}'"
+                        )));
+                    }
+                };
+                stats.filter.model = global.model.take();
+                Command::Stats(stats)
             }
             "hooks" => {
                 const USAGE: &str = "usage: crush hooks list [--tool NAME] | test EVENT [--tool NAME --input JSON] [--prompt TEXT]";
@@ -1252,7 +1310,10 @@ mod tests {
     fn stats_takes_json_only() {
         assert_eq!(
             parse(&["stats", "--json"]).unwrap().command,
-            Command::Stats { json: true }
+            Command::Stats(crate::commands::stats::StatsArgs {
+                format: crate::commands::stats::Format::Json,
+                ..Default::default()
+            })
         );
         assert!(parse(&["stats", "x"]).is_err());
         assert!(parse(&["stats", "-o", "f"]).is_err());
