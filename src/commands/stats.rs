@@ -253,7 +253,7 @@ fn report_all(args: &StatsArgs) -> Result<String, AppError> {
             continue;
         }
         let store = crate::store::Store::open_read_only(&db)?;
-        let stats = store.stats_where(&args.filter)?;
+        let stats = store.totals_where(&args.filter)?;
         total.add(&stats.total);
         unitemized.sessions += stats.unitemized.sessions;
         unitemized.cost += stats.unitemized.cost;

@@ -218,22 +218,42 @@ impl Store {
         self.stats_where(&Filter::default())
     }
 
-    /// [`stats`](Self::stats) of the usage rows `filter` keeps.
-    pub fn stats_where(&self, filter: &Filter) -> Result<Stats> {
+    /// The total and the unitemized spend of the usage rows `filter` keeps (what
+    /// `crush stats --all` needs of each project: one pass over the ledger).
+    pub fn totals_where(&self, filter: &Filter) -> Result<Stats> {
         let unitemized = self.unitemized(filter)?;
-        let (cond, params) = filter.usage_where();
-        let params = rusqlite::params_from_iter(params.iter());
         if !self.layout.usage {
             return Ok(Stats {
                 unitemized,
                 ..Stats::default()
             });
         }
+        let (cond, params) = filter.usage_where();
         let total = self.conn.query_row(
             &format!("SELECT {AGGREGATES} FROM usage u WHERE {cond}"),
-            params.clone(),
+            rusqlite::params_from_iter(params.iter()),
             |r| totals_from(r, 0),
         )?;
+        Ok(Stats {
+            total,
+            unitemized,
+            ..Stats::default()
+        })
+    }
+
+    /// [`stats`](Self::stats) of the usage rows `filter` keeps.
+    pub fn stats_where(&self, filter: &Filter) -> Result<Stats> {
+        let Stats {
+            total, unitemized, ..
+        } = self.totals_where(filter)?;
+        if !self.layout.usage {
+            return Ok(Stats {
+                unitemized,
+                ..Stats::default()
+            });
+        }
+        let (cond, params) = filter.usage_where();
+        let params = rusqlite::params_from_iter(params.iter());
 
         let mut stmt = self.conn.prepare(&format!(
             "SELECT u.provider, u.model, {AGGREGATES} FROM usage u WHERE {cond}
