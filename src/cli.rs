@@ -60,8 +60,8 @@ pub static FLAGS: &[Flag] = &[
         short: Some('m'),
         long: "model",
         value: Some("[PROVIDER/]MODEL"),
-        help: "Use this model as the large model",
-        scope: Scope::Only(&["", "run", "init", "config", "acp"]),
+        help: "Use this model as the large model; stats: count only this model's calls",
+        scope: Scope::Only(&["", "run", "init", "config", "acp", "stats"]),
     },
     Flag {
         short: None,
@@ -173,15 +173,57 @@ pub static FLAGS: &[Flag] = &[
     Flag {
         short: None,
         long: "format",
-        value: Some("md|json"),
-        help: "Format of sessions export (default md)",
-        scope: Scope::Only(&["sessions"]),
+        value: Some("FORMAT"),
+        help: "Format of sessions export (md or json, default md) or of stats (text, json or csv, default text)",
+        scope: Scope::Only(&["sessions", "stats"]),
+    },
+    Flag {
+        short: None,
+        long: "all",
+        value: None,
+        help: "stats: every project in projects.json",
+        scope: Scope::Only(&["stats"]),
+    },
+    Flag {
+        short: None,
+        long: "since",
+        value: Some("WHEN"),
+        help: "stats: calls from WHEN on: 7d (days ago) or a UTC date 2026-11-01",
+        scope: Scope::Only(&["stats"]),
+    },
+    Flag {
+        short: None,
+        long: "until",
+        value: Some("WHEN"),
+        help: "stats: calls before WHEN (7d or 2026-11-01)",
+        scope: Scope::Only(&["stats"]),
+    },
+    Flag {
+        short: None,
+        long: "provider",
+        value: Some("ID"),
+        help: "stats: count only this provider's calls",
+        scope: Scope::Only(&["stats"]),
     },
     Flag {
         short: None,
         long: "attach",
         value: Some("FILE"),
         help: "Attach FILE to the prompt (repeatable): text is sent inline with its name, a PNG, JPEG, GIF or WebP image as an image",
+        scope: Scope::Only(&["run"]),
+    },
+    Flag {
+        short: None,
+        long: "max-cost",
+        value: Some("USD"),
+        help: "Stop before a model call once this run has spent USD (exit 4; see BUDGET)",
+        scope: Scope::Only(&["run"]),
+    },
+    Flag {
+        short: None,
+        long: "max-cost-unpriced",
+        value: Some("allow|refuse"),
+        help: "Under a budget, call a model that has no price (default refuse)",
         scope: Scope::Only(&["run"]),
     },
     Flag {
@@ -255,7 +297,8 @@ pub static COMMANDS: &[CommandSpec] = &[
                 terminal, a model call's text is written once the call can no longer be retried, \
                 so stdout equals the stored answer. The --json finish event's reason is \
                 end_turn, max_tokens, content_filter, empty, max_steps, loop, \
-                permission_refused, hook_denied, hook_halted, canceled or error (EXIT STATUS).",
+                permission_refused, hook_denied, hook_halted, budget, canceled or error \
+                (EXIT STATUS).",
         subcommands: &[],
     },
     CommandSpec {
@@ -354,11 +397,12 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "stats",
-        usage: "crush stats [--json]",
+        usage: "crush stats [--all] [--since WHEN] [--until WHEN] [--model M] [--provider P] [--format text|json|csv]",
         about: "Show the project's model calls, tokens by kind and cost from the usage ledger: \
                 in total, per model and per session (a sub-agent's calls count under the session \
                 that started it). Calls without a price are shown as unpriced, never as $0. Spend \
-                Go Crush recorded without itemizing it is shown on a line of its own.",
+                Go Crush recorded without itemizing it is shown on a line of its own. --all sums \
+                every project in projects.json, each database opened read-only.",
         subcommands: &[],
     },
     CommandSpec {
@@ -415,9 +459,7 @@ pub enum Command {
         id: String,
         json: bool,
     },
-    Stats {
-        json: bool,
-    },
+    Stats(crate::commands::stats::StatsArgs),
     SessionsExport {
         id: String,
         format: crate::commands::sessions::ExportFormat,
@@ -544,6 +586,7 @@ where
     let mut parser = lexopt::Parser::from_args(args);
     let mut global = Global::default();
     let mut run = RunArgs::default();
+    let mut stats = crate::commands::stats::StatsArgs::default();
     let mut hooks = HooksTestArgs::default();
     let mut json = false;
     let mut follow = false;
@@ -632,11 +675,52 @@ where
                 })?);
             }
             "format" => format = Some(value()?),
+            "all" => stats.all = true,
+            "since" | "until" => {
+                let v = value()?;
+                let t = crate::commands::stats::parse_when(&v, crate::time::unix_now())
+                    .ok_or_else(|| {
+                        UsageError(format!(
+                            "--{} takes a number of days (7d) or a UTC date (2026-11-01), not '{v}'",
+                            flag.long
+                        ))
+                    })?;
+                if flag.long == "since" {
+                    stats.filter.since = Some(t);
+                } else {
+                    stats.filter.until = Some(t);
+                }
+            }
+            "provider" => stats.filter.provider = Some(value()?),
             "origin" => origin = true,
             "revoke" => revoke = true,
             "trust" => global.trust = true,
             "no-project-hooks" => global.no_project_hooks = true,
             "output" => run.output = Some(PathBuf::from(value()?)),
+            "max-cost" => {
+                let v = value()?;
+                run.max_cost = Some(
+                    v.parse::<f64>()
+                        .ok()
+                        .filter(|&c| crate::agent::budget::valid_limit(c))
+                        .ok_or_else(|| {
+                            UsageError(format!(
+                                "--max-cost takes a number of US dollars, 0 or more (e.g. 0.50), not '{v}'"
+                            ))
+                        })?,
+                );
+            }
+            "max-cost-unpriced" => {
+                run.allow_unpriced = match value()?.as_str() {
+                    "allow" => true,
+                    "refuse" => false,
+                    other => {
+                        return Err(UsageError(format!(
+                            "--max-cost-unpriced takes allow or refuse, not '{other}'"
+                        )));
+                    }
+                }
+            }
             "attach" => run.attach.push(PathBuf::from(value()?)),
             "tool" => hooks.tool = Some(value()?),
             "input" => hooks.input = Some(value()?),
@@ -690,7 +774,20 @@ where
                         "crush stats takes no arguments (got '{p}')"
                     )));
                 }
-                Command::Stats { json }
+                use crate::commands::stats::Format;
+                stats.format = match format.as_deref() {
+                    None if json => Format::Json,
+                    None | Some("text") => Format::Text,
+                    Some("json") => Format::Json,
+                    Some("csv") => Format::Csv,
+                    Some(other) => {
+                        return Err(UsageError(format!(
+                            "--format for stats is text, json or csv, not '{other}'"
+                        )));
+                    }
+                };
+                stats.filter.model = global.model.take();
+                Command::Stats(stats)
             }
             "hooks" => {
                 const USAGE: &str = "usage: crush hooks list [--tool NAME] | test EVENT [--tool NAME --input JSON] [--prompt TEXT]";
@@ -1213,7 +1310,10 @@ mod tests {
     fn stats_takes_json_only() {
         assert_eq!(
             parse(&["stats", "--json"]).unwrap().command,
-            Command::Stats { json: true }
+            Command::Stats(crate::commands::stats::StatsArgs {
+                format: crate::commands::stats::Format::Json,
+                ..Default::default()
+            })
         );
         assert!(parse(&["stats", "x"]).is_err());
         assert!(parse(&["stats", "-o", "f"]).is_err());

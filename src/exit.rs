@@ -11,6 +11,8 @@ pub enum ExitCode {
     Usage,
     /// 3: stopped by policy (a hook denied or halted, a needed permission was refused).
     Policy,
+    /// 4: the budget stopped the run before a model call (crush(1) USAGE AND COST, Budget).
+    Budget,
     /// 129: ended by SIGHUP.
     Hangup,
     /// 130: interrupted by SIGINT.
@@ -26,6 +28,7 @@ impl ExitCode {
             ExitCode::Failure => 1,
             ExitCode::Usage => 2,
             ExitCode::Policy => 3,
+            ExitCode::Budget => 4,
             ExitCode::Hangup => 129,
             ExitCode::Interrupted => 130,
             ExitCode::Terminated => 143,

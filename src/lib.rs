@@ -82,7 +82,7 @@ fn dispatch(cli: cli::Cli) -> Result<ExitCode, AppError> {
         Command::Init(args) => run::init(g, args),
         Command::SessionsList { json } => print(&sessions::list(g, *json)?),
         Command::SessionsShow { id, json } => print(&sessions::show(g, id, *json)?),
-        Command::Stats { json } => print(&stats::report(g, *json)?),
+        Command::Stats(args) => print(&stats::report(g, args)?),
         Command::HooksList { tool } => print(&hooks_cmd::list(g, tool.as_deref())?),
         Command::HooksTest(args) => {
             let (text, code) = hooks_cmd::test(g, args)?;

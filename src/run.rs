@@ -3,6 +3,7 @@
 //! goes to stderr. What reaches a terminal from the model, a tool or a hook goes through
 //! `crate::visible` (stdout only when it is a terminal: piped, it is the answer byte for byte).
 
+use crate::agent::budget::Budget;
 use crate::agent::{AgentEvent, Answer, Sink, Stop, TurnResult};
 use crate::app::Global;
 use crate::app::{self, AppError};
@@ -24,6 +25,10 @@ pub struct RunArgs {
     pub output: Option<PathBuf>,
     /// `--attach FILE`, in order.
     pub attach: Vec<PathBuf>,
+    /// `--max-cost USD`: what this run may spend (crush(1) USAGE AND COST, Budget).
+    pub max_cost: Option<f64>,
+    /// `--max-cost-unpriced allow`: an unpriced model may run under a budget.
+    pub allow_unpriced: bool,
 }
 
 /// Version of the `--json` event schema; bump on incompatible changes.
@@ -103,7 +108,7 @@ pub enum JsonEvent<'a> {
         v: u32,
         session_id: &'a str,
         /// end_turn | max_tokens | content_filter | empty | max_steps | loop |
-        /// permission_refused | hook_denied | hook_halted | canceled | error
+        /// permission_refused | hook_denied | hook_halted | budget | canceled | error
         reason: &'a str,
         steps: usize,
         text: &'a str,
@@ -555,6 +560,18 @@ pub fn init(global: &Global, args: &InitArgs) -> Result<ExitCode, AppError> {
 }
 
 /// One turn of `prompt` in `session`, reported on stdout (and stderr) as `args` say.
+/// The run's budget (crush(1) USAGE AND COST, Budget), counted from what the session has spent so far.
+fn set_budget(agent: &mut crate::agent::Agent, args: &RunArgs) -> Result<(), AppError> {
+    let Some(loaded) = &agent.config else {
+        return Ok(());
+    };
+    let start = agent.store.session_spend(&agent.session_id)?;
+    let budget = Budget::for_run(loaded, args.max_cost, args.allow_unpriced, start)
+        .map_err(|e| AppError::Config(e.to_string()))?;
+    agent.budget = Some(budget);
+    Ok(())
+}
+
 fn run_turn(
     session: &mut app::OpenSession,
     args: &RunArgs,
@@ -584,6 +601,7 @@ fn run_turn(
             provider: &session.agent.model.provider.id,
         });
     }
+    set_budget(&mut session.agent, args)?;
     let source = if session.resumed { "resume" } else { "startup" };
     session.agent.session_start(source, &mut sink);
     crate::log::info(&format!(
@@ -677,6 +695,10 @@ fn run_turn(
                 crate::visible::text(reason)
             );
             ExitCode::Policy
+        }
+        Stop::Budget(b) => {
+            crate::ewriteln!("crush: {b}; the session {sid} was saved");
+            ExitCode::Budget
         }
         Stop::Canceled => {
             crate::ewriteln!("crush: interrupted; the session {sid} was saved");

@@ -501,6 +501,10 @@ impl Session<'_, '_> {
                 "end_turn"
             }
             Stop::Canceled => "cancelled",
+            Stop::Budget(b) => {
+                sink.note(&format!("Stopped: {b}."));
+                "end_turn"
+            }
             Stop::Error(e) => {
                 return Err(RpcError::internal(format!(
                     "{e}; the session was saved, and the next prompt continues it"

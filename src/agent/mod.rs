@@ -4,6 +4,7 @@
 //! store in one transaction before the next model call, so a killed process leaves a session that
 //! reloads. The loop renders nothing: it reports `AgentEvent`s to a `Sink`.
 
+pub mod budget;
 mod call;
 mod error;
 mod fetch_agent;
@@ -142,6 +143,8 @@ pub enum Stop {
     HookHalted(String),
     Canceled,
     Error(LlmError),
+    /// The budget stopped the turn before a model call (crush(1) USAGE AND COST, Budget).
+    Budget(budget::BudgetStop),
 }
 
 impl Stop {
@@ -159,6 +162,7 @@ impl Stop {
             Stop::HookHalted(_) => "hook_halted",
             Stop::Canceled => "canceled",
             Stop::Error(_) => "error",
+            Stop::Budget(_) => "budget",
         }
     }
 
@@ -238,6 +242,8 @@ pub struct Agent<'a> {
     /// Where the file tools may go and what they may not write without asking
     /// (`tools::confine`).
     pub bounds: Arc<Bounds>,
+    /// The spending limits (None: none; a sub-agent shares its parent's).
+    pub budget: Option<budget::Budget>,
 }
 
 /// The tools of the session's MCP servers as the agent offers them: rebuilt before a model call
@@ -357,6 +363,7 @@ impl<'a> Agent<'a> {
             skill_files: Arc::new(s.skills.files()),
             skills_prompt: prompt::skills_section(&s.skills.prompt_listing()),
             skills_info: Arc::new(s.skills.info()),
+            budget: None,
         }
     }
 }

@@ -225,6 +225,8 @@ impl<'a> Agent<'a> {
             skills_prompt: String::new(),
             skills_info: self.skills_info.clone(),
             bounds: self.bounds.clone(),
+            // Its spend is the parent session's: the same limits hold.
+            budget: self.budget.clone(),
         }
     }
 
@@ -369,6 +371,12 @@ fn outcome(result: &TurnResult) -> (String, bool, Option<Stop>) {
             format!("A hook halted the sub-agent: {r}"),
             true,
             Some(Stop::HookHalted(r.clone())),
+        ),
+        // The budget is the parent's too: its turn stops as well.
+        Stop::Budget(b) => (
+            format!("The sub-agent stopped: {b}"),
+            true,
+            Some(Stop::Budget(b.clone())),
         ),
     }
 }

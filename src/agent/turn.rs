@@ -190,6 +190,9 @@ impl Agent<'_> {
 
     /// One step: a model call and what follows from its answer. Some: the turn stops.
     fn step(&mut self, turn: &mut Turn, sink: &mut dyn Sink) -> Result<Option<Stop>, AgentError> {
+        if let Some(stop) = self.budget_stop(turn.step)? {
+            return Ok(Some(stop));
+        }
         self.sync_mcp(sink);
         let resp = match self.call_model(&turn.history, sink) {
             CallEnd::Done(r) => r,

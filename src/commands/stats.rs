@@ -4,7 +4,7 @@
 
 use crate::app::Global;
 use crate::app::{self, AppError};
-use crate::store::stats::{Stats, Totals, Unitemized};
+use crate::store::stats::{Filter, Stats, Totals, Unitemized};
 use serde_json::{Value, json};
 use std::fmt::Write as _;
 
@@ -159,16 +159,167 @@ pub fn to_text(stats: &Stats) -> String {
     out
 }
 
-pub fn report(global: &Global, json_out: bool) -> Result<String, AppError> {
+/// How `crush stats` prints (crush(1) USAGE AND COST).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Format {
+    #[default]
+    Text,
+    Json,
+    Csv,
+}
+
+/// The arguments of `crush stats`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StatsArgs {
+    /// `--all`: every project in projects.json.
+    pub all: bool,
+    pub filter: Filter,
+    pub format: Format,
+}
+
+/// A `--since`/`--until` value: `7d` (days before now) or a UTC date `2026-11-01` (its start):
+/// Unix seconds, None when it is neither.
+pub fn parse_when(s: &str, now: i64) -> Option<i64> {
+    if let Some(days) = s.strip_suffix('d') {
+        return days
+            .parse::<u32>()
+            .ok()
+            .map(|d| now - i64::from(d) * 86_400);
+    }
+    let mut it = s.splitn(3, '-');
+    let (y, m, d) = (it.next()?, it.next()?, it.next()?);
+    if y.len() != 4 || m.len() != 2 || d.len() != 2 {
+        return None;
+    }
+    let (y, m, d): (i64, u32, u32) = (y.parse().ok()?, m.parse().ok()?, d.parse().ok()?);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+        return None;
+    }
+    let days = crate::time::days_from_civil(y, m, d);
+    // 2026-02-31 is not a date.
+    (crate::time::civil_from_days(days) == (y, m, d)).then_some(days * 86_400)
+}
+
+/// One line per model and per project, then the total: scope, name, then the sums.
+pub fn to_csv(rows: &[(&str, String, &Totals)]) -> String {
+    let mut out = String::from(
+        "scope,name,calls,input_tokens,output_tokens,cache_read_tokens,cache_write_tokens,unknown_usage_calls,priced_calls,unpriced_calls,cost\n",
+    );
+    for (scope, name, t) in rows {
+        let cost = t.cost_usd().map(|c| format!("{c}")).unwrap_or_default();
+        let name = format!("\"{}\"", name.replace('"', "\"\""));
+        let _ = writeln!(
+            out,
+            "{scope},{name},{},{},{},{},{},{},{},{},{cost}",
+            t.calls,
+            t.input_tokens,
+            t.output_tokens,
+            t.cache_read_tokens,
+            t.cache_write_tokens,
+            t.unknown_usage_calls,
+            t.priced_calls,
+            t.unpriced_calls
+        );
+    }
+    out
+}
+
+fn csv_of(stats: &Stats) -> String {
+    let mut rows: Vec<(&str, String, &Totals)> = stats
+        .models
+        .iter()
+        .map(|m| ("model", format!("{}/{}", m.provider, m.model), &m.totals))
+        .collect();
+    rows.push(("total", "all calls".into(), &stats.total));
+    to_csv(&rows)
+}
+
+/// `crush stats --all`: every project of projects.json whose database exists, each opened
+/// read-only, and their sum.
+fn report_all(args: &StatsArgs) -> Result<String, AppError> {
+    let global = crate::paths::global_data_dir();
+    let list = crate::store::projects::list(&global).map_err(|e| {
+        AppError::Runtime(format!(
+            "cannot read {}: {e}",
+            global.join("projects.json").display()
+        ))
+    })?;
+    let mut projects = Vec::new();
+    let mut total = Totals::default();
+    let mut unitemized = Unitemized::default();
+    for p in list {
+        let db = std::path::Path::new(&p.data_dir).join("crush.db");
+        if !db.is_file() {
+            continue;
+        }
+        let store = crate::store::Store::open_read_only(&db)?;
+        let stats = store.totals_where(&args.filter)?;
+        total.add(&stats.total);
+        unitemized.sessions += stats.unitemized.sessions;
+        unitemized.cost += stats.unitemized.cost;
+        projects.push((p.path, db.display().to_string(), stats));
+    }
+    Ok(match args.format {
+        Format::Json => format!(
+            "{}\n",
+            json!({
+                "v": JSON_SCHEMA_VERSION,
+                "total": totals_json(&total),
+                "unitemized": {"sessions": unitemized.sessions, "cost": unitemized.cost},
+                "projects": projects.iter().map(|(path, db, st)| {
+                    let mut v = to_json(st, Some(db));
+                    v["path"] = json!(path);
+                    v
+                }).collect::<Vec<_>>(),
+            })
+        ),
+        Format::Csv => {
+            let mut rows: Vec<(&str, String, &Totals)> = projects
+                .iter()
+                .map(|(path, _, st)| ("project", path.clone(), &st.total))
+                .collect();
+            rows.push(("total", "all projects".into(), &total));
+            to_csv(&rows)
+        }
+        Format::Text => {
+            let mut out = String::new();
+            header(&mut out, "PROJECT");
+            for (path, _, st) in &projects {
+                row(&mut out, &clip_left(path, 40), &st.total);
+            }
+            row(&mut out, "all projects", &total);
+            out.push_str(&unitemized_line(&unitemized));
+            out
+        }
+    })
+}
+
+/// The end of `s` in at most `n` characters (a path's last components say the most).
+fn clip_left(s: &str, n: usize) -> String {
+    let count = s.chars().count();
+    if count <= n {
+        return s.to_string();
+    }
+    let mut t = String::from("…");
+    t.extend(s.chars().skip(count + 1 - n));
+    t
+}
+
+pub fn report(global: &Global, args: &StatsArgs) -> Result<String, AppError> {
+    if args.all {
+        return report_all(args);
+    }
     let loaded = app::load_config(global)?;
     let store = app::open_existing_store(&loaded)?;
     let stats = match &store {
-        Some(s) => s.stats()?,
+        Some(s) => s.stats_where(&args.filter)?,
         None => Stats::default(),
     };
     let db = store.as_ref().map(|s| s.path().display().to_string());
-    if json_out {
-        return Ok(format!("{}\n", to_json(&stats, db.as_deref())));
+    match args.format {
+        Format::Json => return Ok(format!("{}\n", to_json(&stats, db.as_deref()))),
+        Format::Csv => return Ok(csv_of(&stats)),
+        Format::Text => {}
     }
     if let Some(s) = &store
         && !s.has_usage_ledger()
@@ -204,6 +355,36 @@ mod tests {
             cost,
             ..Totals::default()
         }
+    }
+
+    #[test]
+    fn since_and_until_take_days_or_dates() {
+        let now = 1_800_000_000;
+        assert_eq!(parse_when("7d", now), Some(now - 7 * 86_400));
+        assert_eq!(parse_when("0d", now), Some(now));
+        assert_eq!(parse_when("1970-01-02", now), Some(86_400));
+        assert_eq!(parse_when("2026-11-01", now), Some(1_793_491_200));
+        for bad in [
+            "2026-02-31",
+            "2026-13-01",
+            "7",
+            "-1d",
+            "yesterday",
+            "2026-1-1",
+            "",
+        ] {
+            assert_eq!(parse_when(bad, now), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn csv_quotes_names_and_leaves_unpriced_cost_empty() {
+        let t = totals(2, 0, 0.0);
+        let csv = to_csv(&[("model", "a\"b".into(), &t)]);
+        assert!(
+            csv.ends_with("model,\"a\"\"b\",2,20,2,0,0,0,0,2,\n"),
+            "{csv}"
+        );
     }
 
     #[test]

@@ -77,6 +77,8 @@ const KNOWN_OPTIONS: &[&str] = &[
     "disabled_skills",
     "disable_notifications",
     "max_steps",
+    "max_cost",
+    "max_session_cost",
     "request_idle_timeout",
     "shell_env_allow",
     "claude_code_hooks",

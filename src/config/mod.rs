@@ -132,6 +132,10 @@ pub struct Options {
     pub disabled_skills: Vec<String>,
     /// Model calls per turn (ours; default 100).
     pub max_steps: Option<u64>,
+    /// USD one run may spend (ours; crush(1) USAGE AND COST, Budget).
+    pub max_cost: Option<f64>,
+    /// USD a session may spend across runs and resumes (ours; crush(1) USAGE AND COST, Budget).
+    pub max_session_cost: Option<f64>,
     /// Seconds of silence before a model stream is abandoned (ours; default 120).
     pub request_idle_timeout: Option<u64>,
     /// Variables the bash tool gets although their names look secret (ours; names or globs).
@@ -386,6 +390,10 @@ impl ResolvedModel {
         } else {
             "unpriced"
         }
+    }
+    /// Whether a call's cost is known in dollars (neither unpriced nor flat-rate).
+    pub fn is_priced(&self) -> bool {
+        !matches!(self.price_source(), "unpriced" | "flat_rate")
     }
     pub fn max_tokens(&self) -> Option<u32> {
         self.selected

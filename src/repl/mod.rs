@@ -1115,6 +1115,7 @@ impl Repl {
             Stop::Error(e) => self.term.error(&format!(
                 "{e}\nThe session was saved; your next prompt continues it."
             )),
+            Stop::Budget(b) => self.term.error(&format!("{b}; the session was saved")),
         }
     }
 

@@ -28,7 +28,57 @@ pub struct Totals {
     pub cost: f64,
 }
 
+/// Which usage rows a report sums (crush(1) USAGE AND COST): all of them by default.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Filter {
+    /// Rows recorded at or after this Unix time.
+    pub since: Option<i64>,
+    /// Rows recorded before this Unix time.
+    pub until: Option<i64>,
+    pub model: Option<String>,
+    pub provider: Option<String>,
+}
+
+impl Filter {
+    /// The condition on `u` (a usage row) and its parameters.
+    fn usage_where(&self) -> (String, Vec<rusqlite::types::Value>) {
+        use rusqlite::types::Value as V;
+        let mut clauses = vec!["1".to_string()];
+        let mut params = Vec::new();
+        let mut add = |clause: &str, v: V| {
+            params.push(v);
+            clauses.push(format!("{clause} ?{}", params.len()));
+        };
+        if let Some(t) = self.since {
+            add("u.created_at >=", V::Integer(t));
+        }
+        if let Some(t) = self.until {
+            add("u.created_at <", V::Integer(t));
+        }
+        if let Some(m) = &self.model {
+            add("u.model =", V::Text(m.clone()));
+        }
+        if let Some(p) = &self.provider {
+            add("u.provider =", V::Text(p.clone()));
+        }
+        (clauses.join(" AND "), params)
+    }
+}
+
 impl Totals {
+    /// Adds another set of rows' sums.
+    pub fn add(&mut self, o: &Totals) {
+        self.calls += o.calls;
+        self.input_tokens += o.input_tokens;
+        self.output_tokens += o.output_tokens;
+        self.cache_read_tokens += o.cache_read_tokens;
+        self.cache_write_tokens += o.cache_write_tokens;
+        self.unknown_usage_calls += o.unknown_usage_calls;
+        self.priced_calls += o.priced_calls;
+        self.unpriced_calls += o.unpriced_calls;
+        self.cost += o.cost;
+    }
+
     /// The cost, or None when no call was priced (never a $0 for unpriced usage).
     pub fn cost_usd(&self) -> Option<f64> {
         (self.priced_calls > 0).then_some(self.cost)
@@ -116,8 +166,13 @@ const ROOTS: &str = "root(id, root_id) AS (
 
 impl Store {
     /// Spend recorded in top-level sessions beyond their ledger rows (all of it without a
-    /// ledger). A session's cost includes its sub-agents' in both programs.
-    fn unitemized(&self) -> Result<Unitemized> {
+    /// ledger). A session's cost includes its sub-agents' in both programs. Such spend has no
+    /// model, so a model or provider filter leaves it out; dates filter on the session's last
+    /// update.
+    fn unitemized(&self, filter: &Filter) -> Result<Unitemized> {
+        if filter.model.is_some() || filter.provider.is_some() {
+            return Ok(Unitemized::default());
+        }
         let ledger = if self.layout.usage {
             "SELECT r.root_id AS id, COUNT(*) AS calls, COALESCE(SUM(u.cost), 0.0) AS cost
              FROM usage u JOIN root r ON u.session_id = r.id GROUP BY r.root_id"
@@ -132,6 +187,7 @@ impl Store {
                             s.prompt_tokens AS pt, s.completion_tokens AS ct
                      FROM sessions s LEFT JOIN ledger l ON l.id = s.id
                      WHERE s.id IN (SELECT id FROM root WHERE id = root_id)
+                       AND s.updated_at >= ?1 AND s.updated_at < ?2
                  )
                  SELECT COUNT(*),
                         COALESCE(SUM(CASE WHEN cost > 1e-9 THEN cost ELSE 0.0 END), 0.0),
@@ -140,7 +196,10 @@ impl Store {
                  FROM gap
                  WHERE cost > 1e-9 OR (calls IS NULL AND (pt > 0 OR ct > 0))"
             ),
-            [],
+            [
+                filter.since.unwrap_or(i64::MIN),
+                filter.until.unwrap_or(i64::MAX),
+            ],
             |r| {
                 Ok(Unitemized {
                     sessions: r.get(0)?,
@@ -154,27 +213,55 @@ impl Store {
 
     /// Sums of the whole ledger, per model and per top-level session, and the spend recorded
     /// without it.
+    #[cfg(test)]
     pub fn stats(&self) -> Result<Stats> {
-        let unitemized = self.unitemized()?;
+        self.stats_where(&Filter::default())
+    }
+
+    /// The total and the unitemized spend of the usage rows `filter` keeps (what
+    /// `crush stats --all` needs of each project: one pass over the ledger).
+    pub fn totals_where(&self, filter: &Filter) -> Result<Stats> {
+        let unitemized = self.unitemized(filter)?;
         if !self.layout.usage {
             return Ok(Stats {
                 unitemized,
                 ..Stats::default()
             });
         }
-        let total = self
-            .conn
-            .query_row(&format!("SELECT {AGGREGATES} FROM usage u"), [], |r| {
-                totals_from(r, 0)
-            })?;
+        let (cond, params) = filter.usage_where();
+        let total = self.conn.query_row(
+            &format!("SELECT {AGGREGATES} FROM usage u WHERE {cond}"),
+            rusqlite::params_from_iter(params.iter()),
+            |r| totals_from(r, 0),
+        )?;
+        Ok(Stats {
+            total,
+            unitemized,
+            ..Stats::default()
+        })
+    }
+
+    /// [`stats`](Self::stats) of the usage rows `filter` keeps.
+    pub fn stats_where(&self, filter: &Filter) -> Result<Stats> {
+        let Stats {
+            total, unitemized, ..
+        } = self.totals_where(filter)?;
+        if !self.layout.usage {
+            return Ok(Stats {
+                unitemized,
+                ..Stats::default()
+            });
+        }
+        let (cond, params) = filter.usage_where();
+        let params = rusqlite::params_from_iter(params.iter());
 
         let mut stmt = self.conn.prepare(&format!(
-            "SELECT u.provider, u.model, {AGGREGATES} FROM usage u
+            "SELECT u.provider, u.model, {AGGREGATES} FROM usage u WHERE {cond}
              GROUP BY u.provider, u.model
              ORDER BY COUNT(*) DESC, u.provider, u.model"
         ))?;
         let models = stmt
-            .query_map([], |r| {
+            .query_map(params.clone(), |r| {
                 Ok(ModelStats {
                     provider: r.get(0)?,
                     model: r.get(1)?,
@@ -191,11 +278,12 @@ impl Store {
              FROM usage u
              JOIN root r ON u.session_id = r.id
              JOIN sessions top ON top.id = r.root_id
+             WHERE {cond}
              GROUP BY top.id
              ORDER BY top.updated_at DESC, top.created_at DESC, top.rowid DESC"
         ))?;
         let sessions = stmt
-            .query_map([], |r| {
+            .query_map(params, |r| {
                 Ok(SessionStats {
                     id: r.get(0)?,
                     title: r.get(1)?,
@@ -212,5 +300,24 @@ impl Store {
             models,
             sessions,
         })
+    }
+}
+
+impl Store {
+    /// What the top-level session of `session_id` has spent, sub-agents included, in USD: its
+    /// recorded cost, which every priced call adds to in the transaction of its ledger row
+    /// (and which Go Crush kept too). 0 for an unknown session.
+    pub fn session_spend(&self, session_id: &str) -> Result<f64> {
+        Ok(self.conn.query_row(
+            "WITH RECURSIVE up(id, parent, cost) AS (
+                 SELECT id, parent_session_id, cost FROM sessions WHERE id = ?1
+                 UNION
+                 SELECT s.id, s.parent_session_id, s.cost FROM sessions s JOIN up ON s.id = up.parent
+             )
+             SELECT COALESCE((SELECT cost FROM up
+                 WHERE parent IS NULL OR parent NOT IN (SELECT id FROM sessions)), 0.0)",
+            [session_id],
+            |r| r.get(0),
+        )?)
     }
 }

@@ -1357,6 +1357,34 @@ fn stats_sum_the_ledger_and_keep_unpriced_apart() {
 }
 
 #[test]
+fn session_spend_is_the_top_sessions_with_its_sub_agents() {
+    let (_d, s) = open_tmp();
+    let a = s.create_session("a", None).unwrap();
+    let child = s.create_session("a-child", Some(&a.id)).unwrap();
+    let grandchild = s.create_session("a-grandchild", Some(&child.id)).unwrap();
+    let b = s.create_session("b", None).unwrap();
+    s.commit_step(&a.id, &[], Some(&rec(Some(u(100, 10, 0, 0)), Some(1.0))))
+        .unwrap();
+    s.commit_step(
+        &grandchild.id,
+        &[],
+        Some(&rec(Some(u(20, 2, 0, 0)), Some(0.25))),
+    )
+    .unwrap();
+    s.commit_step(&b.id, &[], Some(&rec(Some(u(20, 2, 0, 0)), None)))
+        .unwrap();
+    for id in [&a.id, &child.id, &grandchild.id] {
+        assert_eq!(s.session_spend(id).unwrap(), 1.25, "{id}");
+    }
+    assert_eq!(
+        s.session_spend(&b.id).unwrap(),
+        0.0,
+        "unpriced adds no dollars"
+    );
+    assert_eq!(s.session_spend("no-such-session").unwrap(), 0.0);
+}
+
+#[test]
 fn stats_of_an_empty_store() {
     let (_d, s) = open_tmp();
     let st = s.stats().unwrap();

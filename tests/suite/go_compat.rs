@@ -1489,3 +1489,122 @@ fn stats_count_what_go_crush_spent_apart_from_the_ledger() {
         "{text}"
     );
 }
+
+#[test]
+fn stats_all_sums_every_project_and_its_formats_agree() {
+    let server = FakeServer::with_script(vec![
+        Reply::text("a1").with_usage(1000, 200, 0, 0),
+        Reply::text("a2").with_usage(2000, 100, 0, 0),
+        Reply::text("b1").with_usage(500, 50, 0, 0),
+    ]);
+    let env = env_with(&server);
+    env.run(&["run", "-q", "one"], None).assert_success();
+    env.run(&["run", "-q", "two"], None).assert_success();
+    let b = env.root().join("b");
+    std::fs::create_dir_all(&b).unwrap();
+    env.run(&["-c", b.to_str().unwrap(), "run", "-q", "three"], None)
+        .assert_success();
+    // A project only Go Crush used: no usage table, its spend in the session row.
+    let c = env.root().join("c");
+    let c_db = c.join(".crush").join("crush.db");
+    go_database(&c_db, GO_MIGRATIONS);
+    go_conversation(&go_open(&c_db));
+    let list_path = env.data_dir().join("projects.json");
+    let mut list: Value =
+        serde_json::from_str(&std::fs::read_to_string(&list_path).unwrap()).expect("projects.json");
+    list["projects"].as_array_mut().unwrap().push(json!({
+        "path": c.display().to_string(),
+        "data_dir": c.join(".crush").display().to_string(),
+        "last_accessed": "2026-01-01T00:00:00Z"
+    }));
+    std::fs::write(&list_path, list.to_string()).unwrap();
+    let before = std::fs::read(&c_db).unwrap();
+
+    let out = env.run(&["stats", "--all", "--format", "json"], None);
+    out.assert_success();
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    let projects = v["projects"].as_array().unwrap();
+    assert_eq!(projects.len(), 3, "{v}");
+    let sum = |k: &str| -> f64 {
+        projects
+            .iter()
+            .map(|p| p["total"][k].as_f64().unwrap_or(0.0))
+            .sum()
+    };
+    assert_eq!(v["total"]["calls"], 3);
+    assert_eq!(sum("calls"), 3.0);
+    assert_eq!(sum("input_tokens"), 3500.0);
+    let cost = (3500.0 * 3.0 + 350.0 * 15.0) / 1e6;
+    assert!(
+        (v["total"]["cost"].as_f64().unwrap() - cost).abs() < 1e-9,
+        "{v}"
+    );
+    assert!((sum("cost") - cost).abs() < 1e-9);
+    // Go Crush's spend: from the session row, apart, never its tokens as calls.
+    assert_eq!(v["unitemized"]["sessions"], 1);
+    assert!((v["unitemized"]["cost"].as_f64().unwrap() - 0.02).abs() < 1e-9);
+    let go = projects
+        .iter()
+        .find(|p| p["path"] == c.display().to_string().as_str())
+        .unwrap();
+    assert_eq!(go["total"]["calls"], 0);
+    assert_eq!(go["total"]["input_tokens"], 0);
+    // Read-only: the file is as it was, and no WAL is left behind.
+    assert_eq!(std::fs::read(&c_db).unwrap(), before);
+    assert!(!c.join(".crush").join("crush.db-wal").exists());
+
+    let csv = env.run(&["stats", "--all", "--format", "csv"], None);
+    csv.assert_success();
+    let total = csv
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("total,"))
+        .expect("a total row");
+    assert_eq!(
+        total,
+        format!("total,\"all projects\",3,3500,350,0,0,0,3,0,{cost}"),
+        "{}",
+        csv.stdout
+    );
+    assert_eq!(
+        csv.stdout
+            .lines()
+            .filter(|l| l.starts_with("project,"))
+            .count(),
+        3
+    );
+    let text = env.run(&["stats", "--all"], None);
+    text.assert_success();
+    let line = text
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("all projects"))
+        .expect("a total line");
+    assert!(line.contains(&format!("${cost:.4}")), "{}", text.stdout);
+    assert!(
+        text.stdout
+            .contains("recorded by another client, not itemized: 1 session, $0.0200"),
+        "{}",
+        text.stdout
+    );
+
+    // Filters: one model, none of another, and a window with nothing in it.
+    let j = |args: &[&str]| -> Value {
+        let o = env.run(args, None);
+        o.assert_success();
+        serde_json::from_str(&o.stdout).unwrap()
+    };
+    let v = j(&["stats", "--all", "--json", "--model", "fake-model"]);
+    assert_eq!(v["total"]["calls"], 3);
+    assert_eq!(v["unitemized"]["sessions"], 0, "Go's spend has no model");
+    let v = j(&["stats", "--all", "--json", "--provider", "nobody"]);
+    assert_eq!(v["total"]["calls"], 0);
+    let v = j(&["stats", "--json", "--until", "2000-01-01"]);
+    assert_eq!(v["total"]["calls"], 0);
+    let v = j(&["stats", "--json", "--since", "1d"]);
+    assert_eq!(v["total"]["calls"], 2, "this project only");
+    let bad = env.run(&["stats", "--since", "last week"], None);
+    bad.assert_code(2);
+    assert!(bad.stderr.contains("--since takes"), "{}", bad.stderr);
+    env.run(&["stats", "--format", "xml"], None).assert_code(2);
+}

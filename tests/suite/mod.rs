@@ -3,6 +3,7 @@
 mod acp;
 mod at_rest;
 mod bedrock;
+mod budget;
 mod cancel;
 mod catalog;
 mod claude_hooks;
