@@ -326,6 +326,11 @@ impl<'a> Agent<'a> {
         let allowed = s.config.config.permissions.allowed_tools.clone();
         let transcript = Some(transcript::Transcript::new(&s.config.data_dir, false));
         let bounds = Arc::new(session_bounds(&s.config, &s.hooks));
+        let skills_prompt = if prompt::with_environment(&s.config) {
+            prompt::skills_section(&s.skills.prompt_listing())
+        } else {
+            String::new()
+        };
         Agent {
             bounds,
             system: prompt::for_config(&s.config, &s.model),
@@ -355,7 +360,7 @@ impl<'a> Agent<'a> {
             mcp: s.mcp,
             files: None,
             skill_files: Arc::new(s.skills.files()),
-            skills_prompt: prompt::skills_section(&s.skills.prompt_listing()),
+            skills_prompt,
             skills_info: Arc::new(s.skills.info()),
         }
     }
