@@ -15,6 +15,7 @@
 
 mod acp;
 mod agent;
+mod agents;
 mod app;
 mod aws;
 mod catalog;
