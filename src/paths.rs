@@ -3,7 +3,7 @@
 use std::env;
 use std::path::{Component, Path, PathBuf};
 
-fn home() -> PathBuf {
+pub(crate) fn home() -> PathBuf {
     env::var_os("HOME")
         .filter(|h| !h.is_empty())
         .map(PathBuf::from)

@@ -5,9 +5,6 @@
 //! folder is read flat, at most [`MAX_FILES`] files of at most [`MAX_FILE_BYTES`] each, and
 //! a file that cannot be used is listed with the reason, never an error of the start.
 
-// Discovery is not yet offered to the `agent` tool; until then only its tests use it.
-#![allow(dead_code)]
-
 use crate::skills::frontmatter::{self, Value};
 use crate::skills::walk::read_text;
 use std::path::{Path, PathBuf};

@@ -93,3 +93,61 @@ fn an_untrusted_project_cannot_replace_the_prompt() {
     assert!(system.starts_with("You are crush"), "{system}");
     assert!(!system.contains("evil.example"), "{system}");
 }
+
+fn agent_file(name: &str, tools: &str, body: &str) -> String {
+    format!("---\nname: {name}\ndescription: Reviews {name}.\ntools: {tools}\n---\n{body}\n")
+}
+
+#[test]
+fn subagent_type_runs_an_agent_file_with_its_body_and_only_tools_the_parent_has() {
+    let env = TestEnv::new();
+    let dir = env.config_dir().join("agents");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("reviewer.md"),
+        agent_file("reviewer", "view, grep, bash", "You review diffs, sternly."),
+    )
+    .unwrap();
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call(
+            "agent",
+            json!({"prompt": "Review it", "subagent_type": "reviewer"}),
+        ),
+        Reply::text("Looks fine."),
+        Reply::text("Reviewed."),
+    ]);
+    let mut cfg = env.config_for(&server, Dialect::OpenAi);
+    cfg["options"] = json!({"disabled_tools": ["bash"]});
+    env.write_config(&cfg);
+    let out = env.run(&["run", "review"], None);
+    out.assert_success();
+    assert_eq!(out.stdout, "Reviewed.\n");
+    let main = server.request(0).system_text();
+    assert!(
+        main.contains("<available_agents>") && main.contains("- reviewer: Reviews reviewer."),
+        "{main}"
+    );
+    let sub = server.request(1);
+    let system = sub.system_text();
+    assert!(system.starts_with("You review diffs, sternly."), "{system}");
+    assert!(!system.contains("You are crush"), "{system}");
+    // bash is named by the file but the parent lacks it: not granted.
+    assert_eq!(sub.tool_names(), vec!["grep", "view"]);
+}
+
+#[test]
+fn an_unknown_subagent_type_is_an_error_naming_the_agents() {
+    let env = TestEnv::new();
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call("agent", json!({"prompt": "x", "subagent_type": "ghost"})),
+        Reply::text("done"),
+    ]);
+    env.use_server(&server, Dialect::OpenAi);
+    let out = env.run(&["run", "go"], None);
+    out.assert_success();
+    let results = server.last_request().tool_results();
+    assert!(
+        results[0].1.contains("no agent named \"ghost\""),
+        "{results:?}"
+    );
+}
