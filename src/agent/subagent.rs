@@ -196,7 +196,7 @@ pub(super) fn agents_section(agents: &[crate::agents::AgentDef]) -> String {
 
 /// The tools of a custom agent: those it names (or the default sub-agent's), and only those the
 /// parent has; never `agent` itself.
-fn custom_tools(
+pub(super) fn custom_tools(
     parent: &[Box<dyn Tool>],
     lsp: Option<&Lsp>,
     named: Option<&[String]>,
@@ -485,11 +485,12 @@ fn outcome(result: &TurnResult) -> (String, bool, Option<Stop>) {
 mod tests {
     use super::*;
 
+    fn names(t: &[Box<dyn Tool>]) -> Vec<&str> {
+        t.iter().map(|t| t.name()).collect()
+    }
+
     #[test]
     fn agent_tool_is_added_sorted_unless_disabled() {
-        fn names(t: &[Box<dyn Tool>]) -> Vec<&str> {
-            t.iter().map(|t| t.name()).collect()
-        }
         let tools = with_agent_tool(crate::tools::builtin(), &[]);
         assert_eq!(names(&tools)[0], "agent");
         let mut sorted = names(&tools);
@@ -500,6 +501,18 @@ mod tests {
         let tools = main_agent_tools(&["bash".to_string()], None);
         assert_eq!(names(&tools)[0], "agent");
         assert!(!names(&tools).contains(&"bash"));
+    }
+
+    #[test]
+    fn a_custom_agent_never_gets_a_tool_its_parent_lacks() {
+        let parent = main_agent_tools(&["bash".to_string(), "write".to_string()], None);
+        let named: Vec<String> = ["bash", "write", "edit", "view", "agent", "nonesuch"]
+            .map(String::from)
+            .to_vec();
+        let tools = custom_tools(&parent, None, Some(&named));
+        assert_eq!(names(&tools), vec!["edit", "view"]);
+        let default = custom_tools(&parent, None, None);
+        assert!(names(&default).iter().all(|n| SUB_AGENT_TOOLS.contains(n)));
     }
 
     #[test]
