@@ -173,6 +173,7 @@ const LAYERS: &[&[&str]] = &[
     &["catalog"],
     &["config"],
     &["hooks", "skills"],
+    &["agents"],
     &["agent"],
     &["app"],
     &["commands"],
