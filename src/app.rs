@@ -166,6 +166,7 @@ pub fn load_config(global: &Global) -> Result<Loaded, AppError> {
     if let Some(n) = loaded.trust.notice() {
         crate::ewriteln!("crush: {}", crate::visible::text(&n));
     }
+    crate::agent::prompt::replacement(&loaded).map_err(|e| AppError::Config(e.to_string()))?;
     for (k, v) in loaded.dotenv_vars.iter().chain(&loaded.env_vars) {
         if std::env::var_os(k).is_some_and(|old| old == v.as_str()) {
             continue;

@@ -15,6 +15,7 @@
 
 mod acp;
 mod agent;
+mod agents;
 mod app;
 mod aws;
 mod catalog;
@@ -173,6 +174,7 @@ const LAYERS: &[&[&str]] = &[
     &["catalog"],
     &["config"],
     &["hooks", "skills"],
+    &["agents"],
     &["agent"],
     &["app"],
     &["commands"],

@@ -325,7 +325,7 @@ mod tests {
 /// the confined agent and asked for (or refused) in the others — never read or written as is.
 #[cfg(test)]
 mod confinement {
-    use super::super::subagent::{main_agent_tools, task_tools};
+    use super::super::subagent::{custom_tools, main_agent_tools, task_tools};
     use super::fetch_tools;
     use crate::tools::confine::Bounds;
     use crate::tools::{Tool, ToolCtx};
@@ -375,9 +375,17 @@ mod confinement {
         let outside = fx.write("secret/id_ed25519", "KEY");
         let outside = outside.display().to_string();
         let main = main_agent_tools(&[], None);
-        let kinds: [Kind; 3] = [
+        // A custom agent (crush(1) AGENTS) that names every tool there is.
+        let every: Vec<String> = main.iter().map(|t| t.name().to_string()).collect();
+        let kinds: [Kind; 4] = [
             ("fetch", fetch_tools(), Bounds::jailed(&jail), &jail),
             ("task", task_tools(&main, None), Bounds::default(), &project),
+            (
+                "custom",
+                custom_tools(&main, None, Some(&every)),
+                Bounds::default(),
+                &project,
+            ),
             (
                 "main",
                 main_agent_tools(&[], None),

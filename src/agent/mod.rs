@@ -233,6 +233,9 @@ pub struct Agent<'a> {
     pub skill_files: Arc<crate::tools::SkillFiles>,
     /// The skills part of the system prompt (`prompt::skills_section`; empty in a sub-agent).
     pub skills_prompt: String,
+    /// The custom sub-agents the `agent` tool's `subagent_type` selects (crush(1) AGENTS;
+    /// empty in a sub-agent).
+    pub custom_agents: Arc<Vec<crate::agents::AgentDef>>,
     /// The skills as `crush_info` lists them.
     pub skills_info: Arc<Vec<crate::skills::InfoEntry>>,
     /// The language servers (None: none is configured or detected for the project).
@@ -332,6 +335,13 @@ impl<'a> Agent<'a> {
         let allowed = s.config.config.permissions.allowed_tools.clone();
         let transcript = Some(transcript::Transcript::new(&s.config.data_dir, false));
         let bounds = Arc::new(session_bounds(&s.config, &s.hooks));
+        let custom_agents = subagent::discover_agents(&s.config);
+        let skills_prompt = if prompt::with_environment(&s.config) {
+            prompt::skills_section(&s.skills.prompt_listing())
+                + &subagent::agents_section(&custom_agents)
+        } else {
+            String::new()
+        };
         Agent {
             bounds,
             system: prompt::for_config(&s.config, &s.model),
@@ -361,7 +371,8 @@ impl<'a> Agent<'a> {
             mcp: s.mcp,
             files: None,
             skill_files: Arc::new(s.skills.files()),
-            skills_prompt: prompt::skills_section(&s.skills.prompt_listing()),
+            skills_prompt,
+            custom_agents: Arc::new(custom_agents),
             skills_info: Arc::new(s.skills.info()),
             budget: None,
         }

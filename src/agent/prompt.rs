@@ -26,16 +26,9 @@ pub const DEFAULT_CONTEXT_PATHS: &[&str] = &[
 /// Total bytes of context files put into the prompt; the rest is left out with a note.
 const CONTEXT_BUDGET: usize = 200 * 1024;
 
-pub(crate) const INTRO: &str = "You are crush, an AI coding assistant working in the user's terminal. \
-You help with software engineering tasks: reading and changing code, running commands, explaining.\n\
-\n\
-Rules:\n\
-- Be concise. Answer directly; no preamble or postamble.\n\
-- Use the tools to look before you change anything. View a file before you edit or overwrite it.\n\
-- Paths may be relative to the working directory or absolute.\n\
-- Each bash call runs in a fresh shell: no state (cd, variables) carries over between calls.\n\
-- When a tool call is refused or fails, read the reason and adapt; do not repeat the same call.\n\
-- Follow the conventions of the project and of any context files below.\n";
+/// crush's default system prompt: how to work, verify, use git, handle refusals and answer
+/// (crush(1) CONFIGURATION, System prompt). About 1 000 tokens by the four-bytes-a-token estimate.
+pub(crate) const INTRO: &str = include_str!("default_prompt.md");
 
 /// One entry of the context paths: a file or directory, and whether what it names must lie
 /// inside the project (entries a project's files or the model set, and the default names, which
@@ -151,6 +144,11 @@ pub struct PromptInputs<'a> {
     pub global_context_paths: &'a [ContextEntry],
     pub model: &'a str,
     pub prefix: Option<&'a str>,
+    /// The prompt that replaces [`INTRO`] (`options.system_prompt` or its file).
+    pub base: Option<&'a str>,
+    /// Whether the environment, commit instructions and context files follow the prompt
+    /// (`options.system_prompt_environment`).
+    pub environment: bool,
     /// How commits the agent makes are attributed (`options.attribution`).
     pub attribution: Attribution,
 }
@@ -217,7 +215,13 @@ pub fn system_prompt(inp: &PromptInputs) -> String {
         s.push_str(p);
         s.push_str("\n\n");
     }
-    s.push_str(INTRO);
+    s.push_str(inp.base.unwrap_or(INTRO));
+    if !inp.environment {
+        return s;
+    }
+    if !s.ends_with('\n') {
+        s.push('\n');
+    }
     s.push_str("\n<env>\n");
     s.push_str(&format!("Working directory: {}\n", inp.cwd.display()));
     s.push_str(&format!("Project root: {}\n", inp.project_root.display()));
@@ -298,9 +302,122 @@ fn configured_entries(
         .collect()
 }
 
-/// The system prompt for `model` under the configuration `loaded` (its context paths, the
-/// provider's prefix).
+/// The largest `options.system_prompt_file` read.
+const PROMPT_FILE_LIMIT: u64 = 256 * 1024;
+
+/// Why the configured replacement of the system prompt cannot be used.
+#[derive(Debug)]
+pub enum PromptError {
+    /// Both `options.system_prompt` and `options.system_prompt_file` are set.
+    Both { text_at: String, file_at: String },
+    /// The file cannot be read.
+    Read {
+        path: PathBuf,
+        at: String,
+        source: std::io::Error,
+    },
+    /// The file is larger than [`PROMPT_FILE_LIMIT`].
+    TooLarge { path: PathBuf, at: String },
+    /// The file is not UTF-8 text.
+    NotText { path: PathBuf, at: String },
+}
+
+impl std::fmt::Display for PromptError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PromptError::Both { text_at, file_at } => write!(
+                f,
+                "options.system_prompt ({text_at}) and options.system_prompt_file ({file_at}) are both set: keep one"
+            ),
+            PromptError::Read { path, at, source } => write!(
+                f,
+                "options.system_prompt_file ({at}): cannot read {}: {source}",
+                path.display()
+            ),
+            PromptError::TooLarge { path, at } => write!(
+                f,
+                "options.system_prompt_file ({at}): {} is larger than {} KiB",
+                path.display(),
+                PROMPT_FILE_LIMIT / 1024
+            ),
+            PromptError::NotText { path, at } => write!(
+                f,
+                "options.system_prompt_file ({at}): {} is not UTF-8 text",
+                path.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for PromptError {}
+
+/// The prompt that replaces crush's default one: `options.system_prompt`, or the text of
+/// `options.system_prompt_file` (`~/` expanded, relative to the file that names it, or to the
+/// working directory when a flag or command set it); None when neither is set (crush(1) CONFIGURATION, System prompt).
+pub fn replacement(loaded: &crate::config::Loaded) -> Result<Option<String>, PromptError> {
+    let opts = &loaded.config.options;
+    match (&opts.system_prompt, &opts.system_prompt_file) {
+        (Some(_), Some(_)) => Err(PromptError::Both {
+            text_at: loaded.origin_of(&["options", "system_prompt"]),
+            file_at: loaded.origin_of(&["options", "system_prompt_file"]),
+        }),
+        (Some(text), None) => Ok(Some(text.clone())),
+        (None, Some(file)) => {
+            let at = loaded.origin_of(&["options", "system_prompt_file"]);
+            let base = loaded
+                .origins
+                .get("/options/system_prompt_file")
+                .and_then(|o| o.file.as_deref())
+                .and_then(Path::parent)
+                .unwrap_or(&loaded.cwd);
+            let path = crate::paths::resolve(base, file);
+            read_prompt_file(&path).map(Some).map_err(|e| match e {
+                FileProblem::Io(source) => PromptError::Read { path, at, source },
+                FileProblem::TooLarge => PromptError::TooLarge { path, at },
+                FileProblem::NotText => PromptError::NotText { path, at },
+            })
+        }
+        (None, None) => Ok(None),
+    }
+}
+
+enum FileProblem {
+    Io(std::io::Error),
+    TooLarge,
+    NotText,
+}
+
+fn read_prompt_file(path: &Path) -> Result<String, FileProblem> {
+    use std::io::Read;
+    let f = std::fs::File::open(path).map_err(FileProblem::Io)?;
+    let mut bytes = Vec::new();
+    f.take(PROMPT_FILE_LIMIT + 1)
+        .read_to_end(&mut bytes)
+        .map_err(FileProblem::Io)?;
+    if bytes.len() as u64 > PROMPT_FILE_LIMIT {
+        return Err(FileProblem::TooLarge);
+    }
+    String::from_utf8(bytes).map_err(|_| FileProblem::NotText)
+}
+
+/// Whether the environment, context files and skills follow the prompt
+/// (`options.system_prompt_environment`, default true).
+pub fn with_environment(loaded: &crate::config::Loaded) -> bool {
+    loaded
+        .config
+        .options
+        .system_prompt_environment
+        .unwrap_or(true)
+}
+
+/// The system prompt for `model` under the configuration `loaded` (its replacement prompt,
+/// context paths, the provider's prefix). A replacement that cannot be read was refused when
+/// the configuration was loaded; if it became unreadable since, the default is used.
 pub fn for_config(loaded: &crate::config::Loaded, model: &crate::config::ResolvedModel) -> String {
+    let base = replacement(loaded).unwrap_or_else(|e| {
+        crate::log::warn(&format!("{e}: the default system prompt is used"));
+        None
+    });
     let opts = &loaded.config.options;
     let mut context_paths: Vec<ContextEntry> = DEFAULT_CONTEXT_PATHS
         .iter()
@@ -330,6 +447,8 @@ pub fn for_config(loaded: &crate::config::Loaded, model: &crate::config::Resolve
         global_context_paths: &global_context,
         model: &model.model.id,
         prefix: model.provider.system_prompt_prefix.as_deref(),
+        base: base.as_deref(),
+        environment: with_environment(loaded),
         attribution: Attribution::from_config(&opts.attribution),
     })
 }
@@ -403,6 +522,58 @@ pub fn skills_section(listing: &str) -> String {
 mod tests {
     use super::*;
 
+    /// The topics the default prompt must cover, each with a phrase that shows it does: an edit
+    /// that drops a topic fails here.
+    const TOPICS: &[(&str, &str)] = &[
+        ("understand before acting", "Understand the task first"),
+        ("look before changing", "Look before you change anything"),
+        ("smallest change", "smallest change that solves the task"),
+        ("project conventions", "Follow the project's conventions"),
+        ("existing libraries", "libraries it already uses"),
+        (
+            "nothing unasked",
+            "Do not add files, dependencies, comments",
+        ),
+        ("todos for multi-step work", "todos tool"),
+        (
+            "verify with the project's checks",
+            "tests, linters, type checks",
+        ),
+        ("say what was not verified", "could not verify"),
+        ("LSP diagnostics after edits", "LSP diagnostics"),
+        ("no unasked commits", "Never commit, push, amend"),
+        (
+            "no history rewrite or git config",
+            "rewrite history or change the git configuration",
+        ),
+        ("never skip hooks", "Never skip hooks"),
+        ("code references", "path:line"),
+        ("context files", "CRUSH.md, AGENTS.md"),
+        (
+            "when to update context files",
+            "suggest adding it to CRUSH.md or AGENTS.md",
+        ),
+        ("refused tools", "When a tool call is refused"),
+        ("hook denials", "a hook"),
+        ("failed edits", "When an edit fails"),
+        ("skills", "skill matches the task"),
+        ("questions without changes", "change nothing unless asked"),
+        ("short final answers", "what you changed and where"),
+        ("fresh shell per bash call", "fresh shell"),
+    ];
+
+    #[test]
+    fn the_default_prompt_covers_every_topic_and_stays_short() {
+        for (topic, phrase) in TOPICS {
+            assert!(
+                INTRO.contains(phrase),
+                "the prompt lost the topic {topic:?} ({phrase:?})"
+            );
+        }
+        let tokens = INTRO.len() / 4;
+        assert!(tokens < 2500, "the default prompt is ~{tokens} tokens");
+    }
+
     #[test]
     fn context_files_in_a_stable_order() {
         let t = tempfile::tempdir().unwrap();
@@ -434,6 +605,8 @@ mod tests {
             global_context_paths: &[],
             model: "m",
             prefix: None,
+            base: None,
+            environment: true,
             attribution: Attribution::from_config(&serde_json::json!({})),
         };
         let a = system_prompt(&inputs);

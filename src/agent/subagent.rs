@@ -21,6 +21,7 @@ use crate::tools::common::req_str;
 use crate::tools::lsp::Lsp;
 use crate::tools::{PermissionRequest, Tool, ToolCtx, ToolError, ToolOutput};
 use serde_json::{Value, json};
+use std::sync::Arc;
 
 /// The tool's name, as Crush exposes it.
 pub const TOOL_NAME: &str = "agent";
@@ -64,6 +65,10 @@ impl Tool for AgentTool {
                 "prompt": {
                     "type": "string",
                     "description": "The task for the sub-agent, self-contained"
+                },
+                "subagent_type": {
+                    "type": "string",
+                    "description": "The name of an agent listed in <available_agents> of the system prompt; omit it for the built-in read-only agent"
                 }
             },
             "required": ["prompt"]
@@ -135,11 +140,77 @@ of what you found — file paths, line numbers, names — because only your fina
 returned to the other agent.\n";
 
 fn task_system(parent_system: &str) -> String {
+    system_as(parent_system, TASK_INTRO)
+}
+
+/// The parent's system prompt with `intro` in place of crush's default one (before it when
+/// the parent's prompt was replaced).
+fn system_as(parent_system: &str, intro: &str) -> String {
     if parent_system.contains(super::prompt::INTRO) {
-        parent_system.replacen(super::prompt::INTRO, TASK_INTRO, 1)
+        parent_system.replacen(super::prompt::INTRO, intro, 1)
     } else {
-        format!("{TASK_INTRO}\n{parent_system}")
+        format!("{intro}\n{parent_system}")
     }
+}
+
+/// The agent files of the configuration's folders (crush(1) AGENTS). A project's files count
+/// as trusted only when the user trusted the project for what it defines, or for this run.
+pub(super) fn discover_agents(loaded: &crate::config::Loaded) -> Vec<crate::agents::AgentDef> {
+    let t = &loaded.trust;
+    let trusted = t.trusted_once || (t.trusted && !t.items.is_empty());
+    let folders = crate::agents::folders(
+        &loaded.project_root,
+        &crate::paths::global_config_dir(),
+        &crate::paths::home(),
+    );
+    let found = crate::agents::discover(&folders, trusted, SUB_AGENT_TOOLS);
+    for r in &found.rejected {
+        crate::log::warn(&format!(
+            "{} agent file {} not used: {}",
+            r.origin.label(),
+            r.path.display(),
+            r.reason
+        ));
+    }
+    found.agents
+}
+
+/// The `<available_agents>` part of the system prompt: what `subagent_type` may name.
+pub(super) fn agents_section(agents: &[crate::agents::AgentDef]) -> String {
+    if agents.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from(
+        "\n<available_agents>\nThe agent tool's subagent_type may name one of these agents; each line is a name and when to use it.\n",
+    );
+    for a in agents {
+        s.push_str(&format!(
+            "- {}: {}\n",
+            a.name,
+            a.description.replace('\n', " ")
+        ));
+    }
+    s.push_str("</available_agents>");
+    s
+}
+
+/// The tools of a custom agent: those it names (or the default sub-agent's), and only those the
+/// parent has; never `agent` itself.
+pub(super) fn custom_tools(
+    parent: &[Box<dyn Tool>],
+    lsp: Option<&Lsp>,
+    named: Option<&[String]>,
+) -> Vec<Box<dyn Tool>> {
+    all_builtin(lsp)
+        .into_iter()
+        .filter(|t| {
+            let wanted = match named {
+                Some(list) => list.iter().any(|n| n == t.name()),
+                None => SUB_AGENT_TOOLS.contains(&t.name()),
+            };
+            wanted && t.name() != TOOL_NAME && parent.iter().any(|p| p.name() == t.name())
+        })
+        .collect()
 }
 
 fn short_title(prompt: &str) -> String {
@@ -223,6 +294,7 @@ impl<'a> Agent<'a> {
             skill_files: self.skill_files.clone(),
             // A search needs no skill; the files stay readable if the task names one.
             skills_prompt: String::new(),
+            custom_agents: Arc::new(Vec::new()),
             skills_info: self.skills_info.clone(),
             bounds: self.bounds.clone(),
             // Its spend is the parent session's: the same limits hold.
@@ -245,8 +317,44 @@ impl<'a> Agent<'a> {
             Err(e) => return (ToolOutput::error(e), None),
         };
         let title = short_title(prompt);
+        let kind = input
+            .get("subagent_type")
+            .and_then(Value::as_str)
+            // Claude Code's names of its built-in agents mean crush's built-in one.
+            .filter(|k| !matches!(*k, "" | "general-purpose" | "Explore"));
+        let Some(kind) = kind else {
+            return self.run_child(assistant_id, tool_call_id, &title, prompt, sink, |a, id| {
+                a.child(id)
+            });
+        };
+        let Some(def) = self.custom_agents.iter().find(|a| a.name == kind).cloned() else {
+            let names: Vec<&str> = self.custom_agents.iter().map(|a| a.name.as_str()).collect();
+            return (
+                ToolOutput::error(format!(
+                    "no agent named {kind:?}; the agents are: {}",
+                    if names.is_empty() {
+                        "none".to_string()
+                    } else {
+                        names.join(", ")
+                    }
+                )),
+                None,
+            );
+        };
+        if def.model != crate::agents::ModelChoice::Inherit {
+            return (
+                ToolOutput::error(format!(
+                    "agent {kind:?} ({}) asks for a model of its own; crush runs agent files on the parent's model: set model: inherit",
+                    def.path.display()
+                )),
+                None,
+            );
+        }
         self.run_child(assistant_id, tool_call_id, &title, prompt, sink, |a, id| {
-            a.child(id)
+            let mut child = a.child(id);
+            child.tools = custom_tools(&a.tools, a.lsp.as_ref(), def.tools.as_deref());
+            child.system = system_as(&a.system, &def.body);
+            child
         })
     }
 
@@ -385,11 +493,12 @@ fn outcome(result: &TurnResult) -> (String, bool, Option<Stop>) {
 mod tests {
     use super::*;
 
+    fn names(t: &[Box<dyn Tool>]) -> Vec<&str> {
+        t.iter().map(|t| t.name()).collect()
+    }
+
     #[test]
     fn agent_tool_is_added_sorted_unless_disabled() {
-        fn names(t: &[Box<dyn Tool>]) -> Vec<&str> {
-            t.iter().map(|t| t.name()).collect()
-        }
         let tools = with_agent_tool(crate::tools::builtin(), &[]);
         assert_eq!(names(&tools)[0], "agent");
         let mut sorted = names(&tools);
@@ -400,6 +509,18 @@ mod tests {
         let tools = main_agent_tools(&["bash".to_string()], None);
         assert_eq!(names(&tools)[0], "agent");
         assert!(!names(&tools).contains(&"bash"));
+    }
+
+    #[test]
+    fn a_custom_agent_never_gets_a_tool_its_parent_lacks() {
+        let parent = main_agent_tools(&["bash".to_string(), "write".to_string()], None);
+        let named: Vec<String> = ["bash", "write", "edit", "view", "agent", "nonesuch"]
+            .map(String::from)
+            .to_vec();
+        let tools = custom_tools(&parent, None, Some(&named));
+        assert_eq!(names(&tools), vec!["edit", "view"]);
+        let default = custom_tools(&parent, None, None);
+        assert!(names(&default).iter().all(|n| SUB_AGENT_TOOLS.contains(n)));
     }
 
     #[test]

@@ -466,6 +466,13 @@ const OPTIONS: OptTable = &[
     ("skill-path", O::List, "skills_paths"),
     ("disable-skill", O::List, "disabled_skills"),
     ("max-steps", O::Int, "max_steps"),
+    ("system-prompt", O::Str, "system_prompt"),
+    ("system-prompt-file", O::Str, "system_prompt_file"),
+    (
+        "system-prompt-environment",
+        O::Bool,
+        "system_prompt_environment",
+    ),
     ("request-idle-timeout", O::Int, "request_idle_timeout"),
     ("shell-env-allow", O::List, "shell_env_allow"),
 ];

@@ -85,6 +85,9 @@ const KNOWN_OPTIONS: &[&str] = &[
     "claude_plugins",
     "sandbox",
     "approval",
+    "system_prompt",
+    "system_prompt_file",
+    "system_prompt_environment",
 ];
 
 /// Whether `path` (`["options", "debug"]`) is a key of the schema crush knows.

@@ -148,6 +148,12 @@ pub struct Options {
     pub sandbox: SandboxOptions,
     /// `auto`: bash and in-project writes run without a question, sandboxed (ours).
     pub approval: Option<String>,
+    /// Replaces crush's default system prompt (ours; crush(1) CONFIGURATION, System prompt).
+    pub system_prompt: Option<String>,
+    /// A file whose text replaces the default system prompt, relative to the file naming it.
+    pub system_prompt_file: Option<String>,
+    /// Append the environment, context files and skills to the prompt (ours; default true).
+    pub system_prompt_environment: Option<bool>,
     /// Kept raw: Crush's TUI settings and commit attribution.
     pub tui: Value,
     pub attribution: Value,

@@ -11,7 +11,7 @@
 pub mod catalog;
 pub mod commands;
 pub mod frontmatter;
-mod walk;
+pub(crate) mod walk;
 
 use crate::config::Loaded;
 use frontmatter::{Document, Value};

@@ -22,6 +22,7 @@ mod jobs;
 mod ledger;
 mod lsp;
 mod mcp;
+mod prompt;
 mod providers;
 mod question;
 mod repl;
