@@ -84,6 +84,8 @@ pub struct ProviderConfig {
     pub kind: Option<String>,
     pub base_url: Option<String>,
     pub api_key: Option<String>,
+    /// Go Crush's OAuth token (crush(1) LOGIN): used read-only when signed in nowhere else.
+    pub oauth: Option<Value>,
     pub disable: bool,
     pub extra_headers: BTreeMap<String, String>,
     pub system_prompt_prefix: Option<String>,
@@ -777,6 +779,13 @@ impl Loaded {
             }
             vertex_home = vertex_base_url(&project, &location);
         }
+        // A provider one signs in to is called where its sign-in says (crush(1) LOGIN).
+        let login_home = crate::login::Settings::load().home(id);
+        if base_url.is_empty()
+            && let Some(h) = &login_home
+        {
+            base_url = h.clone();
+        }
         if base_url.is_empty()
             && let Some(c) = cat
         {
@@ -820,6 +829,9 @@ impl Loaded {
         if home.is_empty() {
             home = vertex_home;
         }
+        if let Some(h) = login_home {
+            home = h;
+        }
         let at_home = same_url(&base_url, &home);
         let env_key = match cat {
             Some(c) => c.api_key.clone(),
@@ -840,7 +852,15 @@ impl Loaded {
         // Without a key only a server of the user's own choosing (ollama, llama.cpp, vLLM, LM
         // Studio, a proxy) can work; a catalog provider or cloud API at its own URL cannot.
         // Vertex AI takes the environment's access token instead.
+        // Signed in: the token goes only to the provider's own API.
+        let login = match api_key {
+            None if at_home => crate::login::Credential::find(id, u.oauth.as_ref())
+                .map_err(|e| unusable(e.to_string()))?
+                .map(std::sync::Arc::new),
+            _ => None,
+        };
         if api_key.is_none()
+            && login.is_none()
             && at_home
             && kind != ApiKind::Vertex
             && (cat.is_some() || kind != ApiKind::OpenAiCompat)
@@ -909,6 +929,7 @@ impl Loaded {
                 responses,
                 ambient_auth: at_home,
                 aws: None,
+                login,
             },
             models,
             flat_rate: u.flat_rate,
@@ -992,6 +1013,7 @@ impl Loaded {
                     refresh_timeout: std::time::Duration::from_secs(300),
                     limits: crate::aws::Limits::default(),
                 }),
+                login: None,
                 responses: None,
                 ambient_auth: credentials_allowed,
             },

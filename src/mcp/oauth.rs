@@ -35,7 +35,8 @@ const CALLBACK_PATH: &str = "/callback";
 /// A token this close to its expiry is refreshed before use.
 const EXPIRY_MARGIN: i64 = 30;
 
-fn agent(timeout: Duration, url: &str) -> ureq::Agent {
+/// An agent whose every timeout is `timeout` (the whole call: twice that).
+pub(crate) fn agent(timeout: Duration, url: &str) -> ureq::Agent {
     crate::net::agent(
         url,
         crate::net::Timeouts {

@@ -19,6 +19,7 @@ mod hooks;
 mod images;
 mod jobs;
 mod ledger;
+mod login;
 mod lsp;
 mod mcp;
 mod providers;
