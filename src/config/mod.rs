@@ -780,7 +780,7 @@ impl Loaded {
             vertex_home = vertex_base_url(&project, &location);
         }
         // A provider one signs in to is called where its sign-in says (crush(1) LOGIN).
-        let login_home = crate::login::Settings::load().home(id);
+        let login_home = crate::login::home(id);
         if base_url.is_empty()
             && let Some(h) = &login_home
         {
@@ -829,8 +829,8 @@ impl Loaded {
         if home.is_empty() {
             home = vertex_home;
         }
-        if let Some(h) = login_home {
-            home = h;
+        if let Some(h) = &login_home {
+            home = h.clone();
         }
         let at_home = same_url(&base_url, &home);
         let env_key = match cat {
@@ -865,7 +865,9 @@ impl Loaded {
             && kind != ApiKind::Vertex
             && (cat.is_some() || kind != ApiKind::OpenAiCompat)
         {
-            return Err(unusable(if var.is_empty() {
+            return Err(unusable(if login_home.is_some() {
+                format!("not signed in: run 'crush login {id}' (or set providers.{id}.api_key)")
+            } else if var.is_empty() {
                 format!("no API key: set providers.{id}.api_key")
             } else {
                 format!("no API key: set {var} or providers.{id}.api_key")

@@ -374,3 +374,46 @@ pub fn hyper_device(s: &Settings, out: &mut dyn Write) -> Result<Token, LoginErr
         str_field(&v, "refresh_token").ok_or_else(|| missing(&poll_url, "refresh_token"))?;
     hyper_exchange(s, refresh)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expiries_follow_this_machines_clock() {
+        assert_eq!(expiry("u", 0, Some(1500)).unwrap(), 1500);
+        let left = expiry("u", now() + 600, None).unwrap();
+        assert!((590..=600).contains(&left), "{left}");
+        for skewed in [now() - 10, now() + 3 * 86_400, 0] {
+            let e = expiry("u", skewed, None).unwrap_err().to_string();
+            assert!(e.contains("check the system clock"), "{e}");
+        }
+    }
+
+    #[test]
+    fn device_polls_follow_rfc_8628() {
+        let step = |v: Value| device_step("u", 400, v);
+        assert!(matches!(
+            step(json!({"error": "authorization_pending"})),
+            Ok(Poll::Pending)
+        ));
+        assert!(matches!(
+            step(json!({"error": "slow_down", "interval": 10})),
+            Ok(Poll::SlowDown(Some(10)))
+        ));
+        let e = step(json!({"error": "expired_token"}))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("expired"), "{e}");
+        let e = step(json!({"error": "access_denied"}))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("denied"), "{e}");
+        assert!(matches!(
+            device_step("u", 200, json!({"access_token": "t"})),
+            Ok(Poll::Done(_))
+        ));
+    }
+}

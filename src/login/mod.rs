@@ -105,6 +105,15 @@ impl Settings {
     }
 }
 
+/// The API a provider one signs in to is called at (None for the others).
+pub fn home(provider: &str) -> Option<String> {
+    if PROVIDERS.contains(&provider) {
+        Settings::load().home(provider)
+    } else {
+        None
+    }
+}
+
 /// The request headers Copilot requires (those of its editor plugins).
 pub fn copilot_headers() -> Vec<(String, String)> {
     [

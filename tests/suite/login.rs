@@ -152,6 +152,9 @@ fn device_login_stores_the_token_0600_and_a_run_uses_a_fresh_copilot_token() {
     let out = env.run(&["logout", "copilot"], None);
     out.assert_success();
     assert!(!file.exists());
+    let run = env.run(&["run", "hello"], None);
+    assert!(!run.success());
+    assert!(run.stderr.contains("crush login copilot"), "{}", run.stderr);
     let list = env.run(&["login"], None);
     assert!(
         list.stdout.contains("copilot\tnot signed in"),
