@@ -171,7 +171,7 @@ const LAYERS: &[&[&str]] = &[
     ],
     &["log", "net", "proc"],
     &["signal", "rcshell"],
-    &["aws"],
+    &["aws", "login"],
     &["llm"],
     &["store", "mcp", "lsp"],
     &["tools"],

@@ -23,14 +23,22 @@ fn call(
     headers: &[(String, String)],
     body: Body,
 ) -> Result<(u16, Value), LoginError> {
-    let agent = crate::mcp::oauth::agent(TIMEOUT, url);
+    let agent = crate::net::agent(
+        url,
+        crate::net::Timeouts {
+            connect: Some(TIMEOUT),
+            response: Some(TIMEOUT),
+            per_read: Some(TIMEOUT),
+            global: Some(TIMEOUT * 2),
+        },
+    );
     let http = |e: ureq::Error| LoginError::Http {
         url: url.to_string(),
         message: e.to_string(),
     };
     let bytes = match &body {
         Body::None => Vec::new(),
-        Body::Form(f) => crate::mcp::wire::form(f).into_bytes(),
+        Body::Form(f) => form(f).into_bytes(),
         Body::Json(v) => v.to_string().into_bytes(),
     };
     let ctype = match body {
@@ -92,6 +100,25 @@ fn call(
             })
         }
     }
+}
+
+/// `k=v&...`, percent-encoded (application/x-www-form-urlencoded).
+fn form(pairs: &[(&str, &str)]) -> String {
+    let enc = |s: &str| {
+        s.bytes()
+            .map(|b| match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                    (b as char).to_string()
+                }
+                _ => format!("%{b:02X}"),
+            })
+            .collect::<String>()
+    };
+    pairs
+        .iter()
+        .map(|(k, v)| format!("{}={}", enc(k), enc(v)))
+        .collect::<Vec<_>>()
+        .join("&")
 }
 
 fn str_field<'a>(v: &'a Value, k: &str) -> Option<&'a str> {
@@ -235,7 +262,7 @@ fn show(d: &Device, out: &mut dyn Write) {
     let _ = out.flush();
     if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
         let cwd = std::env::current_dir().unwrap_or_else(|_| "/".into());
-        let _ = crate::mcp::oauth::open_browser(&d.uri, &cwd);
+        let _ = super::browser::open_browser(&d.uri, &cwd);
     }
 }
 
@@ -280,7 +307,7 @@ fn device_reply(url: &str, status: u16, v: &Value, uri_key: &str) -> Result<Devi
     let code = str_field(v, "device_code").ok_or_else(|| missing(url, "device_code"))?;
     let user_code = str_field(v, "user_code").ok_or_else(|| missing(url, "user_code"))?;
     let uri = str_field(v, uri_key).ok_or_else(|| missing(url, uri_key))?;
-    crate::mcp::oauth::browser_host(uri).map_err(|e| LoginError::BadReply {
+    super::browser::browser_host(uri).map_err(|e| LoginError::BadReply {
         url: url.to_string(),
         message: e,
     })?;

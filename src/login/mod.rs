@@ -4,6 +4,7 @@
 //! the global data directory ([`store`]); the short-lived one is fetched when first needed,
 //! before it expires, and once more when the server refuses it.
 
+pub mod browser;
 pub mod flow;
 pub mod store;
 
