@@ -5,7 +5,7 @@ _crush() {
     cmd=""
     for ((i = 1; i < COMP_CWORD; i++)); do
         case "${COMP_WORDS[i]}" in
-            run|init|sessions|hooks|mcp|skills|lsp|config|sandbox|trust|models|update-providers|stats|dirs|projects|logs|acp|help) cmd="${COMP_WORDS[i]}"; break ;;
+            run|init|sessions|hooks|mcp|login|logout|skills|lsp|config|sandbox|trust|models|update-providers|stats|dirs|projects|logs|acp|help) cmd="${COMP_WORDS[i]}"; break ;;
         esac
     done
     case "$cmd" in
@@ -14,6 +14,8 @@ _crush() {
         sessions) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust --format -h --help list show last export diff delete rename" -- "$cur")) ;;
         hooks) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --trust --tool --input --prompt -h --help list test" -- "$cur")) ;;
         mcp) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust -h --help list login" -- "$cur")) ;;
+        login) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --token-stdin --trust -h --help copilot hyper" -- "$cur")) ;;
+        logout) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --trust -h --help copilot hyper" -- "$cur")) ;;
         skills) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust -h --help list" -- "$cur")) ;;
         lsp) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust -h --help list" -- "$cur")) ;;
         config) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -m --model --small-model --json --origin --trust -h --help show" -- "$cur")) ;;
@@ -27,7 +29,7 @@ _crush() {
         logs) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -f --follow -t --tail --trust -h --help " -- "$cur")) ;;
         acp) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model --sandbox --auto --trust --no-project-hooks -h --help " -- "$cur")) ;;
         help) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --trust -h --help " -- "$cur")) ;;
-        *) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -s --session -C --continue -q --quiet --sandbox --auto --trust -h --help -v --version run init sessions hooks mcp skills lsp config sandbox trust models update-providers stats dirs projects logs acp help" -- "$cur")) ;;
+        *) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -s --session -C --continue -q --quiet --sandbox --auto --trust -h --help -v --version run init sessions hooks mcp login logout skills lsp config sandbox trust models update-providers stats dirs projects logs acp help" -- "$cur")) ;;
     esac
 }
 complete -o default -F _crush crush

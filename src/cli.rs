@@ -101,6 +101,13 @@ pub static FLAGS: &[Flag] = &[
         ]),
     },
     Flag {
+        short: None,
+        long: "token-stdin",
+        value: None,
+        help: "Read the token from standard input instead of running the device flow",
+        scope: Scope::Only(&["login"]),
+    },
+    Flag {
         short: Some('f'),
         long: "follow",
         value: None,
@@ -340,6 +347,22 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &["list", "login"],
     },
     CommandSpec {
+        name: "login",
+        usage: "crush login [copilot|hyper] [--token-stdin]",
+        about: "Sign in to GitHub Copilot or Charm's Hyper instead of setting an API key: the \
+                code and URL of the provider's device flow are printed (and the URL opened in \
+                the browser), and the token is kept in the global data directory with mode 0600. \
+                --token-stdin stores the token read from standard input as given. With no name, \
+                lists the providers one can sign in to and their state.",
+        subcommands: &["copilot", "hyper"],
+    },
+    CommandSpec {
+        name: "logout",
+        usage: "crush logout copilot|hyper",
+        about: "Remove the token crush login stored for a provider.",
+        subcommands: &["copilot", "hyper"],
+    },
+    CommandSpec {
         name: "skills",
         usage: "crush skills list [--json]",
         about: "List every Agent Skill and custom command found, where it was found, and why \
@@ -497,6 +520,14 @@ pub enum Command {
     McpLogin {
         name: String,
     },
+    /// `crush login [NAME] [--token-stdin]` (crush(1) LOGIN).
+    Login {
+        name: Option<String>,
+        token_stdin: bool,
+    },
+    Logout {
+        name: String,
+    },
     SkillsList {
         json: bool,
     },
@@ -588,6 +619,7 @@ where
     let mut run = RunArgs::default();
     let mut stats = crate::commands::stats::StatsArgs::default();
     let mut hooks = HooksTestArgs::default();
+    let mut token_stdin = false;
     let mut json = false;
     let mut follow = false;
     let mut tail: Option<usize> = None;
@@ -667,6 +699,7 @@ where
             "continue" => global.continue_last = true,
             "quiet" => run.quiet = true,
             "json" => json = true,
+            "token-stdin" => token_stdin = true,
             "follow" => follow = true,
             "tail" => {
                 let v = value()?;
@@ -838,6 +871,25 @@ where
                     }
                 }
             }
+            "login" => match positionals.as_slice() {
+                [] if !token_stdin => Command::Login {
+                    name: None,
+                    token_stdin,
+                },
+                [name] => Command::Login {
+                    name: Some(name.clone()),
+                    token_stdin,
+                },
+                _ => {
+                    return Err(UsageError(
+                        "usage: crush login [copilot|hyper] [--token-stdin]".into(),
+                    ));
+                }
+            },
+            "logout" => match positionals.as_slice() {
+                [name] => Command::Logout { name: name.clone() },
+                _ => return Err(UsageError("usage: crush logout copilot|hyper".into())),
+            },
             "skills" => match positionals.as_slice() {
                 [] => Command::SkillsList { json },
                 [l] if l == "list" || l == "ls" => Command::SkillsList { json },

@@ -30,6 +30,7 @@ mod guard;
 mod hooks;
 mod llm;
 mod log;
+mod login;
 mod lsp;
 mod mcp;
 mod net;
@@ -94,6 +95,11 @@ fn dispatch(cli: cli::Cli) -> Result<ExitCode, AppError> {
         Command::McpList { json } => print(&commands::mcp::list(g, *json)?),
         Command::SkillsList { json } => print(&commands::skills::list(g, *json)?),
         Command::McpLogin { name } => print(&commands::mcp::login(g, name)?),
+        Command::Login { name, token_stdin } => print(&match name {
+            Some(n) => commands::login::login(n, *token_stdin)?,
+            None => commands::login::list()?,
+        }),
+        Command::Logout { name } => print(&commands::login::logout(name)?),
         Command::SessionsExport { id, format } => print(&sessions::export(g, id, *format)?),
         Command::SessionsLast { json } => print(&sessions::last(g, *json)?),
         Command::SessionsDiff { id } => print(&sessions::diff(g, id)?),
@@ -167,7 +173,7 @@ const LAYERS: &[&[&str]] = &[
     ],
     &["log", "net", "proc"],
     &["signal", "rcshell", "guard"],
-    &["aws"],
+    &["aws", "login"],
     &["llm"],
     &["store", "mcp", "lsp"],
     &["tools"],

@@ -4,6 +4,7 @@
 pub mod config;
 pub mod files;
 pub mod hooks;
+pub mod login;
 pub mod logs;
 pub mod lsp;
 pub mod mcp;

@@ -45,6 +45,7 @@ const KNOWN_TOP: &[&str] = &[
     "$schema",
     "models",
     "providers",
+    "login",
     "mcp",
     "lsp",
     "options",

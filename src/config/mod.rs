@@ -84,6 +84,8 @@ pub struct ProviderConfig {
     pub kind: Option<String>,
     pub base_url: Option<String>,
     pub api_key: Option<String>,
+    /// Go Crush's OAuth token (crush(1) LOGIN): used read-only when signed in nowhere else.
+    pub oauth: Option<Value>,
     pub disable: bool,
     pub extra_headers: BTreeMap<String, String>,
     pub system_prompt_prefix: Option<String>,
@@ -794,6 +796,13 @@ impl Loaded {
             }
             vertex_home = vertex_base_url(&project, &location);
         }
+        // A provider one signs in to is called where its sign-in says (crush(1) LOGIN).
+        let login_home = crate::login::home(id);
+        if base_url.is_empty()
+            && let Some(h) = &login_home
+        {
+            base_url = h.clone();
+        }
         if base_url.is_empty()
             && let Some(c) = cat
         {
@@ -837,6 +846,9 @@ impl Loaded {
         if home.is_empty() {
             home = vertex_home;
         }
+        if let Some(h) = &login_home {
+            home = h.clone();
+        }
         let at_home = same_url(&base_url, &home);
         let env_key = match cat {
             Some(c) => c.api_key.clone(),
@@ -857,12 +869,22 @@ impl Loaded {
         // Without a key only a server of the user's own choosing (ollama, llama.cpp, vLLM, LM
         // Studio, a proxy) can work; a catalog provider or cloud API at its own URL cannot.
         // Vertex AI takes the environment's access token instead.
+        // Signed in: the token goes only to the provider's own API.
+        let login = match api_key {
+            None if at_home => crate::login::Credential::find(id, u.oauth.as_ref())
+                .map_err(|e| unusable(e.to_string()))?
+                .map(std::sync::Arc::new),
+            _ => None,
+        };
         if api_key.is_none()
+            && login.is_none()
             && at_home
             && kind != ApiKind::Vertex
             && (cat.is_some() || kind != ApiKind::OpenAiCompat)
         {
-            return Err(unusable(if var.is_empty() {
+            return Err(unusable(if login_home.is_some() {
+                format!("not signed in: run 'crush login {id}' (or set providers.{id}.api_key)")
+            } else if var.is_empty() {
                 format!("no API key: set providers.{id}.api_key")
             } else {
                 format!("no API key: set {var} or providers.{id}.api_key")
@@ -926,6 +948,7 @@ impl Loaded {
                 responses,
                 ambient_auth: at_home,
                 aws: None,
+                login,
             },
             models,
             flat_rate: u.flat_rate,
@@ -1009,6 +1032,7 @@ impl Loaded {
                     refresh_timeout: std::time::Duration::from_secs(300),
                     limits: crate::aws::Limits::default(),
                 }),
+                login: None,
                 responses: None,
                 ambient_auth: credentials_allowed,
             },

@@ -256,7 +256,7 @@ impl Job {
             };
             let f = match (&token, f) {
                 (Some((_, origin)), f) if is_unauthorized(&f.error) => {
-                    if *origin == TokenOrigin::Command && !refreshed {
+                    if matches!(origin, TokenOrigin::Command | TokenOrigin::Login) && !refreshed {
                         refreshed = true;
                         fresh_token = true;
                         let ev = StreamEvent::Retry {
@@ -581,6 +581,9 @@ fn token_refused(mut f: Failure, origin: TokenOrigin) -> Failure {
         message.push_str(match origin {
             TokenOrigin::Environment => {
                 "; the access token in GOOGLE_OAUTH_ACCESS_TOKEN was refused (expired?): set a fresh one (gcloud auth print-access-token)"
+            }
+            TokenOrigin::Login => {
+                "; a fresh access token was refused too: sign in again (crush login)"
             }
             TokenOrigin::Command => {
                 "; a fresh access token from gcloud was refused too: check the account (gcloud auth login) and its access to the project"
@@ -1462,6 +1465,7 @@ mod tests {
             let mut j = Job::new(ep, &req, &policy());
             j.token = Some(TokenSource {
                 command: vec!["sh".into(), script.display().to_string()],
+                login: None,
             });
             j
         };

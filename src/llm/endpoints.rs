@@ -209,6 +209,16 @@ pub fn prepare(ep: &Endpoint, req: &ChatRequest) -> Prepared {
             }
         }
     };
+    let mut headers = headers;
+    if let Some(l) = &ep.login {
+        token = Some(TokenSource {
+            command: Vec::new(),
+            login: Some(l.clone()),
+        });
+        if l.provider == "copilot" {
+            headers.extend(crate::login::copilot_headers());
+        }
+    }
     Prepared {
         url,
         dialect,
@@ -224,6 +234,8 @@ pub fn prepare(ep: &Endpoint, req: &ChatRequest) -> Prepared {
 #[derive(Clone, Debug)]
 pub struct TokenSource {
     pub command: Vec<String>,
+    /// A signed-in provider's credentials, used instead of the command.
+    pub login: Option<std::sync::Arc<crate::login::Credential>>,
 }
 
 /// Where a token came from, for the message when it is refused.
@@ -231,6 +243,8 @@ pub struct TokenSource {
 pub enum TokenOrigin {
     Environment,
     Command,
+    /// `crush login` (crush(1) LOGIN).
+    Login,
 }
 
 /// The variable holding a ready Google access token.
@@ -248,11 +262,21 @@ impl TokenSource {
             command: ["gcloud", "auth", "print-access-token"]
                 .map(String::from)
                 .to_vec(),
+            login: None,
         }
     }
 
     /// The token; `fresh`: not the one kept (it was refused), a new one from the command.
     pub fn get(&self, fresh: bool) -> Result<(String, TokenOrigin), LlmError> {
+        if let Some(l) = &self.login {
+            return l
+                .get(fresh)
+                .map(|t| (t, TokenOrigin::Login))
+                .map_err(|e| LlmError::Auth {
+                    message: e.to_string(),
+                    refreshable: false,
+                });
+        }
         if let Ok(t) = std::env::var(TOKEN_VAR)
             && !t.trim().is_empty()
         {
@@ -435,6 +459,7 @@ mod tests {
         .unwrap();
         let src = TokenSource {
             command: vec!["sh".into(), script.display().to_string()],
+            login: None,
         };
         if std::env::var_os(TOKEN_VAR).is_some() {
             return; // The environment's token would win; nothing to check here.
@@ -448,6 +473,7 @@ mod tests {
         assert_eq!(src.get(false).unwrap().0, "tok-2");
         let missing = TokenSource {
             command: vec![dir.path().join("nope").display().to_string()],
+            login: None,
         };
         let e = missing.get(false).unwrap_err().to_string();
         assert!(e.contains(TOKEN_VAR) && e.contains("cannot run"), "{e}");

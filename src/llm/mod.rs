@@ -66,6 +66,8 @@ pub struct Endpoint {
     pub ambient_auth: bool,
     /// Bedrock: region, credentials and their refresh (None for every other kind).
     pub aws: Option<crate::aws::Settings>,
+    /// A signed-in provider's credentials (crush(1) LOGIN): the bearer token of each call.
+    pub login: Option<std::sync::Arc<crate::login::Credential>>,
 }
 
 #[derive(Clone, Debug)]

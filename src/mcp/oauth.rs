@@ -644,47 +644,7 @@ impl Credentials for Session {
     }
 }
 
-/// The host (`host[:port]`) of a URL the browser may be given: an http or https URL only. The
-/// authorization server chooses the URL, and a browser (or `xdg-open`) would as readily open a
-/// `file://` path, a `javascript:` URL or another program's scheme (crush(1) MCP SERVERS).
-pub fn browser_host(url: &str) -> Result<String, String> {
-    match Url::parse(url) {
-        Some(u) if matches!(u.scheme.as_str(), "http" | "https") && !u.authority.is_empty() => {
-            Ok(u.authority)
-        }
-        _ => Err(format!(
-            "the authorization server's URL is not an http or https URL, so it is not opened: {}",
-            crate::visible::line(&url.chars().take(200).collect::<String>())
-        )),
-    }
-}
-
-/// Opens `url` in the user's browser: `$BROWSER`, else `xdg-open` (or `open` on macOS), on a
-/// thread of its own (a browser may not return at once). Anything but an http or https URL is
-/// refused ([`browser_host`]).
-pub fn open_browser(url: &str, cwd: &std::path::Path) -> Result<(), String> {
-    browser_host(url)?;
-    let program = std::env::var("BROWSER")
-        .ok()
-        .and_then(|b| b.split(':').next().map(str::to_string))
-        .filter(|b| !b.trim().is_empty())
-        .or_else(|| {
-            ["xdg-open", "open"]
-                .iter()
-                .find(|p| crate::proc::which(p).is_some())
-                .map(|p| p.to_string())
-        });
-    let Some(program) = program else {
-        return Ok(());
-    };
-    let spec = crate::proc::Spec::exec(vec![program, url.to_string()], cwd);
-    let _ = std::thread::Builder::new()
-        .name("mcp-browser".into())
-        .spawn(move || {
-            let _ = crate::proc::run(&spec);
-        });
-    Ok(())
-}
+pub use crate::login::browser::{browser_host, open_browser};
 
 #[cfg(test)]
 mod tests {

@@ -20,6 +20,7 @@ mod hooks;
 mod images;
 mod jobs;
 mod ledger;
+mod login;
 mod lsp;
 mod mcp;
 mod prompt;
