@@ -83,6 +83,8 @@ const KNOWN_OPTIONS: &[&str] = &[
     "claude_plugins",
     "sandbox",
     "approval",
+    "side_requests",
+    "auto_local",
 ];
 
 /// Whether `path` (`["options", "debug"]`) is a key of the schema crush knows.

@@ -144,6 +144,12 @@ pub struct Options {
     pub sandbox: SandboxOptions,
     /// `auto`: bash and in-project writes run without a question, sandboxed (ours).
     pub approval: Option<String>,
+    /// When side requests (the session title) go out: `after` the turn, or `concurrent`; by
+    /// default after the turn for a local server, else after the turn's first model call
+    /// (ours; crush(1) CONFIGURATION, side_requests).
+    pub side_requests: Option<String>,
+    /// With no provider configured, use a local model server found on this machine (ours).
+    pub auto_local: bool,
     /// Kept raw: Crush's TUI settings and commit attribution.
     pub tui: Value,
     pub attribution: Value,

@@ -223,6 +223,9 @@ struct ReplSink<'a> {
     refused: bool,
     /// A new session's title, generated once its first prompt has passed the hooks.
     title: Option<TitleStart>,
+    /// The accepted prompt's title, held back until the turn's first call or its end
+    /// (crush(1) CONFIGURATION, side_requests).
+    held_title: Option<(TitleStart, String)>,
     titles: &'a mut Vec<TitleJob>,
     /// Sent when a question waits after a long turn.
     notice: Option<notify::Notice>,
@@ -293,9 +296,27 @@ impl<'a> ReplSink<'a> {
             interrupted: false,
             refused: false,
             title,
+            held_title: None,
             titles,
             notice: None,
             meter: None,
+        }
+    }
+
+    /// Starts the title call on its thread.
+    fn start_title(&mut self, t: TitleStart, prompt: String) {
+        match spawn_title(t, prompt) {
+            Ok(job) => self.titles.push(job),
+            Err(e) => self
+                .term
+                .error(&format!("cannot start the title thread: {e}")),
+        }
+    }
+
+    /// Starts a held-back title: the turn has ended.
+    fn release_title(&mut self) {
+        if let Some((t, prompt)) = self.held_title.take() {
+            self.start_title(t, prompt);
         }
     }
 
@@ -313,6 +334,7 @@ struct TitleStart {
     model: ResolvedModel,
     policy: crate::llm::RetryPolicy,
     session_id: String,
+    when: title::SideTiming,
 }
 
 impl Sink for ReplSink<'_> {
@@ -321,11 +343,10 @@ impl Sink for ReplSink<'_> {
             AgentEvent::TextDelta(t) => self.term.text(&t),
             AgentEvent::PromptAccepted(prompt) => {
                 if let Some(t) = self.title.take() {
-                    match spawn_title(t, prompt) {
-                        Ok(job) => self.titles.push(job),
-                        Err(e) => self
-                            .term
-                            .error(&format!("cannot start the title thread: {e}")),
+                    if t.when == title::SideTiming::Now {
+                        self.start_title(t, prompt);
+                    } else {
+                        self.held_title = Some((t, prompt));
                     }
                 }
             }
@@ -368,6 +389,13 @@ impl Sink for ReplSink<'_> {
             AgentEvent::Usage { usage, cost, model } => {
                 if let Some(m) = self.meter.as_mut() {
                     m.add(&model, usage.as_ref(), cost);
+                }
+                if self
+                    .held_title
+                    .as_ref()
+                    .is_some_and(|(t, _)| t.when == title::SideTiming::AfterFirstCall)
+                {
+                    self.release_title();
                 }
             }
             AgentEvent::Notice(text) => self.term.note(&text),
@@ -939,10 +967,17 @@ impl Repl {
         policy.max_attempts = policy.max_attempts.min(2);
         policy.response_timeout = policy.response_timeout.min(Duration::from_secs(30));
         policy.idle_timeout = policy.idle_timeout.min(Duration::from_secs(30));
+        let cfg = self.agent.config.as_ref().unwrap_or(&self.ctx.loaded);
+        let when = title::timing(
+            &self.agent.model,
+            &model,
+            cfg.config.options.side_requests.as_deref(),
+        );
         Some(TitleStart {
             model,
             policy,
             session_id: self.agent.session_id.clone(),
+            when,
         })
     }
 
@@ -1022,6 +1057,7 @@ impl Repl {
         let result =
             self.agent
                 .run_turn_with(text, attached.iter().map(|a| a.part()).collect(), &mut sink);
+        sink.release_title();
         let interrupted = sink.interrupted;
         // A prompt the hooks refused leaves the session untitled for the next one.
         let unused_title = sink.title.is_some();
