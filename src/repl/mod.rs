@@ -386,9 +386,14 @@ impl Sink for ReplSink<'_> {
                 self.term.note(&report.line());
                 self.term.begin_answer();
             }
-            AgentEvent::Usage { usage, cost, model } => {
+            AgentEvent::Usage {
+                usage,
+                estimate,
+                cost,
+                model,
+            } => {
                 if let Some(m) = self.meter.as_mut() {
-                    m.add(&model, usage.as_ref(), cost);
+                    m.add(&model, usage.or(estimate).as_ref(), cost);
                 }
                 if self
                     .held_title
