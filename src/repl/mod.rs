@@ -60,6 +60,9 @@ pub struct ReplArgs {
 
 /// How long after a turn the REPL waits for a title still being generated.
 const TITLE_WAIT: Duration = Duration::from_secs(5);
+/// The longest a turn waits for the title of the one before it to come back from a local
+/// server (the title call's own timeouts are 30 s per attempt).
+const SERIAL_TITLE_WAIT: Duration = Duration::from_secs(65);
 
 const WAITING: &str = "waiting for the model… (Ctrl-C cancels)";
 
@@ -565,6 +568,8 @@ struct Repl {
     /// The current session has had no prompt yet: the first one gets a generated title.
     fresh: bool,
     titles: Vec<TitleJob>,
+    /// A title went to a server that must not get the next turn before it has answered.
+    serial_title: bool,
     cancel: Arc<AtomicBool>,
     /// SessionStart hooks to fire before the next prompt: "startup" or "resume".
     session_start: Option<&'static str>,
@@ -628,6 +633,7 @@ pub fn run(global: &Global, args: &ReplArgs) -> Result<ExitCode, AppError> {
         interactive,
         fresh: false,
         titles: Vec::new(),
+        serial_title: false,
         cancel,
         session_start: Some(if resumed.is_some() {
             "resume"
@@ -1021,6 +1027,11 @@ impl Repl {
     }
 
     fn prompt(&mut self, text: &str) {
+        // A title still out to a local server waits for nothing but itself: the next turn
+        // goes once it is back (crush(1) CONFIGURATION, side_requests).
+        if std::mem::take(&mut self.serial_title) {
+            self.poll_titles(SERIAL_TITLE_WAIT);
+        }
         if let Err(e) = self.ensure_session() {
             self.term.error(&format!("cannot create a session: {e}"));
             return;
@@ -1062,10 +1073,15 @@ impl Repl {
         let result =
             self.agent
                 .run_turn_with(text, attached.iter().map(|a| a.part()).collect(), &mut sink);
+        let serial = sink
+            .held_title
+            .as_ref()
+            .is_some_and(|(t, _)| t.when == title::SideTiming::AfterTurn);
         sink.release_title();
         let interrupted = sink.interrupted;
         // A prompt the hooks refused leaves the session untitled for the next one.
         let unused_title = sink.title.is_some();
+        self.serial_title |= serial;
         if unused_title {
             self.fresh = true;
         }
