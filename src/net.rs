@@ -257,21 +257,43 @@ pub fn join_path(base: &str, path: &str) -> String {
     out
 }
 
-/// True when `url` points at this machine.
-pub fn is_loopback_url(url: &str) -> bool {
+/// The host of `url`, lowercase, without brackets, port or user.
+fn url_host(url: &str) -> String {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
     let hostport = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let host = match hostport.strip_prefix('[') {
+    match hostport.strip_prefix('[') {
         Some(r) => r.split(']').next().unwrap_or(""),
         None => hostport.split(':').next().unwrap_or(""),
     }
-    .to_ascii_lowercase();
+    .to_ascii_lowercase()
+}
+
+/// True when `url` points at this machine.
+pub fn is_loopback_url(url: &str) -> bool {
+    let host = url_host(url);
     host == "localhost"
         || host.ends_with(".localhost")
         || host
             .parse::<std::net::IpAddr>()
             .is_ok_and(|a| a.is_loopback())
+}
+
+/// True when `url` points at this machine or a private network (10/8, 172.16/12, 192.168/16,
+/// link-local, IPv6 unique-local): a server of one's own, such as a local model server, that
+/// may answer one request at a time.
+pub fn is_local_url(url: &str) -> bool {
+    if is_loopback_url(url) {
+        return true;
+    }
+    let host = url_host(url);
+    match host.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V4(a)) => a.is_private() || a.is_link_local(),
+        Ok(std::net::IpAddr::V6(a)) => {
+            (a.segments()[0] & 0xfe00) == 0xfc00 || (a.segments()[0] & 0xffc0) == 0xfe80
+        }
+        Err(_) => host.ends_with(".local") || host.ends_with(".lan"),
+    }
 }
 
 /// The most redirects a web request follows.
@@ -660,6 +682,12 @@ mod tests {
         assert!(is_loopback_url("http://127.0.0.1:8080/v1"));
         assert!(is_loopback_url("http://localhost"));
         assert!(is_loopback_url("http://[::1]:11434/v1"));
+        assert!(is_local_url("http://192.168.1.20:8080/v1"));
+        assert!(is_local_url("http://10.0.0.5:11434"));
+        assert!(is_local_url("http://[fd00::1]:1234/v1"));
+        assert!(is_local_url("http://gpu-box.local:8080"));
+        assert!(!is_local_url("https://api.openai.com/v1"));
+        assert!(!is_local_url("http://8.8.8.8/v1"));
         assert!(is_loopback_url("http://user:pw@127.0.0.2/"));
         assert!(!is_loopback_url("https://api.anthropic.com"));
         assert!(!is_loopback_url("http://10.0.0.1:8080"));

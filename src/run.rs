@@ -319,7 +319,9 @@ impl Sink for RunSink {
                     });
                 }
             }
-            AgentEvent::Usage { usage, cost, model } => {
+            AgentEvent::Usage {
+                usage, cost, model, ..
+            } => {
                 // Reported once a call has finished: its text is final.
                 self.release();
                 if self.json {

@@ -423,9 +423,20 @@ impl Session<'_, '_> {
             &cancel,
             self.agent.model.model.context_window,
         );
+        // A title that may not run with the turn waits for its end (crush(1) CONFIGURATION,
+        // side_requests).
+        let held = std::rc::Rc::new(std::cell::RefCell::new(None::<String>));
+        let mut held_start = None;
+        let spawned = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
         if self.untitled
             && let Some(model) = self.small.clone()
         {
+            let setting = self
+                .agent
+                .config
+                .as_ref()
+                .and_then(|c| c.config.options.side_requests.clone());
+            let when = title::timing(&self.agent.model, &model, setting.as_deref());
             let start = TitleStart {
                 model,
                 policy: self.agent.policy.clone(),
@@ -433,12 +444,20 @@ impl Session<'_, '_> {
                 session_id: self.w.open.id.clone(),
                 peer: self.w.peer.clone(),
             };
-            let titles = &mut self.titles;
-            sink.on_accepted = Some(Box::new(move |p: String| {
-                if let Some(h) = start.spawn(p) {
-                    titles.push(h);
-                }
-            }));
+            if when == title::SideTiming::Now {
+                let spawned = spawned.clone();
+                sink.on_accepted = Some(Box::new(move |p: String| {
+                    if let Some(h) = start.spawn(p) {
+                        spawned.borrow_mut().push(h);
+                    }
+                }));
+            } else {
+                let held = held.clone();
+                sink.on_accepted = Some(Box::new(move |p: String| {
+                    *held.borrow_mut() = Some(p);
+                }));
+                held_start = Some(start);
+            }
         }
         if let Some(source) = self.session_start.take() {
             self.agent.session_start(source, &mut sink);
@@ -447,6 +466,12 @@ impl Session<'_, '_> {
         // A prompt the hooks refused leaves the session untitled for the next one.
         if sink.on_accepted.is_none() {
             self.untitled = false;
+        }
+        self.titles.append(&mut spawned.borrow_mut());
+        if let (Some(start), Some(p)) = (held_start, held.borrow_mut().take())
+            && let Some(h) = start.spawn(p)
+        {
+            self.titles.push(h);
         }
         for w in self
             .agent

@@ -62,6 +62,8 @@ pub enum AgentEvent {
     },
     Usage {
         usage: Option<Usage>,
+        /// The estimate when the server reported no usage (never priced).
+        estimate: Option<Usage>,
         cost: Option<f64>,
         model: String,
     },

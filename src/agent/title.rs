@@ -104,6 +104,33 @@ pub struct Generated {
     pub error: Option<String>,
 }
 
+/// When a side request (the title) may leave, relative to the turn it belongs to
+/// (crush(1) CONFIGURATION, side_requests).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SideTiming {
+    /// With the turn: another server or model answers it.
+    Now,
+    /// Once the turn's first model call has finished: the same model is not asked twice at once.
+    AfterFirstCall,
+    /// Once the turn has ended: a local server may have a single slot, and a second request
+    /// would make it abandon the turn.
+    AfterTurn,
+}
+
+/// When the title call to `side` may go out while `main` runs the turn; `setting` is
+/// `options.side_requests` (`after` or `concurrent`).
+pub fn timing(main: &ResolvedModel, side: &ResolvedModel, setting: Option<&str>) -> SideTiming {
+    let local = crate::net::is_local_url(&side.provider.endpoint.base_url);
+    match setting {
+        Some("after") => SideTiming::AfterTurn,
+        _ if local && setting != Some("concurrent") => SideTiming::AfterTurn,
+        _ if main.provider.id == side.provider.id && main.model.id == side.model.id => {
+            SideTiming::AfterFirstCall
+        }
+        _ => SideTiming::Now,
+    }
+}
+
 /// Runs the title call (blocking; meant for a worker thread).
 pub fn generate(model: &ResolvedModel, prompt: &str, policy: &RetryPolicy) -> Generated {
     let req = request(model, prompt);

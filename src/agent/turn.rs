@@ -494,7 +494,12 @@ impl Agent<'_> {
                     });
                 }
                 Ok(StreamEvent::Notice(n)) => sink.event(AgentEvent::Notice(n)),
-                Ok(StreamEvent::Done(resp)) => return CallEnd::Done(resp),
+                Ok(StreamEvent::Done(mut resp)) => {
+                    if resp.usage.is_none() {
+                        resp.estimated = Some(llm::estimate_usage(&req, &resp.parts));
+                    }
+                    return CallEnd::Done(resp);
+                }
                 Ok(StreamEvent::Error(e)) => {
                     crate::log::warn(&format!(
                         "{}/{}: model call failed: {e}",
@@ -535,9 +540,22 @@ impl Agent<'_> {
                 self.model.provider.id, self.model.model.id
             )));
         }
-        let rec = title::usage_record(&self.model, resp.usage);
+        let mut rec = title::usage_record(&self.model, resp.usage);
+        // No usage reported: the estimate moves the context meter and the summarize margin,
+        // and the ledger says the call's tokens are unknown (crush(1) USAGE AND COST).
+        let estimate = resp.estimated.filter(|_| rec.usage.is_none());
+        if let Some(e) = estimate {
+            rec.price_source = "estimated".into();
+            if let Err(err) = self
+                .store
+                .set_context_estimate(&self.session_id, e.input + e.output)
+            {
+                crate::log::warn(&format!("cannot store the context estimate: {err}"));
+            }
+        }
         sink.event(AgentEvent::Usage {
             usage: rec.usage,
+            estimate,
             cost: rec.cost,
             model: self.model.model.id.clone(),
         });

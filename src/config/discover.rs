@@ -12,8 +12,9 @@ use std::time::Duration;
 /// How long one listing may take (Go Crush gives discovery 3 s).
 const TIMEOUT: Duration = Duration::from_secs(3);
 
-/// A listing: the model ids, or why there are none.
-type Listing = Result<Vec<String>, String>;
+/// A listing: the model ids with the context window the server gave (0: none), or why there
+/// are none.
+type Listing = Result<Vec<(String, u64)>, String>;
 
 /// Listings so far, by base URL.
 static LISTED: Mutex<Option<HashMap<String, Listing>>> = Mutex::new(None);
@@ -29,11 +30,12 @@ impl Provider {
         }
         match listed(self) {
             Ok(ids) => {
-                for id in ids {
+                for (id, window) in ids {
                     if !p.models.iter().any(|m| m.id == id) {
                         p.models.push(Model {
                             name: Some(id.clone()),
                             id,
+                            context_window: window,
                             ..Default::default()
                         });
                     }
@@ -77,20 +79,61 @@ fn listed(p: &Provider) -> Listing {
     r
 }
 
-/// Asks the server: OpenAI's `/models`, else ollama's `/api/tags`.
+/// Asks the server: OpenAI's `/models`, else ollama's `/api/tags`; then, for models listed
+/// with no context window (vLLM gives `max_model_len` in the list), LM Studio's
+/// `/api/v0/models` and llama.cpp's `/props` (crush(1) CONFIGURATION).
 fn list(p: &Provider) -> Listing {
     let base = &p.endpoint.base_url;
     let url = crate::net::join_path(base, "/models");
+    let head = base.split('?').next().unwrap_or(base).trim_end_matches('/');
+    let root = head.strip_suffix("/v1").unwrap_or(head);
     let first = get(p, &url).and_then(|v| {
         ids(&v, "data", "id").ok_or_else(|| format!("{}: not a model list", redact(&url)))
     });
-    let Err(why) = first else { return first };
-    let head = base.split('?').next().unwrap_or(base).trim_end_matches('/');
-    let root = head.strip_suffix("/v1").unwrap_or(head);
-    let tags = format!("{root}/api/tags");
-    match get(p, &tags).map(|v| ids(&v, "models", "name")) {
-        Ok(Some(ids)) => Ok(ids),
-        _ => Err(why),
+    let mut listed = match first {
+        Ok(l) => l,
+        Err(why) => {
+            let tags = format!("{root}/api/tags");
+            match get(p, &tags).map(|v| ids(&v, "models", "name")) {
+                Ok(Some(ids)) => ids,
+                _ => return Err(why),
+            }
+        }
+    };
+    if listed.iter().any(|(_, w)| *w == 0) {
+        windows_from_server(p, root, &mut listed);
+    }
+    Ok(listed)
+}
+
+/// Fills the missing windows from LM Studio's per-model list (the loaded context, else the
+/// model's maximum) or llama.cpp's one model (`default_generation_settings.n_ctx`).
+fn windows_from_server(p: &Provider, root: &str, listed: &mut [(String, u64)]) {
+    if let Ok(v) = get(p, &format!("{root}/api/v0/models")) {
+        for m in v["data"].as_array().into_iter().flatten() {
+            let w = m["loaded_context_length"]
+                .as_u64()
+                .or(m["max_context_length"].as_u64())
+                .unwrap_or(0);
+            if let Some(entry) = listed
+                .iter_mut()
+                .find(|(id, win)| *win == 0 && m["id"].as_str() == Some(id))
+            {
+                entry.1 = w;
+            }
+        }
+    }
+    if !listed.iter().any(|(_, w)| *w == 0) {
+        return;
+    }
+    if let Ok(v) = get(p, &format!("{root}/props"))
+        && let Some(n) = v["default_generation_settings"]["n_ctx"]
+            .as_u64()
+            .or(v["n_ctx"].as_u64())
+    {
+        for entry in listed.iter_mut().filter(|(_, w)| *w == 0) {
+            entry.1 = n;
+        }
     }
 }
 
@@ -98,15 +141,19 @@ fn redact(url: &str) -> String {
     crate::net::redact_url(url)
 }
 
-/// `v[list][*][key]`, if `v[list]` is an array.
-fn ids(v: &Value, list: &str, key: &str) -> Option<Vec<String>> {
+/// `v[list][*][key]` with the item's `max_model_len` (vLLM; 0 when absent), if `v[list]` is
+/// an array.
+fn ids(v: &Value, list: &str, key: &str) -> Option<Vec<(String, u64)>> {
     let items = v.get(list)?.as_array()?;
     Some(
         items
             .iter()
-            .filter_map(|m| m.get(key).and_then(Value::as_str))
-            .filter(|id| !id.is_empty())
-            .map(str::to_string)
+            .filter_map(|m| {
+                let id = m.get(key).and_then(Value::as_str)?;
+                let window = m["max_model_len"].as_u64().unwrap_or(0);
+                Some((id.to_string(), window))
+            })
+            .filter(|(id, _)| !id.is_empty())
             .collect(),
     )
 }

@@ -89,6 +89,8 @@ const KNOWN_OPTIONS: &[&str] = &[
     "system_prompt",
     "system_prompt_file",
     "system_prompt_environment",
+    "side_requests",
+    "auto_local",
 ];
 
 /// Whether `path` (`["options", "debug"]`) is a key of the schema crush knows.

@@ -156,6 +156,12 @@ pub struct Options {
     pub system_prompt_file: Option<String>,
     /// Append the environment, context files and skills to the prompt (ours; default true).
     pub system_prompt_environment: Option<bool>,
+    /// When side requests (the session title) go out: `after` the turn, or `concurrent`; by
+    /// default after the turn for a local server, else after the turn's first model call
+    /// (ours; crush(1) CONFIGURATION, side_requests).
+    pub side_requests: Option<String>,
+    /// With no provider configured, use a local model server found on this machine (ours).
+    pub auto_local: bool,
     /// Kept raw: Crush's TUI settings and commit attribution.
     pub tui: Value,
     pub attribution: Value,

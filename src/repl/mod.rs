@@ -60,6 +60,9 @@ pub struct ReplArgs {
 
 /// How long after a turn the REPL waits for a title still being generated.
 const TITLE_WAIT: Duration = Duration::from_secs(5);
+/// The longest a turn waits for the title of the one before it to come back from a local
+/// server (the title call's own timeouts are 30 s per attempt).
+const SERIAL_TITLE_WAIT: Duration = Duration::from_secs(65);
 
 const WAITING: &str = "waiting for the model… (Ctrl-C cancels)";
 
@@ -223,6 +226,9 @@ struct ReplSink<'a> {
     refused: bool,
     /// A new session's title, generated once its first prompt has passed the hooks.
     title: Option<TitleStart>,
+    /// The accepted prompt's title, held back until the turn's first call or its end
+    /// (crush(1) CONFIGURATION, side_requests).
+    held_title: Option<(TitleStart, String)>,
     titles: &'a mut Vec<TitleJob>,
     /// Sent when a question waits after a long turn.
     notice: Option<notify::Notice>,
@@ -293,9 +299,27 @@ impl<'a> ReplSink<'a> {
             interrupted: false,
             refused: false,
             title,
+            held_title: None,
             titles,
             notice: None,
             meter: None,
+        }
+    }
+
+    /// Starts the title call on its thread.
+    fn start_title(&mut self, t: TitleStart, prompt: String) {
+        match spawn_title(t, prompt) {
+            Ok(job) => self.titles.push(job),
+            Err(e) => self
+                .term
+                .error(&format!("cannot start the title thread: {e}")),
+        }
+    }
+
+    /// Starts a held-back title: the turn has ended.
+    fn release_title(&mut self) {
+        if let Some((t, prompt)) = self.held_title.take() {
+            self.start_title(t, prompt);
         }
     }
 
@@ -313,6 +337,7 @@ struct TitleStart {
     model: ResolvedModel,
     policy: crate::llm::RetryPolicy,
     session_id: String,
+    when: title::SideTiming,
 }
 
 impl Sink for ReplSink<'_> {
@@ -321,11 +346,10 @@ impl Sink for ReplSink<'_> {
             AgentEvent::TextDelta(t) => self.term.text(&t),
             AgentEvent::PromptAccepted(prompt) => {
                 if let Some(t) = self.title.take() {
-                    match spawn_title(t, prompt) {
-                        Ok(job) => self.titles.push(job),
-                        Err(e) => self
-                            .term
-                            .error(&format!("cannot start the title thread: {e}")),
+                    if t.when == title::SideTiming::Now {
+                        self.start_title(t, prompt);
+                    } else {
+                        self.held_title = Some((t, prompt));
                     }
                 }
             }
@@ -365,9 +389,21 @@ impl Sink for ReplSink<'_> {
                 self.term.note(&report.line());
                 self.term.begin_answer();
             }
-            AgentEvent::Usage { usage, cost, model } => {
+            AgentEvent::Usage {
+                usage,
+                estimate,
+                cost,
+                model,
+            } => {
                 if let Some(m) = self.meter.as_mut() {
-                    m.add(&model, usage.as_ref(), cost);
+                    m.add(&model, usage.or(estimate).as_ref(), cost);
+                }
+                if self
+                    .held_title
+                    .as_ref()
+                    .is_some_and(|(t, _)| t.when == title::SideTiming::AfterFirstCall)
+                {
+                    self.release_title();
                 }
             }
             AgentEvent::Notice(text) => self.term.note(&text),
@@ -532,6 +568,8 @@ struct Repl {
     /// The current session has had no prompt yet: the first one gets a generated title.
     fresh: bool,
     titles: Vec<TitleJob>,
+    /// A title went to a server that must not get the next turn before it has answered.
+    serial_title: bool,
     cancel: Arc<AtomicBool>,
     /// SessionStart hooks to fire before the next prompt: "startup" or "resume".
     session_start: Option<&'static str>,
@@ -595,6 +633,7 @@ pub fn run(global: &Global, args: &ReplArgs) -> Result<ExitCode, AppError> {
         interactive,
         fresh: false,
         titles: Vec::new(),
+        serial_title: false,
         cancel,
         session_start: Some(if resumed.is_some() {
             "resume"
@@ -939,10 +978,17 @@ impl Repl {
         policy.max_attempts = policy.max_attempts.min(2);
         policy.response_timeout = policy.response_timeout.min(Duration::from_secs(30));
         policy.idle_timeout = policy.idle_timeout.min(Duration::from_secs(30));
+        let cfg = self.agent.config.as_ref().unwrap_or(&self.ctx.loaded);
+        let when = title::timing(
+            &self.agent.model,
+            &model,
+            cfg.config.options.side_requests.as_deref(),
+        );
         Some(TitleStart {
             model,
             policy,
             session_id: self.agent.session_id.clone(),
+            when,
         })
     }
 
@@ -981,6 +1027,11 @@ impl Repl {
     }
 
     fn prompt(&mut self, text: &str) {
+        // A title still out to a local server waits for nothing but itself: the next turn
+        // goes once it is back (crush(1) CONFIGURATION, side_requests).
+        if std::mem::take(&mut self.serial_title) {
+            self.poll_titles(SERIAL_TITLE_WAIT);
+        }
         if let Err(e) = self.ensure_session() {
             self.term.error(&format!("cannot create a session: {e}"));
             return;
@@ -1022,9 +1073,15 @@ impl Repl {
         let result =
             self.agent
                 .run_turn_with(text, attached.iter().map(|a| a.part()).collect(), &mut sink);
+        let serial = sink
+            .held_title
+            .as_ref()
+            .is_some_and(|(t, _)| t.when == title::SideTiming::AfterTurn);
+        sink.release_title();
         let interrupted = sink.interrupted;
         // A prompt the hooks refused leaves the session untitled for the next one.
         let unused_title = sink.title.is_some();
+        self.serial_title |= serial;
         if unused_title {
             self.fresh = true;
         }

@@ -632,6 +632,18 @@ impl Store {
         Ok(())
     }
 
+    /// Sets the session's context size from an estimate (a call whose server reported no
+    /// usage): what the summarize margin and the context meter read.
+    pub fn set_context_estimate(&self, session_id: &str, tokens: u64) -> Result<()> {
+        let tx = self.write_tx()?;
+        tx.execute(
+            "UPDATE sessions SET context_tokens = ?1 WHERE id = ?2",
+            params![i64::try_from(tokens).unwrap_or(i64::MAX), session_id],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
     /// Stores a summary of the session in one transaction: the assistant message (with
     /// `is_summary_message = 1`), the usage row of the call that wrote it, the running totals,
     /// `sessions.summary_message_id`, and the new context size (the summary's own tokens:

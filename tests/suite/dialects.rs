@@ -512,6 +512,70 @@ fn a_local_server_without_models_listed_is_asked_for_them() {
 }
 
 #[test]
+fn discovered_models_get_their_context_window_from_the_server() {
+    let json_reply = |body: &str| Reply::raw(200, vec![("content-type", "application/json")], body);
+    let windows = |env: &TestEnv, provider: &str| -> Vec<(String, Value)> {
+        let out = env.run(&["models", provider, "--json"], None);
+        out.assert_success();
+        let v: Value = serde_json::from_str(&out.stdout).unwrap();
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                (
+                    m["model"].as_str().unwrap_or("").to_string(),
+                    m["context_window"].clone(),
+                )
+            })
+            .collect()
+    };
+    let env = TestEnv::new();
+    // llama.cpp: one model, its n_ctx in /props.
+    let llama = FakeServer::start();
+    llama.route(
+        "GET",
+        "/v1/models",
+        json_reply(r#"{"data":[{"id":"smollm2"}]}"#),
+    );
+    llama.route(
+        "GET",
+        "/props",
+        json_reply(r#"{"default_generation_settings":{"n_ctx":4096}}"#),
+    );
+    env.write_config(&json!({"providers": {"local": {"type": "openai-compat",
+        "base_url": llama.openai_base_url()}}}));
+    assert_eq!(
+        windows(&env, "local"),
+        vec![("smollm2".to_string(), json!(4096))]
+    );
+    // LM Studio: the loaded context, else the model's maximum; vLLM: max_model_len in the list.
+    let lms = FakeServer::start();
+    lms.route(
+        "GET",
+        "/v1/models",
+        json_reply(r#"{"data":[{"id":"a"},{"id":"b"},{"id":"c","max_model_len":32768}]}"#),
+    );
+    lms.route(
+        "GET",
+        "/api/v0/models",
+        json_reply(
+            r#"{"data":[{"id":"a","max_context_length":131072,"loaded_context_length":8192},
+            {"id":"b","max_context_length":65536}]}"#,
+        ),
+    );
+    env.write_config(&json!({"providers": {"lms": {"type": "openai-compat",
+        "base_url": lms.openai_base_url()}}}));
+    assert_eq!(
+        windows(&env, "lms"),
+        vec![
+            ("a".to_string(), json!(8192)),
+            ("b".to_string(), json!(65536)),
+            ("c".to_string(), json!(32768)),
+        ]
+    );
+}
+
+#[test]
 fn model_calls_go_through_the_proxy_unless_no_proxy_names_the_host() {
     let proxy = FakeServer::start();
     proxy.expect_violations();

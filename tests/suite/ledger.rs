@@ -308,7 +308,7 @@ fn usage_the_provider_did_not_report_is_unknown_not_zero() {
             )
             .unwrap();
         assert_eq!((tokens, cost), (None, None), "{d:?}");
-        assert_eq!(source, "unknown_usage");
+        assert_eq!(source, "estimated", "tokens unknown, the context estimated");
         let v: Value = serde_json::from_str(&env.run(&["stats", "--json"], None).stdout).unwrap();
         assert_eq!(v["total"]["unknown_usage_calls"], 1);
         assert_eq!(v["total"]["cost"], Value::Null);
@@ -492,6 +492,53 @@ fn a_session_left_near_the_window_is_summarized_before_the_next_turn() {
     );
     assert!(!users.contains("one"), "{users}");
     assert_totals_match_ledger(&db(&env));
+}
+
+#[test]
+fn a_server_that_reports_no_usage_is_estimated_and_summarized_at_the_margin() {
+    // llama.cpp's server streams no usage: the estimate (bytes / 4) is what the margin reads.
+    let server = FakeServer::with_script(vec![
+        Reply::text("first answer").without_usage(),
+        Reply::text("SUMMARY of the first turn").without_usage(),
+        Reply::text("second answer").without_usage(),
+    ]);
+    let env = TestEnv::new();
+    env.write_config(&config(&server, Dialect::OpenAi, &env, 30_000, true));
+    // 100 kB: about 25k tokens, past the 80 % mark of a 30k window.
+    let big = "word ".repeat(20_000);
+    env.run(&["run", "-q", &big], None).assert_success();
+    let c = db(&env);
+    let (context, source): (i64, String) = c
+        .query_row(
+            "SELECT s.context_tokens, u.price_source FROM sessions s JOIN usage u
+             ON u.session_id = s.id",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert!(
+        (25_000..40_000).contains(&context),
+        "estimated context {context}"
+    );
+    assert_eq!(source, "estimated");
+    assert_eq!(
+        count(
+            &c,
+            "SELECT COUNT(*) FROM usage WHERE input_tokens IS NULL AND cost IS NULL"
+        ),
+        1,
+        "never stored as reported tokens, never priced"
+    );
+    let out = env.run(&["run", "-q", "-C", "two"], None);
+    out.assert_success();
+    assert_eq!(out.stdout, "second answer\n");
+    let reqs = server.model_requests();
+    assert_eq!(reqs.len(), 3, "the resume was summarized first");
+    assert!(
+        reqs[1]
+            .system_text()
+            .contains("summarizing a coding session")
+    );
 }
 
 #[test]

@@ -111,6 +111,23 @@ fn a_filtered_or_empty_answer_is_shown_as_an_error() {
 }
 
 #[test]
+fn a_single_slot_local_server_answers_the_turn_before_the_title() {
+    let (server, env) = setup(vec![Reply::text("The answer.")]);
+    server.set_single_slot(Duration::from_millis(300));
+    let out = repl(&env, &[], "hello there\n");
+    out.assert_success();
+    assert_eq!(out.stdout, "The answer.\n", "{}", out.stderr);
+    assert_eq!(server.abandoned(), 0, "a side request interrupted the turn");
+    let reqs = server.model_requests();
+    assert_eq!(reqs.len(), 2, "the turn and the title");
+    assert!(
+        !is_title(&reqs[0]) && is_title(&reqs[1]),
+        "the title comes after"
+    );
+    assert_eq!(sessions(&env)[0]["title"], "Generated Title");
+}
+
+#[test]
 fn prompts_from_a_pipe_stream_answers_and_skip_empty_lines() {
     let (server, env) = setup(vec![
         Reply::text("First answer."),

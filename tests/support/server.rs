@@ -8,7 +8,7 @@ use serde_json::Value;
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{BufReader, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -215,12 +215,18 @@ struct State {
     exhaustion_expected: bool,
     /// How Bedrock requests must be signed (None: not checked).
     bedrock_auth: Option<super::bedrock::Auth>,
+    /// Single-slot mode (see [`FakeServer::set_single_slot`]): how long a model request
+    /// "thinks" before its reply.
+    single_slot: Option<Duration>,
 }
 
 struct Shared {
     state: Mutex<State>,
     requests: Arc<Mutex<Vec<Recorded>>>,
     stop: AtomicBool,
+    /// Single-slot mode: the number of the latest model request, and how many were abandoned.
+    slot: AtomicUsize,
+    abandoned: AtomicUsize,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -247,6 +253,8 @@ impl FakeServer {
             state: Mutex::new(State::default()),
             requests: Arc::new(Mutex::new(Vec::new())),
             stop: AtomicBool::new(false),
+            slot: AtomicUsize::new(0),
+            abandoned: AtomicUsize::new(0),
         });
         let s = shared.clone();
         let accept = std::thread::Builder::new()
@@ -340,6 +348,19 @@ impl FakeServer {
             replies: replies.into(),
         });
         st.routes.len() - 1
+    }
+
+    /// Single-slot mode, like a local server with one slot (llama.cpp's `--parallel 1`): each
+    /// model request thinks for `think` before its reply, and one still thinking when another
+    /// model request arrives is abandoned (its connection closed with no answer).
+    pub fn set_single_slot(&self, think: Duration) -> &Self {
+        lock(&self.shared.state).single_slot = Some(think);
+        self
+    }
+
+    /// Model requests abandoned in single-slot mode.
+    pub fn abandoned(&self) -> usize {
+        self.shared.abandoned.load(Ordering::SeqCst)
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -590,7 +611,22 @@ fn handle(conn: TcpStream, shared: &Shared) {
                 .map(|p| format!("request #{index}: {p}")),
         );
     }
-    let chunked = lock(&shared.state).chunked;
+    let (chunked, slot) = {
+        let st = lock(&shared.state);
+        (st.chunked, st.single_slot)
+    };
+    if let (Some(think), Some(_)) = (slot, dialect) {
+        let me = shared.slot.fetch_add(1, Ordering::SeqCst) + 1;
+        let end = std::time::Instant::now() + think;
+        while std::time::Instant::now() < end {
+            if shared.slot.load(Ordering::SeqCst) != me {
+                shared.abandoned.fetch_add(1, Ordering::SeqCst);
+                let _ = writer.shutdown(Shutdown::Both);
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
     let plan = reply.plan(dialect, &Ids { request: index });
     let _ = write_plan(&mut writer, &plan, chunked);
     let _ = writer.flush();
