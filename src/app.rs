@@ -172,7 +172,7 @@ pub fn load_config(global: &Global) -> Result<Loaded, AppError> {
         }
         // The loader refuses such names and values with their file:line; set_var would abort.
         if let Some(why) = config::layers::env_problem(k, v) {
-            eprintln!(
+            crate::ewriteln!(
                 "crush: warning: {}: {why}; not set",
                 crate::visible::line(k)
             );

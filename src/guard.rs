@@ -213,7 +213,7 @@ impl Guard {
                     inner.root.display()
                 );
                 crate::log::warn(&notice);
-                eprintln!("crush: {}", crate::visible::line(&notice));
+                crate::ewriteln!("crush: {}", crate::visible::line(&notice));
             }
             return Err(inner.broken.get().cloned().unwrap_or(c));
         }
