@@ -8,9 +8,9 @@
 //! Grammar (Go Crush's): `--flag value`; `--flag=value` also works;
 //! booleans accept true/false/1/0/yes/no/on/off and may be given without a value (true);
 //! `--k K V` flags take two words; repeatable flags append; an unknown flag is an error.
-//! Go Crush maps `--price-cache-create` to the cache-read price and `--price-cache-hit` to the
-//! cache-write price (a known bug); here create = cache write (`cost_per_1m_in_cached`) and
-//! hit = cache read (`cost_per_1m_out_cached`), matching how costs are computed.
+//! `--price-cache-create` is the cache-write price (`cost_per_1m_in_cached`) and
+//! `--price-cache-hit` the cache-read price (`cost_per_1m_out_cached`), as in Go Crush 0.92
+//! (crush(1) CONFIGURATION).
 
 use serde_json::{Map, Value, json};
 
