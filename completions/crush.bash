@@ -18,7 +18,7 @@ _crush() {
         logout) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --trust -h --help copilot hyper" -- "$cur")) ;;
         skills) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust -h --help list" -- "$cur")) ;;
         lsp) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust -h --help list" -- "$cur")) ;;
-        config) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -m --model --small-model --json --origin --trust -h --help show" -- "$cur")) ;;
+        config) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -m --model --small-model --json --origin --trust -h --help show check" -- "$cur")) ;;
         sandbox) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --mode --network --trust -h --help check" -- "$cur")) ;;
         trust) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --revoke --trust -h --help " -- "$cur")) ;;
         models) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust -h --help " -- "$cur")) ;;

@@ -27,6 +27,7 @@ complete -c crush -f -n 'not __fish_seen_subcommand_from run init sessions hooks
 complete -c crush -f -n '__fish_seen_subcommand_from lsp' -a list
 complete -c crush -f -n 'not __fish_seen_subcommand_from run init sessions hooks mcp login logout skills lsp config sandbox trust models update-providers stats dirs projects logs acp help' -a config -d 'Print the effective configuration'
 complete -c crush -f -n '__fish_seen_subcommand_from config' -a show
+complete -c crush -f -n '__fish_seen_subcommand_from config' -a check
 complete -c crush -f -n 'not __fish_seen_subcommand_from run init sessions hooks mcp login logout skills lsp config sandbox trust models update-providers stats dirs projects logs acp help' -a sandbox -d 'Run COMMAND in the OS sandbox the model\'s commands get (default workspace-write, network off, this project and options.sandbox.writable_roots writable), to try build and test commands under it; exits with COMMAND\'s status'
 complete -c crush -f -n '__fish_seen_subcommand_from sandbox' -a check
 complete -c crush -f -n 'not __fish_seen_subcommand_from run init sessions hooks mcp login logout skills lsp config sandbox trust models update-providers stats dirs projects logs acp help' -a trust -d 'Trust this project\'s own crushrc files, hooks, MCP and LSP servers, $(...) values, .env file and the settings an untrusted project may not set (see SECURITY): list them and record their hash, so a change asks again.'

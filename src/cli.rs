@@ -380,10 +380,11 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "config",
-        usage: "crush config show [--origin] [--json]",
+        usage: "crush config show [--origin] [--json] | crush config check",
         about: "Print the effective configuration. With --origin, each value names the layer and \
-                file:line that set it.",
-        subcommands: &["show"],
+                file:line that set it. check prints every unknown or ignored setting with its \
+                file:line and exits 1 when there is any.",
+        subcommands: &["show", "check"],
     },
     CommandSpec {
         name: "sandbox",
@@ -538,6 +539,8 @@ pub enum Command {
         origin: bool,
         json: bool,
     },
+    /// `crush config check`: the configuration's warnings; exit 1 when there is any.
+    ConfigCheck,
     Trust {
         revoke: bool,
     },
@@ -936,14 +939,15 @@ where
             }
             "config" => match positionals.as_slice() {
                 [s] if s == "show" => Command::ConfigShow { origin, json },
+                [s] if s == "check" => Command::ConfigCheck,
                 [] => {
                     return Err(UsageError(
-                        "usage: crush config show [--origin] [--json]".into(),
+                        "usage: crush config show [--origin] [--json] | crush config check".into(),
                     ));
                 }
                 [other, ..] => {
                     return Err(UsageError(format!(
-                        "unknown config command '{other}'; usage: crush config show [--origin] [--json]"
+                        "unknown config command '{other}'; usage: crush config show [--origin] [--json] | crush config check"
                     )));
                 }
             },

@@ -115,6 +115,11 @@ fn dispatch(cli: cli::Cli) -> Result<ExitCode, AppError> {
             *origin,
             *json,
         )),
+        Command::ConfigCheck => {
+            let (text, code) = commands::config::config_check(&app::load_config(g)?);
+            print(&text)?;
+            Ok(code)
+        }
         Command::SandboxCheck => print(&sandbox::check_report()),
         Command::SandboxRun {
             mode,

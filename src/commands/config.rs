@@ -67,6 +67,29 @@ fn origin_json(o: &Origin) -> Value {
     Value::Object(m)
 }
 
+/// `crush config check`: every warning of the load (unknown keys, keys Go Crush reads and crush
+/// ignores, crushrc lines that did nothing), one a line, and the exit status: 1 when there is
+/// any (crush(1) CONFIGURATION).
+pub fn config_check(loaded: &Loaded) -> (String, crate::exit::ExitCode) {
+    if loaded.warnings.is_empty() {
+        return (
+            "configuration: no problems found\n".into(),
+            crate::exit::ExitCode::Success,
+        );
+    }
+    let mut out = String::new();
+    for w in &loaded.warnings {
+        out.push_str(&crate::visible::text(w));
+        out.push('\n');
+    }
+    out.push_str(&format!(
+        "configuration: {} problem{}\n",
+        loaded.warnings.len(),
+        if loaded.warnings.len() == 1 { "" } else { "s" }
+    ));
+    (out, crate::exit::ExitCode::Failure)
+}
+
 /// The text of `crush config show`.
 pub fn config_show(loaded: &Loaded, origin: bool, as_json: bool) -> String {
     let mut merged = loaded.merged.clone();

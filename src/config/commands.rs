@@ -8,9 +8,9 @@
 //! Grammar (Go Crush's): `--flag value`; `--flag=value` also works;
 //! booleans accept true/false/1/0/yes/no/on/off and may be given without a value (true);
 //! `--k K V` flags take two words; repeatable flags append; an unknown flag is an error.
-//! Go Crush maps `--price-cache-create` to the cache-read price and `--price-cache-hit` to the
-//! cache-write price (a known bug); here create = cache write (`cost_per_1m_in_cached`) and
-//! hit = cache read (`cost_per_1m_out_cached`), matching how costs are computed.
+//! `--price-cache-create` is the cache-write price (`cost_per_1m_in_cached`) and
+//! `--price-cache-hit` the cache-read price (`cost_per_1m_out_cached`), as in Go Crush 0.92
+//! (crush(1) CONFIGURATION).
 
 use serde_json::{Map, Value, json};
 
@@ -519,10 +519,9 @@ fn option(cfg: &mut Value, args: &[String]) -> Result<Outcome, String> {
                 Some(k) if UI_OPTIONS.iter().any(|o| o.0 == k) => (UI_OPTIONS, k),
                 _ => (OPTIONS, key),
             };
-            let (_, kind, path) = table
-                .iter()
-                .find(|o| o.0 == k)
-                .ok_or_else(|| unknown_option(key))?;
+            let Some((_, kind, path)) = table.iter().find(|o| o.0 == k) else {
+                return unknown_option(key, OPTIONS);
+            };
             let mut full = vec!["options"];
             full.extend(path.split('.'));
             match kind {
@@ -543,20 +542,9 @@ fn option(cfg: &mut Value, args: &[String]) -> Result<Outcome, String> {
         }
         k => (OPTIONS, k, &args[1..], k.to_string()),
     };
-    let (_, kind, path) = table.iter().find(|o| o.0 == key).ok_or_else(|| {
-        if table.len() == UI_OPTIONS.len() {
-            format!(
-                "unknown ui key '{key}' (keys: {})",
-                UI_OPTIONS
-                    .iter()
-                    .map(|o| o.0)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        } else {
-            unknown_option(key)
-        }
-    })?;
+    let Some((_, kind, path)) = table.iter().find(|o| o.0 == key) else {
+        return unknown_option(&label, table);
+    };
     let mut full = vec!["options"];
     full.extend(path.split('.'));
     let one = |what: &str| -> Result<&String, String> {
@@ -614,11 +602,21 @@ fn option(cfg: &mut Value, args: &[String]) -> Result<Outcome, String> {
     done(format!("option {label} = {shown}"))
 }
 
-fn unknown_option(key: &str) -> String {
-    format!(
-        "unknown key '{key}' (keys: {}, reset, ui)",
-        option_keys().join(", ")
-    )
+/// An `option` key crush does not know (a later Go Crush's, a typo): a warning naming the
+/// nearest known key, never an error, so a crushrc written for another version still loads
+/// (crush(1) CONFIGURATION).
+fn unknown_option(label: &str, table: OptTable) -> Result<Outcome, String> {
+    let key = label.rsplit(' ').next().unwrap_or(label);
+    let prefix = label.strip_suffix(key).unwrap_or("");
+    let hint = crate::config::schema_keys::nearest(key, table.iter().map(|o| o.0))
+        .map(|k| format!(" (did you mean '{prefix}{k}'?)"))
+        .unwrap_or_default();
+    let summary = format!("unknown key '{label}' ignored{hint}");
+    Ok(Outcome {
+        summary: summary.clone(),
+        print: None,
+        warning: Some(summary),
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1119,15 +1117,46 @@ mod tests {
         ok(&mut c, "option reset progress");
         assert_eq!(c["options"]["context_paths"], json!([]));
         assert!(c["options"].get("progress").is_none());
-        assert!(err(&mut c, "option bogus 1").contains("unknown key 'bogus'"));
         assert!(err(&mut c, "option progress maybe").contains("not true or false"));
         assert!(err(&mut c, "option data-directory").contains("needs a value"));
         assert!(err(&mut c, "option notifications loud").contains("not one of"));
         assert!(err(&mut c, "option max-steps many").contains("whole number"));
         assert!(err(&mut c, "option ui diff sideways").contains("not one of"));
-        assert!(err(&mut c, "option ui frob 1").contains("unknown ui key"));
         assert!(err(&mut c, "option reset").contains("missing"));
         assert!(err(&mut c, "option").contains("usage"));
+    }
+
+    /// A key of a later Go Crush (`option ui exit-banner compact`, 0.92) or a typo is a warning
+    /// with the nearest key, and changes nothing.
+    #[test]
+    fn unknown_option_keys_warn_and_change_nothing() {
+        let mut c = json!({"options": {"debug": true}});
+        for (line, want) in [
+            ("option bogus 1", "unknown key 'bogus' ignored"),
+            (
+                "option max-step 3",
+                "unknown key 'max-step' ignored (did you mean 'max-steps'?)",
+            ),
+            (
+                "option ui exit-banner compact",
+                "unknown key 'ui exit-banner' ignored",
+            ),
+            (
+                "option ui compat true",
+                "unknown key 'ui compat' ignored (did you mean 'ui compact'?)",
+            ),
+            (
+                "option reset frobnicate",
+                "unknown key 'frobnicate' ignored",
+            ),
+        ] {
+            let before = c.clone();
+            let args = split_words(line).unwrap();
+            let out = apply(&mut c, &args).expect(line);
+            let w = out.warning.expect(line);
+            assert!(w.contains(want), "{line}: {w}");
+            assert_eq!(c, before, "{line}");
+        }
     }
 
     #[test]

@@ -40,70 +40,22 @@ pub struct LoadOptions {
     pub no_project_hooks: bool,
 }
 
-/// Top-level keys of Crush's schema.
-const KNOWN_TOP: &[&str] = &[
-    "$schema",
-    "models",
-    "providers",
-    "login",
-    "mcp",
-    "lsp",
-    "options",
-    "permissions",
-    "tools",
-    "hooks",
-    "env",
-    "recent_models",
-];
-
-/// Keys of `options` (Crush's and ours).
-const KNOWN_OPTIONS: &[&str] = &[
-    "context_paths",
-    "global_context_paths",
-    "skills_paths",
-    "tui",
-    "debug",
-    "debug_lsp",
-    "disable_auto_summarize",
-    "data_directory",
-    "disabled_tools",
-    "disable_provider_auto_update",
-    "disable_default_providers",
-    "attribution",
-    "disable_metrics",
-    "initialize_as",
-    "auto_lsp",
-    "progress",
-    "notifications",
-    "disabled_skills",
-    "disable_notifications",
-    "max_steps",
-    "max_cost",
-    "max_session_cost",
-    "request_idle_timeout",
-    "shell_env_allow",
-    "claude_code_hooks",
-    "claude_plugins",
-    "sandbox",
-    "approval",
-    "system_prompt",
-    "system_prompt_file",
-    "system_prompt_environment",
-    "side_requests",
-    "auto_local",
-];
-
 /// Whether `path` (`["options", "debug"]`) is a key of the schema crush knows.
 #[cfg(test)]
 pub fn is_known_key(path: &[&str]) -> bool {
-    match path {
-        [top] => KNOWN_TOP.contains(top),
-        ["options", k, ..] => KNOWN_OPTIONS.contains(k),
-        ["models", k, ..] => matches!(*k, "large" | "small"),
-        ["permissions", k, ..] => *k == "allowed_tools",
-        [top, ..] => KNOWN_TOP.contains(top),
-        [] => false,
+    use super::schema_keys::{Shape, TOP};
+    let mut shape = &TOP;
+    for seg in path {
+        shape = match shape {
+            Shape::Keys(keys) => match keys.iter().find(|(k, _)| k == seg) {
+                Some((_, s)) => s,
+                None => return false,
+            },
+            Shape::Named(s) | Shape::Items(s) => s,
+            Shape::Any | Shape::Inert(_) => return true,
+        };
     }
+    !path.is_empty()
 }
 
 /// The built-in defaults (layer 1).
@@ -336,38 +288,6 @@ fn read_text(path: &Path) -> Result<Option<String>, ConfigError> {
     }
 }
 
-fn unknown_keys(path: &Path, v: &Value, p: &Positions, warnings: &mut Vec<String>) {
-    let mut warn = |ptr: String, key: String| {
-        let line = p.get(&ptr).map(|l| format!(":{l}")).unwrap_or_default();
-        warnings.push(format!(
-            "{}{line}: unknown key '{key}' ignored",
-            path.display()
-        ));
-    };
-    let Value::Object(m) = v else { return };
-    for (k, x) in m {
-        if !KNOWN_TOP.contains(&k.as_str()) {
-            warn(pos::child("", k), k.clone());
-            continue;
-        }
-        let sub = |allowed: &[&str], warn: &mut dyn FnMut(String, String)| {
-            if let Value::Object(o) = x {
-                for key in o.keys() {
-                    if !allowed.contains(&key.as_str()) {
-                        warn(pos::child(&pos::child("", k), key), format!("{k}.{key}"));
-                    }
-                }
-            }
-        };
-        match k.as_str() {
-            "options" => sub(KNOWN_OPTIONS, &mut warn),
-            "models" => sub(&["large", "small"], &mut warn),
-            "permissions" => sub(&["allowed_tools"], &mut warn),
-            _ => {}
-        }
-    }
-}
-
 fn read_json_file(
     kind: LayerKind,
     path: &Path,
@@ -378,7 +298,7 @@ fn read_json_file(
     };
     let value = json::parse_object(path, &text).map_err(ConfigError::File)?;
     let pos = pos::positions(&text);
-    unknown_keys(path, &value, &pos, warnings);
+    warnings.extend(super::schema_keys::check(path, &value, &pos));
     Ok(Some(FoundFile {
         kind,
         path: path.to_path_buf(),
@@ -1239,15 +1159,29 @@ mod tests {
         let bad = vec![Record {
             file: Some("/p/crushrc".into()),
             line: Some(4),
-            args: vec!["option".into(), "nope".into()],
+            args: vec!["option".into(), "max-steps".into(), "lots".into()],
         }];
         let e = f
             .records(LayerKind::ProjectCrushrc, &bad)
             .unwrap_err()
             .to_string();
         assert!(
-            e.starts_with("/p/crushrc:4: option: unknown key 'nope'"),
+            e.starts_with("/p/crushrc:4: option: max-steps: 'lots'"),
             "{e}"
+        );
+        // An unknown key is a warning with the call's place, and the load goes on.
+        let unknown = vec![Record {
+            file: Some("/p/crushrc".into()),
+            line: Some(5),
+            args: vec!["option".into(), "nope".into(), "1".into()],
+        }];
+        f.records(LayerKind::ProjectCrushrc, &unknown).unwrap();
+        assert!(
+            f.warnings
+                .iter()
+                .any(|w| w.starts_with("/p/crushrc:5: unknown key 'nope' ignored")),
+            "{:?}",
+            f.warnings
         );
     }
 

@@ -46,7 +46,10 @@ fn spec(name: &str, v: &Value) -> Result<Option<ServerSpec>, String> {
     let Value::Object(m) = v else {
         return Err("not an object".into());
     };
-    if m.get("disabled").and_then(Value::as_bool).unwrap_or(false) {
+    // `disabled: true` (Go Crush's key) or `enabled: false` turn a server off (crush(1) LSP).
+    if m.get("disabled").and_then(Value::as_bool).unwrap_or(false)
+        || m.get("enabled").and_then(Value::as_bool) == Some(false)
+    {
         return Ok(None);
     }
     let x = |field: &str, s: &str| expand::expand_env(s).map_err(|e| format!("{field}: {e}"));
@@ -222,6 +225,8 @@ mod tests {
         assert_eq!(s.init_options, json!({"x": 1}));
         assert!(s.options["python"]["analysis"].is_object());
         assert!(spec("x", &json!({"disabled": true})).unwrap().is_none());
+        assert!(spec("gopls", &json!({"enabled": false})).unwrap().is_none());
+        assert!(spec("gopls", &json!({"enabled": true})).unwrap().is_some());
         assert!(
             spec("mystery", &json!({}))
                 .unwrap_err()

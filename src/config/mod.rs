@@ -19,6 +19,7 @@ pub mod mcp;
 pub mod options;
 pub mod pos;
 pub mod sandbox;
+pub mod schema_keys;
 pub mod session;
 pub mod state;
 pub mod trust;

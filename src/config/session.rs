@@ -124,7 +124,8 @@ mod tests {
             l.config.models.small.as_ref().map(|m| m.model.as_str()),
             Some("claude-haiku-4-5")
         );
-        assert!(l.apply_session_line("/option bogus").is_err());
+        let out = l.apply_session_line("/option bogus").unwrap();
+        assert!(out.warning.unwrap().contains("unknown key 'bogus' ignored"));
         assert!(l.apply_session_line("  ").is_err());
         assert_eq!(l.config.options.progress, Some(false));
     }

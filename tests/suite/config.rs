@@ -189,7 +189,7 @@ lsp remove gopls
 #[test]
 fn every_crushrc_command_with_bad_flags_fails_with_file_and_line() {
     let cases = [
-        ("option nope 1", "option: unknown key 'nope'"),
+        ("option max-steps lots", "not a whole number"),
         ("option progress maybe", "not true or false"),
         ("option ui diff sideways", "not one of"),
         ("model large a/b --bogus 1", "unknown flag --bogus"),
@@ -224,6 +224,88 @@ fn every_crushrc_command_with_bad_flags_fails_with_file_and_line() {
             assert!(out.stdout.is_empty(), "no partial configuration is printed");
         }
     }
+}
+
+/// Go Crush 0.92's crushrc (`option ui exit-banner compact`) and a typo load with a warning
+/// naming the line and the nearest key; the lines around them still apply.
+#[test]
+fn unknown_crushrc_option_keys_warn_and_the_load_goes_on() {
+    let env = TestEnv::new();
+    let rc = global_rc(
+        &env,
+        "option debug\noption ui exit-banner compact\noption max-step 7\noption progress false\n",
+    );
+    let out = env.run(&["config", "show", "--json"], None);
+    out.assert_success();
+    for want in [
+        format!("{}:2: unknown key 'ui exit-banner' ignored", rc.display()),
+        format!(
+            "{}:3: unknown key 'max-step' ignored (did you mean 'max-steps'?)",
+            rc.display()
+        ),
+    ] {
+        assert!(out.stderr.contains(&want), "{want}\n{}", out.stderr);
+    }
+    let c: Value = serde_json::from_str(&out.stdout).unwrap();
+    let c = c.get("config").unwrap_or(&c);
+    assert_eq!(c["options"]["progress"], json!(false));
+    assert_eq!(c["options"]["debug"], json!(true));
+}
+
+/// Nested keys of published configs that do nothing are named with file:line and the nearest
+/// key; `lsp.NAME.enabled: false` turns the server off.
+#[test]
+fn nested_unknown_keys_warn_with_line_and_nearest_key() {
+    let env = TestEnv::new();
+    env.write_project_file(
+        "crush.json",
+        r#"{
+  "lsp": {"gopls": {"enabled": false, "rootMarkers": ["go.mod"]}},
+  "providers": {"local": {"type": "openai-compat", "base_url": "http://127.0.0.1:9",
+    "extra_params": {"x": 1},
+    "models": [{"id": "m", "has_reasoning_efforts": true}]}},
+  "options": {"tui": {"compact_mode": true}}
+}"#,
+    );
+    let out = env.run(&["config", "show"], None);
+    out.assert_success();
+    let f = env.project().join("crush.json");
+    let f = f.display();
+    for want in [
+        format!(
+            "{f}:2: unknown key 'lsp.gopls.rootMarkers' ignored (did you mean 'lsp.gopls.root_markers'?)"
+        ),
+        format!("{f}:4: unknown key 'providers.local.extra_params' ignored"),
+        format!("{f}:5: unknown key 'providers.local.models[0].has_reasoning_efforts' ignored"),
+        format!("{f}:6: 'options.tui' is read by Go Crush and ignored by crush"),
+    ] {
+        assert!(out.stderr.contains(&want), "{want}\n{}", out.stderr);
+    }
+    assert!(
+        !out.stderr.contains("'lsp.gopls.enabled'"),
+        "{}",
+        out.stderr
+    );
+    let check = env.run(&["config", "check"], None);
+    assert_eq!(check.code, 1, "{}", check.stderr);
+    assert!(
+        check.stdout.contains("configuration: 4 problems"),
+        "{}",
+        check.stdout
+    );
+    assert!(
+        check.stdout.contains(&format!("{f}:5: unknown key")),
+        "{}",
+        check.stdout
+    );
+    std::fs::remove_file(env.project().join("crush.json")).unwrap();
+    let clean = env.run(&["config", "check"], None);
+    clean.assert_success();
+    assert!(
+        clean.stdout.contains("no problems found"),
+        "{}",
+        clean.stdout
+    );
 }
 
 #[test]
