@@ -15,6 +15,7 @@
 //! instead, on the main thread, in raw mode only while a line is being edited: Ctrl-C is then a
 //! key, and during a turn the terminal is back in its own mode, so Ctrl-C is the signal again.
 
+pub mod activity;
 mod complete;
 mod custom;
 mod editor;
@@ -61,7 +62,7 @@ pub struct ReplArgs {
 /// How long after a turn the REPL waits for a title still being generated.
 const TITLE_WAIT: Duration = Duration::from_secs(5);
 
-const WAITING: &str = "waiting for the model… (Ctrl-C cancels)";
+const WAITING: &str = "waiting for the model";
 
 /// What the line reader delivered.
 enum Got {
@@ -299,11 +300,17 @@ impl<'a> ReplSink<'a> {
         }
     }
 
-    /// The status line, behind the meter.
+    /// The activity line, behind the meter.
     fn status(&mut self, what: &str) {
+        self.status_until(what, None);
+    }
+
+    fn status_until(&mut self, what: &str, until: Option<std::time::Instant>) {
         match &self.meter {
-            Some(m) => self.term.status(&format!("{} · {what}", m.line())),
-            None => self.term.status(what),
+            Some(m) => self
+                .term
+                .status_until(&format!("{} · {what}", m.line()), until),
+            None => self.term.status_until(what, until),
         }
     }
 }
@@ -318,7 +325,10 @@ struct TitleStart {
 impl Sink for ReplSink<'_> {
     fn event(&mut self, ev: AgentEvent) {
         match ev {
-            AgentEvent::TextDelta(t) => self.term.text(&t),
+            AgentEvent::TextDelta(t) => {
+                self.term.received(t.len());
+                self.term.text(&t);
+            }
             AgentEvent::PromptAccepted(prompt) => {
                 if let Some(t) = self.title.take() {
                     match spawn_title(t, prompt) {
@@ -329,7 +339,10 @@ impl Sink for ReplSink<'_> {
                     }
                 }
             }
-            AgentEvent::ReasoningDelta(_) => self.status("thinking… (Ctrl-C cancels)"),
+            AgentEvent::ReasoningDelta(t) => {
+                self.term.received(t.len());
+                self.status("thinking");
+            }
             AgentEvent::Retry {
                 attempt,
                 wait,
@@ -340,6 +353,10 @@ impl Sink for ReplSink<'_> {
                     wait.as_secs_f64()
                 ));
                 self.term.begin_answer();
+                self.status_until(
+                    &format!("retry {attempt}"),
+                    Some(std::time::Instant::now() + wait),
+                );
             }
             AgentEvent::ToolCall { name, input, .. } => {
                 self.term
@@ -1015,6 +1032,7 @@ impl Repl {
         );
         sink.notice = Some(at_question);
         sink.meter = Some(meter);
+        sink.term.start_activity();
         sink.status(WAITING);
         if let Some(source) = self.session_start.take() {
             self.agent.session_start(source, &mut sink);
@@ -1682,7 +1700,8 @@ impl Repl {
             return;
         }
         self.cancel.store(false, Ordering::SeqCst);
-        self.term.status("summarizing… (Ctrl-C cancels)");
+        self.term.start_activity();
+        self.term.status("summarizing");
         let mut sink = ReplSink::new(
             &mut self.term,
             &mut self.lines,
