@@ -149,7 +149,7 @@ struct RunSink {
     new_step: bool,
     /// The activity line on a terminal's stderr (crush(1) INTERACTIVE SESSION), unless `-q` or
     /// `options.progress false`.
-    activity: Option<crate::repl::activity::Activity>,
+    activity: Option<crate::activity::Activity>,
 }
 
 impl RunSink {
@@ -337,6 +337,10 @@ impl RunSink {
                 } else if is_error {
                     let first = content.lines().next().unwrap_or("");
                     self.note(&format!("[{name}] error: {first}"));
+                } else {
+                    for l in crate::tools::preview(&name, &content, crate::tools::PREVIEW_LINES) {
+                        self.note(&format!("  {}", crate::visible::line(&l)));
+                    }
                 }
             }
             AgentEvent::PermissionRefused { request, hint } => {
@@ -613,12 +617,10 @@ fn run_turn(
         last_char: None,
         new_step: false,
         activity: (session.progress && !args.quiet && std::io::stderr().is_terminal()).then(|| {
-            let color = crate::repl::render::use_color(
-                true,
-                std::env::var_os("NO_COLOR").as_deref(),
-                std::env::var_os("TERM").as_deref(),
-            );
-            let mut a = crate::repl::activity::Activity::new(color);
+            // Colour as on the REPL's terminal: NO_COLOR unset or empty, TERM not dumb.
+            let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                && std::env::var_os("TERM").is_none_or(|t| t != "dumb");
+            let mut a = crate::activity::Activity::new(color);
             a.start();
             a
         }),

@@ -15,7 +15,6 @@
 //! instead, on the main thread, in raw mode only while a line is being edited: Ctrl-C is then a
 //! key, and during a turn the terminal is back in its own mode, so Ctrl-C is the signal again.
 
-pub mod activity;
 mod complete;
 mod custom;
 mod editor;
@@ -372,6 +371,9 @@ impl Sink for ReplSink<'_> {
                 if is_error && !std::mem::take(&mut self.refused) {
                     self.term
                         .tool_error(&name, content.lines().next().unwrap_or(""));
+                } else if !is_error {
+                    let lines = crate::tools::preview(&name, &content, crate::tools::PREVIEW_LINES);
+                    self.term.preview(&lines);
                 }
             }
             AgentEvent::PermissionRefused { request, hint } => self.term.error(&format!(

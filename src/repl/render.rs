@@ -6,8 +6,8 @@
 //! terminal, answers are then rendered as light Markdown while they stream (`markdown.rs`), under
 //! the same conditions as colour but for stdout.
 
-use super::activity::Activity;
 use super::markdown::Markdown;
+use crate::activity::Activity;
 use crate::visible;
 use std::ffi::OsStr;
 use std::io::{IsTerminal, Write};
@@ -235,6 +235,26 @@ impl Term {
             format!("[{name}] {arg}")
         };
         self.line(&l);
+    }
+
+    /// A dimmed preview of a tool's result under its tool line.
+    pub fn preview(&mut self, lines: &[String]) {
+        if lines.is_empty() {
+            return;
+        }
+        let cols = super::tty::width().unwrap_or(80);
+        let mut s = String::new();
+        for (i, l) in lines.iter().enumerate() {
+            let l = format!(
+                "{}{}",
+                if i == 0 { "  ⎿ " } else { "    " },
+                visible::line(l)
+            );
+            let l = super::width::truncate(&l, cols.saturating_sub(1)).to_string();
+            s.push_str(&self.paint(DIM, &l));
+            s.push('\n');
+        }
+        self.line(s.trim_end_matches('\n'));
     }
 
     /// A failed tool call's first line.

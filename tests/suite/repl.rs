@@ -905,6 +905,44 @@ fn the_activity_line_shows_while_the_model_is_silent_and_is_erased_after() {
     }
 }
 
+/// What the model got from a command is previewed under its tool line: the last lines and
+/// the exit status, on the terminal (REPL) and on stderr (`crush run`).
+#[test]
+fn a_commands_output_is_previewed_under_its_tool_line() {
+    let script = "seq 1 9; echo done-marker";
+    let replies = || {
+        vec![
+            Reply::tool_call("bash", json!({"command": script})),
+            Reply::text("Ran it."),
+        ]
+    };
+    let (_server, env) = setup(replies());
+    let out = env.run(&["--yolo", "run", "go"], None);
+    out.assert_success();
+    let err = &out.stderr;
+    let preview: Vec<&str> = err
+        .lines()
+        .skip_while(|l| !l.starts_with("[bash]"))
+        .collect();
+    assert_eq!(
+        preview.get(1..6),
+        Some(&["  7", "  8", "  9", "  done-marker", "  exit 0"][..]),
+        "{err}"
+    );
+    assert!(!err.contains("  6\n"), "{err}");
+    if !tmux_available() {
+        eprintln!("tmux is not installed: skipped");
+        return;
+    }
+    let (_server, env) = setup(replies());
+    let (tmux, _) = start_in_tmux_at(&env, "preview", &["--yolo"], &[], 80);
+    tmux.wait_for("the prompt", |s| s.lines().any(|l| l.trim_end() == ">"));
+    tmux.keys(&["go", "Enter"]);
+    let screen = tmux.wait_for("the answer", |s| s.contains("Ran it."));
+    assert!(screen.contains("done-marker"), "{screen}");
+    assert!(screen.contains("exit 0"), "{screen}");
+}
+
 #[test]
 fn terminal_smoke_test_with_ctrl_c_mid_stream() {
     if std::process::Command::new("tmux")

@@ -50,6 +50,19 @@ fn write_stderr(s: &str) {
     let _ = err.write_all(s.as_bytes()).and_then(|_| err.flush());
 }
 
+/// Columns of the terminal on stderr, if it says.
+fn columns() -> Option<usize> {
+    // SAFETY: TIOCGWINSZ fills the zeroed winsize it is given.
+    let cols = unsafe {
+        let mut ws: libc::winsize = std::mem::zeroed();
+        if libc::ioctl(2, libc::TIOCGWINSZ, &mut ws) != 0 {
+            return None;
+        }
+        ws.ws_col
+    };
+    (cols > 0).then_some(usize::from(cols))
+}
+
 /// The line for `st` at `now`, `cols` columns wide at most (one row, or erasing it would leave
 /// the rest behind).
 fn render(st: &State, what: &str, now: Instant, cols: usize) -> String {
@@ -67,12 +80,13 @@ fn render(st: &State, what: &str, now: Instant, cols: usize) -> String {
         s.push_str(&format!(" · ~{} tokens", st.chars.div_ceil(4)));
     }
     s.push_str(" · Ctrl-C cancels");
-    super::width::truncate(&s, cols.saturating_sub(1)).to_string()
+    // Characters, not cells: a wide character in a model's name may cost a column.
+    s.chars().take(cols.saturating_sub(1)).collect()
 }
 
 /// Draws the line (the caller holds the lock and has checked something is shown).
 fn draw(st: &State, what: &str) {
-    let cols = super::tty::width().unwrap_or(80);
+    let cols = columns().unwrap_or(80);
     let line = render(st, what, Instant::now(), cols);
     if st.color {
         write_stderr(&format!("\r\x1b[K{DIM}{line}{RESET}"));
