@@ -247,6 +247,8 @@ pub struct OpenSession<'s> {
     /// What slash names can name (crush(1) SKILLS AND COMMANDS).
     pub skills: std::sync::Arc<crate::skills::Skills>,
     pub commands: std::sync::Arc<crate::skills::commands::Commands>,
+    /// `options.progress` is not false: the activity line may be drawn.
+    pub progress: bool,
 }
 
 fn leak<T>(v: T) -> &'static T {
@@ -509,6 +511,7 @@ pub fn start_session(ctx: Context, global: &Global) -> Result<OpenSession<'stati
         }
     };
     let title = session.title.clone();
+    let progress = ctx.loaded.config.options.progress != Some(false);
     // A non-interactive turn waits for every server to start or fail: runs are repeatable.
     let agent = build_agent(&ctx, model, session.id, global.yolo, None);
     Ok(OpenSession {
@@ -517,6 +520,7 @@ pub fn start_session(ctx: Context, global: &Global) -> Result<OpenSession<'stati
         resumed,
         skills: ctx.skills.clone(),
         commands: ctx.commands.clone(),
+        progress,
     })
 }
 

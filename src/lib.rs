@@ -14,6 +14,7 @@
 )]
 
 mod acp;
+mod activity;
 mod agent;
 mod agents;
 mod app;
@@ -175,6 +176,7 @@ pub fn main() -> std::process::ExitCode {
 const LAYERS: &[&[&str]] = &[
     &[
         "time", "env", "exit", "paths", "sha256", "visible", "fsutil", "stdio", "sandbox",
+        "activity",
     ],
     &["log", "net", "proc"],
     &["signal", "rcshell", "guard"],

@@ -152,6 +152,9 @@ struct RunSink {
     last_char: Option<char>,
     /// A new step began: separate its text from the previous step's.
     new_step: bool,
+    /// The activity line on a terminal's stderr (crush(1) INTERACTIVE SESSION), unless `-q` or
+    /// `options.progress false`.
+    activity: Option<crate::activity::Activity>,
 }
 
 impl RunSink {
@@ -226,8 +229,51 @@ impl RunSink {
     }
 }
 
+/// What the activity line says after `ev`, and the moment it counts down to; `None` while the
+/// answer streams to the same terminal.
+fn activity_after(ev: &AgentEvent, live: bool) -> Option<(String, Option<std::time::Instant>)> {
+    Some(match ev {
+        AgentEvent::TextDelta(_) if live => return None,
+        AgentEvent::ReasoningDelta(_) => ("thinking".into(), None),
+        AgentEvent::Retry { attempt, wait, .. } => (
+            format!("retry {attempt}"),
+            Some(std::time::Instant::now() + *wait),
+        ),
+        AgentEvent::ToolPending(name) => (format!("preparing {name}"), None),
+        AgentEvent::ToolCall { name, .. } => (format!("running {name}"), None),
+        _ => ("waiting for the model".into(), None),
+    })
+}
+
 impl Sink for RunSink {
     fn event(&mut self, ev: AgentEvent) {
+        // Whatever the event writes goes on a clean row; the line comes back after.
+        let after = self.activity.as_mut().and_then(|a| {
+            a.hide();
+            if let AgentEvent::TextDelta(t) | AgentEvent::ReasoningDelta(t) = &ev {
+                a.received(t.len());
+            }
+            activity_after(&ev, self.live)
+        });
+        self.handle(ev);
+        // Never inside a line of the answer on the same terminal.
+        let at_line_start = !self.live || !self.printed_any || self.last_char == Some('\n');
+        if let (Some(a), Some((what, until)), true) = (self.activity.as_mut(), after, at_line_start)
+        {
+            a.show(&what, until);
+        }
+    }
+
+    fn ask(&mut self, _req: &PermissionRequest) -> Option<Answer> {
+        None
+    }
+    fn can_ask(&self) -> bool {
+        false
+    }
+}
+
+impl RunSink {
+    fn handle(&mut self, ev: AgentEvent) {
         let v = JSON_SCHEMA_VERSION;
         match ev {
             AgentEvent::TextDelta(t) => self.text(&t),
@@ -296,6 +342,10 @@ impl Sink for RunSink {
                 } else if is_error {
                     let first = content.lines().next().unwrap_or("");
                     self.note(&format!("[{name}] error: {first}"));
+                } else {
+                    for l in crate::tools::preview(&name, &content, crate::tools::PREVIEW_LINES) {
+                        self.note(&format!("  {}", crate::visible::line(&l)));
+                    }
                 }
             }
             AgentEvent::PermissionRefused { request, hint } => {
@@ -364,13 +414,6 @@ impl Sink for RunSink {
                 }
             }
         }
-    }
-
-    fn ask(&mut self, _req: &PermissionRequest) -> Option<Answer> {
-        None
-    }
-    fn can_ask(&self) -> bool {
-        false
     }
 }
 
@@ -592,6 +635,14 @@ fn run_turn(
         printed_any: false,
         last_char: None,
         new_step: false,
+        activity: (session.progress && !args.quiet && std::io::stderr().is_terminal()).then(|| {
+            // Colour as on the REPL's terminal: NO_COLOR unset or empty, TERM not dumb.
+            let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                && std::env::var_os("TERM").is_none_or(|t| t != "dumb");
+            let mut a = crate::activity::Activity::new(color);
+            a.start();
+            a
+        }),
     };
     if args.json {
         sink.out.json(&JsonEvent::Session {
@@ -613,7 +664,12 @@ fn run_turn(
         session.agent.model.provider.id,
         session.agent.model.model.id
     ));
+    if let Some(a) = sink.activity.as_mut() {
+        a.show("waiting for the model", None);
+    }
     let result = session.agent.run_turn_with(prompt, attached, &mut sink);
+    // Erased before the last words.
+    sink.activity = None;
     // A canceled or failed call's text is what the session keeps of it.
     sink.release();
     if let Some(m) = &session.agent.mcp {

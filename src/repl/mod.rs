@@ -64,7 +64,7 @@ const TITLE_WAIT: Duration = Duration::from_secs(5);
 /// server (the title call's own timeouts are 30 s per attempt).
 const SERIAL_TITLE_WAIT: Duration = Duration::from_secs(65);
 
-const WAITING: &str = "waiting for the model… (Ctrl-C cancels)";
+const WAITING: &str = "waiting for the model";
 
 /// What the line reader delivered.
 enum Got {
@@ -323,11 +323,17 @@ impl<'a> ReplSink<'a> {
         }
     }
 
-    /// The status line, behind the meter.
+    /// The activity line, behind the meter.
     fn status(&mut self, what: &str) {
+        self.status_until(what, None);
+    }
+
+    fn status_until(&mut self, what: &str, until: Option<std::time::Instant>) {
         match &self.meter {
-            Some(m) => self.term.status(&format!("{} · {what}", m.line())),
-            None => self.term.status(what),
+            Some(m) => self
+                .term
+                .status_until(&format!("{} · {what}", m.line()), until),
+            None => self.term.status_until(what, until),
         }
     }
 }
@@ -343,7 +349,10 @@ struct TitleStart {
 impl Sink for ReplSink<'_> {
     fn event(&mut self, ev: AgentEvent) {
         match ev {
-            AgentEvent::TextDelta(t) => self.term.text(&t),
+            AgentEvent::TextDelta(t) => {
+                self.term.received(t.len());
+                self.term.text(&t);
+            }
             AgentEvent::PromptAccepted(prompt) => {
                 if let Some(t) = self.title.take() {
                     if t.when == title::SideTiming::Now {
@@ -353,7 +362,10 @@ impl Sink for ReplSink<'_> {
                     }
                 }
             }
-            AgentEvent::ReasoningDelta(_) => self.status("thinking… (Ctrl-C cancels)"),
+            AgentEvent::ReasoningDelta(t) => {
+                self.term.received(t.len());
+                self.status("thinking");
+            }
             AgentEvent::Retry {
                 attempt,
                 wait,
@@ -364,6 +376,10 @@ impl Sink for ReplSink<'_> {
                     wait.as_secs_f64()
                 ));
                 self.term.begin_answer();
+                self.status_until(
+                    &format!("retry {attempt}"),
+                    Some(std::time::Instant::now() + wait),
+                );
             }
             AgentEvent::ToolCall { name, input, .. } => {
                 self.term
@@ -379,6 +395,9 @@ impl Sink for ReplSink<'_> {
                 if is_error && !std::mem::take(&mut self.refused) {
                     self.term
                         .tool_error(&name, content.lines().next().unwrap_or(""));
+                } else if !is_error {
+                    let lines = crate::tools::preview(&name, &content, crate::tools::PREVIEW_LINES);
+                    self.term.preview(&lines);
                 }
             }
             AgentEvent::PermissionRefused { request, hint } => self.term.error(&format!(
@@ -1066,6 +1085,7 @@ impl Repl {
         );
         sink.notice = Some(at_question);
         sink.meter = Some(meter);
+        sink.term.start_activity();
         sink.status(WAITING);
         if let Some(source) = self.session_start.take() {
             self.agent.session_start(source, &mut sink);
@@ -1740,7 +1760,8 @@ impl Repl {
             return;
         }
         self.cancel.store(false, Ordering::SeqCst);
-        self.term.status("summarizing… (Ctrl-C cancels)");
+        self.term.start_activity();
+        self.term.status("summarizing");
         let mut sink = ReplSink::new(
             &mut self.term,
             &mut self.lines,

@@ -7,6 +7,7 @@
 //! the same conditions as colour but for stdout.
 
 use super::markdown::Markdown;
+use crate::activity::Activity;
 use crate::visible;
 use std::ffi::OsStr;
 use std::io::{IsTerminal, Write};
@@ -31,7 +32,8 @@ pub struct Term {
     stderr_tty: bool,
     /// The user has not silenced progress (`-q`, `/option progress false`).
     pub progress: bool,
-    status_shown: bool,
+    /// The activity line (crush(1) REPL), drawn and animated on stderr.
+    activity: Activity,
     /// stdout is at the start of a line.
     out_at_line_start: bool,
     /// Text was printed to stdout in the current answer.
@@ -69,12 +71,13 @@ impl Term {
             no_color.as_deref(),
             term.as_deref(),
         );
+        let color = use_color(stderr_tty, no_color.as_deref(), term.as_deref());
         Term {
-            color: use_color(stderr_tty, no_color.as_deref(), term.as_deref()),
+            color,
+            activity: Activity::new(color),
             markdown: stdout_color.then(|| Markdown::new(stdout_columns())),
             stderr_tty,
             progress,
-            status_shown: false,
             out_at_line_start: true,
             answered: false,
             todos_shown: String::new(),
@@ -100,29 +103,36 @@ impl Term {
         }
     }
 
-    /// One status line on stderr while waiting (terminal only, unless silenced).
+    /// The activity line on stderr while waiting (terminal only, unless silenced).
     pub fn status(&mut self, s: &str) {
+        self.status_until(s, None);
+    }
+
+    /// The activity line, counting down to `until` (a retry).
+    pub fn status_until(&mut self, s: &str, until: Option<std::time::Instant>) {
         if !(self.stderr_tty && self.progress) {
             return;
         }
-        let s = visible::line(s);
         self.clear_status();
-        // The status sits on its own line: never after half a line of answer.
+        // The line sits on its own row: never after half a line of answer.
         if !self.out_at_line_start {
             return;
         }
-        // One row, or clearing it would leave the rest behind.
-        let cols = super::tty::width().unwrap_or(80);
-        let s = super::width::truncate(&s, cols.saturating_sub(1));
-        write_stderr(&self.paint(DIM, s));
-        self.status_shown = true;
+        self.activity.show(&visible::line(s), until);
+    }
+
+    /// A turn begins: the activity line counts seconds and tokens from now.
+    pub fn start_activity(&mut self) {
+        self.activity.start();
+    }
+
+    /// `n` characters of answer or reasoning arrived (the activity line's token estimate).
+    pub fn received(&mut self, n: usize) {
+        self.activity.received(n);
     }
 
     pub fn clear_status(&mut self) {
-        if self.status_shown {
-            write_stderr("\r\x1b[K");
-            self.status_shown = false;
-        }
+        self.activity.hide();
     }
 
     /// Streams answer text to stdout.
@@ -225,6 +235,26 @@ impl Term {
             format!("[{name}] {arg}")
         };
         self.line(&l);
+    }
+
+    /// A dimmed preview of a tool's result under its tool line.
+    pub fn preview(&mut self, lines: &[String]) {
+        if lines.is_empty() {
+            return;
+        }
+        let cols = super::tty::width().unwrap_or(80);
+        let mut s = String::new();
+        for (i, l) in lines.iter().enumerate() {
+            let l = format!(
+                "{}{}",
+                if i == 0 { "  ⎿ " } else { "    " },
+                visible::line(l)
+            );
+            let l = super::width::truncate(&l, cols.saturating_sub(1)).to_string();
+            s.push_str(&self.paint(DIM, &l));
+            s.push('\n');
+        }
+        self.line(s.trim_end_matches('\n'));
     }
 
     /// A failed tool call's first line.

@@ -351,3 +351,79 @@ mod tests {
         }
     }
 }
+
+/// Lines of a tool result shown under its tool line (crush(1) INTERACTIVE SESSION).
+pub const PREVIEW_LINES: usize = 5;
+
+/// A short preview of what the model got from tool `name`, at most `max` lines: bash's last
+/// lines and its exit status, grep's and glob's count and first hits, the range `view` read,
+/// the first lines of anything else.
+pub fn preview(name: &str, content: &str, max: usize) -> Vec<String> {
+    let max = max.max(1);
+    let lines: Vec<&str> = content.lines().collect();
+    match name {
+        "bash" => {
+            // The working directory the model is told about is no output.
+            let body = match content.rfind("\n\n<cwd>") {
+                Some(i) => &content[..i],
+                None => content,
+            };
+            let lines: Vec<&str> = body.lines().collect();
+            let status = lines.iter().any(|l| {
+                l.starts_with("Exit code ")
+                    || l.starts_with("Command timed out")
+                    || l.starts_with("Command was aborted")
+            });
+            let keep = if status {
+                max
+            } else {
+                max.saturating_sub(1).max(1)
+            };
+            let mut out: Vec<String> = lines[lines.len().saturating_sub(keep)..]
+                .iter()
+                .map(|l| l.to_string())
+                .collect();
+            if !status {
+                out.push("exit 0".to_string());
+            }
+            out
+        }
+        "view" => {
+            let numbers: Vec<&str> = lines
+                .iter()
+                .filter_map(|l| l.split_once('|').map(|(n, _)| n.trim()))
+                .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+                .collect();
+            match (numbers.first(), numbers.last()) {
+                (Some(a), Some(b)) => vec![format!("lines {a}-{b}")],
+                _ => lines.iter().take(1).map(|l| l.to_string()).collect(),
+            }
+        }
+        _ => lines
+            .iter()
+            .filter(|l| !l.trim().is_empty())
+            .take(max)
+            .map(|l| l.to_string())
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod preview_tests {
+    use super::preview;
+
+    #[test]
+    fn previews_show_what_the_model_got() {
+        let bash = "1\n2\n3\n4\n5\n6\n\n<cwd>/p</cwd>";
+        assert_eq!(preview("bash", bash, 5), ["3", "4", "5", "6", "exit 0"]);
+        let failed = "oops\nExit code 2\n\n<cwd>/p</cwd>";
+        assert_eq!(preview("bash", failed, 5), ["oops", "Exit code 2"]);
+        let grep = "Found 3 matches\na.rs:\n  Line 1: x\n  Line 2: x\n\nb.rs:\n  Line 9: x";
+        assert_eq!(
+            preview("grep", grep, 3),
+            ["Found 3 matches", "a.rs:", "  Line 1: x"]
+        );
+        let view = "<file>\n    10|a\n    11|b\n    12|c\n</file>";
+        assert_eq!(preview("view", view, 5), ["lines 10-12"]);
+    }
+}

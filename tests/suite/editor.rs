@@ -470,21 +470,28 @@ fn the_status_line_shows_model_context_and_cost_on_one_line() {
     assert!(out.status.success(), "{out:?}");
     tmux.keys(&["two", "Enter"]);
     wait_turns(&server, 2, &tmux);
-    let screen = tmux.wait_for("the status", |s| s.contains("fake-model · "));
+    let screen = tmux.wait_for("the status", |s| s.contains("Ctrl-C cancels"));
+    // Behind the spinner.
+    let is_status = |l: &str| {
+        l.split_once(' ')
+            .is_some_and(|(_, s)| s.starts_with("fake-model · "))
+    };
     let status = screen
         .lines()
         .map(str::trim_end)
-        .find(|l| l.starts_with("fake-model · "))
+        .find(|l| is_status(l))
         .unwrap();
     // The first call's usage (100 in, 20 out) and cost, cut to the width.
     assert!(
-        status.starts_with("fake-model · 120/200k context · $0.0012 · wait"),
+        status
+            .split_once(' ')
+            .is_some_and(|(_, s)| s.starts_with("fake-model · 120/200k context · $0.0012 · wait")),
         "{screen}"
     );
     assert!(status.chars().count() < 50, "{status:?}");
     let after: Vec<&str> = screen
         .lines()
-        .skip_while(|l| !l.starts_with("fake-model · "))
+        .skip_while(|l| !is_status(l))
         .skip(1)
         .filter(|l| !l.trim().is_empty())
         .collect();

@@ -774,6 +774,17 @@ pub(super) fn start_in_tmux_with(
     args: &[&str],
     vars: &[(&str, &str)],
 ) -> (Tmux, std::path::PathBuf) {
+    start_in_tmux_at(env, name, args, vars, 120)
+}
+
+/// `start_in_tmux_with` on a terminal `columns` wide.
+pub(super) fn start_in_tmux_at(
+    env: &TestEnv,
+    name: &str,
+    args: &[&str],
+    vars: &[(&str, &str)],
+    columns: u16,
+) -> (Tmux, std::path::PathBuf) {
     // The same environment as env.run, written out as a shell command for tmux.
     let cmd = env.crush();
     // The shell survives the terminal's Ctrl-C (a trap, unlike an ignore, is not inherited) to
@@ -823,7 +834,7 @@ pub(super) fn start_in_tmux_with(
         "-s",
         "t",
         "-x",
-        "120",
+        &columns.to_string(),
         "-y",
         "40",
         "sh",
@@ -843,6 +854,110 @@ pub(super) fn tmux_available() -> bool {
 
 pub(super) fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// Waits for the first model request (not a title call).
+fn wait_for_turn(server: &FakeServer) {
+    let deadline = Instant::now() + RUN_TIMEOUT;
+    while turns(server).is_empty() {
+        assert!(Instant::now() < deadline, "the turn never started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The row of the activity line on `screen`, if shown.
+fn activity_row(screen: &str) -> Option<&str> {
+    screen.lines().find(|l| l.contains("Ctrl-C cancels"))
+}
+
+/// The activity line is up within 200 ms of a model call that keeps the user waiting, counts
+/// the seconds, and is gone once the call ends; in the REPL and in `crush run`, at 80 and 120
+/// columns.
+#[test]
+fn the_activity_line_shows_while_the_model_is_silent_and_is_erased_after() {
+    if !tmux_available() {
+        eprintln!("tmux is not installed: skipped");
+        return;
+    }
+    for (columns, run) in [(80, false), (120, true)] {
+        let (server, env) = setup(vec![Reply::stall(Duration::from_secs(60))]);
+        let args: &[&str] = if run { &["run", "wait for it"] } else { &[] };
+        let name = format!("activity-{columns}");
+        let (tmux, status_file) = start_in_tmux_at(&env, &name, args, &[], columns);
+        // The screen stays after `crush run` exits.
+        tmux.cmd(&["set-option", "-t", "t", "remain-on-exit", "on"]);
+        if !run {
+            tmux.wait_for("the prompt", |s| s.lines().any(|l| l.trim_end() == ">"));
+            tmux.keys(&["wait for it", "Enter"]);
+        }
+        wait_for_turn(&server);
+        let seen = Instant::now();
+        let screen = tmux.wait_for("the activity line", |s| activity_row(s).is_some());
+        assert!(
+            seen.elapsed() < Duration::from_millis(200),
+            "the activity line took {:?}:\n{screen}",
+            seen.elapsed()
+        );
+        let row = activity_row(&screen).unwrap().to_string();
+        assert!(row.contains("waiting for the model"), "{screen}");
+        assert!(row.chars().count() < columns as usize, "{row}");
+        // It is animated: the seconds go on while the model says nothing.
+        tmux.wait_for("the seconds to count", |s| {
+            activity_row(s).is_some_and(|r| r.contains(" 2 s "))
+        });
+        tmux.keys(&["C-c"]);
+        let screen = tmux.wait_for("the cancel", |s| {
+            s.contains(if run { "interrupted" } else { "canceled" })
+        });
+        assert!(activity_row(&screen).is_none(), "{screen}");
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(activity_row(&tmux.screen()).is_none(), "{}", tmux.screen());
+        if run {
+            let deadline = Instant::now() + RUN_TIMEOUT;
+            while !status_file.exists() {
+                assert!(Instant::now() < deadline, "crush run did not exit");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+}
+
+/// What the model got from a command is previewed under its tool line: the last lines and
+/// the exit status, on the terminal (REPL) and on stderr (`crush run`).
+#[test]
+fn a_commands_output_is_previewed_under_its_tool_line() {
+    let script = "seq 1 9; echo done-marker";
+    let replies = || {
+        vec![
+            Reply::tool_call("bash", json!({"command": script})),
+            Reply::text("Ran it."),
+        ]
+    };
+    let (_server, env) = setup(replies());
+    let out = env.run(&["--yolo", "run", "go"], None);
+    out.assert_success();
+    let err = &out.stderr;
+    let preview: Vec<&str> = err
+        .lines()
+        .skip_while(|l| !l.starts_with("[bash]"))
+        .collect();
+    assert_eq!(
+        preview.get(1..6),
+        Some(&["  7", "  8", "  9", "  done-marker", "  exit 0"][..]),
+        "{err}"
+    );
+    assert!(!err.contains("  6\n"), "{err}");
+    if !tmux_available() {
+        eprintln!("tmux is not installed: skipped");
+        return;
+    }
+    let (_server, env) = setup(replies());
+    let (tmux, _) = start_in_tmux_at(&env, "preview", &["--yolo"], &[], 80);
+    tmux.wait_for("the prompt", |s| s.lines().any(|l| l.trim_end() == ">"));
+    tmux.keys(&["go", "Enter"]);
+    let screen = tmux.wait_for("the answer", |s| s.contains("Ran it."));
+    assert!(screen.contains("done-marker"), "{screen}");
+    assert!(screen.contains("exit 0"), "{screen}");
 }
 
 #[test]
