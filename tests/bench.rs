@@ -340,20 +340,31 @@ fn main() {
             Reply::text("done"),
         ]
     };
+    let twenty = || {
+        let mut v: Vec<Reply> = (0..19)
+            .map(|i| Reply::tool_call("bash", json!({"command": format!("echo step {i}")})))
+            .collect();
+        v.push(Reply::text("all done"));
+        v
+    };
     if selected("2-step bash (openai)") {
         let s = scenario(&env, &server, two_step, &["run", "-q", "-y", "say hello"]);
         report("2-step bash (openai)", s);
     }
     if selected("20-step bash (openai)") {
-        let twenty = || {
-            let mut v: Vec<Reply> = (0..19)
-                .map(|i| Reply::tool_call("bash", json!({"command": format!("echo step {i}")})))
-                .collect();
-            v.push(Reply::text("all done"));
-            v
-        };
         let s = scenario(&env, &server, twenty, &["run", "-q", "-y", "twenty steps"]);
         report("20-step bash (openai)", s);
+    }
+    // The same two with every command under the OS sandbox (crush(1) SECURITY, Sandbox).
+    let sandboxed =
+        |prompt: &'static str| ["run", "--sandbox", "workspace-write", "-q", "-y", prompt];
+    if selected("2-step bash (openai, sandboxed)") {
+        let s = scenario(&env, &server, two_step, &sandboxed("say hello"));
+        report("2-step bash (openai, sandboxed)", s);
+    }
+    if selected("20-step bash (openai, sandboxed)") {
+        let s = scenario(&env, &server, twenty, &sandboxed("twenty steps"));
+        report("20-step bash (openai, sandboxed)", s);
     }
     if selected("2-step bash (anthropic)") {
         env.use_server(&server, Dialect::Anthropic);
