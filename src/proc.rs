@@ -87,6 +87,10 @@ pub struct Spec {
     /// Run confined (crush(1) SECURITY, sandbox): applied in the child between fork and exec,
     /// inherited by all it starts; `TMPDIR` becomes the sandbox's private directory.
     pub sandbox: Option<Arc<crate::sandbox::Sandbox>>,
+    /// crush's own short command with fixed arguments, waited for and bounded by `timeout`
+    /// (the git status of the system prompt): started by crush itself, so a run that needs no
+    /// job server starts none.
+    pub direct: bool,
 }
 
 impl Spec {
@@ -118,6 +122,7 @@ impl Spec {
             linger: Duration::from_secs(1),
             kill_leftovers: false,
             sandbox: None,
+            direct: false,
         }
     }
 
@@ -651,7 +656,12 @@ fn run_inner(spec: &Spec, mut on_output: OnOutput) -> io::Result<Outcome> {
     let mut fds = vec![out_w.as_raw_fd(), err_w.as_raw_fd()];
     fds.extend(in_r.as_ref().map(|r| r.as_raw_fd()));
     let (tx, rx) = crossbeam_channel::unbounded::<Ev>();
-    let runner = match job::Served::start(spec, &fds) {
+    let served = if spec.direct {
+        None
+    } else {
+        job::Served::start(spec, &fds)
+    };
+    let runner = match served {
         Some(served) => {
             let served = served?;
             // The server's report of the end, passed on; nothing after it is needed here.

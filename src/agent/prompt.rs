@@ -123,6 +123,8 @@ fn git_status(cwd: &Path) -> Option<String> {
     let mut spec = crate::proc::Spec::exec(argv, cwd);
     // A status that takes longer than this is left out rather than holding up the turn.
     spec.timeout = Some(std::time::Duration::from_secs(10));
+    // Fixed arguments, no program of the repository's own (checked above): no job server.
+    spec.direct = true;
     let out = crate::proc::run(&spec).ok()?;
     if !out.success() {
         return None;
