@@ -251,6 +251,24 @@ pub struct OpenSession<'s> {
     pub progress: bool,
 }
 
+thread_local! {
+    /// The stores this thread opened for its sessions (leaked: they live as long as the
+    /// process), closed cleanly by `close_stores` when crush ends normally.
+    static OPEN_STORES: std::cell::RefCell<Vec<&'static Store>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Leaves the databases this thread opened as a closed one is left: checkpointed, with no
+/// `-wal` or `-shm` file beside it, so a reader that snapshots the files finds them still
+/// (crush(1) SESSION STORE). Where another process has the database open, it stays as it is.
+pub fn close_stores() {
+    OPEN_STORES.with(|s| {
+        for store in s.borrow_mut().drain(..) {
+            store.close_wal();
+        }
+    });
+}
+
 fn leak<T>(v: T) -> &'static T {
     Box::leak(Box::new(v))
 }
@@ -313,6 +331,7 @@ fn open_context_with(
     // Invalid hooks fail before anything is created on disk.
     let hooks = load_hooks(&loaded)?;
     let store: &'static Store = leak(open_store(&loaded)?);
+    OPEN_STORES.with(|s| s.borrow_mut().push(store));
     let lsp = language_servers(&loaded);
     let mcp = start_mcp(&loaded);
     let (skills, commands) = load_skills(&loaded);

@@ -166,6 +166,7 @@ pub fn main() -> std::process::ExitCode {
             e.exit_code()
         }
     };
+    app::close_stores();
     signal::cleanup();
     code.into()
 }

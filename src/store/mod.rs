@@ -370,6 +370,22 @@ impl Store {
         Ok(store)
     }
 
+    /// Checkpoints the WAL into the database and leaves WAL mode, which removes the `-wal` and
+    /// `-shm` files, as closing the last connection would (this one is never closed: it lives
+    /// as long as the process). It needs the database to itself: when another connection has it
+    /// open, nothing changes (the last one to close removes them). The next `open` switches WAL
+    /// on again.
+    pub fn close_wal(&self) {
+        if self.conn.busy_timeout(Duration::ZERO).is_err() {
+            return;
+        }
+        let _ = self
+            .conn
+            .query_row("PRAGMA journal_mode = DELETE", [], |r| {
+                r.get::<_, String>(0)
+            });
+    }
+
     /// Opens an existing database for reading only: nothing is migrated or written (every
     /// statement is refused by `query_only`), and a schema older than this program's, Go Crush's
     /// included, is read as it is. A database written by a newer crush is refused (`TooNew`).

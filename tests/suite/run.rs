@@ -671,3 +671,28 @@ fn every_json_tool_result_follows_its_tool_call() {
     }
     assert_eq!((called.len(), results), (3, 3), "{events:?}");
 }
+
+#[test]
+fn the_database_is_left_closed_with_no_wal_beside_it() {
+    // A reader that snapshots the files (agrep) needs crush.db whole, as a closed database is.
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call("bash", json!({"command": "echo hi"})),
+        Reply::text("done"),
+    ]);
+    let env = env_with(&server, Dialect::OpenAi);
+    env.run(&["run", "-q", "-y", "go"], None).assert_success();
+    let data = env.project().join(".crush");
+    for f in ["crush.db-wal", "crush.db-shm"] {
+        assert!(!data.join(f).exists(), "{f} left behind");
+    }
+    // Everything is in crush.db itself, and the next run opens it as usual.
+    let list = env.run(&["sessions", "list", "--json"], None);
+    list.assert_success();
+    let sessions: Value = serde_json::from_str(&list.stdout).unwrap();
+    assert_eq!(sessions.as_array().map(Vec::len), Some(1));
+    let db = rusqlite::Connection::open(data.join("crush.db")).unwrap();
+    let parts: i64 = db
+        .query_row("SELECT count(*) FROM messages", [], |r| r.get(0))
+        .unwrap();
+    assert!(parts >= 4, "{parts} messages");
+}
