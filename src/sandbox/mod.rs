@@ -284,6 +284,10 @@ pub struct Sandbox {
     user: Option<UserMaps>,
 }
 
+/// statvfs's "relative atime" flag: the kernel's value, which libc names for glibc only (musl's
+/// headers leave it out).
+const ST_RELATIME: libc::c_ulong = 4096;
+
 /// The flags of the mount `path` is on, as `MS_*` bits a read-only bind re-mount keeps.
 fn mount_flags(path: &Path) -> Result<libc::c_ulong, Error> {
     let c = cstring(path)?;
@@ -301,7 +305,7 @@ fn mount_flags(path: &Path) -> Result<libc::c_ulong, Error> {
         (libc::ST_NOEXEC, libc::MS_NOEXEC),
         (libc::ST_NOATIME, libc::MS_NOATIME),
         (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
-        (libc::ST_RELATIME, libc::MS_RELATIME),
+        (ST_RELATIME, libc::MS_RELATIME),
     ];
     Ok(map
         .iter()
