@@ -114,7 +114,7 @@ pub fn login(global: &Global, name: &str) -> Result<String, AppError> {
             Err(e) => crate::ewriteln!("crush: {e}"),
         }
         if let Err(e) = crate::mcp::oauth::open_browser(url, &cwd) {
-            crate::log::warn(&e);
+            crate::log::warn(&e.to_string());
         }
     };
     let r = manager.login(name, &open, login_wait());

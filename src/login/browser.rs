@@ -3,7 +3,7 @@
 /// The host (`host[:port]`) of a URL the browser may be given: an http or https URL only. The
 /// authorization server chooses the URL, and a browser (or `xdg-open`) would as readily open a
 /// `file://` path, a `javascript:` URL or another program's scheme (crush(1) MCP SERVERS).
-pub fn browser_host(url: &str) -> Result<String, String> {
+pub fn browser_host(url: &str) -> Result<String, NotWebUrl> {
     let authority = url.split_once("://").and_then(|(scheme, rest)| {
         let web = scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https");
         let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
@@ -12,17 +12,36 @@ pub fn browser_host(url: &str) -> Result<String, String> {
     });
     match authority {
         Some(a) => Ok(a),
-        _ => Err(format!(
+        _ => Err(NotWebUrl(url.chars().take(200).collect())),
+    }
+}
+
+/// A URL crush will not hand to the browser (the first 200 characters of it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotWebUrl(pub String);
+
+impl std::fmt::Display for NotWebUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
             "the authorization server's URL is not an http or https URL, so it is not opened: {}",
-            crate::visible::line(&url.chars().take(200).collect::<String>())
-        )),
+            crate::visible::line(&self.0)
+        )
+    }
+}
+
+impl std::error::Error for NotWebUrl {}
+
+impl From<NotWebUrl> for String {
+    fn from(e: NotWebUrl) -> String {
+        e.to_string()
     }
 }
 
 /// Opens `url` in the user's browser: `$BROWSER`, else `xdg-open` (or `open` on macOS), on a
 /// thread of its own (a browser may not return at once). Anything but an http or https URL is
 /// refused ([`browser_host`]).
-pub fn open_browser(url: &str, cwd: &std::path::Path) -> Result<(), String> {
+pub fn open_browser(url: &str, cwd: &std::path::Path) -> Result<(), NotWebUrl> {
     browser_host(url)?;
     let program = std::env::var("BROWSER")
         .ok()

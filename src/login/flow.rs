@@ -309,7 +309,7 @@ fn device_reply(url: &str, status: u16, v: &Value, uri_key: &str) -> Result<Devi
     let uri = str_field(v, uri_key).ok_or_else(|| missing(url, uri_key))?;
     super::browser::browser_host(uri).map_err(|e| LoginError::BadReply {
         url: url.to_string(),
-        message: e,
+        message: e.to_string(),
     })?;
     let expires = v
         .get("expires_in")

@@ -676,10 +676,12 @@ mod tests {
             "/authorize",
             "-x https://a",
         ] {
-            let e = browser_host(bad).unwrap_err();
+            let e = browser_host(bad).unwrap_err().to_string();
             assert!(e.contains("not an http or https URL"), "{bad}: {e}");
         }
-        let e = open_browser("file:///etc/passwd", std::path::Path::new("/")).unwrap_err();
+        let e = open_browser("file:///etc/passwd", std::path::Path::new("/"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("file:///etc/passwd"), "{e}");
     }
 

@@ -1455,7 +1455,7 @@ impl Repl {
                         ));
                         let _ = crate::mcp::oauth::open_browser(url, &cwd);
                     }
-                    Err(e) => term.borrow_mut().error(&e),
+                    Err(e) => term.borrow_mut().error(&e.to_string()),
                 };
                 let r = manager.login(name, &open, crate::commands::mcp::login_wait());
                 match r {
