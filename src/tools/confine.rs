@@ -87,8 +87,9 @@ impl Bounds {
             .iter()
             .map(|f| claude.join(f))
             .collect();
+        let root = crate::paths::project_root(cwd);
         for c in commands {
-            for f in files_named_by(c, cwd) {
+            for f in files_named_by(c, cwd, &root) {
                 if !guarded_files.contains(&f) {
                     guarded_files.push(f);
                 }
@@ -173,29 +174,26 @@ fn guarded_in_project(rel: &Path) -> bool {
     })
 }
 
-/// The existing files a command line names (resolved, canonical): each word, or the part of
+/// The existing files a command line names (resolved, canonical; `root` is the project's): each word, or the part of
 /// `--opt=FILE` after `=`, split at blanks, quotes and shell operators (so the words of a
 /// quoted script count too), looked up from `cwd`, with `$CLAUDE_PROJECT_DIR` and `~` expanded.
-pub fn files_named_by(command: &str, cwd: &Path) -> Vec<PathBuf> {
-    let root = crate::paths::project_root(cwd);
+pub fn files_named_by(command: &str, cwd: &Path, root: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    {
-        for token in command.split(|c: char| c.is_whitespace() || ";&|()<>'\"".contains(c)) {
-            let token = token.rsplit_once('=').map_or(token, |(_, v)| v);
-            let token = token
-                .strip_prefix("$CLAUDE_PROJECT_DIR")
-                .or_else(|| token.strip_prefix("${CLAUDE_PROJECT_DIR}"))
-                .map(|rest| format!("{}{rest}", root.display()))
-                .unwrap_or_else(|| token.to_string());
-            if token.is_empty() || token.contains(['$', '`', '*', '?']) {
-                continue;
-            }
-            let p = crate::paths::resolve(cwd, &token);
-            if p.is_file() {
-                let real = canonicalize_lenient(&p);
-                if !out.contains(&real) {
-                    out.push(real);
-                }
+    for token in command.split(|c: char| c.is_whitespace() || ";&|()<>'\"".contains(c)) {
+        let token = token.rsplit_once('=').map_or(token, |(_, v)| v);
+        let token = token
+            .strip_prefix("$CLAUDE_PROJECT_DIR")
+            .or_else(|| token.strip_prefix("${CLAUDE_PROJECT_DIR}"))
+            .map(|rest| format!("{}{rest}", root.display()))
+            .unwrap_or_else(|| token.to_string());
+        if token.is_empty() || token.contains(['$', '`', '*', '?']) {
+            continue;
+        }
+        let p = crate::paths::resolve(cwd, &token);
+        if p.is_file() {
+            let real = canonicalize_lenient(&p);
+            if !out.contains(&real) {
+                out.push(real);
             }
         }
     }
@@ -256,11 +254,11 @@ mod tests {
         );
         assert_eq!(b.zone(&root, &root.join("data/x")), Zone::CrushData);
         assert_eq!(
-            files_named_by("$CLAUDE_PROJECT_DIR/hooks/check.sh --x", &root),
+            files_named_by("$CLAUDE_PROJECT_DIR/hooks/check.sh --x", &root, &root),
             vec![root.join("hooks/check.sh")]
         );
         assert_eq!(
-            files_named_by("sh -c 'cd x && ./hooks/check.sh'", &root),
+            files_named_by("sh -c 'cd x && ./hooks/check.sh'", &root, &root),
             vec![root.join("hooks/check.sh")]
         );
     }
