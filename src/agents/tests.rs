@@ -37,8 +37,11 @@ impl Dirs {
     fn discover(&self, trusted: bool) -> Agents {
         discover(
             &folders(&self.project, &self.config, &self.home),
-            trusted,
-            DEFAULT,
+            &Policy {
+                project_trusted: trusted,
+                default_tools: DEFAULT,
+                project_providers: vec!["evil".into()],
+            },
         )
     }
 }
