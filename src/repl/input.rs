@@ -613,6 +613,8 @@ mod tests {
             cmd(Slash::Permissions, "allow grep")
         );
         assert_eq!(parse("/q"), cmd(Slash::Quit, ""));
+        assert_eq!(parse("/agents"), cmd(Slash::Agents, ""));
+        assert_eq!(parse("/ag"), cmd(Slash::Agents, ""));
         assert_eq!(
             parse("/mcp:fs:review file=a.rs  b"),
             Input::McpPrompt {
