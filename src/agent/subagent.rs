@@ -386,6 +386,11 @@ impl<'a> Agent<'a> {
                 .permissions
                 .allowed_tools
                 .extend(def.allowed_tools.iter().cloned());
+            // An agent file may name tools that change things: every hook sees its calls, not
+            // only those that opted in for the read-only built-in agent.
+            for h in &mut child.hooks.hooks {
+                h.include_sub_agents = true;
+            }
             child
         })
     }

@@ -91,10 +91,10 @@ fn agents_list_names_each_of_the_four_folders_and_the_files_not_used() {
     let origin = |f: &str| entry(&list, f)["origin"].as_str().unwrap().to_string();
     assert_eq!(origin(".crush/agents/a.md"), "project");
     assert_eq!(origin(".claude/agents/b.md"), "project (Claude Code)");
-    assert_eq!(origin("crush/agents/c.md"), "user");
+    assert_eq!(origin("/c.md"), "user");
     assert_eq!(origin("home/.claude/agents/d.md"), "user (Claude Code)");
-    assert_eq!(entry(&list, "c.md")["tools"], json!(["bash", "view"]));
-    assert_eq!(entry(&list, "d.md")["model"], "inherit");
+    assert_eq!(entry(&list, "/c.md")["tools"], json!(["bash", "view"]));
+    assert_eq!(entry(&list, "/d.md")["model"], "inherit");
     let dup = entry(&list, "dup.md");
     assert_eq!(dup["state"], "shadowed");
     assert!(
