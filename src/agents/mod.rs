@@ -309,24 +309,26 @@ impl Agents {
                 Some(t) => t.join(", "),
                 None => "the built-in sub-agent's (read-only)".into(),
             };
-            let mut line = format!("    tools: {tools} · model: {}", a.model);
+            out.push_str(&format!("    tools: {tools}\n    model: {}", a.model));
             if let Some((_, m)) = models.iter().find(|(n, _)| *n == a.name) {
-                line.push_str(&format!(" ({m})"));
+                out.push_str(&format!(" ({m})"));
             }
-            if !a.allowed_tools.is_empty() {
-                line.push_str(&format!(" · allowed: {}", a.allowed_tools.join(", ")));
-            }
-            out.push_str(&line);
             out.push('\n');
+            if !a.allowed_tools.is_empty() {
+                out.push_str(&format!(
+                    "    allowed without asking: {}\n",
+                    a.allowed_tools.join(", ")
+                ));
+            }
         }
         for r in &self.rejected {
             let state = match &r.reason {
-                Reason::Shadowed(_) => r.reason.to_string(),
-                other => format!("rejected: {other}"),
+                Reason::Shadowed(_) => "shadowed",
+                _ => "rejected",
             };
             let name = r.name.as_deref().unwrap_or("-");
             out.push_str(&format!("{name}  [{}]  {state}\n", r.origin.label()));
-            out.push_str(&format!("    {}\n", r.path.display()));
+            out.push_str(&format!("    {}\n    {}\n", r.path.display(), r.reason));
         }
         if out.is_empty() {
             out.push_str("No agent files found.\n");

@@ -1169,9 +1169,10 @@ fn the_editor_is_offered_agents_and_lists_the_agent_files_without_the_model() {
         .collect();
     assert!(text.contains("reviewer  [project]  active"), "{text}");
     assert!(
-        text.contains("runner  [project (Claude Code)]  rejected: the project is not trusted"),
+        text.contains("runner  [project (Claude Code)]  rejected\n"),
         "{text}"
     );
+    assert!(text.contains("the project is not trusted"), "{text}");
     assert!(turn_requests(&server).is_empty(), "the model was called");
     assert_eq!(ed.finish().0, 0);
 }

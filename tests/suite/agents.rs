@@ -32,6 +32,13 @@ fn entry<'a>(list: &'a [Value], path_end: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("{path_end} not listed: {list:#?}"))
 }
 
+/// Asserts that the file ending in `path_end` is listed in `state` for a reason containing `why`.
+fn assert_state(list: &[Value], path_end: &str, state: &str, why: &str) {
+    let e = entry(list, path_end);
+    assert_eq!(e["state"], state, "{e}");
+    assert!(e["reason"].as_str().unwrap_or("").contains(why), "{e}");
+}
+
 /// The request whose system prompt starts with `start`.
 fn request_of(server: &FakeServer, start: &str) -> Recorded {
     server
@@ -95,24 +102,15 @@ fn agents_list_names_each_of_the_four_folders_and_the_files_not_used() {
     assert_eq!(origin("home/.claude/agents/d.md"), "user (Claude Code)");
     assert_eq!(entry(&list, "/c.md")["tools"], json!(["bash", "view"]));
     assert_eq!(entry(&list, "/d.md")["model"], "inherit");
-    let dup = entry(&list, "dup.md");
-    assert_eq!(dup["state"], "shadowed");
-    assert!(
-        dup["reason"]
-            .as_str()
-            .unwrap()
-            .ends_with(".crush/agents/a.md"),
-        "{dup}"
+    assert_state(&list, "dup.md", "shadowed", ".crush/agents/a.md");
+    assert_state(&list, "broken.md", "rejected", "broken frontmatter");
+    assert_state(
+        &list,
+        "alias.md",
+        "rejected",
+        "\"gpt-9\" is not inherit, sonnet, opus, haiku",
     );
-    for (file, why) in [
-        ("broken.md", "broken frontmatter"),
-        ("alias.md", "\"gpt-9\" is not inherit, sonnet, opus, haiku"),
-        ("latin1.md", "not UTF-8"),
-    ] {
-        let e = entry(&list, file);
-        assert_eq!(e["state"], "rejected", "{e}");
-        assert!(e["reason"].as_str().unwrap().contains(why), "{e}");
-    }
+    assert_state(&list, "latin1.md", "rejected", "not UTF-8");
     let text = env.run(&["agents", "list"], None);
     text.assert_success();
     assert!(
@@ -121,8 +119,7 @@ fn agents_list_names_each_of_the_four_folders_and_the_files_not_used() {
         text.stdout
     );
     assert!(
-        text.stdout
-            .contains("a  [user (Claude Code)]  shadowed by "),
+        text.stdout.contains("a  [user (Claude Code)]  shadowed\n"),
         "{}",
         text.stdout
     );
@@ -162,14 +159,11 @@ fn a_model_alias_runs_the_newest_model_of_its_family_on_the_active_provider() {
         entry(&list, "looker.md")["resolved_model"],
         "fake/claude-sonnet-5"
     );
-    let big = entry(&list, "big.md");
-    assert_eq!(big["state"], "rejected");
-    assert!(
-        big["reason"]
-            .as_str()
-            .unwrap()
-            .contains("provider fake has no opus model"),
-        "{big}"
+    assert_state(
+        &list,
+        "big.md",
+        "rejected",
+        "provider fake has no opus model",
     );
     let out = env.run(&["run", "look"], None);
     out.assert_success();
@@ -252,8 +246,7 @@ fn a_deny_hook_on_bash_still_denies_inside_the_sub_agent() {
     let sub = server
         .model_requests()
         .into_iter()
-        .filter(|r| r.system_text().starts_with("You touch files."))
-        .last()
+        .rfind(|r| r.system_text().starts_with("You touch files."))
         .unwrap();
     let (_, text, _) = sub.tool_results()[0].clone();
     assert!(text.contains("no shell for agents"), "{text}");
@@ -276,13 +269,8 @@ fn an_untrusted_projects_agent_that_widens_tools_is_rejected_with_the_reason() {
         &agent_file("reader", "tools: view, grep\n", "r"),
     );
     let list = list_json(&env, &[]);
-    let runner = entry(&list, "runner.md");
-    assert_eq!(runner["state"], "rejected");
-    let why = runner["reason"].as_str().unwrap();
-    assert!(
-        why.contains("not trusted") && why.contains("tools bash"),
-        "{why}"
-    );
+    assert_state(&list, "runner.md", "rejected", "the project is not trusted");
+    assert_state(&list, "runner.md", "rejected", "tools bash");
     assert_eq!(entry(&list, "reader.md")["state"], "active");
     let out = env.run(&["run", "hi"], None);
     out.assert_success();
