@@ -17,8 +17,8 @@ _crush() {
         login) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --token-stdin --trust -h --help copilot hyper" -- "$cur")) ;;
         logout) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --trust -h --help copilot hyper" -- "$cur")) ;;
         skills) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust -h --help list" -- "$cur")) ;;
-        agents) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust -h --help list" -- "$cur")) ;;
-        debug) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --system-prompt --system-prompt-file --trust -h --help prompt" -- "$cur")) ;;
+        agents) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -m --model --json --trust -h --help list" -- "$cur")) ;;
+        debug) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -m --model --system-prompt --system-prompt-file --trust -h --help prompt" -- "$cur")) ;;
         lsp) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust -h --help list" -- "$cur")) ;;
         config) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -m --model --small-model --json --origin --trust -h --help show check" -- "$cur")) ;;
         sandbox) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --mode --network --trust -h --help check" -- "$cur")) ;;

@@ -61,7 +61,9 @@ pub static FLAGS: &[Flag] = &[
         long: "model",
         value: Some("[PROVIDER/]MODEL"),
         help: "Use this model as the large model; stats: count only this model's calls",
-        scope: Scope::Only(&["", "run", "init", "config", "acp", "stats"]),
+        scope: Scope::Only(&[
+            "", "run", "init", "config", "acp", "stats", "agents", "debug",
+        ]),
     },
     Flag {
         short: None,
