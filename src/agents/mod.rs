@@ -375,9 +375,10 @@ impl Agents {
 
 /// The four folders, in search order.
 pub fn folders(project_root: &Path, config_dir: &Path, home: &Path) -> Vec<(PathBuf, Origin)> {
+    let [crush, claude] = crate::config::trust::PROJECT_AGENT_DIRS;
     vec![
-        (project_root.join(".crush/agents"), Origin::Project),
-        (project_root.join(".claude/agents"), Origin::ClaudeProject),
+        (project_root.join(crush), Origin::Project),
+        (project_root.join(claude), Origin::ClaudeProject),
         (config_dir.join("agents"), Origin::User),
         (home.join(".claude/agents"), Origin::ClaudeUser),
     ]
