@@ -5,11 +5,11 @@ _crush() {
     cmd=""
     for ((i = 1; i < COMP_CWORD; i++)); do
         case "${COMP_WORDS[i]}" in
-            run|init|sessions|hooks|mcp|login|logout|skills|lsp|config|sandbox|trust|models|update-providers|stats|dirs|projects|logs|acp|help) cmd="${COMP_WORDS[i]}"; break ;;
+            run|init|sessions|hooks|mcp|login|logout|skills|agents|debug|lsp|config|sandbox|trust|models|update-providers|stats|dirs|projects|logs|acp|help) cmd="${COMP_WORDS[i]}"; break ;;
         esac
     done
     case "$cmd" in
-        run) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -s --session -C --continue -q --quiet --json --sandbox --auto --trust --no-project-hooks --attach --max-cost --max-cost-unpriced -o --output -h --help -v --verbose " -- "$cur")) ;;
+        run) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -s --session -C --continue -q --quiet --json --system-prompt --system-prompt-file --sandbox --auto --trust --no-project-hooks --attach --max-cost --max-cost-unpriced -o --output -h --help -v --verbose " -- "$cur")) ;;
         init) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -q --quiet --trust -h --help " -- "$cur")) ;;
         sessions) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust --format -h --help list show last export diff delete rename" -- "$cur")) ;;
         hooks) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --trust --tool --input --prompt -h --help list test" -- "$cur")) ;;
@@ -17,6 +17,8 @@ _crush() {
         login) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --token-stdin --trust -h --help copilot hyper" -- "$cur")) ;;
         logout) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --trust -h --help copilot hyper" -- "$cur")) ;;
         skills) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust -h --help list" -- "$cur")) ;;
+        agents) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -m --model --json --trust -h --help list" -- "$cur")) ;;
+        debug) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -m --model --system-prompt --system-prompt-file --trust -h --help prompt" -- "$cur")) ;;
         lsp) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust -h --help list" -- "$cur")) ;;
         config) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -m --model --small-model --json --origin --trust -h --help show check" -- "$cur")) ;;
         sandbox) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --mode --network --trust -h --help check" -- "$cur")) ;;
@@ -29,7 +31,7 @@ _crush() {
         logs) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -f --follow -t --tail --trust -h --help " -- "$cur")) ;;
         acp) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model --sandbox --auto --trust --no-project-hooks -h --help " -- "$cur")) ;;
         help) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --trust -h --help " -- "$cur")) ;;
-        *) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -s --session -C --continue -q --quiet --sandbox --auto --trust -h --help -v --version run init sessions hooks mcp login logout skills lsp config sandbox trust models update-providers stats dirs projects logs acp help" -- "$cur")) ;;
+        *) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -s --session -C --continue -q --quiet --system-prompt --system-prompt-file --sandbox --auto --trust -h --help -v --version run init sessions hooks mcp login logout skills agents debug lsp config sandbox trust models update-providers stats dirs projects logs acp help" -- "$cur")) ;;
     esac
 }
 complete -o default -F _crush crush

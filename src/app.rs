@@ -31,6 +31,10 @@ pub struct Global {
     pub sandbox: Option<String>,
     /// `--auto`: the auto approval mode, sandboxed.
     pub auto: bool,
+    /// `--system-prompt TEXT` and `--system-prompt-file FILE` (crush(1) CONFIGURATION, System
+    /// prompt): the runtime layer's options.system_prompt and options.system_prompt_file.
+    pub system_prompt: Option<String>,
+    pub system_prompt_file: Option<String>,
 }
 
 #[derive(Debug)]
@@ -123,7 +127,16 @@ pub fn load_config(global: &Global) -> Result<Loaded, AppError> {
     let cwd = working_dir(global)?;
     let mut runtime = json!({});
     if global.debug {
-        runtime["options"] = json!({"debug": true});
+        runtime["options"]["debug"] = json!(true);
+    }
+    // A flag replaces whichever of the two a file set: the other one is cleared.
+    if let Some(t) = &global.system_prompt {
+        runtime["options"]["system_prompt"] = json!(t);
+        runtime["options"]["system_prompt_file"] = json!(null);
+    }
+    if let Some(f) = &global.system_prompt_file {
+        runtime["options"]["system_prompt_file"] = json!(f);
+        runtime["options"]["system_prompt"] = json!(null);
     }
     let mut loaded = config::load_with(&config::layers::LoadOptions {
         cwd,

@@ -61,7 +61,9 @@ pub static FLAGS: &[Flag] = &[
         long: "model",
         value: Some("[PROVIDER/]MODEL"),
         help: "Use this model as the large model; stats: count only this model's calls",
-        scope: Scope::Only(&["", "run", "init", "config", "acp", "stats"]),
+        scope: Scope::Only(&[
+            "", "run", "init", "config", "acp", "stats", "agents", "debug",
+        ]),
     },
     Flag {
         short: None,
@@ -98,7 +100,22 @@ pub static FLAGS: &[Flag] = &[
         help: "Print JSON: one event per line for run, a document for listings",
         scope: Scope::Only(&[
             "run", "sessions", "models", "config", "stats", "projects", "mcp", "lsp", "skills",
+            "agents",
         ]),
+    },
+    Flag {
+        short: None,
+        long: "system-prompt",
+        value: Some("TEXT"),
+        help: "Use TEXT as the system prompt instead of crush's default (options.system_prompt)",
+        scope: Scope::Only(&["", "run", "debug"]),
+    },
+    Flag {
+        short: None,
+        long: "system-prompt-file",
+        value: Some("FILE"),
+        help: "Use the text of FILE as the system prompt (options.system_prompt_file)",
+        scope: Scope::Only(&["", "run", "debug"]),
     },
     Flag {
         short: None,
@@ -371,6 +388,23 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &["list"],
     },
     CommandSpec {
+        name: "agents",
+        usage: "crush agents list [--json]",
+        about: "List every custom sub-agent file found (see AGENTS): its name, description, \
+                origin (the file and which of the four folders), tools and model (an alias with \
+                the model it stands for), and each file not used: shadowed by one of the same \
+                name found first, or rejected with the reason.",
+        subcommands: &["list"],
+    },
+    CommandSpec {
+        name: "debug",
+        usage: "crush debug prompt",
+        about: "Print the exact system prompt a new session would send (with --system-prompt, \
+                --system-prompt-file and -m as a session would have them); the names of the \
+                tools it offers go to stderr.",
+        subcommands: &["prompt"],
+    },
+    CommandSpec {
         name: "lsp",
         usage: "crush lsp list [--json]",
         about: "Start every language server a session in this project would have (configured, \
@@ -532,6 +566,11 @@ pub enum Command {
     SkillsList {
         json: bool,
     },
+    AgentsList {
+        json: bool,
+    },
+    /// `crush debug prompt`: the system prompt a session would send.
+    DebugPrompt,
     LspList {
         json: bool,
     },
@@ -698,6 +737,8 @@ where
             "network" => network = true,
             "model" => global.model = Some(value()?),
             "small-model" => global.small_model = Some(value()?),
+            "system-prompt" => global.system_prompt = Some(value()?),
+            "system-prompt-file" => global.system_prompt_file = Some(value()?),
             "session" => global.session = Some(value()?),
             "continue" => global.continue_last = true,
             "quiet" => run.quiet = true,
@@ -775,6 +816,11 @@ where
             display_name(&command),
             display_name(&command)
         )));
+    }
+    if global.system_prompt.is_some() && global.system_prompt_file.is_some() {
+        return Err(UsageError(
+            "--system-prompt and --system-prompt-file cannot be used together".into(),
+        ));
     }
     if global.session.is_some() && global.continue_last {
         return Err(UsageError(
@@ -899,6 +945,25 @@ where
                 _ => {
                     return Err(UsageError(format!(
                         "unknown skills command or extra argument '{}'; usage: crush skills list [--json]",
+                        positionals.join(" ")
+                    )));
+                }
+            },
+            "agents" => match positionals.as_slice() {
+                [] => Command::AgentsList { json },
+                [l] if l == "list" || l == "ls" => Command::AgentsList { json },
+                _ => {
+                    return Err(UsageError(format!(
+                        "unknown agents command or extra argument '{}'; usage: crush agents list [--json]",
+                        positionals.join(" ")
+                    )));
+                }
+            },
+            "debug" => match positionals.as_slice() {
+                [p] if p == "prompt" => Command::DebugPrompt,
+                _ => {
+                    return Err(UsageError(format!(
+                        "unknown debug command '{}'; usage: crush debug prompt",
                         positionals.join(" ")
                     )));
                 }

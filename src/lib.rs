@@ -95,6 +95,11 @@ fn dispatch(cli: cli::Cli) -> Result<ExitCode, AppError> {
         Command::LspList { json } => print(&commands::lsp::list(g, *json)?),
         Command::McpList { json } => print(&commands::mcp::list(g, *json)?),
         Command::SkillsList { json } => print(&commands::skills::list(g, *json)?),
+        Command::AgentsList { json } => print(&commands::agents::list(g, *json)?),
+        Command::DebugPrompt => print(&commands::agents::debug_prompt(
+            g,
+            &mut std::io::stderr().lock(),
+        )?),
         Command::McpLogin { name } => print(&commands::mcp::login(g, name)?),
         Command::Login { name, token_stdin } => print(&match name {
             Some(n) => commands::login::login(n, *token_stdin)?,

@@ -197,10 +197,18 @@ pub fn plan(name: &str, input: &Value, is_error: bool) -> Option<Value> {
     Some(json!({"sessionUpdate": "plan", "entries": entries}))
 }
 
+/// The command that lists the agent files (crush(1) ACP).
+pub const AGENTS_COMMAND: &str = "agents";
+
 /// The commands the editor offers after `/` (`available_commands_update`): the custom
-/// commands, user-invocable skills and MCP prompts (crush(1) SKILLS AND COMMANDS). Empty: no
+/// commands, user-invocable skills and MCP prompts (crush(1) SKILLS AND COMMANDS), and
+/// `/agents` when `agents` (agent files were found) and no command has that name. Empty: no
 /// update is sent.
-pub fn available_commands(cat: &crate::skills::catalog::Catalog) -> Vec<Value> {
+pub fn available_commands(cat: &crate::skills::catalog::Catalog, agents: bool) -> Vec<Value> {
+    let ours = (agents && !cat.entries.iter().any(|e| e.name == AGENTS_COMMAND)).then(|| {
+        json!({"name": AGENTS_COMMAND,
+            "description": "List the custom sub-agents the agent tool may run, and the agent files not used"})
+    });
     cat.entries
         .iter()
         .map(|e| {
@@ -216,6 +224,7 @@ pub fn available_commands(cat: &crate::skills::catalog::Catalog) -> Vec<Value> {
             }
             c
         })
+        .chain(ours)
         .collect()
 }
 

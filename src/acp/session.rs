@@ -279,11 +279,18 @@ impl Worker {
         };
         self.peer.respond(&self.open.request, Ok(answer));
         let manager = agent.mcp.as_ref().map(|m| m.manager().clone());
+        // The agent files, listed by /agents when there are any (crush(1) ACP).
+        let agents_list = agent.config.as_ref().and_then(|loaded| {
+            let (found, models) = crate::agent::subagent::custom_agents(loaded, Some(&agent.model));
+            (!found.agents.is_empty() || !found.rejected.is_empty())
+                .then(|| found.list_text(&models))
+        });
         let commands = Commands {
             peer: self.peer.clone(),
             session_id: self.open.id.clone(),
             custom: custom.clone(),
             skills: skills.clone(),
+            agents: agents_list.is_some(),
         };
         commands.send(manager.as_ref());
         // The MCP servers' prompts join the list once their servers have started, without
@@ -313,6 +320,7 @@ impl Worker {
             titles: Vec::new(),
             skills,
             custom,
+            agents_list,
         };
         let mut reply = None;
         for job in self.jobs.iter() {
@@ -338,6 +346,8 @@ struct Commands {
     session_id: String,
     custom: Arc<crate::skills::commands::Commands>,
     skills: Arc<crate::skills::Skills>,
+    /// Agent files were found: `/agents` lists them.
+    agents: bool,
 }
 
 impl Commands {
@@ -346,7 +356,7 @@ impl Commands {
     fn send(&self, mcp: Option<&crate::mcp::Manager>) {
         let prompts = mcp.map(|m| m.prompts()).unwrap_or_default();
         let cat = crate::skills::catalog::Catalog::new(&self.custom, &self.skills, prompts);
-        let commands = content::available_commands(&cat);
+        let commands = content::available_commands(&cat, self.agents);
         if !commands.is_empty() {
             self.peer.notify(
                 "session/update",
@@ -383,6 +393,8 @@ struct Session<'w, 's> {
     /// For prompts that start with a command's name.
     skills: Arc<crate::skills::Skills>,
     custom: Arc<crate::skills::commands::Commands>,
+    /// What `/agents` answers (None: no agent file was found).
+    agents_list: Option<String>,
 }
 
 impl Session<'_, '_> {
@@ -402,6 +414,21 @@ impl Session<'_, '_> {
         let mcp = self.agent.mcp.as_ref().map(|m| m.manager());
         let prompts = mcp.map(|m| m.prompts()).unwrap_or_default();
         let cat = crate::skills::catalog::Catalog::new(&self.custom, &self.skills, prompts);
+        // `/agents` is answered by crush, without the model, unless a command has that name.
+        if text.trim() == format!("/{}", content::AGENTS_COMMAND)
+            && !cat
+                .entries
+                .iter()
+                .any(|e| e.name == content::AGENTS_COMMAND)
+            && let Some(list) = &self.agents_list
+        {
+            self.w.peer.notify(
+                "session/update",
+                json!({"sessionId": self.w.open.id, "update": {"sessionUpdate": "agent_message_chunk",
+                    "content": {"type": "text", "text": format!("```\n{list}```\n")}}}),
+            );
+            return Ok(json!({"stopReason": "end_turn"}));
+        }
         let text = content::expand_command(&text, &cat, mcp).map_err(RpcError::invalid_params)?;
         let store = self.agent.store;
         // The session is stored with its first prompt: a session the editor opens and never

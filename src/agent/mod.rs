@@ -337,16 +337,10 @@ impl<'a> Agent<'a> {
         let allowed = s.config.config.permissions.allowed_tools.clone();
         let transcript = Some(transcript::Transcript::new(&s.config.data_dir, false));
         let bounds = Arc::new(session_bounds(&s.config, &s.hooks));
-        let custom_agents = subagent::discover_agents(&s.config);
-        let skills_prompt = if prompt::with_environment(&s.config) {
-            prompt::skills_section(&s.skills.prompt_listing())
-                + &subagent::agents_section(&custom_agents)
-        } else {
-            String::new()
-        };
+        let (system, skills_prompt, custom_agents) = prompt_parts(&s.config, &s.model, &s.skills);
         Agent {
             bounds,
-            system: prompt::for_config(&s.config, &s.model),
+            system,
             tools: subagent::main_agent_tools(&options.disabled_tools, s.lsp.as_ref()),
             permissions: Permissions::new(s.yolo, allowed),
             max_steps: options.max_steps.unwrap_or(100) as usize,
@@ -379,6 +373,48 @@ impl<'a> Agent<'a> {
             budget: None,
         }
     }
+}
+
+/// A main agent's system prompt, its skills and agents listing, and its custom agents.
+fn prompt_parts(
+    loaded: &crate::config::Loaded,
+    model: &ResolvedModel,
+    skills: &crate::skills::Skills,
+) -> (String, String, Vec<crate::agents::AgentDef>) {
+    let custom_agents = subagent::discover_agents(loaded, model);
+    let listing = if prompt::with_environment(loaded) {
+        prompt::skills_section(&skills.prompt_listing()) + &subagent::agents_section(&custom_agents)
+    } else {
+        String::new()
+    };
+    (prompt::for_config(loaded, model), listing, custom_agents)
+}
+
+/// The system prompt with the skills and agents listing after it.
+fn with_listing(system: &str, listing: &str) -> String {
+    let mut out = system.to_string();
+    if !listing.is_empty() {
+        out.push('\n');
+        out.push_str(listing);
+        out.push('\n');
+    }
+    out
+}
+
+/// The system prompt a new session on `model` sends (before any MCP server's instructions) and
+/// the names of the tools it offers, as `crush debug prompt` prints them.
+pub fn prompt_of_session(
+    loaded: &crate::config::Loaded,
+    model: &ResolvedModel,
+    skills: &crate::skills::Skills,
+    lsp: Option<&crate::tools::lsp::Lsp>,
+) -> (String, Vec<String>) {
+    let (system, listing, _) = prompt_parts(loaded, model, skills);
+    let tools = subagent::main_agent_tools(&loaded.config.options.disabled_tools, lsp)
+        .iter()
+        .map(|t| t.name().to_string())
+        .collect();
+    (with_listing(&system, &listing), tools)
 }
 
 /// The bounds of a main agent's file tools: crush's data directories, and the scripts its
@@ -501,12 +537,7 @@ impl Agent<'_> {
     /// The system prompt of a model call: the skills and the MCP servers' instructions
     /// added, as Go Crush adds them.
     fn system_with_mcp(&self) -> String {
-        let mut system = self.system.clone();
-        if !self.skills_prompt.is_empty() {
-            system.push('\n');
-            system.push_str(&self.skills_prompt);
-            system.push('\n');
-        }
+        let system = with_listing(&self.system, &self.skills_prompt);
         let Some(m) = &self.mcp else {
             return system;
         };

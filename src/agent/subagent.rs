@@ -153,17 +153,32 @@ fn system_as(parent_system: &str, intro: &str) -> String {
     }
 }
 
-/// The agent files of the configuration's folders (crush(1) AGENTS). A project's files count
-/// as trusted only when the user trusted the project for what it defines, or for this run.
-pub(super) fn discover_agents(loaded: &crate::config::Loaded) -> Vec<crate::agents::AgentDef> {
-    let t = &loaded.trust;
-    let trusted = t.trusted_once || (t.trusted && !t.items.is_empty());
-    let folders = crate::agents::folders(
-        &loaded.project_root,
-        &crate::paths::global_config_dir(),
-        &crate::paths::home(),
-    );
-    let found = crate::agents::discover(&folders, trusted, SUB_AGENT_TOOLS);
+/// The agent files of the configuration's folders (crush(1) AGENTS), those whose model cannot
+/// be had under a parent on `active` (None: not checked) moved to the rejected; with the model
+/// each alias stands for, by agent name.
+pub fn custom_agents(
+    loaded: &crate::config::Loaded,
+    active: Option<&crate::config::ResolvedModel>,
+) -> (crate::agents::Agents, Vec<(String, String)>) {
+    let mut found = crate::agents::for_config(loaded, SUB_AGENT_TOOLS);
+    let mut models = Vec::new();
+    if let Some(active) = active {
+        crate::agents::check_models(&mut found, active, loaded);
+        for a in &found.agents {
+            if let Ok(Some(m)) = crate::agents::resolve_model(&a.model, active, loaded) {
+                models.push((a.name.clone(), format!("{}/{}", m.provider.id, m.model.id)));
+            }
+        }
+    }
+    (found, models)
+}
+
+/// The usable agent files for a main agent on `active`; the others are logged with the reason.
+pub(super) fn discover_agents(
+    loaded: &crate::config::Loaded,
+    active: &crate::config::ResolvedModel,
+) -> Vec<crate::agents::AgentDef> {
+    let (found, _) = custom_agents(loaded, Some(active));
     for r in &found.rejected {
         crate::log::warn(&format!(
             "{} agent file {} not used: {}",
@@ -341,19 +356,41 @@ impl<'a> Agent<'a> {
                 None,
             );
         };
-        if def.model != crate::agents::ModelChoice::Inherit {
-            return (
-                ToolOutput::error(format!(
-                    "agent {kind:?} ({}) asks for a model of its own; crush runs agent files on the parent's model: set model: inherit",
-                    def.path.display()
-                )),
-                None,
-            );
-        }
+        let model = match self
+            .config
+            .as_ref()
+            .map(|loaded| crate::agents::resolve_model(&def.model, &self.model, loaded))
+        {
+            Some(Ok(m)) => m,
+            Some(Err(p)) => {
+                return (
+                    ToolOutput::error(format!(
+                        "agent {kind:?} ({}) cannot run: {p}",
+                        def.path.display()
+                    )),
+                    None,
+                );
+            }
+            None => None,
+        };
         self.run_child(assistant_id, tool_call_id, &title, prompt, sink, |a, id| {
             let mut child = a.child(id);
             child.tools = custom_tools(&a.tools, a.lsp.as_ref(), def.tools.as_deref());
             child.system = system_as(&a.system, &def.body);
+            if let Some(m) = model {
+                child.model = m;
+            }
+            // Added to the parent's rules; every other rule, hook and the sandbox hold as for
+            // the parent (crush(1) AGENTS).
+            child
+                .permissions
+                .allowed_tools
+                .extend(def.allowed_tools.iter().cloned());
+            // An agent file may name tools that change things: every hook sees its calls, not
+            // only those that opted in for the read-only built-in agent.
+            for h in &mut child.hooks.hooks {
+                h.include_sub_agents = true;
+            }
             child
         })
     }

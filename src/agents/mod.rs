@@ -1,7 +1,8 @@
 //! Custom sub-agents defined as files (crush(1) AGENTS): Markdown with YAML frontmatter in
 //! `<project>/.crush/agents/`, `<project>/.claude/agents/`, `~/.config/crush/agents/` and
 //! `~/.claude/agents/`. The frontmatter is Claude Code's (`name`, `description`, `tools`,
-//! `model`); the body is the agent's system prompt. Discovery is bounded like skills': each
+//! `model`) and crush's own `permissions`; the body is the agent's system prompt. Discovery is
+//! bounded like skills': each
 //! folder is read flat, at most [`MAX_FILES`] files of at most [`MAX_FILE_BYTES`] each, and
 //! a file that cannot be used is listed with the reason, never an error of the start.
 
@@ -48,6 +49,16 @@ pub enum ModelChoice {
     Exact { provider: String, model: String },
 }
 
+impl std::fmt::Display for ModelChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ModelChoice::Inherit => f.write_str("inherit"),
+            ModelChoice::Family(x) => f.write_str(x),
+            ModelChoice::Exact { provider, model } => write!(f, "{provider}/{model}"),
+        }
+    }
+}
+
 /// One usable agent.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentDef {
@@ -56,6 +67,9 @@ pub struct AgentDef {
     /// None: the default sub-agent's tools.
     pub tools: Option<Vec<String>>,
     pub model: ModelChoice,
+    /// `permissions.allowed_tools`: rules of `permissions.allowed_tools`' syntax added to the
+    /// parent's for this agent's calls (crush(1) AGENTS).
+    pub allowed_tools: Vec<String>,
     /// The system prompt.
     pub body: String,
     pub path: PathBuf,
@@ -70,6 +84,8 @@ pub enum Reason {
     MissingField(&'static str),
     BadName(String),
     UnknownModel(String),
+    /// The model cannot be had from the configured providers.
+    Model(ModelProblem),
     /// Another file of the same name was found first.
     Shadowed(PathBuf),
     /// An untrusted project's agent asks for more than the default sub-agent has.
@@ -91,6 +107,7 @@ impl std::fmt::Display for Reason {
                 f,
                 "model {m:?} is not inherit, sonnet, opus, haiku or PROVIDER/MODEL"
             ),
+            Reason::Model(p) => write!(f, "{p}"),
             Reason::Shadowed(by) => write!(f, "shadowed by {}", by.display()),
             Reason::Widens(what) => write!(
                 f,
@@ -99,6 +116,168 @@ impl std::fmt::Display for Reason {
             Reason::TooMany => write!(f, "more than {MAX_FILES} files in the folder"),
         }
     }
+}
+
+/// Why an agent's model cannot be had.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ModelProblem {
+    /// The active provider lists no model of the family.
+    NoFamily { family: String, provider: String },
+    /// `provider/model` names no model crush can call.
+    Unresolved { model: String, why: String },
+}
+
+impl std::fmt::Display for ModelProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ModelProblem::NoFamily { family, provider } => write!(
+                f,
+                "model {family}: provider {provider} has no {family} model in its catalog"
+            ),
+            ModelProblem::Unresolved { model, why } => write!(f, "model {model}: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for ModelProblem {}
+
+/// The version numbers of a model id, for "newest": the first run of short numbers among its
+/// words (`claude-sonnet-4-5-20250929` → 4, 5; `claude-3-7-sonnet` → 3, 7; `opus4-8` → 4, 8).
+fn version_of(id: &str) -> Vec<u32> {
+    let mut words: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    let mut digit = false;
+    for c in id.chars() {
+        let d = c.is_ascii_digit();
+        if !c.is_ascii_alphanumeric() || (!cur.is_empty() && d != digit) {
+            if !cur.is_empty() {
+                words.push(std::mem::take(&mut cur));
+            }
+            if !c.is_ascii_alphanumeric() {
+                continue;
+            }
+        }
+        digit = d;
+        cur.push(c);
+    }
+    if !cur.is_empty() {
+        words.push(cur);
+    }
+    let mut out = Vec::new();
+    for w in &words {
+        match w.parse::<u32>() {
+            Ok(n) if w.len() <= 2 => out.push(n),
+            _ if !out.is_empty() => break,
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Whether `id` is a model of `family`: the family is one of its words (`claude-opus4-8`).
+fn of_family(id: &str, family: &str) -> bool {
+    id.to_ascii_lowercase()
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .any(|w| w == family)
+}
+
+/// The newest model of `family` (`sonnet`, `opus`, `haiku`) among `models`: the highest
+/// version, then the shortest id (a plain model before its `-fast` or `-think` variant).
+pub fn newest_of_family<'m>(
+    family: &str,
+    models: &'m [crate::config::Model],
+) -> Option<&'m crate::config::Model> {
+    models
+        .iter()
+        .filter(|m| of_family(&m.id, family))
+        .max_by(|a, b| {
+            version_of(&a.id)
+                .cmp(&version_of(&b.id))
+                .then_with(|| b.id.len().cmp(&a.id.len()))
+                .then_with(|| b.id.cmp(&a.id))
+        })
+}
+
+/// The model an agent whose frontmatter says `choice` runs on, when its parent runs on
+/// `active` under `loaded`: None to inherit the parent's (crush(1) AGENTS).
+pub fn resolve_model(
+    choice: &ModelChoice,
+    active: &crate::config::ResolvedModel,
+    loaded: &crate::config::Loaded,
+) -> Result<Option<crate::config::ResolvedModel>, ModelProblem> {
+    let named = match choice {
+        ModelChoice::Inherit => return Ok(None),
+        ModelChoice::Family(family) => {
+            let m = newest_of_family(family, &active.provider.models).ok_or_else(|| {
+                ModelProblem::NoFamily {
+                    family: family.clone(),
+                    provider: active.provider.id.clone(),
+                }
+            })?;
+            format!("{}/{}", active.provider.id, m.id)
+        }
+        ModelChoice::Exact { provider, model } => {
+            if !loaded.providers().ready.iter().any(|p| &p.id == provider) {
+                return Err(ModelProblem::Unresolved {
+                    model: choice.to_string(),
+                    why: format!("provider {provider} is not configured or has no API key"),
+                });
+            }
+            format!("{provider}/{model}")
+        }
+    };
+    loaded
+        .resolve_model(Some(&named), false)
+        .map(Some)
+        .map_err(|e| ModelProblem::Unresolved {
+            model: choice.to_string(),
+            why: e.to_string(),
+        })
+}
+
+/// Moves the agents whose model cannot be had under a parent on `active` to the rejected.
+pub fn check_models(
+    found: &mut Agents,
+    active: &crate::config::ResolvedModel,
+    loaded: &crate::config::Loaded,
+) {
+    let (ok, bad): (Vec<AgentDef>, Vec<AgentDef>) = std::mem::take(&mut found.agents)
+        .into_iter()
+        .partition(|a| resolve_model(&a.model, active, loaded).is_ok());
+    found.agents = ok;
+    for a in bad {
+        if let Err(p) = resolve_model(&a.model, active, loaded) {
+            found.rejected.push(Rejected {
+                path: a.path,
+                origin: a.origin,
+                name: Some(a.name),
+                reason: Reason::Model(p),
+            });
+        }
+    }
+}
+
+/// The agent files of the configuration's folders under its trust (crush(1) AGENTS): a
+/// project's files may widen only when the user trusted what the project defines, or for
+/// this run.
+pub fn for_config(loaded: &crate::config::Loaded, default_tools: &[&str]) -> Agents {
+    let t = &loaded.trust;
+    let policy = Policy {
+        project_trusted: t.trusted_once || (t.trusted && !t.items.is_empty()),
+        default_tools,
+        project_providers: t
+            .items
+            .iter()
+            .filter_map(|i| i.key.strip_prefix("providers."))
+            .map(|p| p.split('.').next().unwrap_or(p).to_string())
+            .collect(),
+    };
+    let folders = folders(
+        &loaded.project_root,
+        &crate::paths::global_config_dir(),
+        &crate::paths::home(),
+    );
+    discover(&folders, &policy)
 }
 
 /// A file that is not used, and why.
@@ -117,23 +296,108 @@ pub struct Agents {
     pub rejected: Vec<Rejected>,
 }
 
+impl Agents {
+    /// `crush agents list` and `/agents`: each agent with its origin, tools and model (`models`:
+    /// the model an agent's alias stands for, by name), then each file not used and why.
+    pub fn list_text(&self, models: &[(String, String)]) -> String {
+        let mut out = String::new();
+        for a in &self.agents {
+            out.push_str(&format!("{}  [{}]  active\n", a.name, a.origin.label()));
+            out.push_str(&format!("    {}\n", a.path.display()));
+            out.push_str(&format!("    {}\n", a.description.replace('\n', " ")));
+            let tools = match &a.tools {
+                Some(t) => t.join(", "),
+                None => "the built-in sub-agent's (read-only)".into(),
+            };
+            out.push_str(&format!("    tools: {tools}\n    model: {}", a.model));
+            if let Some((_, m)) = models.iter().find(|(n, _)| *n == a.name) {
+                out.push_str(&format!(" ({m})"));
+            }
+            out.push('\n');
+            if !a.allowed_tools.is_empty() {
+                out.push_str(&format!(
+                    "    allowed without asking: {}\n",
+                    a.allowed_tools.join(", ")
+                ));
+            }
+        }
+        for r in &self.rejected {
+            let state = match &r.reason {
+                Reason::Shadowed(_) => "shadowed",
+                _ => "rejected",
+            };
+            let name = r.name.as_deref().unwrap_or("-");
+            out.push_str(&format!("{name}  [{}]  {state}\n", r.origin.label()));
+            out.push_str(&format!("    {}\n    {}\n", r.path.display(), r.reason));
+        }
+        if out.is_empty() {
+            out.push_str("No agent files found.\n");
+        }
+        out
+    }
+
+    /// `crush agents list --json`: one object per file, used or not.
+    pub fn list_json(&self, models: &[(String, String)]) -> serde_json::Value {
+        use serde_json::json;
+        let mut items: Vec<serde_json::Value> = self
+            .agents
+            .iter()
+            .map(|a| {
+                json!({
+                    "name": a.name,
+                    "state": "active",
+                    "description": a.description,
+                    "path": a.path,
+                    "origin": a.origin.label(),
+                    "tools": a.tools,
+                    "model": a.model.to_string(),
+                    "resolved_model": models.iter().find(|(n, _)| *n == a.name).map(|(_, m)| m),
+                    "allowed_tools": a.allowed_tools,
+                })
+            })
+            .collect();
+        items.extend(self.rejected.iter().map(|r| {
+            let state = match r.reason {
+                Reason::Shadowed(_) => "shadowed",
+                _ => "rejected",
+            };
+            json!({
+                "name": r.name,
+                "state": state,
+                "path": r.path,
+                "origin": r.origin.label(),
+                "reason": r.reason.to_string(),
+            })
+        }));
+        serde_json::Value::Array(items)
+    }
+}
+
 /// The four folders, in search order.
 pub fn folders(project_root: &Path, config_dir: &Path, home: &Path) -> Vec<(PathBuf, Origin)> {
+    let [crush, claude] = crate::config::trust::PROJECT_AGENT_DIRS;
     vec![
-        (project_root.join(".crush/agents"), Origin::Project),
-        (project_root.join(".claude/agents"), Origin::ClaudeProject),
+        (project_root.join(crush), Origin::Project),
+        (project_root.join(claude), Origin::ClaudeProject),
         (config_dir.join("agents"), Origin::User),
         (home.join(".claude/agents"), Origin::ClaudeUser),
     ]
 }
 
-/// Reads the agent files of `folders`; `default_tools` are the default sub-agent's, the most
-/// an untrusted project's agent may name (crush(1) AGENTS).
-pub fn discover(
-    folders: &[(PathBuf, Origin)],
-    project_trusted: bool,
-    default_tools: &[&str],
-) -> Agents {
+/// What a project's agent file may ask for (crush(1) AGENTS).
+#[derive(Debug, Clone, Default)]
+pub struct Policy<'a> {
+    /// The user trusted what the project defines (or passed --trust): its agents may widen.
+    pub project_trusted: bool,
+    /// The default sub-agent's tools: the most an untrusted project's agent may name.
+    pub default_tools: &'a [&'a str],
+    /// The providers the project's own files define: an untrusted project's agent may not
+    /// point its model at one.
+    pub project_providers: Vec<String>,
+}
+
+/// Reads the agent files of `folders` under `policy`.
+pub fn discover(folders: &[(PathBuf, Origin)], policy: &Policy) -> Agents {
     let mut out = Agents::default();
     for (dir, origin) in folders {
         let Ok(rd) = std::fs::read_dir(dir) else {
@@ -169,8 +433,8 @@ pub fn discover(
                 continue;
             }
             if origin.is_project()
-                && !project_trusted
-                && let Some(what) = widening(&def, default_tools)
+                && !policy.project_trusted
+                && let Some(what) = widening(&def, policy)
             {
                 out.rejected
                     .push(reject(Some(def.name), Reason::Widens(what)));
@@ -182,22 +446,41 @@ pub fn discover(
     out
 }
 
-/// What an agent asks beyond the default sub-agent: tools it lacks, or a model of its own.
-fn widening(def: &AgentDef, default_tools: &[&str]) -> Option<String> {
+/// What an agent asks beyond the default sub-agent: tools it lacks, a model of a provider the
+/// project defines, or permissions of its own.
+fn widening(def: &AgentDef, policy: &Policy) -> Option<String> {
     if let Some(tools) = &def.tools {
         let extra: Vec<&str> = tools
             .iter()
             .map(String::as_str)
-            .filter(|t| !default_tools.contains(t))
+            .filter(|t| !policy.default_tools.contains(t))
             .collect();
         if !extra.is_empty() {
             return Some(format!("tools {}", extra.join(", ")));
         }
     }
-    if let ModelChoice::Exact { provider, model } = &def.model {
-        return Some(format!("model {provider}/{model}"));
+    if let ModelChoice::Exact { provider, model } = &def.model
+        && policy.project_providers.contains(provider)
+    {
+        return Some(format!(
+            "model {provider}/{model} of a provider the project defines"
+        ));
+    }
+    if !def.allowed_tools.is_empty() {
+        return Some(format!(
+            "permissions.allowed_tools {}",
+            def.allowed_tools.join(", ")
+        ));
     }
     None
+}
+
+/// The rules of a comma list (`a, b`) or a YAML list.
+fn comma_list(s: &str) -> Vec<String> {
+    s.split(',')
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty())
+        .collect()
 }
 
 fn scalar<'a>(doc: &'a frontmatter::Document, key: &str) -> Option<&'a str> {
@@ -234,12 +517,7 @@ fn read_one(path: &Path, origin: Origin) -> Result<AgentDef, (Option<String>, Re
         .to_string();
     let tools = match doc.get("tools").map(|f| &f.value) {
         None | Some(Value::Scalar(None)) => None,
-        Some(Value::Scalar(Some(s))) => Some(
-            s.split(',')
-                .map(|t| t.trim().to_string())
-                .filter(|t| !t.is_empty())
-                .collect(),
-        ),
+        Some(Value::Scalar(Some(s))) => Some(comma_list(s)),
         Some(Value::List(l)) => Some(l.clone()),
         Some(_) => {
             return Err(named(Reason::Frontmatter(
@@ -258,11 +536,32 @@ fn read_one(path: &Path, origin: Origin) -> Result<AgentDef, (Option<String>, Re
             _ => return Err(named(Reason::UnknownModel(m.to_string()))),
         },
     };
+    let allowed_tools = match doc.get("permissions").map(|f| &f.value) {
+        None | Some(Value::Scalar(None)) => Vec::new(),
+        Some(Value::Map(m)) => {
+            let mut out = Vec::new();
+            for (k, v) in m {
+                if k != "allowed_tools" {
+                    return Err(named(Reason::Frontmatter(format!(
+                        "permissions.{k} is not a key crush knows (allowed_tools)"
+                    ))));
+                }
+                out.extend(comma_list(v));
+            }
+            out
+        }
+        Some(_) => {
+            return Err(named(Reason::Frontmatter(
+                "permissions is not a map with allowed_tools: a comma list".into(),
+            )));
+        }
+    };
     Ok(AgentDef {
         name,
         description,
         tools,
         model,
+        allowed_tools,
         body: doc.body.trim().to_string(),
         path: path.to_path_buf(),
         origin,

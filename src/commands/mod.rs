@@ -1,6 +1,7 @@
 //! One module per CLI command (crush(1) COMMANDS): each calls the layers below and returns the
 //! text to print; `main` prints it.
 
+pub mod agents;
 pub mod config;
 pub mod files;
 pub mod hooks;

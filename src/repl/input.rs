@@ -16,6 +16,7 @@ pub enum Slash {
     Permissions,
     Sandbox,
     Mcp,
+    Agents,
     Cost,
     Compact,
     Export,
@@ -80,6 +81,12 @@ pub const SLASH_COMMANDS: &[(Slash, &str, &str, &str)] = &[
         "mcp",
         "[add|rm NAME ...|login NAME]",
         "show the MCP servers, add or remove one for this run, or authorize one",
+    ),
+    (
+        Slash::Agents,
+        "agents",
+        "",
+        "list the custom sub-agents, where each was found, and the files not used",
     ),
     (Slash::Cost, "cost", "", "tokens and cost of this session"),
     (
@@ -606,6 +613,8 @@ mod tests {
             cmd(Slash::Permissions, "allow grep")
         );
         assert_eq!(parse("/q"), cmd(Slash::Quit, ""));
+        assert_eq!(parse("/agents"), cmd(Slash::Agents, ""));
+        assert_eq!(parse("/ag"), cmd(Slash::Agents, ""));
         assert_eq!(
             parse("/mcp:fs:review file=a.rs  b"),
             Input::McpPrompt {

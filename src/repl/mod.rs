@@ -1269,6 +1269,16 @@ impl Repl {
                     Err(e) => self.term.error(&e),
                 }
             }
+            Slash::Agents => match &self.agent.config {
+                Some(loaded) => {
+                    let (found, models) =
+                        crate::agent::subagent::custom_agents(loaded, Some(&self.agent.model));
+                    self.term.print(&found.list_text(&models));
+                }
+                None => self
+                    .term
+                    .error("no configuration to read the agent files from"),
+            },
             Slash::Cost => self.cost(),
             Slash::Compact => self.compact(),
             Slash::Export => self.export(args),

@@ -1129,3 +1129,50 @@ fn the_todos_tool_reaches_the_editor_as_a_plan() {
     );
     assert_eq!(ed.finish().0, 0);
 }
+
+#[test]
+fn the_editor_is_offered_agents_and_lists_the_agent_files_without_the_model() {
+    let server = FakeServer::start();
+    title_route(&server);
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::Anthropic);
+    env.write_project_file(
+        ".crush/agents/reviewer.md",
+        "---\nname: reviewer\ndescription: Reviews diffs.\ntools: view\n---\nReview.\n",
+    );
+    env.write_project_file(
+        ".claude/agents/runner.md",
+        "---\nname: runner\ndescription: Runs.\ntools: bash\n---\nRun.\n",
+    );
+    let mut ed = Editor::start(&env, &[], &[]);
+    ed.initialize(false);
+    let sid = ed.new_session(&env);
+    let offered = ed.until("the commands update", |v| {
+        v["params"]["update"]["sessionUpdate"] == "available_commands_update"
+    });
+    let commands = offered["params"]["update"]["availableCommands"].clone();
+    assert!(
+        commands
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["name"] == "agents"),
+        "{commands:#}"
+    );
+    let id = ed.prompt(&sid, "/agents");
+    assert_eq!(ed.result(id)["stopReason"], "end_turn");
+    let text: String = ed
+        .updates(&sid)
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+        .map(|u| u["content"]["text"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert!(text.contains("reviewer  [project]  active"), "{text}");
+    assert!(
+        text.contains("runner  [project (Claude Code)]  rejected\n"),
+        "{text}"
+    );
+    assert!(text.contains("the project is not trusted"), "{text}");
+    assert!(turn_requests(&server).is_empty(), "the model was called");
+    assert_eq!(ed.finish().0, 0);
+}

@@ -1,6 +1,7 @@
 //! Integration test modules. Add one `mod` line per file.
 
 mod acp;
+mod agents;
 mod at_rest;
 mod bedrock;
 mod budget;
