@@ -113,6 +113,20 @@ pub struct Catalog {
     pub origin: Origin,
 }
 
+/// Charm's Hyper as a provider (crush(1) LOGIN) for a catalog that has none: its endpoint and
+/// its default models; the rest of its models are listed by Hyper once signed in.
+const HYPER: &[u8] = include_bytes!("hyper.json");
+
+/// `catalog` with the Hyper entry when it has none.
+fn with_hyper(mut catalog: Catalog) -> Catalog {
+    if !catalog.providers.iter().any(|p| p.id.as_str() == "hyper")
+        && let Ok(p) = serde_json::from_slice::<Provider>(HYPER)
+    {
+        catalog.providers.push(p);
+    }
+    catalog
+}
+
 /// The embedded snapshot, decoded.
 pub fn embedded() -> Catalog {
     // The snapshot is checked by a unit test; an empty list is the worst a broken build can do.
@@ -143,10 +157,11 @@ impl Lazy {
     pub fn get(&self) -> &Catalog {
         self.cell.get_or_init(|| {
             let Some(settings) = &self.settings else {
-                return embedded();
+                return with_hyper(embedded());
             };
             let started = std::time::Instant::now();
             let (catalog, warnings) = load(settings);
+            let catalog = with_hyper(catalog);
             for w in warnings {
                 crate::ewriteln!("crush: warning: {}", crate::visible::text(&w));
             }

@@ -28,6 +28,17 @@ impl Provider {
         if !self.discover {
             return p;
         }
+        match self.endpoint.login.as_deref() {
+            Some(l) if l.provider == "copilot" => {
+                copilot(&mut p, l);
+                return p;
+            }
+            Some(l) if l.provider == "hyper" => {
+                hyper(&mut p, l);
+                return p;
+            }
+            _ => {}
+        }
         match listed(self) {
             Ok(ids) => {
                 for (id, window) in ids {
@@ -48,6 +59,80 @@ impl Provider {
         }
         p
     }
+}
+
+/// Adds the models of the Copilot subscription (crush(1) LOGIN) after those the catalog and the
+/// configuration know, and fills the windows they leave unknown. Why Copilot could not say is
+/// kept for [`Provider::discovery_failure`].
+fn copilot(p: &mut Provider, l: &crate::login::Credential) {
+    let listed = match l.copilot_models() {
+        Ok(m) => m,
+        Err(e) => {
+            let why = e.to_string();
+            crate::log::warn(&format!(
+                "provider '{}': cannot list its models: {why}",
+                p.id
+            ));
+            remember(&p.endpoint.base_url, Err(why));
+            return;
+        }
+    };
+    remember(
+        &p.endpoint.base_url,
+        Ok(listed
+            .iter()
+            .map(|m| (m.id.clone(), m.context_window))
+            .collect()),
+    );
+    for m in listed {
+        match p.models.iter_mut().find(|x| x.id == m.id) {
+            Some(known) if known.context_window == 0 => known.context_window = m.context_window,
+            Some(_) => {}
+            None => p.models.push(Model {
+                name: Some(m.name),
+                id: m.id,
+                context_window: m.context_window,
+                default_max_tokens: u32::try_from(m.max_output).unwrap_or(u32::MAX),
+                can_reason: m.reasoning,
+                supports_attachments: m.vision,
+                ..Default::default()
+            }),
+        }
+    }
+}
+
+/// Adds the models Hyper lists (crush(1) LOGIN) after those already known.
+fn hyper(p: &mut Provider, l: &crate::login::Credential) {
+    let listed = l.hyper_provider().map_err(|e| e.to_string()).and_then(|v| {
+        serde_json::from_value::<crate::catalog::Provider>(v)
+            .map_err(|e| format!("not a provider entry: {e}"))
+    });
+    match listed {
+        Ok(h) => {
+            remember(
+                &p.endpoint.base_url,
+                Ok(h.models
+                    .iter()
+                    .map(|m| (m.id.clone(), m.context_window))
+                    .collect()),
+            );
+            p.models = crate::catalog::merge_models(&p.models, &h.models);
+        }
+        Err(why) => {
+            crate::log::warn(&format!(
+                "provider '{}': cannot list its models: {why}",
+                p.id
+            ));
+            remember(&p.endpoint.base_url, Err(why));
+        }
+    }
+}
+
+fn remember(base: &str, r: Listing) {
+    let mut cache = LISTED.lock().unwrap_or_else(|e| e.into_inner());
+    cache
+        .get_or_insert_with(HashMap::new)
+        .insert(base.to_string(), r);
 }
 
 impl Provider {

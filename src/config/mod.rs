@@ -942,9 +942,11 @@ impl Loaded {
             ApiKind::OpenAi if !at_home => Some(false),
             _ => None,
         });
+        // A provider one signs in to lists the models it grants (crush(1) LOGIN).
         let discover = cat.is_none()
             && matches!(kind, ApiKind::OpenAi | ApiKind::OpenAiCompat)
-            && u.discover_models.unwrap_or(models.is_empty());
+            && u.discover_models.unwrap_or(models.is_empty())
+            || login.is_some() && u.discover_models != Some(false);
         Ok(Provider {
             id: id.to_string(),
             endpoint: Endpoint {
@@ -1289,11 +1291,16 @@ impl Loaded {
             }
         };
         let pick = |p: &Provider| -> ResolvedModel {
-            let model = p
-                .models
-                .iter()
-                .find(|m| m.id.eq_ignore_ascii_case(&model_id))
-                .cloned()
+            let find = |p: &Provider| {
+                p.models
+                    .iter()
+                    .find(|m| m.id.eq_ignore_ascii_case(&model_id))
+                    .cloned()
+            };
+            // A model the catalog lacks may be one the subscription grants (crush(1) LOGIN).
+            let signed_in = p.discover && p.endpoint.login.is_some();
+            let model = find(p)
+                .or_else(|| signed_in.then(|| find(&p.discovered())).flatten())
                 .unwrap_or_else(|| Model {
                     id: model_id.clone(),
                     ..Default::default()

@@ -31,11 +31,14 @@ pub struct Prepared {
 }
 
 /// Whether `ep` serves `model` through the Responses API: OpenAI's and Azure's models that
-/// have it, unless the configuration says otherwise; other servers only when it asks.
+/// have it, unless the configuration says otherwise; Copilot's models that it serves only that
+/// way (crush(1) LOGIN); other servers only when it asks.
 fn uses_responses(ep: &Endpoint, model: &str) -> bool {
     match ep.kind {
         ApiKind::OpenAi | ApiKind::Azure => ep.responses.unwrap_or(responses::supports(model)),
-        ApiKind::OpenAiCompat => ep.responses == Some(true),
+        ApiKind::OpenAiCompat => ep
+            .responses
+            .unwrap_or_else(|| ep.login.as_ref().is_some_and(|l| l.wants_responses(model))),
         _ => false,
     }
 }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 
-enum Body<'a> {
+pub(super) enum Body<'a> {
     None,
     Form(&'a [(&'a str, &'a str)]),
     Json(Value),
@@ -16,7 +16,7 @@ enum Body<'a> {
 
 /// Sends a request and returns (status, the JSON object answered). An answer that is not a JSON
 /// object (an HTML page from a proxy or a login wall) is an error naming what came.
-fn call(
+pub(super) fn call(
     method: &str,
     url: &str,
     auth: Option<&str>,

@@ -5,6 +5,7 @@
 //! before it expires, and once more when the server refuses it.
 
 pub mod browser;
+pub mod copilot;
 pub mod flow;
 pub mod store;
 
@@ -100,7 +101,8 @@ impl Settings {
     pub fn home(&self, provider: &str) -> Option<String> {
         match provider {
             "copilot" => Some(self.copilot_url.clone()),
-            "hyper" => Some(format!("{}/api/v1/fantasy", self.hyper_url)),
+            // Go Crush 0.90 calls Hyper's OpenAI-compatible API at `/v1`.
+            "hyper" => Some(format!("{}/v1", self.hyper_url)),
             _ => None,
         }
     }
@@ -152,6 +154,8 @@ pub struct Credential {
     pub origin: Origin,
     settings: Settings,
     token: Mutex<Token>,
+    /// Copilot's list of the subscription's models, once asked ([`copilot`]).
+    models: Mutex<Option<Vec<copilot::Listed>>>,
 }
 
 impl fmt::Debug for Credential {
@@ -177,6 +181,7 @@ impl Credential {
             origin,
             settings: settings.clone(),
             token: Mutex::new(token),
+            models: Mutex::new(None),
         };
         if let Some(t) = store::load(provider)? {
             return Ok(Some(make(Origin::Store, t)));
@@ -227,6 +232,32 @@ impl Credential {
             store::save(&self.provider, &t)?;
         }
         Ok(t.access_token.clone())
+    }
+
+    /// Hyper's own provider entry (`GET {hyper_url}/api/v1/provider`, Catwalk's shape, with
+    /// every model Hyper serves).
+    pub fn hyper_provider(&self) -> Result<Value, LoginError> {
+        self.get_json(&format!("{}/api/v1/provider", self.settings.hyper_url), &[])
+    }
+
+    /// `GET url` with the bearer token (a fresh one once when it is refused): the JSON object
+    /// answered.
+    fn get_json(&self, url: &str, headers: &[(String, String)]) -> Result<Value, LoginError> {
+        let mut fresh = false;
+        loop {
+            let bearer = format!("Bearer {}", self.get(fresh)?);
+            let (status, v) = flow::call("GET", url, Some(&bearer), headers, flow::Body::None)?;
+            match status {
+                200..=299 => return Ok(v),
+                401 if !fresh => fresh = true,
+                _ => {
+                    return Err(LoginError::Http {
+                        url: url.to_string(),
+                        message: format!("HTTP {status}"),
+                    });
+                }
+            }
+        }
     }
 
     fn relogin(&self, e: LoginError) -> LoginError {

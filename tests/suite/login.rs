@@ -299,3 +299,204 @@ fn an_untrusted_project_cannot_redirect_a_sign_in() {
         );
     }
 }
+
+/// Copilot's list of the subscription's models (`GET {copilot_url}/models`).
+fn copilot_models() -> Reply {
+    json_reply(json!({"object": "list", "data": [
+        {"id": "gpt-4o", "name": "GPT-4o", "model_picker_enabled": true,
+         "supported_endpoints": ["/chat/completions"],
+         "capabilities": {"type": "chat", "limits": {"max_context_window_tokens": 64000}}},
+        {"id": "gpt-7-codex", "name": "GPT-7 Codex", "model_picker_enabled": true,
+         "supported_endpoints": ["/responses"],
+         "capabilities": {"type": "chat", "limits": {"max_context_window_tokens": 300000,
+            "max_output_tokens": 64000}}},
+        {"id": "not-in-picker", "model_picker_enabled": false,
+         "capabilities": {"type": "chat"}}
+    ]}))
+}
+
+#[test]
+fn copilot_lists_the_subscriptions_models_and_serves_each_by_its_api() {
+    let server = FakeServer::with_script(vec![
+        Reply::text("by responses"),
+        Reply::text("by chat"),
+        Reply::text("gpt-5 by responses"),
+    ]);
+    let env = env_for(&server);
+    server.route(
+        "GET",
+        "/copilot_internal/v2/token",
+        json_reply(json!({"token": "tid=models", "expires_at": now() + 3600})),
+    );
+    let listings = server.route("GET", "/v1/models", copilot_models());
+    env.run(&["login", "copilot", "--token-stdin"], Some(GITHUB_TOKEN))
+        .assert_success();
+
+    // The list: the catalog's models and the subscription's, the picker's only.
+    let models = env.run(&["models"], None);
+    models.assert_success();
+    assert!(models.stdout.contains("gpt-7-codex"), "{}", models.stdout);
+    assert!(
+        !models.stdout.contains("not-in-picker"),
+        "{}",
+        models.stdout
+    );
+    let listed: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "GET" && r.path.ends_with("/v1/models"))
+        .collect();
+    assert_eq!(listed.len(), 1, "one listing per process");
+    assert_eq!(listed[0].header("authorization"), Some("Bearer tid=models"));
+    assert_eq!(
+        listed[0].header("copilot-integration-id"),
+        Some("vscode-chat")
+    );
+    assert_eq!(listed[0].header("openai-intent"), Some("model-access"));
+    let _ = listings;
+
+    // A model only the subscription knows, served only by the Responses API.
+    let run = env.run(&["run", "-m", "copilot/gpt-7-codex", "hello"], None);
+    run.assert_success();
+    assert!(run.stdout.contains("by responses"), "{}", run.stdout);
+    let last = server.last_request();
+    assert_eq!(last.dialect, Some(crate::support::Dialect::Responses));
+    assert!(last.path.ends_with("/v1/responses"), "{}", last.path);
+    assert_eq!(last.header("copilot-integration-id"), Some("vscode-chat"));
+
+    // A catalog model served by Chat Completions: no listing needed.
+    let before = server.requests().len();
+    let run = env.run(&["run", "-m", "copilot/gpt-4o", "hello"], None);
+    run.assert_success();
+    let new = &server.requests()[before..];
+    assert!(new.iter().all(|r| !r.path.ends_with("/v1/models")));
+    assert_eq!(
+        server.last_request().dialect,
+        Some(crate::support::Dialect::OpenAi)
+    );
+
+    // A gpt-5 model of the catalog goes to Responses without asking for the list.
+    let before = server.requests().len();
+    let run = env.run(&["run", "-m", "copilot/gpt-5.5", "hello"], None);
+    run.assert_success();
+    assert!(run.stdout.contains("gpt-5 by responses"), "{}", run.stdout);
+    let new = &server.requests()[before..];
+    assert!(new.iter().all(|r| !r.path.ends_with("/v1/models")));
+    assert_eq!(
+        server.last_request().dialect,
+        Some(crate::support::Dialect::Responses)
+    );
+}
+
+#[test]
+fn a_signed_in_token_reaches_no_hook_payload_and_no_crush_info_report() {
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call("crush_info", json!({})),
+        Reply::tool_call(
+            "bash",
+            json!({"command": "echo hi", "description": "say hi"}),
+        ),
+        Reply::text("done"),
+    ]);
+    let env = env_for(&server);
+    server.route(
+        "GET",
+        "/copilot_internal/v2/token",
+        json_reply(json!({"token": "tid=secret-copilot", "expires_at": now() + 3600})),
+    );
+    // Every hook event's payload (its stdin and environment) is kept as a file.
+    let dir = env.root().join("payloads");
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = env.root().join("keep.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nf={}/$$-$(date +%s%N)\ncat > \"$f.json\"\nenv > \"$f.env\"\nexit 0\n",
+            dir.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut cfg: Value = serde_json::from_str(
+        &std::fs::read_to_string(env.config_dir().join("crush.json")).unwrap(),
+    )
+    .unwrap();
+    let h = json!([{"matcher": "", "command": script.display().to_string()}]);
+    cfg["hooks"] = json!({"PreToolUse": h, "PostToolUse": h, "UserPromptSubmit": h, "Stop": h});
+    env.write_config(&cfg);
+    env.run(&["login", "copilot", "--token-stdin"], Some(GITHUB_TOKEN))
+        .assert_success();
+
+    let run = env.run(&["run", "-y", "--json", "check yourself"], None);
+    run.assert_success();
+    let payloads = std::fs::read_dir(&dir).unwrap().count();
+    assert!(payloads >= 6, "the hooks ran ({payloads} files)");
+    // crush_info's report went to the model: it names the sign-in, never the token.
+    let info = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.dialect.is_some())
+        .find(|r| r.body_text.contains("[providers]") || r.body_text.contains("copilot"))
+        .unwrap();
+    assert!(info.body_text.contains("copilot"));
+    let mut files = Vec::new();
+    all_text(env.root(), &mut files);
+    for secret in [GITHUB_TOKEN, "tid=secret-copilot"] {
+        assert!(!run.stdout.contains(secret) && !run.stderr.contains(secret));
+        for (p, text) in &files {
+            assert!(!text.contains(secret), "{secret} in {}", p.display());
+        }
+        for r in server.model_requests() {
+            assert!(!r.body_text.contains(secret), "{secret} sent to the model");
+        }
+    }
+}
+
+#[test]
+fn hyper_is_a_provider_with_its_own_entry_and_lists_its_models_once_signed_in() {
+    let server = FakeServer::with_script(vec![Reply::text("hyper answer")]);
+    let env = TestEnv::new();
+    env.write_config(&json!({"login": {"hyper_url": server.url()}}));
+    server.route(
+        "POST",
+        "/token/exchange",
+        json_reply(json!({"access_token": "hyp-access-1", "expires_in": 3600})),
+    );
+    server.route(
+        "GET",
+        "/api/v1/provider",
+        json_reply(
+            json!({"id": "hyper", "name": "Charm Hyper", "type": "openai-compat",
+            "models": [{"id": "hyper-only-model", "name": "Hyper Only", "context_window": 32000,
+                        "cost_per_1m_in": 1.0, "cost_per_1m_out": 2.0}]}),
+        ),
+    );
+    // Not signed in: the entry exists and says how to sign in.
+    let run = env.run(&["run", "-m", "hyper/qwen3.7-plus", "hello"], None);
+    assert!(!run.success());
+    assert!(run.stderr.contains("crush login hyper"), "{}", run.stderr);
+
+    env.run(&["login", "hyper", "--token-stdin"], Some("hyp-refresh-1"))
+        .assert_success();
+    // The default models come from crush's own entry: no model named, Hyper's default is used.
+    let run = env.run(&["run", "--json", "hello"], None);
+    run.assert_success();
+    let call = server.last_request();
+    assert!(call.path.ends_with("/v1/chat/completions"), "{}", call.path);
+    assert_eq!(call.header("authorization"), Some("Bearer hyp-access-1"));
+    assert_eq!(call.body["model"], "qwen3.7-plus");
+    // The models Hyper serves are listed once signed in.
+    let models = env.run(&["models"], None);
+    models.assert_success();
+    assert!(
+        models.stdout.contains("hyper-only-model"),
+        "{}",
+        models.stdout
+    );
+    let listing = server
+        .requests()
+        .into_iter()
+        .find(|r| r.path.ends_with("/api/v1/provider"))
+        .unwrap();
+    assert_eq!(listing.header("authorization"), Some("Bearer hyp-access-1"));
+}
