@@ -1289,15 +1289,21 @@ impl Loaded {
             }
         };
         let pick = |p: &Provider| -> ResolvedModel {
-            let model = p
-                .models
-                .iter()
-                .find(|m| m.id.eq_ignore_ascii_case(&model_id))
-                .cloned()
-                .unwrap_or_else(|| Model {
-                    id: model_id.clone(),
-                    ..Default::default()
-                });
+            let find = |p: &Provider| {
+                p.models
+                    .iter()
+                    .find(|m| m.id.eq_ignore_ascii_case(&model_id))
+                    .cloned()
+            };
+            // A model named but not listed with a window: its server may say what it is.
+            let model = match find(p) {
+                Some(m) if m.context_window > 0 || !p.discover => Some(m),
+                listed => find(&p.discovered()).or(listed),
+            }
+            .unwrap_or_else(|| Model {
+                id: model_id.clone(),
+                ..Default::default()
+            });
             ResolvedModel {
                 provider: p.clone(),
                 model,
