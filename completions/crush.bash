@@ -9,7 +9,7 @@ _crush() {
         esac
     done
     case "$cmd" in
-        run) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -s --session -C --continue -q --quiet --json --system-prompt --system-prompt-file --sandbox --auto --trust --no-project-hooks --attach --max-cost --max-cost-unpriced -o --output -h --help -v --verbose " -- "$cur")) ;;
+        run) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -s --session -C --continue -q --quiet --json --system-prompt --system-prompt-file --sandbox --auto --trust --no-project-hooks --attach --max-cost --max-cost-unpriced --compact -o --output -h --help -v --verbose " -- "$cur")) ;;
         init) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -q --quiet --trust -h --help " -- "$cur")) ;;
         sessions) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust --format -h --help list show last export diff delete rename" -- "$cur")) ;;
         hooks) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --trust --tool --input --prompt -h --help list test" -- "$cur")) ;;

@@ -74,6 +74,7 @@ complete -c crush -n '__fish_seen_subcommand_from stats' -l provider -r -d 'stat
 complete -c crush -n '__fish_seen_subcommand_from run' -l attach -r -d 'Attach FILE to the prompt (repeatable): text is sent inline with its name, a PNG, JPEG, GIF or WebP image as an image'
 complete -c crush -n '__fish_seen_subcommand_from run' -l max-cost -r -d 'Stop before a model call once this run has spent USD (exit 4; see BUDGET)'
 complete -c crush -n '__fish_seen_subcommand_from run' -l max-cost-unpriced -r -d 'Under a budget, call a model that has no price (default refuse)'
+complete -c crush -n '__fish_seen_subcommand_from run' -l compact -d 'With -s ID or -C: summarize the session first (as /compact does), then run the prompt if one is given'
 complete -c crush -n '__fish_seen_subcommand_from run' -s o -l output -r -d 'Also write the final message to FILE'
 complete -c crush -n '__fish_seen_subcommand_from hooks' -l tool -r -d 'The tool a hook event is about (e.g. bash): which hooks match, or the test call\'s tool'
 complete -c crush -n '__fish_seen_subcommand_from hooks' -l input -r -d 'The tool input of a hooks test, a JSON object (default {})'

@@ -592,6 +592,26 @@ pub fn retry_policy(loaded: &Loaded) -> RetryPolicy {
     policy
 }
 
+/// How long a local server may take to its first token unless `options.request_idle_timeout`
+/// says otherwise: a CPU reading a long prompt takes minutes (crush(1) CONFIGURATION).
+pub const LOCAL_FIRST_TOKEN_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// [`retry_policy`] for calls to `model`: a server on this machine or a private network gets
+/// [`LOCAL_FIRST_TOKEN_TIMEOUT`] for the response and the silences of its stream.
+pub fn retry_policy_for(loaded: &Loaded, model: &ResolvedModel) -> RetryPolicy {
+    let set = loaded.config.options.request_idle_timeout.is_some();
+    for_server(retry_policy(loaded), &model.provider.endpoint.base_url, set)
+}
+
+/// `policy` for a server at `base_url`; `idle_set`: the user chose the idle timeout.
+fn for_server(mut policy: RetryPolicy, base_url: &str, idle_set: bool) -> RetryPolicy {
+    if crate::net::is_local_url(base_url) && !idle_set {
+        policy.response_timeout = policy.response_timeout.max(LOCAL_FIRST_TOKEN_TIMEOUT);
+        policy.idle_timeout = policy.idle_timeout.max(LOCAL_FIRST_TOKEN_TIMEOUT);
+    }
+    policy
+}
+
 /// The agent for one session (`session_id` may be empty while the REPL has not created it yet).
 /// Its first model call waits `mcp_wait` for MCP servers still starting (None: until each has
 /// started or failed).
@@ -602,6 +622,7 @@ pub fn build_agent(
     yolo: bool,
     mcp_wait: Option<Duration>,
 ) -> Agent<'static> {
+    let policy = retry_policy_for(&ctx.loaded, &model);
     let mut agent = Agent::new(Setup {
         store: ctx.store,
         mcp: Some(crate::agent::McpTools::new(ctx.mcp.clone(), mcp_wait)),
@@ -609,7 +630,7 @@ pub fn build_agent(
         model,
         config: ctx.loaded.clone(),
         hooks: ctx.hooks.clone(),
-        policy: retry_policy(&ctx.loaded),
+        policy,
         cancel: crate::signal::interrupt_flag(),
         yolo,
         skills: ctx.skills.clone(),
@@ -649,6 +670,21 @@ pub fn load_hooks(loaded: &Loaded) -> Result<crate::hooks::HookConfig, AppError>
 mod tests {
     use super::*;
     use crate::agent::AgentError;
+
+    #[test]
+    fn a_local_server_waits_longer_for_its_first_token_unless_told_otherwise() {
+        let p = || RetryPolicy::default();
+        let local = for_server(p(), "http://127.0.0.1:8080/v1", false);
+        assert_eq!(local.response_timeout, LOCAL_FIRST_TOKEN_TIMEOUT);
+        assert_eq!(local.idle_timeout, LOCAL_FIRST_TOKEN_TIMEOUT);
+        let lan = for_server(p(), "http://192.168.1.5:11434/v1", false);
+        assert_eq!(lan.response_timeout, LOCAL_FIRST_TOKEN_TIMEOUT);
+        let remote = for_server(p(), "https://api.openai.com/v1", false);
+        assert_eq!(remote.response_timeout, p().response_timeout);
+        let told = for_server(p(), "http://127.0.0.1:8080/v1", true);
+        assert_eq!(told.response_timeout, p().response_timeout);
+        assert_eq!(told.idle_timeout, p().idle_timeout);
+    }
 
     #[test]
     fn a_turn_that_loses_its_session_exits_2_and_other_failures_1() {

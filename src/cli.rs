@@ -251,6 +251,13 @@ pub static FLAGS: &[Flag] = &[
         scope: Scope::Only(&["run"]),
     },
     Flag {
+        short: None,
+        long: "compact",
+        value: None,
+        help: "With -s ID or -C: summarize the session first (as /compact does), then run the prompt if one is given",
+        scope: Scope::Only(&["run"]),
+    },
+    Flag {
         short: Some('o'),
         long: "output",
         value: Some("FILE"),
@@ -799,6 +806,7 @@ where
                 }
             }
             "attach" => run.attach.push(PathBuf::from(value()?)),
+            "compact" => run.compact = true,
             "tool" => hooks.tool = Some(value()?),
             "input" => hooks.input = Some(value()?),
             "prompt" => hooks.prompt = Some(value()?),

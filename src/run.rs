@@ -29,6 +29,8 @@ pub struct RunArgs {
     pub max_cost: Option<f64>,
     /// `--max-cost-unpriced allow`: an unpriced model may run under a budget.
     pub allow_unpriced: bool,
+    /// `--compact`: summarize the resumed session before the prompt (or instead of one).
+    pub compact: bool,
 }
 
 /// Version of the `--json` event schema; bump on incompatible changes.
@@ -102,6 +104,14 @@ pub enum JsonEvent<'a> {
         cache_read_tokens: Option<u64>,
         cache_write_tokens: Option<u64>,
         /// USD; null when unpriced.
+        cost: Option<f64>,
+    },
+    /// `--compact` summarized the session.
+    Compacted {
+        v: u32,
+        session_id: &'a str,
+        summary_chars: usize,
+        /// USD of the summary call; null when unpriced.
         cost: Option<f64>,
     },
     Finish {
@@ -513,9 +523,15 @@ fn command_prompt(args: &[String], session: &app::OpenSession) -> Result<String,
 }
 
 pub fn run(global: &Global, args: &RunArgs) -> Result<ExitCode, AppError> {
+    if args.compact && global.session.is_none() && !global.continue_last {
+        return Err(AppError::Usage(
+            "--compact summarizes a session you continue: give -s ID or -C".into(),
+        ));
+    }
     let (attached, piped) = attachments(global, args, read_stdin_if_piped()?)?;
     let piped = piped.filter(|s| !s.trim().is_empty());
-    if args.prompt.join(" ").trim().is_empty() && piped.is_none() {
+    let no_prompt = args.prompt.join(" ").trim().is_empty() && piped.is_none();
+    if no_prompt && !args.compact {
         return Err(AppError::Usage(
             "no prompt: give one as arguments (crush run \"explain this\") or on stdin".into(),
         ));
@@ -533,6 +549,15 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<ExitCode, AppError> {
     }
 
     let mut session = app::open_session(global)?;
+    if args.compact {
+        let code = compact(&mut session, args);
+        if code != ExitCode::Success || no_prompt {
+            if let Some(m) = &session.agent.mcp {
+                m.manager().shutdown();
+            }
+            return Ok(code);
+        }
+    }
     let mut prompt = command_prompt(&args.prompt, &session)?;
     if let Some(s) = piped {
         prompt = if prompt.trim().is_empty() {
@@ -617,13 +642,49 @@ fn set_budget(agent: &mut crate::agent::Agent, args: &RunArgs) -> Result<(), App
     Ok(())
 }
 
-fn run_turn(
-    session: &mut app::OpenSession,
-    args: &RunArgs,
-    prompt: &str,
-    attached: Vec<Part>,
-) -> Result<ExitCode, AppError> {
-    let mut sink = RunSink {
+/// `crush run -s ID --compact` (or `-C --compact`): the session summarized as `/compact` does,
+/// reported on stderr (and as a `compacted` event with `--json`).
+fn compact(session: &mut app::OpenSession, args: &RunArgs) -> ExitCode {
+    let mut sink = new_sink(session, args);
+    if let Some(a) = sink.activity.as_mut() {
+        a.show("summarizing", None);
+    }
+    let got = session.agent.summarize(&mut sink);
+    sink.activity = None;
+    let sid = session.agent.session_id.clone();
+    match got {
+        Ok(summary) => {
+            if args.json {
+                sink.out.json(&JsonEvent::Compacted {
+                    v: JSON_SCHEMA_VERSION,
+                    session_id: &sid,
+                    summary_chars: summary.text.chars().count(),
+                    cost: summary.cost,
+                });
+            }
+            let cost = match summary.cost {
+                Some(c) => format!("${c:.4}"),
+                None => "unpriced".to_string(),
+            };
+            sink.note(&format!(
+                "crush: compacted session {sid}: it continues from a summary of {} characters (summary call: {cost})",
+                summary.text.chars().count()
+            ));
+            ExitCode::Success
+        }
+        Err(e) => {
+            crate::ewriteln!(
+                "crush: cannot compact session {sid}: {}; the session is unchanged",
+                crate::visible::text(&e.to_string())
+            );
+            ExitCode::Failure
+        }
+    }
+}
+
+/// The sink of a run: stdout as `args` say, the activity line on a terminal's stderr.
+fn new_sink(session: &app::OpenSession, args: &RunArgs) -> RunSink {
+    RunSink {
         out: Out,
         json: args.json,
         quiet: args.quiet,
@@ -643,7 +704,16 @@ fn run_turn(
             a.start();
             a
         }),
-    };
+    }
+}
+
+fn run_turn(
+    session: &mut app::OpenSession,
+    args: &RunArgs,
+    prompt: &str,
+    attached: Vec<Part>,
+) -> Result<ExitCode, AppError> {
+    let mut sink = new_sink(session, args);
     if args.json {
         sink.out.json(&JsonEvent::Session {
             v: JSON_SCHEMA_VERSION,
@@ -761,6 +831,13 @@ fn run_turn(
         Stop::Canceled => {
             crate::ewriteln!("crush: interrupted; the session {sid} was saved");
             crate::signal::interrupted()
+        }
+        Stop::Error(e) if e.is_context_overflow() => {
+            crate::ewriteln!(
+                "crush: {}\ncrush: the session {sid} no longer fits the model's context window; summarize it with: crush run -s {sid} --compact (or /compact in the REPL), then continue it",
+                crate::visible::text(&e.to_string())
+            );
+            ExitCode::Failure
         }
         Stop::Error(e) => {
             crate::ewriteln!(

@@ -231,7 +231,7 @@ impl Worker {
             self.open.fs,
             self.shared.cancel.clone(),
         ));
-        let policy = app::retry_policy(&loaded);
+        let policy = app::retry_policy_for(&loaded, &model);
         let lsp = app::language_servers(&loaded);
         let mut agent = Agent::new(Setup {
             store: &store,

@@ -505,7 +505,16 @@ impl Agent<'_> {
                         "{}/{}: model call failed: {e}",
                         self.model.provider.id, self.model.model.id
                     ));
-                    return CallEnd::Failed(self.model.explain(e), partial);
+                    // A stream cut at the window is an overflow (crush(1) USAGE AND COST).
+                    let answer = [Part::Text {
+                        text: partial.clone(),
+                    }];
+                    let est = llm::estimate_usage(&req, &answer);
+                    let e = self
+                        .model
+                        .explain(e)
+                        .at_window(est.input + est.output, self.model.model.context_window);
+                    return CallEnd::Failed(e, partial);
                 }
                 Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
                 Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {

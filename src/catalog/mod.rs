@@ -197,6 +197,7 @@ pub fn merge_models(user: &[Model], catalog: &[Model]) -> Vec<Model> {
             m.name = m.name.or(c.name);
             if m.context_window == 0 {
                 m.context_window = c.context_window;
+                m.window_source = c.window_source;
             }
             if m.default_max_tokens == 0 {
                 m.default_max_tokens = c.default_max_tokens;

@@ -145,6 +145,22 @@ pub struct Model {
     /// Where the prices came from: `Some("catalog")` for Catwalk's, None for the user's own.
     #[serde(skip)]
     pub price_source: Option<&'static str>,
+    /// Where the context window came from: `Some("catalog")`, `Some("server")` (the server's
+    /// metadata), `Some("fallback")` (a local server that tells none); None for the user's own.
+    #[serde(skip)]
+    pub window_source: Option<&'static str>,
+}
+
+impl Model {
+    /// Where the context window came from, for `crush models`: catalog, server, config,
+    /// fallback, or unknown (no window).
+    pub fn window_from(&self) -> &'static str {
+        match (self.context_window, self.window_source) {
+            (0, _) => "unknown",
+            (_, Some(s)) => s,
+            (_, None) => "config",
+        }
+    }
 }
 
 /// A model as Catwalk writes it: 0 for a price it does not know.
@@ -187,6 +203,7 @@ impl From<CatwalkModel> for Model {
             supports_attachments: m.supports_attachments,
             options: m.options,
             price_source: priced.then_some("catalog"),
+            window_source: Some("catalog"),
         }
     }
 }

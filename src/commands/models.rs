@@ -53,6 +53,8 @@ impl Row {
             "status": self.status,
             "role": self.role,
             "context_window": m.context_window,
+            // catalog, server, config, fallback or unknown (crush(1) CONFIGURATION).
+            "context_window_source": m.window_from(),
             "default_max_tokens": m.default_max_tokens,
             "can_reason": m.can_reason,
             "supports_attachments": m.supports_attachments,
@@ -224,8 +226,8 @@ pub fn render(rows: &[Row], query: Option<&str>, as_json: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<id_w$}  {:<name_w$}  {:>7}  {:>8}  {:>8}  STATUS",
-        "PROVIDER/MODEL", "NAME", "CONTEXT", "IN $/1M", "OUT $/1M"
+        "{:<id_w$}  {:<name_w$}  {:>7}  {:<8}  {:>8}  {:>8}  STATUS",
+        "PROVIDER/MODEL", "NAME", "CONTEXT", "FROM", "IN $/1M", "OUT $/1M"
     );
     for r in rows {
         let m = &r.model;
@@ -242,10 +244,11 @@ pub fn render(rows: &[Row], query: Option<&str>, as_json: bool) -> String {
             .collect();
         let _ = writeln!(
             out,
-            "{:<id_w$}  {:<name_w$}  {:>7}  {:>8}  {:>8}  {status}",
+            "{:<id_w$}  {:<name_w$}  {:>7}  {:<8}  {:>8}  {:>8}  {status}",
             r.full_id(),
             name,
             tokens(m.context_window),
+            if r.no_models { "-" } else { m.window_from() },
             price(m.cost_per_1m_in),
             price(m.cost_per_1m_out),
         );

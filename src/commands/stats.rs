@@ -14,11 +14,13 @@ pub const JSON_SCHEMA_VERSION: u32 = 1;
 fn totals_json(t: &Totals) -> Value {
     json!({
         "calls": t.calls,
-        "input_tokens": t.input_tokens,
-        "output_tokens": t.output_tokens,
-        "cache_read_tokens": t.cache_read_tokens,
-        "cache_write_tokens": t.cache_write_tokens,
+        // null when no call reported its usage: unknown is not zero.
+        "input_tokens": t.known(t.input_tokens),
+        "output_tokens": t.known(t.output_tokens),
+        "cache_read_tokens": t.known(t.cache_read_tokens),
+        "cache_write_tokens": t.known(t.cache_write_tokens),
         "unknown_usage_calls": t.unknown_usage_calls,
+        "estimated_calls": t.estimated_calls,
         "priced_calls": t.priced_calls,
         "unpriced_calls": t.unpriced_calls,
         // null when no call was priced: unpriced is not free.
@@ -69,15 +71,25 @@ pub fn cost_text(t: &Totals) -> String {
     }
 }
 
+/// A token sum as the text shows it: "unknown" when no call reported its usage, "N+?" when
+/// some did not (crush(1) USAGE AND COST).
+pub fn tokens_text(t: &Totals, sum: i64) -> String {
+    match t.known(sum) {
+        None => "unknown".into(),
+        Some(n) if t.unknown_usage_calls > 0 => format!("{n}+?"),
+        Some(n) => n.to_string(),
+    }
+}
+
 fn row(out: &mut String, name: &str, t: &Totals) {
     let _ = writeln!(
         out,
         "{name:<40} {:>6} {:>11} {:>10} {:>11} {:>11}  {}",
         t.calls,
-        t.input_tokens,
-        t.output_tokens,
-        t.cache_read_tokens,
-        t.cache_write_tokens,
+        tokens_text(t, t.input_tokens),
+        tokens_text(t, t.output_tokens),
+        tokens_text(t, t.cache_read_tokens),
+        tokens_text(t, t.cache_write_tokens),
         cost_text(t)
     );
 }
@@ -132,9 +144,13 @@ pub fn to_text(stats: &Stats) -> String {
     row(&mut out, "all calls", t);
     out.push_str(&unitemized_line(&stats.unitemized));
     if t.unknown_usage_calls > 0 {
+        let estimated = match t.estimated_calls {
+            0 => String::new(),
+            n => format!("; {n} estimated for the context meter, never counted here"),
+        };
         let _ = writeln!(
             out,
-            "({} calls reported no token usage: their tokens are unknown, not zero)",
+            "({} calls reported no token usage: their tokens are unknown, not zero{estimated})",
             t.unknown_usage_calls
         );
     }
@@ -207,15 +223,17 @@ pub fn to_csv(rows: &[(&str, String, &Totals)]) -> String {
     );
     for (scope, name, t) in rows {
         let cost = t.cost_usd().map(|c| format!("{c}")).unwrap_or_default();
+        // Unknown tokens, like an unpriced cost, are an empty field.
+        let n = |sum: i64| t.known(sum).map(|n| n.to_string()).unwrap_or_default();
         let name = format!("\"{}\"", name.replace('"', "\"\""));
         let _ = writeln!(
             out,
             "{scope},{name},{},{},{},{},{},{},{},{},{cost}",
             t.calls,
-            t.input_tokens,
-            t.output_tokens,
-            t.cache_read_tokens,
-            t.cache_write_tokens,
+            n(t.input_tokens),
+            n(t.output_tokens),
+            n(t.cache_read_tokens),
+            n(t.cache_write_tokens),
             t.unknown_usage_calls,
             t.priced_calls,
             t.unpriced_calls
@@ -385,6 +403,35 @@ mod tests {
             csv.ends_with("model,\"a\"\"b\",2,20,2,0,0,0,0,2,\n"),
             "{csv}"
         );
+    }
+
+    #[test]
+    fn unreported_tokens_are_unknown_not_zero() {
+        let all = Totals {
+            unknown_usage_calls: 2,
+            estimated_calls: 2,
+            ..totals(2, 0, 0.0)
+        };
+        let all = Totals {
+            input_tokens: 0,
+            output_tokens: 0,
+            ..all
+        };
+        assert_eq!(tokens_text(&all, all.input_tokens), "unknown");
+        let v = totals_json(&all);
+        assert_eq!(v["input_tokens"], Value::Null);
+        assert_eq!(v["cache_write_tokens"], Value::Null);
+        assert_eq!(v["estimated_calls"], 2);
+        assert!(to_csv(&[("total", "x".into(), &all)]).ends_with(",2,,,,,2,0,2,\n"));
+        // Some calls known: their sum, marked as partial.
+        let some = Totals {
+            unknown_usage_calls: 1,
+            ..totals(3, 0, 0.0)
+        };
+        assert_eq!(tokens_text(&some, some.input_tokens), "30+?");
+        assert_eq!(totals_json(&some)["input_tokens"], 30);
+        // No calls at all: nothing is unknown.
+        assert_eq!(totals_json(&Totals::default())["input_tokens"], 0);
     }
 
     #[test]

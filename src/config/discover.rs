@@ -12,9 +12,21 @@ use std::time::Duration;
 /// How long one listing may take (Go Crush gives discovery 3 s).
 const TIMEOUT: Duration = Duration::from_secs(3);
 
-/// A listing: the model ids with the context window the server gave (0: none), or why there
-/// are none.
-type Listing = Result<Vec<(String, u64)>, String>;
+/// The window assumed for a model of a local server that tells none (llama-cpp-python's server
+/// has no metadata endpoint): ollama's and llama.cpp's usual default (crush(1) CONFIGURATION).
+pub const FALLBACK_WINDOW: u64 = 4096;
+
+/// One listed model: its id, the context window the server gave (0: none) and where that came
+/// from.
+#[derive(Clone, Debug, PartialEq)]
+struct Listed {
+    id: String,
+    window: u64,
+    source: &'static str,
+}
+
+/// A listing, or why there is none.
+type Listing = Result<Vec<Listed>, String>;
 
 /// Listings so far, by base URL.
 static LISTED: Mutex<Option<HashMap<String, Listing>>> = Mutex::new(None);
@@ -22,7 +34,7 @@ static LISTED: Mutex<Option<HashMap<String, Listing>>> = Mutex::new(None);
 impl Provider {
     /// This provider with the models its server lists after the configured ones (those first),
     /// if it discovers its models; unchanged otherwise, or when the server cannot say (the
-    /// reason is logged).
+    /// reason is logged). A configured model without a context window takes the server's.
     pub fn discovered(&self) -> Provider {
         let mut p = self.clone();
         if !self.discover {
@@ -41,14 +53,20 @@ impl Provider {
         }
         match listed(self) {
             Ok(ids) => {
-                for (id, window) in ids {
-                    if !p.models.iter().any(|m| m.id == id) {
-                        p.models.push(Model {
-                            name: Some(id.clone()),
-                            id,
-                            context_window: window,
+                for l in ids {
+                    match p.models.iter_mut().find(|m| m.id == l.id) {
+                        Some(m) if m.context_window == 0 => {
+                            m.context_window = l.window;
+                            m.window_source = Some(l.source);
+                        }
+                        Some(_) => {}
+                        None => p.models.push(Model {
+                            name: Some(l.id.clone()),
+                            id: l.id,
+                            context_window: l.window,
+                            window_source: Some(l.source),
                             ..Default::default()
-                        });
+                        }),
                     }
                 }
             }
@@ -81,17 +99,25 @@ fn copilot(p: &mut Provider, l: &crate::login::Credential) {
         &p.endpoint.base_url,
         Ok(listed
             .iter()
-            .map(|m| (m.id.clone(), m.context_window))
+            .map(|m| Listed {
+                id: m.id.clone(),
+                window: m.context_window,
+                source: "server",
+            })
             .collect()),
     );
     for m in listed {
         match p.models.iter_mut().find(|x| x.id == m.id) {
-            Some(known) if known.context_window == 0 => known.context_window = m.context_window,
+            Some(known) if known.context_window == 0 => {
+                known.context_window = m.context_window;
+                known.window_source = Some("server");
+            }
             Some(_) => {}
             None => p.models.push(Model {
                 name: Some(m.name),
                 id: m.id,
                 context_window: m.context_window,
+                window_source: Some("server"),
                 default_max_tokens: u32::try_from(m.max_output).unwrap_or(u32::MAX),
                 can_reason: m.reasoning,
                 supports_attachments: m.vision,
@@ -113,7 +139,11 @@ fn hyper(p: &mut Provider, l: &crate::login::Credential) {
                 &p.endpoint.base_url,
                 Ok(h.models
                     .iter()
-                    .map(|m| (m.id.clone(), m.context_window))
+                    .map(|m| Listed {
+                        id: m.id.clone(),
+                        window: m.context_window,
+                        source: "server",
+                    })
                     .collect()),
             );
             p.models = crate::catalog::merge_models(&p.models, &h.models);
@@ -165,8 +195,9 @@ fn listed(p: &Provider) -> Listing {
 }
 
 /// Asks the server: OpenAI's `/models`, else ollama's `/api/tags`; then, for models listed
-/// with no context window (vLLM gives `max_model_len` in the list), LM Studio's
-/// `/api/v0/models` and llama.cpp's `/props` (crush(1) CONFIGURATION).
+/// with no context window (vLLM gives `max_model_len` in the list), ollama's `/api/show`, LM
+/// Studio's `/api/v0/models` and llama.cpp's `/props`; a local server that tells none gets
+/// [`FALLBACK_WINDOW`] (crush(1) CONFIGURATION).
 fn list(p: &Provider) -> Listing {
     let base = &p.endpoint.base_url;
     let url = crate::net::join_path(base, "/models");
@@ -175,25 +206,92 @@ fn list(p: &Provider) -> Listing {
     let first = get(p, &url).and_then(|v| {
         ids(&v, "data", "id").ok_or_else(|| format!("{}: not a model list", redact(&url)))
     });
-    let mut listed = match first {
-        Ok(l) => l,
+    let (mut listed, tags) = match first {
+        Ok(l) => (l, false),
         Err(why) => {
             let tags = format!("{root}/api/tags");
             match get(p, &tags).map(|v| ids(&v, "models", "name")) {
-                Ok(Some(ids)) => ids,
+                Ok(Some(ids)) => (ids, true),
                 _ => return Err(why),
             }
         }
     };
-    if listed.iter().any(|(_, w)| *w == 0) {
+    let missing = |l: &[Listed]| l.iter().any(|m| m.window == 0);
+    if missing(&listed) && (tags || is_ollama(p, root)) {
+        windows_from_ollama(p, root, &mut listed);
+    }
+    if missing(&listed) {
         windows_from_server(p, root, &mut listed);
+    }
+    if missing(&listed) && crate::net::is_local_url(base) {
+        let ids: Vec<&str> = listed
+            .iter()
+            .filter(|m| m.window == 0)
+            .map(|m| m.id.as_str())
+            .collect();
+        crate::ewriteln!(
+            "crush: provider '{}' does not say the context window of {}; assuming {FALLBACK_WINDOW} tokens (set providers.{}.models[].context_window to change it)",
+            p.id,
+            crate::visible::line(&ids.join(", ")),
+            p.id
+        );
+        for m in listed.iter_mut().filter(|m| m.window == 0) {
+            m.window = FALLBACK_WINDOW;
+            m.source = "fallback";
+        }
     }
     Ok(listed)
 }
 
+/// An ollama server answers `GET /api/version` with its version.
+fn is_ollama(p: &Provider, root: &str) -> bool {
+    get(p, &format!("{root}/api/version")).is_ok_and(|v| v["version"].is_string())
+}
+
+/// Fills the missing windows from ollama's `POST /api/show`: the model's `num_ctx` parameter
+/// (what the server runs it with) when set, else its architecture's `context_length`.
+fn windows_from_ollama(p: &Provider, root: &str, listed: &mut [Listed]) {
+    let url = format!("{root}/api/show");
+    for m in listed.iter_mut().filter(|m| m.window == 0) {
+        let Ok(v) = post(p, &url, &serde_json::json!({ "model": m.id })) else {
+            continue;
+        };
+        if let Some(n) = ollama_window(&v) {
+            m.window = n;
+            m.source = "server";
+        }
+    }
+}
+
+/// The window in an `/api/show` answer (see [`windows_from_ollama`]).
+fn ollama_window(v: &Value) -> Option<u64> {
+    let num_ctx = v["parameters"].as_str().and_then(|params| {
+        params.lines().find_map(|l| {
+            let mut w = l.split_whitespace();
+            (w.next() == Some("num_ctx"))
+                .then(|| w.next()?.parse::<u64>().ok())
+                .flatten()
+        })
+    });
+    let info = v["model_info"].as_object();
+    let arch = info
+        .and_then(|i| i.get("general.architecture"))
+        .and_then(Value::as_str);
+    let by_arch = arch
+        .and_then(|a| info?.get(&format!("{a}.context_length")))
+        .and_then(Value::as_u64);
+    let any = || {
+        info?
+            .iter()
+            .find(|(k, _)| k.ends_with(".context_length"))
+            .and_then(|(_, v)| v.as_u64())
+    };
+    num_ctx.or(by_arch).or_else(any).filter(|&n| n > 0)
+}
+
 /// Fills the missing windows from LM Studio's per-model list (the loaded context, else the
 /// model's maximum) or llama.cpp's one model (`default_generation_settings.n_ctx`).
-fn windows_from_server(p: &Provider, root: &str, listed: &mut [(String, u64)]) {
+fn windows_from_server(p: &Provider, root: &str, listed: &mut [Listed]) {
     if let Ok(v) = get(p, &format!("{root}/api/v0/models")) {
         for m in v["data"].as_array().into_iter().flatten() {
             let w = m["loaded_context_length"]
@@ -202,13 +300,13 @@ fn windows_from_server(p: &Provider, root: &str, listed: &mut [(String, u64)]) {
                 .unwrap_or(0);
             if let Some(entry) = listed
                 .iter_mut()
-                .find(|(id, win)| *win == 0 && m["id"].as_str() == Some(id))
+                .find(|l| l.window == 0 && m["id"].as_str() == Some(&l.id))
             {
-                entry.1 = w;
+                entry.window = w;
             }
         }
     }
-    if !listed.iter().any(|(_, w)| *w == 0) {
+    if !listed.iter().any(|l| l.window == 0) {
         return;
     }
     if let Ok(v) = get(p, &format!("{root}/props"))
@@ -216,8 +314,8 @@ fn windows_from_server(p: &Provider, root: &str, listed: &mut [(String, u64)]) {
             .as_u64()
             .or(v["n_ctx"].as_u64())
     {
-        for entry in listed.iter_mut().filter(|(_, w)| *w == 0) {
-            entry.1 = n;
+        for entry in listed.iter_mut().filter(|l| l.window == 0) {
+            entry.window = n;
         }
     }
 }
@@ -228,7 +326,7 @@ fn redact(url: &str) -> String {
 
 /// `v[list][*][key]` with the item's `max_model_len` (vLLM; 0 when absent), if `v[list]` is
 /// an array.
-fn ids(v: &Value, list: &str, key: &str) -> Option<Vec<(String, u64)>> {
+fn ids(v: &Value, list: &str, key: &str) -> Option<Vec<Listed>> {
     let items = v.get(list)?.as_array()?;
     Some(
         items
@@ -236,14 +334,27 @@ fn ids(v: &Value, list: &str, key: &str) -> Option<Vec<(String, u64)>> {
             .filter_map(|m| {
                 let id = m.get(key).and_then(Value::as_str)?;
                 let window = m["max_model_len"].as_u64().unwrap_or(0);
-                Some((id.to_string(), window))
+                Some(Listed {
+                    id: id.to_string(),
+                    window,
+                    source: "server",
+                })
             })
-            .filter(|(id, _)| !id.is_empty())
+            .filter(|l| !l.id.is_empty())
             .collect(),
     )
 }
 
 fn get(p: &Provider, url: &str) -> Result<Value, String> {
+    send(p, url, None)
+}
+
+fn post(p: &Provider, url: &str, body: &Value) -> Result<Value, String> {
+    send(p, url, Some(body))
+}
+
+/// A GET, or a POST of `body`, with the provider's key and headers; the answer's JSON.
+fn send(p: &Provider, url: &str, body: Option<&Value>) -> Result<Value, String> {
     let agent = crate::net::agent(
         url,
         crate::net::Timeouts {
@@ -252,14 +363,30 @@ fn get(p: &Provider, url: &str) -> Result<Value, String> {
             ..Default::default()
         },
     );
-    let mut rb = agent.get(url);
+    let mut headers: Vec<(&str, String)> = Vec::new();
     if let Some(k) = p.endpoint.api_key.as_deref().filter(|k| !k.is_empty()) {
-        rb = rb.header("authorization", format!("Bearer {k}"));
+        headers.push(("authorization", format!("Bearer {k}")));
     }
     for (k, v) in &p.endpoint.headers {
-        rb = rb.header(k.as_str(), v.as_str());
+        headers.push((k.as_str(), v.clone()));
     }
-    let resp = rb.call().map_err(|e| format!("{}: {e}", redact(url)))?;
+    let sent = match body {
+        None => {
+            let mut rb = agent.get(url);
+            for (k, v) in &headers {
+                rb = rb.header(*k, v.as_str());
+            }
+            rb.call()
+        }
+        Some(b) => {
+            let mut rb = agent.post(url).header("content-type", "application/json");
+            for (k, v) in &headers {
+                rb = rb.header(*k, v.as_str());
+            }
+            rb.send(b.to_string())
+        }
+    };
+    let resp = sent.map_err(|e| format!("{}: {e}", redact(url)))?;
     let status = resp.status().as_u16();
     if status != 200 {
         return Err(format!("{}: HTTP {status}", redact(url)));
@@ -271,4 +398,28 @@ fn get(p: &Provider, url: &str) -> Result<Value, String> {
         .read_to_string()
         .map_err(|e| format!("{}: {e}", redact(url)))?;
     serde_json::from_str(&text).map_err(|e| format!("{}: {e}", redact(url)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn ollama_num_ctx_wins_over_the_architecture_window() {
+        let show = json!({
+            "parameters": "stop \"<|im_end|>\"\nnum_ctx                        8192",
+            "model_info": {"general.architecture": "qwen2", "qwen2.context_length": 32768}
+        });
+        assert_eq!(ollama_window(&show), Some(8192));
+        let plain = json!({"model_info": {"general.architecture": "llama", "llama.context_length": 131072}});
+        assert_eq!(ollama_window(&plain), Some(131072));
+        let no_arch = json!({"model_info": {"gemma3.context_length": 8192}});
+        assert_eq!(ollama_window(&no_arch), Some(8192));
+        assert_eq!(
+            ollama_window(&json!({"model_info": {"llama.block_count": 32}})),
+            None
+        );
+        assert_eq!(ollama_window(&json!({})), None);
+    }
 }

@@ -14,6 +14,7 @@ pub mod dotenv;
 pub mod expand;
 pub mod json;
 pub mod layers;
+pub mod local;
 pub mod lsp;
 pub mod mcp;
 pub mod options;
@@ -638,6 +639,16 @@ enum Skip {
 }
 
 /// Prints each warning once per process: provider tables are built more than once a run.
+/// `msg` on stderr once per run, as a note.
+fn warn_once_note(msg: &str) {
+    static SEEN: std::sync::Mutex<std::collections::BTreeSet<String>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    if seen.insert(msg.to_string()) {
+        crate::ewriteln!("crush: {msg}");
+    }
+}
+
 fn warn_once(msg: &str) {
     static SEEN: std::sync::Mutex<std::collections::BTreeSet<String>> =
         std::sync::Mutex::new(std::collections::BTreeSet::new());
@@ -652,9 +663,30 @@ impl Loaded {
     /// (a provider skipped for a value that cannot expand, an unknown type) are warned about
     /// on stderr, once per run.
     pub fn providers(&self) -> ProviderTable {
-        let table = self.providers_with(&self.catalog.get().providers);
+        let mut table = self.providers_with(&self.catalog.get().providers);
         for u in table.unusable.iter().filter(|u| u.warn) {
             warn_once(&format!("provider '{}' skipped: {}", u.id, u.reason));
+        }
+        // No provider at all: a local server found on this machine, with options.auto_local.
+        if table.ready.is_empty()
+            && table.unusable.is_empty()
+            && self.config.options.auto_local
+            && let Some(found) = local::found()
+        {
+            let u = ProviderConfig {
+                kind: Some("openai-compat".into()),
+                base_url: Some(found.base_url.clone()),
+                ..Default::default()
+            };
+            if let Ok(p) = self.build_provider(local::PROVIDER_ID, &u, None, true) {
+                warn_once_note(&format!(
+                    "using the local model server at {} ({}) as provider '{}' (options.auto_local)",
+                    found.base_url,
+                    found.kind,
+                    local::PROVIDER_ID
+                ));
+                table.ready.push(p);
+            }
         }
         table
     }
@@ -1195,8 +1227,12 @@ impl Loaded {
                         file.display()
                     )
                 } else {
+                    let local = match local::found() {
+                        Some(f) if table.unusable.is_empty() => format!("\n{}", f.hint()),
+                        _ => String::new(),
+                    };
                     format!(
-                        "no provider configured{unusable}: set the API key of a catalog provider (e.g. ANTHROPIC_API_KEY or OPENAI_API_KEY; 'crush models' lists them all), or add a provider to {} (see 'man crush', CONFIGURATION)",
+                        "no provider configured{unusable}: set the API key of a catalog provider (e.g. ANTHROPIC_API_KEY or OPENAI_API_KEY; 'crush models' lists them all), or add a provider to {} (see 'man crush', CONFIGURATION){local}",
                         file.display()
                     )
                 },
@@ -1297,14 +1333,16 @@ impl Loaded {
                     .find(|m| m.id.eq_ignore_ascii_case(&model_id))
                     .cloned()
             };
-            // A model the catalog lacks may be one the subscription grants (crush(1) LOGIN).
-            let signed_in = p.discover && p.endpoint.login.is_some();
-            let model = find(p)
-                .or_else(|| signed_in.then(|| find(&p.discovered())).flatten())
-                .unwrap_or_else(|| Model {
-                    id: model_id.clone(),
-                    ..Default::default()
-                });
+            // A model named but not listed with a window: its server (or the subscription, crush(1)
+            // LOGIN) may say what it is.
+            let model = match find(p) {
+                Some(m) if m.context_window > 0 || !p.discover => Some(m),
+                listed => find(&p.discovered()).or(listed),
+            }
+            .unwrap_or_else(|| Model {
+                id: model_id.clone(),
+                ..Default::default()
+            });
             ResolvedModel {
                 provider: p.clone(),
                 model,

@@ -136,6 +136,13 @@ pub enum LlmError {
     /// No credentials to sign with, or the provider refused them. `refreshable`: signing in
     /// again may fix it (the provider's `aws_auth_refresh` is run once, then the call retried).
     Auth { message: String, refreshable: bool },
+    /// A stream cut short (`cause`) when the request, by crush's estimate, had filled the
+    /// model's context window: what a local server that reports no usage does on overflow.
+    Overflow {
+        estimated: u64,
+        window: u64,
+        cause: Box<LlmError>,
+    },
 }
 
 impl fmt::Display for LlmError {
@@ -181,6 +188,14 @@ impl fmt::Display for LlmError {
                 f,
                 "HTTP {status}: the server asks to wait {secs} s before retrying; try again later"
             ),
+            LlmError::Overflow {
+                estimated,
+                window,
+                cause,
+            } => write!(
+                f,
+                "{cause}, with the conversation (about {estimated} tokens, estimated) at the model's {window}-token context window"
+            ),
         }
     }
 }
@@ -194,10 +209,33 @@ impl LlmError {
         }
     }
 
+    /// This error, or an [`LlmError::Overflow`] when it cut the stream short (a dropped or
+    /// unfinished stream) while the request and the answer so far, `estimated` tokens, had
+    /// reached the model's `window` (0: unknown).
+    pub fn at_window(self, estimated: u64, window: u64) -> LlmError {
+        let cut = match &self {
+            LlmError::Truncated { .. } => true,
+            LlmError::Connect { message, .. } => message.contains("while streaming"),
+            _ => false,
+        };
+        if cut && window > 0 && estimated >= window {
+            LlmError::Overflow {
+                estimated,
+                window,
+                cause: Box::new(self),
+            }
+        } else {
+            self
+        }
+    }
+
     /// The provider refused the request because the conversation exceeds the model's context
     /// window (OpenAI `context_length_exceeded`, Anthropic "prompt is too long", llama.cpp and
     /// vLLM wordings).
     pub fn is_context_overflow(&self) -> bool {
+        if let LlmError::Overflow { .. } = self {
+            return true;
+        }
         let LlmError::Http {
             status, message, ..
         } = self

@@ -1189,6 +1189,9 @@ impl Repl {
             Stop::HookHalted(reason) => self
                 .term
                 .error(&format!("a hook halted the turn: {reason}")),
+            Stop::Error(e) if e.is_context_overflow() => self.term.error(&format!(
+                "{e}\nThe session no longer fits the model's context window: /compact summarizes it, then your next prompt continues from the summary."
+            )),
             Stop::Error(e) => self.term.error(&format!(
                 "{e}\nThe session was saved; your next prompt continues it."
             )),
@@ -1670,14 +1673,31 @@ impl Repl {
         } else {
             format!("${:.4}", s.cost)
         };
+        // Tokens a server did not report are unknown, never 0 (crush(1) USAGE AND COST).
+        let unknown = rows.iter().filter(|r| r.usage.is_none()).count();
+        let tokens = |n: i64| match unknown {
+            0 => n.to_string(),
+            u if u == rows.len() => "unknown (the server reported no usage)".to_string(),
+            u => format!("{n} (+ {u} call{} unknown)", if u == 1 { "" } else { "s" }),
+        };
+        // The context size comes from the last call that reported usage or was estimated.
+        let estimated = rows
+            .iter()
+            .rev()
+            .find(|r| r.usage.is_some() || r.price_source == "estimated")
+            .is_some_and(|r| r.usage.is_none());
+        let context = if estimated {
+            format!("~{} (estimated)", s.context_tokens)
+        } else {
+            s.context_tokens.to_string()
+        };
         let mut out = format!(
-            "session      {} “{}”\nmodel calls  {}\ntokens in    {}\ntokens out   {}\ncontext      {}\ncost         {cost}",
+            "session      {} “{}”\nmodel calls  {}\ntokens in    {}\ntokens out   {}\ncontext      {context}\ncost         {cost}",
             short_id(&s.id),
             s.title,
             rows.len(),
-            s.total_prompt_tokens,
-            s.total_completion_tokens,
-            s.context_tokens,
+            tokens(s.total_prompt_tokens),
+            tokens(s.total_completion_tokens),
         );
         out.push('\n');
         self.term.print(&out);

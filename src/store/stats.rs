@@ -20,6 +20,8 @@ pub struct Totals {
     pub cache_write_tokens: i64,
     /// Calls for which the provider reported no usage (NULL token columns).
     pub unknown_usage_calls: i64,
+    /// Of those, calls crush estimated for the context meter (`price_source` estimated).
+    pub estimated_calls: i64,
     /// Calls with a cost.
     pub priced_calls: i64,
     /// Calls without a cost (NULL): unpriced model, flat-rate provider, or unknown usage.
@@ -74,9 +76,15 @@ impl Totals {
         self.cache_read_tokens += o.cache_read_tokens;
         self.cache_write_tokens += o.cache_write_tokens;
         self.unknown_usage_calls += o.unknown_usage_calls;
+        self.estimated_calls += o.estimated_calls;
         self.priced_calls += o.priced_calls;
         self.unpriced_calls += o.unpriced_calls;
         self.cost += o.cost;
+    }
+
+    /// A token sum, or None when no call of these reported its usage: unknown, never 0.
+    pub fn known(&self, sum: i64) -> Option<i64> {
+        (self.calls == 0 || self.unknown_usage_calls < self.calls).then_some(sum)
     }
 
     /// The cost, or None when no call was priced (never a $0 for unpriced usage).
@@ -138,7 +146,8 @@ const AGGREGATES: &str = "COUNT(*),
         AND u.cache_read_tokens IS NULL AND u.cache_write_tokens IS NULL), 0),
     COALESCE(SUM(u.cost IS NOT NULL), 0),
     COALESCE(SUM(u.cost IS NULL), 0),
-    COALESCE(SUM(u.cost), 0.0)";
+    COALESCE(SUM(u.cost), 0.0),
+    COALESCE(SUM(u.price_source = 'estimated'), 0)";
 
 fn totals_from(r: &Row<'_>, offset: usize) -> rusqlite::Result<Totals> {
     Ok(Totals {
@@ -151,6 +160,7 @@ fn totals_from(r: &Row<'_>, offset: usize) -> rusqlite::Result<Totals> {
         priced_calls: r.get(offset + 6)?,
         unpriced_calls: r.get(offset + 7)?,
         cost: r.get(offset + 8)?,
+        estimated_calls: r.get(offset + 9)?,
     })
 }
 

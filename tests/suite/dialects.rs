@@ -2,7 +2,7 @@
 //! Gemini (Google's API and Vertex AI), Anthropic on Vertex AI, OpenAI's Responses API, Azure;
 //! and the model options each request carries (crush(1) CONFIGURATION, model options).
 
-use crate::support::{Dialect, FakeServer, Reply, TestEnv, ToolCall};
+use crate::support::{Dialect, FakeServer, Recorded, Reply, TestEnv, ToolCall};
 use serde_json::{Value, json};
 
 fn stats(env: &TestEnv) -> Value {
@@ -572,6 +572,113 @@ fn discovered_models_get_their_context_window_from_the_server() {
             ("b".to_string(), json!(65536)),
             ("c".to_string(), json!(32768)),
         ]
+    );
+}
+
+#[test]
+fn ollama_windows_come_from_api_show_and_a_silent_local_server_gets_the_fallback() {
+    let json_reply = |body: &str| Reply::raw(200, vec![("content-type", "application/json")], body);
+    let models = |env: &TestEnv, provider: &str| -> (Vec<(String, Value, Value)>, String) {
+        let out = env.run(&["models", provider, "--json"], None);
+        out.assert_success();
+        let v: Value = serde_json::from_str(&out.stdout).unwrap();
+        let rows = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                (
+                    m["model"].as_str().unwrap_or("").to_string(),
+                    m["context_window"].clone(),
+                    m["context_window_source"].clone(),
+                )
+            })
+            .collect();
+        (rows, out.stderr)
+    };
+    let env = TestEnv::new();
+    // ollama: /v1/models lists, /api/version tells it is ollama, /api/show per model.
+    let ollama = FakeServer::start();
+    ollama.route(
+        "GET",
+        "/v1/models",
+        json_reply(
+            r#"{"data":[{"id":"qwen2.5-coder:7b"},{"id":"llama3:8b"},{"id":"mine:latest"}]}"#,
+        ),
+    );
+    ollama.route("GET", "/api/version", json_reply(r#"{"version":"0.12.3"}"#));
+    let show = |model: &'static str, body: &'static str| {
+        (
+            move |r: &Recorded| {
+                r.method == "POST" && r.path == "/api/show" && r.body["model"] == model
+            },
+            json_reply(body),
+        )
+    };
+    for (pred, reply) in [
+        show(
+            "qwen2.5-coder:7b",
+            r#"{"model_info":{"general.architecture":"qwen2","qwen2.context_length":32768}}"#,
+        ),
+        show(
+            "llama3:8b",
+            r#"{"parameters":"num_ctx 8192\nstop \"<|eot_id|>\"","model_info":{"general.architecture":"llama","llama.context_length":131072}}"#,
+        ),
+    ] {
+        ollama.route_when(pred, vec![reply]);
+    }
+    // A model the user lists without a window takes the server's; one with a window keeps it.
+    env.write_config(&json!({"providers": {"ollama": {"type": "openai-compat",
+        "base_url": ollama.openai_base_url(), "discover_models": true,
+        "models": [{"id": "llama3:8b"}, {"id": "mine:latest", "context_window": 2048}]}}}));
+    let (rows, _) = models(&env, "ollama");
+    assert_eq!(
+        rows,
+        vec![
+            ("llama3:8b".into(), json!(8192), json!("server")),
+            ("mine:latest".into(), json!(2048), json!("config")),
+            ("qwen2.5-coder:7b".into(), json!(32768), json!("server")),
+        ],
+        "num_ctx wins over the architecture's window"
+    );
+    let shows: Vec<Value> = ollama
+        .requests()
+        .iter()
+        .filter(|r| r.path == "/api/show")
+        .map(|r| r.body["model"].clone())
+        .collect();
+    assert_eq!(
+        shows,
+        vec![
+            json!("qwen2.5-coder:7b"),
+            json!("llama3:8b"),
+            json!("mine:latest")
+        ],
+        "each listed model is asked once, with the model field"
+    );
+    let text = env.run(&["models", "ollama"], None);
+    assert!(text.stdout.contains(" FROM "), "{}", text.stdout);
+    assert!(
+        text.stdout
+            .lines()
+            .any(|l| l.contains("ollama/qwen2.5-coder:7b") && l.contains(" 32K  server ")),
+        "{}",
+        text.stdout
+    );
+
+    // llama-cpp-python: a list and nothing else; a local server gets the fallback, with a notice.
+    let silent = FakeServer::start();
+    silent.route("GET", "/v1/models", json_reply(r#"{"object":"list","data":[{"id":"smollm2","object":"model","owned_by":"me","permissions":[]}]}"#));
+    env.write_config(&json!({"providers": {"local": {"type": "openai-compat",
+        "base_url": silent.openai_base_url()}}}));
+    let (rows, stderr) = models(&env, "local");
+    assert_eq!(
+        rows,
+        vec![("smollm2".into(), json!(4096), json!("fallback"))]
+    );
+    assert!(
+        stderr.contains("provider 'local' does not say the context window of smollm2; assuming 4096 tokens (set providers.local.models[].context_window"),
+        "{stderr}"
     );
 }
 

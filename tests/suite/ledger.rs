@@ -311,7 +311,14 @@ fn usage_the_provider_did_not_report_is_unknown_not_zero() {
         assert_eq!(source, "estimated", "tokens unknown, the context estimated");
         let v: Value = serde_json::from_str(&env.run(&["stats", "--json"], None).stdout).unwrap();
         assert_eq!(v["total"]["unknown_usage_calls"], 1);
+        assert_eq!(v["total"]["estimated_calls"], 1);
         assert_eq!(v["total"]["cost"], Value::Null);
+        assert_eq!(v["total"]["input_tokens"], Value::Null, "unknown, not 0");
+        assert_eq!(v["models"][0]["output_tokens"], Value::Null);
+        let text = env.run(&["stats"], None).stdout;
+        let all = text.lines().find(|l| l.starts_with("all calls")).unwrap();
+        assert!(all.contains("unknown") && !all.contains(" 0 "), "{text}");
+        assert!(text.contains("1 estimated for the context meter"), "{text}");
     }
 }
 
@@ -904,4 +911,128 @@ fn a_history_refused_as_too_long_is_summarized_shortened_and_the_request_carried
         assert!(reqs[3].tool_results().is_empty());
         assert_totals_match_ledger(&db(&env));
     }
+}
+
+/// The `--json` events of a run.
+fn events(out: &crate::support::Output) -> Vec<Value> {
+    out.stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+#[test]
+fn an_overflow_the_summary_cannot_fix_names_compact_and_run_compact_fixes_it() {
+    let overflow = || {
+        Reply::api_error(
+            400,
+            "invalid_request_error",
+            "This model's maximum context length is 2048 tokens. However, you requested 2300 tokens.",
+        )
+    };
+    // The first turn fits; the second overflows, and so does the automatic summary.
+    let server = FakeServer::with_script(vec![Reply::text("first answer"), overflow(), overflow()]);
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::OpenAi);
+    env.run(&["run", "-q", "hello"], None).assert_success();
+    let sid = top_session(&db(&env));
+    let out = env.run(&["run", "-q", "-C", "more"], None);
+    out.assert_code(1);
+    assert!(
+        out.stderr.contains("summarizing it")
+            && out.stderr.contains(&format!(
+                "the session {sid} no longer fits the model's context window; summarize it with: crush run -s {sid} --compact (or /compact in the REPL)"
+            )),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(server.model_requests().len(), 3);
+
+    // --compact needs a session to continue.
+    let bare = env.run(&["run", "--compact"], None);
+    bare.assert_code(2);
+    assert!(bare.stderr.contains("give -s ID or -C"), "{}", bare.stderr);
+
+    // --compact alone: the summary, nothing else.
+    server.push_all(vec![Reply::text("SUMMARY: said hello.")]);
+    let out = env.run(&["run", "--json", "-s", &sid, "--compact"], None);
+    out.assert_success();
+    let ev = events(&out);
+    let compacted = ev
+        .iter()
+        .find(|e| e["type"] == "compacted")
+        .expect("a compacted event");
+    assert_eq!(compacted["session_id"], sid.as_str());
+    assert_eq!(compacted["summary_chars"], "SUMMARY: said hello.".len());
+    assert!(ev.iter().all(|e| e["type"] != "finish"), "no turn: {ev:?}");
+    assert!(
+        out.stderr.contains(&format!("compacted session {sid}")),
+        "{}",
+        out.stderr
+    );
+    let c = db(&env);
+    assert_eq!(
+        count(
+            &c,
+            "SELECT COUNT(*) FROM messages WHERE is_summary_message = 1"
+        ),
+        1
+    );
+    let reqs = server.model_requests();
+    assert!(
+        reqs[3]
+            .system_text()
+            .contains("summarizing a coding session")
+    );
+
+    // -C --compact PROMPT: the summary, then the prompt, from the summary.
+    server.push_all(vec![
+        Reply::text("SUMMARY: said hello twice."),
+        Reply::text("continued"),
+    ]);
+    let out = env.run(&["run", "-q", "-C", "--compact", "go on"], None);
+    out.assert_success();
+    assert_eq!(out.stdout, "continued\n");
+    let reqs = server.model_requests();
+    assert_eq!(reqs.len(), 6);
+    let users = reqs[5].user_texts().join("\n");
+    assert!(
+        users.contains("SUMMARY: said hello twice.") && !users.contains("hello\n"),
+        "{users}"
+    );
+}
+
+#[test]
+fn a_stream_cut_once_the_estimate_reached_the_window_is_an_overflow() {
+    // A server that reports no usage and drops the stream at its window: the estimate says
+    // why, the automatic summary runs, and the request goes on from it.
+    let cut = || {
+        Reply::text("")
+            .fault(crate::support::Fault::NoFinish)
+            .without_usage()
+    };
+    let server = FakeServer::with_script(vec![
+        cut(),
+        cut(),
+        cut(),
+        cut(),
+        Reply::text("SUMMARY: the user asked about x.").without_usage(),
+        Reply::text("answer from the summary").without_usage(),
+    ]);
+    let env = TestEnv::new();
+    // A 1000-token window: the system prompt and tools alone are past it.
+    env.write_config(&config(&server, Dialect::OpenAi, &env, 1_000, false));
+    let out = env.run_with_env(
+        &["run", "-q", "what is x?"],
+        &[("CRUSH_RETRY_BASE_MS", "1")],
+    );
+    out.assert_success();
+    assert_eq!(out.stdout, "answer from the summary\n");
+    assert!(
+        out.stderr
+            .contains("at the model's 1000-token context window")
+            && out.stderr.contains("summarizing it"),
+        "{}",
+        out.stderr
+    );
 }

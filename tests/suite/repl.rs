@@ -1133,3 +1133,37 @@ fn a_multi_line_command_is_shown_above_the_question_that_names_it() {
     );
     assert!(!env.project().join("a").exists());
 }
+
+#[test]
+fn cost_shows_unreported_tokens_as_unknown_and_the_context_as_estimated() {
+    let server = FakeServer::with_script(vec![Reply::text("hi there").without_usage()]);
+    server.route_when(
+        |r| r.system_text().contains(TITLE_MARK),
+        vec![Reply::text("Greeting").without_usage()],
+    );
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::OpenAi);
+    let out = repl(&env, &[], "hello\n/cost\n/quit\n");
+    out.assert_success();
+    assert!(
+        out.stdout
+            .contains("tokens in    unknown (the server reported no usage)"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("tokens out   unknown"),
+        "{}",
+        out.stdout
+    );
+    let context = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("context"))
+        .unwrap_or_default();
+    assert!(
+        context.starts_with("context      ~") && context.ends_with("(estimated)"),
+        "{}",
+        out.stdout
+    );
+}

@@ -391,6 +391,65 @@ fn no_provider_is_a_configuration_error() {
 }
 
 #[test]
+fn with_no_provider_a_local_server_is_named_and_used_with_auto_local() {
+    let server = FakeServer::with_script(vec![Reply::text("local answer")]);
+    server.route(
+        "GET",
+        "/v1/models",
+        Reply::raw(
+            200,
+            vec![("content-type", "application/json")],
+            r#"{"object":"list","data":[{"id":"smollm2","object":"model"}]}"#,
+        ),
+    );
+    let env = TestEnv::new();
+    // A closed port first: the first that answers is named.
+    let probe = format!("127.0.0.1:9,{}", server.addr());
+    let vars = [("CRUSH_LOCAL_PROBE", probe.as_str())];
+    let started = std::time::Instant::now();
+    let out = env.run_with_env(&["run", "hi"], &vars);
+    out.assert_code(2);
+    assert!(
+        out.stderr.contains(&format!(
+            "a local model server (a local server) answers at {}/v1: set \"options\": {{\"auto_local\": true}} to use it",
+            server.url()
+        )),
+        "{}",
+        out.stderr
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    assert!(server.model_requests().is_empty());
+
+    // options.auto_local: the server becomes provider 'local', its first model the default.
+    env.write_config(&json!({"options": {"auto_local": true}}));
+    let out = env.run_with_env(&["run", "-q", "hi"], &vars);
+    out.assert_success();
+    assert_eq!(out.stdout, "local answer\n");
+    assert!(
+        out.stderr.contains("using the local model server at")
+            && out
+                .stderr
+                .contains("as provider 'local' (options.auto_local)"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(server.model_requests()[0].body["model"], "smollm2");
+
+    // A provider configured: nothing is probed.
+    let other = FakeServer::with_script(vec![Reply::text("configured")]);
+    let env = TestEnv::new();
+    env.use_server(&other, Dialect::OpenAi);
+    let before = server.requests().len();
+    env.run_with_env(&["run", "-q", "hi"], &vars)
+        .assert_success();
+    assert_eq!(
+        server.requests().len(),
+        before,
+        "no probe with a provider configured"
+    );
+}
+
+#[test]
 fn invalid_config_names_file_line_and_column() {
     let env = TestEnv::new();
     std::fs::write(

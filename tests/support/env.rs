@@ -240,6 +240,8 @@ impl TestEnv {
             .env("CRUSH_GLOBAL_CONFIG", self.config_dir())
             .env("CRUSH_GLOBAL_DATA", self.data_dir())
             .env("CRUSH_DISABLE_PROVIDER_AUTO_UPDATE", "1")
+            // No test asks this machine's ollama, LM Studio or llama.cpp ports.
+            .env("CRUSH_LOCAL_PROBE", "")
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .current_dir(self.project());
         cmd
