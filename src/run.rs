@@ -145,6 +145,8 @@ struct RunSink {
     held: String,
     /// Text printed for the current model call (to replay-skip after a retry).
     call_printed: String,
+    /// How the current tool call's result is previewed (its tool says).
+    preview: crate::tools::Preview,
     /// After a retry: what the user already saw of the call, and the new call's text so far.
     replay: Option<String>,
     redo: String,
@@ -309,7 +311,13 @@ impl RunSink {
                     self.call_printed.clear();
                 }
             }
-            AgentEvent::ToolCall { id, name, input } => {
+            AgentEvent::ToolCall {
+                id,
+                name,
+                input,
+                view,
+            } => {
+                self.preview = view.preview;
                 self.release();
                 self.new_step = true;
                 self.call_printed.clear();
@@ -343,7 +351,9 @@ impl RunSink {
                     let first = content.lines().next().unwrap_or("");
                     self.note(&format!("[{name}] error: {first}"));
                 } else {
-                    for l in crate::tools::preview(&name, &content, crate::tools::PREVIEW_LINES) {
+                    for l in
+                        crate::tools::preview(self.preview, &content, crate::tools::PREVIEW_LINES)
+                    {
                         self.note(&format!("  {}", crate::visible::line(&l)));
                     }
                 }
@@ -630,6 +640,7 @@ fn run_turn(
         live: std::io::stdout().is_terminal(),
         held: String::new(),
         call_printed: String::new(),
+        preview: Default::default(),
         replay: None,
         redo: String::new(),
         printed_any: false,

@@ -267,7 +267,7 @@ impl Worker {
                     crate::log::warn(&format!("acp: cannot replay {}: {e}", self.open.id));
                     Vec::new()
                 });
-                for u in content::replay(&messages, &self.open.cwd) {
+                for u in content::replay(&messages, &self.open.cwd, &agent.tool_list()) {
                     self.peer.notify(
                         "session/update",
                         json!({"sessionId": self.open.id, "update": u}),

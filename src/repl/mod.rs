@@ -224,6 +224,8 @@ struct ReplSink<'a> {
     interrupted: bool,
     /// The user just refused a call: its error result needs no second line.
     refused: bool,
+    /// How the current call's result is previewed (its tool says).
+    preview: crate::tools::Preview,
     /// A new session's title, generated once its first prompt has passed the hooks.
     title: Option<TitleStart>,
     /// The accepted prompt's title, held back until the turn's first call or its end
@@ -298,6 +300,7 @@ impl<'a> ReplSink<'a> {
             interactive,
             interrupted: false,
             refused: false,
+            preview: Default::default(),
             title,
             held_title: None,
             titles,
@@ -381,7 +384,10 @@ impl Sink for ReplSink<'_> {
                     Some(std::time::Instant::now() + wait),
                 );
             }
-            AgentEvent::ToolCall { name, input, .. } => {
+            AgentEvent::ToolCall {
+                name, input, view, ..
+            } => {
+                self.preview = view.preview;
                 self.term
                     .tool_call(&name, &crate::tools::key_argument(&input));
                 self.term.begin_answer();
@@ -396,7 +402,8 @@ impl Sink for ReplSink<'_> {
                     self.term
                         .tool_error(&name, content.lines().next().unwrap_or(""));
                 } else if !is_error {
-                    let lines = crate::tools::preview(&name, &content, crate::tools::PREVIEW_LINES);
+                    let lines =
+                        crate::tools::preview(self.preview, &content, crate::tools::PREVIEW_LINES);
                     self.term.preview(&lines);
                 }
             }
