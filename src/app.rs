@@ -31,6 +31,8 @@ pub struct Global {
     pub sandbox: Option<String>,
     /// `--auto`: the auto approval mode, sandboxed.
     pub auto: bool,
+    /// `--plan`: start in plan mode (crush(1) PLAN MODE).
+    pub plan: bool,
 }
 
 #[derive(Debug)]
@@ -532,7 +534,8 @@ pub fn start_session(ctx: Context, global: &Global) -> Result<OpenSession<'stati
     let title = session.title.clone();
     let progress = ctx.loaded.config.options.progress != Some(false);
     // A non-interactive turn waits for every server to start or fail: runs are repeatable.
-    let agent = build_agent(&ctx, model, session.id, global.yolo, None);
+    let mut agent = build_agent(&ctx, model, session.id, global.yolo, None);
+    agent.plan_mode = global.plan;
     Ok(OpenSession {
         agent,
         title,

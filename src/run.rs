@@ -691,6 +691,13 @@ fn run_turn(
         }
     }
     let result: TurnResult = result?;
+    match session.agent.keep_plan(&result) {
+        Ok(Some((_, Some(file)))) if !args.quiet && !args.json => {
+            crate::ewriteln!("crush: the plan is in {}", file.display());
+        }
+        Ok(_) => {}
+        Err(e) => crate::ewriteln!("crush: {e}"),
+    }
     session.agent.session_end("other", &mut sink);
     if !args.json && sink.printed_any && sink.last_char != Some('\n') {
         sink.out.write("\n");

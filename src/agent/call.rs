@@ -494,7 +494,18 @@ impl Agent<'_> {
                 ));
                 (out, None)
             }
-            Some(tool) => self.hooked_call(tool, &id, &name, input, msg, sink)?,
+            Some(tool) => {
+                // A model that calls a tool plan mode does not offer.
+                let refused = self
+                    .all_tools()
+                    .nth(tool)
+                    .filter(|t| !self.offers(*t))
+                    .map(super::plan::refusal);
+                match refused {
+                    Some(out) => (out, None),
+                    None => self.hooked_call(tool, &id, &name, input, msg, sink)?,
+                }
+            }
         };
         session_config::apply(
             session_config::Parts {

@@ -10,6 +10,7 @@ mod error;
 mod fetch_agent;
 mod info;
 pub mod permissions;
+pub mod plan;
 pub mod prompt;
 pub mod session_config;
 pub mod subagent;
@@ -251,6 +252,8 @@ pub struct Agent<'a> {
     pub bounds: Arc<Bounds>,
     /// The spending limits (None: none; a sub-agent shares its parent's).
     pub budget: Option<budget::Budget>,
+    /// Plan mode (crush(1) PLAN MODE): only the read-only tools, and the planning prompt.
+    pub plan_mode: bool,
 }
 
 /// The tools of the session's MCP servers as the agent offers them: rebuilt before a model call
@@ -379,6 +382,7 @@ impl<'a> Agent<'a> {
             custom_agents: Arc::new(custom_agents),
             skills_info: Arc::new(s.skills.info()),
             budget: None,
+            plan_mode: false,
         }
     }
 }
@@ -534,6 +538,9 @@ impl Agent<'_> {
     /// added, as Go Crush adds them.
     fn system_with_mcp(&self) -> String {
         let mut system = self.system.clone();
+        if self.plan_mode {
+            system.push_str(plan::PLAN_PROMPT);
+        }
         if !self.skills_prompt.is_empty() {
             system.push('\n');
             system.push_str(&self.skills_prompt);

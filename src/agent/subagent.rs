@@ -332,6 +332,8 @@ impl<'a> Agent<'a> {
             bounds: self.bounds.clone(),
             // Its spend is the parent session's: the same limits hold.
             budget: self.budget.clone(),
+            // A planning agent's sub-agent plans too: no fetching.
+            plan_mode: self.plan_mode,
         }
     }
 

@@ -429,6 +429,7 @@ impl Agent<'_> {
     fn tool_specs(&self) -> Vec<ToolSpec> {
         let mut specs: Vec<ToolSpec> = self
             .all_tools()
+            .filter(|t| self.offers(*t))
             .map(|t| ToolSpec {
                 name: t.name().to_string(),
                 description: t.description(),

@@ -21,6 +21,7 @@ pub enum Slash {
     Export,
     History,
     Init,
+    Plan,
     Todos,
     Jobs,
     Undo,
@@ -105,6 +106,12 @@ pub const SLASH_COMMANDS: &[(Slash, &str, &str, &str)] = &[
         "init",
         "[NOTES]",
         "have the agent explore the project and write AGENTS.md (options.initialize_as)",
+    ),
+    (
+        Slash::Plan,
+        "plan",
+        "[off]",
+        "plan first: only read-only tools, then choose how to go on (see PLAN MODE)",
     ),
     (Slash::Todos, "todos", "", "show this session's task list"),
     (

@@ -337,7 +337,6 @@ pub trait Tool: Send + Sync {
     fn kind(&self) -> ToolKind;
     /// Whether a call changes nothing and reaches nothing outside the machine: no writes, no
     /// commands, no network. Plan mode offers only these (crush(1) PLAN MODE).
-    #[allow(dead_code)] // plan mode asks it (next change)
     fn read_only(&self) -> bool;
     /// Whether the built-in sub-agent, and an agent file that names no tools, get this tool:
     /// the tools that look around without changing anything.
