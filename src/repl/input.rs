@@ -111,7 +111,7 @@ pub const SLASH_COMMANDS: &[(Slash, &str, &str, &str)] = &[
         Slash::Plan,
         "plan",
         "[off]",
-        "plan first: only read-only tools, then choose how to go on (see PLAN MODE)",
+        "plan first with read-only tools, then choose how to go on",
     ),
     (Slash::Todos, "todos", "", "show this session's task list"),
     (
@@ -153,6 +153,8 @@ const ALIASES: &[(&str, Slash)] = &[
     ("exit", Slash::Quit),
     ("?", Slash::Help),
     ("s", Slash::Sessions),
+    // Before /plan came, /p was /permissions: it stays so.
+    ("p", Slash::Permissions),
 ];
 
 /// One complete input.

@@ -1675,7 +1675,7 @@ impl Repl {
                 return;
             }
         }
-        let question = "Plan ready: [1] start coding  [2] code without asking (--auto)  [3] revise the plan  [4] keep planning";
+        let question = "Plan ready: [1] code  [2] code, no asking  [3] revise  [4] keep planning";
         loop {
             let line = match self.lines.answer(&mut self.term, question) {
                 Got::Line(l) => l,

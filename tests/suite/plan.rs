@@ -137,7 +137,11 @@ fn the_repl_offers_four_choices_after_a_plan() {
     // Coding: all tools, no planning prompt.
     assert!(tool_names(&reqs[2]).iter().any(|n| n == "bash"));
     assert!(!system_text(&reqs[2]).contains("<plan_mode>"));
-    assert!(out.stderr.contains("[1] start coding"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("[1] code  [2] code, no asking"),
+        "{}",
+        out.stderr
+    );
     assert!(
         out.stderr.contains("coding, with the usual permissions"),
         "{}",
