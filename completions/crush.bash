@@ -9,7 +9,7 @@ _crush() {
         esac
     done
     case "$cmd" in
-        run) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -s --session -C --continue -q --quiet --json --system-prompt --system-prompt-file --sandbox --auto --trust --no-project-hooks --attach --max-cost --max-cost-unpriced --compact -o --output -h --help -v --verbose " -- "$cur")) ;;
+        run) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -s --session -C --continue -q --quiet --json --system-prompt --system-prompt-file --sandbox --auto --plan --trust --no-project-hooks --attach --max-cost --max-cost-unpriced --compact -o --output -h --help -v --verbose " -- "$cur")) ;;
         init) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -q --quiet --trust -h --help " -- "$cur")) ;;
         sessions) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust --format -h --help list show last export diff delete rename" -- "$cur")) ;;
         hooks) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --trust --tool --input --prompt -h --help list test" -- "$cur")) ;;
@@ -31,7 +31,7 @@ _crush() {
         logs) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -f --follow -t --tail --trust -h --help " -- "$cur")) ;;
         acp) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model --sandbox --auto --trust --no-project-hooks -h --help " -- "$cur")) ;;
         help) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --trust -h --help " -- "$cur")) ;;
-        *) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -s --session -C --continue -q --quiet --system-prompt --system-prompt-file --sandbox --auto --trust -h --help -v --version run init sessions hooks mcp login logout skills agents debug lsp config sandbox trust models update-providers stats dirs projects logs acp help" -- "$cur")) ;;
+        *) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -s --session -C --continue -q --quiet --system-prompt --system-prompt-file --sandbox --auto --plan --trust -h --help -v --version run init sessions hooks mcp login logout skills agents debug lsp config sandbox trust models update-providers stats dirs projects logs acp help" -- "$cur")) ;;
     esac
 }
 complete -o default -F _crush crush

@@ -35,6 +35,8 @@ pub struct Global {
     /// prompt): the runtime layer's options.system_prompt and options.system_prompt_file.
     pub system_prompt: Option<String>,
     pub system_prompt_file: Option<String>,
+    /// `--plan`: start in plan mode (crush(1) PLAN MODE).
+    pub plan: bool,
 }
 
 #[derive(Debug)]
@@ -545,7 +547,8 @@ pub fn start_session(ctx: Context, global: &Global) -> Result<OpenSession<'stati
     let title = session.title.clone();
     let progress = ctx.loaded.config.options.progress != Some(false);
     // A non-interactive turn waits for every server to start or fail: runs are repeatable.
-    let agent = build_agent(&ctx, model, session.id, global.yolo, None);
+    let mut agent = build_agent(&ctx, model, session.id, global.yolo, None);
+    agent.plan_mode = global.plan;
     Ok(OpenSession {
         agent,
         title,

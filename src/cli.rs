@@ -154,6 +154,13 @@ pub static FLAGS: &[Flag] = &[
     },
     Flag {
         short: None,
+        long: "plan",
+        value: None,
+        help: "Plan first: only read-only tools, and the model ends with a plan (see PLAN MODE)",
+        scope: Scope::Only(&["", "run"]),
+    },
+    Flag {
+        short: None,
         long: "mode",
         value: Some("MODE"),
         help: "sandbox: the mode to run in (read-only or workspace-write; default workspace-write)",
@@ -740,6 +747,7 @@ where
             "yolo" => global.yolo = true,
             "sandbox" => global.sandbox = Some(value()?),
             "auto" => global.auto = true,
+            "plan" => global.plan = true,
             "mode" => sandbox_mode = Some(value()?),
             "network" => network = true,
             "model" => global.model = Some(value()?),

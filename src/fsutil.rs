@@ -97,6 +97,11 @@ pub fn private_file(file: &Path, create: bool) -> io::Result<()> {
 /// directory, fsyncs it, renames it over `file` and syncs the directory. Shared by every file
 /// crush rewrites in place (projects.json, state.json, the provider catalog cache).
 pub fn write_atomic(file: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_atomic_mode(file, bytes, 0o600)
+}
+
+/// `write_atomic` with the file created at `mode` (before the umask).
+pub fn write_atomic_mode(file: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let dir = file
         .parent()
@@ -114,7 +119,7 @@ pub fn write_atomic(file: &Path, bytes: &[u8]) -> io::Result<()> {
         let mut f = OpenOptions::new()
             .write(true)
             .create_new(true)
-            .mode(0o600)
+            .mode(mode)
             .open(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;

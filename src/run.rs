@@ -155,6 +155,8 @@ struct RunSink {
     held: String,
     /// Text printed for the current model call (to replay-skip after a retry).
     call_printed: String,
+    /// How the current tool call's result is previewed (its tool says).
+    preview: crate::tools::Preview,
     /// After a retry: what the user already saw of the call, and the new call's text so far.
     replay: Option<String>,
     redo: String,
@@ -319,7 +321,13 @@ impl RunSink {
                     self.call_printed.clear();
                 }
             }
-            AgentEvent::ToolCall { id, name, input } => {
+            AgentEvent::ToolCall {
+                id,
+                name,
+                input,
+                view,
+            } => {
+                self.preview = view.preview;
                 self.release();
                 self.new_step = true;
                 self.call_printed.clear();
@@ -353,7 +361,9 @@ impl RunSink {
                     let first = content.lines().next().unwrap_or("");
                     self.note(&format!("[{name}] error: {first}"));
                 } else {
-                    for l in crate::tools::preview(&name, &content, crate::tools::PREVIEW_LINES) {
+                    for l in
+                        crate::tools::preview(self.preview, &content, crate::tools::PREVIEW_LINES)
+                    {
                         self.note(&format!("  {}", crate::visible::line(&l)));
                     }
                 }
@@ -691,6 +701,7 @@ fn new_sink(session: &app::OpenSession, args: &RunArgs) -> RunSink {
         live: std::io::stdout().is_terminal(),
         held: String::new(),
         call_printed: String::new(),
+        preview: Default::default(),
         replay: None,
         redo: String::new(),
         printed_any: false,
@@ -750,6 +761,13 @@ fn run_turn(
         }
     }
     let result: TurnResult = result?;
+    match session.agent.keep_plan(&result) {
+        Ok(Some((_, Some(file)))) if !args.quiet && !args.json => {
+            crate::ewriteln!("crush: the plan is in {}", file.display());
+        }
+        Ok(_) => {}
+        Err(e) => crate::ewriteln!("crush: {e}"),
+    }
     session.agent.session_end("other", &mut sink);
     if !args.json && sink.printed_any && sink.last_char != Some('\n') {
         sink.out.write("\n");

@@ -5,8 +5,9 @@
 use crate::llm::{Part, Role};
 use crate::mcp::{ServerSpec, TransportSpec};
 use crate::store::StoredMessage;
-use crate::tools::common::{resolve_in, truncate_middle};
+use crate::tools::common::{arg, shown_path, truncate_middle};
 use crate::tools::write::FileChange;
+use crate::tools::{CallView, LoopTool, RunMode, Tool, todos};
 use serde_json::{Value, json};
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -15,112 +16,26 @@ use std::path::{Path, PathBuf};
 /// model and the store have it whole).
 const SHOWN_RESULT: usize = 64 * 1024;
 
-/// ACP's kind of a tool, for the editor's icon.
-pub fn tool_kind(name: &str) -> &'static str {
-    match name {
-        "view" => "read",
-        "edit" | "multiedit" | "write" => "edit",
-        "ls" | "glob" | "grep" => "search",
-        "bash" => "execute",
-        "fetch" => "fetch",
-        "agent" | "todos" => "think",
-        _ => "other",
-    }
-}
-
-fn str_arg<'a>(input: &'a Value, key: &str) -> Option<&'a str> {
-    input
-        .get(key)
-        .and_then(Value::as_str)
-        .filter(|s| !s.trim().is_empty())
-}
-
-/// The first line of `s`, at most `max` characters, marked when cut.
-fn first_line(s: &str, max: usize) -> String {
-    let line = s.trim().lines().next().unwrap_or("");
-    let short: String = line.chars().take(max).collect();
-    if short.len() < s.trim().len() {
-        format!("{short}…")
-    } else {
-        short
-    }
-}
-
-/// `path` as the user reads it: relative to `cwd` when inside it.
-fn shown_path(cwd: &Path, raw: &str) -> String {
-    let p = resolve_in(cwd, raw);
-    let base = resolve_in(cwd, ".");
-    match p.strip_prefix(&base) {
-        Ok(rel) if !rel.as_os_str().is_empty() => rel.display().to_string(),
-        _ => p.display().to_string(),
-    }
-}
-
-/// The one line that names a call in the editor.
-pub fn tool_title(name: &str, input: &Value, cwd: &Path) -> String {
-    let path = |k: &str| str_arg(input, k).map(|p| shown_path(cwd, p));
-    let within = |k: &str| path(k).map(|p| format!(" in {p}")).unwrap_or_default();
-    match name {
-        "bash" => str_arg(input, "command")
-            .map(|c| first_line(c, 120))
-            .unwrap_or_else(|| "bash".into()),
-        "view" => match path("file_path") {
-            Some(p) => format!("Read {p}"),
-            None => "Read".into(),
-        },
-        "write" => format!("Write {}", path("file_path").unwrap_or_default()),
-        "edit" | "multiedit" => format!("Edit {}", path("file_path").unwrap_or_default()),
-        "ls" => format!("List {}", path("path").unwrap_or_else(|| ".".into())),
-        "glob" => format!(
-            "Find {}{}",
-            str_arg(input, "pattern").unwrap_or(""),
-            within("path")
-        ),
-        "grep" => format!(
-            "Search for {}{}",
-            first_line(str_arg(input, "pattern").unwrap_or(""), 80),
-            within("path")
-        ),
-        "fetch" => format!("Fetch {}", str_arg(input, "url").unwrap_or("")),
-        "agent" => format!(
-            "Sub-agent: {}",
-            first_line(str_arg(input, "prompt").unwrap_or(""), 80)
-        ),
-        "todos" => "Update the plan".into(),
-        other => other.to_string(),
-    }
-    .trim_end()
-    .to_string()
-}
-
-/// The files a call reads or changes (absolute), with the line it starts at when known.
-pub fn tool_locations(name: &str, input: &Value, cwd: &Path) -> Vec<Value> {
-    let key = match name {
-        "view" | "write" | "edit" | "multiedit" => "file_path",
-        "ls" | "glob" | "grep" => "path",
-        _ => return Vec::new(),
-    };
-    let Some(raw) = str_arg(input, key) else {
-        return Vec::new();
-    };
-    let mut loc = json!({"path": resolve_in(cwd, raw).display().to_string()});
-    if name == "view"
-        && let Some(offset) = input.get("offset").and_then(Value::as_u64)
-    {
-        loc["line"] = json!(offset + 1);
-    }
-    vec![loc]
-}
-
-/// The `tool_call` update that announces a call.
-pub fn tool_call(id: &str, name: &str, input: &Value, cwd: &Path, status: &str) -> Value {
+/// The `tool_call` update that announces a call, as its tool describes it (`view`).
+pub fn tool_call(id: &str, input: &Value, view: &CallView, status: &str) -> Value {
+    let locations: Vec<Value> = view
+        .locations
+        .iter()
+        .map(|l| {
+            let mut loc = json!({"path": l.path.display().to_string()});
+            if let Some(line) = l.line {
+                loc["line"] = json!(line);
+            }
+            loc
+        })
+        .collect();
     json!({
         "sessionUpdate": "tool_call",
         "toolCallId": id,
-        "title": tool_title(name, input, cwd),
-        "kind": tool_kind(name),
+        "title": view.title,
+        "kind": view.kind.acp_name(),
         "status": status,
-        "locations": tool_locations(name, input, cwd),
+        "locations": locations,
         "rawInput": input,
     })
 }
@@ -149,7 +64,7 @@ pub fn text_content(text: &str) -> Value {
 
 /// What the editor shows of a finished call: the diffs of the files it changed (the content
 /// crush wrote), else its result (cut when long; in a code block but for a sub-agent's prose).
-pub fn result_content(name: &str, content: &str, changes: &[FileChange]) -> Vec<Value> {
+pub fn result_content(view: &CallView, content: &str, changes: &[FileChange]) -> Vec<Value> {
     if !changes.is_empty() {
         return changes
             .iter()
@@ -163,7 +78,7 @@ pub fn result_content(name: &str, content: &str, changes: &[FileChange]) -> Vec<
         return Vec::new();
     }
     let shown = truncate_middle(content, SHOWN_RESULT, 0);
-    let text = if name == "agent" {
+    let text = if view.runs == RunMode::Loop(LoopTool::SubAgent) {
         shown
     } else {
         fenced(&shown, "")
@@ -173,7 +88,7 @@ pub fn result_content(name: &str, content: &str, changes: &[FileChange]) -> Vec<
 
 /// The `todos` tool's list as the editor's plan; None for any other call, or one that failed.
 pub fn plan(name: &str, input: &Value, is_error: bool) -> Option<Value> {
-    if name != "todos" || is_error {
+    if name != todos::NAME || is_error {
         return None;
     }
     // Some models send the array as a JSON string; the tool takes that too.
@@ -185,7 +100,7 @@ pub fn plan(name: &str, input: &Value, is_error: bool) -> Option<Value> {
         .as_array()?
         .iter()
         .filter_map(|t| {
-            let content = str_arg(t, "content")?;
+            let content = arg(t, "content")?;
             let status = t
                 .get("status")
                 .and_then(Value::as_str)
@@ -474,7 +389,7 @@ fn text_chunk(kind: &str, text: &str) -> Value {
 
 /// The updates that show a stored session as it went: the user's prompts and attachments, the
 /// answers, thoughts and tool calls with their results.
-pub fn replay(messages: &[StoredMessage], cwd: &Path) -> Vec<Value> {
+pub fn replay(messages: &[StoredMessage], cwd: &Path, tools: &[&dyn Tool]) -> Vec<Value> {
     // Each call's results by call id, in order: a provider may use one id in several steps.
     let mut results: HashMap<String, VecDeque<Value>> = HashMap::new();
     // The ids the editor was given, so that a reused one is told apart.
@@ -552,10 +467,14 @@ pub fn replay(messages: &[StoredMessage], cwd: &Path) -> Vec<Value> {
                         Some(_) => "completed",
                         None => "failed",
                     };
-                    let mut call = tool_call(id, name, &input, cwd, status);
+                    let view = match crate::tools::find(tools, name) {
+                        Some(t) => CallView::of(t, &input, cwd),
+                        None => CallView::unknown(name),
+                    };
+                    let mut call = tool_call(id, &input, &view, status);
                     let content = r.map(|r| match r["diff"].as_str() {
                         Some(d) if r["is_error"] != true => vec![text_content(&fenced(d, "diff"))],
-                        _ => result_content(name, r["content"].as_str().unwrap_or(""), &[]),
+                        _ => result_content(&view, r["content"].as_str().unwrap_or(""), &[]),
                     });
                     call["content"] = json!(content.unwrap_or_default());
                     out.push(call);
@@ -574,35 +493,104 @@ pub fn replay(messages: &[StoredMessage], cwd: &Path) -> Vec<Value> {
 mod tests {
     use super::*;
 
+    /// The built-in tools, as a session has them.
+    fn session_tools() -> Vec<&'static dyn Tool> {
+        let tools: &'static [Box<dyn Tool>] = Box::leak(every_tool().into_boxed_slice());
+        tools.iter().map(|t| t.as_ref()).collect()
+    }
+
+    /// Every tool a session may have, LSP ones included.
+    fn every_tool() -> Vec<Box<dyn Tool>> {
+        crate::agent::subagent::main_agent_tools(&[], None)
+            .into_iter()
+            .chain(crate::tools::lsp::Lsp::described())
+            .collect()
+    }
+
+    fn view_of(name: &str, input: &Value, cwd: &Path) -> CallView {
+        let tools = every_tool();
+        let t = tools.iter().find(|t| t.name() == name).unwrap();
+        CallView::of(t.as_ref(), input, cwd)
+    }
+
     #[test]
     fn calls_are_named_for_the_editor() {
         let dir = tempfile::tempdir().unwrap();
         let cwd = dir.path().canonicalize().unwrap();
-        let c = tool_call(
-            "t1",
-            "view",
-            &json!({"file_path": "src/a.rs", "offset": 9}),
-            &cwd,
-            "pending",
-        );
+        let input = json!({"file_path": "src/a.rs", "offset": 9});
+        let c = tool_call("t1", &input, &view_of("view", &input, &cwd), "pending");
         assert_eq!(c["title"], "Read src/a.rs");
         assert_eq!(c["kind"], "read");
         assert_eq!(
             c["locations"],
             json!([{"path": cwd.join("src/a.rs").display().to_string(), "line": 10}])
         );
+        let title = |name: &str, input: Value| view_of(name, &input, &cwd).title;
+        let kind = |name: &str| view_of(name, &json!({}), &cwd).kind.acp_name();
         assert_eq!(
-            tool_title("bash", &json!({"command": "cargo test\necho done"}), &cwd),
+            title("bash", json!({"command": "cargo test\necho done"})),
             "cargo test…"
         );
-        assert_eq!(tool_kind("bash"), "execute");
-        assert_eq!(
-            tool_title("edit", &json!({"file_path": "/etc/x"}), &cwd),
-            "Edit /etc/x"
+        assert_eq!(kind("bash"), "execute");
+        assert_eq!(title("edit", json!({"file_path": "/etc/x"})), "Edit /etc/x");
+        assert_eq!(CallView::unknown("mcp_fs_read").kind.acp_name(), "other");
+        assert_eq!(title("ls", json!({})), "List .");
+        assert!(
+            view_of("bash", &json!({"command": "ls"}), &cwd)
+                .locations
+                .is_empty()
         );
-        assert_eq!(tool_kind("mcp_fs_read"), "other");
-        assert_eq!(tool_title("ls", &json!({}), &cwd), "List .");
-        assert!(tool_locations("bash", &json!({"command": "ls"}), &cwd).is_empty());
+    }
+
+    #[test]
+    fn lsp_rename_and_download_show_as_what_they_are() {
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = dir.path().canonicalize().unwrap();
+        let call = |id: &str, name: &str, input: &str| Part::ToolCall {
+            id: id.into(),
+            name: name.into(),
+            input: input.into(),
+            provider_executed: false,
+            finished: true,
+        };
+        let msgs = vec![StoredMessage {
+            id: String::new(),
+            session_id: String::new(),
+            seq: 0,
+            role: Role::Assistant,
+            parts: vec![
+                call(
+                    "r",
+                    "lsp_rename",
+                    r#"{"symbol":"old","new_name":"new","path":"src/a.rs"}"#,
+                ),
+                call(
+                    "d",
+                    "download",
+                    r#"{"url":"http://h/x.tgz","file_path":"x.tgz"}"#,
+                ),
+            ],
+            model: None,
+            provider: None,
+            created_at: 0,
+        }];
+        let tools = every_tool();
+        let tools: Vec<&dyn Tool> = tools.iter().map(|t| t.as_ref()).collect();
+        let u = replay(&msgs, &cwd, &tools);
+        assert_eq!(u[0]["kind"], "edit");
+        assert_eq!(u[0]["title"], "Rename old to new");
+        assert_eq!(
+            u[0]["locations"][0]["path"],
+            cwd.join("src/a.rs").display().to_string()
+        );
+        assert_eq!(u[1]["kind"], "fetch");
+        assert_eq!(u[1]["title"], "Download http://h/x.tgz to x.tgz");
+        // Without the session's tools, a call is only its name.
+        let u = replay(&msgs, &cwd, &[]);
+        assert_eq!(
+            (u[0]["kind"].as_str(), u[0]["title"].as_str()),
+            (Some("other"), Some("lsp_rename"))
+        );
     }
 
     #[test]
@@ -800,7 +788,7 @@ mod tests {
                 ],
             ),
         ];
-        let u = replay(&msgs, &cwd);
+        let u = replay(&msgs, &cwd, &session_tools());
         let kinds: Vec<&str> = u
             .iter()
             .map(|u| u["sessionUpdate"].as_str().unwrap())
@@ -864,7 +852,7 @@ mod tests {
                 },
             ));
         }
-        let u = replay(&msgs, dir.path());
+        let u = replay(&msgs, dir.path(), &session_tools());
         assert_eq!(u.len(), 2);
         assert_eq!(u[0]["status"], "completed");
         assert_eq!(u[0]["content"][0]["content"]["text"], "```\nfirst\n```");

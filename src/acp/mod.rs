@@ -234,17 +234,19 @@ impl Acp {
             "session/prompt" => self.prompt(id, p),
             "session/set_mode" => {
                 let h = self.session(p)?;
-                let yolo = match string(p, "modeId")? {
-                    "default" => false,
-                    "yolo" => true,
+                let (yolo, plan) = match string(p, "modeId")? {
+                    "default" => (false, false),
+                    "yolo" => (true, false),
+                    "plan" => (false, true),
                     other => {
                         return Err(RpcError::invalid_params(format!(
-                            "unknown mode \"{other}\" (default or yolo)"
+                            "unknown mode \"{other}\" (default, yolo or plan)"
                         )));
                     }
                 };
-                // The next turn asks, or does not.
+                // The next turn asks, or does not; plans, or does not.
                 h.shared.yolo.store(yolo, Ordering::SeqCst);
+                h.shared.plan.store(plan, Ordering::SeqCst);
                 self.peer.respond(id, Ok(json!({})));
                 Ok(())
             }

@@ -51,6 +51,8 @@ pub struct Shared {
     pub busy: AtomicBool,
     /// The session's mode: every tool call allowed without asking.
     pub yolo: AtomicBool,
+    /// The session's mode: planning (crush(1) PLAN MODE).
+    pub plan: AtomicBool,
     /// The id of the running prompt's request (`$/cancel_request` names it).
     pub prompt_request: Mutex<Option<Value>>,
 }
@@ -61,6 +63,7 @@ impl Shared {
             cancel: Arc::new(AtomicBool::new(false)),
             busy: AtomicBool::new(false),
             yolo: AtomicBool::new(yolo),
+            plan: AtomicBool::new(false),
             prompt_request: Mutex::new(None),
         }
     }
@@ -83,6 +86,8 @@ pub fn modes(yolo: bool) -> Value {
     json!({
         "currentModeId": if yolo { "yolo" } else { "default" },
         "availableModes": [
+            {"id": "plan", "name": "Plan",
+             "description": "Investigate with read-only tools only and end with a plan; nothing is changed"},
             {"id": "default", "name": "Ask",
              "description": "Ask before a tool call that writes, runs a command or fetches, unless the configuration allows it"},
             {"id": "yolo", "name": "Yolo",
@@ -267,7 +272,7 @@ impl Worker {
                     crate::log::warn(&format!("acp: cannot replay {}: {e}", self.open.id));
                     Vec::new()
                 });
-                for u in content::replay(&messages, &self.open.cwd) {
+                for u in content::replay(&messages, &self.open.cwd, &agent.tool_list()) {
                     self.peer.notify(
                         "session/update",
                         json!({"sessionId": self.open.id, "update": u}),
@@ -440,6 +445,7 @@ impl Session<'_, '_> {
             self.agent.session_id = self.w.open.id.clone();
         }
         self.agent.permissions.yolo = self.w.shared.yolo.load(Ordering::SeqCst);
+        self.agent.plan_mode = self.w.shared.plan.load(Ordering::SeqCst);
         let cancel = self.w.shared.cancel.clone();
         let mut sink = AcpSink::new(
             &self.w.peer,
@@ -490,6 +496,11 @@ impl Session<'_, '_> {
             self.agent.session_start(source, &mut sink);
         }
         let result = self.agent.run_turn_with(&text, attachments, &mut sink);
+        if let Ok(r) = &result
+            && let Err(e) = self.agent.keep_plan(r)
+        {
+            crate::log::warn(&format!("acp: {e}"));
+        }
         // A prompt the hooks refused leaves the session untitled for the next one.
         if sink.on_accepted.is_none() {
             self.untitled = false;

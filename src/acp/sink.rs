@@ -17,6 +17,7 @@ struct Call {
     id: String,
     name: String,
     input: Value,
+    view: crate::tools::CallView,
 }
 
 pub struct AcpSink<'a> {
@@ -94,7 +95,7 @@ impl<'a> AcpSink<'a> {
 /// The editor's label of "always" for `req`: crush's rule, which covers that exact command for
 /// bash and the tool in that directory for the others, for this session.
 fn always_label(req: &PermissionRequest, cwd: &Path) -> String {
-    if req.tool == "bash" {
+    if req.runs == crate::tools::RunMode::Command {
         return "Always allow this exact command in this session".into();
     }
     let dir = if req.path.is_dir() {
@@ -133,17 +134,21 @@ impl Sink for AcpSink<'_> {
                     ));
                 }
             }
-            AgentEvent::ToolCall { id, name, input } => {
+            AgentEvent::ToolCall {
+                id,
+                name,
+                input,
+                view,
+            } => {
                 self.streamed = false;
                 self.files.take_changes();
-                self.update(content::tool_call(
-                    &id,
-                    &name,
-                    &input,
-                    self.cwd,
-                    "in_progress",
-                ));
-                self.current = Some(Call { id, name, input });
+                self.update(content::tool_call(&id, &input, &view, "in_progress"));
+                self.current = Some(Call {
+                    id,
+                    name,
+                    input,
+                    view,
+                });
             }
             AgentEvent::ToolResult {
                 id,
@@ -156,7 +161,15 @@ impl Sink for AcpSink<'_> {
                 if is_error {
                     changes.clear();
                 }
-                let mut shown = content::result_content(&name, &content, &changes);
+                let unknown;
+                let view = match self.current.as_ref().filter(|c| c.id == id) {
+                    Some(c) => &c.view,
+                    None => {
+                        unknown = crate::tools::CallView::unknown(&name);
+                        &unknown
+                    }
+                };
+                let mut shown = content::result_content(view, &content, &changes);
                 // What a change's result says beyond its one line (diagnostics, hook context).
                 if !changes.is_empty() && content.trim().lines().count() > 1 {
                     shown.push(text_content(&fenced(&content, "")));
@@ -213,7 +226,7 @@ impl Sink for AcpSink<'_> {
         if nested {
             self.update(json!({"sessionUpdate": "tool_call", "toolCallId": id,
                 "title": format!("{}: {}", req.tool, req.description.lines().next().unwrap_or("")),
-                "kind": content::tool_kind(&req.tool), "status": "pending",
+                "kind": req.kind.acp_name(), "status": "pending",
                 "locations": [{"path": req.path.display().to_string()}]}));
         }
         let mut call = json!({"toolCallId": id, "status": "pending"});

@@ -6,15 +6,15 @@
 //! whatever happens to the call.
 
 use super::permissions::{Decision, Permissions};
-use super::{Agent, AgentError, AgentEvent, Answer, Sink, Stop, session_config, subagent};
+use super::{Agent, AgentError, AgentEvent, Answer, Sink, Stop, session_config};
 use crate::hooks::{self, Outcome};
 use crate::llm::Part;
 use crate::store::Store;
 use crate::tools::confine::Zone;
 use crate::tools::todos::{self, Todo};
 use crate::tools::{
-    Content, Diagnostics, PermissionRequest, ReadTracker, SessionState, Tool, ToolCtx, ToolError,
-    ToolOutput,
+    CallView, Content, Diagnostics, LoopTool, PermissionRequest, ReadTracker, RunMode,
+    SessionState, Tool, ToolCtx, ToolError, ToolOutput,
 };
 use serde_json::{Map, Value, json};
 use std::path::Path;
@@ -91,7 +91,12 @@ pub(super) struct CallOutcome {
 
 impl CallOutcome {
     /// The answer to a call that does not run because the turn stops (`stop`).
-    pub(super) fn not_run(call: PendingCall, stop: &Stop, sink: &mut dyn Sink) -> CallOutcome {
+    pub(super) fn not_run(
+        call: PendingCall,
+        stop: &Stop,
+        view: CallView,
+        sink: &mut dyn Sink,
+    ) -> CallOutcome {
         let why = match stop {
             Stop::Canceled => CANCELED_BEFORE_RUN,
             Stop::HookHalted(_) => "Not run: a hook halted the turn.",
@@ -99,17 +104,22 @@ impl CallOutcome {
         };
         let input = call.input.unwrap_or_else(|_| json!({}));
         CallOutcome {
-            result: answer_unrun(sink, &call.id, &call.name, input, &ToolOutput::error(why)),
+            result: answer_unrun(
+                sink,
+                (&call.id, &call.name, input, view),
+                &ToolOutput::error(why),
+            ),
             stop: None,
         }
     }
 }
 
-fn announce(sink: &mut dyn Sink, id: &str, name: &str, input: Value) {
+fn announce(sink: &mut dyn Sink, id: &str, name: &str, input: Value, view: CallView) {
     sink.event(AgentEvent::ToolCall {
         id: id.to_string(),
         name: name.to_string(),
         input,
+        view,
     });
 }
 
@@ -144,9 +154,13 @@ fn finish(sink: &mut dyn Sink, id: &str, name: &str, out: &ToolOutput) -> Part {
     }
 }
 
-/// Announces a call that is not run and answers it with `out`.
-fn answer_unrun(sink: &mut dyn Sink, id: &str, name: &str, input: Value, out: &ToolOutput) -> Part {
-    announce(sink, id, name, input);
+/// Announces a call (id, name, input, view) that is not run and answers it with `out`.
+fn answer_unrun(
+    sink: &mut dyn Sink,
+    (id, name, input, view): (&str, &str, Value, CallView),
+    out: &ToolOutput,
+) -> Part {
+    announce(sink, id, name, input, view);
     finish(sink, id, name, out)
 }
 
@@ -268,7 +282,9 @@ fn hook_question(
             path: ctx.cwd.to_path_buf(),
             description: crate::tools::common::truncate_line(&what, 200),
             diff: None,
-            zone: Default::default(),
+            kind: tool.kind(),
+            runs: tool.run_mode(),
+            ..Default::default()
         }
     });
     let why = if reason.is_empty() {
@@ -310,7 +326,11 @@ fn question(
                 stop: None,
             }));
         }
-        Ok(own) => own.map(|r| placed(r, ctx)),
+        Ok(own) => own.map(|mut r| {
+            r.kind = tool.kind();
+            r.runs = tool.run_mode();
+            placed(r, ctx)
+        }),
     };
     Ok(match (gate, own) {
         (Gate::Ask(reason), own) => Some(hook_question(tool, own, input, ctx, reason)),
@@ -450,13 +470,20 @@ impl Agent<'_> {
                 let out = ToolOutput::error(format!(
                     "Tool call failed: the arguments were not valid JSON ({e}). Call the tool again with a valid JSON object."
                 ));
+                let view = self.call_view(&name, &json!({}));
                 return Ok(CallOutcome {
-                    result: answer_unrun(sink, &id, &name, json!({}), &out),
+                    result: answer_unrun(sink, (&id, &name, json!({}), view), &out),
                     stop: None,
                 });
             }
         };
-        announce(sink, &id, &name, input.clone());
+        announce(
+            sink,
+            &id,
+            &name,
+            input.clone(),
+            self.call_view(&name, &input),
+        );
         let found = self.all_tools().position(|t| t.name() == name);
         let (mut out, mut stop) = match found {
             None => {
@@ -467,7 +494,18 @@ impl Agent<'_> {
                 ));
                 (out, None)
             }
-            Some(tool) => self.hooked_call(tool, &id, &name, input, msg, sink)?,
+            Some(tool) => {
+                // A model that calls a tool plan mode does not offer.
+                let refused = self
+                    .all_tools()
+                    .nth(tool)
+                    .filter(|t| !self.offers(*t))
+                    .map(super::plan::refusal);
+                match refused {
+                    Some(out) => (out, None),
+                    None => self.hooked_call(tool, &id, &name, input, msg, sink)?,
+                }
+            }
         };
         session_config::apply(
             session_config::Parts {
@@ -492,7 +530,7 @@ impl Agent<'_> {
         if self.cancel.load(Ordering::SeqCst) && stop.is_none() {
             stop = Some(Stop::Canceled);
         }
-        if name == "todos"
+        if name == todos::NAME
             && !out.is_error
             && let Ok(list) = serde_json::from_value::<Vec<Todo>>(out.metadata["todos"].clone())
         {
@@ -517,8 +555,14 @@ impl Agent<'_> {
         sink: &mut dyn Sink,
     ) -> Result<(ToolOutput, Option<Stop>), AgentError> {
         // PreToolUse: before the permission check.
+        let claude = self
+            .all_tools()
+            .nth(tool)
+            .map(|t| t.claude_names())
+            .unwrap_or_default();
         let call = hooks::ToolCall {
             name,
+            claude: &claude,
             input: &input,
             id,
         };
@@ -561,7 +605,13 @@ impl Agent<'_> {
             add_metadata(&mut out.metadata, "hook", pre.metadata());
         }
         if run.ran {
-            let halt = self.post_tool_use(id, name, &input, &mut out, &mut extra, sink);
+            let call = hooks::ToolCall {
+                name,
+                claude: &claude,
+                input: &input,
+                id,
+            };
+            let halt = self.post_tool_use(call, &mut out, &mut extra, sink);
             stop = stop.or(halt);
         }
         if !extra.is_empty() {
@@ -650,16 +700,17 @@ impl Agent<'_> {
         }
         // The tools the loop itself runs: sub-agents (unless the turn was canceled meanwhile).
         let loop_run = !self.is_sub_agent() && !self.cancel.load(Ordering::SeqCst);
-        let ran = match t.name() {
-            super::fetch_agent::TOOL_NAME if loop_run => {
+        let ran = match t.run_mode() {
+            RunMode::Loop(_) if !loop_run => None,
+            RunMode::Loop(LoopTool::FetchAgent) => {
                 Some(self.run_agentic_fetch(assistant_id, id, input, sink))
             }
-            subagent::TOOL_NAME if loop_run => {
+            RunMode::Loop(LoopTool::SubAgent) => {
                 Some(self.run_sub_agent(assistant_id, id, input, sink))
             }
-            "question" if loop_run && sink.can_ask() => Some(ask_questions(input, sink)),
-            super::info::TOOL_NAME if loop_run => Some((self.crush_info(), None)),
-            _ => None,
+            RunMode::Loop(LoopTool::Question) if sink.can_ask() => Some(ask_questions(input, sink)),
+            RunMode::Loop(LoopTool::Info) => Some((self.crush_info(), None)),
+            RunMode::Loop(LoopTool::Question) | RunMode::InProcess | RunMode::Command => None,
         };
         if let Some((out, stop)) = ran {
             return ToolRun {
@@ -691,9 +742,7 @@ impl Agent<'_> {
     /// added to `extra` with the hooks' context. Returns the halt when a hook halted the turn.
     fn post_tool_use(
         &self,
-        id: &str,
-        name: &str,
-        input: &Value,
+        call: hooks::ToolCall,
         out: &mut ToolOutput,
         extra: &mut Vec<String>,
         sink: &mut dyn Sink,
@@ -709,14 +758,14 @@ impl Agent<'_> {
             }
         }
         let mut req = self.hook_request(hooks::Event::PostToolUse);
-        req.tool = Some(hooks::ToolCall { name, input, id });
+        req.tool = Some(call);
         req.fields
             .insert("tool_response".into(), Value::Object(response));
         req.fields.insert("tool_output".into(), json!(out.content));
         req.fields.insert("is_error".into(), json!(out.is_error));
         req.claude_fields.insert(
             "tool_response".into(),
-            hooks::claude::tool_response(name, out),
+            hooks::claude::tool_response(call.claude.first().map(String::as_str), out),
         );
         let post = self.fire_request(&req, sink);
         let c = &post.composed;

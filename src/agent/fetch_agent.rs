@@ -32,6 +32,27 @@ impl Tool for AgenticFetch {
         TOOL_NAME
     }
 
+    fn kind(&self) -> crate::tools::ToolKind {
+        crate::tools::ToolKind::Fetch
+    }
+
+    fn read_only(&self) -> bool {
+        false
+    }
+
+    fn title(&self, input: &Value, _cwd: &Path) -> String {
+        format!(
+            "Fetch {}",
+            crate::tools::common::arg(input, "url").unwrap_or("")
+        )
+        .trim_end()
+        .to_string()
+    }
+
+    fn run_mode(&self) -> crate::tools::RunMode {
+        crate::tools::RunMode::Loop(crate::tools::LoopTool::FetchAgent)
+    }
+
     fn description(&self) -> String {
         "Fetch a URL or search the web using an AI sub-agent that can extract, summarize, and \
          answer questions. Slower and costlier than fetch; use fetch for raw content or API \
@@ -75,7 +96,7 @@ impl Tool for AgenticFetch {
                 None => format!("Search the web and analyze results (task: {task})"),
             },
             diff: None,
-            zone: Default::default(),
+            ..Default::default()
         }))
     }
 

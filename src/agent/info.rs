@@ -16,6 +16,18 @@ impl Tool for CrushInfo {
         TOOL_NAME
     }
 
+    fn kind(&self) -> crate::tools::ToolKind {
+        crate::tools::ToolKind::Read
+    }
+
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    fn run_mode(&self) -> crate::tools::RunMode {
+        crate::tools::RunMode::Loop(crate::tools::LoopTool::Info)
+    }
+
     fn description(&self) -> String {
         "Get crush's current runtime state: version, configuration files in use, active model \
          and provider, LSP/MCP server status, hooks, permissions mode, disabled tools and key \

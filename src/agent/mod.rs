@@ -10,6 +10,7 @@ mod error;
 mod fetch_agent;
 mod info;
 pub mod permissions;
+pub mod plan;
 pub mod prompt;
 pub mod session_config;
 pub mod subagent;
@@ -49,6 +50,8 @@ pub enum AgentEvent {
         id: String,
         name: String,
         input: Value,
+        /// What the tool says of the call (kind, title, files), for editors.
+        view: crate::tools::CallView,
     },
     ToolResult {
         id: String,
@@ -249,6 +252,8 @@ pub struct Agent<'a> {
     pub bounds: Arc<Bounds>,
     /// The spending limits (None: none; a sub-agent shares its parent's).
     pub budget: Option<budget::Budget>,
+    /// Plan mode (crush(1) PLAN MODE): only the read-only tools, and the planning prompt.
+    pub plan_mode: bool,
 }
 
 /// The tools of the session's MCP servers as the agent offers them: rebuilt before a model call
@@ -371,6 +376,7 @@ impl<'a> Agent<'a> {
             custom_agents: Arc::new(custom_agents),
             skills_info: Arc::new(s.skills.info()),
             budget: None,
+            plan_mode: false,
         }
     }
 }
@@ -534,10 +540,44 @@ impl Agent<'_> {
             .map(|t| t.as_ref())
     }
 
+    /// Claude Code's names for the tool `name` as crush offers it, where no session's tools are
+    /// at hand (`crush hooks list --tool`, `crush hooks test`): a built-in tool's (the LSP ones
+    /// and the fetch sub-agent's included), else an MCP tool's.
+    pub fn claude_names_of(name: &str) -> Vec<String> {
+        let known = subagent::main_agent_tools(&[], None)
+            .into_iter()
+            .chain(crate::tools::lsp::Lsp::described())
+            .chain(fetch_agent::fetch_tools())
+            .find(|t| t.name() == name);
+        match known {
+            Some(t) => t.claude_names(),
+            None => crate::tools::mcp::claude_name_of(name)
+                .into_iter()
+                .collect(),
+        }
+    }
+
+    /// Every tool the session has, by name (the editor's replay of a stored session asks them).
+    pub fn tool_list(&self) -> Vec<&dyn Tool> {
+        self.all_tools().collect()
+    }
+
+    /// What the tool `name` says of a call with `input` (an unknown tool: its name).
+    fn call_view(&self, name: &str, input: &Value) -> crate::tools::CallView {
+        match self.all_tools().find(|t| t.name() == name) {
+            Some(t) => crate::tools::CallView::of(t, input, &self.cwd),
+            None => crate::tools::CallView::unknown(name),
+        }
+    }
+
     /// The system prompt of a model call: the skills and the MCP servers' instructions
     /// added, as Go Crush adds them.
     fn system_with_mcp(&self) -> String {
-        let system = with_listing(&self.system, &self.skills_prompt);
+        let mut system = self.system.clone();
+        if self.plan_mode {
+            system.push_str(plan::PLAN_PROMPT);
+        }
+        let system = with_listing(&system, &self.skills_prompt);
         let Some(m) = &self.mcp else {
             return system;
         };
@@ -570,7 +610,7 @@ impl Agent<'_> {
         if let Some(t) = &self.transcript
             && self.hooks.has_claude_hooks()
         {
-            t.sync(self.store, &self.session_id, &self.cwd);
+            t.sync(self.store, &self.session_id, &self.cwd, &self.tool_list());
         }
     }
 
@@ -713,6 +753,98 @@ impl Agent<'_> {
 mod tests {
     use super::*;
     use crate::llm::Role;
+
+    /// Every tool a session may offer: the built-in ones, the LSP ones, the sub-agent tools
+    /// (`agent`, `agentic_fetch` and the fetch sub-agent's own), `crush_info`, and the MCP
+    /// ones (the resource tools and a server tool's wrapper).
+    fn every_tool() -> Vec<Box<dyn Tool>> {
+        let mut all = subagent::main_agent_tools(&[], None);
+        all.extend(crate::tools::lsp::Lsp::described());
+        all.extend(fetch_agent::fetch_tools());
+        all.extend(crate::tools::mcp::described(crate::mcp::Tool::sample(
+            "fs", "read",
+        )));
+        all
+    }
+
+    #[test]
+    fn every_tool_describes_itself() {
+        use crate::tools::ToolKind::*;
+        // name, kind, read-only: a new tool fails here until it is described.
+        let expected = [
+            ("agent", Think, true),
+            ("agentic_fetch", Fetch, false),
+            ("bash", Execute, false),
+            ("crush_info", Read, true),
+            ("crush_logs", Read, true),
+            ("download", Fetch, false),
+            ("edit", Edit, false),
+            ("fetch", Fetch, false),
+            ("glob", Search, true),
+            ("grep", Search, true),
+            ("job_kill", Execute, false),
+            ("job_output", Read, true),
+            ("list_mcp_resources", Search, false),
+            ("ls", Search, true),
+            ("lsp_call_hierarchy", Search, true),
+            ("lsp_definition", Search, true),
+            ("lsp_diagnostics", Read, true),
+            ("lsp_references", Search, true),
+            ("lsp_rename", Edit, false),
+            ("lsp_replace_symbol", Edit, false),
+            ("lsp_restart", Execute, false),
+            ("lsp_symbols", Search, true),
+            ("mcp_fs_read", Other, false),
+            ("multiedit", Edit, false),
+            ("question", Other, true),
+            ("read_mcp_resource", Read, false),
+            ("sourcegraph", Search, false),
+            ("todos", Think, true),
+            ("view", Read, true),
+            ("web_fetch", Fetch, false),
+            ("web_search", Search, false),
+            ("write", Edit, false),
+        ];
+        let tools = every_tool();
+        let mut got: Vec<(String, crate::tools::ToolKind, bool)> = tools
+            .iter()
+            .map(|t| (t.name().to_string(), t.kind(), t.read_only()))
+            .collect();
+        got.sort_by(|a, b| a.0.cmp(&b.0));
+        // The fetch sub-agent has some of the main agent's tools.
+        got.dedup();
+        let want: Vec<(String, crate::tools::ToolKind, bool)> = expected
+            .iter()
+            .map(|(n, k, r)| (n.to_string(), *k, *r))
+            .collect();
+        assert_eq!(got, want);
+        let cwd = std::path::Path::new("/p");
+        for t in &tools {
+            let n = t.name();
+            assert!(!t.description().trim().is_empty(), "{n}: no description");
+            let schema = t.schema();
+            assert_eq!(schema["type"], "object", "{n}: schema");
+            assert!(schema["properties"].is_object(), "{n}: schema properties");
+            assert!(!t.title(&json!({}), cwd).is_empty(), "{n}: title");
+            // Writing, running and the network are never read-only, so plan mode cannot offer
+            // them.
+            if matches!(t.kind(), Edit | Execute | Fetch) {
+                assert!(!t.read_only(), "{n} is read-only but a {:?}", t.kind());
+            }
+            // The sub-agent only reads (fetching a page is reading).
+            if t.for_sub_agents() {
+                assert!(t.read_only() || t.kind() == Fetch, "{n}");
+            }
+        }
+        let claude = |n: &str| {
+            let t = tools.iter().find(|t| t.name() == n).unwrap();
+            t.claude_names()
+        };
+        assert_eq!(claude("bash"), ["Bash"]);
+        assert_eq!(claude("agent"), ["Agent", "Task"]);
+        assert_eq!(claude("mcp_fs_read"), ["mcp__fs__read"]);
+        assert!(claude("download").is_empty());
+    }
 
     #[test]
     fn finish_parts_and_blank_texts_are_dropped_and_interrupted_calls_answered() {

@@ -5,8 +5,8 @@
 //! command in the directory: a known complaint); a grant for a file tool covers that tool in
 //! that directory.
 
-use crate::tools::PermissionRequest;
 use crate::tools::confine::Zone;
+use crate::tools::{PermissionRequest, RunMode};
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,7 +95,7 @@ impl Permissions {
             return Decision::Allowed;
         }
         let granted = self.session.iter().any(|g| match g {
-            Grant::Command(c) => req.tool == "bash" && c == &req.description,
+            Grant::Command(c) => req.runs == RunMode::Command && c == &req.description,
             Grant::ToolInDir { tool, dir } => tool == &req.tool && dir == &dir_of(&req.path),
             Grant::File(f) => req.action == "write" && f == &req.path,
         });
@@ -106,14 +106,14 @@ impl Permissions {
         }
     }
 
-    /// Whether the auto approval mode covers `req`: any bash command, and the writing tools
+    /// Whether the auto approval mode covers `req`: any command (bash), and the writing tools
     /// inside the project. The network tools and writes elsewhere still ask.
     fn auto_allows(&self, req: &PermissionRequest) -> bool {
         if self.auto.is_none() {
             return false;
         }
         // The zone is placed before the rules run: inside the project, not guarded.
-        req.tool == "bash"
+        req.runs == RunMode::Command
             || (matches!(req.action, "write" | "download") && req.zone == Zone::Project)
     }
 
@@ -122,7 +122,7 @@ impl Permissions {
         let g = match req.zone {
             Zone::CrushData => return,
             Zone::Guarded => Grant::File(req.path.clone()),
-            _ if req.tool == "bash" => Grant::Command(req.description.clone()),
+            _ if req.runs == RunMode::Command => Grant::Command(req.description.clone()),
             _ => Grant::ToolInDir {
                 tool: req.tool.clone(),
                 dir: dir_of(&req.path),
@@ -226,6 +226,12 @@ mod tests {
             } else {
                 Zone::Outside
             },
+            runs: if tool == "bash" {
+                RunMode::Command
+            } else {
+                RunMode::InProcess
+            },
+            ..Default::default()
         }
     }
 

@@ -102,12 +102,15 @@ pub(super) fn apply(this: Parts, out: &mut ToolOutput, sink: &mut dyn Sink) {
             return true;
         }
         let req = PermissionRequest {
+            // The bash tool's output configures the session: asked as a command is.
             tool: "bash".into(),
             action: "configure",
+            kind: crate::tools::ToolKind::Execute,
+            runs: crate::tools::RunMode::Command,
             path: cwd.clone(),
             description: args.join(" "),
             diff: None,
-            zone: Default::default(),
+            ..Default::default()
         };
         match sink.ask(&req) {
             Some(Answer::Yes | Answer::Always) => true,

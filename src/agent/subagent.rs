@@ -26,17 +26,18 @@ use std::sync::Arc;
 /// The tool's name, as Crush exposes it.
 pub const TOOL_NAME: &str = "agent";
 
-/// The tools a sub-agent may use (read-only), if the parent has them.
-pub const SUB_AGENT_TOOLS: &[&str] = &[
-    "fetch",
-    "glob",
-    "grep",
-    "ls",
-    "lsp_call_hierarchy",
-    "lsp_definition",
-    "lsp_symbols",
-    "view",
-];
+/// The names of the tools the built-in sub-agent may use (`Tool::for_sub_agents`), if the
+/// parent has them: what an untrusted project's agent file may name.
+pub fn sub_agent_tool_names() -> Vec<String> {
+    let mut names: Vec<String> = crate::tools::builtin()
+        .into_iter()
+        .chain(Lsp::described())
+        .filter(|t| t.for_sub_agents())
+        .map(|t| t.name().to_string())
+        .collect();
+    names.sort_unstable();
+    names
+}
 
 /// What the model sees of the `agent` tool. The agent loop runs it (it needs the store and the
 /// model, which tools do not get); `run` is never reached through the loop.
@@ -45,6 +46,38 @@ pub struct AgentTool;
 impl Tool for AgentTool {
     fn name(&self) -> &'static str {
         TOOL_NAME
+    }
+
+    fn kind(&self) -> crate::tools::ToolKind {
+        crate::tools::ToolKind::Think
+    }
+
+    /// Its agent gets only tools the calling agent has (plan mode: read-only ones).
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    fn claude_name(&self) -> Option<String> {
+        Some("Agent".into())
+    }
+
+    /// `Task` is what Claude Code called it before.
+    fn claude_names(&self) -> Vec<String> {
+        vec!["Agent".into(), "Task".into()]
+    }
+
+    fn title(&self, input: &Value, _cwd: &std::path::Path) -> String {
+        let prompt = crate::tools::common::arg(input, "prompt").unwrap_or("");
+        format!(
+            "Sub-agent: {}",
+            crate::tools::common::first_line(prompt, 80)
+        )
+        .trim_end()
+        .to_string()
+    }
+
+    fn run_mode(&self) -> crate::tools::RunMode {
+        crate::tools::RunMode::Loop(crate::tools::LoopTool::SubAgent)
     }
 
     fn description(&self) -> String {
@@ -126,9 +159,7 @@ pub fn main_agent_tools(disabled: &[String], lsp: Option<&Lsp>) -> Vec<Box<dyn T
 pub(super) fn task_tools(parent: &[Box<dyn Tool>], lsp: Option<&Lsp>) -> Vec<Box<dyn Tool>> {
     all_builtin(lsp)
         .into_iter()
-        .filter(|t| {
-            SUB_AGENT_TOOLS.contains(&t.name()) && parent.iter().any(|p| p.name() == t.name())
-        })
+        .filter(|t| t.for_sub_agents() && parent.iter().any(|p| p.name() == t.name()))
         .collect()
 }
 
@@ -160,7 +191,9 @@ pub fn custom_agents(
     loaded: &crate::config::Loaded,
     active: Option<&crate::config::ResolvedModel>,
 ) -> (crate::agents::Agents, Vec<(String, String)>) {
-    let mut found = crate::agents::for_config(loaded, SUB_AGENT_TOOLS);
+    let defaults = sub_agent_tool_names();
+    let defaults: Vec<&str> = defaults.iter().map(String::as_str).collect();
+    let mut found = crate::agents::for_config(loaded, &defaults);
     let mut models = Vec::new();
     if let Some(active) = active {
         crate::agents::check_models(&mut found, active, loaded);
@@ -221,7 +254,7 @@ pub(super) fn custom_tools(
         .filter(|t| {
             let wanted = match named {
                 Some(list) => list.iter().any(|n| n == t.name()),
-                None => SUB_AGENT_TOOLS.contains(&t.name()),
+                None => t.for_sub_agents(),
             };
             wanted && t.name() != TOOL_NAME && parent.iter().any(|p| p.name() == t.name())
         })
@@ -314,6 +347,8 @@ impl<'a> Agent<'a> {
             bounds: self.bounds.clone(),
             // Its spend is the parent session's: the same limits hold.
             budget: self.budget.clone(),
+            // A planning agent's sub-agent plans too: no fetching.
+            plan_mode: self.plan_mode,
         }
     }
 
@@ -535,6 +570,23 @@ mod tests {
     }
 
     #[test]
+    fn the_sub_agent_tools_are_those_that_say_so() {
+        assert_eq!(
+            sub_agent_tool_names(),
+            [
+                "fetch",
+                "glob",
+                "grep",
+                "ls",
+                "lsp_call_hierarchy",
+                "lsp_definition",
+                "lsp_symbols",
+                "view"
+            ]
+        );
+    }
+
+    #[test]
     fn agent_tool_is_added_sorted_unless_disabled() {
         let tools = with_agent_tool(crate::tools::builtin(), &[]);
         assert_eq!(names(&tools)[0], "agent");
@@ -557,7 +609,8 @@ mod tests {
         let tools = custom_tools(&parent, None, Some(&named));
         assert_eq!(names(&tools), vec!["edit", "view"]);
         let default = custom_tools(&parent, None, None);
-        assert!(names(&default).iter().all(|n| SUB_AGENT_TOOLS.contains(n)));
+        assert!(default.iter().all(|t| t.for_sub_agents()));
+        assert_eq!(names(&default), ["fetch", "glob", "grep", "ls", "view"]);
     }
 
     #[test]

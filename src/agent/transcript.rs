@@ -5,6 +5,7 @@
 
 use crate::hooks::claude::{LineContext, transcript_line};
 use crate::store::Store;
+use crate::tools::Tool;
 use std::cell::RefCell;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -46,11 +47,11 @@ impl Transcript {
 
     /// Appends the messages of `session_id` not yet in its file; the first time in this process
     /// the file is written whole. A failure is logged: hooks then read an older transcript.
-    pub fn sync(&self, store: &Store, session_id: &str, cwd: &Path) {
+    pub fn sync(&self, store: &Store, session_id: &str, cwd: &Path, tools: &[&dyn Tool]) {
         if session_id.is_empty() {
             return;
         }
-        if let Err(e) = self.try_sync(store, session_id, cwd) {
+        if let Err(e) = self.try_sync(store, session_id, cwd, tools) {
             crate::log::warn(&format!(
                 "cannot write the transcript {}: {e}",
                 self.path(session_id).display()
@@ -58,7 +59,13 @@ impl Transcript {
         }
     }
 
-    fn try_sync(&self, store: &Store, session_id: &str, cwd: &Path) -> Result<(), String> {
+    fn try_sync(
+        &self,
+        store: &Store,
+        session_id: &str,
+        cwd: &Path,
+        tools: &[&dyn Tool],
+    ) -> Result<(), String> {
         let messages = store.messages(session_id).map_err(|e| e.to_string())?;
         let mut written = self.written.borrow_mut();
         let (done, mut parent) = match written.as_ref() {
@@ -75,6 +82,7 @@ impl Transcript {
                 cwd,
                 parent: parent.as_deref(),
                 sidechain: self.sidechain,
+                tools,
             };
             if let Some(line) = transcript_line(m, &at) {
                 text.push_str(&line.to_string());

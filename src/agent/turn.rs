@@ -403,7 +403,11 @@ impl Agent<'_> {
                 stop = Some(Stop::Canceled);
             }
             let outcome = match &stop {
-                Some(s) => CallOutcome::not_run(pending, s, sink),
+                Some(s) => {
+                    let input = pending.input.as_ref().cloned().unwrap_or_default();
+                    let view = self.call_view(&pending.name, &input);
+                    CallOutcome::not_run(pending, s, view, sink)
+                }
                 None => self.run_call(pending, msg, sink)?,
             };
             results.push(outcome.result);
@@ -425,6 +429,7 @@ impl Agent<'_> {
     fn tool_specs(&self) -> Vec<ToolSpec> {
         let mut specs: Vec<ToolSpec> = self
             .all_tools()
+            .filter(|t| self.offers(*t))
             .map(|t| ToolSpec {
                 name: t.name().to_string(),
                 description: t.description(),

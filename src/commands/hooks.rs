@@ -61,7 +61,11 @@ pub fn list_text(cfg: &HookConfig, tool: Option<&str>) -> String {
             continue;
         }
         out.push_str(&format!("{event}\n"));
-        let selected = cfg.select(event, tool.filter(|_| event.has_tool()));
+        let target = tool.filter(|_| event.has_tool());
+        let claude = target
+            .map(crate::agent::Agent::claude_names_of)
+            .unwrap_or_default();
+        let selected = cfg.select(event, target, &claude);
         for (i, h) in defs.iter().enumerate() {
             // The kept copy of a duplicate may be a merged clone: compare where it was declared.
             let runs = selected.iter().any(|s| {
@@ -70,7 +74,7 @@ pub fn list_text(cfg: &HookConfig, tool: Option<&str>) -> String {
             let mark = match tool {
                 None => String::new(),
                 Some(_) if runs => "match  ".into(),
-                Some(_) if !h.matches(tool.filter(|_| event.has_tool())) => "-      ".into(),
+                Some(_) if !h.matches(target, &claude) => "-      ".into(),
                 Some(_) => "dup    ".into(),
             };
             out.push_str(&format!("  {}. {mark}{}\n", i + 1, describe(h)));
@@ -172,8 +176,12 @@ pub fn test(global: &Global, args: &HooksTestArgs) -> Result<(String, ExitCode),
         Event::PreToolUse => {}
     }
     let mut req = hooks::Request::new(event, "hooks-test", &loaded.cwd, &loaded.project_root);
+    let claude = tool
+        .map(crate::agent::Agent::claude_names_of)
+        .unwrap_or_default();
     req.tool = tool.map(|name| hooks::ToolCall {
         name,
+        claude: &claude,
         input: &input,
         id: "hooks-test-call",
     });

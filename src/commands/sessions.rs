@@ -344,6 +344,10 @@ fn show_session(store: &Store, s: &Session, json_out: bool) -> Result<String, Ap
     for m in &msgs {
         render_message(&mut out, m);
     }
+    // The plans of plan mode, the last one last (crush(1) PLAN MODE).
+    for plan in crate::agent::plan::plans(&msgs) {
+        out.push_str(&format!("## Plan\n\n{plan}\n\n"));
+    }
     Ok(out)
 }
 

@@ -126,6 +126,8 @@ pub struct Options {
     pub progress: Option<bool>,
     pub disable_provider_auto_update: bool,
     pub disable_auto_summarize: bool,
+    /// Where each plan of plan mode is also written as Markdown (crush(1) PLAN MODE).
+    pub plans_directory: Option<String>,
     pub disable_default_providers: bool,
     pub disable_metrics: bool,
     pub debug_lsp: bool,

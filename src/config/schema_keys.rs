@@ -119,6 +119,7 @@ pub const OPTIONS: &[(&str, &Shape)] = &[
     ("debug", &Any),
     ("debug_lsp", &Any),
     ("disable_auto_summarize", &Any),
+    ("plans_directory", &Any),
     ("data_directory", &Any),
     ("disabled_tools", &Any),
     ("disable_provider_auto_update", &Any),

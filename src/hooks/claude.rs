@@ -2,10 +2,9 @@
 //! as Claude Code sends it (absolute paths, the `Agent` tool's fields), its `tool_response`
 //! shapes, and the session as a Claude Code transcript (JSONL). Pure: the agent writes the file.
 
-use super::config::claude_tool_name;
 use crate::llm::{Part, Role};
 use crate::store::StoredMessage;
-use crate::tools::ToolOutput;
+use crate::tools::{Tool, ToolOutput};
 use serde_json::{Map, Value, json};
 use std::path::Path;
 
@@ -26,10 +25,11 @@ fn describe(prompt: &str) -> String {
     d
 }
 
-/// The input of a call of `tool` as a hook in Claude Code's shape sees it: paths absolute (as
-/// the tools resolve them against `cwd`), the sub-agent's call with `description`, `prompt`
-/// and `subagent_type`, the bash timeout in milliseconds. Other keys are the model's own.
-pub fn tool_input(tool: &str, input: &Value, cwd: &Path) -> Value {
+/// The input of a call of the tool Claude Code names `tool` as a hook in Claude Code's shape
+/// sees it: paths absolute (as the tools resolve them against `cwd`), the sub-agent's call with
+/// `description`, `prompt` and `subagent_type`, the bash timeout in milliseconds. Other keys
+/// are the model's own.
+pub fn tool_input(tool: Option<&str>, input: &Value, cwd: &Path) -> Value {
     let Value::Object(m) = input else {
         return input.clone();
     };
@@ -43,14 +43,14 @@ pub fn tool_input(tool: &str, input: &Value, cwd: &Path) -> Value {
         }
     }
     match tool {
-        "agent" => {
+        Some("Agent") => {
             let prompt = m.get("prompt").and_then(Value::as_str).unwrap_or("");
             out.entry("description")
                 .or_insert_with(|| json!(describe(prompt)));
             out.entry("subagent_type")
                 .or_insert_with(|| json!(SUB_AGENT_TYPE));
         }
-        "bash" => {
+        Some("Bash") => {
             // Seconds in crush (which reads values over 600 as milliseconds), milliseconds in
             // Claude Code: a hook that hands the input back keeps the same timeout.
             if let Some(t) = m.get("timeout").and_then(Value::as_u64)
@@ -66,26 +66,27 @@ pub fn tool_input(tool: &str, input: &Value, cwd: &Path) -> Value {
 
 /// A tool's result in Claude Code's `tool_response` shape: what the tool reported (Bash: stdout,
 /// stderr, interrupted; Write, Edit, MultiEdit: filePath, structuredPatch, originalFile...;
-/// Read: file.content...; Glob: filenames), else one built from the result.
-pub fn tool_response(tool: &str, out: &ToolOutput) -> Value {
+/// Read: file.content...; Glob: filenames), else one built from the result. `tool` is Claude
+/// Code's name for the tool.
+pub fn tool_response(tool: Option<&str>, out: &ToolOutput) -> Value {
     if !out.structured.is_null() {
         return out.structured.clone();
     }
     let meta = &out.metadata;
     match tool {
-        "agent" => json!({
+        Some("Agent") => json!({
             "status": "completed",
             "agentId": meta.get("session_id"),
             "content": [{"type": "text", "text": out.content}],
         }),
-        "fetch" | "web_fetch" => json!({
+        Some("WebFetch") => json!({
             "url": meta.get("url"),
             "result": out.content,
             "bytes": out.content.len(),
             "code": 200,
             "codeText": "OK",
         }),
-        "grep" => json!({
+        Some("Grep") => json!({
             "mode": "content",
             "content": out.content,
             "numLines": out.content.lines().count(),
@@ -100,7 +101,8 @@ fn text_block(text: &str) -> Value {
 
 /// The content blocks of a stored message in Claude Code's terms, and the stop reason of an
 /// assistant message.
-fn blocks(m: &StoredMessage, cwd: &Path) -> (Vec<Value>, Option<String>) {
+fn blocks(m: &StoredMessage, at: &LineContext) -> (Vec<Value>, Option<String>) {
+    let cwd = at.cwd;
     let mut out = Vec::new();
     let mut stop = None;
     for p in &m.parts {
@@ -115,11 +117,12 @@ fn blocks(m: &StoredMessage, cwd: &Path) -> (Vec<Value>, Option<String>) {
                 id, name, input, ..
             } => {
                 let parsed: Value = serde_json::from_str(input).unwrap_or_else(|_| json!({}));
+                let claude = crate::tools::find(at.tools, name).and_then(|t| t.claude_name());
                 out.push(json!({
                     "type": "tool_use",
                     "id": id,
-                    "name": claude_tool_name(name).unwrap_or_else(|| name.clone()),
-                    "input": tool_input(name, &parsed, cwd),
+                    "name": claude.clone().unwrap_or_else(|| name.clone()),
+                    "input": tool_input(claude.as_deref(), &parsed, cwd),
                 }));
             }
             Part::ToolResult {
@@ -157,13 +160,15 @@ pub struct LineContext<'a> {
     pub parent: Option<&'a str>,
     /// A sub-agent's transcript.
     pub sidechain: bool,
+    /// The session's tools, which name themselves in Claude Code's terms.
+    pub tools: &'a [&'a dyn Tool],
 }
 
 /// One line of a Claude Code transcript for a stored message (None: nothing to show). Tool
 /// results are user lines of `tool_result` blocks, as in Claude Code; a lone user text is a
 /// string `content`.
 pub fn transcript_line(m: &StoredMessage, at: &LineContext) -> Option<Value> {
-    let (content, stop) = blocks(m, at.cwd);
+    let (content, stop) = blocks(m, at);
     if content.is_empty() {
         return None;
     }
@@ -213,7 +218,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let cwd = d.path().canonicalize().unwrap();
         let v = tool_input(
-            "write",
+            Some("Write"),
             &json!({"file_path": "secrets/api.json", "content": "x"}),
             &cwd,
         );
@@ -222,10 +227,10 @@ mod tests {
             cwd.join("secrets/api.json").display().to_string()
         );
         assert_eq!(v["content"], "x");
-        let v = tool_input("ls", &json!({"path": "/abs"}), &cwd);
+        let v = tool_input(Some("LS"), &json!({"path": "/abs"}), &cwd);
         assert_eq!(v["path"], "/abs");
         let v = tool_input(
-            "agent",
+            Some("Agent"),
             &json!({"prompt": "find the parser entry point please"}),
             &cwd,
         );
@@ -233,7 +238,7 @@ mod tests {
         assert_eq!(v["subagent_type"], SUB_AGENT_TYPE);
         assert_eq!(v["prompt"], "find the parser entry point please");
         assert_eq!(
-            tool_input("bash", &json!({"command": "ls", "timeout": 30}), &cwd)["timeout"],
+            tool_input(Some("Bash"), &json!({"command": "ls", "timeout": 30}), &cwd)["timeout"],
             30_000
         );
     }
@@ -245,16 +250,16 @@ mod tests {
             structured: json!({"stdout": "hi", "stderr": "", "interrupted": false}),
             ..Default::default()
         };
-        assert_eq!(tool_response("bash", &out)["stdout"], "hi");
+        assert_eq!(tool_response(Some("Bash"), &out)["stdout"], "hi");
         let out = ToolOutput {
             content: "found it".into(),
             metadata: json!({"session_id": "child"}),
             ..Default::default()
         };
-        let r = tool_response("agent", &out);
+        let r = tool_response(Some("Agent"), &out);
         assert_eq!(r["content"][0]["text"], "found it");
         assert_eq!(r["agentId"], "child");
-        assert_eq!(tool_response("ls", &out), json!("found it"));
+        assert_eq!(tool_response(Some("LS"), &out), json!("found it"));
     }
 
     #[test]
@@ -269,11 +274,14 @@ mod tests {
             provider: None,
             created_at: 0,
         };
+        let view = crate::tools::view::View;
+        let tools: [&dyn Tool; 1] = [&view];
         let at = LineContext {
             session_id: "s",
             cwd: Path::new("/p"),
             parent: None,
             sidechain: false,
+            tools: &tools,
         };
         let l = transcript_line(
             &msg(Role::User, vec![Part::Text { text: "hi".into() }]),

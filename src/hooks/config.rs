@@ -123,53 +123,13 @@ pub enum Dialect {
 
 impl Dialect {
     /// The tool name a hook of this dialect sees in its payload: Crush's own, or Claude Code's
-    /// name for it when it has one.
-    pub fn payload_tool_name(self, tool: &str) -> String {
-        match self {
-            Dialect::Crush => tool.to_string(),
-            Dialect::ClaudeCode => claude_tool_name(tool).unwrap_or_else(|| tool.to_string()),
+    /// name for it (the first of `claude`, `Tool::claude_names`) when it has one.
+    pub fn payload_tool_name(self, tool: &str, claude: &[String]) -> String {
+        match (self, claude.first()) {
+            (Dialect::ClaudeCode, Some(c)) => c.clone(),
+            _ => tool.to_string(),
         }
     }
-}
-
-/// Claude Code's name for a Crush tool, if it has one.
-pub fn claude_tool_name(crush: &str) -> Option<String> {
-    let n = match crush {
-        "bash" => "Bash",
-        "edit" => "Edit",
-        "multiedit" => "MultiEdit",
-        "write" => "Write",
-        "view" => "Read",
-        "glob" => "Glob",
-        "grep" => "Grep",
-        "ls" => "LS",
-        "fetch" | "web_fetch" => "WebFetch",
-        "web_search" => "WebSearch",
-        "agent" => "Agent",
-        "todos" => "TodoWrite",
-        "job_output" => "BashOutput",
-        "job_kill" => "KillShell",
-        _ => {
-            // Crush names MCP tools mcp_<server>_<tool>; Claude Code mcp__<server>__<tool>.
-            let rest = crush.strip_prefix("mcp_")?;
-            if rest.starts_with('_') {
-                return None;
-            }
-            let (server, tool) = rest.split_once('_')?;
-            return Some(format!("mcp__{server}__{tool}"));
-        }
-    };
-    Some(n.to_string())
-}
-
-/// Every name a Claude Code matcher may use for a Crush tool: Claude Code's current name and
-/// the one it had before (`Task` for `Agent`).
-pub fn claude_tool_names(crush: &str) -> Vec<String> {
-    let mut names: Vec<String> = claude_tool_name(crush).into_iter().collect();
-    if crush == "agent" {
-        names.push("Task".into());
-    }
-    names
 }
 
 #[derive(Debug, Clone)]
@@ -211,9 +171,9 @@ impl HookDef {
 
     /// Whether the hook applies to `target`: the tool name on tool events, the event's
     /// `matcher_field` value otherwise (None: unknown, it applies). A Claude Code hook also
-    /// matches Claude Code's names for the tool. Where a matcher does not apply it was compiled
-    /// to match everything.
-    pub fn matches(&self, target: Option<&str>) -> bool {
+    /// matches Claude Code's names for the tool (`claude`, `Tool::claude_names`). Where a
+    /// matcher does not apply it was compiled to match everything.
+    pub fn matches(&self, target: Option<&str>, claude: &[String]) -> bool {
         let Some(target) = target else { return true };
         let test = |name: &str| match &self.matcher_c {
             Matcher::All => true,
@@ -225,7 +185,7 @@ impl HookDef {
         }
         self.dialect == Dialect::ClaudeCode
             && self.event.has_tool()
-            && claude_tool_names(target).iter().any(|n| test(n))
+            && claude.iter().any(|n| test(n))
     }
 
     /// Whether the hook also runs for the tool calls of sub-agents: a hook in Claude Code's
@@ -704,8 +664,13 @@ impl HookConfig {
     /// kept hook becomes fail-closed if any copy is, gets the longest timeout, and includes
     /// sub-agents if any copy does, so dropping a duplicate never weakens a guard. The kept hook
     /// is borrowed unless a copy changed it.
-    pub fn select(&self, event: Event, target: Option<&str>) -> Vec<Cow<'_, HookDef>> {
-        self.select_where(event, |h| h.matches(target))
+    pub fn select(
+        &self,
+        event: Event,
+        target: Option<&str>,
+        claude: &[String],
+    ) -> Vec<Cow<'_, HookDef>> {
+        self.select_where(event, |h| h.matches(target, claude))
     }
 
     /// `select` with any test of which hooks take part.
@@ -745,6 +710,11 @@ impl HookConfig {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Claude Code's names for a tool, as the tool itself says.
+    fn cc(tool: &str) -> Vec<String> {
+        crate::agent::Agent::claude_names_of(tool)
+    }
 
     fn cfg(v: Value) -> HookConfig {
         HookConfig::from_value(&v, "/p/crush.json")
@@ -825,7 +795,7 @@ mod tests {
             {"matcher":"^mcp_","command":"d"}
         ]}));
         let names = |tool: &str| {
-            c.select(Event::PreToolUse, Some(tool))
+            c.select(Event::PreToolUse, Some(tool), &cc(tool))
                 .iter()
                 .map(|h| h.command.clone())
                 .collect::<Vec<_>>()
@@ -842,7 +812,7 @@ mod tests {
             {"name":"two","command":"same"},
             {"command":"other"}
         ]}));
-        let sel = c.select(Event::PreToolUse, Some("bash"));
+        let sel = c.select(Event::PreToolUse, Some("bash"), &cc("bash"));
         assert_eq!(sel.len(), 2);
         assert_eq!(sel[0].display_name(), "one");
     }
@@ -854,7 +824,7 @@ mod tests {
             {"name":"two","command":"same","timeout":9,"fail_closed":true,"include_sub_agents":true},
             {"name":"three","command":"same","timeout":2}
         ]}));
-        let sel = c.select(Event::PreToolUse, Some("bash"));
+        let sel = c.select(Event::PreToolUse, Some("bash"), &cc("bash"));
         assert_eq!(sel.len(), 1);
         assert_eq!(sel[0].display_name(), "one");
         assert!(
@@ -868,8 +838,8 @@ mod tests {
             {"command":"same"},
             {"matcher":"^edit$","command":"same","fail_closed":true}
         ]}));
-        assert!(!c.select(Event::PreToolUse, Some("bash"))[0].fail_closed);
-        assert!(c.select(Event::PreToolUse, Some("edit"))[0].fail_closed);
+        assert!(!c.select(Event::PreToolUse, Some("bash"), &cc("bash"))[0].fail_closed);
+        assert!(c.select(Event::PreToolUse, Some("edit"), &cc("edit"))[0].fail_closed);
     }
 
     // Go Crush TestRunnerHookNameUsesDisplayName.
@@ -914,9 +884,12 @@ mod tests {
         }));
         assert_eq!(c.hooks[0].timeout, Duration::from_secs(600));
         assert_eq!(c.hooks[1].timeout, Duration::from_millis(1500));
-        assert!(h.matches(Some("bash")), "Bash matches Crush's bash");
-        assert!(!h.matches(Some("edit")));
-        assert_eq!(h.dialect.payload_tool_name("bash"), "Bash");
+        assert!(
+            h.matches(Some("bash"), &cc("bash")),
+            "Bash matches Crush's bash"
+        );
+        assert!(!h.matches(Some("edit"), &cc("edit")));
+        assert_eq!(h.dialect.payload_tool_name("bash", &cc("bash")), "Bash");
         let (_, w) = HookConfig::from_value(
             &json!({"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"http","url":"u"}]}]}),
             "f",
@@ -935,7 +908,7 @@ mod tests {
             {"matcher":"Read","hooks":[{"command":"e"}]}
         ]}));
         let names = |tool: &str| {
-            c.select(Event::PreToolUse, Some(tool))
+            c.select(Event::PreToolUse, Some(tool), &cc(tool))
                 .iter()
                 .map(|h| h.command.clone())
                 .collect::<Vec<_>>()
@@ -957,7 +930,7 @@ mod tests {
             "PreToolUse": [{"matcher": "Task", "hooks": [{"command": "t"}]}]
         }));
         let names = |event: Event, target: &str| {
-            c.select(event, Some(target))
+            c.select(event, Some(target), &cc(target))
                 .iter()
                 .map(|h| h.command.clone())
                 .collect::<Vec<_>>()
@@ -965,7 +938,7 @@ mod tests {
         assert_eq!(names(Event::SessionStart, "startup"), vec!["b", "flat"]);
         assert_eq!(names(Event::SessionStart, "compact"), vec!["a", "flat"]);
         assert_eq!(names(Event::PreToolUse, "agent"), vec!["t"]);
-        assert_eq!(claude_tool_name("agent").as_deref(), Some("Agent"));
+        assert_eq!(cc("agent"), ["Agent", "Task"]);
     }
 
     #[test]
@@ -1015,17 +988,12 @@ mod tests {
 
     #[test]
     fn claude_tool_names() {
-        assert_eq!(claude_tool_name("view").as_deref(), Some("Read"));
-        assert_eq!(
-            claude_tool_name("job_output").as_deref(),
-            Some("BashOutput")
-        );
-        assert_eq!(claude_tool_name("job_kill").as_deref(), Some("KillShell"));
-        assert_eq!(
-            claude_tool_name("mcp_fs_read").as_deref(),
-            Some("mcp__fs__read")
-        );
-        assert_eq!(claude_tool_name("mystery"), None);
+        assert_eq!(cc("view"), ["Read"]);
+        assert_eq!(cc("job_output"), ["BashOutput"]);
+        assert_eq!(cc("job_kill"), ["KillShell"]);
+        assert_eq!(cc("web_fetch"), ["WebFetch"]);
+        assert_eq!(cc("mcp_fs_read"), ["mcp__fs__read"]);
+        assert!(cc("mystery").is_empty());
     }
 
     #[test]

@@ -34,6 +34,8 @@ use std::sync::atomic::AtomicBool;
 #[derive(Debug, Clone, Copy)]
 pub struct ToolCall<'a> {
     pub name: &'a str,
+    /// Claude Code's names for the tool (`Tool::claude_names`; empty: it has none).
+    pub claude: &'a [String],
     pub input: &'a Value,
     pub id: &'a str,
 }
@@ -97,6 +99,14 @@ impl<'a> Request<'a> {
         self.fields.get(field).and_then(Value::as_str)
     }
 
+    /// Claude Code's names for the tool of a tool event.
+    fn claude_names(&self) -> &[String] {
+        match self.tool {
+            Some(t) if self.event.has_tool() => t.claude,
+            _ => &[],
+        }
+    }
+
     /// Whether a hook takes part in this firing: its matcher matches; inside a sub-agent only
     /// hooks that run there (`runs_in_sub_agents`) see tool calls; after a failed tool call,
     /// only Crush's hooks (Claude Code fires PostToolUse after a tool succeeded).
@@ -110,7 +120,7 @@ impl<'a> Request<'a> {
         {
             return false;
         }
-        h.matches(self.match_target())
+        h.matches(self.match_target(), self.claude_names())
     }
 }
 
@@ -274,9 +284,12 @@ pub fn payload(req: &Request, dialect: Dialect) -> Value {
     m.insert("session_id".into(), json!(session));
     m.insert("cwd".into(), json!(req.cwd.to_string_lossy()));
     if let Some(t) = &req.tool {
-        m.insert("tool_name".into(), json!(dialect.payload_tool_name(t.name)));
+        m.insert(
+            "tool_name".into(),
+            json!(dialect.payload_tool_name(t.name, t.claude)),
+        );
         let input = if claude {
-            claude::tool_input(t.name, t.input, req.cwd)
+            claude::tool_input(t.claude.first().map(String::as_str), t.input, req.cwd)
         } else {
             t.input.clone()
         };
@@ -517,10 +530,15 @@ impl HookConfig {
 mod tests {
     use super::*;
 
+    /// What the bash tool says its Claude Code names are.
+    static BASH: std::sync::LazyLock<Vec<String>> =
+        std::sync::LazyLock::new(|| crate::tools::Tool::claude_names(&crate::tools::bash::Bash));
+
     fn req<'a>(input: &'a Value, dir: &'a Path) -> Request<'a> {
         let mut r = Request::new(Event::PreToolUse, "sess-1", dir, dir);
         r.tool = Some(ToolCall {
             name: "bash",
+            claude: &BASH,
             input,
             id: "call_01",
         });
@@ -609,6 +627,7 @@ mod tests {
         let mystery = Request {
             tool: Some(ToolCall {
                 name: "mystery",
+                claude: &[],
                 input: &input,
                 id: "call_02",
             }),

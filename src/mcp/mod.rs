@@ -1112,6 +1112,21 @@ impl Manager {
 }
 
 #[cfg(test)]
+impl Tool {
+    /// A server tool as a listing would give it.
+    pub(crate) fn sample(server: &str, name: &str) -> Tool {
+        Tool {
+            server: server.into(),
+            mcp_name: name.into(),
+            full_name: format!("mcp_{server}_{name}"),
+            description: format!("Tool {name} of {server}"),
+            schema: json!({"type": "object", "properties": {}}),
+            headers: vec![],
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

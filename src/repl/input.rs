@@ -22,6 +22,7 @@ pub enum Slash {
     Export,
     History,
     Init,
+    Plan,
     Todos,
     Jobs,
     Undo,
@@ -113,6 +114,12 @@ pub const SLASH_COMMANDS: &[(Slash, &str, &str, &str)] = &[
         "[NOTES]",
         "have the agent explore the project and write AGENTS.md (options.initialize_as)",
     ),
+    (
+        Slash::Plan,
+        "plan",
+        "[off]",
+        "plan first with read-only tools, then choose how to go on",
+    ),
     (Slash::Todos, "todos", "", "show this session's task list"),
     (
         Slash::Jobs,
@@ -153,6 +160,8 @@ const ALIASES: &[(&str, Slash)] = &[
     ("exit", Slash::Quit),
     ("?", Slash::Help),
     ("s", Slash::Sessions),
+    // Before /plan came, /p was /permissions: it stays so.
+    ("p", Slash::Permissions),
 ];
 
 /// One complete input.

@@ -224,6 +224,8 @@ struct ReplSink<'a> {
     interrupted: bool,
     /// The user just refused a call: its error result needs no second line.
     refused: bool,
+    /// How the current call's result is previewed (its tool says).
+    preview: crate::tools::Preview,
     /// A new session's title, generated once its first prompt has passed the hooks.
     title: Option<TitleStart>,
     /// The accepted prompt's title, held back until the turn's first call or its end
@@ -298,6 +300,7 @@ impl<'a> ReplSink<'a> {
             interactive,
             interrupted: false,
             refused: false,
+            preview: Default::default(),
             title,
             held_title: None,
             titles,
@@ -381,7 +384,10 @@ impl Sink for ReplSink<'_> {
                     Some(std::time::Instant::now() + wait),
                 );
             }
-            AgentEvent::ToolCall { name, input, .. } => {
+            AgentEvent::ToolCall {
+                name, input, view, ..
+            } => {
+                self.preview = view.preview;
                 self.term
                     .tool_call(&name, &crate::tools::key_argument(&input));
                 self.term.begin_answer();
@@ -396,7 +402,8 @@ impl Sink for ReplSink<'_> {
                     self.term
                         .tool_error(&name, content.lines().next().unwrap_or(""));
                 } else if !is_error {
-                    let lines = crate::tools::preview(&name, &content, crate::tools::PREVIEW_LINES);
+                    let lines =
+                        crate::tools::preview(self.preview, &content, crate::tools::PREVIEW_LINES);
                     self.term.preview(&lines);
                 }
             }
@@ -618,7 +625,8 @@ pub fn run(global: &Global, args: &ReplArgs) -> Result<ExitCode, AppError> {
     };
     let resumed = app::session_to_continue(ctx.store, global)?;
     let sid = resumed.as_ref().map(|s| s.id.clone()).unwrap_or_default();
-    let agent = app::build_agent(&ctx, model, sid, global.yolo, Some(app::mcp_wait()));
+    let mut agent = app::build_agent(&ctx, model, sid, global.yolo, Some(app::mcp_wait()));
+    agent.plan_mode = global.plan;
     // A Ctrl-C while the configuration loaded (a slow crushrc or `$(...)`) means: stop.
     if cancel.swap(false, Ordering::SeqCst) {
         return Ok(crate::signal::interrupted());
@@ -1121,6 +1129,11 @@ impl Repl {
                         _ => "the turn has stopped",
                     });
                 }
+                self.poll_titles(TITLE_WAIT);
+                if self.agent.plan_mode {
+                    self.after_plan(&r);
+                }
+                return;
             }
         }
         self.poll_titles(TITLE_WAIT);
@@ -1287,6 +1300,7 @@ impl Repl {
             Slash::Export => self.export(args),
             Slash::History => self.history(args),
             Slash::Init => self.init(args),
+            Slash::Plan => self.plan_mode(args),
             Slash::Todos => self.todos(),
             Slash::Jobs => {
                 let text = crate::tools::jobs::list_text(&self.agent.session_id);
@@ -1640,6 +1654,94 @@ impl Repl {
     }
 
     /// `/todos`: the session's task list as a checklist.
+    /// `/plan [off]`: plan mode on (the next prompts plan) or off.
+    fn plan_mode(&mut self, args: &str) {
+        match args.trim() {
+            "" => {
+                self.agent.plan_mode = true;
+                self.term.note(
+                    "plan mode: only read-only tools; the model ends with a plan, then you choose how to go on (/plan off leaves it)",
+                );
+            }
+            "off" => {
+                self.agent.plan_mode = false;
+                self.term
+                    .note("plan mode off: all tools, the usual permissions");
+            }
+            other => self
+                .term
+                .error(&format!("/plan takes nothing or 'off', not '{other}'")),
+        }
+    }
+
+    /// After a plan turn: keeps the plan (crush(1) PLAN MODE) and offers what comes next.
+    fn after_plan(&mut self, r: &TurnResult) {
+        match self.agent.keep_plan(r) {
+            Ok(Some((_, file))) => {
+                if let Some(f) = file {
+                    self.term.note(&format!("the plan is in {}", f.display()));
+                }
+            }
+            Ok(None) => return,
+            Err(e) => {
+                self.term.error(&e.to_string());
+                return;
+            }
+        }
+        let question = "Plan ready: [1] code  [2] code, no asking  [3] revise  [4] keep planning";
+        loop {
+            let line = match self.lines.answer(&mut self.term, question) {
+                Got::Line(l) => l,
+                Got::Eof | Got::Interrupt => {
+                    self.term.newline_on_terminal();
+                    self.term.note("still planning");
+                    return;
+                }
+            };
+            if !self.interactive {
+                self.term.note(line.trim());
+            }
+            match line.trim() {
+                "1" => return self.code_the_plan(false),
+                "2" => return self.code_the_plan(true),
+                "3" => {
+                    let feedback = match self.lines.answer(&mut self.term, "What should change?") {
+                        Got::Line(l) if !l.trim().is_empty() => l,
+                        _ => {
+                            self.term.note("still planning");
+                            return;
+                        }
+                    };
+                    if !self.interactive {
+                        self.term.note(feedback.trim());
+                    }
+                    return self.prompt(&format!("Revise the plan: {}", feedback.trim()));
+                }
+                "4" | "" => {
+                    self.term
+                        .note("still planning: your next prompt continues the plan");
+                    return;
+                }
+                _ => self.term.note("answer 1, 2, 3 or 4"),
+            }
+        }
+    }
+
+    /// Leaves plan mode and has the model carry the plan out; `auto`: with the auto approval
+    /// mode's approvals (commands and writes inside the project run without asking).
+    fn code_the_plan(&mut self, auto: bool) {
+        self.agent.plan_mode = false;
+        if auto {
+            self.agent.permissions.auto = Some(self.agent.project_root.clone());
+        }
+        self.term.note(if auto {
+            "coding: commands and in-project writes run without asking"
+        } else {
+            "coding, with the usual permissions"
+        });
+        self.prompt("The plan is approved: carry it out now.");
+    }
+
     fn todos(&mut self) {
         let Some(s) = self.current() else { return };
         match self.ctx.store.todos(&s.id) {

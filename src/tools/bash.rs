@@ -1454,6 +1454,32 @@ impl Tool for Bash {
         "bash"
     }
 
+    fn kind(&self) -> super::ToolKind {
+        super::ToolKind::Execute
+    }
+
+    fn read_only(&self) -> bool {
+        false
+    }
+
+    fn claude_name(&self) -> Option<String> {
+        Some("Bash".into())
+    }
+
+    fn title(&self, input: &Value, _cwd: &Path) -> String {
+        super::common::arg(input, "command")
+            .map(|c| super::common::first_line(c, 120))
+            .unwrap_or_else(|| "bash".into())
+    }
+
+    fn run_mode(&self) -> super::RunMode {
+        super::RunMode::Command
+    }
+
+    fn preview(&self) -> super::Preview {
+        super::Preview::CommandTail
+    }
+
     fn description(&self) -> String {
         let shell = proc::shell_path();
         let kind = if proc::shell_name() == "bash" {
@@ -1570,7 +1596,7 @@ impl Tool for Bash {
             path: dir,
             description: command.to_string(),
             diff: None,
-            zone: Default::default(),
+            ..Default::default()
         }))
     }
 

@@ -178,7 +178,7 @@ pub fn outside_project_permission(
             path: path.to_path_buf(),
             description: format!("{what} {} (outside the project)", path.display()),
             diff: None,
-            zone: Default::default(),
+            ..Default::default()
         })
     }
 }
@@ -313,6 +313,47 @@ pub fn display_path(ctx: &ToolCtx, path: &Path) -> String {
 /// Whether the first 8 KB of `data` contain a NUL byte.
 pub fn looks_binary(data: &[u8]) -> bool {
     data[..data.len().min(8192)].contains(&0)
+}
+
+/// `input[key]` when it is a non-blank string (for titles and locations).
+pub fn arg<'a>(input: &'a Value, key: &str) -> Option<&'a str> {
+    input
+        .get(key)
+        .and_then(Value::as_str)
+        .filter(|s| !s.trim().is_empty())
+}
+
+/// The first line of `s`, at most `max` characters, marked when cut.
+pub fn first_line(s: &str, max: usize) -> String {
+    let line = s.trim().lines().next().unwrap_or("");
+    let short: String = line.chars().take(max).collect();
+    if short.len() < s.trim().len() {
+        format!("{short}…")
+    } else {
+        short
+    }
+}
+
+/// `raw` as the user reads it: relative to `cwd` when inside it.
+pub fn shown_path(cwd: &Path, raw: &str) -> String {
+    let p = resolve_in(cwd, raw);
+    let base = resolve_in(cwd, ".");
+    match p.strip_prefix(&base) {
+        Ok(rel) if !rel.as_os_str().is_empty() => rel.display().to_string(),
+        _ => p.display().to_string(),
+    }
+}
+
+/// `input[key]` as a path the user reads (`shown_path`).
+pub fn shown_arg(input: &Value, key: &str, cwd: &Path) -> Option<String> {
+    Some(shown_path(cwd, arg(input, key)?))
+}
+
+/// ` in DIR` for a call limited to `input[key]`, else "".
+pub fn within_arg(input: &Value, key: &str, cwd: &Path) -> String {
+    shown_arg(input, key, cwd)
+        .map(|p| format!(" in {p}"))
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -60,6 +60,14 @@ impl Tool for CrushLogs {
         "crush_logs"
     }
 
+    fn kind(&self) -> super::ToolKind {
+        super::ToolKind::Read
+    }
+
+    fn read_only(&self) -> bool {
+        true
+    }
+
     fn description(&self) -> String {
         format!(
             "Read crush's own log (default {DEFAULT_LINES} entries, max {MAX_LINES}): provider \

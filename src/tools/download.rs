@@ -200,6 +200,30 @@ impl Tool for Download {
         "download"
     }
 
+    fn kind(&self) -> super::ToolKind {
+        super::ToolKind::Fetch
+    }
+
+    fn read_only(&self) -> bool {
+        false
+    }
+
+    fn title(&self, input: &Value, cwd: &Path) -> String {
+        let to = super::common::shown_arg(input, "file_path", cwd)
+            .map(|p| format!(" to {p}"))
+            .unwrap_or_default();
+        format!(
+            "Download {}{to}",
+            super::common::arg(input, "url").unwrap_or("")
+        )
+    }
+
+    fn locations(&self, input: &Value, cwd: &Path) -> Vec<super::Location> {
+        super::Location::of(input, "file_path", cwd)
+            .into_iter()
+            .collect()
+    }
+
     fn description(&self) -> String {
         format!(
             "Download a URL (http or https) directly to a local file (binary-safe, streaming, \
@@ -240,7 +264,7 @@ impl Tool for Download {
             description: format!("Download {url} to {}", path.display()),
             path,
             diff: None,
-            zone: Default::default(),
+            ..Default::default()
         }))
     }
 

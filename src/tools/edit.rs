@@ -119,6 +119,28 @@ impl Tool for Edit {
         "edit"
     }
 
+    fn kind(&self) -> super::ToolKind {
+        super::ToolKind::Edit
+    }
+
+    fn read_only(&self) -> bool {
+        false
+    }
+
+    fn claude_name(&self) -> Option<String> {
+        Some("Edit".into())
+    }
+
+    fn title(&self, input: &Value, cwd: &Path) -> String {
+        super::edit_title(input, cwd)
+    }
+
+    fn locations(&self, input: &Value, cwd: &Path) -> Vec<super::Location> {
+        super::Location::of(input, "file_path", cwd)
+            .into_iter()
+            .collect()
+    }
+
     fn description(&self) -> String {
         "Replaces text in a file: `old_string` is replaced by `new_string`.\n\
          \n\

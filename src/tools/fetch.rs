@@ -392,6 +392,28 @@ impl Tool for Fetch {
         "fetch"
     }
 
+    fn kind(&self) -> super::ToolKind {
+        super::ToolKind::Fetch
+    }
+
+    fn read_only(&self) -> bool {
+        false
+    }
+
+    fn for_sub_agents(&self) -> bool {
+        true
+    }
+
+    fn claude_name(&self) -> Option<String> {
+        Some("WebFetch".into())
+    }
+
+    fn title(&self, input: &Value, _cwd: &std::path::Path) -> String {
+        format!("Fetch {}", super::common::arg(input, "url").unwrap_or(""))
+            .trim_end()
+            .to_string()
+    }
+
     fn description(&self) -> String {
         format!(
             "Fetches a URL (http or https, GET) and returns its content.\n\
@@ -439,7 +461,7 @@ impl Tool for Fetch {
             path: canonicalize_lenient(ctx.cwd),
             description: url.trim().to_string(),
             diff: None,
-            zone: Default::default(),
+            ..Default::default()
         }))
     }
 

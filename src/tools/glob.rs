@@ -169,6 +169,38 @@ impl Tool for Glob {
         "glob"
     }
 
+    fn kind(&self) -> super::ToolKind {
+        super::ToolKind::Search
+    }
+
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    fn for_sub_agents(&self) -> bool {
+        true
+    }
+
+    fn claude_name(&self) -> Option<String> {
+        Some("Glob".into())
+    }
+
+    fn title(&self, input: &Value, cwd: &Path) -> String {
+        format!(
+            "Find {}{}",
+            super::common::arg(input, "pattern").unwrap_or(""),
+            super::common::within_arg(input, "path", cwd)
+        )
+        .trim_end()
+        .to_string()
+    }
+
+    fn locations(&self, input: &Value, cwd: &Path) -> Vec<super::Location> {
+        super::Location::of(input, "path", cwd)
+            .into_iter()
+            .collect()
+    }
+
     fn description(&self) -> String {
         format!(
             "Finds files by name or path pattern, newest first.\n\

@@ -306,6 +306,39 @@ impl Tool for Grep {
         "grep"
     }
 
+    fn kind(&self) -> super::ToolKind {
+        super::ToolKind::Search
+    }
+
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    fn for_sub_agents(&self) -> bool {
+        true
+    }
+
+    fn claude_name(&self) -> Option<String> {
+        Some("Grep".into())
+    }
+
+    fn title(&self, input: &Value, cwd: &Path) -> String {
+        let pattern = super::common::arg(input, "pattern").unwrap_or("");
+        format!(
+            "Search for {}{}",
+            super::common::first_line(pattern, 80),
+            super::common::within_arg(input, "path", cwd)
+        )
+        .trim_end()
+        .to_string()
+    }
+
+    fn locations(&self, input: &Value, cwd: &Path) -> Vec<super::Location> {
+        super::Location::of(input, "path", cwd)
+            .into_iter()
+            .collect()
+    }
+
     fn description(&self) -> String {
         format!(
             "Searches file contents for a regular expression and lists matching lines with their \

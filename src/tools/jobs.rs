@@ -224,6 +224,19 @@ impl Tool for JobOutput {
         "job_output"
     }
 
+    fn kind(&self) -> super::ToolKind {
+        super::ToolKind::Read
+    }
+
+    /// It reads what a background command printed; the command itself came from bash.
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    fn claude_name(&self) -> Option<String> {
+        Some("BashOutput".into())
+    }
+
     fn description(&self) -> String {
         "Get stdout/stderr from a background shell by ID; set wait=true to block until \
          completion. Returns the output that arrived since the last call, whether the job is \
@@ -300,6 +313,18 @@ pub struct JobKill;
 impl Tool for JobKill {
     fn name(&self) -> &'static str {
         "job_kill"
+    }
+
+    fn kind(&self) -> super::ToolKind {
+        super::ToolKind::Execute
+    }
+
+    fn read_only(&self) -> bool {
+        false
+    }
+
+    fn claude_name(&self) -> Option<String> {
+        Some("KillShell".into())
     }
 
     fn description(&self) -> String {

@@ -81,6 +81,33 @@ impl Tool for Ls {
         "ls"
     }
 
+    fn kind(&self) -> super::ToolKind {
+        super::ToolKind::Search
+    }
+
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    fn for_sub_agents(&self) -> bool {
+        true
+    }
+
+    fn claude_name(&self) -> Option<String> {
+        Some("LS".into())
+    }
+
+    fn title(&self, input: &Value, cwd: &Path) -> String {
+        let p = super::common::shown_arg(input, "path", cwd).unwrap_or_else(|| ".".into());
+        format!("List {p}")
+    }
+
+    fn locations(&self, input: &Value, cwd: &Path) -> Vec<super::Location> {
+        super::Location::of(input, "path", cwd)
+            .into_iter()
+            .collect()
+    }
+
     fn description(&self) -> String {
         format!(
             "Lists a directory as a tree (directories end with `/`).\n\

@@ -15,6 +15,17 @@ pub const MAX_OUTPUT_CHARS: usize = super::bash::MAX_OUTPUT_CHARS;
 pub const LIST_RESOURCES: &str = "list_mcp_resources";
 pub const READ_RESOURCE: &str = "read_mcp_resource";
 
+/// Claude Code's name (`mcp__<server>__<tool>`) for the tool crush names `full_name`
+/// (`mcp_<server>_<tool>`), where only the name is known; a server tool itself knows both parts.
+pub fn claude_name_of(full_name: &str) -> Option<String> {
+    let rest = full_name.strip_prefix("mcp_")?;
+    if rest.starts_with('_') {
+        return None;
+    }
+    let (server, tool) = rest.split_once('_')?;
+    Some(format!("mcp__{server}__{tool}"))
+}
+
 /// The MCP tools of a session, from its servers.
 #[derive(Clone)]
 pub struct Mcp {
@@ -65,7 +76,7 @@ fn ask(
         path: ctx.cwd.to_path_buf(),
         description,
         diff: None,
-        zone: Default::default(),
+        ..Default::default()
     }))
 }
 
@@ -77,6 +88,19 @@ struct McpTool {
 impl Tool for McpTool {
     fn name(&self) -> &str {
         &self.tool.full_name
+    }
+
+    fn kind(&self) -> super::ToolKind {
+        super::ToolKind::Other
+    }
+
+    /// A server's tool may do anything.
+    fn read_only(&self) -> bool {
+        false
+    }
+
+    fn claude_name(&self) -> Option<String> {
+        Some(format!("mcp__{}__{}", self.tool.server, self.tool.mcp_name))
     }
 
     fn description(&self) -> String {
@@ -281,6 +305,15 @@ impl Tool for ListResources {
         LIST_RESOURCES
     }
 
+    fn kind(&self) -> super::ToolKind {
+        super::ToolKind::Search
+    }
+
+    /// It asks the MCP servers, which may be remote.
+    fn read_only(&self) -> bool {
+        false
+    }
+
     fn description(&self) -> String {
         "List available resource URIs from an MCP server by name; use before read_mcp_resource."
             .into()
@@ -354,6 +387,15 @@ impl Tool for ReadResource {
         READ_RESOURCE
     }
 
+    fn kind(&self) -> super::ToolKind {
+        super::ToolKind::Read
+    }
+
+    /// It asks the MCP servers, which may be remote.
+    fn read_only(&self) -> bool {
+        false
+    }
+
     fn description(&self) -> String {
         "Read a resource by URI from an MCP server; returns text content.".into()
     }
@@ -391,6 +433,28 @@ impl Tool for ReadResource {
         }
         Ok(c.output(false))
     }
+}
+
+/// The MCP tools as a session with one server and its `tool` has them, over no running server.
+#[cfg(test)]
+pub(crate) fn described(tool: crate::mcp::Tool) -> Vec<Box<dyn Tool>> {
+    struct NoTokens;
+    impl crate::mcp::TokenStore for NoTokens {
+        fn load(&self, _: &str) -> Option<Value> {
+            None
+        }
+        fn save(&self, _: &str, _: Option<&Value>) {}
+    }
+    let manager = Manager::new("/".into(), std::sync::Arc::new(NoTokens));
+    vec![
+        Box::new(ListResources {
+            manager: manager.clone(),
+        }),
+        Box::new(ReadResource {
+            manager: manager.clone(),
+        }),
+        Box::new(McpTool { manager, tool }),
+    ]
 }
 
 #[cfg(test)]

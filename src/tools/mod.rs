@@ -149,8 +149,30 @@ impl SkillFiles {
     }
 }
 
-/// A permission a call needs before it may run.
+/// A file a call concerns (absolute), with the line it starts at when known.
 #[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Location {
+    pub path: PathBuf,
+    pub line: Option<u64>,
+}
+
+impl Location {
+    /// The file `raw` (as the model gave it, resolved against `cwd`), when `input` has a
+    /// non-blank `key`.
+    pub fn of(input: &Value, key: &str, cwd: &Path) -> Option<Location> {
+        let raw = input
+            .get(key)
+            .and_then(Value::as_str)
+            .filter(|s| !s.trim().is_empty())?;
+        Some(Location {
+            path: common::resolve_in(cwd, raw),
+            line: None,
+        })
+    }
+}
+
+/// A permission a call needs before it may run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PermissionRequest {
     pub tool: String,
     /// Crush's action names: execute (bash), write (edit, multiedit, write), read (view), list (ls,
@@ -165,6 +187,10 @@ pub struct PermissionRequest {
     /// Where the file a write concerns lies (`confine::Zone`); the agent places `path` itself
     /// for writes, a tool that changes several files sets the highest of theirs.
     pub zone: confine::Zone,
+    /// What the asking tool is and how it runs (the agent sets them from `Tool::kind` and
+    /// `Tool::run_mode`): a command's grant covers that exact command.
+    pub kind: ToolKind,
+    pub runs: RunMode,
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -237,12 +263,112 @@ impl fmt::Display for ToolError {
     }
 }
 
+/// What a tool does, as editors group tools (ACP's tool kinds, for the icon of a call).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ToolKind {
+    /// Reads a file or what a language server knows of one.
+    Read,
+    /// Changes files.
+    Edit,
+    /// Runs a command.
+    Execute,
+    /// Gets something from the network.
+    Fetch,
+    /// Looks for files or text.
+    Search,
+    /// Works things out without touching anything: sub-agents, the task list.
+    Think,
+    #[default]
+    Other,
+}
+
+impl ToolKind {
+    /// The kind's name in ACP (`tool_call.kind`).
+    pub fn acp_name(self) -> &'static str {
+        match self {
+            ToolKind::Read => "read",
+            ToolKind::Edit => "edit",
+            ToolKind::Execute => "execute",
+            ToolKind::Fetch => "fetch",
+            ToolKind::Search => "search",
+            ToolKind::Think => "think",
+            ToolKind::Other => "other",
+        }
+    }
+}
+
+/// How a call of a tool is carried out.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RunMode {
+    /// `Tool::run` does the work in crush's process.
+    #[default]
+    InProcess,
+    /// `Tool::run` runs a shell command line (it may leave a background job): a permission
+    /// granted "always" covers that exact command, not the tool.
+    Command,
+    /// The agent loop runs the call itself, since it needs the model, the store or the user,
+    /// which tools do not get; `Tool::run` is not reached through the loop.
+    Loop(LoopTool),
+}
+
+/// The calls the agent loop runs itself (`RunMode::Loop`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoopTool {
+    /// A task for a sub-agent in a child session.
+    SubAgent,
+    /// A web page read by a sub-agent (`agentic_fetch`).
+    FetchAgent,
+    /// Questions for the user.
+    Question,
+    /// What crush knows about itself.
+    Info,
+}
+
+/// A tool: what the model sees of it (name, description, schema), what it is to the other
+/// layers (kind, read-only, Claude Code's name, title and locations, how it runs), and the call
+/// itself. Editors, hooks, permissions and plan mode ask these, never the tool's name.
 pub trait Tool: Send + Sync {
     /// The name the model sees (Crush's names, so permissions and hook matchers carry over).
     fn name(&self) -> &str;
     fn description(&self) -> String;
     /// JSON Schema of the parameters.
     fn schema(&self) -> Value;
+    /// What the tool does, for editors.
+    fn kind(&self) -> ToolKind;
+    /// Whether a call changes nothing and reaches nothing outside the machine: no writes, no
+    /// commands, no network. Plan mode offers only these (crush(1) PLAN MODE).
+    fn read_only(&self) -> bool;
+    /// Whether the built-in sub-agent, and an agent file that names no tools, get this tool:
+    /// the tools that look around without changing anything.
+    fn for_sub_agents(&self) -> bool {
+        false
+    }
+    /// Claude Code's name for the tool (hooks in Claude Code's shape match and see it), if it
+    /// has one.
+    fn claude_name(&self) -> Option<String> {
+        None
+    }
+    /// Every name a Claude Code matcher may use for the tool: its current one and any it had
+    /// before.
+    fn claude_names(&self) -> Vec<String> {
+        self.claude_name().into_iter().collect()
+    }
+    /// The one line that names a call in editors.
+    fn title(&self, _input: &Value, _cwd: &Path) -> String {
+        self.name().to_string()
+    }
+    /// The files a call reads or changes, for editors to follow.
+    fn locations(&self, _input: &Value, _cwd: &Path) -> Vec<Location> {
+        Vec::new()
+    }
+    /// How a call is carried out.
+    fn run_mode(&self) -> RunMode {
+        RunMode::InProcess
+    }
+    /// How the REPL previews a result under the call's line.
+    fn preview(&self) -> Preview {
+        Preview::Head
+    }
     /// The permission this call needs, or None. Err: the input is invalid (the message goes to the
     /// model as an error result and the tool does not run).
     fn permission(&self, input: &Value, ctx: &ToolCtx)
@@ -272,6 +398,52 @@ pub fn builtin() -> Vec<Box<dyn Tool>> {
     ];
     tools.sort_by(|a, b| a.name().cmp(b.name()));
     tools
+}
+
+/// The title of an edit or multiedit call.
+fn edit_title(input: &Value, cwd: &Path) -> String {
+    let p = common::shown_arg(input, "file_path", cwd).unwrap_or_default();
+    format!("Edit {p}").trim_end().to_string()
+}
+
+/// `tool` among `tools`, by name.
+pub fn find<'a>(tools: &[&'a dyn Tool], name: &str) -> Option<&'a dyn Tool> {
+    tools.iter().copied().find(|t| t.name() == name)
+}
+
+/// What editors and the REPL show of a call: its kind, title and files, how it runs, how its
+/// result is previewed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallView {
+    pub kind: ToolKind,
+    pub title: String,
+    pub locations: Vec<Location>,
+    pub runs: RunMode,
+    pub preview: Preview,
+}
+
+impl CallView {
+    /// A call of `tool` with `input`, paths resolved against `cwd`.
+    pub fn of(tool: &dyn Tool, input: &Value, cwd: &Path) -> CallView {
+        CallView {
+            kind: tool.kind(),
+            title: tool.title(input, cwd),
+            locations: tool.locations(input, cwd),
+            runs: tool.run_mode(),
+            preview: tool.preview(),
+        }
+    }
+
+    /// A call of a tool that is not there (an unknown name, a tool no longer offered).
+    pub fn unknown(name: &str) -> CallView {
+        CallView {
+            kind: ToolKind::Other,
+            title: name.to_string(),
+            locations: Vec::new(),
+            runs: RunMode::InProcess,
+            preview: Preview::Head,
+        }
+    }
 }
 
 /// The key argument of a tool call, for one-line display.
@@ -355,14 +527,26 @@ mod tests {
 /// Lines of a tool result shown under its tool line (crush(1) INTERACTIVE SESSION).
 pub const PREVIEW_LINES: usize = 5;
 
-/// A short preview of what the model got from tool `name`, at most `max` lines: bash's last
-/// lines and its exit status, grep's and glob's count and first hits, the range `view` read,
-/// the first lines of anything else.
-pub fn preview(name: &str, content: &str, max: usize) -> Vec<String> {
+/// How a result is previewed (`preview`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Preview {
+    /// Its first non-blank lines (grep's and glob's count and first hits).
+    #[default]
+    Head,
+    /// A command's last lines and its exit status.
+    CommandTail,
+    /// The range of numbered lines a file read returned.
+    LineRange,
+}
+
+/// A short preview of what the model got from a call, at most `max` lines, as the tool's
+/// `style` says: bash's last lines and its exit status, the range `view` read, the first lines
+/// of anything else.
+pub fn preview(style: Preview, content: &str, max: usize) -> Vec<String> {
     let max = max.max(1);
     let lines: Vec<&str> = content.lines().collect();
-    match name {
-        "bash" => {
+    match style {
+        Preview::CommandTail => {
             // The working directory the model is told about is no output.
             let body = match content.rfind("\n\n<cwd>") {
                 Some(i) => &content[..i],
@@ -388,7 +572,7 @@ pub fn preview(name: &str, content: &str, max: usize) -> Vec<String> {
             }
             out
         }
-        "view" => {
+        Preview::LineRange => {
             let numbers: Vec<&str> = lines
                 .iter()
                 .filter_map(|l| l.split_once('|').map(|(n, _)| n.trim()))
@@ -399,7 +583,7 @@ pub fn preview(name: &str, content: &str, max: usize) -> Vec<String> {
                 _ => lines.iter().take(1).map(|l| l.to_string()).collect(),
             }
         }
-        _ => lines
+        Preview::Head => lines
             .iter()
             .filter(|l| !l.trim().is_empty())
             .take(max)
@@ -415,15 +599,20 @@ mod preview_tests {
     #[test]
     fn previews_show_what_the_model_got() {
         let bash = "1\n2\n3\n4\n5\n6\n\n<cwd>/p</cwd>";
-        assert_eq!(preview("bash", bash, 5), ["3", "4", "5", "6", "exit 0"]);
+        let bash_tool = super::bash::Bash;
+        let tail = super::Tool::preview(&bash_tool);
+        assert_eq!(preview(tail, bash, 5), ["3", "4", "5", "6", "exit 0"]);
         let failed = "oops\nExit code 2\n\n<cwd>/p</cwd>";
-        assert_eq!(preview("bash", failed, 5), ["oops", "Exit code 2"]);
+        assert_eq!(preview(tail, failed, 5), ["oops", "Exit code 2"]);
         let grep = "Found 3 matches\na.rs:\n  Line 1: x\n  Line 2: x\n\nb.rs:\n  Line 9: x";
         assert_eq!(
-            preview("grep", grep, 3),
+            preview(super::Tool::preview(&super::grep::Grep), grep, 3),
             ["Found 3 matches", "a.rs:", "  Line 1: x"]
         );
         let view = "<file>\n    10|a\n    11|b\n    12|c\n</file>";
-        assert_eq!(preview("view", view, 5), ["lines 10-12"]);
+        assert_eq!(
+            preview(super::Tool::preview(&super::view::View), view, 5),
+            ["lines 10-12"]
+        );
     }
 }

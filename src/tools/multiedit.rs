@@ -68,6 +68,28 @@ impl Tool for MultiEdit {
         "multiedit"
     }
 
+    fn kind(&self) -> super::ToolKind {
+        super::ToolKind::Edit
+    }
+
+    fn read_only(&self) -> bool {
+        false
+    }
+
+    fn claude_name(&self) -> Option<String> {
+        Some("MultiEdit".into())
+    }
+
+    fn title(&self, input: &Value, cwd: &std::path::Path) -> String {
+        super::edit_title(input, cwd)
+    }
+
+    fn locations(&self, input: &Value, cwd: &std::path::Path) -> Vec<super::Location> {
+        super::Location::of(input, "file_path", cwd)
+            .into_iter()
+            .collect()
+    }
+
     fn description(&self) -> String {
         "Makes several replacements in one file in a single step. Each edit works like the edit \
          tool (`old_string`, `new_string`, optional `replace_all`) and applies to the result of \

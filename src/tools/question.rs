@@ -168,6 +168,18 @@ impl Tool for QuestionTool {
         "question"
     }
 
+    fn kind(&self) -> super::ToolKind {
+        super::ToolKind::Other
+    }
+
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    fn run_mode(&self) -> super::RunMode {
+        super::RunMode::Loop(super::LoopTool::Question)
+    }
+
     fn description(&self) -> String {
         format!(
             "Ask the user a structured question and wait for their response. Use this when you \

@@ -213,6 +213,15 @@ impl Tool for Sourcegraph {
         "sourcegraph"
     }
 
+    fn kind(&self) -> super::ToolKind {
+        super::ToolKind::Search
+    }
+
+    /// It searches on the network.
+    fn read_only(&self) -> bool {
+        false
+    }
+
     fn description(&self) -> String {
         format!(
             "Search code across public GitHub repositories via Sourcegraph; supports regex, \
@@ -260,7 +269,7 @@ impl Tool for Sourcegraph {
                 super::common::truncate_line(p.query, 200)
             ),
             diff: None,
-            zone: Default::default(),
+            ..Default::default()
         }))
     }
 

@@ -17,6 +17,9 @@ pub struct Todo {
     pub active_form: String,
 }
 
+/// The tool's name (editors show its list as their plan).
+pub const NAME: &str = "todos";
+
 pub const STATUSES: &[&str] = &["pending", "in_progress", "completed"];
 
 /// The list as `sessions.todos` stores it: JSON, or "" for an empty list (as Go Crush writes it).
@@ -138,7 +141,23 @@ fn run(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, String> {
 
 impl Tool for Todos {
     fn name(&self) -> &'static str {
-        "todos"
+        NAME
+    }
+
+    fn kind(&self) -> super::ToolKind {
+        super::ToolKind::Think
+    }
+
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    fn claude_name(&self) -> Option<String> {
+        Some("TodoWrite".into())
+    }
+
+    fn title(&self, _input: &Value, _cwd: &std::path::Path) -> String {
+        "Update the plan".into()
     }
 
     fn description(&self) -> String {

@@ -49,6 +49,41 @@ impl Tool for View {
         "view"
     }
 
+    fn kind(&self) -> super::ToolKind {
+        super::ToolKind::Read
+    }
+
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    fn for_sub_agents(&self) -> bool {
+        true
+    }
+
+    fn claude_name(&self) -> Option<String> {
+        Some("Read".into())
+    }
+
+    fn title(&self, input: &Value, cwd: &Path) -> String {
+        match super::common::shown_arg(input, "file_path", cwd) {
+            Some(p) => format!("Read {p}"),
+            None => "Read".into(),
+        }
+    }
+
+    fn locations(&self, input: &Value, cwd: &Path) -> Vec<super::Location> {
+        let mut loc = super::Location::of(input, "file_path", cwd);
+        if let Some(l) = loc.as_mut() {
+            l.line = input.get("offset").and_then(Value::as_u64).map(|o| o + 1);
+        }
+        loc.into_iter().collect()
+    }
+
+    fn preview(&self) -> super::Preview {
+        super::Preview::LineRange
+    }
+
     fn description(&self) -> String {
         format!(
             "Reads a text file and shows it with line numbers (`     1|text`).\n\

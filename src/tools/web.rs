@@ -78,6 +78,18 @@ impl Tool for WebFetch {
         "web_fetch"
     }
 
+    fn kind(&self) -> super::ToolKind {
+        super::ToolKind::Fetch
+    }
+
+    fn read_only(&self) -> bool {
+        false
+    }
+
+    fn claude_name(&self) -> Option<String> {
+        Some("WebFetch".into())
+    }
+
     fn description(&self) -> String {
         format!(
             "Fetch a web URL and return content as markdown; for use inside sub-agents. Large \
@@ -266,6 +278,18 @@ pub struct WebSearch;
 impl Tool for WebSearch {
     fn name(&self) -> &'static str {
         "web_search"
+    }
+
+    fn kind(&self) -> super::ToolKind {
+        super::ToolKind::Search
+    }
+
+    fn read_only(&self) -> bool {
+        false
+    }
+
+    fn claude_name(&self) -> Option<String> {
+        Some("WebSearch".into())
     }
 
     fn description(&self) -> String {

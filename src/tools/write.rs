@@ -44,7 +44,7 @@ impl FileChange {
             path: self.path.clone(),
             description: format!("{verb} {}", self.path.display()),
             diff: Some(self.diff(ctx).text),
-            zone: Default::default(),
+            ..Default::default()
         }
     }
 
@@ -183,6 +183,29 @@ pub fn change_metadata(d: &Diff, path: &std::path::Path) -> Value {
 impl Tool for Write {
     fn name(&self) -> &'static str {
         "write"
+    }
+
+    fn kind(&self) -> super::ToolKind {
+        super::ToolKind::Edit
+    }
+
+    fn read_only(&self) -> bool {
+        false
+    }
+
+    fn claude_name(&self) -> Option<String> {
+        Some("Write".into())
+    }
+
+    fn title(&self, input: &Value, cwd: &Path) -> String {
+        let p = super::common::shown_arg(input, "file_path", cwd).unwrap_or_default();
+        format!("Write {p}").trim_end().to_string()
+    }
+
+    fn locations(&self, input: &Value, cwd: &Path) -> Vec<super::Location> {
+        super::Location::of(input, "file_path", cwd)
+            .into_iter()
+            .collect()
     }
 
     fn description(&self) -> String {

@@ -1174,5 +1174,56 @@ fn the_editor_is_offered_agents_and_lists_the_agent_files_without_the_model() {
     );
     assert!(text.contains("the project is not trusted"), "{text}");
     assert!(turn_requests(&server).is_empty(), "the model was called");
+}
+
+#[test]
+fn the_plan_mode_offers_read_only_tools_and_refuses_a_write() {
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call("write", json!({"file_path": "x.txt", "content": "no"})),
+        Reply::text("1. Do it"),
+    ]);
+    title_route(&server);
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::OpenAi);
+    let mut ed = Editor::start(&env, &[], &[]);
+    ed.initialize(false);
+    let r = ed.call(
+        "session/new",
+        json!({"cwd": env.project(), "mcpServers": []}),
+    );
+    let modes: Vec<&str> = r["modes"]["availableModes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert!(modes.contains(&"plan"), "{modes:?}");
+    let sid = r["sessionId"].as_str().unwrap().to_string();
+    let id = ed.request(
+        "session/set_mode",
+        json!({"sessionId": sid, "modeId": "plan"}),
+    );
+    ed.result(id);
+    let p = ed.prompt(&sid, "plan it");
+    assert_eq!(ed.result(p)["stopReason"], "end_turn");
+    let reqs = turn_requests(&server);
+    let names = reqs[0].tool_names();
+    assert!(names.contains(&"view".to_string()), "{names:?}");
+    assert!(
+        !names.iter().any(|n| n == "write" || n == "bash"),
+        "{names:?}"
+    );
+    assert!(
+        reqs[1].tool_results()[0].1.contains("Plan mode: write"),
+        "{:?}",
+        reqs[1].tool_results()
+    );
+    // Refused before any question: nothing was asked, nothing written.
+    assert!(
+        ed.seen
+            .iter()
+            .all(|v| v["method"] != "session/request_permission")
+    );
+    assert!(!env.project().join("x.txt").exists());
     assert_eq!(ed.finish().0, 0);
 }

@@ -24,6 +24,7 @@ mod ledger;
 mod login;
 mod lsp;
 mod mcp;
+mod plan;
 mod prompt;
 mod providers;
 mod question;

@@ -55,6 +55,17 @@ impl Lsp {
         file_report(paths, &self.0.diagnostics())
     }
 
+    /// Every LSP tool, over no server: what the tools say of themselves (names, kinds,
+    /// schemas), where no session's servers are at hand. Never run.
+    pub fn described() -> Vec<Box<dyn Tool>> {
+        let none = Manager::new(Path::new("/"), Vec::new(), Default::default(), false);
+        let lsp = Lsp(Arc::new(none));
+        read::tools(&lsp)
+            .into_iter()
+            .chain(write::tools(&lsp))
+            .collect()
+    }
+
     /// The LSP tools, offered when some server is configured or detected.
     pub fn tools(&self) -> Vec<Box<dyn Tool>> {
         if self.0.is_empty() {

@@ -37,6 +37,14 @@ impl Tool for DiagnosticsTool {
         "lsp_diagnostics"
     }
 
+    fn kind(&self) -> crate::tools::ToolKind {
+        crate::tools::ToolKind::Read
+    }
+
+    fn read_only(&self) -> bool {
+        true
+    }
+
     fn description(&self) -> String {
         "Get the language servers' errors, warnings and hints for a file or for the whole \
          project. With `file_path`, the file is sent to its servers and their fresh diagnostics \
@@ -110,6 +118,14 @@ pub struct References(Lsp);
 impl Tool for References {
     fn name(&self) -> &'static str {
         "lsp_references"
+    }
+
+    fn kind(&self) -> crate::tools::ToolKind {
+        crate::tools::ToolKind::Search
+    }
+
+    fn read_only(&self) -> bool {
+        true
     }
 
     fn description(&self) -> String {
@@ -192,6 +208,18 @@ pub struct Definition(Lsp);
 impl Tool for Definition {
     fn name(&self) -> &'static str {
         "lsp_definition"
+    }
+
+    fn kind(&self) -> crate::tools::ToolKind {
+        crate::tools::ToolKind::Search
+    }
+
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    fn for_sub_agents(&self) -> bool {
+        true
     }
 
     fn description(&self) -> String {
@@ -282,6 +310,18 @@ pub struct Symbols(Lsp);
 impl Tool for Symbols {
     fn name(&self) -> &'static str {
         "lsp_symbols"
+    }
+
+    fn kind(&self) -> crate::tools::ToolKind {
+        crate::tools::ToolKind::Search
+    }
+
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    fn for_sub_agents(&self) -> bool {
+        true
     }
 
     fn description(&self) -> String {
@@ -399,6 +439,18 @@ impl Tool for CallHierarchy {
         "lsp_call_hierarchy"
     }
 
+    fn kind(&self) -> crate::tools::ToolKind {
+        crate::tools::ToolKind::Search
+    }
+
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    fn for_sub_agents(&self) -> bool {
+        true
+    }
+
     fn description(&self) -> String {
         "Show the call hierarchy of a function or method: its incoming calls (who calls it) or \
          outgoing calls (what it calls), with files and line numbers, through the language \
@@ -495,6 +547,15 @@ pub struct Restart(Lsp);
 impl Tool for Restart {
     fn name(&self) -> &'static str {
         "lsp_restart"
+    }
+
+    fn kind(&self) -> crate::tools::ToolKind {
+        crate::tools::ToolKind::Execute
+    }
+
+    /// It stops and starts language servers.
+    fn read_only(&self) -> bool {
+        false
     }
 
     fn description(&self) -> String {

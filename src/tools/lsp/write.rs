@@ -163,6 +163,25 @@ impl Tool for Rename {
         "lsp_rename"
     }
 
+    fn kind(&self) -> crate::tools::ToolKind {
+        crate::tools::ToolKind::Edit
+    }
+
+    fn read_only(&self) -> bool {
+        false
+    }
+
+    fn title(&self, input: &Value, _cwd: &Path) -> String {
+        let arg = |k| crate::tools::common::arg(input, k).unwrap_or("");
+        format!("Rename {} to {}", arg("symbol"), arg("new_name"))
+    }
+
+    fn locations(&self, input: &Value, cwd: &Path) -> Vec<crate::tools::Location> {
+        crate::tools::Location::of(input, "path", cwd)
+            .into_iter()
+            .collect()
+    }
+
     fn description(&self) -> String {
         "Rename a symbol across all files through the language server. Prefer it over manual \
          edits for any rename: it is a semantic rename that respects scopes, overloads and \
@@ -209,6 +228,7 @@ impl Tool for Rename {
             ),
             diff: Some(diff),
             zone: plan.zone,
+            ..Default::default()
         }))
     }
 
@@ -349,6 +369,20 @@ impl ReplaceSymbol {
 impl Tool for ReplaceSymbol {
     fn name(&self) -> &'static str {
         "lsp_replace_symbol"
+    }
+
+    fn kind(&self) -> crate::tools::ToolKind {
+        crate::tools::ToolKind::Edit
+    }
+
+    fn read_only(&self) -> bool {
+        false
+    }
+
+    fn locations(&self, input: &Value, cwd: &Path) -> Vec<crate::tools::Location> {
+        crate::tools::Location::of(input, "path", cwd)
+            .into_iter()
+            .collect()
     }
 
     fn description(&self) -> String {
