@@ -936,12 +936,10 @@ impl Loaded {
             None => u.models.clone(),
         };
         let default_id = |s: &String| Some(s.clone()).filter(|s| !s.is_empty());
-        // OpenAI's Responses API: at OpenAI and Azure for the models that have it; a server
-        // of your own only when asked (most speak Chat Completions only).
-        let responses = u.use_responses_api.or(match kind {
-            ApiKind::OpenAi if !at_home => Some(false),
-            _ => None,
-        });
+        // OpenAI's Responses API: an openai or azure provider, wherever its base URL points (a
+        // gateway in front of OpenAI included), for the models that have it, as Go Crush
+        // does; an openai-compat server only when asked (`uses_responses`).
+        let responses = u.use_responses_api;
         let discover = cat.is_none()
             && matches!(kind, ApiKind::OpenAi | ApiKind::OpenAiCompat)
             && u.discover_models.unwrap_or(models.is_empty());
