@@ -107,15 +107,16 @@ const LSP: Shape = Keys(&[
 
 const SANDBOX: Shape = Keys(&[("mode", &Any), ("network", &Any), ("writable_roots", &Any)]);
 
+/// Why `options.tui` and crushrc's `option ui` do nothing here.
+pub const TUI_REASON: &str =
+    "Go Crush's full-screen interface settings; crush has no such interface";
+
 /// Keys of `options` (Go Crush's and crush's own).
 pub const OPTIONS: &[(&str, &Shape)] = &[
     ("context_paths", &Any),
     ("global_context_paths", &Any),
     ("skills_paths", &Any),
-    (
-        "tui",
-        &Inert("Go Crush's full-screen interface settings; crush has no such interface"),
-    ),
+    ("tui", &Inert(TUI_REASON)),
     ("debug", &Any),
     ("debug_lsp", &Any),
     ("disable_auto_summarize", &Any),
