@@ -7,6 +7,7 @@
 //! submodules; `load` is the entry point.
 
 pub mod claude;
+pub mod claude_rules;
 pub mod commands;
 pub mod crushrc;
 pub mod discover;
@@ -191,6 +192,8 @@ pub struct Permissions {
 pub enum LayerKind {
     #[default]
     Defaults,
+    /// `/etc/crush/crush.json`: numbered with the defaults, below everything of the user's.
+    System,
     GlobalState,
     WorkspaceState,
     GlobalJson,
@@ -205,12 +208,16 @@ pub enum LayerKind {
 impl LayerKind {
     /// The layer's number in crush(1) CONFIGURATION (1..=10).
     pub fn number(self) -> u8 {
-        self as u8 + 1
+        match self {
+            LayerKind::Defaults | LayerKind::System => 1,
+            k => k as u8,
+        }
     }
     /// A short name for users ("project .crushrc").
     pub fn label(self) -> &'static str {
         match self {
             LayerKind::Defaults => "built-in default",
+            LayerKind::System => "system crush.json",
             LayerKind::GlobalState => "global state",
             LayerKind::WorkspaceState => "workspace state",
             LayerKind::GlobalJson => "global crush.json",
@@ -324,6 +331,8 @@ pub struct Loaded {
     /// The hooks of Claude Code's settings files and plugins (crush(1) HOOKS), lowest priority
     /// first; empty when `options.claude_code_hooks` is false.
     pub claude_hooks: Vec<claude::ClaudeHooks>,
+    /// The permission rules of those files (crush(1) SECURITY).
+    pub claude_rules: claude_rules::ClaudeRules,
     /// The provider catalog, decoded when first needed.
     pub catalog: crate::catalog::Lazy,
 }
@@ -1067,6 +1076,7 @@ impl Loaded {
         };
         match o.kind {
             LayerKind::Defaults
+            | LayerKind::System
             | LayerKind::GlobalState
             | LayerKind::GlobalJson
             | LayerKind::GlobalCrushrc => true,
