@@ -7,6 +7,7 @@ mod budget;
 mod cancel;
 mod catalog;
 mod claude_hooks;
+mod claude_permissions;
 mod config;
 mod confine;
 mod crush_tools;
