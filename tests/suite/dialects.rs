@@ -547,6 +547,23 @@ fn a_local_server_without_models_listed_is_asked_for_them() {
         "{}",
         out.stderr
     );
+    // `crush models` says it too, one short line on stderr; the listing still prints.
+    let out = env.run(&["models"], None);
+    out.assert_success();
+    let lines: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("cannot list its models"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{}", out.stderr);
+    assert!(
+        lines[0].starts_with(
+            "crush: provider 'dead': cannot list its models: http://127.0.0.1:9/v1/models: "
+        ),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stdout.contains("dead"), "{}", out.stdout);
 }
 
 #[test]
