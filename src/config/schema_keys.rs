@@ -163,7 +163,10 @@ pub const TOP: Shape = Keys(&[
     ("permissions", &Keys(&[("allowed_tools", &Any)])),
     (
         "tools",
-        &Inert("Go Crush's limits for its ls, grep and glob tools; crush's tools have their own"),
+        &Inert(
+            "Go Crush's limits for its ls, grep and glob tools (max_depth, max_items, timeout); \
+             crush's keep their own (ls 1000 entries, grep and glob 30 s, depth as the model asks)",
+        ),
     ),
     // Checked key by key where hooks are read (crush(1) HOOKS).
     ("hooks", &Any),
