@@ -946,6 +946,29 @@ mod tests {
             },
         )];
         assert_ne!(review(root, root, &changed, &json!({}), false).hash, r.hash);
+        // Its permission rules widen what runs unasked: they need trust, and a new rule asks
+        // again.
+        let allow = json!({"allow": ["Bash(npm test:*)"]});
+        let ruled = |p: &Value| {
+            let files = [(
+                LayerKind::ProjectJson,
+                root.join(".claude/settings.json"),
+                Source::ClaudeSettings {
+                    hooks: &Value::Null,
+                    permissions: p,
+                },
+            )];
+            review(root, root, &files, &json!({}), false)
+        };
+        let first = ruled(&allow);
+        assert_eq!(first.items.len(), 1, "{:?}", first.items);
+        assert!(
+            first.items[0].key.starts_with("permissions"),
+            "{:?}",
+            first.items
+        );
+        let wider = json!({"allow": ["Bash(npm test:*)", "Bash"]});
+        assert_ne!(ruled(&wider).hash, first.hash);
         let mut v = json!({"options": {"claude_plugins": ["./plug"], "debug": true}});
         let r = review(
             root,
