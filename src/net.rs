@@ -80,7 +80,7 @@ pub fn authority_of(url: &str) -> &str {
 }
 
 /// The host of `url`, lowercase, without port or brackets.
-fn host_of(url: &str) -> String {
+pub fn host_of(url: &str) -> String {
     let hostport = authority_of(url);
     match hostport.strip_prefix('[') {
         Some(r) => r.split(']').next().unwrap_or(""),

@@ -17,6 +17,7 @@ pub const LOCATION_VARS: &[&str] = &[
     "CLAUDE_CONFIG_DIR",
     "CRUSH_SKILLS_DIR",
     "CODEX_HOME",
+    "CRUSH_SYSTEM_CONFIG",
 ];
 
 /// A location variable (one of [`LOCATION_VARS`]) as it was at the first look; None when unset
@@ -42,6 +43,12 @@ fn env_dir(var: &str) -> Option<PathBuf> {
 /// `$HOME` as it was at the first look, else `/`.
 pub fn home() -> PathBuf {
     env_dir("HOME").unwrap_or_else(|| PathBuf::from("/"))
+}
+
+/// The system-wide configuration, read below every other file as Go Crush does:
+/// `$CRUSH_SYSTEM_CONFIG` when set, else `/etc/crush/crush.json`.
+pub fn system_config() -> PathBuf {
+    env_dir("CRUSH_SYSTEM_CONFIG").unwrap_or_else(|| PathBuf::from("/etc/crush/crush.json"))
 }
 
 /// `$CRUSH_GLOBAL_CONFIG`, else `$XDG_CONFIG_HOME/crush`, else `~/.config/crush`.

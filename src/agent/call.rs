@@ -318,6 +318,16 @@ fn question(
     permissions: &Permissions,
     gate: &Gate,
 ) -> Result<Option<PermissionRequest>, Box<ToolRun>> {
+    // A deny rule answers the model, which may do something else: the turn goes on.
+    if let Some(rule) = permissions.denied(tool, input, ctx.cwd) {
+        return Err(Box::new(ToolRun {
+            out: ToolOutput::error(format!(
+                "Permission denied: {rule} refuses this call. Do not retry it; ask the user how to proceed."
+            )),
+            ran: false,
+            stop: None,
+        }));
+    }
     let own = match tool.permission(input, ctx) {
         Err(msg) => {
             return Err(Box::new(ToolRun {
@@ -338,7 +348,11 @@ fn question(
         // A hook's approval is an allow rule: it does not reach guarded files or crush's data.
         (Gate::Approved, Some(req)) if req.zone < Zone::Guarded => None,
         (Gate::Approved, Some(req)) => Some(req),
-        (Gate::Normal, Some(req)) if permissions.check(&req) == Decision::Allowed => None,
+        (Gate::Normal, Some(req))
+            if permissions.check_call(&req, tool, input, ctx.cwd) == Decision::Allowed =>
+        {
+            None
+        }
         (Gate::Normal, Some(req)) => Some(req),
     })
 }

@@ -347,7 +347,8 @@ impl<'a> Agent<'a> {
             bounds,
             system,
             tools: subagent::main_agent_tools(&options.disabled_tools, s.lsp.as_ref()),
-            permissions: Permissions::new(s.yolo, allowed),
+            permissions: Permissions::new(s.yolo, allowed)
+                .with_claude(std::sync::Arc::new(s.config.claude_rules.clone())),
             max_steps: options.max_steps.unwrap_or(100) as usize,
             auto_summarize: !options.disable_auto_summarize,
             cwd: s.config.cwd.clone(),

@@ -1,12 +1,15 @@
 //! Whether a tool call that needs permission may run without asking.
 //!
-//! Order: `--yolo`, then `permissions.allowed_tools` (`tool` or `tool:action`), then grants the
+//! Order: Claude Code's deny rules (refuse, whatever follows), `--yolo`, Claude Code's ask then
+//! allow rules, then `permissions.allowed_tools` (`tool` or `tool:action`), then grants the
 //! user gave for this session. A bash grant covers that exact command only (Go Crush grants every
 //! command in the directory: a known complaint); a grant for a file tool covers that tool in
 //! that directory.
 
+use crate::config::claude_rules::{ClaudeRules, Effect, Rule};
 use crate::tools::confine::Zone;
-use crate::tools::{PermissionRequest, RunMode};
+use crate::tools::{PermissionRequest, RunMode, Tool};
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,6 +30,8 @@ pub struct Permissions {
     /// file tools write without asking; bash runs without asking (it is sandboxed).
     pub auto: Option<PathBuf>,
     pub allowed_tools: Vec<String>,
+    /// Claude Code's allow, ask and deny rules (`claude_rules`).
+    pub claude: std::sync::Arc<ClaudeRules>,
     session: Vec<Grant>,
 }
 
@@ -53,8 +58,52 @@ impl Permissions {
             yolo,
             auto: None,
             allowed_tools,
+            claude: Default::default(),
             session: Vec::new(),
         }
+    }
+
+    /// These permissions with Claude Code's rules.
+    pub fn with_claude(mut self, rules: std::sync::Arc<ClaudeRules>) -> Permissions {
+        self.claude = rules;
+        self
+    }
+
+    /// The deny rule of Claude Code's settings that refuses this call, whatever else allows it
+    /// (`--yolo` included).
+    pub fn denied(&self, tool: &dyn Tool, input: &Value, cwd: &Path) -> Option<&Rule> {
+        self.claude
+            .matching(Effect::Deny, &claude_names(tool), input, cwd)
+    }
+
+    /// `check`, with Claude Code's rules for this call: an ask rule asks unless `--yolo`; an
+    /// allow rule allows what `check` would (not guarded files or crush's data).
+    pub fn check_call(
+        &self,
+        req: &PermissionRequest,
+        tool: &dyn Tool,
+        input: &Value,
+        cwd: &Path,
+    ) -> Decision {
+        if req.zone >= Zone::Guarded || self.yolo {
+            return self.check(req);
+        }
+        let names = claude_names(tool);
+        if self
+            .claude
+            .matching(Effect::Ask, &names, input, cwd)
+            .is_some()
+        {
+            return Decision::Ask;
+        }
+        if self
+            .claude
+            .matching(Effect::Allow, &names, input, cwd)
+            .is_some()
+        {
+            return Decision::Allowed;
+        }
+        self.check(req)
     }
 
     /// Claude Code's name for how permissions are decided (a hook's `permission_mode`):
@@ -165,6 +214,11 @@ impl Permissions {
             req.tool, req.tool, req.action
         )
     }
+}
+
+/// The names Claude Code's rules may give `tool`.
+fn claude_names(tool: &dyn Tool) -> Vec<String> {
+    tool.claude_names()
 }
 
 /// A path-scoped rule of `allowed_tools`: `TOOL:PATTERN` or `TOOL(PATTERN)` where the pattern

@@ -116,7 +116,10 @@ pub fn config_show(loaded: &Loaded, origin: bool, as_json: bool) -> String {
                 "{}\n",
                 pretty(
                     &json!({"config": merged, "origins": origins, "layers": layers,
-                    "sandbox": crate::config::sandbox::configured(loaded)})
+                    "sandbox": crate::config::sandbox::configured(loaded),
+                    "claude_permissions": loaded.claude_rules.rules.iter().map(|r| json!({
+                        "effect": r.effect.key(), "rule": r.text, "file": r.file.to_string_lossy()
+                    })).collect::<Vec<_>>()})
                 )
             )
         }
@@ -149,6 +152,14 @@ pub fn config_show(loaded: &Loaded, origin: bool, as_json: bool) -> String {
                     .map(|o| o.to_string())
                     .unwrap_or_else(|| "?".into());
                 out.push_str(&format!("{} = {v}\t# {o}\n", dotted(&p)));
+            }
+            for r in &loaded.claude_rules.rules {
+                out.push_str(&format!(
+                    "claude permissions.{} = \"{}\"\t# {}\n",
+                    r.effect.key(),
+                    r.text,
+                    r.file.display()
+                ));
             }
             out
         }

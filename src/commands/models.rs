@@ -132,6 +132,14 @@ pub fn rows(
     let mut out = Vec::new();
     for p in &table.ready {
         let p = &p.discovered();
+        // Why a server you asked for its models gave none, short, on stderr.
+        if let Some(why) = p.discovery_failure() {
+            crate::ewriteln!(
+                "crush: provider '{}': cannot list its models: {}",
+                p.id,
+                crate::visible::text(&why)
+            );
+        }
         let role = |m: &str| {
             let mut role = Vec::new();
             if is(&large, &p.id, m) {

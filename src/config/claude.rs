@@ -3,8 +3,9 @@
 //! `.claude/settings.json` and `.claude/settings.local.json` (project files: used only once the
 //! project is trusted, like any project hook) — and of the `hooks/hooks.json` of every Claude
 //! Code plugin folder listed in `options.claude_plugins`. Only `hooks` (and `disableAllHooks`)
-//! are read; the rest of Claude Code's settings means nothing to crush.
-//! `options.claude_code_hooks: false` turns all of it off.
+//! and `permissions` (its allow, ask and deny rules: `agent::claude_rules`) are read; the rest
+//! of Claude Code's settings means nothing to crush. `options.claude_code_hooks: false` turns
+//! all of it off.
 
 use super::ConfigError;
 use super::json;
@@ -30,6 +31,8 @@ pub struct ClaudeHooks {
     pub path: PathBuf,
     /// Its `hooks` object.
     pub hooks: Value,
+    /// Its `permissions` object (Null: none; plugins have none).
+    pub permissions: Value,
     /// The plugin folder (`CLAUDE_PLUGIN_ROOT`) of a plugin's hooks.
     pub plugin_root: Option<PathBuf>,
     /// `"disableAllHooks": true` in a settings file.
@@ -57,19 +60,21 @@ fn settings(kind: ClaudeKind, path: PathBuf) -> Result<Option<ClaudeHooks>, Conf
     };
     let disable_all = v.get("disableAllHooks").and_then(Value::as_bool) == Some(true);
     let hooks = v.get("hooks").cloned().unwrap_or(Value::Null);
-    if hooks.is_null() && !disable_all {
+    let permissions = v.get("permissions").cloned().unwrap_or(Value::Null);
+    if hooks.is_null() && permissions.is_null() && !disable_all {
         return Ok(None);
     }
     Ok(Some(ClaudeHooks {
         kind,
         path,
         hooks,
+        permissions,
         plugin_root: None,
         disable_all,
     }))
 }
 
-/// The project's Claude Code settings files with hooks, from the project root down to `cwd`
+/// The project's Claude Code settings files with hooks or permission rules, from the project root down to `cwd`
 /// (`settings.json` before `settings.local.json` in each directory).
 pub fn project_files(cwd: &Path, project_root: &Path) -> Result<Vec<ClaudeHooks>, ConfigError> {
     let mut dirs = paths::dirs_up_to(cwd, project_root);
@@ -83,7 +88,7 @@ pub fn project_files(cwd: &Path, project_root: &Path) -> Result<Vec<ClaudeHooks>
     Ok(out)
 }
 
-/// The user's Claude Code settings, if they have hooks.
+/// The user's Claude Code settings, if they have hooks or permission rules.
 pub fn user_file() -> Result<Option<ClaudeHooks>, ConfigError> {
     settings(
         ClaudeKind::User,
@@ -106,6 +111,7 @@ pub fn plugin(root: &Path, warnings: &mut Vec<String>) -> Result<Option<ClaudeHo
         kind: ClaudeKind::Plugin,
         path,
         hooks: v.get("hooks").cloned().unwrap_or(Value::Null),
+        permissions: Value::Null,
         plugin_root: Some(root.to_path_buf()),
         disable_all: false,
     }))
@@ -126,7 +132,7 @@ pub fn enabled_in<'a>(files: impl Iterator<Item = &'a Value>) -> bool {
 /// Everything to read once the configuration is known: the user's settings, the project's
 /// (`project`, already trust-checked), the plugins of `options.claude_plugins` (absolute,
 /// `~/`, or relative to the project root). A `disableAllHooks` in any settings file turns
-/// Claude Code's hooks off, as in Claude Code.
+/// Claude Code's hooks off, as in Claude Code (its permission rules still apply).
 pub fn collect(
     plugins: &[String],
     project: Vec<ClaudeHooks>,
@@ -139,7 +145,11 @@ pub fn collect(
             "{}: disableAllHooks is set: Claude Code's hooks (its settings files and plugins) do not run",
             off.path.display()
         ));
-        return Ok(Vec::new());
+        out.retain(|c| !c.permissions.is_null());
+        for c in &mut out {
+            c.hooks = Value::Null;
+        }
+        return Ok(out);
     }
     for p in plugins {
         let root = paths::normalize(&paths::resolve(project_root, p));

@@ -477,19 +477,6 @@ const OPTIONS: OptTable = &[
     ("shell-env-allow", O::List, "shell_env_allow"),
 ];
 
-const UI_OPTIONS: OptTable = &[
-    ("compact", O::Bool, "tui.compact_mode"),
-    ("transparent", O::Bool, "tui.transparent"),
-    ("diff", O::Enum(&["unified", "split"]), "tui.diff_mode"),
-    (
-        "scrollbar",
-        O::Enum(&["default", "always", "never"]),
-        "tui.scrollbar",
-    ),
-    ("completions-max-depth", O::Int, "tui.completions.max_depth"),
-    ("completions-max-items", O::Int, "tui.completions.max_items"),
-];
-
 /// The `option` keys, for help and completion.
 pub fn option_keys() -> Vec<&'static str> {
     OPTIONS.iter().map(|o| o.0).collect()
@@ -509,18 +496,17 @@ fn option(cfg: &mut Value, args: &[String]) -> Result<Outcome, String> {
     let Some(first) = args.first() else {
         return Err(usage.into());
     };
-    let (table, key, values, label): (OptTable, &str, &[String], String) = match first.as_str() {
+    let (key, values) = match first.as_str() {
         "reset" => {
             let key = need(args, 1, "the key to reset")?;
             if args.len() > 2 {
                 return Err(format!("reset takes one key ({usage})"));
             }
-            let (table, k) = match key.strip_prefix("ui-") {
-                Some(k) if UI_OPTIONS.iter().any(|o| o.0 == k) => (UI_OPTIONS, k),
-                _ => (OPTIONS, key),
-            };
-            let Some((_, kind, path)) = table.iter().find(|o| o.0 == k) else {
-                return unknown_option(key, OPTIONS);
+            if key.starts_with("ui-") {
+                return Ok(inert_ui());
+            }
+            let Some((_, kind, path)) = OPTIONS.iter().find(|o| o.0 == key) else {
+                return unknown_option(key);
             };
             let mut full = vec!["options"];
             full.extend(path.split('.'));
@@ -533,17 +519,14 @@ fn option(cfg: &mut Value, args: &[String]) -> Result<Outcome, String> {
             return done(format!("option {key} reset"));
         }
         "ui" => {
-            let k = need(
-                args,
-                1,
-                "the ui key (compact, transparent, diff, scrollbar, completions-max-depth, completions-max-items)",
-            )?;
-            (UI_OPTIONS, k, &args[2..], format!("ui {k}"))
+            need(args, 1, "the ui key (compact, diff, exit-banner ...)")?;
+            return Ok(inert_ui());
         }
-        k => (OPTIONS, k, &args[1..], k.to_string()),
+        k => (k, &args[1..]),
     };
-    let Some((_, kind, path)) = table.iter().find(|o| o.0 == key) else {
-        return unknown_option(&label, table);
+    let label = key;
+    let Some((_, kind, path)) = OPTIONS.iter().find(|o| o.0 == key) else {
+        return unknown_option(label);
     };
     let mut full = vec!["options"];
     full.extend(path.split('.'));
@@ -602,16 +585,29 @@ fn option(cfg: &mut Value, args: &[String]) -> Result<Outcome, String> {
     done(format!("option {label} = {shown}"))
 }
 
+/// `option ui KEY [VALUE]`: Go Crush's interface settings (any key, `exit-banner` of Go Crush
+/// 0.92 included), accepted and inert. The warning is the same for every such line, so a file
+/// gets it once (crush(1) CONFIGURATION).
+fn inert_ui() -> Outcome {
+    let summary = format!(
+        "'option ui' is read by Go Crush and ignored by crush: {}",
+        crate::config::schema_keys::TUI_REASON
+    );
+    Outcome {
+        summary: summary.clone(),
+        print: None,
+        warning: Some(summary),
+    }
+}
+
 /// An `option` key crush does not know (a later Go Crush's, a typo): a warning naming the
 /// nearest known key, never an error, so a crushrc written for another version still loads
 /// (crush(1) CONFIGURATION).
-fn unknown_option(label: &str, table: OptTable) -> Result<Outcome, String> {
-    let key = label.rsplit(' ').next().unwrap_or(label);
-    let prefix = label.strip_suffix(key).unwrap_or("");
-    let hint = crate::config::schema_keys::nearest(key, table.iter().map(|o| o.0))
-        .map(|k| format!(" (did you mean '{prefix}{k}'?)"))
+fn unknown_option(key: &str) -> Result<Outcome, String> {
+    let hint = crate::config::schema_keys::nearest(key, OPTIONS.iter().map(|o| o.0))
+        .map(|k| format!(" (did you mean '{k}'?)"))
         .unwrap_or_default();
-    let summary = format!("unknown key '{label}' ignored{hint}");
+    let summary = format!("unknown key '{key}' ignored{hint}");
     Ok(Outcome {
         summary: summary.clone(),
         print: None,
@@ -1103,14 +1099,12 @@ mod tests {
         ok(&mut c, "option provider-auto-update false");
         ok(&mut c, "option context-path docs/ more/");
         ok(&mut c, "option context-path docs/");
-        ok(&mut c, "option ui diff split");
-        ok(&mut c, "option ui compact");
         ok(&mut c, "option max-steps 7");
         ok(&mut c, "option attribution-trailer-style none");
         assert_eq!(
             c["options"],
             json!({"progress": false, "debug": true, "disable_provider_auto_update": true,
-                "context_paths": ["docs/", "more/"], "tui": {"diff_mode": "split", "compact_mode": true},
+                "context_paths": ["docs/", "more/"],
                 "max_steps": 7, "attribution": {"trailer_style": "none"}})
         );
         ok(&mut c, "option reset context-path");
@@ -1121,7 +1115,6 @@ mod tests {
         assert!(err(&mut c, "option data-directory").contains("needs a value"));
         assert!(err(&mut c, "option notifications loud").contains("not one of"));
         assert!(err(&mut c, "option max-steps many").contains("whole number"));
-        assert!(err(&mut c, "option ui diff sideways").contains("not one of"));
         assert!(err(&mut c, "option reset").contains("missing"));
         assert!(err(&mut c, "option").contains("usage"));
     }
@@ -1139,12 +1132,13 @@ mod tests {
             ),
             (
                 "option ui exit-banner compact",
-                "unknown key 'ui exit-banner' ignored",
+                "'option ui' is read by Go Crush and ignored by crush: Go Crush's full-screen",
             ),
             (
-                "option ui compat true",
-                "unknown key 'ui compat' ignored (did you mean 'ui compact'?)",
+                "option ui compact true",
+                "'option ui' is read by Go Crush and ignored by crush",
             ),
+            ("option ui diff bogus", "'option ui' is read by Go Crush"),
             (
                 "option reset frobnicate",
                 "unknown key 'frobnicate' ignored",
@@ -1203,7 +1197,7 @@ mod tests {
             "model add local/m1 --context-window 1000 --price-input 3 --price-output 15 --price-cache-create 3.75 --price-cache-hit 0.3 --supports-images true",
         );
         let m = &c["providers"]["local"]["models"][0];
-        // Go Crush swaps these two; cache create = cache write, cache hit = cache read.
+        // As in Go Crush: cache create = cache write, cache hit = cache read.
         assert_eq!(m["cost_per_1m_in_cached"], json!(3.75));
         assert_eq!(m["cost_per_1m_out_cached"], json!(0.3));
         assert_eq!(m["supports_attachments"], json!(true));

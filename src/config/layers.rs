@@ -152,13 +152,19 @@ impl Fold {
     }
 
     /// Applies records in order; the first failing one is the error (`file:line: message`).
+    /// A warning a file already had (every `option ui` line's) is given once, at its first line.
     fn records(&mut self, kind: LayerKind, recs: &[Record]) -> Result<(), ConfigError> {
+        let mut seen: Vec<(Option<PathBuf>, String)> = Vec::new();
         for r in recs {
             let mut new = self.acc.clone();
             let out = commands::apply(&mut new, &r.args)
                 .map_err(|e| ConfigError::File(format!("{}: {e}", r.place())))?;
             if let Some(w) = out.warning {
-                self.warnings.push(format!("{}: {w}", r.place()));
+                let key = (r.file.clone(), w);
+                if !seen.contains(&key) {
+                    self.warnings.push(format!("{}: {}", r.place(), key.1));
+                    seen.push(key);
+                }
             }
             let (file, line) = (r.file.clone(), r.line);
             self.commit(new, &|_| Origin {
@@ -466,7 +472,10 @@ fn review_files(
         (
             LayerKind::ProjectJson,
             c.path.clone(),
-            Source::ClaudeSettings(&c.hooks),
+            Source::ClaudeSettings {
+                hooks: &c.hooks,
+                permissions: &c.permissions,
+            },
         )
     }));
     if let Some((p, text)) = dotenv {
@@ -567,6 +576,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
     let mut warnings = Vec::new();
 
     // Read every file first: nothing runs before the trust decision.
+    let system_json = read_json_file(LayerKind::System, &paths::system_config(), &mut warnings)?;
     let gdir = paths::global_config_dir();
     let global_json = read_json_file(
         LayerKind::GlobalJson,
@@ -635,6 +645,19 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
             pos: Positions::new(),
         },
     }];
+    if let Some(FoundFile {
+        path,
+        found: Found::Json { value, pos },
+        ..
+    }) = system_json
+    {
+        steps.push(Step {
+            kind: LayerKind::System,
+            path: Some(path),
+            detail: None,
+            body: Body::Json { value, pos },
+        });
+    }
     for (path, v) in [
         (state::legacy_global_path(), legacy),
         (state::global_path(), gstate),
@@ -760,6 +783,9 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
             &mut warnings,
         )?
     };
+    let (claude_rules, rule_errors) =
+        super::claude_rules::ClaudeRules::from_files(&claude_hooks, cwd);
+    warnings.extend(rule_errors.iter().map(ToString::to_string));
     let catalog_settings = crate::catalog::Settings {
         debug: config.options.debug,
         ..crate::catalog::Settings::from_env(config.options.disable_provider_auto_update)
@@ -797,6 +823,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         env_vars,
         script_output: scripts,
         claude_hooks,
+        claude_rules,
         catalog: crate::catalog::Lazy::new(catalog_settings),
     })
 }

@@ -7,6 +7,7 @@
 //! submodules; `load` is the entry point.
 
 pub mod claude;
+pub mod claude_rules;
 pub mod commands;
 pub mod crushrc;
 pub mod discover;
@@ -194,6 +195,8 @@ pub struct Permissions {
 pub enum LayerKind {
     #[default]
     Defaults,
+    /// `/etc/crush/crush.json`: numbered with the defaults, below everything of the user's.
+    System,
     GlobalState,
     WorkspaceState,
     GlobalJson,
@@ -208,12 +211,16 @@ pub enum LayerKind {
 impl LayerKind {
     /// The layer's number in crush(1) CONFIGURATION (1..=10).
     pub fn number(self) -> u8 {
-        self as u8 + 1
+        match self {
+            LayerKind::Defaults | LayerKind::System => 1,
+            k => k as u8,
+        }
     }
     /// A short name for users ("project .crushrc").
     pub fn label(self) -> &'static str {
         match self {
             LayerKind::Defaults => "built-in default",
+            LayerKind::System => "system crush.json",
             LayerKind::GlobalState => "global state",
             LayerKind::WorkspaceState => "workspace state",
             LayerKind::GlobalJson => "global crush.json",
@@ -327,6 +334,8 @@ pub struct Loaded {
     /// The hooks of Claude Code's settings files and plugins (crush(1) HOOKS), lowest priority
     /// first; empty when `options.claude_code_hooks` is false.
     pub claude_hooks: Vec<claude::ClaudeHooks>,
+    /// The permission rules of those files (crush(1) SECURITY).
+    pub claude_rules: claude_rules::ClaudeRules,
     /// The provider catalog, decoded when first needed.
     pub catalog: crate::catalog::Lazy,
 }
@@ -970,12 +979,10 @@ impl Loaded {
             None => u.models.clone(),
         };
         let default_id = |s: &String| Some(s.clone()).filter(|s| !s.is_empty());
-        // OpenAI's Responses API: at OpenAI and Azure for the models that have it; a server
-        // of your own only when asked (most speak Chat Completions only).
-        let responses = u.use_responses_api.or(match kind {
-            ApiKind::OpenAi if !at_home => Some(false),
-            _ => None,
-        });
+        // OpenAI's Responses API: an openai or azure provider, wherever its base URL points (a
+        // gateway in front of OpenAI included), for the models that have it, as Go Crush
+        // does; an openai-compat server only when asked (`uses_responses`).
+        let responses = u.use_responses_api;
         // A provider one signs in to lists the models it grants (crush(1) LOGIN).
         let discover = cat.is_none()
             && matches!(kind, ApiKind::OpenAi | ApiKind::OpenAiCompat)
@@ -1105,6 +1112,7 @@ impl Loaded {
         };
         match o.kind {
             LayerKind::Defaults
+            | LayerKind::System
             | LayerKind::GlobalState
             | LayerKind::GlobalJson
             | LayerKind::GlobalCrushrc => true,

@@ -107,15 +107,16 @@ const LSP: Shape = Keys(&[
 
 const SANDBOX: Shape = Keys(&[("mode", &Any), ("network", &Any), ("writable_roots", &Any)]);
 
+/// Why `options.tui` and crushrc's `option ui` do nothing here.
+pub const TUI_REASON: &str =
+    "Go Crush's full-screen interface settings; crush has no such interface";
+
 /// Keys of `options` (Go Crush's and crush's own).
 pub const OPTIONS: &[(&str, &Shape)] = &[
     ("context_paths", &Any),
     ("global_context_paths", &Any),
     ("skills_paths", &Any),
-    (
-        "tui",
-        &Inert("Go Crush's full-screen interface settings; crush has no such interface"),
-    ),
+    ("tui", &Inert(TUI_REASON)),
     ("debug", &Any),
     ("debug_lsp", &Any),
     ("disable_auto_summarize", &Any),
@@ -163,7 +164,10 @@ pub const TOP: Shape = Keys(&[
     ("permissions", &Keys(&[("allowed_tools", &Any)])),
     (
         "tools",
-        &Inert("Go Crush's limits for its ls, grep and glob tools; crush's tools have their own"),
+        &Inert(
+            "Go Crush's limits for its ls, grep and glob tools (max_depth, max_items, timeout); \
+             crush's keep their own (ls 1000 entries, grep and glob 30 s, depth as the model asks)",
+        ),
     ),
     // Checked key by key where hooks are read (crush(1) HOOKS).
     ("hooks", &Any),

@@ -75,9 +75,13 @@ pub enum Source<'a> {
     Json(&'a Value),
     /// The `.env` file of the working directory.
     DotEnv(&'a str),
-    /// The `hooks` of a Claude Code settings file (`.claude/settings.json`,
-    /// `.claude/settings.local.json`): only its hooks run code.
-    ClaudeSettings(&'a Value),
+    /// The `hooks` and `permissions` of a Claude Code settings file (`.claude/settings.json`,
+    /// `.claude/settings.local.json`): its hooks run code, its allow rules widen what the
+    /// agent may do without asking.
+    ClaudeSettings {
+        hooks: &'a Value,
+        permissions: &'a Value,
+    },
 }
 
 /// What kind of thing a trust item is.
@@ -826,15 +830,20 @@ pub fn review(
                 });
                 hashed.push_str(&format!("{kind:?}\0{rel}\0{text}\0"));
             }
-            Source::ClaudeSettings(h) if !h.is_null() => {
-                // Claude Code's project hooks need trust too, but never stop a run.
-                let only_hooks = serde_json::json!({ "hooks": h });
-                for (item, canon) in json_items(&only_hooks, path, &named) {
+            Source::ClaudeSettings { hooks, permissions } => {
+                // Claude Code's project hooks and rules need trust too, but never stop a run.
+                let mut read = serde_json::Map::new();
+                if !hooks.is_null() {
+                    read.insert("hooks".into(), (*hooks).clone());
+                }
+                if !permissions.is_null() {
+                    read.insert("permissions".into(), (*permissions).clone());
+                }
+                for (item, canon) in json_items(&Value::Object(read), path, &named) {
                     items.push(item);
                     hashed.push_str(&format!("ClaudeSettings\0{rel}\0{canon}\0"));
                 }
             }
-            Source::ClaudeSettings(_) => {}
             Source::Json(v) => {
                 for (item, canon) in json_items(v, path, &named) {
                     if item.kind == Kind::Hook {
@@ -993,7 +1002,10 @@ mod tests {
         let files = [(
             LayerKind::ProjectJson,
             root.join(".claude/settings.json"),
-            Source::ClaudeSettings(&hooks),
+            Source::ClaudeSettings {
+                hooks: &hooks,
+                permissions: &Value::Null,
+            },
         )];
         let r = review(root, root, &files, &json!({}), false);
         let texts: Vec<&str> = r.items.iter().map(|i| i.text.as_str()).collect();
@@ -1007,9 +1019,35 @@ mod tests {
         let changed = [(
             LayerKind::ProjectJson,
             root.join(".claude/settings.json"),
-            Source::ClaudeSettings(&other),
+            Source::ClaudeSettings {
+                hooks: &other,
+                permissions: &Value::Null,
+            },
         )];
         assert_ne!(review(root, root, &changed, &json!({}), false).hash, r.hash);
+        // Its permission rules widen what runs unasked: they need trust, and a new rule asks
+        // again.
+        let allow = json!({"allow": ["Bash(npm test:*)"]});
+        let ruled = |p: &Value| {
+            let files = [(
+                LayerKind::ProjectJson,
+                root.join(".claude/settings.json"),
+                Source::ClaudeSettings {
+                    hooks: &Value::Null,
+                    permissions: p,
+                },
+            )];
+            review(root, root, &files, &json!({}), false)
+        };
+        let first = ruled(&allow);
+        assert_eq!(first.items.len(), 1, "{:?}", first.items);
+        assert!(
+            first.items[0].key.starts_with("permissions"),
+            "{:?}",
+            first.items
+        );
+        let wider = json!({"allow": ["Bash(npm test:*)", "Bash"]});
+        assert_ne!(ruled(&wider).hash, first.hash);
         let mut v = json!({"options": {"claude_plugins": ["./plug"], "debug": true}});
         let r = review(
             root,

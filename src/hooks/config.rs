@@ -969,6 +969,7 @@ mod tests {
                                {"matcher": "Bash", "command": "flat.sh"}],
                 "PermissionRequest": [{"hooks": [{"type": "command", "command": "p.sh"}]}]
             }),
+            permissions: Value::Null,
             plugin_root: Some("/plug".into()),
             disable_all: false,
         };

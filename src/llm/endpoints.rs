@@ -30,9 +30,10 @@ pub struct Prepared {
     pub token: Option<TokenSource>,
 }
 
-/// Whether `ep` serves `model` through the Responses API: OpenAI's and Azure's models that
-/// have it, unless the configuration says otherwise; Copilot's models that it serves only that
-/// way (crush(1) LOGIN); other servers only when it asks.
+/// Whether `ep` serves `model` through the Responses API: the models that have it at an
+/// openai or azure provider, whatever its base URL, unless the configuration says otherwise;
+/// Copilot's models that it serves only that way (crush(1) LOGIN); an openai-compat server
+/// only when it asks (crush(1) PROVIDERS).
 fn uses_responses(ep: &Endpoint, model: &str) -> bool {
     match ep.kind {
         ApiKind::OpenAi | ApiKind::Azure => ep.responses.unwrap_or(responses::supports(model)),

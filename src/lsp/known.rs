@@ -138,6 +138,24 @@ pub const KNOWN: &[Known] = &[
         settings: "",
     },
     Known {
+        name: "metals",
+        command: "metals",
+        args: &[],
+        filetypes: &["scala"],
+        root_markers: &["build.sbt", "build.sc", "build.gradle", "pom.xml"],
+        group: "scala",
+        settings: "",
+    },
+    Known {
+        name: "buf",
+        command: "buf",
+        args: &["lsp", "serve", "--log-format=text"],
+        filetypes: &["proto"],
+        root_markers: &["buf.yaml", ".git"],
+        group: "proto",
+        settings: "",
+    },
+    Known {
         name: "solargraph",
         command: "solargraph",
         args: &["stdio"],
@@ -148,8 +166,15 @@ pub const KNOWN: &[Known] = &[
     },
 ];
 
+/// Other names configurations give a well-known server (Go Crush's and editors' names).
+const ALIASES: &[(&str, &str)] = &[("buf-language-server", "buf"), ("buf_ls", "buf")];
+
 /// The well-known server named `name`, or running the command `name`.
 pub fn find(name: &str) -> Option<&'static Known> {
+    let name = ALIASES
+        .iter()
+        .find(|(a, _)| *a == name)
+        .map_or(name, |(_, n)| *n);
     KNOWN
         .iter()
         .find(|k| k.name == name)
@@ -165,6 +190,14 @@ mod tests {
         assert_eq!(find("pyright-langserver").map(|k| k.name), Some("pyright"));
         assert_eq!(find("gopls").map(|k| k.command), Some("gopls"));
         assert!(find("nope").is_none());
+        // Go Crush's defaults for Scala and Protocol Buffers.
+        let metals = find("metals").unwrap();
+        assert_eq!((metals.command, metals.filetypes[0]), ("metals", "scala"));
+        for name in ["buf", "buf-language-server", "buf_ls"] {
+            let buf = find(name).unwrap();
+            assert_eq!(buf.args, ["lsp", "serve", "--log-format=text"], "{name}");
+            assert_eq!(buf.filetypes, ["proto"], "{name}");
+        }
         for k in KNOWN {
             if !k.settings.is_empty() {
                 assert!(

@@ -1341,7 +1341,8 @@ impl Repl {
         self.term.forget_todos();
         let p = &self.agent.permissions;
         let auto = p.auto.clone();
-        self.agent.permissions = Permissions::new(p.yolo, p.allowed_tools.clone());
+        self.agent.permissions =
+            Permissions::new(p.yolo, p.allowed_tools.clone()).with_claude(p.claude.clone());
         self.agent.permissions.auto = auto;
     }
 

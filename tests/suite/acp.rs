@@ -595,6 +595,8 @@ fn sigterm_cancels_the_running_turns_stores_them_and_exits_143() {
     unsafe { libc::kill(ed.child.id() as i32, libc::SIGTERM) };
     let (code, stderr) = ed.wait_exit();
     assert_eq!(code, 143, "{stderr}");
+    // Closed as a closed database is, before anything else opens it.
+    super::cancel::assert_db_at_rest(&env);
     assert_stored_canceled(&env, &sid);
 }
 

@@ -229,6 +229,74 @@ fn sigterm_in_the_interactive_session_stops_the_command_and_exits_143() {
     assert!(tool_results(&env)[0].contains("aborted"));
 }
 
+/// `crush.db` is left as a closed database is, with no `-wal` or `-shm` beside it, so a reader
+/// that snapshots the files (agrep) can open it at once.
+pub(crate) fn assert_db_at_rest(env: &TestEnv) {
+    let data = env.project().join(".crush");
+    assert!(data.join("crush.db").is_file(), "no crush.db");
+    for f in ["crush.db-wal", "crush.db-shm"] {
+        assert!(!data.join(f).exists(), "{f} left behind after the signal");
+    }
+}
+
+#[test]
+fn sigterm_while_waiting_on_a_slow_server_leaves_the_database_closed_and_whole() {
+    for (sig, code) in [
+        (libc::SIGTERM, 143),
+        (libc::SIGINT, 130),
+        (libc::SIGHUP, 129),
+    ] {
+        let server = FakeServer::with_script(vec![
+            Reply::text("Partial answer, still writ")
+                .fault(Fault::StallAfterContent(Duration::from_secs(60))),
+        ]);
+        let env = TestEnv::new();
+        env.use_server(&server, Dialect::OpenAi);
+        let run = Running::start(&env, &["run", "--json", "go"], None);
+        run.wait_for("the partial text", |r| {
+            text(&r.stdout).contains("still writ")
+        });
+        run.signal(sig);
+        let out = run.finish();
+        out.assert_code(code);
+        // Checked before anything else opens the database.
+        assert_db_at_rest(&env);
+        let parts = stored_parts(&env);
+        assert!(
+            parts
+                .iter()
+                .any(|p| p["type"] == "text" && p["data"]["text"] == "Partial answer, still writ"),
+            "signal {sig}: {parts:#?}"
+        );
+    }
+}
+
+#[test]
+fn sigterm_in_the_interactive_session_leaves_the_database_closed() {
+    let server = FakeServer::with_script(vec![
+        Reply::text("Still thinking").fault(Fault::StallAfterContent(Duration::from_secs(60))),
+    ]);
+    server.route_when(
+        |r| r.system_text().contains("title of a conversation"),
+        vec![Reply::text("A title")],
+    );
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::OpenAi);
+    let run = Running::start(&env, &["-y"], Some("go\n"));
+    run.wait_for("the partial text", |r| {
+        text(&r.stdout).contains("Still thinking")
+    });
+    run.signal(libc::SIGTERM);
+    let out = run.finish();
+    out.assert_code(143);
+    assert_db_at_rest(&env);
+    let texts: Vec<Value> = stored_parts(&env)
+        .into_iter()
+        .filter(|p| p["type"] == "text")
+        .collect();
+    assert!(!texts.is_empty(), "the partial answer is stored");
+}
+
 #[test]
 fn records_files_live_in_a_private_run_dir_and_only_orphans_are_cleaned() {
     use std::os::unix::fs::PermissionsExt;

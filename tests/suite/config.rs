@@ -157,7 +157,8 @@ lsp remove gopls
     let c = &s["config"];
     assert_eq!(c["options"]["progress"], json!(false));
     assert_eq!(c["options"]["context_paths"], json!(["docs/"]));
-    assert_eq!(c["options"]["tui"]["diff_mode"], json!("split"));
+    // Go Crush's interface settings are inert here.
+    assert!(c["options"].get("tui").is_none(), "{c}");
     assert_eq!(c["options"]["disable_provider_auto_update"], json!(true));
     assert_eq!(
         c["models"]["large"],
@@ -191,7 +192,6 @@ fn every_crushrc_command_with_bad_flags_fails_with_file_and_line() {
     let cases = [
         ("option max-steps lots", "not a whole number"),
         ("option progress maybe", "not true or false"),
-        ("option ui diff sideways", "not one of"),
         ("model large a/b --bogus 1", "unknown flag --bogus"),
         ("model large a/b --max-tokens lots", "not a whole number"),
         ("model add nowhere/m", "provider 'nowhere' is not defined"),
@@ -226,19 +226,26 @@ fn every_crushrc_command_with_bad_flags_fails_with_file_and_line() {
     }
 }
 
-/// Go Crush 0.92's crushrc (`option ui exit-banner compact`) and a typo load with a warning
-/// naming the line and the nearest key; the lines around them still apply.
+/// Go Crush 0.92's crushrc (`option ui exit-banner compact`, more `option ui` lines) and a
+/// typo load: the ui lines are inert with one warning and its reason, the typo names the
+/// nearest key; the lines around them still apply; `crush config check` lists both, exit 1.
 #[test]
 fn unknown_crushrc_option_keys_warn_and_the_load_goes_on() {
     let env = TestEnv::new();
     let rc = global_rc(
         &env,
-        "option debug\noption ui exit-banner compact\noption max-step 7\noption progress false\n",
+        "option debug\noption ui exit-banner compact\noption max-step 7\noption progress false\n\
+         option ui compact true\noption ui diff split\n",
     );
     let out = env.run(&["config", "show", "--json"], None);
     out.assert_success();
+    let ui = format!(
+        "{}:2: 'option ui' is read by Go Crush and ignored by crush: Go Crush's full-screen \
+         interface settings; crush has no such interface",
+        rc.display()
+    );
     for want in [
-        format!("{}:2: unknown key 'ui exit-banner' ignored", rc.display()),
+        ui.clone(),
         format!(
             "{}:3: unknown key 'max-step' ignored (did you mean 'max-steps'?)",
             rc.display()
@@ -246,10 +253,67 @@ fn unknown_crushrc_option_keys_warn_and_the_load_goes_on() {
     ] {
         assert!(out.stderr.contains(&want), "{want}\n{}", out.stderr);
     }
+    assert_eq!(
+        out.stderr.matches("'option ui'").count(),
+        1,
+        "{}",
+        out.stderr
+    );
     let c: Value = serde_json::from_str(&out.stdout).unwrap();
     let c = c.get("config").unwrap_or(&c);
     assert_eq!(c["options"]["progress"], json!(false));
     assert_eq!(c["options"]["debug"], json!(true));
+    assert!(c["options"].get("tui").is_none(), "{c}");
+    let check = env.run(&["config", "check"], None);
+    assert_eq!(check.code, 1, "{}", check.stderr);
+    assert!(check.stdout.contains(&ui), "{}", check.stdout);
+    assert!(
+        check.stdout.contains("configuration: 2 problems"),
+        "{}",
+        check.stdout
+    );
+}
+
+/// `/etc/crush/crush.json` (here the file CRUSH_SYSTEM_CONFIG names) is the lowest file: its
+/// settings apply, the user's global file wins over it, and `config show --origin` names it.
+#[test]
+fn the_system_config_is_read_below_the_users_files() {
+    let env = TestEnv::new();
+    let system = env.root().join("system-crush.json");
+    write(
+        &system,
+        "{\n  \"options\": {\"max_steps\": 7, \"debug\": true},\n  \"bogus\": 1\n}\n",
+    );
+    env.write_config(&json!({"options": {"max_steps": 9}}));
+    let vars = [("CRUSH_SYSTEM_CONFIG", system.to_str().unwrap())];
+    let s = show(&env, &[], &vars);
+    assert_eq!(s["config"]["options"]["debug"], json!(true));
+    assert_eq!(s["config"]["options"]["max_steps"], json!(9));
+    let o = &s["origins"]["/options/debug"];
+    assert_eq!(o["layer"], json!(1), "{o}");
+    assert_eq!(o["layer_name"], json!("system crush.json"), "{o}");
+    assert_eq!(o["file"], json!(system.to_str().unwrap()), "{o}");
+    assert_eq!(o["line"], json!(2), "{o}");
+    assert_eq!(s["origins"]["/options/max_steps"]["layer"], json!(4));
+    // Its unknown keys are named like any file's.
+    let out = run_env(&env, &["config", "check"], &vars);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stdout.contains(&format!(
+            "{}:3: unknown key 'bogus' ignored",
+            system.display()
+        )),
+        "{}",
+        out.stdout
+    );
+    // Without the file, nothing changes.
+    std::fs::remove_file(&system).unwrap();
+    let s = show(&env, &[], &vars);
+    assert!(
+        s["config"]["options"]
+            .get("debug")
+            .is_none_or(|d| d != true)
+    );
 }
 
 /// Nested keys of published configs that do nothing are named with file:line and the nearest

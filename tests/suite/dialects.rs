@@ -299,19 +299,57 @@ fn responses_api_carries_encrypted_reasoning_and_stores_nothing() {
     assert_eq!(v["total"]["cache_read_tokens"], 1500);
     assert_eq!(v["total"]["output_tokens"], 320);
 
-    // A server of your own speaks Chat Completions unless told otherwise.
+    // An openai-compat server speaks Chat Completions unless told otherwise.
     server.push(Reply::text("chat"));
     let mut cfg: Value = serde_json::from_str(
         &std::fs::read_to_string(env.config_dir().join("crush.json")).unwrap(),
     )
     .unwrap();
-    cfg["providers"]["local"]
-        .as_object_mut()
-        .unwrap()
-        .remove("use_responses_api");
+    let local = cfg["providers"]["local"].as_object_mut().unwrap();
+    local.remove("use_responses_api");
+    local.insert("type".into(), json!("openai-compat"));
     env.write_config(&cfg);
     env.run(&["run", "-q", "hi"], None).assert_success();
     assert_eq!(server.last_request().path, "/v1/chat/completions");
+}
+
+/// A published gateway setup: `type: openai` with the base URL of a proxy in front of OpenAI.
+/// Go Crush sends GPT-4 and GPT-5 models there to the Responses API whatever the URL; other
+/// models, and the same models at an openai-compat provider, speak Chat Completions.
+#[test]
+fn openai_provider_behind_a_gateway_uses_responses_for_gpt_models() {
+    let server = FakeServer::with_script(vec![
+        Reply::text("five"),
+        Reply::text("four"),
+        Reply::text("llama"),
+        Reply::text("compat"),
+    ]);
+    let env = TestEnv::new();
+    env.write_config(&json!({
+        "providers": {
+            "gateway": {"type": "openai", "base_url": server.openai_base_url(), "api_key": "k",
+                "models": [{"id": "gpt-5-mini"}, {"id": "gpt-4.1"}, {"id": "llama-3.3-70b"}]},
+            "compat": {"type": "openai-compat", "base_url": server.openai_base_url(),
+                "api_key": "k", "models": [{"id": "gpt-4.1"}]}},
+        "models": {"large": {"provider": "gateway", "model": "gpt-5-mini"}}}));
+    for (model, want, path) in [
+        ("gateway/gpt-5-mini", "five", "/v1/responses"),
+        ("gateway/gpt-4.1", "four", "/v1/responses"),
+        ("gateway/llama-3.3-70b", "llama", "/v1/chat/completions"),
+        ("compat/gpt-4.1", "compat", "/v1/chat/completions"),
+    ] {
+        let out = env.run(&["run", "-q", "-m", model, "hi"], None);
+        out.assert_success();
+        assert!(out.stdout.contains(want), "{model}: {}", out.stdout);
+        let req = server.last_request();
+        assert_eq!(req.path, path, "{model}");
+        let dialect = if path.ends_with("responses") {
+            Dialect::Responses
+        } else {
+            Dialect::OpenAi
+        };
+        assert_eq!(req.dialect, Some(dialect), "{model}");
+    }
 }
 
 #[test]
@@ -509,6 +547,23 @@ fn a_local_server_without_models_listed_is_asked_for_them() {
         "{}",
         out.stderr
     );
+    // `crush models` says it too, one short line on stderr; the listing still prints.
+    let out = env.run(&["models"], None);
+    out.assert_success();
+    let lines: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("cannot list its models"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{}", out.stderr);
+    assert!(
+        lines[0].starts_with(
+            "crush: provider 'dead': cannot list its models: http://127.0.0.1:9/v1/models: "
+        ),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stdout.contains("dead"), "{}", out.stdout);
 }
 
 #[test]

@@ -8,6 +8,7 @@ mod budget;
 mod cancel;
 mod catalog;
 mod claude_hooks;
+mod claude_permissions;
 mod config;
 mod confine;
 mod crush_tools;

@@ -238,6 +238,7 @@ impl TestEnv {
             .env("XDG_DATA_HOME", self.xdg_data())
             .env("XDG_CACHE_HOME", self.xdg_cache())
             .env("CRUSH_GLOBAL_CONFIG", self.config_dir())
+            .env("CRUSH_SYSTEM_CONFIG", self.root().join("etc-crush.json"))
             .env("CRUSH_GLOBAL_DATA", self.data_dir())
             .env("CRUSH_DISABLE_PROVIDER_AUTO_UPDATE", "1")
             // No test asks this machine's ollama, LM Studio or llama.cpp ports.
