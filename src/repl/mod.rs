@@ -28,6 +28,7 @@ pub mod render;
 mod shell;
 mod tty;
 mod width;
+pub mod wrap;
 #[rustfmt::skip]
 mod width_table;
 
