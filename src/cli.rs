@@ -1239,18 +1239,8 @@ pub const HELP_COLUMNS: usize = 80;
 /// Where the text beside a flag or command starts.
 const HELP_GAP: usize = 32;
 
-/// `  HEAD  TEXT`, TEXT at column `at`, on the next line when HEAD leaves no room.
 fn help_row(out: &mut String, head: &str, text: &str, at: usize) {
-    let mut first = format!("  {head}");
-    if first.len() + 1 > at {
-        out.push_str(&first);
-        out.push('\n');
-        first.clear();
-    }
-    let first = format!("{first:<at$}");
-    let hang = " ".repeat(at);
-    out.push_str(&crate::repl::wrap::fill(text, HELP_COLUMNS, &first, &hang));
-    out.push('\n');
+    crate::repl::wrap::row(out, head, text, at, HELP_COLUMNS);
 }
 
 fn flags_block(out: &mut String, flags: &[&Flag]) {
