@@ -52,7 +52,7 @@ impl Repl {
                 super::wrap::row(
                     &mut s,
                     &e.usage(),
-                    &e.description(),
+                    e.description(),
                     super::HELP_AT,
                     super::wrap::DEFAULT_COLUMNS,
                 );

@@ -4,7 +4,7 @@
 //! or after the gap of a two-column row (`  /name   what it does`). crush(1) INTERACTIVE
 //! SESSION.
 
-use super::width::{char_width, str_width};
+use super::width::char_width;
 
 /// The width to wrap to when nothing says otherwise.
 pub const DEFAULT_COLUMNS: usize = 80;
@@ -51,7 +51,7 @@ pub fn fill(text: &str, width: usize, first: &str, hang: &str) -> String {
     let hang_w = visible_width(hang);
     let mut at_start = true;
     for word in text.split_whitespace() {
-        let w = str_width(word);
+        let w = visible_width(word);
         if !at_start && col + 1 + w > width {
             out.push('\n');
             out.push_str(hang);
@@ -325,5 +325,7 @@ mod tests {
     #[test]
     fn colour_does_not_count_as_width() {
         assert_eq!(visible_width("\x1b[1mbold\x1b[0m 中"), 7);
+        let red = "\x1b[31merror:\x1b[0m unknown command /foo; start a prompt with //";
+        assert_eq!(wrap_lines(red, 50), red, "it fits in 50 columns");
     }
 }
