@@ -326,6 +326,6 @@ mod tests {
     fn colour_does_not_count_as_width() {
         assert_eq!(visible_width("\x1b[1mbold\x1b[0m 中"), 7);
         let red = "\x1b[31merror:\x1b[0m unknown command /foo; start a prompt with //";
-        assert_eq!(wrap_lines(red, 50), red, "it fits in 50 columns");
+        assert_eq!(wrap_lines(red, 55), red, "51 cells: it fits in 55 columns");
     }
 }

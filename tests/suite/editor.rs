@@ -213,7 +213,12 @@ fn tab_completes_commands_and_project_paths() {
     tmux.keys(&["/mo", "Tab"]);
     tmux.wait_for("the command", |s| s.lines().last_non_empty() == "> /model");
     tmux.keys(&["Enter"]);
-    tmux.wait_for("the models", |s| s.contains("large  fake/fake-model"));
+    tmux.wait_for("the models", |s| {
+        s.contains("large  fake/fake-model") && s.contains("Enter picks")
+    });
+    // The pick list of /model: Esc keeps the model.
+    tmux.keys(&["Escape"]);
+    wait_prompt(&tmux);
     tmux.keys(&["look at @sr", "Tab"]);
     tmux.wait_for("the directory", |s| s.contains("> look at @src/"));
     tmux.keys(&["m", "Tab"]);
