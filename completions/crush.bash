@@ -9,28 +9,28 @@ _crush() {
         esac
     done
     case "$cmd" in
-        run) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -s --session -C --continue -q --quiet --json --system-prompt --system-prompt-file --sandbox --auto --plan --trust --no-project-hooks --attach --max-cost --max-cost-unpriced --compact -o --output -h --help -v --verbose " -- "$cur")) ;;
-        init) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -q --quiet --trust -h --help " -- "$cur")) ;;
-        sessions) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust --format -h --help list show last export diff delete rename" -- "$cur")) ;;
-        hooks) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --trust --tool --input --prompt -h --help list test" -- "$cur")) ;;
-        mcp) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust -h --help list login" -- "$cur")) ;;
-        login) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --token-stdin --trust -h --help copilot hyper" -- "$cur")) ;;
-        logout) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --trust -h --help copilot hyper" -- "$cur")) ;;
-        skills) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust -h --help list" -- "$cur")) ;;
-        agents) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -m --model --json --trust -h --help list" -- "$cur")) ;;
-        debug) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -m --model --system-prompt --system-prompt-file --trust -h --help prompt" -- "$cur")) ;;
-        lsp) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust -h --help list" -- "$cur")) ;;
-        config) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -m --model --small-model --json --origin --trust -h --help show check" -- "$cur")) ;;
-        sandbox) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --mode --network --trust -h --help check" -- "$cur")) ;;
-        trust) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --revoke --trust -h --help " -- "$cur")) ;;
-        models) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust -h --help " -- "$cur")) ;;
-        update-providers) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --trust -h --help " -- "$cur")) ;;
-        stats) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -m --model --json --trust --format --all --since --until --provider -h --help " -- "$cur")) ;;
-        dirs) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --trust -h --help " -- "$cur")) ;;
-        projects) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust -h --help " -- "$cur")) ;;
-        logs) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -f --follow -t --tail --trust -h --help " -- "$cur")) ;;
-        acp) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model --sandbox --auto --trust --no-project-hooks -h --help " -- "$cur")) ;;
-        help) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --trust -h --help " -- "$cur")) ;;
+        run) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -s --session -C --continue -q --quiet --json --system-prompt --system-prompt-file --sandbox --auto --plan --trust --no-project-hooks --attach --max-cost --max-cost-unpriced --compact -o --output -h --help --verbose -v --version " -- "$cur")) ;;
+        init) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -q --quiet --trust -h --help -v --version " -- "$cur")) ;;
+        sessions) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust --format -h --help -v --version list show last export diff delete rename" -- "$cur")) ;;
+        hooks) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --trust --tool --input --prompt -h --help -v --version list test" -- "$cur")) ;;
+        mcp) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust -h --help -v --version list login" -- "$cur")) ;;
+        login) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --token-stdin --trust -h --help -v --version copilot hyper" -- "$cur")) ;;
+        logout) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --trust -h --help -v --version copilot hyper" -- "$cur")) ;;
+        skills) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust -h --help -v --version list" -- "$cur")) ;;
+        agents) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -m --model --json --trust -h --help -v --version list" -- "$cur")) ;;
+        debug) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -m --model --system-prompt --system-prompt-file --trust -h --help -v --version prompt" -- "$cur")) ;;
+        lsp) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust -h --help -v --version list" -- "$cur")) ;;
+        config) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -m --model --small-model --json --origin --trust -h --help -v --version show check" -- "$cur")) ;;
+        sandbox) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --mode --network --trust -h --help -v --version check" -- "$cur")) ;;
+        trust) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --revoke --trust -h --help -v --version " -- "$cur")) ;;
+        models) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust -h --help -v --version " -- "$cur")) ;;
+        update-providers) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --trust -h --help -v --version " -- "$cur")) ;;
+        stats) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -m --model --json --trust --format --all --since --until --provider -h --help -v --version " -- "$cur")) ;;
+        dirs) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --trust -h --help -v --version " -- "$cur")) ;;
+        projects) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust -h --help -v --version " -- "$cur")) ;;
+        logs) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -f --follow -t --tail --trust -h --help -v --version " -- "$cur")) ;;
+        acp) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model --sandbox --auto --trust --no-project-hooks -h --help -v --version " -- "$cur")) ;;
+        help) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --trust -h --help -v --version " -- "$cur")) ;;
         *) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -y --yolo -m --model --small-model -s --session -C --continue -q --quiet --system-prompt --system-prompt-file --sandbox --auto --plan --trust -h --help -v --version run init sessions hooks mcp login logout skills agents debug lsp config sandbox trust models update-providers stats dirs projects logs acp help" -- "$cur")) ;;
     esac
 }

@@ -23,7 +23,10 @@ pub struct Flag {
     pub long: &'static str,
     /// Name of the value (`DIR`, `FILE`...) or None for a switch.
     pub value: Option<&'static str>,
+    /// One short line for `--help` (it must fit 80 columns beside the flag).
     pub help: &'static str,
+    /// The man page's longer text; empty: `help` says it all.
+    pub detail: &'static str,
     pub scope: Scope,
 }
 
@@ -33,13 +36,15 @@ pub static FLAGS: &[Flag] = &[
         long: "cwd",
         value: Some("DIR"),
         help: "Run as if started in DIR",
+        detail: "",
         scope: Scope::Global,
     },
     Flag {
         short: Some('D'),
         long: "data-dir",
         value: Some("DIR"),
-        help: "Use DIR as the project data directory (default <project>/.crush)",
+        help: "Project data directory (default .crush)",
+        detail: "Use DIR as the project data directory (default <project>/.crush)",
         scope: Scope::Global,
     },
     Flag {
@@ -47,20 +52,23 @@ pub static FLAGS: &[Flag] = &[
         long: "debug",
         value: None,
         help: "Write debug logs to stderr and the log file",
+        detail: "",
         scope: Scope::Global,
     },
     Flag {
         short: Some('y'),
         long: "yolo",
         value: None,
-        help: "Allow every tool call without asking (banned commands stay banned); acp: start sessions in the yolo mode",
+        help: "Allow every tool call without asking",
+        detail: "Allow every tool call without asking (banned commands stay banned); in acp, sessions start in the yolo mode.",
         scope: Scope::Only(&["", "run", "init", "acp"]),
     },
     Flag {
         short: Some('m'),
         long: "model",
         value: Some("[PROVIDER/]MODEL"),
-        help: "Use this model as the large model; stats: count only this model's calls",
+        help: "The large model (stats: count only its calls)",
+        detail: "Use this model as the large model; stats: count only this model's calls",
         scope: Scope::Only(&[
             "", "run", "init", "config", "acp", "stats", "agents", "debug",
         ]),
@@ -69,14 +77,16 @@ pub static FLAGS: &[Flag] = &[
         short: None,
         long: "small-model",
         value: Some("[PROVIDER/]MODEL"),
-        help: "Use this model as the small model (titles, summaries)",
+        help: "The small model (titles, summaries)",
+        detail: "",
         scope: Scope::Only(&["", "run", "init", "config", "acp"]),
     },
     Flag {
         short: Some('s'),
         long: "session",
         value: Some("ID"),
-        help: "Continue the session with this id (or unique prefix)",
+        help: "Continue session ID (or a unique prefix)",
+        detail: "Continue the session with this id (or unique prefix)",
         scope: Scope::Only(&["", "run"]),
     },
     Flag {
@@ -84,20 +94,23 @@ pub static FLAGS: &[Flag] = &[
         long: "continue",
         value: None,
         help: "Continue the most recent session",
+        detail: "",
         scope: Scope::Only(&["", "run"]),
     },
     Flag {
         short: Some('q'),
         long: "quiet",
         value: None,
-        help: "Hide the progress indicator (and, for run, the tool lines on stderr)",
+        help: "Hide progress (and run's tool lines)",
+        detail: "Hide the progress indicator (and, for run, the tool lines on stderr)",
         scope: Scope::Only(&["", "run", "init"]),
     },
     Flag {
         short: None,
         long: "json",
         value: None,
-        help: "Print JSON: one event per line for run, a document for listings",
+        help: "Print JSON (run: one event per line)",
+        detail: "Print JSON: one event per line for run, a document for listings",
         scope: Scope::Only(&[
             "run", "sessions", "models", "config", "stats", "projects", "mcp", "lsp", "skills",
             "agents",
@@ -107,21 +120,24 @@ pub static FLAGS: &[Flag] = &[
         short: None,
         long: "system-prompt",
         value: Some("TEXT"),
-        help: "Use TEXT as the system prompt instead of crush's default (options.system_prompt)",
+        help: "Use TEXT as the system prompt",
+        detail: "Use TEXT as the system prompt instead of crush's default (options.system_prompt)",
         scope: Scope::Only(&["", "run", "debug"]),
     },
     Flag {
         short: None,
         long: "system-prompt-file",
         value: Some("FILE"),
-        help: "Use the text of FILE as the system prompt (options.system_prompt_file)",
+        help: "Use the text of FILE as the system prompt",
+        detail: "Use the text of FILE as the system prompt (options.system_prompt_file)",
         scope: Scope::Only(&["", "run", "debug"]),
     },
     Flag {
         short: None,
         long: "token-stdin",
         value: None,
-        help: "Read the token from standard input instead of running the device flow",
+        help: "Read the token from stdin (no device flow)",
+        detail: "Read the token from standard input instead of running the device flow",
         scope: Scope::Only(&["login"]),
     },
     Flag {
@@ -129,48 +145,55 @@ pub static FLAGS: &[Flag] = &[
         long: "follow",
         value: None,
         help: "Keep printing lines as they are written",
+        detail: "",
         scope: Scope::Only(&["logs"]),
     },
     Flag {
         short: Some('t'),
         long: "tail",
         value: Some("N"),
-        help: "Print the last N lines (default 1000; 0 for all)",
+        help: "Print the last N lines (default 1000; 0: all)",
+        detail: "",
         scope: Scope::Only(&["logs"]),
     },
     Flag {
         short: None,
         long: "sandbox",
         value: Some("MODE"),
-        help: "Run the model's commands in the OS sandbox: off, read-only or workspace-write (see SECURITY)",
+        help: "off, read-only or workspace-write",
+        detail: "Run the model's commands in the OS sandbox: off, read-only or workspace-write (see SECURITY).",
         scope: Scope::Only(&["", "run", "acp"]),
     },
     Flag {
         short: None,
         long: "auto",
         value: None,
-        help: "Run bash and in-project writes without asking, in the workspace-write sandbox (see SECURITY)",
+        help: "Run bash and project writes unasked, sandboxed",
+        detail: "Run bash and in-project writes without asking, in the workspace-write sandbox (see SECURITY)",
         scope: Scope::Only(&["", "run", "acp"]),
     },
     Flag {
         short: None,
         long: "plan",
         value: None,
-        help: "Plan first: only read-only tools, and the model ends with a plan (see PLAN MODE)",
+        help: "Plan first: read-only tools only; the model ends with a plan",
+        detail: "Plan first: only read-only tools, and the model ends with a plan (see PLAN MODE)",
         scope: Scope::Only(&["", "run"]),
     },
     Flag {
         short: None,
         long: "mode",
         value: Some("MODE"),
-        help: "sandbox: the mode to run in (read-only or workspace-write; default workspace-write)",
+        help: "read-only or workspace-write (default)",
+        detail: "sandbox: the mode to run in (read-only or workspace-write; default workspace-write)",
         scope: Scope::Only(&["sandbox"]),
     },
     Flag {
         short: None,
         long: "network",
         value: None,
-        help: "sandbox: let the command reach the network",
+        help: "Let the command reach the network",
+        detail: "",
         scope: Scope::Only(&["sandbox"]),
     },
     Flag {
@@ -178,6 +201,7 @@ pub static FLAGS: &[Flag] = &[
         long: "origin",
         value: None,
         help: "Name the layer and file:line that set each value",
+        detail: "",
         scope: Scope::Only(&["config"]),
     },
     Flag {
@@ -185,83 +209,95 @@ pub static FLAGS: &[Flag] = &[
         long: "revoke",
         value: None,
         help: "Withdraw the project's trust",
+        detail: "",
         scope: Scope::Only(&["trust"]),
     },
     Flag {
         short: None,
         long: "trust",
         value: None,
-        help: "Trust the project for this invocation: its crushrc, hooks, MCP servers, $(...) values, .env and settings outside the allow-list",
+        help: "Trust the project for this invocation only",
+        detail: "Trust the project for this invocation: its crushrc, hooks, MCP servers, $(...) values, .env and settings outside the allow-list",
         scope: Scope::Global,
     },
     Flag {
         short: None,
         long: "no-project-hooks",
         value: None,
-        help: "Run without the project's own hooks; without it, a project whose hooks are not trusted stops the run (exit 2), or refuses the session in acp",
+        help: "Run without the project's own hooks",
+        detail: "Run without the project's own hooks; without it, a project whose hooks are not trusted stops the run (exit 2), or refuses the session in acp",
         scope: Scope::Only(&["run", "acp"]),
     },
     Flag {
         short: None,
         long: "format",
         value: Some("FORMAT"),
-        help: "Format of sessions export (md or json, default md) or of stats (text, json or csv, default text)",
+        help: "export: md or json; stats: text, json or csv",
+        detail: "Format of sessions export (md or json, default md) or of stats (text, json or csv, default text)",
         scope: Scope::Only(&["sessions", "stats"]),
     },
     Flag {
         short: None,
         long: "all",
         value: None,
-        help: "stats: every project in projects.json",
+        help: "Every project in projects.json",
+        detail: "",
         scope: Scope::Only(&["stats"]),
     },
     Flag {
         short: None,
         long: "since",
         value: Some("WHEN"),
-        help: "stats: calls from WHEN on: 7d (days ago) or a UTC date 2026-11-01",
+        help: "Calls from WHEN on: 7d or 2026-11-01",
+        detail: "stats: calls from WHEN on: 7d (days ago) or a UTC date 2026-11-01",
         scope: Scope::Only(&["stats"]),
     },
     Flag {
         short: None,
         long: "until",
         value: Some("WHEN"),
-        help: "stats: calls before WHEN (7d or 2026-11-01)",
+        help: "Calls before WHEN: 7d or 2026-11-01",
+        detail: "stats: calls before WHEN (7d or 2026-11-01)",
         scope: Scope::Only(&["stats"]),
     },
     Flag {
         short: None,
         long: "provider",
         value: Some("ID"),
-        help: "stats: count only this provider's calls",
+        help: "Count only this provider's calls",
+        detail: "",
         scope: Scope::Only(&["stats"]),
     },
     Flag {
         short: None,
         long: "attach",
         value: Some("FILE"),
-        help: "Attach FILE to the prompt (repeatable): text is sent inline with its name, a PNG, JPEG, GIF or WebP image as an image",
+        help: "Attach FILE to the prompt (repeatable)",
+        detail: "Attach FILE to the prompt (repeatable): text is sent inline with its name, a PNG, JPEG, GIF or WebP image as an image",
         scope: Scope::Only(&["run"]),
     },
     Flag {
         short: None,
         long: "max-cost",
         value: Some("USD"),
-        help: "Stop before a model call once this run has spent USD (exit 4; see BUDGET)",
+        help: "Stop once this run has spent USD (exit 4)",
+        detail: "Stop before a model call once this run has spent USD (exit 4; see BUDGET)",
         scope: Scope::Only(&["run"]),
     },
     Flag {
         short: None,
         long: "max-cost-unpriced",
         value: Some("allow|refuse"),
-        help: "Under a budget, call a model that has no price (default refuse)",
+        help: "Under a budget, may unpriced models run?",
+        detail: "Under a budget, call a model that has no price (default refuse)",
         scope: Scope::Only(&["run"]),
     },
     Flag {
         short: None,
         long: "compact",
         value: None,
-        help: "With -s ID or -C: summarize the session first (as /compact does), then run the prompt if one is given",
+        help: "With -s ID or -C: summarize the session first, as /compact does",
+        detail: "With -s ID or -C: summarize the session first (as /compact does), then run the prompt if one is given",
         scope: Scope::Only(&["run"]),
     },
     Flag {
@@ -269,27 +305,31 @@ pub static FLAGS: &[Flag] = &[
         long: "output",
         value: Some("FILE"),
         help: "Also write the final message to FILE",
+        detail: "",
         scope: Scope::Only(&["run"]),
     },
     Flag {
         short: None,
         long: "tool",
         value: Some("NAME"),
-        help: "The tool a hook event is about (e.g. bash): which hooks match, or the test call's tool",
+        help: "The tool of the event (e.g. bash)",
+        detail: "The tool a hook event is about (e.g. bash): which hooks match, or the test call's tool",
         scope: Scope::Only(&["hooks"]),
     },
     Flag {
         short: None,
         long: "input",
         value: Some("JSON"),
-        help: "The tool input of a hooks test, a JSON object (default {})",
+        help: "The test call's tool input (default {})",
+        detail: "The tool input of a hooks test, a JSON object (default {})",
         scope: Scope::Only(&["hooks"]),
     },
     Flag {
         short: None,
         long: "prompt",
         value: Some("TEXT"),
-        help: "The prompt of a hooks test for UserPromptSubmit",
+        help: "The test's UserPromptSubmit prompt",
+        detail: "The prompt of a hooks test for UserPromptSubmit",
         scope: Scope::Only(&["hooks"]),
     },
     Flag {
@@ -297,13 +337,15 @@ pub static FLAGS: &[Flag] = &[
         long: "help",
         value: None,
         help: "Show help",
+        detail: "",
         scope: Scope::Global,
     },
     Flag {
-        short: Some('v'),
+        short: None,
         long: "verbose",
         value: None,
-        help: "Write debug logs to stderr, as --debug does",
+        help: "Same as --debug (Go Crush's run -v)",
+        detail: "Write debug logs to stderr, as --debug does. Go Crush spells it -v after run; here -v is --version everywhere",
         scope: Scope::Only(&["run"]),
     },
     Flag {
@@ -311,14 +353,21 @@ pub static FLAGS: &[Flag] = &[
         long: "version",
         value: None,
         help: "Show the version",
-        scope: Scope::Only(&[""]),
+        detail: "",
+        scope: Scope::Global,
     },
 ];
 
 pub struct CommandSpec {
     pub name: &'static str,
+    /// Its forms, separated by ` | ` (a form without `crush` continues the first's words).
     pub usage: &'static str,
+    /// One line for `crush --help` and the completions.
+    pub brief: &'static str,
+    /// What `crush help COMMAND` and the man page say about it.
     pub about: &'static str,
+    /// Command lines `crush help COMMAND` ends with.
+    pub examples: &'static [&'static str],
     /// Subcommands (for completions), if any.
     pub subcommands: &'static [&'static str],
 }
@@ -327,6 +376,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "run",
         usage: "crush run [FLAGS] [PROMPT...]",
+        brief: "Run one turn without the REPL and print the answer",
         about: "Run one non-interactive turn. A piped stdin is placed before the prompt (an \
                 image piped in is attached instead); a prompt whose first word is /NAME runs \
                 that custom command, skill or MCP prompt (NAME=value words after it bind its \
@@ -337,73 +387,106 @@ pub static COMMANDS: &[CommandSpec] = &[
                 end_turn, max_tokens, content_filter, empty, max_steps, loop, \
                 permission_refused, hook_denied, hook_halted, budget, canceled or error \
                 (EXIT STATUS).",
+        examples: &[
+            "crush run \"explain the build\"",
+            "git diff | crush run \"write a commit message\"",
+            "crush run -C --json \"and the tests?\"",
+        ],
         subcommands: &[],
     },
     CommandSpec {
         name: "init",
         usage: "crush init [NOTES...]",
+        brief: "Have the agent write AGENTS.md for this project",
         about: "Have the agent explore the project and write the file options.initialize_as \
                 names (default AGENTS.md), for the agents that will work in it; NOTES are added \
                 to its instructions. It may write that file without asking; an existing one is \
                 rewritten only after a yes on stdin. Exits 3 without a yes, 1 when the agent \
                 did not write the file.",
+        examples: &["crush init", "crush init \"we build with make, not cargo\""],
         subcommands: &[],
     },
     CommandSpec {
         name: "sessions",
         usage: "crush sessions list | show ID | last | export ID [--format md|json] | diff ID | delete ID | rename ID TITLE  [--json]",
+        brief: "List, show, export, diff, delete or rename sessions",
         about: "List the project's sessions, show one with its messages (last: the most recent), \
                 export it as Markdown or JSON, print the changes its tools made to files as a \
                 unified diff (diff), delete it, or rename it. Sessions are named by Go \
                 Crush's hash ids (lists show 7 digits); a hash id, a UUID or a unique prefix of \
                 either works. --json prints Go Crush's documents. 'session' and 's' are aliases.",
+        examples: &[
+            "crush sessions",
+            "crush sessions show 3f2a1b9",
+            "crush sessions export 3f2a1b9 --format json > session.json",
+        ],
         subcommands: &["list", "show", "last", "export", "diff", "delete", "rename"],
     },
     CommandSpec {
         name: "hooks",
         usage: "crush hooks list [--tool NAME] | test EVENT [--tool NAME --input JSON] [--prompt TEXT]",
+        brief: "List the hooks, or test them on a synthetic event",
         about: "List the configured hooks per event with the file each came from (with --tool, \
                 which ones match that tool), or run the real hooks of EVENT on a synthetic payload \
                 and print the composed decision, reasons, context, context files and rewritten \
                 input or prompt. hooks test exits 0 for allow or no opinion, 3 for deny or halt.",
+        examples: &[
+            "crush hooks list --tool bash",
+            "crush hooks test PreToolUse --tool bash --input '{\"command\":\"rm -rf build\"}'",
+            "crush hooks test UserPromptSubmit --prompt \"fix the login flow\"",
+        ],
         subcommands: &["list", "test"],
     },
     CommandSpec {
         name: "mcp",
         usage: "crush mcp list [--json] | login NAME",
+        brief: "Report the MCP servers, or authorize one (OAuth)",
         about: "Start every configured MCP server as a session would and report each: transport, \
                 state, protocol revision, tools, prompts and last error. login authorizes crush \
                 with an HTTP server that needs OAuth: its authorization URL opens in the browser \
                 and the token is kept in the global state.",
+        examples: &["crush mcp list", "crush mcp login github"],
         subcommands: &["list", "login"],
     },
     CommandSpec {
         name: "login",
         usage: "crush login [copilot|hyper] [--token-stdin]",
+        brief: "Sign in to GitHub Copilot or Charm's Hyper",
         about: "Sign in to GitHub Copilot or Charm's Hyper instead of setting an API key: the \
                 code and URL of the provider's device flow are printed (and the URL opened in \
                 the browser), and the token is kept in the global data directory with mode 0600. \
                 --token-stdin stores the token read from standard input as given. With no name, \
                 lists the providers one can sign in to and their state.",
+        examples: &[
+            "crush login",
+            "crush login copilot",
+            "gh auth token | crush login copilot --token-stdin",
+        ],
         subcommands: &["copilot", "hyper"],
     },
     CommandSpec {
         name: "logout",
         usage: "crush logout copilot|hyper",
+        brief: "Remove the token crush login stored",
         about: "Remove the token crush login stored for a provider.",
+        examples: &["crush logout copilot"],
         subcommands: &["copilot", "hyper"],
     },
     CommandSpec {
         name: "skills",
         usage: "crush skills list [--json]",
+        brief: "List the Agent Skills and custom commands",
         about: "List every Agent Skill and custom command found, where it was found, and why \
                 any was rejected (with the reason), ignored (a skill of the same name came \
                 first) or disabled (options.disabled_skills).",
+        examples: &["crush skills list", "crush skills list --json"],
         subcommands: &["list"],
     },
     CommandSpec {
         name: "agents",
         usage: "crush agents list [--json]",
+        brief: "List the custom sub-agents and the agent files not used",
+        examples: &["crush agents list", "crush agents list --json"],
         about: "List every custom sub-agent file found (see AGENTS): its name, description, \
                 origin (the file and which of the four folders), tools and model (an alias with \
                 the model it stands for), and each file not used: shadowed by one of the same \
@@ -413,6 +496,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "debug",
         usage: "crush debug prompt",
+        brief: "Print the exact system prompt a new session would send",
+        examples: &["crush debug prompt", "crush debug prompt --system-prompt-file p.md"],
         about: "Print the exact system prompt a new session would send (with --system-prompt, \
                 --system-prompt-file and -m as a session would have them); the names of the \
                 tools it offers go to stderr.",
@@ -421,98 +506,134 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "lsp",
         usage: "crush lsp list [--json]",
+        brief: "Start the language servers and report their state",
         about: "Start every language server a session in this project would have (configured, \
                 or found on PATH in a trusted project), report each one's state (ready with \
                 its name and version, failed and why, disabled) and stop them.",
+        examples: &["crush lsp list", "crush lsp list --json"],
         subcommands: &["list"],
     },
     CommandSpec {
         name: "config",
         usage: "crush config show [--origin] [--json] | crush config check",
+        brief: "Print the effective configuration, or check it",
         about: "Print the effective configuration. With --origin, each value names the layer and \
                 file:line that set it. check prints every unknown or ignored setting with its \
                 file:line and exits 1 when there is any.",
+        examples: &["crush config show --origin", "crush config check"],
         subcommands: &["show", "check"],
     },
     CommandSpec {
         name: "sandbox",
         usage: "crush sandbox check | [--mode MODE] [--network] -- COMMAND [ARG...]",
+        brief: "Run a command in the OS sandbox, or check the sandbox",
         about: "Run COMMAND in the OS sandbox the model's commands get (default workspace-write, \
                 network off, this project and options.sandbox.writable_roots writable), to try \
                 build and test commands under it; exits with COMMAND's status. check prints \
                 the kernel's Landlock ABI and what the sandbox can do.",
+        examples: &[
+            "crush sandbox -- make test",
+            "crush sandbox --mode read-only --network -- curl -I https://example.com",
+            "crush sandbox check",
+        ],
         subcommands: &["check"],
     },
     CommandSpec {
         name: "trust",
         usage: "crush trust [--revoke]",
+        brief: "Trust this project's own settings, hooks and servers",
         about: "Trust this project's own crushrc files, hooks, MCP and LSP servers, $(...) \
                 values, .env file and the settings an untrusted project may not set (see \
                 SECURITY): list them and record their hash, so a change asks again.",
+        examples: &["crush trust", "crush trust --revoke"],
         subcommands: &[],
     },
     CommandSpec {
         name: "models",
         usage: "crush models [QUERY] [--json]",
+        brief: "List the models of the providers",
         about: "List the models of the configured providers, then those of the provider catalog \
                 that are not configured and what they need. QUERY filters by provider, model id \
                 or name.",
+        examples: &["crush models", "crush models sonnet", "crush models --json"],
         subcommands: &[],
     },
     CommandSpec {
         name: "update-providers",
         usage: "crush update-providers [SOURCE]",
+        brief: "Replace the cached provider catalog",
         about: "Replace the cached provider catalog. SOURCE: nothing (Catwalk at $CATWALK_URL \
                 or https://catwalk.charm.land), an http(s) base URL (+ /v2/providers), a URL \
                 ending in .json, a local file, or 'embedded' for the built-in copy.",
+        examples: &[
+            "crush update-providers",
+            "crush update-providers ./providers.json",
+            "crush update-providers embedded",
+        ],
         subcommands: &[],
     },
     CommandSpec {
         name: "stats",
         usage: "crush stats [--all] [--since WHEN] [--until WHEN] [--model M] [--provider P] [--format text|json|csv]",
+        brief: "Show model calls, tokens and cost",
         about: "Show the project's model calls, tokens by kind and cost from the usage ledger: \
                 in total, per model and per session (a sub-agent's calls count under the session \
                 that started it). Calls without a price are shown as unpriced, never as $0. Spend \
                 Go Crush recorded without itemizing it is shown on a line of its own. --all sums \
                 every project in projects.json, each database opened read-only.",
+        examples: &[
+            "crush stats",
+            "crush stats --since 7d --model sonnet",
+            "crush stats --all --format csv > usage.csv",
+        ],
         subcommands: &[],
     },
     CommandSpec {
         name: "dirs",
         usage: "crush dirs",
+        brief: "Print where configuration and data live",
         about: "Print where configuration, state, global data and project data live, and the \
                 configuration files in use.",
+        examples: &["crush dirs"],
         subcommands: &[],
     },
     CommandSpec {
         name: "projects",
         usage: "crush projects [--json]",
+        brief: "List the projects crush has been used in",
         about: "List the projects crush has been used in, most recent first, with their data \
                 directories.",
+        examples: &["crush projects", "crush projects --json"],
         subcommands: &[],
     },
     CommandSpec {
         name: "logs",
         usage: "crush logs [-f] [-t N]",
+        brief: "Print the project's log",
         about: "Print the project's log (<project data>/logs/crush.log: retries, refusals, hook \
                 problems; debug lines with -d).",
+        examples: &["crush logs -t 50", "crush logs -f"],
         subcommands: &[],
     },
     CommandSpec {
         name: "acp",
         usage: "crush acp [--cwd DIR]",
+        brief: "Run as an agent inside an editor (Agent Client Protocol)",
         about: "Run as an agent inside an editor (Zed, JetBrains IDEs, Neovim, Emacs, VS Code), \
                 over the Agent Client Protocol: newline-delimited JSON-RPC on stdin and stdout. \
                 Each session opens its directory as crush -c DIR would: the same configuration, \
                 trust, hooks, permissions and sessions as the terminal. stdout carries protocol \
                 messages only; diagnostics go to stderr and the project log. Ends when stdin \
                 closes.",
+        examples: &["crush acp", "crush -y acp"],
         subcommands: &[],
     },
     CommandSpec {
         name: "help",
         usage: "crush help [COMMAND]",
+        brief: "Show help for crush or for one command",
         about: "Show help for crush or for one command.",
+        examples: &["crush help run", "crush run --help"],
         subcommands: &[],
     },
 ];
@@ -1202,48 +1323,87 @@ fn flag_synopsis(f: &Flag) -> String {
     s
 }
 
+/// Help lines fit this many columns.
+pub const HELP_COLUMNS: usize = 80;
+/// Where the text beside a flag or command starts.
+const HELP_GAP: usize = 32;
+
+fn help_row(out: &mut String, head: &str, text: &str, at: usize) {
+    crate::repl::wrap::row(out, head, text, at, HELP_COLUMNS);
+}
+
 fn flags_block(out: &mut String, flags: &[&Flag]) {
     for f in flags {
-        out.push_str(&format!("  {:<32} {}\n", flag_synopsis(f), f.help));
+        help_row(out, &flag_synopsis(f), f.help, HELP_GAP);
     }
 }
 
-/// The text of `crush --help` (None) or `crush help COMMAND`.
+/// A command's forms, one per line (see `CommandSpec::usage`).
+pub fn usage_lines(c: &CommandSpec) -> Vec<String> {
+    let lead = format!("crush {} ", c.name);
+    c.usage
+        .split(" | ")
+        .map(|form| {
+            if form.starts_with("crush") {
+                form.to_string()
+            } else {
+                format!("{lead}{form}")
+            }
+        })
+        .collect()
+}
+
+/// The text of `crush --help` (None) or `crush help COMMAND`; every line fits 80 columns.
 pub fn help_text(command: Option<&str>) -> Result<String, UsageError> {
     let mut out = String::new();
     match command {
         None => {
             out.push_str(&format!(
-                "crush {} — a terminal AI coding assistant\n\nUsage:\n  crush [FLAGS]                 start an interactive session\n",
+                "crush {} \u{2014} a terminal AI coding assistant\n\n\
+                 Usage: crush [FLAGS]               start an interactive session\n       \
+                 crush COMMAND [ARGS...]\n\nCommands:\n",
                 env!("CARGO_PKG_VERSION")
             ));
             for c in COMMANDS {
-                out.push_str(&format!("  {:<29} {}\n", c.usage, first_sentence(c.about)));
+                help_row(&mut out, c.name, c.brief, 20);
             }
             out.push_str("\nFlags:\n");
             let flags: Vec<&Flag> = FLAGS.iter().filter(|f| applies(f, "")).collect();
             flags_block(&mut out, &flags);
             out.push_str(
-                "\nExit codes: 0 success, 1 runtime failure, 2 usage or configuration error,\n3 stopped by policy (a hook denied or halted, a permission was refused),\n130 interrupted.\n\nRun 'crush help COMMAND' for a command's flags; 'man crush' for everything.\n",
+                "\nExit codes: 0 success, 1 runtime failure, 2 usage or configuration error,\n\
+                 3 stopped by policy (a hook denied or halted, a permission was refused),\n\
+                 130 interrupted.\n\nExamples:\n  crush\n  crush run \"explain the build\"\n  \
+                 git diff | crush run \"write a commit message\"\n\n\
+                 Run 'crush help COMMAND' for a command's flags; 'man crush' for everything.\n",
             );
         }
         Some(name) => {
             let c = COMMANDS.iter().find(|c| c.name == name).ok_or_else(|| {
                 UsageError(format!("unknown command '{name}'; see 'crush --help'"))
             })?;
-            out.push_str(&format!("Usage: {}\n\n{}\n\nFlags:\n", c.usage, c.about));
+            for (i, form) in usage_lines(c).iter().enumerate() {
+                let head = if i == 0 { "Usage: " } else { "       " };
+                let hang = " ".repeat(head.len() + c.name.len() + 7);
+                out.push_str(&crate::repl::wrap::fill(form, HELP_COLUMNS, head, &hang));
+                out.push('\n');
+            }
+            out.push('\n');
+            out.push_str(&crate::repl::wrap::fill(c.about, HELP_COLUMNS, "", ""));
+            out.push('\n');
             let flags: Vec<&Flag> = FLAGS.iter().filter(|f| applies(f, c.name)).collect();
-            flags_block(&mut out, &flags);
+            if !flags.is_empty() {
+                out.push_str("\nFlags:\n");
+                flags_block(&mut out, &flags);
+            }
+            out.push_str("\nExamples:\n");
+            for e in c.examples {
+                out.push_str(&crate::repl::wrap::fill(e, HELP_COLUMNS, "  ", "      "));
+                out.push('\n');
+            }
         }
     }
     Ok(out)
-}
-
-fn first_sentence(s: &str) -> &str {
-    match s.find(". ") {
-        Some(i) => &s[..=i],
-        None => s,
-    }
 }
 
 #[cfg(test)]
@@ -1415,21 +1575,20 @@ mod tests {
 
     #[test]
     fn help_and_version() {
-        assert_eq!(parse(&["--version"]).unwrap().command, Command::Version);
-        assert_eq!(parse(&["-v"]).unwrap().command, Command::Version);
-        // After run, -v is Go Crush's --verbose: the prompt runs, with debug output.
-        let c = parse(&["run", "-v", "hello"]).unwrap();
-        assert!(matches!(&c.command, Command::Run(r) if r.prompt == ["hello"]));
-        assert!(c.global.debug);
-        assert!(parse(&["run", "--verbose", "hi"]).unwrap().global.debug);
+        // -v is --version before or after any command (Go Crush's run -v is --verbose here).
         for args in [
-            &["run", "--version", "hi"][..],
+            &["--version"][..],
+            &["-v"],
+            &["run", "-v", "hello"],
             &["sessions", "-v"],
-            &["-v", "run", "x"],
         ] {
-            let e = parse(args).unwrap_err().0;
-            assert!(e.contains("is not valid for"), "{args:?}: {e}");
+            assert_eq!(parse(args).unwrap().command, Command::Version, "{args:?}");
         }
+        let c = parse(&["run", "--verbose", "hi"]).unwrap();
+        assert!(matches!(&c.command, Command::Run(r) if r.prompt == ["hi"]));
+        assert!(c.global.debug);
+        assert!(parse(&["-d", "run", "hi"]).unwrap().global.debug);
+        assert!(parse(&["--verbose", "sessions"]).is_err());
         assert_eq!(
             parse(&["help", "run"]).unwrap().command,
             Command::Help(Some("run".into()))
@@ -1441,6 +1600,53 @@ mod tests {
         let h = help_text(Some("run")).unwrap();
         assert!(h.contains("--output FILE"), "{h}");
         assert!(help_text(Some("nope")).is_err());
+    }
+
+    /// `crush --help` and every `crush help COMMAND`: no line over 80 columns, every command
+    /// and flag on it, and examples at the end of each command's help.
+    #[test]
+    fn every_help_fits_80_columns_and_ends_with_examples() {
+        let mut texts = vec![(String::new(), help_text(None).unwrap())];
+        for c in COMMANDS {
+            texts.push((c.name.to_string(), help_text(Some(c.name)).unwrap()));
+        }
+        for (name, text) in &texts {
+            for line in text.lines() {
+                assert!(
+                    line.chars().count() <= HELP_COLUMNS,
+                    "crush help {name}: {} columns: {line:?}",
+                    line.chars().count()
+                );
+            }
+            for f in FLAGS.iter().filter(|f| applies(f, name)) {
+                assert!(
+                    text.contains(&format!("--{}", f.long)),
+                    "{name}: --{}",
+                    f.long
+                );
+                assert!(!f.help.contains("acp:"), "--{}: {}", f.long, f.help);
+            }
+            let examples = text.split("\nExamples:\n").nth(1).unwrap_or("");
+            let n = examples.lines().filter(|l| l.starts_with("  ")).count();
+            assert!(n >= 1, "crush help {name} has no examples:\n{text}");
+        }
+        let top = &texts[0].1;
+        for c in COMMANDS {
+            assert!(top.contains(&format!("  {} ", c.name)), "{}", c.name);
+            assert!(
+                (2..=3).contains(&c.examples.len())
+                    || c.examples.len() == 1 && matches!(c.name, "dirs" | "logout"),
+                "{} examples",
+                c.name
+            );
+        }
+        // One meaning per short flag.
+        let mut shorts: Vec<char> = FLAGS.iter().filter_map(|f| f.short).collect();
+        shorts.sort();
+        let n = shorts.len();
+        shorts.dedup();
+        assert_eq!(shorts.len(), n, "a short flag has two meanings");
+        assert!(top.lines().count() < 60, "{top}");
     }
 
     #[test]

@@ -493,7 +493,9 @@ fn attachments(
 
 /// The prompt of `crush run`'s arguments: when the first word is `/NAME` and names a custom
 /// command, a user-invocable skill or an MCP prompt, the prompt it makes with the words after
-/// it (`NAME=value` for named arguments); `//` escapes a leading slash; anything else as typed.
+/// it (`NAME=value` for named arguments); a `/NAME` that names none is a usage error naming the
+/// close ones, before any model call. `//` escapes a leading slash, and a first word with a
+/// second `/` (a path: `/usr/bin/foo is broken`) is text; anything else as typed.
 fn command_prompt(args: &[String], session: &app::OpenSession) -> Result<String, AppError> {
     let joined = args.join(" ");
     let text = joined.trim_start();
@@ -513,6 +515,9 @@ fn command_prompt(args: &[String], session: &app::OpenSession) -> Result<String,
         let name = args[0].trim().trim_start_matches('/');
         (name.to_string(), args[1..].to_vec(), args[1..].join(" "))
     };
+    if crate::skills::catalog::is_path(&name) {
+        return Ok(joined);
+    }
     use crate::skills::catalog::{Catalog, for_run};
     let cat = Catalog::new(&session.commands, &session.skills, Vec::new());
     if let Some((entry, bound)) =
@@ -522,14 +527,29 @@ fn command_prompt(args: &[String], session: &app::OpenSession) -> Result<String,
     }
     // Not a command or a skill: an MCP prompt, once the servers have started.
     let Some(m) = session.agent.mcp.as_ref().map(|m| m.manager()) else {
-        return Ok(joined);
+        return Err(unknown_command(&name, &cat));
     };
     m.wait_ready(None);
     let cat = Catalog::new(&session.commands, &session.skills, m.prompts());
     match for_run(&cat, &name, words, &raw).map_err(AppError::Usage)? {
         Some((entry, bound)) => entry.render(&bound, Some(m)).map_err(AppError::Runtime),
-        None => Ok(joined),
+        None => Err(unknown_command(&name, &cat)),
     }
+}
+
+/// `/NAME` names nothing in `cat`: the error, with the names it may have meant.
+fn unknown_command(name: &str, cat: &crate::skills::catalog::Catalog) -> AppError {
+    let names = cat.names();
+    let close = crate::skills::catalog::near(name, names.iter().map(|n| n.full.as_str()));
+    let mut msg = format!("unknown command /{name}");
+    if !close.is_empty() {
+        let list: Vec<String> = close.iter().map(|c| format!("/{c}")).collect();
+        msg.push_str(&format!("; did you mean {}?", list.join(" or ")));
+    }
+    msg.push_str(
+        " ('crush skills list' lists the commands; start the prompt with // to send a leading /)",
+    );
+    AppError::Usage(msg)
 }
 
 pub fn run(global: &Global, args: &RunArgs) -> Result<ExitCode, AppError> {

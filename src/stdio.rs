@@ -1,5 +1,5 @@
 //! Writes to stderr that can never panic. `eprintln!` panics when stderr is closed or broken
-//! (`crush run -v 2>&1 | head -1`), and the release profile aborts on a panic; these macros
+//! (`crush run --verbose 2>&1 | head -1`), and the release profile aborts on a panic; these macros
 //! drop what cannot be written instead: stderr carries diagnostics, and a diagnostic nobody can
 //! read is no reason to end a turn (crush(1) EXIT STATUS). std's print macros are denied by
 //! clippy (`print_stderr`, `print_stdout`) so that every write goes through here or through a

@@ -49,7 +49,13 @@ impl Repl {
             }
             s.push_str(head);
             for e in entries {
-                s.push_str(&format!("  {:<44} {}\n", e.usage(), e.description()));
+                super::wrap::row(
+                    &mut s,
+                    &e.usage(),
+                    e.description(),
+                    super::HELP_AT,
+                    super::wrap::DEFAULT_COLUMNS,
+                );
             }
         }
         let rejected = self.ctx.commands.rejected.len();

@@ -697,6 +697,17 @@ impl Editor {
         &self.history
     }
 
+    /// The key decoder, shared with one-key answers and pick lists (`pick.rs`): keys typed
+    /// ahead stay in order.
+    pub fn decoder(&mut self) -> &mut Decoder {
+        &mut self.decoder
+    }
+
+    /// Colour is on.
+    pub fn color(&self) -> bool {
+        self.color
+    }
+
     /// Records an entry in the history; a warning for the user if it could not be saved.
     pub fn remember(&mut self, entry: &str) -> Option<String> {
         self.history.add(entry)

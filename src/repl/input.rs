@@ -214,6 +214,9 @@ pub fn parse_with(text: &str, names: &[Name]) -> Input {
             Some(i) => (&rest[..i], rest[i..].trim()),
             None => (rest, ""),
         };
+        if catalog::is_path(name) {
+            return Input::Prompt(t.to_string());
+        }
         let name = match resolve_with(name, names) {
             Ok(Target::Builtin(cmd)) => {
                 return Input::Command {
@@ -303,7 +306,7 @@ pub fn resolve_with(name: &str, names: &[Name]) -> Result<Target, String> {
             or_list(&list)
         )),
         Resolution::Unknown => {
-            let close = suggestions(&lower);
+            let close = suggestions(&lower, names);
             let mut msg = format!("unknown command /{name}");
             if !close.is_empty() {
                 let list: Vec<String> = close.iter().map(|c| format!("/{c}")).collect();
@@ -323,54 +326,14 @@ fn or_list(items: &[String]) -> String {
     }
 }
 
-/// Command names within a small edit distance of `typed`, closest first.
-pub fn suggestions(typed: &str) -> Vec<&'static str> {
-    let limit = if typed.chars().count() >= 4 { 2 } else { 1 };
-    let mut scored: Vec<(usize, &'static str)> = SLASH_COMMANDS
+/// Command names close to `typed` (see `catalog::near`), closest first: the built-ins, their
+/// aliases and `names`.
+pub fn suggestions(typed: &str, names: &[Name]) -> Vec<String> {
+    let builtins = SLASH_COMMANDS
         .iter()
         .map(|(_, n, ..)| *n)
-        .chain(ALIASES.iter().map(|(n, _)| *n).filter(|n| n.len() > 1))
-        .filter_map(|n| {
-            let d = edit_distance(typed, n);
-            // A typed word that a command name starts with (longer input: "/sessionsx").
-            let d = if typed.starts_with(n) {
-                d.min(typed.len() - n.len())
-            } else {
-                d
-            };
-            (d <= limit).then_some((d, n))
-        })
-        .collect();
-    scored.sort();
-    scored.into_iter().map(|(_, n)| n).collect()
-}
-
-/// Optimal string alignment distance: insertions, deletions, substitutions and transpositions
-/// of adjacent characters each cost one.
-pub fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let (n, m) = (a.len(), b.len());
-    let mut d = vec![vec![0usize; m + 1]; n + 1];
-    for (i, row) in d.iter_mut().enumerate() {
-        row[0] = i;
-    }
-    for (j, cell) in d[0].iter_mut().enumerate() {
-        *cell = j;
-    }
-    for i in 1..=n {
-        for j in 1..=m {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut v = (d[i - 1][j] + 1)
-                .min(d[i][j - 1] + 1)
-                .min(d[i - 1][j - 1] + cost);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                v = v.min(d[i - 2][j - 2] + 1);
-            }
-            d[i][j] = v;
-        }
-    }
-    d[n][m]
+        .chain(ALIASES.iter().map(|(n, _)| *n).filter(|n| n.len() > 1));
+    catalog::near(typed, builtins.chain(names.iter().map(|n| n.full.as_str())))
 }
 
 /// Assembles lines into complete inputs.
@@ -687,10 +650,8 @@ mod tests {
             msg.contains("/project:review") && msg.contains("/resume"),
             "{msg}"
         );
-        assert!(matches!(
-            parse_with("/etc/hosts", &names),
-            Input::Invalid(_)
-        ));
+        // A path, not a name: sent as text.
+        assert_eq!(parse_with("/etc/hosts", &names), prompt("/etc/hosts"));
     }
 
     #[test]
@@ -733,8 +694,13 @@ mod tests {
     }
 
     #[test]
-    fn a_path_is_an_unknown_command_and_double_slash_escapes() {
-        assert!(matches!(parse("/etc/passwd what is it"), Input::Invalid(_)));
+    fn a_path_is_a_prompt_and_double_slash_escapes() {
+        // A first word with a second '/' names no command: a path, sent as written.
+        assert_eq!(
+            parse("/usr/bin/foo is broken"),
+            prompt("/usr/bin/foo is broken")
+        );
+        assert!(matches!(parse("/etc what is it"), Input::Invalid(_)));
         assert_eq!(
             parse("//etc/passwd what is it"),
             prompt("/etc/passwd what is it")
@@ -754,17 +720,25 @@ mod tests {
     }
 
     #[test]
-    fn edit_distance_counts_transpositions_once() {
-        assert_eq!(edit_distance("help", "help"), 0);
-        assert_eq!(edit_distance("hlep", "help"), 1);
-        assert_eq!(edit_distance("mdoel", "model"), 1);
-        assert_eq!(edit_distance("", "abc"), 3);
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    fn suggestions_for_a_command_with_extra_letters() {
+        assert_eq!(suggestions("sessionsx", &[]), vec!["sessions"]);
+        assert_eq!(suggestions("quti", &[]), vec!["quit"]);
     }
 
     #[test]
-    fn suggestions_for_a_command_with_extra_letters() {
-        assert_eq!(suggestions("sessionsx"), vec!["sessions"]);
-        assert_eq!(suggestions("quti"), vec!["quit"]);
+    fn an_unknown_name_suggests_custom_commands_too() {
+        let names = [Name {
+            full: "git:commit-all".into(),
+            bare: "commit-all".into(),
+            tier: catalog::Tier::UserCommand,
+        }];
+        let Input::Invalid(msg) = parse_with("/git:comit", &names) else {
+            panic!("not refused")
+        };
+        assert!(msg.contains("did you mean /git:commit-all?"), "{msg}");
+        let Input::Invalid(msg) = parse_with("/comit-all now", &names) else {
+            panic!("not refused")
+        };
+        assert!(msg.contains("/git:commit-all"), "{msg}");
     }
 }

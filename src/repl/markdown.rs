@@ -164,8 +164,11 @@ pub struct Markdown {
     fence: Option<String>,
     /// Rows of the table being read.
     table: Vec<String>,
-    /// Columns, for rules.
+    /// Columns: paragraphs, list items and quotes wrap at word boundaries to this width
+    /// (code blocks and tables do not); rules are drawn to it.
     pub width: usize,
+    /// The word wrapping of the current line.
+    wrap: super::wrap::Stream,
 }
 
 /// What the start of a line makes it.
@@ -256,6 +259,7 @@ impl Markdown {
             fence: None,
             table: Vec::new(),
             width,
+            wrap: super::wrap::Stream::default(),
         }
     }
 
@@ -397,7 +401,11 @@ impl Markdown {
         if let Some(kind) = &self.kind {
             match kind {
                 Kind::Code => out.push(c),
-                Kind::Paragraph | Kind::Heading => self.inline.push(c, out),
+                Kind::Paragraph | Kind::Heading => {
+                    let mut styled = String::new();
+                    self.inline.push(c, &mut styled);
+                    self.wrap.push(&styled, self.width, out);
+                }
             }
             return;
         }
@@ -419,6 +427,14 @@ impl Markdown {
                 self.flush_table(out);
                 let line = std::mem::take(&mut self.pending);
                 out.push_str(&prefix);
+                // Continuation lines start under the text: a quote's bar again, else spaces.
+                let bare = plain(&prefix);
+                let hang = if bare.contains('│') {
+                    bare.clone()
+                } else {
+                    " ".repeat(str_width(&bare))
+                };
+                self.wrap.start_line(str_width(&bare), hang);
                 self.inline = Inline::new(match kind {
                     Kind::Heading => HEADING,
                     _ => "",
@@ -497,7 +513,10 @@ impl Markdown {
                 out.push('\n');
             }
             Some(_) => {
-                self.inline.end(out);
+                let mut styled = String::new();
+                self.inline.end(&mut styled);
+                self.wrap.push(&styled, self.width, out);
+                self.wrap.end_line(self.width, out);
                 out.push('\n');
             }
             None => {}
@@ -610,7 +629,7 @@ mod tests {
             "Hello, world.\nTwo lines\n\n",
             "Hello, world.\nTwo lines\n\n",
         );
-        check("no newline at the end", "no newline at the end");
+        check("no newline at the end", "no newline at the\nend");
         check("2 * 3 * 4 = 24\n", "2 * 3 * 4 = 24\n");
     }
 
@@ -621,7 +640,7 @@ mod tests {
         check("#hashtag\n", "#hashtag\n");
         check(
             "Some **bold**, *italic* and `co*de`.\n",
-            "Some <b>bold</>, <i>italic</> and <code>co*de</>.\n",
+            "Some <b>bold</>, <i>italic</>\nand <code>co*de</>.\n",
         );
         check("a*b*c\n", "a<i>b</>c\n");
         check("**unclosed\n", "<b>unclosed</>\n");
@@ -634,6 +653,25 @@ mod tests {
             "• one\n  • two\n<b>3. </>three\n<dim>│</> quoted\n",
         );
         check("-not a list\n", "-not a list\n");
+    }
+
+    #[test]
+    fn long_lines_wrap_at_words_under_their_marker_but_code_does_not() {
+        let url = "https://example.com/a/very/long/path";
+        check(
+            &format!("- item with words and {url} here\n> quoted words that wrap\n"),
+            &format!(
+                "• item with words\n  and\n  {url}\n  here\n<dim>│</> quoted words that\n│ wrap\n"
+            ),
+        );
+        check(
+            "1. first second third fourth\n",
+            "<b>1. </>first second\n   third fourth\n",
+        );
+        check(
+            "```\nlet some_long_code = call(with, many, args);\n```\n",
+            "<dim>────────────────────</>\n<code>let some_long_code = call(with, many, args);</>\n<dim>────────────────────</>\n",
+        );
     }
 
     #[test]

@@ -24,10 +24,12 @@ pub mod input;
 mod keys;
 mod markdown;
 mod notify;
+mod pick;
 pub mod render;
 mod shell;
 mod tty;
 mod width;
+pub mod wrap;
 #[rustfmt::skip]
 mod width_table;
 
@@ -205,6 +207,45 @@ impl Reader {
                 editor.read(&p, Mode::Answer, &source, cancel).into()
             }
         }
+    }
+
+    /// The answer to a question of a few one-key answers (`keys`): on the terminal one key,
+    /// Enter an empty line (the default); from a pipe a line.
+    fn choose(&mut self, term: &mut Term, question: &str, keys: &[char]) -> Got {
+        let Reader::Editor { editor, cancel } = self else {
+            return self.answer(term, question);
+        };
+        term.end_line();
+        let text = wrap::wrap_lines(&crate::visible::line(question), wrap::columns(2));
+        let prompt = format!("{} ", term.paint(render::YELLOW, &text));
+        match pick::key(editor.decoder(), &prompt, keys, cancel) {
+            Some(pick::KeyAnswer::Key(c)) => Got::Line(c.to_string()),
+            Some(pick::KeyAnswer::Enter) => Got::Line(String::new()),
+            Some(pick::KeyAnswer::Eof) => Got::Eof,
+            Some(pick::KeyAnswer::Interrupt) => Got::Interrupt,
+            None => self.answer(term, question),
+        }
+    }
+
+    /// A pick from `items` on the terminal (None from a pipe, or without raw mode): Some(None)
+    /// when the user kept things as they are.
+    fn pick(
+        &mut self,
+        term: &mut Term,
+        items: Vec<String>,
+        selected: usize,
+    ) -> Option<Option<usize>> {
+        let Reader::Editor { editor, cancel } = self else {
+            return None;
+        };
+        term.end_line();
+        let color = editor.color();
+        pick::pick(editor.decoder(), items, selected, color, cancel).ok()
+    }
+
+    /// Input comes from the line editor on a terminal.
+    fn on_terminal(&self) -> bool {
+        matches!(self, Reader::Editor { .. })
     }
 
     fn editor(&mut self) -> Option<&mut Editor> {
@@ -538,10 +579,10 @@ impl Sink for ReplSink<'_> {
         };
         loop {
             let question = format!(
-                "Allow {}: {what}? [y]es / [a]lways this session / [n]o",
+                "Allow {}: {what}? [y]es / [a]lways this session / [N]o",
                 req.tool
             );
-            let line = match self.lines.answer(self.term, &question) {
+            let line = match self.lines.choose(self.term, &question, &['y', 'a', 'n']) {
                 Got::Line(l) => l,
                 Got::Eof => {
                     self.term.note("no answer (end of input): refused");
@@ -560,7 +601,8 @@ impl Sink for ReplSink<'_> {
             match line.trim().to_ascii_lowercase().as_str() {
                 "y" | "yes" => return Some(Answer::Yes),
                 "a" | "always" => return Some(Answer::Always),
-                "n" | "no" => {
+                // On a terminal, Enter is the default: no.
+                a if matches!(a, "n" | "no") || (a.is_empty() && self.interactive) => {
                     self.refused = true;
                     return Some(Answer::No);
                 }
@@ -759,21 +801,29 @@ impl Source for Completions<'_> {
 
 impl Completions<'_> {
     fn models(&self) -> Vec<Candidate> {
-        let catalog = self.config.catalog.get();
-        self.config
-            .providers_with(&catalog.providers)
-            .ready
-            .iter()
-            .flat_map(|p| {
-                p.models.iter().map(move |m| {
-                    Candidate::new(
-                        format!("{}/{}", p.id, m.id),
-                        m.name.clone().unwrap_or_default(),
-                    )
-                })
-            })
+        ready_models(self.config)
+            .into_iter()
+            .map(|(id, name)| Candidate::new(id, name))
             .collect()
     }
+}
+
+/// `PROVIDER/MODEL` and the model's name, for every model of a provider ready to use.
+fn ready_models(config: &crate::config::Loaded) -> Vec<(String, String)> {
+    let catalog = config.catalog.get();
+    config
+        .providers_with(&catalog.providers)
+        .ready
+        .iter()
+        .flat_map(|p| {
+            p.models.iter().map(move |m| {
+                (
+                    format!("{}/{}", p.id, m.id),
+                    m.name.clone().unwrap_or_default(),
+                )
+            })
+        })
+        .collect()
 }
 
 /// The first start in a project that would run code of its own (crushrc, hooks, MCP or LSP servers,
@@ -1265,6 +1315,8 @@ impl Repl {
                 self.term
                     .note("New session: it starts with your next prompt.");
             }
+            Slash::Sessions if self.lines.on_terminal() => self.pick_session(),
+            Slash::Model if args.trim().is_empty() && self.lines.on_terminal() => self.pick_model(),
             Slash::Sessions => match self.ctx.store.list_sessions() {
                 Ok(list) if list.is_empty() => self.term.note("No sessions yet."),
                 Ok(list) => {
@@ -1494,6 +1546,88 @@ impl Repl {
             _ => self.term.error(
                 "usage: /mcp | /mcp add NAME --command CMD [--args A]... | /mcp rm NAME | /mcp login NAME",
             ),
+        }
+    }
+
+    /// `/sessions` on a terminal: the sessions as a pick list; the one picked is resumed.
+    fn pick_session(&mut self) {
+        let list = match self.ctx.store.list_sessions() {
+            Ok(l) if l.is_empty() => return self.term.note("No sessions yet."),
+            Ok(l) => l,
+            Err(e) => return self.term.error(&e.to_string()),
+        };
+        let current = list
+            .iter()
+            .position(|s| s.id == self.agent.session_id)
+            .unwrap_or(0);
+        let items = list
+            .iter()
+            .map(|s| {
+                let mark = if s.id == self.agent.session_id {
+                    " (current)"
+                } else {
+                    ""
+                };
+                format!(
+                    "{}  {}{mark}",
+                    short_id(&s.id),
+                    crate::visible::line(&s.title)
+                )
+            })
+            .collect();
+        match self.lines.pick(&mut self.term, items, current) {
+            Some(Some(i)) if list[i].id != self.agent.session_id => {
+                let id = short_id(&list[i].id).to_string();
+                self.resume(&id);
+            }
+            Some(_) => {}
+            None => {
+                let cur = Some(self.agent.session_id.as_str()).filter(|s| !s.is_empty());
+                self.term.print(&sessions::list_text(&list, cur));
+            }
+        }
+    }
+
+    /// `/model` on a terminal: the models, then the configured providers' models as a pick
+    /// list; the one picked becomes the large model for this session.
+    fn pick_model(&mut self) {
+        if let Ok(text) = self.model_command() {
+            self.term.print(&text);
+        }
+        let cfg = self.agent.config.as_ref().unwrap_or(&self.ctx.loaded);
+        let models = ready_models(cfg);
+        if models.is_empty() {
+            return self
+                .term
+                .note("No configured provider has models to pick from.");
+        }
+        let m = &self.agent.model;
+        let current = format!("{}/{}", m.provider.id, m.model.id);
+        let at = models
+            .iter()
+            .position(|(id, _)| *id == current)
+            .unwrap_or(0);
+        let items = models
+            .iter()
+            .map(|(id, name)| {
+                if name.is_empty() || name == id {
+                    id.clone()
+                } else {
+                    format!("{id}  {name}")
+                }
+            })
+            .collect();
+        self.term
+            .note("Pick the large model for this session (/model small P/M sets the small one):");
+        match self.lines.pick(&mut self.term, items, at) {
+            Some(Some(i)) if models[i].0 != current => {
+                let line = format!("large {}", models[i].0);
+                match self.session_config("model", &line) {
+                    Ok(msg) => self.term.print(&msg),
+                    Err(e) => self.term.error(&e),
+                }
+            }
+            _ => {}
         }
     }
 
@@ -1923,25 +2057,39 @@ impl Repl {
     }
 }
 
-/// The text of `/help`.
+/// Where the text of a `/help` row starts.
+pub const HELP_AT: usize = 36;
+
+/// The text of `/help`, for 80 columns (`Term::print` wraps it to a narrower terminal).
 pub fn help_text() -> String {
-    let mut s = String::from(
-        "Type a prompt and press Enter. Multi-line input: a line `{` … a line `}` (or `{tag` … `tag}`),\n\
-         or end a line with a backslash. `!COMMAND` runs a shell command and records it in the session;\n\
-         start a prompt with `//` to send a leading `/`.\n\nCommands (any unique prefix works):\n",
+    const W: usize = wrap::DEFAULT_COLUMNS;
+    let mut s = wrap::fill(
+        "Type a prompt and press Enter. Multi-line input: a line `{` … a line `}` (or `{tag` … \
+         `tag}`), or end a line with a backslash. `!COMMAND` runs a shell command and records it \
+         in the session. A first word /NAME must name a command, skill or custom command; start \
+         a prompt with `//` to send a leading `/` (a path such as /usr/bin/foo is sent as text).",
+        W,
+        "",
+        "",
     );
+    s.push_str("\n\nCommands (any unique prefix works):\n");
     for (_, name, args, about) in SLASH_COMMANDS {
         let head = if args.is_empty() {
             format!("/{name}")
         } else {
             format!("/{name} {args}")
         };
-        s.push_str(&format!("  {head:<44} {about}\n"));
+        wrap::row(&mut s, &head, about, HELP_AT, W);
     }
-    s.push_str(
-        "\nCtrl-C cancels a running turn (the partial answer is kept); at the prompt, press it twice\n\
-         to quit (exit 130). Ctrl-D quits.\n",
-    );
+    s.push('\n');
+    s.push_str(&wrap::fill(
+        "Ctrl-C cancels a running turn (the partial answer is kept); at the prompt, press it twice \
+         to quit (exit 130). Ctrl-D quits.",
+        W,
+        "",
+        "",
+    ));
+    s.push('\n');
     s
 }
 

@@ -28,8 +28,11 @@ const CYAN: &str = "\x1b[36m";
 pub struct Term {
     /// Colour on stderr.
     color: bool,
-    /// stderr is a terminal: the status line may be drawn (and cleared with escapes).
+    /// stderr is a terminal: the status line may be drawn (and cleared with escapes), and
+    /// notices are word-wrapped to its width.
     stderr_tty: bool,
+    /// stdout is a terminal: command output is word-wrapped to its width.
+    stdout_tty: bool,
     /// The user has not silenced progress (`-q`, `/option progress false`).
     pub progress: bool,
     /// The activity line (crush(1) REPL), drawn and animated on stderr.
@@ -50,9 +53,9 @@ fn write_stdout(bytes: &[u8]) {
     crate::signal::write_stdout(bytes);
 }
 
-/// Columns of the terminal on stdout (80 when it does not say).
+/// Columns to wrap stdout to (`COLUMNS`, else the terminal's, else 80).
 fn stdout_columns() -> usize {
-    super::tty::columns(1).unwrap_or(80)
+    super::wrap::columns(1)
 }
 
 fn write_stderr(s: &str) {
@@ -66,17 +69,15 @@ impl Term {
         let stderr_tty = std::io::stderr().is_terminal();
         let no_color = std::env::var_os("NO_COLOR");
         let term = std::env::var_os("TERM");
-        let stdout_color = use_color(
-            std::io::stdout().is_terminal(),
-            no_color.as_deref(),
-            term.as_deref(),
-        );
+        let stdout_tty = std::io::stdout().is_terminal();
+        let stdout_color = use_color(stdout_tty, no_color.as_deref(), term.as_deref());
         let color = use_color(stderr_tty, no_color.as_deref(), term.as_deref());
         Term {
             color,
             activity: Activity::new(color),
             markdown: stdout_color.then(|| Markdown::new(stdout_columns())),
             stderr_tty,
+            stdout_tty,
             progress,
             out_at_line_start: true,
             answered: false,
@@ -196,17 +197,26 @@ impl Term {
         self.answered = false;
     }
 
-    /// Command output (e.g. `/sessions`), to stdout.
+    /// Command output (e.g. `/sessions`), to stdout; on a terminal, long lines wrap at words.
     pub fn print(&mut self, s: &str) {
         self.end_line();
-        let s = visible::text(s);
+        let mut s = visible::text(s).into_owned();
+        if self.stdout_tty {
+            s = super::wrap::wrap_lines(&s, stdout_columns());
+        }
         write_stdout(s.as_bytes());
         self.out_at_line_start = s.is_empty() || s.ends_with('\n');
     }
 
+    /// A line of crush's own on stderr; on a terminal, wrapped at words to its width.
     fn line(&mut self, s: &str) {
         self.end_line();
-        write_stderr(&format!("{s}\n"));
+        if self.stderr_tty {
+            let s = super::wrap::wrap_lines(s, super::wrap::columns(2));
+            write_stderr(&format!("{s}\n"));
+        } else {
+            write_stderr(&format!("{s}\n"));
+        }
     }
 
     /// A notice on stderr.

@@ -141,6 +141,80 @@ impl<'a> Catalog<'a> {
     }
 }
 
+/// Optimal string alignment distance: insertions, deletions, substitutions and transpositions
+/// of adjacent characters each cost one.
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let (n, m) = (a.len(), b.len());
+    let mut d = vec![vec![0usize; m + 1]; n + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=n {
+        for j in 1..=m {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut v = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                v = v.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = v;
+        }
+    }
+    d[n][m]
+}
+
+/// A slash word that is a path, not a name (`/usr/bin/foo` after its first slash): it holds
+/// another `/`, which no command, skill or MCP prompt name does. Such a prompt is sent as text.
+pub fn is_path(word: &str) -> bool {
+    word.contains('/')
+}
+
+/// Up to three of `names` a mistyped slash name was likely meant to be, closest first: one it
+/// starts (`git:commit` for `git:commit-all`), one that starts it (`sessionsx`), or one a few
+/// edits away (one edit for a short name, two from four characters), compared whole and by the
+/// part after the last `:`.
+pub fn near<'n>(typed: &str, names: impl IntoIterator<Item = &'n str>) -> Vec<String> {
+    let t = typed.to_ascii_lowercase();
+    let limit = if t.chars().count() >= 4 { 2 } else { 1 };
+    let score = |n: &str| -> usize {
+        let n = n.to_ascii_lowercase();
+        // The name, and each tail after a `:` (`git:commit` and `commit` of `project:git:commit`).
+        let tails =
+            std::iter::once(n.as_str()).chain(n.match_indices(':').map(|(i, _)| &n[i + 1..]));
+        let len = t.chars().count();
+        let mut d = usize::MAX;
+        for whole in tails {
+            d = d.min(edit_distance(&t, whole));
+            if t.starts_with(whole) {
+                d = d.min(t.len() - whole.len());
+            }
+            // A start typed, or mistyped: `git:comit` for `git:commit-all`.
+            for k in len.saturating_sub(1)..=len + 1 {
+                let start: String = whole.chars().take(k).collect();
+                if len >= 3 && start.chars().count() < whole.chars().count() {
+                    d = d.min(edit_distance(&t, &start) + 1);
+                }
+            }
+        }
+        d
+    };
+    let mut scored: Vec<(usize, String)> = Vec::new();
+    for n in names {
+        let d = score(n);
+        if d <= limit && !scored.iter().any(|(_, m)| m == n) {
+            scored.push((d, n.to_string()));
+        }
+    }
+    scored.sort();
+    scored.into_iter().take(3).map(|(_, n)| n).collect()
+}
+
 /// What a typed name means.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Resolution {
@@ -439,6 +513,25 @@ pub fn invocation(s: &Skill, rest: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn edit_distance_counts_transpositions_once() {
+        assert_eq!(edit_distance("help", "help"), 0);
+        assert_eq!(edit_distance("hlep", "help"), 1);
+        assert_eq!(edit_distance("mdoel", "model"), 1);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
+
+    #[test]
+    fn near_names_are_prefixes_or_a_few_edits_away() {
+        let names = ["git:commit-all", "project:review", "help"];
+        assert_eq!(near("git:commit", names), ["git:commit-all"]);
+        assert_eq!(near("reviwe", names), ["project:review"]);
+        assert_eq!(near("hepl", names), ["help"]);
+        assert_eq!(near("git:comit", names), ["git:commit-all"]);
+        assert!(near("zzzz", names).is_empty());
+    }
 
     fn name(full: &str, tier: Tier) -> Name {
         let bare = match full.strip_prefix("mcp:") {

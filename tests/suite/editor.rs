@@ -151,8 +151,8 @@ fn history_survives_a_restart_and_ctrl_r_finds_an_old_prompt() {
     wait_turns(&server, 1, &tmux);
     wait_prompt(&tmux);
     tmux.keys(&["beta two", "Enter"]);
-    tmux.wait_for("the question", |s| s.contains("[n]o"));
-    tmux.keys(&["y", "Enter"]);
+    tmux.wait_for("the question", |s| s.contains("[N]o"));
+    tmux.keys(&["y"]);
     wait_turns(&server, 3, &tmux);
     wait_prompt(&tmux);
     tmux.keys(&["/quit", "Enter"]);
@@ -213,7 +213,12 @@ fn tab_completes_commands_and_project_paths() {
     tmux.keys(&["/mo", "Tab"]);
     tmux.wait_for("the command", |s| s.lines().last_non_empty() == "> /model");
     tmux.keys(&["Enter"]);
-    tmux.wait_for("the models", |s| s.contains("large  fake/fake-model"));
+    tmux.wait_for("the models", |s| {
+        s.contains("large  fake/fake-model") && s.contains("Enter picks")
+    });
+    // The pick list of /model: Esc keeps the model.
+    tmux.keys(&["Escape"]);
+    wait_prompt(&tmux);
     tmux.keys(&["look at @sr", "Tab"]);
     tmux.wait_for("the directory", |s| s.contains("> look at @src/"));
     tmux.keys(&["m", "Tab"]);
@@ -431,9 +436,9 @@ fn a_long_turn_and_a_waiting_question_ring_the_bell_unless_disabled() {
     let (tmux, _) = start_in_tmux_with(&env, "bell-ask", &[], &vars);
     tmux.wait_for("the prompt", at_prompt);
     tmux.keys(&["touch it", "Enter"]);
-    tmux.wait_for("the question", |s| s.contains("[n]o"));
+    tmux.wait_for("the question", |s| s.contains("[N]o"));
     assert!(bell(&tmux), "no bell at the question");
-    tmux.keys(&["y", "Enter"]);
+    tmux.keys(&["y"]);
     wait_turns(&server, 4, &tmux);
     wait_prompt(&tmux);
 }

@@ -456,7 +456,7 @@ fn permission_yes_runs_the_command() {
     out.assert_success();
     assert!(
         out.stderr
-            .contains("Allow bash: echo yes > y.txt? [y]es / [a]lways this session / [n]o"),
+            .contains("Allow bash: echo yes > y.txt? [y]es / [a]lways this session / [N]o"),
         "{}",
         out.stderr
     );
@@ -1084,16 +1084,16 @@ fn escape_sequences_from_the_model_are_shown_and_cannot_redraw_the_question() {
     let (tmux, _) = start_in_tmux(&env, "escapes");
     tmux.wait_for("the prompt", |s| s.lines().any(|l| l.trim_end() == ">"));
     tmux.keys(&["do it", "Enter"]);
-    let screen = tmux.wait_for("the question", |s| s.contains("[n]o"));
+    let screen = tmux.wait_for("the question", |s| s.contains("[N]o"));
     let question = screen
         .lines()
         .rev()
-        .find(|l| l.contains("[n]o"))
+        .find(|l| l.contains("[N]o"))
         .unwrap()
         .trim_end();
     assert_eq!(
         question,
-        "Allow bash: touch pwned # ^[[2K^M^[[1A^[[2KAllow bash: ls -la? [y]es / [a]lways this session / [n]o",
+        "Allow bash: touch pwned # ^[[2K^M^[[1A^[[2KAllow bash: ls -la? [y]es / [a]lways this session / [N]o",
         "screen:\n{screen}"
     );
     assert!(
@@ -1111,7 +1111,7 @@ fn escape_sequences_from_the_model_are_shown_and_cannot_redraw_the_question() {
             .any(|l| l.contains("bash") && l.contains("touch pwned # ^[[2K^M")),
         "{screen}"
     );
-    tmux.keys(&["n", "Enter"]);
+    tmux.keys(&["n"]);
     tmux.wait_for("the refusal", |s| s.contains("permission was refused"));
     assert!(!env.project().join("pwned").exists());
 }
@@ -1120,13 +1120,13 @@ fn escape_sequences_from_the_model_are_shown_and_cannot_redraw_the_question() {
 fn a_multi_line_command_is_shown_above_the_question_that_names_it() {
     let (_server, env) = setup(vec![Reply::tool_call(
         "bash",
-        json!({"command": "touch a\nAllow bash: ls? [y]es / [a]lways this session / [n]o"}),
+        json!({"command": "touch a\nAllow bash: ls? [y]es / [a]lways this session / [N]o"}),
     )]);
     let out = repl(&env, &[], "do it\nn\n");
     out.assert_success();
     assert!(
         out.stderr.contains(
-            "  │ touch a\n  │ Allow bash: ls? [y]es / [a]lways this session / [n]o\nAllow bash: the 2 lines above? [y]es / [a]lways this session / [n]o"
+            "  │ touch a\n  │ Allow bash: ls? [y]es / [a]lways this session / [N]o\nAllow bash: the 2 lines above? [y]es / [a]lways this session / [N]o"
         ),
         "{}",
         out.stderr
@@ -1166,4 +1166,151 @@ fn cost_shows_unreported_tokens_as_unknown_and_the_context_as_estimated() {
         "{}",
         out.stdout
     );
+}
+
+/// The screen with rows the terminal wrapped joined again: a line longer than the terminal is
+/// one the output did not wrap itself.
+fn joined_screen(tmux: &Tmux) -> String {
+    let out = tmux.cmd(&["capture-pane", "-p", "-J", "-t", "t", "-S", "-200"]);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn at_prompt(s: &str) -> bool {
+    s.lines().any(|l| l.trim_end() == ">")
+}
+
+/// At 80 and at 120 columns: an answer wraps between words (a list item under its text, a URL
+/// whole), and `/help` fits the terminal.
+#[test]
+fn answers_and_help_wrap_at_words_to_the_terminal() {
+    if !tmux_available() {
+        eprintln!("tmux is not installed: skipped");
+        return;
+    }
+    let url = "https://example.com/a/really/long/path/that/goes/on/and/on/for/sure";
+    let answer = format!(
+        "A paragraph with distinctive words such as extraordinary, incomprehensibilities, \
+         characteristically and counterrevolutionaries, which never split across two rows of \
+         the terminal however narrow it is.\n\n- a list item that is long enough to run past the \
+         right edge of an eighty column terminal window, twice over for the wider one: onward \
+         and upward and onward again\n\nSee {url} for more."
+    );
+    for columns in [80u16, 120] {
+        let (_server, env) = setup(vec![Reply::text(&answer)]);
+        let (tmux, _) = start_in_tmux_at(&env, &format!("wrap{columns}"), &[], &[], columns);
+        tmux.wait_for("the prompt", at_prompt);
+        tmux.keys(&["explain", "Enter"]);
+        let screen = tmux.wait_for("the answer", |s| s.contains("more."));
+        for word in [
+            "extraordinary,",
+            "incomprehensibilities,",
+            "characteristically",
+            "counterrevolutionaries,",
+            "terminal",
+            "onward",
+            url,
+        ] {
+            assert!(
+                screen.contains(word),
+                "{word} broken at {columns}:\n{screen}"
+            );
+        }
+        let rows: Vec<&str> = screen.lines().collect();
+        let item = rows
+            .iter()
+            .position(|l| l.starts_with("• a list item"))
+            .unwrap();
+        assert!(
+            rows[item + 1].starts_with("  ") && !rows[item + 1].starts_with("   "),
+            "the item's next row hangs under its text:\n{screen}"
+        );
+        tmux.wait_for("the prompt", at_prompt);
+        tmux.keys(&["/help", "Enter"]);
+        tmux.wait_for("the help", |s| s.contains("Ctrl-D quits."));
+        let joined = joined_screen(&tmux);
+        for l in joined.lines() {
+            assert!(
+                l.trim_end().chars().count() <= usize::from(columns),
+                "a line over {columns} columns: {l:?}\n{joined}"
+            );
+        }
+        assert!(joined.contains("/resume ID"), "{joined}");
+    }
+}
+
+/// On a terminal a permission question takes one key; Enter alone is its default, no.
+#[test]
+fn a_single_key_answers_a_permission_question() {
+    if !tmux_available() {
+        eprintln!("tmux is not installed: skipped");
+        return;
+    }
+    let (_server, env) = setup(vec![
+        Reply::tool_call("bash", json!({"command": "echo yes > y.txt"})),
+        Reply::text("made it"),
+        Reply::tool_call("bash", json!({"command": "echo no > n.txt"})),
+    ]);
+    let (tmux, _) = start_in_tmux_at(&env, "onekey", &[], &[], 80);
+    tmux.wait_for("the prompt", at_prompt);
+    tmux.keys(&["make y", "Enter"]);
+    tmux.wait_for("the question", |s| s.contains("[N]o"));
+    tmux.keys(&["y"]);
+    tmux.wait_for("the answer", |s| s.contains("made it"));
+    assert_eq!(env.read_project_file("y.txt"), "yes\n");
+    tmux.wait_for("the prompt", at_prompt);
+    tmux.keys(&["make n", "Enter"]);
+    tmux.wait_for("the second question", |s| s.matches("[N]o").count() == 2);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the refusal", |s| s.contains("permission was refused"));
+    assert!(!env.project().join("n.txt").exists());
+}
+
+/// `/model` with no argument shows the configured models as a list; a number and Enter pick
+/// the large model. `/sessions` shows the sessions the same way; Esc keeps the current one.
+#[test]
+fn model_and_sessions_pick_from_a_numbered_list() {
+    if !tmux_available() {
+        eprintln!("tmux is not installed: skipped");
+        return;
+    }
+    let (server, env) = setup(vec![Reply::text("from the other")]);
+    let mut cfg = env.config_for(&server, Dialect::OpenAi);
+    cfg["providers"]["fake"]["models"]
+        .as_array_mut()
+        .unwrap()
+        .push(
+            json!({"id": "other-model", "name": "Other Model", "context_window": 100000,
+                     "default_max_tokens": 1024}),
+        );
+    env.write_config(&cfg);
+    let (tmux, _) = start_in_tmux_at(&env, "picker", &[], &[], 80);
+    tmux.wait_for("the prompt", at_prompt);
+    tmux.keys(&["/model", "Enter"]);
+    let screen = tmux.wait_for("the list", |s| s.contains("Enter picks"));
+    assert!(
+        screen.contains("> 1) fake/fake-model  Fake Model")
+            && screen.contains("  2) fake/other-model  Other Model"),
+        "{screen}"
+    );
+    tmux.keys(&["2", "Enter"]);
+    let screen = tmux.wait_for("the switch", |s| {
+        s.contains("model large = fake/other-model (for this session only)")
+    });
+    assert!(
+        !screen.contains("Enter picks"),
+        "the list is erased:\n{screen}"
+    );
+    tmux.keys(&["hello", "Enter"]);
+    tmux.wait_for("the answer", |s| s.contains("from the other"));
+    assert_eq!(turns(&server)[0].body["model"], "other-model");
+    tmux.wait_for("the prompt", at_prompt);
+    tmux.keys(&["/sessions", "Enter"]);
+    let screen = tmux.wait_for("the sessions", |s| s.contains("Enter picks"));
+    let id = sessions(&env)[0]["id"].as_str().unwrap().to_string();
+    assert!(
+        screen.contains(&format!("> 1) {}", &id[..7])) && screen.contains("(current)"),
+        "{screen}"
+    );
+    tmux.keys(&["Escape"]);
+    tmux.wait_for("the list to go", |s| !s.contains("Enter picks"));
 }

@@ -530,10 +530,10 @@ fn version_and_help() {
 }
 
 #[test]
-fn run_v_is_verbose_and_runs_the_prompt_and_version_after_a_command_is_an_error() {
+fn run_verbose_is_debug_and_v_is_the_version_everywhere() {
     let server = FakeServer::with_script(vec![Reply::text("hello back")]);
     let env = env_with(&server, Dialect::OpenAi);
-    let out = env.run(&["run", "-v", "hello"], None);
+    let out = env.run(&["run", "--verbose", "hello"], None);
     out.assert_success();
     assert_eq!(out.stdout, "hello back\n");
     assert!(
@@ -542,9 +542,13 @@ fn run_v_is_verbose_and_runs_the_prompt_and_version_after_a_command_is_an_error(
         out.stderr
     );
     assert_eq!(server.model_requests().len(), 1);
-    let out = env.run(&["run", "--version", "hello"], None);
-    out.assert_code(2);
-    assert!(out.stderr.contains("--version"), "{}", out.stderr);
+    // One meaning per short flag: -v is --version after run too (Go Crush's run -v is
+    // --verbose here).
+    for v in ["-v", "--version"] {
+        let out = env.run(&["run", v, "hello"], None);
+        out.assert_success();
+        assert!(out.stdout.starts_with("crush "), "{}", out.stdout);
+    }
     assert_eq!(server.model_requests().len(), 1, "nothing ran");
 }
 
@@ -601,9 +605,10 @@ fn a_closed_stderr_or_stdout_never_aborts_and_leaves_no_empty_session() {
     use std::process::Stdio;
     let server = FakeServer::with_script(vec![Reply::text("still answered")]);
     let env = env_with(&server, Dialect::OpenAi);
-    // Debug output to a closed stderr (`crush run -v hi 2>&1 | head -1` once the reader left).
+    // Debug output to a closed stderr (`crush run --verbose hi 2>&1 | head -1` once the reader
+    // left).
     let mut cmd = env.crush();
-    cmd.args(["run", "-v", "hi"])
+    cmd.args(["run", "--verbose", "hi"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(closed_pipe());
@@ -623,7 +628,7 @@ fn a_closed_stderr_or_stdout_never_aborts_and_leaves_no_empty_session() {
     // A closed stdout ends the run quietly at its first write (the session event), and the
     // session it had just created, still empty, is not left behind.
     let mut cmd = env.crush();
-    cmd.args(["run", "-v", "--json", "again"])
+    cmd.args(["run", "--verbose", "--json", "again"])
         .stdin(Stdio::null())
         .stdout(closed_pipe())
         .stderr(closed_pipe());

@@ -474,3 +474,45 @@ fn repl_mentions_init_once_and_init_asks_before_rewriting() {
         again.stderr
     );
 }
+
+#[test]
+fn an_unknown_slash_command_is_refused_with_the_close_names_and_costs_no_call() {
+    // No reply scripted: any model request is a violation.
+    let server = FakeServer::with_script(vec![]);
+    let env = commands_env(&server);
+    let out = env.run(&["run", "/git:comit"], Some("diff --git a b\n"));
+    out.assert_code(2);
+    assert!(
+        out.stderr
+            .contains("unknown command /git:comit; did you mean /")
+            && out.stderr.contains("git:commit?"),
+        "{}",
+        out.stderr
+    );
+    let out = env.run(&["run", "/foo", "the", "bar"], None);
+    out.assert_code(2);
+    assert!(
+        out.stderr.contains("unknown command /foo"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("//"),
+        "how to send a slash: {}",
+        out.stderr
+    );
+    // The REPL refuses the same way and goes on.
+    let out = env.run(&[], Some("/revew x\n/git:comit\n"));
+    out.assert_success();
+    assert!(
+        out.stderr
+            .contains("unknown command /revew; did you mean /project:review")
+            && out
+                .stderr
+                .contains("unknown command /git:comit; did you mean /"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(server.model_requests().len(), 0);
+    server.assert_clean();
+}
