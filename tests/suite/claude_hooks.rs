@@ -615,3 +615,48 @@ fn a_pre_compact_hook_can_block_the_summary() {
         .count();
     assert_eq!(turns, 1, "no summary call");
 }
+
+/// A loop hook as published (a state file counts the iterations; the hook blocks the stop
+/// until the count is reached, then removes its state file): six blocks in a row, then the stop
+/// passes — under the default cap.
+#[test]
+fn a_six_iteration_stop_loop_runs_to_its_end_and_cleans_up() {
+    let server = FakeServer::always_text("iteration done");
+    let env = TestEnv::new();
+    let state = env.project().join(".claude/loop.local.md");
+    std::fs::create_dir_all(state.parent().unwrap()).unwrap();
+    std::fs::write(
+        &state,
+        "---\niteration: 1\nmax_iterations: 6\n---\nKeep going.\n",
+    )
+    .unwrap();
+    let stop = hook(
+        &env,
+        "loop-stop.sh",
+        r#"#!/bin/sh
+cat > /dev/null
+STATE=.claude/loop.local.md
+[ -f "$STATE" ] || exit 0
+n=$(sed -n 's/^iteration: *//p' "$STATE")
+max=$(sed -n 's/^max_iterations: *//p' "$STATE")
+if [ "$n" -gt "$max" ]; then
+  rm -f "$STATE"
+  exit 0
+fi
+sed -i "s/^iteration: .*/iteration: $((n + 1))/" "$STATE"
+printf '{"decision":"block","reason":"Iteration %s: keep going."}\n' "$n"
+"#,
+    );
+    configure(&env, &server, nested("Stop", "", &stop), json!({}));
+    let out = env.run(&["run", "-q", "loop"], None);
+    out.assert_success();
+    // The first answer and six continuations.
+    assert_eq!(server.model_requests().len(), 7, "{}", out.stderr);
+    let last = server.last_request().user_texts().join("\n");
+    assert!(last.contains("Iteration 6: keep going."), "{last}");
+    assert!(
+        !state.exists(),
+        "the hook removes its state file at the end"
+    );
+    assert!(!out.stderr.contains("max_stop_blocks"), "{}", out.stderr);
+}
