@@ -660,3 +660,49 @@ printf '{"decision":"block","reason":"Iteration %s: keep going."}\n' "$n"
     );
     assert!(!out.stderr.contains("max_stop_blocks"), "{}", out.stderr);
 }
+
+/// A formatter hook as published (PostToolUse on Edit|Write, the file path read from the
+/// payload, the file rewritten in place): the model's next edit of that file, written against
+/// the formatted text, goes through, and the model is told the file had changed.
+#[test]
+fn an_edit_after_a_formatter_hook_goes_through_with_a_note() {
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call("view", json!({"file_path": "a.js"})),
+        Reply::tool_call(
+            "edit",
+            json!({"file_path": "a.js", "old_string": "const a=1", "new_string": "const a=10"}),
+        ),
+        Reply::tool_call(
+            "edit",
+            json!({"file_path": "a.js", "old_string": "const b=2;", "new_string": "const b=20;"}),
+        ),
+        Reply::text("done"),
+    ]);
+    let env = TestEnv::new();
+    env.write_project_file("a.js", "const a=1\nconst b=2\n");
+    let fmt = hook(
+        &env,
+        "format.sh",
+        r#"#!/bin/sh
+f=$(sed -n 's/.*"file_path":"\([^"]*\)".*/\1/p')
+[ -n "$f" ] && sed -i 's/\([^;]\)$/\1;/' "$f"
+exit 0
+"#,
+    );
+    configure(
+        &env,
+        &server,
+        nested("PostToolUse", "Edit|MultiEdit|Write", &fmt),
+        json!({}),
+    );
+    env.run(&["run", "-y", "-q", "go"], None).assert_success();
+    let results = server.request(3).tool_results();
+    let (_, second, _) = &results[2];
+    assert!(
+        second.contains("had changed since you last read it"),
+        "{second}"
+    );
+    assert!(!second.contains("modified since"), "{second}");
+    // Both edits landed, and the formatter ran after each.
+    assert_eq!(env.read_project_file("a.js"), "const a=10;\nconst b=20;\n");
+}
