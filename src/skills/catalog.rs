@@ -613,6 +613,40 @@ mod tests {
     }
 
     #[test]
+    fn claude_code_arguments_and_shell_lines() {
+        let words: Vec<String> = vec!["alpine:3".into(), "two words".into()];
+        let body = "FROM $1\nENV PATH=/x:$PATH\nHOME is $HOME, cost $5, $0, $ARGUMENTS[1]\nFiles: !`ls $1` and `code` x!`no`\n!`git status`\nAll: $ARGUMENTS";
+        let segs = expand_claude(body, &words, "alpine:3 \"two words\"");
+        assert_eq!(
+            segs,
+            vec![
+                Segment::Text("FROM alpine:3\nENV PATH=/x:$PATH\nHOME is $HOME, cost , $0, two words\nFiles: ".into()),
+                Segment::Shell("ls alpine:3".into()),
+                Segment::Text(" and `code` x!`no`\n".into()),
+                Segment::Shell("git status".into()),
+                Segment::Text("\nAll: alpine:3 \"two words\"".into()),
+            ]
+        );
+        // An argument never adds a command; without a placeholder the line is appended.
+        let segs = expand_claude("Review.", &["!`rm`".into()], "!`rm`");
+        assert_eq!(
+            segs,
+            vec![
+                Segment::Text("Review.".into()),
+                Segment::Text("\n\nARGUMENTS: !`rm`".into())
+            ]
+        );
+        let mut run = |c: &str| Ok::<_, String>(format!("<{c}>\n"));
+        let joined = join_segments(&expand_claude("a !`x` b", &[], ""), &mut run).unwrap();
+        assert_eq!(joined, "a <x> b");
+        let mut refuse = |c: &str| Err::<String, _>(format!("no {c}"));
+        assert_eq!(
+            join_segments(&expand_claude("!`x`", &[], ""), &mut refuse),
+            Err("no x".into())
+        );
+    }
+
+    #[test]
     fn precedence_bare_names_and_prefixes() {
         let names = vec![
             name("project:review", Tier::ProjectCommand),

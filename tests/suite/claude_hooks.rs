@@ -706,3 +706,67 @@ exit 0
     // Both edits landed, and the formatter ran after each.
     assert_eq!(env.read_project_file("a.js"), "const a=10;\nconst b=20;\n");
 }
+
+/// A published guard hook reads the command with `jq`: on a machine without jq (an empty PATH
+/// here) it still blocks, with the jq crush provides, and `crush __jq` is that jq.
+#[test]
+fn a_jq_guard_works_without_an_installed_jq() {
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call("bash", json!({"command": "rm -rf build && touch ran.txt"})),
+        Reply::text("blocked, fine"),
+    ]);
+    let env = TestEnv::new();
+    let guard = hook(
+        &env,
+        "no-rm.sh",
+        r#"#!/bin/sh
+cmd=$(jq -r '.tool_input.command // empty')
+case "$cmd" in *"rm -rf"*) echo "Blocked: $cmd" >&2; exit 2;; esac
+exit 0
+"#,
+    );
+    configure(
+        &env,
+        &server,
+        nested("PreToolUse", "Bash", &guard),
+        json!({}),
+    );
+    let empty = env.root().join("empty-path");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = env.run_with_env(
+        &["run", "-y", "-q", "clean"],
+        &[("PATH", empty.to_str().unwrap())],
+    );
+    out.assert_success();
+    assert!(
+        !env.project().join("ran.txt").exists(),
+        "the guard blocked it"
+    );
+    let (_, result, _) = server.request(1).tool_results()[0].clone();
+    assert!(result.contains("Blocked: rm -rf build"), "{result}");
+    // The same jq, by hand.
+    let mut cmd = env.crush();
+    cmd.args(["__jq", "-c", "{a: .x}"]);
+    let out =
+        crate::support::env::run_command(cmd, Some("{\"x\": [1]}"), crate::support::RUN_TIMEOUT);
+    assert_eq!(out.stdout, "{\"a\":[1]}\n");
+}
+
+/// A fail-closed guard whose program is missing (exit 127) denies: it is a failed hook, not a
+/// pass.
+#[test]
+fn a_fail_closed_guard_whose_program_is_missing_denies() {
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call("bash", json!({"command": "touch ran.txt"})),
+        Reply::text("ok"),
+    ]);
+    let env = TestEnv::new();
+    let mut cfg = env.config_for(&server, Dialect::OpenAi);
+    cfg["hooks"] = json!({"PreToolUse": [{"name": "guard", "matcher": "^bash$",
+        "command": "no-such-guard-program-x7 --check", "fail_closed": true}]});
+    env.write_config(&cfg);
+    env.run(&["run", "-y", "-q", "go"], None).assert_success();
+    assert!(!env.project().join("ran.txt").exists());
+    let (_, result, _) = server.request(1).tool_results()[0].clone();
+    assert!(result.contains("failed closed"), "{result}");
+}
