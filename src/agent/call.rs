@@ -483,7 +483,12 @@ impl Agent<'_> {
                 answer: run.out.content,
             });
         }
-        Ok(run.out.content)
+        // What the command printed, without the working-directory line the model gets.
+        let out = run.out.content;
+        Ok(match out.rsplit_once("\n\n<cwd>") {
+            Some((printed, _)) => printed.to_string(),
+            None => out,
+        })
     }
 
     /// Runs one tool call of the step whose stored assistant message is `msg`.

@@ -502,7 +502,7 @@ fn a_claude_code_command_follows_claude_codes_rules() {
     );
     assert!(p.contains("Project files: "), "{p}");
     assert!(p.contains("marker-file.txt"), "the output of ls: {p}");
-    assert!(!p.contains("!`ls`"), "{p}");
+    assert!(!p.contains("!`ls`") && !p.contains("<cwd>"), "{p}");
     assert!(p.ends_with("All arguments: alpine:3 slim please"), "{p}");
     // Listed with its hint.
     let out = env.run(&["skills", "list"], None);
@@ -527,16 +527,21 @@ fn a_claude_code_commands_shell_line_needs_bashs_permission() {
     let server = FakeServer::always_text("never");
     let env = TestEnv::new();
     env.use_server(&server, Dialect::OpenAi);
-    env.write_project_file(".claude/commands/docker.md", DOCKER_COMMAND);
+    // A read-only command (ls) needs no permission, as in the bash tool; one that writes does.
+    env.write_project_file(
+        ".claude/commands/stamp.md",
+        "Files: !`ls`\nStamp: !`touch stamped.txt`\n",
+    );
     // No --yolo and nothing allowed: nobody can be asked in crush run.
-    let out = env.run(&["run", "/docker", "alpine:3"], None);
+    let out = env.run(&["run", "/stamp"], None);
     out.assert_code(3);
     assert!(
         out.stderr
-            .contains("/project:docker was not sent to the model")
-            && out.stderr.contains("`ls`"),
+            .contains("/project:stamp was not sent to the model")
+            && out.stderr.contains("`touch stamped.txt`"),
         "{}",
         out.stderr
     );
+    assert!(!env.project().join("stamped.txt").exists());
     assert_eq!(server.model_requests().len(), 0);
 }
