@@ -482,7 +482,7 @@ const DOCKER_COMMAND: &str = "---\ndescription: Write a Dockerfile\nargument-hin
 
 #[test]
 fn a_claude_code_command_follows_claude_codes_rules() {
-    let server = FakeServer::with_script(vec![Reply::text("ok"), Reply::text("ok")]);
+    let server = FakeServer::with_script(vec![Reply::text("ok")]);
     let env = TestEnv::new();
     env.use_server(&server, Dialect::OpenAi);
     env.write_project_file(".claude/commands/docker.md", DOCKER_COMMAND);
