@@ -29,6 +29,7 @@ mod exit;
 mod fsutil;
 mod guard;
 mod hooks;
+mod jq;
 mod llm;
 mod log;
 mod login;
@@ -153,6 +154,10 @@ pub fn main() -> std::process::ExitCode {
     if args.nth(1).is_some_and(|a| a == proc::job::SERVER_ARG) {
         proc::job::serve();
     }
+    // `crush __jq`, or a link named jq: the jq hooks get (crush(1) HOOKS).
+    if let Some(code) = jq::as_jq(&std::env::args_os().collect::<Vec<_>>()) {
+        return std::process::ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
     proc::hide_environment();
     // Fixed before any configuration (whose `env` may change variables) is read.
     rcshell::run_dir();
@@ -182,7 +187,7 @@ pub fn main() -> std::process::ExitCode {
 const LAYERS: &[&[&str]] = &[
     &[
         "time", "env", "exit", "paths", "sha256", "visible", "fsutil", "stdio", "sandbox",
-        "activity",
+        "activity", "jq",
     ],
     &["log", "net", "proc"],
     &["signal", "rcshell", "guard"],

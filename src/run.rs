@@ -257,6 +257,34 @@ fn activity_after(ev: &AgentEvent, live: bool) -> Option<(String, Option<std::ti
     })
 }
 
+impl RunSink {
+    /// The sink of a run with `args`; `progress`: show the activity line on a terminal.
+    fn new(args: &RunArgs, progress: bool) -> RunSink {
+        RunSink {
+            out: Out,
+            json: args.json,
+            quiet: args.quiet,
+            live: std::io::stdout().is_terminal(),
+            held: String::new(),
+            call_printed: String::new(),
+            preview: Default::default(),
+            replay: None,
+            redo: String::new(),
+            printed_any: false,
+            last_char: None,
+            new_step: false,
+            activity: (progress && !args.quiet && std::io::stderr().is_terminal()).then(|| {
+                // Colour as on the REPL's terminal: NO_COLOR unset or empty, TERM not dumb.
+                let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                    && std::env::var_os("TERM").is_none_or(|t| t != "dumb");
+                let mut a = crate::activity::Activity::new(color);
+                a.start();
+                a
+            }),
+        }
+    }
+}
+
 impl Sink for RunSink {
     fn event(&mut self, ev: AgentEvent) {
         // Whatever the event writes goes on a clean row; the line comes back after.
@@ -496,14 +524,14 @@ fn attachments(
 /// it (`NAME=value` for named arguments); a `/NAME` that names none is a usage error naming the
 /// close ones, before any model call. `//` escapes a leading slash, and a first word with a
 /// second `/` (a path: `/usr/bin/foo is broken`) is text; anything else as typed.
-fn command_prompt(args: &[String], session: &app::OpenSession) -> Result<String, AppError> {
+fn command_prompt(args: &[String], session: &app::OpenSession) -> Result<Made, AppError> {
     let joined = args.join(" ");
     let text = joined.trim_start();
     if text.starts_with("//") {
-        return Ok(text[1..].to_string());
+        return Ok(Made::Text(text[1..].to_string()));
     }
     let Some(line) = text.strip_prefix('/') else {
-        return Ok(joined);
+        return Ok(Made::Text(joined));
     };
     // One argument holding the whole line, or the shell's words.
     let (name, words, raw) = if args.len() == 1 {
@@ -516,14 +544,23 @@ fn command_prompt(args: &[String], session: &app::OpenSession) -> Result<String,
         (name.to_string(), args[1..].to_vec(), args[1..].join(" "))
     };
     if crate::skills::catalog::is_path(&name) {
-        return Ok(joined);
+        return Ok(Made::Text(joined));
     }
     use crate::skills::catalog::{Catalog, for_run};
     let cat = Catalog::new(&session.commands, &session.skills, Vec::new());
     if let Some((entry, bound)) =
         for_run(&cat, &name, words.clone(), &raw).map_err(AppError::Usage)?
     {
-        return entry.render(&bound, None).map_err(AppError::Runtime);
+        if let Some(segments) = entry.shell_segments(&bound) {
+            return Ok(Made::Shell {
+                name: entry.name.clone(),
+                segments,
+            });
+        }
+        return entry
+            .render(&bound, None)
+            .map(Made::Text)
+            .map_err(AppError::Runtime);
     }
     // Not a command or a skill: an MCP prompt, once the servers have started.
     let Some(m) = session.agent.mcp.as_ref().map(|m| m.manager()) else {
@@ -532,7 +569,10 @@ fn command_prompt(args: &[String], session: &app::OpenSession) -> Result<String,
     m.wait_ready(None);
     let cat = Catalog::new(&session.commands, &session.skills, m.prompts());
     match for_run(&cat, &name, words, &raw).map_err(AppError::Usage)? {
-        Some((entry, bound)) => entry.render(&bound, Some(m)).map_err(AppError::Runtime),
+        Some((entry, bound)) => entry
+            .render(&bound, Some(m))
+            .map(Made::Text)
+            .map_err(AppError::Runtime),
         None => Err(unknown_command(&name, &cat)),
     }
 }
@@ -550,6 +590,16 @@ fn unknown_command(name: &str, cat: &crate::skills::catalog::Catalog) -> AppErro
         " ('crush skills list' lists the commands; start the prompt with // to send a leading /)",
     );
     AppError::Usage(msg)
+}
+
+/// The prompt `crush run`'s arguments make.
+enum Made {
+    Text(String),
+    /// A Claude Code command whose `` !`cmd` `` run first (its full name, its pieces).
+    Shell {
+        name: String,
+        segments: Vec<crate::skills::catalog::Segment>,
+    },
 }
 
 pub fn run(global: &Global, args: &RunArgs) -> Result<ExitCode, AppError> {
@@ -588,7 +638,28 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<ExitCode, AppError> {
             return Ok(code);
         }
     }
-    let mut prompt = command_prompt(&args.prompt, &session)?;
+    let mut prompt = match command_prompt(&args.prompt, &session)? {
+        Made::Text(t) => t,
+        Made::Shell { name, segments } => {
+            // Run as the bash tool runs a command, behind its permission rules: a refused one
+            // sends nothing (exit 3, as any refusal).
+            let mut sink = RunSink::new(args, false);
+            let agent = &mut session.agent;
+            let made = crate::skills::catalog::join_segments(&segments, &mut |cmd| {
+                agent.run_command_shell(cmd, &mut sink)
+            });
+            match made {
+                Ok(t) => t,
+                Err(e) => {
+                    crate::ewriteln!(
+                        "crush: /{name} was not sent to the model: {}",
+                        crate::visible::text(&e.to_string())
+                    );
+                    return Ok(ExitCode::Policy);
+                }
+            }
+        }
+    };
     if let Some(s) = piped {
         prompt = if prompt.trim().is_empty() {
             s
@@ -714,28 +785,7 @@ fn compact(session: &mut app::OpenSession, args: &RunArgs) -> ExitCode {
 
 /// The sink of a run: stdout as `args` say, the activity line on a terminal's stderr.
 fn new_sink(session: &app::OpenSession, args: &RunArgs) -> RunSink {
-    RunSink {
-        out: Out,
-        json: args.json,
-        quiet: args.quiet,
-        live: std::io::stdout().is_terminal(),
-        held: String::new(),
-        call_printed: String::new(),
-        preview: Default::default(),
-        replay: None,
-        redo: String::new(),
-        printed_any: false,
-        last_char: None,
-        new_step: false,
-        activity: (session.progress && !args.quiet && std::io::stderr().is_terminal()).then(|| {
-            // Colour as on the REPL's terminal: NO_COLOR unset or empty, TERM not dumb.
-            let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-                && std::env::var_os("TERM").is_none_or(|t| t != "dumb");
-            let mut a = crate::activity::Activity::new(color);
-            a.start();
-            a
-        }),
-    }
+    RunSink::new(args, session.progress)
 }
 
 fn run_turn(

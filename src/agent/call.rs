@@ -469,7 +469,62 @@ impl ReadTracker for CallSession<'_> {
     }
 }
 
+/// Why a custom command's `` !`cmd` `` did not run (crush(1) SKILLS AND COMMANDS).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CommandShellError {
+    /// The session has no bash tool (`options.disabled_tools`).
+    NoShell { command: String },
+    /// The permission rules refused it, or nobody could be asked (what the tool answered).
+    Refused { command: String, answer: String },
+}
+
+impl std::fmt::Display for CommandShellError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CommandShellError::NoShell { command } => write!(
+                f,
+                "the command `{command}` cannot run: the bash tool is disabled (options.disabled_tools)"
+            ),
+            CommandShellError::Refused { command, answer } => {
+                write!(f, "the command `{command}` was not run: {answer}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for CommandShellError {}
+
 impl Agent<'_> {
+    /// Runs a custom command's `` !`cmd` `` as the bash tool runs a command, behind the same
+    /// permission rules (asked through `sink` where it can ask); its output (stdout, then
+    /// stderr, and a line for a failing exit code), which goes in the prompt.
+    pub fn run_command_shell(
+        &mut self,
+        command: &str,
+        sink: &mut dyn Sink,
+    ) -> Result<String, CommandShellError> {
+        let bash = crate::tools::bash::Bash;
+        let Some(tool) = self.tools.iter().position(|t| t.name() == bash.name()) else {
+            return Err(CommandShellError::NoShell {
+                command: command.to_string(),
+            });
+        };
+        let input = json!({"command": command, "description": "a custom command's !`command`"});
+        let run = self.run_tool(tool, "", &input, "", &Gate::Normal, sink);
+        if !run.ran || matches!(run.stop, Some(Stop::PermissionRefused)) {
+            return Err(CommandShellError::Refused {
+                command: command.to_string(),
+                answer: run.out.content,
+            });
+        }
+        // What the command printed, without the working-directory line the model gets.
+        let out = run.out.content;
+        Ok(match out.rsplit_once("\n\n<cwd>") {
+            Some((printed, _)) => printed.to_string(),
+            None => out,
+        })
+    }
+
     /// Runs one tool call of the step whose stored assistant message is `msg`.
     pub(super) fn run_call(
         &mut self,

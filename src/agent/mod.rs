@@ -203,6 +203,8 @@ pub struct Agent<'a> {
     pub cwd: PathBuf,
     pub project_root: PathBuf,
     pub max_steps: usize,
+    /// How many times in a row Stop hooks may make the agent go on (`options.max_stop_blocks`).
+    pub max_stop_blocks: usize,
     pub cancel: Arc<AtomicBool>,
     /// This agent runs the `agent` tool's task for this session, in a child session (hooks
     /// report it).
@@ -350,6 +352,9 @@ impl<'a> Agent<'a> {
             permissions: Permissions::new(s.yolo, allowed)
                 .with_claude(std::sync::Arc::new(s.config.claude_rules.clone())),
             max_steps: options.max_steps.unwrap_or(100) as usize,
+            max_stop_blocks: options
+                .max_stop_blocks
+                .map_or(turn::MAX_STOP_BLOCKS, |n| n as usize),
             auto_summarize: !options.disable_auto_summarize,
             cwd: s.config.cwd.clone(),
             project_root: s.config.project_root.clone(),

@@ -317,6 +317,7 @@ impl<'a> Agent<'a> {
             cwd: self.cwd.clone(),
             project_root: self.project_root.clone(),
             max_steps: self.max_steps,
+            max_stop_blocks: self.max_stop_blocks,
             cancel: self.cancel.clone(),
             parent_session: Some(self.session_id.clone()),
             auto_summarize: self.auto_summarize,

@@ -14,8 +14,9 @@ use std::hash::{Hash, Hasher};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-/// How many times in a row a Stop hook may make the agent continue.
-pub const MAX_STOP_BLOCKS: usize = 3;
+/// How many times in a row a Stop hook may make the agent continue, by default
+/// (`options.max_stop_blocks`).
+pub const MAX_STOP_BLOCKS: usize = 20;
 
 /// Loop detection: the same calls with the same results more than `LOOP_REPEATS` times within
 /// the last `LOOP_WINDOW` steps ends the turn (Go Crush's numbers).
@@ -303,7 +304,8 @@ impl Agent<'_> {
     }
 
     /// Stop hooks (SubagentStop in a sub-agent): `decision: "block"` with a reason makes the
-    /// agent go on (at most `MAX_STOP_BLOCKS` times in a row). The reason, when it goes on.
+    /// agent go on (at most `max_stop_blocks` times in a row; past that the turn ends, and the
+    /// user and the log are told). The reason, when it goes on.
     fn stop_hook_block(&self, turn: &Turn, sink: &mut dyn Sink) -> Option<String> {
         let event = if self.is_sub_agent() {
             hooks::Event::SubagentStop
@@ -327,8 +329,21 @@ impl Agent<'_> {
         }
         let out = self.fire_request(&req, sink);
         let c = &out.composed;
-        (c.decision == hooks::Decision::Deny && !c.halt && turn.stop_blocks < MAX_STOP_BLOCKS)
-            .then(|| c.reason.clone())
+        if c.decision != hooks::Decision::Deny || c.halt {
+            return None;
+        }
+        if turn.stop_blocks >= self.max_stop_blocks {
+            let line = format!(
+                "a Stop hook asked to continue {} times in a row; the turn ends here \
+                 (options.max_stop_blocks = {})",
+                turn.stop_blocks + 1,
+                self.max_stop_blocks
+            );
+            crate::log::warn(&line);
+            sink.event(AgentEvent::Notice(line));
+            return None;
+        }
+        Some(c.reason.clone())
     }
 
     /// A step with tool calls: the answer is committed, the calls run, their results committed.

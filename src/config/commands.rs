@@ -466,6 +466,7 @@ const OPTIONS: OptTable = &[
     ("skill-path", O::List, "skills_paths"),
     ("disable-skill", O::List, "disabled_skills"),
     ("max-steps", O::Int, "max_steps"),
+    ("max-stop-blocks", O::Int, "max_stop_blocks"),
     ("system-prompt", O::Str, "system_prompt"),
     ("system-prompt-file", O::Str, "system_prompt_file"),
     (

@@ -139,6 +139,8 @@ pub struct Options {
     pub disabled_skills: Vec<String>,
     /// Model calls per turn (ours; default 100).
     pub max_steps: Option<u64>,
+    /// Times in a row a Stop hook may make the agent go on (ours; default 20).
+    pub max_stop_blocks: Option<u64>,
     /// USD one run may spend (ours; crush(1) USAGE AND COST, Budget).
     pub max_cost: Option<f64>,
     /// USD a session may spend across runs and resumes (ours; crush(1) USAGE AND COST, Budget).

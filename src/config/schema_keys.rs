@@ -134,6 +134,7 @@ pub const OPTIONS: &[(&str, &Shape)] = &[
     ("disabled_skills", &Any),
     ("disable_notifications", &Any),
     ("max_steps", &Any),
+    ("max_stop_blocks", &Any),
     ("request_idle_timeout", &Any),
     ("shell_env_allow", &Any),
     ("claude_code_hooks", &Any),

@@ -59,6 +59,7 @@ pub const UNTRUSTED_ALLOWED: &[&str] = &[
     "/options/tui",
     "/options/attribution",
     "/options/max_steps",
+    "/options/max_stop_blocks",
     "/options/request_idle_timeout",
     // Read as narrowing only: a stricter mode, or the network off (crush(1) SECURITY, sandbox).
     "/options/sandbox/mode",

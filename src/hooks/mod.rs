@@ -315,6 +315,24 @@ pub fn payload(req: &Request, dialect: Dialect) -> Value {
     Value::Object(m)
 }
 
+/// The hooks' PATH when no `jq` is on crush's: a folder with a `jq` that is crush itself
+/// first (crush(1) HOOKS, jq), found or made once per process. None: crush's PATH as it is.
+fn path_with_jq() -> Option<String> {
+    static PATH: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        if crate::jq::on_path("jq", &path) {
+            return None;
+        }
+        let shim = crate::jq::shim_dir(crate::rcshell::run_dir())?;
+        let mut dirs = vec![shim];
+        dirs.extend(std::env::split_paths(&path));
+        let joined = std::env::join_paths(dirs).ok()?;
+        Some(joined.to_string_lossy().into_owned())
+    })
+    .clone()
+}
+
 /// The variables every hook gets on top of crush's environment.
 pub fn env(req: &Request) -> Vec<(String, String)> {
     let mut v = vec![
@@ -333,6 +351,9 @@ pub fn env(req: &Request) -> Vec<(String, String)> {
             req.project_dir.to_string_lossy().into_owned(),
         ),
     ];
+    if let Some(path) = path_with_jq() {
+        v.push(("PATH".into(), path));
+    }
     if let Some(t) = &req.tool {
         v.push(("CRUSH_TOOL_NAME".into(), t.name.into()));
         let mut truncated = false;

@@ -125,9 +125,37 @@ impl Repl {
                 None => return self.term.note(&format!("/{name} canceled")),
             }
         }
-        let text = match entry.render(&bound, manager.as_ref()) {
-            Ok(t) => t,
-            Err(e) => return self.term.error(&e),
+        let text = match entry.shell_segments(&bound) {
+            // A Claude Code command's `!`cmd`` run first, as the bash tool runs a command
+            // (asked for where the permission rules say so); a refused one sends nothing.
+            Some(segments) => {
+                if let Err(e) = self.ensure_session() {
+                    return self.term.error(&format!("cannot create a session: {e}"));
+                }
+                let mut sink = super::ReplSink::new(
+                    &mut self.term,
+                    &mut self.lines,
+                    &mut self.titles,
+                    self.interactive,
+                    None,
+                );
+                let agent = &mut self.agent;
+                let made = crate::skills::catalog::join_segments(&segments, &mut |cmd| {
+                    agent.run_command_shell(cmd, &mut sink)
+                });
+                match made {
+                    Ok(t) => t,
+                    Err(e) => {
+                        return self
+                            .term
+                            .error(&format!("/{name} was not sent to the model: {e}"));
+                    }
+                }
+            }
+            None => match entry.render(&bound, manager.as_ref()) {
+                Ok(t) => t,
+                Err(e) => return self.term.error(&e),
+            },
         };
         if text.trim().is_empty() {
             return self

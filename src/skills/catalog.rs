@@ -5,7 +5,7 @@
 //! it is unique at the first level that has it, or in the interactive session a unique prefix
 //! of either); and the prompt an entry sends with its arguments.
 
-use super::commands::{Command, Commands, placeholders};
+use super::commands::{Command, Commands, Dialect, placeholders};
 use super::{Skill, Skills, Source};
 use serde_json::{Value as Json, json};
 
@@ -37,6 +37,120 @@ pub fn expand(text: &str, values: &[(String, String)], rest: &str) -> String {
         out = format!("{}\n\n{rest}", out.trim_end());
     }
     out
+}
+
+/// A piece of a Claude Code command's prompt: text, or a `` !`cmd` `` whose output goes there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Segment {
+    Text(String),
+    Shell(String),
+}
+
+/// The `` !`cmd` `` of `text` (a `!` at the start of a line or after whitespace, then a command
+/// between backticks on one line): (start, end, command), in order.
+fn shell_spans(text: &str) -> Vec<(usize, usize, &str)> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i + 1 < b.len() {
+        let starts = b[i] == b'!' && b[i + 1] == b'`' && (i == 0 || b[i - 1].is_ascii_whitespace());
+        if starts && let Some(len) = text[i + 2..].find(['`', '\n']) {
+            let end = i + 2 + len;
+            if b[end] == b'`' && !text[i + 2..end].trim().is_empty() {
+                out.push((i, end + 1, &text[i + 2..end]));
+                i = end + 1;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
+/// `text` with Claude Code's arguments in place: `$ARGUMENTS` the whole line as typed (`raw`),
+/// `$ARGUMENTS[N]` the word N (from 0), `$1`, `$2`… the words from 1 (empty when not given);
+/// any other `$WORD` stays as it is. Whether a placeholder was met.
+fn claude_arguments(text: &str, words: &[String], raw: &str) -> (String, bool) {
+    let word = |n: usize| words.get(n).map_or("", String::as_str);
+    let mut out = String::with_capacity(text.len() + raw.len());
+    let mut used = false;
+    let mut rest = text;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        if let Some(tail) = after.strip_prefix("ARGUMENTS") {
+            used = true;
+            let index = tail
+                .strip_prefix('[')
+                .and_then(|t| t.split_once(']'))
+                .and_then(|(n, t)| Some((n.parse::<usize>().ok()?, t)));
+            match index {
+                Some((n, t)) => {
+                    out.push_str(word(n));
+                    rest = t;
+                }
+                None => {
+                    out.push_str(raw.trim());
+                    rest = tail;
+                }
+            }
+        } else if digits > 0 && !after.starts_with('0') {
+            used = true;
+            let n: usize = after[..digits].parse().unwrap_or(usize::MAX);
+            out.push_str(word(n.saturating_sub(1)));
+            rest = &after[digits..];
+        } else {
+            out.push('$');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    (out, used)
+}
+
+/// A Claude Code command's prompt (crush(1) SKILLS AND COMMANDS, Custom commands): its text and
+/// its `` !`cmd` `` commands, with the arguments in place in both (the commands are found in
+/// the file's text, so an argument never adds one). Without a placeholder, a non-empty line is
+/// appended as `ARGUMENTS: …`, as Claude Code does.
+pub fn expand_claude(body: &str, words: &[String], raw: &str) -> Vec<Segment> {
+    let mut segs = Vec::new();
+    let mut used = false;
+    let mut last = 0;
+    let mut push = |segs: &mut Vec<Segment>, piece: &str, shell: bool| {
+        let (t, u) = claude_arguments(piece, words, raw);
+        used |= u;
+        segs.push(if shell {
+            Segment::Shell(t)
+        } else {
+            Segment::Text(t)
+        });
+    };
+    for (start, end, cmd) in shell_spans(body) {
+        push(&mut segs, &body[last..start], false);
+        push(&mut segs, cmd, true);
+        last = end;
+    }
+    push(&mut segs, &body[last..], false);
+    if !used && !raw.trim().is_empty() {
+        segs.push(Segment::Text(format!("\n\nARGUMENTS: {}", raw.trim())));
+    }
+    segs
+}
+
+/// The prompt of `segments`, each command's output (from `run`) in its place.
+pub fn join_segments<E>(
+    segments: &[Segment],
+    run: &mut dyn FnMut(&str) -> Result<String, E>,
+) -> Result<String, E> {
+    let mut out = String::new();
+    for s in segments {
+        match s {
+            Segment::Text(t) => out.push_str(t),
+            Segment::Shell(cmd) => out.push_str(run(cmd)?.trim_end_matches('\n')),
+        }
+    }
+    Ok(out.trim().to_string())
 }
 
 /// The level of a name: earlier levels win a clash.
@@ -301,6 +415,8 @@ fn by_bare(word: &str, names: &[Name]) -> Option<Resolution> {
 pub struct Bound {
     pub values: Vec<(String, String)>,
     pub rest: String,
+    /// The words that bound no named argument (Claude Code's `$1`, `$2`…).
+    pub words: Vec<String>,
 }
 
 impl Entry<'_> {
@@ -320,7 +436,10 @@ impl Entry<'_> {
     /// The entry as `/help` shows it: its name and arguments.
     pub fn usage(&self) -> String {
         let args: Vec<String> = match &self.kind {
-            Kind::Command(c) => c.arguments.iter().map(|a| format!("{a}=…")).collect(),
+            Kind::Command(c) => match &c.argument_hint {
+                Some(h) => vec![h.clone()],
+                None => c.arguments.iter().map(|a| format!("{a}=…")).collect(),
+            },
             Kind::Skill(_) => vec!["[TEXT]".to_string()],
             Kind::Mcp(p) => p
                 .arguments
@@ -364,6 +483,7 @@ impl Entry<'_> {
                 return Ok(Bound {
                     values: Vec::new(),
                     rest: args.trim().to_string(),
+                    words: args.split_whitespace().map(str::to_string).collect(),
                 });
             }
             Err(e) => return Err(e),
@@ -407,6 +527,7 @@ impl Entry<'_> {
         } else {
             others.join(" ")
         };
+        bound.words = others;
         Ok(bound)
     }
 
@@ -419,13 +540,37 @@ impl Entry<'_> {
             .collect()
     }
 
-    /// The prompt the entry sends. An MCP prompt is fetched from its server (`mcp`).
+    /// A Claude Code command's prompt in pieces when it has `` !`cmd` `` commands to run
+    /// first (`join_segments`); None for anything else, whose prompt is [`render`](Self::render)'s.
+    pub fn shell_segments(&self, bound: &Bound) -> Option<Vec<Segment>> {
+        match &self.kind {
+            Kind::Command(c) if c.dialect == Dialect::Claude => {
+                let segs = expand_claude(&c.body, &bound.words, &bound.rest);
+                segs.iter()
+                    .any(|s| matches!(s, Segment::Shell(_)))
+                    .then_some(segs)
+            }
+            _ => None,
+        }
+    }
+
+    /// The prompt the entry sends. An MCP prompt is fetched from its server (`mcp`). A Claude
+    /// Code command's `` !`cmd` `` are left as written here (see `shell_segments`).
     pub fn render(
         &self,
         bound: &Bound,
         mcp: Option<&crate::mcp::Manager>,
     ) -> Result<String, String> {
         match &self.kind {
+            Kind::Command(c) if c.dialect == Dialect::Claude => {
+                let segs = expand_claude(&c.body, &bound.words, &bound.rest);
+                let mut literal =
+                    |cmd: &str| Ok::<_, std::convert::Infallible>(format!("!`{cmd}`"));
+                Ok(match join_segments(&segs, &mut literal) {
+                    Ok(t) => t,
+                    Err(never) => match never {},
+                })
+            }
             Kind::Command(c) => Ok(expand(&c.body, &bound.values, &bound.rest)
                 .trim()
                 .to_string()),
@@ -558,6 +703,40 @@ mod tests {
         );
         assert_eq!(expand("Fix it.", &[], " now "), "Fix it.\n\nnow");
         assert_eq!(expand("Fix $FILEX.", &values, ""), "Fix $FILEX.");
+    }
+
+    #[test]
+    fn claude_code_arguments_and_shell_lines() {
+        let words: Vec<String> = vec!["alpine:3".into(), "two words".into()];
+        let body = "FROM $1\nENV PATH=/x:$PATH\nHOME is $HOME, cost $5, $0, $ARGUMENTS[1]\nFiles: !`ls $1` and `code` x!`no`\n!`git status`\nAll: $ARGUMENTS";
+        let segs = expand_claude(body, &words, "alpine:3 \"two words\"");
+        assert_eq!(
+            segs,
+            vec![
+                Segment::Text("FROM alpine:3\nENV PATH=/x:$PATH\nHOME is $HOME, cost , $0, two words\nFiles: ".into()),
+                Segment::Shell("ls alpine:3".into()),
+                Segment::Text(" and `code` x!`no`\n".into()),
+                Segment::Shell("git status".into()),
+                Segment::Text("\nAll: alpine:3 \"two words\"".into()),
+            ]
+        );
+        // An argument never adds a command; without a placeholder the line is appended.
+        let segs = expand_claude("Review.", &["!`rm`".into()], "!`rm`");
+        assert_eq!(
+            segs,
+            vec![
+                Segment::Text("Review.".into()),
+                Segment::Text("\n\nARGUMENTS: !`rm`".into())
+            ]
+        );
+        let mut run = |c: &str| Ok::<_, String>(format!("<{c}>\n"));
+        let joined = join_segments(&expand_claude("a !`x` b", &[], ""), &mut run).unwrap();
+        assert_eq!(joined, "a <x> b");
+        let mut refuse = |c: &str| Err::<String, _>(format!("no {c}"));
+        assert_eq!(
+            join_segments(&expand_claude("!`x`", &[], ""), &mut refuse),
+            Err("no x".into())
+        );
     }
 
     #[test]

@@ -3,8 +3,10 @@
 //! A custom command is a markdown file in a commands folder — crush's, Claude Code's
 //! (`.claude/commands`) or Codex's (`~/.codex/prompts`) — named `project:NAME` or `user:NAME`
 //! after its folder and its path (`a/b.md` is `a:b`). Its text is the prompt: `$ARGUMENTS`
-//! receives the rest of the line, and each `$UPPER_CASE` word is a named argument, given as
-//! `NAME=value` or asked for.
+//! receives the rest of the line. In a command of crush's, Go Crush's or Codex's folders each
+//! `$UPPER_CASE` word is a named argument, given as `NAME=value` or asked for; a command of
+//! Claude Code's folders follows Claude Code's rules instead (`$1`, `$2`… positional, other
+//! `$WORDS` kept as text, `` !`cmd` `` run first; see `catalog::expand_claude`).
 
 use super::Source;
 use super::walk::{self, Next};
@@ -28,8 +30,22 @@ pub struct Command {
     pub description: String,
     /// The text without its frontmatter.
     pub body: String,
-    /// Its named arguments (`$UPPER_CASE`, `$ARGUMENTS` excluded), in order of appearance.
+    /// Its named arguments (`$UPPER_CASE`, `$ARGUMENTS` excluded), in order of appearance;
+    /// none in Claude Code's dialect.
     pub arguments: Vec<String>,
+    /// Whose rules its text follows.
+    pub dialect: Dialect,
+    /// The frontmatter's `argument-hint` (Claude Code's), shown where the arguments are typed.
+    pub argument_hint: Option<String>,
+}
+
+/// Whose rules a command's text follows (crush(1) SKILLS AND COMMANDS, Custom commands).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dialect {
+    /// crush's, Go Crush's and Codex's folders: `$UPPER_CASE` words are named arguments.
+    Go,
+    /// Claude Code's folders: `$ARGUMENTS`, `$1`…, `` !`cmd` ``; other `$WORDS` are text.
+    Claude,
 }
 
 /// A command file that was not loaded: where, from which level, and why.
@@ -88,6 +104,7 @@ pub(super) fn placeholders(text: &str) -> Vec<(&str, usize)> {
 pub struct Folder {
     pub dir: PathBuf,
     pub source: Source,
+    pub dialect: Dialect,
 }
 
 /// The command folders, first one first: the project's (`.crush/commands` in the working
@@ -97,37 +114,55 @@ pub struct Folder {
 pub fn folders(loaded: &Loaded) -> Vec<Folder> {
     let home = super::home();
     let codex = crate::paths::location_var("CODEX_HOME").unwrap_or_else(|| home.join(".codex"));
+    use Dialect::{Claude, Go};
     let candidates = [
-        (loaded.cwd.join(".crush/commands"), Source::Project),
-        (loaded.data_dir.join("commands"), Source::Project),
-        (loaded.project_root.join(".crush/commands"), Source::Project),
-        (loaded.cwd.join(".claude/commands"), Source::Project),
+        (loaded.cwd.join(".crush/commands"), Source::Project, Go),
+        (loaded.data_dir.join("commands"), Source::Project, Go),
+        (
+            loaded.project_root.join(".crush/commands"),
+            Source::Project,
+            Go,
+        ),
+        (loaded.cwd.join(".claude/commands"), Source::Project, Claude),
         (
             loaded.project_root.join(".claude/commands"),
             Source::Project,
+            Claude,
         ),
         (
             crate::paths::global_config_dir().join("commands"),
             Source::User,
+            Go,
         ),
-        (home.join(".crush/commands"), Source::User),
+        (home.join(".crush/commands"), Source::User, Go),
         (
             crate::paths::claude_config_dir().join("commands"),
             Source::User,
+            Claude,
         ),
-        (codex.join("prompts"), Source::User),
+        (codex.join("prompts"), Source::User, Go),
     ];
     let mut out: Vec<Folder> = Vec::new();
-    for (dir, source) in candidates {
+    for (dir, source, dialect) in candidates {
         if !out.iter().any(|f| f.dir == dir) {
-            out.push(Folder { dir, source });
+            out.push(Folder {
+                dir,
+                source,
+                dialect,
+            });
         }
     }
     out
 }
 
 /// The command in `path` (`rel`: its folders below the commands folder, `stem`: its name).
-fn load_one(path: &Path, rel: &[String], stem: &str, source: Source) -> Result<Command, String> {
+fn load_one(
+    path: &Path,
+    rel: &[String],
+    stem: &str,
+    source: Source,
+    dialect: Dialect,
+) -> Result<Command, String> {
     let text = walk::read_text(path, MAX_COMMAND_BYTES).map_err(|e| e.message)?;
     let doc = super::frontmatter::parse(&text)?;
     let description = match doc.get("description").map(|f| &f.value) {
@@ -153,12 +188,29 @@ fn load_one(path: &Path, rel: &[String], stem: &str, source: Source) -> Result<C
         ));
     }
     let body = doc.body.trim().to_string();
+    let argument_hint = match doc.get("argument-hint").map(|f| &f.value) {
+        Some(super::frontmatter::Value::Scalar(Some(h))) => Some(h.trim().to_string()),
+        // `argument-hint: [file] [focus]` reads as a list: shown as written.
+        Some(super::frontmatter::Value::List(l)) => Some(
+            l.iter()
+                .map(|h| format!("[{h}]"))
+                .collect::<Vec<_>>()
+                .join(" "),
+        ),
+        _ => None,
+    }
+    .filter(|h| !h.is_empty());
     Ok(Command {
         name: format!("{}:{}", source.label(), parts.join(":")),
         path: path.to_path_buf(),
         source,
         description,
-        arguments: named_arguments(&body),
+        arguments: match dialect {
+            Dialect::Go => named_arguments(&body),
+            Dialect::Claude => Vec::new(),
+        },
+        dialect,
+        argument_hint,
         body,
     })
 }
@@ -184,7 +236,7 @@ pub fn load_from(folders: &[Folder]) -> Commands {
                 if e.kind != walk::Kind::File {
                     continue;
                 }
-                match load_one(&e.path, rel, stem, f.source) {
+                match load_one(&e.path, rel, stem, f.source, f.dialect) {
                     Ok(c) => match out.commands.iter().find(|o| o.name == c.name) {
                         Some(first) => out.warnings.push(format!(
                             "command /{}: {} is ignored; {} has the same name and comes first",
@@ -224,7 +276,10 @@ impl Commands {
     pub fn list_text(&self) -> String {
         let mut out = String::new();
         for c in &self.commands {
-            let args: String = c.arguments.iter().map(|a| format!(" {a}=…")).collect();
+            let args: String = match &c.argument_hint {
+                Some(h) => format!(" {h}"),
+                None => c.arguments.iter().map(|a| format!(" {a}=…")).collect(),
+            };
             out.push_str(&format!("/{}{args}\n    {}\n", c.name, c.path.display()));
             if !c.description.is_empty() {
                 out.push_str(&format!("    {}\n", c.description));
@@ -248,7 +303,9 @@ impl Commands {
             .map(|c| {
                 json!({"name": c.name, "path": c.path.display().to_string(),
                     "source": c.source.label(), "state": "active",
-                    "description": c.description, "arguments": c.arguments})
+                    "description": c.description, "arguments": c.arguments,
+                    "argument_hint": c.argument_hint,
+                    "dialect": match c.dialect { Dialect::Go => "crush", Dialect::Claude => "claude" }})
             })
             .collect();
         items.extend(self.rejected.iter().map(|r| {
@@ -295,10 +352,12 @@ mod tests {
             Folder {
                 dir: p.clone(),
                 source: Source::Project,
+                dialect: Dialect::Go,
             },
             Folder {
                 dir: u.clone(),
                 source: Source::User,
+                dialect: Dialect::Go,
             },
         ]);
         let names: Vec<(&str, &str, &[String])> = c

@@ -93,6 +93,8 @@ pub enum State {
     Shadowed(String),
     /// Not a valid skill (why).
     Rejected(String),
+    /// A folder of `options.skills_paths` that does not exist: nothing to load, nothing wrong.
+    Missing,
 }
 
 /// One thing discovery found.
@@ -178,14 +180,56 @@ fn boolean(doc: &Document, key: &str) -> Result<bool, String> {
     }
 }
 
-/// A skill from the text of its `SKILL.md` (not yet validated). Err: why it is not one.
-pub fn parse_skill(text: &str, location: String, source: Source) -> Result<Skill, String> {
+/// The description of a `SKILL.md` without frontmatter, as Claude Code takes it: its first
+/// paragraph (lines up to a blank one), else its first heading; headings' `#`s dropped.
+fn first_paragraph(body: &str) -> String {
+    let mut heading = None;
+    let mut para: Vec<&str> = Vec::new();
+    for line in body.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            if !para.is_empty() {
+                break;
+            }
+            if heading.is_none() && line.starts_with('#') {
+                heading = Some(line.trim_start_matches('#').trim());
+            }
+            continue;
+        }
+        para.push(line);
+    }
+    let text = if para.is_empty() {
+        heading.unwrap_or("").to_string()
+    } else {
+        para.join(" ")
+    };
+    text.chars().take(MAX_DESCRIPTION).collect()
+}
+
+/// A skill from the text of its `SKILL.md` (not yet validated); `folder` names a skill whose
+/// file has no frontmatter (Claude Code loads such a file: its name is its folder's, its
+/// description its first paragraph). Err: why it is not one.
+pub fn parse_skill(
+    text: &str,
+    location: String,
+    source: Source,
+    folder: &str,
+) -> Result<Skill, String> {
     let doc = frontmatter::parse(text)?;
     if doc.fields.is_none() {
-        return Err(
-            "no frontmatter: SKILL.md must start with a line --- and name: and description: fields"
-                .into(),
-        );
+        return Ok(Skill {
+            name: folder.to_string(),
+            description: first_paragraph(&doc.body),
+            license: None,
+            compatibility: None,
+            metadata: Vec::new(),
+            allowed_tools: Vec::new(),
+            user_invocable: false,
+            disable_model_invocation: false,
+            instructions: doc.body.trim().to_string(),
+            location,
+            dir: None,
+            source,
+        });
     }
     let metadata = match doc.get("metadata").map(|f| &f.value) {
         None | Some(Value::Scalar(None)) => Vec::new(),
@@ -325,14 +369,14 @@ fn load_one(
         Ok(t) => t,
         Err(e) => return rejected(e),
     };
-    let mut skill = match parse_skill(&text, location.clone(), source) {
-        Ok(s) => s,
-        Err(e) => return rejected(e),
-    };
     let folder = dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
+    let mut skill = match parse_skill(&text, location.clone(), source, &folder) {
+        Ok(s) => s,
+        Err(e) => return rejected(e),
+    };
     let errs = validate(&skill, &folder);
     if !errs.is_empty() {
         let mut f = rejected(errs.join("; "));
@@ -355,14 +399,15 @@ fn builtin() -> Vec<Found> {
         .iter()
         .map(|(folder, text)| {
             let location = format!("{BUILTIN_PREFIX}{folder}/{SKILL_FILE}");
-            let parsed = parse_skill(text, location.clone(), Source::Builtin).and_then(|s| {
-                let errs = validate(&s, folder);
-                if errs.is_empty() {
-                    Ok(s)
-                } else {
-                    Err(errs.join("; "))
-                }
-            });
+            let parsed =
+                parse_skill(text, location.clone(), Source::Builtin, folder).and_then(|s| {
+                    let errs = validate(&s, folder);
+                    if errs.is_empty() {
+                        Ok(s)
+                    } else {
+                        Err(errs.join("; "))
+                    }
+                });
             match parsed {
                 Ok(s) => Found {
                     name: Some(s.name.clone()),
@@ -403,7 +448,18 @@ pub fn discover_in(roots: &[Root], project_root: &Path, disabled: &[String]) -> 
                 });
                 continue;
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !root.configured => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if root.configured {
+                    found.push(Found {
+                        name: None,
+                        path: root.dir.display().to_string(),
+                        source: root.source,
+                        state: State::Missing,
+                        skill: None,
+                    });
+                }
+                continue;
+            }
             Err(e) => {
                 found.push(Found {
                     name: None,
@@ -514,6 +570,7 @@ impl Skills {
                     State::Disabled => "disabled",
                     State::Shadowed(_) => "shadowed",
                     State::Rejected(_) => "rejected",
+                    State::Missing => "missing",
                 };
                 Some(InfoEntry {
                     name: f.name.clone()?,
@@ -611,6 +668,7 @@ impl Skills {
                 State::Disabled => "disabled (options.disabled_skills)".to_string(),
                 State::Shadowed(by) => format!("ignored: {by} has the same name"),
                 State::Rejected(why) => format!("rejected: {why}"),
+                State::Missing => "not found (options.skills_paths): nothing to load".to_string(),
             };
             out.push_str(&format!("{name}  [{}]  {state}\n", f.source.label()));
             out.push_str(&format!("    {}\n", f.path));
@@ -651,6 +709,7 @@ impl Skills {
                     State::Disabled => ("disabled", None),
                     State::Shadowed(by) => ("shadowed", Some(format!("{by} has the same name"))),
                     State::Rejected(why) => ("rejected", Some(why.clone())),
+                    State::Missing => ("missing", None),
                 };
                 let mut v = json!({
                     "name": f.name,

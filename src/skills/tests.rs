@@ -141,7 +141,9 @@ fn frontmatter_edge_cases_at_the_skill_level() {
         (&long, format!("---\nname: {long}\ndescription: x\n---\n"), Some("name is 65 characters")),
         ("longdesc", format!("---\nname: longdesc\ndescription: {}\n---\n", "d".repeat(1025)), Some("description is 1025 characters")),
         ("compat", format!("---\nname: compat\ndescription: x\ncompatibility: {}\n---\n", "c".repeat(501)), Some("compatibility is 501")),
-        ("nofm", "# Just a title\n".into(), Some("no frontmatter")),
+        ("nofm", "# Just a title\n".into(), None),
+        ("nofm-para", "# Deploy helper\n\nDeploys the app\nto staging.\n\n## Steps\nRun make.\n".into(), None),
+        ("empty-nofm", "\n\n".into(), Some("description is required")),
         ("broken", "---\nname: broken\ndescription: \"open\n---\n".into(), Some("line 3: the quoted value is never closed")),
         ("unclosed", "---\nname: unclosed\n".into(), Some("never closed by a line ---")),
         ("meta", "---\nname: meta\ndescription: x\nmetadata: [a, b]\n---\n".into(), Some("metadata must map")),
@@ -173,6 +175,20 @@ fn frontmatter_edge_cases_at_the_skill_level() {
     let folded = s.get("folded").unwrap();
     assert_eq!(folded.description, "Long text over lines.");
     assert_eq!(folded.instructions, "---\nnot frontmatter");
+    // Without frontmatter (as Claude Code): named after its folder, described by its first
+    // paragraph, else its first heading.
+    let nofm = s.get("nofm").unwrap();
+    assert_eq!(
+        (nofm.name.as_str(), nofm.description.as_str()),
+        ("nofm", "Just a title")
+    );
+    let para = s.get("nofm-para").unwrap();
+    assert_eq!(para.description, "Deploys the app to staging.");
+    assert!(
+        para.instructions.starts_with("# Deploy helper"),
+        "{}",
+        para.instructions
+    );
 }
 
 #[test]
@@ -272,14 +288,17 @@ fn a_project_skill_linked_out_of_the_project_is_refused() {
 }
 
 #[test]
-fn a_configured_folder_that_is_missing_is_listed() {
+fn a_configured_folder_that_is_missing_is_listed_not_rejected() {
     let r = Root {
         dir: PathBuf::from("/nonexistent/skills"),
         source: Source::User,
         configured: true,
     };
     let s = discover_in(&[r], Path::new("/"), &[]);
-    assert!(matches!(&s.found[0].state, State::Rejected(w) if w.contains("No such file")));
+    assert_eq!(s.found[0].state, State::Missing);
+    assert!(s.list_text().contains("not found"), "{}", s.list_text());
+    assert!(!s.list_text().contains("rejected"), "{}", s.list_text());
+    assert_eq!(s.list_json()[0]["state"], "missing");
 }
 
 #[test]

@@ -223,12 +223,21 @@ pub fn mtime_ns(meta: &fs::Metadata) -> i64 {
     }
 }
 
-/// The read-before-write rule shared by write, edit and multiedit. Ok when the file does not exist
-/// yet; else the file must have been viewed in this session and be unchanged since.
-pub fn check_fresh(ctx: &ToolCtx, path: &Path) -> Result<(), String> {
+/// Whether a file about to be modified is as the session last read it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Freshness {
+    /// Unchanged since it was viewed (or written) in this session, or not there yet.
+    Fresh,
+    /// Viewed in this session, but changed on disk since (a hook, another program).
+    Changed,
+}
+
+/// The read-before-write rule shared by write, edit and multiedit. Fresh when the file does not
+/// exist yet; Err when it exists and was never viewed in this session.
+pub fn freshness(ctx: &ToolCtx, path: &Path) -> Result<Freshness, String> {
     let meta = match fs::metadata(path) {
         Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Freshness::Fresh),
         Err(e) => return Err(format!("cannot access {}: {e}", path.display())),
     };
     if meta.is_dir() {
@@ -239,11 +248,25 @@ pub fn check_fresh(ctx: &ToolCtx, path: &Path) -> Result<(), String> {
             "you must view the file before modifying it: use the view tool on {} first",
             path.display()
         )),
-        Some(t) if t != mtime_ns(&meta) => Err(format!(
-            "file {} was modified since it was last read; view it again before modifying it",
-            path.display()
-        )),
-        Some(_) => Ok(()),
+        Some(t) if t != mtime_ns(&meta) => Ok(Freshness::Changed),
+        Some(_) => Ok(Freshness::Fresh),
+    }
+}
+
+/// The message of a modification refused because the file changed since it was read.
+pub fn changed_since_read(path: &Path) -> String {
+    format!(
+        "file {} was modified since it was last read; view it again before modifying it",
+        path.display()
+    )
+}
+
+/// [`freshness`], where a file changed since it was read is an error too (the write tool,
+/// which replaces the whole file).
+pub fn check_fresh(ctx: &ToolCtx, path: &Path) -> Result<(), String> {
+    match freshness(ctx, path)? {
+        Freshness::Fresh => Ok(()),
+        Freshness::Changed => Err(changed_since_read(path)),
     }
 }
 

@@ -2,7 +2,8 @@
 //! empty). Shares the replacement logic with multiedit.
 
 use super::ToolError;
-use super::common::{check_fresh, opt_bool, req_str, req_str_empty_ok, resolve};
+use super::common::{Freshness, freshness, opt_bool, req_str, req_str_empty_ok, resolve};
+use super::whitespace::CORRECTED_NOTE;
 use super::write::{FileChange, change_output, read_existing};
 use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
 use serde_json::{Value, json};
@@ -10,21 +11,32 @@ use std::path::Path;
 
 pub struct Edit;
 
+/// What [`replace_in`] made.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Replaced {
+    pub content: String,
+    pub count: usize,
+    /// `old` matched only apart from whitespace (crush(1) TOOLS, edit).
+    pub whitespace_corrected: bool,
+}
+
 /// Replaces `old` by `new` in `content`: exactly one occurrence unless `replace_all`. When the
-/// file uses CRLF line endings and the strings use LF, they are converted. Returns the new content
-/// and the number of replacements.
+/// file uses CRLF line endings and the strings use LF, they are converted. When `old` is not in
+/// the file as written, whole lines equal to it apart from whitespace are the match, if that
+/// place is unique (`whitespace::replace`).
 pub fn replace_in(
     content: &str,
     old: &str,
     new: &str,
     replace_all: bool,
-) -> Result<(String, usize), String> {
+) -> Result<Replaced, String> {
     if old.is_empty() {
         return Err("old_string must not be empty when editing an existing file".to_string());
     }
     if old == new {
         return Err("old_string and new_string are identical; nothing to change".to_string());
     }
+    let (given_old, given_new) = (old, new);
     let mut old = old.to_string();
     let mut new = new.to_string();
     let mut count = content.matches(old.as_str()).count();
@@ -34,11 +46,23 @@ pub fn replace_in(
         count = content.matches(old.as_str()).count();
     }
     match count {
-        0 => Err(
-            "old_string not found in the file. It must match exactly, including whitespace, \
-             indentation and line breaks; view the file again and copy the exact text"
-                .to_string(),
-        ),
+        0 => match super::whitespace::replace(content, given_old, given_new, replace_all) {
+            Some((out, n)) if out != content => Ok(Replaced {
+                content: out,
+                count: n,
+                whitespace_corrected: true,
+            }),
+            Some(_) => Err(
+                "old_string matches the file only apart from whitespace, and the edit would \
+                 leave it unchanged"
+                    .to_string(),
+            ),
+            None => Err(
+                "old_string not found in the file. It must match exactly, including whitespace, \
+                 indentation and line breaks; view the file again and copy the exact text"
+                    .to_string(),
+            ),
+        },
         n if n > 1 && !replace_all => Err(format!(
             "old_string appears {n} times in the file. Add more surrounding lines to make it \
              unique, or set replace_all to true to replace every occurrence"
@@ -49,23 +73,65 @@ pub fn replace_in(
             } else {
                 content.replacen(old.as_str(), &new, 1)
             };
-            Ok((out, n))
+            Ok(Replaced {
+                content: out,
+                count: n,
+                whitespace_corrected: false,
+            })
         }
     }
 }
 
-/// The current content of a file that is about to be edited (must exist, be viewed and fresh).
-pub fn load_for_edit(ctx: &ToolCtx, path: &Path) -> Result<String, String> {
+/// A file about to be edited: its current content, and whether it changed since the session
+/// last read it.
+pub struct ForEdit {
+    pub content: String,
+    pub changed: bool,
+}
+
+impl ForEdit {
+    /// An edit that does not apply to the content: when the file changed since it was read,
+    /// the error says so first (the model's old_string may be from before the change).
+    pub fn failed(&self, path: &Path, why: String) -> String {
+        if self.changed {
+            format!(
+                "file {} was modified since it was last read, and the edit does not apply to it \
+                 now ({why}); view it again before modifying it",
+                path.display()
+            )
+        } else {
+            why
+        }
+    }
+
+    /// What the model is told after an edit of a file that had changed since it was read.
+    pub fn note(&self, path: &Path) -> Option<String> {
+        self.changed.then(|| {
+            format!(
+                "Note: {} had changed since you last read it (a hook such as a formatter, or \
+                 another program, rewrote it); old_string still matched, so the edit was applied \
+                 to the current content. View the file before editing other parts of it.",
+                path.display()
+            )
+        })
+    }
+}
+
+/// The current content of a file that is about to be edited (must exist and have been viewed).
+/// A file changed since it was viewed is edited when the edit still applies, as Claude Code
+/// does after a formatter hook (crush(1) TOOLS, edit).
+pub fn load_for_edit(ctx: &ToolCtx, path: &Path) -> Result<ForEdit, String> {
     if path.is_dir() {
         return Err(format!("{} is a directory", path.display()));
     }
-    check_fresh(ctx, path)?;
-    read_existing(ctx, path)?.ok_or_else(|| {
+    let changed = freshness(ctx, path)? == Freshness::Changed;
+    let content = read_existing(ctx, path)?.ok_or_else(|| {
         format!(
             "file not found: {}. To create a file, use an empty old_string or the write tool",
             path.display()
         )
-    })
+    })?;
+    Ok(ForEdit { content, changed })
 }
 
 /// The content a creating edit (empty old_string) replaces: None for a missing file, Some("")
@@ -83,7 +149,24 @@ pub fn load_for_create(ctx: &ToolCtx, path: &Path) -> Result<Option<String>, Str
     }
 }
 
-fn plan(input: &Value, ctx: &ToolCtx) -> Result<(FileChange, usize), String> {
+/// A planned edit: the change, how many replacements, and notes for the model.
+pub struct Plan {
+    pub change: FileChange,
+    pub count: usize,
+    pub notes: Vec<String>,
+}
+
+impl Plan {
+    /// `content` with the notes after it.
+    pub fn noted(&self, content: String) -> String {
+        std::iter::once(content)
+            .chain(self.notes.iter().cloned())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+fn plan(input: &Value, ctx: &ToolCtx) -> Result<Plan, String> {
     let path = resolve(ctx, req_str(input, "file_path")?)?;
     let old = req_str_empty_ok(input, "old_string")?;
     let new = req_str_empty_ok(input, "new_string")?;
@@ -93,25 +176,32 @@ fn plan(input: &Value, ctx: &ToolCtx) -> Result<(FileChange, usize), String> {
         if new.is_empty() && existing.is_some() {
             return Err("old_string and new_string are both empty; nothing to change".to_string());
         }
-        return Ok((
-            FileChange {
+        return Ok(Plan {
+            change: FileChange {
                 path,
                 old: existing,
                 new: new.to_string(),
             },
-            1,
-        ));
+            count: 1,
+            notes: Vec::new(),
+        });
     }
-    let content = load_for_edit(ctx, &path)?;
-    let (updated, count) = replace_in(&content, old, new, replace_all)?;
-    Ok((
-        FileChange {
+    let file = load_for_edit(ctx, &path)?;
+    let r = replace_in(&file.content, old, new, replace_all).map_err(|e| file.failed(&path, e))?;
+    let notes = file
+        .note(&path)
+        .into_iter()
+        .chain(r.whitespace_corrected.then(|| CORRECTED_NOTE.to_string()))
+        .collect();
+    Ok(Plan {
+        change: FileChange {
             path,
-            old: Some(content),
-            new: updated,
+            old: Some(file.content),
+            new: r.content,
         },
-        count,
-    ))
+        count: r.count,
+        notes,
+    })
 }
 
 impl Tool for Edit {
@@ -177,11 +267,12 @@ impl Tool for Edit {
         input: &Value,
         ctx: &ToolCtx,
     ) -> Result<Option<PermissionRequest>, String> {
-        Ok(Some(plan(input, ctx)?.0.permission(self.name(), ctx)))
+        Ok(Some(plan(input, ctx)?.change.permission(self.name(), ctx)))
     }
 
     fn run(&self, input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
-        let (change, count) = plan(input, ctx)?;
+        let plan = plan(input, ctx)?;
+        let (change, count) = (&plan.change, plan.count);
         let created = change.old.is_none();
         let d = change.apply(ctx)?;
         let content = if created {
@@ -205,7 +296,7 @@ impl Tool for Edit {
             "newString": input.get("new_string"),
             "replaceAll": input.get("replace_all").and_then(Value::as_bool).unwrap_or(false),
         });
-        Ok(change_output(ctx, &change, &d, content, extra))
+        Ok(change_output(ctx, change, &d, plan.noted(content), extra))
     }
 }
 
@@ -292,11 +383,71 @@ mod tests {
         assert!(Edit.permission(&input, &ctx).is_err());
 
         viewed(&fx, "a.txt", "hello world\n");
-        fx.write("a.txt", "hello world, changed\n");
+        fx.write("a.txt", "goodbye, changed\n");
         fx.age("a.txt", 5);
         let out = Edit.run(&input, &ctx).out();
-        assert!(out.content.contains("modified since"), "{}", out.content);
-        assert_eq!(fx.read("a.txt"), "hello world, changed\n");
+        assert!(
+            out.is_error
+                && out.content.contains("modified since")
+                && out.content.contains("not found"),
+            "{}",
+            out.content
+        );
+        assert_eq!(fx.read("a.txt"), "goodbye, changed\n");
+    }
+
+    /// A formatter hook rewrote the file after the model's last edit: an edit whose old_string
+    /// still matches the file as it is now goes through, and the model is told.
+    #[test]
+    fn a_file_changed_since_it_was_read_is_edited_when_old_string_still_matches() {
+        let fx = Fixture::new();
+        viewed(&fx, "a.js", "const a = {x:1}\nconst b = 2\n");
+        let ctx = fx.ctx();
+        fx.write("a.js", "const a = { x: 1 };\nconst b = 2;\n");
+        fx.age("a.js", 5);
+        let input = json!({"file_path": "a.js", "old_string": "const b = 2;", "new_string": "const b = 3;"});
+        let out = Edit.run(&input, &ctx).out();
+        assert!(!out.is_error, "{}", out.content);
+        assert!(
+            out.content.contains("had changed since you last read it"),
+            "{}",
+            out.content
+        );
+        assert_eq!(fx.read("a.js"), "const a = { x: 1 };\nconst b = 3;\n");
+        // Crush's own write counts as a read again: the next edit has no note.
+        let input = json!({"file_path": "a.js", "old_string": "b = 3", "new_string": "b = 4"});
+        let out = Edit.run(&input, &ctx).out();
+        assert!(
+            !out.is_error && !out.content.contains("had changed"),
+            "{}",
+            out.content
+        );
+    }
+
+    #[test]
+    fn whitespace_corrected_only_when_unique() {
+        let fx = Fixture::new();
+        viewed(&fx, "a.py", "def f():\n\tif x:\n\t\treturn 1\n");
+        let ctx = fx.ctx();
+        let input = json!({"file_path": "a.py",
+            "old_string": "    if x:\n        return 1", "new_string": "    if x:\n        return 2"});
+        let out = Edit.run(&input, &ctx).out();
+        assert!(!out.is_error, "{}", out.content);
+        assert!(
+            out.content.contains("whitespace corrected"),
+            "{}",
+            out.content
+        );
+        assert_eq!(fx.read("a.py"), "def f():\n\tif x:\n\t\treturn 2\n");
+        viewed(&fx, "b.py", "x = 1\n  x = 1\n");
+        let input = json!({"file_path": "b.py", "old_string": "x  =  1", "new_string": "x = 2"});
+        let out = Edit.run(&input, &ctx).out();
+        assert!(
+            out.is_error && out.content.contains("not found"),
+            "{}",
+            out.content
+        );
+        assert_eq!(fx.read("b.py"), "x = 1\n  x = 1\n");
     }
 
     #[test]
@@ -376,8 +527,8 @@ mod tests {
 
     #[test]
     fn crlf_files() {
-        let (out, n) = replace_in("a\r\nb\r\nc\r\n", "a\nb\n", "x\ny\n", false).unwrap();
-        assert_eq!((out.as_str(), n), ("x\r\ny\r\nc\r\n", 1));
+        let r = replace_in("a\r\nb\r\nc\r\n", "a\nb\n", "x\ny\n", false).unwrap();
+        assert_eq!((r.content.as_str(), r.count), ("x\r\ny\r\nc\r\n", 1));
         assert!(replace_in("abc", "b", "b", false).is_err());
     }
 }

@@ -30,6 +30,7 @@ pub mod sourcegraph;
 pub mod todos;
 pub mod view;
 pub mod web;
+pub mod whitespace;
 pub mod write;
 
 #[cfg(test)]

@@ -3,14 +3,15 @@
 
 use super::ToolError;
 use super::common::{opt_bool, req_str, resolve};
-use super::edit::{load_for_create, load_for_edit, replace_in};
+use super::edit::{Plan, load_for_create, load_for_edit, replace_in};
+use super::whitespace::CORRECTED_NOTE;
 use super::write::{FileChange, change_output};
 use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
 use serde_json::{Value, json};
 
 pub struct MultiEdit;
 
-fn plan(input: &Value, ctx: &ToolCtx) -> Result<(FileChange, usize), String> {
+fn plan(input: &Value, ctx: &ToolCtx) -> Result<Plan, String> {
     let path = resolve(ctx, req_str(input, "file_path")?)?;
     let edits = match input.get("edits") {
         Some(Value::Array(a)) if !a.is_empty() => a,
@@ -30,13 +31,16 @@ fn plan(input: &Value, ctx: &ToolCtx) -> Result<(FileChange, usize), String> {
     }
 
     let creating = parsed[0].0.is_empty();
-    let (original, mut content) = if creating {
+    let mut notes = Vec::new();
+    let (original, mut content, file) = if creating {
         let existing = load_for_create(ctx, &path)?;
-        (existing, parsed[0].1.to_string())
+        (existing, parsed[0].1.to_string(), None)
     } else {
-        let c = load_for_edit(ctx, &path)?;
-        (Some(c.clone()), c)
+        let f = load_for_edit(ctx, &path)?;
+        notes.extend(f.note(&path));
+        (Some(f.content.clone()), f.content.clone(), Some(f))
     };
+    let mut corrected = Vec::new();
     let mut replacements = usize::from(creating);
     for (i, (old, new, all)) in parsed.iter().enumerate().skip(usize::from(creating)) {
         let fail =
@@ -46,21 +50,34 @@ fn plan(input: &Value, ctx: &ToolCtx) -> Result<(FileChange, usize), String> {
                 "old_string is empty (only the first edit may create the file)".to_string(),
             ));
         }
-        let (next, count) = replace_in(&content, old, new, *all).map_err(fail)?;
-        content = next;
-        replacements += count;
+        let r = replace_in(&content, old, new, *all).map_err(|e| {
+            let why = fail(e);
+            match &file {
+                Some(f) => f.failed(&path, why),
+                None => why,
+            }
+        })?;
+        if r.whitespace_corrected {
+            corrected.push((i + 1).to_string());
+        }
+        content = r.content;
+        replacements += r.count;
+    }
+    if !corrected.is_empty() {
+        notes.push(format!("(edit {}) {CORRECTED_NOTE}", corrected.join(", ")));
     }
     if original.as_deref() == Some(content.as_str()) {
         return Err("the edits leave the file unchanged; nothing to write".to_string());
     }
-    Ok((
-        FileChange {
+    Ok(Plan {
+        change: FileChange {
             path,
             old: original,
             new: content,
         },
-        replacements,
-    ))
+        count: replacements,
+        notes,
+    })
 }
 
 impl Tool for MultiEdit {
@@ -135,11 +152,12 @@ impl Tool for MultiEdit {
         input: &Value,
         ctx: &ToolCtx,
     ) -> Result<Option<PermissionRequest>, String> {
-        Ok(Some(plan(input, ctx)?.0.permission(self.name(), ctx)))
+        Ok(Some(plan(input, ctx)?.change.permission(self.name(), ctx)))
     }
 
     fn run(&self, input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
-        let (change, count) = plan(input, ctx)?;
+        let plan = plan(input, ctx)?;
+        let (change, count) = (&plan.change, plan.count);
         let edits = input
             .get("edits")
             .and_then(Value::as_array)
@@ -154,7 +172,7 @@ impl Tool for MultiEdit {
             d.removals
         );
         let extra = json!({"edits": input.get("edits"), "originalFileContents": change.old});
-        Ok(change_output(ctx, &change, &d, content, extra))
+        Ok(change_output(ctx, change, &d, plan.noted(content), extra))
     }
 }
 
@@ -202,6 +220,38 @@ mod tests {
         assert!(!out.is_error, "{}", out.content);
         assert_eq!(fx.read("m.txt"), "AB\ngamma\n");
         assert!(out.content.starts_with("Applied 2 edits"));
+    }
+
+    #[test]
+    fn whitespace_is_corrected_per_edit_and_a_changed_file_still_takes_matching_edits() {
+        let fx = Fixture::new();
+        fx.write("m.go", "func f() {\n\treturn 1\n}\n");
+        let ctx = fx.ctx();
+        assert!(!View.run(&json!({"file_path": "m.go"}), &ctx).out().is_error);
+        // A formatter rewrote it since.
+        fx.write("m.go", "func f() {\n\treturn 1\n}\n\nfunc g() {}\n");
+        fx.age("m.go", 5);
+        let out = MultiEdit
+            .run(
+                &json!({"file_path": "m.go", "edits": [
+                    {"old_string": "func g() {}", "new_string": "func g() { f() }"},
+                    {"old_string": "    return 1", "new_string": "    return 2"},
+                ]}),
+                &ctx,
+            )
+            .out();
+        assert!(!out.is_error, "{}", out.content);
+        assert!(out.content.contains("had changed since"), "{}", out.content);
+        assert!(
+            out.content
+                .contains("(edit 2) Note: old_string did not match exactly"),
+            "{}",
+            out.content
+        );
+        assert_eq!(
+            fx.read("m.go"),
+            "func f() {\n\treturn 2\n}\n\nfunc g() { f() }\n"
+        );
     }
 
     #[test]

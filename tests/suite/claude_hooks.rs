@@ -615,3 +615,158 @@ fn a_pre_compact_hook_can_block_the_summary() {
         .count();
     assert_eq!(turns, 1, "no summary call");
 }
+
+/// A loop hook as published (a state file counts the iterations; the hook blocks the stop
+/// until the count is reached, then removes its state file): six blocks in a row, then the stop
+/// passes — under the default cap.
+#[test]
+fn a_six_iteration_stop_loop_runs_to_its_end_and_cleans_up() {
+    let server = FakeServer::always_text("iteration done");
+    let env = TestEnv::new();
+    let state = env.project().join(".claude/loop.local.md");
+    std::fs::create_dir_all(state.parent().unwrap()).unwrap();
+    std::fs::write(
+        &state,
+        "---\niteration: 1\nmax_iterations: 6\n---\nKeep going.\n",
+    )
+    .unwrap();
+    let stop = hook(
+        &env,
+        "loop-stop.sh",
+        r#"#!/bin/sh
+cat > /dev/null
+STATE=.claude/loop.local.md
+[ -f "$STATE" ] || exit 0
+n=$(sed -n 's/^iteration: *//p' "$STATE")
+max=$(sed -n 's/^max_iterations: *//p' "$STATE")
+if [ "$n" -gt "$max" ]; then
+  rm -f "$STATE"
+  exit 0
+fi
+sed -i "s/^iteration: .*/iteration: $((n + 1))/" "$STATE"
+printf '{"decision":"block","reason":"Iteration %s: keep going."}\n' "$n"
+"#,
+    );
+    configure(&env, &server, nested("Stop", "", &stop), json!({}));
+    let out = env.run(&["run", "-q", "loop"], None);
+    out.assert_success();
+    // The first answer and six continuations.
+    assert_eq!(server.model_requests().len(), 7, "{}", out.stderr);
+    let last = server.last_request().user_texts().join("\n");
+    assert!(last.contains("Iteration 6: keep going."), "{last}");
+    assert!(
+        !state.exists(),
+        "the hook removes its state file at the end"
+    );
+    assert!(!out.stderr.contains("max_stop_blocks"), "{}", out.stderr);
+}
+
+/// A formatter hook as published (PostToolUse on Edit|Write, the file path read from the
+/// payload, the file rewritten in place): the model's next edit of that file, written against
+/// the formatted text, goes through, and the model is told the file had changed.
+#[test]
+fn an_edit_after_a_formatter_hook_goes_through_with_a_note() {
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call("view", json!({"file_path": "a.js"})),
+        Reply::tool_call(
+            "edit",
+            json!({"file_path": "a.js", "old_string": "const a=1", "new_string": "const a=10"}),
+        ),
+        Reply::tool_call(
+            "edit",
+            json!({"file_path": "a.js", "old_string": "const b=2;", "new_string": "const b=20;"}),
+        ),
+        Reply::text("done"),
+    ]);
+    let env = TestEnv::new();
+    env.write_project_file("a.js", "const a=1\nconst b=2\n");
+    let fmt = hook(
+        &env,
+        "format.sh",
+        r#"#!/bin/sh
+f=$(sed -n 's/.*"file_path":"\([^"]*\)".*/\1/p')
+[ -n "$f" ] && sed -i 's/\([^;]\)$/\1;/' "$f"
+exit 0
+"#,
+    );
+    configure(
+        &env,
+        &server,
+        nested("PostToolUse", "Edit|MultiEdit|Write", &fmt),
+        json!({}),
+    );
+    env.run(&["run", "-y", "-q", "go"], None).assert_success();
+    let results = server.request(3).tool_results();
+    let (_, second, _) = &results[2];
+    assert!(
+        second.contains("had changed since you last read it"),
+        "{second}"
+    );
+    assert!(!second.contains("modified since"), "{second}");
+    // Both edits landed, and the formatter ran after each.
+    assert_eq!(env.read_project_file("a.js"), "const a=10;\nconst b=20;\n");
+}
+
+/// A published guard hook reads the command with `jq`: on a machine without jq (an empty PATH
+/// here) it still blocks, with the jq crush provides, and `crush __jq` is that jq.
+#[test]
+fn a_jq_guard_works_without_an_installed_jq() {
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call("bash", json!({"command": "rm -rf build && touch ran.txt"})),
+        Reply::text("blocked, fine"),
+    ]);
+    let env = TestEnv::new();
+    let guard = hook(
+        &env,
+        "no-rm.sh",
+        r#"#!/bin/sh
+cmd=$(jq -r '.tool_input.command // empty')
+case "$cmd" in *"rm -rf"*) echo "Blocked: $cmd" >&2; exit 2;; esac
+exit 0
+"#,
+    );
+    configure(
+        &env,
+        &server,
+        nested("PreToolUse", "Bash", &guard),
+        json!({}),
+    );
+    let empty = env.root().join("empty-path");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = env.run_with_env(
+        &["run", "-y", "-q", "clean"],
+        &[("PATH", empty.to_str().unwrap())],
+    );
+    out.assert_success();
+    assert!(
+        !env.project().join("ran.txt").exists(),
+        "the guard blocked it"
+    );
+    let (_, result, _) = server.request(1).tool_results()[0].clone();
+    assert!(result.contains("Blocked: rm -rf build"), "{result}");
+    // The same jq, by hand.
+    let mut cmd = env.crush();
+    cmd.args(["__jq", "-c", "{a: .x}"]);
+    let out =
+        crate::support::env::run_command(cmd, Some("{\"x\": [1]}"), crate::support::RUN_TIMEOUT);
+    assert_eq!(out.stdout, "{\"a\":[1]}\n");
+}
+
+/// A fail-closed guard whose program is missing (exit 127) denies: it is a failed hook, not a
+/// pass.
+#[test]
+fn a_fail_closed_guard_whose_program_is_missing_denies() {
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call("bash", json!({"command": "touch ran.txt"})),
+        Reply::text("ok"),
+    ]);
+    let env = TestEnv::new();
+    let mut cfg = env.config_for(&server, Dialect::OpenAi);
+    cfg["hooks"] = json!({"PreToolUse": [{"name": "guard", "matcher": "^bash$",
+        "command": "no-such-guard-program-x7 --check", "fail_closed": true}]});
+    env.write_config(&cfg);
+    env.run(&["run", "-y", "-q", "go"], None).assert_success();
+    assert!(!env.project().join("ran.txt").exists());
+    let (_, result, _) = server.request(1).tool_results()[0].clone();
+    assert!(result.contains("failed closed"), "{result}");
+}

@@ -507,14 +507,22 @@ fn a_stop_hook_block_makes_the_agent_continue_once() {
 fn a_stop_hook_that_always_blocks_is_overridden() {
     let server = FakeServer::always_text("done");
     let env = TestEnv::new();
-    with_hooks(
-        &env,
-        &server,
-        json!({"Stop": [{"command": "echo '{\"decision\":\"block\",\"reason\":\"never stop\"}'"}]}),
-    );
-    env.run(&["run", "work"], None).assert_success();
-    // The first answer plus at most 3 continuations.
+    let mut cfg = env.config_for(&server, Dialect::OpenAi);
+    cfg["options"]["max_stop_blocks"] = json!(3);
+    cfg["hooks"] =
+        json!({"Stop": [{"command": "echo '{\"decision\":\"block\",\"reason\":\"never stop\"}'"}]});
+    env.write_config(&cfg);
+    let out = env.run(&["run", "work"], None);
+    out.assert_success();
+    // The first answer plus at most 3 continuations, and the user is told why it ended.
     assert_eq!(server.model_requests().len(), 4);
+    assert!(
+        out.stderr
+            .contains("a Stop hook asked to continue 4 times in a row")
+            && out.stderr.contains("options.max_stop_blocks = 3"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]

@@ -516,3 +516,74 @@ fn an_unknown_slash_command_is_refused_with_the_close_names_and_costs_no_call() 
     assert_eq!(server.model_requests().len(), 0);
     server.assert_clean();
 }
+
+/// A Claude Code command as published: a Dockerfile snippet with `$PATH` and `$HOME` (text, not
+/// arguments), `$1` and `$ARGUMENTS`, an `argument-hint`, and a `` !`cmd` `` whose output goes
+/// in the prompt.
+const DOCKER_COMMAND: &str = "---\ndescription: Write a Dockerfile\nargument-hint: <image> [notes]\n---\nWrite a Dockerfile based on $1.\n\n```dockerfile\nFROM $1\nENV PATH=/opt/tool/bin:$PATH\nWORKDIR $HOME/app\n```\n\nProject files: !`ls`\n\nAll arguments: $ARGUMENTS\n";
+
+#[test]
+fn a_claude_code_command_follows_claude_codes_rules() {
+    let server = FakeServer::with_script(vec![Reply::text("ok")]);
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::OpenAi);
+    env.write_project_file(".claude/commands/docker.md", DOCKER_COMMAND);
+    env.write_project_file("marker-file.txt", "x");
+    // The same text in crush's folder keeps Go Crush's named arguments.
+    env.write_project_file(".crush/commands/named.md", "Deploy to $TARGET.\n");
+    let out = env.run(&["run", "-y", "/docker", "alpine:3", "slim please"], None);
+    out.assert_success();
+    let p = last_prompt(&server);
+    assert!(
+        p.starts_with("Write a Dockerfile based on alpine:3."),
+        "{p}"
+    );
+    assert!(
+        p.contains("FROM alpine:3\nENV PATH=/opt/tool/bin:$PATH\nWORKDIR $HOME/app"),
+        "{p}"
+    );
+    assert!(p.contains("Project files: "), "{p}");
+    assert!(p.contains("marker-file.txt"), "the output of ls: {p}");
+    assert!(!p.contains("!`ls`") && !p.contains("<cwd>"), "{p}");
+    assert!(p.ends_with("All arguments: alpine:3 slim please"), "{p}");
+    // Listed with its hint.
+    let out = env.run(&["skills", "list"], None);
+    out.assert_success();
+    assert!(
+        out.stdout.contains("/project:docker <image> [notes]"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("/project:named TARGET=…"),
+        "{}",
+        out.stdout
+    );
+    let out = env.run(&["run", "/named"], None);
+    out.assert_code(2);
+    assert!(out.stderr.contains("needs TARGET"), "{}", out.stderr);
+}
+
+#[test]
+fn a_claude_code_commands_shell_line_needs_bashs_permission() {
+    let server = FakeServer::always_text("never");
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::OpenAi);
+    // A read-only command (ls) needs no permission, as in the bash tool; one that writes does.
+    env.write_project_file(
+        ".claude/commands/stamp.md",
+        "Files: !`ls`\nStamp: !`touch stamped.txt`\n",
+    );
+    // No --yolo and nothing allowed: nobody can be asked in crush run.
+    let out = env.run(&["run", "/stamp"], None);
+    out.assert_code(3);
+    assert!(
+        out.stderr
+            .contains("/project:stamp was not sent to the model")
+            && out.stderr.contains("`touch stamped.txt`"),
+        "{}",
+        out.stderr
+    );
+    assert!(!env.project().join("stamped.txt").exists());
+    assert_eq!(server.model_requests().len(), 0);
+}
