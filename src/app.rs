@@ -249,6 +249,8 @@ pub struct OpenSession<'s> {
     pub commands: std::sync::Arc<crate::skills::commands::Commands>,
     /// `options.progress` is not false: the activity line may be drawn.
     pub progress: bool,
+    /// Lines of a tool result's preview (`options.tool_preview_lines`).
+    pub preview_lines: usize,
 }
 
 thread_local! {
@@ -477,8 +479,9 @@ pub fn session_to_continue(
 pub fn top_level(s: store::Session) -> Result<store::Session, AppError> {
     match &s.parent_session_id {
         Some(parent) => Err(AppError::Usage(format!(
-            "session {} is a sub-agent's session; continue its parent {parent} instead",
-            s.id
+            "session {} is a sub-agent's session; continue its parent {} instead",
+            crate::commands::sessions::short_id(&s.id),
+            crate::commands::sessions::short_id(parent)
         ))),
         None => Ok(s),
     }
@@ -531,6 +534,7 @@ pub fn start_session(ctx: Context, global: &Global) -> Result<OpenSession<'stati
     };
     let title = session.title.clone();
     let progress = ctx.loaded.config.options.progress != Some(false);
+    let preview_lines = crate::tools::preview_lines(&ctx.loaded.config.options);
     // A non-interactive turn waits for every server to start or fail: runs are repeatable.
     let agent = build_agent(&ctx, model, session.id, global.yolo, None);
     Ok(OpenSession {
@@ -540,6 +544,7 @@ pub fn start_session(ctx: Context, global: &Global) -> Result<OpenSession<'stati
         skills: ctx.skills.clone(),
         commands: ctx.commands.clone(),
         progress,
+        preview_lines,
     })
 }
 

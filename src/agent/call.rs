@@ -120,6 +120,10 @@ fn finish(sink: &mut dyn Sink, id: &str, name: &str, out: &ToolOutput) -> Part {
         name: name.to_string(),
         content: out.content.clone(),
         is_error: out.is_error,
+        diff: out.metadata["diff"]
+            .as_str()
+            .filter(|d| !d.trim().is_empty())
+            .map(str::to_string),
     });
     Part::ToolResult {
         tool_call_id: id.to_string(),

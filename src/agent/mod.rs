@@ -55,6 +55,8 @@ pub enum AgentEvent {
         name: String,
         content: String,
         is_error: bool,
+        /// The unified diff of the file the call changed (edit, multiedit, write).
+        diff: Option<String>,
     },
     PermissionRefused {
         request: PermissionRequest,
@@ -249,6 +251,9 @@ pub struct Agent<'a> {
     pub bounds: Arc<Bounds>,
     /// The spending limits (None: none; a sub-agent shares its parent's).
     pub budget: Option<budget::Budget>,
+    /// What a new session is titled from instead of its next prompt, unless a hook rewrites
+    /// that prompt: `crush run` titles from its arguments, not from text piped in before them.
+    pub title_from: Option<String>,
 }
 
 /// The tools of the session's MCP servers as the agent offers them: rebuilt before a model call
@@ -377,6 +382,7 @@ impl<'a> Agent<'a> {
             custom_agents: Arc::new(custom_agents),
             skills_info: Arc::new(s.skills.info()),
             budget: None,
+            title_from: None,
         }
     }
 }

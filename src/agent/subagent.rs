@@ -299,6 +299,7 @@ impl<'a> Agent<'a> {
             bounds: self.bounds.clone(),
             // Its spend is the parent session's: the same limits hold.
             budget: self.budget.clone(),
+            title_from: None,
         }
     }
 

@@ -530,7 +530,7 @@ pub fn delete(global: &Global, id: &str, json_out: bool) -> Result<String, AppEr
         return Err(AppError::Usage(format!(
             "session {} is a sub-agent's session; its usage counts in its parent's totals, so it \
              goes with the parent: crush sessions delete {}",
-            s.id,
+            short_id(&s.id),
             short_id(parent)
         )));
     }

@@ -466,6 +466,7 @@ const OPTIONS: OptTable = &[
     ("skill-path", O::List, "skills_paths"),
     ("disable-skill", O::List, "disabled_skills"),
     ("max-steps", O::Int, "max_steps"),
+    ("tool-preview-lines", O::Int, "tool_preview_lines"),
     ("system-prompt", O::Str, "system_prompt"),
     ("system-prompt-file", O::Str, "system_prompt_file"),
     (

@@ -132,6 +132,7 @@ pub const OPTIONS: &[(&str, &Shape)] = &[
     ("disabled_skills", &Any),
     ("disable_notifications", &Any),
     ("max_steps", &Any),
+    ("tool_preview_lines", &Any),
     ("request_idle_timeout", &Any),
     ("shell_env_allow", &Any),
     ("claude_code_hooks", &Any),

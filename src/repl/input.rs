@@ -22,6 +22,7 @@ pub enum Slash {
     History,
     Init,
     Todos,
+    Expand,
     Jobs,
     Undo,
     Versions,
@@ -107,6 +108,12 @@ pub const SLASH_COMMANDS: &[(Slash, &str, &str, &str)] = &[
         "have the agent explore the project and write AGENTS.md (options.initialize_as)",
     ),
     (Slash::Todos, "todos", "", "show this session's task list"),
+    (
+        Slash::Expand,
+        "expand",
+        "",
+        "print the whole result of the last tool call",
+    ),
     (
         Slash::Jobs,
         "jobs",
@@ -594,7 +601,7 @@ mod tests {
         assert_eq!(parse("/cos"), cmd(Slash::Cost, ""));
         assert_eq!(parse("/comp"), cmd(Slash::Compact, ""));
         assert_eq!(
-            parse("/e json out.json"),
+            parse("/expo json out.json"),
             cmd(Slash::Export, "json out.json")
         );
         assert_eq!(

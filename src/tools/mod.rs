@@ -352,14 +352,23 @@ mod tests {
     }
 }
 
-/// Lines of a tool result shown under its tool line (crush(1) INTERACTIVE SESSION).
+/// Lines of a tool result shown under its tool line by default (crush(1) INTERACTIVE SESSION).
 pub const PREVIEW_LINES: usize = 5;
+
+/// Lines of a tool result's preview as `options.tool_preview_lines` says (0 shows none).
+pub fn preview_lines(options: &crate::config::Options) -> usize {
+    options
+        .tool_preview_lines
+        .map_or(PREVIEW_LINES, |n| usize::try_from(n).unwrap_or(usize::MAX))
+}
 
 /// A short preview of what the model got from tool `name`, at most `max` lines: bash's last
 /// lines and its exit status, grep's and glob's count and first hits, the range `view` read,
-/// the first lines of anything else.
+/// the first lines of anything else; nothing when `max` is 0.
 pub fn preview(name: &str, content: &str, max: usize) -> Vec<String> {
-    let max = max.max(1);
+    if max == 0 {
+        return Vec::new();
+    }
     let lines: Vec<&str> = content.lines().collect();
     match name {
         "bash" => {

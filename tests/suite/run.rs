@@ -696,3 +696,44 @@ fn the_database_is_left_closed_with_no_wal_beside_it() {
         .unwrap();
     assert!(parts >= 4, "{parts} messages");
 }
+
+/// A session is named as every list names it: the `--json` events carry the hash id and the
+/// UUID, the session event's title is the stored one, and the hints print the short id.
+#[test]
+fn sessions_are_named_by_short_id_and_stored_title() {
+    let server = FakeServer::with_script(vec![
+        Reply::text("reviewed"),
+        Reply::status(400, "{\"error\":{\"message\":\"bad request\"}}"),
+    ]);
+    let env = env_with(&server, Dialect::OpenAi);
+    let out = env.run(
+        &["run", "--json", "review this change"],
+        Some("diff --git a/x b/x\n+secret line\n"),
+    );
+    out.assert_success();
+    let events = json_lines(&out.stdout);
+    assert_eq!(events[0]["type"], "session", "{}", out.stdout);
+    let uuid = events[0]["uuid"].as_str().unwrap().to_string();
+    let id = events[0]["id"].as_str().unwrap().to_string();
+    assert_eq!(events[0]["session_id"], uuid.as_str());
+    assert_eq!(id.len(), 16, "{id}");
+    // Titled from what was asked, not from the diff piped in before it.
+    assert_eq!(events[0]["title"], "review this change", "{}", out.stdout);
+    let finish = events.last().unwrap();
+    assert_eq!((&finish["id"], &finish["uuid"]), (&json!(id), &json!(uuid)));
+    let list = env.run(&["sessions", "list", "--json"], None);
+    let list: Value = serde_json::from_str(&list.stdout).unwrap();
+    assert_eq!(list[0]["title"], "review this change");
+    assert_eq!(list[0]["id"], id.as_str());
+    // A failed turn's hint names the session by the short id `-s` takes back.
+    let again = env.run(&["run", "-s", &id[..7], "go on"], None);
+    again.assert_code(1);
+    assert!(
+        again
+            .stderr
+            .contains(&format!("crush run -s {} ", &id[..7])),
+        "{}",
+        again.stderr
+    );
+    assert!(!again.stderr.contains(&uuid), "{}", again.stderr);
+}
