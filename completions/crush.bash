@@ -21,7 +21,7 @@ _crush() {
         config) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -m --model --small-model --json --origin --trust -h --help show check" -- "$cur")) ;;
         sandbox) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --mode --network --trust -h --help check" -- "$cur")) ;;
         trust) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --revoke --trust -h --help " -- "$cur")) ;;
-        models) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust -h --help " -- "$cur")) ;;
+        models) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust --all -h --help " -- "$cur")) ;;
         update-providers) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --trust -h --help " -- "$cur")) ;;
         stats) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -m --model --json --trust --format --all --since --until --provider -h --help " -- "$cur")) ;;
         dirs) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --trust -h --help " -- "$cur")) ;;

@@ -188,8 +188,8 @@ pub static FLAGS: &[Flag] = &[
         short: None,
         long: "all",
         value: None,
-        help: "stats: every project in projects.json",
-        scope: Scope::Only(&["stats"]),
+        help: "stats: every project in projects.json; models: the whole catalog",
+        scope: Scope::Only(&["stats", "models"]),
     },
     Flag {
         short: None,
@@ -405,10 +405,11 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "models",
-        usage: "crush models [QUERY] [--json]",
-        about: "List the models of the configured providers, then those of the provider catalog \
-                that are not configured and what they need. QUERY filters by provider, model id \
-                or name.",
+        usage: "crush models [QUERY] [--all] [--json]",
+        about: "List the models of the configured providers: one PROVIDER/MODEL per line when \
+                piped, a table with prices and status on a terminal. --all adds the provider \
+                catalog's other providers and what they need. QUERY filters by provider, model \
+                id or name.",
         subcommands: &[],
     },
     CommandSpec {
@@ -552,6 +553,8 @@ pub enum Command {
     },
     Models {
         query: Option<String>,
+        /// `--all`: the whole catalog, not only the configured providers.
+        all: bool,
         json: bool,
     },
     UpdateProviders {
@@ -976,11 +979,12 @@ where
             "models" => {
                 if positionals.len() > 1 {
                     return Err(UsageError(
-                        "usage: crush models [QUERY] [--json] (one query word)".into(),
+                        "usage: crush models [QUERY] [--all] [--json] (one query word)".into(),
                     ));
                 }
                 Command::Models {
                     query: positionals.into_iter().next(),
+                    all: stats.all,
                     json,
                 }
             }
@@ -1315,6 +1319,7 @@ mod tests {
             parse(&["models", "sonnet", "--json"]).unwrap().command,
             Command::Models {
                 query: Some("sonnet".into()),
+                all: false,
                 json: true
             }
         );

@@ -130,9 +130,20 @@ fn dispatch(cli: cli::Cli) -> Result<ExitCode, AppError> {
         Command::Trust { revoke } => {
             print(&commands::config::trust(&app::working_dir(g)?, *revoke)?)
         }
-        Command::Models { query, json } => {
+        Command::Models { query, all, json } => {
+            use commands::models::Shape;
+            use std::io::IsTerminal;
             let loaded = app::load_config(g)?;
-            print(&commands::models::models(&loaded, query.as_deref(), *json)?)
+            let shape = match (*json, std::io::stdout().is_terminal()) {
+                (true, _) => Shape::Json,
+                (false, true) => Shape::Table,
+                (false, false) => Shape::Ids,
+            };
+            let (text, hint) = commands::models::models(&loaded, query.as_deref(), *all, shape)?;
+            if let Some(h) = hint {
+                crate::ewriteln!("crush: {h}");
+            }
+            print(&text)
         }
         Command::UpdateProviders { source } => {
             print(&catalog::update_providers_command(source.as_deref())?)
