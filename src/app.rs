@@ -480,8 +480,8 @@ pub fn top_level(s: store::Session) -> Result<store::Session, AppError> {
     match &s.parent_session_id {
         Some(parent) => Err(AppError::Usage(format!(
             "session {} is a sub-agent's session; continue its parent {} instead",
-            crate::commands::sessions::short_id(&s.id),
-            crate::commands::sessions::short_id(parent)
+            crate::store::hashid::short_id(&s.id),
+            crate::store::hashid::short_id(parent)
         ))),
         None => Ok(s),
     }

@@ -395,7 +395,7 @@ impl RunSink {
                 } else if let Some(d) = diff {
                     // What the change did, as the REPL shows it (nobody was asked).
                     if !self.quiet {
-                        crate::ewrite!("{}", crate::repl::render::painted_diff(&d, self.color));
+                        crate::ewrite!("{}", crate::tools::diff::painted(&d, self.color));
                     }
                 } else {
                     for l in crate::tools::preview(&name, &content, self.preview_lines) {
@@ -701,11 +701,9 @@ fn run_turn(
     attached: Vec<Part>,
 ) -> Result<ExitCode, AppError> {
     // Colour as on the REPL's terminal: NO_COLOR unset or empty, TERM not dumb.
-    let color = crate::repl::render::use_color(
-        std::io::stderr().is_terminal(),
-        std::env::var_os("NO_COLOR").as_deref(),
-        std::env::var_os("TERM").as_deref(),
-    );
+    let color = std::io::stderr().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        && std::env::var_os("TERM").is_none_or(|t| t != "dumb");
     let mut sink = RunSink {
         out: Out { held: None },
         pending_session: None,

@@ -21,39 +21,8 @@ const RESET: &str = "\x1b[0m";
 const DIM: &str = "\x1b[2m";
 pub const BOLD: &str = "\x1b[1m";
 const RED: &str = "\x1b[31m";
-const GREEN: &str = "\x1b[32m";
 pub const YELLOW: &str = "\x1b[33m";
 const CYAN: &str = "\x1b[36m";
-
-/// A unified diff as shown on stderr, each line ending in a newline: headers bold, additions
-/// green, removals red, hunk lines cyan when `color`; control characters made visible.
-pub fn painted_diff(diff: &str, color: bool) -> String {
-    let paint = |style: &str, l: &str| {
-        if color {
-            format!("{style}{l}{RESET}")
-        } else {
-            l.to_string()
-        }
-    };
-    let mut s = String::new();
-    for l in diff.lines() {
-        let l = &visible::line(l);
-        let styled = if l.starts_with("+++") || l.starts_with("---") {
-            paint(BOLD, l)
-        } else if l.starts_with('+') {
-            paint(GREEN, l)
-        } else if l.starts_with('-') {
-            paint(RED, l)
-        } else if l.starts_with("@@") {
-            paint(CYAN, l)
-        } else {
-            l.to_string()
-        };
-        s.push_str(&styled);
-        s.push('\n');
-    }
-    s
-}
 
 pub struct Term {
     /// Colour on stderr.
@@ -312,7 +281,7 @@ impl Term {
     /// additions green, removals red.
     pub fn diff(&mut self, diff: &str) {
         self.end_line();
-        write_stderr(&painted_diff(diff, self.color));
+        write_stderr(&crate::tools::diff::painted(diff, self.color));
     }
 
     /// A block of lines shown before a question (a multi-line command), each behind a bar so
