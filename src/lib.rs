@@ -22,6 +22,7 @@ mod aws;
 mod catalog;
 mod cli;
 mod commands;
+mod complete;
 mod config;
 mod docs;
 mod env;
@@ -162,6 +163,18 @@ pub fn main() -> std::process::ExitCode {
     proc::hide_environment();
     // Fixed before any configuration (whose `env` may change variables) is read.
     rcshell::run_dir();
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == complete::ARG)
+    {
+        let words: Vec<String> = std::env::args_os()
+            .skip(2)
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let _ = print(&complete::answer(&words));
+        app::close_stores();
+        return ExitCode::Success.into();
+    }
     let cli = match cli::parse_from(std::env::args_os().skip(1)) {
         Ok(c) => c,
         Err(e) => {
@@ -205,7 +218,7 @@ const LAYERS: &[&[&str]] = &[
     &["commands"],
     &["run", "repl", "acp"],
     &["cli"],
-    &["docs"],
+    &["docs", "complete"],
 ];
 
 #[cfg(test)]

@@ -737,3 +737,48 @@ fn sessions_are_named_by_short_id_and_stored_title() {
     );
     assert!(!again.stderr.contains(&uuid), "{}", again.stderr);
 }
+
+/// `crush __complete` answers the completion scripts with the project's live values.
+#[test]
+fn complete_offers_the_projects_session_ids_and_models() {
+    let server = FakeServer::with_script(vec![Reply::text("one"), Reply::text("two")]);
+    let env = env_with(&server, Dialect::OpenAi);
+    env.run(&["run", "first topic"], None).assert_success();
+    env.run(&["run", "second topic"], None).assert_success();
+    let list = env.run(&["sessions", "list", "--json"], None);
+    let list: Value = serde_json::from_str(&list.stdout).unwrap();
+    let ids: Vec<String> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap()[..7].to_string())
+        .collect();
+    assert_eq!(ids.len(), 2);
+    let out = env.run(&["__complete", "run", "-s", ""], None);
+    out.assert_success();
+    let got: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(
+        got,
+        [
+            format!("{}\tsecond topic", ids[0]),
+            format!("{}\tfirst topic", ids[1])
+        ],
+        "{}",
+        out.stdout
+    );
+    // A prefix narrows them; models, files and commands come live too.
+    let out = env.run(&["__complete", "-s", &ids[1][..5]], None);
+    assert_eq!(out.stdout.lines().count(), 1, "{}", out.stdout);
+    let out = env.run(&["__complete", "run", "-m", ""], None);
+    assert!(
+        out.stdout.lines().any(|l| l.starts_with("fake/fake-model")),
+        "{}",
+        out.stdout
+    );
+    env.write_project_file("notes.md", "x");
+    let out = env.run(&["__complete", "run", "--attach", "no"], None);
+    assert_eq!(out.stdout, "notes.md\n");
+    let out = env.run(&["__complete", "help", "mo"], None);
+    assert!(out.stdout.starts_with("models\t"), "{}", out.stdout);
+    assert_eq!(server.model_requests().len(), 2, "no model call");
+}
