@@ -608,6 +608,19 @@ pub fn build_agent(
         lsp: ctx.lsp.clone(),
     });
     agent.sandbox = ctx.sandbox.clone();
+    let review = &ctx.loaded.trust;
+    if !review.allowed()
+        && review
+            .items
+            .iter()
+            .any(|i| i.key.starts_with("permissions"))
+    {
+        agent.permissions.untrusted_note = Some(format!(
+            "project {} {}, so its own \"permissions\" setting is skipped: 'crush trust' (or --trust for one run) applies it",
+            review.project_root.display(),
+            review.why()
+        ));
+    }
     if ctx.auto {
         agent.permissions.auto = Some(ctx.loaded.project_root.clone());
     }

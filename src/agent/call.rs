@@ -353,7 +353,7 @@ fn answered(
             let hint = if forced {
                 "answer it in the interactive REPL: a PreToolUse hook wants the user to confirm this call, whatever the permissions".to_string()
             } else {
-                Permissions::hint(req)
+                permissions.hint(req)
             };
             sink.event(AgentEvent::PermissionRefused {
                 request: req.clone(),

@@ -28,6 +28,9 @@ pub struct Permissions {
     pub auto: Option<PathBuf>,
     pub allowed_tools: Vec<String>,
     session: Vec<Grant>,
+    /// Said with every refusal hint when the project's own `permissions` setting was skipped
+    /// because the project is not trusted (crush(1) SECURITY).
+    pub untrusted_note: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +57,7 @@ impl Permissions {
             auto: None,
             allowed_tools,
             session: Vec::new(),
+            untrusted_note: None,
         }
     }
 
@@ -142,8 +146,17 @@ impl Permissions {
         }
     }
 
-    /// How a user allows this call without being asked, for messages.
-    pub fn hint(req: &PermissionRequest) -> String {
+    /// How a user allows this call without being asked, for messages; what trust would change
+    /// when the project's own permissions were skipped.
+    pub fn hint(&self, req: &PermissionRequest) -> String {
+        let hint = Self::how_to_allow(req);
+        match &self.untrusted_note {
+            Some(note) => format!("{hint}; {note}"),
+            None => hint,
+        }
+    }
+
+    fn how_to_allow(req: &PermissionRequest) -> String {
         match req.zone {
             Zone::CrushData => {
                 return "nothing allows it without a question: it is crush's own data; answer it in the interactive REPL".to_string();
