@@ -306,7 +306,7 @@ fn export_in_both_formats_from_the_repl_and_the_command_line() {
     let out = repl(
         &env,
         &[],
-        "what is it?\n/export\n/export json out.json\n/exp md notes/x.md\n",
+        "what is it?\n/export\n/export json out.json\n/expo md notes/x.md\n",
     );
     out.assert_success();
     assert!(out.stdout.contains("# "), "{}", out.stdout);
