@@ -1,5 +1,6 @@
 # crush — build, test, benchmark, install.
-PREFIX ?= /usr/local
+# Where `make install` puts crush: /usr/local for root, ~/.local for anyone else.
+PREFIX ?= $(if $(filter 0,$(shell id -u)),/usr/local,$(HOME)/.local)
 DESTDIR ?=
 CARGO ?= cargo
 TARGET_DIR ?= $(or $(CARGO_TARGET_DIR),target)
@@ -10,7 +11,7 @@ GLIBC_TRIPLE ?= x86_64-unknown-linux-gnu
 STATIC_PROFILE ?= release
 STATIC_BIN := $(TARGET_DIR)/$(MUSL_TRIPLE)/$(STATIC_PROFILE)/crush
 
-.PHONY: all build test bench lint install uninstall static static-glibc static-test docs clean
+.PHONY: all build test bench lint install install-check uninstall static static-glibc static-test docs clean
 
 all: build
 
@@ -36,7 +37,17 @@ docs: build
 	$(BIN) --generate zsh > completions/_crush
 	$(BIN) --generate fish > completions/crush.fish
 
-install: build
+# Checked before the build (minutes), not after it: PREFIX (or the first directory of it that
+# exists) must be writable.
+install-check:
+	@d="$(DESTDIR)$(PREFIX)"; while [ ! -e "$$d" ]; do d=$$(dirname "$$d"); done; \
+	  if [ ! -w "$$d" ]; then \
+	    echo "make install: cannot write to $$d; run as root, or choose another place: make install PREFIX=$$HOME/.local" >&2; \
+	    exit 1; \
+	  fi
+
+install: install-check
+	$(MAKE) build
 	install -Dm755 $(BIN) $(DESTDIR)$(PREFIX)/bin/crush
 	install -Dm644 man/crush.1 $(DESTDIR)$(PREFIX)/share/man/man1/crush.1
 	install -Dm644 completions/crush.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/crush

@@ -264,6 +264,8 @@ pub struct OpenSession<'s> {
     pub commands: std::sync::Arc<crate::skills::commands::Commands>,
     /// `options.progress` is not false: the activity line may be drawn.
     pub progress: bool,
+    /// Lines of a tool result's preview (`options.tool_preview_lines`).
+    pub preview_lines: usize,
 }
 
 thread_local! {
@@ -492,8 +494,9 @@ pub fn session_to_continue(
 pub fn top_level(s: store::Session) -> Result<store::Session, AppError> {
     match &s.parent_session_id {
         Some(parent) => Err(AppError::Usage(format!(
-            "session {} is a sub-agent's session; continue its parent {parent} instead",
-            s.id
+            "session {} is a sub-agent's session; continue its parent {} instead",
+            crate::store::hashid::short_id(&s.id),
+            crate::store::hashid::short_id(parent)
         ))),
         None => Ok(s),
     }
@@ -546,6 +549,7 @@ pub fn start_session(ctx: Context, global: &Global) -> Result<OpenSession<'stati
     };
     let title = session.title.clone();
     let progress = ctx.loaded.config.options.progress != Some(false);
+    let preview_lines = crate::tools::preview_lines(&ctx.loaded.config.options);
     // A non-interactive turn waits for every server to start or fail: runs are repeatable.
     let mut agent = build_agent(&ctx, model, session.id, global.yolo, None);
     agent.plan_mode = global.plan;
@@ -556,6 +560,7 @@ pub fn start_session(ctx: Context, global: &Global) -> Result<OpenSession<'stati
         skills: ctx.skills.clone(),
         commands: ctx.commands.clone(),
         progress,
+        preview_lines,
     })
 }
 
@@ -640,6 +645,19 @@ pub fn build_agent(
         lsp: ctx.lsp.clone(),
     });
     agent.sandbox = ctx.sandbox.clone();
+    let review = &ctx.loaded.trust;
+    if !review.allowed()
+        && review
+            .items
+            .iter()
+            .any(|i| i.key.starts_with("permissions"))
+    {
+        agent.permissions.untrusted_note = Some(format!(
+            "project {} {}, so its own \"permissions\" setting is skipped: 'crush trust' (or --trust for one run) applies it",
+            review.project_root.display(),
+            review.why()
+        ));
+    }
     if ctx.auto {
         agent.permissions.auto = Some(ctx.loaded.project_root.clone());
     }

@@ -240,9 +240,9 @@ pub static FLAGS: &[Flag] = &[
         short: None,
         long: "all",
         value: None,
-        help: "Every project in projects.json",
+        help: "stats: every project in projects.json; models: the whole catalog",
         detail: "",
-        scope: Scope::Only(&["stats"]),
+        scope: Scope::Only(&["stats", "models"]),
     },
     Flag {
         short: None,
@@ -550,12 +550,13 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "models",
-        usage: "crush models [QUERY] [--json]",
-        brief: "List the models of the providers",
-        about: "List the models of the configured providers, then those of the provider catalog \
-                that are not configured and what they need. QUERY filters by provider, model id \
-                or name.",
-        examples: &["crush models", "crush models sonnet", "crush models --json"],
+        usage: "crush models [QUERY] [--all] [--json]",
+        brief: "List the models of the configured providers",
+        about: "List the models of the configured providers: one PROVIDER/MODEL per line when \
+                piped, a table with prices and status on a terminal. --all adds the provider \
+                catalog's other providers and what they need. QUERY filters by provider, model \
+                id or name.",
+        examples: &["crush models", "crush models sonnet", "crush models --all --json"],
         subcommands: &[],
     },
     CommandSpec {
@@ -726,6 +727,8 @@ pub enum Command {
     },
     Models {
         query: Option<String>,
+        /// `--all`: the whole catalog, not only the configured providers.
+        all: bool,
         json: bool,
     },
     UpdateProviders {
@@ -1178,11 +1181,12 @@ where
             "models" => {
                 if positionals.len() > 1 {
                     return Err(UsageError(
-                        "usage: crush models [QUERY] [--json] (one query word)".into(),
+                        "usage: crush models [QUERY] [--all] [--json] (one query word)".into(),
                     ));
                 }
                 Command::Models {
                     query: positionals.into_iter().next(),
+                    all: stats.all,
                     json,
                 }
             }
@@ -1556,6 +1560,7 @@ mod tests {
             parse(&["models", "sonnet", "--json"]).unwrap().command,
             Command::Models {
                 query: Some("sonnet".into()),
+                all: false,
                 json: true
             }
         );

@@ -22,6 +22,7 @@ mod aws;
 mod catalog;
 mod cli;
 mod commands;
+mod complete;
 mod config;
 mod docs;
 mod env;
@@ -136,9 +137,20 @@ fn dispatch(cli: cli::Cli) -> Result<ExitCode, AppError> {
         Command::Trust { revoke } => {
             print(&commands::config::trust(&app::working_dir(g)?, *revoke)?)
         }
-        Command::Models { query, json } => {
+        Command::Models { query, all, json } => {
+            use commands::models::Shape;
+            use std::io::IsTerminal;
             let loaded = app::load_config(g)?;
-            print(&commands::models::models(&loaded, query.as_deref(), *json)?)
+            let shape = match (*json, std::io::stdout().is_terminal()) {
+                (true, _) => Shape::Json,
+                (false, true) => Shape::Table,
+                (false, false) => Shape::Ids,
+            };
+            let (text, hint) = commands::models::models(&loaded, query.as_deref(), *all, shape)?;
+            if let Some(h) = hint {
+                crate::ewriteln!("crush: {h}");
+            }
+            print(&text)
         }
         Command::UpdateProviders { source } => {
             print(&catalog::update_providers_command(source.as_deref())?)
@@ -161,6 +173,18 @@ pub fn main() -> std::process::ExitCode {
     proc::hide_environment();
     // Fixed before any configuration (whose `env` may change variables) is read.
     rcshell::run_dir();
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == complete::ARG)
+    {
+        let words: Vec<String> = std::env::args_os()
+            .skip(2)
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let _ = print(&complete::answer(&words));
+        app::close_stores();
+        return ExitCode::Success.into();
+    }
     let cli = match cli::parse_from(std::env::args_os().skip(1)) {
         Ok(c) => c,
         Err(e) => {
@@ -204,7 +228,7 @@ const LAYERS: &[&[&str]] = &[
     &["commands"],
     &["run", "repl", "acp"],
     &["cli"],
-    &["docs"],
+    &["docs", "complete"],
 ];
 
 #[cfg(test)]

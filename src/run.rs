@@ -42,7 +42,11 @@ pub const JSON_SCHEMA_VERSION: u32 = 1;
 pub enum JsonEvent<'a> {
     Session {
         v: u32,
+        /// The UUID (kept from the first schema; `uuid` says the same).
         session_id: &'a str,
+        /// The hash id lists show the start of (`crush sessions list`).
+        id: String,
+        uuid: &'a str,
         title: &'a str,
         resumed: bool,
         model: &'a str,
@@ -117,6 +121,8 @@ pub enum JsonEvent<'a> {
     Finish {
         v: u32,
         session_id: &'a str,
+        id: String,
+        uuid: &'a str,
         /// end_turn | max_tokens | content_filter | empty | max_steps | loop |
         /// permission_refused | hook_denied | hook_halted | budget | canceled | error
         reason: &'a str,
@@ -128,7 +134,10 @@ pub enum JsonEvent<'a> {
 }
 
 /// Writes to stdout; a closed stdout (broken pipe) ends the process quietly with 0.
-struct Out;
+struct Out {
+    /// `--json` lines held back until the session event, which comes first.
+    held: Option<Vec<String>>,
+}
 
 impl Out {
     fn write(&mut self, s: &str) {
@@ -139,8 +148,20 @@ impl Out {
             format!("{{\"type\":\"error\",\"v\":{JSON_SCHEMA_VERSION},\"message\":\"{e}\"}}")
         });
         line.push('\n');
-        self.write(&line);
+        match &mut self.held {
+            Some(h) => h.push(line),
+            None => self.write(&line),
+        }
     }
+}
+
+/// The `--json` session event of a new session, sent once its title is stored (its first
+/// prompt accepted) or the turn ended without one.
+struct PendingSession {
+    store: &'static crate::store::Store,
+    uuid: String,
+    model: String,
+    provider: String,
 }
 
 struct RunSink {
@@ -167,9 +188,37 @@ struct RunSink {
     /// The activity line on a terminal's stderr (crush(1) INTERACTIVE SESSION), unless `-q` or
     /// `options.progress false`.
     activity: Option<crate::activity::Activity>,
+    /// Lines of a tool result's preview on stderr (`options.tool_preview_lines`).
+    preview_lines: usize,
+    /// Colour on stderr (a terminal, NO_COLOR unset or empty, TERM not dumb).
+    color: bool,
+    /// `--json` with a new session: its event waits for the stored title.
+    pending_session: Option<PendingSession>,
 }
 
 impl RunSink {
+    /// The session event with the title the session has now, then the lines held behind it.
+    fn announce_session(&mut self) {
+        let Some(p) = self.pending_session.take() else {
+            return;
+        };
+        let title = match p.store.session(&p.uuid) {
+            Ok(Some(s)) => s.title,
+            _ => crate::agent::title::PLACEHOLDER.to_string(),
+        };
+        let held = self.out.held.take().unwrap_or_default();
+        self.out.json(&session_event(
+            &p.uuid,
+            &title,
+            false,
+            &p.model,
+            &p.provider,
+        ));
+        for l in held {
+            self.out.write(&l);
+        }
+    }
+
     fn print_text(&mut self, t: &str) {
         let mut t = t;
         if !self.printed_any {
@@ -259,9 +308,16 @@ fn activity_after(ev: &AgentEvent, live: bool) -> Option<(String, Option<std::ti
 
 impl RunSink {
     /// The sink of a run with `args`; `progress`: show the activity line on a terminal.
-    fn new(args: &RunArgs, progress: bool) -> RunSink {
+    fn new(args: &RunArgs, progress: bool, preview_lines: usize) -> RunSink {
+        // Colour as on the REPL's terminal: NO_COLOR unset or empty, TERM not dumb.
+        let color = std::io::stderr().is_terminal()
+            && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+            && std::env::var_os("TERM").is_none_or(|t| t != "dumb");
         RunSink {
-            out: Out,
+            out: Out { held: None },
+            pending_session: None,
+            preview_lines,
+            color,
             json: args.json,
             quiet: args.quiet,
             live: std::io::stdout().is_terminal(),
@@ -274,9 +330,6 @@ impl RunSink {
             last_char: None,
             new_step: false,
             activity: (progress && !args.quiet && std::io::stderr().is_terminal()).then(|| {
-                // Colour as on the REPL's terminal: NO_COLOR unset or empty, TERM not dumb.
-                let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-                    && std::env::var_os("TERM").is_none_or(|t| t != "dumb");
                 let mut a = crate::activity::Activity::new(color);
                 a.start();
                 a
@@ -317,7 +370,7 @@ impl RunSink {
         let v = JSON_SCHEMA_VERSION;
         match ev {
             AgentEvent::TextDelta(t) => self.text(&t),
-            AgentEvent::PromptAccepted(_) => {}
+            AgentEvent::PromptAccepted(_) => self.announce_session(),
             AgentEvent::ReasoningDelta(t) => {
                 if self.json {
                     self.out.json(&JsonEvent::Reasoning { v, text: &t });
@@ -376,6 +429,7 @@ impl RunSink {
                 name,
                 content,
                 is_error,
+                diff,
             } => {
                 if self.json {
                     self.out.json(&JsonEvent::ToolResult {
@@ -388,10 +442,13 @@ impl RunSink {
                 } else if is_error {
                     let first = content.lines().next().unwrap_or("");
                     self.note(&format!("[{name}] error: {first}"));
+                } else if let Some(d) = diff {
+                    // What the change did, as the REPL shows it (nobody was asked).
+                    if !self.quiet {
+                        crate::ewrite!("{}", crate::tools::diff::painted(&d, self.color));
+                    }
                 } else {
-                    for l in
-                        crate::tools::preview(self.preview, &content, crate::tools::PREVIEW_LINES)
-                    {
+                    for l in crate::tools::preview(self.preview, &content, self.preview_lines) {
                         self.note(&format!("  {}", crate::visible::line(&l)));
                     }
                 }
@@ -643,7 +700,7 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<ExitCode, AppError> {
         Made::Shell { name, segments } => {
             // Run as the bash tool runs a command, behind its permission rules: a refused one
             // sends nothing (exit 3, as any refusal).
-            let mut sink = RunSink::new(args, false);
+            let mut sink = RunSink::new(args, false, session.preview_lines);
             let agent = &mut session.agent;
             let made = crate::skills::catalog::join_segments(&segments, &mut |cmd| {
                 agent.run_command_shell(cmd, &mut sink)
@@ -664,6 +721,8 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<ExitCode, AppError> {
         prompt = if prompt.trim().is_empty() {
             s
         } else {
+            // A new session is named by what was asked, not by the diff or log piped in.
+            session.agent.title_from = Some(prompt.clone());
             format!("{}\n\n{prompt}", s.trim_end())
         };
     }
@@ -730,6 +789,26 @@ pub fn init(global: &Global, args: &InitArgs) -> Result<ExitCode, AppError> {
     Ok(ExitCode::Success)
 }
 
+/// The `--json` session event.
+fn session_event<'a>(
+    uuid: &'a str,
+    title: &'a str,
+    resumed: bool,
+    model: &'a str,
+    provider: &'a str,
+) -> JsonEvent<'a> {
+    JsonEvent::Session {
+        v: JSON_SCHEMA_VERSION,
+        session_id: uuid,
+        id: crate::store::hashid::hash_id(uuid),
+        uuid,
+        title,
+        resumed,
+        model,
+        provider,
+    }
+}
+
 /// One turn of `prompt` in `session`, reported on stdout (and stderr) as `args` say.
 /// The run's budget (crush(1) USAGE AND COST, Budget), counted from what the session has spent so far.
 fn set_budget(agent: &mut crate::agent::Agent, args: &RunArgs) -> Result<(), AppError> {
@@ -785,24 +864,32 @@ fn compact(session: &mut app::OpenSession, args: &RunArgs) -> ExitCode {
 
 /// The sink of a run: stdout as `args` say, the activity line on a terminal's stderr.
 fn new_sink(session: &app::OpenSession, args: &RunArgs) -> RunSink {
-    RunSink::new(args, session.progress)
+    RunSink::new(args, session.progress, session.preview_lines)
 }
 
 fn run_turn(
-    session: &mut app::OpenSession,
+    session: &mut app::OpenSession<'static>,
     args: &RunArgs,
     prompt: &str,
     attached: Vec<Part>,
 ) -> Result<ExitCode, AppError> {
     let mut sink = new_sink(session, args);
-    if args.json {
-        sink.out.json(&JsonEvent::Session {
-            v: JSON_SCHEMA_VERSION,
-            session_id: &session.agent.session_id,
-            title: &session.title,
-            resumed: session.resumed,
-            model: &session.agent.model.model.id,
-            provider: &session.agent.model.provider.id,
+    let (uuid, model, provider) = (
+        &session.agent.session_id,
+        &session.agent.model.model.id,
+        &session.agent.model.provider.id,
+    );
+    if args.json && session.resumed {
+        sink.out
+            .json(&session_event(uuid, &session.title, true, model, provider));
+    } else if args.json {
+        // A new session's title is stored with its first prompt (crush(1) SESSIONS).
+        sink.out.held = Some(Vec::new());
+        sink.pending_session = Some(PendingSession {
+            store: session.agent.store,
+            uuid: uuid.clone(),
+            model: model.clone(),
+            provider: provider.clone(),
         });
     }
     set_budget(&mut session.agent, args)?;
@@ -846,10 +933,13 @@ fn run_turn(
         Stop::Error(e) => Some(e.to_string()),
         _ => None,
     };
+    sink.announce_session();
     if args.json {
         sink.out.json(&JsonEvent::Finish {
             v: JSON_SCHEMA_VERSION,
             session_id: &session.agent.session_id,
+            id: crate::store::hashid::hash_id(&session.agent.session_id),
+            uuid: &session.agent.session_id,
             reason: result.stop.name(),
             steps: result.steps,
             text: &result.final_text,
@@ -860,12 +950,14 @@ fn run_turn(
         std::fs::write(o, format!("{}\n", result.final_text.trim_end()))
             .map_err(|e| AppError::Runtime(format!("-o {}: cannot write: {e}", o.display())))?;
     }
-    let sid = &session.agent.session_id;
     crate::log::info(&format!(
-        "run: session {sid} finished: {} after {} step(s)",
+        "run: session {} finished: {} after {} step(s)",
+        session.agent.session_id,
         result.stop.name(),
         result.steps
     ));
+    // Named as every list names it: the short hash id, which `-s` takes back.
+    let sid = &crate::commands::sessions::short_id(&session.agent.session_id);
     Ok(match &result.stop {
         Stop::EndTurn => ExitCode::Success,
         Stop::MaxTokens => {

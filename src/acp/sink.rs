@@ -155,6 +155,7 @@ impl Sink for AcpSink<'_> {
                 name,
                 content,
                 is_error,
+                ..
             } => {
                 // A call that failed changed nothing worth showing.
                 let mut changes = self.files.take_changes();

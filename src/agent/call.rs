@@ -130,6 +130,10 @@ fn finish(sink: &mut dyn Sink, id: &str, name: &str, out: &ToolOutput) -> Part {
         name: name.to_string(),
         content: out.content.clone(),
         is_error: out.is_error,
+        diff: out.metadata["diff"]
+            .as_str()
+            .filter(|d| !d.trim().is_empty())
+            .map(str::to_string),
     });
     Part::ToolResult {
         tool_call_id: id.to_string(),
@@ -383,7 +387,7 @@ fn answered(
             let hint = if forced {
                 "answer it in the interactive REPL: a PreToolUse hook wants the user to confirm this call, whatever the permissions".to_string()
             } else {
-                Permissions::hint(req)
+                permissions.hint(req)
             };
             sink.event(AgentEvent::PermissionRefused {
                 request: req.clone(),

@@ -58,6 +58,8 @@ pub enum AgentEvent {
         name: String,
         content: String,
         is_error: bool,
+        /// The unified diff of the file the call changed (edit, multiedit, write).
+        diff: Option<String>,
     },
     PermissionRefused {
         request: PermissionRequest,
@@ -256,6 +258,9 @@ pub struct Agent<'a> {
     pub budget: Option<budget::Budget>,
     /// Plan mode (crush(1) PLAN MODE): only the read-only tools, and the planning prompt.
     pub plan_mode: bool,
+    /// What a new session is titled from instead of its next prompt, unless a hook rewrites
+    /// that prompt: `crush run` titles from its arguments, not from text piped in before them.
+    pub title_from: Option<String>,
 }
 
 /// The tools of the session's MCP servers as the agent offers them: rebuilt before a model call
@@ -383,6 +388,7 @@ impl<'a> Agent<'a> {
             skills_info: Arc::new(s.skills.info()),
             budget: None,
             plan_mode: false,
+            title_from: None,
         }
     }
 }

@@ -33,6 +33,9 @@ pub struct Permissions {
     /// Claude Code's allow, ask and deny rules (`claude_rules`).
     pub claude: std::sync::Arc<ClaudeRules>,
     session: Vec<Grant>,
+    /// Said with every refusal hint when the project's own `permissions` setting was skipped
+    /// because the project is not trusted (crush(1) SECURITY).
+    pub untrusted_note: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +63,7 @@ impl Permissions {
             allowed_tools,
             claude: Default::default(),
             session: Vec::new(),
+            untrusted_note: None,
         }
     }
 
@@ -191,8 +195,17 @@ impl Permissions {
         }
     }
 
-    /// How a user allows this call without being asked, for messages.
-    pub fn hint(req: &PermissionRequest) -> String {
+    /// How a user allows this call without being asked, for messages; what trust would change
+    /// when the project's own permissions were skipped.
+    pub fn hint(&self, req: &PermissionRequest) -> String {
+        let hint = Self::how_to_allow(req);
+        match &self.untrusted_note {
+            Some(note) => format!("{hint}; {note}"),
+            None => hint,
+        }
+    }
+
+    fn how_to_allow(req: &PermissionRequest) -> String {
         match req.zone {
             Zone::CrushData => {
                 return "nothing allows it without a question: it is crush's own data; answer it in the interactive REPL".to_string();

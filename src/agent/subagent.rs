@@ -350,6 +350,7 @@ impl<'a> Agent<'a> {
             budget: self.budget.clone(),
             // A planning agent's sub-agent plans too: no fetching.
             plan_mode: self.plan_mode,
+            title_from: None,
         }
     }
 

@@ -123,6 +123,9 @@ impl Agent<'_> {
                 steps: 0,
             });
         }
+        if ups.composed.updated_prompt.is_some() {
+            self.title_from = None;
+        }
         let prompt = ups.composed.updated_prompt.as_deref().unwrap_or(prompt);
         let mut turn = self.start_turn(prompt, attachments, ups.context_text(&self.cwd), sink)?;
         loop {
@@ -146,11 +149,12 @@ impl Agent<'_> {
         sink: &mut dyn Sink,
     ) -> Result<Turn, AgentError> {
         // The first accepted prompt names the session until a generated title replaces it.
+        let source = self.title_from.take();
         if let Ok(Some(s)) = self.store.session(&self.session_id)
             && s.title == title::PLACEHOLDER
             && let Err(e) = self.store.set_title(
                 &self.session_id,
-                &title::from_prompt(prompt, title::PLACEHOLDER),
+                &title::from_prompt(source.as_deref().unwrap_or(prompt), title::PLACEHOLDER),
             )
         {
             sink.event(AgentEvent::Notice(format!("cannot title the session: {e}")));

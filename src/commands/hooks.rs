@@ -199,6 +199,14 @@ pub fn test(global: &Global, args: &HooksTestArgs) -> Result<(String, ExitCode),
             Some(t) => out.push_str(&format!("no {event} hook matches tool '{t}'\n")),
             None => out.push_str(&format!("no {event} hook is configured\n")),
         }
+        let review = &loaded.trust;
+        if !review.allowed() && !review.hooks.is_empty() {
+            out.push_str(&format!(
+                "project {} {}, so its own hooks do not run: 'crush trust' (or --trust for one run) runs them\n",
+                review.project_root.display(),
+                review.why()
+            ));
+        }
     }
     for r in &outcome.reports {
         out.push_str(&r.line());

@@ -1,6 +1,8 @@
-//! `crush models [QUERY] [--json]`: every model of the configured providers, then the providers
-//! the configuration defines that cannot be used (and why), then those of the catalog providers
-//! that are not configured (and what they need), filtered by a case-insensitive QUERY.
+//! `crush models [QUERY] [--all] [--json]`: every model of the configured providers, then the
+//! providers the configuration defines that cannot be used (and why); with `--all` also those of
+//! the catalog providers that are not configured (and what they need); filtered by a
+//! case-insensitive QUERY. Piped, one `PROVIDER/MODEL` per usable model (Go Crush's format); on
+//! a terminal, a table with context windows, prices and status.
 
 use crate::catalog::{Catalog, Model, Provider as CatalogProvider};
 
@@ -17,6 +19,9 @@ pub struct Row {
     /// The provider lists no model: the row stands for the provider itself.
     pub no_models: bool,
     pub configured: bool,
+    /// The configuration defines the provider (usable or not, not disabled): shown without
+    /// `--all`.
+    pub defined: bool,
     /// For a provider that is not configured: what it needs (`set $ANTHROPIC_API_KEY`, ...).
     pub status: String,
     /// `large` / `small` when this is the model a run would use.
@@ -85,7 +90,7 @@ fn needs(p: &CatalogProvider) -> String {
 fn provider_rows(
     id: &str,
     models: &[Model],
-    configured: bool,
+    (configured, defined): (bool, bool),
     status: &str,
     role: &dyn Fn(&str) -> Vec<&'static str>,
 ) -> Vec<Row> {
@@ -95,6 +100,7 @@ fn provider_rows(
             model: Model::default(),
             no_models: true,
             configured,
+            defined,
             status: status.to_string(),
             role: Vec::new(),
         }];
@@ -106,6 +112,7 @@ fn provider_rows(
             model: m.clone(),
             no_models: false,
             configured,
+            defined,
             status: status.to_string(),
             role: role(&m.id),
         })
@@ -158,7 +165,13 @@ pub fn rows(
         } else {
             "configured".to_string()
         };
-        out.extend(provider_rows(&p.id, &p.models, true, &status, &role));
+        out.extend(provider_rows(
+            &p.id,
+            &p.models,
+            (true, true),
+            &status,
+            &role,
+        ));
     }
     let none = |_: &str| Vec::new();
     for u in &table.unusable {
@@ -172,7 +185,7 @@ pub fn rows(
             models = crate::catalog::merge_models(&models, &c.models);
         }
         let status = format!("unusable: {}", u.reason);
-        out.extend(provider_rows(&u.id, &models, false, &status, &none));
+        out.extend(provider_rows(&u.id, &models, (false, true), &status, &none));
     }
     for c in loaded.catalog_in_use(&catalog.providers) {
         let id = c.id.as_str();
@@ -188,7 +201,14 @@ pub fn rows(
                 None => needs(c),
             }
         };
-        out.extend(provider_rows(id, &c.models, false, &status, &none));
+        let defined = !disabled && loaded.config.providers.contains_key(id);
+        out.extend(provider_rows(
+            id,
+            &c.models,
+            (false, defined),
+            &status,
+            &none,
+        ));
     }
     Ok(out)
 }
@@ -209,16 +229,44 @@ fn tokens(n: u64) -> String {
     }
 }
 
-/// The text (aligned columns) or JSON (an array) of `crush models`.
-pub fn render(rows: &[Row], query: Option<&str>, as_json: bool) -> String {
-    let rows: Vec<&Row> = rows
-        .iter()
+/// How `crush models` shows its rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// A JSON array of every row.
+    Json,
+    /// Aligned columns with prices and status (a terminal).
+    Table,
+    /// One `PROVIDER/MODEL` per usable model (a pipe).
+    Ids,
+}
+
+/// The rows `crush models` shows: the user's own providers (usable or not) unless `all`, and
+/// those matching `query`.
+fn shown<'r>(rows: &'r [Row], query: Option<&str>, all: bool) -> Vec<&'r Row> {
+    rows.iter()
+        .filter(|r| all || r.configured || r.defined)
         .filter(|r| query.is_none_or(|q| r.matches(q)))
-        .collect();
-    if as_json {
-        let v: Vec<Value> = rows.iter().map(|r| r.json()).collect();
-        return format!("{}\n", Value::Array(v));
+        .collect()
+}
+
+/// The text of `crush models` in `shape`.
+pub fn render(rows: &[Row], query: Option<&str>, all: bool, shape: Shape) -> String {
+    let rows = shown(rows, query, all);
+    match shape {
+        Shape::Json => {
+            let v: Vec<Value> = rows.iter().map(|r| r.json()).collect();
+            format!("{}\n", Value::Array(v))
+        }
+        Shape::Ids => rows
+            .iter()
+            .filter(|r| !r.no_models && (all || r.configured))
+            .map(|r| format!("{}\n", r.full_id()))
+            .collect(),
+        Shape::Table => table(&rows),
     }
+}
+
+fn table(rows: &[&Row]) -> String {
     let id_w = rows
         .iter()
         .map(|r| r.full_id().chars().count())
@@ -264,15 +312,65 @@ pub fn render(rows: &[Row], query: Option<&str>, as_json: bool) -> String {
     out
 }
 
-/// `crush models [QUERY] [--json]`.
-pub fn models(loaded: &Loaded, query: Option<&str>, as_json: bool) -> Result<String, ConfigError> {
+/// `crush models [QUERY] [--all] [--json]`; what it says on stderr when nothing is shown.
+pub fn models(
+    loaded: &Loaded,
+    query: Option<&str>,
+    all: bool,
+    shape: Shape,
+) -> Result<(String, Option<String>), ConfigError> {
     let rows = rows(loaded, loaded.catalog.get(), &loaded.providers())?;
-    Ok(render(&rows, query, as_json))
+    let text = render(&rows, query, all, shape);
+    let empty = shown(&rows, query, all).is_empty();
+    let hint = (empty && !all).then(|| {
+        match query {
+            Some(q) => format!("no configured model matches '{q}'; crush models --all {q} searches the whole catalog"),
+            None => "no provider is configured; crush models --all lists the catalog and what each provider needs".to_string(),
+        }
+    });
+    Ok((text, hint))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn row(provider: &str, id: &str, configured: bool, status: &str) -> Row {
+        Row {
+            provider: provider.into(),
+            model: Model {
+                id: id.into(),
+                cost_per_1m_in: Some(3.0),
+                cost_per_1m_out: Some(15.0),
+                ..Model::default()
+            },
+            no_models: false,
+            configured,
+            defined: configured || status.starts_with("unusable"),
+            status: status.into(),
+            role: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn configured_models_by_default_ids_piped_table_on_a_terminal() {
+        let rows = [
+            row("mine", "m1", true, "configured"),
+            row("gem", "g1", false, "unusable: no key"),
+            row("anthropic", "claude", false, "set ANTHROPIC_API_KEY"),
+        ];
+        assert_eq!(render(&rows, None, false, Shape::Ids), "mine/m1\n");
+        assert_eq!(
+            render(&rows, None, true, Shape::Ids),
+            "mine/m1\ngem/g1\nanthropic/claude\n"
+        );
+        let t = render(&rows, None, false, Shape::Table);
+        assert!(t.starts_with("PROVIDER/MODEL"), "{t}");
+        assert!(t.contains("15.00") && t.contains("unusable: no key"), "{t}");
+        assert!(!t.contains("anthropic"), "{t}");
+        assert!(render(&rows, None, true, Shape::Table).contains("set ANTHROPIC_API_KEY"));
+        assert_eq!(render(&rows, Some("m1"), true, Shape::Ids), "mine/m1\n");
+    }
 
     #[test]
     fn token_counts_read_well() {

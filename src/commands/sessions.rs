@@ -11,15 +11,7 @@ use crate::store::{Session, Store, StoredMessage};
 use serde_json::{Value, json};
 use std::fmt::Write as _;
 
-/// Characters of a hash id shown in lists, as Go Crush shows them; any unique prefix is accepted
-/// back.
-pub const SHORT_ID: usize = 7;
-
-/// How Go Crush names a session in lists and in its `crush -s` hint: the first characters of
-/// its hash id.
-pub fn short_id(id: &str) -> String {
-    crate::store::hashid::hash_id(id)[..SHORT_ID].to_string()
-}
+pub use crate::store::hashid::short_id;
 
 /// The longer form Go Crush prints after a delete or rename.
 fn long_id(id: &str) -> String {
@@ -534,7 +526,7 @@ pub fn delete(global: &Global, id: &str, json_out: bool) -> Result<String, AppEr
         return Err(AppError::Usage(format!(
             "session {} is a sub-agent's session; its usage counts in its parent's totals, so it \
              goes with the parent: crush sessions delete {}",
-            s.id,
+            short_id(&s.id),
             short_id(parent)
         )));
     }

@@ -467,6 +467,7 @@ const OPTIONS: OptTable = &[
     ("disable-skill", O::List, "disabled_skills"),
     ("max-steps", O::Int, "max_steps"),
     ("max-stop-blocks", O::Int, "max_stop_blocks"),
+    ("tool-preview-lines", O::Int, "tool_preview_lines"),
     ("system-prompt", O::Str, "system_prompt"),
     ("system-prompt-file", O::Str, "system_prompt_file"),
     (

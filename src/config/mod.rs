@@ -141,6 +141,8 @@ pub struct Options {
     pub max_steps: Option<u64>,
     /// Times in a row a Stop hook may make the agent go on (ours; default 20).
     pub max_stop_blocks: Option<u64>,
+    /// Lines of a tool result previewed under its tool line (ours; default 5).
+    pub tool_preview_lines: Option<u64>,
     /// USD one run may spend (ours; crush(1) USAGE AND COST, Budget).
     pub max_cost: Option<f64>,
     /// USD a session may spend across runs and resumes (ours; crush(1) USAGE AND COST, Budget).

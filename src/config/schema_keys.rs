@@ -135,6 +135,7 @@ pub const OPTIONS: &[(&str, &Shape)] = &[
     ("disable_notifications", &Any),
     ("max_steps", &Any),
     ("max_stop_blocks", &Any),
+    ("tool_preview_lines", &Any),
     ("request_idle_timeout", &Any),
     ("shell_env_allow", &Any),
     ("claude_code_hooks", &Any),

@@ -24,6 +24,7 @@ pub enum Slash {
     Init,
     Plan,
     Todos,
+    Expand,
     Jobs,
     Undo,
     Versions,
@@ -121,6 +122,12 @@ pub const SLASH_COMMANDS: &[(Slash, &str, &str, &str)] = &[
         "plan first with read-only tools, then choose how to go on",
     ),
     (Slash::Todos, "todos", "", "show this session's task list"),
+    (
+        Slash::Expand,
+        "expand",
+        "",
+        "print the whole result of the last tool call",
+    ),
     (
         Slash::Jobs,
         "jobs",
@@ -573,7 +580,7 @@ mod tests {
         assert_eq!(parse("/cos"), cmd(Slash::Cost, ""));
         assert_eq!(parse("/comp"), cmd(Slash::Compact, ""));
         assert_eq!(
-            parse("/e json out.json"),
+            parse("/expo json out.json"),
             cmd(Slash::Export, "json out.json")
         );
         assert_eq!(

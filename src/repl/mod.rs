@@ -277,6 +277,8 @@ struct ReplSink<'a> {
     notice: Option<notify::Notice>,
     /// Model, context and cost, in front of the status line.
     meter: Option<Meter>,
+    /// Diffs shown before a permission question, not shown again with the call's result.
+    diffs_shown: Vec<String>,
 }
 
 /// What the status line shows in front of what is going on: the model, the context used (of
@@ -347,6 +349,7 @@ impl<'a> ReplSink<'a> {
             titles,
             notice: None,
             meter: None,
+            diffs_shown: Vec::new(),
         }
     }
 
@@ -437,16 +440,25 @@ impl Sink for ReplSink<'_> {
                 name,
                 content,
                 is_error,
+                diff,
                 ..
             } => {
                 if is_error && !std::mem::take(&mut self.refused) {
                     self.term
                         .tool_error(&name, content.lines().next().unwrap_or(""));
+                } else if let Some(d) = diff.filter(|_| !is_error) {
+                    // A change allowed without asking shows its diff now; an asked one showed it.
+                    match self.diffs_shown.iter().position(|s| *s == d) {
+                        Some(i) => {
+                            self.diffs_shown.remove(i);
+                        }
+                        None => self.term.diff(&d),
+                    }
                 } else if !is_error {
-                    let lines =
-                        crate::tools::preview(self.preview, &content, crate::tools::PREVIEW_LINES);
+                    let lines = crate::tools::preview(self.preview, &content, self.term.preview_lines);
                     self.term.preview(&lines);
                 }
+                self.term.last_result = Some((name, content));
             }
             AgentEvent::PermissionRefused { request, hint } => self.term.error(&format!(
                 "refused {} ({}): to allow it, {hint}",
@@ -566,6 +578,7 @@ impl Sink for ReplSink<'_> {
     fn ask(&mut self, req: &PermissionRequest) -> Option<Answer> {
         if let Some(d) = req.diff.as_deref().filter(|d| !d.trim().is_empty()) {
             self.term.diff(d);
+            self.diffs_shown.push(d.to_string());
         }
         if let Some(n) = &self.notice {
             n.send_if_long(&format!("{} needs your permission", req.tool));
@@ -676,6 +689,7 @@ pub fn run(global: &Global, args: &ReplArgs) -> Result<ExitCode, AppError> {
     let progress = !args.quiet && ctx.loaded.config.options.progress != Some(false);
     let interactive = std::io::stdin().is_terminal();
     let mut term = Term::detect(progress);
+    term.preview_lines = crate::tools::preview_lines(&ctx.loaded.config.options);
     let lines = if tty::editor_usable(
         interactive,
         std::io::stderr().is_terminal(),
@@ -1354,6 +1368,14 @@ impl Repl {
             Slash::Init => self.init(args),
             Slash::Plan => self.plan_mode(args),
             Slash::Todos => self.todos(),
+            Slash::Expand => match self.term.last_result.clone() {
+                Some((name, content)) => {
+                    self.term
+                        .note(&format!("the last result of {name}, whole:"));
+                    self.term.print(&format!("{}\n", content.trim_end()));
+                }
+                None => self.term.note("No tool has run yet."),
+            },
             Slash::Jobs => {
                 let text = crate::tools::jobs::list_text(&self.agent.session_id);
                 self.term.print(&text);
@@ -1485,6 +1507,7 @@ impl Repl {
             self.small = cfg.resolve_model(None, true).ok();
         }
         self.term.progress = cfg.config.options.progress != Some(false) && !self.quiet;
+        self.term.preview_lines = crate::tools::preview_lines(&cfg.config.options);
         Ok(format!(
             "{} (for this session only)\n",
             done.text.trim_end()

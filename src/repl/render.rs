@@ -21,7 +21,6 @@ const RESET: &str = "\x1b[0m";
 const DIM: &str = "\x1b[2m";
 pub const BOLD: &str = "\x1b[1m";
 const RED: &str = "\x1b[31m";
-const GREEN: &str = "\x1b[32m";
 pub const YELLOW: &str = "\x1b[33m";
 const CYAN: &str = "\x1b[36m";
 
@@ -46,6 +45,10 @@ pub struct Term {
     /// The task list the model last set, as printed (a list sent again unchanged is not
     /// printed again).
     todos_shown: String,
+    /// Lines of a tool result's preview (`options.tool_preview_lines`).
+    pub preview_lines: usize,
+    /// The last tool result (tool, content), whole, for `/expand`.
+    pub last_result: Option<(String, String)>,
 }
 
 /// Writes to stdout; a closed stdout (broken pipe) ends the process quietly with 0.
@@ -82,6 +85,8 @@ impl Term {
             out_at_line_start: true,
             answered: false,
             todos_shown: String::new(),
+            preview_lines: crate::tools::PREVIEW_LINES,
+            last_result: None,
         }
     }
 
@@ -282,27 +287,11 @@ impl Term {
         self.line(&l);
     }
 
-    /// A diff before a permission question: additions green, removals red.
+    /// A file change's diff (before its permission question, or after an allowed change):
+    /// additions green, removals red.
     pub fn diff(&mut self, diff: &str) {
         self.end_line();
-        let mut s = String::new();
-        for l in diff.lines() {
-            let l = &visible::line(l);
-            let styled = if l.starts_with("+++") || l.starts_with("---") {
-                self.paint(BOLD, l)
-            } else if l.starts_with('+') {
-                self.paint(GREEN, l)
-            } else if l.starts_with('-') {
-                self.paint(RED, l)
-            } else if l.starts_with("@@") {
-                self.paint(CYAN, l)
-            } else {
-                l.to_string()
-            };
-            s.push_str(&styled);
-            s.push('\n');
-        }
-        write_stderr(&s);
+        write_stderr(&crate::tools::diff::painted(diff, self.color));
     }
 
     /// A block of lines shown before a question (a multi-line command), each behind a bar so

@@ -180,6 +180,16 @@ pub fn hash_id(session_id: &str) -> String {
     format!("{:016x}", xxh3_64(session_id.as_bytes()))
 }
 
+/// Characters of a hash id shown in lists, as Go Crush shows them; any unique prefix is accepted
+/// back.
+pub const SHORT: usize = 7;
+
+/// How Go Crush names a session in lists and in its `crush -s` hint: the first characters of
+/// its hash id.
+pub fn short_id(session_id: &str) -> String {
+    hash_id(session_id)[..SHORT].to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -203,6 +203,36 @@ pub fn structured_patch(text: &str) -> serde_json::Value {
     serde_json::Value::Array(hunks)
 }
 
+/// A unified diff as shown on stderr, each line ending in a newline: headers bold, additions
+/// green, removals red, hunk lines cyan when `color`; control characters made visible.
+pub fn painted(diff: &str, color: bool) -> String {
+    let paint = |style: &str, l: &str| {
+        if color {
+            format!("{style}{l}\x1b[0m")
+        } else {
+            l.to_string()
+        }
+    };
+    let mut s = String::new();
+    for l in diff.lines() {
+        let l = &crate::visible::line(l);
+        let styled = if l.starts_with("+++") || l.starts_with("---") {
+            paint("\x1b[1m", l)
+        } else if l.starts_with('+') {
+            paint("\x1b[32m", l)
+        } else if l.starts_with('-') {
+            paint("\x1b[31m", l)
+        } else if l.starts_with("@@") {
+            paint("\x1b[36m", l)
+        } else {
+            l.to_string()
+        };
+        s.push_str(&styled);
+        s.push('\n');
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -525,8 +525,15 @@ mod tests {
     }
 }
 
-/// Lines of a tool result shown under its tool line (crush(1) INTERACTIVE SESSION).
+/// Lines of a tool result shown under its tool line by default (crush(1) INTERACTIVE SESSION).
 pub const PREVIEW_LINES: usize = 5;
+
+/// Lines of a tool result's preview as `options.tool_preview_lines` says (0 shows none).
+pub fn preview_lines(options: &crate::config::Options) -> usize {
+    options
+        .tool_preview_lines
+        .map_or(PREVIEW_LINES, |n| usize::try_from(n).unwrap_or(usize::MAX))
+}
 
 /// How a result is previewed (`preview`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -542,9 +549,11 @@ pub enum Preview {
 
 /// A short preview of what the model got from a call, at most `max` lines, as the tool's
 /// `style` says: bash's last lines and its exit status, the range `view` read, the first lines
-/// of anything else.
+/// of anything else; nothing when `max` is 0.
 pub fn preview(style: Preview, content: &str, max: usize) -> Vec<String> {
-    let max = max.max(1);
+    if max == 0 {
+        return Vec::new();
+    }
     let lines: Vec<&str> = content.lines().collect();
     match style {
         Preview::CommandTail => {

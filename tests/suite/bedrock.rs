@@ -572,7 +572,7 @@ fn refused_credentials_and_unknown_models_are_said_clearly() {
 fn without_credentials_a_configured_bedrock_provider_says_what_to_set() {
     let env = TestEnv::new();
     env.write_config(&json!({"providers": {"bedrock": {}}}));
-    let models = env.run(&["models", "bedrock-europe"], None);
+    let models = env.run(&["models", "--all", "bedrock-europe", "--json"], None);
     models.assert_success();
     assert!(
         models.stdout.contains(

@@ -86,7 +86,7 @@ fn a_200_is_cached_with_its_etag_and_sent_back_for_a_304() {
         ],
     );
     let env = TestEnv::new();
-    let first = run(online(&env, &server.url()), &["models"]);
+    let first = run(online(&env, &server.url()), &["models", "--all"]);
     first.assert_success();
     assert!(
         first.stdout.contains("testprov/test-model"),
@@ -96,7 +96,7 @@ fn a_200_is_cached_with_its_etag_and_sent_back_for_a_304() {
     assert!(!first.stderr.contains("warning"), "{}", first.stderr);
     assert_eq!(read_cache(&env), body, "the body is cached as served");
 
-    let second = run(online(&env, &server.url()), &["models"]);
+    let second = run(online(&env, &server.url()), &["models", "--all"]);
     second.assert_success();
     assert!(second.stdout.contains("testprov/test-model"));
     assert!(!second.stderr.contains("warning"), "{}", second.stderr);
@@ -130,7 +130,10 @@ fn a_500_falls_back_to_the_cache_then_to_the_embedded_copy() {
     server.route("GET", "/v2/providers", Reply::status(500, "boom"));
     let env = TestEnv::new();
     // No cache: the embedded copy, with one warning line.
-    let out = run(online(&env, &server.url()), &["models", "anthropic/"]);
+    let out = run(
+        online(&env, &server.url()),
+        &["models", "--all", "anthropic/"],
+    );
     out.assert_success();
     assert!(out.stdout.contains("anthropic/claude"), "{}", out.stdout);
     let warnings: Vec<&str> = out
@@ -150,7 +153,7 @@ fn a_500_falls_back_to_the_cache_then_to_the_embedded_copy() {
     let file = env.write_project_file("cat.json", &catalog("cachedprov", "m"));
     env.run(&["update-providers", file.to_str().unwrap()], None)
         .assert_success();
-    let out = run(online(&env, &server.url()), &["models"]);
+    let out = run(online(&env, &server.url()), &["models", "--all"]);
     out.assert_success();
     assert!(out.stdout.contains("cachedprov/m"), "{}", out.stdout);
     assert!(out.stderr.contains("using the cache"), "{}", out.stderr);
@@ -165,7 +168,7 @@ fn a_server_that_never_answers_is_abandoned_after_the_timeout() {
     let env = TestEnv::new();
     let mut cmd = online(&env, &url);
     cmd.env("CRUSH_CATALOG_TIMEOUT_MS", "300")
-        .args(["models", "anthropic/"]);
+        .args(["models", "--all", "anthropic/"]);
     // Without the cap this would hang until the harness kills it.
     let out = run_command(cmd, None, Duration::from_secs(20));
     out.assert_success();
@@ -194,7 +197,7 @@ fn an_empty_or_malformed_catalog_is_rejected_and_the_cache_kept() {
     env.run(&["update-providers", file.to_str().unwrap()], None)
         .assert_success();
 
-    let out = run(online(&env, &server.url()), &["models"]);
+    let out = run(online(&env, &server.url()), &["models", "--all"]);
     out.assert_success();
     assert!(out.stderr.contains("empty"), "{}", out.stderr);
     assert!(out.stdout.contains("keep/m"));
@@ -240,7 +243,11 @@ fn update_providers_from_a_file_a_url_a_json_url_and_embedded() {
     assert!(out.stdout.contains("1 providers"), "{}", out.stdout);
     assert_eq!(read_cache(&env), catalog("fromfile", "m"));
     // Auto-update is off in this environment: the cache is used (Go Crush ignores it).
-    assert!(env.run(&["models"], None).stdout.contains("fromfile/m"));
+    assert!(
+        env.run(&["models", "--all"], None)
+            .stdout
+            .contains("fromfile/m")
+    );
 
     let out = env.run(&["update-providers", &format!("{}/", server.url())], None);
     out.assert_success();
@@ -259,7 +266,11 @@ fn update_providers_from_a_file_a_url_a_json_url_and_embedded() {
     env.run(&["update-providers", "embedded"], None)
         .assert_success();
     assert!(read_cache(&env).contains("\"id\":\"anthropic\""));
-    assert!(env.run(&["models"], None).stdout.contains("anthropic/"));
+    assert!(
+        env.run(&["models", "--all"], None)
+            .stdout
+            .contains("anthropic/")
+    );
 
     let paths: Vec<String> = server.requests().iter().map(|r| r.path.clone()).collect();
     assert_eq!(
@@ -378,20 +389,46 @@ fn models_lists_configured_and_unconfigured_models() {
     env.use_server(&server, Dialect::OpenAi);
     let mut cmd = env.crush();
     cmd.env("ANTHROPIC_API_KEY", "test-key");
-    let out = run(cmd, &["models"]);
+    let out = run(cmd, &["models", "--all", "--json"]);
     out.assert_success();
-    let line = |needle: &str| out.stdout_line(needle);
+    let rows: Value = serde_json::from_str(&out.stdout).unwrap();
+    let lines: Vec<String> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            format!(
+                "{}/{} {}",
+                r["provider"].as_str().unwrap(),
+                r["model"].as_str().unwrap_or("-"),
+                r["status"].as_str().unwrap()
+            )
+        })
+        .collect();
+    let line = |needle: &str| {
+        lines
+            .iter()
+            .find(|l| l.starts_with(needle))
+            .cloned()
+            .unwrap_or_else(|| panic!("{needle}: {lines:?}"))
+    };
     assert!(line("fake/fake-model").contains("configured"));
     assert!(line("anthropic/claude-sonnet-4-6").contains("configured"));
     assert!(line("openai/").contains("set OPENAI_API_KEY"));
     // Configured providers come first.
-    let first_unconfigured = out.stdout.lines().position(|l| l.contains("set ")).unwrap();
-    let lines: Vec<&str> = out.stdout.lines().collect();
+    let first_unconfigured = lines.iter().position(|l| l.contains("set ")).unwrap();
     let last_configured = lines
         .iter()
         .rposition(|l| l.contains(" configured"))
         .unwrap();
     assert!(last_configured < first_unconfigured);
+    // Without --all, the configured ones only.
+    let mut cmd = env.crush();
+    cmd.env("ANTHROPIC_API_KEY", "test-key");
+    let piped = run(cmd, &["models"]).stdout;
+    assert!(piped.lines().any(|l| l == "fake/fake-model"), "{piped}");
+    assert!(piped.contains("anthropic/claude-sonnet-4-6"), "{piped}");
+    assert!(!piped.contains("openai/"), "{piped}");
 
     let mut cmd = env.crush();
     cmd.env("ANTHROPIC_API_KEY", "test-key");
@@ -522,4 +559,32 @@ fn a_user_provider_with_a_catalog_id_overrides_url_key_and_headers() {
         .map(|r| r["model"].as_str().unwrap())
         .collect();
     assert_eq!(ids, ["mine/first", "vendor/big", "vendor/small"]);
+}
+
+/// Piped, `crush models` is Go Crush's list: one PROVIDER/MODEL per configured model; the
+/// catalog's other providers only with `--all`; nothing configured says where to look.
+#[test]
+fn models_lists_the_configured_ones_one_per_line_when_piped() {
+    let server = FakeServer::start();
+    let env = TestEnv::new();
+    env.use_server(&server, crate::support::Dialect::OpenAi);
+    let out = env.run(&["models"], None);
+    out.assert_success();
+    assert_eq!(out.stdout, "fake/fake-model\n");
+    let all = env.run(&["models", "--all"], None);
+    all.assert_success();
+    assert!(all.stdout.lines().count() > 10, "{}", all.stdout);
+    assert!(
+        all.stdout
+            .lines()
+            .all(|l| l.split('/').count() >= 2 && !l.contains(' ')),
+        "{}",
+        all.stdout
+    );
+    assert!(all.stdout.contains("anthropic/"), "{}", all.stdout);
+    let none = TestEnv::new();
+    let out = none.run(&["models"], None);
+    out.assert_success();
+    assert_eq!(out.stdout, "");
+    assert!(out.stderr.contains("crush models --all"), "{}", out.stderr);
 }

@@ -135,9 +135,25 @@ fn providers_that_cannot_be_used_are_listed_with_the_reason() {
                 "models": [{"id": "c1"}]},
         "openai": {"models": [{"id": "mine"}]}
     }}));
-    let out = env.run(&["models"], None);
+    let out = env.run(&["models", "--json"], None);
     out.assert_success();
-    let line = |start: &str| out.stdout_line(start);
+    let rows: Value = serde_json::from_str(&out.stdout).unwrap();
+    // A row's status, by PROVIDER/MODEL (`-` for a provider that lists none).
+    let line = |id: &str| -> String {
+        let (p, m) = id.split_once('/').unwrap();
+        let row = rows.as_array().unwrap().iter().find(|r| {
+            r["provider"] == p && (r["model"] == m || (m == "-" && r["model"].is_null()))
+        });
+        row.map(|r| r["status"].as_str().unwrap_or("").to_string())
+            .unwrap_or_else(|| panic!("no row {id}: {rows}"))
+    };
+    // Piped, only the models that can be used, one per line.
+    let ids = env.run(&["models"], None).stdout;
+    assert!(
+        ids.lines()
+            .all(|l| !l.starts_with("gem/") && !l.starts_with("cmd/")),
+        "{ids}"
+    );
     assert!(line("empty/-").contains("configured, no models listed"));
     assert!(
         line("gem/g1").contains("unusable:") && line("gem/g1").contains("unknown type 'gemini'")
@@ -185,7 +201,7 @@ fn a_crushrc_provider_of_a_type_not_supported_is_a_warning() {
     .unwrap();
     let out = env.run(&["run", "-m", "local/m", "hi"], None);
     out.assert_success();
-    let models = env.run(&["models", "gem"], None);
+    let models = env.run(&["models", "gem", "--json"], None);
     models.assert_success();
     assert!(
         models.stdout.contains("unknown type 'gemini'"),

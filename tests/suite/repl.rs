@@ -306,7 +306,7 @@ fn export_in_both_formats_from_the_repl_and_the_command_line() {
     let out = repl(
         &env,
         &[],
-        "what is it?\n/export\n/export json out.json\n/exp md notes/x.md\n",
+        "what is it?\n/export\n/export json out.json\n/expo md notes/x.md\n",
     );
     out.assert_success();
     assert!(out.stdout.contains("# "), "{}", out.stdout);
@@ -1313,4 +1313,74 @@ fn model_and_sessions_pick_from_a_numbered_list() {
     );
     tmux.keys(&["Escape"]);
     tmux.wait_for("the list to go", |s| !s.contains("Enter picks"));
+}
+}
+
+/// A change allowed without asking (`--yolo`) still shows its diff: on the terminal (REPL) and
+/// on stderr (`crush run`), not with `-q`.
+#[test]
+fn an_allowed_edits_diff_is_shown() {
+    let replies = || {
+        vec![
+            Reply::tool_call(
+                "write",
+                json!({"file_path": "notes.txt", "content": "first-added-line\n"}),
+            ),
+            Reply::text("Wrote it."),
+        ]
+    };
+    let (_server, env) = setup(replies());
+    let out = env.run(&["--yolo", "run", "go"], None);
+    out.assert_success();
+    assert!(out.stderr.contains("+first-added-line"), "{}", out.stderr);
+    assert!(out.stderr.contains("+++ "), "{}", out.stderr);
+    let (_server, env) = setup(replies());
+    let out = env.run(&["--yolo", "run", "-q", "go"], None);
+    out.assert_success();
+    assert!(!out.stderr.contains("first-added-line"), "{}", out.stderr);
+    if !tmux_available() {
+        eprintln!("tmux is not installed: skipped");
+        return;
+    }
+    for cols in [80, 120] {
+        let (_server, env) = setup(replies());
+        let (tmux, _) = start_in_tmux_at(&env, &format!("diff{cols}"), &["--yolo"], &[], cols);
+        tmux.wait_for("the prompt", |s| s.lines().any(|l| l.trim_end() == ">"));
+        tmux.keys(&["go", "Enter"]);
+        let screen = tmux.wait_for("the answer", |s| s.contains("Wrote it."));
+        assert!(screen.contains("+first-added-line"), "{screen}");
+    }
+}
+
+/// `options.tool_preview_lines` sets the preview's length; `/expand` prints the whole last
+/// result.
+#[test]
+fn preview_length_is_an_option_and_expand_prints_the_whole_result() {
+    let replies = || {
+        vec![
+            Reply::tool_call("bash", json!({"command": "seq 1 30"})),
+            Reply::text("Counted."),
+        ]
+    };
+    let (server, env) = setup(replies());
+    let mut config = env.config_for(&server, Dialect::OpenAi);
+    config["options"]["tool_preview_lines"] = json!(2);
+    env.write_config(&config);
+    let out = env.run(&["--yolo", "run", "go"], None);
+    out.assert_success();
+    let preview: Vec<&str> = out
+        .stderr
+        .lines()
+        .skip_while(|l| !l.starts_with("[bash]"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .collect();
+    assert_eq!(preview, ["  30", "  exit 0"], "{}", out.stderr);
+    let (_server, env) = setup(replies());
+    let out = repl(&env, &["--yolo"], "go\n/expand\n");
+    out.assert_success();
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    for n in ["1", "15", "30"] {
+        assert!(lines.contains(&n), "{n} missing: {}", out.stdout);
+    }
 }

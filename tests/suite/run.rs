@@ -760,3 +760,89 @@ fn the_database_is_left_closed_with_no_wal_beside_it() {
         .unwrap();
     assert!(parts >= 4, "{parts} messages");
 }
+
+/// A session is named as every list names it: the `--json` events carry the hash id and the
+/// UUID, the session event's title is the stored one, and the hints print the short id.
+#[test]
+fn sessions_are_named_by_short_id_and_stored_title() {
+    let server = FakeServer::with_script(vec![
+        Reply::text("reviewed"),
+        Reply::status(400, "{\"error\":{\"message\":\"bad request\"}}"),
+    ]);
+    let env = env_with(&server, Dialect::OpenAi);
+    let out = env.run(
+        &["run", "--json", "review this change"],
+        Some("diff --git a/x b/x\n+secret line\n"),
+    );
+    out.assert_success();
+    let events = json_lines(&out.stdout);
+    assert_eq!(events[0]["type"], "session", "{}", out.stdout);
+    let uuid = events[0]["uuid"].as_str().unwrap().to_string();
+    let id = events[0]["id"].as_str().unwrap().to_string();
+    assert_eq!(events[0]["session_id"], uuid.as_str());
+    assert_eq!(id.len(), 16, "{id}");
+    // Titled from what was asked, not from the diff piped in before it.
+    assert_eq!(events[0]["title"], "review this change", "{}", out.stdout);
+    let finish = events.last().unwrap();
+    assert_eq!((&finish["id"], &finish["uuid"]), (&json!(id), &json!(uuid)));
+    let list = env.run(&["sessions", "list", "--json"], None);
+    let list: Value = serde_json::from_str(&list.stdout).unwrap();
+    assert_eq!(list[0]["title"], "review this change");
+    assert_eq!(list[0]["id"], id.as_str());
+    // A failed turn's hint names the session by the short id `-s` takes back.
+    let again = env.run(&["run", "-s", &id[..7], "go on"], None);
+    again.assert_code(1);
+    assert!(
+        again
+            .stderr
+            .contains(&format!("crush run -s {} ", &id[..7])),
+        "{}",
+        again.stderr
+    );
+    assert!(!again.stderr.contains(&uuid), "{}", again.stderr);
+}
+
+/// `crush __complete` answers the completion scripts with the project's live values.
+#[test]
+fn complete_offers_the_projects_session_ids_and_models() {
+    let server = FakeServer::with_script(vec![Reply::text("one"), Reply::text("two")]);
+    let env = env_with(&server, Dialect::OpenAi);
+    env.run(&["run", "first topic"], None).assert_success();
+    env.run(&["run", "second topic"], None).assert_success();
+    let list = env.run(&["sessions", "list", "--json"], None);
+    let list: Value = serde_json::from_str(&list.stdout).unwrap();
+    let ids: Vec<String> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap()[..7].to_string())
+        .collect();
+    assert_eq!(ids.len(), 2);
+    let out = env.run(&["__complete", "run", "-s", ""], None);
+    out.assert_success();
+    let got: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(
+        got,
+        [
+            format!("{}\tsecond topic", ids[0]),
+            format!("{}\tfirst topic", ids[1])
+        ],
+        "{}",
+        out.stdout
+    );
+    // A prefix narrows them; models, files and commands come live too.
+    let out = env.run(&["__complete", "-s", &ids[1][..5]], None);
+    assert_eq!(out.stdout.lines().count(), 1, "{}", out.stdout);
+    let out = env.run(&["__complete", "run", "-m", ""], None);
+    assert!(
+        out.stdout.lines().any(|l| l.starts_with("fake/fake-model")),
+        "{}",
+        out.stdout
+    );
+    env.write_project_file("notes.md", "x");
+    let out = env.run(&["__complete", "run", "--attach", "no"], None);
+    assert_eq!(out.stdout, "notes.md\n");
+    let out = env.run(&["__complete", "help", "mo"], None);
+    assert!(out.stdout.starts_with("models\t"), "{}", out.stdout);
+    assert_eq!(server.model_requests().len(), 2, "no model call");
+}

@@ -144,6 +144,44 @@ fn an_untrusted_project_cannot_widen_permissions() {
         "{}",
         out.stderr
     );
+    // The refusal says why the project's own entry did not count, and what would make it.
+    let refusal = out
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("crush: refused"))
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        refusal.contains("\"permissions\" setting is skipped") && refusal.contains("crush trust"),
+        "{refusal}"
+    );
+}
+
+/// `crush hooks test` in an untrusted project with hooks of its own says why none matches.
+#[test]
+fn hooks_test_in_an_untrusted_project_names_crush_trust() {
+    let env = TestEnv::new();
+    env.write_project_file(
+        ".crush.json",
+        &json!({"hooks": {"PreToolUse": [{"matcher": "bash", "command": "true"}]}}).to_string(),
+    );
+    let out = env.run(&["hooks", "test", "PreToolUse", "--tool", "bash"], None);
+    assert!(
+        out.stdout.contains("no PreToolUse hook matches"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("is not trusted, so its own hooks do not run: 'crush trust'"),
+        "{}",
+        out.stdout
+    );
+    let out = env.run(
+        &["--trust", "hooks", "test", "PreToolUse", "--tool", "bash"],
+        None,
+    );
+    assert!(!out.stdout.contains("is not trusted"), "{}", out.stdout);
 }
 
 #[test]
