@@ -14,3 +14,4 @@ pub mod sandbox;
 pub mod sessions;
 pub mod skills;
 pub mod stats;
+pub mod stats_html;
