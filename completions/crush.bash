@@ -23,7 +23,7 @@ _crush() {
         trust) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --revoke --trust -h --help " -- "$cur")) ;;
         models) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust -h --help " -- "$cur")) ;;
         update-providers) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --trust -h --help " -- "$cur")) ;;
-        stats) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -m --model --json --trust --format --all --since --until --provider -h --help " -- "$cur")) ;;
+        stats) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -m --model --json --trust --format --all --since --until --provider --crawl-dir --html --open --chart -h --help " -- "$cur")) ;;
         dirs) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --trust -h --help " -- "$cur")) ;;
         projects) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust -h --help " -- "$cur")) ;;
         logs) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -f --follow -t --tail --trust -h --help " -- "$cur")) ;;

@@ -241,7 +241,7 @@ impl Bars {
             Bars::Blocks => {
                 let eighths = ((frac * (BAR_CELLS * 8) as f64).round() as usize).max(1);
                 let mut s = "█".repeat(eighths / 8);
-                if eighths % 8 > 0 {
+                if !eighths.is_multiple_of(8) {
                     s.push(['▏', '▎', '▍', '▌', '▋', '▊', '▉'][eighths % 8 - 1]);
                 }
                 s

@@ -50,7 +50,7 @@ fn thousands(n: i64) -> String {
     let digits = n.unsigned_abs().to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -461,11 +461,12 @@ impl Page<'_> {
         h.push_str("<table>\n<tr><th>SESSION</th><th class=\"l\">TITLE</th><th>CALLS</th><th>INPUT</th><th>OUTPUT</th><th>COST</th><th></th></tr>\n");
         for (p, s) in all.iter().take(TOP_SESSIONS) {
             let short = super::sessions::short_id(&s.id);
+            let hash = crate::store::hashid::hash_id(&s.id);
             let show = format!("crush sessions show {short}");
             let full = if several {
-                format!("crush -c {} sessions show {}", shell_word(&p.path), s.id)
+                format!("crush -c {} sessions show {hash}", shell_word(&p.path))
             } else {
-                format!("crush sessions show {}", s.id)
+                format!("crush sessions show {hash}")
             };
             let mut title = esc(&s.title);
             if s.sub_agent_sessions > 0 {
@@ -481,7 +482,7 @@ impl Page<'_> {
             let _ = writeln!(
                 h,
                 "<tr data-session=\"{}\"><td><code title=\"{}\">{}</code></td><td class=\"title\">{title}</td>{}{}{}{}<td class=\"l\"><span class=\"bar\" style=\"width:{:.0}px\"></span></td></tr>",
-                esc(&s.id),
+                esc(&hash),
                 esc(&full),
                 esc(&show),
                 count("td", "session-calls", s.totals.calls),

@@ -32,6 +32,7 @@ mod sandbox;
 mod shell;
 mod skills;
 mod static_bin;
+mod stats;
 mod todos;
 mod trust;
 mod undo;
