@@ -194,7 +194,7 @@ fn the_repl_asks_before_going_over_the_budget() {
     let mut cfg = env.config_for(&server, Dialect::OpenAi);
     cfg["options"] = json!({"max_cost": 0.005});
     env.write_config(&cfg);
-    // "first" spends $0.006 (its title is not priced); "second" would start over the $0.005:
+    // "first" spends $0.006 (and its title a little); "second" would start over the $0.005:
     // no, so nothing is sent; "third": yes, so its call is made.
     let out = env.run(&[], Some("first\nsecond\nn\nthird\ny\n"));
     out.assert_success();
@@ -204,8 +204,9 @@ fn the_repl_asks_before_going_over_the_budget() {
         .count();
     assert_eq!(asked, 2, "{}", out.stderr);
     assert!(
-        out.stderr
-            .contains("budget reached: this run has spent $0.0060 of its $0.0050"),
+        out.stderr.contains(
+            "of its $0.0050 (--max-cost / options.max_cost); model call 1 of the turn was not made"
+        ),
         "{}",
         out.stderr
     );
