@@ -218,14 +218,15 @@ pub enum Bars {
 }
 
 impl Bars {
-    /// Blocks on a terminal that takes colour, ASCII otherwise.
+    /// Blocks where the terminal takes colour (`NO_COLOR` unset or empty, `TERM` not dumb),
+    /// ASCII otherwise.
     pub fn for_terminal() -> Bars {
-        let no_color = std::env::var_os("NO_COLOR");
-        let term = std::env::var_os("TERM");
-        if crate::repl::render::use_color(true, no_color.as_deref(), term.as_deref()) {
-            Bars::Blocks
-        } else {
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        let dumb = std::env::var_os("TERM").is_some_and(|t| t == "dumb");
+        if no_color || dumb {
             Bars::Ascii
+        } else {
+            Bars::Blocks
         }
     }
 

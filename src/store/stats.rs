@@ -243,8 +243,11 @@ impl Store {
             return Ok(Unitemized::default());
         }
         let ledger = if self.layout.usage {
-            "SELECT r.root_id AS id, COUNT(*) AS calls, COALESCE(SUM(u.cost), 0.0) AS cost
-             FROM usage u JOIN root r ON u.session_id = r.id GROUP BY r.root_id"
+            // Summed per session first (a pass in the session index's order), then per root.
+            "SELECT r.root_id AS id, SUM(p.calls) AS calls, COALESCE(SUM(p.cost), 0.0) AS cost
+             FROM (SELECT session_id, COUNT(*) AS calls, SUM(cost) AS cost
+                   FROM usage GROUP BY session_id) p
+             JOIN root r ON p.session_id = r.id GROUP BY r.root_id"
         } else {
             "SELECT NULL AS id, 0 AS calls, 0.0 AS cost WHERE 0"
         };
