@@ -35,7 +35,7 @@ _crush() {
         trust) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --revoke --trust -h --help -v --version " -- "$cur")) ;;
         models) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust --all -h --help -v --version " -- "$cur")) ;;
         update-providers) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --trust -h --help -v --version " -- "$cur")) ;;
-        stats) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -m --model --json --trust --format --all --since --until --provider -h --help -v --version " -- "$cur")) ;;
+        stats) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -m --model --json --trust --format --all --since --until --provider --crawl-dir --html --open --chart -h --help -v --version " -- "$cur")) ;;
         dirs) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --trust -h --help -v --version " -- "$cur")) ;;
         projects) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug --json --trust -h --help -v --version " -- "$cur")) ;;
         logs) COMPREPLY=($(compgen -W "-c --cwd -D --data-dir -d --debug -f --follow -t --tail --trust -h --help -v --version " -- "$cur")) ;;

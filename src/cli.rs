@@ -270,6 +270,38 @@ pub static FLAGS: &[Flag] = &[
     },
     Flag {
         short: None,
+        long: "crawl-dir",
+        value: Some("DIR"),
+        help: "Every project with a .crush/crush.db below DIR",
+        detail: "stats: every project with a .crush/crush.db below DIR (up to 8 levels deep, 1000 databases)",
+        scope: Scope::Only(&["stats"]),
+    },
+    Flag {
+        short: None,
+        long: "html",
+        value: None,
+        help: "Write the report as one self-contained HTML page",
+        detail: "stats: write the report as one self-contained HTML page, to the FILE that follows or <data>/stats/index.html",
+        scope: Scope::Only(&["stats"]),
+    },
+    Flag {
+        short: None,
+        long: "open",
+        value: None,
+        help: "Open the --html page in the browser",
+        detail: "",
+        scope: Scope::Only(&["stats"]),
+    },
+    Flag {
+        short: None,
+        long: "chart",
+        value: None,
+        help: "Draw the bar charts even when stdout is not a terminal",
+        detail: "",
+        scope: Scope::Only(&["stats"]),
+    },
+    Flag {
+        short: None,
         long: "attach",
         value: Some("FILE"),
         help: "Attach FILE to the prompt (repeatable)",
@@ -575,17 +607,20 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "stats",
-        usage: "crush stats [--all] [--since WHEN] [--until WHEN] [--model M] [--provider P] [--format text|json|csv]",
+        usage: "crush stats [--all] [--crawl-dir DIR] [--since WHEN] [--until WHEN] [--model M] [--provider P] [--format text|json|csv] [--chart] [--html [FILE] [--open]]",
         brief: "Show model calls, tokens and cost",
         about: "Show the project's model calls, tokens by kind and cost from the usage ledger: \
-                in total, per model and per session (a sub-agent's calls count under the session \
-                that started it). Calls without a price are shown as unpriced, never as $0. Spend \
-                Go Crush recorded without itemizing it is shown on a line of its own. --all sums \
-                every project in projects.json, each database opened read-only.",
+                in total, per model, per UTC day and per session (a sub-agent's calls count under \
+                the session that started it), with bar charts of spend per day and per model on \
+                a terminal. Calls without a price are shown as unpriced, never as $0. Spend Go \
+                Crush recorded without itemizing it is shown on a line of its own. --all sums \
+                every project in projects.json and --crawl-dir every project below DIR, each \
+                database opened read-only. --html writes the report as a page with charts \
+                (--open opens it).",
         examples: &[
             "crush stats",
             "crush stats --since 7d --model sonnet",
-            "crush stats --all --format csv > usage.csv",
+            "crush stats --all --html --open",
         ],
         subcommands: &[],
     },
@@ -908,6 +943,10 @@ where
                 }
             }
             "provider" => stats.filter.provider = Some(value()?),
+            "crawl-dir" => stats.crawl_dir = Some(PathBuf::from(value()?)),
+            "html" => stats.html = Some(None),
+            "open" => stats.open = true,
+            "chart" => stats.chart = true,
             "origin" => origin = true,
             "revoke" => revoke = true,
             "trust" => global.trust = true,
@@ -991,10 +1030,26 @@ where
             }),
             "sessions" => sessions_command(positionals, json, format)?,
             "stats" => {
-                if let Some(p) = positionals.first() {
+                let mut it = positionals.into_iter();
+                match (it.next(), stats.html.is_some()) {
+                    // `--html FILE`: the one argument stats takes.
+                    (Some(file), true) => stats.html = Some(Some(PathBuf::from(file))),
+                    (Some(p), false) => {
+                        return Err(UsageError(format!(
+                            "crush stats takes no arguments (got '{p}'; the file of --html follows it)"
+                        )));
+                    }
+                    (None, _) => {}
+                }
+                if let Some(p) = it.next() {
                     return Err(UsageError(format!(
-                        "crush stats takes no arguments (got '{p}')"
+                        "crush stats takes one file after --html (got another: '{p}')"
                     )));
+                }
+                if stats.open && stats.html.is_none() {
+                    return Err(UsageError(
+                        "--open opens the page of --html; add --html".into(),
+                    ));
                 }
                 use crate::commands::stats::Format;
                 stats.format = match format.as_deref() {

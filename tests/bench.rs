@@ -440,6 +440,9 @@ fn main() {
         skills_scenario(&env);
     }
     edit_scenarios(&env, &server);
+    if selected("stats --all, 50 x 10k rows") {
+        stats_scenario(&env, &server);
+    }
     if selected("bare sh -c true") {
         let bare = (0..RUNS * 3)
             .map(|_| {
@@ -450,6 +453,58 @@ fn main() {
             .collect();
         report("bare sh -c true", bare);
     }
+}
+
+/// `crush stats --all` over 50 projects with 10 000 usage rows each (crush(1) USAGE AND COST):
+/// one real database from a run, filled with rows over 100 sessions, 3 models and 100 days,
+/// copied 50 times and listed in projects.json.
+fn stats_scenario(env: &TestEnv, server: &FakeServer) {
+    env.use_server(server, Dialect::OpenAi);
+    server.push_all(vec![Reply::text("ok").with_usage(1000, 200, 0, 0)]);
+    let mut cmd = command(env);
+    cmd.args(["run", "-q", "seed the ledger"]);
+    measure(cmd);
+    let seed = env.project().join(".crush").join("crush.db");
+    let c = rusqlite::Connection::open(&seed).unwrap();
+    c.execute_batch(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100)
+         INSERT INTO sessions (id, parent_session_id, title, cost, updated_at, created_at)
+         SELECT 'bench-' || i, CASE WHEN i % 10 = 0 THEN 'bench-' || (i - 1) END,
+                'Session ' || i, 0, 1790000000 - i * 86400, 1790000000 - i * 86400 FROM n;
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10000)
+         INSERT INTO usage (session_id, provider, model, input_tokens, output_tokens,
+                            cache_read_tokens, cache_write_tokens, cost, price_source, created_at)
+         SELECT 'bench-' || (1 + i % 100), 'fake',
+                CASE i % 3 WHEN 0 THEN 'a' WHEN 1 THEN 'b' ELSE 'unpriced' END,
+                1000, 200, 500, 100, CASE WHEN i % 3 = 2 THEN NULL ELSE 0.006 END, 'config',
+                1790000000 - (i % 100) * 86400 - i FROM n;
+         UPDATE sessions SET cost = (SELECT COALESCE(SUM(cost), 0) FROM usage
+                                     WHERE session_id = sessions.id);
+         PRAGMA journal_mode = DELETE;",
+    )
+    .unwrap();
+    drop(c);
+    let projects: Vec<_> = (0..50)
+        .map(|i| {
+            let dir = env.root().join(format!("stats-{i:02}"));
+            std::fs::create_dir_all(dir.join(".crush")).unwrap();
+            std::fs::copy(&seed, dir.join(".crush").join("crush.db")).unwrap();
+            json!({"path": dir, "data_dir": dir.join(".crush"), "last_accessed": "2026-11-01T00:00:00Z"})
+        })
+        .collect();
+    std::fs::write(
+        env.data_dir().join("projects.json"),
+        json!({"projects": projects}).to_string(),
+    )
+    .unwrap();
+    let samples = (0..RUNS)
+        .map(|_| {
+            let mut cmd = command(env);
+            cmd.args(["stats", "--all"]);
+            measure(cmd)
+        })
+        .collect();
+    report("stats --all, 50 x 10k rows", samples);
 }
 
 /// Discovery of 100 skills and 100 custom commands, as `crush -d skills list` reports it (the

@@ -17,6 +17,8 @@ pub struct Budget {
     pub allow_unpriced: bool,
     /// The session's spend when the run began: the run's spend is counted from it.
     pub start: f64,
+    /// The user let this turn go past the limit (the REPL asks): no check until the next turn.
+    pub waived: bool,
 }
 
 /// Which limit stopped the turn.
@@ -117,6 +119,7 @@ impl Budget {
             session: checked("max_session_cost", options.max_session_cost)?,
             allow_unpriced,
             start,
+            waived: false,
         })
     }
 
@@ -141,19 +144,59 @@ impl Budget {
 }
 
 impl Agent<'_> {
-    /// The budget's stop before model call `step` of a turn, if any (crush(1) USAGE AND COST, Budget): one
-    /// read of the top-level session's recorded cost, which includes its sub-agents'.
-    pub(super) fn budget_stop(&self, step: usize) -> Result<Option<Stop>, AgentError> {
+    /// The budget's stop before model call `step` of a turn, if any (crush(1) USAGE AND COST,
+    /// Budget): one read of the top-level session's recorded cost, which includes its
+    /// sub-agents'. Where the sink can ask (the REPL), the user may let the turn go over the
+    /// limit, or call an unpriced model, instead.
+    pub(super) fn budget_stop(
+        &mut self,
+        step: usize,
+        sink: &mut dyn super::Sink,
+    ) -> Result<Option<Stop>, AgentError> {
         let Some(b) = self.budget.as_ref().filter(|b| b.is_set()) else {
             return Ok(None);
         };
-        if !b.allow_unpriced && !self.model.is_priced() {
-            return Ok(Some(Stop::Budget(BudgetStop::Unpriced {
+        let stop = if !b.allow_unpriced && !self.model.is_priced() {
+            BudgetStop::Unpriced {
                 model: format!("{}/{}", self.model.provider.id, self.model.model.id),
-            })));
+            }
+        } else if b.waived {
+            return Ok(None);
+        } else {
+            let spent = self.store.session_spend(&self.session_id)?;
+            match b.check(spent, step) {
+                Some(stop) => stop,
+                None => return Ok(None),
+            }
+        };
+        if !sink.can_ask() || !sink.go_over_budget(&stop) {
+            return Ok(Some(Stop::Budget(stop)));
         }
-        let spent = self.store.session_spend(&self.session_id)?;
-        Ok(b.check(spent, step).map(Stop::Budget))
+        if let Some(b) = self.budget.as_mut() {
+            match stop {
+                BudgetStop::Unpriced { .. } => b.allow_unpriced = true,
+                BudgetStop::Reached { .. } => b.waived = true,
+            }
+        }
+        Ok(None)
+    }
+
+    /// A new turn is checked against the budget again, whatever the last one was let do.
+    pub(super) fn rearm_budget(&mut self) {
+        if let Some(b) = self.budget.as_mut() {
+            b.waived = false;
+        }
+    }
+
+    /// The limit the status line shows: what the session may have spent in all when the next
+    /// check is made (the tighter of the two limits), if a budget is set.
+    pub fn budget_ceiling(&self) -> Option<f64> {
+        let b = self.budget.as_ref().filter(|b| b.is_set())?;
+        let run = b.run.map(|r| b.start + r);
+        match (run, b.session) {
+            (Some(r), Some(s)) => Some(r.min(s)),
+            (r, s) => r.or(s),
+        }
     }
 }
 
@@ -168,6 +211,7 @@ mod tests {
             session: Some(1.0),
             allow_unpriced: false,
             start: 0.5,
+            waived: false,
         };
         assert_eq!(b.check(0.509, 2), None);
         let Some(BudgetStop::Reached {

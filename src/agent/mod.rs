@@ -117,6 +117,12 @@ pub trait Sink {
     fn can_ask(&self) -> bool {
         true
     }
+    /// The budget would stop the turn before a model call (`stop` says why): whether the user
+    /// lets it go on, past the limit for the rest of the turn or calling an unpriced model for
+    /// the session. Only the REPL asks; nobody else can.
+    fn go_over_budget(&mut self, _stop: &budget::BudgetStop) -> bool {
+        false
+    }
     /// Puts the `question` tool's questions to the user: their answers, or None when the user
     /// canceled (or nobody can answer).
     fn questions(

@@ -98,6 +98,7 @@ impl Agent<'_> {
     ) -> Result<TurnResult, AgentError> {
         if !self.is_sub_agent() {
             self.prompt_id = crate::store::new_id().unwrap_or_default();
+            self.rearm_budget();
         }
         // UserPromptSubmit: before anything reaches the model.
         let names: Vec<&str> = attachments
@@ -195,7 +196,7 @@ impl Agent<'_> {
 
     /// One step: a model call and what follows from its answer. Some: the turn stops.
     fn step(&mut self, turn: &mut Turn, sink: &mut dyn Sink) -> Result<Option<Stop>, AgentError> {
-        if let Some(stop) = self.budget_stop(turn.step)? {
+        if let Some(stop) = self.budget_stop(turn.step, sink)? {
             return Ok(Some(stop));
         }
         self.sync_mcp(sink);

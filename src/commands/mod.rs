@@ -15,3 +15,4 @@ pub mod sandbox;
 pub mod sessions;
 pub mod skills;
 pub mod stats;
+pub mod stats_html;

@@ -4,9 +4,11 @@
 
 use crate::app::Global;
 use crate::app::{self, AppError};
-use crate::store::stats::{Filter, Stats, Totals, Unitemized};
+use crate::store::stats::{DayStats, Filter, ModelStats, Stats, Totals, Unitemized};
 use serde_json::{Value, json};
-use std::fmt::Write as _;
+use std::fmt::{self, Write as _};
+use std::io;
+use std::path::{Path, PathBuf};
 
 /// Version of the `--json` document; bump on incompatible changes.
 pub const JSON_SCHEMA_VERSION: u32 = 1;
@@ -30,12 +32,7 @@ fn totals_json(t: &Totals) -> Value {
 
 /// The JSON document of `crush stats --json`.
 pub fn to_json(stats: &Stats, database: Option<&str>) -> Value {
-    let with = |mut base: Value, t: &Totals| {
-        if let (Value::Object(b), Value::Object(extra)) = (&mut base, totals_json(t)) {
-            b.extend(extra);
-        }
-        base
-    };
+    let with = with_totals;
     json!({
         "v": JSON_SCHEMA_VERSION,
         "database": database,
@@ -46,10 +43,8 @@ pub fn to_json(stats: &Stats, database: Option<&str>) -> Value {
             "prompt_tokens": stats.unitemized.prompt_tokens,
             "completion_tokens": stats.unitemized.completion_tokens,
         },
-        "models": stats.models.iter().map(|m| with(
-            json!({"provider": m.provider, "model": m.model}),
-            &m.totals,
-        )).collect::<Vec<_>>(),
+        "models": models_json(&stats.models),
+        "days": days_json(&stats.days),
         "sessions": stats.sessions.iter().map(|s| with(
             json!({
                 "id": s.id,
@@ -59,6 +54,32 @@ pub fn to_json(stats: &Stats, database: Option<&str>) -> Value {
             &s.totals,
         )).collect::<Vec<_>>(),
     })
+}
+
+/// A totals object with `extra`'s keys in front.
+fn with_totals(mut extra: Value, t: &Totals) -> Value {
+    if let (Value::Object(b), Value::Object(sums)) = (&mut extra, totals_json(t)) {
+        b.extend(sums);
+    }
+    extra
+}
+
+fn models_json(models: &[ModelStats]) -> Value {
+    models
+        .iter()
+        .map(|m| with_totals(json!({"provider": m.provider, "model": m.model}), &m.totals))
+        .collect()
+}
+
+/// One object per UTC day with calls, oldest first, each with its models.
+fn days_json(days: &[DayStats]) -> Value {
+    days.iter()
+        .map(|d| {
+            let mut v = with_totals(json!({"day": d.date()}), &d.totals);
+            v["models"] = models_json(&d.models);
+            v
+        })
+        .collect()
 }
 
 /// "$0.0123", "unpriced", or "$0.0123 + 2 unpriced".
@@ -133,8 +154,40 @@ fn unitemized_line(u: &Unitemized) -> String {
     line
 }
 
-/// The text table of `crush stats`.
-pub fn to_text(stats: &Stats) -> String {
+/// How many days the text table lists (the most recent ones with calls); JSON and CSV list all.
+const TEXT_DAYS: usize = 30;
+/// How many days the terminal's bar chart draws.
+const CHART_DAYS: usize = 14;
+/// The widest bar of a chart, in cells.
+const BAR_CELLS: usize = 30;
+
+/// The MODEL and DAY tables (the last [`TEXT_DAYS`] days) of a report.
+fn models_and_days(out: &mut String, stats: &Stats) {
+    header(out, "MODEL");
+    for m in &stats.models {
+        row(out, &clip(&model_name(m), 40), &m.totals);
+    }
+    out.push('\n');
+    header(out, "DAY (UTC)");
+    let skip = stats.days.len().saturating_sub(TEXT_DAYS);
+    if skip > 0 {
+        let _ = writeln!(
+            out,
+            "({skip} earlier day{} with calls: see --format json or csv)",
+            if skip == 1 { "" } else { "s" }
+        );
+    }
+    for d in &stats.days[skip..] {
+        row(out, &d.date(), &d.totals);
+    }
+}
+
+fn model_name(m: &ModelStats) -> String {
+    format!("{}/{}", m.provider, m.model)
+}
+
+/// The text table of `crush stats`, with bar charts when `charts` says how to draw them.
+pub fn to_text(stats: &Stats, charts: Option<Bars>) -> String {
     let mut out = String::new();
     if stats.total.calls == 0 {
         return unitemized_line(&stats.unitemized);
@@ -154,15 +207,12 @@ pub fn to_text(stats: &Stats) -> String {
             t.unknown_usage_calls
         );
     }
-    out.push('\n');
-    header(&mut out, "MODEL");
-    for m in &stats.models {
-        row(
-            &mut out,
-            &clip(&format!("{}/{}", m.provider, m.model), 40),
-            &m.totals,
-        );
+    if let Some(bars) = charts {
+        out.push('\n');
+        out.push_str(&charts_text(stats, bars));
     }
+    out.push('\n');
+    models_and_days(&mut out, stats);
     out.push('\n');
     header(&mut out, "SESSION");
     for s in &stats.sessions {
@@ -171,6 +221,89 @@ pub fn to_text(stats: &Stats) -> String {
             name = format!("{name} (+{} sub-agents)", s.sub_agent_sessions);
         }
         row(&mut out, &clip(&name, 40), &s.totals);
+    }
+    out
+}
+
+/// How bar charts are drawn: Unicode blocks, or `#` where the terminal may not show them
+/// (`NO_COLOR`, `TERM=dumb`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bars {
+    Blocks,
+    Ascii,
+}
+
+impl Bars {
+    /// Blocks where the terminal takes colour (`NO_COLOR` unset or empty, `TERM` not dumb),
+    /// ASCII otherwise.
+    pub fn for_terminal() -> Bars {
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        let dumb = std::env::var_os("TERM").is_some_and(|t| t == "dumb");
+        if no_color || dumb {
+            Bars::Ascii
+        } else {
+            Bars::Blocks
+        }
+    }
+
+    /// A bar `value / max` of [`BAR_CELLS`], in eighths of a cell with blocks; at least a sliver
+    /// for anything above 0.
+    pub fn bar(self, value: f64, max: f64) -> String {
+        if !(value > 0.0 && max > 0.0) {
+            return String::new();
+        }
+        let frac = (value / max).min(1.0);
+        match self {
+            Bars::Ascii => "#".repeat(((frac * BAR_CELLS as f64).round() as usize).max(1)),
+            Bars::Blocks => {
+                let eighths = ((frac * (BAR_CELLS * 8) as f64).round() as usize).max(1);
+                let mut s = "█".repeat(eighths / 8);
+                if !eighths.is_multiple_of(8) {
+                    s.push(['▏', '▎', '▍', '▌', '▋', '▊', '▉'][eighths % 8 - 1]);
+                }
+                s
+            }
+        }
+    }
+}
+
+/// One chart line: label, bar padded to its full width, the cost text.
+fn chart_line(out: &mut String, label: &str, bar: &str, t: &Totals) {
+    let pad = BAR_CELLS.saturating_sub(bar.chars().count());
+    let _ = writeln!(out, "{label} {bar}{} {}", " ".repeat(pad), cost_text(t));
+}
+
+/// Spend per day (the last [`CHART_DAYS`]) and per model as bar charts.
+pub fn charts_text(stats: &Stats, bars: Bars) -> String {
+    let mut out = String::new();
+    let days = &stats.days[stats.days.len().saturating_sub(CHART_DAYS)..];
+    let max = days.iter().map(|d| d.totals.cost).fold(0.0, f64::max);
+    let _ = writeln!(out, "SPEND PER DAY (UTC)");
+    for d in days {
+        chart_line(
+            &mut out,
+            &d.date(),
+            &bars.bar(d.totals.cost, max),
+            &d.totals,
+        );
+    }
+    out.push('\n');
+    let _ = writeln!(out, "SPEND PER MODEL");
+    let width = stats
+        .models
+        .iter()
+        .map(|m| model_name(m).chars().count().min(24))
+        .max()
+        .unwrap_or(0);
+    let max = stats
+        .models
+        .iter()
+        .map(|m| m.totals.cost)
+        .fold(0.0, f64::max);
+    for m in &stats.models {
+        let label = clip(&model_name(m), 24);
+        let label = format!("{label:<width$}");
+        chart_line(&mut out, &label, &bars.bar(m.totals.cost, max), &m.totals);
     }
     out
 }
@@ -189,8 +322,16 @@ pub enum Format {
 pub struct StatsArgs {
     /// `--all`: every project in projects.json.
     pub all: bool,
+    /// `--crawl-dir DIR`: every `.crush/crush.db` below DIR.
+    pub crawl_dir: Option<PathBuf>,
     pub filter: Filter,
     pub format: Format,
+    /// `--html [FILE]`: write the page (to FILE, else the default place) instead of printing.
+    pub html: Option<Option<PathBuf>>,
+    /// `--open`: open the written page in the browser.
+    pub open: bool,
+    /// `--chart`: the bar charts even when stdout is not a terminal.
+    pub chart: bool,
 }
 
 /// A `--since`/`--until` value: `7d` (days before now) or a UTC date `2026-11-01` (its start):
@@ -242,51 +383,281 @@ pub fn to_csv(rows: &[(&str, String, &Totals)]) -> String {
     out
 }
 
-fn csv_of(stats: &Stats) -> String {
-    let mut rows: Vec<(&str, String, &Totals)> = stats
+/// The CSV rows of the models and the days of `stats`.
+fn model_and_day_rows(stats: &Stats) -> Vec<(&'static str, String, &Totals)> {
+    let models = stats
         .models
         .iter()
-        .map(|m| ("model", format!("{}/{}", m.provider, m.model), &m.totals))
-        .collect();
+        .map(|m| ("model", model_name(m), &m.totals));
+    let days = stats.days.iter().map(|d| ("day", d.date(), &d.totals));
+    models.chain(days).collect()
+}
+
+fn csv_of(stats: &Stats) -> String {
+    let mut rows = model_and_day_rows(stats);
     rows.push(("total", "all calls".into(), &stats.total));
     to_csv(&rows)
 }
 
-/// `crush stats --all`: every project of projects.json whose database exists, each opened
-/// read-only, and their sum.
-fn report_all(args: &StatsArgs) -> Result<String, AppError> {
-    let global = crate::paths::global_data_dir();
-    let list = crate::store::projects::list(&global).map_err(|e| {
-        AppError::Runtime(format!(
-            "cannot read {}: {e}",
-            global.join("projects.json").display()
-        ))
-    })?;
-    let mut projects = Vec::new();
-    let mut total = Totals::default();
-    let mut unitemized = Unitemized::default();
-    for p in list {
-        let db = std::path::Path::new(&p.data_dir).join("crush.db");
-        if !db.is_file() {
+/// The typed failures of `crush stats` beyond the store's.
+#[derive(Debug)]
+pub enum StatsError {
+    /// `--crawl-dir` names something that is not a directory.
+    NotADirectory(PathBuf),
+    /// The HTML page could not be written.
+    WriteHtml { path: PathBuf, source: io::Error },
+    /// projects.json could not be read.
+    Projects { path: PathBuf, message: String },
+}
+
+impl fmt::Display for StatsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StatsError::NotADirectory(p) => {
+                write!(f, "--crawl-dir {}: not a directory", p.display())
+            }
+            StatsError::WriteHtml { path, source } => {
+                write!(f, "cannot write {}: {source}", path.display())
+            }
+            StatsError::Projects { path, message } => {
+                write!(f, "cannot read {}: {message}", path.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for StatsError {}
+
+impl From<StatsError> for AppError {
+    fn from(e: StatsError) -> Self {
+        match e {
+            StatsError::NotADirectory(_) => AppError::Usage(e.to_string()),
+            _ => AppError::Runtime(e.to_string()),
+        }
+    }
+}
+
+/// One project of a report: where it is and its figures.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ProjectReport {
+    /// The project's directory.
+    pub path: String,
+    /// Its crush.db.
+    pub db: String,
+    pub stats: Stats,
+}
+
+/// The limits of `--crawl-dir` (crush(1) USAGE AND COST): how deep below DIR it looks, how many
+/// directories it reads and how many databases it takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CrawlBounds {
+    pub depth: usize,
+    pub dirs: usize,
+    pub databases: usize,
+}
+
+pub const CRAWL_BOUNDS: CrawlBounds = CrawlBounds {
+    depth: 8,
+    dirs: 50_000,
+    databases: 1_000,
+};
+
+/// Directories a crawl never enters: version control, dependencies, build output and caches
+/// (the list Go Crush skips), as no project keeps its `.crush` in them.
+const CRAWL_SKIP: &[&str] = &[
+    ".git",
+    ".svn",
+    ".hg",
+    "node_modules",
+    "vendor",
+    "dist",
+    "build",
+    "target",
+    ".idea",
+    ".vscode",
+    "__pycache__",
+    "bin",
+    "obj",
+    "out",
+    "coverage",
+    "logs",
+    "generated",
+    "bower_components",
+    "jspm_packages",
+    ".cache",
+    ".npm",
+    ".cargo",
+    "Library",
+    "Applications",
+    "System",
+];
+
+/// What a crawl found: (project directory, its crush.db), in path order, and the bound that
+/// stopped it early, if one did.
+#[derive(Debug, Default, PartialEq)]
+pub struct Crawl {
+    pub found: Vec<(PathBuf, PathBuf)>,
+    pub stopped: Option<&'static str>,
+}
+
+/// Every `.crush/crush.db` file below `dir`, breadth first, within `bounds`. Symbolic links are
+/// not followed; unreadable directories are passed over.
+pub fn crawl(dir: &Path, bounds: CrawlBounds) -> Result<Crawl, StatsError> {
+    if !dir.is_dir() {
+        return Err(StatsError::NotADirectory(dir.to_path_buf()));
+    }
+    let mut out = Crawl::default();
+    let mut queue = std::collections::VecDeque::from([(dir.to_path_buf(), 0usize)]);
+    let mut visited = 0usize;
+    while let Some((d, depth)) = queue.pop_front() {
+        if visited >= bounds.dirs {
+            out.stopped = Some("directories");
+            break;
+        }
+        visited += 1;
+        let db = d.join(".crush").join("crush.db");
+        if db.is_file() {
+            if out.found.len() >= bounds.databases {
+                out.stopped = Some("databases");
+                break;
+            }
+            out.found.push((d.clone(), db));
+        }
+        if depth >= bounds.depth {
             continue;
         }
-        let store = crate::store::Store::open_read_only(&db)?;
-        let stats = store.totals_where(&args.filter)?;
-        total.add(&stats.total);
-        unitemized.sessions += stats.unitemized.sessions;
-        unitemized.cost += stats.unitemized.cost;
-        projects.push((p.path, db.display().to_string(), stats));
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        let mut subdirs: Vec<PathBuf> = entries
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .filter(|e| {
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                name != ".crush" && !CRAWL_SKIP.contains(&name.as_ref())
+            })
+            .map(|e| e.path())
+            .collect();
+        subdirs.sort();
+        queue.extend(subdirs.into_iter().map(|p| (p, depth + 1)));
     }
-    Ok(match args.format {
+    out.found.sort();
+    Ok(out)
+}
+
+/// The projects `--all` and `--crawl-dir` name, each database once: (project, crush.db).
+fn projects_to_read(args: &StatsArgs) -> Result<Vec<(String, PathBuf)>, StatsError> {
+    let mut list: Vec<(String, PathBuf)> = Vec::new();
+    if args.all {
+        let global = crate::paths::global_data_dir();
+        let projects = crate::store::projects::list(&global).map_err(|e| StatsError::Projects {
+            path: global.join("projects.json"),
+            message: e.to_string(),
+        })?;
+        for p in projects {
+            let db = Path::new(&p.data_dir).join("crush.db");
+            if db.is_file() {
+                list.push((p.path, db));
+            }
+        }
+    }
+    if let Some(dir) = &args.crawl_dir {
+        let found = crawl(dir, CRAWL_BOUNDS)?;
+        if let Some(what) = found.stopped {
+            crate::ewriteln!(
+                "crush: warning: the crawl of {} stopped at its limit of {what} ({} levels, {} directories, {} databases); the report covers what it found",
+                dir.display(),
+                CRAWL_BOUNDS.depth,
+                CRAWL_BOUNDS.dirs,
+                CRAWL_BOUNDS.databases
+            );
+        }
+        for (project, db) in found.found {
+            list.push((project.display().to_string(), db));
+        }
+    }
+    // The same database through projects.json and the crawl (or two spellings) counts once.
+    let mut seen = std::collections::HashSet::new();
+    list.retain(|(_, db)| seen.insert(std::fs::canonicalize(db).unwrap_or_else(|_| db.clone())));
+    Ok(list)
+}
+
+/// Each project's figures, read on a few threads (each database opened read-only, once). A
+/// database that cannot be read is left out with a warning naming it.
+fn read_projects(
+    list: Vec<(String, PathBuf)>,
+    filter: &Filter,
+    sessions: bool,
+) -> Vec<ProjectReport> {
+    let read = |(path, db): &(String, PathBuf)| -> Option<ProjectReport> {
+        let result = crate::store::Store::open_read_only(db).and_then(|store| {
+            if sessions {
+                store.stats_where(filter)
+            } else {
+                store.summary_where(filter)
+            }
+        });
+        match result {
+            Ok(stats) => Some(ProjectReport {
+                path: path.clone(),
+                db: db.display().to_string(),
+                stats,
+            }),
+            Err(e) => {
+                crate::ewriteln!("crush: warning: {} left out: {e}", db.display());
+                None
+            }
+        }
+    };
+    let workers = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 4)
+        .min(list.len().max(1));
+    let chunk = list.len().div_ceil(workers).max(1);
+    let mut parts: Vec<Vec<Option<ProjectReport>>> = Vec::new();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = list
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || part.iter().map(read).collect::<Vec<_>>()))
+            .collect();
+        for h in handles {
+            // A worker that panicked has no figures to give.
+            parts.push(h.join().unwrap_or_default());
+        }
+    });
+    parts.into_iter().flatten().flatten().collect()
+}
+
+/// The sum of several projects' figures.
+pub fn merged(projects: &[ProjectReport]) -> Stats {
+    let mut all = Stats::default();
+    for p in projects {
+        all.merge(&p.stats);
+    }
+    all
+}
+
+/// `crush stats --all` / `--crawl-dir` in text, JSON or CSV.
+fn all_text(
+    args: &StatsArgs,
+    projects: &[ProjectReport],
+    total: &Stats,
+    charts: Option<Bars>,
+) -> String {
+    match args.format {
         Format::Json => format!(
             "{}\n",
             json!({
                 "v": JSON_SCHEMA_VERSION,
-                "total": totals_json(&total),
-                "unitemized": {"sessions": unitemized.sessions, "cost": unitemized.cost},
-                "projects": projects.iter().map(|(path, db, st)| {
-                    let mut v = to_json(st, Some(db));
-                    v["path"] = json!(path);
+                "total": totals_json(&total.total),
+                "unitemized": {"sessions": total.unitemized.sessions, "cost": total.unitemized.cost},
+                "models": models_json(&total.models),
+                "days": days_json(&total.days),
+                "projects": projects.iter().map(|p| {
+                    let mut v = to_json(&p.stats, Some(&p.db));
+                    v["path"] = json!(p.path);
                     v
                 }).collect::<Vec<_>>(),
             })
@@ -294,22 +665,31 @@ fn report_all(args: &StatsArgs) -> Result<String, AppError> {
         Format::Csv => {
             let mut rows: Vec<(&str, String, &Totals)> = projects
                 .iter()
-                .map(|(path, _, st)| ("project", path.clone(), &st.total))
+                .map(|p| ("project", p.path.clone(), &p.stats.total))
                 .collect();
-            rows.push(("total", "all projects".into(), &total));
+            rows.extend(model_and_day_rows(total));
+            rows.push(("total", "all projects".into(), &total.total));
             to_csv(&rows)
         }
         Format::Text => {
             let mut out = String::new();
             header(&mut out, "PROJECT");
-            for (path, _, st) in &projects {
-                row(&mut out, &clip_left(path, 40), &st.total);
+            for p in projects {
+                row(&mut out, &clip_left(&p.path, 40), &p.stats.total);
             }
-            row(&mut out, "all projects", &total);
-            out.push_str(&unitemized_line(&unitemized));
+            row(&mut out, "all projects", &total.total);
+            out.push_str(&unitemized_line(&total.unitemized));
+            if total.total.calls > 0 {
+                if let Some(bars) = charts {
+                    out.push('\n');
+                    out.push_str(&charts_text(total, bars));
+                }
+                out.push('\n');
+                models_and_days(&mut out, total);
+            }
             out
         }
-    })
+    }
 }
 
 /// The end of `s` in at most `n` characters (a path's last components say the most).
@@ -323,9 +703,37 @@ fn clip_left(s: &str, n: usize) -> String {
     t
 }
 
+/// The bar charts of a text report: on a terminal, or with `--chart`.
+fn charts_for(args: &StatsArgs) -> Option<Bars> {
+    use std::io::IsTerminal;
+    (args.format == Format::Text && (args.chart || std::io::stdout().is_terminal()))
+        .then(Bars::for_terminal)
+}
+
 pub fn report(global: &Global, args: &StatsArgs) -> Result<String, AppError> {
-    if args.all {
-        return report_all(args);
+    let charts = charts_for(args);
+    if args.all || args.crawl_dir.is_some() {
+        let projects = read_projects(projects_to_read(args)?, &args.filter, args.html.is_some());
+        let total = merged(&projects);
+        if let Some(file) = &args.html {
+            let scope = match (&args.crawl_dir, args.all) {
+                (Some(d), false) => format!("every project below {}", d.display()),
+                (Some(d), true) => format!("every known project and those below {}", d.display()),
+                _ => "every known project".to_string(),
+            };
+            let page = super::stats_html::Page {
+                scope: &scope,
+                filter: &args.filter,
+                projects: &projects,
+                total: &total,
+                generated_at: crate::time::unix_now(),
+            };
+            let default = crate::paths::global_data_dir()
+                .join("stats")
+                .join("index.html");
+            return write_page(&page, file.as_deref().unwrap_or(&default), args.open);
+        }
+        return Ok(all_text(args, &projects, &total, charts));
     }
     let loaded = app::load_config(global)?;
     let store = app::open_existing_store(&loaded)?;
@@ -334,6 +742,24 @@ pub fn report(global: &Global, args: &StatsArgs) -> Result<String, AppError> {
         None => Stats::default(),
     };
     let db = store.as_ref().map(|s| s.path().display().to_string());
+    if let Some(file) = &args.html {
+        let project = ProjectReport {
+            path: loaded.project_root.display().to_string(),
+            db: db.unwrap_or_default(),
+            stats,
+        };
+        let scope = project.path.clone();
+        let projects = std::slice::from_ref(&project);
+        let page = super::stats_html::Page {
+            scope: &scope,
+            filter: &args.filter,
+            projects,
+            total: &project.stats,
+            generated_at: crate::time::unix_now(),
+        };
+        let default = loaded.data_dir.join("stats").join("index.html");
+        return write_page(&page, file.as_deref().unwrap_or(&default), args.open);
+    }
     match args.format {
         Format::Json => return Ok(format!("{}\n", to_json(&stats, db.as_deref()))),
         Format::Csv => return Ok(csv_of(&stats)),
@@ -355,13 +781,44 @@ pub fn report(global: &Global, args: &StatsArgs) -> Result<String, AppError> {
         );
         return Ok(String::new());
     }
-    Ok(to_text(&stats))
+    Ok(to_text(&stats, charts))
+}
+
+/// Writes the page atomically (its directory made if need be), opens it with `--open`, and
+/// says where it is.
+fn write_page(
+    page: &super::stats_html::Page<'_>,
+    file: &Path,
+    open: bool,
+) -> Result<String, AppError> {
+    let html = page.render();
+    let werr = |source| StatsError::WriteHtml {
+        path: file.to_path_buf(),
+        source,
+    };
+    if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(werr)?;
+    }
+    // A bare file name has no parent to write the temp file beside: take it as ./FILE.
+    let target = if file.parent().is_some_and(|d| d.as_os_str().is_empty()) {
+        Path::new(".").join(file)
+    } else {
+        file.to_path_buf()
+    };
+    crate::fsutil::write_atomic(&target, html.as_bytes()).map_err(werr)?;
+    let shown = std::fs::canonicalize(&target).unwrap_or(target);
+    if open && !crate::login::browser::open_page(&shown) {
+        crate::ewriteln!(
+            "crush: no browser is known ($BROWSER, xdg-open, open): open the file yourself"
+        );
+    }
+    Ok(format!("{}\n", shown.display()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::stats::{ModelStats, SessionStats};
+    use crate::store::stats::SessionStats;
 
     fn totals(calls: i64, priced: i64, cost: f64) -> Totals {
         Totals {
@@ -467,6 +924,11 @@ mod tests {
                     totals: totals(2, 0, 0.0),
                 },
             ],
+            days: vec![DayStats {
+                day: 20_000,
+                totals: totals(3, 1, 0.25),
+                models: vec![],
+            }],
             sessions: vec![SessionStats {
                 id: "0123456789abcdef".into(),
                 title: "A title".into(),
@@ -475,7 +937,7 @@ mod tests {
                 totals: totals(3, 1, 0.25),
             }],
         };
-        let t = to_text(&st);
+        let t = to_text(&st, None);
         assert!(t.contains("local/free"), "{t}");
         assert!(t.contains("unpriced"), "{t}");
         let short = super::super::sessions::short_id("0123456789abcdef");
@@ -494,5 +956,85 @@ mod tests {
         assert_eq!(j["sessions"][0]["sub_agent_sessions"], 1);
         assert_eq!(j["total"]["calls"], 3);
         assert_eq!(j["unitemized"]["cost"], 0.5);
+        assert_eq!(j["days"][0]["day"], "2024-10-04");
+        assert_eq!(j["days"][0]["calls"], 3);
+        assert!(t.contains("\n2024-10-04 "), "{t}");
+        let csv = csv_of(&st);
+        assert!(csv.contains("\nday,\"2024-10-04\",3,"), "{csv}");
+        // Charts only when asked for.
+        assert!(!t.contains("SPEND PER DAY"), "{t}");
+        let c = to_text(&st, Some(Bars::Ascii));
+        assert!(c.contains("SPEND PER DAY (UTC)\n2024-10-04 "), "{c}");
+        assert!(
+            c.contains(&format!("local/free  {} unpriced", " ".repeat(BAR_CELLS))),
+            "{c}"
+        );
+    }
+
+    #[test]
+    fn bars_are_proportional_in_eighths_or_hashes() {
+        let full = "█".repeat(BAR_CELLS);
+        assert_eq!(Bars::Blocks.bar(2.0, 2.0), full);
+        assert_eq!(Bars::Blocks.bar(1.0, 2.0), "█".repeat(BAR_CELLS / 2));
+        // 1/240 of the width is one eighth of a cell; anything above 0 shows.
+        assert_eq!(Bars::Blocks.bar(1.0, 240.0), "▏");
+        assert_eq!(Bars::Blocks.bar(1e-9, 240.0), "▏");
+        assert_eq!(Bars::Blocks.bar(0.0, 2.0), "");
+        assert_eq!(Bars::Ascii.bar(1.0, 2.0), "#".repeat(BAR_CELLS / 2));
+        assert_eq!(Bars::Ascii.bar(f64::NAN, 2.0), "");
+        assert!(Bars::Ascii.bar(3.0, 1.0).chars().all(|c| c == '#'));
+    }
+
+    #[test]
+    fn the_crawl_finds_project_databases_within_its_bounds() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = |rel: &str| {
+            let p = dir.path().join(rel).join(".crush");
+            std::fs::create_dir_all(&p).unwrap();
+            std::fs::write(p.join("crush.db"), b"").unwrap();
+        };
+        db("a");
+        db("b/c");
+        db("b/c/nested");
+        db("node_modules/x");
+        db("d/e/f/g");
+        // A .crush without a database, and a link that would find "a" again.
+        std::fs::create_dir_all(dir.path().join("h/.crush")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("a"), dir.path().join("link")).unwrap();
+        let bounds = CrawlBounds {
+            depth: 3,
+            dirs: 1000,
+            databases: 100,
+        };
+        let found = crawl(dir.path(), bounds).unwrap();
+        let names: Vec<_> = found
+            .found
+            .iter()
+            .map(|(p, db)| {
+                assert_eq!(db, &p.join(".crush").join("crush.db"));
+                p.strip_prefix(dir.path()).unwrap().display().to_string()
+            })
+            .collect();
+        assert_eq!(
+            names,
+            ["a", "b/c", "b/c/nested"],
+            "d/e/f/g is 4 levels down"
+        );
+        assert_eq!(found.stopped, None);
+        let few = crawl(
+            dir.path(),
+            CrawlBounds {
+                databases: 2,
+                ..bounds
+            },
+        )
+        .unwrap();
+        assert_eq!((few.found.len(), few.stopped), (2, Some("databases")));
+        let short = crawl(dir.path(), CrawlBounds { dirs: 2, ..bounds }).unwrap();
+        assert_eq!(short.stopped, Some("directories"));
+        assert!(matches!(
+            crawl(&dir.path().join("nowhere"), bounds),
+            Err(StatsError::NotADirectory(_))
+        ));
     }
 }

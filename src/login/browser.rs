@@ -38,12 +38,10 @@ impl From<NotWebUrl> for String {
     }
 }
 
-/// Opens `url` in the user's browser: `$BROWSER`, else `xdg-open` (or `open` on macOS), on a
-/// thread of its own (a browser may not return at once). Anything but an http or https URL is
-/// refused ([`browser_host`]).
-pub fn open_browser(url: &str, cwd: &std::path::Path) -> Result<(), NotWebUrl> {
-    browser_host(url)?;
-    let program = std::env::var("BROWSER")
+/// The browser to hand a URL or page to: `$BROWSER` (its first entry), else `xdg-open` (or
+/// `open` on macOS) when found on PATH.
+fn browser_program() -> Option<String> {
+    std::env::var("BROWSER")
         .ok()
         .and_then(|b| b.split(':').next().map(str::to_string))
         .filter(|b| !b.trim().is_empty())
@@ -52,8 +50,15 @@ pub fn open_browser(url: &str, cwd: &std::path::Path) -> Result<(), NotWebUrl> {
                 .iter()
                 .find(|p| crate::proc::which(p).is_some())
                 .map(|p| p.to_string())
-        });
-    let Some(program) = program else {
+        })
+}
+
+/// Opens `url` in the user's browser: `$BROWSER`, else `xdg-open` (or `open` on macOS), on a
+/// thread of its own (a browser may not return at once). Anything but an http or https URL is
+/// refused ([`browser_host`]).
+pub fn open_browser(url: &str, cwd: &std::path::Path) -> Result<(), NotWebUrl> {
+    browser_host(url)?;
+    let Some(program) = browser_program() else {
         return Ok(());
     };
     let spec = crate::proc::Spec::exec(vec![program, url.to_string()], cwd);
@@ -63,4 +68,38 @@ pub fn open_browser(url: &str, cwd: &std::path::Path) -> Result<(), NotWebUrl> {
             let _ = crate::proc::run(&spec);
         });
     Ok(())
+}
+
+/// The `file://` URL of an absolute path, its bytes outside the unreserved set and `/`
+/// percent-encoded.
+pub fn file_url(path: &std::path::Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut url = String::from("file://");
+    for &b in path.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+            url.push(b as char);
+        } else {
+            url.push_str(&format!("%{b:02X}"));
+        }
+    }
+    url
+}
+
+/// Opens a page crush wrote, an existing file given by its absolute path, in the browser as a
+/// `file://` URL; the browser is left running on its own when crush exits. False when no
+/// browser is known or it could not be started.
+pub fn open_page(page: &std::path::Path) -> bool {
+    if !page.is_absolute() || !page.is_file() {
+        return false;
+    }
+    let Some(program) = browser_program() else {
+        return false;
+    };
+    std::process::Command::new(program)
+        .arg(file_url(page))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .is_ok()
 }

@@ -288,6 +288,8 @@ struct Meter {
     window: u64,
     context: u64,
     cost: f64,
+    /// The session's spend at which the budget stops (or asks), when one is set.
+    budget: Option<f64>,
 }
 
 /// `850`, `1.2k`, `128k`, `1.2M`.
@@ -322,8 +324,10 @@ impl Meter {
         } else if self.context > 0 {
             s.push_str(&format!(" · {} context", tokens(self.context)));
         }
-        if self.cost > 0.0 {
-            s.push_str(&format!(" · ${:.4}", self.cost));
+        match self.budget {
+            Some(max) => s.push_str(&format!(" · ${:.4} of ${max:.4} budget", self.cost)),
+            None if self.cost > 0.0 => s.push_str(&format!(" · ${:.4}", self.cost)),
+            None => {}
         }
         s
     }
@@ -575,6 +579,48 @@ impl Sink for ReplSink<'_> {
         Some(answers)
     }
 
+    fn go_over_budget(&mut self, stop: &crate::agent::budget::BudgetStop) -> bool {
+        use crate::agent::budget::BudgetStop;
+        if let Some(n) = &self.notice {
+            n.send_if_long("the budget needs your answer");
+        }
+        let question = match stop {
+            BudgetStop::Reached {
+                limit, spent, max, ..
+            } => format!(
+                "Budget reached: {} has spent ${spent:.4} of its ${max:.4}. Go over it for the rest of this turn? [y]es / [n]o",
+                match limit {
+                    crate::agent::budget::Limit::Run => "this REPL's run (options.max_cost)",
+                    crate::agent::budget::Limit::Session =>
+                        "this session (options.max_session_cost)",
+                }
+            ),
+            BudgetStop::Unpriced { model } => format!(
+                "The model {model} has no price, so the budget cannot count its calls. Call it anyway in this session? [y]es / [n]o"
+            ),
+        };
+        loop {
+            let line = match self.lines.answer(self.term, &question) {
+                Got::Line(l) => l,
+                Got::Eof => return false,
+                Got::Interrupt => {
+                    self.term.newline_on_terminal();
+                    self.interrupted = true;
+                    return false;
+                }
+            };
+            if !self.interactive {
+                self.term.note(line.trim());
+            }
+            match line.trim().to_ascii_lowercase().as_str() {
+                "y" | "yes" => return true,
+                "n" | "no" | "" => return false,
+                _ if !self.interactive => return false,
+                _ => self.term.note("answer y or n"),
+            }
+        }
+    }
+
     fn ask(&mut self, req: &PermissionRequest) -> Option<Answer> {
         if let Some(d) = req.diff.as_deref().filter(|d| !d.trim().is_empty()) {
             self.term.diff(d);
@@ -658,6 +704,8 @@ struct Repl {
     quiet: bool,
     /// Files `/attach` added, sent with the next prompt.
     attachments: Vec<crate::tools::attach::Attachment>,
+    /// The session the budget was set for (its id, "" for one not yet created).
+    budget_session: Option<String>,
 }
 
 enum Flow {
@@ -725,6 +773,7 @@ pub fn run(global: &Global, args: &ReplArgs) -> Result<ExitCode, AppError> {
         }),
         quiet: args.quiet,
         attachments: Vec::new(),
+        budget_session: None,
     };
     repl.banner(resumed.as_ref());
     repl.suggest_init();
@@ -1147,6 +1196,7 @@ impl Repl {
         self.cancel.store(false, Ordering::SeqCst);
         self.term.begin_answer();
         let (notice, at_question) = (self.notice(), self.notice());
+        self.arm_budget();
         let meter = self.meter();
         let mut sink = ReplSink::new(
             &mut self.term,
@@ -1215,7 +1265,38 @@ impl Repl {
             window: m.context_window,
             context,
             cost,
+            budget: self.agent.budget_ceiling(),
         }
+    }
+
+    /// The budget of the session the next turn goes to (crush(1) USAGE AND COST, Budget):
+    /// options.max_cost counts from what the session had spent when this REPL took it up,
+    /// options.max_session_cost from nothing. Set again when the REPL moves to another session.
+    fn arm_budget(&mut self) {
+        let id = self.agent.session_id.clone();
+        match &self.budget_session {
+            Some(armed) if *armed == id => return,
+            // A new session got its id from its first turn: its budget stands.
+            Some(armed) if armed.is_empty() && self.agent.budget.is_some() => {
+                self.budget_session = Some(id);
+                return;
+            }
+            _ => {}
+        }
+        let cfg = self.agent.config.as_ref().unwrap_or(&self.ctx.loaded);
+        let start = if id.is_empty() {
+            0.0
+        } else {
+            self.ctx.store.session_spend(&id).unwrap_or(0.0)
+        };
+        match crate::agent::budget::Budget::for_run(cfg, None, false, start) {
+            Ok(b) => self.agent.budget = Some(b).filter(|b| b.is_set()),
+            Err(e) => {
+                self.term.error(&e.to_string());
+                self.agent.budget = None;
+            }
+        }
+        self.budget_session = Some(id);
     }
 
     /// A notification for the turn starting now, the way `options.notifications` says.
@@ -2131,6 +2212,7 @@ mod tests {
             window: 200_000,
             context: 0,
             cost: 0.0,
+            budget: None,
         };
         assert_eq!(m.line(), "m");
         let u = crate::llm::Usage {
@@ -2142,5 +2224,10 @@ mod tests {
         m.add("m", Some(&u), Some(0.01));
         m.add("other", Some(&u), None);
         assert_eq!(m.line(), "m · 4.2k/200k context · $0.0100");
+        m.budget = Some(0.5);
+        assert_eq!(
+            m.line(),
+            "m · 4.2k/200k context · $0.0100 of $0.5000 budget"
+        );
     }
 }

@@ -67,6 +67,55 @@ impl Filter {
     }
 }
 
+impl Unitemized {
+    pub fn add(&mut self, o: &Unitemized) {
+        self.sessions += o.sessions;
+        self.cost += o.cost;
+        self.prompt_tokens += o.prompt_tokens;
+        self.completion_tokens += o.completion_tokens;
+    }
+}
+
+/// Adds `from` into `into` model by model, then orders `into` most calls first.
+fn merge_models(into: &mut Vec<ModelStats>, from: &[ModelStats]) {
+    for m in from {
+        match into
+            .iter_mut()
+            .find(|x| x.provider == m.provider && x.model == m.model)
+        {
+            Some(x) => x.totals.add(&m.totals),
+            None => into.push(m.clone()),
+        }
+    }
+    into.sort_by(|a, b| {
+        b.totals
+            .calls
+            .cmp(&a.totals.calls)
+            .then_with(|| a.provider.cmp(&b.provider))
+            .then_with(|| a.model.cmp(&b.model))
+    });
+}
+
+impl Stats {
+    /// Adds another ledger's figures (another project's, for `crush stats --all`): totals,
+    /// models and days are summed; sessions stay with their own project and are not taken.
+    pub fn merge(&mut self, o: &Stats) {
+        self.total.add(&o.total);
+        self.unitemized.add(&o.unitemized);
+        merge_models(&mut self.models, &o.models);
+        for d in &o.days {
+            match self.days.binary_search_by_key(&d.day, |x| x.day) {
+                Ok(i) => {
+                    let mine = &mut self.days[i];
+                    mine.totals.add(&d.totals);
+                    merge_models(&mut mine.models, &d.models);
+                }
+                Err(i) => self.days.insert(i, d.clone()),
+            }
+        }
+    }
+}
+
 impl Totals {
     /// Adds another set of rows' sums.
     pub fn add(&mut self, o: &Totals) {
@@ -125,6 +174,24 @@ pub struct Unitemized {
     pub completion_tokens: i64,
 }
 
+/// The calls of one UTC day.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DayStats {
+    /// Days since 1970-01-01 (UTC).
+    pub day: i64,
+    pub totals: Totals,
+    /// That day's calls per model, most calls first.
+    pub models: Vec<ModelStats>,
+}
+
+impl DayStats {
+    /// `2026-11-30`.
+    pub fn date(&self) -> String {
+        let (y, m, d) = crate::time::civil_from_days(self.day);
+        format!("{y:04}-{m:02}-{d:02}")
+    }
+}
+
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Stats {
     pub total: Totals,
@@ -132,6 +199,8 @@ pub struct Stats {
     pub unitemized: Unitemized,
     /// Most calls first.
     pub models: Vec<ModelStats>,
+    /// Oldest first; days without a call are left out.
+    pub days: Vec<DayStats>,
     /// Most recently updated first; sessions without any call are left out.
     pub sessions: Vec<SessionStats>,
 }
@@ -184,8 +253,11 @@ impl Store {
             return Ok(Unitemized::default());
         }
         let ledger = if self.layout.usage {
-            "SELECT r.root_id AS id, COUNT(*) AS calls, COALESCE(SUM(u.cost), 0.0) AS cost
-             FROM usage u JOIN root r ON u.session_id = r.id GROUP BY r.root_id"
+            // Summed per session first (a pass in the session index's order), then per root.
+            "SELECT r.root_id AS id, SUM(p.calls) AS calls, COALESCE(SUM(p.cost), 0.0) AS cost
+             FROM (SELECT session_id, COUNT(*) AS calls, SUM(cost) AS cost
+                   FROM usage GROUP BY session_id) p
+             JOIN root r ON p.session_id = r.id GROUP BY r.root_id"
         } else {
             "SELECT NULL AS id, 0 AS calls, 0.0 AS cost WHERE 0"
         };
@@ -228,9 +300,10 @@ impl Store {
         self.stats_where(&Filter::default())
     }
 
-    /// The total and the unitemized spend of the usage rows `filter` keeps (what
-    /// `crush stats --all` needs of each project: one pass over the ledger).
-    pub fn totals_where(&self, filter: &Filter) -> Result<Stats> {
+    /// The total, the unitemized spend, and the sums per model and per day of the usage rows
+    /// `filter` keeps: what `crush stats --all` needs of each project, in two passes over the
+    /// ledger (the total is summed by SQLite, so it is exactly the ledger's sum).
+    pub fn summary_where(&self, filter: &Filter) -> Result<Stats> {
         let unitemized = self.unitemized(filter)?;
         if !self.layout.usage {
             return Ok(Stats {
@@ -244,41 +317,60 @@ impl Store {
             rusqlite::params_from_iter(params.iter()),
             |r| totals_from(r, 0),
         )?;
+        // One row per UTC day and model; the models' and the days' sums are added up from them.
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT u.created_at / 86400 AS day, u.provider, u.model, {AGGREGATES}
+             FROM usage u WHERE {cond}
+             GROUP BY day, u.provider, u.model ORDER BY day"
+        ))?;
+        let rows = stmt
+            .query_map(rusqlite::params_from_iter(params.iter()), |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    ModelStats {
+                        provider: r.get(1)?,
+                        model: r.get(2)?,
+                        totals: totals_from(r, 3)?,
+                    },
+                ))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let mut models = Vec::new();
+        let mut days: Vec<DayStats> = Vec::new();
+        for (day, m) in rows {
+            match days.last_mut() {
+                Some(d) if d.day == day => {
+                    d.totals.add(&m.totals);
+                    d.models.push(m.clone());
+                }
+                _ => days.push(DayStats {
+                    day,
+                    totals: m.totals.clone(),
+                    models: vec![m.clone()],
+                }),
+            }
+            merge_models(&mut models, std::slice::from_ref(&m));
+        }
+        for d in &mut days {
+            merge_models(&mut d.models, &[]);
+        }
         Ok(Stats {
             total,
             unitemized,
+            models,
+            days,
             ..Stats::default()
         })
     }
 
     /// [`stats`](Self::stats) of the usage rows `filter` keeps.
     pub fn stats_where(&self, filter: &Filter) -> Result<Stats> {
-        let Stats {
-            total, unitemized, ..
-        } = self.totals_where(filter)?;
+        let summary = self.summary_where(filter)?;
         if !self.layout.usage {
-            return Ok(Stats {
-                unitemized,
-                ..Stats::default()
-            });
+            return Ok(summary);
         }
         let (cond, params) = filter.usage_where();
         let params = rusqlite::params_from_iter(params.iter());
-
-        let mut stmt = self.conn.prepare(&format!(
-            "SELECT u.provider, u.model, {AGGREGATES} FROM usage u WHERE {cond}
-             GROUP BY u.provider, u.model
-             ORDER BY COUNT(*) DESC, u.provider, u.model"
-        ))?;
-        let models = stmt
-            .query_map(params.clone(), |r| {
-                Ok(ModelStats {
-                    provider: r.get(0)?,
-                    model: r.get(1)?,
-                    totals: totals_from(r, 2)?,
-                })
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
 
         let mut stmt = self.conn.prepare(&format!(
             "WITH RECURSIVE {ROOTS}
@@ -305,10 +397,8 @@ impl Store {
             .collect::<rusqlite::Result<Vec<_>>>()?;
 
         Ok(Stats {
-            total,
-            unitemized,
-            models,
             sessions,
+            ..summary
         })
     }
 }

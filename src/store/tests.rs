@@ -1385,6 +1385,63 @@ fn session_spend_is_the_top_sessions_with_its_sub_agents() {
 }
 
 #[test]
+fn stats_sum_per_utc_day_and_merge_across_ledgers() {
+    let (_d, s) = open_tmp();
+    let a = s.create_session("a", None).unwrap();
+    s.commit_step(&a.id, &[], Some(&rec(Some(u(100, 10, 0, 0)), Some(1.0))))
+        .unwrap();
+    s.commit_step(&a.id, &[], Some(&rec(Some(u(200, 20, 0, 0)), Some(2.0))))
+        .unwrap();
+    let mut local = rec(Some(u(50, 5, 0, 0)), None);
+    local.model = "other".into();
+    s.commit_step(&a.id, &[], Some(&local)).unwrap();
+    // Day 20000 ends at 20001 * 86400: the first call just before it, the others after.
+    let day = 20_000 * 86_400;
+    for (id, at) in [(1, day + 86_399), (2, day + 86_400), (3, day + 90_000)] {
+        s.conn
+            .execute("UPDATE usage SET created_at = ?1 WHERE id = ?2", [at, id])
+            .unwrap();
+    }
+    let st = s.stats().unwrap();
+    let days: Vec<_> = st.days.iter().map(|d| (d.date(), d.totals.calls)).collect();
+    assert_eq!(
+        days,
+        [("2024-10-04".to_string(), 1), ("2024-10-05".to_string(), 2)]
+    );
+    let second = &st.days[1];
+    assert_eq!(second.totals.cost_usd(), Some(2.0));
+    assert_eq!(second.models.len(), 2);
+    assert_eq!(second.totals.unpriced_calls, 1);
+    // The models' sums equal the days' sums equal the total.
+    let by_day: i64 = st.days.iter().map(|d| d.totals.input_tokens).sum();
+    let by_model: i64 = st.models.iter().map(|m| m.totals.input_tokens).sum();
+    assert_eq!((by_day, by_model), (350, 350));
+    assert_eq!(st.total.input_tokens, 350);
+    let filtered = s
+        .stats_where(&stats::Filter {
+            since: Some(day + 86_400),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(filtered.days.len(), 1);
+
+    let mut all = st.clone();
+    all.merge(&st);
+    assert_eq!(all.total.calls, 6);
+    assert_eq!(all.days.len(), 2);
+    assert_eq!(all.days[1].totals.calls, 4);
+    assert_eq!(all.days[1].models[0].totals.calls, 2);
+    assert_eq!(all.models.iter().map(|m| m.totals.calls).sum::<i64>(), 6);
+    let mut from_empty = stats::Stats::default();
+    from_empty.merge(&st);
+    assert_eq!(from_empty.days, st.days);
+    assert!(
+        from_empty.sessions.is_empty(),
+        "sessions stay with their project"
+    );
+}
+
+#[test]
 fn stats_of_an_empty_store() {
     let (_d, s) = open_tmp();
     let st = s.stats().unwrap();

@@ -184,3 +184,37 @@ fn a_limit_that_is_not_dollars_is_a_usage_error() {
     );
     assert_eq!(server.model_requests().len(), 0);
 }
+
+#[test]
+fn the_repl_asks_before_going_over_the_budget() {
+    let (server, env) = super::repl::setup(vec![
+        priced_call(Reply::text("one")),
+        priced_call(Reply::text("three")),
+    ]);
+    let mut cfg = env.config_for(&server, Dialect::OpenAi);
+    cfg["options"] = json!({"max_cost": 0.005});
+    env.write_config(&cfg);
+    // "first" spends $0.006 (and its title a little); "second" would start over the $0.005:
+    // no, so nothing is sent; "third": yes, so its call is made.
+    let out = env.run(&[], Some("first\nsecond\nn\nthird\ny\n"));
+    out.assert_success();
+    let asked = out
+        .stderr
+        .matches("Budget reached: this REPL's run")
+        .count();
+    assert_eq!(asked, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(
+            "of its $0.0050 (--max-cost / options.max_cost); model call 1 of the turn was not made"
+        ),
+        "{}",
+        out.stderr
+    );
+    let turns = super::repl::turns(&server);
+    let last_texts: Vec<String> = turns
+        .iter()
+        .map(|r| r.user_texts().last().cloned().unwrap_or_default())
+        .collect();
+    assert_eq!(last_texts, ["first", "third"], "{}", out.stderr);
+    assert_eq!(out.stdout, "one\nthree\n");
+}

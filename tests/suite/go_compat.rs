@@ -22,7 +22,7 @@ const GOOSE_TABLE: &str = "CREATE TABLE goose_db_version (
 	)";
 
 /// Go Crush's migrations (the `-- +goose Up` sections), oldest first.
-const GO_MIGRATIONS: &[(i64, &str)] = &[
+pub(super) const GO_MIGRATIONS: &[(i64, &str)] = &[
     (
         20250424200609,
         r#"
@@ -231,7 +231,7 @@ fn go_message(r: &rusqlite::Row<'_>) -> rusqlite::Result<(String, String, String
 }
 
 /// Opens the file as Go Crush does (its pragmas).
-fn go_open(path: &Path) -> Connection {
+pub(super) fn go_open(path: &Path) -> Connection {
     let c = Connection::open(path).expect("open the database as Go Crush");
     c.busy_timeout(Duration::from_secs(30)).unwrap();
     c.pragma_update(None, "foreign_keys", "ON").unwrap();
@@ -306,7 +306,7 @@ fn goose_up(c: &mut Connection, migrations: &[(i64, &str)]) -> Result<Vec<i64>, 
 }
 
 /// Builds a database as Go Crush leaves it after `migrations` (at rest: WAL mode, no -wal file).
-fn go_database(path: &Path, migrations: &[(i64, &str)]) {
+pub(super) fn go_database(path: &Path, migrations: &[(i64, &str)]) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     let mut c = go_open(path);
     assert_eq!(
@@ -491,7 +491,7 @@ fn base64(data: &[u8]) -> String {
 /// The text Go Crush attached (a `binary` part of MIME type text/plain).
 const ATTACHED_TEXT: &str = "remember the milk";
 /// A Go Crush session using every part type, written with Go's statements. Returns its id.
-fn go_conversation(c: &Connection) -> String {
+pub(super) fn go_conversation(c: &Connection) -> String {
     let sid = "0b6e2a9c-5c2f-4b7e-9d51-2f1a7c3e8d40";
     go_create_session(c, sid, "Go made this").unwrap();
     let user = json!([
@@ -1492,32 +1492,8 @@ fn stats_count_what_go_crush_spent_apart_from_the_ledger() {
 
 #[test]
 fn stats_all_sums_every_project_and_its_formats_agree() {
-    let server = FakeServer::with_script(vec![
-        Reply::text("a1").with_usage(1000, 200, 0, 0),
-        Reply::text("a2").with_usage(2000, 100, 0, 0),
-        Reply::text("b1").with_usage(500, 50, 0, 0),
-    ]);
-    let env = env_with(&server);
-    env.run(&["run", "-q", "one"], None).assert_success();
-    env.run(&["run", "-q", "two"], None).assert_success();
-    let b = env.root().join("b");
-    std::fs::create_dir_all(&b).unwrap();
-    env.run(&["-c", b.to_str().unwrap(), "run", "-q", "three"], None)
-        .assert_success();
-    // A project only Go Crush used: no usage table, its spend in the session row.
-    let c = env.root().join("c");
+    let (_server, env, c) = super::stats::three_projects();
     let c_db = c.join(".crush").join("crush.db");
-    go_database(&c_db, GO_MIGRATIONS);
-    go_conversation(&go_open(&c_db));
-    let list_path = env.data_dir().join("projects.json");
-    let mut list: Value =
-        serde_json::from_str(&std::fs::read_to_string(&list_path).unwrap()).expect("projects.json");
-    list["projects"].as_array_mut().unwrap().push(json!({
-        "path": c.display().to_string(),
-        "data_dir": c.join(".crush").display().to_string(),
-        "last_accessed": "2026-01-01T00:00:00Z"
-    }));
-    std::fs::write(&list_path, list.to_string()).unwrap();
     let before = std::fs::read(&c_db).unwrap();
 
     let out = env.run(&["stats", "--all", "--format", "json"], None);

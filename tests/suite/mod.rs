@@ -35,6 +35,7 @@ mod sandbox;
 mod shell;
 mod skills;
 mod static_bin;
+mod stats;
 mod todos;
 mod trust;
 mod undo;
