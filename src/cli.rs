@@ -529,7 +529,10 @@ pub static COMMANDS: &[CommandSpec] = &[
         name: "debug",
         usage: "crush debug prompt",
         brief: "Print the exact system prompt a new session would send",
-        examples: &["crush debug prompt", "crush debug prompt --system-prompt-file p.md"],
+        examples: &[
+            "crush debug prompt",
+            "crush debug prompt --system-prompt-file p.md",
+        ],
         about: "Print the exact system prompt a new session would send (with --system-prompt, \
                 --system-prompt-file and -m as a session would have them); the names of the \
                 tools it offers go to stderr.",
@@ -588,7 +591,11 @@ pub static COMMANDS: &[CommandSpec] = &[
                 piped, a table with prices and status on a terminal. --all adds the provider \
                 catalog's other providers and what they need. QUERY filters by provider, model \
                 id or name.",
-        examples: &["crush models", "crush models sonnet", "crush models --all --json"],
+        examples: &[
+            "crush models",
+            "crush models sonnet",
+            "crush models --all --json",
+        ],
         subcommands: &[],
     },
     CommandSpec {

@@ -459,7 +459,8 @@ impl Sink for ReplSink<'_> {
                         None => self.term.diff(&d),
                     }
                 } else if !is_error {
-                    let lines = crate::tools::preview(self.preview, &content, self.term.preview_lines);
+                    let lines =
+                        crate::tools::preview(self.preview, &content, self.term.preview_lines);
                     self.term.preview(&lines);
                 }
                 self.term.last_result = Some((name, content));

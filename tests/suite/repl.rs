@@ -1314,7 +1314,6 @@ fn model_and_sessions_pick_from_a_numbered_list() {
     tmux.keys(&["Escape"]);
     tmux.wait_for("the list to go", |s| !s.contains("Enter picks"));
 }
-}
 
 /// A change allowed without asking (`--yolo`) still shows its diff: on the terminal (REPL) and
 /// on stderr (`crush run`), not with `-q`.
