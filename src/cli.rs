@@ -176,7 +176,7 @@ pub static FLAGS: &[Flag] = &[
         short: None,
         long: "plan",
         value: None,
-        help: "Plan first: read-only tools only; the model ends with a plan",
+        help: "Plan first: only the read-only tools",
         detail: "Plan first: only read-only tools, and the model ends with a plan (see PLAN MODE)",
         scope: Scope::Only(&["", "run"]),
     },
@@ -1439,7 +1439,7 @@ pub fn help_text(command: Option<&str>) -> Result<String, UsageError> {
             out.push_str(
                 "\nExit codes: 0 success, 1 runtime failure, 2 usage or configuration error,\n\
                  3 stopped by policy (a hook denied or halted, a permission was refused),\n\
-                 130 interrupted.\n\nExamples:\n  crush\n  crush run \"explain the build\"\n  \
+                 4 over budget, 130 interrupted.\n\nExamples:\n  crush\n  crush run \"explain the build\"\n  \
                  git diff | crush run \"write a commit message\"\n\n\
                  Run 'crush help COMMAND' for a command's flags; 'man crush' for everything.\n",
             );

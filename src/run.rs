@@ -832,6 +832,7 @@ fn compact(session: &mut app::OpenSession, args: &RunArgs) -> ExitCode {
     let got = session.agent.summarize(&mut sink);
     sink.activity = None;
     let sid = session.agent.session_id.clone();
+    let short = crate::commands::sessions::short_id(&sid);
     match got {
         Ok(summary) => {
             if args.json {
@@ -847,14 +848,14 @@ fn compact(session: &mut app::OpenSession, args: &RunArgs) -> ExitCode {
                 None => "unpriced".to_string(),
             };
             sink.note(&format!(
-                "crush: compacted session {sid}: it continues from a summary of {} characters (summary call: {cost})",
+                "crush: compacted session {short}: it continues from a summary of {} characters (summary call: {cost})",
                 summary.text.chars().count()
             ));
             ExitCode::Success
         }
         Err(e) => {
             crate::ewriteln!(
-                "crush: cannot compact session {sid}: {}; the session is unchanged",
+                "crush: cannot compact session {short}: {}; the session is unchanged",
                 crate::visible::text(&e.to_string())
             );
             ExitCode::Failure

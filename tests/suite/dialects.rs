@@ -548,7 +548,7 @@ fn a_local_server_without_models_listed_is_asked_for_them() {
         out.stderr
     );
     // `crush models` says it too, one short line on stderr; the listing still prints.
-    let out = env.run(&["models"], None);
+    let out = env.run(&["models", "--json"], None);
     out.assert_success();
     let lines: Vec<&str> = out
         .stderr
@@ -711,7 +711,8 @@ fn ollama_windows_come_from_api_show_and_a_silent_local_server_gets_the_fallback
         ],
         "each listed model is asked once, with the model field"
     );
-    let text = env.run(&["models", "ollama"], None);
+    // The table (a terminal's view) says where each window came from.
+    let text = env.run_on_terminal(&["models", "ollama"]);
     assert!(text.stdout.contains(" FROM "), "{}", text.stdout);
     assert!(
         text.stdout

@@ -936,12 +936,16 @@ fn an_overflow_the_summary_cannot_fix_names_compact_and_run_compact_fixes_it() {
     env.use_server(&server, Dialect::OpenAi);
     env.run(&["run", "-q", "hello"], None).assert_success();
     let sid = top_session(&db(&env));
+    // Hints name the session by the short id (the first 7 of `sessions list`'s id).
+    let list = env.run(&["sessions", "list", "--json"], None);
+    let listed: serde_json::Value = serde_json::from_str(&list.stdout).unwrap();
+    let short = listed[0]["id"].as_str().unwrap()[..7].to_string();
     let out = env.run(&["run", "-q", "-C", "more"], None);
     out.assert_code(1);
     assert!(
         out.stderr.contains("summarizing it")
             && out.stderr.contains(&format!(
-                "the session {sid} no longer fits the model's context window; summarize it with: crush run -s {sid} --compact (or /compact in the REPL)"
+                "the session {short} no longer fits the model's context window; summarize it with: crush run -s {short} --compact (or /compact in the REPL)"
             )),
         "{}",
         out.stderr
@@ -966,7 +970,7 @@ fn an_overflow_the_summary_cannot_fix_names_compact_and_run_compact_fixes_it() {
     assert_eq!(compacted["summary_chars"], "SUMMARY: said hello.".len());
     assert!(ev.iter().all(|e| e["type"] != "finish"), "no turn: {ev:?}");
     assert!(
-        out.stderr.contains(&format!("compacted session {sid}")),
+        out.stderr.contains(&format!("compacted session {short}")),
         "{}",
         out.stderr
     );
