@@ -168,9 +168,9 @@ fn sourcegraph_searches_its_endpoint_and_turns_itself_off_when_the_network_is_un
     assert_eq!(sent.body["variables"]["query"], "lang:rust fn main");
 
     // Nothing listens on the port: the first call says so, the next one is off at once.
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let dead = format!("http://{}/.api/graphql", closed.local_addr().unwrap());
-    drop(closed);
+    // (Port 9, discard, is closed here; a port freed by the test could be reused by the next
+    // fake server bound in parallel.)
+    let dead = "http://127.0.0.1:9/.api/graphql".to_string();
     let server = FakeServer::with_script(vec![
         Reply::tool_call("sourcegraph", json!({"query": "a"})),
         Reply::tool_call("sourcegraph", json!({"query": "b"})),
