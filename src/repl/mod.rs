@@ -865,7 +865,7 @@ impl Source for Completions<'_> {
 
 impl Completions<'_> {
     fn models(&self) -> Vec<Candidate> {
-        ready_models(self.config)
+        ready_models(self.config, false)
             .into_iter()
             .map(|(id, name)| Candidate::new(id, name))
             .collect()
@@ -873,19 +873,26 @@ impl Completions<'_> {
 }
 
 /// `PROVIDER/MODEL` and the model's name, for every model of a provider ready to use.
-fn ready_models(config: &crate::config::Loaded) -> Vec<(String, String)> {
+/// With `discover`, a provider that lists its models on its server (a local one) is asked
+/// (once per process); completion does not wait on a server.
+fn ready_models(config: &crate::config::Loaded, discover: bool) -> Vec<(String, String)> {
     let catalog = config.catalog.get();
     config
         .providers_with(&catalog.providers)
         .ready
         .iter()
+        .map(|p| {
+            if discover && p.discover {
+                p.discovered()
+            } else {
+                p.clone()
+            }
+        })
         .flat_map(|p| {
-            p.models.iter().map(move |m| {
-                (
-                    format!("{}/{}", p.id, m.id),
-                    m.name.clone().unwrap_or_default(),
-                )
-            })
+            let id = p.id.clone();
+            p.models
+                .into_iter()
+                .map(move |m| (format!("{id}/{}", m.id), m.name.clone().unwrap_or_default()))
         })
         .collect()
 }
@@ -1700,7 +1707,7 @@ impl Repl {
             self.term.print(&text);
         }
         let cfg = self.agent.config.as_ref().unwrap_or(&self.ctx.loaded);
-        let models = ready_models(cfg);
+        let models = ready_models(cfg, true);
         if models.is_empty() {
             return self
                 .term

@@ -1383,3 +1383,45 @@ fn preview_length_is_an_option_and_expand_prints_the_whole_result() {
         assert!(lines.contains(&n), "{n} missing: {}", out.stdout);
     }
 }
+
+/// `/model` on a terminal lists the models a local server lists too (a provider defined with a
+/// `base_url` only), not just those a configuration names.
+#[test]
+fn model_picker_lists_the_models_a_local_server_lists() {
+    if !tmux_available() {
+        eprintln!("tmux is not installed: skipped");
+        return;
+    }
+    let server = FakeServer::with_script(vec![Reply::text("from the listed one")]);
+    title_route(&server, "Picked");
+    server.route(
+        "GET",
+        "/v1/models",
+        Reply::raw(
+            200,
+            vec![("content-type", "application/json")],
+            r#"{"object":"list","data":[{"id":"listed-a","max_model_len":8192},{"id":"listed-b","max_model_len":8192}]}"#,
+        ),
+    );
+    let env = TestEnv::new();
+    env.write_config(&json!({
+        "providers": {"local": {"type": "openai-compat", "base_url": server.openai_base_url()}},
+        "models": {"large": {"provider": "local", "model": "listed-a"},
+                   "small": {"provider": "local", "model": "listed-a"}}
+    }));
+    let (tmux, _) = start_in_tmux_at(&env, "localpick", &[], &[], 80);
+    tmux.wait_for("the prompt", at_prompt);
+    tmux.keys(&["/model", "Enter"]);
+    let screen = tmux.wait_for("the list", |s| s.contains("Enter picks"));
+    assert!(
+        screen.contains("local/listed-a") && screen.contains("local/listed-b"),
+        "{screen}"
+    );
+    tmux.keys(&["2", "Enter"]);
+    tmux.wait_for("the switch", |s| {
+        s.contains("model large = local/listed-b (for this session only)")
+    });
+    tmux.keys(&["hello", "Enter"]);
+    tmux.wait_for("the answer", |s| s.contains("from the listed one"));
+    assert_eq!(turns(&server)[0].body["model"], "listed-b");
+}
