@@ -25,8 +25,35 @@ struct Listed {
     source: &'static str,
 }
 
+/// Why a server listed no models (kept with the listings, so it is cloned).
+#[derive(Clone, Debug)]
+pub enum ListError {
+    /// The request failed, or its answer could not be read (the URL is shown redacted).
+    Http { url: String, message: String },
+    /// The server answered with another status than 200.
+    Status { url: String, status: u16 },
+    /// The answer is JSON but not a model list (or provider entry).
+    NotAList { url: String, message: String },
+    /// The sign-in behind the listing failed (crush(1) LOGIN).
+    Login(crate::login::LoginError),
+}
+
+impl std::fmt::Display for ListError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ListError::Http { url, message } | ListError::NotAList { url, message } => {
+                write!(f, "{url}: {message}")
+            }
+            ListError::Status { url, status } => write!(f, "{url}: HTTP {status}"),
+            ListError::Login(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for ListError {}
+
 /// A listing, or why there is none.
-type Listing = Result<Vec<Listed>, String>;
+type Listing = Result<Vec<Listed>, ListError>;
 
 /// Listings so far, by base URL.
 static LISTED: Mutex<Option<HashMap<String, Listing>>> = Mutex::new(None);
@@ -85,15 +112,7 @@ impl Provider {
 fn copilot(p: &mut Provider, l: &crate::login::Credential) {
     let listed = match l.copilot_models() {
         Ok(m) => m,
-        Err(e) => {
-            let why = e.to_string();
-            crate::log::warn(&format!(
-                "provider '{}': cannot list its models: {why}",
-                p.id
-            ));
-            remember(&p.endpoint.base_url, Err(why));
-            return;
-        }
+        Err(e) => return failed(p, ListError::Login(e)),
     };
     remember(
         &p.endpoint.base_url,
@@ -129,9 +148,11 @@ fn copilot(p: &mut Provider, l: &crate::login::Credential) {
 
 /// Adds the models Hyper lists (crush(1) LOGIN) after those already known.
 fn hyper(p: &mut Provider, l: &crate::login::Credential) {
-    let listed = l.hyper_provider().map_err(|e| e.to_string()).and_then(|v| {
-        serde_json::from_value::<crate::catalog::Provider>(v)
-            .map_err(|e| format!("not a provider entry: {e}"))
+    let listed = l.hyper_provider().map_err(ListError::Login).and_then(|v| {
+        serde_json::from_value::<crate::catalog::Provider>(v).map_err(|e| ListError::NotAList {
+            url: "Hyper's provider entry".into(),
+            message: e.to_string(),
+        })
     });
     match listed {
         Ok(h) => {
@@ -148,14 +169,17 @@ fn hyper(p: &mut Provider, l: &crate::login::Credential) {
             );
             p.models = crate::catalog::merge_models(&p.models, &h.models);
         }
-        Err(why) => {
-            crate::log::warn(&format!(
-                "provider '{}': cannot list its models: {why}",
-                p.id
-            ));
-            remember(&p.endpoint.base_url, Err(why));
-        }
+        Err(why) => failed(p, why),
     }
+}
+
+/// Logs why `p`'s models could not be listed and keeps it for [`Provider::discovery_failure`].
+fn failed(p: &Provider, why: ListError) {
+    crate::log::warn(&format!(
+        "provider '{}': cannot list its models: {why}",
+        p.id
+    ));
+    remember(&p.endpoint.base_url, Err(why));
 }
 
 fn remember(base: &str, r: Listing) {
@@ -174,7 +198,7 @@ impl Provider {
         }
         let cache = LISTED.lock().unwrap_or_else(|e| e.into_inner());
         match cache.as_ref()?.get(&self.endpoint.base_url)? {
-            Err(why) => Some(why.clone()),
+            Err(why) => Some(why.to_string()),
             Ok(ids) if ids.is_empty() => Some("the server lists none".into()),
             Ok(_) => None,
         }
@@ -204,7 +228,10 @@ fn list(p: &Provider) -> Listing {
     let head = base.split('?').next().unwrap_or(base).trim_end_matches('/');
     let root = head.strip_suffix("/v1").unwrap_or(head);
     let first = get(p, &url).and_then(|v| {
-        ids(&v, "data", "id").ok_or_else(|| format!("{}: not a model list", redact(&url)))
+        ids(&v, "data", "id").ok_or_else(|| ListError::NotAList {
+            url: redact(&url),
+            message: "not a model list".into(),
+        })
     });
     let (mut listed, tags) = match first {
         Ok(l) => (l, false),
@@ -345,16 +372,20 @@ fn ids(v: &Value, list: &str, key: &str) -> Option<Vec<Listed>> {
     )
 }
 
-fn get(p: &Provider, url: &str) -> Result<Value, String> {
+fn get(p: &Provider, url: &str) -> Result<Value, ListError> {
     send(p, url, None)
 }
 
-fn post(p: &Provider, url: &str, body: &Value) -> Result<Value, String> {
+fn post(p: &Provider, url: &str, body: &Value) -> Result<Value, ListError> {
     send(p, url, Some(body))
 }
 
 /// A GET, or a POST of `body`, with the provider's key and headers; the answer's JSON.
-fn send(p: &Provider, url: &str, body: Option<&Value>) -> Result<Value, String> {
+fn send(p: &Provider, url: &str, body: Option<&Value>) -> Result<Value, ListError> {
+    let http = |message: String| ListError::Http {
+        url: redact(url),
+        message,
+    };
     let agent = crate::net::agent(
         url,
         crate::net::Timeouts {
@@ -386,18 +417,21 @@ fn send(p: &Provider, url: &str, body: Option<&Value>) -> Result<Value, String> 
             rb.send(b.to_string())
         }
     };
-    let resp = sent.map_err(|e| format!("{}: {e}", redact(url)))?;
+    let resp = sent.map_err(|e| http(e.to_string()))?;
     let status = resp.status().as_u16();
     if status != 200 {
-        return Err(format!("{}: HTTP {status}", redact(url)));
+        return Err(ListError::Status {
+            url: redact(url),
+            status,
+        });
     }
     let mut body = resp.into_body();
     let text = body
         .with_config()
         .limit(8 * 1024 * 1024)
         .read_to_string()
-        .map_err(|e| format!("{}: {e}", redact(url)))?;
-    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", redact(url)))
+        .map_err(|e| http(e.to_string()))?;
+    serde_json::from_str(&text).map_err(|e| http(e.to_string()))
 }
 
 #[cfg(test)]

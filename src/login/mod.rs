@@ -25,7 +25,7 @@ pub const COPILOT_CLIENT_ID: &str = "Iv1.b507a08c87ecfe98";
 /// A token this close to its expiry is refreshed before use.
 const EXPIRY_MARGIN: i64 = 60;
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub enum LoginError {
     /// Not a provider one can sign in to.
     Unknown(String),
