@@ -13,7 +13,9 @@
 //!   no connection at all; the cache when present, else the embedded copy.
 //! - `crush update-providers [SOURCE]` ([`update_providers`]) writes the cache on demand.
 
+mod embedded_index;
 pub mod schema;
+mod split;
 pub mod store;
 
 pub use schema::{Model, Provider, ProviderType};
@@ -130,7 +132,8 @@ fn with_hyper(mut catalog: Catalog) -> Catalog {
 /// The embedded snapshot, decoded.
 pub fn embedded() -> Catalog {
     // The snapshot is checked by a unit test; an empty list is the worst a broken build can do.
-    let providers = schema::parse(EMBEDDED).unwrap_or_default();
+    let index = split::from_rows(embedded_index::ROWS);
+    let providers = schema::parse_static(EMBEDDED, Some(index)).unwrap_or_default();
     Catalog {
         providers,
         origin: Origin::Embedded,
@@ -219,7 +222,13 @@ pub fn merge_models(user: &[Model], catalog: &[Model]) -> Vec<Model> {
 fn read_cache(dir: &Path, warnings: &mut Vec<String>) -> Option<Catalog> {
     let path = store::cache_path(dir);
     let bytes = std::fs::read(&path).ok()?;
-    match schema::parse(&bytes) {
+    let index = store::read_index(dir, &path, bytes.len()).or_else(|| {
+        // First read of this cache: split it once and keep the split for the next start.
+        let entries = split::providers(&bytes)?;
+        store::write_index(dir, &path, bytes.len(), &split::to_rows(&entries));
+        Some(entries)
+    });
+    match schema::parse_indexed(&bytes, index) {
         Ok(providers) => Some(Catalog {
             providers,
             origin: Origin::Cache(path),
@@ -268,7 +277,7 @@ pub fn load(settings: &Settings) -> (Catalog, Vec<String>) {
     let outcome = match store::fetch(&url, etag, settings.timeout) {
         Ok(store::Fetched::NotModified) if cached.is_some() => Ok(None),
         Ok(store::Fetched::NotModified) => Err("HTTP 304 but there is no cache".to_string()),
-        Ok(store::Fetched::Body { bytes, etag }) => schema::parse(&bytes)
+        Ok(store::Fetched::Body { bytes, etag }) => schema::parse_checked(&bytes)
             .map(|providers| Some((providers, bytes, etag)))
             .map_err(|e| format!("the server sent an unusable catalog: {e}")),
         Err(e) => Err(e),
@@ -401,7 +410,7 @@ pub fn update_providers(arg: Option<&str>, settings: &Settings) -> Result<String
             }
         },
     };
-    let providers = schema::parse(&bytes)
+    let providers = schema::parse_checked(&bytes)
         .map_err(|e| UpdateError::Input(format!("{from}: {e}; the cache was left unchanged")))?;
     let path = store::cache_path(&settings.dir);
     store::write_atomic(&path, &bytes)
@@ -461,6 +470,48 @@ mod tests {
             UpdateSource::parse(Some("./x.json"), &s),
             UpdateSource::File("./x.json".into())
         );
+    }
+
+    #[test]
+    fn the_embedded_index_is_current() {
+        let rows = split::to_rows(&split::providers(EMBEDDED).unwrap());
+        if rows != embedded_index::ROWS {
+            let head = include_str!("embedded_index.rs");
+            let head = &head[..head.find("pub const").unwrap()];
+            let mut text = format!("{head}pub const ROWS: &[[usize; 4]] = &[\n");
+            for r in &rows {
+                text.push_str(&format!("    [{}, {}, {}, {}],\n", r[0], r[1], r[2], r[3]));
+            }
+            text.push_str("];\n");
+            if std::env::var_os("CRUSH_WRITE_CATALOG_INDEX").is_some() {
+                std::fs::write("src/catalog/embedded_index.rs", text).unwrap();
+            }
+            panic!(
+                "src/catalog/embedded_index.rs is stale (catwalk-providers.json changed): rewrite it \
+                 with CRUSH_WRITE_CATALOG_INDEX=1 cargo test --lib catalog::"
+            );
+        }
+    }
+
+    #[test]
+    fn a_cache_is_split_once_and_read_by_its_index_after() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = store::cache_path(dir.path());
+        std::fs::write(&cache, br#"[{"id":"a","name":"A","models":[{"id":"m"}]}]"#).unwrap();
+        let mut warnings = vec![];
+        let first = read_cache(dir.path(), &mut warnings).unwrap();
+        assert_eq!(first.providers[0].models[0].id, "m");
+        let index = store::read_index(dir.path(), &cache, 45).unwrap();
+        assert_eq!(split::to_rows(&index), vec![[1, 44, 31, 43]]);
+        // A changed cache of another length is split anew, never read by the old index.
+        std::fs::write(
+            &cache,
+            br#"[{"id":"b","models":[]},{"id":"c","models":[{"id":"x"}]}]"#,
+        )
+        .unwrap();
+        let second = read_cache(dir.path(), &mut warnings).unwrap();
+        assert_eq!(second.providers[1].models[0].id, "x");
+        assert!(warnings.is_empty(), "{warnings:?}");
     }
 
     #[test]

@@ -112,8 +112,8 @@ pub struct Provider {
     pub default_large_model_id: String,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub default_small_model_id: String,
-    #[serde(deserialize_with = "catwalk_models")]
-    pub models: Vec<Model>,
+    /// Decoded on first use ([`Models`]).
+    pub models: Models,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub default_headers: BTreeMap<String, String>,
 }
@@ -208,14 +208,211 @@ impl From<CatwalkModel> for Model {
     }
 }
 
-fn catwalk_models<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Model>, D::Error> {
-    let wire: Vec<CatwalkModel> = Deserialize::deserialize(d)?;
-    Ok(wire.into_iter().map(Model::from).collect())
+/// A provider's models, kept as the catalog's JSON text until first used: the catalog holds
+/// about 1 500 models and a run uses those of one or two providers, so decoding them all at
+/// every start would be most of the start's work (crush(1) PROVIDER CATALOG). Reads through
+/// `Deref` decode once; a list that does not decode is empty, with a warning on stderr — a
+/// downloaded catalog is checked whole before it is used or saved ([`parse`]), so only a
+/// cache altered by hand can get there.
+#[derive(Default)]
+pub struct Models {
+    /// The JSON array as the catalog sent it; None when built in code.
+    raw: Option<Text>,
+    decoded: std::sync::OnceLock<Vec<Model>>,
+}
+
+/// Where a provider's models are kept as text.
+#[derive(Clone)]
+enum Text {
+    /// A range of the catalog document (the embedded one, or a cache read into memory).
+    Doc(Doc, std::ops::Range<usize>),
+    /// Decoded the strict way (a document the fast split did not take).
+    Own(Box<serde_json::value::RawValue>),
+}
+
+/// A catalog document, shared by its providers' models.
+#[derive(Clone)]
+enum Doc {
+    Static(&'static [u8]),
+    Shared(std::sync::Arc<[u8]>),
+}
+
+impl Doc {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Doc::Static(b) => b,
+            Doc::Shared(b) => b,
+        }
+    }
+}
+
+impl Text {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Text::Doc(doc, range) => doc.bytes().get(range.clone()).unwrap_or_default(),
+            Text::Own(raw) => raw.get().as_bytes(),
+        }
+    }
+}
+
+impl Models {
+    fn decode(raw: &Text) -> Result<Vec<Model>, serde_json::Error> {
+        let wire: Vec<CatwalkModel> = serde_json::from_slice(raw.bytes())?;
+        Ok(wire.into_iter().map(Model::from).collect())
+    }
+
+    fn get(&self) -> &Vec<Model> {
+        self.decoded.get_or_init(|| match &self.raw {
+            None => Vec::new(),
+            Some(raw) => Self::decode(raw).unwrap_or_else(|e| {
+                crate::ewriteln!(
+                    "crush: warning: a provider's models in the catalog are unusable: {e}"
+                );
+                Vec::new()
+            }),
+        })
+    }
+
+    /// Whether the models decode (a downloaded catalog is checked before it is used).
+    fn check(&self) -> Result<(), serde_json::Error> {
+        match &self.raw {
+            Some(raw) if self.decoded.get().is_none() => {
+                let models = Self::decode(raw)?;
+                let _ = self.decoded.set(models);
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+impl From<Vec<Model>> for Models {
+    fn from(models: Vec<Model>) -> Models {
+        Models {
+            raw: None,
+            decoded: std::sync::OnceLock::from(models),
+        }
+    }
+}
+
+impl std::ops::Deref for Models {
+    type Target = Vec<Model>;
+    fn deref(&self) -> &Vec<Model> {
+        self.get()
+    }
+}
+
+impl Clone for Models {
+    fn clone(&self) -> Models {
+        Models {
+            raw: self.raw.clone(),
+            decoded: self.decoded.clone(),
+        }
+    }
+}
+
+impl fmt::Debug for Models {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.decoded.get(), &self.raw) {
+            (Some(m), _) => m.fmt(f),
+            (None, _) => f.write_str("[not yet decoded]"),
+        }
+    }
+}
+
+impl PartialEq for Models {
+    fn eq(&self, other: &Models) -> bool {
+        self.get() == other.get()
+    }
+}
+
+impl Serialize for Models {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.get().serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Models {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Models, D::Error> {
+        let raw = Box::<serde_json::value::RawValue>::deserialize(d)?;
+        Ok(Models {
+            raw: Some(Text::Own(raw)),
+            decoded: std::sync::OnceLock::new(),
+        })
+    }
 }
 
 /// Decodes a catalog document: it must be a non-empty JSON array of provider objects, each with
-/// an id. The error says what is wrong, with line and column for bad JSON.
+/// an id. The error says what is wrong, with line and column for bad JSON. Models are decoded
+/// on first use ([`Models`]).
 pub fn parse(bytes: &[u8]) -> Result<Vec<Provider>, String> {
+    parse_indexed(bytes, None)
+}
+
+/// [`parse`] with the document's [`super::split`] already known (`index`, from the index kept
+/// beside the cache; checked here, and ignored when it does not fit the document).
+pub fn parse_indexed(
+    bytes: &[u8],
+    index: Option<Vec<super::split::Entry>>,
+) -> Result<Vec<Provider>, String> {
+    parse_doc(bytes, index, || Doc::Shared(std::sync::Arc::from(bytes)))
+}
+
+/// [`parse`] of a document compiled into the binary, with its index compiled in too: its
+/// models are read in place and nothing is scanned.
+pub fn parse_static(
+    bytes: &'static [u8],
+    index: Option<Vec<super::split::Entry>>,
+) -> Result<Vec<Provider>, String> {
+    parse_doc(bytes, index, || Doc::Static(bytes))
+}
+
+/// The fast way when the document splits ([`super::split`]; `index` when known): each
+/// provider's head is decoded strictly and its models are kept as a range of the document;
+/// else the strict way.
+fn parse_doc(
+    bytes: &[u8],
+    index: Option<Vec<super::split::Entry>>,
+    doc: impl FnOnce() -> Doc,
+) -> Result<Vec<Provider>, String> {
+    let index = index.filter(|entries| super::split::fits(bytes, entries));
+    if let Some(entries) = index.or_else(|| super::split::providers(bytes))
+        && !entries.is_empty()
+    {
+        let doc = doc();
+        let mut providers = Vec::with_capacity(entries.len());
+        for e in entries {
+            let object = &bytes[e.object.clone()];
+            let decoded = match &e.models {
+                // The head alone: the object with its models replaced by an empty list.
+                Some(m) => {
+                    let (from, to) = (m.start - e.object.start, m.end - e.object.start);
+                    let mut head = Vec::with_capacity(object.len() - (to - from) + 2);
+                    head.extend_from_slice(&object[..from]);
+                    head.extend_from_slice(b"[]");
+                    head.extend_from_slice(&object[to..]);
+                    serde_json::from_slice::<Provider>(&head)
+                }
+                None => serde_json::from_slice::<Provider>(object),
+            };
+            let Ok(mut p) = decoded else {
+                return parse_strict(bytes);
+            };
+            if let Some(m) = e.models {
+                p.models = Models {
+                    raw: Some(Text::Doc(doc.clone(), m)),
+                    decoded: std::sync::OnceLock::new(),
+                };
+            }
+            providers.push(p);
+        }
+        return check_ids(providers);
+    }
+    parse_strict(bytes)
+}
+
+/// The whole document through serde: what decides, and words, every error.
+fn parse_strict(bytes: &[u8]) -> Result<Vec<Provider>, String> {
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace()).copied();
     match first {
         None => return Err("the document is empty".into()),
@@ -235,11 +432,31 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<Provider>, String> {
             format!("invalid JSON: {e}")
         }
     })?;
+    check_ids(providers)
+}
+
+fn check_ids(providers: Vec<Provider>) -> Result<Vec<Provider>, String> {
     if providers.is_empty() {
         return Err("the list of providers is empty".into());
     }
     if let Some(i) = providers.iter().position(|p| p.id.as_str().is_empty()) {
         return Err(format!("provider #{} has no id", i + 1));
+    }
+    Ok(providers)
+}
+
+/// [`parse`], then every provider's models decoded too: for a catalog that is about to be used
+/// or saved for the first time (a download, `crush update-providers`), so a bad one is refused
+/// whole, as before it is cached.
+pub fn parse_checked(bytes: &[u8]) -> Result<Vec<Provider>, String> {
+    let providers = parse(bytes)?;
+    for p in &providers {
+        p.models.check().map_err(|e| {
+            format!(
+                "not a list of Catwalk providers: provider '{}': models: {e}",
+                p.id
+            )
+        })?;
     }
     Ok(providers)
 }
@@ -288,12 +505,46 @@ mod tests {
                 .unwrap_err()
                 .contains("no id")
         );
-        assert!(parse(br#"[{"id":"x","models":{}}]"#).is_err());
+        assert!(parse_checked(br#"[{"id":"x","models":{}}]"#).is_err());
+        assert!(parse_checked(br#"[{"id":"x","models":[{"id":7}]}]"#).is_err());
+    }
+
+    #[test]
+    fn models_are_decoded_on_first_use_and_a_bad_list_is_empty() {
+        let ps = parse(
+            br#"[{"id":"a","models":[{"id":"m1","context_window":9}]},{"id":"b","models":{}}]"#,
+        )
+        .unwrap();
+        assert!(ps[0].models.decoded.get().is_none(), "decoded before use");
+        assert_eq!(ps[0].models[0].context_window, 9);
+        assert!(ps[0].models.decoded.get().is_some());
+        // Only a hand-altered cache gets here: the list reads as empty, never a panic.
+        assert!(ps[1].models.is_empty());
+        let copy = ps[0].clone();
+        assert_eq!(copy.models.len(), 1);
+        assert_eq!(
+            serde_json::to_value(&copy).unwrap()["models"][0]["id"],
+            "m1"
+        );
+    }
+
+    #[test]
+    fn the_fast_split_decodes_what_the_strict_decoder_does() {
+        let fast = parse_static(super::super::EMBEDDED, None).unwrap();
+        assert!(matches!(fast[0].models.raw, Some(Text::Doc(..))));
+        assert_eq!(fast, parse_strict(super::super::EMBEDDED).unwrap());
+        let doc = br#"[{"id":"a","models":[{"id":"m"}],"name":"A"},{"id":"b"}]"#;
+        let owned = parse(doc).unwrap();
+        assert_eq!(owned, parse_strict(doc).unwrap());
+        assert_eq!(
+            (owned[0].name.as_str(), owned[0].models[0].id.as_str()),
+            ("A", "m")
+        );
     }
 
     #[test]
     fn the_embedded_snapshot_decodes() {
-        let ps = parse(super::super::EMBEDDED).unwrap();
+        let ps = parse_checked(super::super::EMBEDDED).unwrap();
         assert!(ps.len() >= 10);
         let a = ps.iter().find(|p| p.id == ProviderId::Anthropic).unwrap();
         assert_eq!(a.kind, ProviderType::Anthropic);

@@ -29,6 +29,46 @@ pub fn now_secs() -> u64 {
     u64::try_from(crate::time::unix_now()).unwrap_or(0)
 }
 
+/// The split of the cache ([`super::split`]), kept so a start does not scan the cache again;
+/// it names the cache's length and modification time and is ignored when either differs.
+pub const INDEX_FILE: &str = "providers.index.json";
+
+#[derive(Serialize, Deserialize)]
+struct Index {
+    len: usize,
+    mtime_ns: i128,
+    rows: Vec<[usize; 4]>,
+}
+
+fn mtime_ns(path: &Path) -> Option<i128> {
+    let t = std::fs::metadata(path).ok()?.modified().ok()?;
+    let d = t.duration_since(std::time::UNIX_EPOCH).ok()?;
+    Some(d.as_nanos() as i128)
+}
+
+/// The kept split of the cache at `cache` (`len` bytes), when it is the split of this file.
+pub fn read_index(dir: &Path, cache: &Path, len: usize) -> Option<Vec<super::split::Entry>> {
+    let bytes = std::fs::read(dir.join(INDEX_FILE)).ok()?;
+    let index: Index = serde_json::from_slice(&bytes).ok()?;
+    (index.len == len && Some(index.mtime_ns) == mtime_ns(cache))
+        .then(|| super::split::from_rows(&index.rows))
+}
+
+/// Keeps the split of the cache; failing only means the next start splits it again.
+pub fn write_index(dir: &Path, cache: &Path, len: usize, rows: &[[usize; 4]]) {
+    let Some(mtime_ns) = mtime_ns(cache) else {
+        return;
+    };
+    let index = Index {
+        len,
+        mtime_ns,
+        rows: rows.to_vec(),
+    };
+    if let Ok(text) = serde_json::to_vec(&index) {
+        let _ = write_atomic(&dir.join(INDEX_FILE), &text);
+    }
+}
+
 pub fn cache_path(dir: &Path) -> PathBuf {
     dir.join(CACHE_FILE)
 }
