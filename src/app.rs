@@ -10,6 +10,7 @@ use crate::tools::lsp::Lsp;
 use serde_json::json;
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// The global flags (crush(1) OPTIONS), as every command receives them.
@@ -567,14 +568,36 @@ pub fn start_session(ctx: Context, global: &Global) -> Result<OpenSession<'stati
 /// At exit, however the run ends (a closed stdout, a signal, an error before the prompt was
 /// stored), the new session `id` is deleted if nothing was stored in it: a run never leaves an
 /// empty "Untitled Session" behind (crush(1) EXIT STATUS).
+/// A run that returns normally checks on the connection it has ([`OpenSession`]'s drop) and
+/// clears [`LEFT_EMPTY_CHECK`]; only an exit by signal or a closed pipe opens the file again.
 fn forget_if_left_empty(db: &std::path::Path, id: &str) {
     let (db, id) = (db.to_path_buf(), id.to_string());
+    LEFT_EMPTY_CHECK.store(true, Ordering::SeqCst);
     crate::signal::on_exit(move || {
-        let deleted = Store::open(&db).and_then(|s| s.delete_if_empty(&id));
-        if let Ok(true) = deleted {
-            crate::log::info(&format!("run: session {id} was left empty: deleted"));
+        if !LEFT_EMPTY_CHECK.swap(false, Ordering::SeqCst) {
+            return;
+        }
+        if let Ok(s) = Store::open(&db) {
+            delete_if_left_empty(&s, &id);
         }
     });
+}
+
+/// Whether the exit hook of [`forget_if_left_empty`] still has to check.
+static LEFT_EMPTY_CHECK: AtomicBool = AtomicBool::new(false);
+
+fn delete_if_left_empty(store: &Store, id: &str) {
+    if let Ok(true) = store.delete_if_empty(id) {
+        crate::log::info(&format!("run: session {id} was left empty: deleted"));
+    }
+}
+
+impl Drop for OpenSession<'_> {
+    fn drop(&mut self) {
+        if !self.resumed && LEFT_EMPTY_CHECK.swap(false, Ordering::SeqCst) {
+            delete_if_left_empty(self.agent.store, &self.agent.session_id);
+        }
+    }
 }
 
 /// Retries, timeouts and the reply size limit for model calls (`CRUSH_RETRY_BASE_MS`,

@@ -639,6 +639,23 @@ fn a_closed_stderr_or_stdout_never_aborts_and_leaves_no_empty_session() {
 }
 
 #[test]
+fn a_run_that_fails_before_its_prompt_is_stored_leaves_no_empty_session() {
+    // The error comes after the session was created (the budget is read from it): the run
+    // returns normally and the empty session goes on the connection it has.
+    let server = FakeServer::with_script(vec![]);
+    let env = env_with(&server, Dialect::OpenAi);
+    let out = env.run(&["run", "--max-cost", "-5", "hi"], None);
+    assert_ne!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.contains("max"), "{}", out.stderr);
+    assert_eq!(sessions(&env).len(), 0, "an empty session was left");
+    // And a run that stored its prompt keeps its session.
+    let server = FakeServer::with_script(vec![Reply::text("ok")]);
+    let env = env_with(&server, Dialect::OpenAi);
+    env.run(&["run", "hi"], None).assert_success();
+    assert_eq!(sessions(&env).len(), 1);
+}
+
+#[test]
 fn logs_on_a_terminal_show_escape_sequences_instead_of_sending_them() {
     // A repository can ship its own .crush/logs/crush.log: a window title (OSC 0) and a
     // clipboard write (OSC 52) in a logged server error.
