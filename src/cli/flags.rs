@@ -531,9 +531,25 @@ mod tests {
         forms
     }
 
+    /// The fields (`name: value` lines of the pretty Debug) `args` sets.
+    fn fields_set(args: &[String]) -> Vec<String> {
+        let nothing = format!("{:#?}", Parsed::default());
+        let (p, _) = lex(args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        format!("{p:#?}")
+            .lines()
+            .filter(|l| !nothing.lines().any(|n| n == *l))
+            .filter_map(|l| l.trim_start().split_once(": "))
+            .map(|(name, _)| name.to_string())
+            .collect()
+    }
+
+    /// A flag's words (`max-cost-unpriced`: max, cost, unpriced).
+    fn words(name: &str) -> Vec<&str> {
+        name.split(['-', '_']).collect()
+    }
+
     #[test]
     fn every_flag_row_sets_its_field_the_same_way_however_spelled() {
-        let nothing = format!("{:?}", Parsed::default());
         for f in FLAGS.iter().chain([&GENERATE]) {
             let mut results = Vec::new();
             for args in spellings(f) {
@@ -543,7 +559,6 @@ mod tests {
                     "{args:?} found the wrong row"
                 );
                 let text = format!("{p:?}");
-                assert_ne!(text, nothing, "{args:?} set nothing");
                 if let Takes::Value(name, _) = f.takes {
                     assert!(text.contains(sample(name)), "{args:?}: {text}");
                 }
@@ -551,6 +566,24 @@ mod tests {
             }
             results.dedup();
             assert_eq!(results.len(), 1, "--{}'s spellings differ", f.long);
+            // It lands in its own field: one named with a word of the flag's name, or, for a
+            // flag whose help says "Same as --OTHER", OTHER's.
+            let args = spellings(f).swap_remove(0);
+            let set = fields_set(&args);
+            match f.help.strip_prefix("Same as --") {
+                Some(rest) => {
+                    let other = rest.split(' ').next().unwrap_or("");
+                    let row = FLAGS.iter().find(|o| o.long == other);
+                    let other_args = spellings(row.unwrap_or_else(|| panic!("--{other}")));
+                    assert_eq!(set, fields_set(&other_args[0]), "--{}", f.long);
+                }
+                None => assert!(
+                    set.iter()
+                        .any(|field| words(field).iter().any(|w| words(f.long).contains(w))),
+                    "--{} sets {set:?}",
+                    f.long
+                ),
+            }
         }
     }
 
