@@ -109,7 +109,7 @@ fn value_flag(word: &str) -> Option<&'static str> {
         let short = c.next().filter(|_| c.next().is_none())?;
         FLAGS.iter().find(|f| f.short == Some(short))
     }?;
-    f.value.map(|_| f.long)
+    f.value().map(|_| f.long)
 }
 
 fn first_sentence(s: &str) -> String {

@@ -1,10 +1,10 @@
-//! The man page and shell completions, generated from the flag and command tables of `cli.rs`
+//! The man page and shell completions, generated from the flag and command tables of `cli/`
 //! (`crush --generate man|bash|zsh|fish`). The man page's prose lives in
 //! `man/crush.1.template`, compiled in; the synopsis, COMMANDS and FLAGS come from the tables.
 //! The committed copies in `man/` and `completions/` are checked against this output by a test,
 //! so they cannot fall out of step with the flags or the template.
 
-use crate::cli::{COMMANDS, FLAGS, Flag, Scope};
+use crate::cli::{COMMANDS, Cmd, FLAGS, Flag, Scope};
 
 fn roff_escape(s: &str) -> String {
     s.replace('\\', "\\\\").replace('-', "\\-")
@@ -14,16 +14,7 @@ fn scope_text(f: &Flag) -> String {
     match f.scope {
         Scope::Global => String::new(),
         Scope::Only(cmds) => {
-            let names: Vec<String> = cmds
-                .iter()
-                .map(|c| {
-                    if c.is_empty() {
-                        "crush".to_string()
-                    } else {
-                        format!("crush {c}")
-                    }
-                })
-                .collect();
+            let names: Vec<String> = cmds.iter().map(|c| c.display_name()).collect();
             format!(" (for {})", names.join(", "))
         }
     }
@@ -32,7 +23,7 @@ fn scope_text(f: &Flag) -> String {
 /// The man page's text, with a `!!NAME!!` line wherever the flag and command tables go.
 const MAN_TEMPLATE: &str = include_str!("../man/crush.1.template");
 
-/// The man page: the template with its placeholders filled from the tables of `cli.rs`.
+/// The man page: the template with its placeholders filled from the tables of `cli/`.
 pub fn man() -> String {
     MAN_TEMPLATE
         .replacen("!!VERSION!!", env!("CARGO_PKG_VERSION"), 1)
@@ -68,7 +59,7 @@ fn man_flags() -> String {
             Some(c) => format!("\\-{c}, \\-\\-{}", f.long),
             None => format!("\\-\\-{}", f.long),
         };
-        if let Some(v) = f.value {
+        if let Some(v) = f.value() {
             head.push_str(&format!(" \\fI{}\\fR", roff_escape(v)));
         }
         s.push_str(&format!(
@@ -84,17 +75,11 @@ fn man_flags() -> String {
     s
 }
 
-fn flags_for(cmd: &str) -> Vec<&'static Flag> {
-    FLAGS
-        .iter()
-        .filter(|f| match f.scope {
-            Scope::Global => true,
-            Scope::Only(c) => c.contains(&cmd),
-        })
-        .collect()
+fn flags_for(cmd: Cmd) -> Vec<&'static Flag> {
+    FLAGS.iter().filter(|f| f.applies(cmd)).collect()
 }
 
-fn words(cmd: &str) -> String {
+fn words(cmd: Cmd) -> String {
     let mut w: Vec<String> = Vec::new();
     for f in flags_for(cmd) {
         if let Some(c) = f.short {
@@ -135,13 +120,13 @@ pub fn bash() -> String {
         s.push_str(&format!(
             "        {}) COMPREPLY=($(compgen -W \"{} {}\" -- \"$cur\")) ;;\n",
             c.name,
-            words(c.name),
+            words(c.cmd),
             subs
         ));
     }
     s.push_str(&format!(
         "        *) COMPREPLY=($(compgen -W \"{} {}\" -- \"$cur\")) ;;\n",
-        words(""),
+        words(Cmd::Repl),
         names.join(" ")
     ));
     s.push_str("    esac\n}\ncomplete -o default -F _crush crush\n");
@@ -184,7 +169,7 @@ pub fn zsh() -> String {
             "            {})\n                _arguments \\\n",
             c.name
         ));
-        for f in flags_for(c.name) {
+        for f in flags_for(c.cmd) {
             s.push_str(&zsh_flag(f));
         }
         if c.subcommands.is_empty() {
@@ -197,7 +182,7 @@ pub fn zsh() -> String {
         }
     }
     s.push_str("        esac\n    else\n        _arguments \\\n");
-    for f in flags_for("") {
+    for f in flags_for(Cmd::Repl) {
         s.push_str(&zsh_flag(f));
     }
     s.push_str("            '1:command:->cmds'\n        _describe 'command' commands\n    fi\n}\n\n_crush \"$@\"\n");
@@ -205,7 +190,7 @@ pub fn zsh() -> String {
 }
 
 fn zsh_flag(f: &Flag) -> String {
-    let value = match f.value {
+    let value = match f.value() {
         Some("DIR") => ":dir:_files -/".to_string(),
         Some("FILE") => ":file:_files".to_string(),
         Some(v) => format!(":{}:", zsh_escape(&v.to_lowercase())),
@@ -251,17 +236,16 @@ pub fn fish() -> String {
             Scope::Only(cmds) => {
                 let mut conds: Vec<String> = Vec::new();
                 for c in cmds.iter() {
-                    if c.is_empty() {
-                        conds.push(none.clone());
-                    } else {
-                        conds.push(format!("__fish_seen_subcommand_from {c}"));
+                    match c.spec() {
+                        None => conds.push(none.clone()),
+                        Some(c) => conds.push(format!("__fish_seen_subcommand_from {}", c.name)),
                     }
                 }
                 format!(" -n '{}'", conds.join("; or "))
             }
         };
         let short = f.short.map(|c| format!(" -s {c}")).unwrap_or_default();
-        let req = if f.value.is_some() { " -r" } else { "" };
+        let req = if f.value().is_some() { " -r" } else { "" };
         s.push_str(&format!(
             "complete -c crush{cond}{short} -l {}{req} -d '{}'\n",
             f.long,

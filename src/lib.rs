@@ -80,7 +80,7 @@ fn dispatch(cli: cli::Cli) -> Result<ExitCode, AppError> {
     match &cli.command {
         Command::Version => print(&format!("crush {}\n", env!("CARGO_PKG_VERSION"))),
         Command::Help(cmd) => {
-            print(&cli::help_text(cmd.as_deref()).map_err(|e| AppError::Usage(e.0))?)
+            print(&cli::help_text(cmd.as_deref()).map_err(|e| AppError::Usage(e.to_string()))?)
         }
         Command::Generate(kind) => print(&docs::generate(kind).map_err(AppError::Usage)?),
         Command::Run(args) => run::run(g, args),
