@@ -195,9 +195,9 @@ pub(super) fn fetch_tools() -> Vec<Box<dyn Tool>> {
     ]
 }
 
-impl<'a> Agent<'a> {
+impl Agent {
     /// The web sub-agent for the child session `session_id`, working in `dir`.
-    fn fetch_child(&self, session_id: String, dir: &Path) -> Agent<'a> {
+    fn fetch_child(&self, session_id: String, dir: &Path) -> Agent {
         let model = self
             .config
             .as_ref()
@@ -208,21 +208,21 @@ impl<'a> Agent<'a> {
         // itself was hooked), the pages it reads are on disk in its own directory.
         let mut a = self.child(session_id);
         a.model = model;
-        a.tools = tools;
+        a.toolkit.tools = tools;
         // Go Crush approves the sub-agent's session: the call itself asked.
-        a.permissions = Permissions::new(true, Vec::new());
+        a.policy.permissions = Permissions::new(true, Vec::new());
         a.system = system_prompt(dir);
-        a.cwd = dir.to_path_buf();
-        a.project_root = dir.to_path_buf();
+        a.workspace.cwd = dir.to_path_buf();
+        a.workspace.project_root = dir.to_path_buf();
         // Its file tools see its own directory and nothing else, whatever its permissions
         // (crush(1) TOOLS, agentic_fetch).
-        a.bounds = std::sync::Arc::new(crate::tools::confine::Bounds::jailed(dir));
-        a.hooks = Default::default();
-        a.lsp = None;
-        a.files = None;
-        a.skill_files = Default::default();
-        a.transcript = None;
-        a.parent_transcript = None;
+        a.workspace.bounds = std::sync::Arc::new(crate::tools::confine::Bounds::jailed(dir));
+        a.policy.hooks = Default::default();
+        a.toolkit.lsp = None;
+        a.workspace.files = None;
+        a.toolkit.skill_files = Default::default();
+        a.session.transcript = None;
+        a.session.parent_transcript = None;
         a
     }
 

@@ -149,7 +149,7 @@ pub(super) fn apply(this: Parts, out: &mut ToolOutput, sink: &mut dyn Sink) {
     out.metadata["session_config_report"] = Value::from(report.lines);
 }
 
-impl super::Agent<'_> {
+impl super::Agent {
     /// A session-only command typed by the user (a REPL slash command such as
     /// `/permissions allow grep` or `/model small p/m`): applied to the runtime layer, then the
     /// running agent is brought in line. Returns what to show the user. Nothing is written.
@@ -167,15 +167,15 @@ impl super::Agent<'_> {
             .starts_with("hook");
         let large_changed = sync(
             cfg,
-            &mut self.permissions,
-            &mut self.tools,
-            self.mcp.as_mut(),
+            &mut self.policy.permissions,
+            &mut self.toolkit.tools,
+            self.toolkit.mcp.as_mut(),
             &mut self.model,
             &mut self.system,
-            &mut self.hooks,
+            &mut self.policy.hooks,
             &large_before,
             hooks_changed,
-            self.lsp.as_ref(),
+            self.toolkit.lsp.as_ref(),
         )?;
         Ok(UserCommand {
             text: outcome.print.unwrap_or(outcome.summary),

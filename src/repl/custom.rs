@@ -10,6 +10,7 @@ impl Repl {
     /// The MCP servers' prompts (none without servers).
     fn mcp_prompts(&self) -> Vec<crate::mcp::Prompt> {
         self.agent
+            .toolkit
             .mcp
             .as_ref()
             .map(|m| m.manager().prompts())
@@ -24,7 +25,7 @@ impl Repl {
     /// The custom commands, skills and MCP prompts, for `/help` (which waits as the first
     /// request does for MCP servers still starting).
     pub(super) fn custom_help(&self) -> String {
-        if let Some(m) = &self.agent.mcp {
+        if let Some(m) = &self.agent.toolkit.mcp {
             m.manager().wait_ready(Some(app::mcp_wait()));
         }
         let cat = Catalog::new(&self.ctx.commands, &self.ctx.skills, self.mcp_prompts());
@@ -91,7 +92,7 @@ impl Repl {
     /// and the prompt it makes is sent.
     pub(super) fn custom(&mut self, name: &str, args: &str) {
         let (commands, skills) = (self.ctx.commands.clone(), self.ctx.skills.clone());
-        let manager = self.agent.mcp.as_ref().map(|m| m.manager().clone());
+        let manager = self.agent.toolkit.mcp.as_ref().map(|m| m.manager().clone());
         // A prompt's server, named by the user, is waited for as a call to it would be.
         if let (Some(m), Some((server, _))) = (
             &manager,

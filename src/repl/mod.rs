@@ -687,7 +687,7 @@ type TitleJob = Receiver<(String, title::Generated)>;
 struct Repl {
     ctx: Context,
     global: Global,
-    agent: Agent<'static>,
+    agent: Agent,
     /// `/model small ...` or `--small-model`; else resolved from the configuration when needed.
     small: Option<ResolvedModel>,
     term: Term,
@@ -727,10 +727,10 @@ pub fn run(global: &Global, args: &ReplArgs) -> Result<ExitCode, AppError> {
         Some(m) => Some(ctx.loaded.resolve_model(Some(m), true)?),
         None => None,
     };
-    let resumed = app::session_to_continue(ctx.store, global)?;
+    let resumed = app::session_to_continue(&ctx.store, global)?;
     let sid = resumed.as_ref().map(|s| s.id.clone()).unwrap_or_default();
     let mut agent = app::build_agent(&ctx, model, sid, global.yolo, Some(app::mcp_wait()));
-    agent.plan_mode = global.plan;
+    agent.policy.plan_mode = global.plan;
     // A Ctrl-C while the configuration loaded (a slow crushrc or `$(...)`) means: stop.
     if cancel.swap(false, Ordering::SeqCst) {
         return Ok(crate::signal::interrupted());
@@ -984,11 +984,11 @@ impl Repl {
             self.poll_titles(Duration::ZERO);
             self.mcp_warnings();
             let source = Completions {
-                store: self.ctx.store,
+                store: &self.ctx.store,
                 config: self.agent.config.as_ref().unwrap_or(&self.ctx.loaded),
-                tools: self.agent.tools.iter().map(|t| t.name()).collect(),
-                cwd: &self.agent.cwd,
-                mcp: self.agent.mcp.as_ref().map(|m| m.manager()),
+                tools: self.agent.toolkit.tools.iter().map(|t| t.name()).collect(),
+                cwd: &self.agent.workspace.cwd,
+                mcp: self.agent.toolkit.mcp.as_ref().map(|m| m.manager()),
                 commands: &self.ctx.commands,
                 skills: &self.ctx.skills,
             };
@@ -1044,11 +1044,11 @@ impl Repl {
             "other"
         });
         self.poll_titles(TITLE_WAIT);
-        if let Some(m) = &self.agent.mcp {
+        if let Some(m) = &self.agent.toolkit.mcp {
             m.manager().shutdown();
         }
-        if !self.agent.session_id.is_empty() {
-            let short = short_id(&self.agent.session_id).to_string();
+        if !self.agent.session.id.is_empty() {
+            let short = short_id(&self.agent.session.id).to_string();
             self.term.note(&format!(
                 "Session {short} saved; continue it with: crush -s {short}"
             ));
@@ -1075,7 +1075,7 @@ impl Repl {
 
     /// Creates the session when the REPL has none yet (after `/new`, or at start).
     fn ensure_session(&mut self) -> Result<(), String> {
-        if !self.agent.session_id.is_empty() {
+        if !self.agent.session.id.is_empty() {
             return Ok(());
         }
         let s = self
@@ -1083,7 +1083,7 @@ impl Repl {
             .store
             .create_session(title::PLACEHOLDER, None)
             .map_err(|e| e.to_string())?;
-        self.agent.session_id = s.id;
+        self.agent.session.id = s.id;
         self.fresh = true;
         Ok(())
     }
@@ -1122,7 +1122,7 @@ impl Repl {
                 return None;
             }
         };
-        let mut policy = self.agent.policy.clone();
+        let mut policy = self.agent.policy.retry.clone();
         policy.max_attempts = policy.max_attempts.min(2);
         policy.response_timeout = policy.response_timeout.min(Duration::from_secs(30));
         policy.idle_timeout = policy.idle_timeout.min(Duration::from_secs(30));
@@ -1135,7 +1135,7 @@ impl Repl {
         Some(TitleStart {
             model,
             policy,
-            session_id: self.agent.session_id.clone(),
+            session_id: self.agent.session.id.clone(),
             when,
         })
     }
@@ -1155,7 +1155,7 @@ impl Repl {
                 Err(crossbeam_channel::RecvTimeoutError::Disconnected) => continue,
             };
             let (sid, g) = got;
-            let store = self.ctx.store;
+            let store = self.ctx.store.clone();
             if let Some(u) = &g.usage
                 && let Err(e) = store.record_usage(&sid, u)
             {
@@ -1186,7 +1186,7 @@ impl Repl {
         }
         // `/attach`ed files, then the files the prompt names as `@path`.
         let mut attached = std::mem::take(&mut self.attachments);
-        for (_, path) in crate::tools::attach::mentions(text, &self.agent.cwd) {
+        for (_, path) in crate::tools::attach::mentions(text, &self.agent.workspace.cwd) {
             match self.attach_file(&path) {
                 Ok(Some(a)) => attached.push(a),
                 Ok(None) => {}
@@ -1252,7 +1252,7 @@ impl Repl {
                     });
                 }
                 self.poll_titles(TITLE_WAIT);
-                if self.agent.plan_mode {
+                if self.agent.policy.plan_mode {
                     self.after_plan(&r);
                 }
                 return;
@@ -1264,7 +1264,7 @@ impl Repl {
     /// The meter of the status line as the turn starts: the session's context and cost so far.
     fn meter(&self) -> Meter {
         let m = &self.agent.model.model;
-        let (context, cost) = match self.ctx.store.resolve_session(&self.agent.session_id) {
+        let (context, cost) = match self.ctx.store.resolve_session(&self.agent.session.id) {
             Ok(s) => (u64::try_from(s.context_tokens).unwrap_or(0), s.cost),
             Err(_) => (0, 0.0),
         };
@@ -1281,11 +1281,11 @@ impl Repl {
     /// options.max_cost counts from what the session had spent when this REPL took it up,
     /// options.max_session_cost from nothing. Set again when the REPL moves to another session.
     fn arm_budget(&mut self) {
-        let id = self.agent.session_id.clone();
+        let id = self.agent.session.id.clone();
         match &self.budget_session {
             Some(armed) if *armed == id => return,
             // A new session got its id from its first turn: its budget stands.
-            Some(armed) if armed.is_empty() && self.agent.budget.is_some() => {
+            Some(armed) if armed.is_empty() && self.agent.policy.budget.is_some() => {
                 self.budget_session = Some(id);
                 return;
             }
@@ -1298,10 +1298,10 @@ impl Repl {
             self.ctx.store.session_spend(&id).unwrap_or(0.0)
         };
         match crate::agent::budget::Budget::for_run(cfg, None, false, start) {
-            Ok(b) => self.agent.budget = Some(b).filter(|b| b.is_set()),
+            Ok(b) => self.agent.policy.budget = Some(b).filter(|b| b.is_set()),
             Err(e) => {
                 self.term.error(&e.to_string());
-                self.agent.budget = None;
+                self.agent.policy.budget = None;
             }
         }
         self.budget_session = Some(id);
@@ -1319,7 +1319,7 @@ impl Repl {
             ),
             since: Instant::now(),
             after: notify::threshold(),
-            cwd: self.agent.cwd.clone(),
+            cwd: self.agent.workspace.cwd.clone(),
         }
     }
 
@@ -1372,7 +1372,9 @@ impl Repl {
         }
         self.cancel.store(false, Ordering::SeqCst);
         let term = &mut self.term;
-        let ran = shell::run(command, &self.agent.cwd, &self.cancel, &mut |b| term.raw(b));
+        let ran = shell::run(command, &self.agent.workspace.cwd, &self.cancel, &mut |b| {
+            term.raw(b)
+        });
         self.cancel.store(false, Ordering::SeqCst);
         self.term.end_line();
         let ran = match ran {
@@ -1397,7 +1399,7 @@ impl Repl {
             model: None,
             provider: None,
         };
-        if let Err(e) = self.ctx.store.add_message(&self.agent.session_id, &msg) {
+        if let Err(e) = self.ctx.store.add_message(&self.agent.session.id, &msg) {
             self.term
                 .error(&format!("cannot record the command in the session: {e}"));
         }
@@ -1423,7 +1425,7 @@ impl Repl {
             Slash::Sessions => match self.ctx.store.list_sessions() {
                 Ok(list) if list.is_empty() => self.term.note("No sessions yet."),
                 Ok(list) => {
-                    let cur = Some(self.agent.session_id.as_str()).filter(|s| !s.is_empty());
+                    let cur = Some(self.agent.session.id.as_str()).filter(|s| !s.is_empty());
                     self.term.print(&sessions::list_text(&list, cur));
                 }
                 Err(e) => self.term.error(&e.to_string()),
@@ -1466,7 +1468,7 @@ impl Repl {
                 None => self.term.note("No tool has run yet."),
             },
             Slash::Jobs => {
-                let text = crate::tools::jobs::list_text(&self.agent.session_id);
+                let text = crate::tools::jobs::list_text(&self.agent.session.id);
                 self.term.print(&text);
             }
             Slash::Undo => self.undo(),
@@ -1479,7 +1481,7 @@ impl Repl {
 
     /// SessionEnd for the current session, once its SessionStart fired.
     fn end_session(&mut self, reason: &str) {
-        if self.session_start.is_some() || self.agent.session_id.is_empty() {
+        if self.session_start.is_some() || self.agent.session.id.is_empty() {
             return;
         }
         let mut sink = ReplSink::new(
@@ -1497,16 +1499,16 @@ impl Repl {
     /// jobs: the old session's are killed.
     fn switch_to(&mut self, sid: String) {
         self.end_session(if sid.is_empty() { "clear" } else { "resume" });
-        crate::tools::jobs::end_session(&self.agent.session_id);
+        crate::tools::jobs::end_session(&self.agent.session.id);
         self.session_start = Some(if sid.is_empty() { "startup" } else { "resume" });
-        self.agent.session_id = sid;
+        self.agent.session.id = sid;
         self.fresh = false;
         self.term.forget_todos();
-        let p = &self.agent.permissions;
+        let p = &self.agent.policy.permissions;
         let auto = p.auto.clone();
-        self.agent.permissions =
+        self.agent.policy.permissions =
             Permissions::new(p.yolo, p.allowed_tools.clone()).with_claude(p.claude.clone());
-        self.agent.permissions.auto = auto;
+        self.agent.policy.permissions.auto = auto;
     }
 
     /// `/sandbox [MODE]`: shows the sandbox in force, or puts the session's commands in another
@@ -1527,19 +1529,19 @@ impl Repl {
             };
             match settings::session(loaded, &flags) {
                 Ok(sb) => {
-                    if sb.is_none() && self.agent.permissions.auto.take().is_some() {
+                    if sb.is_none() && self.agent.policy.permissions.auto.take().is_some() {
                         self.term.note(
                             "The auto approval mode ends with the sandbox: commands ask again.",
                         );
                     }
-                    self.agent.sandbox = sb;
+                    self.agent.workspace.sandbox = sb;
                 }
                 Err(e) => return self.term.error(&e.to_string()),
             }
         }
         self.term.print(&format!(
             "sandbox  {}\n",
-            settings::describe(self.agent.sandbox.as_deref())
+            settings::describe(self.agent.workspace.sandbox.as_deref())
         ));
     }
 
@@ -1606,7 +1608,7 @@ impl Repl {
     /// Warnings of MCP servers that arrived while the prompt waited (a server that failed to
     /// start); those of a turn are reported by the turn.
     fn mcp_warnings(&mut self) {
-        let warnings = match &self.agent.mcp {
+        let warnings = match &self.agent.toolkit.mcp {
             Some(m) => m.manager().take_warnings(),
             None => return,
         };
@@ -1617,7 +1619,7 @@ impl Repl {
 
     /// `/mcp`: the servers; `/mcp add|rm ...`: for this session; `/mcp login NAME`.
     fn mcp_command(&mut self, args: &str) {
-        let Some(m) = &self.agent.mcp else {
+        let Some(m) = &self.agent.toolkit.mcp else {
             return self.term.error("this session has no MCP servers");
         };
         let manager = m.manager().clone();
@@ -1670,12 +1672,12 @@ impl Repl {
         };
         let current = list
             .iter()
-            .position(|s| s.id == self.agent.session_id)
+            .position(|s| s.id == self.agent.session.id)
             .unwrap_or(0);
         let items = list
             .iter()
             .map(|s| {
-                let mark = if s.id == self.agent.session_id {
+                let mark = if s.id == self.agent.session.id {
                     " (current)"
                 } else {
                     ""
@@ -1688,13 +1690,13 @@ impl Repl {
             })
             .collect();
         match self.lines.pick(&mut self.term, items, current) {
-            Some(Some(i)) if list[i].id != self.agent.session_id => {
+            Some(Some(i)) if list[i].id != self.agent.session.id => {
                 let id = short_id(&list[i].id).to_string();
                 self.resume(&id);
             }
             Some(_) => {}
             None => {
-                let cur = Some(self.agent.session_id.as_str()).filter(|s| !s.is_empty());
+                let cur = Some(self.agent.session.id.as_str()).filter(|s| !s.is_empty());
                 self.term.print(&sessions::list_text(&list, cur));
             }
         }
@@ -1763,8 +1765,8 @@ impl Repl {
     }
 
     fn permissions_command(&mut self) -> Result<String, String> {
-        let p = &self.agent.permissions;
-        let tools: Vec<&str> = self.agent.tools.iter().map(|t| t.name()).collect();
+        let p = &self.agent.policy.permissions;
+        let tools: Vec<&str> = self.agent.toolkit.tools.iter().map(|t| t.name()).collect();
         Ok(format!(
             "yolo           {}\nallowed_tools  {}\ntools          {}\n",
             p.yolo,
@@ -1778,12 +1780,12 @@ impl Repl {
     }
 
     fn current(&mut self) -> Option<Session> {
-        if self.agent.session_id.is_empty() {
+        if self.agent.session.id.is_empty() {
             self.term
                 .note("No session yet: it starts with your first prompt.");
             return None;
         }
-        match self.ctx.store.resolve_session(&self.agent.session_id) {
+        match self.ctx.store.resolve_session(&self.agent.session.id) {
             Ok(s) => Some(s),
             Err(e) => {
                 self.term.error(&e.to_string());
@@ -1796,7 +1798,7 @@ impl Repl {
     /// session records it, so the model learns it with the next prompt.
     fn undo(&mut self) {
         let Some(s) = self.current() else { return };
-        match crate::commands::files::undo(self.ctx.store, &s.id) {
+        match crate::commands::files::undo(&self.ctx.store, &s.id) {
             Ok(done) => {
                 self.term.note(&done);
                 let msg = NewMessage {
@@ -1823,8 +1825,8 @@ impl Repl {
             return self.term.error("usage: /versions FILE");
         }
         let Some(s) = self.current() else { return };
-        let path = crate::tools::common::resolve_in(&self.agent.cwd, file);
-        match crate::commands::files::versions(self.ctx.store, &s.id, &path) {
+        let path = crate::tools::common::resolve_in(&self.agent.workspace.cwd, file);
+        match crate::commands::files::versions(&self.ctx.store, &s.id, &path) {
             Ok(text) => self.term.print(&text),
             Err(e) => self.term.error(&e),
         }
@@ -1837,7 +1839,7 @@ impl Repl {
         path: &std::path::Path,
     ) -> Result<Option<crate::tools::attach::Attachment>, String> {
         use crate::tools::attach;
-        if attach::outside(path, &self.agent.project_root) {
+        if attach::outside(path, &self.agent.workspace.project_root) {
             let q = format!(
                 "Attach {} (outside the project)? [y]es / [n]o",
                 path.display()
@@ -1851,7 +1853,7 @@ impl Repl {
                 return Ok(None);
             }
         }
-        attach::load(path, &self.agent.cwd).map(Some)
+        attach::load(path, &self.agent.workspace.cwd).map(Some)
     }
 
     /// `/attach FILE`: a file for the next prompt; without FILE, what is attached.
@@ -1868,7 +1870,7 @@ impl Repl {
             }
             return;
         }
-        let path = crate::tools::common::resolve_in(&self.agent.cwd, file);
+        let path = crate::tools::common::resolve_in(&self.agent.workspace.cwd, file);
         match self.attach_file(&path) {
             Ok(Some(a)) => {
                 self.term.note(&format!(
@@ -1905,13 +1907,13 @@ impl Repl {
     fn plan_mode(&mut self, args: &str) {
         match args.trim() {
             "" => {
-                self.agent.plan_mode = true;
+                self.agent.policy.plan_mode = true;
                 self.term.note(
                     "plan mode: only read-only tools; the model ends with a plan, then you choose how to go on (/plan off leaves it)",
                 );
             }
             "off" => {
-                self.agent.plan_mode = false;
+                self.agent.policy.plan_mode = false;
                 self.term
                     .note("plan mode off: all tools, the usual permissions");
             }
@@ -1977,9 +1979,9 @@ impl Repl {
     /// Leaves plan mode and has the model carry the plan out; `auto`: with the auto approval
     /// mode's approvals (commands and writes inside the project run without asking).
     fn code_the_plan(&mut self, auto: bool) {
-        self.agent.plan_mode = false;
+        self.agent.policy.plan_mode = false;
         if auto {
-            self.agent.permissions.auto = Some(self.agent.project_root.clone());
+            self.agent.policy.permissions.auto = Some(self.agent.workspace.project_root.clone());
         }
         self.term.note(if auto {
             "coding: commands and in-project writes run without asking"
@@ -2074,14 +2076,14 @@ impl Repl {
             }
         }
         let Some(s) = self.current() else { return };
-        let text = match sessions::export_text(self.ctx.store, &s, format) {
+        let text = match sessions::export_text(&self.ctx.store, &s, format) {
             Ok(t) => t,
             Err(e) => return self.term.error(&e.to_string()),
         };
         match file {
             None => self.term.print(&text),
             Some(f) => {
-                let path = self.agent.cwd.join(f);
+                let path = self.agent.workspace.cwd.join(f);
                 match std::fs::write(&path, text) {
                     Ok(()) => self.term.note(&format!(
                         "Wrote session {} to {}",
