@@ -54,7 +54,7 @@ impl Repl {
                     &mut s,
                     &e.usage(),
                     e.description(),
-                    super::HELP_AT,
+                    super::commands::HELP_AT,
                     super::wrap::DEFAULT_COLUMNS,
                 );
             }
@@ -133,7 +133,7 @@ impl Repl {
                 if let Err(e) = self.ensure_session() {
                     return self.term.error(&format!("cannot create a session: {e}"));
                 }
-                let mut sink = super::ReplSink::new(
+                let mut sink = super::sink::ReplSink::new(
                     &mut self.term,
                     &mut self.lines,
                     &mut self.titles,
