@@ -45,8 +45,8 @@ impl Repl {
             Slash::Model | Slash::Option | Slash::Permissions => {
                 let name = SLASH_COMMANDS
                     .iter()
-                    .find(|(c, ..)| *c == cmd)
-                    .map(|(_, n, ..)| *n)
+                    .find(|c| c.cmd == cmd)
+                    .map(|c| c.name)
                     .unwrap_or_default();
                 match self.session_config(name, args) {
                     Ok(msg) => self.term.print(&msg),
@@ -798,13 +798,13 @@ pub fn help_text() -> String {
         "",
     );
     s.push_str("\n\nCommands (any unique prefix works):\n");
-    for (_, name, args, about) in SLASH_COMMANDS {
-        let head = if args.is_empty() {
-            format!("/{name}")
+    for c in SLASH_COMMANDS {
+        let head = if c.args.is_empty() {
+            format!("/{}", c.name)
         } else {
-            format!("/{name} {args}")
+            format!("/{} {}", c.name, c.args)
         };
-        wrap::row(&mut s, &head, about, HELP_AT, W);
+        wrap::row(&mut s, &head, c.about, HELP_AT, W);
     }
     s.push('\n');
     s.push_str(&wrap::fill(

@@ -21,7 +21,7 @@ impl Source for Completions<'_> {
     fn commands(&self) -> Vec<Candidate> {
         let mut all: Vec<Candidate> = SLASH_COMMANDS
             .iter()
-            .map(|(_, name, _, about)| Candidate::new(*name, *about))
+            .map(|c| Candidate::new(c.name, c.about))
             .collect();
         // Custom commands, skills and MCP prompts: by full name, and by bare name where that
         // names the same one.
