@@ -27,7 +27,33 @@ const CANCELED_BEFORE_RUN: &str = "The user canceled the turn before this tool c
 pub(super) struct PendingCall {
     pub id: String,
     pub name: String,
-    pub input: Result<Value, String>,
+    pub input: Result<Value, InputError>,
+}
+
+/// Why a call's arguments are not usable.
+#[derive(Debug)]
+pub(super) enum InputError {
+    /// Valid JSON, but not an object.
+    NotAnObject,
+    Json(serde_json::Error),
+}
+
+impl std::fmt::Display for InputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            InputError::NotAnObject => f.write_str("arguments must be a JSON object"),
+            InputError::Json(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for InputError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            InputError::NotAnObject => None,
+            InputError::Json(e) => Some(e),
+        }
+    }
 }
 
 /// The parts of a model answer as the session stores them, and its tool calls in order. A call's
@@ -65,14 +91,14 @@ pub(super) fn split_calls(answer: Vec<Part>) -> (Vec<Part>, Vec<PendingCall>) {
 }
 
 /// A call's arguments: a JSON object (no arguments at all count as `{}`).
-fn parse_input(input: &str) -> Result<Value, String> {
+fn parse_input(input: &str) -> Result<Value, InputError> {
     if input.trim().is_empty() {
         return Ok(Value::Object(Default::default()));
     }
     match serde_json::from_str::<Value>(input) {
         Ok(v @ Value::Object(_)) => Ok(v),
-        Ok(_) => Err("arguments must be a JSON object".to_string()),
-        Err(e) => Err(e.to_string()),
+        Ok(_) => Err(InputError::NotAnObject),
+        Err(e) => Err(InputError::Json(e)),
     }
 }
 
@@ -905,12 +931,10 @@ mod tests {
             })
             .collect();
         assert_eq!(stored, ["{}", r#"{"path":"."}"#, "{}", "{}"]);
-        assert_eq!(calls[0].input, Ok(json!({})));
-        assert_eq!(calls[1].input, Ok(json!({"path": "."})));
-        assert_eq!(
-            calls[2].input,
-            Err("arguments must be a JSON object".to_string())
-        );
+        let input = |i: usize| calls[i].input.as_ref().map_err(|e| e.to_string());
+        assert_eq!(input(0), Ok(&json!({})));
+        assert_eq!(input(1), Ok(&json!({"path": "."})));
+        assert_eq!(input(2), Err("arguments must be a JSON object".to_string()));
         assert!(calls[3].input.is_err());
     }
 }

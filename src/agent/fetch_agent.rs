@@ -18,11 +18,36 @@ pub const TOOL_NAME: &str = "agentic_fetch";
 /// What the model sees of the tool; the agent loop runs it.
 pub struct AgenticFetch;
 
-fn check(input: &Value) -> Result<(&str, Option<&str>), String> {
-    let prompt = req_str(input, "prompt")?;
-    let url = opt_str(input, "url")?;
+/// Why an `agentic_fetch` call cannot run.
+#[derive(Debug)]
+enum FetchError {
+    /// Its arguments: what the tool tells the model.
+    Input(String),
+    /// No directory for the pages it reads, in this one.
+    TempDir(PathBuf),
+}
+
+impl std::fmt::Display for FetchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FetchError::Input(m) => f.write_str(m),
+            FetchError::TempDir(p) => write!(
+                f,
+                "Failed to create a temporary directory in {}",
+                p.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for FetchError {}
+
+fn check(input: &Value) -> Result<(&str, Option<&str>), FetchError> {
+    let bad = |e: &dyn std::fmt::Display| FetchError::Input(e.to_string());
+    let prompt = req_str(input, "prompt").map_err(|e| bad(&e))?;
+    let url = opt_str(input, "url").map_err(|e| bad(&e))?;
     if let Some(u) = url {
-        crate::net::check_web_url(u)?;
+        crate::net::check_web_url(u).map_err(|e| bad(&e))?;
     }
     Ok((prompt, url))
 }
@@ -83,7 +108,7 @@ impl Tool for AgenticFetch {
         input: &Value,
         ctx: &ToolCtx,
     ) -> Result<Option<PermissionRequest>, String> {
-        let (prompt, url) = check(input)?;
+        let (prompt, url) = check(input).map_err(|e| e.to_string())?;
         // What the sub-agent may send out (its searches, the pages it follows) comes from this
         // prompt and the pages: the question shows it.
         let task = crate::tools::common::truncate_line(prompt.trim(), 200);
@@ -156,7 +181,7 @@ Today's date: {}
 struct TempDir(PathBuf);
 
 impl TempDir {
-    fn new(parent: &Path) -> Result<TempDir, String> {
+    fn new(parent: &Path) -> Result<TempDir, FetchError> {
         use std::sync::atomic::{AtomicU64, Ordering};
         static N: AtomicU64 = AtomicU64::new(0);
         let _ = std::fs::create_dir_all(parent);
@@ -170,10 +195,7 @@ impl TempDir {
                 return Ok(TempDir(p));
             }
         }
-        Err(format!(
-            "Failed to create a temporary directory in {}",
-            parent.display()
-        ))
+        Err(FetchError::TempDir(parent.to_path_buf()))
     }
 }
 
@@ -237,7 +259,7 @@ impl Agent {
     ) -> (ToolOutput, Option<Stop>) {
         let (prompt, url) = match check(input) {
             Ok(v) => v,
-            Err(e) => return (ToolOutput::error(e), None),
+            Err(e) => return (ToolOutput::error(e.to_string()), None),
         };
         let parent = self
             .config
@@ -246,7 +268,7 @@ impl Agent {
             .unwrap_or_else(std::env::temp_dir);
         let dir = match TempDir::new(&parent) {
             Ok(d) => d,
-            Err(e) => return (ToolOutput::error(e), None),
+            Err(e) => return (ToolOutput::error(e.to_string()), None),
         };
         let full_prompt = match url {
             Some(url) => {

@@ -9,11 +9,24 @@ use super::sink::ReplSink;
 use super::{Flow, Repl, history_path, wrap};
 use crate::agent::TurnResult;
 use crate::agent::permissions::Permissions;
+use crate::agent::session_config::SessionConfigError;
 use crate::app;
 use crate::commands::sessions::{self, ExportFormat, short_id};
 use crate::llm::{Part, Role};
 use crate::store::{NewMessage, Session};
 use std::sync::atomic::Ordering;
+
+/// Why a file could not be attached (what the attachment loader says of it).
+#[derive(Debug)]
+pub(super) struct AttachError(String);
+
+impl std::fmt::Display for AttachError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for AttachError {}
 
 impl Repl {
     pub(super) fn command(&mut self, cmd: Slash, args: &str) -> Flow {
@@ -50,7 +63,7 @@ impl Repl {
                     .unwrap_or_default();
                 match self.session_config(name, args) {
                     Ok(msg) => self.term.print(&msg),
-                    Err(e) => self.term.error(&e),
+                    Err(e) => self.term.error(&e.to_string()),
                 }
             }
             Slash::Agents => match &self.agent.config {
@@ -189,12 +202,16 @@ impl Repl {
 
     /// `/model`, `/option`, `/permissions`: the crushrc commands, applied to this session's runtime
     /// layer only (crush(1) INTERACTIVE SESSION). Without arguments they show the current values.
-    pub(super) fn session_config(&mut self, command: &str, args: &str) -> Result<String, String> {
+    pub(super) fn session_config(
+        &mut self,
+        command: &str,
+        args: &str,
+    ) -> Result<String, SessionConfigError> {
         let words: Vec<&str> = args.split_whitespace().collect();
         let line = match (command, words.as_slice()) {
-            ("model", []) => return self.model_command(),
-            ("option", []) => return self.option_command(),
-            ("permissions", []) => return self.permissions_command(),
+            ("model", []) => return Ok(self.model_command()),
+            ("option", []) => return Ok(self.option_command()),
+            ("permissions", []) => return Ok(self.permissions_command()),
             // `/model P/M` is short for `/model large P/M`.
             ("model", [name]) if !matches!(*name, "large" | "small") => {
                 format!("model large {name}")
@@ -246,7 +263,7 @@ impl Repl {
                     self.term.print(&msg);
                     self.mcp_warnings();
                 }
-                Err(e) => self.term.error(&e),
+                Err(e) => self.term.error(&e.to_string()),
             },
             ["login", name] => {
                 let cwd = self.ctx.loaded.cwd.clone();
@@ -316,9 +333,8 @@ impl Repl {
     /// `/model` on a terminal: the models, then the configured providers' models as a pick
     /// list; the one picked becomes the large model for this session.
     pub(super) fn pick_model(&mut self) {
-        if let Ok(text) = self.model_command() {
-            self.term.print(&text);
-        }
+        let text = self.model_command();
+        self.term.print(&text);
         let cfg = self.agent.config.as_ref().unwrap_or(&self.ctx.loaded);
         let models = ready_models(cfg, true);
         if models.is_empty() {
@@ -349,36 +365,33 @@ impl Repl {
                 let line = format!("large {}", models[i].0);
                 match self.session_config("model", &line) {
                     Ok(msg) => self.term.print(&msg),
-                    Err(e) => self.term.error(&e),
+                    Err(e) => self.term.error(&e.to_string()),
                 }
             }
             _ => {}
         }
     }
 
-    pub(super) fn model_command(&mut self) -> Result<String, String> {
+    pub(super) fn model_command(&mut self) -> String {
         let small = match self.small_model() {
             Ok(m) => format!("{}/{}", m.provider.id, m.model.id),
             Err(e) => format!("none ({e})"),
         };
         let m = &self.agent.model;
-        Ok(format!(
-            "large  {}/{}\nsmall  {small}\n",
-            m.provider.id, m.model.id
-        ))
+        format!("large  {}/{}\nsmall  {small}\n", m.provider.id, m.model.id)
     }
 
-    pub(super) fn option_command(&mut self) -> Result<String, String> {
-        Ok(format!(
+    pub(super) fn option_command(&mut self) -> String {
+        format!(
             "progress  {}\n",
             if self.term.progress { "true" } else { "false" }
-        ))
+        )
     }
 
-    pub(super) fn permissions_command(&mut self) -> Result<String, String> {
+    pub(super) fn permissions_command(&mut self) -> String {
         let p = &self.agent.policy.permissions;
         let tools: Vec<&str> = self.agent.toolkit.tools.iter().map(|t| t.name()).collect();
-        Ok(format!(
+        format!(
             "yolo           {}\nallowed_tools  {}\ntools          {}\n",
             p.yolo,
             if p.allowed_tools.is_empty() {
@@ -387,7 +400,7 @@ impl Repl {
                 p.allowed_tools.join(" ")
             },
             tools.join(" ")
-        ))
+        )
     }
 
     pub(super) fn current(&mut self) -> Option<Session> {
@@ -448,7 +461,7 @@ impl Repl {
     pub(super) fn attach_file(
         &mut self,
         path: &std::path::Path,
-    ) -> Result<Option<crate::tools::attach::Attachment>, String> {
+    ) -> Result<Option<crate::tools::attach::Attachment>, AttachError> {
         use crate::tools::attach;
         if attach::outside(path, &self.agent.workspace.project_root) {
             let q = format!(
@@ -464,7 +477,9 @@ impl Repl {
                 return Ok(None);
             }
         }
-        attach::load(path, &self.agent.workspace.cwd).map(Some)
+        attach::load(path, &self.agent.workspace.cwd)
+            .map(Some)
+            .map_err(|e| AttachError(e.to_string()))
     }
 
     /// `/attach FILE`: a file for the next prompt; without FILE, what is attached.
@@ -491,7 +506,7 @@ impl Repl {
                 self.attachments.push(a);
             }
             Ok(None) => {}
-            Err(e) => self.term.error(&e),
+            Err(e) => self.term.error(&e.to_string()),
         }
     }
 

@@ -307,7 +307,7 @@ pub fn parse_with(text: &str, names: &[Name]) -> Input {
                 };
             }
             Ok(Target::Custom(full)) => full,
-            Err(msg) if !name.starts_with("mcp:") => return Input::Invalid(msg),
+            Err(e) if !name.starts_with("mcp:") => return Input::Invalid(e.to_string()),
             // A server still starting: the REPL waits for it.
             Err(_) => name.to_string(),
         };
@@ -350,7 +350,7 @@ pub fn parse_with(text: &str, names: &[Name]) -> Input {
 /// candidates (ambiguous) or the close matches (unknown).
 #[cfg(test)]
 pub fn resolve(name: &str) -> Result<Slash, String> {
-    match resolve_with(name, &[])? {
+    match resolve_with(name, &[]).map_err(|e| e.to_string())? {
         Target::Builtin(cmd) => Ok(cmd),
         Target::Custom(full) => Err(full),
     }
@@ -367,10 +367,10 @@ pub enum Target {
 /// A slash name among the built-in commands (their aliases typed in full) and `names`: exact
 /// names first (built-ins, then full names, then bare names by level), else a unique prefix of
 /// any. Err: a message naming the candidates (ambiguous) or the close matches (unknown).
-pub fn resolve_with(name: &str, names: &[Name]) -> Result<Target, String> {
+pub fn resolve_with(name: &str, names: &[Name]) -> Result<Target, SlashError> {
     let lower = name.to_ascii_lowercase();
     if lower.is_empty() {
-        return Err("a slash command needs a name; /help lists them".into());
+        return Err(SlashError::NoName);
     }
     if let Some((_, cmd)) = ALIASES.iter().find(|(n, _)| *n == lower) {
         return Ok(Target::Builtin(*cmd));
@@ -381,24 +381,62 @@ pub fn resolve_with(name: &str, names: &[Name]) -> Result<Target, String> {
             .iter()
             .find(|c| c.name == b)
             .map(|c| Target::Builtin(c.cmd))
-            .ok_or_else(|| format!("unknown command /{name}")),
+            .ok_or_else(|| SlashError::NotBuiltin(name.to_string())),
         Resolution::Entry(full) => Ok(Target::Custom(full)),
-        Resolution::Ambiguous(list) => Err(format!(
-            "/{name} is ambiguous: it could be {}",
-            or_list(&list)
-        )),
-        Resolution::Unknown => {
-            let close = suggestions(&lower, names);
-            let mut msg = format!("unknown command /{name}");
-            if !close.is_empty() {
-                let list: Vec<String> = close.iter().map(|c| format!("/{c}")).collect();
-                msg.push_str(&format!("; did you mean {}?", or_list(&list)));
+        Resolution::Ambiguous(list) => Err(SlashError::Ambiguous {
+            name: name.to_string(),
+            candidates: list,
+        }),
+        Resolution::Unknown => Err(SlashError::Unknown {
+            name: name.to_string(),
+            close: suggestions(&lower, names)
+                .iter()
+                .map(|c| format!("/{c}"))
+                .collect(),
+        }),
+    }
+}
+
+/// Why a slash name names nothing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SlashError {
+    /// A bare `/`.
+    NoName,
+    /// The name could be any of these.
+    Ambiguous {
+        name: String,
+        candidates: Vec<String>,
+    },
+    /// No command has the name; `close` are the near ones, as `/NAME`.
+    Unknown { name: String, close: Vec<String> },
+    /// The catalog named a built-in command the table lacks.
+    NotBuiltin(String),
+}
+
+impl std::fmt::Display for SlashError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SlashError::NoName => f.write_str("a slash command needs a name; /help lists them"),
+            SlashError::Ambiguous { name, candidates } => write!(
+                f,
+                "/{name} is ambiguous: it could be {}",
+                or_list(candidates)
+            ),
+            SlashError::Unknown { name, close } => {
+                write!(f, "unknown command /{name}")?;
+                if !close.is_empty() {
+                    write!(f, "; did you mean {}?", or_list(close))?;
+                }
+                f.write_str(
+                    " (/help lists the commands; start a prompt with // to send a leading /)",
+                )
             }
-            msg.push_str(" (/help lists the commands; start a prompt with // to send a leading /)");
-            Err(msg)
+            SlashError::NotBuiltin(name) => write!(f, "unknown command /{name}"),
         }
     }
 }
+
+impl std::error::Error for SlashError {}
 
 fn or_list(items: &[String]) -> String {
     match items {

@@ -334,21 +334,17 @@ impl Repl {
     }
 
     /// Creates the session when the REPL has none yet (after `/new`, or at start).
-    fn ensure_session(&mut self) -> Result<(), String> {
+    fn ensure_session(&mut self) -> Result<(), crate::store::StoreError> {
         if !self.agent.session.id.is_empty() {
             return Ok(());
         }
-        let s = self
-            .ctx
-            .store
-            .create_session(title::PLACEHOLDER, None)
-            .map_err(|e| e.to_string())?;
+        let s = self.ctx.store.create_session(title::PLACEHOLDER, None)?;
         self.agent.session.id = s.id;
         self.fresh = true;
         Ok(())
     }
 
-    fn small_model(&self) -> Result<ResolvedModel, String> {
+    fn small_model(&self) -> Result<ResolvedModel, crate::config::ConfigError> {
         if let Some(m) = &self.small {
             return Ok(m.clone());
         }
@@ -358,7 +354,7 @@ impl Repl {
         if cfg.config.models.small.is_none() && self.global.model.is_some() {
             return Ok(self.agent.model.clone());
         }
-        cfg.resolve_model(None, true).map_err(|e| e.to_string())
+        cfg.resolve_model(None, true)
     }
 
     fn debug(&mut self, msg: &str) {
