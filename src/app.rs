@@ -10,6 +10,7 @@ use crate::tools::lsp::Lsp;
 use serde_json::json;
 use std::fmt;
 use std::path::PathBuf;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -256,8 +257,8 @@ pub fn open_existing_store(loaded: &Loaded) -> Result<Option<Store>, AppError> {
     Ok(Some(Store::open_read_only(&db)?))
 }
 
-pub struct OpenSession<'s> {
-    pub agent: Agent<'s>,
+pub struct OpenSession {
+    pub agent: Agent,
     pub title: String,
     pub resumed: bool,
     /// What slash names can name (crush(1) SKILLS AND COMMANDS).
@@ -270,9 +271,9 @@ pub struct OpenSession<'s> {
 }
 
 thread_local! {
-    /// The stores this thread opened for its sessions (leaked: they live as long as the
-    /// process), closed cleanly by `close_stores` when crush ends normally.
-    static OPEN_STORES: std::cell::RefCell<Vec<&'static Store>> =
+    /// The stores this thread opened for its sessions, closed cleanly by `close_stores` when
+    /// crush ends normally.
+    static OPEN_STORES: std::cell::RefCell<Vec<Rc<Store>>> =
         const { std::cell::RefCell::new(Vec::new()) };
 }
 
@@ -287,15 +288,11 @@ pub fn close_stores() {
     });
 }
 
-fn leak<T>(v: T) -> &'static T {
-    Box::leak(Box::new(v))
-}
-
 /// Configuration and the open store: what every session of a process shares.
 pub struct Context {
     pub loaded: Loaded,
-    /// The store lives as long as the process; leaking it keeps the agent free of lifetimes.
-    pub store: &'static Store,
+    /// The project's store, shared with the agents of the context's sessions.
+    pub store: Rc<Store>,
     /// The configured hooks (crush(1) HOOKS).
     pub hooks: crate::hooks::HookConfig,
     /// The MCP servers, started with the context.
@@ -348,8 +345,8 @@ fn open_context_with(
     let (sandbox, auto) = session_sandbox(&loaded, global)?;
     // Invalid hooks fail before anything is created on disk.
     let hooks = load_hooks(&loaded)?;
-    let store: &'static Store = leak(open_store(&loaded)?);
-    OPEN_STORES.with(|s| s.borrow_mut().push(store));
+    let store = Rc::new(open_store(&loaded)?);
+    OPEN_STORES.with(|s| s.borrow_mut().push(store.clone()));
     let lsp = language_servers(&loaded);
     let mcp = start_mcp(&loaded);
     let (skills, commands) = load_skills(&loaded);
@@ -526,7 +523,7 @@ pub fn refuse_untrusted_hooks(loaded: &Loaded, global: &Global) -> Result<(), Ap
 }
 
 /// Everything a turn needs: config, model, store, session (new, `-s` or `-C`), agent.
-pub fn open_session(global: &Global) -> Result<OpenSession<'static>, AppError> {
+pub fn open_session(global: &Global) -> Result<OpenSession, AppError> {
     start_session(open_run_context(global)?, global)
 }
 
@@ -536,9 +533,9 @@ pub fn open_run_context(global: &Global) -> Result<Context, AppError> {
 }
 
 /// The session of a non-interactive turn in `ctx`: new, `-s` or `-C`, with its agent.
-pub fn start_session(ctx: Context, global: &Global) -> Result<OpenSession<'static>, AppError> {
+pub fn start_session(ctx: Context, global: &Global) -> Result<OpenSession, AppError> {
     let model = ctx.loaded.resolve_model(global.model.as_deref(), false)?;
-    let (session, resumed) = match session_to_continue(ctx.store, global)? {
+    let (session, resumed) = match session_to_continue(&ctx.store, global)? {
         Some(s) => (s, true),
         None => {
             let s = ctx
@@ -553,7 +550,7 @@ pub fn start_session(ctx: Context, global: &Global) -> Result<OpenSession<'stati
     let preview_lines = crate::tools::preview_lines(&ctx.loaded.config.options);
     // A non-interactive turn waits for every server to start or fail: runs are repeatable.
     let mut agent = build_agent(&ctx, model, session.id, global.yolo, None);
-    agent.plan_mode = global.plan;
+    agent.policy.plan_mode = global.plan;
     Ok(OpenSession {
         agent,
         title,
@@ -592,10 +589,10 @@ fn delete_if_left_empty(store: &Store, id: &str) {
     }
 }
 
-impl Drop for OpenSession<'_> {
+impl Drop for OpenSession {
     fn drop(&mut self) {
         if !self.resumed && LEFT_EMPTY_CHECK.swap(false, Ordering::SeqCst) {
-            delete_if_left_empty(self.agent.store, &self.agent.session_id);
+            delete_if_left_empty(&self.agent.session.store, &self.agent.session.id);
         }
     }
 }
@@ -652,10 +649,10 @@ pub fn build_agent(
     session_id: String,
     yolo: bool,
     mcp_wait: Option<Duration>,
-) -> Agent<'static> {
+) -> Agent {
     let policy = retry_policy_for(&ctx.loaded, &model);
     let mut agent = Agent::new(Setup {
-        store: ctx.store,
+        store: ctx.store.clone(),
         mcp: Some(crate::agent::McpTools::new(ctx.mcp.clone(), mcp_wait)),
         session_id,
         model,
@@ -667,7 +664,7 @@ pub fn build_agent(
         skills: ctx.skills.clone(),
         lsp: ctx.lsp.clone(),
     });
-    agent.sandbox = ctx.sandbox.clone();
+    agent.workspace.sandbox = ctx.sandbox.clone();
     let review = &ctx.loaded.trust;
     if !review.allowed()
         && review
@@ -675,14 +672,14 @@ pub fn build_agent(
             .iter()
             .any(|i| i.key.starts_with("permissions"))
     {
-        agent.permissions.untrusted_note = Some(format!(
+        agent.policy.permissions.untrusted_note = Some(format!(
             "project {} {}, so its own \"permissions\" setting is skipped: 'crush trust' (or --trust for one run) applies it",
             review.project_root.display(),
             review.why()
         ));
     }
     if ctx.auto {
-        agent.permissions.auto = Some(ctx.loaded.project_root.clone());
+        agent.policy.permissions.auto = Some(ctx.loaded.project_root.clone());
     }
     agent
 }

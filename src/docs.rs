@@ -30,6 +30,26 @@ pub fn man() -> String {
         .replacen("!!SYNOPSIS!!\n", &man_synopsis(), 1)
         .replacen("!!COMMANDS!!\n", &man_commands(), 1)
         .replacen("!!FLAGS!!\n", &man_flags(), 1)
+        .replacen("!!SLASH!!\n", &man_slash(), 1)
+}
+
+/// The REPL's slash commands, from its own table (`repl::input::SLASH_COMMANDS`).
+fn man_slash() -> String {
+    use crate::repl::input::{SLASH_COMMANDS, aliases};
+    let mut s = String::new();
+    for c in SLASH_COMMANDS {
+        let mut head = format!("\\fB/{}\\fR", roff_escape(c.name));
+        if !c.args.is_empty() {
+            head.push_str(&format!(" \\fI{}\\fR", roff_escape(c.args)));
+        }
+        let mut text = c.man_text().to_string();
+        let also: Vec<String> = aliases(c.cmd).map(|a| format!("/{a}")).collect();
+        if !also.is_empty() {
+            text.push_str(&format!("; also {}", also.join(", ")));
+        }
+        s.push_str(&format!(".TP\n{head}\n{}.\n", roff_escape(&text)));
+    }
+    s
 }
 
 fn man_synopsis() -> String {
@@ -279,6 +299,7 @@ mod tests {
             "!!SYNOPSIS!!\n",
             "!!COMMANDS!!\n",
             "!!FLAGS!!\n",
+            "!!SLASH!!\n",
         ] {
             assert_eq!(MAN_TEMPLATE.matches(p).count(), 1, "{p:?} in the template");
             assert!(!page.contains(p.trim_end()), "{p:?} left unfilled");
@@ -304,6 +325,25 @@ mod tests {
         for c in COMMANDS {
             assert!(b.contains(c.name) && z.contains(c.name) && f.contains(c.name));
         }
+    }
+
+    #[test]
+    fn every_slash_command_is_in_the_man_page_as_the_repl_table_says() {
+        let m = man();
+        for c in crate::repl::input::SLASH_COMMANDS {
+            let at = m
+                .find(&format!(".TP\n\\fB/{}\\fR", c.name))
+                .unwrap_or_else(|| panic!("man lacks /{}", c.name));
+            let entry = &m[at..m[at + 1..].find("\n.").map_or(m.len(), |e| at + 1 + e)];
+            assert!(
+                m[at..].contains(&roff_escape(c.man_text())),
+                "/{}: {entry}",
+                c.name
+            );
+        }
+        assert!(m.contains(
+            "\\fB/quit\\fR\nleave (also Ctrl\\-D, or exit or quit alone on a line); also /exit.\n"
+        ));
     }
 
     /// troff reads a line starting with `.` or `'` as a request: prose must not start one.

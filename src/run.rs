@@ -158,7 +158,7 @@ impl Out {
 /// The `--json` session event of a new session, sent once its title is stored (its first
 /// prompt accepted) or the turn ended without one.
 struct PendingSession {
-    store: &'static crate::store::Store,
+    store: std::rc::Rc<crate::store::Store>,
     uuid: String,
     model: String,
     provider: String,
@@ -620,7 +620,7 @@ fn command_prompt(args: &[String], session: &app::OpenSession) -> Result<Made, A
             .map_err(AppError::Runtime);
     }
     // Not a command or a skill: an MCP prompt, once the servers have started.
-    let Some(m) = session.agent.mcp.as_ref().map(|m| m.manager()) else {
+    let Some(m) = session.agent.toolkit.mcp.as_ref().map(|m| m.manager()) else {
         return Err(unknown_command(&name, &cat));
     };
     m.wait_ready(None);
@@ -689,7 +689,7 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<ExitCode, AppError> {
     if args.compact {
         let code = compact(&mut session, args);
         if code != ExitCode::Success || no_prompt {
-            if let Some(m) = &session.agent.mcp {
+            if let Some(m) = &session.agent.toolkit.mcp {
                 m.manager().shutdown();
             }
             return Ok(code);
@@ -722,7 +722,7 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<ExitCode, AppError> {
             s
         } else {
             // A new session is named by what was asked, not by the diff or log piped in.
-            session.agent.title_from = Some(prompt.clone());
+            session.agent.session.title_from = Some(prompt.clone());
             format!("{}\n\n{prompt}", s.trim_end())
         };
     }
@@ -768,7 +768,7 @@ pub fn init(global: &Global, args: &InitArgs) -> Result<ExitCode, AppError> {
     }
     app::mark_initialized(&ctx.loaded);
     let mut session = app::start_session(ctx, global)?;
-    session.agent.permissions.allow_file(target.clone());
+    session.agent.policy.permissions.allow_file(target.clone());
     let run = RunArgs {
         quiet: args.quiet,
         ..RunArgs::default()
@@ -815,10 +815,10 @@ fn set_budget(agent: &mut crate::agent::Agent, args: &RunArgs) -> Result<(), App
     let Some(loaded) = &agent.config else {
         return Ok(());
     };
-    let start = agent.store.session_spend(&agent.session_id)?;
+    let start = agent.session.store.session_spend(&agent.session.id)?;
     let budget = Budget::for_run(loaded, args.max_cost, args.allow_unpriced, start)
         .map_err(|e| AppError::Config(e.to_string()))?;
-    agent.budget = Some(budget);
+    agent.policy.budget = Some(budget);
     Ok(())
 }
 
@@ -831,7 +831,7 @@ fn compact(session: &mut app::OpenSession, args: &RunArgs) -> ExitCode {
     }
     let got = session.agent.summarize(&mut sink);
     sink.activity = None;
-    let sid = session.agent.session_id.clone();
+    let sid = session.agent.session.id.clone();
     let short = crate::commands::sessions::short_id(&sid);
     match got {
         Ok(summary) => {
@@ -869,14 +869,14 @@ fn new_sink(session: &app::OpenSession, args: &RunArgs) -> RunSink {
 }
 
 fn run_turn(
-    session: &mut app::OpenSession<'static>,
+    session: &mut app::OpenSession,
     args: &RunArgs,
     prompt: &str,
     attached: Vec<Part>,
 ) -> Result<ExitCode, AppError> {
     let mut sink = new_sink(session, args);
     let (uuid, model, provider) = (
-        &session.agent.session_id,
+        &session.agent.session.id,
         &session.agent.model.model.id,
         &session.agent.model.provider.id,
     );
@@ -887,7 +887,7 @@ fn run_turn(
         // A new session's title is stored with its first prompt (crush(1) SESSIONS).
         sink.out.held = Some(Vec::new());
         sink.pending_session = Some(PendingSession {
-            store: session.agent.store,
+            store: session.agent.session.store.clone(),
             uuid: uuid.clone(),
             model: model.clone(),
             provider: provider.clone(),
@@ -898,7 +898,7 @@ fn run_turn(
     session.agent.session_start(source, &mut sink);
     crate::log::info(&format!(
         "run: session {} ({}), model {}/{}",
-        session.agent.session_id,
+        session.agent.session.id,
         if session.resumed { "resumed" } else { "new" },
         session.agent.model.provider.id,
         session.agent.model.model.id
@@ -911,7 +911,7 @@ fn run_turn(
     sink.activity = None;
     // A canceled or failed call's text is what the session keeps of it.
     sink.release();
-    if let Some(m) = &session.agent.mcp {
+    if let Some(m) = &session.agent.toolkit.mcp {
         m.manager().shutdown();
         // What the servers reported after the last step.
         for w in m.manager().take_warnings() {
@@ -938,9 +938,9 @@ fn run_turn(
     if args.json {
         sink.out.json(&JsonEvent::Finish {
             v: JSON_SCHEMA_VERSION,
-            session_id: &session.agent.session_id,
-            id: crate::store::hashid::hash_id(&session.agent.session_id),
-            uuid: &session.agent.session_id,
+            session_id: &session.agent.session.id,
+            id: crate::store::hashid::hash_id(&session.agent.session.id),
+            uuid: &session.agent.session.id,
             reason: result.stop.name(),
             steps: result.steps,
             text: &result.final_text,
@@ -953,12 +953,12 @@ fn run_turn(
     }
     crate::log::info(&format!(
         "run: session {} finished: {} after {} step(s)",
-        session.agent.session_id,
+        session.agent.session.id,
         result.stop.name(),
         result.steps
     ));
     // Named as every list names it: the short hash id, which `-s` takes back.
-    let sid = &crate::commands::sessions::short_id(&session.agent.session_id);
+    let sid = &crate::commands::sessions::short_id(&session.agent.session.id);
     Ok(match &result.stop {
         Stop::EndTurn => ExitCode::Success,
         Stop::MaxTokens => {

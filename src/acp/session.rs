@@ -238,8 +238,9 @@ impl Worker {
         ));
         let policy = app::retry_policy_for(&loaded, &model);
         let lsp = app::language_servers(&loaded);
+        let store = std::rc::Rc::new(store);
         let mut agent = Agent::new(Setup {
-            store: &store,
+            store: store.clone(),
             mcp: Some(mcp),
             session_id: stored.as_ref().map(|s| s.id.clone()).unwrap_or_default(),
             model,
@@ -251,11 +252,11 @@ impl Worker {
             lsp,
             skills: skills.clone(),
         });
-        agent.files = Some(files.clone());
+        agent.workspace.files = Some(files.clone());
         if sandbox.1 {
-            agent.permissions.auto = Some(agent.project_root.clone());
+            agent.policy.permissions.auto = Some(agent.workspace.project_root.clone());
         }
-        agent.sandbox = sandbox.0;
+        agent.workspace.sandbox = sandbox.0;
         crate::log::info(&format!(
             "acp: session {} ({:?}) in {}, model {}/{}",
             self.open.id,
@@ -283,7 +284,7 @@ impl Worker {
             Kind::Resume => json!({"modes": modes(yolo)}),
         };
         self.peer.respond(&self.open.request, Ok(answer));
-        let manager = agent.mcp.as_ref().map(|m| m.manager().clone());
+        let manager = agent.toolkit.mcp.as_ref().map(|m| m.manager().clone());
         // The agent files, listed by /agents when there are any (crush(1) ACP).
         let agents_list = agent.config.as_ref().and_then(|loaded| {
             let (found, models) = crate::agent::subagent::custom_agents(loaded, Some(&agent.model));
@@ -385,9 +386,9 @@ fn small_model(global: &Global, loaded: &Loaded, large: &ResolvedModel) -> Optio
 }
 
 /// An open session on its thread.
-struct Session<'w, 's> {
+struct Session<'w> {
     w: &'w Worker,
-    agent: Agent<'s>,
+    agent: Agent,
     files: &'w EditorFiles,
     small: Option<ResolvedModel>,
     /// SessionStart hooks to fire before the next prompt.
@@ -402,7 +403,7 @@ struct Session<'w, 's> {
     agents_list: Option<String>,
 }
 
-impl Session<'_, '_> {
+impl Session<'_> {
     fn prompt(&mut self, request: &Value, prompt: &Value) {
         let result = self.turn(prompt);
         let sh = &self.w.shared;
@@ -416,7 +417,7 @@ impl Session<'_, '_> {
         let cwd = self.w.open.cwd.clone();
         let (text, attachments) =
             content::prompt(prompt, &cwd).map_err(RpcError::invalid_params)?;
-        let mcp = self.agent.mcp.as_ref().map(|m| m.manager());
+        let mcp = self.agent.toolkit.mcp.as_ref().map(|m| m.manager());
         let prompts = mcp.map(|m| m.prompts()).unwrap_or_default();
         let cat = crate::skills::catalog::Catalog::new(&self.custom, &self.skills, prompts);
         // `/agents` is answered by crush, without the model, unless a command has that name.
@@ -435,24 +436,24 @@ impl Session<'_, '_> {
             return Ok(json!({"stopReason": "end_turn"}));
         }
         let text = content::expand_command(&text, &cat, mcp).map_err(RpcError::invalid_params)?;
-        let store = self.agent.store;
+        let store = self.agent.session.store.clone();
         // The session is stored with its first prompt: a session the editor opens and never
         // uses leaves nothing behind.
-        if self.agent.session_id.is_empty() {
+        if self.agent.session.id.is_empty() {
             store
                 .create_session_with_id(&self.w.open.id, title::PLACEHOLDER, None)
                 .map_err(|e| RpcError::internal(format!("cannot store the session: {e}")))?;
-            self.agent.session_id = self.w.open.id.clone();
+            self.agent.session.id = self.w.open.id.clone();
         }
-        self.agent.permissions.yolo = self.w.shared.yolo.load(Ordering::SeqCst);
-        self.agent.plan_mode = self.w.shared.plan.load(Ordering::SeqCst);
+        self.agent.policy.permissions.yolo = self.w.shared.yolo.load(Ordering::SeqCst);
+        self.agent.policy.plan_mode = self.w.shared.plan.load(Ordering::SeqCst);
         let cancel = self.w.shared.cancel.clone();
         let mut sink = AcpSink::new(
             &self.w.peer,
             &self.w.open.id,
             &cwd,
             self.files,
-            store,
+            &store,
             &cancel,
             self.agent.model.model.context_window,
         );
@@ -472,7 +473,7 @@ impl Session<'_, '_> {
             let when = title::timing(&self.agent.model, &model, setting.as_deref());
             let start = TitleStart {
                 model,
-                policy: self.agent.policy.clone(),
+                policy: self.agent.policy.retry.clone(),
                 db: store.path().to_path_buf(),
                 session_id: self.w.open.id.clone(),
                 peer: self.w.peer.clone(),
@@ -513,6 +514,7 @@ impl Session<'_, '_> {
         }
         for w in self
             .agent
+            .toolkit
             .mcp
             .iter()
             .flat_map(|m| m.manager().take_warnings())
@@ -587,18 +589,19 @@ impl Session<'_, '_> {
     /// still being generated.
     fn close(&mut self) {
         if self.session_start.is_none() {
+            let store = self.agent.session.store.clone();
             let mut sink = AcpSink::new(
                 &self.w.peer,
                 &self.w.open.id,
                 &self.w.open.cwd,
                 self.files,
-                self.agent.store,
+                &store,
                 &self.w.shared.cancel,
                 0,
             );
             self.agent.session_end("other", &mut sink);
         }
-        if let Some(m) = &self.agent.mcp {
+        if let Some(m) = &self.agent.toolkit.mcp {
             m.manager().shutdown();
         }
         let deadline = Instant::now() + TITLE_WAIT;

@@ -143,7 +143,7 @@ impl Budget {
     }
 }
 
-impl Agent<'_> {
+impl Agent {
     /// The budget's stop before model call `step` of a turn, if any (crush(1) USAGE AND COST,
     /// Budget): one read of the top-level session's recorded cost, which includes its
     /// sub-agents'. Where the sink can ask (the REPL), the user may let the turn go over the
@@ -153,7 +153,7 @@ impl Agent<'_> {
         step: usize,
         sink: &mut dyn super::Sink,
     ) -> Result<Option<Stop>, AgentError> {
-        let Some(b) = self.budget.as_ref().filter(|b| b.is_set()) else {
+        let Some(b) = self.policy.budget.as_ref().filter(|b| b.is_set()) else {
             return Ok(None);
         };
         let stop = if !b.allow_unpriced && !self.model.is_priced() {
@@ -163,7 +163,7 @@ impl Agent<'_> {
         } else if b.waived {
             return Ok(None);
         } else {
-            let spent = self.store.session_spend(&self.session_id)?;
+            let spent = self.session.store.session_spend(&self.session.id)?;
             match b.check(spent, step) {
                 Some(stop) => stop,
                 None => return Ok(None),
@@ -172,7 +172,7 @@ impl Agent<'_> {
         if !sink.can_ask() || !sink.go_over_budget(&stop) {
             return Ok(Some(Stop::Budget(stop)));
         }
-        if let Some(b) = self.budget.as_mut() {
+        if let Some(b) = self.policy.budget.as_mut() {
             match stop {
                 BudgetStop::Unpriced { .. } => b.allow_unpriced = true,
                 BudgetStop::Reached { .. } => b.waived = true,
@@ -183,7 +183,7 @@ impl Agent<'_> {
 
     /// A new turn is checked against the budget again, whatever the last one was let do.
     pub(super) fn rearm_budget(&mut self) {
-        if let Some(b) = self.budget.as_mut() {
+        if let Some(b) = self.policy.budget.as_mut() {
             b.waived = false;
         }
     }
@@ -191,7 +191,7 @@ impl Agent<'_> {
     /// The limit the status line shows: what the session may have spent in all when the next
     /// check is made (the tighter of the two limits), if a budget is set.
     pub fn budget_ceiling(&self) -> Option<f64> {
-        let b = self.budget.as_ref().filter(|b| b.is_set())?;
+        let b = self.policy.budget.as_ref().filter(|b| b.is_set())?;
         let run = b.run.map(|r| b.start + r);
         match (run, b.session) {
             (Some(r), Some(s)) => Some(r.min(s)),

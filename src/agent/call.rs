@@ -27,7 +27,33 @@ const CANCELED_BEFORE_RUN: &str = "The user canceled the turn before this tool c
 pub(super) struct PendingCall {
     pub id: String,
     pub name: String,
-    pub input: Result<Value, String>,
+    pub input: Result<Value, InputError>,
+}
+
+/// Why a call's arguments are not usable.
+#[derive(Debug)]
+pub(super) enum InputError {
+    /// Valid JSON, but not an object.
+    NotAnObject,
+    Json(serde_json::Error),
+}
+
+impl std::fmt::Display for InputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            InputError::NotAnObject => f.write_str("arguments must be a JSON object"),
+            InputError::Json(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for InputError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            InputError::NotAnObject => None,
+            InputError::Json(e) => Some(e),
+        }
+    }
 }
 
 /// The parts of a model answer as the session stores them, and its tool calls in order. A call's
@@ -65,14 +91,14 @@ pub(super) fn split_calls(answer: Vec<Part>) -> (Vec<Part>, Vec<PendingCall>) {
 }
 
 /// A call's arguments: a JSON object (no arguments at all count as `{}`).
-fn parse_input(input: &str) -> Result<Value, String> {
+fn parse_input(input: &str) -> Result<Value, InputError> {
     if input.trim().is_empty() {
         return Ok(Value::Object(Default::default()));
     }
     match serde_json::from_str::<Value>(input) {
         Ok(v @ Value::Object(_)) => Ok(v),
-        Ok(_) => Err("arguments must be a JSON object".to_string()),
-        Err(e) => Err(e.to_string()),
+        Ok(_) => Err(InputError::NotAnObject),
+        Err(e) => Err(InputError::Json(e)),
     }
 }
 
@@ -498,7 +524,7 @@ impl std::fmt::Display for CommandShellError {
 
 impl std::error::Error for CommandShellError {}
 
-impl Agent<'_> {
+impl Agent {
     /// Runs a custom command's `` !`cmd` `` as the bash tool runs a command, behind the same
     /// permission rules (asked through `sink` where it can ask); its output (stdout, then
     /// stderr, and a line for a failing exit code), which goes in the prompt.
@@ -508,7 +534,12 @@ impl Agent<'_> {
         sink: &mut dyn Sink,
     ) -> Result<String, CommandShellError> {
         let bash = crate::tools::bash::Bash;
-        let Some(tool) = self.tools.iter().position(|t| t.name() == bash.name()) else {
+        let Some(tool) = self
+            .toolkit
+            .tools
+            .iter()
+            .position(|t| t.name() == bash.name())
+        else {
             return Err(CommandShellError::NoShell {
                 command: command.to_string(),
             });
@@ -583,19 +614,19 @@ impl Agent<'_> {
         session_config::apply(
             session_config::Parts {
                 config: &mut self.config,
-                permissions: &mut self.permissions,
-                tools: &mut self.tools,
-                mcp: self.mcp.as_mut(),
+                permissions: &mut self.policy.permissions,
+                tools: &mut self.toolkit.tools,
+                mcp: self.toolkit.mcp.as_mut(),
                 model: &mut self.model,
-                hooks: &mut self.hooks,
+                hooks: &mut self.policy.hooks,
                 system: &mut self.system,
-                cwd: &self.cwd,
-                lsp: self.lsp.as_ref(),
+                cwd: &self.workspace.cwd,
+                lsp: self.toolkit.lsp.as_ref(),
             },
             &mut out,
             sink,
         );
-        if let Some(lsp) = &self.lsp {
+        if let Some(lsp) = &self.toolkit.lsp {
             for w in crate::tools::lsp::take_warnings(lsp) {
                 sink.event(AgentEvent::Notice(w));
             }
@@ -615,7 +646,7 @@ impl Agent<'_> {
         })
     }
 
-    /// The call of a tool the agent has (`self.tools[tool]`): PreToolUse, permission and run,
+    /// The call of a tool the agent has (`self.toolkit.tools[tool]`): PreToolUse, permission and run,
     /// PostToolUse. The hooks' context and feedback are appended to the output, their reports
     /// added to its metadata.
     fn hooked_call(
@@ -664,13 +695,13 @@ impl Agent<'_> {
         let run = self.run_tool(tool, id, &input, &msg.id, &gate, sink);
         let (mut out, mut stop) = (run.out, run.stop);
         // A provider's key that a command printed never reaches the model, the hooks or the store.
-        if let Some(masked) = crate::env::mask(&out.content, &self.secrets) {
+        if let Some(masked) = crate::env::mask(&out.content, &self.workspace.secrets) {
             out.content = masked;
         }
         // The same output in Claude Code's shape, for the hooks' `tool_response`.
-        crate::env::mask_json(&mut out.structured, &self.secrets);
+        crate::env::mask_json(&mut out.structured, &self.workspace.secrets);
         let mut extra = Vec::new();
-        let pre_text = pre.context_text(&self.cwd);
+        let pre_text = pre.context_text(&self.workspace.cwd);
         if !pre_text.is_empty() {
             extra.push(pre_text);
         }
@@ -712,10 +743,13 @@ impl Agent<'_> {
                 *pin = input.to_string();
             }
         }
-        Ok(self.store.update_message_parts(&msg.id, &msg.parts)?)
+        Ok(self
+            .session
+            .store
+            .update_message_parts(&msg.id, &msg.parts)?)
     }
 
-    /// Runs `self.tools[tool]` (the `agent` tool: a sub-agent, which needs no permission unless
+    /// Runs `self.toolkit.tools[tool]` (the `agent` tool: a sub-agent, which needs no permission unless
     /// a hook asks for it; its own calls ask for theirs).
     fn run_tool(
         &mut self,
@@ -727,37 +761,38 @@ impl Agent<'_> {
         sink: &mut dyn Sink,
     ) -> ToolRun {
         let reads = CallSession {
-            store: self.store,
-            session_id: &self.session_id,
+            store: &self.session.store,
+            session_id: &self.session.id,
             tool_call_id: id,
         };
         let models = self.config.as_ref().map(|c| c.shell_models());
         let ctx = ToolCtx {
-            cwd: &self.cwd,
-            project_root: &self.project_root,
+            cwd: &self.workspace.cwd,
+            project_root: &self.workspace.project_root,
             reads: &reads,
             session: &reads,
             images: self.model.model.supports_attachments,
             cancel: self.cancel.clone(),
             session_models: models.as_ref(),
-            diagnostics: self.lsp.as_ref().map(|l| l as &dyn Diagnostics),
-            shell_env_allow: &self.shell_env_allow,
-            env_file: self.env_file.as_deref(),
-            files: self.files.as_deref(),
-            skills: &self.skill_files,
-            bounds: &self.bounds,
-            sandbox: self.sandbox.as_ref(),
+            diagnostics: self.toolkit.lsp.as_ref().map(|l| l as &dyn Diagnostics),
+            shell_env_allow: &self.workspace.shell_env_allow,
+            env_file: self.session.env_file.as_deref(),
+            files: self.workspace.files.as_deref(),
+            skills: &self.toolkit.skill_files,
+            bounds: &self.workspace.bounds,
+            sandbox: self.workspace.sandbox.as_ref(),
         };
         let Some(t) = self
+            .toolkit
             .tools
             .iter()
-            .chain(self.mcp.iter().flat_map(|m| m.tools.iter()))
+            .chain(self.toolkit.mcp.iter().flat_map(|m| m.tools.iter()))
             .nth(tool)
             .map(|t| t.as_ref())
         else {
             return ToolRun::ran(ToolOutput::error("the tool is no longer available"));
         };
-        match question(t, input, &ctx, &self.permissions, gate) {
+        match question(t, input, &ctx, &self.policy.permissions, gate) {
             Err(refused) => return *refused,
             Ok(None) => {}
             Ok(Some(req)) => {
@@ -766,7 +801,9 @@ impl Agent<'_> {
                 }
                 let answer = sink.ask(&req);
                 let forced = matches!(gate, Gate::Ask(_));
-                if let Err(refused) = answered(&req, answer, forced, &mut self.permissions, sink) {
+                if let Err(refused) =
+                    answered(&req, answer, forced, &mut self.policy.permissions, sink)
+                {
                     return *refused;
                 }
             }
@@ -849,7 +886,7 @@ impl Agent<'_> {
                 halt = Some(Stop::HookHalted(c.reason.clone()));
             }
         }
-        let post_text = post.context_text(&self.cwd);
+        let post_text = post.context_text(&self.workspace.cwd);
         if !post_text.is_empty() {
             extra.push(post_text);
         }
@@ -894,12 +931,10 @@ mod tests {
             })
             .collect();
         assert_eq!(stored, ["{}", r#"{"path":"."}"#, "{}", "{}"]);
-        assert_eq!(calls[0].input, Ok(json!({})));
-        assert_eq!(calls[1].input, Ok(json!({"path": "."})));
-        assert_eq!(
-            calls[2].input,
-            Err("arguments must be a JSON object".to_string())
-        );
+        let input = |i: usize| calls[i].input.as_ref().map_err(|e| e.to_string());
+        assert_eq!(input(0), Ok(&json!({})));
+        assert_eq!(input(1), Ok(&json!({"path": "."})));
+        assert_eq!(input(2), Err("arguments must be a JSON object".to_string()));
         assert!(calls[3].input.is_err());
     }
 }

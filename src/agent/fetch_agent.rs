@@ -18,11 +18,36 @@ pub const TOOL_NAME: &str = "agentic_fetch";
 /// What the model sees of the tool; the agent loop runs it.
 pub struct AgenticFetch;
 
-fn check(input: &Value) -> Result<(&str, Option<&str>), String> {
-    let prompt = req_str(input, "prompt")?;
-    let url = opt_str(input, "url")?;
+/// Why an `agentic_fetch` call cannot run.
+#[derive(Debug)]
+enum FetchError {
+    /// Its arguments: what the tool tells the model.
+    Input(String),
+    /// No directory for the pages it reads, in this one.
+    TempDir(PathBuf),
+}
+
+impl std::fmt::Display for FetchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FetchError::Input(m) => f.write_str(m),
+            FetchError::TempDir(p) => write!(
+                f,
+                "Failed to create a temporary directory in {}",
+                p.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for FetchError {}
+
+fn check(input: &Value) -> Result<(&str, Option<&str>), FetchError> {
+    let bad = |e: &dyn std::fmt::Display| FetchError::Input(e.to_string());
+    let prompt = req_str(input, "prompt").map_err(|e| bad(&e))?;
+    let url = opt_str(input, "url").map_err(|e| bad(&e))?;
     if let Some(u) = url {
-        crate::net::check_web_url(u)?;
+        crate::net::check_web_url(u).map_err(|e| bad(&e))?;
     }
     Ok((prompt, url))
 }
@@ -83,7 +108,7 @@ impl Tool for AgenticFetch {
         input: &Value,
         ctx: &ToolCtx,
     ) -> Result<Option<PermissionRequest>, String> {
-        let (prompt, url) = check(input)?;
+        let (prompt, url) = check(input).map_err(|e| e.to_string())?;
         // What the sub-agent may send out (its searches, the pages it follows) comes from this
         // prompt and the pages: the question shows it.
         let task = crate::tools::common::truncate_line(prompt.trim(), 200);
@@ -156,7 +181,7 @@ Today's date: {}
 struct TempDir(PathBuf);
 
 impl TempDir {
-    fn new(parent: &Path) -> Result<TempDir, String> {
+    fn new(parent: &Path) -> Result<TempDir, FetchError> {
         use std::sync::atomic::{AtomicU64, Ordering};
         static N: AtomicU64 = AtomicU64::new(0);
         let _ = std::fs::create_dir_all(parent);
@@ -170,10 +195,7 @@ impl TempDir {
                 return Ok(TempDir(p));
             }
         }
-        Err(format!(
-            "Failed to create a temporary directory in {}",
-            parent.display()
-        ))
+        Err(FetchError::TempDir(parent.to_path_buf()))
     }
 }
 
@@ -195,9 +217,9 @@ pub(super) fn fetch_tools() -> Vec<Box<dyn Tool>> {
     ]
 }
 
-impl<'a> Agent<'a> {
+impl Agent {
     /// The web sub-agent for the child session `session_id`, working in `dir`.
-    fn fetch_child(&self, session_id: String, dir: &Path) -> Agent<'a> {
+    fn fetch_child(&self, session_id: String, dir: &Path) -> Agent {
         let model = self
             .config
             .as_ref()
@@ -208,21 +230,21 @@ impl<'a> Agent<'a> {
         // itself was hooked), the pages it reads are on disk in its own directory.
         let mut a = self.child(session_id);
         a.model = model;
-        a.tools = tools;
+        a.toolkit.tools = tools;
         // Go Crush approves the sub-agent's session: the call itself asked.
-        a.permissions = Permissions::new(true, Vec::new());
+        a.policy.permissions = Permissions::new(true, Vec::new());
         a.system = system_prompt(dir);
-        a.cwd = dir.to_path_buf();
-        a.project_root = dir.to_path_buf();
+        a.workspace.cwd = dir.to_path_buf();
+        a.workspace.project_root = dir.to_path_buf();
         // Its file tools see its own directory and nothing else, whatever its permissions
         // (crush(1) TOOLS, agentic_fetch).
-        a.bounds = std::sync::Arc::new(crate::tools::confine::Bounds::jailed(dir));
-        a.hooks = Default::default();
-        a.lsp = None;
-        a.files = None;
-        a.skill_files = Default::default();
-        a.transcript = None;
-        a.parent_transcript = None;
+        a.workspace.bounds = std::sync::Arc::new(crate::tools::confine::Bounds::jailed(dir));
+        a.policy.hooks = Default::default();
+        a.toolkit.lsp = None;
+        a.workspace.files = None;
+        a.toolkit.skill_files = Default::default();
+        a.session.transcript = None;
+        a.session.parent_transcript = None;
         a
     }
 
@@ -237,7 +259,7 @@ impl<'a> Agent<'a> {
     ) -> (ToolOutput, Option<Stop>) {
         let (prompt, url) = match check(input) {
             Ok(v) => v,
-            Err(e) => return (ToolOutput::error(e), None),
+            Err(e) => return (ToolOutput::error(e.to_string()), None),
         };
         let parent = self
             .config
@@ -246,7 +268,7 @@ impl<'a> Agent<'a> {
             .unwrap_or_else(std::env::temp_dir);
         let dir = match TempDir::new(&parent) {
             Ok(d) => d,
-            Err(e) => return (ToolOutput::error(e), None),
+            Err(e) => return (ToolOutput::error(e.to_string()), None),
         };
         let full_prompt = match url {
             Some(url) => {

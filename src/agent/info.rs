@@ -54,14 +54,18 @@ impl Tool for CrushInfo {
     }
 }
 
-impl Agent<'_> {
+impl Agent {
     /// The report `crush_info` returns.
     pub(super) fn crush_info(&self) -> ToolOutput {
         let mut b = String::new();
         let _ = write!(b, "[crush]\nversion = {}\n", env!("CARGO_PKG_VERSION"));
-        let _ = writeln!(b, "session = {}", self.session_id);
-        let _ = writeln!(b, "working_dir = {}", self.cwd.display());
-        let _ = write!(b, "project_root = {}\n\n", self.project_root.display());
+        let _ = writeln!(b, "session = {}", self.session.id);
+        let _ = writeln!(b, "working_dir = {}", self.workspace.cwd.display());
+        let _ = write!(
+            b,
+            "project_root = {}\n\n",
+            self.workspace.project_root.display()
+        );
         self.info_config_files(&mut b);
         self.info_models(&mut b);
         self.info_servers(&mut b);
@@ -139,7 +143,7 @@ impl Agent<'_> {
 
     /// `[lsp]` and `[mcp]`: each server's state.
     fn info_servers(&self, b: &mut String) {
-        if let Some(lsp) = &self.lsp {
+        if let Some(lsp) = &self.toolkit.lsp {
             let statuses = lsp.manager().statuses();
             if !statuses.is_empty() {
                 b.push_str("[lsp]\n");
@@ -153,7 +157,7 @@ impl Agent<'_> {
                 b.push('\n');
             }
         }
-        if let Some(m) = &self.mcp {
+        if let Some(m) = &self.toolkit.mcp {
             let statuses = m.manager().statuses();
             if !statuses.is_empty() {
                 b.push_str("[mcp]\n");
@@ -178,17 +182,21 @@ impl Agent<'_> {
     /// `[skills]`: each skill's origin and state, an active one `loaded` once its SKILL.md was
     /// read in this session (as Go Crush lists them).
     fn info_skills(&self, b: &mut String) {
-        if self.skills_info.is_empty() {
+        if self.toolkit.skills_info.is_empty() {
             return;
         }
         // Each entry's state as listed: an active skill is loaded once its SKILL.md was read.
         let states: Vec<&str> = self
+            .toolkit
             .skills_info
             .iter()
             .map(|e| match e.state {
                 "active" => {
                     let read = e.file.as_deref().is_some_and(|f| {
-                        matches!(self.store.last_read(&self.session_id, f), Ok(Some(_)))
+                        matches!(
+                            self.session.store.last_read(&self.session.id, f),
+                            Ok(Some(_))
+                        )
                     });
                     if read { "loaded" } else { "unloaded" }
                 }
@@ -198,7 +206,7 @@ impl Agent<'_> {
         let loaded = states.iter().filter(|s| **s == "loaded").count();
         let active = loaded + states.iter().filter(|s| **s == "unloaded").count();
         let _ = writeln!(b, "[skills]\nloaded_this_session = {loaded}/{active}");
-        for (e, state) in self.skills_info.iter().zip(states) {
+        for (e, state) in self.toolkit.skills_info.iter().zip(states) {
             let _ = writeln!(b, "{} = {}, {state}", e.name, e.origin);
         }
         b.push('\n');
@@ -206,9 +214,9 @@ impl Agent<'_> {
 
     /// `[hooks]`, `[permissions]`, `[disabled_tools]` and `[options]`.
     fn info_hooks_and_permissions(&self, b: &mut String) {
-        if !self.hooks.is_empty() {
+        if !self.policy.hooks.is_empty() {
             b.push_str("[hooks]\n");
-            for h in &self.hooks.hooks {
+            for h in &self.policy.hooks.hooks {
                 let matcher = if h.matcher.is_empty() {
                     String::new()
                 } else {
@@ -219,20 +227,20 @@ impl Agent<'_> {
             b.push('\n');
         }
         b.push_str("[permissions]\n");
-        let _ = writeln!(b, "mode = {}", self.permissions.mode());
+        let _ = writeln!(b, "mode = {}", self.policy.permissions.mode());
         let _ = writeln!(
             b,
             "sandbox = {}",
-            crate::config::sandbox::describe(self.sandbox.as_deref())
+            crate::config::sandbox::describe(self.workspace.sandbox.as_deref())
         );
-        if self.permissions.auto.is_some() {
+        if self.policy.permissions.auto.is_some() {
             b.push_str("approval = auto\n");
         }
-        if !self.permissions.allowed_tools.is_empty() {
+        if !self.policy.permissions.allowed_tools.is_empty() {
             let _ = writeln!(
                 b,
                 "allowed_tools = {}",
-                self.permissions.allowed_tools.join(", ")
+                self.policy.permissions.allowed_tools.join(", ")
             );
         }
         b.push('\n');
@@ -244,7 +252,7 @@ impl Agent<'_> {
             b.push_str("[options]\n");
             let _ = writeln!(b, "auto_summarize = {}", !o.disable_auto_summarize);
             let _ = writeln!(b, "debug = {}", o.debug);
-            let _ = writeln!(b, "max_steps = {}", self.max_steps);
+            let _ = writeln!(b, "max_steps = {}", self.policy.max_steps);
             b.push('\n');
         }
     }

@@ -5,6 +5,7 @@
 //! reloads. The loop renders nothing: it reports `AgentEvent`s to a `Sink`.
 
 pub mod budget;
+mod build;
 mod call;
 mod error;
 mod fetch_agent;
@@ -26,10 +27,13 @@ use crate::store::Store;
 use crate::time::unix_now as now;
 use crate::tools::confine::Bounds;
 use crate::tools::{PermissionRequest, Tool};
+use build::with_listing;
+pub use build::{Setup, prompt_of_session};
 pub use error::AgentError;
 use permissions::Permissions;
 use serde_json::{Map, Value, json};
 use std::path::PathBuf;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -200,50 +204,70 @@ pub struct TurnResult {
     pub steps: usize,
 }
 
-pub struct Agent<'a> {
-    pub store: &'a Store,
-    pub session_id: String,
+/// One agent working in one session: what it runs with, in four groups.
+pub struct Agent {
     pub model: ResolvedModel,
-    pub tools: Vec<Box<dyn Tool>>,
-    pub permissions: Permissions,
-    pub policy: RetryPolicy,
     pub system: String,
-    pub cwd: PathBuf,
-    pub project_root: PathBuf,
-    pub max_steps: usize,
-    /// How many times in a row Stop hooks may make the agent go on (`options.max_stop_blocks`).
-    pub max_stop_blocks: usize,
+    /// The session's configuration: session-only commands from the bash tool change its runtime
+    /// layer (None: they are reported as ignored, as in a sub-agent).
+    pub config: Option<crate::config::Loaded>,
     pub cancel: Arc<AtomicBool>,
+    pub session: SessionState,
+    pub workspace: Workspace,
+    pub toolkit: Toolkit,
+    pub policy: Policy,
+}
+
+/// The session the agent works in and what travels with its prompts.
+pub struct SessionState {
+    /// The project's store, shared with whoever opened it (the REPL, a run, an editor session).
+    pub store: Rc<Store>,
+    pub id: String,
     /// This agent runs the `agent` tool's task for this session, in a child session (hooks
     /// report it).
-    pub parent_session: Option<String>,
-    /// Summarize the session when its context nears the model's window
-    /// (`options.disable_auto_summarize` turns it off).
-    pub auto_summarize: bool,
-    pub hooks: HookConfig,
+    pub parent: Option<String>,
     /// Context waiting to travel with the next prompt (from SessionStart hooks).
     pub pending_context: Vec<String>,
     /// The session as a Claude Code transcript, for hooks in Claude Code's shape (None: no data
     /// directory is known).
     pub transcript: Option<transcript::Transcript>,
     /// The parent's transcript file, in a sub-agent (Claude Code's `transcript_path` there).
-    pub parent_transcript: Option<std::path::PathBuf>,
+    pub parent_transcript: Option<PathBuf>,
     /// The current prompt's id (Claude Code's `prompt_id`; empty before the first turn).
     pub prompt_id: String,
     /// A file of `export` lines SessionStart hooks wrote (`CLAUDE_ENV_FILE`), which the bash
     /// tool runs before each command.
-    pub env_file: Option<std::path::PathBuf>,
-    /// The session's configuration: session-only commands from the bash tool change its runtime
-    /// layer (None: they are reported as ignored).
-    pub config: Option<crate::config::Loaded>,
-    /// Variables the bash tool keeps although their names look secret (`options.shell_env_allow`).
-    pub shell_env_allow: Vec<String>,
+    pub env_file: Option<PathBuf>,
+    /// What a new session is titled from instead of its next prompt, unless a hook rewrites
+    /// that prompt: `crush run` titles from its arguments, not from text piped in before them.
+    pub title_from: Option<String>,
+}
+
+/// Where the tools work and what they may touch.
+#[derive(Clone)]
+pub struct Workspace {
+    pub cwd: PathBuf,
+    pub project_root: PathBuf,
+    /// Where the file tools may go and what they may not write without asking
+    /// (`tools::confine`).
+    pub bounds: Arc<Bounds>,
+    /// The editor's files when crush runs inside one (None: the disk).
+    pub files: Option<Arc<dyn crate::tools::Files>>,
     /// The OS sandbox the bash tool's commands run in (crush(1) SECURITY, sandbox).
     pub sandbox: Option<Arc<crate::sandbox::Sandbox>>,
+    /// Variables the bash tool keeps although their names look secret (`options.shell_env_allow`).
+    pub shell_env_allow: Vec<String>,
     /// (name, value) of the providers' API keys: masked in every tool output (crush(1) SECURITY).
     pub secrets: Arc<Vec<(String, String)>>,
+}
+
+/// What the agent offers the model: its tools and what they draw on.
+pub struct Toolkit {
+    pub tools: Vec<Box<dyn Tool>>,
     /// The MCP servers' tools (None: no MCP at all, as in a sub-agent).
     pub mcp: Option<McpTools>,
+    /// The language servers (None: none is configured or detected for the project).
+    pub lsp: Option<crate::tools::lsp::Lsp>,
     /// The skills' files, which the view tool reads without asking.
     pub skill_files: Arc<crate::tools::SkillFiles>,
     /// The skills part of the system prompt (`prompt::skills_section`; empty in a sub-agent).
@@ -253,20 +277,24 @@ pub struct Agent<'a> {
     pub custom_agents: Arc<Vec<crate::agents::AgentDef>>,
     /// The skills as `crush_info` lists them.
     pub skills_info: Arc<Vec<crate::skills::InfoEntry>>,
-    /// The language servers (None: none is configured or detected for the project).
-    pub lsp: Option<crate::tools::lsp::Lsp>,
-    /// The editor's files when crush runs inside one (None: the disk).
-    pub files: Option<Arc<dyn crate::tools::Files>>,
-    /// Where the file tools may go and what they may not write without asking
-    /// (`tools::confine`).
-    pub bounds: Arc<Bounds>,
+}
+
+/// What the agent may do, how long it goes on, and who watches it.
+#[derive(Clone)]
+pub struct Policy {
+    pub permissions: Permissions,
+    pub retry: RetryPolicy,
+    pub max_steps: usize,
+    /// How many times in a row Stop hooks may make the agent go on (`options.max_stop_blocks`).
+    pub max_stop_blocks: usize,
+    /// Summarize the session when its context nears the model's window
+    /// (`options.disable_auto_summarize` turns it off).
+    pub auto_summarize: bool,
+    pub hooks: HookConfig,
     /// The spending limits (None: none; a sub-agent shares its parent's).
     pub budget: Option<budget::Budget>,
     /// Plan mode (crush(1) PLAN MODE): only the read-only tools, and the planning prompt.
     pub plan_mode: bool,
-    /// What a new session is titled from instead of its next prompt, unless a hook rewrites
-    /// that prompt: `crush run` titles from its arguments, not from text piped in before them.
-    pub title_from: Option<String>,
 }
 
 /// The tools of the session's MCP servers as the agent offers them: rebuilt before a model call
@@ -327,173 +355,6 @@ impl McpTools {
     }
 }
 
-/// What a main agent is built from; the rest follows from the configuration.
-pub struct Setup<'a> {
-    pub store: &'a Store,
-    /// The MCP servers, already starting.
-    pub mcp: Option<McpTools>,
-    /// Empty while the REPL has not created the session yet.
-    pub session_id: String,
-    pub model: ResolvedModel,
-    pub config: crate::config::Loaded,
-    pub hooks: HookConfig,
-    pub policy: RetryPolicy,
-    pub cancel: Arc<AtomicBool>,
-    /// `--yolo`: every permission is granted.
-    pub yolo: bool,
-    /// The session's Agent Skills.
-    pub skills: Arc<crate::skills::Skills>,
-    /// The language servers (their tools are offered, the file tools report their diagnostics).
-    pub lsp: Option<crate::tools::lsp::Lsp>,
-}
-
-impl<'a> Agent<'a> {
-    /// The main agent: the configured tools (with `agent`), system prompt, permissions and
-    /// limits.
-    pub fn new(s: Setup<'a>) -> Agent<'a> {
-        let options = &s.config.config.options;
-        let allowed = s.config.config.permissions.allowed_tools.clone();
-        let transcript = Some(transcript::Transcript::new(&s.config.data_dir, false));
-        let bounds = Arc::new(session_bounds(&s.config, &s.hooks));
-        let (system, skills_prompt, custom_agents) = prompt_parts(&s.config, &s.model, &s.skills);
-        Agent {
-            bounds,
-            system,
-            tools: subagent::main_agent_tools(&options.disabled_tools, s.lsp.as_ref()),
-            permissions: Permissions::new(s.yolo, allowed)
-                .with_claude(std::sync::Arc::new(s.config.claude_rules.clone())),
-            max_steps: options.max_steps.unwrap_or(100) as usize,
-            max_stop_blocks: options
-                .max_stop_blocks
-                .map_or(turn::MAX_STOP_BLOCKS, |n| n as usize),
-            auto_summarize: !options.disable_auto_summarize,
-            cwd: s.config.cwd.clone(),
-            project_root: s.config.project_root.clone(),
-            store: s.store,
-            session_id: s.session_id,
-            model: s.model,
-            policy: s.policy,
-            cancel: s.cancel,
-            parent_session: None,
-            hooks: s.hooks,
-            pending_context: Vec::new(),
-            shell_env_allow: options.shell_env_allow.clone(),
-            sandbox: None,
-            secrets: Arc::new(provider_secrets(&s.config)),
-            transcript,
-            parent_transcript: None,
-            prompt_id: String::new(),
-            env_file: None,
-            config: Some(s.config),
-            lsp: s.lsp,
-            mcp: s.mcp,
-            files: None,
-            skill_files: Arc::new(s.skills.files()),
-            skills_prompt,
-            custom_agents: Arc::new(custom_agents),
-            skills_info: Arc::new(s.skills.info()),
-            budget: None,
-            plan_mode: false,
-            title_from: None,
-        }
-    }
-}
-
-/// A main agent's system prompt, its skills and agents listing, and its custom agents.
-fn prompt_parts(
-    loaded: &crate::config::Loaded,
-    model: &ResolvedModel,
-    skills: &crate::skills::Skills,
-) -> (String, String, Vec<crate::agents::AgentDef>) {
-    let custom_agents = subagent::discover_agents(loaded, model);
-    let listing = if prompt::with_environment(loaded) {
-        prompt::skills_section(&skills.prompt_listing()) + &subagent::agents_section(&custom_agents)
-    } else {
-        String::new()
-    };
-    (prompt::for_config(loaded, model), listing, custom_agents)
-}
-
-/// The system prompt with the skills and agents listing after it.
-fn with_listing(system: &str, listing: &str) -> String {
-    let mut out = system.to_string();
-    if !listing.is_empty() {
-        out.push('\n');
-        out.push_str(listing);
-        out.push('\n');
-    }
-    out
-}
-
-/// The system prompt a new session on `model` sends (before any MCP server's instructions) and
-/// the names of the tools it offers, as `crush debug prompt` prints them.
-pub fn prompt_of_session(
-    loaded: &crate::config::Loaded,
-    model: &ResolvedModel,
-    skills: &crate::skills::Skills,
-    lsp: Option<&crate::tools::lsp::Lsp>,
-) -> (String, Vec<String>) {
-    let (system, listing, _) = prompt_parts(loaded, model, skills);
-    let tools = subagent::main_agent_tools(&loaded.config.options.disabled_tools, lsp)
-        .iter()
-        .map(|t| t.name().to_string())
-        .collect();
-    (with_listing(&system, &listing), tools)
-}
-
-/// The bounds of a main agent's file tools: crush's data directories, and the scripts its
-/// hooks, MCP and language servers run (crush(1) PERMISSIONS).
-fn session_bounds(loaded: &crate::config::Loaded, hooks: &HookConfig) -> Bounds {
-    let mut commands: Vec<String> = hooks.hooks.iter().map(|h| h.command.clone()).collect();
-    for servers in [&loaded.config.mcp, &loaded.config.lsp] {
-        for server in servers.as_object().into_iter().flat_map(|m| m.values()) {
-            let mut line = server["command"].as_str().unwrap_or("").to_string();
-            for a in server["args"].as_array().into_iter().flatten() {
-                line.push(' ');
-                line.push_str(a.as_str().unwrap_or(""));
-            }
-            commands.push(line);
-        }
-    }
-    let commands: Vec<&str> = commands.iter().map(String::as_str).collect();
-    Bounds::for_session(&loaded.data_dir, &loaded.cwd, &commands)
-}
-
-/// The API keys of the providers crush can call, named after their provider (in the catalog's
-/// case, the variable they come from), and the AWS secrets of the environment when a Bedrock
-/// provider can be called, for masking in tool output.
-fn provider_secrets(loaded: &crate::config::Loaded) -> Vec<(String, String)> {
-    let catalog = loaded.catalog.get();
-    let mut out: Vec<(String, String)> = Vec::new();
-    for p in loaded.providers_with(&catalog.providers).ready {
-        if p.endpoint.kind == crate::llm::ApiKind::Bedrock {
-            // The AWS secrets a Bedrock provider signs with.
-            for var in ["AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"] {
-                if let Ok(v) = std::env::var(var)
-                    && !v.trim().is_empty()
-                    && !out.iter().any(|(_, x)| *x == v)
-                {
-                    out.push((var.to_string(), v));
-                }
-            }
-        }
-        let Some(key) = p.endpoint.api_key else {
-            continue;
-        };
-        let name = catalog
-            .providers
-            .iter()
-            .find(|c| c.id.as_str() == p.id)
-            .and_then(|c| c.api_key.strip_prefix('$'))
-            .map(|v| v.trim_matches(['{', '}']).to_string())
-            .unwrap_or_else(|| format!("{} API key", p.id));
-        if !out.iter().any(|(_, v)| *v == key) {
-            out.push((name, key));
-        }
-    }
-    out
-}
-
 /// Messages a provider can be sent: parts it understands (attachments as text). The request
 /// builders pair tool calls
 /// with their results (`llm::history`), answering interrupted calls.
@@ -519,7 +380,7 @@ pub fn history_for_model(stored: Vec<Message>) -> Vec<Message> {
     out
 }
 
-impl Agent<'_> {
+impl Agent {
     /// Before a model call: waits once for servers still starting, reports their warnings, and
     /// rebuilds the MCP tools when the servers changed.
     fn sync_mcp(&mut self, sink: &mut dyn Sink) {
@@ -528,7 +389,9 @@ impl Agent<'_> {
             .as_ref()
             .map(|c| c.config.options.disabled_tools.clone())
             .unwrap_or_default();
-        let Some(m) = self.mcp.as_mut() else { return };
+        let Some(m) = self.toolkit.mcp.as_mut() else {
+            return;
+        };
         if !m.waited {
             m.waited = true;
             if m.first_wait != Some(Duration::ZERO) {
@@ -552,9 +415,10 @@ impl Agent<'_> {
 
     /// Every tool offered: the built-in ones, then the MCP ones.
     fn all_tools(&self) -> impl Iterator<Item = &dyn Tool> {
-        self.tools
+        self.toolkit
+            .tools
             .iter()
-            .chain(self.mcp.iter().flat_map(|m| m.tools.iter()))
+            .chain(self.toolkit.mcp.iter().flat_map(|m| m.tools.iter()))
             .map(|t| t.as_ref())
     }
 
@@ -583,7 +447,7 @@ impl Agent<'_> {
     /// What the tool `name` says of a call with `input` (an unknown tool: its name).
     fn call_view(&self, name: &str, input: &Value) -> crate::tools::CallView {
         match self.all_tools().find(|t| t.name() == name) {
-            Some(t) => crate::tools::CallView::of(t, input, &self.cwd),
+            Some(t) => crate::tools::CallView::of(t, input, &self.workspace.cwd),
             None => crate::tools::CallView::unknown(name),
         }
     }
@@ -592,11 +456,11 @@ impl Agent<'_> {
     /// added, as Go Crush adds them.
     fn system_with_mcp(&self) -> String {
         let mut system = self.system.clone();
-        if self.plan_mode {
+        if self.policy.plan_mode {
             system.push_str(plan::PLAN_PROMPT);
         }
-        let system = with_listing(&system, &self.skills_prompt);
-        let Some(m) = &self.mcp else {
+        let system = with_listing(&system, &self.toolkit.skills_prompt);
+        let Some(m) = &self.toolkit.mcp else {
             return system;
         };
         let instructions = m.manager().instructions();
@@ -612,23 +476,28 @@ impl Agent<'_> {
 
     /// Whether this agent is a sub-agent (runs the `agent` tool's task).
     pub fn is_sub_agent(&self) -> bool {
-        self.parent_session.is_some()
+        self.session.parent.is_some()
     }
 
     /// The transcript file of this agent's session, when hooks in Claude Code's shape are
     /// configured (they are sent its path).
     fn transcript_path(&self) -> Option<std::path::PathBuf> {
-        let t = self.transcript.as_ref()?;
-        (self.hooks.has_claude_hooks() && !self.session_id.is_empty())
-            .then(|| t.path(&self.session_id))
+        let t = self.session.transcript.as_ref()?;
+        (self.policy.hooks.has_claude_hooks() && !self.session.id.is_empty())
+            .then(|| t.path(&self.session.id))
     }
 
     /// Brings the transcript up to date (after a step, before hooks).
     fn sync_transcript(&self) {
-        if let Some(t) = &self.transcript
-            && self.hooks.has_claude_hooks()
+        if let Some(t) = &self.session.transcript
+            && self.policy.hooks.has_claude_hooks()
         {
-            t.sync(self.store, &self.session_id, &self.cwd, &self.tool_list());
+            t.sync(
+                &self.session.store,
+                &self.session.id,
+                &self.workspace.cwd,
+                &self.tool_list(),
+            );
         }
     }
 
@@ -636,13 +505,18 @@ impl Agent<'_> {
     /// fields Claude Code sends with every event (`transcript_path`, `permission_mode`,
     /// `prompt_id`).
     fn hook_request(&self, event: hooks::Event) -> hooks::Request<'_> {
-        let mut req = hooks::Request::new(event, &self.session_id, &self.cwd, &self.project_root);
+        let mut req = hooks::Request::new(
+            event,
+            &self.session.id,
+            &self.workspace.cwd,
+            &self.workspace.project_root,
+        );
         req.cancel = Some(self.cancel.clone());
-        req.sub_agent = self.parent_session.as_deref().map(|p| hooks::SubAgent {
-            id: &self.session_id,
+        req.sub_agent = self.session.parent.as_deref().map(|p| hooks::SubAgent {
+            id: &self.session.id,
             parent_session_id: p,
         });
-        let transcript = match &self.parent_transcript {
+        let transcript = match &self.session.parent_transcript {
             Some(p) => Some(p.clone()),
             None => self.transcript_path(),
         };
@@ -650,11 +524,13 @@ impl Agent<'_> {
             req.claude_fields
                 .insert("transcript_path".into(), json!(p.display().to_string()));
         }
-        req.claude_fields
-            .insert("permission_mode".into(), json!(self.permissions.mode()));
-        if !self.prompt_id.is_empty() {
+        req.claude_fields.insert(
+            "permission_mode".into(),
+            json!(self.policy.permissions.mode()),
+        );
+        if !self.session.prompt_id.is_empty() {
             req.claude_fields
-                .insert("prompt_id".into(), json!(self.prompt_id));
+                .insert("prompt_id".into(), json!(self.session.prompt_id));
         }
         req
     }
@@ -664,7 +540,7 @@ impl Agent<'_> {
     /// fire hooks.
     fn fire_request(&self, req: &hooks::Request, sink: &mut dyn Sink) -> Outcome {
         use hooks::Event as E;
-        if self.hooks.is_empty()
+        if self.policy.hooks.is_empty()
             || (self.is_sub_agent()
                 && !matches!(
                     req.event,
@@ -674,7 +550,7 @@ impl Agent<'_> {
             return Outcome::none(req.event);
         }
         self.sync_transcript();
-        let out = self.hooks.run(req);
+        let out = self.policy.hooks.run(req);
         for r in &out.reports {
             sink.event(AgentEvent::Hook {
                 report: r.clone(),
@@ -727,11 +603,12 @@ impl Agent<'_> {
                 .push(("CLAUDE_ENV_FILE".into(), f.display().to_string()));
         }
         let out = self.fire_request(&req, sink);
-        let text = out.context_text(&self.cwd);
+        let text = out.context_text(&self.workspace.cwd);
         if !text.is_empty() {
-            self.pending_context.push(text);
+            self.session.pending_context.push(text);
         }
-        self.env_file = env_file.filter(|f| std::fs::metadata(f).is_ok_and(|m| m.len() > 0));
+        self.session.env_file =
+            env_file.filter(|f| std::fs::metadata(f).is_ok_and(|m| m.len() > 0));
     }
 
     /// Fires SessionEnd (`reason`: Claude Code's `clear`, `resume`, `prompt_input_exit` or
@@ -745,8 +622,9 @@ impl Agent<'_> {
     /// An empty `CLAUDE_ENV_FILE` for this session's SessionStart hooks, in the data directory
     /// (None when no SessionStart hook is configured or the file cannot be made).
     fn new_env_file(&self) -> Option<std::path::PathBuf> {
-        if self.session_id.is_empty()
+        if self.session.id.is_empty()
             || self
+                .policy
                 .hooks
                 .for_event(hooks::Event::SessionStart)
                 .next()
@@ -755,7 +633,7 @@ impl Agent<'_> {
             return None;
         }
         let dir = self.config.as_ref()?.data_dir.join("session-env");
-        let path = dir.join(format!("{}.sh", self.session_id));
+        let path = dir.join(format!("{}.sh", self.session.id));
         let made = std::fs::create_dir_all(&dir).and_then(|_| std::fs::write(&path, ""));
         match made {
             Ok(()) => Some(path),

@@ -87,10 +87,10 @@ pub fn plan_file(dir: &Path, session_id: &str, date: &str) -> PathBuf {
     dir.join(format!("{date}-{short}.md"))
 }
 
-impl Agent<'_> {
+impl Agent {
     /// Whether the model is offered `tool` (plan mode: the read-only ones only).
     pub(super) fn offers(&self, tool: &dyn Tool) -> bool {
-        !self.plan_mode || tool.read_only()
+        !self.policy.plan_mode || tool.read_only()
     }
 
     /// `options.plans_directory`, resolved against the project root (`~/` is home).
@@ -107,12 +107,16 @@ impl Agent<'_> {
         &self,
         result: &TurnResult,
     ) -> Result<Option<(String, Option<PathBuf>)>, PlanError> {
-        if !self.plan_mode || result.stop != Stop::EndTurn || result.final_text.trim().is_empty() {
+        if !self.policy.plan_mode
+            || result.stop != Stop::EndTurn
+            || result.final_text.trim().is_empty()
+        {
             return Ok(None);
         }
         let messages = self
+            .session
             .store
-            .messages(&self.session_id)
+            .messages(&self.session.id)
             .map_err(|e| PlanError::Store(e.to_string()))?;
         let Some(last) = messages.iter().rev().find(|m| m.role == Role::Assistant) else {
             return Ok(None);
@@ -133,14 +137,15 @@ impl Agent<'_> {
                 details: Some(PLAN_MARK.to_string()),
             });
         }
-        self.store
+        self.session
+            .store
             .update_message_parts(&last.id, &parts)
             .map_err(|e| PlanError::Store(e.to_string()))?;
         let plan = text_of(&parts);
         let Some(dir) = self.plans_directory() else {
             return Ok(Some((plan, None)));
         };
-        let file = plan_file(&dir, &self.session_id, &crate::time::today());
+        let file = plan_file(&dir, &self.session.id, &crate::time::today());
         let write = std::fs::create_dir_all(&dir).and_then(|()| {
             crate::fsutil::write_atomic_mode(
                 file.as_path(),

@@ -25,6 +25,39 @@ pub(super) struct Parts<'a> {
     pub lsp: Option<&'a crate::tools::lsp::Lsp>,
 }
 
+/// Why a session-only command was not applied, or not wholly.
+#[derive(Debug)]
+pub enum SessionConfigError {
+    /// A sub-agent has no configuration of its own.
+    NoConfiguration,
+    /// The command itself was refused (what the configuration says of it).
+    Refused(String),
+    /// The new large model cannot be used.
+    ModelNotSwitched(crate::config::ConfigError),
+    /// The new hooks are invalid (their errors).
+    HooksNotChanged(Vec<String>),
+    /// MCP servers of the new configuration cannot start (their warnings).
+    Mcp(Vec<String>),
+}
+
+impl std::fmt::Display for SessionConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SessionConfigError::NoConfiguration => {
+                f.write_str("this session has no configuration to change")
+            }
+            SessionConfigError::Refused(m) => f.write_str(m),
+            SessionConfigError::ModelNotSwitched(e) => write!(f, "the model was not switched: {e}"),
+            SessionConfigError::HooksNotChanged(errors) => {
+                write!(f, "the hooks were not changed: {}", errors.join("; "))
+            }
+            SessionConfigError::Mcp(warnings) => f.write_str(&warnings.join("; ")),
+        }
+    }
+}
+
+impl std::error::Error for SessionConfigError {}
+
 /// Brings the running agent in line with its runtime layer after a session-only command: the
 /// allowed and hidden tools, the large model (and the system prompt naming it), the hooks.
 #[allow(clippy::too_many_arguments)]
@@ -39,7 +72,7 @@ fn sync(
     large_before: &Option<crate::config::SelectedModel>,
     hooks_changed: bool,
     lsp: Option<&crate::tools::lsp::Lsp>,
-) -> Result<bool, String> {
+) -> Result<bool, SessionConfigError> {
     permissions.allowed_tools = cfg.config.permissions.allowed_tools.clone();
     // A tool denied earlier comes back when it is allowed again.
     *tools = super::subagent::main_agent_tools(&cfg.config.options.disabled_tools, lsp);
@@ -49,7 +82,7 @@ fn sync(
     if &cfg.config.models.large != large_before {
         let m = cfg
             .resolve_model(None, false)
-            .map_err(|e| format!("the model was not switched: {e}"))?;
+            .map_err(SessionConfigError::ModelNotSwitched)?;
         *system = super::prompt::for_config(cfg, &m);
         *model = m;
         large_changed = true;
@@ -57,16 +90,11 @@ fn sync(
     if hooks_changed {
         match crate::hooks::HookConfig::from_loaded(cfg) {
             Ok((h, _)) => *hooks = h,
-            Err(p) => {
-                return Err(format!(
-                    "the hooks were not changed: {}",
-                    p.errors.join("; ")
-                ));
-            }
+            Err(p) => return Err(SessionConfigError::HooksNotChanged(p.errors)),
         }
     }
     if !mcp_warnings.is_empty() {
-        return Err(mcp_warnings.join("; "));
+        return Err(SessionConfigError::Mcp(mcp_warnings));
     }
     Ok(large_changed)
 }
@@ -149,33 +177,35 @@ pub(super) fn apply(this: Parts, out: &mut ToolOutput, sink: &mut dyn Sink) {
     out.metadata["session_config_report"] = Value::from(report.lines);
 }
 
-impl super::Agent<'_> {
+impl super::Agent {
     /// A session-only command typed by the user (a REPL slash command such as
     /// `/permissions allow grep` or `/model small p/m`): applied to the runtime layer, then the
     /// running agent is brought in line. Returns what to show the user. Nothing is written.
     ///
-    pub fn apply_user_command(&mut self, line: &str) -> Result<UserCommand, String> {
+    pub fn apply_user_command(&mut self, line: &str) -> Result<UserCommand, SessionConfigError> {
         let cfg = self
             .config
             .as_mut()
-            .ok_or("this session has no configuration to change")?;
+            .ok_or(SessionConfigError::NoConfiguration)?;
         let large_before = cfg.config.models.large.clone();
-        let outcome = cfg.apply_session_line(line)?;
+        let outcome = cfg
+            .apply_session_line(line)
+            .map_err(|e| SessionConfigError::Refused(e.to_string()))?;
         let hooks_changed = line
             .trim_start_matches('/')
             .trim_start()
             .starts_with("hook");
         let large_changed = sync(
             cfg,
-            &mut self.permissions,
-            &mut self.tools,
-            self.mcp.as_mut(),
+            &mut self.policy.permissions,
+            &mut self.toolkit.tools,
+            self.toolkit.mcp.as_mut(),
             &mut self.model,
             &mut self.system,
-            &mut self.hooks,
+            &mut self.policy.hooks,
             &large_before,
             hooks_changed,
-            self.lsp.as_ref(),
+            self.toolkit.lsp.as_ref(),
         )?;
         Ok(UserCommand {
             text: outcome.print.unwrap_or(outcome.summary),

@@ -16,7 +16,7 @@
 //! - Its text is not part of the parent's answer: only usage, diagnostics and permission
 //!   refusals reach the parent's sink.
 
-use super::{Agent, AgentEvent, Answer, Sink, Stop, TurnResult};
+use super::{Agent, AgentEvent, Answer, SessionState, Sink, Stop, Toolkit, TurnResult};
 use crate::tools::common::req_str;
 use crate::tools::lsp::Lsp;
 use crate::tools::{PermissionRequest, Tool, ToolCtx, ToolError, ToolOutput};
@@ -301,56 +301,49 @@ impl Sink for SubSink<'_> {
     }
 }
 
-impl<'a> Agent<'a> {
+impl Agent {
     /// The sub-agent for a task in the child session `session_id`: the parent's model,
     /// permissions, limits and cancel flag, its read-only tools, a task prompt.
-    pub(super) fn child(&self, session_id: String) -> Agent<'a> {
-        let tools = task_tools(&self.tools, self.lsp.as_ref());
-        Agent {
-            store: self.store,
-            session_id,
-            model: self.model.clone(),
-            tools,
-            permissions: self.permissions.clone(),
-            policy: self.policy.clone(),
-            system: task_system(&self.system),
-            cwd: self.cwd.clone(),
-            project_root: self.project_root.clone(),
-            max_steps: self.max_steps,
-            max_stop_blocks: self.max_stop_blocks,
-            cancel: self.cancel.clone(),
-            parent_session: Some(self.session_id.clone()),
-            auto_summarize: self.auto_summarize,
-            // Session-only configuration comes from the bash tool, which a sub-agent lacks.
-            config: None,
-            // Hooks in Claude Code's shape, guards (`fail_closed`) and hooks that opted in
-            // (`include_sub_agents`) see a sub-agent's calls (crush(1) HOOKS); the `agent` call
-            // itself is hooked as usual.
-            hooks: self.hooks.clone(),
+    pub(super) fn child(&self, session_id: String) -> Agent {
+        let session = SessionState {
+            store: self.session.store.clone(),
+            id: session_id,
+            parent: Some(self.session.id.clone()),
             pending_context: Vec::new(),
-            lsp: self.lsp.clone(),
-            shell_env_allow: self.shell_env_allow.clone(),
-            sandbox: self.sandbox.clone(),
-            secrets: self.secrets.clone(),
+            transcript: self.session.transcript.as_ref().map(|t| t.for_sub_agent()),
+            parent_transcript: self.transcript_path(),
+            prompt_id: self.session.prompt_id.clone(),
+            env_file: None,
+            title_from: None,
+        };
+        let toolkit = Toolkit {
+            tools: task_tools(&self.toolkit.tools, self.toolkit.lsp.as_ref()),
             // A sub-agent is read-only: MCP tools may change things.
             mcp: None,
-            transcript: self.transcript.as_ref().map(|t| t.for_sub_agent()),
-            parent_transcript: self.transcript_path(),
-            prompt_id: self.prompt_id.clone(),
-            env_file: None,
-            // Its reads see the editor's buffers as the parent's do.
-            files: self.files.clone(),
-            skill_files: self.skill_files.clone(),
+            lsp: self.toolkit.lsp.clone(),
+            skill_files: self.toolkit.skill_files.clone(),
             // A search needs no skill; the files stay readable if the task names one.
             skills_prompt: String::new(),
             custom_agents: Arc::new(Vec::new()),
-            skills_info: self.skills_info.clone(),
-            bounds: self.bounds.clone(),
-            // Its spend is the parent session's: the same limits hold.
-            budget: self.budget.clone(),
-            // A planning agent's sub-agent plans too: no fetching.
-            plan_mode: self.plan_mode,
-            title_from: None,
+            skills_info: self.toolkit.skills_info.clone(),
+        };
+        Agent {
+            model: self.model.clone(),
+            system: task_system(&self.system),
+            // Session-only configuration comes from the bash tool, which a sub-agent lacks.
+            config: None,
+            cancel: self.cancel.clone(),
+            session,
+            // Its reads see the editor's buffers as the parent's do; the same bounds, sandbox
+            // and masked secrets hold.
+            workspace: self.workspace.clone(),
+            toolkit,
+            // The parent's permissions, retries and limits. Hooks in Claude Code's shape,
+            // guards (`fail_closed`) and hooks that opted in (`include_sub_agents`) see a
+            // sub-agent's calls (crush(1) HOOKS); the `agent` call itself is hooked as usual.
+            // Its spend is the parent session's: the same budget holds. A planning agent's
+            // sub-agent plans too: no fetching.
+            policy: self.policy.clone(),
         }
     }
 
@@ -379,8 +372,19 @@ impl<'a> Agent<'a> {
                 a.child(id)
             });
         };
-        let Some(def) = self.custom_agents.iter().find(|a| a.name == kind).cloned() else {
-            let names: Vec<&str> = self.custom_agents.iter().map(|a| a.name.as_str()).collect();
+        let Some(def) = self
+            .toolkit
+            .custom_agents
+            .iter()
+            .find(|a| a.name == kind)
+            .cloned()
+        else {
+            let names: Vec<&str> = self
+                .toolkit
+                .custom_agents
+                .iter()
+                .map(|a| a.name.as_str())
+                .collect();
             return (
                 ToolOutput::error(format!(
                     "no agent named {kind:?}; the agents are: {}",
@@ -412,7 +416,11 @@ impl<'a> Agent<'a> {
         };
         self.run_child(assistant_id, tool_call_id, &title, prompt, sink, |a, id| {
             let mut child = a.child(id);
-            child.tools = custom_tools(&a.tools, a.lsp.as_ref(), def.tools.as_deref());
+            child.toolkit.tools = custom_tools(
+                &a.toolkit.tools,
+                a.toolkit.lsp.as_ref(),
+                def.tools.as_deref(),
+            );
             child.system = system_as(&a.system, &def.body);
             if let Some(m) = model {
                 child.model = m;
@@ -420,12 +428,13 @@ impl<'a> Agent<'a> {
             // Added to the parent's rules; every other rule, hook and the sandbox hold as for
             // the parent (crush(1) AGENTS).
             child
+                .policy
                 .permissions
                 .allowed_tools
                 .extend(def.allowed_tools.iter().cloned());
             // An agent file may name tools that change things: every hook sees its calls, not
             // only those that opted in for the read-only built-in agent.
-            for h in &mut child.hooks.hooks {
+            for h in &mut child.policy.hooks.hooks {
                 h.include_sub_agents = true;
             }
             child
@@ -443,28 +452,30 @@ impl<'a> Agent<'a> {
         title: &str,
         prompt: &str,
         sink: &mut dyn Sink,
-        make: impl FnOnce(&Self, String) -> Agent<'a>,
+        make: impl FnOnce(&Self, String) -> Agent,
     ) -> (ToolOutput, Option<Stop>) {
         let crush_id = format!("{assistant_id}$${tool_call_id}");
-        let id = match self.store.session(&crush_id) {
+        let id = match self.session.store.session(&crush_id) {
             Ok(None) if !assistant_id.is_empty() && !tool_call_id.is_empty() => crush_id,
             _ => match crate::store::new_id() {
                 Ok(id) => id,
                 Err(e) => return (ToolOutput::error(e.to_string()), None),
             },
         };
-        let session = match self
-            .store
-            .create_session_with_id(&id, title, Some(&self.session_id))
-        {
-            Ok(s) => s,
-            Err(e) => {
-                return (
-                    ToolOutput::error(format!("cannot start the sub-agent: {e}")),
-                    None,
-                );
-            }
-        };
+        let session =
+            match self
+                .session
+                .store
+                .create_session_with_id(&id, title, Some(&self.session.id))
+            {
+                Ok(s) => s,
+                Err(e) => {
+                    return (
+                        ToolOutput::error(format!("cannot start the sub-agent: {e}")),
+                        None,
+                    );
+                }
+            };
         let mut child = make(self, session.id.clone());
         let mut sub_sink = SubSink { parent: sink };
         let result: TurnResult = match child.run_turn(prompt, &mut sub_sink) {

@@ -126,11 +126,11 @@ impl Sink for Quiet<'_> {
     }
 }
 
-impl Agent<'_> {
+impl Agent {
     /// The session's history for the model, from its latest summary on.
     pub(super) fn load_history(&self) -> Result<Vec<Message>, AgentError> {
-        let stored = self.store.messages(&self.session_id)?;
-        let summary = self.store.summary_message_id(&self.session_id)?;
+        let stored = self.session.store.messages(&self.session.id)?;
+        let summary = self.session.store.summary_message_id(&self.session.id)?;
         Ok(history_since_summary(stored, summary.as_deref()))
     }
 
@@ -141,7 +141,7 @@ impl Agent<'_> {
         if !self.auto_summarize_on() {
             return false;
         }
-        let used = match self.store.session(&self.session_id) {
+        let used = match self.session.store.session(&self.session.id) {
             Ok(Some(s)) => u64::try_from(s.context_tokens).unwrap_or(0),
             _ => return false,
         };
@@ -151,7 +151,7 @@ impl Agent<'_> {
     /// Auto-summarize is on for this agent and not switched off in the configuration
     /// (`/option auto-summarize false` in a session changes the runtime layer).
     pub(super) fn auto_summarize_on(&self) -> bool {
-        self.auto_summarize
+        self.policy.auto_summarize
             && !self
                 .config
                 .as_ref()
@@ -188,8 +188,9 @@ impl Agent<'_> {
             return Err(AgentError::SummaryBlocked(pre.composed.reason.clone()));
         }
         let todos = self
+            .session
             .store
-            .todos(&self.session_id)
+            .todos(&self.session.id)
             .ok()
             .flatten()
             .map(|t| crate::tools::todos::from_column(&t))
@@ -205,7 +206,7 @@ impl Agent<'_> {
         let text = crate::llm::text_of(&resp.parts).trim().to_string();
         if text.is_empty() {
             // The call happened and is paid for even though it is useless.
-            self.store.record_usage(&self.session_id, &rec)?;
+            self.session.store.record_usage(&self.session.id, &rec)?;
             return Err(AgentError::EmptySummary);
         }
         let msg = NewMessage {
@@ -222,8 +223,9 @@ impl Agent<'_> {
             model: Some(self.model.model.id.clone()),
             provider: Some(self.model.provider.id.clone()),
         };
-        self.store
-            .commit_summary(&self.session_id, &msg, Some(&rec))?;
+        self.session
+            .store
+            .commit_summary(&self.session.id, &msg, Some(&rec))?;
         Ok(Summary {
             text,
             cost: rec.cost,
@@ -238,8 +240,9 @@ impl Agent<'_> {
     fn summarize_or_warn_with(&mut self, sink: &mut dyn Sink, shrink: bool) -> bool {
         let window = self.model.model.context_window;
         let used = self
+            .session
             .store
-            .session(&self.session_id)
+            .session(&self.session.id)
             .ok()
             .flatten()
             .map_or(0, |s| s.context_tokens);
@@ -268,7 +271,7 @@ impl Agent<'_> {
             return None;
         }
         let carry = self.new_message(Role::User, Message::user(carry_on_prompt(prompt)).parts);
-        if let Err(e) = self.store.add_message(&self.session_id, &carry) {
+        if let Err(e) = self.session.store.add_message(&self.session.id, &carry) {
             sink.event(AgentEvent::Notice(format!(
                 "could not store the carried-on request: {e}"
             )));

@@ -65,8 +65,8 @@ impl Transcript {
         session_id: &str,
         cwd: &Path,
         tools: &[&dyn Tool],
-    ) -> Result<(), String> {
-        let messages = store.messages(session_id).map_err(|e| e.to_string())?;
+    ) -> Result<(), TranscriptError> {
+        let messages = store.messages(session_id)?;
         let mut written = self.written.borrow_mut();
         let (done, mut parent) = match written.as_ref() {
             Some((s, n, last)) if s == session_id && *n <= messages.len() => (*n, last.clone()),
@@ -90,17 +90,53 @@ impl Transcript {
                 parent = Some(m.id.clone());
             }
         }
-        std::fs::create_dir_all(&self.dir).map_err(|e| e.to_string())?;
+        std::fs::create_dir_all(&self.dir)?;
         let path = self.path(session_id);
         let mut f = std::fs::OpenOptions::new()
             .create(true)
             .write(true)
             .append(done > 0)
             .truncate(done == 0)
-            .open(&path)
-            .map_err(|e| e.to_string())?;
-        f.write_all(text.as_bytes()).map_err(|e| e.to_string())?;
+            .open(&path)?;
+        f.write_all(text.as_bytes())?;
         *written = Some((session_id.to_string(), messages.len(), parent));
         Ok(())
+    }
+}
+
+/// Why the transcript could not be brought up to date.
+#[derive(Debug)]
+enum TranscriptError {
+    Store(crate::store::StoreError),
+    Io(std::io::Error),
+}
+
+impl std::fmt::Display for TranscriptError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TranscriptError::Store(e) => e.fmt(f),
+            TranscriptError::Io(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for TranscriptError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            TranscriptError::Store(e) => Some(e),
+            TranscriptError::Io(e) => Some(e),
+        }
+    }
+}
+
+impl From<crate::store::StoreError> for TranscriptError {
+    fn from(e: crate::store::StoreError) -> Self {
+        TranscriptError::Store(e)
+    }
+}
+
+impl From<std::io::Error> for TranscriptError {
+    fn from(e: std::io::Error) -> Self {
+        TranscriptError::Io(e)
     }
 }

@@ -78,7 +78,7 @@ fn step_signature(assistant: &Message, results: &Message) -> u64 {
     h.finish()
 }
 
-impl Agent<'_> {
+impl Agent {
     /// Runs one turn for `prompt`, starting from the session's stored history.
     pub fn run_turn(
         &mut self,
@@ -97,7 +97,7 @@ impl Agent<'_> {
         sink: &mut dyn Sink,
     ) -> Result<TurnResult, AgentError> {
         if !self.is_sub_agent() {
-            self.prompt_id = crate::store::new_id().unwrap_or_default();
+            self.session.prompt_id = crate::store::new_id().unwrap_or_default();
             self.rearm_budget();
         }
         // UserPromptSubmit: before anything reaches the model.
@@ -125,13 +125,18 @@ impl Agent<'_> {
             });
         }
         if ups.composed.updated_prompt.is_some() {
-            self.title_from = None;
+            self.session.title_from = None;
         }
         let prompt = ups.composed.updated_prompt.as_deref().unwrap_or(prompt);
-        let mut turn = self.start_turn(prompt, attachments, ups.context_text(&self.cwd), sink)?;
+        let mut turn = self.start_turn(
+            prompt,
+            attachments,
+            ups.context_text(&self.workspace.cwd),
+            sink,
+        )?;
         loop {
-            if turn.step >= self.max_steps {
-                return Ok(turn.end(Stop::MaxSteps(self.max_steps)));
+            if turn.step >= self.policy.max_steps {
+                return Ok(turn.end(Stop::MaxSteps(self.policy.max_steps)));
             }
             turn.step += 1;
             if let Some(stop) = self.step(&mut turn, sink)? {
@@ -150,11 +155,11 @@ impl Agent<'_> {
         sink: &mut dyn Sink,
     ) -> Result<Turn, AgentError> {
         // The first accepted prompt names the session until a generated title replaces it.
-        let source = self.title_from.take();
-        if let Ok(Some(s)) = self.store.session(&self.session_id)
+        let source = self.session.title_from.take();
+        if let Ok(Some(s)) = self.session.store.session(&self.session.id)
             && s.title == title::PLACEHOLDER
-            && let Err(e) = self.store.set_title(
-                &self.session_id,
+            && let Err(e) = self.session.store.set_title(
+                &self.session.id,
                 &title::from_prompt(source.as_deref().unwrap_or(prompt), title::PLACEHOLDER),
             )
         {
@@ -169,6 +174,7 @@ impl Agent<'_> {
         let mut user = Message::user(prompt);
         user.parts.extend(attachments);
         for ctx in self
+            .session
             .pending_context
             .drain(..)
             .chain((!ups_context.is_empty()).then_some(ups_context))
@@ -177,8 +183,8 @@ impl Agent<'_> {
                 text: hook_context_block(&ctx),
             });
         }
-        self.store.add_message(
-            &self.session_id,
+        self.session.store.add_message(
+            &self.session.id,
             &self.new_message(Role::User, user.parts.clone()),
         )?;
         // As later turns will send it: attachments as the model takes them.
@@ -296,8 +302,8 @@ impl Agent<'_> {
         let user = Message::user(format!(
             "A Stop hook asked you to continue before finishing:\n{reason}"
         ));
-        self.store.add_message(
-            &self.session_id,
+        self.session.store.add_message(
+            &self.session.id,
             &self.new_message(Role::User, user.parts.clone()),
         )?;
         turn.history.push(Message {
@@ -325,10 +331,10 @@ impl Agent<'_> {
         if self.is_sub_agent() {
             req.fields
                 .insert("agent_type".into(), json!(hooks::claude::SUB_AGENT_TYPE));
-            if let Some(t) = &self.transcript {
+            if let Some(t) = &self.session.transcript {
                 req.claude_fields.insert(
                     "agent_transcript_path".into(),
-                    json!(t.path(&self.session_id).display().to_string()),
+                    json!(t.path(&self.session.id).display().to_string()),
                 );
             }
         }
@@ -337,12 +343,12 @@ impl Agent<'_> {
         if c.decision != hooks::Decision::Deny || c.halt {
             return None;
         }
-        if turn.stop_blocks >= self.max_stop_blocks {
+        if turn.stop_blocks >= self.policy.max_stop_blocks {
             let line = format!(
                 "a Stop hook asked to continue {} times in a row; the turn ends here \
                  (options.max_stop_blocks = {})",
                 turn.stop_blocks + 1,
-                self.max_stop_blocks
+                self.policy.max_stop_blocks
             );
             crate::log::warn(&line);
             sink.event(AgentEvent::Notice(line));
@@ -444,7 +450,7 @@ pub(super) enum CallEnd {
     Canceled(String),
 }
 
-impl Agent<'_> {
+impl Agent {
     /// The tools offered, sorted by name as Crush sends them.
     fn tool_specs(&self) -> Vec<ToolSpec> {
         let mut specs: Vec<ToolSpec> = self
@@ -484,7 +490,7 @@ impl Agent<'_> {
             temperature: self.model.temperature(),
             options: self.model.call_options(),
         };
-        let rx = llm::stream(&self.model.provider.endpoint, &req, &self.policy);
+        let rx = llm::stream(&self.model.provider.endpoint, &req, &self.policy.retry);
         let mut partial = String::new();
         loop {
             if self.cancel.load(Ordering::SeqCst) {
@@ -561,7 +567,10 @@ impl Agent<'_> {
         msgs: &[NewMessage],
         usage: Option<&UsageRecord>,
     ) -> Result<Vec<StoredMessage>, AgentError> {
-        Ok(self.store.commit_step(&self.session_id, msgs, usage)?)
+        Ok(self
+            .session
+            .store
+            .commit_step(&self.session.id, msgs, usage)?)
     }
 
     /// The ledger row of one finished model call (reporting it to the sink, and saying why when
@@ -581,8 +590,9 @@ impl Agent<'_> {
         if let Some(e) = estimate {
             rec.price_source = "estimated".into();
             if let Err(err) = self
+                .session
                 .store
-                .set_context_estimate(&self.session_id, e.input + e.output)
+                .set_context_estimate(&self.session.id, e.input + e.output)
             {
                 crate::log::warn(&format!("cannot store the context estimate: {err}"));
             }

@@ -10,6 +10,7 @@ impl Repl {
     /// The MCP servers' prompts (none without servers).
     fn mcp_prompts(&self) -> Vec<crate::mcp::Prompt> {
         self.agent
+            .toolkit
             .mcp
             .as_ref()
             .map(|m| m.manager().prompts())
@@ -24,7 +25,7 @@ impl Repl {
     /// The custom commands, skills and MCP prompts, for `/help` (which waits as the first
     /// request does for MCP servers still starting).
     pub(super) fn custom_help(&self) -> String {
-        if let Some(m) = &self.agent.mcp {
+        if let Some(m) = &self.agent.toolkit.mcp {
             m.manager().wait_ready(Some(app::mcp_wait()));
         }
         let cat = Catalog::new(&self.ctx.commands, &self.ctx.skills, self.mcp_prompts());
@@ -53,7 +54,7 @@ impl Repl {
                     &mut s,
                     &e.usage(),
                     e.description(),
-                    super::HELP_AT,
+                    super::commands::HELP_AT,
                     super::wrap::DEFAULT_COLUMNS,
                 );
             }
@@ -91,7 +92,7 @@ impl Repl {
     /// and the prompt it makes is sent.
     pub(super) fn custom(&mut self, name: &str, args: &str) {
         let (commands, skills) = (self.ctx.commands.clone(), self.ctx.skills.clone());
-        let manager = self.agent.mcp.as_ref().map(|m| m.manager().clone());
+        let manager = self.agent.toolkit.mcp.as_ref().map(|m| m.manager().clone());
         // A prompt's server, named by the user, is waited for as a call to it would be.
         if let (Some(m), Some((server, _))) = (
             &manager,
@@ -132,7 +133,7 @@ impl Repl {
                 if let Err(e) = self.ensure_session() {
                     return self.term.error(&format!("cannot create a session: {e}"));
                 }
-                let mut sink = super::ReplSink::new(
+                let mut sink = super::sink::ReplSink::new(
                     &mut self.term,
                     &mut self.lines,
                     &mut self.titles,

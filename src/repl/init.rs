@@ -43,7 +43,7 @@ impl Repl {
                 return self.term.note(&format!("{shown} is left as it is."));
             }
         }
-        self.agent.permissions.allow_file(target.clone());
+        self.agent.policy.permissions.allow_file(target.clone());
         app::mark_initialized(&self.ctx.loaded);
         self.prompt(&crate::agent::prompt::init_prompt(&shown, notes));
     }

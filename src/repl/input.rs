@@ -33,132 +33,199 @@ pub enum Slash {
     Quit,
 }
 
-/// `(command, name, arguments, what it does)`, for parsing and for `/help`.
-pub const SLASH_COMMANDS: &[(Slash, &str, &str, &str)] = &[
-    (Slash::Help, "help", "", "show this help"),
-    (
-        Slash::New,
-        "new",
-        "",
-        "start a new session (created with the next prompt)",
-    ),
-    (
-        Slash::Sessions,
-        "sessions",
-        "",
-        "list this project's sessions",
-    ),
-    (
-        Slash::Resume,
-        "resume",
-        "ID",
-        "switch to a session (id or unique prefix)",
-    ),
-    (
-        Slash::Model,
-        "model",
-        "[large|small] [PROVIDER/MODEL]",
-        "show the models, or switch one for this run",
-    ),
-    (
-        Slash::Option,
-        "option",
-        "[KEY [VALUE]]",
-        "show or set an option for this run (e.g. progress false)",
-    ),
-    (
-        Slash::Permissions,
-        "permissions",
-        "[allow|deny TOOL[:ACTION]...]",
-        "show or change what runs without asking, for this run",
-    ),
-    (
-        Slash::Sandbox,
-        "sandbox",
-        "[off|read-only|workspace-write]",
-        "show or change the OS sandbox of the model's commands, for this session",
-    ),
-    (
-        Slash::Mcp,
-        "mcp",
-        "[add|rm NAME ...|login NAME]",
-        "show the MCP servers, add or remove one for this run, or authorize one",
-    ),
-    (
-        Slash::Agents,
-        "agents",
-        "",
-        "list the custom sub-agents, where each was found, and the files not used",
-    ),
-    (Slash::Cost, "cost", "", "tokens and cost of this session"),
-    (
-        Slash::Compact,
-        "compact",
-        "",
-        "summarize this session; later turns start from the summary",
-    ),
-    (
-        Slash::Export,
-        "export",
-        "[md|json] [FILE]",
-        "print this session (or write it to FILE)",
-    ),
-    (
-        Slash::History,
-        "history",
-        "[N]",
-        "list the last N prompts of this project (default 20)",
-    ),
-    (
-        Slash::Init,
-        "init",
-        "[NOTES]",
-        "have the agent explore the project and write AGENTS.md (options.initialize_as)",
-    ),
-    (
-        Slash::Plan,
-        "plan",
-        "[off]",
-        "plan first with read-only tools, then choose how to go on",
-    ),
-    (Slash::Todos, "todos", "", "show this session's task list"),
-    (
-        Slash::Expand,
-        "expand",
-        "",
-        "print the whole result of the last tool call",
-    ),
-    (
-        Slash::Jobs,
-        "jobs",
-        "",
-        "list this session's background jobs",
-    ),
-    (
-        Slash::Undo,
-        "undo",
-        "",
-        "revert the files of the last change a tool made in this session",
-    ),
-    (
-        Slash::Versions,
-        "versions",
-        "FILE",
-        "list the versions of FILE kept in this session",
-    ),
-    (
-        Slash::Attach,
-        "attach",
-        "[FILE]",
-        "attach FILE to your next prompt (text inline, images as images); list attachments",
-    ),
-    (
-        Slash::Detach,
-        "detach",
-        "[FILE]",
-        "drop an attached file, or all of them",
-    ),
-    (Slash::Quit, "quit", "", "leave (also Ctrl-D)"),
+/// A built-in slash command: its name, arguments and what it does, for parsing, `/help`,
+/// completion and the man page (crush(1) INTERACTIVE SESSION is generated from this table).
+pub struct SlashCommand {
+    pub cmd: Slash,
+    pub name: &'static str,
+    pub args: &'static str,
+    /// What it does, as `/help` and completion say it.
+    pub about: &'static str,
+    /// What the man page says of it (empty: `about`).
+    pub man: &'static str,
+}
+
+impl SlashCommand {
+    /// The man page's text of the command.
+    pub fn man_text(&self) -> &'static str {
+        if self.man.is_empty() {
+            self.about
+        } else {
+            self.man
+        }
+    }
+}
+
+/// The slash commands, in the order `/help` lists them.
+pub const SLASH_COMMANDS: &[SlashCommand] = &[
+    SlashCommand {
+        cmd: Slash::Help,
+        name: "help",
+        args: "",
+        about: "show this help",
+        man: "",
+    },
+    SlashCommand {
+        cmd: Slash::New,
+        name: "new",
+        args: "",
+        about: "start a new session (created with the next prompt)",
+        man: "a new session, created with the next prompt",
+    },
+    SlashCommand {
+        cmd: Slash::Sessions,
+        name: "sessions",
+        args: "",
+        about: "list this project's sessions",
+        man: "list this project's sessions by short id, the current one marked; on a terminal a pick list: Up and Down or the number, Enter resumes the session picked, Esc keeps the current one",
+    },
+    SlashCommand {
+        cmd: Slash::Resume,
+        name: "resume",
+        args: "ID",
+        about: "switch to a session (id or unique prefix)",
+        man: "switch to a session (an id or unique prefix)",
+    },
+    SlashCommand {
+        cmd: Slash::Model,
+        name: "model",
+        args: "[large|small] [PROVIDER/MODEL]",
+        about: "show the models, or switch one for this run",
+        man: "show the models, or switch one for this run (never in a file); with no argument on a terminal, the models of the configured providers as a pick list, the one picked becoming the large model",
+    },
+    SlashCommand {
+        cmd: Slash::Option,
+        name: "option",
+        args: "[KEY [VALUE]]",
+        about: "show or set an option for this run (e.g. progress false)",
+        man: "show or set an option for this run, never in a file (progress)",
+    },
+    SlashCommand {
+        cmd: Slash::Permissions,
+        name: "permissions",
+        args: "[allow|deny TOOL[:ACTION]...]",
+        about: "show or change what runs without asking, for this run",
+        man: "show or change what runs without asking, for this run, never in a file",
+    },
+    SlashCommand {
+        cmd: Slash::Sandbox,
+        name: "sandbox",
+        args: "[off|read-only|workspace-write]",
+        about: "show or change the OS sandbox of the model's commands, for this session",
+        man: "show or change the sandbox of the model's commands for the session; off ends --auto's approval mode (see SECURITY, Sandbox)",
+    },
+    SlashCommand {
+        cmd: Slash::Mcp,
+        name: "mcp",
+        args: "[add|rm NAME ...|login NAME]",
+        about: "show the MCP servers, add or remove one for this run, or authorize one",
+        man: "the MCP servers; add and rm change them for this run, login authorizes one (see MCP SERVERS)",
+    },
+    SlashCommand {
+        cmd: Slash::Agents,
+        name: "agents",
+        args: "",
+        about: "list the custom sub-agents, where each was found, and the files not used",
+        man: "the custom sub-agents, as crush agents list prints them (see AGENTS)",
+    },
+    SlashCommand {
+        cmd: Slash::Cost,
+        name: "cost",
+        args: "",
+        about: "tokens and cost of this session",
+        man: "",
+    },
+    SlashCommand {
+        cmd: Slash::Compact,
+        name: "compact",
+        args: "",
+        about: "summarize this session; later turns start from the summary",
+        man: "summarize the session with the large model; later turns start from the summary, as after an auto-summarize",
+    },
+    SlashCommand {
+        cmd: Slash::Export,
+        name: "export",
+        args: "[md|json] [FILE]",
+        about: "print this session (or write it to FILE)",
+        man: "print the session as Markdown or JSON, or write it to FILE",
+    },
+    SlashCommand {
+        cmd: Slash::History,
+        name: "history",
+        args: "[N]",
+        about: "list the last N prompts of this project (default 20)",
+        man: "",
+    },
+    SlashCommand {
+        cmd: Slash::Init,
+        name: "init",
+        args: "[NOTES]",
+        about: "have the agent explore the project and write AGENTS.md (options.initialize_as)",
+        man: "the agent explores the project and writes AGENTS.md, or the file options.initialize_as names (see SKILLS AND COMMANDS)",
+    },
+    SlashCommand {
+        cmd: Slash::Plan,
+        name: "plan",
+        args: "[off]",
+        about: "plan first with read-only tools, then choose how to go on",
+        man: "plan mode on, or off (see PLAN MODE)",
+    },
+    SlashCommand {
+        cmd: Slash::Todos,
+        name: "todos",
+        args: "",
+        about: "show this session's task list",
+        man: "",
+    },
+    SlashCommand {
+        cmd: Slash::Expand,
+        name: "expand",
+        args: "",
+        about: "print the whole result of the last tool call",
+        man: "",
+    },
+    SlashCommand {
+        cmd: Slash::Jobs,
+        name: "jobs",
+        args: "",
+        about: "list this session's background jobs",
+        man: "the session's background jobs: id, state, seconds, command",
+    },
+    SlashCommand {
+        cmd: Slash::Undo,
+        name: "undo",
+        args: "",
+        about: "revert the files of the last change a tool made in this session",
+        man: "revert the files of the last change a tool made in this session: each gets its content back, byte for byte, and a file the call created is removed; refused, with nothing touched, when one of them changed outside crush since, or when a directory on the way to one became a symbolic link since; the session records the undo so the model learns it",
+    },
+    SlashCommand {
+        cmd: Slash::Versions,
+        name: "versions",
+        args: "FILE",
+        about: "list the versions of FILE kept in this session",
+        man: "",
+    },
+    SlashCommand {
+        cmd: Slash::Attach,
+        name: "attach",
+        args: "[FILE]",
+        about: "attach FILE to your next prompt (text inline, images as images); list attachments",
+        man: "attach FILE to the next prompt, or list what is attached (see Attachments below)",
+    },
+    SlashCommand {
+        cmd: Slash::Detach,
+        name: "detach",
+        args: "[FILE]",
+        about: "drop an attached file, or all of them",
+        man: "drop one attached file, or all",
+    },
+    SlashCommand {
+        cmd: Slash::Quit,
+        name: "quit",
+        args: "",
+        about: "leave (also Ctrl-D)",
+        man: "leave (also Ctrl-D, or exit or quit alone on a line)",
+    },
 ];
 
 /// Names accepted only when typed in full.
@@ -170,6 +237,14 @@ const ALIASES: &[(&str, Slash)] = &[
     // Before /plan came, /p was /permissions: it stays so.
     ("p", Slash::Permissions),
 ];
+
+/// The other names of `cmd`, accepted only when typed in full.
+pub fn aliases(cmd: Slash) -> impl Iterator<Item = &'static str> {
+    ALIASES
+        .iter()
+        .filter(move |(_, c)| *c == cmd)
+        .map(|(n, _)| *n)
+}
 
 /// One complete input.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -232,7 +307,7 @@ pub fn parse_with(text: &str, names: &[Name]) -> Input {
                 };
             }
             Ok(Target::Custom(full)) => full,
-            Err(msg) if !name.starts_with("mcp:") => return Input::Invalid(msg),
+            Err(e) if !name.starts_with("mcp:") => return Input::Invalid(e.to_string()),
             // A server still starting: the REPL waits for it.
             Err(_) => name.to_string(),
         };
@@ -275,7 +350,7 @@ pub fn parse_with(text: &str, names: &[Name]) -> Input {
 /// candidates (ambiguous) or the close matches (unknown).
 #[cfg(test)]
 pub fn resolve(name: &str) -> Result<Slash, String> {
-    match resolve_with(name, &[])? {
+    match resolve_with(name, &[]).map_err(|e| e.to_string())? {
         Target::Builtin(cmd) => Ok(cmd),
         Target::Custom(full) => Err(full),
     }
@@ -292,38 +367,76 @@ pub enum Target {
 /// A slash name among the built-in commands (their aliases typed in full) and `names`: exact
 /// names first (built-ins, then full names, then bare names by level), else a unique prefix of
 /// any. Err: a message naming the candidates (ambiguous) or the close matches (unknown).
-pub fn resolve_with(name: &str, names: &[Name]) -> Result<Target, String> {
+pub fn resolve_with(name: &str, names: &[Name]) -> Result<Target, SlashError> {
     let lower = name.to_ascii_lowercase();
     if lower.is_empty() {
-        return Err("a slash command needs a name; /help lists them".into());
+        return Err(SlashError::NoName);
     }
     if let Some((_, cmd)) = ALIASES.iter().find(|(n, _)| *n == lower) {
         return Ok(Target::Builtin(*cmd));
     }
-    let builtins: Vec<&str> = SLASH_COMMANDS.iter().map(|(_, n, ..)| *n).collect();
+    let builtins: Vec<&str> = SLASH_COMMANDS.iter().map(|c| c.name).collect();
     match catalog::resolve(name, names, &builtins, true) {
         Resolution::Builtin(b) => SLASH_COMMANDS
             .iter()
-            .find(|(_, n, ..)| *n == b)
-            .map(|(c, ..)| Target::Builtin(*c))
-            .ok_or_else(|| format!("unknown command /{name}")),
+            .find(|c| c.name == b)
+            .map(|c| Target::Builtin(c.cmd))
+            .ok_or_else(|| SlashError::NotBuiltin(name.to_string())),
         Resolution::Entry(full) => Ok(Target::Custom(full)),
-        Resolution::Ambiguous(list) => Err(format!(
-            "/{name} is ambiguous: it could be {}",
-            or_list(&list)
-        )),
-        Resolution::Unknown => {
-            let close = suggestions(&lower, names);
-            let mut msg = format!("unknown command /{name}");
-            if !close.is_empty() {
-                let list: Vec<String> = close.iter().map(|c| format!("/{c}")).collect();
-                msg.push_str(&format!("; did you mean {}?", or_list(&list)));
+        Resolution::Ambiguous(list) => Err(SlashError::Ambiguous {
+            name: name.to_string(),
+            candidates: list,
+        }),
+        Resolution::Unknown => Err(SlashError::Unknown {
+            name: name.to_string(),
+            close: suggestions(&lower, names)
+                .iter()
+                .map(|c| format!("/{c}"))
+                .collect(),
+        }),
+    }
+}
+
+/// Why a slash name names nothing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SlashError {
+    /// A bare `/`.
+    NoName,
+    /// The name could be any of these.
+    Ambiguous {
+        name: String,
+        candidates: Vec<String>,
+    },
+    /// No command has the name; `close` are the near ones, as `/NAME`.
+    Unknown { name: String, close: Vec<String> },
+    /// The catalog named a built-in command the table lacks.
+    NotBuiltin(String),
+}
+
+impl std::fmt::Display for SlashError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SlashError::NoName => f.write_str("a slash command needs a name; /help lists them"),
+            SlashError::Ambiguous { name, candidates } => write!(
+                f,
+                "/{name} is ambiguous: it could be {}",
+                or_list(candidates)
+            ),
+            SlashError::Unknown { name, close } => {
+                write!(f, "unknown command /{name}")?;
+                if !close.is_empty() {
+                    write!(f, "; did you mean {}?", or_list(close))?;
+                }
+                f.write_str(
+                    " (/help lists the commands; start a prompt with // to send a leading /)",
+                )
             }
-            msg.push_str(" (/help lists the commands; start a prompt with // to send a leading /)");
-            Err(msg)
+            SlashError::NotBuiltin(name) => write!(f, "unknown command /{name}"),
         }
     }
 }
+
+impl std::error::Error for SlashError {}
 
 fn or_list(items: &[String]) -> String {
     match items {
@@ -338,7 +451,7 @@ fn or_list(items: &[String]) -> String {
 pub fn suggestions(typed: &str, names: &[Name]) -> Vec<String> {
     let builtins = SLASH_COMMANDS
         .iter()
-        .map(|(_, n, ..)| *n)
+        .map(|c| c.name)
         .chain(ALIASES.iter().map(|(n, _)| *n).filter(|n| n.len() > 1));
     catalog::near(typed, builtins.chain(names.iter().map(|n| n.full.as_str())))
 }
@@ -663,8 +776,8 @@ mod tests {
 
     #[test]
     fn every_command_is_reachable_by_its_full_name() {
-        for (c, name, ..) in SLASH_COMMANDS {
-            assert_eq!(resolve(name), Ok(*c), "{name}");
+        for c in SLASH_COMMANDS {
+            assert_eq!(resolve(c.name), Ok(c.cmd), "{}", c.name);
         }
     }
 
