@@ -75,6 +75,16 @@ pub fn model_and_region(model: &str, region: &str) -> (String, String) {
     (format!("{}{model}", prefix_for(region)), region.to_string())
 }
 
+/// The region a Bedrock provider calls when neither its settings nor the environment name one:
+/// the catalog's `bedrock-europe` is in Europe, every other in `us-east-1`.
+pub fn default_region(provider_id: &str) -> &'static str {
+    if provider_id == "bedrock-europe" {
+        "eu-west-1"
+    } else {
+        "us-east-1"
+    }
+}
+
 /// What one call sends: the URL, the region it is signed for, and the model id in the path.
 pub struct Target {
     pub url: String,
