@@ -1,6 +1,7 @@
 //! Anthropic Messages API: request body, headers, and the streaming event accumulator.
 
 use super::budget::{BLOCK_COST, Budget};
+use super::dialect;
 use super::retry::{Failure, error_from_json, kind_retryable};
 use super::sse::SseEvent;
 use super::{
@@ -437,18 +438,79 @@ fn protocol(msg: String) -> Failure {
 }
 
 impl Accumulator {
-    /// An accumulator that fails once the reply holds more than `limit` bytes (the default is
-    /// `MAX_REPLY_BYTES`).
-    pub fn with_limit(limit: usize) -> Self {
-        Accumulator {
-            budget: Budget::new(limit),
-            ..Self::default()
+    /// Whether the events so far reported any token count.
+    pub fn has_usage(&self) -> bool {
+        self.usage.usage().is_some() || self.usage.bad().is_some()
+    }
+
+    fn index(&self, v: &Value) -> u64 {
+        v.get("index")
+            .and_then(Value::as_u64)
+            .unwrap_or(self.blocks.len() as u64)
+    }
+
+    /// The response, whatever state the stream is in.
+    pub fn into_response(self) -> Response {
+        let mut parts = Vec::new();
+        let mut has_tools = false;
+        for (_, b) in self.blocks {
+            match b {
+                Block::Text(text) if !text.is_empty() => parts.push(Part::Text { text }),
+                Block::Thinking {
+                    thinking,
+                    signature,
+                } if !thinking.is_empty() || !signature.is_empty() => {
+                    parts.push(Part::reasoning(thinking, signature))
+                }
+                Block::Redacted(data) if !data.is_empty() => {
+                    let mut extra = Map::new();
+                    extra.insert(REDACTED_KEY.to_string(), Value::String(data));
+                    parts.push(Part::Reasoning {
+                        thinking: String::new(),
+                        signature: String::new(),
+                        extra,
+                    });
+                }
+                Block::ToolUse {
+                    id,
+                    name,
+                    json,
+                    finished,
+                } => {
+                    has_tools = true;
+                    let input = if json.trim().is_empty() {
+                        "{}".to_string()
+                    } else {
+                        json
+                    };
+                    parts.push(Part::ToolCall {
+                        id,
+                        name,
+                        input,
+                        provider_executed: false,
+                        finished,
+                    });
+                }
+                _ => {}
+            }
         }
+        Response::settled(
+            parts,
+            self.usage.usage(),
+            self.usage.bad(),
+            finish_reason(self.stop_reason.as_deref(), has_tools),
+        )
+    }
+}
+
+impl dialect::Accumulator for Accumulator {
+    fn budget(&mut self) -> &mut Budget {
+        &mut self.budget
     }
 
     /// Takes one event; progress for the display goes to `out`. Returns whether the message is
     /// complete (`message_stop`).
-    pub fn feed(&mut self, ev: &SseEvent, out: &mut Vec<StreamEvent>) -> Result<bool, Failure> {
+    fn feed(&mut self, ev: &SseEvent, out: &mut Vec<StreamEvent>) -> Result<bool, Failure> {
         let data = ev.data.trim();
         if data.is_empty() {
             return Ok(self.done);
@@ -612,76 +674,16 @@ impl Accumulator {
         Ok(self.done)
     }
 
-    /// Whether the events so far reported any token count.
-    pub fn has_usage(&self) -> bool {
-        self.usage.usage().is_some() || self.usage.bad().is_some()
-    }
-
-    fn index(&self, v: &Value) -> u64 {
-        v.get("index")
-            .and_then(Value::as_u64)
-            .unwrap_or(self.blocks.len() as u64)
-    }
-
-    /// The response, whatever state the stream is in.
-    pub fn into_response(self) -> Response {
-        let mut parts = Vec::new();
-        let mut has_tools = false;
-        for (_, b) in self.blocks {
-            match b {
-                Block::Text(text) if !text.is_empty() => parts.push(Part::Text { text }),
-                Block::Thinking {
-                    thinking,
-                    signature,
-                } if !thinking.is_empty() || !signature.is_empty() => {
-                    parts.push(Part::reasoning(thinking, signature))
-                }
-                Block::Redacted(data) if !data.is_empty() => {
-                    let mut extra = Map::new();
-                    extra.insert(REDACTED_KEY.to_string(), Value::String(data));
-                    parts.push(Part::Reasoning {
-                        thinking: String::new(),
-                        signature: String::new(),
-                        extra,
-                    });
-                }
-                Block::ToolUse {
-                    id,
-                    name,
-                    json,
-                    finished,
-                } => {
-                    has_tools = true;
-                    let input = if json.trim().is_empty() {
-                        "{}".to_string()
-                    } else {
-                        json
-                    };
-                    parts.push(Part::ToolCall {
-                        id,
-                        name,
-                        input,
-                        provider_executed: false,
-                        finished,
-                    });
-                }
-                _ => {}
-            }
-        }
-        Response::settled(
-            parts,
-            self.usage.usage(),
-            self.usage.bad(),
-            finish_reason(self.stop_reason.as_deref(), has_tools),
-        )
-    }
-
     /// The response of a complete stream; `Truncated` (retryable) if `message_stop` never came.
-    pub fn finish(self) -> Result<Response, Failure> {
+    fn finish(self) -> Result<Response, Failure> {
         if !self.done {
             return Err(Failure::retry(LlmError::truncated("message_stop")));
         }
         Ok(self.into_response())
+    }
+
+    fn from_json(v: &Value) -> Option<Response> {
+        response_from_json(v)
     }
 }
 
@@ -734,9 +736,8 @@ pub fn response_from_json(v: &Value) -> Option<Response> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::sse::SseReader;
+    use crate::llm::dialect::Accumulator as _;
     use crate::llm::{Message, ToolSpec};
-    use std::io::Cursor;
 
     pub(crate) const EXAMPLE: &str = r#"event: message_start
 data: {"type":"message_start","message":{"id":"msg_01X","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":12,"cache_creation_input_tokens":100,"cache_read_input_tokens":2048,"output_tokens":1}}}
@@ -785,24 +786,10 @@ data: {"type":"message_stop"}
 
 "#;
 
+    use crate::llm::dialect::testing::run_with;
+
     fn run(stream: &str) -> (Result<Response, Failure>, Vec<StreamEvent>) {
         run_with(Accumulator::default(), stream)
-    }
-
-    fn run_with(
-        mut acc: Accumulator,
-        stream: &str,
-    ) -> (Result<Response, Failure>, Vec<StreamEvent>) {
-        let mut out = Vec::new();
-        for ev in SseReader::new(Cursor::new(stream.as_bytes().to_vec())) {
-            let ev = ev.unwrap();
-            match acc.feed(&ev, &mut out) {
-                Ok(true) => break,
-                Ok(false) => {}
-                Err(f) => return (Err(f), out),
-            }
-        }
-        (acc.finish(), out)
     }
 
     fn ev(ty: &str, data: &str) -> String {

@@ -6,6 +6,7 @@
 //! carry a Bedrock API key as a bearer token.
 
 use super::anthropic;
+use super::dialect::Accumulator as _;
 use super::retry::{Failure, classify_http};
 use super::sse::SseEvent;
 use super::{ChatRequest, Endpoint, LlmError, RetryPolicy, StreamEvent};
@@ -306,6 +307,74 @@ pub struct CallInfo {
     pub region: String,
     /// Where the signing credentials came from (None: a bearer key, or none).
     pub credentials: Option<String>,
+}
+
+/// One Bedrock call's signer: SigV4 with the environment's credentials (when no key is sent),
+/// Bedrock's reading of refusals, and the provider's `aws_auth_refresh`.
+pub struct Call {
+    pub url: String,
+    info: CallInfo,
+    /// Sign each attempt with these settings' credentials (None: a bearer key, or nothing).
+    signer: Option<aws::Settings>,
+    /// The command run once when the credentials are refused or expired.
+    refresh: Option<aws::Settings>,
+}
+
+impl Call {
+    pub fn new(ep: &Endpoint, model: &str) -> Call {
+        let t = target(ep, model);
+        Call {
+            url: t.url,
+            info: CallInfo {
+                model: t.model,
+                region: t.region,
+                credentials: None,
+            },
+            refresh: ep.aws.clone().filter(|s| s.auth_refresh.is_some()),
+            signer: ep.aws.clone().filter(|_| signs(ep)),
+        }
+    }
+}
+
+impl super::dialect::Signer for Call {
+    fn sign(
+        &self,
+        url: &str,
+        body: &[u8],
+    ) -> Result<(Vec<(String, String)>, Option<String>), Failure> {
+        match &self.signer {
+            Some(settings) => {
+                let (headers, source) = sign(url, &self.info.region, body, settings)?;
+                Ok((headers, Some(source)))
+            }
+            None => Ok((Vec::new(), None)),
+        }
+    }
+
+    fn classify(
+        &self,
+        status: u16,
+        headers: &[(String, String)],
+        body: &str,
+        policy: &RetryPolicy,
+        credentials: Option<String>,
+    ) -> Failure {
+        let info = CallInfo {
+            credentials,
+            model: self.info.model.clone(),
+            region: self.info.region.clone(),
+        };
+        classify(status, headers, body, policy, &info)
+    }
+
+    fn refresh(
+        &self,
+        err: &LlmError,
+        tx: &crossbeam_channel::Sender<StreamEvent>,
+    ) -> Option<Result<(), LlmError>> {
+        let settings = self.refresh.as_ref()?;
+        Some(refresh(settings, err, tx))
+    }
 }
 
 /// Turns event-stream messages into the Anthropic events inside them.

@@ -8,7 +8,8 @@
 //! a reasoning part, `thought_signature`, as Go Crush keeps them).
 
 use super::budget::{BLOCK_COST, Budget};
-use super::retry::{Failure, error_from_json, kind_retryable, snippet};
+use super::dialect::{self, Accumulator as _};
+use super::retry::{Failure, error_from_json, kind_retryable};
 use super::sse::SseEvent;
 use super::{
     ChatRequest, FinishReason, LlmError, Part, Response, Role, StreamEvent, Usage, anthropic,
@@ -464,36 +465,6 @@ fn filtered(reason: &str) -> bool {
 }
 
 impl Accumulator {
-    /// An accumulator that fails once the reply holds more than `limit` bytes.
-    pub fn with_limit(limit: usize) -> Self {
-        Accumulator {
-            budget: Budget::new(limit),
-            ..Self::default()
-        }
-    }
-
-    /// Takes one event; progress for the display goes to `out`. The stream has no final event:
-    /// this always returns false, and `finish` tells a complete stream from a cut one.
-    pub fn feed(&mut self, ev: &SseEvent, out: &mut Vec<StreamEvent>) -> Result<bool, Failure> {
-        let data = ev.data.trim();
-        if !data.starts_with('{') && !data.starts_with('[') {
-            return Ok(false);
-        }
-        let v: Value = serde_json::from_str(data).map_err(|e| {
-            Failure::retry(LlmError::Protocol(format!(
-                "invalid JSON in a stream chunk: {e}: {}",
-                snippet(data, 120)
-            )))
-        })?;
-        // Vertex wraps some errors in an array.
-        let v = match v {
-            Value::Array(mut a) if !a.is_empty() => a.swap_remove(0),
-            v => v,
-        };
-        self.feed_chunk(&v, out)?;
-        Ok(false)
-    }
-
     fn feed_chunk(&mut self, v: &Value, out: &mut Vec<StreamEvent>) -> Result<(), Failure> {
         if v.get("error").is_some_and(|e| !e.is_null()) {
             let eb = error_from_json(v).unwrap_or_default();
@@ -695,11 +666,34 @@ impl Accumulator {
         };
         Response::settled(parts, self.usage, self.usage_rejected, finish)
     }
+}
+
+impl dialect::Accumulator for Accumulator {
+    fn budget(&mut self) -> &mut Budget {
+        &mut self.budget
+    }
+
+    /// Takes one event; progress for the display goes to `out`. The stream has no final event:
+    /// this always returns false, and `finish` tells a complete stream from a cut one.
+    fn feed(&mut self, ev: &SseEvent, out: &mut Vec<StreamEvent>) -> Result<bool, Failure> {
+        let data = ev.data.trim();
+        if !data.starts_with('{') && !data.starts_with('[') {
+            return Ok(false);
+        }
+        let v = dialect::event_json(data, "a stream chunk")?;
+        // Vertex wraps some errors in an array.
+        let v = match v {
+            Value::Array(mut a) if !a.is_empty() => a.swap_remove(0),
+            v => v,
+        };
+        self.feed_chunk(&v, out)?;
+        Ok(false)
+    }
 
     /// The response of a complete stream. A stream without a finish reason was cut
     /// (`Truncated`, retried); a prompt or a reply the provider's filters blocked before anything
     /// was written is an error saying so (not retried).
-    pub fn finish(self) -> Result<Response, Failure> {
+    fn finish(self) -> Result<Response, Failure> {
         if let Some(r) = &self.blocked {
             return Err(Failure::fatal(LlmError::Blocked(format!(
                 "the prompt was blocked ({r})"
@@ -726,6 +720,10 @@ impl Accumulator {
         }
         Ok(resp)
     }
+
+    fn from_json(v: &Value) -> Option<Response> {
+        response_from_json(v)
+    }
 }
 
 /// A non-streaming reply (a whole `GenerateContentResponse`), for a server that ignored `alt=sse`.
@@ -739,19 +737,10 @@ pub fn response_from_json(v: &Value) -> Option<Response> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::sse::SseReader;
     use crate::llm::{Message, ToolSpec};
-    use std::io::Cursor;
 
     fn run(stream: &str) -> (Result<Response, Failure>, Vec<StreamEvent>) {
-        let mut acc = Accumulator::default();
-        let mut out = Vec::new();
-        for ev in SseReader::new(Cursor::new(stream.as_bytes().to_vec())) {
-            if let Err(f) = acc.feed(&ev.unwrap(), &mut out) {
-                return (Err(f), out);
-            }
-        }
-        (acc.finish(), out)
+        crate::llm::dialect::testing::run_with(Accumulator::default(), stream)
     }
 
     fn chunk(v: Value) -> String {

@@ -11,6 +11,7 @@ pub mod anthropic;
 pub mod bedrock;
 mod budget;
 mod client;
+pub mod dialect;
 pub mod endpoints;
 pub mod gemini;
 pub mod history;

@@ -5,7 +5,8 @@
 //! comments and empty `data:` lines, and `finish_reason: "stop"` on a reply with tool calls.
 
 use super::budget::{BLOCK_COST, Budget};
-use super::retry::{Failure, error_from_json, kind_retryable, snippet};
+use super::dialect;
+use super::retry::{Failure, error_from_json, kind_retryable};
 use super::sse::SseEvent;
 use super::{
     ApiKind, ChatRequest, Endpoint, FinishReason, LlmError, Part, Response, Role, StreamEvent,
@@ -299,36 +300,6 @@ fn args_text(v: Option<&Value>) -> String {
 }
 
 impl Accumulator {
-    /// An accumulator that fails once the reply holds more than `limit` bytes (the default is
-    /// `MAX_REPLY_BYTES`).
-    pub fn with_limit(limit: usize) -> Self {
-        Accumulator {
-            budget: Budget::new(limit),
-            ..Self::default()
-        }
-    }
-
-    /// Takes one event; progress for the display goes to `out`. Returns true at `[DONE]`.
-    pub fn feed(&mut self, ev: &SseEvent, out: &mut Vec<StreamEvent>) -> Result<bool, Failure> {
-        let data = ev.data.trim();
-        if data == "[DONE]" {
-            self.done = true;
-            return Ok(true);
-        }
-        // Keep-alives: empty `data:`, `data: :ping`…
-        if !data.starts_with('{') {
-            return Ok(false);
-        }
-        let v: Value = serde_json::from_str(data).map_err(|e| {
-            Failure::retry(LlmError::Protocol(format!(
-                "invalid JSON in a stream chunk: {e}: {}",
-                snippet(data, 120)
-            )))
-        })?;
-        self.feed_chunk(&v, out)?;
-        Ok(false)
-    }
-
     fn feed_chunk(&mut self, v: &Value, out: &mut Vec<StreamEvent>) -> Result<(), Failure> {
         if v.get("error").is_some_and(|e| !e.is_null()) {
             let eb = error_from_json(v).unwrap_or_default();
@@ -529,14 +500,40 @@ impl Accumulator {
         };
         Response::settled(parts, self.usage, self.usage_rejected, finish)
     }
+}
+
+impl dialect::Accumulator for Accumulator {
+    fn budget(&mut self) -> &mut Budget {
+        &mut self.budget
+    }
+
+    /// Takes one event; progress for the display goes to `out`. Returns true at `[DONE]`.
+    fn feed(&mut self, ev: &SseEvent, out: &mut Vec<StreamEvent>) -> Result<bool, Failure> {
+        let data = ev.data.trim();
+        if data == "[DONE]" {
+            self.done = true;
+            return Ok(true);
+        }
+        // Keep-alives: empty `data:`, `data: :ping`…
+        if !data.starts_with('{') {
+            return Ok(false);
+        }
+        let v = dialect::event_json(data, "a stream chunk")?;
+        self.feed_chunk(&v, out)?;
+        Ok(false)
+    }
 
     /// The response once the stream ended: complete only with a finish_reason (`[DONE]` alone
     /// is a server that gave up mid-reply), else `Truncated`.
-    pub fn finish(self) -> Result<Response, Failure> {
+    fn finish(self) -> Result<Response, Failure> {
         if self.finish.is_none() {
             return Err(Failure::retry(LlmError::truncated("a finish_reason")));
         }
         Ok(self.into_response())
+    }
+
+    fn from_json(v: &Value) -> Option<Response> {
+        response_from_json(v)
     }
 }
 
@@ -556,9 +553,8 @@ pub fn response_from_json(v: &Value) -> Option<Response> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::sse::SseReader;
+    use crate::llm::dialect::Accumulator as _;
     use crate::llm::{Message, ToolSpec};
-    use std::io::Cursor;
 
     const HEAD: &str = r#""id":"chatcmpl-1","object":"chat.completion.chunk","created":1730000000,"model":"gpt-4.1""#;
 
@@ -598,24 +594,10 @@ mod tests {
         json!({"tool_calls": [t]})
     }
 
+    use crate::llm::dialect::testing::run_with;
+
     fn run(stream: &str) -> (Result<Response, Failure>, Vec<StreamEvent>) {
         run_with(Accumulator::default(), stream)
-    }
-
-    fn run_with(
-        mut acc: Accumulator,
-        stream: &str,
-    ) -> (Result<Response, Failure>, Vec<StreamEvent>) {
-        let mut out = Vec::new();
-        for ev in SseReader::new(Cursor::new(stream.as_bytes().to_vec())) {
-            let ev = ev.unwrap();
-            match acc.feed(&ev, &mut out) {
-                Ok(true) => break,
-                Ok(false) => {}
-                Err(f) => return (Err(f), out),
-            }
-        }
-        (acc.finish(), out)
     }
 
     fn calls(r: &Response) -> Vec<(String, String, String)> {

@@ -7,6 +7,7 @@
 //! across tool calls.
 
 use super::budget::{BLOCK_COST, Budget};
+use super::dialect::{self, Accumulator as _};
 use super::openai::valid_arguments;
 use super::retry::{Failure, kind_retryable, snippet};
 use super::sse::SseEvent;
@@ -337,117 +338,6 @@ fn reported(e: &Value, what: &str) -> Failure {
 }
 
 impl Accumulator {
-    /// An accumulator that fails once the reply holds more than `limit` bytes.
-    pub fn with_limit(limit: usize) -> Self {
-        Accumulator {
-            budget: Budget::new(limit),
-            ..Self::default()
-        }
-    }
-
-    /// Takes one event; progress for the display goes to `out`. Returns true at the final
-    /// event (`response.completed` or `response.incomplete`).
-    pub fn feed(&mut self, ev: &SseEvent, out: &mut Vec<StreamEvent>) -> Result<bool, Failure> {
-        let data = ev.data.trim();
-        if !data.starts_with('{') {
-            return Ok(self.done);
-        }
-        let v: Value = serde_json::from_str(data).map_err(|e| {
-            Failure::retry(LlmError::Protocol(format!(
-                "invalid JSON in `{}` event: {e}: {}",
-                ev.event,
-                snippet(data, 120)
-            )))
-        })?;
-        let ty = v.get("type").and_then(Value::as_str).unwrap_or(&ev.event);
-        let index = v.get("output_index").and_then(Value::as_u64);
-        match ty {
-            "response.output_item.added" | "response.output_item.done" => {
-                let done = ty.ends_with(".done");
-                let item = v.get("item").unwrap_or(&Value::Null);
-                let idx = index.unwrap_or(self.blocks.len() as u64);
-                self.item(idx, item, done, out)?;
-            }
-            "response.output_text.delta" | "response.refusal.delta" => {
-                let d = str_of(&v, "delta");
-                let idx = index.unwrap_or(self.blocks.len() as u64);
-                self.take(d.len(), !self.blocks.contains_key(&idx))?;
-                if !d.is_empty() {
-                    out.push(StreamEvent::TextDelta(d.to_string()));
-                }
-                let b = self
-                    .blocks
-                    .entry(idx)
-                    .or_insert_with(|| Block::Text(String::new()));
-                if let Block::Text(t) = b {
-                    t.push_str(d);
-                }
-            }
-            "response.function_call_arguments.delta" => {
-                let d = str_of(&v, "delta");
-                self.take(d.len(), false)?;
-                if let Some(Block::Call { args, .. }) = index.and_then(|i| self.blocks.get_mut(&i))
-                {
-                    args.push_str(d);
-                }
-            }
-            "response.reasoning_summary_part.added" => {
-                if let Some(Block::Reasoning { summary, .. }) =
-                    index.and_then(|i| self.blocks.get_mut(&i))
-                {
-                    if !summary.is_empty() {
-                        out.push(StreamEvent::ReasoningDelta("\n\n".into()));
-                    }
-                    summary.push(String::new());
-                }
-            }
-            "response.reasoning_summary_text.delta" => {
-                let d = str_of(&v, "delta");
-                self.take(d.len(), false)?;
-                if let Some(Block::Reasoning { summary, .. }) =
-                    index.and_then(|i| self.blocks.get_mut(&i))
-                {
-                    if summary.is_empty() {
-                        summary.push(String::new());
-                    }
-                    if let Some(last) = summary.last_mut() {
-                        last.push_str(d);
-                    }
-                    if !d.is_empty() {
-                        out.push(StreamEvent::ReasoningDelta(d.to_string()));
-                    }
-                }
-            }
-            "response.completed" | "response.incomplete" => {
-                let r = v.get("response").unwrap_or(&Value::Null);
-                if let Some(u) = r.get("usage").filter(|u| !u.is_null()) {
-                    crate::llm::types::record_usage(
-                        parse_usage(u),
-                        &mut self.usage,
-                        &mut self.usage_rejected,
-                    );
-                }
-                self.incomplete = r
-                    .get("incomplete_details")
-                    .and_then(|d| d.get("reason"))
-                    .and_then(Value::as_str)
-                    .map(str::to_string);
-                self.done = true;
-            }
-            "response.failed" => {
-                let r = v.get("response").unwrap_or(&Value::Null);
-                let e = r.get("error").unwrap_or(&Value::Null);
-                return Err(reported(e, "the response failed"));
-            }
-            "error" => {
-                let e = v.get("error").filter(|e| e.is_object()).unwrap_or(&v);
-                return Err(reported(e, "server error"));
-            }
-            _ => {}
-        }
-        Ok(self.done)
-    }
-
     /// Counts `n` bytes more, plus a block's bookkeeping when `new_block`.
     fn take(&mut self, n: usize, new_block: bool) -> Result<(), Failure> {
         self.budget.take(n + if new_block { BLOCK_COST } else { 0 })
@@ -600,13 +490,120 @@ impl Accumulator {
         };
         Response::settled(parts, self.usage, self.usage_rejected, finish)
     }
+}
+
+impl dialect::Accumulator for Accumulator {
+    fn budget(&mut self) -> &mut Budget {
+        &mut self.budget
+    }
+
+    /// Takes one event; progress for the display goes to `out`. Returns true at the final
+    /// event (`response.completed` or `response.incomplete`).
+    fn feed(&mut self, ev: &SseEvent, out: &mut Vec<StreamEvent>) -> Result<bool, Failure> {
+        let data = ev.data.trim();
+        if !data.starts_with('{') {
+            return Ok(self.done);
+        }
+        let v = dialect::event_json(data, &format!("`{}` event", ev.event))?;
+        let ty = v.get("type").and_then(Value::as_str).unwrap_or(&ev.event);
+        let index = v.get("output_index").and_then(Value::as_u64);
+        match ty {
+            "response.output_item.added" | "response.output_item.done" => {
+                let done = ty.ends_with(".done");
+                let item = v.get("item").unwrap_or(&Value::Null);
+                let idx = index.unwrap_or(self.blocks.len() as u64);
+                self.item(idx, item, done, out)?;
+            }
+            "response.output_text.delta" | "response.refusal.delta" => {
+                let d = str_of(&v, "delta");
+                let idx = index.unwrap_or(self.blocks.len() as u64);
+                self.take(d.len(), !self.blocks.contains_key(&idx))?;
+                if !d.is_empty() {
+                    out.push(StreamEvent::TextDelta(d.to_string()));
+                }
+                let b = self
+                    .blocks
+                    .entry(idx)
+                    .or_insert_with(|| Block::Text(String::new()));
+                if let Block::Text(t) = b {
+                    t.push_str(d);
+                }
+            }
+            "response.function_call_arguments.delta" => {
+                let d = str_of(&v, "delta");
+                self.take(d.len(), false)?;
+                if let Some(Block::Call { args, .. }) = index.and_then(|i| self.blocks.get_mut(&i))
+                {
+                    args.push_str(d);
+                }
+            }
+            "response.reasoning_summary_part.added" => {
+                if let Some(Block::Reasoning { summary, .. }) =
+                    index.and_then(|i| self.blocks.get_mut(&i))
+                {
+                    if !summary.is_empty() {
+                        out.push(StreamEvent::ReasoningDelta("\n\n".into()));
+                    }
+                    summary.push(String::new());
+                }
+            }
+            "response.reasoning_summary_text.delta" => {
+                let d = str_of(&v, "delta");
+                self.take(d.len(), false)?;
+                if let Some(Block::Reasoning { summary, .. }) =
+                    index.and_then(|i| self.blocks.get_mut(&i))
+                {
+                    if summary.is_empty() {
+                        summary.push(String::new());
+                    }
+                    if let Some(last) = summary.last_mut() {
+                        last.push_str(d);
+                    }
+                    if !d.is_empty() {
+                        out.push(StreamEvent::ReasoningDelta(d.to_string()));
+                    }
+                }
+            }
+            "response.completed" | "response.incomplete" => {
+                let r = v.get("response").unwrap_or(&Value::Null);
+                if let Some(u) = r.get("usage").filter(|u| !u.is_null()) {
+                    crate::llm::types::record_usage(
+                        parse_usage(u),
+                        &mut self.usage,
+                        &mut self.usage_rejected,
+                    );
+                }
+                self.incomplete = r
+                    .get("incomplete_details")
+                    .and_then(|d| d.get("reason"))
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
+                self.done = true;
+            }
+            "response.failed" => {
+                let r = v.get("response").unwrap_or(&Value::Null);
+                let e = r.get("error").unwrap_or(&Value::Null);
+                return Err(reported(e, "the response failed"));
+            }
+            "error" => {
+                let e = v.get("error").filter(|e| e.is_object()).unwrap_or(&v);
+                return Err(reported(e, "server error"));
+            }
+            _ => {}
+        }
+        Ok(self.done)
+    }
 
     /// The response of a complete stream; `Truncated` (retried) without its final event.
-    pub fn finish(self) -> Result<Response, Failure> {
+    fn finish(self) -> Result<Response, Failure> {
         if !self.done {
             return Err(Failure::retry(LlmError::truncated("response.completed")));
         }
         Ok(self.into_response())
+    }
+
+    fn from_json(v: &Value) -> Option<Response> {
+        response_from_json(v)
     }
 }
 
@@ -648,21 +645,10 @@ pub fn response_from_json(v: &Value) -> Option<Response> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::sse::SseReader;
     use crate::llm::{Message, ToolSpec};
-    use std::io::Cursor;
 
     fn run(stream: &str) -> (Result<Response, Failure>, Vec<StreamEvent>) {
-        let mut acc = Accumulator::default();
-        let mut out = Vec::new();
-        for ev in SseReader::new(Cursor::new(stream.as_bytes().to_vec())) {
-            match acc.feed(&ev.unwrap(), &mut out) {
-                Ok(true) => break,
-                Ok(false) => {}
-                Err(f) => return (Err(f), out),
-            }
-        }
-        (acc.finish(), out)
+        crate::llm::dialect::testing::run_with(Accumulator::default(), stream)
     }
 
     fn ev(v: Value) -> String {
