@@ -1,11 +1,12 @@
 //! Anthropic Messages API: request body, headers, and the streaming event accumulator.
 
 use super::budget::{BLOCK_COST, Budget};
-use super::dialect;
+use super::dialect::{self, Accumulator as _};
 use super::retry::{Failure, error_from_json, kind_retryable};
 use super::sse::SseEvent;
 use super::{
     ChatRequest, Endpoint, FinishReason, LlmError, Part, Response, Role, StreamEvent, Usage,
+    UsageError,
 };
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
@@ -18,13 +19,8 @@ pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 /// `{base}/v1/messages`, without doubling a `/v1` the base already has (before the base's query
 /// string, if any).
 pub fn url(base: &str) -> String {
-    let base = base.trim();
-    let base = if base.is_empty() {
-        DEFAULT_BASE_URL
-    } else {
-        base
-    };
-    let head = base.split('?').next().unwrap_or(base).trim_end_matches('/');
+    let base = dialect::base_or(base, DEFAULT_BASE_URL);
+    let head = dialect::head(base);
     let path = if head.ends_with("/v1") || head.ends_with("/v1/messages") {
         "/messages"
     } else {
@@ -350,7 +346,7 @@ enum Block {
 }
 
 /// One usage count as last reported: `Err` when that value was not a non-negative integer.
-type Count = Option<Result<u64, String>>;
+type Count = Option<Result<u64, UsageError>>;
 
 #[derive(Debug, Default, Clone)]
 struct UsageFields {
@@ -386,7 +382,7 @@ impl UsageFields {
             &self.cache_write,
         ]
         .into_iter()
-        .find_map(|f| f.clone()?.err())
+        .find_map(|f| f.clone()?.err().map(|e| e.to_string()))
     }
 
     fn usage(&self) -> Option<Usage> {
@@ -448,66 +444,9 @@ impl Accumulator {
             .and_then(Value::as_u64)
             .unwrap_or(self.blocks.len() as u64)
     }
-
-    /// The response, whatever state the stream is in.
-    pub fn into_response(self) -> Response {
-        let mut parts = Vec::new();
-        let mut has_tools = false;
-        for (_, b) in self.blocks {
-            match b {
-                Block::Text(text) if !text.is_empty() => parts.push(Part::Text { text }),
-                Block::Thinking {
-                    thinking,
-                    signature,
-                } if !thinking.is_empty() || !signature.is_empty() => {
-                    parts.push(Part::reasoning(thinking, signature))
-                }
-                Block::Redacted(data) if !data.is_empty() => {
-                    let mut extra = Map::new();
-                    extra.insert(REDACTED_KEY.to_string(), Value::String(data));
-                    parts.push(Part::Reasoning {
-                        thinking: String::new(),
-                        signature: String::new(),
-                        extra,
-                    });
-                }
-                Block::ToolUse {
-                    id,
-                    name,
-                    json,
-                    finished,
-                } => {
-                    has_tools = true;
-                    let input = if json.trim().is_empty() {
-                        "{}".to_string()
-                    } else {
-                        json
-                    };
-                    parts.push(Part::ToolCall {
-                        id,
-                        name,
-                        input,
-                        provider_executed: false,
-                        finished,
-                    });
-                }
-                _ => {}
-            }
-        }
-        Response::settled(
-            parts,
-            self.usage.usage(),
-            self.usage.bad(),
-            finish_reason(self.stop_reason.as_deref(), has_tools),
-        )
-    }
 }
 
 impl dialect::Accumulator for Accumulator {
-    fn budget(&mut self) -> &mut Budget {
-        &mut self.budget
-    }
-
     /// Takes one event; progress for the display goes to `out`. Returns whether the message is
     /// complete (`message_stop`).
     fn feed(&mut self, ev: &SseEvent, out: &mut Vec<StreamEvent>) -> Result<bool, Failure> {
@@ -674,16 +613,65 @@ impl dialect::Accumulator for Accumulator {
         Ok(self.done)
     }
 
-    /// The response of a complete stream; `Truncated` (retryable) if `message_stop` never came.
-    fn finish(self) -> Result<Response, Failure> {
-        if !self.done {
-            return Err(Failure::retry(LlmError::truncated("message_stop")));
-        }
-        Ok(self.into_response())
+    fn missing(&self) -> Option<&'static str> {
+        (!self.done).then_some("message_stop")
     }
 
-    fn from_json(v: &Value) -> Option<Response> {
-        response_from_json(v)
+    /// The response, whatever state the stream is in.
+    fn into_response(self) -> Response {
+        let mut parts = Vec::new();
+        let mut has_tools = false;
+        for b in self.blocks.into_values() {
+            match b {
+                Block::Text(text) if !text.is_empty() => parts.push(Part::Text { text }),
+                Block::Thinking {
+                    thinking,
+                    signature,
+                } if !thinking.is_empty() || !signature.is_empty() => {
+                    parts.push(Part::reasoning(thinking, signature))
+                }
+                Block::Redacted(data) if !data.is_empty() => {
+                    let mut extra = Map::new();
+                    extra.insert(REDACTED_KEY.to_string(), Value::String(data));
+                    parts.push(Part::Reasoning {
+                        thinking: String::new(),
+                        signature: String::new(),
+                        extra,
+                    });
+                }
+                Block::ToolUse {
+                    id,
+                    name,
+                    json,
+                    finished,
+                } => {
+                    has_tools = true;
+                    let input = if json.trim().is_empty() {
+                        "{}".to_string()
+                    } else {
+                        json
+                    };
+                    parts.push(Part::ToolCall {
+                        id,
+                        name,
+                        input,
+                        provider_executed: false,
+                        finished,
+                    });
+                }
+                _ => {}
+            }
+        }
+        Response::settled(
+            parts,
+            self.usage.usage(),
+            self.usage.bad(),
+            finish_reason(self.stop_reason.as_deref(), has_tools),
+        )
+    }
+
+    fn budget(&mut self) -> &mut Budget {
+        &mut self.budget
     }
 }
 
@@ -736,7 +724,6 @@ pub fn response_from_json(v: &Value) -> Option<Response> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::dialect::Accumulator as _;
     use crate::llm::{Message, ToolSpec};
 
     pub(crate) const EXAMPLE: &str = r#"event: message_start

@@ -337,11 +337,7 @@ impl Call {
 }
 
 impl super::dialect::Signer for Call {
-    fn sign(
-        &self,
-        url: &str,
-        body: &[u8],
-    ) -> Result<(Vec<(String, String)>, Option<String>), Failure> {
+    fn sign(&self, url: &str, body: &[u8]) -> Result<super::dialect::Signed, Failure> {
         match &self.signer {
             Some(settings) => {
                 let (headers, source) = sign(url, &self.info.region, body, settings)?;
@@ -351,20 +347,13 @@ impl super::dialect::Signer for Call {
         }
     }
 
-    fn classify(
-        &self,
-        status: u16,
-        headers: &[(String, String)],
-        body: &str,
-        policy: &RetryPolicy,
-        credentials: Option<String>,
-    ) -> Failure {
+    fn classify(&self, reply: &super::dialect::ErrorReply, policy: &RetryPolicy) -> Failure {
         let info = CallInfo {
-            credentials,
+            credentials: reply.credentials.clone(),
             model: self.info.model.clone(),
             region: self.info.region.clone(),
         };
-        classify(status, headers, body, policy, &info)
+        classify(reply.status, reply.headers, reply.body, policy, &info)
     }
 
     fn refresh(

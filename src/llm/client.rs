@@ -1,7 +1,7 @@
 //! The streaming worker: one HTTP call per attempt over ureq, SSE parsed as it arrives, progress
 //! sent on a channel, retries per `RetryPolicy`.
 
-use super::dialect::{Accumulator, Dialect, Framing, Signer, Visit};
+use super::dialect::{Accumulator, Dialect, ErrorReply, Framing, Signer, Visit};
 use super::endpoints::{self, TokenOrigin, TokenSource};
 use super::retry::{self, Failure, backoff, classify_http, error_from_json, jittered};
 use super::sse::{MAX_EVENT_BYTES, SseReader, TooLarge};
@@ -338,7 +338,15 @@ impl Job {
         if !(200..300).contains(&status) {
             let body = read_limited(reader, MAX_ERROR_BODY);
             return Err(match &self.signer {
-                Some(s) => s.classify(status, &headers, &body, &self.policy, credentials),
+                Some(s) => s.classify(
+                    &ErrorReply {
+                        status,
+                        headers: &headers,
+                        body: &body,
+                        credentials,
+                    },
+                    &self.policy,
+                ),
                 None => classify_http(status, &headers, &body, &self.policy, SystemTime::now()),
             }
             .into());
@@ -417,7 +425,7 @@ impl Job {
                 }
                 .into());
             }
-            if let Some(r) = self.dialect.from_json(v) {
+            if let Some(r) = self.dialect.whole_reply(v) {
                 for p in &r.parts {
                     let ev = match p {
                         Part::Text { text } => StreamEvent::TextDelta(text.clone()),

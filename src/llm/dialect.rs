@@ -28,13 +28,23 @@ pub trait Accumulator: Default {
     /// complete (the dialect's final event).
     fn feed(&mut self, ev: &SseEvent, out: &mut Vec<StreamEvent>) -> Result<bool, Failure>;
 
+    /// What the stream still lacks, said in the message when it ends there (`message_stop`,
+    /// `a finish_reason`); None once the reply is complete.
+    fn missing(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// The response, whatever state the stream is in.
+    fn into_response(self) -> Response;
+
     /// The response once the stream ended; `Truncated` (retried) when it ended before the
     /// dialect's finish marker.
-    fn finish(self) -> Result<Response, Failure>;
-
-    /// A whole reply (not streamed), from a server that ignored the request to stream; None
-    /// when `v` is not one.
-    fn from_json(v: &Value) -> Option<Response>;
+    fn finish(self) -> Result<Response, Failure> {
+        match self.missing() {
+            Some(what) => Err(Failure::retry(LlmError::truncated(what))),
+            None => Ok(self.into_response()),
+        }
+    }
 
     /// An accumulator that fails once the reply holds more than `limit` bytes (the default is
     /// `MAX_REPLY_BYTES`).
@@ -63,17 +73,25 @@ impl Dialect {
         }
     }
 
-    /// A whole (non-streamed) reply in this dialect; None when `v` is not one.
-    pub fn from_json(self, v: &Value) -> Option<Response> {
-        struct Whole<'a>(&'a Value);
-        impl Visit for Whole<'_> {
-            type Out = Option<Response>;
-            fn visit<A: Accumulator>(self) -> Option<Response> {
-                A::from_json(self.0)
-            }
+    /// A whole (non-streamed) reply in this dialect, from a server that ignored the request to
+    /// stream; None when `v` is not one.
+    pub fn whole_reply(self, v: &Value) -> Option<Response> {
+        match self {
+            Dialect::Anthropic => anthropic::response_from_json(v),
+            Dialect::Chat => openai::response_from_json(v),
+            Dialect::Responses => responses::response_from_json(v),
+            Dialect::Gemini => gemini::response_from_json(v),
         }
-        self.visit(Whole(v))
     }
+}
+
+/// A reply with an error status, as a `Signer` reads it.
+pub struct ErrorReply<'a> {
+    pub status: u16,
+    pub headers: &'a [(String, String)],
+    pub body: &'a str,
+    /// Where `Signer::sign` took the credentials from.
+    pub credentials: Option<String>,
 }
 
 /// How a streamed reply's body is framed.
@@ -95,31 +113,34 @@ impl Framing {
     }
 }
 
+/// The headers that sign one attempt, and where the credentials came from (for messages).
+pub type Signed = (Vec<(String, String)>, Option<String>);
+
 /// What a provider does to each attempt beyond its fixed headers, and how it reads a refusal:
 /// AWS's SigV4 signature and credential refresh for Bedrock. The client calls it for every
 /// attempt; a provider without one sends its fixed headers only.
 pub trait Signer: Send + Sync {
     /// Headers that sign one attempt of `body` to `url` now (none when the provider sends a
     /// key instead), and where the credentials came from, for messages.
-    fn sign(
-        &self,
-        url: &str,
-        body: &[u8],
-    ) -> Result<(Vec<(String, String)>, Option<String>), Failure>;
+    fn sign(&self, url: &str, body: &[u8]) -> Result<Signed, Failure>;
 
-    /// An error reply, said in the provider's terms; `credentials`: where `sign` took them.
-    fn classify(
-        &self,
-        status: u16,
-        headers: &[(String, String)],
-        body: &str,
-        policy: &RetryPolicy,
-        credentials: Option<String>,
-    ) -> Failure;
+    /// An error reply, said in the provider's terms.
+    fn classify(&self, reply: &ErrorReply, policy: &RetryPolicy) -> Failure;
 
     /// After `err` (refused or expired credentials): refreshes them, when the provider can
     /// (None: it cannot; Err: the refresh failed, said with `err`). Progress goes to `tx`.
     fn refresh(&self, err: &LlmError, tx: &Sender<StreamEvent>) -> Option<Result<(), LlmError>>;
+}
+
+/// `base` trimmed, or `default` when it is empty.
+pub fn base_or<'a>(base: &'a str, default: &'a str) -> &'a str {
+    let base = base.trim();
+    if base.is_empty() { default } else { base }
+}
+
+/// A base URL before its query string, without a trailing slash.
+pub fn head(base: &str) -> &str {
+    base.split('?').next().unwrap_or(base).trim_end_matches('/')
 }
 
 /// The JSON of a stream event's `data` (already trimmed); `what` names the event in the error.

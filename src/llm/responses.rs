@@ -11,7 +11,9 @@ use super::dialect::{self, Accumulator as _};
 use super::openai::valid_arguments;
 use super::retry::{Failure, kind_retryable, snippet};
 use super::sse::SseEvent;
-use super::{ChatRequest, FinishReason, LlmError, Part, Response, Role, StreamEvent, Usage};
+use super::{
+    ChatRequest, FinishReason, LlmError, Part, Response, Role, StreamEvent, Usage, UsageError,
+};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 
@@ -35,12 +37,7 @@ const OWN_OPTIONS: &[&str] = &[
 
 /// `{base}/responses` (before the base's query string, if any).
 pub fn url(base: &str) -> String {
-    let base = base.trim();
-    let base = if base.is_empty() {
-        super::openai::DEFAULT_BASE_URL
-    } else {
-        base
-    };
+    let base = dialect::base_or(base, super::openai::DEFAULT_BASE_URL);
     crate::net::join_path(base, "/responses")
 }
 
@@ -145,11 +142,7 @@ fn input(req: &ChatRequest) -> Vec<Value> {
                             content: out,
                             ..
                         } => {
-                            let out = if out.trim().is_empty() {
-                                "(no output)"
-                            } else {
-                                out.as_str()
-                            };
+                            let out = crate::llm::types::tool_output(out);
                             items.push(json!({"type": "function_call_output",
                                 "call_id": tool_call_id, "output": out}));
                             // The output takes text only: an image follows as the user's.
@@ -277,13 +270,11 @@ enum Block {
 
 /// Reads a Responses usage object into ledger terms: `input_tokens` includes the cached ones;
 /// `output_tokens` includes the reasoning tokens (billed as output).
-pub fn parse_usage(u: &Value) -> Result<Option<Usage>, String> {
-    use crate::llm::types::token_field;
-    if !u.is_object() {
+pub fn parse_usage(u: &Value) -> Result<Option<Usage>, UsageError> {
+    use crate::llm::types::{token_field, token_fields};
+    let Some([input, output]) = token_fields(u, ["input_tokens", "output_tokens"])? else {
         return Ok(None);
-    }
-    let input = token_field(u, "input_tokens")?;
-    let output = token_field(u, "output_tokens")?;
+    };
     if input.is_none() && output.is_none() {
         return Ok(None);
     }
@@ -294,7 +285,10 @@ pub fn parse_usage(u: &Value) -> Result<Option<Usage>, String> {
     };
     let fresh = input
         .checked_sub(cached)
-        .ok_or_else(|| format!("input_tokens {input} is less than its cached tokens ({cached})"))?;
+        .ok_or_else(|| UsageError::Contradicts {
+            total: format!("input_tokens {input}"),
+            parts: format!("its cached tokens ({cached})"),
+        })?;
     Ok(Some(Usage {
         input: fresh,
         output: output.unwrap_or(0),
@@ -433,70 +427,9 @@ impl Accumulator {
         }
         Ok(())
     }
-
-    /// The response, whatever state the stream is in.
-    pub fn into_response(self) -> Response {
-        let mut parts = Vec::new();
-        let mut calls = false;
-        for (_, b) in self.blocks {
-            match b {
-                Block::Text(text) if !text.is_empty() => parts.push(Part::Text { text }),
-                Block::Reasoning {
-                    item_id,
-                    encrypted,
-                    summary,
-                } => {
-                    let mut extra = Map::new();
-                    extra.insert(
-                        DATA_KEY.into(),
-                        json!({"type": DATA_TYPE, "data": {"item_id": item_id,
-                            "encrypted_content": encrypted, "summary": summary}}),
-                    );
-                    parts.push(Part::Reasoning {
-                        thinking: summary.join("\n\n"),
-                        signature: String::new(),
-                        extra,
-                    });
-                }
-                Block::Call {
-                    call_id,
-                    name,
-                    args,
-                    finished,
-                } => {
-                    calls = true;
-                    let input = if args.trim().is_empty() {
-                        "{}".to_string()
-                    } else {
-                        args
-                    };
-                    parts.push(Part::ToolCall {
-                        id: call_id,
-                        name,
-                        input,
-                        provider_executed: false,
-                        finished,
-                    });
-                }
-                _ => {}
-            }
-        }
-        let finish = match self.incomplete.as_deref() {
-            Some("max_output_tokens" | "max_tokens") => FinishReason::MaxTokens,
-            Some("content_filter") => FinishReason::ContentFilter,
-            _ if calls => FinishReason::ToolUse,
-            None => FinishReason::EndTurn,
-            Some(other) => FinishReason::Other(other.to_string()),
-        };
-        Response::settled(parts, self.usage, self.usage_rejected, finish)
-    }
 }
 
 impl dialect::Accumulator for Accumulator {
-    fn budget(&mut self) -> &mut Budget {
-        &mut self.budget
-    }
-
     /// Takes one event; progress for the display goes to `out`. Returns true at the final
     /// event (`response.completed` or `response.incomplete`).
     fn feed(&mut self, ev: &SseEvent, out: &mut Vec<StreamEvent>) -> Result<bool, Failure> {
@@ -594,16 +527,69 @@ impl dialect::Accumulator for Accumulator {
         Ok(self.done)
     }
 
-    /// The response of a complete stream; `Truncated` (retried) without its final event.
-    fn finish(self) -> Result<Response, Failure> {
-        if !self.done {
-            return Err(Failure::retry(LlmError::truncated("response.completed")));
-        }
-        Ok(self.into_response())
+    fn missing(&self) -> Option<&'static str> {
+        (!self.done).then_some("response.completed")
     }
 
-    fn from_json(v: &Value) -> Option<Response> {
-        response_from_json(v)
+    /// The response, whatever state the stream is in.
+    fn into_response(self) -> Response {
+        let mut parts = Vec::new();
+        let mut calls = false;
+        for (_, b) in self.blocks {
+            match b {
+                Block::Text(text) if !text.is_empty() => parts.push(Part::Text { text }),
+                Block::Reasoning {
+                    item_id,
+                    encrypted,
+                    summary,
+                } => {
+                    let mut extra = Map::new();
+                    extra.insert(
+                        DATA_KEY.into(),
+                        json!({"type": DATA_TYPE, "data": {"item_id": item_id,
+                            "encrypted_content": encrypted, "summary": summary}}),
+                    );
+                    parts.push(Part::Reasoning {
+                        thinking: summary.join("\n\n"),
+                        signature: String::new(),
+                        extra,
+                    });
+                }
+                Block::Call {
+                    call_id,
+                    name,
+                    args,
+                    finished,
+                } => {
+                    calls = true;
+                    let input = if args.trim().is_empty() {
+                        "{}".to_string()
+                    } else {
+                        args
+                    };
+                    parts.push(Part::ToolCall {
+                        id: call_id,
+                        name,
+                        input,
+                        provider_executed: false,
+                        finished,
+                    });
+                }
+                _ => {}
+            }
+        }
+        let finish = match self.incomplete.as_deref() {
+            Some("max_output_tokens" | "max_tokens") => FinishReason::MaxTokens,
+            Some("content_filter") => FinishReason::ContentFilter,
+            _ if calls => FinishReason::ToolUse,
+            None => FinishReason::EndTurn,
+            Some(other) => FinishReason::Other(other.to_string()),
+        };
+        Response::settled(parts, self.usage, self.usage_rejected, finish)
+    }
+
+    fn budget(&mut self) -> &mut Budget {
+        &mut self.budget
     }
 }
 
