@@ -109,19 +109,19 @@ impl ResolvedModel {
                 po.insert("reasoning_effort".into(), json!(e));
             }
         };
-        match self.provider.kind_name.as_str() {
-            "openai" | "azure" => set_effort(po),
-            // Bedrock serves Anthropic's models in Anthropic's dialect.
-            "anthropic" | "bedrock" => anthropic(po),
-            "openrouter" | "vercel" => {
+        use crate::llm::Reasoning;
+        match crate::llm::ApiKind::reasoning(&self.provider.kind_name) {
+            Reasoning::Effort => set_effort(po),
+            Reasoning::Anthropic => anthropic(po),
+            Reasoning::Gateway => {
                 if let Some(e) = &effort
                     && !po.contains_key("reasoning")
                 {
                     po.insert("reasoning".into(), json!({"enabled": true, "effort": e}));
                 }
             }
-            "google" | "google-vertex" if model.contains("claude") => anthropic(po),
-            "google" | "google-vertex" => {
+            Reasoning::Gemini if model.contains("claude") => anthropic(po),
+            Reasoning::Gemini => {
                 if po.contains_key("thinking_config")
                     || !(can_reason || model.starts_with("gemini"))
                 {
@@ -138,7 +138,7 @@ impl ResolvedModel {
                 };
                 po.insert("thinking_config".into(), tc);
             }
-            _ => self.compat_reasoning(po, extra, effort.as_deref(), think),
+            Reasoning::Compat => self.compat_reasoning(po, extra, effort.as_deref(), think),
         }
     }
 

@@ -1,10 +1,12 @@
 //! Anthropic Messages API: request body, headers, and the streaming event accumulator.
 
 use super::budget::{BLOCK_COST, Budget};
+use super::dialect::{self, Accumulator as _};
 use super::retry::{Failure, error_from_json, kind_retryable};
 use super::sse::SseEvent;
 use super::{
     ChatRequest, Endpoint, FinishReason, LlmError, Part, Response, Role, StreamEvent, Usage,
+    UsageError,
 };
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
@@ -17,13 +19,8 @@ pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 /// `{base}/v1/messages`, without doubling a `/v1` the base already has (before the base's query
 /// string, if any).
 pub fn url(base: &str) -> String {
-    let base = base.trim();
-    let base = if base.is_empty() {
-        DEFAULT_BASE_URL
-    } else {
-        base
-    };
-    let head = base.split('?').next().unwrap_or(base).trim_end_matches('/');
+    let base = dialect::base_or(base, DEFAULT_BASE_URL);
+    let head = dialect::head(base);
     let path = if head.ends_with("/v1") || head.ends_with("/v1/messages") {
         "/messages"
     } else {
@@ -349,7 +346,7 @@ enum Block {
 }
 
 /// One usage count as last reported: `Err` when that value was not a non-negative integer.
-type Count = Option<Result<u64, String>>;
+type Count = Option<Result<u64, UsageError>>;
 
 #[derive(Debug, Default, Clone)]
 struct UsageFields {
@@ -385,7 +382,7 @@ impl UsageFields {
             &self.cache_write,
         ]
         .into_iter()
-        .find_map(|f| f.clone()?.err())
+        .find_map(|f| f.clone()?.err().map(|e| e.to_string()))
     }
 
     fn usage(&self) -> Option<Usage> {
@@ -437,18 +434,22 @@ fn protocol(msg: String) -> Failure {
 }
 
 impl Accumulator {
-    /// An accumulator that fails once the reply holds more than `limit` bytes (the default is
-    /// `MAX_REPLY_BYTES`).
-    pub fn with_limit(limit: usize) -> Self {
-        Accumulator {
-            budget: Budget::new(limit),
-            ..Self::default()
-        }
+    /// Whether the events so far reported any token count.
+    pub fn has_usage(&self) -> bool {
+        self.usage.usage().is_some() || self.usage.bad().is_some()
     }
 
+    fn index(&self, v: &Value) -> u64 {
+        v.get("index")
+            .and_then(Value::as_u64)
+            .unwrap_or(self.blocks.len() as u64)
+    }
+}
+
+impl dialect::Accumulator for Accumulator {
     /// Takes one event; progress for the display goes to `out`. Returns whether the message is
     /// complete (`message_stop`).
-    pub fn feed(&mut self, ev: &SseEvent, out: &mut Vec<StreamEvent>) -> Result<bool, Failure> {
+    fn feed(&mut self, ev: &SseEvent, out: &mut Vec<StreamEvent>) -> Result<bool, Failure> {
         let data = ev.data.trim();
         if data.is_empty() {
             return Ok(self.done);
@@ -612,22 +613,15 @@ impl Accumulator {
         Ok(self.done)
     }
 
-    /// Whether the events so far reported any token count.
-    pub fn has_usage(&self) -> bool {
-        self.usage.usage().is_some() || self.usage.bad().is_some()
-    }
-
-    fn index(&self, v: &Value) -> u64 {
-        v.get("index")
-            .and_then(Value::as_u64)
-            .unwrap_or(self.blocks.len() as u64)
+    fn missing(&self) -> Option<&'static str> {
+        (!self.done).then_some("message_stop")
     }
 
     /// The response, whatever state the stream is in.
-    pub fn into_response(self) -> Response {
+    fn into_response(self) -> Response {
         let mut parts = Vec::new();
         let mut has_tools = false;
-        for (_, b) in self.blocks {
+        for b in self.blocks.into_values() {
             match b {
                 Block::Text(text) if !text.is_empty() => parts.push(Part::Text { text }),
                 Block::Thinking {
@@ -676,12 +670,8 @@ impl Accumulator {
         )
     }
 
-    /// The response of a complete stream; `Truncated` (retryable) if `message_stop` never came.
-    pub fn finish(self) -> Result<Response, Failure> {
-        if !self.done {
-            return Err(Failure::retry(LlmError::truncated("message_stop")));
-        }
-        Ok(self.into_response())
+    fn budget(&mut self) -> &mut Budget {
+        &mut self.budget
     }
 }
 
@@ -734,9 +724,7 @@ pub fn response_from_json(v: &Value) -> Option<Response> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::sse::SseReader;
     use crate::llm::{Message, ToolSpec};
-    use std::io::Cursor;
 
     pub(crate) const EXAMPLE: &str = r#"event: message_start
 data: {"type":"message_start","message":{"id":"msg_01X","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":12,"cache_creation_input_tokens":100,"cache_read_input_tokens":2048,"output_tokens":1}}}
@@ -785,24 +773,10 @@ data: {"type":"message_stop"}
 
 "#;
 
+    use crate::llm::dialect::testing::run_with;
+
     fn run(stream: &str) -> (Result<Response, Failure>, Vec<StreamEvent>) {
         run_with(Accumulator::default(), stream)
-    }
-
-    fn run_with(
-        mut acc: Accumulator,
-        stream: &str,
-    ) -> (Result<Response, Failure>, Vec<StreamEvent>) {
-        let mut out = Vec::new();
-        for ev in SseReader::new(Cursor::new(stream.as_bytes().to_vec())) {
-            let ev = ev.unwrap();
-            match acc.feed(&ev, &mut out) {
-                Ok(true) => break,
-                Ok(false) => {}
-                Err(f) => return (Err(f), out),
-            }
-        }
-        (acc.finish(), out)
     }
 
     fn ev(ty: &str, data: &str) -> String {

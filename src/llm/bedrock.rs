@@ -6,6 +6,7 @@
 //! carry a Bedrock API key as a bearer token.
 
 use super::anthropic;
+use super::dialect::Accumulator as _;
 use super::retry::{Failure, classify_http};
 use super::sse::SseEvent;
 use super::{ChatRequest, Endpoint, LlmError, RetryPolicy, StreamEvent};
@@ -73,6 +74,16 @@ pub fn model_and_region(model: &str, region: &str) -> (String, String) {
         }
     }
     (format!("{}{model}", prefix_for(region)), region.to_string())
+}
+
+/// The region a Bedrock provider calls when neither its settings nor the environment name one:
+/// the catalog's `bedrock-europe` is in Europe, every other in `us-east-1`.
+pub fn default_region(provider_id: &str) -> &'static str {
+    if provider_id == "bedrock-europe" {
+        "eu-west-1"
+    } else {
+        "us-east-1"
+    }
 }
 
 /// What one call sends: the URL, the region it is signed for, and the model id in the path.
@@ -296,6 +307,63 @@ pub struct CallInfo {
     pub region: String,
     /// Where the signing credentials came from (None: a bearer key, or none).
     pub credentials: Option<String>,
+}
+
+/// One Bedrock call's signer: SigV4 with the environment's credentials (when no key is sent),
+/// Bedrock's reading of refusals, and the provider's `aws_auth_refresh`.
+pub struct Call {
+    pub url: String,
+    info: CallInfo,
+    /// Sign each attempt with these settings' credentials (None: a bearer key, or nothing).
+    signer: Option<aws::Settings>,
+    /// The command run once when the credentials are refused or expired.
+    refresh: Option<aws::Settings>,
+}
+
+impl Call {
+    pub fn new(ep: &Endpoint, model: &str) -> Call {
+        let t = target(ep, model);
+        Call {
+            url: t.url,
+            info: CallInfo {
+                model: t.model,
+                region: t.region,
+                credentials: None,
+            },
+            refresh: ep.aws.clone().filter(|s| s.auth_refresh.is_some()),
+            signer: ep.aws.clone().filter(|_| signs(ep)),
+        }
+    }
+}
+
+impl super::dialect::Signer for Call {
+    fn sign(&self, url: &str, body: &[u8]) -> Result<super::dialect::Signed, Failure> {
+        match &self.signer {
+            Some(settings) => {
+                let (headers, source) = sign(url, &self.info.region, body, settings)?;
+                Ok((headers, Some(source)))
+            }
+            None => Ok((Vec::new(), None)),
+        }
+    }
+
+    fn classify(&self, reply: &super::dialect::ErrorReply, policy: &RetryPolicy) -> Failure {
+        let info = CallInfo {
+            credentials: reply.credentials.clone(),
+            model: self.info.model.clone(),
+            region: self.info.region.clone(),
+        };
+        classify(reply.status, reply.headers, reply.body, policy, &info)
+    }
+
+    fn refresh(
+        &self,
+        err: &LlmError,
+        tx: &crossbeam_channel::Sender<StreamEvent>,
+    ) -> Option<Result<(), LlmError>> {
+        let settings = self.refresh.as_ref()?;
+        Some(refresh(settings, err, tx))
+    }
 }
 
 /// Turns event-stream messages into the Anthropic events inside them.

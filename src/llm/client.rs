@@ -1,13 +1,11 @@
 //! The streaming worker: one HTTP call per attempt over ureq, SSE parsed as it arrives, progress
 //! sent on a channel, retries per `RetryPolicy`.
 
-use super::endpoints::{self, Dialect, TokenOrigin, TokenSource};
+use super::dialect::{Accumulator, Dialect, ErrorReply, Framing, Signer, Visit};
+use super::endpoints::{self, TokenOrigin, TokenSource};
 use super::retry::{self, Failure, backoff, classify_http, error_from_json, jittered};
 use super::sse::{MAX_EVENT_BYTES, SseReader, TooLarge};
-use super::{
-    ApiKind, ChatRequest, Endpoint, LlmError, Part, Response, RetryPolicy, StreamEvent, anthropic,
-    bedrock, gemini, openai, responses,
-};
+use super::{ChatRequest, Endpoint, LlmError, Part, Response, RetryPolicy, StreamEvent, bedrock};
 use crossbeam_channel::{Receiver, Sender};
 use std::collections::HashMap;
 use std::io::{self, BufReader, Read};
@@ -86,17 +84,9 @@ struct Job {
     policy: RetryPolicy,
     /// Most bytes one attempt's reply may accumulate (`MAX_REPLY_BYTES`; smaller in tests).
     reply_limit: usize,
-    /// Bedrock: what to sign with and name in messages.
-    bedrock: Option<BedrockCall>,
-}
-
-/// What a Bedrock call needs besides the body.
-struct BedrockCall {
-    info: bedrock::CallInfo,
-    /// Sign each attempt with these settings' credentials (None: a bearer key, or nothing).
-    signer: Option<crate::aws::Settings>,
-    /// The command run once when the credentials are refused or expired.
-    refresh: Option<crate::aws::Settings>,
+    framing: Framing,
+    /// Signs each attempt and reads refusals (Bedrock's SigV4).
+    signer: Option<Box<dyn Signer>>,
 }
 
 /// How an attempt ended without a response.
@@ -112,42 +102,44 @@ impl From<Failure> for End {
     }
 }
 
-enum Acc {
-    Anthropic(anthropic::Accumulator),
-    OpenAi(openai::Accumulator),
-    Responses(responses::Accumulator),
-    Gemini(gemini::Accumulator),
+/// A reply in server-sent events, read by the accumulator of the call's dialect.
+struct SseStream<'a> {
+    job: &'a Job,
+    reader: ureq::BodyReader<'static>,
+    tx: &'a Sender<StreamEvent>,
 }
 
-impl Acc {
-    fn new(dialect: Dialect, limit: usize) -> Acc {
-        match dialect {
-            Dialect::Anthropic => Acc::Anthropic(anthropic::Accumulator::with_limit(limit)),
-            Dialect::Chat => Acc::OpenAi(openai::Accumulator::with_limit(limit)),
-            Dialect::Responses => Acc::Responses(responses::Accumulator::with_limit(limit)),
-            Dialect::Gemini => Acc::Gemini(gemini::Accumulator::with_limit(limit)),
+impl Visit for SseStream<'_> {
+    type Out = Result<(Response, Option<Rest>), End>;
+
+    fn visit<A: Accumulator>(self) -> Self::Out {
+        let mut sse = SseReader::new(BufReader::new(self.reader));
+        let mut acc = A::with_limit(self.job.reply_limit);
+        let mut out = Vec::new();
+        loop {
+            match sse.next_event() {
+                Ok(Some(ev)) => {
+                    let r = acc.feed(&ev, &mut out);
+                    send_all(self.tx, &mut out)?;
+                    if r? {
+                        return Ok((acc.finish()?, Some(sse.into_inner())));
+                    }
+                }
+                Ok(None) => return Ok((acc.finish()?, None)),
+                Err(e) => return Err(self.job.read_error(e).into()),
+            }
         }
     }
-    fn feed(
-        &mut self,
-        ev: &super::sse::SseEvent,
-        out: &mut Vec<StreamEvent>,
-    ) -> Result<bool, Failure> {
-        match self {
-            Acc::Anthropic(a) => a.feed(ev, out),
-            Acc::OpenAi(a) => a.feed(ev, out),
-            Acc::Responses(a) => a.feed(ev, out),
-            Acc::Gemini(a) => a.feed(ev, out),
+}
+
+/// Sends the progress events in `out` (emptying it); `Gone` once the receiver is dropped.
+fn send_all(tx: &Sender<StreamEvent>, out: &mut Vec<StreamEvent>) -> Result<(), End> {
+    for e in out.drain(..) {
+        if tx.send(e).is_err() {
+            return Err(End::Gone);
         }
     }
-    fn finish(self) -> Result<Response, Failure> {
-        match self {
-            Acc::Anthropic(a) => a.finish(),
-            Acc::OpenAi(a) => a.finish(),
-            Acc::Responses(a) => a.finish(),
-            Acc::Gemini(a) => a.finish(),
-        }
-    }
+    Ok(())
 }
 
 fn nonzero(d: Duration) -> Option<Duration> {
@@ -168,18 +160,6 @@ fn clock_seed() -> u64 {
 impl Job {
     fn new(ep: &Endpoint, req: &ChatRequest, policy: &RetryPolicy) -> Job {
         let p = endpoints::prepare(ep, req);
-        let call = (ep.kind == ApiKind::Bedrock).then(|| {
-            let t = bedrock::target(ep, &req.model);
-            BedrockCall {
-                info: bedrock::CallInfo {
-                    model: t.model,
-                    region: t.region,
-                    credentials: None,
-                },
-                refresh: ep.aws.clone().filter(|s| s.auth_refresh.is_some()),
-                signer: ep.aws.clone().filter(|_| bedrock::signs(ep)),
-            }
-        });
         Job {
             url: p.url,
             dialect: p.dialect,
@@ -189,7 +169,8 @@ impl Job {
             body: serde_json::to_vec(&p.body).unwrap_or_default(),
             policy: policy.clone(),
             reply_limit: policy.max_reply_bytes,
-            bedrock: call,
+            framing: p.framing,
+            signer: p.signer,
         }
     }
 
@@ -277,10 +258,10 @@ impl Job {
                 refreshable: true, ..
             } = &f.error
                 && !refreshed
-                && let Some(settings) = self.bedrock.as_ref().and_then(|b| b.refresh.as_ref())
+                && let Some(outcome) = self.signer.as_ref().and_then(|s| s.refresh(&f.error, tx))
             {
                 refreshed = true;
-                match bedrock::refresh(settings, &f.error, tx) {
+                match outcome {
                     Ok(()) => continue,
                     Err(e) => {
                         let _ = tx.send(StreamEvent::Error(e));
@@ -334,17 +315,12 @@ impl Job {
             rb = rb.header("authorization", format!("Bearer {t}"));
         }
         let mut credentials = None;
-        if let Some(BedrockCall {
-            info,
-            signer: Some(settings),
-            ..
-        }) = &self.bedrock
-        {
-            let (signed, source) = bedrock::sign(&self.url, &info.region, &self.body, settings)?;
+        if let Some(s) = &self.signer {
+            let (signed, source) = s.sign(&self.url, &self.body)?;
             for (k, v) in &signed {
                 rb = rb.header(k.as_str(), v.as_str());
             }
-            credentials = Some(source);
+            credentials = source;
         }
         let resp = rb.send(&self.body[..]).map_err(|e| self.send_error(e))?;
         let status = resp.status().as_u16();
@@ -361,54 +337,38 @@ impl Job {
         let reader = resp.into_body().into_reader();
         if !(200..300).contains(&status) {
             let body = read_limited(reader, MAX_ERROR_BODY);
-            if let Some(b) = &self.bedrock {
-                let info = bedrock::CallInfo {
-                    credentials,
-                    model: b.info.model.clone(),
-                    region: b.info.region.clone(),
-                };
-                return Err(bedrock::classify(status, &headers, &body, &self.policy, &info).into());
+            return Err(match &self.signer {
+                Some(s) => s.classify(
+                    &ErrorReply {
+                        status,
+                        headers: &headers,
+                        body: &body,
+                        credentials,
+                    },
+                    &self.policy,
+                ),
+                None => classify_http(status, &headers, &body, &self.policy, SystemTime::now()),
             }
-            return Err(
-                classify_http(status, &headers, &body, &self.policy, SystemTime::now()).into(),
-            );
+            .into());
         }
         let ct = retry::header(&headers, "content-type")
             .unwrap_or("")
             .to_ascii_lowercase();
-        if self.bedrock.is_some() {
-            if !ct.is_empty() && !ct.starts_with("application/vnd.amazon.eventstream") {
-                return Ok((self.whole_body(&ct, &headers, reader, tx)?, None));
-            }
-            return self.bedrock_stream(reader, tx);
-        }
-        if !ct.is_empty() && !ct.starts_with("text/event-stream") {
+        if !ct.is_empty() && !ct.starts_with(self.framing.content_type()) {
             return Ok((self.whole_body(&ct, &headers, reader, tx)?, None));
         }
-        let mut sse = SseReader::new(BufReader::new(reader));
-        let mut acc = Acc::new(self.dialect, self.reply_limit);
-        let mut out = Vec::new();
-        loop {
-            match sse.next_event() {
-                Ok(Some(ev)) => {
-                    let r = acc.feed(&ev, &mut out);
-                    for e in out.drain(..) {
-                        if tx.send(e).is_err() {
-                            return Err(End::Gone);
-                        }
-                    }
-                    if r? {
-                        return Ok((acc.finish()?, Some(sse.into_inner())));
-                    }
-                }
-                Ok(None) => return Ok((acc.finish()?, None)),
-                Err(e) => return Err(self.read_error(e).into()),
-            }
+        match self.framing {
+            Framing::Sse => self.dialect.visit(SseStream {
+                job: self,
+                reader,
+                tx,
+            }),
+            Framing::EventStream => self.event_stream(reader, tx),
         }
     }
 
-    /// A Bedrock reply: event-stream messages carrying Anthropic's events.
-    fn bedrock_stream(
+    /// A reply in AWS's event stream: messages carrying Anthropic's events (Bedrock's).
+    fn event_stream(
         &self,
         reader: ureq::BodyReader<'static>,
         tx: &Sender<StreamEvent>,
@@ -432,11 +392,7 @@ impl Job {
                 }
             };
             let r = acc.feed(&m, &mut out);
-            for e in out.drain(..) {
-                if tx.send(e).is_err() {
-                    return Err(End::Gone);
-                }
-            }
+            send_all(tx, &mut out)?;
             if r? {
                 return Ok((acc.finish()?, Some(frames.into_inner())));
             }
@@ -469,13 +425,7 @@ impl Job {
                 }
                 .into());
             }
-            let resp = match self.dialect {
-                Dialect::Anthropic => anthropic::response_from_json(v),
-                Dialect::Chat => openai::response_from_json(v),
-                Dialect::Responses => responses::response_from_json(v),
-                Dialect::Gemini => gemini::response_from_json(v),
-            };
-            if let Some(r) = resp {
+            if let Some(r) = self.dialect.whole_reply(v) {
                 for p in &r.parts {
                     let ev = match p {
                         Part::Text { text } => StreamEvent::TextDelta(text.clone()),

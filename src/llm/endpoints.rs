@@ -9,16 +9,7 @@ use serde_json::{Value, json};
 use std::sync::Mutex;
 use std::time::Duration;
 
-/// The wire dialect of one call.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Dialect {
-    Anthropic,
-    /// OpenAI Chat Completions.
-    Chat,
-    /// OpenAI Responses.
-    Responses,
-    Gemini,
-}
+pub use super::dialect::{Dialect, Framing, Signer};
 
 /// One call, ready to send.
 pub struct Prepared {
@@ -28,6 +19,9 @@ pub struct Prepared {
     pub headers: Vec<(String, String)>,
     /// A bearer token to fetch before each attempt (Vertex AI without a key of its own).
     pub token: Option<TokenSource>,
+    pub framing: Framing,
+    /// Signs each attempt and reads refusals (Bedrock's SigV4).
+    pub signer: Option<Box<dyn Signer>>,
 }
 
 /// Whether `ep` serves `model` through the Responses API: the models that have it at an
@@ -125,13 +119,22 @@ pub fn prepare(ep: &Endpoint, req: &ChatRequest) -> Prepared {
         .map(str::trim)
         .filter(|k| !k.is_empty());
     let mut token = None;
+    let (mut framing, mut signer) = (Framing::Sse, None);
     let (url, dialect, body, headers) = match ep.kind {
-        ApiKind::Bedrock => (
-            bedrock::target(ep, &req.model).url,
-            Dialect::Anthropic,
-            bedrock::build_request(req, ep),
-            bedrock::headers(ep),
-        ),
+        ApiKind::Bedrock => {
+            let call = bedrock::Call::new(ep, &req.model);
+            let url = call.url.clone();
+            (framing, signer) = (
+                Framing::EventStream,
+                Some(Box::new(call) as Box<dyn Signer>),
+            );
+            (
+                url,
+                Dialect::Anthropic,
+                bedrock::build_request(req, ep),
+                bedrock::headers(ep),
+            )
+        }
         ApiKind::Anthropic => (
             anthropic::url(&ep.base_url),
             Dialect::Anthropic,
@@ -229,6 +232,8 @@ pub fn prepare(ep: &Endpoint, req: &ChatRequest) -> Prepared {
         body,
         headers,
         token,
+        framing,
+        signer,
     }
 }
 

@@ -8,10 +8,12 @@
 //! a reasoning part, `thought_signature`, as Go Crush keeps them).
 
 use super::budget::{BLOCK_COST, Budget};
-use super::retry::{Failure, error_from_json, kind_retryable, snippet};
+use super::dialect::{self, Accumulator as _};
+use super::retry::{Failure, error_from_json, kind_retryable};
 use super::sse::SseEvent;
 use super::{
-    ChatRequest, FinishReason, LlmError, Part, Response, Role, StreamEvent, Usage, anthropic,
+    ChatRequest, FinishReason, LlmError, Part, Response, Role, StreamEvent, Usage, UsageError,
+    anthropic,
 };
 use serde_json::{Map, Value, json};
 
@@ -38,13 +40,8 @@ fn model_name(model: &str) -> &str {
 /// `{base}/v1beta/models/{model}:streamGenerateContent?alt=sse` for Google's Gemini API (a base
 /// that already ends in an API version keeps it).
 pub fn url(base: &str, model: &str) -> String {
-    let base = base.trim();
-    let base = if base.is_empty() {
-        DEFAULT_BASE_URL
-    } else {
-        base
-    };
-    let head = base.split('?').next().unwrap_or(base).trim_end_matches('/');
+    let base = dialect::base_or(base, DEFAULT_BASE_URL);
+    let head = dialect::head(base);
     let version = if head.ends_with("/v1beta") || head.ends_with("/v1") {
         ""
     } else {
@@ -255,11 +252,7 @@ fn user_parts(m: &super::Message, vertex: bool) -> Vec<Value> {
                 content,
                 ..
             } => {
-                let content = if content.trim().is_empty() {
-                    "(no output)"
-                } else {
-                    content.as_str()
-                };
+                let content = crate::llm::types::tool_output(content);
                 let mut fr = json!({"name": name, "response": {"result": content}});
                 // Vertex refuses ids here.
                 if !vertex {
@@ -424,23 +417,30 @@ pub struct Accumulator {
 /// Reads Gemini's `usageMetadata` into ledger terms: `promptTokenCount` includes the cached
 /// tokens; the output is `candidatesTokenCount` plus `thoughtsTokenCount` (thinking is billed as
 /// output although the candidates count leaves it out). `Ok(None)`: no counts in it.
-pub fn parse_usage(u: &Value) -> Result<Option<Usage>, String> {
-    use crate::llm::types::token_field;
-    if !u.is_object() {
+pub fn parse_usage(u: &Value) -> Result<Option<Usage>, UsageError> {
+    let keys = [
+        "promptTokenCount",
+        "candidatesTokenCount",
+        "thoughtsTokenCount",
+        "toolUsePromptTokenCount",
+        "cachedContentTokenCount",
+    ];
+    let Some([prompt, candidates, thoughts, tool_prompt, cached]) =
+        crate::llm::types::token_fields(u, keys)?
+    else {
         return Ok(None);
-    }
-    let prompt = token_field(u, "promptTokenCount")?;
-    let candidates = token_field(u, "candidatesTokenCount")?;
-    let thoughts = token_field(u, "thoughtsTokenCount")?;
-    let tool_prompt = token_field(u, "toolUsePromptTokenCount")?;
-    let cached = token_field(u, "cachedContentTokenCount")?.unwrap_or(0);
+    };
+    let cached = cached.unwrap_or(0);
     if prompt.is_none() && candidates.is_none() && thoughts.is_none() {
         return Ok(None);
     }
     let prompt = prompt.unwrap_or(0);
-    let input = prompt.checked_sub(cached).ok_or_else(|| {
-        format!("promptTokenCount {prompt} is less than cachedContentTokenCount {cached}")
-    })?;
+    let input = prompt
+        .checked_sub(cached)
+        .ok_or_else(|| UsageError::Contradicts {
+            total: format!("promptTokenCount {prompt}"),
+            parts: format!("cachedContentTokenCount {cached}"),
+        })?;
     Ok(Some(Usage {
         input: input + tool_prompt.unwrap_or(0),
         output: candidates.unwrap_or(0) + thoughts.unwrap_or(0),
@@ -464,36 +464,6 @@ fn filtered(reason: &str) -> bool {
 }
 
 impl Accumulator {
-    /// An accumulator that fails once the reply holds more than `limit` bytes.
-    pub fn with_limit(limit: usize) -> Self {
-        Accumulator {
-            budget: Budget::new(limit),
-            ..Self::default()
-        }
-    }
-
-    /// Takes one event; progress for the display goes to `out`. The stream has no final event:
-    /// this always returns false, and `finish` tells a complete stream from a cut one.
-    pub fn feed(&mut self, ev: &SseEvent, out: &mut Vec<StreamEvent>) -> Result<bool, Failure> {
-        let data = ev.data.trim();
-        if !data.starts_with('{') && !data.starts_with('[') {
-            return Ok(false);
-        }
-        let v: Value = serde_json::from_str(data).map_err(|e| {
-            Failure::retry(LlmError::Protocol(format!(
-                "invalid JSON in a stream chunk: {e}: {}",
-                snippet(data, 120)
-            )))
-        })?;
-        // Vertex wraps some errors in an array.
-        let v = match v {
-            Value::Array(mut a) if !a.is_empty() => a.swap_remove(0),
-            v => v,
-        };
-        self.feed_chunk(&v, out)?;
-        Ok(false)
-    }
-
     fn feed_chunk(&mut self, v: &Value, out: &mut Vec<StreamEvent>) -> Result<(), Failure> {
         if v.get("error").is_some_and(|e| !e.is_null()) {
             let eb = error_from_json(v).unwrap_or_default();
@@ -620,10 +590,60 @@ impl Accumulator {
         }
         Ok(())
     }
+}
+
+impl dialect::Accumulator for Accumulator {
+    /// Takes one event; progress for the display goes to `out`. The stream has no final event:
+    /// this always returns false, and `finish` tells a complete stream from a cut one.
+    fn feed(&mut self, ev: &SseEvent, out: &mut Vec<StreamEvent>) -> Result<bool, Failure> {
+        let data = ev.data.trim();
+        if !data.starts_with('{') && !data.starts_with('[') {
+            return Ok(false);
+        }
+        let v = dialect::event_json(data, "a stream chunk")?;
+        // Vertex wraps some errors in an array.
+        let v = match v {
+            Value::Array(mut a) if !a.is_empty() => a.swap_remove(0),
+            v => v,
+        };
+        self.feed_chunk(&v, out)?;
+        Ok(false)
+    }
+
+    /// The response of a complete stream. A stream without a finish reason was cut
+    /// (`Truncated`, retried); a prompt or a reply the provider's filters blocked before anything
+    /// was written is an error saying so (not retried).
+    fn finish(self) -> Result<Response, Failure> {
+        if let Some(r) = &self.blocked {
+            return Err(Failure::fatal(LlmError::Blocked(format!(
+                "the prompt was blocked ({r})"
+            ))));
+        }
+        let Some(reason) = self.finish.clone() else {
+            return Err(Failure::retry(LlmError::truncated("a finishReason")));
+        };
+        let resp = self.into_response();
+        let wrote = resp
+            .parts
+            .iter()
+            .any(|p| matches!(p, Part::Text { .. } | Part::ToolCall { .. }));
+        if !wrote && filtered(&reason) {
+            return Err(Failure::fatal(LlmError::Blocked(format!(
+                "the reply was blocked (finishReason {reason})"
+            ))));
+        }
+        if !wrote && reason == "MALFORMED_FUNCTION_CALL" {
+            return Err(Failure::retry(LlmError::Protocol(
+                "the model wrote a malformed function call (finishReason MALFORMED_FUNCTION_CALL)"
+                    .into(),
+            )));
+        }
+        Ok(resp)
+    }
 
     /// The response, whatever state the stream is in. A signature of a text or a call goes on
     /// a reasoning part just before it (the thought before it, if there is one).
-    pub fn into_response(self) -> Response {
+    fn into_response(self) -> Response {
         let mut parts: Vec<Part> = Vec::new();
         let signed = |thinking: String, signature: String, tool: Option<&str>| {
             let mut extra = Map::new();
@@ -696,35 +716,8 @@ impl Accumulator {
         Response::settled(parts, self.usage, self.usage_rejected, finish)
     }
 
-    /// The response of a complete stream. A stream without a finish reason was cut
-    /// (`Truncated`, retried); a prompt or a reply the provider's filters blocked before anything
-    /// was written is an error saying so (not retried).
-    pub fn finish(self) -> Result<Response, Failure> {
-        if let Some(r) = &self.blocked {
-            return Err(Failure::fatal(LlmError::Blocked(format!(
-                "the prompt was blocked ({r})"
-            ))));
-        }
-        let Some(reason) = self.finish.clone() else {
-            return Err(Failure::retry(LlmError::truncated("a finishReason")));
-        };
-        let resp = self.into_response();
-        let wrote = resp
-            .parts
-            .iter()
-            .any(|p| matches!(p, Part::Text { .. } | Part::ToolCall { .. }));
-        if !wrote && filtered(&reason) {
-            return Err(Failure::fatal(LlmError::Blocked(format!(
-                "the reply was blocked (finishReason {reason})"
-            ))));
-        }
-        if !wrote && reason == "MALFORMED_FUNCTION_CALL" {
-            return Err(Failure::retry(LlmError::Protocol(
-                "the model wrote a malformed function call (finishReason MALFORMED_FUNCTION_CALL)"
-                    .into(),
-            )));
-        }
-        Ok(resp)
+    fn budget(&mut self) -> &mut Budget {
+        &mut self.budget
     }
 }
 
@@ -739,19 +732,10 @@ pub fn response_from_json(v: &Value) -> Option<Response> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::sse::SseReader;
     use crate::llm::{Message, ToolSpec};
-    use std::io::Cursor;
 
     fn run(stream: &str) -> (Result<Response, Failure>, Vec<StreamEvent>) {
-        let mut acc = Accumulator::default();
-        let mut out = Vec::new();
-        for ev in SseReader::new(Cursor::new(stream.as_bytes().to_vec())) {
-            if let Err(f) = acc.feed(&ev.unwrap(), &mut out) {
-                return (Err(f), out);
-            }
-        }
-        (acc.finish(), out)
+        crate::llm::dialect::testing::run_with(Accumulator::default(), stream)
     }
 
     fn chunk(v: Value) -> String {

@@ -11,9 +11,11 @@ pub mod anthropic;
 pub mod bedrock;
 mod budget;
 mod client;
+pub mod dialect;
 pub mod endpoints;
 pub mod gemini;
 pub mod history;
+mod kind;
 pub mod openai;
 pub mod responses;
 pub mod retry;
@@ -21,32 +23,11 @@ pub mod sse;
 pub mod types;
 
 pub use budget::MAX_REPLY_BYTES;
+pub use kind::{ApiKind, Reasoning};
 pub use types::*;
 
 use std::fmt;
 use std::time::Duration;
-
-/// The wire protocol a provider speaks.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum ApiKind {
-    Anthropic,
-    /// OpenAI itself (sends `max_completion_tokens`): the Responses API for the models that have
-    /// it (see `Endpoint::responses`), Chat Completions for the others.
-    OpenAi,
-    /// Any OpenAI-compatible server (ollama, llama.cpp, vLLM, LM Studio, OpenRouter...).
-    #[default]
-    OpenAiCompat,
-    /// Google's Gemini API (`streamGenerateContent`, `x-goog-api-key`).
-    Gemini,
-    /// Google Vertex AI: the base URL names the project and location; Gemini models by
-    /// `streamGenerateContent`, Anthropic's (`claude-*`) by `streamRawPredict`; an OAuth access
-    /// token (`api_key`, else `GOOGLE_OAUTH_ACCESS_TOKEN` or gcloud when `ambient_auth`).
-    Vertex,
-    /// Azure OpenAI: OpenAI's APIs at an Azure resource, with the `api-key` header.
-    Azure,
-    /// Anthropic models on Amazon Bedrock (`InvokeModelWithResponseStream`).
-    Bedrock,
-}
 
 /// Where and how to reach a provider.
 #[derive(Clone, Debug, Default)]

@@ -5,11 +5,12 @@
 //! comments and empty `data:` lines, and `finish_reason: "stop"` on a reply with tool calls.
 
 use super::budget::{BLOCK_COST, Budget};
-use super::retry::{Failure, error_from_json, kind_retryable, snippet};
+use super::dialect::{self, Accumulator as _};
+use super::retry::{Failure, error_from_json, kind_retryable};
 use super::sse::SseEvent;
 use super::{
     ApiKind, ChatRequest, Endpoint, FinishReason, LlmError, Part, Response, Role, StreamEvent,
-    Usage,
+    Usage, UsageError,
 };
 use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};
@@ -20,12 +21,7 @@ pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
 /// `{base}/chat/completions` (before the base's query string, if any).
 pub fn url(base: &str) -> String {
-    let base = base.trim();
-    let base = if base.is_empty() {
-        DEFAULT_BASE_URL
-    } else {
-        base
-    };
+    let base = dialect::base_or(base, DEFAULT_BASE_URL);
     crate::net::join_path(base, "/chat/completions")
 }
 
@@ -101,11 +97,7 @@ pub fn build_request(req: &ChatRequest, kind: ApiKind) -> Value {
                             content,
                             ..
                         } => {
-                            let content = if content.trim().is_empty() {
-                                "(no output)"
-                            } else {
-                                content.as_str()
-                            };
+                            let content = crate::llm::types::tool_output(content);
                             messages.push(json!({"role": "tool", "tool_call_id": tool_call_id,
                                 "content": content}));
                         }
@@ -256,13 +248,12 @@ pub struct Accumulator {
 /// Reads an OpenAI usage object into ledger terms (`input` excludes cached tokens). `Ok(None)`:
 /// no usage in it; `Err`: a count is not a non-negative integer, or the cached counts exceed
 /// the prompt count (the numbers contradict each other).
-pub fn parse_usage(u: &Value) -> Result<Option<Usage>, String> {
-    use crate::llm::types::token_field;
-    if !u.is_object() {
+pub fn parse_usage(u: &Value) -> Result<Option<Usage>, UsageError> {
+    use crate::llm::types::{token_field, token_fields};
+    let Some([prompt, completion]) = token_fields(u, ["prompt_tokens", "completion_tokens"])?
+    else {
         return Ok(None);
-    }
-    let prompt = token_field(u, "prompt_tokens")?;
-    let completion = token_field(u, "completion_tokens")?;
+    };
     if prompt.is_none() && completion.is_none() {
         return Ok(None);
     }
@@ -277,10 +268,9 @@ pub fn parse_usage(u: &Value) -> Result<Option<Usage>, String> {
     let input = prompt
         .checked_sub(cache_read)
         .and_then(|n| n.checked_sub(cache_write))
-        .ok_or_else(|| {
-            format!(
-                "prompt_tokens {prompt} is less than its cached ({cache_read}) and cache-write ({cache_write}) tokens"
-            )
+        .ok_or_else(|| UsageError::Contradicts {
+            total: format!("prompt_tokens {prompt}"),
+            parts: format!("its cached ({cache_read}) and cache-write ({cache_write}) tokens"),
         })?;
     Ok(Some(Usage {
         input,
@@ -299,36 +289,6 @@ fn args_text(v: Option<&Value>) -> String {
 }
 
 impl Accumulator {
-    /// An accumulator that fails once the reply holds more than `limit` bytes (the default is
-    /// `MAX_REPLY_BYTES`).
-    pub fn with_limit(limit: usize) -> Self {
-        Accumulator {
-            budget: Budget::new(limit),
-            ..Self::default()
-        }
-    }
-
-    /// Takes one event; progress for the display goes to `out`. Returns true at `[DONE]`.
-    pub fn feed(&mut self, ev: &SseEvent, out: &mut Vec<StreamEvent>) -> Result<bool, Failure> {
-        let data = ev.data.trim();
-        if data == "[DONE]" {
-            self.done = true;
-            return Ok(true);
-        }
-        // Keep-alives: empty `data:`, `data: :ping`…
-        if !data.starts_with('{') {
-            return Ok(false);
-        }
-        let v: Value = serde_json::from_str(data).map_err(|e| {
-            Failure::retry(LlmError::Protocol(format!(
-                "invalid JSON in a stream chunk: {e}: {}",
-                snippet(data, 120)
-            )))
-        })?;
-        self.feed_chunk(&v, out)?;
-        Ok(false)
-    }
-
     fn feed_chunk(&mut self, v: &Value, out: &mut Vec<StreamEvent>) -> Result<(), Failure> {
         if v.get("error").is_some_and(|e| !e.is_null()) {
             let eb = error_from_json(v).unwrap_or_default();
@@ -484,9 +444,31 @@ impl Accumulator {
         }
         Ok(())
     }
+}
+
+impl dialect::Accumulator for Accumulator {
+    /// Takes one event; progress for the display goes to `out`. Returns true at `[DONE]`.
+    fn feed(&mut self, ev: &SseEvent, out: &mut Vec<StreamEvent>) -> Result<bool, Failure> {
+        let data = ev.data.trim();
+        if data == "[DONE]" {
+            self.done = true;
+            return Ok(true);
+        }
+        // Keep-alives: empty `data:`, `data: :ping`…
+        if !data.starts_with('{') {
+            return Ok(false);
+        }
+        let v = dialect::event_json(data, "a stream chunk")?;
+        self.feed_chunk(&v, out)?;
+        Ok(false)
+    }
+
+    fn missing(&self) -> Option<&'static str> {
+        self.finish.is_none().then_some("a finish_reason")
+    }
 
     /// The response, whatever state the stream is in.
-    pub fn into_response(self) -> Response {
+    fn into_response(self) -> Response {
         let length = self.finish.as_deref() == Some("length");
         let mut calls: Vec<Option<Call>> = self.calls.into_iter().map(Some).collect();
         let mut used = HashSet::new();
@@ -530,13 +512,8 @@ impl Accumulator {
         Response::settled(parts, self.usage, self.usage_rejected, finish)
     }
 
-    /// The response once the stream ended: complete only with a finish_reason (`[DONE]` alone
-    /// is a server that gave up mid-reply), else `Truncated`.
-    pub fn finish(self) -> Result<Response, Failure> {
-        if self.finish.is_none() {
-            return Err(Failure::retry(LlmError::truncated("a finish_reason")));
-        }
-        Ok(self.into_response())
+    fn budget(&mut self) -> &mut Budget {
+        &mut self.budget
     }
 }
 
@@ -556,9 +533,7 @@ pub fn response_from_json(v: &Value) -> Option<Response> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::sse::SseReader;
     use crate::llm::{Message, ToolSpec};
-    use std::io::Cursor;
 
     const HEAD: &str = r#""id":"chatcmpl-1","object":"chat.completion.chunk","created":1730000000,"model":"gpt-4.1""#;
 
@@ -598,24 +573,10 @@ mod tests {
         json!({"tool_calls": [t]})
     }
 
+    use crate::llm::dialect::testing::run_with;
+
     fn run(stream: &str) -> (Result<Response, Failure>, Vec<StreamEvent>) {
         run_with(Accumulator::default(), stream)
-    }
-
-    fn run_with(
-        mut acc: Accumulator,
-        stream: &str,
-    ) -> (Result<Response, Failure>, Vec<StreamEvent>) {
-        let mut out = Vec::new();
-        for ev in SseReader::new(Cursor::new(stream.as_bytes().to_vec())) {
-            let ev = ev.unwrap();
-            match acc.feed(&ev, &mut out) {
-                Ok(true) => break,
-                Ok(false) => {}
-                Err(f) => return (Err(f), out),
-            }
-        }
-        (acc.finish(), out)
     }
 
     fn calls(r: &Response) -> Vec<(String, String, String)> {

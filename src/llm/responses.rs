@@ -7,10 +7,13 @@
 //! across tool calls.
 
 use super::budget::{BLOCK_COST, Budget};
+use super::dialect::{self, Accumulator as _};
 use super::openai::valid_arguments;
 use super::retry::{Failure, kind_retryable, snippet};
 use super::sse::SseEvent;
-use super::{ChatRequest, FinishReason, LlmError, Part, Response, Role, StreamEvent, Usage};
+use super::{
+    ChatRequest, FinishReason, LlmError, Part, Response, Role, StreamEvent, Usage, UsageError,
+};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 
@@ -34,12 +37,7 @@ const OWN_OPTIONS: &[&str] = &[
 
 /// `{base}/responses` (before the base's query string, if any).
 pub fn url(base: &str) -> String {
-    let base = base.trim();
-    let base = if base.is_empty() {
-        super::openai::DEFAULT_BASE_URL
-    } else {
-        base
-    };
+    let base = dialect::base_or(base, super::openai::DEFAULT_BASE_URL);
     crate::net::join_path(base, "/responses")
 }
 
@@ -144,11 +142,7 @@ fn input(req: &ChatRequest) -> Vec<Value> {
                             content: out,
                             ..
                         } => {
-                            let out = if out.trim().is_empty() {
-                                "(no output)"
-                            } else {
-                                out.as_str()
-                            };
+                            let out = crate::llm::types::tool_output(out);
                             items.push(json!({"type": "function_call_output",
                                 "call_id": tool_call_id, "output": out}));
                             // The output takes text only: an image follows as the user's.
@@ -276,13 +270,11 @@ enum Block {
 
 /// Reads a Responses usage object into ledger terms: `input_tokens` includes the cached ones;
 /// `output_tokens` includes the reasoning tokens (billed as output).
-pub fn parse_usage(u: &Value) -> Result<Option<Usage>, String> {
-    use crate::llm::types::token_field;
-    if !u.is_object() {
+pub fn parse_usage(u: &Value) -> Result<Option<Usage>, UsageError> {
+    use crate::llm::types::{token_field, token_fields};
+    let Some([input, output]) = token_fields(u, ["input_tokens", "output_tokens"])? else {
         return Ok(None);
-    }
-    let input = token_field(u, "input_tokens")?;
-    let output = token_field(u, "output_tokens")?;
+    };
     if input.is_none() && output.is_none() {
         return Ok(None);
     }
@@ -293,7 +285,10 @@ pub fn parse_usage(u: &Value) -> Result<Option<Usage>, String> {
     };
     let fresh = input
         .checked_sub(cached)
-        .ok_or_else(|| format!("input_tokens {input} is less than its cached tokens ({cached})"))?;
+        .ok_or_else(|| UsageError::Contradicts {
+            total: format!("input_tokens {input}"),
+            parts: format!("its cached tokens ({cached})"),
+        })?;
     Ok(Some(Usage {
         input: fresh,
         output: output.unwrap_or(0),
@@ -337,117 +332,6 @@ fn reported(e: &Value, what: &str) -> Failure {
 }
 
 impl Accumulator {
-    /// An accumulator that fails once the reply holds more than `limit` bytes.
-    pub fn with_limit(limit: usize) -> Self {
-        Accumulator {
-            budget: Budget::new(limit),
-            ..Self::default()
-        }
-    }
-
-    /// Takes one event; progress for the display goes to `out`. Returns true at the final
-    /// event (`response.completed` or `response.incomplete`).
-    pub fn feed(&mut self, ev: &SseEvent, out: &mut Vec<StreamEvent>) -> Result<bool, Failure> {
-        let data = ev.data.trim();
-        if !data.starts_with('{') {
-            return Ok(self.done);
-        }
-        let v: Value = serde_json::from_str(data).map_err(|e| {
-            Failure::retry(LlmError::Protocol(format!(
-                "invalid JSON in `{}` event: {e}: {}",
-                ev.event,
-                snippet(data, 120)
-            )))
-        })?;
-        let ty = v.get("type").and_then(Value::as_str).unwrap_or(&ev.event);
-        let index = v.get("output_index").and_then(Value::as_u64);
-        match ty {
-            "response.output_item.added" | "response.output_item.done" => {
-                let done = ty.ends_with(".done");
-                let item = v.get("item").unwrap_or(&Value::Null);
-                let idx = index.unwrap_or(self.blocks.len() as u64);
-                self.item(idx, item, done, out)?;
-            }
-            "response.output_text.delta" | "response.refusal.delta" => {
-                let d = str_of(&v, "delta");
-                let idx = index.unwrap_or(self.blocks.len() as u64);
-                self.take(d.len(), !self.blocks.contains_key(&idx))?;
-                if !d.is_empty() {
-                    out.push(StreamEvent::TextDelta(d.to_string()));
-                }
-                let b = self
-                    .blocks
-                    .entry(idx)
-                    .or_insert_with(|| Block::Text(String::new()));
-                if let Block::Text(t) = b {
-                    t.push_str(d);
-                }
-            }
-            "response.function_call_arguments.delta" => {
-                let d = str_of(&v, "delta");
-                self.take(d.len(), false)?;
-                if let Some(Block::Call { args, .. }) = index.and_then(|i| self.blocks.get_mut(&i))
-                {
-                    args.push_str(d);
-                }
-            }
-            "response.reasoning_summary_part.added" => {
-                if let Some(Block::Reasoning { summary, .. }) =
-                    index.and_then(|i| self.blocks.get_mut(&i))
-                {
-                    if !summary.is_empty() {
-                        out.push(StreamEvent::ReasoningDelta("\n\n".into()));
-                    }
-                    summary.push(String::new());
-                }
-            }
-            "response.reasoning_summary_text.delta" => {
-                let d = str_of(&v, "delta");
-                self.take(d.len(), false)?;
-                if let Some(Block::Reasoning { summary, .. }) =
-                    index.and_then(|i| self.blocks.get_mut(&i))
-                {
-                    if summary.is_empty() {
-                        summary.push(String::new());
-                    }
-                    if let Some(last) = summary.last_mut() {
-                        last.push_str(d);
-                    }
-                    if !d.is_empty() {
-                        out.push(StreamEvent::ReasoningDelta(d.to_string()));
-                    }
-                }
-            }
-            "response.completed" | "response.incomplete" => {
-                let r = v.get("response").unwrap_or(&Value::Null);
-                if let Some(u) = r.get("usage").filter(|u| !u.is_null()) {
-                    crate::llm::types::record_usage(
-                        parse_usage(u),
-                        &mut self.usage,
-                        &mut self.usage_rejected,
-                    );
-                }
-                self.incomplete = r
-                    .get("incomplete_details")
-                    .and_then(|d| d.get("reason"))
-                    .and_then(Value::as_str)
-                    .map(str::to_string);
-                self.done = true;
-            }
-            "response.failed" => {
-                let r = v.get("response").unwrap_or(&Value::Null);
-                let e = r.get("error").unwrap_or(&Value::Null);
-                return Err(reported(e, "the response failed"));
-            }
-            "error" => {
-                let e = v.get("error").filter(|e| e.is_object()).unwrap_or(&v);
-                return Err(reported(e, "server error"));
-            }
-            _ => {}
-        }
-        Ok(self.done)
-    }
-
     /// Counts `n` bytes more, plus a block's bookkeeping when `new_block`.
     fn take(&mut self, n: usize, new_block: bool) -> Result<(), Failure> {
         self.budget.take(n + if new_block { BLOCK_COST } else { 0 })
@@ -543,9 +427,112 @@ impl Accumulator {
         }
         Ok(())
     }
+}
+
+impl dialect::Accumulator for Accumulator {
+    /// Takes one event; progress for the display goes to `out`. Returns true at the final
+    /// event (`response.completed` or `response.incomplete`).
+    fn feed(&mut self, ev: &SseEvent, out: &mut Vec<StreamEvent>) -> Result<bool, Failure> {
+        let data = ev.data.trim();
+        if !data.starts_with('{') {
+            return Ok(self.done);
+        }
+        let v = dialect::event_json(data, &format!("`{}` event", ev.event))?;
+        let ty = v.get("type").and_then(Value::as_str).unwrap_or(&ev.event);
+        let index = v.get("output_index").and_then(Value::as_u64);
+        match ty {
+            "response.output_item.added" | "response.output_item.done" => {
+                let done = ty.ends_with(".done");
+                let item = v.get("item").unwrap_or(&Value::Null);
+                let idx = index.unwrap_or(self.blocks.len() as u64);
+                self.item(idx, item, done, out)?;
+            }
+            "response.output_text.delta" | "response.refusal.delta" => {
+                let d = str_of(&v, "delta");
+                let idx = index.unwrap_or(self.blocks.len() as u64);
+                self.take(d.len(), !self.blocks.contains_key(&idx))?;
+                if !d.is_empty() {
+                    out.push(StreamEvent::TextDelta(d.to_string()));
+                }
+                let b = self
+                    .blocks
+                    .entry(idx)
+                    .or_insert_with(|| Block::Text(String::new()));
+                if let Block::Text(t) = b {
+                    t.push_str(d);
+                }
+            }
+            "response.function_call_arguments.delta" => {
+                let d = str_of(&v, "delta");
+                self.take(d.len(), false)?;
+                if let Some(Block::Call { args, .. }) = index.and_then(|i| self.blocks.get_mut(&i))
+                {
+                    args.push_str(d);
+                }
+            }
+            "response.reasoning_summary_part.added" => {
+                if let Some(Block::Reasoning { summary, .. }) =
+                    index.and_then(|i| self.blocks.get_mut(&i))
+                {
+                    if !summary.is_empty() {
+                        out.push(StreamEvent::ReasoningDelta("\n\n".into()));
+                    }
+                    summary.push(String::new());
+                }
+            }
+            "response.reasoning_summary_text.delta" => {
+                let d = str_of(&v, "delta");
+                self.take(d.len(), false)?;
+                if let Some(Block::Reasoning { summary, .. }) =
+                    index.and_then(|i| self.blocks.get_mut(&i))
+                {
+                    if summary.is_empty() {
+                        summary.push(String::new());
+                    }
+                    if let Some(last) = summary.last_mut() {
+                        last.push_str(d);
+                    }
+                    if !d.is_empty() {
+                        out.push(StreamEvent::ReasoningDelta(d.to_string()));
+                    }
+                }
+            }
+            "response.completed" | "response.incomplete" => {
+                let r = v.get("response").unwrap_or(&Value::Null);
+                if let Some(u) = r.get("usage").filter(|u| !u.is_null()) {
+                    crate::llm::types::record_usage(
+                        parse_usage(u),
+                        &mut self.usage,
+                        &mut self.usage_rejected,
+                    );
+                }
+                self.incomplete = r
+                    .get("incomplete_details")
+                    .and_then(|d| d.get("reason"))
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
+                self.done = true;
+            }
+            "response.failed" => {
+                let r = v.get("response").unwrap_or(&Value::Null);
+                let e = r.get("error").unwrap_or(&Value::Null);
+                return Err(reported(e, "the response failed"));
+            }
+            "error" => {
+                let e = v.get("error").filter(|e| e.is_object()).unwrap_or(&v);
+                return Err(reported(e, "server error"));
+            }
+            _ => {}
+        }
+        Ok(self.done)
+    }
+
+    fn missing(&self) -> Option<&'static str> {
+        (!self.done).then_some("response.completed")
+    }
 
     /// The response, whatever state the stream is in.
-    pub fn into_response(self) -> Response {
+    fn into_response(self) -> Response {
         let mut parts = Vec::new();
         let mut calls = false;
         for (_, b) in self.blocks {
@@ -601,12 +588,8 @@ impl Accumulator {
         Response::settled(parts, self.usage, self.usage_rejected, finish)
     }
 
-    /// The response of a complete stream; `Truncated` (retried) without its final event.
-    pub fn finish(self) -> Result<Response, Failure> {
-        if !self.done {
-            return Err(Failure::retry(LlmError::truncated("response.completed")));
-        }
-        Ok(self.into_response())
+    fn budget(&mut self) -> &mut Budget {
+        &mut self.budget
     }
 }
 
@@ -648,21 +631,10 @@ pub fn response_from_json(v: &Value) -> Option<Response> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::sse::SseReader;
     use crate::llm::{Message, ToolSpec};
-    use std::io::Cursor;
 
     fn run(stream: &str) -> (Result<Response, Failure>, Vec<StreamEvent>) {
-        let mut acc = Accumulator::default();
-        let mut out = Vec::new();
-        for ev in SseReader::new(Cursor::new(stream.as_bytes().to_vec())) {
-            match acc.feed(&ev.unwrap(), &mut out) {
-                Ok(true) => break,
-                Ok(false) => {}
-                Err(f) => return (Err(f), out),
-            }
-        }
-        (acc.finish(), out)
+        crate::llm::dialect::testing::run_with(Accumulator::default(), stream)
     }
 
     fn ev(v: Value) -> String {

@@ -460,7 +460,7 @@ impl Usage {
     /// What the ledger may record: `Ok(None)` when every count is zero (no real call consumes
     /// zero input tokens: the provider reported nothing, so the usage is unknown, never zero),
     /// `Err` with a reason when a count is absurd.
-    pub fn checked(self) -> Result<Option<Usage>, String> {
+    pub fn checked(self) -> Result<Option<Usage>, UsageError> {
         let fields = [
             ("input", self.input),
             ("output", self.output),
@@ -468,9 +468,7 @@ impl Usage {
             ("cache write", self.cache_write),
         ];
         if let Some((name, v)) = fields.iter().find(|(_, v)| *v > MAX_PLAUSIBLE_TOKENS) {
-            return Err(format!(
-                "{name} tokens {v} is not plausible for one call (limit {MAX_PLAUSIBLE_TOKENS})"
-            ));
+            return Err(UsageError::Implausible { name, value: *v });
         }
         if fields.iter().all(|(_, v)| *v == 0) {
             return Ok(None);
@@ -479,29 +477,82 @@ impl Usage {
     }
 }
 
-/// Reads one token count of a provider's usage object: `Ok(None)` when absent or null, `Err`
-/// when it is not a non-negative integer (negative, fractional, a string...).
-pub fn token_field(u: &serde_json::Value, key: &str) -> Result<Option<u64>, String> {
-    match u.get(key) {
-        None | Some(serde_json::Value::Null) => Ok(None),
-        Some(v) => v
-            .as_u64()
-            .map(Some)
-            .ok_or_else(|| format!("{key} is {v}, not a non-negative integer")),
+/// A tool result's text as sent to a model: `(no output)` for a blank one (the APIs refuse or
+/// misread an empty result).
+pub fn tool_output(content: &str) -> &str {
+    if content.trim().is_empty() {
+        "(no output)"
+    } else {
+        content
     }
 }
+
+/// Reads one token count of a provider's usage object: `Ok(None)` when absent or null, `Err`
+/// when it is not a non-negative integer (negative, fractional, a string...).
+pub fn token_field(u: &serde_json::Value, key: &str) -> Result<Option<u64>, UsageError> {
+    match u.get(key) {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(v) => v.as_u64().map(Some).ok_or_else(|| UsageError::NotACount {
+            key: key.to_string(),
+            value: v.to_string(),
+        }),
+    }
+}
+
+/// The counts `keys` of a usage object, None when `u` is not an object.
+pub fn token_fields<const N: usize>(
+    u: &serde_json::Value,
+    keys: [&str; N],
+) -> Result<Option<[Option<u64>; N]>, UsageError> {
+    if !u.is_object() {
+        return Ok(None);
+    }
+    let mut out = [None; N];
+    for (slot, key) in out.iter_mut().zip(keys) {
+        *slot = token_field(u, key)?;
+    }
+    Ok(Some(out))
+}
+
+/// Why a provider's reported usage is not recorded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UsageError {
+    /// A count is not a non-negative integer (negative, fractional, a string...).
+    NotACount { key: String, value: String },
+    /// The counts contradict each other: `total` (`prompt_tokens 5`) is less than `parts`.
+    Contradicts { total: String, parts: String },
+    /// A count no single call can reach (over `MAX_PLAUSIBLE_TOKENS`).
+    Implausible { name: &'static str, value: u64 },
+}
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UsageError::NotACount { key, value } => {
+                write!(f, "{key} is {value}, not a non-negative integer")
+            }
+            UsageError::Contradicts { total, parts } => write!(f, "{total} is less than {parts}"),
+            UsageError::Implausible { name, value } => write!(
+                f,
+                "{name} tokens {value} is not plausible for one call (limit {MAX_PLAUSIBLE_TOKENS})"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for UsageError {}
 
 /// Takes the usage a chunk reported: the last one reported wins, a good one over an earlier bad
 /// one too, a bad one over an earlier good one; a chunk without counts changes nothing.
 pub fn record_usage(
-    parsed: Result<Option<Usage>, String>,
+    parsed: Result<Option<Usage>, UsageError>,
     usage: &mut Option<Usage>,
     rejected: &mut Option<String>,
 ) {
     match parsed {
         Ok(None) => {}
         Ok(u) => (*usage, *rejected) = (u, None),
-        Err(e) => (*usage, *rejected) = (None, Some(e)),
+        Err(e) => (*usage, *rejected) = (None, Some(e.to_string())),
     }
 }
 
@@ -554,7 +605,8 @@ impl Response {
         finish: FinishReason,
     ) -> Response {
         let (usage, usage_rejected) = match (rejected, usage.map(Usage::checked)) {
-            (Some(why), _) | (None, Some(Err(why))) => (None, Some(why)),
+            (Some(why), _) => (None, Some(why)),
+            (None, Some(Err(why))) => (None, Some(why.to_string())),
             (None, Some(Ok(u))) => (u, None),
             (None, None) => (None, None),
         };
