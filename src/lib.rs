@@ -1,7 +1,7 @@
 //! crush: a terminal AI coding assistant. `main` parses the flags, dispatches the command and
 //! maps the outcome to an exit code; everything else lives in these modules (private to the
 //! crate), one per concept, in layers: a module uses only modules of lower layers (`LAYERS`,
-//! checked by a test). README.md ("How it is built") describes each layer.
+//! checked by a test). ARCHITECTURE.md describes each layer.
 
 #![cfg_attr(
     test,

@@ -422,7 +422,7 @@ pub static FLAGS: &[Flag] = &[
         long: "max-cost",
         takes: Takes::Checked("USD", max_cost),
         help: "Stop once this run has spent USD (exit 4)",
-        detail: "Stop before a model call once this run has spent USD (exit 4; see BUDGET)",
+        detail: "Stop before a model call once this run has spent USD (exit 4; see USAGE AND COST, Budget)",
         scope: Scope::Only(&[Cmd::Run]),
     },
     Flag {

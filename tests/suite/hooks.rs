@@ -56,14 +56,16 @@ fn tool_result_metadata(env: &TestEnv) -> Vec<Value> {
     out
 }
 
-/// The shell script of README.md that follows the line naming `name`.
-fn readme_script(name: &str) -> String {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let at = readme.find(name).expect("the script is in README.md");
-    let start = readme[..at].rfind("```sh\n").expect("in a sh block") + "```sh\n".len();
-    let end = start + readme[start..].find("```").unwrap();
-    readme[start..end].to_string()
+/// The shell script of the man page (HOOKS) whose `.nf` block holds the line naming `name`, its
+/// roff escapes undone.
+fn man_page_script(name: &str) -> String {
+    let page =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/man/crush.1.template"))
+            .unwrap();
+    let at = page.find(name).expect("the script is in the man page");
+    let start = page[..at].rfind(".nf\n").expect("in a .nf block") + ".nf\n".len();
+    let end = start + page[start..].find(".fi\n").unwrap();
+    page[start..end].replace("\\-", "-").replace("\\e", "\\")
 }
 
 fn bash_then_done(command: &str) -> FakeServer {
@@ -766,14 +768,14 @@ fn project_hooks_run_only_in_a_trusted_project() {
 }
 
 #[test]
-fn the_readme_guard_refuses_a_command_too_long_for_the_environment() {
-    // Past 64 KiB the variable is cut: the rm at the end is not in it, and the README's hook
+fn the_man_page_guard_refuses_a_command_too_long_for_the_environment() {
+    // Past 64 KiB the variable is cut: the rm at the end is not in it, and the man page's hook
     // refuses to judge what it could not see rather than pre-approve it.
     let command = format!("echo {}; rm -rf victim", "A".repeat(70 * 1024));
     let server = bash_then_done(&command);
     let env = TestEnv::new();
     env.write_project_file("victim/keep.txt", "precious");
-    let script = readme_script("hooks/no-rm.sh: refuse rm");
+    let script = man_page_script("hooks/no\\-rm.sh: refuse rm");
     let no_rm = hook(&env, "no-rm.sh", &script);
     with_hooks(
         &env,

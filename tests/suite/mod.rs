@@ -29,6 +29,7 @@ mod plan;
 mod prompt;
 mod providers;
 mod question;
+mod readme;
 mod repl;
 mod run;
 mod sandbox;
