@@ -547,7 +547,7 @@ pub fn start_session(ctx: Context, global: &Global) -> Result<OpenSession, AppEr
     };
     let title = session.title.clone();
     let progress = ctx.loaded.config.options.progress != Some(false);
-    let preview_lines = crate::tools::preview_lines(&ctx.loaded.config.options);
+    let preview_lines = crate::tools::preview_lines(ctx.loaded.config.options.tool_preview_lines);
     // A non-interactive turn waits for every server to start or fail: runs are repeatable.
     let mut agent = build_agent(&ctx, model, session.id, global.yolo, None);
     agent.policy.plan_mode = global.plan;

@@ -43,7 +43,8 @@ mod rcshell;
 mod repl;
 mod run;
 mod sandbox;
-mod sha256;
+#[doc(hidden)]
+pub mod sha256;
 mod signal;
 mod skills;
 mod stdio;
@@ -51,6 +52,15 @@ mod store;
 mod time;
 mod tools;
 mod visible;
+
+/// The crate's SHA-256, SigV4 and event-stream code, for the tests' fake AWS server, which
+/// signs-checks and frames with the very code crush uses (each is checked against published
+/// vectors by its unit tests).
+#[doc(hidden)]
+pub mod wire {
+    pub use crate::aws::{eventstream, sigv4};
+    pub use crate::sha256;
+}
 
 use app::AppError;
 use cli::Command;
@@ -240,9 +250,58 @@ mod tests {
         LAYERS.iter().position(|l| l.contains(&module))
     }
 
-    /// The modules `crate::` paths in `src` name (code before the first `#[cfg(test)]`).
+    /// `src` without its test-only items: each `#[cfg(test)]` and the item after it, to its
+    /// `;` or to the `}` that closes its first `{` (braces inside strings and comments are
+    /// rare enough in this code base that counting them all is close enough for a lint).
+    fn strip_tests(src: &str) -> String {
+        let mut out = String::with_capacity(src.len());
+        let mut rest = src;
+        while let Some(at) = rest.find("#[cfg(test)]") {
+            out.push_str(&rest[..at]);
+            let item = &rest[at + "#[cfg(test)]".len()..];
+            let mut depth = 0usize;
+            let mut end = item.len();
+            for (i, c) in item.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' => {
+                        depth = depth.saturating_sub(1);
+                        if depth == 0 {
+                            end = i + 1;
+                            break;
+                        }
+                    }
+                    ';' if depth == 0 => {
+                        end = i + 1;
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+            rest = &item[end..];
+        }
+        out.push_str(rest);
+        out
+    }
+
+    #[test]
+    fn test_items_are_stripped_wherever_they_are() {
+        let src = "use a;\n#[cfg(test)]\nuse crate::x;\nfn keep() {}\n#[cfg(test)]\nmod t { fn f() { crate::y } }\nfn after() { crate::z }\n";
+        let code = strip_tests(src);
+        assert!(
+            !code.contains("crate::x") && !code.contains("crate::y"),
+            "{code}"
+        );
+        assert!(
+            code.contains("fn keep") && code.contains("crate::z"),
+            "{code}"
+        );
+    }
+
+    /// The modules `crate::` paths in `src` name (test-only items left out).
     fn uses(src: &str) -> Vec<String> {
-        let code = src.split("#[cfg(test)]").next().unwrap_or("");
+        let code = strip_tests(src);
+        let code = code.as_str();
         let path = regex_lite::Regex::new(r"crate::([a-z_]+)").unwrap();
         let group = regex_lite::Regex::new(r"use crate::\{([^}]*)\}").unwrap();
         let mut out: Vec<String> = path.captures_iter(code).map(|c| c[1].to_string()).collect();
@@ -307,10 +366,10 @@ mod tests {
         assert!(wrong.is_empty(), "layering broken:\n{}", wrong.join("\n"));
     }
 
-    /// The functions of `src` (code before the first `#[cfg(test)]`) longer than `max` lines,
-    /// as `name (lines)`: from a line declaring `fn` to the `}` at its indentation.
+    /// The functions of `src` (test-only items left out) longer than `max` lines, as
+    /// `name (lines)`: from a line declaring `fn` to the `}` at its indentation.
     fn long_functions(src: &str, max: usize) -> Vec<String> {
-        let code = src.split("#[cfg(test)]").next().unwrap_or("");
+        let code = strip_tests(src);
         let decl =
             regex_lite::Regex::new(r"^(\s*)(?:pub(?:\([a-z]+\))? )?fn ([a-z_0-9]+)").unwrap();
         let lines: Vec<&str> = code.lines().collect();

@@ -226,7 +226,8 @@ impl Repl {
             self.small = cfg.resolve_model(None, true).ok();
         }
         self.term.progress = cfg.config.options.progress != Some(false) && !self.quiet;
-        self.term.preview_lines = crate::tools::preview_lines(&cfg.config.options);
+        self.term.preview_lines =
+            crate::tools::preview_lines(cfg.config.options.tool_preview_lines);
         Ok(format!(
             "{} (for this session only)\n",
             done.text.trim_end()

@@ -121,7 +121,7 @@ pub fn run(global: &Global, args: &ReplArgs) -> Result<ExitCode, AppError> {
     let progress = !args.quiet && ctx.loaded.config.options.progress != Some(false);
     let interactive = std::io::stdin().is_terminal();
     let mut term = Term::detect(progress);
-    term.preview_lines = crate::tools::preview_lines(&ctx.loaded.config.options);
+    term.preview_lines = crate::tools::preview_lines(ctx.loaded.config.options.tool_preview_lines);
     let lines = if tty::editor_usable(
         interactive,
         std::io::stderr().is_terminal(),

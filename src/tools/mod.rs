@@ -529,10 +529,8 @@ mod tests {
 pub const PREVIEW_LINES: usize = 5;
 
 /// Lines of a tool result's preview as `options.tool_preview_lines` says (0 shows none).
-pub fn preview_lines(options: &crate::config::Options) -> usize {
-    options
-        .tool_preview_lines
-        .map_or(PREVIEW_LINES, |n| usize::try_from(n).unwrap_or(usize::MAX))
+pub fn preview_lines<N: TryInto<usize>>(configured: Option<N>) -> usize {
+    configured.map_or(PREVIEW_LINES, |n| n.try_into().unwrap_or(usize::MAX))
 }
 
 /// How a result is previewed (`preview`).
