@@ -220,7 +220,6 @@ fn parse_headers(mut b: &[u8]) -> Result<Vec<(String, HeaderValue)>, FrameError>
 }
 
 /// A message with string headers, framed (for tests and the fake server).
-#[cfg(test)]
 pub fn encode(headers: &[(&str, &str)], payload: &[u8]) -> Vec<u8> {
     let mut hb = Vec::new();
     for (k, v) in headers {
@@ -245,7 +244,6 @@ pub fn encode(headers: &[(&str, &str)], payload: &[u8]) -> Vec<u8> {
 
 /// Standard base64 with padding (for tests and the fake server: Bedrock's `chunk` payloads
 /// carry their event in it).
-#[cfg(test)]
 pub fn base64(data: &[u8]) -> String {
     const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::new();

@@ -222,7 +222,6 @@ pub fn sign(
     added
 }
 
-#[cfg(test)]
 /// The parts of an `authorization` header: (access key id, scope, signed headers, signature).
 pub fn parse_authorization(value: &str) -> Option<(String, String, Vec<String>, String)> {
     let rest = value.strip_prefix("AWS4-HMAC-SHA256 ")?;

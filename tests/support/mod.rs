@@ -27,13 +27,8 @@ pub mod reply;
 pub mod server;
 // The crate's own SHA-256, SigV4 and event-stream code (each checked against published vectors
 // by its unit tests): the fake server signs-checks and frames with them.
-#[path = "../../src/aws/eventstream.rs"]
-pub mod eventstream;
-#[path = "../../src/sha256.rs"]
 #[allow(unused_imports)]
-pub mod sha256;
-#[path = "../../src/aws/sigv4.rs"]
-pub mod sigv4;
+pub use crush::wire::{eventstream, sha256, sigv4};
 
 #[allow(unused_imports)]
 pub use env::{Output, RUN_TIMEOUT, TestEnv};
