@@ -528,15 +528,19 @@ fn read_stdin_if_piped() -> Result<Option<Vec<u8>>, AppError> {
     if stdin.is_terminal() {
         return Ok(None);
     }
-    // SAFETY: fstat on fd 0 with a zeroed stat buffer.
-    let kind = unsafe {
-        let mut st: libc::stat = std::mem::zeroed();
-        if libc::fstat(0, &mut st) != 0 {
-            return Ok(None);
-        }
-        st.st_mode & libc::S_IFMT
+    // What fd 0 is, from a duplicate of it (std's fstat): a FIFO, a file or a socket is read.
+    use std::os::fd::AsFd;
+    let kind = match stdin
+        .as_fd()
+        .try_clone_to_owned()
+        .map(std::fs::File::from)
+        .and_then(|f| f.metadata())
+    {
+        Ok(m) => m.file_type(),
+        Err(_) => return Ok(None),
     };
-    if kind != libc::S_IFIFO && kind != libc::S_IFREG && kind != libc::S_IFSOCK {
+    use std::os::unix::fs::FileTypeExt;
+    if !(kind.is_fifo() || kind.is_file() || kind.is_socket()) {
         return Ok(None);
     }
     let mut buf = Vec::new();
