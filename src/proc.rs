@@ -441,6 +441,7 @@ fn wait_exit_keeping_zombie(pid: i32) -> bool {
         // SAFETY: waitid on our own child with a zeroed siginfo it fills in; WNOWAIT leaves the
         // child to be reaped by `Child::wait`.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: as above: `info` is a valid, writable siginfo for the call.
         let rc = unsafe {
             libc::waitid(
                 libc::P_PID,

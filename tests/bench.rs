@@ -95,6 +95,7 @@ fn measure_child(program: &str, args: &[String]) -> ! {
     let mut status = 0;
     // SAFETY: rusage is plain data; wait4 fills it for our own child.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `status` and `ru` are valid, writable locals; `pid` is our own child.
     let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
     let wall = start.elapsed();
     assert_eq!(r, pid, "wait4 failed");
@@ -249,6 +250,7 @@ fn repl_on_pty(env: &TestEnv, keys: &[&[u8]]) -> Duration {
     let mut status = 0;
     // SAFETY: rusage is plain data; wait4 fills it for our own child.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `status` and `ru` are valid, writable locals; `pid` is our own child.
     assert_eq!(unsafe { libc::wait4(pid, &mut status, 0, &mut ru) }, pid);
     let us = |t: libc::timeval| (t.tv_sec * 1_000_000 + t.tv_usec) as u64;
     Duration::from_micros(us(ru.ru_utime) + us(ru.ru_stime))

@@ -109,8 +109,8 @@ impl Ruleset {
         if fd < 0 {
             return Err((None, io::Error::last_os_error()));
         }
-        // SAFETY: a new descriptor the kernel just returned (close-on-exec), owned here alone.
         let ruleset = Ruleset {
+            // SAFETY: a new descriptor the kernel just returned (close-on-exec), owned here alone.
             fd: unsafe { OwnedFd::from_raw_fd(fd as i32) },
         };
         ruleset.allow(Path::new("/"), FS_READ)?;

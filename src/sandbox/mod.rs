@@ -293,6 +293,7 @@ fn mount_flags(path: &Path) -> Result<libc::c_ulong, Error> {
     let c = cstring(path)?;
     // SAFETY: statvfs fills the zeroed local.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a NUL-terminated path and `st` a valid, writable statvfs.
     if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
         return Err(Error::Path {
             path: path.to_path_buf(),

@@ -332,6 +332,7 @@ fn measure_setup_cost() {
     let cpu = || {
         // SAFETY: getrusage fills the zeroed local.
         let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `ru` is a valid, writable local.
         unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
         let t = |tv: libc::timeval| tv.tv_sec as f64 * 1e6 + tv.tv_usec as f64;
         t(ru.ru_utime) + t(ru.ru_stime)
