@@ -52,6 +52,7 @@ impl Agent {
             prompt_id: String::new(),
             env_file: None,
             title_from: None,
+            fixed_estimate: Default::default(),
         };
         let workspace = Workspace {
             cwd: s.config.cwd.clone(),

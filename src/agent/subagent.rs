@@ -315,6 +315,7 @@ impl Agent {
             prompt_id: self.session.prompt_id.clone(),
             env_file: None,
             title_from: None,
+            fixed_estimate: Default::default(),
         };
         let toolkit = Toolkit {
             tools: task_tools(&self.toolkit.tools, self.toolkit.lsp.as_ref()),

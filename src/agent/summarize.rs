@@ -25,6 +25,20 @@ pub fn needs_summary(window: u64, used: u64) -> bool {
     window.saturating_sub(used) <= margin
 }
 
+/// Summarize only when the history (what a summary replaces) is at least this share of the
+/// window, when its size is estimated.
+pub const MIN_HISTORY_PERCENT: u64 = 25;
+
+/// Whether summarizing would free room: the context less `fixed` (the estimated system prompt
+/// and tools, which every call sends; 0 when the server reports usage) is at least
+/// `MIN_HISTORY_PERCENT` of the window. A small window whose estimated fixed part alone nears
+/// it (a local model with 4 096 tokens, whose own count of crush's tool list is often far
+/// below four bytes a token) would otherwise be summarized at every turn; a call that does
+/// overflow is summarized and retried (crush(1) USAGE AND COST).
+pub fn history_worth_summarizing(window: u64, used: u64, fixed: u64) -> bool {
+    used.saturating_sub(fixed) >= window / 100 * MIN_HISTORY_PERCENT
+}
+
 /// The system prompt of the summary call (the sections of Go Crush's summary prompt).
 pub const SUMMARY_SYSTEM: &str = "You are summarizing a coding session so that it can continue \
 in a fresh context. Write a summary that lets another assistant pick the work up exactly where \
@@ -145,7 +159,9 @@ impl Agent {
             Ok(Some(s)) => u64::try_from(s.context_tokens).unwrap_or(0),
             _ => return false,
         };
-        needs_summary(self.model.model.context_window, used)
+        let window = self.model.model.context_window;
+        needs_summary(window, used)
+            && history_worth_summarizing(window, used, self.session.fixed_estimate.get())
     }
 
     /// Auto-summarize is on for this agent and not switched off in the configuration
@@ -332,6 +348,17 @@ mod tests {
         assert!(t.len() < 4_200, "{}", t.len());
         assert!(t.contains("6000 characters left out"), "{t}");
         assert_eq!(h[1].text(), "short");
+    }
+
+    #[test]
+    fn a_history_too_small_to_free_room_is_not_summarized() {
+        // Reported usage (fixed 0): the margin alone decides.
+        assert!(history_worth_summarizing(100_000, 85_000, 0));
+        // An estimated 5 500-token prompt and tools in a 4 096 window, 500 of history: no.
+        assert!(needs_summary(4096, 6000));
+        assert!(!history_worth_summarizing(4096, 6000, 5500));
+        // Once the history itself is a quarter of the window: yes.
+        assert!(history_worth_summarizing(4096, 6600, 5500));
     }
 
     #[test]

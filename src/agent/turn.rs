@@ -528,6 +528,9 @@ impl Agent {
                 Ok(StreamEvent::Done(mut resp)) => {
                     if resp.usage.is_none() {
                         resp.estimated = Some(llm::estimate_usage(&req, &resp.parts));
+                        self.session.fixed_estimate.set(llm::estimate_fixed(&req));
+                    } else {
+                        self.session.fixed_estimate.set(0);
                     }
                     return CallEnd::Done(resp);
                 }

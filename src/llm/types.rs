@@ -816,6 +816,23 @@ mod tests {
 /// of framing per message and eight per tool offered, and 512 per image. English prose and
 /// code run at three to five bytes a token, so the estimate is within about a quarter of
 /// the true count: good enough for the context meter and the summarize margin, never priced.
+/// Bytes of what every call of a session sends whatever its history: the system prompt and the
+/// tool definitions.
+fn fixed_bytes(req: &ChatRequest) -> usize {
+    let tools: usize = req
+        .tools
+        .iter()
+        .map(|t| 32 + t.name.len() + t.description.len() + t.parameters.to_string().len())
+        .sum();
+    req.system.len() + tools
+}
+
+/// [`estimate_usage`]'s share of `req` that summarizing cannot shrink (the system prompt and
+/// the tools), in tokens by the same four-bytes rule.
+pub fn estimate_fixed(req: &ChatRequest) -> u64 {
+    (fixed_bytes(req) / 4) as u64
+}
+
 pub fn estimate_usage(req: &ChatRequest, answer: &[Part]) -> Usage {
     fn part_bytes(p: &Part) -> usize {
         match p {
@@ -827,12 +844,9 @@ pub fn estimate_usage(req: &ChatRequest, answer: &[Part]) -> Usage {
             _ => 0,
         }
     }
-    let mut input = req.system.len();
+    let mut input = fixed_bytes(req);
     for m in &req.messages {
         input += 16 + m.parts.iter().map(part_bytes).sum::<usize>();
-    }
-    for t in &req.tools {
-        input += 32 + t.name.len() + t.description.len() + t.parameters.to_string().len();
     }
     let output: usize = answer.iter().map(part_bytes).sum();
     Usage {
