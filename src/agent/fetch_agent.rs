@@ -18,7 +18,7 @@ pub const TOOL_NAME: &str = "agentic_fetch";
 /// What the model sees of the tool; the agent loop runs it.
 pub struct AgenticFetch;
 
-fn check(input: &Value) -> Result<(&str, Option<&str>), String> {
+fn check(input: &Value) -> Result<(&str, Option<&str>), ToolError> {
     let prompt = req_str(input, "prompt")?;
     let url = opt_str(input, "url")?;
     if let Some(u) = url {
@@ -82,7 +82,7 @@ impl Tool for AgenticFetch {
         &self,
         input: &Value,
         ctx: &ToolCtx,
-    ) -> Result<Option<PermissionRequest>, String> {
+    ) -> Result<Option<PermissionRequest>, ToolError> {
         let (prompt, url) = check(input)?;
         // What the sub-agent may send out (its searches, the pages it follows) comes from this
         // prompt and the pages: the question shows it.
@@ -430,7 +430,10 @@ mod confinement {
                         checked += 1;
                         match (t.permission(&input, &ctx), *kind) {
                             (Err(e), "fetch") => {
-                                assert!(e.contains("outside this agent's directory"), "{what}: {e}")
+                                assert!(
+                                    e.to_string().contains("outside this agent's directory"),
+                                    "{what}: {e}"
+                                )
                             }
                             (Ok(_), "fetch") => {
                                 let out = t.run(&input, &ctx);
