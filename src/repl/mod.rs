@@ -1812,7 +1812,7 @@ impl Repl {
                         .error(&format!("cannot record the undo in the session: {e}"));
                 }
             }
-            Err(e) => self.term.error(&e),
+            Err(e) => self.term.error(&e.to_string()),
         }
     }
 
@@ -1826,7 +1826,7 @@ impl Repl {
         let path = crate::tools::common::resolve_in(&self.agent.cwd, file);
         match crate::commands::files::versions(self.ctx.store, &s.id, &path) {
             Ok(text) => self.term.print(&text),
-            Err(e) => self.term.error(&e),
+            Err(e) => self.term.error(&e.to_string()),
         }
     }
 
@@ -1851,7 +1851,9 @@ impl Repl {
                 return Ok(None);
             }
         }
-        attach::load(path, &self.agent.cwd).map(Some)
+        attach::load(path, &self.agent.cwd)
+            .map(Some)
+            .map_err(|e| e.to_string())
     }
 
     /// `/attach FILE`: a file for the next prompt; without FILE, what is attached.
