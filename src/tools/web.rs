@@ -46,7 +46,8 @@ pub fn fetch_as_markdown(url: &str) -> Result<String, ToolError> {
     Ok(text)
 }
 
-/// Saves a large page to `dir` (a new `page-N.md`); its path.
+/// Saves a large page to `dir` (a new `page-N.md`); its path. A failure is crush's (its own
+/// temporary directory), not the model's.
 pub fn save_page(dir: &Path, content: &str) -> Result<PathBuf, ToolError> {
     for n in 0..10_000 {
         let p = dir.join(format!("page-{n}.md"));
@@ -57,15 +58,22 @@ pub fn save_page(dir: &Path, content: &str) -> Result<PathBuf, ToolError> {
         {
             Ok(mut f) => {
                 use std::io::Write;
-                f.write_all(content.as_bytes())
-                    .map_err(|e| format!("Failed to write content to file: {e}"))?;
+                f.write_all(content.as_bytes()).map_err(|e| {
+                    ToolError::Internal(format!("Failed to write content to file: {e}"))
+                })?;
                 return Ok(p);
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(format!("Failed to create temporary file: {e}").into()),
+            Err(e) => {
+                return Err(ToolError::Internal(format!(
+                    "Failed to create temporary file: {e}"
+                )));
+            }
         }
     }
-    Err("Failed to create temporary file: too many pages".into())
+    Err(ToolError::Internal(
+        "Failed to create temporary file: too many pages".into(),
+    ))
 }
 
 pub struct WebFetch;
