@@ -795,6 +795,31 @@ mod tests {
         ] {
             assert!(check_web_url(bad).is_err(), "{bad}");
         }
+        assert_eq!(
+            check_web_url("ftp://x"),
+            Err(NotWeb::Scheme("ftp://x".into()))
+        );
+        assert_eq!(check_web_url("http:///p"), Err(NotWeb::NoHost));
+        let req = WebRequest::get("file:///etc/passwd", Duration::from_secs(1));
+        let e = web(&req).err().unwrap();
+        assert!(matches!(e, WebError::Blocked(NotWeb::Scheme(_))), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "URL must start with http:// or https:// (got file:///etc/passwd)"
+        );
+    }
+
+    #[test]
+    fn a_canceled_request_returns_at_once_with_its_cause() {
+        let cancel = std::sync::atomic::AtomicBool::new(true);
+        let r: Result<(), WebError> = cancellable(&cancel, || {
+            std::thread::sleep(Duration::from_secs(5));
+            Ok(())
+        });
+        assert!(matches!(r, Err(WebError::Canceled)));
+        let done = std::sync::atomic::AtomicBool::new(false);
+        let r: Result<u8, WebError> = cancellable(&done, || Err(WebError::TimedOut(3)));
+        assert_eq!(r.err().unwrap().to_string(), "timed out after 3 s");
     }
 
     #[test]

@@ -372,6 +372,29 @@ mod tests {
     }
 
     #[test]
+    fn a_temporary_file_that_cannot_be_made_is_crushs_failure_and_a_cancel_is_said() {
+        let url = serve(vec![Canned::new(200, "abc"), Canned::new(200, "abc")]).url;
+        let d = tempfile::tempdir().unwrap();
+        let tmp = d.path().join("missing").join(".x.crush-download");
+        let timeout = Duration::from_secs(5);
+        let e = fetch_to(&url, &tmp, 100, timeout, &AtomicBool::new(false))
+            .err()
+            .unwrap();
+        assert!(matches!(&e, Failed::CreateTemp(p, _) if *p == tmp), "{e}");
+        match ToolError::from(e) {
+            ToolError::Internal(m) => assert!(m.starts_with("cannot create "), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        let tmp = d.path().join(".y.crush-download");
+        let e = fetch_to(&url, &tmp, 100, timeout, &AtomicBool::new(true))
+            .err()
+            .unwrap();
+        assert!(matches!(e, Failed::Canceled), "{e}");
+        assert_eq!(ToolError::from(e), "download canceled".into());
+        assert!(!tmp.exists());
+    }
+
+    #[test]
     fn too_large_redirected_away_or_failing_downloads_write_nothing() {
         let fx = Fixture::new();
         let url = serve(vec![

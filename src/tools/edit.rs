@@ -481,6 +481,18 @@ mod tests {
     }
 
     #[test]
+    fn replace_in_says_why_nothing_was_replaced() {
+        assert_eq!(
+            replace_in("a a", "a", "b", false),
+            Err(NoReplace::Ambiguous(2))
+        );
+        assert_eq!(replace_in("a", "z", "b", false), Err(NoReplace::NotFound));
+        assert_eq!(replace_in("a", "a", "a", false), Err(NoReplace::Identical));
+        assert_eq!(replace_in("a", "", "b", false), Err(NoReplace::EmptyOld));
+        assert_eq!(replace_in("a a", "a", "b", true).unwrap().count, 2);
+    }
+
+    #[test]
     fn unique_multiple_and_replace_all() {
         let fx = Fixture::new();
         viewed(&fx, "a.rs", "let a = 1;\nlet b = 1;\nlet c = 2;\n");
