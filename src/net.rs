@@ -299,22 +299,105 @@ pub fn is_local_url(url: &str) -> bool {
 /// The most redirects a web request follows.
 pub const MAX_REDIRECTS: u32 = 10;
 
+/// Why a URL is not one the web tools may reach.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NotWeb {
+    /// Neither http:// nor https:// (the URL as given, shortened).
+    Scheme(String),
+    NoHost,
+}
+
+impl std::fmt::Display for NotWeb {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotWeb::Scheme(url) => {
+                write!(f, "URL must start with http:// or https:// (got {url})")
+            }
+            NotWeb::NoHost => f.write_str("URL has no host"),
+        }
+    }
+}
+
+impl std::error::Error for NotWeb {}
+
 /// Checks that `url` is an http or https URL with a host: what the web tools may reach.
-pub fn check_web_url(url: &str) -> Result<(), String> {
+pub fn check_web_url(url: &str) -> Result<(), NotWeb> {
     let lower = url.trim().to_ascii_lowercase();
     let rest = lower
         .strip_prefix("http://")
         .or_else(|| lower.strip_prefix("https://"))
-        .ok_or_else(|| {
-            format!(
-                "URL must start with http:// or https:// (got {})",
-                shorten(url.trim())
-            )
-        })?;
+        .ok_or_else(|| NotWeb::Scheme(shorten(url.trim())))?;
     if rest.is_empty() || rest.starts_with(['/', '?', '#']) {
-        return Err("URL has no host".to_string());
+        return Err(NotWeb::NoHost);
     }
     Ok(())
+}
+
+/// Why a request of the web tools got no response, or its body could not be read. URLs in it
+/// are shortened.
+#[derive(Debug)]
+pub enum WebError {
+    /// The URL asked for is not one the web tools may reach.
+    Blocked(NotWeb),
+    /// A redirect led to a URL the web tools may not reach.
+    Redirect {
+        from: String,
+        to: String,
+        why: NotWeb,
+    },
+    TooManyRedirects(String),
+    /// The request's time ran out (its timeout in seconds).
+    TimedOut(u64),
+    /// The request could not be built (a header the HTTP library refuses).
+    Invalid {
+        url: String,
+        why: ureq::http::Error,
+    },
+    /// The request was sent, and failed (no connection, a TLS error, the timeout).
+    Failed {
+        url: String,
+        why: ureq::Error,
+    },
+    /// The response's body could not be read.
+    Read(std::io::Error),
+    /// The user canceled the turn while the request was on its way (`cancellable`).
+    Canceled,
+    /// No thread could be started for the request (`cancellable`).
+    Thread(std::io::Error),
+    /// The request's thread ended without an answer (`cancellable`).
+    Lost,
+}
+
+impl std::fmt::Display for WebError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WebError::Blocked(why) => write!(f, "{why}"),
+            WebError::Redirect { from, to, why } => {
+                write!(f, "refused a redirect from {from} to {to}: {why}")
+            }
+            WebError::TooManyRedirects(url) => {
+                write!(
+                    f,
+                    "too many redirects (more than {MAX_REDIRECTS}) from {url}"
+                )
+            }
+            WebError::TimedOut(secs) => write!(f, "timed out after {secs} s"),
+            WebError::Invalid { url, why } => write!(f, "invalid request for {url}: {why}"),
+            WebError::Failed { url, why } => write!(f, "request to {url} failed: {why}"),
+            WebError::Read(e) => write!(f, "failed to read the response: {e}"),
+            WebError::Canceled => f.write_str("canceled"),
+            WebError::Thread(e) => write!(f, "cannot start the request: {e}"),
+            WebError::Lost => f.write_str("the request failed"),
+        }
+    }
+}
+
+impl std::error::Error for WebError {}
+
+impl From<NotWeb> for WebError {
+    fn from(e: NotWeb) -> WebError {
+        WebError::Blocked(e)
+    }
 }
 
 fn shorten(s: &str) -> String {
@@ -381,7 +464,7 @@ impl WebResponse {
     }
 
     /// Reads the body up to `cap` bytes: the bytes, and whether more were there.
-    pub fn read_capped(&mut self, cap: u64) -> Result<(Vec<u8>, bool), String> {
+    pub fn read_capped(&mut self, cap: u64) -> Result<(Vec<u8>, bool), WebError> {
         use std::io::Read;
         let mut body = Vec::new();
         self.response
@@ -391,7 +474,7 @@ impl WebResponse {
             .reader()
             .take(cap.saturating_add(1))
             .read_to_end(&mut body)
-            .map_err(|e| format!("failed to read the response: {e}"))?;
+            .map_err(WebError::Read)?;
         let more = body.len() as u64 > cap;
         body.truncate(cap as usize);
         Ok((body, more))
@@ -412,7 +495,7 @@ impl WebResponse {
 /// checked: a redirect to anything but http(s) (`file:`, `ftp:`, `data:`) is refused, and so
 /// are more than `MAX_REDIRECTS`. A 307 or 308 repeats the method and body; the other
 /// redirects continue with GET. Statuses are returned, not errors.
-pub fn web(req: &WebRequest) -> Result<WebResponse, String> {
+pub fn web(req: &WebRequest) -> Result<WebResponse, WebError> {
     check_web_url(req.url)?;
     let deadline = std::time::Instant::now() + req.timeout;
     let mut url = req.url.trim().to_string();
@@ -421,7 +504,7 @@ pub fn web(req: &WebRequest) -> Result<WebResponse, String> {
     for _ in 0..=MAX_REDIRECTS {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         if left.is_zero() {
-            return Err(format!("timed out after {} s", req.timeout.as_secs()));
+            return Err(WebError::TimedOut(req.timeout.as_secs()));
         }
         let t = Timeouts {
             global: Some(left),
@@ -434,12 +517,18 @@ pub fn web(req: &WebRequest) -> Result<WebResponse, String> {
         for (k, v) in &req.headers {
             builder = builder.header(*k, v.as_str());
         }
-        let invalid = |e: ureq::http::Error| format!("invalid request for {}: {e}", shorten(&url));
+        let invalid = |why| WebError::Invalid {
+            url: shorten(&url),
+            why,
+        };
         let sent = match body {
             Some(b) => agent.run(builder.body(b.to_vec()).map_err(invalid)?),
             None => agent.run(builder.body(()).map_err(invalid)?),
         };
-        let response = sent.map_err(|e| format!("request to {} failed: {e}", shorten(&url)))?;
+        let response = sent.map_err(|why| WebError::Failed {
+            url: shorten(&url),
+            why,
+        })?;
         let status = response.status().as_u16();
         if !matches!(status, 301 | 302 | 303 | 307 | 308) {
             return Ok(WebResponse { url, response });
@@ -455,12 +544,12 @@ pub fn web(req: &WebRequest) -> Result<WebResponse, String> {
             return Ok(WebResponse { url, response });
         }
         let next = resolve_location(&url, &location);
-        if let Err(e) = check_web_url(&next) {
-            return Err(format!(
-                "refused a redirect from {} to {}: {e}",
-                shorten(&url),
-                shorten(&next)
-            ));
+        if let Err(why) = check_web_url(&next) {
+            return Err(WebError::Redirect {
+                from: shorten(&url),
+                to: shorten(&next),
+                why,
+            });
         }
         if !matches!(status, 307 | 308) {
             method = "GET".to_string();
@@ -468,10 +557,7 @@ pub fn web(req: &WebRequest) -> Result<WebResponse, String> {
         }
         url = next;
     }
-    Err(format!(
-        "too many redirects (more than {MAX_REDIRECTS}) from {}",
-        shorten(req.url)
-    ))
+    Err(WebError::TooManyRedirects(shorten(req.url)))
 }
 
 /// A `Location` header resolved against the URL that sent it.
@@ -510,11 +596,12 @@ fn resolve_location(base: &str, location: &str) -> String {
 }
 
 /// Runs `work` on a thread of its own and waits for it, returning at once when `cancel` is
-/// set (the thread is then abandoned: it ends at its own timeout).
-pub fn cancellable<T: Send + 'static>(
+/// set (the thread is then abandoned: it ends at its own timeout). Its errors, and this
+/// function's own (`WebError::Canceled`, `Thread`, `Lost`), come as `E`.
+pub fn cancellable<T: Send + 'static, E: From<WebError> + Send + 'static>(
     cancel: &std::sync::atomic::AtomicBool,
-    work: impl FnOnce() -> Result<T, String> + Send + 'static,
-) -> Result<T, String> {
+    work: impl FnOnce() -> Result<T, E> + Send + 'static,
+) -> Result<T, E> {
     use std::sync::atomic::Ordering;
     let (tx, rx) = crossbeam_channel::bounded(1);
     std::thread::Builder::new()
@@ -522,17 +609,17 @@ pub fn cancellable<T: Send + 'static>(
         .spawn(move || {
             let _ = tx.send(work());
         })
-        .map_err(|e| format!("cannot start the request: {e}"))?;
+        .map_err(WebError::Thread)?;
     loop {
         match rx.recv_timeout(Duration::from_millis(20)) {
             Ok(r) => return r,
             Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
                 if cancel.load(Ordering::Relaxed) {
-                    return Err("canceled".to_string());
+                    return Err(WebError::Canceled.into());
                 }
             }
             Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
-                return Err("the request failed".to_string());
+                return Err(WebError::Lost.into());
             }
         }
     }
@@ -708,6 +795,31 @@ mod tests {
         ] {
             assert!(check_web_url(bad).is_err(), "{bad}");
         }
+        assert_eq!(
+            check_web_url("ftp://x"),
+            Err(NotWeb::Scheme("ftp://x".into()))
+        );
+        assert_eq!(check_web_url("http:///p"), Err(NotWeb::NoHost));
+        let req = WebRequest::get("file:///etc/passwd", Duration::from_secs(1));
+        let e = web(&req).err().unwrap();
+        assert!(matches!(e, WebError::Blocked(NotWeb::Scheme(_))), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "URL must start with http:// or https:// (got file:///etc/passwd)"
+        );
+    }
+
+    #[test]
+    fn a_canceled_request_returns_at_once_with_its_cause() {
+        let cancel = std::sync::atomic::AtomicBool::new(true);
+        let r: Result<(), WebError> = cancellable(&cancel, || {
+            std::thread::sleep(Duration::from_secs(5));
+            Ok(())
+        });
+        assert!(matches!(r, Err(WebError::Canceled)));
+        let done = std::sync::atomic::AtomicBool::new(false);
+        let r: Result<u8, WebError> = cancellable(&done, || Err(WebError::TimedOut(3)));
+        assert_eq!(r.err().unwrap().to_string(), "timed out after 3 s");
     }
 
     #[test]
@@ -748,7 +860,8 @@ mod tests {
         assert!(seen[1].body.is_empty());
         let err = web(&WebRequest::get(&base, t)).err().unwrap();
         assert!(
-            err.contains("refused a redirect") && err.contains("file:///etc/passwd"),
+            err.to_string().contains("refused a redirect")
+                && err.to_string().contains("file:///etc/passwd"),
             "{err}"
         );
         let loops: Vec<_> = (0..=MAX_REDIRECTS)
@@ -756,7 +869,7 @@ mod tests {
             .collect();
         let base = serve(loops).url;
         let err = web(&WebRequest::get(&base, t)).err().unwrap();
-        assert!(err.contains("too many redirects"), "{err}");
+        assert!(err.to_string().contains("too many redirects"), "{err}");
     }
 }
 

@@ -143,6 +143,18 @@ pub fn available_commands(cat: &crate::skills::catalog::Catalog, agents: bool) -
         .collect()
 }
 
+/// A `/NAME` prompt whose command, skill or MCP prompt cannot take it: that command's message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CommandError(pub String);
+
+impl std::fmt::Display for CommandError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for CommandError {}
+
 /// A prompt whose first word names a command, skill or MCP prompt (`/NAME ARGS`, as in
 /// `crush run`; `//` escapes a leading slash) becomes what that command sends; anything else
 /// is the prompt as typed.
@@ -150,7 +162,7 @@ pub fn expand_command(
     text: &str,
     cat: &crate::skills::catalog::Catalog,
     mcp: Option<&crate::mcp::Manager>,
-) -> Result<String, String> {
+) -> Result<String, CommandError> {
     let trimmed = text.trim_start();
     if let Some(rest) = trimmed.strip_prefix("//") {
         return Ok(format!("/{rest}"));
@@ -161,47 +173,83 @@ pub fn expand_command(
     let (name, raw) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
     let words = crate::config::commands::split_words(raw)
         .unwrap_or_else(|_| raw.split_whitespace().map(str::to_string).collect());
-    match crate::skills::catalog::for_run(cat, name, words, raw)? {
-        Some((entry, bound)) => entry.render(&bound, mcp),
+    // What the skills say is wrong, as they say it.
+    let found = crate::skills::catalog::for_run(cat, name, words, raw)
+        .map_err(|e| CommandError(e.to_string()))?;
+    match found {
+        Some((entry, bound)) => entry
+            .render(&bound, mcp)
+            .map_err(|e| CommandError(e.to_string())),
         None => Ok(text.to_string()),
     }
 }
 
+/// Why the editor's `mcpServers` cannot be started as given.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BadServers {
+    NotArray,
+    NoName,
+    /// The server (its name) lacks a field (its key).
+    Missing(String, String),
+    /// An `env` or `headers` entry (which of them) without a name and a value.
+    BadPair(&'static str),
+    /// The server (its name) has a `type` crush does not know.
+    UnknownType(String, String),
+}
+
+impl std::fmt::Display for BadServers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BadServers::NotArray => f.write_str("\"mcpServers\" must be an array"),
+            BadServers::NoName => f.write_str("an MCP server needs a name"),
+            BadServers::Missing(name, k) => write!(f, "MCP server '{name}' needs \"{k}\""),
+            BadServers::BadPair(what) => write!(f, "each of {what} needs a name and a value"),
+            BadServers::UnknownType(name, other) => write!(
+                f,
+                "MCP server '{name}': unknown type \"{other}\" (stdio, http or sse)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for BadServers {}
+
 /// The editor's MCP servers (`mcpServers` of `session/new` and `session/load`) as crush starts
 /// them: like configured ones, with their values as given (nothing is expanded).
-pub fn mcp_servers(list: &Value, cwd: &Path) -> Result<Vec<ServerSpec>, String> {
+pub fn mcp_servers(list: &Value, cwd: &Path) -> Result<Vec<ServerSpec>, BadServers> {
     let Some(list) = list.as_array() else {
-        return Err("\"mcpServers\" must be an array".into());
+        return Err(BadServers::NotArray);
     };
-    let pairs = |v: Option<&Value>, what: &str| -> Result<Vec<(String, String)>, String> {
-        let mut out = Vec::new();
-        for p in v
-            .and_then(Value::as_array)
-            .map(Vec::as_slice)
-            .unwrap_or(&[])
-        {
-            match (
-                p.get("name").and_then(Value::as_str),
-                p.get("value").and_then(Value::as_str),
-            ) {
-                (Some(n), Some(v)) => out.push((n.to_string(), v.to_string())),
-                _ => return Err(format!("each of {what} needs a name and a value")),
+    let pairs =
+        |v: Option<&Value>, what: &'static str| -> Result<Vec<(String, String)>, BadServers> {
+            let mut out = Vec::new();
+            for p in v
+                .and_then(Value::as_array)
+                .map(Vec::as_slice)
+                .unwrap_or(&[])
+            {
+                match (
+                    p.get("name").and_then(Value::as_str),
+                    p.get("value").and_then(Value::as_str),
+                ) {
+                    (Some(n), Some(v)) => out.push((n.to_string(), v.to_string())),
+                    _ => return Err(BadServers::BadPair(what)),
+                }
             }
-        }
-        Ok(out)
-    };
+            Ok(out)
+        };
     let mut out: Vec<ServerSpec> = Vec::new();
     for s in list {
         let name = s
             .get("name")
             .and_then(Value::as_str)
             .filter(|n| !n.trim().is_empty())
-            .ok_or("an MCP server needs a name")?;
+            .ok_or(BadServers::NoName)?;
         let field = |k: &str| {
             s.get(k)
                 .and_then(Value::as_str)
                 .filter(|v| !v.trim().is_empty())
-                .ok_or_else(|| format!("MCP server '{name}' needs \"{k}\""))
+                .ok_or_else(|| BadServers::Missing(name.to_string(), k.to_string()))
         };
         let transport = match s.get("type").and_then(Value::as_str) {
             None | Some("stdio") => TransportSpec::Stdio(crate::mcp::Command {
@@ -229,9 +277,7 @@ pub fn mcp_servers(list: &Value, cwd: &Path) -> Result<Vec<ServerSpec>, String> 
                 }
             }
             Some(other) => {
-                return Err(format!(
-                    "MCP server '{name}': unknown type \"{other}\" (stdio, http or sse)"
-                ));
+                return Err(BadServers::UnknownType(name.to_string(), other.to_string()));
             }
         };
         out.retain(|o| o.name != name);
@@ -279,19 +325,62 @@ fn attachment_name(uri: &str, cwd: &Path) -> String {
     }
 }
 
+/// Why an editor's prompt is not one crush can take; blocks are numbered from 1.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BadPrompt {
+    NotArray,
+    /// A block (its number) lacks a field (its key).
+    Missing(usize, String),
+    /// A `resource` block without a `uri`.
+    NoUri(usize),
+    /// A `resource` block with neither `text` nor `blob`.
+    NoContent(usize),
+    NotBase64(usize),
+    Audio(usize),
+    UnknownType(usize, String),
+    NoType(usize),
+    Empty,
+}
+
+impl std::fmt::Display for BadPrompt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BadPrompt::NotArray => f.write_str("\"prompt\" must be an array of content blocks"),
+            BadPrompt::Missing(n, k) => write!(f, "prompt block {n}: \"{k}\" is missing"),
+            BadPrompt::NoUri(n) => write!(f, "prompt block {n}: the resource has no \"uri\""),
+            BadPrompt::NoContent(n) => write!(
+                f,
+                "prompt block {n}: the resource has neither \"text\" nor \"blob\""
+            ),
+            BadPrompt::NotBase64(n) => write!(f, "prompt block {n}: the image is not base64"),
+            BadPrompt::Audio(n) => write!(
+                f,
+                "prompt block {n}: audio is not supported (the prompt capabilities say so)"
+            ),
+            BadPrompt::UnknownType(n, other) => {
+                write!(f, "prompt block {n}: unknown content type \"{other}\"")
+            }
+            BadPrompt::NoType(n) => write!(f, "prompt block {n}: \"type\" is missing"),
+            BadPrompt::Empty => f.write_str("the prompt is empty"),
+        }
+    }
+}
+
+impl std::error::Error for BadPrompt {}
+
 /// A prompt's content blocks as the prompt text and its attachments: text as it is, a
 /// resource link as a mention, an embedded resource as a mention and an attached file, an
 /// image as an attached image. Err: the blocks are not a prompt crush can take.
-pub fn prompt(blocks: &Value, cwd: &Path) -> Result<(String, Vec<Part>), String> {
+pub fn prompt(blocks: &Value, cwd: &Path) -> Result<(String, Vec<Part>), BadPrompt> {
     let Some(blocks) = blocks.as_array() else {
-        return Err("\"prompt\" must be an array of content blocks".into());
+        return Err(BadPrompt::NotArray);
     };
     let mut text = String::new();
     let mut attachments = Vec::new();
     for (i, b) in blocks.iter().enumerate() {
         let field = |k: &str| b.get(k).and_then(Value::as_str);
-        let need =
-            |k: &str| field(k).ok_or_else(|| format!("prompt block {}: \"{k}\" is missing", i + 1));
+        let n = i + 1;
+        let need = |k: &str| field(k).ok_or_else(|| BadPrompt::Missing(n, k.to_string()));
         match field("type") {
             Some("text") => text.push_str(need("text")?),
             Some("resource_link") => {
@@ -300,9 +389,7 @@ pub fn prompt(blocks: &Value, cwd: &Path) -> Result<(String, Vec<Part>), String>
             Some("resource") => {
                 let r = b.get("resource").unwrap_or(&Value::Null);
                 let rf = |k: &str| r.get(k).and_then(Value::as_str);
-                let uri = rf("uri").ok_or_else(|| {
-                    format!("prompt block {}: the resource has no \"uri\"", i + 1)
-                })?;
+                let uri = rf("uri").ok_or(BadPrompt::NoUri(n))?;
                 let (mime, data) = match (rf("text"), rf("blob")) {
                     (Some(t), _) => (
                         rf("mimeType").unwrap_or("text/plain"),
@@ -313,10 +400,7 @@ pub fn prompt(blocks: &Value, cwd: &Path) -> Result<(String, Vec<Part>), String>
                         blob.to_string(),
                     ),
                     (None, None) => {
-                        return Err(format!(
-                            "prompt block {}: the resource has neither \"text\" nor \"blob\"",
-                            i + 1
-                        ));
+                        return Err(BadPrompt::NoContent(n));
                     }
                 };
                 text.push_str(&mention(uri, "", cwd));
@@ -329,7 +413,7 @@ pub fn prompt(blocks: &Value, cwd: &Path) -> Result<(String, Vec<Part>), String>
             Some("image") => {
                 let data = need("data")?;
                 if crate::llm::base64_decode(data).is_none() {
-                    return Err(format!("prompt block {}: the image is not base64", i + 1));
+                    return Err(BadPrompt::NotBase64(n));
                 }
                 attachments.push(Part::Binary {
                     path: field("uri")
@@ -340,22 +424,16 @@ pub fn prompt(blocks: &Value, cwd: &Path) -> Result<(String, Vec<Part>), String>
                 });
             }
             Some("audio") => {
-                return Err(format!(
-                    "prompt block {}: audio is not supported (the prompt capabilities say so)",
-                    i + 1
-                ));
+                return Err(BadPrompt::Audio(n));
             }
             Some(other) => {
-                return Err(format!(
-                    "prompt block {}: unknown content type \"{other}\"",
-                    i + 1
-                ));
+                return Err(BadPrompt::UnknownType(n, other.to_string()));
             }
-            None => return Err(format!("prompt block {}: \"type\" is missing", i + 1)),
+            None => return Err(BadPrompt::NoType(n)),
         }
     }
     if text.trim().is_empty() && attachments.is_empty() {
-        return Err("the prompt is empty".into());
+        return Err(BadPrompt::Empty);
     }
     Ok((text, attachments))
 }

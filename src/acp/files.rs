@@ -3,8 +3,8 @@
 //! which the editor is shown as diffs of the content crush wrote.
 
 use super::rpc::{AskError, Peer};
-use crate::tools::Files;
 use crate::tools::write::FileChange;
+use crate::tools::{Files, ToolError};
 use serde_json::json;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -59,18 +59,20 @@ impl EditorFiles {
         std::mem::take(&mut *self.changes.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
-    fn ask(&self, method: &str, params: serde_json::Value) -> Result<serde_json::Value, String> {
+    /// `method` asked of the editor. What it refuses, or fails to answer, is the model's to
+    /// hear, as a file it cannot read would be.
+    fn ask(&self, method: &str, params: serde_json::Value) -> Result<serde_json::Value, ToolError> {
         self.peer
             .request(method, params, &self.cancel, Some(self.timeout))
             .map_err(|e| match e {
-                AskError::Canceled => "the user canceled the turn".to_string(),
-                e => e.to_string(),
+                AskError::Canceled => "the user canceled the turn".into(),
+                e => ToolError::RespondToModel(e.to_string()),
             })
     }
 }
 
 impl Files for EditorFiles {
-    fn read(&self, path: &Path) -> Option<Result<String, String>> {
+    fn read(&self, path: &Path) -> Option<Result<String, ToolError>> {
         if !self.caps.read {
             return None;
         }
@@ -81,12 +83,12 @@ impl Files for EditorFiles {
         Some(
             r.and_then(|v| match v.get("content").and_then(|c| c.as_str()) {
                 Some(c) => Ok(c.to_string()),
-                None => Err("the editor's answer has no content".to_string()),
+                None => Err("the editor's answer has no content".into()),
             }),
         )
     }
 
-    fn write(&self, change: &FileChange) -> Option<Result<(), String>> {
+    fn write(&self, change: &FileChange) -> Option<Result<(), ToolError>> {
         let record = || {
             self.changes
                 .lock()

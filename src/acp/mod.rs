@@ -391,7 +391,8 @@ impl Acp {
         let cwd = PathBuf::from(string(p, "cwd")?);
         let servers = match p.get("mcpServers") {
             None | Some(Value::Null) => Vec::new(),
-            Some(v) => content::mcp_servers(v, &cwd).map_err(RpcError::invalid_params)?,
+            Some(v) => content::mcp_servers(v, &cwd)
+                .map_err(|e| RpcError::invalid_params(e.to_string()))?,
         };
         let sid = match kind {
             Kind::New => crate::store::new_id().map_err(|e| RpcError::internal(e.to_string()))?,

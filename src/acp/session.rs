@@ -416,7 +416,7 @@ impl Session<'_> {
     fn turn(&mut self, prompt: &Value) -> Result<Value, RpcError> {
         let cwd = self.w.open.cwd.clone();
         let (text, attachments) =
-            content::prompt(prompt, &cwd).map_err(RpcError::invalid_params)?;
+            content::prompt(prompt, &cwd).map_err(|e| RpcError::invalid_params(e.to_string()))?;
         let mcp = self.agent.toolkit.mcp.as_ref().map(|m| m.manager());
         let prompts = mcp.map(|m| m.prompts()).unwrap_or_default();
         let cat = crate::skills::catalog::Catalog::new(&self.custom, &self.skills, prompts);
@@ -435,7 +435,8 @@ impl Session<'_> {
             );
             return Ok(json!({"stopReason": "end_turn"}));
         }
-        let text = content::expand_command(&text, &cat, mcp).map_err(RpcError::invalid_params)?;
+        let text = content::expand_command(&text, &cat, mcp)
+            .map_err(|e| RpcError::invalid_params(e.to_string()))?;
         let store = self.agent.session.store.clone();
         // The session is stored with its first prompt: a session the editor opens and never
         // uses leaves nothing behind.

@@ -463,17 +463,17 @@ impl SessionState for CallSession<'_> {
     fn session_id(&self) -> &str {
         self.session_id
     }
-    fn todos(&self) -> Result<Vec<Todo>, String> {
+    fn todos(&self) -> Result<Vec<Todo>, ToolError> {
         let text = self
             .store
             .todos(self.session_id)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| ToolError::Internal(e.to_string()))?;
         Ok(todos::from_column(text.as_deref().unwrap_or("")))
     }
-    fn set_todos(&self, list: &[Todo]) -> Result<(), String> {
+    fn set_todos(&self, list: &[Todo]) -> Result<(), ToolError> {
         self.store
             .set_todos(self.session_id, Some(&todos::to_column(list)))
-            .map_err(|e| format!("failed to save the todo list: {e}"))
+            .map_err(|e| ToolError::Internal(format!("failed to save the todo list: {e}")))
     }
     fn file_changed(&self, path: &Path, before: Content, after: Content) {
         // A failed write loses the undo of this change, not the change itself.

@@ -18,19 +18,16 @@ pub const TOOL_NAME: &str = "agentic_fetch";
 /// What the model sees of the tool; the agent loop runs it.
 pub struct AgenticFetch;
 
-/// Why an `agentic_fetch` call cannot run.
+/// Why an `agentic_fetch` call cannot get the directory for the pages it reads.
 #[derive(Debug)]
 enum FetchError {
-    /// Its arguments: what the tool tells the model.
-    Input(String),
-    /// No directory for the pages it reads, in this one.
+    /// No directory could be made in this one.
     TempDir(PathBuf),
 }
 
 impl std::fmt::Display for FetchError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            FetchError::Input(m) => f.write_str(m),
             FetchError::TempDir(p) => write!(
                 f,
                 "Failed to create a temporary directory in {}",
@@ -42,12 +39,11 @@ impl std::fmt::Display for FetchError {
 
 impl std::error::Error for FetchError {}
 
-fn check(input: &Value) -> Result<(&str, Option<&str>), FetchError> {
-    let bad = |e: &dyn std::fmt::Display| FetchError::Input(e.to_string());
-    let prompt = req_str(input, "prompt").map_err(|e| bad(&e))?;
-    let url = opt_str(input, "url").map_err(|e| bad(&e))?;
+fn check(input: &Value) -> Result<(&str, Option<&str>), ToolError> {
+    let prompt = req_str(input, "prompt")?;
+    let url = opt_str(input, "url")?;
     if let Some(u) = url {
-        crate::net::check_web_url(u).map_err(|e| bad(&e))?;
+        crate::net::check_web_url(u)?;
     }
     Ok((prompt, url))
 }
@@ -107,8 +103,8 @@ impl Tool for AgenticFetch {
         &self,
         input: &Value,
         ctx: &ToolCtx,
-    ) -> Result<Option<PermissionRequest>, String> {
-        let (prompt, url) = check(input).map_err(|e| e.to_string())?;
+    ) -> Result<Option<PermissionRequest>, ToolError> {
+        let (prompt, url) = check(input)?;
         // What the sub-agent may send out (its searches, the pages it follows) comes from this
         // prompt and the pages: the question shows it.
         let task = crate::tools::common::truncate_line(prompt.trim(), 200);
@@ -452,7 +448,10 @@ mod confinement {
                         checked += 1;
                         match (t.permission(&input, &ctx), *kind) {
                             (Err(e), "fetch") => {
-                                assert!(e.contains("outside this agent's directory"), "{what}: {e}")
+                                assert!(
+                                    e.to_string().contains("outside this agent's directory"),
+                                    "{what}: {e}"
+                                )
                             }
                             (Ok(_), "fetch") => {
                                 let out = t.run(&input, &ctx);

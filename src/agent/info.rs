@@ -45,7 +45,7 @@ impl Tool for CrushInfo {
         &self,
         _input: &Value,
         _ctx: &ToolCtx,
-    ) -> Result<Option<PermissionRequest>, String> {
+    ) -> Result<Option<PermissionRequest>, ToolError> {
         Ok(None)
     }
 

@@ -112,7 +112,7 @@ impl Tool for AgentTool {
         &self,
         input: &Value,
         _ctx: &ToolCtx,
-    ) -> Result<Option<PermissionRequest>, String> {
+    ) -> Result<Option<PermissionRequest>, ToolError> {
         req_str(input, "prompt")?;
         Ok(None)
     }

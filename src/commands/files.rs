@@ -2,23 +2,92 @@
 //! `crush sessions diff ID`.
 
 use crate::llm::Part;
-use crate::store::{FileVersion, Store};
-use std::path::Path;
+use crate::store::{FileVersion, Store, StoreError};
+use std::path::{Path, PathBuf};
+
+/// Why `/undo` restored nothing, or not everything.
+#[derive(Debug)]
+pub enum UndoError {
+    Store(StoreError),
+    /// No tool changed a file in the session.
+    Nothing,
+    /// What the call (`tool`) wrote to `path` was too large to keep.
+    AfterNotKept {
+        tool: String,
+        path: String,
+    },
+    /// The content of `path` before the call is not in the history.
+    BeforeNotKept {
+        tool: String,
+        path: String,
+    },
+    /// A directory on the way to `path` is a symbolic link now.
+    RouteChanged {
+        tool: String,
+        path: String,
+    },
+    /// `path` was changed outside crush since the call wrote it.
+    ChangedSince {
+        tool: String,
+        path: String,
+    },
+    /// `path` is there, and not a regular file.
+    NotRegular(PathBuf),
+    /// A file could not be read, a directory created, a file restored or removed: what was
+    /// being done ("cannot read", "cannot create", ...), to which path.
+    Io(&'static str, PathBuf, std::io::Error),
+}
+
+impl std::fmt::Display for UndoError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UndoError::Store(e) => write!(f, "{e}"),
+            UndoError::Nothing => {
+                f.write_str("Nothing to undo: no tool has changed a file in this session.")
+            }
+            UndoError::AfterNotKept { tool, path } => write!(
+                f,
+                "cannot undo the {tool} call: what it wrote to {path} was too large to keep (over {} MB); nothing was restored",
+                crate::store::MAX_KEPT_BYTES >> 20
+            ),
+            UndoError::BeforeNotKept { tool, path } => write!(
+                f,
+                "cannot undo the {tool} call: the content of {path} before it is not in the history (too large to keep, or written by another program); nothing was restored"
+            ),
+            UndoError::RouteChanged { tool, path } => write!(
+                f,
+                "cannot undo the {tool} call: the way to {path} changed since (a directory on it is now a symbolic link); nothing was restored"
+            ),
+            UndoError::ChangedSince { tool, path } => write!(
+                f,
+                "cannot undo the {tool} call: {path} was changed outside crush since {tool} wrote it; \
+                 nothing was restored (the file is as you left it)"
+            ),
+            UndoError::NotRegular(p) => write!(f, "{} is no longer a regular file", p.display()),
+            UndoError::Io(doing, p, e) => write!(f, "{doing} {}: {e}", p.display()),
+        }
+    }
+}
+
+impl std::error::Error for UndoError {}
+
+impl From<StoreError> for UndoError {
+    fn from(e: StoreError) -> UndoError {
+        UndoError::Store(e)
+    }
+}
 
 /// What `path` holds now: Some(bytes), or None when there is no file. Err for anything else (a
 /// directory, no permission).
-fn current(path: &Path) -> Result<Option<Vec<u8>>, String> {
+fn current(path: &Path) -> Result<Option<Vec<u8>>, UndoError> {
+    let cannot_read = |e| UndoError::Io("cannot read", path.to_path_buf(), e);
     match std::fs::symlink_metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
-        Ok(m) if !m.is_file() => {
-            return Err(format!("{} is no longer a regular file", path.display()));
-        }
+        Err(e) => return Err(cannot_read(e)),
+        Ok(m) if !m.is_file() => return Err(UndoError::NotRegular(path.to_path_buf())),
         Ok(_) => {}
     }
-    std::fs::read(path)
-        .map(Some)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))
+    std::fs::read(path).map(Some).map_err(cannot_read)
 }
 
 /// The name of the tool whose call `id` is in the session (for messages), else "a tool".
@@ -37,42 +106,32 @@ fn tool_of(store: &Store, session_id: &str, id: &str) -> String {
 /// content back (a file the call created is removed), or, when any of them changed since the
 /// call wrote it (outside crush), or a content needed was too large to keep, nothing is
 /// touched and the error says why. Ok: what was restored.
-pub fn undo(store: &Store, session_id: &str) -> Result<String, String> {
+pub fn undo(store: &Store, session_id: &str) -> Result<String, UndoError> {
     let change = store
-        .last_file_change(session_id)
-        .map_err(|e| e.to_string())?
-        .ok_or("Nothing to undo: no tool has changed a file in this session.")?;
+        .last_file_change(session_id)?
+        .ok_or(UndoError::Nothing)?;
     let tool = tool_of(store, session_id, &change.tool_call_id);
     let mut plan = Vec::new();
     for (before, after) in &change.files {
         let path = Path::new(&after.path);
+        let about = || (tool.clone(), after.path.clone());
         let Some(written) = after.state() else {
-            return Err(format!(
-                "cannot undo the {tool} call: what it wrote to {} was too large to keep (over {} MB); nothing was restored",
-                after.path,
-                crate::store::MAX_KEPT_BYTES >> 20
-            ));
+            let (tool, path) = about();
+            return Err(UndoError::AfterNotKept { tool, path });
         };
         let Some(previous) = before.state() else {
-            return Err(format!(
-                "cannot undo the {tool} call: the content of {} before it is not in the history (too large to keep, or written by another program); nothing was restored",
-                after.path
-            ));
+            let (tool, path) = about();
+            return Err(UndoError::BeforeNotKept { tool, path });
         };
         // The change was recorded at its resolved path: a directory on the way that became a
         // symbolic link since would carry the restore elsewhere.
         if !crate::tools::confine::same_route(path) {
-            return Err(format!(
-                "cannot undo the {tool} call: the way to {} changed since (a directory on it is now a symbolic link); nothing was restored",
-                after.path
-            ));
+            let (tool, path) = about();
+            return Err(UndoError::RouteChanged { tool, path });
         }
         if current(path)?.as_deref() != written {
-            return Err(format!(
-                "cannot undo the {tool} call: {} was changed outside crush since {tool} wrote it; \
-                 nothing was restored (the file is as you left it)",
-                after.path
-            ));
+            let (tool, path) = about();
+            return Err(UndoError::ChangedSince { tool, path });
         }
         plan.push((path, previous));
     }
@@ -82,22 +141,20 @@ pub fn undo(store: &Store, session_id: &str) -> Result<String, String> {
             Some(bytes) => {
                 if let Some(dir) = path.parent() {
                     std::fs::create_dir_all(dir)
-                        .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+                        .map_err(|e| UndoError::Io("cannot create", dir.to_path_buf(), e))?;
                 }
                 std::fs::write(path, bytes)
-                    .map_err(|e| format!("cannot restore {}: {e}", path.display()))?;
+                    .map_err(|e| UndoError::Io("cannot restore", path.to_path_buf(), e))?;
                 done.push(format!("restored {}", path.display()));
             }
             None => {
                 std::fs::remove_file(path)
-                    .map_err(|e| format!("cannot remove {}: {e}", path.display()))?;
+                    .map_err(|e| UndoError::Io("cannot remove", path.to_path_buf(), e))?;
                 done.push(format!("removed {} (the call created it)", path.display()));
             }
         }
     }
-    store
-        .forget_file_change(session_id, &change.tool_call_id)
-        .map_err(|e| e.to_string())?;
+    store.forget_file_change(session_id, &change.tool_call_id)?;
     Ok(format!(
         "Undid the last change ({tool} call {}): {}.",
         change.tool_call_id,
@@ -116,10 +173,8 @@ fn describe(v: &FileVersion) -> String {
 }
 
 /// `/versions FILE`: the versions of one file in the session.
-pub fn versions(store: &Store, session_id: &str, path: &Path) -> Result<String, String> {
-    let list = store
-        .file_versions(session_id, Some(path))
-        .map_err(|e| e.to_string())?;
+pub fn versions(store: &Store, session_id: &str, path: &Path) -> Result<String, StoreError> {
+    let list = store.file_versions(session_id, Some(path))?;
     if list.is_empty() {
         return Ok(format!(
             "No versions of {} in this session: no tool changed it.\n",
@@ -144,10 +199,8 @@ pub fn versions(store: &Store, session_id: &str, path: &Path) -> Result<String, 
 
 /// The session's changes as a unified diff: for each file, its first version in the session
 /// against its latest (paths relative to `cwd` when inside it).
-pub fn diff(store: &Store, session_id: &str, cwd: &Path) -> Result<String, String> {
-    let all = store
-        .file_versions(session_id, None)
-        .map_err(|e| e.to_string())?;
+pub fn diff(store: &Store, session_id: &str, cwd: &Path) -> Result<String, StoreError> {
+    let all = store.file_versions(session_id, None)?;
     let mut out = String::new();
     let mut paths: Vec<&str> = all.iter().map(|v| v.path.as_str()).collect();
     paths.dedup();

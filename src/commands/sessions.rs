@@ -504,7 +504,7 @@ pub fn diff(global: &Global, id: &str) -> Result<String, AppError> {
     let store = existing_store(global, false)?;
     let s = store.resolve_session(id)?;
     let cwd = app::working_dir(global)?;
-    super::files::diff(&store, &s.id, &cwd).map_err(AppError::Runtime)
+    super::files::diff(&store, &s.id, &cwd).map_err(|e| AppError::Runtime(e.to_string()))
 }
 
 /// Go Crush's `--json` answer to a delete or rename: `{id, uuid, title, deleted|renamed}`.

@@ -439,7 +439,7 @@ impl Repl {
                         .error(&format!("cannot record the undo in the session: {e}"));
                 }
             }
-            Err(e) => self.term.error(&e),
+            Err(e) => self.term.error(&e.to_string()),
         }
     }
 
@@ -453,7 +453,7 @@ impl Repl {
         let path = crate::tools::common::resolve_in(&self.agent.workspace.cwd, file);
         match crate::commands::files::versions(&self.ctx.store, &s.id, &path) {
             Ok(text) => self.term.print(&text),
-            Err(e) => self.term.error(&e),
+            Err(e) => self.term.error(&e.to_string()),
         }
     }
 

@@ -5,7 +5,7 @@
 use super::common::open_regular;
 use super::image;
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Text attachments larger than this are refused.
 pub const MAX_TEXT_BYTES: u64 = 1024 * 1024;
@@ -44,8 +44,59 @@ impl Attachment {
     }
 }
 
+/// Why a file cannot be attached.
+#[derive(Debug)]
+pub enum AttachError {
+    /// Not there (the path).
+    Missing(PathBuf),
+    /// It cannot be opened as a regular file.
+    Open(PathBuf, std::io::Error),
+    /// Larger than any attachment may be (the name, its size, the limit).
+    TooLarge(String, u64, u64),
+    Read(PathBuf, std::io::Error),
+    /// An image that cannot be sent, or bytes named like one that are not.
+    Image(image::BadImage),
+    /// Text larger than `MAX_TEXT_BYTES` (the name, its size).
+    TooMuchText(String, usize),
+    /// Neither text nor an image (the name).
+    Binary(String),
+}
+
+impl std::fmt::Display for AttachError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AttachError::Missing(p) => write!(f, "cannot attach {}: no such file", p.display()),
+            AttachError::Open(p, e) => write!(f, "cannot attach {}: {e}", p.display()),
+            AttachError::TooLarge(name, len, limit) => {
+                write!(
+                    f,
+                    "{name} is too large to attach ({len} bytes; at most {limit})"
+                )
+            }
+            AttachError::Read(p, e) => write!(f, "cannot read {}: {e}", p.display()),
+            AttachError::Image(e) => write!(f, "{e}"),
+            AttachError::TooMuchText(name, len) => write!(
+                f,
+                "{name} is too large to attach ({len} bytes; text is attached up to {MAX_TEXT_BYTES} bytes)"
+            ),
+            AttachError::Binary(name) => write!(
+                f,
+                "{name} is neither text nor a PNG, JPEG, GIF or WebP image: it cannot be attached"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for AttachError {}
+
+impl From<image::BadImage> for AttachError {
+    fn from(e: image::BadImage) -> AttachError {
+        AttachError::Image(e)
+    }
+}
+
 /// Text or image bytes as an attachment named `name`.
-pub fn from_bytes(name: &str, data: Vec<u8>) -> Result<Attachment, String> {
+pub fn from_bytes(name: &str, data: Vec<u8>) -> Result<Attachment, AttachError> {
     if let Some(mime) = image::sniff(&data) {
         image::check(Path::new(name), &data)?;
         return Ok(Attachment {
@@ -59,15 +110,10 @@ pub fn from_bytes(name: &str, data: Vec<u8>) -> Result<Attachment, String> {
         image::check(Path::new(name), &data)?;
     }
     if data.len() as u64 > MAX_TEXT_BYTES {
-        return Err(format!(
-            "{name} is too large to attach ({} bytes; text is attached up to {MAX_TEXT_BYTES} bytes)",
-            data.len()
-        ));
+        return Err(AttachError::TooMuchText(name.to_string(), data.len()));
     }
     if super::common::looks_binary(&data) || std::str::from_utf8(&data).is_err() {
-        return Err(format!(
-            "{name} is neither text nor a PNG, JPEG, GIF or WebP image: it cannot be attached"
-        ));
+        return Err(AttachError::Binary(name.to_string()));
     }
     Ok(Attachment {
         path: name.to_string(),
@@ -77,12 +123,12 @@ pub fn from_bytes(name: &str, data: Vec<u8>) -> Result<Attachment, String> {
 }
 
 /// The file `path` (absolute), named as the user sees it from `cwd`.
-pub fn load(path: &Path, cwd: &Path) -> Result<Attachment, String> {
+pub fn load(path: &Path, cwd: &Path) -> Result<Attachment, AttachError> {
     let (file, meta) = open_regular(path).map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
-            format!("cannot attach {}: no such file", path.display())
+            AttachError::Missing(path.to_path_buf())
         } else {
-            format!("cannot attach {}: {e}", path.display())
+            AttachError::Open(path.to_path_buf(), e)
         }
     })?;
     let limit = MAX_TEXT_BYTES.max(image::MAX_IMAGE_BYTES);
@@ -91,15 +137,12 @@ pub fn load(path: &Path, cwd: &Path) -> Result<Attachment, String> {
         _ => path.display().to_string(),
     };
     if meta.len() > limit {
-        return Err(format!(
-            "{name} is too large to attach ({} bytes; at most {limit})",
-            meta.len()
-        ));
+        return Err(AttachError::TooLarge(name, meta.len(), limit));
     }
     let mut data = Vec::new();
     file.take(limit + 1)
         .read_to_end(&mut data)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        .map_err(|e| AttachError::Read(path.to_path_buf(), e))?;
     from_bytes(&name, data)
 }
 
@@ -154,16 +197,19 @@ mod tests {
         assert!(
             load(&root.join("fake.png"), &root)
                 .unwrap_err()
+                .to_string()
                 .contains("not a PNG")
         );
         assert!(
             load(&root.join("blob.bin"), &root)
                 .unwrap_err()
+                .to_string()
                 .contains("neither text")
         );
         assert!(
             load(&root.join("none.txt"), &root)
                 .unwrap_err()
+                .to_string()
                 .contains("no such file")
         );
         let m = mentions(

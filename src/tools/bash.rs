@@ -576,12 +576,75 @@ fn skip_opts(words: &[String], mut i: usize, with_arg: &[&str]) -> usize {
     i
 }
 
+/// The words of a refused command as the model is told them: substitutions shown as `$(...)`,
+/// cut at 200 characters.
 fn refuse(words: &[String]) -> String {
     let mut s = words.join(" ").replace(SUBSTITUTION, "$(...)");
     if s.chars().count() > 200 {
         s = s.chars().take(200).collect::<String>() + "...";
     }
-    format!("command is not allowed for security reasons: {s}")
+    s
+}
+
+/// Why the banned list refuses a command line (crush(1) SECURITY, The banned list); each holds
+/// the refused command's words (`refuse`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Refused {
+    /// A banned command, or one an argument blocker stops.
+    Banned(String),
+    /// The command name is built from an expansion.
+    BuiltName(String),
+    /// A script (`-c`, `eval`, `env -S`, `watch`) built from an expansion.
+    BuiltScript(String),
+    /// A shell or `source` reads its script from a pipe or an expansion.
+    UnseenStdin(String),
+    /// xargs makes the command from its input.
+    XargsInput(String),
+    /// The script is a process substitution.
+    ProcessSubstitution(String),
+    /// `-c` without its script on the line.
+    NoScript(String),
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (words, why) = match self {
+            Refused::Banned(w) => (w, ""),
+            Refused::BuiltName(w) => (
+                w,
+                ": the command name is built from an expansion; write the command's name (a plain $VARIABLE naming an installed program is fine)",
+            ),
+            Refused::BuiltScript(w) => (
+                w,
+                ": the script is built from an expansion; write it literally (in single quotes)",
+            ),
+            Refused::UnseenStdin(w) => (
+                w,
+                ": the shell reads its script from a pipe or an expansion, which no check can see; write the commands themselves",
+            ),
+            Refused::XargsInput(w) => (
+                w,
+                ": the command is built from xargs's input, which no check can see",
+            ),
+            Refused::ProcessSubstitution(w) => (
+                w,
+                ": the script is a process substitution, which no check can see",
+            ),
+            Refused::NoScript(w) => (w, ": the script of -c is not on the line"),
+        };
+        write!(
+            f,
+            "command is not allowed for security reasons: {words}{why}"
+        )
+    }
+}
+
+impl std::error::Error for Refused {}
+
+impl From<Refused> for ToolError {
+    fn from(e: Refused) -> ToolError {
+        ToolError::RespondToModel(e.to_string())
+    }
 }
 
 /// Whether `w`, in the place of a command name, is built by the shell from an expansion
@@ -710,22 +773,16 @@ fn shell_script<'a>(words: &'a [String], live: &[bool]) -> Script<'a> {
 /// line spells it out (a here-string or here-document that expands nothing); a script that
 /// comes from a pipe or an expansion is refused, as no check can see it (crush(1) SECURITY, The
 /// banned list).
-fn check_stdin_script(words: &[String], stdin: &Input, depth: usize) -> Result<(), String> {
+fn check_stdin_script(words: &[String], stdin: &Input, depth: usize) -> Result<(), Refused> {
     match stdin {
         Input::Inherited | Input::File => Ok(()),
         Input::Text(text) => check_command(text, depth + 1, &Input::Inherited),
-        Input::Pipe | Input::Opaque | Input::Heredoc(_) => Err(format!(
-            "{}: the shell reads its script from a pipe or an expansion, which no check can see; write the commands themselves",
-            refuse(words)
-        )),
+        Input::Pipe | Input::Opaque | Input::Heredoc(_) => Err(Refused::UnseenStdin(refuse(words))),
     }
 }
 
-fn built_script(words: &[String]) -> String {
-    format!(
-        "{}: the script is built from an expansion; write it literally (in single quotes)",
-        refuse(words)
-    )
+fn built_script(words: &[String]) -> Refused {
+    Refused::BuiltScript(refuse(words))
 }
 
 /// `pip3.12` is `pip3`, `pip3` is `pip`: the names of the argument blockers.
@@ -736,7 +793,7 @@ fn blocker_name(cmd: &str) -> &str {
     }
 }
 
-fn check_words(c: &Simple, stdin: &Input, depth: usize) -> Result<(), String> {
+fn check_words(c: &Simple, stdin: &Input, depth: usize) -> Result<(), Refused> {
     if depth > 8 {
         return Ok(());
     }
@@ -759,13 +816,10 @@ fn check_words(c: &Simple, stdin: &Input, depth: usize) -> Result<(), String> {
         }
         let rest = &words[i + 1..];
         if built_from_expansion(w) {
-            return Err(format!(
-                "{}: the command name is built from an expansion; write the command's name (a plain $VARIABLE naming an installed program is fine)",
-                refuse(&words[i..])
-            ));
+            return Err(Refused::BuiltName(refuse(&words[i..])));
         }
         if BANNED_COMMANDS.contains(&cmd) || blocked_by_arguments(blocker_name(cmd), rest) {
-            return Err(refuse(&words[i..]));
+            return Err(Refused::Banned(refuse(&words[i..])));
         }
         match cmd {
             "env" => {
@@ -835,10 +889,7 @@ fn check_words(c: &Simple, stdin: &Input, depth: usize) -> Result<(), String> {
                             || matches!(basename(name), "eval" | "source" | "."))
                             && words[j..].iter().any(|w| w.contains(r)));
                     if runs_input {
-                        return Err(format!(
-                            "{}: the command is built from xargs's input, which no check can see",
-                            refuse(&words[i..])
-                        ));
+                        return Err(Refused::XargsInput(refuse(&words[i..])));
                     }
                 }
                 // xargs runs its command with stdin from /dev/null.
@@ -861,10 +912,7 @@ fn check_words(c: &Simple, stdin: &Input, depth: usize) -> Result<(), String> {
             "source" | "." => {
                 return match rest.first() {
                     Some(op) if !STDIN_NAMES.contains(&op.as_str()) => Ok(()),
-                    None if c.opaque_arg => Err(format!(
-                        "{}: the script is a process substitution, which no check can see",
-                        refuse(&words[i..])
-                    )),
+                    None if c.opaque_arg => Err(Refused::ProcessSubstitution(refuse(&words[i..]))),
                     _ => check_stdin_script(&words[i..], &stdin, depth),
                 };
             }
@@ -872,15 +920,11 @@ fn check_words(c: &Simple, stdin: &Input, depth: usize) -> Result<(), String> {
                 return match shell_script(&words[i..], &live[i..]) {
                     Script::Inline(_, true) => Err(built_script(&words[i..])),
                     Script::Inline(script, false) => check_command(script, depth + 1, &stdin),
-                    Script::Missing => Err(format!(
-                        "{}: the script of -c is not on the line",
-                        refuse(&words[i..])
-                    )),
+                    Script::Missing => Err(Refused::NoScript(refuse(&words[i..]))),
                     Script::File => Ok(()),
-                    Script::Stdin if c.opaque_arg => Err(format!(
-                        "{}: the script is a process substitution, which no check can see",
-                        refuse(&words[i..])
-                    )),
+                    Script::Stdin if c.opaque_arg => {
+                        Err(Refused::ProcessSubstitution(refuse(&words[i..])))
+                    }
                     Script::Stdin => check_stdin_script(&words[i..], &stdin, depth),
                 };
             }
@@ -919,7 +963,7 @@ fn check_words(c: &Simple, stdin: &Input, depth: usize) -> Result<(), String> {
                     }
                     if let Some(module) = a.strip_prefix("-m") {
                         if blocked_by_arguments(blocker_name(module), &words[j + 1..]) {
-                            return Err(refuse(&words[i..]));
+                            return Err(Refused::Banned(refuse(&words[i..])));
                         }
                         return Ok(());
                     }
@@ -937,7 +981,7 @@ fn check_words(c: &Simple, stdin: &Input, depth: usize) -> Result<(), String> {
 
 /// Checks every simple command of `command`, whose commands read `inherited` unless the line
 /// says otherwise; on a line with a pipe, anything may read it (`a | while ..; do sh; done`).
-fn check_command(command: &str, depth: usize, inherited: &Input) -> Result<(), String> {
+fn check_command(command: &str, depth: usize, inherited: &Input) -> Result<(), Refused> {
     let (cmds, piped) = commands(command);
     for c in &cmds {
         let stdin = match &c.stdin {
@@ -950,9 +994,9 @@ fn check_command(command: &str, depth: usize, inherited: &Input) -> Result<(), S
     Ok(())
 }
 
-/// Err("command is not allowed for security reasons: ...") when any simple command of the line
-/// is banned or hits an argument blocker.
-pub fn check_banned(command: &str) -> Result<(), String> {
+/// Err (`Refused`: "command is not allowed for security reasons: ...") when any simple command
+/// of the line is banned or hits an argument blocker.
+pub fn check_banned(command: &str) -> Result<(), Refused> {
     check_command(command, 0, &Input::Inherited)
 }
 
@@ -1432,7 +1476,7 @@ pub fn agent_env() -> Vec<(String, String)> {
 }
 
 /// The `timeout` parameter: None (no limit) unless the model sets one.
-fn timeout_secs(input: &Value) -> Result<Option<u64>, String> {
+fn timeout_secs(input: &Value) -> Result<Option<u64>, ToolError> {
     let Some(t) = opt_u64(input, "timeout")? else {
         return Ok(None);
     };
@@ -1442,7 +1486,7 @@ fn timeout_secs(input: &Value) -> Result<Option<u64>, String> {
 }
 
 /// The `auto_background_after` parameter, in seconds (0 or absent: the default).
-fn auto_background_secs(input: &Value) -> Result<u64, String> {
+fn auto_background_secs(input: &Value) -> Result<u64, ToolError> {
     Ok(match opt_u64(input, "auto_background_after")? {
         None | Some(0) => DEFAULT_AUTO_BACKGROUND_SECS,
         Some(s) => s,
@@ -1569,7 +1613,7 @@ impl Tool for Bash {
         &self,
         input: &Value,
         ctx: &ToolCtx,
-    ) -> Result<Option<PermissionRequest>, String> {
+    ) -> Result<Option<PermissionRequest>, ToolError> {
         let command = req_str(input, "command")?;
         check_banned(command)?;
         timeout_secs(input)?;
@@ -1577,10 +1621,7 @@ impl Tool for Bash {
         opt_bool(input, "run_in_background")?;
         let dir = resolve_or_cwd(ctx, opt_str(input, "working_dir")?)?;
         if !dir.is_dir() {
-            return Err(format!(
-                "working directory {} does not exist",
-                dir.display()
-            ));
+            return Err(format!("working directory {} does not exist", dir.display()).into());
         }
         // Read-only commands still read where they run: outside the project they need permission.
         let place = Place {
@@ -1849,7 +1890,7 @@ mod tests {
 
     fn refused_because(cmd: &str, why: &str) {
         let err = check_banned(cmd).expect_err(cmd);
-        assert!(err.contains(why), "{cmd}: {err}");
+        assert!(err.to_string().contains(why), "{cmd}: {err}");
     }
 
     #[test]
@@ -1920,12 +1961,15 @@ mod tests {
         ] {
             let err = check_banned(cmd).expect_err(cmd);
             assert!(
-                err.starts_with("command is not allowed for security reasons: "),
+                err.to_string()
+                    .starts_with("command is not allowed for security reasons: "),
                 "{err}"
             );
         }
+        let err = check_banned("ls && curl -s x").unwrap_err();
+        assert_eq!(err, Refused::Banned("curl -s x".into()));
         assert_eq!(
-            check_banned("ls && curl -s x").unwrap_err(),
+            err.to_string(),
             "command is not allowed for security reasons: curl -s x"
         );
         for cmd in [
@@ -2324,11 +2368,17 @@ mod tests {
             assert_eq!(req.description, c);
             assert_eq!(req.path, fx.root());
         }
-        assert!(p("a && curl x").unwrap_err().contains("security"));
+        assert!(
+            p("a && curl x")
+                .unwrap_err()
+                .to_string()
+                .contains("security")
+        );
         assert!(Bash.permission(&json!({}), &ctx).is_err());
         assert!(
             Bash.permission(&json!({"command": "ls", "working_dir": "nope"}), &ctx)
                 .unwrap_err()
+                .to_string()
                 .contains("does not exist")
         );
     }

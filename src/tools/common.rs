@@ -8,37 +8,37 @@ use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
 /// A required, non-empty string parameter.
-pub fn req_str<'a>(input: &'a Value, name: &str) -> Result<&'a str, String> {
+pub fn req_str<'a>(input: &'a Value, name: &str) -> Result<&'a str, ToolError> {
     match input.get(name) {
         Some(Value::String(s)) if !s.is_empty() => Ok(s),
-        Some(Value::String(_)) => Err(format!("parameter `{name}` must not be empty")),
-        Some(Value::Null) | None => Err(format!("missing required parameter `{name}`")),
-        Some(_) => Err(format!("parameter `{name}` must be a string")),
+        Some(Value::String(_)) => Err(format!("parameter `{name}` must not be empty").into()),
+        Some(Value::Null) | None => Err(format!("missing required parameter `{name}`").into()),
+        Some(_) => Err(format!("parameter `{name}` must be a string").into()),
     }
 }
 
 /// A required string parameter that may be empty (edit's `old_string`, write's `content`).
-pub fn req_str_empty_ok<'a>(input: &'a Value, name: &str) -> Result<&'a str, String> {
+pub fn req_str_empty_ok<'a>(input: &'a Value, name: &str) -> Result<&'a str, ToolError> {
     match input.get(name) {
         Some(Value::String(s)) => Ok(s),
-        Some(Value::Null) | None => Err(format!("missing required parameter `{name}`")),
-        Some(_) => Err(format!("parameter `{name}` must be a string")),
+        Some(Value::Null) | None => Err(format!("missing required parameter `{name}`").into()),
+        Some(_) => Err(format!("parameter `{name}` must be a string").into()),
     }
 }
 
 /// An optional string parameter; an empty string counts as absent.
-pub fn opt_str<'a>(input: &'a Value, name: &str) -> Result<Option<&'a str>, String> {
+pub fn opt_str<'a>(input: &'a Value, name: &str) -> Result<Option<&'a str>, ToolError> {
     match input.get(name) {
         Some(Value::String(s)) if s.is_empty() => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
         Some(Value::Null) | None => Ok(None),
-        Some(_) => Err(format!("parameter `{name}` must be a string")),
+        Some(_) => Err(format!("parameter `{name}` must be a string").into()),
     }
 }
 
 /// An optional non-negative integer parameter (accepts integral floats and numeric strings, which
 /// some models send).
-pub fn opt_u64(input: &Value, name: &str) -> Result<Option<u64>, String> {
+pub fn opt_u64(input: &Value, name: &str) -> Result<Option<u64>, ToolError> {
     match input.get(name) {
         Some(Value::Null) | None => Ok(None),
         Some(Value::Number(n)) => {
@@ -47,7 +47,7 @@ pub fn opt_u64(input: &Value, name: &str) -> Result<Option<u64>, String> {
             } else if let Some(f) = n.as_f64().filter(|f| *f >= 0.0 && f.fract() == 0.0) {
                 Ok(Some(f as u64))
             } else {
-                Err(format!("parameter `{name}` must be a non-negative integer"))
+                Err(format!("parameter `{name}` must be a non-negative integer").into())
             }
         }
         Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
@@ -55,19 +55,19 @@ pub fn opt_u64(input: &Value, name: &str) -> Result<Option<u64>, String> {
             .trim()
             .parse::<u64>()
             .map(Some)
-            .map_err(|_| format!("parameter `{name}` must be a non-negative integer")),
-        Some(_) => Err(format!("parameter `{name}` must be a non-negative integer")),
+            .map_err(|_| format!("parameter `{name}` must be a non-negative integer").into()),
+        Some(_) => Err(format!("parameter `{name}` must be a non-negative integer").into()),
     }
 }
 
 /// An optional boolean parameter (accepts "true"/"false" strings).
-pub fn opt_bool(input: &Value, name: &str) -> Result<bool, String> {
+pub fn opt_bool(input: &Value, name: &str) -> Result<bool, ToolError> {
     match input.get(name) {
         Some(Value::Null) | None => Ok(false),
         Some(Value::Bool(b)) => Ok(*b),
         Some(Value::String(s)) if s == "true" => Ok(true),
         Some(Value::String(s)) if s == "false" || s.is_empty() => Ok(false),
-        Some(_) => Err(format!("parameter `{name}` must be a boolean")),
+        Some(_) => Err(format!("parameter `{name}` must be a boolean").into()),
     }
 }
 
@@ -232,41 +232,70 @@ pub enum Freshness {
     Changed,
 }
 
+/// Why a file may not be modified now (the read-before-write rule): the model's to mend, by
+/// viewing the file or choosing another.
+#[derive(Debug)]
+pub enum NotFresh {
+    /// Its metadata cannot be read.
+    Inaccessible(PathBuf, std::io::Error),
+    Directory(PathBuf),
+    /// It exists and was never viewed in this session.
+    NotRead(PathBuf),
+    /// It was viewed, and changed on disk since.
+    Changed(PathBuf),
+}
+
+impl std::fmt::Display for NotFresh {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotFresh::Inaccessible(p, e) => write!(f, "cannot access {}: {e}", p.display()),
+            NotFresh::Directory(p) => write!(f, "{} is a directory, not a file", p.display()),
+            NotFresh::NotRead(p) => write!(
+                f,
+                "you must view the file before modifying it: use the view tool on {} first",
+                p.display()
+            ),
+            NotFresh::Changed(p) => write!(
+                f,
+                "file {} was modified since it was last read; view it again before modifying it",
+                p.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for NotFresh {}
+
+impl From<NotFresh> for ToolError {
+    fn from(e: NotFresh) -> ToolError {
+        ToolError::RespondToModel(e.to_string())
+    }
+}
+
 /// The read-before-write rule shared by write, edit and multiedit. Fresh when the file does not
 /// exist yet; Err when it exists and was never viewed in this session.
-pub fn freshness(ctx: &ToolCtx, path: &Path) -> Result<Freshness, String> {
+pub fn freshness(ctx: &ToolCtx, path: &Path) -> Result<Freshness, NotFresh> {
     let meta = match fs::metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Freshness::Fresh),
-        Err(e) => return Err(format!("cannot access {}: {e}", path.display())),
+        Err(e) => return Err(NotFresh::Inaccessible(path.to_path_buf(), e)),
     };
     if meta.is_dir() {
-        return Err(format!("{} is a directory, not a file", path.display()));
+        return Err(NotFresh::Directory(path.to_path_buf()));
     }
     match ctx.reads.last_read(path) {
-        None => Err(format!(
-            "you must view the file before modifying it: use the view tool on {} first",
-            path.display()
-        )),
+        None => Err(NotFresh::NotRead(path.to_path_buf())),
         Some(t) if t != mtime_ns(&meta) => Ok(Freshness::Changed),
         Some(_) => Ok(Freshness::Fresh),
     }
 }
 
-/// The message of a modification refused because the file changed since it was read.
-pub fn changed_since_read(path: &Path) -> String {
-    format!(
-        "file {} was modified since it was last read; view it again before modifying it",
-        path.display()
-    )
-}
-
 /// [`freshness`], where a file changed since it was read is an error too (the write tool,
 /// which replaces the whole file).
-pub fn check_fresh(ctx: &ToolCtx, path: &Path) -> Result<(), String> {
+pub fn check_fresh(ctx: &ToolCtx, path: &Path) -> Result<(), NotFresh> {
     match freshness(ctx, path)? {
         Freshness::Fresh => Ok(()),
-        Freshness::Changed => Err(changed_since_read(path)),
+        Freshness::Changed => Err(NotFresh::Changed(path.to_path_buf())),
     }
 }
 

@@ -92,7 +92,7 @@ impl Tool for CrushLogs {
         &self,
         input: &Value,
         _ctx: &ToolCtx,
-    ) -> Result<Option<PermissionRequest>, String> {
+    ) -> Result<Option<PermissionRequest>, ToolError> {
         opt_u64(input, "lines")?;
         Ok(None)
     }

@@ -6,6 +6,7 @@
 
 use super::common::{display_path, opt_u64, read_regular, req_str, resolve};
 use super::{Content, PermissionRequest, Tool, ToolCtx, ToolError, ToolOutput};
+use crate::net::WebError;
 use crate::store::MAX_KEPT_BYTES;
 use serde_json::{Value, json};
 use std::io::{Read, Write};
@@ -29,7 +30,7 @@ fn max_bytes() -> u64 {
         .unwrap_or(DEFAULT_MAX_BYTES)
 }
 
-fn timeout_secs(input: &Value) -> Result<u64, String> {
+fn timeout_secs(input: &Value) -> Result<u64, ToolError> {
     Ok(opt_u64(input, "timeout")?
         .filter(|t| *t > 0)
         .unwrap_or(DEFAULT_TIMEOUT_SECS)
@@ -37,22 +38,81 @@ fn timeout_secs(input: &Value) -> Result<u64, String> {
 }
 
 /// The URL and the file, checked.
-fn target(input: &Value, ctx: &ToolCtx) -> Result<(String, PathBuf), String> {
+fn target(input: &Value, ctx: &ToolCtx) -> Result<(String, PathBuf), ToolError> {
     let url = req_str(input, "url")?.trim().to_string();
     crate::net::check_web_url(&url)?;
     let path = resolve(ctx, req_str(input, "file_path")?)?;
     if path.is_dir() {
-        return Err(format!("{} is a directory, not a file", path.display()));
+        return Err(format!("{} is a directory, not a file", path.display()).into());
     }
     timeout_secs(input)?;
     Ok((url, path))
 }
 
-fn too_large(n: u64, limit: u64) -> String {
-    format!(
-        "the download is too large: {n} bytes, more than the limit of {limit} bytes \
-         (CRUSH_DOWNLOAD_MAX_BYTES); nothing was written"
-    )
+/// Why `fetch_to` has no file.
+#[derive(Debug)]
+enum Failed {
+    Web(WebError),
+    /// The server answered with this status, not 200.
+    Status(u16),
+    /// The body is larger than the limit: as announced (Some), or as it arrived.
+    TooLarge {
+        size: Option<u64>,
+        limit: u64,
+    },
+    /// The temporary file could not be created, written or synced.
+    CreateTemp(PathBuf, std::io::Error),
+    WriteTemp(PathBuf, std::io::Error),
+    SyncTemp(std::io::Error),
+    Canceled,
+}
+
+impl std::fmt::Display for Failed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failed::Web(e) => write!(f, "{e}"),
+            Failed::Status(n) => write!(f, "Request failed with status code: {n}"),
+            Failed::TooLarge {
+                size: Some(n),
+                limit,
+            } => write!(
+                f,
+                "the download is too large: {n} bytes, more than the limit of {limit} bytes \
+                 (CRUSH_DOWNLOAD_MAX_BYTES); nothing was written"
+            ),
+            Failed::TooLarge { size: None, limit } => write!(
+                f,
+                "the download is too large: more than the limit of {limit} bytes arrived \
+                 (CRUSH_DOWNLOAD_MAX_BYTES); nothing was written"
+            ),
+            Failed::CreateTemp(p, e) => write!(f, "cannot create {}: {e}", p.display()),
+            Failed::WriteTemp(p, e) => write!(f, "cannot write {}: {e}", p.display()),
+            Failed::SyncTemp(e) => write!(f, "{e}"),
+            Failed::Canceled => f.write_str("download canceled"),
+        }
+    }
+}
+
+impl From<WebError> for Failed {
+    fn from(e: WebError) -> Failed {
+        match e {
+            WebError::Canceled => Failed::Canceled,
+            e => Failed::Web(e),
+        }
+    }
+}
+
+impl From<Failed> for ToolError {
+    fn from(e: Failed) -> ToolError {
+        match e {
+            Failed::Web(e) => e.into(),
+            // crush's own file, not the model's.
+            Failed::CreateTemp(..) | Failed::WriteTemp(..) | Failed::SyncTemp(_) => {
+                ToolError::Internal(e.to_string())
+            }
+            e => ToolError::RespondToModel(e.to_string()),
+        }
+    }
 }
 
 /// What arrived: its size and content type.
@@ -71,47 +131,44 @@ fn fetch_to(
     limit: u64,
     timeout: Duration,
     cancel: &AtomicBool,
-) -> Result<Got, String> {
+) -> Result<Got, Failed> {
     let mut resp = crate::net::web(&crate::net::WebRequest::get(url, timeout))?;
     if resp.status() != 200 {
-        return Err(format!(
-            "Request failed with status code: {}",
-            resp.status()
-        ));
+        return Err(Failed::Status(resp.status()));
     }
     if let Some(n) = resp.content_length().filter(|n| *n > limit) {
-        return Err(too_large(n, limit));
+        return Err(Failed::TooLarge {
+            size: Some(n),
+            limit,
+        });
     }
     let content_type = resp.header("content-type");
     let final_url = resp.url.clone();
     let mut file =
-        std::fs::File::create(tmp).map_err(|e| format!("cannot create {}: {e}", tmp.display()))?;
+        std::fs::File::create(tmp).map_err(|e| Failed::CreateTemp(tmp.to_path_buf(), e))?;
     let mut reader = resp.reader();
     let mut buf = vec![0u8; 64 * 1024];
     let mut total = 0u64;
     let result = loop {
         if cancel.load(Ordering::Relaxed) {
-            break Err("download canceled".to_string());
+            break Err(Failed::Canceled);
         }
         match reader.read(&mut buf) {
             Ok(0) => break Ok(()),
             Ok(n) => {
                 total += n as u64;
                 if total > limit {
-                    break Err(format!(
-                        "the download is too large: more than the limit of {limit} bytes arrived \
-                         (CRUSH_DOWNLOAD_MAX_BYTES); nothing was written"
-                    ));
+                    break Err(Failed::TooLarge { size: None, limit });
                 }
                 if let Err(e) = file.write_all(&buf[..n]) {
-                    break Err(format!("cannot write {}: {e}", tmp.display()));
+                    break Err(Failed::WriteTemp(tmp.to_path_buf(), e));
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => break Err(format!("failed to read the response: {e}")),
+            Err(e) => break Err(WebError::Read(e).into()),
         }
     };
-    let result = result.and_then(|()| file.sync_all().map_err(|e| e.to_string()));
+    let result = result.and_then(|()| file.sync_all().map_err(Failed::SyncTemp));
     if let Err(e) = result {
         let _ = std::fs::remove_file(tmp);
         return Err(e);
@@ -132,7 +189,7 @@ fn snapshot(path: &Path) -> Option<Vec<u8>> {
     read_regular(path).ok()
 }
 
-fn download(input: &Value, ctx: &ToolCtx, limit: u64) -> Result<ToolOutput, String> {
+fn download(input: &Value, ctx: &ToolCtx, limit: u64) -> Result<ToolOutput, ToolError> {
     let (url, path) = target(input, ctx)?;
     let timeout = Duration::from_secs(timeout_secs(input)?);
     let dir = path
@@ -154,18 +211,14 @@ fn download(input: &Value, ctx: &ToolCtx, limit: u64) -> Result<ToolOutput, Stri
         Err(e) => {
             // A canceled worker stops at its next read and removes its file.
             worker_cancel.store(true, Ordering::Relaxed);
-            return Err(if e == "canceled" {
-                "download canceled".to_string()
-            } else {
-                e
-            });
+            return Err(e.into());
         }
     };
     let existed = path.exists();
     let before = if existed { snapshot(&path) } else { None };
     if let Err(e) = std::fs::rename(&tmp, &path) {
         let _ = std::fs::remove_file(&tmp);
-        return Err(format!("cannot write {}: {e}", path.display()));
+        return Err(format!("cannot write {}: {e}", path.display()).into());
     }
     let after = snapshot(&path);
     fn content(exists: bool, bytes: &Option<Vec<u8>>) -> Content<'_> {
@@ -256,7 +309,7 @@ impl Tool for Download {
         &self,
         input: &Value,
         ctx: &ToolCtx,
-    ) -> Result<Option<PermissionRequest>, String> {
+    ) -> Result<Option<PermissionRequest>, ToolError> {
         let (url, path) = target(input, ctx)?;
         Ok(Some(PermissionRequest {
             tool: self.name().to_string(),
@@ -269,7 +322,7 @@ impl Tool for Download {
     }
 
     fn run(&self, input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
-        download(input, ctx, max_bytes()).map_err(ToolError::from)
+        download(input, ctx, max_bytes())
     }
 }
 
@@ -316,6 +369,29 @@ mod tests {
         assert_eq!(changes[1].2.as_deref(), Some(&b"second"[..]));
         let leftovers: Vec<_> = std::fs::read_dir(fx.path("d")).unwrap().collect();
         assert_eq!(leftovers.len(), 1, "no temporary file left");
+    }
+
+    #[test]
+    fn a_temporary_file_that_cannot_be_made_is_crushs_failure_and_a_cancel_is_said() {
+        let url = serve(vec![Canned::new(200, "abc"), Canned::new(200, "abc")]).url;
+        let d = tempfile::tempdir().unwrap();
+        let tmp = d.path().join("missing").join(".x.crush-download");
+        let timeout = Duration::from_secs(5);
+        let e = fetch_to(&url, &tmp, 100, timeout, &AtomicBool::new(false))
+            .err()
+            .unwrap();
+        assert!(matches!(&e, Failed::CreateTemp(p, _) if *p == tmp), "{e}");
+        match ToolError::from(e) {
+            ToolError::Internal(m) => assert!(m.starts_with("cannot create "), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        let tmp = d.path().join(".y.crush-download");
+        let e = fetch_to(&url, &tmp, 100, timeout, &AtomicBool::new(true))
+            .err()
+            .unwrap();
+        assert!(matches!(e, Failed::Canceled), "{e}");
+        assert_eq!(ToolError::from(e), "download canceled".into());
+        assert!(!tmp.exists());
     }
 
     #[test]

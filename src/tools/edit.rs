@@ -20,6 +20,46 @@ pub struct Replaced {
     pub whitespace_corrected: bool,
 }
 
+/// Why [`replace_in`] made no replacement: the model's `old_string` does not fit the file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NoReplace {
+    EmptyOld,
+    Identical,
+    /// It matches only apart from whitespace, where the file already has `new`.
+    NoChange,
+    NotFound,
+    /// It occurs this many times, and `replace_all` is not set.
+    Ambiguous(usize),
+}
+
+impl std::fmt::Display for NoReplace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoReplace::EmptyOld => {
+                f.write_str("old_string must not be empty when editing an existing file")
+            }
+            NoReplace::Identical => {
+                f.write_str("old_string and new_string are identical; nothing to change")
+            }
+            NoReplace::NoChange => f.write_str(
+                "old_string matches the file only apart from whitespace, and the edit would \
+                 leave it unchanged",
+            ),
+            NoReplace::NotFound => f.write_str(
+                "old_string not found in the file. It must match exactly, including whitespace, \
+                 indentation and line breaks; view the file again and copy the exact text",
+            ),
+            NoReplace::Ambiguous(n) => write!(
+                f,
+                "old_string appears {n} times in the file. Add more surrounding lines to make it \
+                 unique, or set replace_all to true to replace every occurrence"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for NoReplace {}
+
 /// Replaces `old` by `new` in `content`: exactly one occurrence unless `replace_all`. When the
 /// file uses CRLF line endings and the strings use LF, they are converted. When `old` is not in
 /// the file as written, whole lines equal to it apart from whitespace are the match, if that
@@ -29,12 +69,12 @@ pub fn replace_in(
     old: &str,
     new: &str,
     replace_all: bool,
-) -> Result<Replaced, String> {
+) -> Result<Replaced, NoReplace> {
     if old.is_empty() {
-        return Err("old_string must not be empty when editing an existing file".to_string());
+        return Err(NoReplace::EmptyOld);
     }
     if old == new {
-        return Err("old_string and new_string are identical; nothing to change".to_string());
+        return Err(NoReplace::Identical);
     }
     let (given_old, given_new) = (old, new);
     let mut old = old.to_string();
@@ -52,21 +92,10 @@ pub fn replace_in(
                 count: n,
                 whitespace_corrected: true,
             }),
-            Some(_) => Err(
-                "old_string matches the file only apart from whitespace, and the edit would \
-                 leave it unchanged"
-                    .to_string(),
-            ),
-            None => Err(
-                "old_string not found in the file. It must match exactly, including whitespace, \
-                 indentation and line breaks; view the file again and copy the exact text"
-                    .to_string(),
-            ),
+            Some(_) => Err(NoReplace::NoChange),
+            None => Err(NoReplace::NotFound),
         },
-        n if n > 1 && !replace_all => Err(format!(
-            "old_string appears {n} times in the file. Add more surrounding lines to make it \
-             unique, or set replace_all to true to replace every occurrence"
-        )),
+        n if n > 1 && !replace_all => Err(NoReplace::Ambiguous(n)),
         n => {
             let out = if replace_all {
                 content.replace(old.as_str(), &new)
@@ -92,16 +121,16 @@ pub struct ForEdit {
 impl ForEdit {
     /// An edit that does not apply to the content: when the file changed since it was read,
     /// the error says so first (the model's old_string may be from before the change).
-    pub fn failed(&self, path: &Path, why: String) -> String {
-        if self.changed {
+    pub fn failed(&self, path: &Path, why: impl std::fmt::Display) -> ToolError {
+        ToolError::RespondToModel(if self.changed {
             format!(
                 "file {} was modified since it was last read, and the edit does not apply to it \
                  now ({why}); view it again before modifying it",
                 path.display()
             )
         } else {
-            why
-        }
+            why.to_string()
+        })
     }
 
     /// What the model is told after an edit of a file that had changed since it was read.
@@ -120,9 +149,9 @@ impl ForEdit {
 /// The current content of a file that is about to be edited (must exist and have been viewed).
 /// A file changed since it was viewed is edited when the edit still applies, as Claude Code
 /// does after a formatter hook (crush(1) TOOLS, edit).
-pub fn load_for_edit(ctx: &ToolCtx, path: &Path) -> Result<ForEdit, String> {
+pub fn load_for_edit(ctx: &ToolCtx, path: &Path) -> Result<ForEdit, ToolError> {
     if path.is_dir() {
-        return Err(format!("{} is a directory", path.display()));
+        return Err(format!("{} is a directory", path.display()).into());
     }
     let changed = freshness(ctx, path)? == Freshness::Changed;
     let content = read_existing(ctx, path)?.ok_or_else(|| {
@@ -136,15 +165,16 @@ pub fn load_for_edit(ctx: &ToolCtx, path: &Path) -> Result<ForEdit, String> {
 
 /// The content a creating edit (empty old_string) replaces: None for a missing file, Some("")
 /// for an empty one; a file with content is an error.
-pub fn load_for_create(ctx: &ToolCtx, path: &Path) -> Result<Option<String>, String> {
+pub fn load_for_create(ctx: &ToolCtx, path: &Path) -> Result<Option<String>, ToolError> {
     if path.is_dir() {
-        return Err(format!("{} is a directory", path.display()));
+        return Err(format!("{} is a directory", path.display()).into());
     }
     match read_existing(ctx, path)? {
         Some(c) if !c.is_empty() => Err(format!(
             "file {} already exists; view it and give a non-empty old_string to change it",
             path.display()
-        )),
+        )
+        .into()),
         other => Ok(other),
     }
 }
@@ -166,7 +196,7 @@ impl Plan {
     }
 }
 
-fn plan(input: &Value, ctx: &ToolCtx) -> Result<Plan, String> {
+fn plan(input: &Value, ctx: &ToolCtx) -> Result<Plan, ToolError> {
     let path = resolve(ctx, req_str(input, "file_path")?)?;
     let old = req_str_empty_ok(input, "old_string")?;
     let new = req_str_empty_ok(input, "new_string")?;
@@ -174,7 +204,7 @@ fn plan(input: &Value, ctx: &ToolCtx) -> Result<Plan, String> {
     if old.is_empty() {
         let existing = load_for_create(ctx, &path)?;
         if new.is_empty() && existing.is_some() {
-            return Err("old_string and new_string are both empty; nothing to change".to_string());
+            return Err("old_string and new_string are both empty; nothing to change".into());
         }
         return Ok(Plan {
             change: FileChange {
@@ -266,7 +296,7 @@ impl Tool for Edit {
         &self,
         input: &Value,
         ctx: &ToolCtx,
-    ) -> Result<Option<PermissionRequest>, String> {
+    ) -> Result<Option<PermissionRequest>, ToolError> {
         Ok(Some(plan(input, ctx)?.change.permission(self.name(), ctx)))
     }
 
@@ -448,6 +478,18 @@ mod tests {
             out.content
         );
         assert_eq!(fx.read("b.py"), "x = 1\n  x = 1\n");
+    }
+
+    #[test]
+    fn replace_in_says_why_nothing_was_replaced() {
+        assert_eq!(
+            replace_in("a a", "a", "b", false),
+            Err(NoReplace::Ambiguous(2))
+        );
+        assert_eq!(replace_in("a", "z", "b", false), Err(NoReplace::NotFound));
+        assert_eq!(replace_in("a", "a", "a", false), Err(NoReplace::Identical));
+        assert_eq!(replace_in("a", "", "b", false), Err(NoReplace::EmptyOld));
+        assert_eq!(replace_in("a a", "a", "b", true).unwrap().count, 2);
     }
 
     #[test]

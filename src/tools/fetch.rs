@@ -21,22 +21,20 @@ pub enum Format {
     Html,
 }
 
-fn parse_format(input: &Value) -> Result<Format, String> {
+fn parse_format(input: &Value) -> Result<Format, ToolError> {
     match req_str(input, "format")?.to_ascii_lowercase().as_str() {
         "text" => Ok(Format::Text),
         "markdown" | "md" => Ok(Format::Markdown),
         "html" => Ok(Format::Html),
-        other => Err(format!(
-            "unsupported format `{other}`: use text, markdown or html"
-        )),
+        other => Err(format!("unsupported format `{other}`: use text, markdown or html").into()),
     }
 }
 
-fn check_url(url: &str) -> Result<(), String> {
-    crate::net::check_web_url(url)
+fn check_url(url: &str) -> Result<(), ToolError> {
+    Ok(crate::net::check_web_url(url)?)
 }
 
-fn timeout_secs(input: &Value) -> Result<u64, String> {
+fn timeout_secs(input: &Value) -> Result<u64, ToolError> {
     Ok(opt_u64(input, "timeout")?
         .unwrap_or(DEFAULT_TIMEOUT_SECS)
         .clamp(1, MAX_TIMEOUT_SECS))
@@ -48,17 +46,46 @@ struct Fetched {
     truncated: bool,
 }
 
-fn get(url: &str, timeout: Duration) -> Result<Fetched, String> {
+/// Why `get` has no page.
+#[derive(Debug)]
+enum GetError {
+    Web(crate::net::WebError),
+    /// The server answered with this status, not a 2xx one.
+    Status(u16),
+}
+
+impl std::fmt::Display for GetError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GetError::Web(e) => write!(f, "{e}"),
+            GetError::Status(n) => write!(f, "request failed with status code: {n}"),
+        }
+    }
+}
+
+impl From<crate::net::WebError> for GetError {
+    fn from(e: crate::net::WebError) -> GetError {
+        GetError::Web(e)
+    }
+}
+
+impl From<GetError> for ToolError {
+    fn from(e: GetError) -> ToolError {
+        match e {
+            GetError::Web(e) => e.into(),
+            e => ToolError::RespondToModel(e.to_string()),
+        }
+    }
+}
+
+fn get(url: &str, timeout: Duration) -> Result<Fetched, GetError> {
     let req = crate::net::WebRequest::get(url, timeout).header(
         "Accept",
         "text/html,application/xhtml+xml,text/plain,text/markdown,application/json;q=0.9,*/*;q=0.8",
     );
     let mut resp = crate::net::web(&req)?;
     if !(200..300).contains(&resp.status()) {
-        return Err(format!(
-            "request failed with status code: {}",
-            resp.status()
-        ));
+        return Err(GetError::Status(resp.status()));
     }
     let content_type = resp.header("content-type").to_ascii_lowercase();
     let (body, truncated) = resp.read_capped(MAX_BODY_BYTES as u64)?;
@@ -71,14 +98,15 @@ fn get(url: &str, timeout: Duration) -> Result<Fetched, String> {
 
 /// Runs the request on a worker thread so a cancel returns at once (the worker is abandoned and
 /// ends at its timeout).
-fn get_cancellable(url: &str, timeout: Duration, cancel: &AtomicBool) -> Result<Fetched, String> {
+fn get_cancellable(
+    url: &str,
+    timeout: Duration,
+    cancel: &AtomicBool,
+) -> Result<Fetched, ToolError> {
     let u = url.to_string();
-    crate::net::cancellable(cancel, move || get(&u, timeout)).map_err(|e| {
-        if e == "canceled" {
-            "fetch canceled".to_string()
-        } else {
-            e
-        }
+    crate::net::cancellable(cancel, move || get(&u, timeout)).map_err(|e| match e {
+        GetError::Web(crate::net::WebError::Canceled) => "fetch canceled".into(),
+        e => e.into(),
     })
 }
 
@@ -331,7 +359,7 @@ fn push_text(out: &mut String, raw: &str, pre: bool) {
 
 // ------------------------------------------------------------------------------------------
 
-fn fetch(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, String> {
+fn fetch(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
     let url = req_str(input, "url")?;
     check_url(url)?;
     let format = parse_format(input)?;
@@ -357,7 +385,8 @@ fn fetch(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, String> {
             } else {
                 &f.content_type
             }
-        ));
+        )
+        .into());
     }
     let body = String::from_utf8_lossy(&f.body);
     let mut content = match format {
@@ -450,7 +479,7 @@ impl Tool for Fetch {
         &self,
         input: &Value,
         ctx: &ToolCtx,
-    ) -> Result<Option<PermissionRequest>, String> {
+    ) -> Result<Option<PermissionRequest>, ToolError> {
         let url = req_str(input, "url")?;
         check_url(url)?;
         parse_format(input)?;
@@ -466,7 +495,7 @@ impl Tool for Fetch {
     }
 
     fn run(&self, input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
-        fetch(input, ctx).map_err(ToolError::from)
+        fetch(input, ctx)
     }
 }
 
@@ -519,7 +548,7 @@ mod tests {
         let raw = run("html").unwrap();
         assert!(raw.content.contains("<script>"));
         let err = run("text").unwrap_err();
-        assert!(err.contains("404"), "{err}");
+        assert!(err.to_string().contains("404"), "{err}");
         let big = run("text").unwrap();
         assert!(big.content.contains("[Content truncated"));
         assert_eq!(big.metadata["truncated"], true);

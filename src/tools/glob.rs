@@ -111,11 +111,11 @@ pub fn walk_files(
     (files, stopped)
 }
 
-fn find(input: &Value, ctx: &ToolCtx, allow_rg: bool) -> Result<ToolOutput, String> {
+fn find(input: &Value, ctx: &ToolCtx, allow_rg: bool) -> Result<ToolOutput, ToolError> {
     let pattern = req_str(input, "pattern")?;
     let root = resolve_or_cwd(ctx, opt_str(input, "path")?)?;
     if !root.is_dir() {
-        return Err(format!("directory not found: {}", root.display()));
+        return Err(format!("directory not found: {}", root.display()).into());
     }
     let project = canonicalize_lenient(ctx.project_root);
     let top = inside_project(ctx, &root).then_some(project.as_path());
@@ -232,7 +232,7 @@ impl Tool for Glob {
         &self,
         input: &Value,
         ctx: &ToolCtx,
-    ) -> Result<Option<PermissionRequest>, String> {
+    ) -> Result<Option<PermissionRequest>, ToolError> {
         req_str(input, "pattern")?;
         let root = resolve_or_cwd(ctx, opt_str(input, "path")?)?;
         Ok(outside_project_permission(
@@ -245,7 +245,7 @@ impl Tool for Glob {
     }
 
     fn run(&self, input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
-        find(input, ctx, true).map_err(ToolError::from)
+        find(input, ctx, true)
     }
 }
 

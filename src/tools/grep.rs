@@ -42,7 +42,7 @@ fn rg_search(
     q: &Query,
     top: Option<&Path>,
     cancel: &std::sync::Arc<AtomicBool>,
-) -> Result<Option<(Matches, bool)>, String> {
+) -> Result<Option<(Matches, bool)>, ToolError> {
     let (cwd, target) = if root.is_dir() {
         (root.to_path_buf(), ".".to_string())
     } else {
@@ -102,7 +102,7 @@ fn rg_search(
         if msg.is_empty() {
             return Ok(None);
         }
-        return Err(format!("grep failed: {msg}"));
+        return Err(format!("grep failed: {msg}").into());
     }
     let mut filter = top.map(CrushIgnoreFilter::new);
     let mut matches = Matches::new();
@@ -132,13 +132,14 @@ fn rg_search(
     Ok(Some((matches, r.timed_out || r.canceled)))
 }
 
-fn build_regex(q: &Query) -> Result<regex_lite::Regex, String> {
+fn build_regex(q: &Query) -> Result<regex_lite::Regex, ToolError> {
     let src = if q.literal {
         regex_lite::escape(q.pattern)
     } else {
         q.pattern.to_string()
     };
-    regex_lite::Regex::new(&src).map_err(|e| format!("invalid regular expression: {e}"))
+    regex_lite::Regex::new(&src)
+        .map_err(|e| ToolError::RespondToModel(format!("invalid regular expression: {e}")))
 }
 
 /// Searches one file. Only regular files are read: a symlink found in the walk is not followed
@@ -178,7 +179,7 @@ fn walk_search(
     q: &Query,
     top: Option<&Path>,
     cancel: &AtomicBool,
-) -> Result<(Matches, bool), String> {
+) -> Result<(Matches, bool), ToolError> {
     let re = build_regex(q)?;
     let mut matches = Matches::new();
     if root.is_file() {
@@ -206,7 +207,7 @@ fn walk_search(
     Ok((matches, stopped))
 }
 
-fn search(input: &Value, ctx: &ToolCtx, allow_rg: bool) -> Result<ToolOutput, String> {
+fn search(input: &Value, ctx: &ToolCtx, allow_rg: bool) -> Result<ToolOutput, ToolError> {
     let q = Query {
         pattern: req_str(input, "pattern")?,
         include: opt_str(input, "include")?,
@@ -214,13 +215,14 @@ fn search(input: &Value, ctx: &ToolCtx, allow_rg: bool) -> Result<ToolOutput, St
     };
     let root = resolve_or_cwd(ctx, opt_str(input, "path")?)?;
     match fs::metadata(&root) {
-        Err(_) => return Err(format!("path not found: {}", root.display())),
+        Err(_) => return Err(format!("path not found: {}", root.display()).into()),
         Ok(m) if !m.is_dir() && !m.is_file() => {
             return Err(format!(
                 "{} is {}; grep searches regular files and directories",
                 root.display(),
                 file_kind(&m.file_type())
-            ));
+            )
+            .into());
         }
         Ok(_) => {}
     }
@@ -374,7 +376,7 @@ impl Tool for Grep {
         &self,
         input: &Value,
         ctx: &ToolCtx,
-    ) -> Result<Option<PermissionRequest>, String> {
+    ) -> Result<Option<PermissionRequest>, ToolError> {
         req_str(input, "pattern")?;
         opt_str(input, "include")?;
         opt_bool(input, "literal_text")?;
@@ -389,7 +391,7 @@ impl Tool for Grep {
     }
 
     fn run(&self, input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
-        search(input, ctx, true).map_err(ToolError::from)
+        search(input, ctx, true)
     }
 }
 
@@ -507,7 +509,7 @@ mod tests {
             search(&json!({"pattern": "x", "path": "pipe"}), ctx, false)
         })
         .unwrap_err();
-        assert!(err.contains("FIFO"), "{err}");
+        assert!(err.to_string().contains("FIFO"), "{err}");
         // Naming the link itself resolves it: outside the project, so permission is needed.
         let ctx = fx.ctx_in(&proj);
         let req = Grep

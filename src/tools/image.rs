@@ -99,22 +99,60 @@ pub fn encode(mime: &str, data: &[u8]) -> super::Image {
     }
 }
 
+/// Why bytes cannot be sent as an image.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BadImage {
+    /// Named like an image (the type its extension claims, or "an image"), not one.
+    NotAnImage {
+        path: std::path::PathBuf,
+        claimed: &'static str,
+    },
+    /// Larger than `MAX_IMAGE_BYTES` (its size).
+    TooLarge {
+        path: std::path::PathBuf,
+        len: usize,
+    },
+}
+
+impl std::fmt::Display for BadImage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BadImage::NotAnImage { path, claimed } => write!(
+                f,
+                "{} is named like {claimed} but its content is not a PNG, JPEG, GIF or WebP image",
+                path.display()
+            ),
+            BadImage::TooLarge { path, len } => write!(
+                f,
+                "{} is too large to send ({len} bytes; images are sent up to {MAX_IMAGE_BYTES} bytes)",
+                path.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for BadImage {}
+
+impl From<BadImage> for super::ToolError {
+    fn from(e: BadImage) -> super::ToolError {
+        super::ToolError::RespondToModel(e.to_string())
+    }
+}
+
 /// Checks that `data`, read from `path`, is an image (whatever its extension says) no larger
 /// than the limit; its type.
-pub fn check(path: &Path, data: &[u8]) -> Result<&'static str, String> {
+pub fn check(path: &Path, data: &[u8]) -> Result<&'static str, BadImage> {
     let Some(mime) = sniff(data) else {
-        let claimed = mime_for_extension(path).unwrap_or("an image");
-        return Err(format!(
-            "{} is named like {claimed} but its content is not a PNG, JPEG, GIF or WebP image",
-            path.display()
-        ));
+        return Err(BadImage::NotAnImage {
+            path: path.to_path_buf(),
+            claimed: mime_for_extension(path).unwrap_or("an image"),
+        });
     };
     if data.len() as u64 > MAX_IMAGE_BYTES {
-        return Err(format!(
-            "{} is too large to send ({} bytes; images are sent up to {MAX_IMAGE_BYTES} bytes)",
-            path.display(),
-            data.len()
-        ));
+        return Err(BadImage::TooLarge {
+            path: path.to_path_buf(),
+            len: data.len(),
+        });
     }
     Ok(mime)
 }
@@ -168,7 +206,10 @@ pub mod tests {
     #[test]
     fn an_image_that_is_not_what_its_name_says_is_refused() {
         let e = check(Path::new("x.png"), b"not an image").unwrap_err();
-        assert!(e.contains("x.png is named like image/png but"), "{e}");
+        assert!(
+            e.to_string().contains("x.png is named like image/png but"),
+            "{e}"
+        );
         // A JPEG named .png is a JPEG.
         assert_eq!(
             check(Path::new("x.png"), &[0xff, 0xd8, 0xff, 0]),
@@ -178,6 +219,7 @@ pub mod tests {
         assert!(
             check(Path::new("b.png"), &big)
                 .unwrap_err()
+                .to_string()
                 .contains("too large")
         );
         assert_eq!(mime_for_extension(Path::new("A.JPG")), Some("image/jpeg"));

@@ -83,7 +83,7 @@ fn table() -> MutexGuard<'static, Vec<Entry>> {
 }
 
 /// The running jobs (at most `MAX_JOBS` may run): Err with Go Crush's message when full.
-pub fn check_room() -> Result<(), String> {
+pub fn check_room() -> Result<(), ToolError> {
     let running = table()
         .iter()
         .filter(|e| !e.id.is_empty() && e.ended.is_none())
@@ -91,7 +91,7 @@ pub fn check_room() -> Result<(), String> {
     if running >= MAX_JOBS {
         return Err(format!(
             "maximum number of background jobs ({MAX_JOBS}) reached. Please terminate or wait for some jobs to complete"
-        ));
+        ).into());
     }
     Ok(())
 }
@@ -265,7 +265,7 @@ impl Tool for JobOutput {
         &self,
         input: &Value,
         _ctx: &ToolCtx,
-    ) -> Result<Option<PermissionRequest>, String> {
+    ) -> Result<Option<PermissionRequest>, ToolError> {
         req_str(input, "shell_id")?;
         opt_bool(input, "wait")?;
         Ok(None)
@@ -352,7 +352,7 @@ impl Tool for JobKill {
         &self,
         input: &Value,
         _ctx: &ToolCtx,
-    ) -> Result<Option<PermissionRequest>, String> {
+    ) -> Result<Option<PermissionRequest>, ToolError> {
         req_str(input, "shell_id")?;
         Ok(None)
     }
@@ -389,10 +389,13 @@ mod tests {
         fn session_id(&self) -> &str {
             self.0
         }
-        fn todos(&self) -> Result<Vec<crate::tools::todos::Todo>, String> {
+        fn todos(&self) -> Result<Vec<crate::tools::todos::Todo>, crate::tools::ToolError> {
             Ok(Vec::new())
         }
-        fn set_todos(&self, _: &[crate::tools::todos::Todo]) -> Result<(), String> {
+        fn set_todos(
+            &self,
+            _: &[crate::tools::todos::Todo],
+        ) -> Result<(), crate::tools::ToolError> {
             Ok(())
         }
         fn file_changed(&self, _: &std::path::Path, _: Content, _: Content) {}

@@ -13,7 +13,7 @@ pub const MAX_ENTRIES: usize = 1000;
 /// Directories never listed (besides hidden ones and ignored paths).
 const SKIPPED_DIRS: &[&str] = &["node_modules", "__pycache__"];
 
-fn ignore_patterns(input: &Value) -> Result<Vec<GlobSet>, String> {
+fn ignore_patterns(input: &Value) -> Result<Vec<GlobSet>, ToolError> {
     match input.get("ignore") {
         None | Some(Value::Null) => Ok(Vec::new()),
         Some(Value::Array(a)) => a
@@ -21,11 +21,11 @@ fn ignore_patterns(input: &Value) -> Result<Vec<GlobSet>, String> {
             .map(|v| {
                 v.as_str()
                     .map(GlobSet::new)
-                    .ok_or_else(|| "`ignore` must be an array of glob patterns".to_string())
+                    .ok_or_else(|| "`ignore` must be an array of glob patterns".into())
             })
             .collect(),
         Some(Value::String(s)) => Ok(vec![GlobSet::new(s)]),
-        Some(_) => Err("`ignore` must be an array of glob patterns".to_string()),
+        Some(_) => Err("`ignore` must be an array of glob patterns".into()),
     }
 }
 
@@ -140,7 +140,7 @@ impl Tool for Ls {
         &self,
         input: &Value,
         ctx: &ToolCtx,
-    ) -> Result<Option<PermissionRequest>, String> {
+    ) -> Result<Option<PermissionRequest>, ToolError> {
         let path = resolve_or_cwd(ctx, opt_str(input, "path")?)?;
         ignore_patterns(input)?;
         opt_u64(input, "depth")?;
@@ -154,7 +154,7 @@ impl Tool for Ls {
     }
 
     fn run(&self, input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
-        let parsed = (|| -> Result<_, String> {
+        let parsed = (|| -> Result<_, ToolError> {
             Ok((
                 resolve_or_cwd(ctx, opt_str(input, "path")?)?,
                 ignore_patterns(input)?,

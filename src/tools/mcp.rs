@@ -69,7 +69,7 @@ fn ask(
     action: &'static str,
     ctx: &ToolCtx,
     description: String,
-) -> Result<Option<PermissionRequest>, String> {
+) -> Result<Option<PermissionRequest>, ToolError> {
     Ok(Some(PermissionRequest {
         tool: tool.to_string(),
         action,
@@ -115,7 +115,7 @@ impl Tool for McpTool {
         &self,
         input: &Value,
         ctx: &ToolCtx,
-    ) -> Result<Option<PermissionRequest>, String> {
+    ) -> Result<Option<PermissionRequest>, ToolError> {
         ask(
             &self.tool.full_name,
             "execute",
@@ -327,7 +327,7 @@ impl Tool for ListResources {
         &self,
         input: &Value,
         ctx: &ToolCtx,
-    ) -> Result<Option<PermissionRequest>, String> {
+    ) -> Result<Option<PermissionRequest>, ToolError> {
         let name = req_str(input, "mcp_name")?.trim();
         ask(
             LIST_RESOURCES,
@@ -408,7 +408,7 @@ impl Tool for ReadResource {
         &self,
         input: &Value,
         ctx: &ToolCtx,
-    ) -> Result<Option<PermissionRequest>, String> {
+    ) -> Result<Option<PermissionRequest>, ToolError> {
         let name = req_str(input, "mcp_name")?.trim();
         let uri = req_str(input, "uri")?.trim();
         ask(

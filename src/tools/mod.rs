@@ -58,8 +58,8 @@ pub trait SessionState {
     /// The session's id ("" when there is none, as in some tests).
     fn session_id(&self) -> &str;
     /// The session's task list (`todos`).
-    fn todos(&self) -> Result<Vec<todos::Todo>, String>;
-    fn set_todos(&self, todos: &[todos::Todo]) -> Result<(), String>;
+    fn todos(&self) -> Result<Vec<todos::Todo>, ToolError>;
+    fn set_todos(&self, todos: &[todos::Todo]) -> Result<(), ToolError>;
     /// This call changed `path` from `before` to `after`, for the session's file history
     /// (undo).
     fn file_changed(&self, path: &Path, before: Content, after: Content);
@@ -85,10 +85,10 @@ pub trait Diagnostics: Sync {
 pub trait Files: Sync {
     /// The text of `path` (absolute; an existing regular file) as the editor has it. None: the
     /// editor does not read files, read the disk.
-    fn read(&self, path: &Path) -> Option<Result<String, String>>;
+    fn read(&self, path: &Path) -> Option<Result<String, ToolError>>;
     /// Writes `change` through the editor (its parent directories exist). None: the editor does
     /// not write files, write the disk.
-    fn write(&self, change: &write::FileChange) -> Option<Result<(), String>>;
+    fn write(&self, change: &write::FileChange) -> Option<Result<(), ToolError>>;
 }
 
 /// Everything a tool may use while it runs.
@@ -256,6 +256,25 @@ impl From<ToolError> for String {
     }
 }
 
+impl std::error::Error for ToolError {}
+
+/// A web request that failed is the model's to hear (a URL it gave, a server that did not
+/// answer), unless crush could not start it.
+impl From<crate::net::WebError> for ToolError {
+    fn from(e: crate::net::WebError) -> ToolError {
+        match e {
+            crate::net::WebError::Thread(_) => ToolError::Internal(e.to_string()),
+            e => ToolError::RespondToModel(e.to_string()),
+        }
+    }
+}
+
+impl From<crate::net::NotWeb> for ToolError {
+    fn from(e: crate::net::NotWeb) -> ToolError {
+        ToolError::RespondToModel(e.to_string())
+    }
+}
+
 impl fmt::Display for ToolError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -372,8 +391,11 @@ pub trait Tool: Send + Sync {
     }
     /// The permission this call needs, or None. Err: the input is invalid (the message goes to the
     /// model as an error result and the tool does not run).
-    fn permission(&self, input: &Value, ctx: &ToolCtx)
-    -> Result<Option<PermissionRequest>, String>;
+    fn permission(
+        &self,
+        input: &Value,
+        ctx: &ToolCtx,
+    ) -> Result<Option<PermissionRequest>, ToolError>;
     fn run(&self, input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError>;
 }
 

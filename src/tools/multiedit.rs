@@ -11,12 +11,12 @@ use serde_json::{Value, json};
 
 pub struct MultiEdit;
 
-fn plan(input: &Value, ctx: &ToolCtx) -> Result<Plan, String> {
+fn plan(input: &Value, ctx: &ToolCtx) -> Result<Plan, ToolError> {
     let path = resolve(ctx, req_str(input, "file_path")?)?;
     let edits = match input.get("edits") {
         Some(Value::Array(a)) if !a.is_empty() => a,
-        Some(Value::Array(_)) => return Err("`edits` must contain at least one edit".to_string()),
-        _ => return Err("missing required parameter `edits` (an array of edits)".to_string()),
+        Some(Value::Array(_)) => return Err("`edits` must contain at least one edit".into()),
+        _ => return Err("missing required parameter `edits` (an array of edits)".into()),
     };
     let n = edits.len();
     let mut parsed = Vec::with_capacity(n);
@@ -48,13 +48,14 @@ fn plan(input: &Value, ctx: &ToolCtx) -> Result<Plan, String> {
         if old.is_empty() {
             return Err(fail(
                 "old_string is empty (only the first edit may create the file)".to_string(),
-            ));
+            )
+            .into());
         }
         let r = replace_in(&content, old, new, *all).map_err(|e| {
-            let why = fail(e);
+            let why = fail(e.to_string());
             match &file {
                 Some(f) => f.failed(&path, why),
-                None => why,
+                None => why.into(),
             }
         })?;
         if r.whitespace_corrected {
@@ -67,7 +68,7 @@ fn plan(input: &Value, ctx: &ToolCtx) -> Result<Plan, String> {
         notes.push(format!("(edit {}) {CORRECTED_NOTE}", corrected.join(", ")));
     }
     if original.as_deref() == Some(content.as_str()) {
-        return Err("the edits leave the file unchanged; nothing to write".to_string());
+        return Err("the edits leave the file unchanged; nothing to write".into());
     }
     Ok(Plan {
         change: FileChange {
@@ -151,7 +152,7 @@ impl Tool for MultiEdit {
         &self,
         input: &Value,
         ctx: &ToolCtx,
-    ) -> Result<Option<PermissionRequest>, String> {
+    ) -> Result<Option<PermissionRequest>, ToolError> {
         Ok(Some(plan(input, ctx)?.change.permission(self.name(), ctx)))
     }
 

@@ -58,7 +58,7 @@ pub const KINDS: &[&str] = &["yes_no", "single_choice", "multi_choice", "free_te
 
 /// The questions of a call, checked against Go Crush's limits. A `questions` array sent as a
 /// JSON string is accepted.
-pub fn parse(input: &Value) -> Result<Vec<Question>, String> {
+pub fn parse(input: &Value) -> Result<Vec<Question>, ToolError> {
     let raw = match input.get("questions") {
         Some(Value::String(s)) => serde_json::from_str::<Value>(s.trim())
             .map_err(|e| format!("questions must be an array: {e}"))?,
@@ -68,16 +68,16 @@ pub fn parse(input: &Value) -> Result<Vec<Question>, String> {
     let items: Vec<Value> = match raw {
         Value::Array(a) => a,
         Value::Null => Vec::new(),
-        _ => return Err("questions must be an array".to_string()),
+        _ => return Err("questions must be an array".into()),
     };
     if items.is_empty() {
-        return Err("at least one question is required".to_string());
+        return Err("at least one question is required".into());
     }
     if items.len() > MAX_QUESTIONS {
         return Err(format!(
             "exceeds maximum of {MAX_QUESTIONS} questions per batch (got {}). Split into multiple batches and tell the user there will be follow-up questions",
             items.len()
-        ));
+        ).into());
     }
     let mut out = Vec::new();
     for (i, item) in items.into_iter().enumerate() {
@@ -96,25 +96,22 @@ pub fn parse(input: &Value) -> Result<Vec<Question>, String> {
                 "question {} [{label}]: invalid type {:?} (must be yes_no, single_choice, multi_choice, or free_text)",
                 i + 1,
                 q.kind
-            ));
+            ).into());
         }
         if q.question.trim().is_empty() {
-            return Err(format!("question {}: the question text is empty", i + 1));
+            return Err(format!("question {}: the question text is empty", i + 1).into());
         }
         let choosing = q.kind == "single_choice" || q.kind == "multi_choice";
         if choosing && q.choices.is_empty() {
-            return Err(format!(
-                "question {} [{label}]: {} needs choices",
-                i + 1,
-                q.kind
-            ));
+            return Err(format!("question {} [{label}]: {} needs choices", i + 1, q.kind).into());
         }
         if q.choices.len() > MAX_CHOICES {
             return Err(format!(
                 "question {} [{label}]: at most {MAX_CHOICES} choices (got {})",
                 i + 1,
                 q.choices.len()
-            ));
+            )
+            .into());
         }
         for (k, c) in q.choices.iter_mut().enumerate() {
             if c.id.is_empty() {
@@ -246,7 +243,7 @@ impl Tool for QuestionTool {
         &self,
         input: &Value,
         _ctx: &ToolCtx,
-    ) -> Result<Option<PermissionRequest>, String> {
+    ) -> Result<Option<PermissionRequest>, ToolError> {
         parse(input)?;
         opt_str(input, "confirm_title")?;
         Ok(None)
@@ -294,7 +291,7 @@ mod tests {
             ),
         ] {
             let e = parse(&bad).unwrap_err();
-            assert!(e.contains(why), "{bad}: {e}");
+            assert!(e.to_string().contains(why), "{bad}: {e}");
         }
         // A string-encoded array and `options` for `choices`, as some models send them.
         let s = json!({"questions": json!([{"type": "single_choice", "question": "Which?",

@@ -44,7 +44,7 @@ struct Params<'a> {
     timeout: Duration,
 }
 
-fn params(input: &Value) -> Result<Params<'_>, String> {
+fn params(input: &Value) -> Result<Params<'_>, ToolError> {
     let query = req_str(input, "query")?;
     let count = match opt_u64(input, "count")? {
         None | Some(0) => DEFAULT_RESULTS,
@@ -66,7 +66,7 @@ fn params(input: &Value) -> Result<Params<'_>, String> {
     })
 }
 
-fn search(url: &str, query: &str, timeout: Duration) -> Result<Value, String> {
+fn search(url: &str, query: &str, timeout: Duration) -> Result<Value, ToolError> {
     let body = json!({"query": QUERY, "variables": {"query": query}}).to_string();
     let req = crate::net::WebRequest {
         method: "POST",
@@ -79,8 +79,8 @@ fn search(url: &str, query: &str, timeout: Duration) -> Result<Value, String> {
         Ok(r) => r,
         Err(e) => {
             *UNREACHABLE.lock().unwrap_or_else(|p| p.into_inner()) =
-                Some((Instant::now(), e.clone()));
-            return Err(format!("Sourcegraph could not be reached: {e}"));
+                Some((Instant::now(), e.to_string()));
+            return Err(format!("Sourcegraph could not be reached: {e}").into());
         }
     };
     let (text, _) = resp.read_capped(MAX_RESPONSE_BYTES)?;
@@ -93,13 +93,15 @@ fn search(url: &str, query: &str, timeout: Duration) -> Result<Value, String> {
                 super::common::truncate_line(text.trim(), 500)
             ));
         }
-        return Err(msg);
+        return Err(msg.into());
     }
-    serde_json::from_str(&text).map_err(|e| format!("failed to parse Sourcegraph's answer: {e}"))
+    serde_json::from_str(&text).map_err(|e| {
+        ToolError::RespondToModel(format!("failed to parse Sourcegraph's answer: {e}"))
+    })
 }
 
 /// Go Crush's layout of the results.
-fn format_results(result: &Value, context: usize, max: usize) -> Result<String, String> {
+fn format_results(result: &Value, context: usize, max: usize) -> Result<String, ToolError> {
     let mut out = String::new();
     if let Some(errors) = result["errors"].as_array().filter(|e| !e.is_empty()) {
         out.push_str("## Sourcegraph API Error\n\n");
@@ -112,7 +114,7 @@ fn format_results(result: &Value, context: usize, max: usize) -> Result<String, 
     }
     let results = &result["data"]["search"]["results"];
     if !results.is_object() {
-        return Err("invalid response format: missing data.search.results".to_string());
+        return Err("invalid response format: missing data.search.results".into());
     }
     out.push_str("# Sourcegraph Search Results\n\n");
     let _ = writeln!(
@@ -178,7 +180,7 @@ fn format_results(result: &Value, context: usize, max: usize) -> Result<String, 
     Ok(out)
 }
 
-fn run(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, String> {
+fn run(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
     let p = params(input)?;
     if let Some((at, why)) = UNREACHABLE
         .lock()
@@ -190,7 +192,8 @@ fn run(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, String> {
             "sourcegraph is off: the network could not be reached {} s ago ({why}). Search \
              locally with grep and glob instead.",
             at.elapsed().as_secs()
-        ));
+        )
+        .into());
     }
     let (url, query, timeout) = (endpoint(), p.query.to_string(), p.timeout);
     let result = crate::net::cancellable(&ctx.cancel, move || search(&url, &query, timeout))?;
@@ -257,7 +260,7 @@ impl Tool for Sourcegraph {
         &self,
         input: &Value,
         ctx: &ToolCtx,
-    ) -> Result<Option<PermissionRequest>, String> {
+    ) -> Result<Option<PermissionRequest>, ToolError> {
         // The query leaves the machine: it asks, unlike Go Crush (crush(1) PERMISSIONS).
         let p = params(input)?;
         Ok(Some(PermissionRequest {
@@ -274,7 +277,7 @@ impl Tool for Sourcegraph {
     }
 
     fn run(&self, input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
-        run(input, ctx).map_err(ToolError::from)
+        run(input, ctx)
     }
 }
 
@@ -334,6 +337,9 @@ mod tests {
         assert_eq!(sent["variables"]["query"], "lang:go fmt");
         assert_eq!(sent["query"], QUERY);
         let err = search(&url, "x", Duration::from_secs(5)).unwrap_err();
-        assert!(err.contains("500") && err.contains("boom"), "{err}");
+        assert!(
+            err.to_string().contains("500") && err.to_string().contains("boom"),
+            "{err}"
+        );
     }
 }

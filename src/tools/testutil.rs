@@ -2,7 +2,7 @@
 
 use super::todos::Todo;
 use super::write::FileChange;
-use super::{Content, Files, ReadTracker, SessionState, ToolCtx, ToolOutput};
+use super::{Content, Files, ReadTracker, SessionState, ToolCtx, ToolError, ToolOutput};
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -37,10 +37,10 @@ impl SessionState for MapTracker {
     fn session_id(&self) -> &str {
         "test-session"
     }
-    fn todos(&self) -> Result<Vec<Todo>, String> {
+    fn todos(&self) -> Result<Vec<Todo>, ToolError> {
         Ok(self.todos.lock().unwrap().clone())
     }
-    fn set_todos(&self, todos: &[Todo]) -> Result<(), String> {
+    fn set_todos(&self, todos: &[Todo]) -> Result<(), ToolError> {
         *self.todos.lock().unwrap() = todos.to_vec();
         Ok(())
     }
@@ -66,15 +66,11 @@ pub struct Buffers {
 }
 
 impl Files for Buffers {
-    fn read(&self, path: &Path) -> Option<Result<String, String>> {
+    fn read(&self, path: &Path) -> Option<Result<String, ToolError>> {
         let b = self.buffers.lock().unwrap();
-        Some(
-            b.get(path)
-                .cloned()
-                .ok_or_else(|| "no such buffer".to_string()),
-        )
+        Some(b.get(path).cloned().ok_or_else(|| "no such buffer".into()))
     }
-    fn write(&self, change: &FileChange) -> Option<Result<(), String>> {
+    fn write(&self, change: &FileChange) -> Option<Result<(), ToolError>> {
         self.written.lock().unwrap().push(change.clone());
         let mut b = self.buffers.lock().unwrap();
         b.insert(change.path.clone(), change.new.clone());

@@ -56,15 +56,15 @@ pub fn checklist(todos: &[Todo]) -> String {
 
 /// The `todos` parameter: an array of tasks (an array sent as a JSON string is accepted, as
 /// some models send one).
-fn parse(input: &Value) -> Result<Vec<Todo>, String> {
+fn parse(input: &Value) -> Result<Vec<Todo>, ToolError> {
     let raw = match input.get("todos") {
         Some(Value::String(s)) => serde_json::from_str::<Value>(s.trim())
             .map_err(|_| "parameter `todos` must be an array of tasks".to_string())?,
         Some(v) => v.clone(),
-        None => return Err("missing required parameter `todos`".to_string()),
+        None => return Err("missing required parameter `todos`".into()),
     };
     let Value::Array(items) = raw else {
-        return Err("parameter `todos` must be an array of tasks".to_string());
+        return Err("parameter `todos` must be an array of tasks".into());
     };
     let mut out = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
@@ -78,14 +78,15 @@ fn parse(input: &Value) -> Result<Vec<Todo>, String> {
             return Err(format!(
                 "invalid status {:?} for todo {:?}: use pending, in_progress or completed",
                 todo.status, todo.content
-            ));
+            )
+            .into());
         }
         out.push(todo);
     }
     Ok(out)
 }
 
-fn run(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, String> {
+fn run(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
     let todos = parse(input)?;
     let old = ctx.session.todos()?;
     ctx.session.set_todos(&todos)?;
@@ -204,13 +205,13 @@ impl Tool for Todos {
         &self,
         input: &Value,
         _ctx: &ToolCtx,
-    ) -> Result<Option<PermissionRequest>, String> {
+    ) -> Result<Option<PermissionRequest>, ToolError> {
         parse(input)?;
         Ok(None)
     }
 
     fn run(&self, input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
-        run(input, ctx).map_err(ToolError::from)
+        run(input, ctx)
     }
 }
 

@@ -124,7 +124,7 @@ impl Tool for View {
         &self,
         input: &Value,
         ctx: &ToolCtx,
-    ) -> Result<Option<PermissionRequest>, String> {
+    ) -> Result<Option<PermissionRequest>, ToolError> {
         let raw = req_str(input, "file_path")?;
         let path = resolve(ctx, raw)?;
         opt_u64(input, "offset")?;
@@ -143,7 +143,7 @@ impl Tool for View {
     }
 
     fn run(&self, input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
-        Ok(view(input, ctx)?)
+        view(input, ctx)
     }
 }
 
@@ -165,13 +165,14 @@ fn numbered(lines: &[&str], offset: usize, end: usize) -> String {
 }
 
 /// A built-in skill's file, whole.
-fn builtin_skill(raw: &str, ctx: &ToolCtx) -> Result<ToolOutput, String> {
+fn builtin_skill(raw: &str, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
     let Some(text) = ctx.skills.builtin(raw) else {
         let known: Vec<&str> = ctx.skills.builtin.iter().map(|(l, _)| l.as_str()).collect();
         return Err(format!(
             "no built-in skill file {raw}; the built-in skills are: {}",
             known.join(", ")
-        ));
+        )
+        .into());
     };
     let lines: Vec<&str> = text.lines().collect();
     Ok(ToolOutput {
@@ -181,7 +182,7 @@ fn builtin_skill(raw: &str, ctx: &ToolCtx) -> Result<ToolOutput, String> {
     })
 }
 
-fn view(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, String> {
+fn view(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
     let raw = req_str(input, "file_path")?;
     if raw.starts_with(BUILTIN_SKILLS) {
         return builtin_skill(raw, ctx);
@@ -205,18 +206,19 @@ fn view(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, String> {
                 msg.push_str("\n\nDid you mean one of these?\n");
                 msg.push_str(&similar.join("\n"));
             }
-            return Err(msg);
+            return Err(msg.into());
         }
         Err(_) if path.is_dir() => {
             return Err(format!(
                 "{} is a directory; use the ls tool to list its contents",
                 path.display()
-            ));
+            )
+            .into());
         }
         Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
-            return Err(format!("{e}; view only reads regular text files"));
+            return Err(format!("{e}; view only reads regular text files").into());
         }
-        Err(e) => return Err(format!("cannot access {}: {e}", path.display())),
+        Err(e) => return Err(format!("cannot access {}: {e}", path.display()).into()),
     };
     if mime_for_extension(&path).is_some() {
         return view_image(ctx, &path, file, meta.len());
@@ -227,7 +229,8 @@ fn view(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, String> {
              part, or bash with head/sed to read a section",
             meta.len(),
             MAX_FILE_BYTES
-        ));
+        )
+        .into());
     }
     let mut data = Vec::new();
     // One byte more than the limit: a file that grew since the check is still refused.
@@ -239,7 +242,8 @@ fn view(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, String> {
         return Err(format!(
             "file is too large (more than {MAX_FILE_BYTES} bytes). Use grep to find the relevant \
              part, or bash with head/sed to read a section"
-        ));
+        )
+        .into());
     }
     if let Some(files) = ctx.files
         && let Some(text) = files.read(&path)
@@ -252,22 +256,24 @@ fn view(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, String> {
             return Err(format!(
                 "file is too large (more than {MAX_FILE_BYTES} bytes in the editor). Use grep to \
                  find the relevant part, or bash with head/sed to read a section"
-            ));
+            )
+            .into());
         }
     }
     if looks_binary(&data) {
         return Err(format!(
             "{} looks like a binary file; view only reads text files",
             path.display()
-        ));
+        )
+        .into());
     }
     let text = String::from_utf8_lossy(&data);
     let lines: Vec<&str> = text.lines().collect();
     let total = lines.len();
     if offset > 0 && offset >= total {
-        return Err(format!(
-            "offset {offset} is beyond the end of the file ({total} lines)"
-        ));
+        return Err(
+            format!("offset {offset} is beyond the end of the file ({total} lines)").into(),
+        );
     }
     let end = offset.saturating_add(limit).min(total);
     let shown = &lines[offset.min(end)..end];
@@ -309,12 +315,18 @@ fn view(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, String> {
 
 /// An image file: the image itself for a model that takes images (checked to be what its name
 /// says, and no larger than the limit), else one line describing it.
-fn view_image(ctx: &ToolCtx, path: &Path, file: fs::File, len: u64) -> Result<ToolOutput, String> {
+fn view_image(
+    ctx: &ToolCtx,
+    path: &Path,
+    file: fs::File,
+    len: u64,
+) -> Result<ToolOutput, ToolError> {
     if len > MAX_IMAGE_BYTES {
         return Err(format!(
             "{} is too large to send ({len} bytes; images are sent up to {MAX_IMAGE_BYTES} bytes)",
             path.display()
-        ));
+        )
+        .into());
     }
     let mut data = Vec::new();
     file.take(MAX_IMAGE_BYTES + 1)

@@ -19,7 +19,7 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_SEARCH_URL: &str = "https://lite.duckduckgo.com/lite/";
 
 /// A page as the model reads it: HTML as Markdown, JSON indented, text as it is.
-pub fn fetch_as_markdown(url: &str) -> Result<String, String> {
+pub fn fetch_as_markdown(url: &str) -> Result<String, ToolError> {
     crate::net::check_web_url(url)?;
     let req = crate::net::WebRequest::get(url, TIMEOUT)
         .header(
@@ -29,10 +29,7 @@ pub fn fetch_as_markdown(url: &str) -> Result<String, String> {
         .header("Accept-Language", "en-US,en;q=0.5");
     let mut resp = crate::net::web(&req)?;
     if resp.status() != 200 {
-        return Err(format!(
-            "request failed with status code: {}",
-            resp.status()
-        ));
+        return Err(format!("request failed with status code: {}", resp.status()).into());
     }
     let content_type = resp.header("content-type").to_ascii_lowercase();
     let (body, _) = resp.read_capped(MAX_PAGE_BYTES)?;
@@ -49,8 +46,9 @@ pub fn fetch_as_markdown(url: &str) -> Result<String, String> {
     Ok(text)
 }
 
-/// Saves a large page to `dir` (a new `page-N.md`); its path.
-pub fn save_page(dir: &Path, content: &str) -> Result<PathBuf, String> {
+/// Saves a large page to `dir` (a new `page-N.md`); its path. A failure is crush's (its own
+/// temporary directory), not the model's.
+pub fn save_page(dir: &Path, content: &str) -> Result<PathBuf, ToolError> {
     for n in 0..10_000 {
         let p = dir.join(format!("page-{n}.md"));
         match std::fs::OpenOptions::new()
@@ -60,15 +58,22 @@ pub fn save_page(dir: &Path, content: &str) -> Result<PathBuf, String> {
         {
             Ok(mut f) => {
                 use std::io::Write;
-                f.write_all(content.as_bytes())
-                    .map_err(|e| format!("Failed to write content to file: {e}"))?;
+                f.write_all(content.as_bytes()).map_err(|e| {
+                    ToolError::Internal(format!("Failed to write content to file: {e}"))
+                })?;
                 return Ok(p);
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(format!("Failed to create temporary file: {e}")),
+            Err(e) => {
+                return Err(ToolError::Internal(format!(
+                    "Failed to create temporary file: {e}"
+                )));
+            }
         }
     }
-    Err("Failed to create temporary file: too many pages".to_string())
+    Err(ToolError::Internal(
+        "Failed to create temporary file: too many pages".into(),
+    ))
 }
 
 pub struct WebFetch;
@@ -110,7 +115,7 @@ impl Tool for WebFetch {
         &self,
         input: &Value,
         _ctx: &ToolCtx,
-    ) -> Result<Option<PermissionRequest>, String> {
+    ) -> Result<Option<PermissionRequest>, ToolError> {
         crate::net::check_web_url(req_str(input, "url")?)?;
         Ok(None)
     }
@@ -233,7 +238,7 @@ fn search_url() -> String {
 }
 
 /// Searches `query` on DuckDuckGo Lite at `base`.
-pub fn search(base: &str, query: &str, max: usize) -> Result<Vec<Hit>, String> {
+pub fn search(base: &str, query: &str, max: usize) -> Result<Vec<Hit>, ToolError> {
     let sep = if base.contains('?') { '&' } else { '?' };
     let url = format!("{base}{sep}q={}", percent_encode(query));
     let req = crate::net::WebRequest::get(&url, TIMEOUT)
@@ -244,14 +249,14 @@ pub fn search(base: &str, query: &str, max: usize) -> Result<Vec<Hit>, String> {
         .header("Accept-Language", "en-US,en;q=0.9");
     let mut resp = crate::net::web(&req)?;
     match resp.status() {
-        202 => return Err(RATE_LIMITED.to_string()),
+        202 => return Err(RATE_LIMITED.into()),
         200 => {}
-        s => return Err(format!("search failed with status code: {s}")),
+        s => return Err(format!("search failed with status code: {s}").into()),
     }
     let (body, _) = resp.read_capped(MAX_PAGE_BYTES)?;
     let html = String::from_utf8_lossy(&body);
     if ANOMALY_MARKERS.iter().any(|m| html.contains(m)) {
-        return Err(RATE_LIMITED.to_string());
+        return Err(RATE_LIMITED.into());
     }
     Ok(parse_lite(&html, max))
 }
@@ -316,7 +321,7 @@ impl Tool for WebSearch {
         &self,
         input: &Value,
         _ctx: &ToolCtx,
-    ) -> Result<Option<PermissionRequest>, String> {
+    ) -> Result<Option<PermissionRequest>, ToolError> {
         req_str(input, "query")?;
         opt_u64(input, "max_results")?;
         Ok(None)
@@ -383,8 +388,8 @@ mod tests {
             served.seen.lock().unwrap()[0].line,
             "GET /lite/?q=rust%20ureq HTTP/1.1"
         );
-        assert_eq!(search(&base, "x", 5).unwrap_err(), RATE_LIMITED);
-        assert_eq!(search(&base, "x", 5).unwrap_err(), RATE_LIMITED);
+        assert_eq!(search(&base, "x", 5).unwrap_err().to_string(), RATE_LIMITED);
+        assert_eq!(search(&base, "x", 5).unwrap_err().to_string(), RATE_LIMITED);
     }
 
     #[test]

@@ -51,17 +51,17 @@ impl FileChange {
     /// Writes the new content (creating parent directories), records the new modification
     /// time as read, so further edits need no new view, and the change in the session's file
     /// history (the bytes before, exactly, for undo).
-    pub fn apply(&self, ctx: &ToolCtx) -> Result<Diff, String> {
+    pub fn apply(&self, ctx: &ToolCtx) -> Result<Diff, ToolError> {
         self.write(ctx, ctx.files)
     }
 
     /// [`apply`](Self::apply) to the disk whatever the editor offers: for a change computed on
     /// the disk's content (what a language server was sent).
-    pub fn apply_on_disk(&self, ctx: &ToolCtx) -> Result<Diff, String> {
+    pub fn apply_on_disk(&self, ctx: &ToolCtx) -> Result<Diff, ToolError> {
         self.write(ctx, None)
     }
 
-    fn write(&self, ctx: &ToolCtx, files: Option<&dyn super::Files>) -> Result<Diff, String> {
+    fn write(&self, ctx: &ToolCtx, files: Option<&dyn super::Files>) -> Result<Diff, ToolError> {
         let d = self.diff(ctx);
         if let Some(parent) = self.path.parent() {
             fs::create_dir_all(parent)
@@ -86,45 +86,46 @@ impl FileChange {
 }
 
 /// A file's bytes as text (None when it does not exist).
-fn text_or_none(read: std::io::Result<Vec<u8>>, path: &Path) -> Result<Option<String>, String> {
+fn text_or_none(read: std::io::Result<Vec<u8>>, path: &Path) -> Result<Option<String>, ToolError> {
     match read {
         Ok(bytes) => String::from_utf8(bytes)
             .map(Some)
-            .map_err(|_| format!("{} is not valid UTF-8 text", path.display())),
+            .map_err(|_| format!("{} is not valid UTF-8 text", path.display()).into()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+        Err(e) => Err(format!("cannot read {}: {e}", path.display()).into()),
     }
 }
 
 /// Reads the current content of a file that must be text (None when it does not exist), as the
 /// session sees it: an editor's buffer inside one (`read_file`).
-pub fn read_existing(ctx: &ToolCtx, path: &Path) -> Result<Option<String>, String> {
+pub fn read_existing(ctx: &ToolCtx, path: &Path) -> Result<Option<String>, ToolError> {
     text_or_none(read_file(ctx, path), path)
 }
 
 /// [`read_existing`] from the disk whatever the editor offers (what a language server was
 /// sent).
-pub fn read_existing_on_disk(path: &Path) -> Result<Option<String>, String> {
+pub fn read_existing_on_disk(path: &Path) -> Result<Option<String>, ToolError> {
     text_or_none(read_regular(path), path)
 }
 
-fn plan(input: &Value, ctx: &ToolCtx) -> Result<FileChange, String> {
+fn plan(input: &Value, ctx: &ToolCtx) -> Result<FileChange, ToolError> {
     let path = resolve(ctx, req_str(input, "file_path")?)?;
     let content = req_str_empty_ok(input, "content")?;
     if path.is_dir() {
-        return Err(format!("{} is a directory", path.display()));
+        return Err(format!("{} is a directory", path.display()).into());
     }
     check_fresh(ctx, &path)?;
     let old = match read_file(ctx, &path) {
         Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display()).into()),
     };
     if old.as_deref() == Some(content) {
         return Err(format!(
             "{} already contains exactly this content; nothing to write",
             path.display()
-        ));
+        )
+        .into());
     }
     Ok(FileChange {
         path,
@@ -235,7 +236,7 @@ impl Tool for Write {
         &self,
         input: &Value,
         ctx: &ToolCtx,
-    ) -> Result<Option<PermissionRequest>, String> {
+    ) -> Result<Option<PermissionRequest>, ToolError> {
         Ok(Some(plan(input, ctx)?.permission(self.name(), ctx)))
     }
 
@@ -402,6 +403,6 @@ mod tests {
             )
         })
         .unwrap_err();
-        assert!(err.contains("FIFO"), "{err}");
+        assert!(err.to_string().contains("FIFO"), "{err}");
     }
 }

@@ -15,6 +15,7 @@ use super::common::{open_regular, resolve};
 use super::ignore::{self, Flow, WalkOptions};
 use super::{Diagnostics, Tool, ToolCtx};
 use crate::lsp::{Client, FileDiagnostics, Manager, RpcError, text};
+use crate::tools::ToolError;
 use serde_json::{Value, json};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -342,7 +343,7 @@ fn candidates(
     ctx: &ToolCtx,
     symbol: &str,
     within: &Path,
-) -> Result<Vec<Candidate>, String> {
+) -> Result<Vec<Candidate>, ToolError> {
     let symbol = symbol.trim();
     if symbol.is_empty() {
         return Err("symbol must not be empty".into());
@@ -396,13 +397,14 @@ fn candidates(
         return Err(format!(
             "Symbol '{symbol}' not found in the files the language servers handle under {}",
             within.display()
-        ));
+        )
+        .into());
     }
     Ok(found)
 }
 
 /// The directory (or file) a symbol is looked for in: `path`, else the working directory.
-fn search_root(input: &Value, ctx: &ToolCtx) -> Result<PathBuf, String> {
+fn search_root(input: &Value, ctx: &ToolCtx) -> Result<PathBuf, ToolError> {
     Ok(match super::common::opt_str(input, "path")? {
         Some(p) => resolve(ctx, p)?,
         None => super::common::canonicalize_lenient(ctx.cwd),
@@ -418,7 +420,7 @@ fn ask_about_symbol(
     input: &Value,
     capability: (&str, &str, &str),
     mut ask: impl FnMut(&Client, &Candidate) -> Result<Option<Value>, RpcError>,
-) -> Result<Option<(Arc<Client>, Candidate, Value)>, String> {
+) -> Result<Option<(Arc<Client>, Candidate, Value)>, ToolError> {
     let (cap, method, what) = capability;
     let symbol = super::common::req_str(input, "symbol")?;
     let within = search_root(input, ctx)?;
@@ -434,14 +436,15 @@ fn ask_about_symbol(
             return Err(format!(
                 "the language server {} does not support {what} ({cap})",
                 client.name()
-            ));
+            )
+            .into());
         }
         asked += 1;
         match ask(&client, &cand) {
             Ok(Some(v)) => return Ok(Some((client, cand, v))),
             Ok(None) => {}
             Err(e @ RpcError::Server { .. }) => last_err = Some(e.to_string()),
-            Err(e) => return Err(format!("{}: {e}", client.name())),
+            Err(e) => return Err(format!("{}: {e}", client.name()).into()),
         }
         // Each candidate is a round trip; a symbol the server knows is found among the first.
         if asked >= 20 {
@@ -449,9 +452,7 @@ fn ask_about_symbol(
         }
     }
     match last_err {
-        Some(e) => Err(format!(
-            "the language server could not resolve '{symbol}': {e}"
-        )),
+        Some(e) => Err(format!("the language server could not resolve '{symbol}': {e}").into()),
         None => Ok(None),
     }
 }

@@ -64,7 +64,11 @@ impl Tool for DiagnosticsTool {
         })
     }
 
-    fn permission(&self, input: &Value, _: &ToolCtx) -> Result<Option<PermissionRequest>, String> {
+    fn permission(
+        &self,
+        input: &Value,
+        _: &ToolCtx,
+    ) -> Result<Option<PermissionRequest>, ToolError> {
         opt_str(input, "file_path")?;
         Ok(None)
     }
@@ -139,7 +143,11 @@ impl Tool for References {
         symbol_schema(json!({}), &["symbol"])
     }
 
-    fn permission(&self, input: &Value, _: &ToolCtx) -> Result<Option<PermissionRequest>, String> {
+    fn permission(
+        &self,
+        input: &Value,
+        _: &ToolCtx,
+    ) -> Result<Option<PermissionRequest>, ToolError> {
         req_str(input, "symbol")?;
         Ok(None)
     }
@@ -234,7 +242,11 @@ impl Tool for Definition {
         symbol_schema(json!({}), &["symbol"])
     }
 
-    fn permission(&self, input: &Value, _: &ToolCtx) -> Result<Option<PermissionRequest>, String> {
+    fn permission(
+        &self,
+        input: &Value,
+        _: &ToolCtx,
+    ) -> Result<Option<PermissionRequest>, ToolError> {
         req_str(input, "symbol")?;
         Ok(None)
     }
@@ -344,7 +356,11 @@ impl Tool for Symbols {
         })
     }
 
-    fn permission(&self, input: &Value, _: &ToolCtx) -> Result<Option<PermissionRequest>, String> {
+    fn permission(
+        &self,
+        input: &Value,
+        _: &ToolCtx,
+    ) -> Result<Option<PermissionRequest>, ToolError> {
         if opt_str(input, "file_path")?.is_none() && opt_str(input, "query")?.is_none() {
             return Err(
                 "give file_path (the symbols of a file) or query (a workspace search)".into(),
@@ -467,7 +483,11 @@ impl Tool for CallHierarchy {
         )
     }
 
-    fn permission(&self, input: &Value, _: &ToolCtx) -> Result<Option<PermissionRequest>, String> {
+    fn permission(
+        &self,
+        input: &Value,
+        _: &ToolCtx,
+    ) -> Result<Option<PermissionRequest>, ToolError> {
         req_str(input, "symbol")?;
         direction(input)?;
         Ok(None)
@@ -534,7 +554,7 @@ impl Tool for CallHierarchy {
     }
 }
 
-fn direction(input: &Value) -> Result<bool, String> {
+fn direction(input: &Value) -> Result<bool, ToolError> {
     match req_str(input, "direction")? {
         "incoming" => Ok(true),
         "outgoing" => Ok(false),
@@ -576,7 +596,11 @@ impl Tool for Restart {
         })
     }
 
-    fn permission(&self, input: &Value, _: &ToolCtx) -> Result<Option<PermissionRequest>, String> {
+    fn permission(
+        &self,
+        input: &Value,
+        _: &ToolCtx,
+    ) -> Result<Option<PermissionRequest>, ToolError> {
         opt_str(input, "name")?;
         Ok(None)
     }

@@ -21,9 +21,9 @@ pub fn tools(lsp: &Lsp) -> Vec<Box<dyn Tool>> {
 
 /// The text edits of a `WorkspaceEdit`, per file. File operations (create, rename, delete)
 /// are refused.
-fn edits_by_file(edit: &Value) -> Result<Vec<(PathBuf, Vec<Value>)>, String> {
+fn edits_by_file(edit: &Value) -> Result<Vec<(PathBuf, Vec<Value>)>, ToolError> {
     let mut out: Vec<(PathBuf, Vec<Value>)> = Vec::new();
-    let mut add = |uri: &str, edits: &[Value]| -> Result<(), String> {
+    let mut add = |uri: &str, edits: &[Value]| -> Result<(), ToolError> {
         let path = text::path_of(uri)
             .ok_or_else(|| format!("the server named a file crush cannot use: {uri}"))?;
         match out.iter_mut().find(|(p, _)| *p == path) {
@@ -40,7 +40,8 @@ fn edits_by_file(edit: &Value) -> Result<Vec<(PathBuf, Vec<Value>)>, String> {
                      the file with bash and the symbol with edit",
                     c["kind"].as_str().unwrap_or("change"),
                     c["uri"].as_str().or(c["oldUri"].as_str()).unwrap_or("?")
-                ));
+                )
+                .into());
             }
             let uri = c["textDocument"]["uri"].as_str().unwrap_or("");
             add(uri, c["edits"].as_array().map(Vec::as_slice).unwrap_or(&[]))?;
@@ -55,20 +56,21 @@ fn edits_by_file(edit: &Value) -> Result<Vec<(PathBuf, Vec<Value>)>, String> {
 }
 
 /// Refuses a file that was read in this session and changed on disk since.
-fn fresh_if_read(ctx: &ToolCtx, path: &Path) -> Result<(), String> {
+fn fresh_if_read(ctx: &ToolCtx, path: &Path) -> Result<(), ToolError> {
     if let (Some(t), Ok(meta)) = (ctx.reads.last_read(path), std::fs::metadata(path))
         && t != mtime_ns(&meta)
     {
         return Err(format!(
             "file {} was modified since it was last read; view it again first",
             path.display()
-        ));
+        )
+        .into());
     }
     Ok(())
 }
 
 /// Writes every change, or none: a failed write puts back the files already written.
-fn apply_all(changes: &[FileChange], ctx: &ToolCtx) -> Result<(usize, usize), String> {
+fn apply_all(changes: &[FileChange], ctx: &ToolCtx) -> Result<(usize, usize), ToolError> {
     let (mut add, mut del) = (0, 0);
     for (i, ch) in changes.iter().enumerate() {
         match ch.apply_on_disk(ctx) {
@@ -83,7 +85,7 @@ fn apply_all(changes: &[FileChange], ctx: &ToolCtx) -> Result<(usize, usize), St
                         record_current(ctx, &done.path);
                     }
                 }
-                return Err(format!("{e}; no file was changed"));
+                return Err(format!("{e}; no file was changed").into());
             }
         }
     }
@@ -100,7 +102,7 @@ struct RenamePlan {
 }
 
 impl Rename {
-    fn plan(&self, input: &Value, ctx: &ToolCtx) -> Result<RenamePlan, String> {
+    fn plan(&self, input: &Value, ctx: &ToolCtx) -> Result<RenamePlan, ToolError> {
         let symbol = req_str(input, "symbol")?;
         let new_name = req_str(input, "new_name")?;
         let found = ask_about_symbol(
@@ -117,7 +119,7 @@ impl Rename {
             },
         )?;
         let Some((client, _, edit)) = found else {
-            return Err(format!("No rename edits generated for symbol '{symbol}'"));
+            return Err(format!("No rename edits generated for symbol '{symbol}'").into());
         };
         let mut changes = Vec::new();
         let mut edits = 0;
@@ -130,7 +132,8 @@ impl Rename {
                 return Err(format!(
                     "the rename would change {}, outside the project; nothing was changed",
                     named.display()
-                ));
+                )
+                .into());
             }
             zone = zone.max(here);
             fresh_if_read(ctx, &path)?;
@@ -148,7 +151,7 @@ impl Rename {
             }
         }
         if changes.is_empty() {
-            return Err(format!("No rename edits generated for symbol '{symbol}'"));
+            return Err(format!("No rename edits generated for symbol '{symbol}'").into());
         }
         Ok(RenamePlan {
             changes,
@@ -207,7 +210,7 @@ impl Tool for Rename {
         &self,
         input: &Value,
         ctx: &ToolCtx,
-    ) -> Result<Option<PermissionRequest>, String> {
+    ) -> Result<Option<PermissionRequest>, ToolError> {
         let plan = self.plan(input, ctx)?;
         let files: Vec<String> = plan
             .changes
@@ -296,18 +299,19 @@ struct ReplacePlan {
 }
 
 impl ReplaceSymbol {
-    fn plan(&self, input: &Value, ctx: &ToolCtx) -> Result<ReplacePlan, String> {
+    fn plan(&self, input: &Value, ctx: &ToolCtx) -> Result<ReplacePlan, ToolError> {
         let symbol = req_str(input, "symbol")?;
         let path = resolve(ctx, req_str(input, "file_path")?)?;
         let action = opt_str(input, "action")?.unwrap_or("replace");
         if !matches!(action, "replace" | "add_before" | "add_after" | "delete") {
             return Err(format!(
                 "invalid action '{action}': must be replace, add_before, add_after or delete"
-            ));
+            )
+            .into());
         }
         let replacement = opt_str(input, "replacement")?.unwrap_or("");
         if action != "delete" && replacement.is_empty() {
-            return Err(format!("replacement is required for action '{action}'"));
+            return Err(format!("replacement is required for action '{action}'").into());
         }
         fresh_if_read(ctx, &path)?;
         let content = read_existing_on_disk(&path)?
@@ -318,7 +322,8 @@ impl ReplaceSymbol {
             return Err(format!(
                 "the language server {} does not support document symbols (documentSymbolProvider)",
                 c.name()
-            ));
+            )
+            .into());
         }
         c.resync();
         let symbols = c
@@ -420,7 +425,7 @@ impl Tool for ReplaceSymbol {
         &self,
         input: &Value,
         ctx: &ToolCtx,
-    ) -> Result<Option<PermissionRequest>, String> {
+    ) -> Result<Option<PermissionRequest>, ToolError> {
         let plan = self.plan(input, ctx)?;
         let mut req = plan.change.permission(self.name(), ctx);
         req.description = plan.summary.replacen("Replaced", "Replace", 1);
@@ -468,7 +473,12 @@ mod tests {
         assert_eq!(edits_by_file(&doc).unwrap()[0].1.len(), 2);
         let ops = json!({"documentChanges": [{"kind": "rename", "oldUri": "file:///p/a.fk",
             "newUri": "file:///p/b.fk"}]});
-        assert!(edits_by_file(&ops).unwrap_err().contains("rename a file"));
+        assert!(
+            edits_by_file(&ops)
+                .unwrap_err()
+                .to_string()
+                .contains("rename a file")
+        );
     }
 
     #[test]
