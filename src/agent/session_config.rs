@@ -160,7 +160,7 @@ impl super::Agent<'_> {
             .as_mut()
             .ok_or("this session has no configuration to change")?;
         let large_before = cfg.config.models.large.clone();
-        let outcome = cfg.apply_session_line(line)?;
+        let outcome = cfg.apply_session_line(line).map_err(|e| e.to_string())?;
         let hooks_changed = line
             .trim_start_matches('/')
             .trim_start()

@@ -486,7 +486,7 @@ impl Entry<'_> {
                     words: args.split_whitespace().map(str::to_string).collect(),
                 });
             }
-            Err(e) => return Err(e),
+            Err(e) => return Err(e.to_string()),
         };
         self.bind_words(words, args)
     }
