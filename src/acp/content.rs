@@ -161,8 +161,8 @@ pub fn expand_command(
     let (name, raw) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
     let words = crate::config::commands::split_words(raw)
         .unwrap_or_else(|_| raw.split_whitespace().map(str::to_string).collect());
-    match crate::skills::catalog::for_run(cat, name, words, raw)? {
-        Some((entry, bound)) => entry.render(&bound, mcp),
+    match crate::skills::catalog::for_run(cat, name, words, raw).map_err(|e| e.to_string())? {
+        Some((entry, bound)) => entry.render(&bound, mcp).map_err(|e| e.to_string()),
         None => Ok(text.to_string()),
     }
 }
