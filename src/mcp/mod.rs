@@ -216,16 +216,43 @@ fn header_param(args: &Value, path: &[String]) -> Option<String> {
     }
 }
 
+/// An `x-mcp-header` annotation that breaks the rules (the tool is left out).
+#[derive(Debug, Clone, PartialEq)]
+enum HeaderRule {
+    /// Not reachable through `properties` alone (the annotation, as JSON).
+    Unreachable(String),
+    NotToken(String),
+    Twice(String),
+    NotPrimitive {
+        header: String,
+        ty: String,
+    },
+}
+
+impl std::fmt::Display for HeaderRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HeaderRule::Unreachable(h) => write!(f, "x-mcp-header at an unreachable place ({h})"),
+            HeaderRule::NotToken(h) => write!(f, "x-mcp-header {h:?} is not a header name"),
+            HeaderRule::Twice(h) => write!(f, "x-mcp-header {h:?} appears twice"),
+            HeaderRule::NotPrimitive { header, ty } => write!(
+                f,
+                "x-mcp-header {header:?} is on a parameter of type {ty:?}, not a string, integer or boolean"
+            ),
+        }
+    }
+}
+
 /// The `x-mcp-header` annotations of a schema: (header, property path). Err: an annotation
 /// that breaks the rules (empty, not a token, repeated, on a non-primitive, or not reachable
 /// through `properties` alone).
-fn header_params(schema: &Value) -> Result<Vec<(String, Vec<String>)>, String> {
+fn header_params(schema: &Value) -> Result<Vec<(String, Vec<String>)>, HeaderRule> {
     fn walk(
         v: &Value,
         path: &mut Vec<String>,
         reachable: bool,
         out: &mut Vec<(String, Vec<String>, Value)>,
-        bad: &mut Vec<String>,
+        bad: &mut Vec<HeaderRule>,
     ) {
         match v {
             Value::Object(m) => {
@@ -237,7 +264,7 @@ fn header_params(schema: &Value) -> Result<Vec<(String, Vec<String>)>, String> {
                             v.clone(),
                         ));
                     } else {
-                        bad.push(format!("x-mcp-header at an unreachable place ({h})"));
+                        bad.push(HeaderRule::Unreachable(h.to_string()));
                     }
                 }
                 for (k, x) in m {
@@ -274,16 +301,17 @@ fn header_params(schema: &Value) -> Result<Vec<(String, Vec<String>)>, String> {
             && h.bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
         if !token {
-            return Err(format!("x-mcp-header {h:?} is not a header name"));
+            return Err(HeaderRule::NotToken(h));
         }
         if seen.iter().any(|s| s.eq_ignore_ascii_case(&h)) {
-            return Err(format!("x-mcp-header {h:?} appears twice"));
+            return Err(HeaderRule::Twice(h));
         }
         let ty = prop.get("type").and_then(Value::as_str).unwrap_or("");
         if !matches!(ty, "string" | "integer" | "boolean") {
-            return Err(format!(
-                "x-mcp-header {h:?} is on a parameter of type {ty:?}, not a string, integer or boolean"
-            ));
+            return Err(HeaderRule::NotPrimitive {
+                header: h,
+                ty: ty.to_string(),
+            });
         }
         seen.push(h.clone());
         out.push((h, path));
