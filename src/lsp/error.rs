@@ -82,3 +82,15 @@ impl fmt::Display for LspError {
 }
 
 impl std::error::Error for LspError {}
+
+/// A server `restart` did not bring back: why it failed, when it did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NotRunning(pub Option<String>);
+
+impl fmt::Display for NotRunning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0.as_deref().unwrap_or("not running"))
+    }
+}
+
+impl std::error::Error for NotRunning {}

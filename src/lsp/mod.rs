@@ -21,7 +21,7 @@ pub mod text;
 mod wire;
 
 pub use client::{Client, Diagnostic, FileDiagnostics, RpcError};
-pub use error::{LspError, StartError};
+pub use error::{LspError, NotRunning, StartError};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -112,7 +112,7 @@ pub struct Status {
 
 /// A server `restart` stopped and started again: its name, and why it is not running when it
 /// failed.
-pub type Restarted = (String, Result<(), String>);
+pub type Restarted = (String, Result<(), NotRunning>);
 
 /// The session's language servers.
 pub struct Manager {
@@ -578,8 +578,8 @@ impl Manager {
             start_slot(&slot, root, self.debug, &self.warnings);
             let r = match &*lock(&slot.state) {
                 SlotState::Ready(_) => Ok(()),
-                SlotState::Failed { why, .. } => Err(why.clone()),
-                _ => Err("not running".to_string()),
+                SlotState::Failed { why, .. } => Err(NotRunning(Some(why.clone()))),
+                _ => Err(NotRunning(None)),
             };
             out.push((slot.spec.name.clone(), r));
         }
