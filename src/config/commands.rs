@@ -74,18 +74,6 @@ impl std::error::Error for CommandError {
     }
 }
 
-impl From<String> for CommandError {
-    fn from(m: String) -> Self {
-        CommandError::Usage(m)
-    }
-}
-
-impl From<&str> for CommandError {
-    fn from(m: &str) -> Self {
-        CommandError::Usage(m.to_string())
-    }
-}
-
 /// What a command did.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Outcome {
@@ -145,11 +133,10 @@ pub fn apply(cfg: &mut Value, args: &[String]) -> Result<Outcome, CommandError> 
         "hook" => hook(&mut work, rest),
         "mcp" => mcp(&mut work, rest),
         "lsp" => lsp(&mut work, rest),
-        other => Err(format!(
+        other => Err(CommandError::Usage(format!(
             "unknown command '{other}' (commands: {})",
             crate::rcshell::NAMES.join(", ")
-        )
-        .into()),
+        ))),
     }
     .map_err(|e| CommandError::In {
         command: name.to_string(),
@@ -360,16 +347,18 @@ fn apply_flags(
     while i < args.len() {
         let word = &args[i];
         let Some(body) = word.strip_prefix("--") else {
-            return Err(format!("unexpected argument '{word}' (flags: {})", known()).into());
+            return Err(CommandError::Usage(format!(
+                "unexpected argument '{word}' (flags: {})",
+                known()
+            )));
         };
         let (name, inline) = match body.split_once('=') {
             Some((n, v)) => (n, Some(v.to_string())),
             None => (body, None),
         };
-        let spec = specs
-            .iter()
-            .find(|s| s.name == name)
-            .ok_or_else(|| format!("unknown flag --{name} (flags: {})", known()))?;
+        let spec = specs.iter().find(|s| s.name == name).ok_or_else(|| {
+            CommandError::Usage(format!("unknown flag --{name} (flags: {})", known()))
+        })?;
         i += 1;
         let mut take = |what: &str| -> Result<String, CommandError> {
             if let Some(v) = inline.clone() {
@@ -380,19 +369,21 @@ fn apply_flags(
                     i += 1;
                     Ok(v.clone())
                 }
-                None => Err(format!("--{name} needs {what}").into()),
+                None => Err(CommandError::Usage(format!("--{name} needs {what}"))),
             }
         };
         let path: Vec<&str> = spec.key.split('.').collect();
-        let bad = |v: &str, what: &str| format!("--{name}: '{v}' is not {what}");
+        let bad =
+            |v: &str, what: &str| CommandError::Usage(format!("--{name}: '{v}' is not {what}"));
         match spec.kind {
             K::Str => set(target, &path, Value::String(take("a value")?)),
             K::Enum(allowed) => {
                 let v = take("a value")?;
                 if !allowed.contains(&v.as_str()) {
-                    return Err(
-                        format!("--{name}: '{v}' is not one of {}", allowed.join(", ")).into(),
-                    );
+                    return Err(CommandError::Usage(format!(
+                        "--{name}: '{v}' is not one of {}",
+                        allowed.join(", ")
+                    )));
                 }
                 set(target, &path, Value::String(v));
             }
@@ -409,7 +400,9 @@ fn apply_flags(
                     .filter(|n: &f64| n.is_finite())
                     .ok_or_else(|| bad(&v, "a number"))?;
                 if spec.kind == K::Unit && !(0.0..=1.0).contains(&n) {
-                    return Err(format!("--{name}: {v} is not between 0 and 1").into());
+                    return Err(CommandError::Usage(format!(
+                        "--{name}: {v} is not between 0 and 1"
+                    )));
                 }
                 set(target, &path, json!(n));
             }
@@ -435,7 +428,9 @@ fn apply_flags(
                     })?;
                 if spec.kind == K::JsonObj {
                     let Value::Object(o) = parsed else {
-                        return Err(format!("--{name}: expected a JSON object {{...}}").into());
+                        return Err(CommandError::Usage(format!(
+                            "--{name}: expected a JSON object {{...}}"
+                        )));
                     };
                     let (last, parent) = split_last(&path);
                     let m = obj_at(target, &parent);
@@ -454,11 +449,13 @@ fn apply_flags(
             }
             K::KeyVal => {
                 if inline.is_some() {
-                    return Err(format!("--{name} takes two words: --{name} KEY VALUE").into());
+                    return Err(CommandError::Usage(format!(
+                        "--{name} takes two words: --{name} KEY VALUE"
+                    )));
                 }
                 let (k, v) = match (args.get(i), args.get(i + 1)) {
                     (Some(k), Some(v)) => (k.clone(), v.clone()),
-                    _ => return Err(format!("--{name} needs KEY VALUE").into()),
+                    _ => return Err(CommandError::Usage(format!("--{name} needs KEY VALUE"))),
                 };
                 i += 2;
                 obj_at(target, &path).insert(k, Value::String(v));
@@ -486,7 +483,7 @@ fn apply_flags(
 fn need<'a>(args: &'a [String], i: usize, what: &str) -> Result<&'a str, CommandError> {
     match args.get(i) {
         Some(a) if !a.starts_with("--") && !a.is_empty() => Ok(a),
-        _ => Err(format!("missing {what}").into()),
+        _ => Err(CommandError::Usage(format!("missing {what}"))),
     }
 }
 
@@ -572,13 +569,15 @@ pub fn option_values(key: &str) -> Vec<&'static str> {
 fn option(cfg: &mut Value, args: &[String]) -> Result<Outcome, CommandError> {
     let usage = "usage: option KEY [VALUE] | option reset KEY | option ui KEY [VALUE]";
     let Some(first) = args.first() else {
-        return Err(usage.into());
+        return Err(CommandError::Usage(usage.into()));
     };
     let (key, values) = match first.as_str() {
         "reset" => {
             let key = need(args, 1, "the key to reset")?;
             if args.len() > 2 {
-                return Err(format!("reset takes one key ({usage})").into());
+                return Err(CommandError::Usage(format!(
+                    "reset takes one key ({usage})"
+                )));
             }
             if key.starts_with("ui-") {
                 return Ok(inert_ui());
@@ -611,18 +610,18 @@ fn option(cfg: &mut Value, args: &[String]) -> Result<Outcome, CommandError> {
     let one = |what: &str| -> Result<&String, CommandError> {
         match values {
             [v] => Ok(v),
-            [] => Err(format!("{label} needs {what}").into()),
-            _ => Err(format!("{label} takes one value").into()),
+            [] => Err(CommandError::Usage(format!("{label} needs {what}"))),
+            _ => Err(CommandError::Usage(format!("{label} takes one value"))),
         }
     };
     let shown = match kind {
         O::Bool | O::InvBool => {
             let b = match values {
                 [] => true,
-                [v] => {
-                    parse_bool(v).ok_or_else(|| format!("{label}: '{v}' is not true or false"))?
-                }
-                _ => return Err(format!("{label} takes one value").into()),
+                [v] => parse_bool(v).ok_or_else(|| {
+                    CommandError::Usage(format!("{label}: '{v}' is not true or false"))
+                })?,
+                _ => return Err(CommandError::Usage(format!("{label} takes one value"))),
             };
             let stored = if matches!(kind, O::InvBool) { !b } else { b };
             set(cfg, &full, Value::Bool(stored));
@@ -636,22 +635,27 @@ fn option(cfg: &mut Value, args: &[String]) -> Result<Outcome, CommandError> {
         O::Enum(allowed) => {
             let v = one("a value")?;
             if !allowed.contains(&v.as_str()) {
-                return Err(format!("{label}: '{v}' is not one of {}", allowed.join(", ")).into());
+                return Err(CommandError::Usage(format!(
+                    "{label}: '{v}' is not one of {}",
+                    allowed.join(", ")
+                )));
             }
             set(cfg, &full, Value::String(v.clone()));
             v.clone()
         }
         O::Int => {
             let v = one("a number")?;
-            let n: u64 = v
-                .parse()
-                .map_err(|_| format!("{label}: '{v}' is not a whole number"))?;
+            let n: u64 = v.parse().map_err(|_| {
+                CommandError::Usage(format!("{label}: '{v}' is not a whole number"))
+            })?;
             set(cfg, &full, json!(n));
             v.clone()
         }
         O::List => {
             if values.is_empty() {
-                return Err(format!("{label} needs at least one value").into());
+                return Err(CommandError::Usage(format!(
+                    "{label} needs at least one value"
+                )));
             }
             push_unique(cfg, &full, values);
             format!("+ {}", values.join(" "))
@@ -725,7 +729,7 @@ const MODEL_ADD_FLAGS: &[F] = &[
 fn split_ref(r: &str) -> Result<(&str, &str), CommandError> {
     match r.split_once('/') {
         Some((p, m)) if !p.is_empty() && !m.is_empty() => Ok((p, m)),
-        _ => Err(format!("'{r}' is not PROVIDER/MODEL").into()),
+        _ => Err(CommandError::Usage(format!("'{r}' is not PROVIDER/MODEL"))),
     }
 }
 
@@ -757,7 +761,9 @@ fn model(cfg: &mut Value, args: &[String]) -> Result<Outcome, CommandError> {
                     .filter(|v| v.is_object())
                     .cloned()
                     .ok_or_else(|| {
-                        format!("no {which} model is set yet: give PROVIDER/MODEL before the flags")
+                        CommandError::Usage(format!(
+                            "no {which} model is set yet: give PROVIDER/MODEL before the flags"
+                        ))
                     })?;
                 (existing, rest)
             } else {
@@ -765,7 +771,11 @@ fn model(cfg: &mut Value, args: &[String]) -> Result<Outcome, CommandError> {
                 let (p, m) = match r.split_once('/') {
                     Some((p, m)) if !m.is_empty() => (p, m),
                     None if !r.is_empty() => ("", r.as_str()),
-                    _ => return Err(format!("'{r}' is not [PROVIDER/]MODEL").into()),
+                    _ => {
+                        return Err(CommandError::Usage(format!(
+                            "'{r}' is not [PROVIDER/]MODEL"
+                        )));
+                    }
                 };
                 (json!({"provider": p, "model": m}), &rest[1..])
             };
@@ -783,9 +793,9 @@ fn model(cfg: &mut Value, args: &[String]) -> Result<Outcome, CommandError> {
             let r = need(args, 1, "PROVIDER/ID")?;
             let (p, id) = split_ref(r)?;
             if get(cfg, &["providers", p]).is_none() {
-                return Err(format!(
+                return Err(CommandError::Usage(format!(
                     "add {r}: provider '{p}' is not defined (define it first: provider add {p} --type ... --base-url ...)"
-                ).into());
+                )));
             }
             let mut m = json!({"id": id});
             apply_flags(&mut m, &args[2..], MODEL_ADD_FLAGS)?;
@@ -823,7 +833,9 @@ fn model(cfg: &mut Value, args: &[String]) -> Result<Outcome, CommandError> {
             let r = need(args, 1, "PROVIDER/ID")?;
             let (p, id) = split_ref(r)?;
             if args.len() > 2 {
-                return Err(format!("remove takes one PROVIDER/ID ({usage})").into());
+                return Err(CommandError::Usage(format!(
+                    "remove takes one PROVIDER/ID ({usage})"
+                )));
             }
             let removed = match get(cfg, &["providers", p, "models"]) {
                 Some(Value::Array(list)) => list
@@ -839,8 +851,10 @@ fn model(cfg: &mut Value, args: &[String]) -> Result<Outcome, CommandError> {
             }
             done(format!("model {p}/{id} removed"))
         }
-        Some(other) => Err(format!("unknown subcommand '{other}' ({usage})").into()),
-        None => Err(usage.into()),
+        Some(other) => Err(CommandError::Usage(format!(
+            "unknown subcommand '{other}' ({usage})"
+        ))),
+        None => Err(CommandError::Usage(usage.into())),
     }
 }
 
@@ -861,26 +875,31 @@ fn permissions(cfg: &mut Value, args: &[String]) -> Result<Outcome, CommandError
     let usage = "usage: permissions allow TOOL[:ACTION]... | permissions deny TOOL...";
     let (verb, tools) = match args.split_first() {
         Some((v, t)) => (v.as_str(), t),
-        None => return Err(usage.into()),
+        None => return Err(CommandError::Usage(usage.into())),
     };
     if tools.is_empty() {
-        return Err(format!("{verb} needs at least one tool ({usage})").into());
+        return Err(CommandError::Usage(format!(
+            "{verb} needs at least one tool ({usage})"
+        )));
     }
     if let Some(bad) = tools.iter().find(|t| !valid_tool(t)) {
-        return Err(format!("'{bad}' is not a tool name").into());
+        return Err(CommandError::Usage(format!("'{bad}' is not a tool name")));
     }
     match verb {
         "allow" => push_unique(cfg, &["permissions", "allowed_tools"], tools),
         "deny" => {
             if let Some(bad) = tools.iter().find(|t| t.contains(':')) {
-                return Err(format!(
+                return Err(CommandError::Usage(format!(
                     "deny takes tool names, not actions ('{bad}'): a denied tool is hidden entirely"
-                )
-                .into());
+                )));
             }
             push_unique(cfg, &["options", "disabled_tools"], tools)
         }
-        other => return Err(format!("unknown subcommand '{other}' ({usage})").into()),
+        other => {
+            return Err(CommandError::Usage(format!(
+                "unknown subcommand '{other}' ({usage})"
+            )));
+        }
     }
     done(format!("permissions {verb} {}", tools.join(" ")))
 }
@@ -921,17 +940,23 @@ fn verb_name<'a>(args: &'a [String], what: &str) -> Result<(&'a str, &'a str), C
     let verb = match args.first().map(String::as_str) {
         Some(v @ "add") => v,
         Some("remove" | "rm") => "remove",
-        Some(other) => return Err(format!("unknown subcommand '{other}' ({usage})").into()),
-        None => return Err(usage.into()),
+        Some(other) => {
+            return Err(CommandError::Usage(format!(
+                "unknown subcommand '{other}' ({usage})"
+            )));
+        }
+        None => return Err(CommandError::Usage(usage)),
     };
     let name = need(args, 1, "a name")?;
     if !valid_name(name) {
-        return Err(
-            format!("'{name}' is not a valid name (letters, digits, '-', '_', '.')").into(),
-        );
+        return Err(CommandError::Usage(format!(
+            "'{name}' is not a valid name (letters, digits, '-', '_', '.')"
+        )));
     }
     if verb == "remove" && args.len() > 2 {
-        return Err(format!("remove takes only a name ({usage})").into());
+        return Err(CommandError::Usage(format!(
+            "remove takes only a name ({usage})"
+        )));
     }
     Ok((verb, name))
 }
@@ -995,15 +1020,19 @@ fn hook(cfg: &mut Value, args: &[String]) -> Result<Outcome, CommandError> {
     let verb = match args.first().map(String::as_str) {
         Some("add") => "add",
         Some("remove" | "rm") => "remove",
-        Some(other) => return Err(format!("unknown subcommand '{other}' ({usage})").into()),
-        None => return Err(usage.into()),
+        Some(other) => {
+            return Err(CommandError::Usage(format!(
+                "unknown subcommand '{other}' ({usage})"
+            )));
+        }
+        None => return Err(CommandError::Usage(usage.into())),
     };
     let given = need(args, 1, "the event")?;
     let event = canonical_event(given).ok_or_else(|| {
-        format!(
+        CommandError::Usage(format!(
             "unknown event '{given}' (events: {})",
             HOOK_EVENTS.join(", ")
-        )
+        ))
     })?;
     if verb == "remove" {
         let mut sel = json!({});
@@ -1047,7 +1076,9 @@ fn hook(cfg: &mut Value, args: &[String]) -> Result<Outcome, CommandError> {
         .and_then(Value::as_str)
         .is_none_or(|c| c.trim().is_empty())
     {
-        return Err(format!("add {event} needs --command ({usage})").into());
+        return Err(CommandError::Usage(format!(
+            "add {event} needs --command ({usage})"
+        )));
     }
     if let Some(m) = h.get("matcher").and_then(Value::as_str)
         && let Err(source) = regex_lite::Regex::new(m)
@@ -1104,10 +1135,14 @@ fn mcp(cfg: &mut Value, args: &[String]) -> Result<Outcome, CommandError> {
             .is_some_and(|s| !s.is_empty())
     };
     if kind == "stdio" && !has("command") {
-        return Err(format!("add {name}: a stdio server needs --command").into());
+        return Err(CommandError::Usage(format!(
+            "add {name}: a stdio server needs --command"
+        )));
     }
     if kind != "stdio" && !has("url") {
-        return Err(format!("add {name}: a {kind} server needs --url").into());
+        return Err(CommandError::Usage(format!(
+            "add {name}: a {kind} server needs --url"
+        )));
     }
     set(cfg, &["mcp", name], m);
     done(format!("mcp {name} added"))
