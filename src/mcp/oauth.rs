@@ -183,7 +183,8 @@ struct Discovered {
 }
 
 fn discover(agent: &ureq::Agent, server_url: &str) -> Result<Discovered, OAuthError> {
-    let base = Url::parse(server_url).ok_or_else(|| format!("not an URL: {server_url}"))?;
+    let base = Url::parse(server_url)
+        .ok_or_else(|| OAuthError::Flow(format!("not an URL: {server_url}")))?;
     // The challenge of an unauthorized request names the metadata and the scope.
     let probe = agent
         .post(server_url)
@@ -240,9 +241,10 @@ fn discover(agent: &ureq::Agent, server_url: &str) -> Result<Discovered, OAuthEr
         })
         .map(str::to_string);
     let issuer_url = match &issuer {
-        Some(i) => Url::parse(i).ok_or_else(|| format!("bad authorization server URL: {i}"))?,
+        Some(i) => Url::parse(i)
+            .ok_or_else(|| OAuthError::Flow(format!("bad authorization server URL: {i}")))?,
         // Before protected-resource metadata, the MCP server's origin was the issuer.
-        None => Url::parse(&base.origin()).ok_or("bad server URL")?,
+        None => Url::parse(&base.origin()).ok_or(OAuthError::Flow("bad server URL".into()))?,
     };
     let mut urls = well_known(&issuer_url, "oauth-authorization-server");
     urls.extend(well_known(&issuer_url, "openid-configuration"));
@@ -255,14 +257,16 @@ fn discover(agent: &ureq::Agent, server_url: &str) -> Result<Discovered, OAuthEr
     let meta = match urls.iter().find_map(|u| get_json(agent, u).ok()) {
         Some(m) => {
             let s = |k: &str| m.get(k).and_then(Value::as_str).map(str::to_string);
-            let authorization_endpoint = s("authorization_endpoint")
-                .ok_or("the authorization server metadata has no authorization_endpoint")?;
+            let authorization_endpoint = s("authorization_endpoint").ok_or(OAuthError::Flow(
+                "the authorization server metadata has no authorization_endpoint".into(),
+            ))?;
             browser_host(&authorization_endpoint).map_err(OAuthError::NotWeb)?;
             ServerMeta {
                 issuer: s("issuer"),
                 authorization_endpoint,
-                token_endpoint: s("token_endpoint")
-                    .ok_or("the authorization server metadata has no token_endpoint")?,
+                token_endpoint: s("token_endpoint").ok_or(OAuthError::Flow(
+                    "the authorization server metadata has no token_endpoint".into(),
+                ))?,
                 registration_endpoint: s("registration_endpoint"),
             }
         }
@@ -276,11 +280,10 @@ fn discover(agent: &ureq::Agent, server_url: &str) -> Result<Discovered, OAuthEr
             }
         }
         None => {
-            return Err(format!(
+            return Err(OAuthError::Flow(format!(
                 "no authorization server metadata found for {}",
                 issuer_url.full()
-            )
-            .into());
+            )));
         }
     };
     Ok(Discovered {
@@ -332,7 +335,9 @@ fn await_callback(
             }
         }
         if Instant::now() >= deadline {
-            return Err("no answer from the browser in time".into());
+            return Err(OAuthError::Flow(
+                "no answer from the browser in time".into(),
+            ));
         }
         std::thread::sleep(Duration::from_millis(25));
     }
@@ -390,7 +395,9 @@ fn token_record(
         .get("access_token")
         .and_then(Value::as_str)
         .filter(|t| !t.is_empty())
-        .ok_or("the token endpoint answered without an access_token")?;
+        .ok_or(OAuthError::Flow(
+            "the token endpoint answered without an access_token".into(),
+        ))?;
     let expires_at = resp
         .get("expires_in")
         .and_then(|v| v.as_i64().or_else(|| v.as_str()?.parse().ok()))
@@ -450,11 +457,11 @@ pub fn login(server: &str, url: &str, l: &Login) -> Result<(), OAuthError> {
         ),
         _ => {
             let reg = d.meta.registration_endpoint.as_deref().ok_or_else(|| {
-                format!(
+                OAuthError::Flow(format!(
                     "the authorization server of {url} does not register clients dynamically: \
                      register an OAuth app with it and set oauth_client_id (and \
                      oauth_client_secret if it needs one) for MCP server '{server}'"
-                )
+                ))
             })?;
             let r = post(
                 &agent,
@@ -472,7 +479,9 @@ pub fn login(server: &str, url: &str, l: &Login) -> Result<(), OAuthError> {
             let id = r
                 .get("client_id")
                 .and_then(Value::as_str)
-                .ok_or("client registration answered without a client_id")?;
+                .ok_or(OAuthError::Flow(
+                    "client registration answered without a client_id".into(),
+                ))?;
             (
                 id.to_string(),
                 r.get("client_secret")
@@ -508,17 +517,24 @@ pub fn login(server: &str, url: &str, l: &Login) -> Result<(), OAuthError> {
         let desc = query_value(&query, "error_description")
             .map(|d| format!(": {d}"))
             .unwrap_or_default();
-        return Err(format!("the authorization server refused: {e}{desc}").into());
+        return Err(OAuthError::Flow(format!(
+            "the authorization server refused: {e}{desc}"
+        )));
     }
     if query_value(&query, "state").as_deref() != Some(state.as_str()) {
-        return Err("the callback's state does not match this login".into());
+        return Err(OAuthError::Flow(
+            "the callback's state does not match this login".into(),
+        ));
     }
     if let (Some(iss), Some(expected)) = (query_value(&query, "iss"), &d.meta.issuer)
         && &iss != expected
     {
-        return Err(format!("the callback came from issuer {iss}, not {expected}").into());
+        return Err(OAuthError::Flow(format!(
+            "the callback came from issuer {iss}, not {expected}"
+        )));
     }
-    let code = query_value(&query, "code").ok_or("the callback carried no code")?;
+    let code = query_value(&query, "code")
+        .ok_or(OAuthError::Flow("the callback carried no code".into()))?;
     let mut fields = vec![
         ("grant_type", "authorization_code"),
         ("code", code.as_str()),
@@ -730,18 +746,6 @@ impl std::error::Error for OAuthError {
             OAuthError::Registration(e) | OAuthError::Exchange(e) => Some(e.as_ref()),
             _ => None,
         }
-    }
-}
-
-impl From<String> for OAuthError {
-    fn from(m: String) -> Self {
-        OAuthError::Flow(m)
-    }
-}
-
-impl From<&str> for OAuthError {
-    fn from(m: &str) -> Self {
-        OAuthError::Flow(m.to_string())
     }
 }
 
