@@ -5,6 +5,8 @@ use crate::agent::{Agent, Setup};
 use crate::config::{self, ConfigError, Loaded, ResolvedModel};
 use crate::exit::ExitCode;
 use crate::llm::RetryPolicy;
+use crate::mcp::McpError;
+use crate::skills::SkillError;
 use crate::store::{self, Store};
 use crate::tools::lsp::Lsp;
 use serde_json::json;
@@ -49,13 +51,22 @@ pub enum AppError {
     Config(String),
     /// Provider unreachable, I/O: exit 1.
     Runtime(String),
+    /// The configuration cannot be loaded or names no usable model: exit 2.
+    Configuration(Box<ConfigError>),
+    /// A skill or command that cannot be used as typed: exit 2.
+    Skill(Box<SkillError>),
+    /// An MCP server that cannot be used or did not answer: exit 1.
+    Mcp(Box<McpError>),
 }
 
 impl AppError {
     pub fn exit_code(&self) -> ExitCode {
         match self {
-            AppError::Usage(_) | AppError::Config(_) => ExitCode::Usage,
-            AppError::Runtime(_) => ExitCode::Failure,
+            AppError::Usage(_) | AppError::Config(_) | AppError::Configuration(_) => {
+                ExitCode::Usage
+            }
+            AppError::Skill(e) if e.is_usage() => ExitCode::Usage,
+            AppError::Runtime(_) | AppError::Skill(_) | AppError::Mcp(_) => ExitCode::Failure,
         }
     }
 }
@@ -64,6 +75,20 @@ impl fmt::Display for AppError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             AppError::Usage(m) | AppError::Config(m) | AppError::Runtime(m) => f.write_str(m),
+            AppError::Configuration(e) => e.fmt(f),
+            AppError::Skill(e) => e.fmt(f),
+            AppError::Mcp(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for AppError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            AppError::Configuration(e) => Some(e.as_ref()),
+            AppError::Skill(e) => Some(e.as_ref()),
+            AppError::Mcp(e) => Some(e.as_ref()),
+            AppError::Usage(_) | AppError::Config(_) | AppError::Runtime(_) => None,
         }
     }
 }
@@ -79,7 +104,19 @@ impl From<crate::catalog::UpdateError> for AppError {
 
 impl From<ConfigError> for AppError {
     fn from(e: ConfigError) -> Self {
-        AppError::Config(e.to_string())
+        AppError::Configuration(Box::new(e))
+    }
+}
+
+impl From<SkillError> for AppError {
+    fn from(e: SkillError) -> Self {
+        AppError::Skill(Box::new(e))
+    }
+}
+
+impl From<McpError> for AppError {
+    fn from(e: McpError) -> Self {
+        AppError::Mcp(Box::new(e))
     }
 }
 

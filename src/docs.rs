@@ -275,17 +275,27 @@ pub fn fish() -> String {
     s
 }
 
-pub fn generate(kind: &str) -> Result<String, String> {
+pub fn generate(kind: &str) -> Result<String, UnknownKind> {
     match kind {
         "man" => Ok(man()),
         "bash" => Ok(bash()),
         "zsh" => Ok(zsh()),
         "fish" => Ok(fish()),
-        other => Err(format!(
-            "--generate {other}: expected man, bash, zsh or fish"
-        )),
+        other => Err(UnknownKind(other.to_string())),
     }
 }
+
+/// `--generate KIND` with a kind that is not a page crush writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownKind(pub String);
+
+impl std::fmt::Display for UnknownKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "--generate {}: expected man, bash, zsh or fish", self.0)
+    }
+}
+
+impl std::error::Error for UnknownKind {}
 
 #[cfg(test)]
 mod tests {

@@ -92,7 +92,9 @@ fn dispatch(cli: cli::Cli) -> Result<ExitCode, AppError> {
         Command::Help(cmd) => {
             print(&cli::help_text(cmd.as_deref()).map_err(|e| AppError::Usage(e.to_string()))?)
         }
-        Command::Generate(kind) => print(&docs::generate(kind).map_err(AppError::Usage)?),
+        Command::Generate(kind) => {
+            print(&docs::generate(kind).map_err(|e| AppError::Usage(e.to_string()))?)
+        }
         Command::Run(args) => run::run(g, args),
         Command::Init(args) => run::init(g, args),
         Command::SessionsList { json } => print(&sessions::list(g, *json)?),

@@ -226,10 +226,43 @@ impl RecordsFile {
     }
 
     /// Parses the records; `top` is the file that was run (None for the bash tool).
-    pub fn read(&self, top: Option<&Path>) -> Result<Vec<Record>, String> {
-        let bytes = std::fs::read(&self.path)
-            .map_err(|e| format!("cannot read the records of the configuration commands: {e}"))?;
+    pub fn read(&self, top: Option<&Path>) -> Result<Vec<Record>, RecordsError> {
+        let bytes = std::fs::read(&self.path).map_err(RecordsError::Read)?;
         parse_records(&bytes, top)
+    }
+}
+
+/// Why the records of a run could not be had.
+#[derive(Debug)]
+pub enum RecordsError {
+    /// The records file could not be read.
+    Read(std::io::Error),
+    /// The file is not a sequence of records (something else wrote to it).
+    Damaged,
+}
+
+impl std::fmt::Display for RecordsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RecordsError::Read(e) => {
+                write!(
+                    f,
+                    "cannot read the records of the configuration commands: {e}"
+                )
+            }
+            RecordsError::Damaged => {
+                f.write_str("the records of the configuration commands are damaged")
+            }
+        }
+    }
+}
+
+impl std::error::Error for RecordsError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RecordsError::Read(e) => Some(e),
+            RecordsError::Damaged => None,
+        }
     }
 }
 
@@ -239,11 +272,11 @@ impl Drop for RecordsFile {
     }
 }
 
-fn parse_records(bytes: &[u8], top: Option<&Path>) -> Result<Vec<Record>, String> {
+fn parse_records(bytes: &[u8], top: Option<&Path>) -> Result<Vec<Record>, RecordsError> {
     let text = String::from_utf8_lossy(bytes);
     let mut fields = text.split('\0');
     let mut out = Vec::new();
-    let bad = || "the records of the configuration commands are damaged".to_string();
+    let bad = || RecordsError::Damaged;
     loop {
         match fields.next() {
             Some("R") => {}

@@ -609,9 +609,7 @@ fn command_prompt(args: &[String], session: &app::OpenSession) -> Result<Made, A
     }
     use crate::skills::catalog::{Catalog, for_run};
     let cat = Catalog::new(&session.commands, &session.skills, Vec::new());
-    if let Some((entry, bound)) =
-        for_run(&cat, &name, words.clone(), &raw).map_err(AppError::Usage)?
-    {
+    if let Some((entry, bound)) = for_run(&cat, &name, words.clone(), &raw)? {
         if let Some(segments) = entry.shell_segments(&bound) {
             return Ok(Made::Shell {
                 name: entry.name.clone(),
@@ -621,7 +619,7 @@ fn command_prompt(args: &[String], session: &app::OpenSession) -> Result<Made, A
         return entry
             .render(&bound, None)
             .map(Made::Text)
-            .map_err(AppError::Runtime);
+            .map_err(AppError::from);
     }
     // Not a command or a skill: an MCP prompt, once the servers have started.
     let Some(m) = session.agent.toolkit.mcp.as_ref().map(|m| m.manager()) else {
@@ -629,11 +627,11 @@ fn command_prompt(args: &[String], session: &app::OpenSession) -> Result<Made, A
     };
     m.wait_ready(None);
     let cat = Catalog::new(&session.commands, &session.skills, m.prompts());
-    match for_run(&cat, &name, words, &raw).map_err(AppError::Usage)? {
+    match for_run(&cat, &name, words, &raw)? {
         Some((entry, bound)) => entry
             .render(&bound, Some(m))
             .map(Made::Text)
-            .map_err(AppError::Runtime),
+            .map_err(AppError::from),
         None => Err(unknown_command(&name, &cat)),
     }
 }

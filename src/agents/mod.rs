@@ -493,7 +493,7 @@ fn scalar<'a>(doc: &'a frontmatter::Document, key: &str) -> Option<&'a str> {
 fn read_one(path: &Path, origin: Origin) -> Result<AgentDef, (Option<String>, Reason)> {
     let text =
         read_text(path, MAX_FILE_BYTES).map_err(|e| (None, Reason::Unreadable(e.message)))?;
-    let doc = frontmatter::parse(&text).map_err(|e| (None, Reason::Frontmatter(e)))?;
+    let doc = frontmatter::parse(&text).map_err(|e| (None, Reason::Frontmatter(e.to_string())))?;
     if doc.fields.is_none() {
         return Err((
             None,

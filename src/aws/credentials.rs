@@ -426,7 +426,7 @@ fn call(
     headers: &[(&str, &str)],
     body: Option<(&str, &[u8])>,
     t: crate::net::Timeouts,
-) -> Result<(u16, String), String> {
+) -> Result<(u16, String), ureq::Error> {
     let agent = crate::net::agent(url, t);
     let resp = match method {
         "GET" => {
@@ -450,15 +450,13 @@ fn call(
                 None => rb.send_empty(),
             }
         }
-    }
-    .map_err(|e| e.to_string())?;
+    }?;
     let status = resp.status().as_u16();
     let text = resp
         .into_body()
         .with_config()
         .limit(1024 * 1024)
-        .read_to_string()
-        .map_err(|e| e.to_string())?;
+        .read_to_string()?;
     Ok((status, text))
 }
 
@@ -468,7 +466,7 @@ fn call_json(
     headers: &[(&str, &str)],
     body: Option<&Value>,
     limits: &Limits,
-) -> Result<(u16, Value), String> {
+) -> Result<(u16, Value), ureq::Error> {
     let body = body.map(Value::to_string);
     let (method, sent) = match &body {
         Some(b) => ("POST", Some(("application/json", b.as_bytes()))),
@@ -669,9 +667,9 @@ fn container_credentials(limits: &Limits) -> Option<Result<Resolved, CredError>>
 /// token, then the role's name, then its credentials). `AWS_EC2_METADATA_SERVICE_ENDPOINT` names
 /// another endpoint; `AWS_EC2_METADATA_DISABLED=true` turns it off. Off an instance nothing
 /// answers: each call waits at most a second.
-fn instance_credentials(limits: &Limits) -> Result<Resolved, String> {
+fn instance_credentials(limits: &Limits) -> Result<Resolved, ImdsError> {
     if var("AWS_EC2_METADATA_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
-        return Err("EC2 instance metadata is turned off (AWS_EC2_METADATA_DISABLED)".into());
+        return Err(ImdsError::Disabled);
     }
     let base =
         var("AWS_EC2_METADATA_SERVICE_ENDPOINT").unwrap_or_else(|| "http://169.254.169.254".into());
@@ -691,8 +689,14 @@ fn instance_credentials(limits: &Limits) -> Result<Resolved, String> {
         t,
     ) {
         Ok((200, text)) => Ok(text),
-        Ok((status, _)) => Err(format!("EC2 instance metadata ({what}): HTTP {status}")),
-        Err(e) => Err(format!("EC2 instance metadata ({what}): {e}")),
+        Ok((status, _)) => Err(ImdsError::Status {
+            what: what.to_string(),
+            status,
+        }),
+        Err(source) => Err(ImdsError::Http {
+            what: what.to_string(),
+            source: Box::new(source),
+        }),
     };
     let token = fetch(
         "PUT",
@@ -708,16 +712,67 @@ fn instance_credentials(limits: &Limits) -> Result<Resolved, String> {
         .lines()
         .map(str::trim)
         .find(|l| !l.is_empty())
-        .ok_or("EC2 instance metadata: the instance has no role")?;
+        .ok_or(ImdsError::NoRole)?;
     let v: Value = serde_json::from_str(&get(&format!("{list}{role}"), "role credentials")?)
-        .map_err(|e| format!("EC2 instance metadata (role credentials): {e}"))?;
-    let (creds, expires) =
-        from_json(&v).ok_or("EC2 instance metadata: the role credentials are incomplete")?;
+        .map_err(ImdsError::Json)?;
+    let (creds, expires) = from_json(&v).ok_or(ImdsError::Incomplete)?;
     Ok(Resolved {
         creds,
         source: format!("the EC2 instance role {role}"),
         expires,
     })
+}
+
+/// Why the instance metadata service gave no credentials.
+#[derive(Debug)]
+enum ImdsError {
+    /// `AWS_EC2_METADATA_DISABLED=true`.
+    Disabled,
+    /// A step (`what`) answered with a status other than 200.
+    Status {
+        what: String,
+        status: u16,
+    },
+    /// A step (`what`) could not be asked (off an instance: nothing answers).
+    Http {
+        what: String,
+        source: Box<ureq::Error>,
+    },
+    NoRole,
+    /// The role's credentials are not JSON.
+    Json(serde_json::Error),
+    Incomplete,
+}
+
+impl std::fmt::Display for ImdsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ImdsError::Disabled => {
+                f.write_str("EC2 instance metadata is turned off (AWS_EC2_METADATA_DISABLED)")
+            }
+            ImdsError::Status { what, status } => {
+                write!(f, "EC2 instance metadata ({what}): HTTP {status}")
+            }
+            ImdsError::Http { what, source } => {
+                write!(f, "EC2 instance metadata ({what}): {source}")
+            }
+            ImdsError::NoRole => f.write_str("EC2 instance metadata: the instance has no role"),
+            ImdsError::Json(e) => write!(f, "EC2 instance metadata (role credentials): {e}"),
+            ImdsError::Incomplete => {
+                f.write_str("EC2 instance metadata: the role credentials are incomplete")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ImdsError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ImdsError::Http { source, .. } => Some(source.as_ref()),
+            ImdsError::Json(e) => Some(e),
+            _ => None,
+        }
+    }
 }
 
 /// How many profiles a chain of `source_profile` may go through.

@@ -120,7 +120,7 @@ pub fn login(global: &Global, name: &str) -> Result<String, AppError> {
     let r = manager.login(name, &open, login_wait());
     let statuses = manager.statuses();
     manager.shutdown();
-    r.map_err(AppError::Runtime)?;
+    r?;
     let tools = statuses.first().map_or(0, |s| s.tools.len());
     Ok(format!(
         "MCP server '{name}' is authorized ({tools} tool(s)); the token is kept in {}\n",

@@ -41,16 +41,9 @@ pub struct ClaudeHooks {
 
 /// Reads a Claude Code JSON file (None: it does not exist).
 fn read(path: &Path) -> Result<Option<Value>, ConfigError> {
-    match crate::fsutil::read_config(path) {
-        Ok(Some(bytes)) => {
-            let text = String::from_utf8(bytes)
-                .map_err(|_| ConfigError::File(format!("{}: not UTF-8 text", path.display())))?;
-            json::parse_object(path, &text)
-                .map(Some)
-                .map_err(ConfigError::File)
-        }
-        Ok(None) => Ok(None),
-        Err(e) => Err(ConfigError::File(crate::fsutil::read_error(path, &e))),
+    match json::read_text(path)? {
+        Some(text) => json::parse_object(path, &text).map(Some),
+        None => Ok(None),
     }
 }
 

@@ -13,6 +13,66 @@
 //! (crush(1) CONFIGURATION).
 
 use serde_json::{Map, Value, json};
+use std::fmt;
+
+/// Why a command was refused (the configuration is unchanged); the message says what to type.
+#[derive(Debug)]
+pub enum CommandError {
+    /// No words at all.
+    Empty,
+    /// A quote the line never closes: `"single"` or `"double"`.
+    Unclosed(&'static str),
+    /// `--FLAG` given text that is not JSON.
+    Json {
+        flag: String,
+        source: serde_json::Error,
+    },
+    /// `hook add --matcher` given a pattern that is not a regular expression.
+    Matcher {
+        pattern: String,
+        source: regex_lite::Error,
+    },
+    /// Words that do not fit the command: its usage, an unknown flag, a value of the wrong kind.
+    Usage(String),
+    /// The error of the command `command`, named first.
+    In {
+        command: String,
+        source: Box<CommandError>,
+    },
+}
+
+impl fmt::Display for CommandError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CommandError::Empty => f.write_str("empty command"),
+            CommandError::Unclosed(which) => write!(f, "unclosed {which} quote"),
+            CommandError::Json { flag, source } => write!(f, "--{flag}: invalid JSON: {source}"),
+            CommandError::Matcher { pattern, source } => {
+                write!(f, "--matcher '{pattern}' is not a valid regex: {source}")
+            }
+            CommandError::Usage(m) => f.write_str(m),
+            CommandError::In { command, source } => {
+                let inner = source.to_string();
+                if inner.starts_with(command.as_str()) {
+                    f.write_str(&inner)
+                } else {
+                    write!(f, "{command}: {inner}")
+                }
+            }
+        }
+    }
+}
+
+impl std::error::Error for CommandError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            CommandError::Json { source, .. } => Some(source),
+            CommandError::Matcher { source, .. } => Some(source),
+            CommandError::In { source, .. } => Some(source.as_ref()),
+            _ => None,
+        }
+    }
+}
 
 /// What a command did.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -26,7 +86,7 @@ pub struct Outcome {
     pub warning: Option<String>,
 }
 
-fn done(summary: impl Into<String>) -> Result<Outcome, String> {
+fn done(summary: impl Into<String>) -> Result<Outcome, CommandError> {
     Ok(Outcome {
         summary: summary.into(),
         ..Outcome::default()
@@ -34,7 +94,7 @@ fn done(summary: impl Into<String>) -> Result<Outcome, String> {
 }
 
 /// A removal of something that is not there: nothing changes, with a warning.
-fn nothing_to_remove(what: String) -> Result<Outcome, String> {
+fn nothing_to_remove(what: String) -> Result<Outcome, CommandError> {
     let summary = format!("{what} to remove: nothing changed");
     Ok(Outcome {
         summary: summary.clone(),
@@ -56,14 +116,14 @@ pub fn widens_permissions(args: &[String]) -> bool {
 }
 
 /// Applies one command (`args[0]` is its name) to `cfg`. On error `cfg` is unchanged.
-pub fn apply(cfg: &mut Value, args: &[String]) -> Result<Outcome, String> {
+pub fn apply(cfg: &mut Value, args: &[String]) -> Result<Outcome, CommandError> {
     let mut work = cfg.clone();
     if !work.is_object() {
         work = Value::Object(Map::new());
     }
     let (name, rest) = match args.split_first() {
         Some((n, r)) => (n.as_str(), r),
-        None => return Err("empty command".into()),
+        None => return Err(CommandError::Empty),
     };
     let out = match name {
         "option" => option(&mut work, rest),
@@ -73,17 +133,14 @@ pub fn apply(cfg: &mut Value, args: &[String]) -> Result<Outcome, String> {
         "hook" => hook(&mut work, rest),
         "mcp" => mcp(&mut work, rest),
         "lsp" => lsp(&mut work, rest),
-        other => Err(format!(
+        other => Err(CommandError::Usage(format!(
             "unknown command '{other}' (commands: {})",
             crate::rcshell::NAMES.join(", ")
-        )),
+        ))),
     }
-    .map_err(|e| {
-        if e.starts_with(name) {
-            e
-        } else {
-            format!("{name}: {e}")
-        }
+    .map_err(|e| CommandError::In {
+        command: name.to_string(),
+        source: Box::new(e),
     })?;
     // A no-op with a warning leaves the value as it was.
     if out.warning.is_none() {
@@ -93,7 +150,7 @@ pub fn apply(cfg: &mut Value, args: &[String]) -> Result<Outcome, String> {
 }
 
 /// Splits a command line into words like a shell would (quotes and backslashes; no expansion).
-pub fn split_words(line: &str) -> Result<Vec<String>, String> {
+pub fn split_words(line: &str) -> Result<Vec<String>, CommandError> {
     let mut words = Vec::new();
     let mut cur = String::new();
     let mut in_word = false;
@@ -106,7 +163,7 @@ pub fn split_words(line: &str) -> Result<Vec<String>, String> {
                     match chars.next() {
                         Some('\'') => break,
                         Some(c) => cur.push(c),
-                        None => return Err("unclosed single quote".into()),
+                        None => return Err(CommandError::Unclosed("single")),
                     }
                 }
             }
@@ -121,10 +178,10 @@ pub fn split_words(line: &str) -> Result<Vec<String>, String> {
                                 cur.push('\\');
                                 cur.push(c);
                             }
-                            None => return Err("unclosed double quote".into()),
+                            None => return Err(CommandError::Unclosed("double")),
                         },
                         Some(c) => cur.push(c),
-                        None => return Err("unclosed double quote".into()),
+                        None => return Err(CommandError::Unclosed("double")),
                     }
                 }
             }
@@ -273,7 +330,11 @@ const fn f(name: &'static str, kind: K, key: &'static str) -> F {
 }
 
 /// Parses `--flag value...` words against `specs` and writes them into `target`.
-fn apply_flags(target: &mut Value, args: &[String], specs: &[F]) -> Result<Vec<String>, String> {
+fn apply_flags(
+    target: &mut Value,
+    args: &[String],
+    specs: &[F],
+) -> Result<Vec<String>, CommandError> {
     let mut changed = Vec::new();
     let mut i = 0;
     let known = || {
@@ -286,18 +347,20 @@ fn apply_flags(target: &mut Value, args: &[String], specs: &[F]) -> Result<Vec<S
     while i < args.len() {
         let word = &args[i];
         let Some(body) = word.strip_prefix("--") else {
-            return Err(format!("unexpected argument '{word}' (flags: {})", known()));
+            return Err(CommandError::Usage(format!(
+                "unexpected argument '{word}' (flags: {})",
+                known()
+            )));
         };
         let (name, inline) = match body.split_once('=') {
             Some((n, v)) => (n, Some(v.to_string())),
             None => (body, None),
         };
-        let spec = specs
-            .iter()
-            .find(|s| s.name == name)
-            .ok_or_else(|| format!("unknown flag --{name} (flags: {})", known()))?;
+        let spec = specs.iter().find(|s| s.name == name).ok_or_else(|| {
+            CommandError::Usage(format!("unknown flag --{name} (flags: {})", known()))
+        })?;
         i += 1;
-        let mut take = |what: &str| -> Result<String, String> {
+        let mut take = |what: &str| -> Result<String, CommandError> {
             if let Some(v) = inline.clone() {
                 return Ok(v);
             }
@@ -306,20 +369,21 @@ fn apply_flags(target: &mut Value, args: &[String], specs: &[F]) -> Result<Vec<S
                     i += 1;
                     Ok(v.clone())
                 }
-                None => Err(format!("--{name} needs {what}")),
+                None => Err(CommandError::Usage(format!("--{name} needs {what}"))),
             }
         };
         let path: Vec<&str> = spec.key.split('.').collect();
-        let bad = |v: &str, what: &str| format!("--{name}: '{v}' is not {what}");
+        let bad =
+            |v: &str, what: &str| CommandError::Usage(format!("--{name}: '{v}' is not {what}"));
         match spec.kind {
             K::Str => set(target, &path, Value::String(take("a value")?)),
             K::Enum(allowed) => {
                 let v = take("a value")?;
                 if !allowed.contains(&v.as_str()) {
-                    return Err(format!(
+                    return Err(CommandError::Usage(format!(
                         "--{name}: '{v}' is not one of {}",
                         allowed.join(", ")
-                    ));
+                    )));
                 }
                 set(target, &path, Value::String(v));
             }
@@ -336,7 +400,9 @@ fn apply_flags(target: &mut Value, args: &[String], specs: &[F]) -> Result<Vec<S
                     .filter(|n: &f64| n.is_finite())
                     .ok_or_else(|| bad(&v, "a number"))?;
                 if spec.kind == K::Unit && !(0.0..=1.0).contains(&n) {
-                    return Err(format!("--{name}: {v} is not between 0 and 1"));
+                    return Err(CommandError::Usage(format!(
+                        "--{name}: {v} is not between 0 and 1"
+                    )));
                 }
                 set(target, &path, json!(n));
             }
@@ -356,10 +422,15 @@ fn apply_flags(target: &mut Value, args: &[String], specs: &[F]) -> Result<Vec<S
             K::Json | K::JsonObj => {
                 let v = take("a JSON value")?;
                 let parsed: Value =
-                    serde_json::from_str(&v).map_err(|e| format!("--{name}: invalid JSON: {e}"))?;
+                    serde_json::from_str(&v).map_err(|source| CommandError::Json {
+                        flag: name.to_string(),
+                        source,
+                    })?;
                 if spec.kind == K::JsonObj {
                     let Value::Object(o) = parsed else {
-                        return Err(format!("--{name}: expected a JSON object {{...}}"));
+                        return Err(CommandError::Usage(format!(
+                            "--{name}: expected a JSON object {{...}}"
+                        )));
                     };
                     let (last, parent) = split_last(&path);
                     let m = obj_at(target, &parent);
@@ -378,11 +449,13 @@ fn apply_flags(target: &mut Value, args: &[String], specs: &[F]) -> Result<Vec<S
             }
             K::KeyVal => {
                 if inline.is_some() {
-                    return Err(format!("--{name} takes two words: --{name} KEY VALUE"));
+                    return Err(CommandError::Usage(format!(
+                        "--{name} takes two words: --{name} KEY VALUE"
+                    )));
                 }
                 let (k, v) = match (args.get(i), args.get(i + 1)) {
                     (Some(k), Some(v)) => (k.clone(), v.clone()),
-                    _ => return Err(format!("--{name} needs KEY VALUE")),
+                    _ => return Err(CommandError::Usage(format!("--{name} needs KEY VALUE"))),
                 };
                 i += 2;
                 obj_at(target, &path).insert(k, Value::String(v));
@@ -407,10 +480,10 @@ fn apply_flags(target: &mut Value, args: &[String], specs: &[F]) -> Result<Vec<S
     Ok(changed)
 }
 
-fn need<'a>(args: &'a [String], i: usize, what: &str) -> Result<&'a str, String> {
+fn need<'a>(args: &'a [String], i: usize, what: &str) -> Result<&'a str, CommandError> {
     match args.get(i) {
         Some(a) if !a.starts_with("--") && !a.is_empty() => Ok(a),
-        _ => Err(format!("missing {what}")),
+        _ => Err(CommandError::Usage(format!("missing {what}"))),
     }
 }
 
@@ -493,16 +566,18 @@ pub fn option_values(key: &str) -> Vec<&'static str> {
     }
 }
 
-fn option(cfg: &mut Value, args: &[String]) -> Result<Outcome, String> {
+fn option(cfg: &mut Value, args: &[String]) -> Result<Outcome, CommandError> {
     let usage = "usage: option KEY [VALUE] | option reset KEY | option ui KEY [VALUE]";
     let Some(first) = args.first() else {
-        return Err(usage.into());
+        return Err(CommandError::Usage(usage.into()));
     };
     let (key, values) = match first.as_str() {
         "reset" => {
             let key = need(args, 1, "the key to reset")?;
             if args.len() > 2 {
-                return Err(format!("reset takes one key ({usage})"));
+                return Err(CommandError::Usage(format!(
+                    "reset takes one key ({usage})"
+                )));
             }
             if key.starts_with("ui-") {
                 return Ok(inert_ui());
@@ -532,21 +607,21 @@ fn option(cfg: &mut Value, args: &[String]) -> Result<Outcome, String> {
     };
     let mut full = vec!["options"];
     full.extend(path.split('.'));
-    let one = |what: &str| -> Result<&String, String> {
+    let one = |what: &str| -> Result<&String, CommandError> {
         match values {
             [v] => Ok(v),
-            [] => Err(format!("{label} needs {what}")),
-            _ => Err(format!("{label} takes one value")),
+            [] => Err(CommandError::Usage(format!("{label} needs {what}"))),
+            _ => Err(CommandError::Usage(format!("{label} takes one value"))),
         }
     };
     let shown = match kind {
         O::Bool | O::InvBool => {
             let b = match values {
                 [] => true,
-                [v] => {
-                    parse_bool(v).ok_or_else(|| format!("{label}: '{v}' is not true or false"))?
-                }
-                _ => return Err(format!("{label} takes one value")),
+                [v] => parse_bool(v).ok_or_else(|| {
+                    CommandError::Usage(format!("{label}: '{v}' is not true or false"))
+                })?,
+                _ => return Err(CommandError::Usage(format!("{label} takes one value"))),
             };
             let stored = if matches!(kind, O::InvBool) { !b } else { b };
             set(cfg, &full, Value::Bool(stored));
@@ -560,25 +635,27 @@ fn option(cfg: &mut Value, args: &[String]) -> Result<Outcome, String> {
         O::Enum(allowed) => {
             let v = one("a value")?;
             if !allowed.contains(&v.as_str()) {
-                return Err(format!(
+                return Err(CommandError::Usage(format!(
                     "{label}: '{v}' is not one of {}",
                     allowed.join(", ")
-                ));
+                )));
             }
             set(cfg, &full, Value::String(v.clone()));
             v.clone()
         }
         O::Int => {
             let v = one("a number")?;
-            let n: u64 = v
-                .parse()
-                .map_err(|_| format!("{label}: '{v}' is not a whole number"))?;
+            let n: u64 = v.parse().map_err(|_| {
+                CommandError::Usage(format!("{label}: '{v}' is not a whole number"))
+            })?;
             set(cfg, &full, json!(n));
             v.clone()
         }
         O::List => {
             if values.is_empty() {
-                return Err(format!("{label} needs at least one value"));
+                return Err(CommandError::Usage(format!(
+                    "{label} needs at least one value"
+                )));
             }
             push_unique(cfg, &full, values);
             format!("+ {}", values.join(" "))
@@ -605,7 +682,7 @@ fn inert_ui() -> Outcome {
 /// An `option` key crush does not know (a later Go Crush's, a typo): a warning naming the
 /// nearest known key, never an error, so a crushrc written for another version still loads
 /// (crush(1) CONFIGURATION).
-fn unknown_option(key: &str) -> Result<Outcome, String> {
+fn unknown_option(key: &str) -> Result<Outcome, CommandError> {
     let hint = crate::config::schema_keys::nearest(key, OPTIONS.iter().map(|o| o.0))
         .map(|k| format!(" (did you mean '{k}'?)"))
         .unwrap_or_default();
@@ -649,10 +726,10 @@ const MODEL_ADD_FLAGS: &[F] = &[
     f("reasoning-effort", K::Str, "default_reasoning_effort"),
 ];
 
-fn split_ref(r: &str) -> Result<(&str, &str), String> {
+fn split_ref(r: &str) -> Result<(&str, &str), CommandError> {
     match r.split_once('/') {
         Some((p, m)) if !p.is_empty() && !m.is_empty() => Ok((p, m)),
-        _ => Err(format!("'{r}' is not PROVIDER/MODEL")),
+        _ => Err(CommandError::Usage(format!("'{r}' is not PROVIDER/MODEL"))),
     }
 }
 
@@ -666,7 +743,7 @@ pub fn current_model(cfg: &Value, which: &str) -> Option<String> {
     }
 }
 
-fn model(cfg: &mut Value, args: &[String]) -> Result<Outcome, String> {
+fn model(cfg: &mut Value, args: &[String]) -> Result<Outcome, CommandError> {
     let usage = "usage: model large|small [PROVIDER/MODEL] [--flags] | model add PROVIDER/ID [--flags] | model remove PROVIDER/ID";
     match args.first().map(String::as_str) {
         Some(which @ ("large" | "small")) => {
@@ -684,7 +761,9 @@ fn model(cfg: &mut Value, args: &[String]) -> Result<Outcome, String> {
                     .filter(|v| v.is_object())
                     .cloned()
                     .ok_or_else(|| {
-                        format!("no {which} model is set yet: give PROVIDER/MODEL before the flags")
+                        CommandError::Usage(format!(
+                            "no {which} model is set yet: give PROVIDER/MODEL before the flags"
+                        ))
                     })?;
                 (existing, rest)
             } else {
@@ -692,7 +771,11 @@ fn model(cfg: &mut Value, args: &[String]) -> Result<Outcome, String> {
                 let (p, m) = match r.split_once('/') {
                     Some((p, m)) if !m.is_empty() => (p, m),
                     None if !r.is_empty() => ("", r.as_str()),
-                    _ => return Err(format!("'{r}' is not [PROVIDER/]MODEL")),
+                    _ => {
+                        return Err(CommandError::Usage(format!(
+                            "'{r}' is not [PROVIDER/]MODEL"
+                        )));
+                    }
                 };
                 (json!({"provider": p, "model": m}), &rest[1..])
             };
@@ -710,9 +793,9 @@ fn model(cfg: &mut Value, args: &[String]) -> Result<Outcome, String> {
             let r = need(args, 1, "PROVIDER/ID")?;
             let (p, id) = split_ref(r)?;
             if get(cfg, &["providers", p]).is_none() {
-                return Err(format!(
+                return Err(CommandError::Usage(format!(
                     "add {r}: provider '{p}' is not defined (define it first: provider add {p} --type ... --base-url ...)"
-                ));
+                )));
             }
             let mut m = json!({"id": id});
             apply_flags(&mut m, &args[2..], MODEL_ADD_FLAGS)?;
@@ -750,7 +833,9 @@ fn model(cfg: &mut Value, args: &[String]) -> Result<Outcome, String> {
             let r = need(args, 1, "PROVIDER/ID")?;
             let (p, id) = split_ref(r)?;
             if args.len() > 2 {
-                return Err(format!("remove takes one PROVIDER/ID ({usage})"));
+                return Err(CommandError::Usage(format!(
+                    "remove takes one PROVIDER/ID ({usage})"
+                )));
             }
             let removed = match get(cfg, &["providers", p, "models"]) {
                 Some(Value::Array(list)) => list
@@ -766,8 +851,10 @@ fn model(cfg: &mut Value, args: &[String]) -> Result<Outcome, String> {
             }
             done(format!("model {p}/{id} removed"))
         }
-        Some(other) => Err(format!("unknown subcommand '{other}' ({usage})")),
-        None => Err(usage.into()),
+        Some(other) => Err(CommandError::Usage(format!(
+            "unknown subcommand '{other}' ({usage})"
+        ))),
+        None => Err(CommandError::Usage(usage.into())),
     }
 }
 
@@ -784,29 +871,35 @@ fn valid_tool(t: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | ':' | '.' | '*'))
 }
 
-fn permissions(cfg: &mut Value, args: &[String]) -> Result<Outcome, String> {
+fn permissions(cfg: &mut Value, args: &[String]) -> Result<Outcome, CommandError> {
     let usage = "usage: permissions allow TOOL[:ACTION]... | permissions deny TOOL...";
     let (verb, tools) = match args.split_first() {
         Some((v, t)) => (v.as_str(), t),
-        None => return Err(usage.into()),
+        None => return Err(CommandError::Usage(usage.into())),
     };
     if tools.is_empty() {
-        return Err(format!("{verb} needs at least one tool ({usage})"));
+        return Err(CommandError::Usage(format!(
+            "{verb} needs at least one tool ({usage})"
+        )));
     }
     if let Some(bad) = tools.iter().find(|t| !valid_tool(t)) {
-        return Err(format!("'{bad}' is not a tool name"));
+        return Err(CommandError::Usage(format!("'{bad}' is not a tool name")));
     }
     match verb {
         "allow" => push_unique(cfg, &["permissions", "allowed_tools"], tools),
         "deny" => {
             if let Some(bad) = tools.iter().find(|t| t.contains(':')) {
-                return Err(format!(
+                return Err(CommandError::Usage(format!(
                     "deny takes tool names, not actions ('{bad}'): a denied tool is hidden entirely"
-                ));
+                )));
             }
             push_unique(cfg, &["options", "disabled_tools"], tools)
         }
-        other => return Err(format!("unknown subcommand '{other}' ({usage})")),
+        other => {
+            return Err(CommandError::Usage(format!(
+                "unknown subcommand '{other}' ({usage})"
+            )));
+        }
     }
     done(format!("permissions {verb} {}", tools.join(" ")))
 }
@@ -842,27 +935,33 @@ fn valid_name(n: &str) -> bool {
 }
 
 /// `add NAME`/`remove NAME` for the entity `what`; returns (verb, name).
-fn verb_name<'a>(args: &'a [String], what: &str) -> Result<(&'a str, &'a str), String> {
+fn verb_name<'a>(args: &'a [String], what: &str) -> Result<(&'a str, &'a str), CommandError> {
     let usage = format!("usage: {what} add NAME [--flags] | {what} remove NAME");
     let verb = match args.first().map(String::as_str) {
         Some(v @ "add") => v,
         Some("remove" | "rm") => "remove",
-        Some(other) => return Err(format!("unknown subcommand '{other}' ({usage})")),
-        None => return Err(usage),
+        Some(other) => {
+            return Err(CommandError::Usage(format!(
+                "unknown subcommand '{other}' ({usage})"
+            )));
+        }
+        None => return Err(CommandError::Usage(usage)),
     };
     let name = need(args, 1, "a name")?;
     if !valid_name(name) {
-        return Err(format!(
+        return Err(CommandError::Usage(format!(
             "'{name}' is not a valid name (letters, digits, '-', '_', '.')"
-        ));
+        )));
     }
     if verb == "remove" && args.len() > 2 {
-        return Err(format!("remove takes only a name ({usage})"));
+        return Err(CommandError::Usage(format!(
+            "remove takes only a name ({usage})"
+        )));
     }
     Ok((verb, name))
 }
 
-fn provider(cfg: &mut Value, args: &[String]) -> Result<Outcome, String> {
+fn provider(cfg: &mut Value, args: &[String]) -> Result<Outcome, CommandError> {
     let (verb, id) = verb_name(args, "provider")?;
     if verb == "remove" {
         if remove(cfg, &["providers", id]).is_none() {
@@ -916,20 +1015,24 @@ const HOOK_FLAGS: &[F] = &[
     f("fail-closed", K::Bool, "fail_closed"),
 ];
 
-fn hook(cfg: &mut Value, args: &[String]) -> Result<Outcome, String> {
+fn hook(cfg: &mut Value, args: &[String]) -> Result<Outcome, CommandError> {
     let usage = "usage: hook add EVENT --command C [--name N --matcher RE --timeout S --fail-closed] | hook remove EVENT [--name N]";
     let verb = match args.first().map(String::as_str) {
         Some("add") => "add",
         Some("remove" | "rm") => "remove",
-        Some(other) => return Err(format!("unknown subcommand '{other}' ({usage})")),
-        None => return Err(usage.into()),
+        Some(other) => {
+            return Err(CommandError::Usage(format!(
+                "unknown subcommand '{other}' ({usage})"
+            )));
+        }
+        None => return Err(CommandError::Usage(usage.into())),
     };
     let given = need(args, 1, "the event")?;
     let event = canonical_event(given).ok_or_else(|| {
-        format!(
+        CommandError::Usage(format!(
             "unknown event '{given}' (events: {})",
             HOOK_EVENTS.join(", ")
-        )
+        ))
     })?;
     if verb == "remove" {
         let mut sel = json!({});
@@ -973,12 +1076,17 @@ fn hook(cfg: &mut Value, args: &[String]) -> Result<Outcome, String> {
         .and_then(Value::as_str)
         .is_none_or(|c| c.trim().is_empty())
     {
-        return Err(format!("add {event} needs --command ({usage})"));
+        return Err(CommandError::Usage(format!(
+            "add {event} needs --command ({usage})"
+        )));
     }
     if let Some(m) = h.get("matcher").and_then(Value::as_str)
-        && let Err(e) = regex_lite::Regex::new(m)
+        && let Err(source) = regex_lite::Regex::new(m)
     {
-        return Err(format!("--matcher '{m}' is not a valid regex: {e}"));
+        return Err(CommandError::Matcher {
+            pattern: m.to_string(),
+            source,
+        });
     }
     let hooks = obj_at(cfg, &["hooks"]);
     let list = hooks
@@ -1010,7 +1118,7 @@ const MCP_FLAGS: &[F] = &[
     f("oauth-callback-port", K::Int, "oauth_callback_port"),
 ];
 
-fn mcp(cfg: &mut Value, args: &[String]) -> Result<Outcome, String> {
+fn mcp(cfg: &mut Value, args: &[String]) -> Result<Outcome, CommandError> {
     let (verb, name) = verb_name(args, "mcp")?;
     if verb == "remove" {
         if remove(cfg, &["mcp", name]).is_none() {
@@ -1027,10 +1135,14 @@ fn mcp(cfg: &mut Value, args: &[String]) -> Result<Outcome, String> {
             .is_some_and(|s| !s.is_empty())
     };
     if kind == "stdio" && !has("command") {
-        return Err(format!("add {name}: a stdio server needs --command"));
+        return Err(CommandError::Usage(format!(
+            "add {name}: a stdio server needs --command"
+        )));
     }
     if kind != "stdio" && !has("url") {
-        return Err(format!("add {name}: a {kind} server needs --url"));
+        return Err(CommandError::Usage(format!(
+            "add {name}: a {kind} server needs --url"
+        )));
     }
     set(cfg, &["mcp", name], m);
     done(format!("mcp {name} added"))
@@ -1048,7 +1160,7 @@ const LSP_FLAGS: &[F] = &[
     f("options", K::Json, "options"),
 ];
 
-fn lsp(cfg: &mut Value, args: &[String]) -> Result<Outcome, String> {
+fn lsp(cfg: &mut Value, args: &[String]) -> Result<Outcome, CommandError> {
     let (verb, name) = verb_name(args, "lsp")?;
     if verb == "remove" {
         if remove(cfg, &["lsp", name]).is_none() {
@@ -1067,7 +1179,7 @@ mod tests {
     use super::*;
 
     fn run(cfg: &mut Value, line: &str) -> Result<Outcome, String> {
-        apply(cfg, &split_words(line).unwrap())
+        apply(cfg, &split_words(line).unwrap()).map_err(|e| e.to_string())
     }
 
     fn ok(cfg: &mut Value, line: &str) {

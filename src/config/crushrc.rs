@@ -12,7 +12,9 @@
 //! When a script exits, anything it left running in the background is killed too.
 //!
 use crate::proc::{self, Keep, Spec};
-use crate::rcshell::{ARG0, Models, Record, RecordsFile, prelude};
+use crate::rcshell::{ARG0, Models, Record, RecordsError, RecordsFile, prelude};
+use std::fmt;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -65,12 +67,73 @@ pub struct RunOutput {
 }
 
 /// Runs the crushrc at `path` (absolute). Errors are complete messages naming the file.
-pub fn run(path: &Path, models: &Models) -> Result<RunOutput, String> {
-    let rec = RecordsFile::create().map_err(|e| {
-        format!(
-            "{}: cannot create a temp file to run it: {e}",
-            path.display()
-        )
+/// Why a crushrc did not give its records; each message starts with the file (and, where the
+/// shell names one, the line).
+#[derive(Debug)]
+pub enum CrushrcError {
+    /// No temporary records file could be made.
+    TempFile { path: PathBuf, source: io::Error },
+    /// The shell could not be started.
+    Spawn {
+        path: PathBuf,
+        shell: String,
+        source: io::Error,
+    },
+    /// Still running at the time limit; stopped.
+    TimedOut { path: PathBuf, limit: Duration },
+    /// The script failed: its exit status (None: a signal) and what it wrote to stderr.
+    Failed {
+        path: PathBuf,
+        code: Option<i32>,
+        stderr: String,
+    },
+    /// The records the script left could not be read.
+    Records { path: PathBuf, source: RecordsError },
+}
+
+impl fmt::Display for CrushrcError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CrushrcError::TempFile { path, source } => write!(
+                f,
+                "{}: cannot create a temp file to run it: {source}",
+                path.display()
+            ),
+            CrushrcError::Spawn {
+                path,
+                shell,
+                source,
+            } => write!(f, "{}: cannot run {shell}: {source}", path.display()),
+            CrushrcError::TimedOut { path, limit } => write!(
+                f,
+                "{}: still running after {} s, stopped; a crushrc must not wait for input or run long commands",
+                path.display(),
+                fmt_secs(*limit)
+            ),
+            CrushrcError::Failed { path, code, stderr } => {
+                f.write_str(&script_failure(path, *code, stderr))
+            }
+            CrushrcError::Records { path, source } => write!(f, "{}: {source}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for CrushrcError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            CrushrcError::TempFile { source, .. } | CrushrcError::Spawn { source, .. } => {
+                Some(source)
+            }
+            CrushrcError::Records { source, .. } => Some(source),
+            CrushrcError::TimedOut { .. } | CrushrcError::Failed { .. } => None,
+        }
+    }
+}
+
+pub fn run(path: &Path, models: &Models) -> Result<RunOutput, CrushrcError> {
+    let rec = RecordsFile::create().map_err(|source| CrushrcError::TempFile {
+        path: path.to_path_buf(),
+        source,
     })?;
     let dir = path.parent().unwrap_or(Path::new("/"));
     let script = format!("{}. \"$1\"\n", prelude());
@@ -89,22 +152,33 @@ pub fn run(path: &Path, models: &Models) -> Result<RunOutput, String> {
     spec.env
         .push(("CRUSH_VERSION".into(), env!("CARGO_PKG_VERSION").into()));
     let limit = timeout();
-    let fin = run_limited(spec, limit)
-        .map_err(|e| format!("{}: cannot run {shell}: {e}", path.display()))?;
+    let fin = run_limited(spec, limit).map_err(|source| CrushrcError::Spawn {
+        path: path.to_path_buf(),
+        shell: shell.clone(),
+        source,
+    })?;
     if fin.timed_out {
-        return Err(format!(
-            "{}: still running after {} s, stopped; a crushrc must not wait for input or run long commands",
-            path.display(),
-            fmt_secs(limit)
-        ));
+        return Err(CrushrcError::TimedOut {
+            path: path.to_path_buf(),
+            limit,
+        });
     }
     match fin.code {
         Some(0) => {}
-        code => return Err(script_failure(path, code, &fin.stderr)),
+        code => {
+            return Err(CrushrcError::Failed {
+                path: path.to_path_buf(),
+                code,
+                stderr: fin.stderr,
+            });
+        }
     }
     let records = rec
         .read(Some(path))
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+        .map_err(|source| CrushrcError::Records {
+            path: path.to_path_buf(),
+            source,
+        })?;
     let mut output = fin.stdout;
     output.push_str(&fin.stderr);
     Ok(RunOutput { records, output })

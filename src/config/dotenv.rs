@@ -31,6 +31,8 @@ impl std::fmt::Display for NulInValue {
     }
 }
 
+impl std::error::Error for NulInValue {}
+
 /// `parse`, refusing a value that holds a NUL byte (the names `parse` accepts never hold `=`
 /// or NUL): the first such line is the error.
 pub fn parse_checked(
@@ -102,7 +104,10 @@ fn entries(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Vec<(String, 
                     .map(|(_, v, _)| v.clone())
                     .or_else(|| lookup(name))
             };
-            super::expand::expand_with(&value, &earlier, &|_| Err(String::new())).unwrap_or(value)
+            super::expand::expand_with(&value, &earlier, &|_| {
+                Err(super::expand::ExpandError::NotAllowed)
+            })
+            .unwrap_or(value)
         } else {
             value
         };

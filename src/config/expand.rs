@@ -14,10 +14,104 @@
 //! `ANTHROPIC_API_KEY`).
 
 use std::collections::HashMap;
+use std::fmt;
 use std::sync::Mutex;
+use std::time::Duration;
+
+/// Why a value did not expand. No variant holds the value or a variable's value (it may be a
+/// secret); a failing command is named, with its stderr, never its stdout.
+#[derive(Debug)]
+pub enum ExpandError {
+    /// `${` without its `}`.
+    UnclosedBrace,
+    /// `${...}` that does not start with a variable name.
+    NoName,
+    /// `${NAME:?message}` (or `${NAME?message}`) with NAME unset.
+    NotSet {
+        name: String,
+        message: Option<String>,
+    },
+    /// `${NAME...}` with an operator the expansion does not know.
+    UnknownForm(String),
+    /// `$(` without its `)`.
+    UnclosedParen,
+    /// A `$` followed by nothing that names a variable or a command.
+    LoneDollar,
+    /// The shell for `$(cmd)` could not be started.
+    Spawn { cmd: String, source: std::io::Error },
+    /// `$(cmd)` was still running at the time limit.
+    TimedOut { cmd: String, limit: Duration },
+    /// `$(cmd)` failed: its exit status (None: killed) and the start of its stderr.
+    Failed {
+        cmd: String,
+        code: Option<i32>,
+        stderr: String,
+    },
+    /// `$(...)` where no command may run (values the user did not write).
+    NotAllowed,
+}
+
+impl fmt::Display for ExpandError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExpandError::UnclosedBrace => f.write_str("unclosed '${' (no closing '}')"),
+            ExpandError::NoName => {
+                f.write_str("a '${...}' without a valid variable name (letters, digits, '_')")
+            }
+            ExpandError::NotSet {
+                name,
+                message: None,
+            } => write!(f, "{name} is not set"),
+            ExpandError::NotSet {
+                name,
+                message: Some(m),
+            } => write!(f, "{name} is not set: {m}"),
+            ExpandError::UnknownForm(name) => write!(
+                f,
+                "'${{{name}...}}': unknown form (use ${{{name}}}, ${{{name}:-default}}, ${{{name}:+alternative}} or ${{{name}:?message}})"
+            ),
+            ExpandError::UnclosedParen => f.write_str("unclosed '$(' (no closing ')')"),
+            ExpandError::LoneDollar => f.write_str(
+                "a '$' followed by no variable name, '{' or '(' (write $$ for a literal '$')",
+            ),
+            ExpandError::Spawn { cmd, source } => write!(
+                f,
+                "$({cmd}): cannot run {}: {source}",
+                crate::proc::shell_path().display()
+            ),
+            ExpandError::TimedOut { cmd, limit } => write!(
+                f,
+                "$({cmd}) still running after {} s, stopped",
+                limit.as_secs_f64()
+            ),
+            ExpandError::Failed { cmd, code, stderr } => {
+                let status = code
+                    .map(|c| format!("exit {c}"))
+                    .unwrap_or_else(|| "killed".into());
+                if stderr.is_empty() {
+                    write!(f, "$({cmd}) failed ({status})")
+                } else {
+                    write!(f, "$({cmd}) failed ({status}): {stderr}")
+                }
+            }
+            ExpandError::NotAllowed => {
+                f.write_str("command substitution '$(...)' is not allowed here")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ExpandError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ExpandError::Spawn { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
 
 /// Expands `value` with `lookup` for variables; `$(...)` runs through `run_command`.
-pub fn expand(value: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+pub fn expand(value: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, ExpandError> {
     expand_with(value, lookup, &run_command)
 }
 
@@ -25,8 +119,8 @@ pub fn expand(value: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<St
 pub fn expand_with(
     value: &str,
     lookup: &dyn Fn(&str) -> Option<String>,
-    run: &dyn Fn(&str) -> Result<String, String>,
-) -> Result<String, String> {
+    run: &dyn Fn(&str) -> Result<String, ExpandError>,
+) -> Result<String, ExpandError> {
     if !value.contains('$') {
         return Ok(value.to_string());
     }
@@ -40,17 +134,14 @@ pub fn expand_with(
         match chars.peek().map(|&(_, c)| c) {
             Some('{') => {
                 let rest = &value[i + 2..];
-                let end = closing_brace(rest)
-                    .ok_or_else(|| "unclosed '${' (no closing '}')".to_string())?;
+                let end = closing_brace(rest).ok_or(ExpandError::UnclosedBrace)?;
                 let inner = &rest[..end];
                 let name_len = inner
                     .find(|c: char| !(c == '_' || c.is_ascii_alphanumeric()))
                     .unwrap_or(inner.len());
                 let (name, op) = inner.split_at(name_len);
                 if !valid_name(name) {
-                    return Err(
-                        "a '${...}' without a valid variable name (letters, digits, '_')".into(),
-                    );
+                    return Err(ExpandError::NoName);
                 }
                 let (colon, op) = match op.strip_prefix(':') {
                     Some(o) => (true, o),
@@ -68,17 +159,18 @@ pub fn expand_with(
                     Some('+') => {}
                     Some('?') if set => out.push_str(&raw.unwrap_or_default()),
                     Some('?') => {
-                        let why = if word.is_empty() {
-                            "is not set".to_string()
+                        let message = if word.is_empty() {
+                            None
                         } else {
-                            format!("is not set: {}", expand_with(word, lookup, run)?)
+                            Some(expand_with(word, lookup, run)?)
                         };
-                        return Err(format!("{name} {why}"));
+                        return Err(ExpandError::NotSet {
+                            name: name.to_string(),
+                            message,
+                        });
                     }
                     _ => {
-                        return Err(format!(
-                            "'${{{name}...}}': unknown form (use ${{{name}}}, ${{{name}:-default}}, ${{{name}:+alternative}} or ${{{name}:?message}})"
-                        ));
+                        return Err(ExpandError::UnknownForm(name.to_string()));
                     }
                 }
                 // Skip past the closing brace.
@@ -92,8 +184,7 @@ pub fn expand_with(
             }
             Some('(') => {
                 let body_start = i + 2;
-                let end = closing_paren(value, body_start)
-                    .ok_or_else(|| "unclosed '$(' (no closing ')')".to_string())?;
+                let end = closing_paren(value, body_start).ok_or(ExpandError::UnclosedParen)?;
                 let cmd = &value[body_start..end];
                 out.push_str(&run(cmd)?);
                 while let Some(&(j, _)) = chars.peek() {
@@ -123,10 +214,7 @@ pub fn expand_with(
                 chars.next();
             }
             _ => {
-                return Err(
-                    "a '$' followed by no variable name, '{' or '(' (write $$ for a literal '$')"
-                        .into(),
-                );
+                return Err(ExpandError::LoneDollar);
             }
         }
     }
@@ -192,7 +280,7 @@ fn closing_paren(s: &str, start: usize) -> Option<usize> {
 static CACHE: Mutex<Option<HashMap<String, String>>> = Mutex::new(None);
 
 /// Runs a command substitution: `SHELL -c cmd`, stdout without trailing newlines.
-pub fn run_command(cmd: &str) -> Result<String, String> {
+pub fn run_command(cmd: &str) -> Result<String, ExpandError> {
     if let Some(hit) = CACHE
         .lock()
         .ok()
@@ -203,28 +291,21 @@ pub fn run_command(cmd: &str) -> Result<String, String> {
     let limit = super::crushrc::timeout();
     let spec =
         crate::proc::Spec::shell(cmd, std::env::current_dir().unwrap_or_else(|_| "/".into()));
-    let fin = super::crushrc::run_limited(spec, limit).map_err(|e| {
-        format!(
-            "$({cmd}): cannot run {}: {e}",
-            crate::proc::shell_path().display()
-        )
+    let fin = super::crushrc::run_limited(spec, limit).map_err(|source| ExpandError::Spawn {
+        cmd: cmd.to_string(),
+        source,
     })?;
     if fin.timed_out {
-        return Err(format!(
-            "$({cmd}) still running after {} s, stopped",
-            limit.as_secs_f64()
-        ));
+        return Err(ExpandError::TimedOut {
+            cmd: cmd.to_string(),
+            limit,
+        });
     }
     if fin.code != Some(0) {
-        let err: String = fin.stderr.trim().chars().take(300).collect();
-        let status = fin
-            .code
-            .map(|c| format!("exit {c}"))
-            .unwrap_or_else(|| "killed".into());
-        return Err(if err.is_empty() {
-            format!("$({cmd}) failed ({status})")
-        } else {
-            format!("$({cmd}) failed ({status}): {err}")
+        return Err(ExpandError::Failed {
+            cmd: cmd.to_string(),
+            code: fin.code,
+            stderr: fin.stderr.trim().chars().take(300).collect(),
         });
     }
     let out = fin.stdout.trim_end_matches(['\n', '\r']).to_string();
@@ -244,22 +325,41 @@ pub fn env_var(name: &str) -> Option<String> {
 }
 
 /// Expansion against the process environment.
-pub fn expand_env(value: &str) -> Result<String, String> {
+pub fn expand_env(value: &str) -> Result<String, ExpandError> {
     expand(value, &env_var)
 }
 
 /// Expansion of variables only, against the process environment: `$(...)` is an error and is
 /// never run. For values the user did not write, such as the downloaded provider catalog
 /// (it comes from the network or its cache, outside any trust decision, crush(1) CONFIGURATION).
-pub fn expand_env_vars_only(value: &str) -> Result<String, String> {
-    expand_with(value, &env_var, &|_| {
-        Err("command substitution '$(...)' is not allowed here".to_string())
-    })
+pub fn expand_env_vars_only(value: &str) -> Result<String, ExpandError> {
+    expand_with(value, &env_var, &|_| Err(ExpandError::NotAllowed))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The expansions with their messages, which is what these tests check.
+    fn expand(value: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+        super::expand(value, lookup).map_err(|e| e.to_string())
+    }
+
+    fn expand_with(
+        value: &str,
+        lookup: &dyn Fn(&str) -> Option<String>,
+        run: &dyn Fn(&str) -> Result<String, ExpandError>,
+    ) -> Result<String, String> {
+        super::expand_with(value, lookup, run).map_err(|e| e.to_string())
+    }
+
+    fn run_command(cmd: &str) -> Result<String, String> {
+        super::run_command(cmd).map_err(|e| e.to_string())
+    }
+
+    fn expand_env_vars_only(value: &str) -> Result<String, String> {
+        super::expand_env_vars_only(value).map_err(|e| e.to_string())
+    }
 
     fn env(k: &str) -> Option<String> {
         match k {
@@ -308,11 +408,15 @@ mod tests {
 
     #[test]
     fn command_substitution() {
-        let run = |c: &str| -> Result<String, String> {
+        let run = |c: &str| -> Result<String, ExpandError> {
             match c {
                 "pass show k" => Ok("s3cret".into()),
                 "echo $(inner) ')'" => Ok("nested".into()),
-                _ => Err(format!("$({c}) failed (exit 1)")),
+                _ => Err(ExpandError::Failed {
+                    cmd: c.to_string(),
+                    code: Some(1),
+                    stderr: String::new(),
+                }),
             }
         };
         assert_eq!(expand_with("$(pass show k)", &env, &run).unwrap(), "s3cret");
@@ -427,7 +531,8 @@ mod tests {
         assert_eq!(expand("$${KEY}", &env).unwrap(), "${KEY}");
         assert_eq!(expand("${NOPE:-$$x}", &env).unwrap(), "$x");
         // `$$(` is a literal "$(", not a command.
-        let run = |c: &str| -> Result<String, String> { Err(format!("ran {c}")) };
+        let run =
+            |c: &str| -> Result<String, ExpandError> { Err(ExpandError::UnknownForm(c.into())) };
         assert_eq!(expand_with("$$(x)", &env, &run).unwrap(), "$(x)");
     }
 }

@@ -1,34 +1,36 @@
 //! Reading JSON config files (errors with file:line:column) and merging layers.
 
+use super::ConfigError;
 use serde_json::Value;
 use std::path::Path;
 
 /// Parses `text` (the contents of `path`) as a JSON object.
-pub fn parse_object(path: &Path, text: &str) -> Result<Value, String> {
+pub fn parse_object(path: &Path, text: &str) -> Result<Value, ConfigError> {
     if text.trim().is_empty() {
         return Ok(Value::Object(Default::default()));
     }
     match serde_json::from_str::<Value>(text) {
         Ok(v @ Value::Object(_)) => Ok(v),
-        Ok(_) => Err(format!(
-            "{}:1:1: the configuration must be a JSON object ({{ ... }})",
-            path.display()
-        )),
-        Err(e) => Err(format!(
-            "{}:{}:{}: invalid JSON: {}",
-            path.display(),
-            e.line(),
-            e.column(),
-            strip_position(&e.to_string())
-        )),
+        Ok(_) => Err(ConfigError::NotObject(path.to_path_buf())),
+        Err(source) => Err(ConfigError::Json {
+            path: path.to_path_buf(),
+            source,
+        }),
     }
 }
 
-/// serde_json appends " at line L column C"; we print the position up front instead.
-fn strip_position(msg: &str) -> &str {
-    match msg.rfind(" at line ") {
-        Some(i) => &msg[..i],
-        None => msg,
+/// A configuration file's text (None: it does not exist). Only a regular file (a link to one
+/// included) of at most `fsutil::CONFIG_CAP` bytes is read, never blocking (crush(1) FILES).
+pub fn read_text(path: &Path) -> Result<Option<String>, ConfigError> {
+    match crate::fsutil::read_config(path) {
+        Ok(Some(b)) => String::from_utf8(b)
+            .map(Some)
+            .map_err(|_| ConfigError::NotText(path.to_path_buf())),
+        Ok(None) => Ok(None),
+        Err(source) => Err(ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        }),
     }
 }
 
@@ -90,7 +92,9 @@ mod tests {
 
     #[test]
     fn invalid_json_names_file_line_and_column() {
-        let e = parse_object(Path::new("/p/crush.json"), "{\n  \"a\": 1,\n  oops\n}").unwrap_err();
+        let e = parse_object(Path::new("/p/crush.json"), "{\n  \"a\": 1,\n  oops\n}")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("/p/crush.json:3:3: invalid JSON"), "{e}");
         assert!(parse_object(Path::new("x.json"), "[1]").is_err());
         assert_eq!(parse_object(Path::new("x.json"), "  ").unwrap(), json!({}));

@@ -157,8 +157,10 @@ impl Fold {
         let mut seen: Vec<(Option<PathBuf>, String)> = Vec::new();
         for r in recs {
             let mut new = self.acc.clone();
-            let out = commands::apply(&mut new, &r.args)
-                .map_err(|e| ConfigError::File(format!("{}: {e}", r.place())))?;
+            let out = commands::apply(&mut new, &r.args).map_err(|source| ConfigError::Record {
+                place: r.place(),
+                source,
+            })?;
             if let Some(w) = out.warning {
                 let key = (r.file.clone(), w);
                 if !seen.contains(&key) {
@@ -282,27 +284,15 @@ fn track(
     }
 }
 
-/// A configuration file's text (None: it does not exist). Only a regular file (a link to one
-/// included) of at most `fsutil::CONFIG_CAP` bytes is read, never blocking (crush(1) FILES).
-fn read_text(path: &Path) -> Result<Option<String>, ConfigError> {
-    match crate::fsutil::read_config(path) {
-        Ok(Some(b)) => String::from_utf8(b)
-            .map(Some)
-            .map_err(|_| ConfigError::File(format!("{}: not UTF-8 text", path.display()))),
-        Ok(None) => Ok(None),
-        Err(e) => Err(ConfigError::File(crate::fsutil::read_error(path, &e))),
-    }
-}
-
 fn read_json_file(
     kind: LayerKind,
     path: &Path,
     warnings: &mut Vec<String>,
 ) -> Result<Option<FoundFile>, ConfigError> {
-    let Some(text) = read_text(path)? else {
+    let Some(text) = json::read_text(path)? else {
         return Ok(None);
     };
-    let value = json::parse_object(path, &text).map_err(ConfigError::File)?;
+    let value = json::parse_object(path, &text)?;
     let pos = pos::positions(&text);
     warnings.extend(super::schema_keys::check(path, &value, &pos));
     Ok(Some(FoundFile {
@@ -316,7 +306,7 @@ fn read_state(path: &Path, warnings: &mut Vec<String>) -> Value {
     match state::read(path) {
         Ok(v) => v,
         Err(w) => {
-            warnings.push(w);
+            warnings.push(w.to_string());
             json!({})
         }
     }
@@ -352,7 +342,7 @@ fn find_project_files(
             let p = d.join(name);
             if matches!(kind, LayerKind::ProjectJson | LayerKind::ProjectDotJson) {
                 out.extend(read_json_file(kind, &p, warnings)?);
-            } else if let Some(text) = read_text(&p)? {
+            } else if let Some(text) = json::read_text(&p)? {
                 out.push(FoundFile {
                     kind,
                     path: p,
@@ -368,7 +358,7 @@ fn find_project_files(
 /// cannot be read is a warning, not a failure.
 fn find_dotenv(cwd: &Path, warnings: &mut Vec<String>) -> Option<(PathBuf, String)> {
     let p = cwd.join(".env");
-    match read_text(&p) {
+    match json::read_text(&p) {
         Ok(t) => t.map(|t| (p, t)),
         Err(e) => {
             warnings.push(format!("{e}; the .env file is not loaded"));
@@ -381,10 +371,10 @@ fn find_dotenv(cwd: &Path, warnings: &mut Vec<String>) -> Option<(PathBuf, Strin
 /// holding its servers, so it is trust-gated like every project file.
 fn read_claude_mcp(project_root: &Path) -> Result<Option<FoundFile>, ConfigError> {
     let path = project_root.join(".mcp.json");
-    let Some(text) = read_text(&path)? else {
+    let Some(text) = json::read_text(&path)? else {
         return Ok(None);
     };
-    let raw = json::parse_object(&path, &text).map_err(ConfigError::File)?;
+    let raw = json::parse_object(&path, &text)?;
     let pos = pos::positions(&text)
         .into_iter()
         .filter_map(|(k, line)| {
@@ -536,9 +526,8 @@ fn fold(mut f: Fold, steps: &mut [Step], scripts: &mut Vec<String>) -> Result<Fo
                 // changed since it was reviewed.
                 let path = step.path.clone().unwrap_or_default();
                 f.guard
-                    .check(crate::guard::What::Crushrc, &path.to_string_lossy())
-                    .map_err(|e| ConfigError::File(e.to_string()))?;
-                let out = crushrc::run(&path, &models_of(&f.acc)).map_err(ConfigError::File)?;
+                    .check(crate::guard::What::Crushrc, &path.to_string_lossy())?;
+                let out = crushrc::run(&path, &models_of(&f.acc))?;
                 if !out.output.trim().is_empty() {
                     scripts.push(out.output);
                 }
@@ -584,7 +573,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         &mut warnings,
     )?;
     let global_rc = gdir.join("crushrc");
-    let global_rc = read_text(&global_rc)?.map(|_| global_rc);
+    let global_rc = json::read_text(&global_rc)?.map(|_| global_rc);
     let mut project = find_project_files(cwd, &project_root, &mut warnings)?;
     let dotenv = find_dotenv(cwd, &mut warnings);
     let mut claude_project =
@@ -605,7 +594,10 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
     let dotenv_vars: Vec<(String, String)> = match &dotenv {
         Some((path, text)) if review.allowed() => {
             super::dotenv::parse_checked(text, &super::expand::env_var)
-                .map_err(|e| ConfigError::File(format!("{}:{e}", path.display())))?
+                .map_err(|source| ConfigError::DotEnv {
+                    path: path.clone(),
+                    source,
+                })?
                 .into_iter()
                 .filter(|(k, _)| {
                     std::env::var_os(k).is_none() && !location_var(k, path, &mut warnings)
@@ -879,11 +871,9 @@ fn to_config(merged: &Value, origins: &Origins) -> Result<Config, ConfigError> {
     })
 }
 
-/// Whether `v` deserializes as a `Config`; the error message if not.
-fn check_config(v: &Value) -> Result<(), String> {
-    serde_json::from_value::<Config>(v.clone())
-        .map(drop)
-        .map_err(|e| e.to_string())
+/// Whether `v` deserializes as a `Config`; serde's error if not.
+fn check_config(v: &Value) -> Result<(), serde_json::Error> {
+    serde_json::from_value::<Config>(v.clone()).map(drop)
 }
 
 /// `v` reduced to the path down to `ptr` and the value there (an array on the way keeps only
@@ -918,7 +908,7 @@ fn only(v: &Value, ptr: &str) -> Value {
 /// The deepest key of `v` whose value alone does not deserialize (removing it fixes the whole,
 /// or, with several faults, it fails on its own), with serde's message for it.
 fn culprit(v: &Value) -> Option<(String, String)> {
-    let mut msg = check_config(v).err()?;
+    let mut msg = check_config(v).err()?.to_string();
     let mut ptr = String::new();
     loop {
         let children: Vec<String> = match v.pointer(&ptr) {
@@ -937,7 +927,7 @@ fn culprit(v: &Value) -> Option<(String, String)> {
         match next {
             Some(c) => {
                 if let Err(m) = check_config(&only(v, c)) {
-                    msg = m;
+                    msg = m.to_string();
                 }
                 ptr = c.clone();
             }
@@ -982,9 +972,10 @@ fn expand_env_map(
                         .map(|(_, v)| v.clone())
                 })
         };
-        let val = super::expand::expand(v, &lookup).map_err(|e| {
-            let at = place_of(origins, &pos::child("/env", k));
-            ConfigError::File(format!("{at}: env.{k}: {e}"))
+        let val = super::expand::expand(v, &lookup).map_err(|source| ConfigError::Env {
+            place: place_of(origins, &pos::child("/env", k)),
+            key: k.clone(),
+            source,
         })?;
         if let Some(why) = env_problem(k, &val) {
             let at = place_of(origins, &pos::child("/env", k));
@@ -1078,10 +1069,10 @@ pub(crate) fn apply_runtime(
     loaded: &mut Loaded,
     args: &[String],
     detail: String,
-) -> Result<commands::Outcome, String> {
+) -> Result<commands::Outcome, ConfigError> {
     let mut new = loaded.merged.clone();
     let out = commands::apply(&mut new, args)?;
-    let config = retype(&new).map_err(|e| e.to_string())?;
+    let config = retype(&new)?;
     let mut f = Fold {
         acc: std::mem::take(&mut loaded.merged),
         origins: std::mem::take(&mut loaded.origins),

@@ -5,8 +5,9 @@
 //! trust review gates the whole section); detected servers need the trust too, because a
 //! language server runs the project's code (build scripts, macros, its own TypeScript).
 
+use super::error::expand_field;
 use super::json::{home_long, strings};
-use super::{Loaded, expand, state};
+use super::{Loaded, SpecError, state};
 use crate::guard;
 use crate::lsp::known::{self, KNOWN};
 use crate::lsp::{ServerSpec, Timing};
@@ -42,9 +43,9 @@ fn settings(json: &str) -> Value {
 }
 
 /// A configured server; None when it is disabled. Err names the problem.
-fn spec(name: &str, v: &Value) -> Result<Option<ServerSpec>, String> {
+fn spec(name: &str, v: &Value) -> Result<Option<ServerSpec>, SpecError> {
     let Value::Object(m) = v else {
-        return Err("not an object".into());
+        return Err(SpecError::NotObject);
     };
     // `disabled: true` (Go Crush's key) or `enabled: false` turn a server off (crush(1) LSP).
     if m.get("disabled").and_then(Value::as_bool).unwrap_or(false)
@@ -52,7 +53,7 @@ fn spec(name: &str, v: &Value) -> Result<Option<ServerSpec>, String> {
     {
         return Ok(None);
     }
-    let x = |field: &str, s: &str| expand::expand_env(s).map_err(|e| format!("{field}: {e}"));
+    let x = expand_field;
     let command = x(
         "command",
         m.get("command").and_then(Value::as_str).unwrap_or(""),
@@ -61,7 +62,7 @@ fn spec(name: &str, v: &Value) -> Result<Option<ServerSpec>, String> {
     let known = known::find(name).or_else(|| known::find(command));
     let command = match (command, known) {
         ("", Some(k)) => k.command.to_string(),
-        ("", None) => return Err("it needs a command".into()),
+        ("", None) => return Err(SpecError::Invalid("it needs a command".into())),
         (c, _) => home_long(c),
     };
     let args = match m.get("args") {
@@ -230,6 +231,7 @@ mod tests {
         assert!(
             spec("mystery", &json!({}))
                 .unwrap_err()
+                .to_string()
                 .contains("needs a command")
         );
         assert!(spec("x", &json!([])).is_err());

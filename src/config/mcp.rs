@@ -2,8 +2,9 @@
 //! expanded (`$VAR`, `$(...)`, as provider values are; a project's reach here only once it is
 //! trusted), its timeout and filters, and the OAuth tokens kept in the global state.
 
+use super::error::expand_field;
 use super::json::{home_long, strings};
-use super::{Loaded, expand, state};
+use super::{Loaded, SpecError, state};
 use crate::mcp::{ClientConfig, Command, ServerSpec, TokenStore, TransportSpec};
 use serde_json::{Map, Value, json};
 use std::time::Duration;
@@ -17,13 +18,13 @@ pub const DEFAULT_OAUTH_TIMEOUT: Duration = Duration::from_secs(30);
 pub const STATE_KEY: &str = "mcp_oauth";
 
 /// One server's spec; Err names the problem (the caller names the server).
-fn spec(loaded: &Loaded, name: &str, v: &Value) -> Result<ServerSpec, String> {
+fn spec(loaded: &Loaded, name: &str, v: &Value) -> Result<ServerSpec, SpecError> {
     let Value::Object(m) = v else {
-        return Err("not an object".into());
+        return Err(SpecError::NotObject);
     };
-    let x = |field: &str, s: &str| expand::expand_env(s).map_err(|e| format!("{field}: {e}"));
+    let x = expand_field;
     let s = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or("");
-    let map = |k: &str| -> Result<Vec<(String, String)>, String> {
+    let map = |k: &str| -> Result<Vec<(String, String)>, SpecError> {
         let mut out = Vec::new();
         if let Some(Value::Object(h)) = m.get(k) {
             for (hk, hv) in h {
@@ -42,7 +43,7 @@ fn spec(loaded: &Loaded, name: &str, v: &Value) -> Result<ServerSpec, String> {
         "stdio" => {
             let command = x("command", s("command"))?;
             if command.trim().is_empty() {
-                return Err("a stdio server needs a command".into());
+                return Err(SpecError::Invalid("a stdio server needs a command".into()));
             }
             let args = strings(m.get("args"))
                 .iter()
@@ -59,7 +60,7 @@ fn spec(loaded: &Loaded, name: &str, v: &Value) -> Result<ServerSpec, String> {
         "http" | "sse" | "streamable-http" => {
             let url = x("url", s("url"))?;
             if url.trim().is_empty() {
-                return Err(format!("an {kind} server needs a url"));
+                return Err(SpecError::Invalid(format!("an {kind} server needs a url")));
             }
             // Headers that expand to nothing are dropped, as Go Crush does.
             let headers = map("headers")?
@@ -73,7 +74,11 @@ fn spec(loaded: &Loaded, name: &str, v: &Value) -> Result<ServerSpec, String> {
                 TransportSpec::Http { url, headers }
             }
         }
-        other => return Err(format!("unknown type '{other}' (stdio, http or sse)")),
+        other => {
+            return Err(SpecError::Invalid(format!(
+                "unknown type '{other}' (stdio, http or sse)"
+            )));
+        }
     };
     let oauth = m.get("oauth").and_then(Value::as_bool).unwrap_or(false);
     let timeout = match m.get("timeout").and_then(Value::as_f64) {
@@ -81,7 +86,7 @@ fn spec(loaded: &Loaded, name: &str, v: &Value) -> Result<ServerSpec, String> {
         _ if oauth => DEFAULT_OAUTH_TIMEOUT,
         _ => DEFAULT_TIMEOUT,
     };
-    let opt = |k: &str| -> Result<Option<String>, String> {
+    let opt = |k: &str| -> Result<Option<String>, SpecError> {
         match s(k) {
             "" => Ok(None),
             v => x(k, v).map(|v| Some(v.trim().to_string()).filter(|v| !v.is_empty())),

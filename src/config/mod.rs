@@ -12,6 +12,7 @@ pub mod commands;
 pub mod crushrc;
 pub mod discover;
 pub mod dotenv;
+mod error;
 pub mod expand;
 pub mod json;
 pub mod layers;
@@ -28,6 +29,7 @@ pub mod state;
 pub mod trust;
 
 pub(crate) use crate::sha256;
+pub use error::{ConfigError, SpecError};
 
 pub use crate::catalog::Model;
 pub use providers::{Provider, ProviderTable, ResolvedModel};
@@ -289,25 +291,6 @@ impl fmt::Display for Origin {
 /// JSON pointer (`/options/debug`) → where it was set. Only leaves (scalars, empty objects and
 /// arrays) have entries.
 pub type Origins = BTreeMap<String, Origin>;
-
-#[derive(Debug)]
-pub enum ConfigError {
-    /// Bad file: the message starts with file:line:column.
-    File(String),
-    /// No usable provider or model; says what to do.
-    NoProvider(String),
-    Model(String),
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ConfigError::File(m) | ConfigError::NoProvider(m) | ConfigError::Model(m) => {
-                f.write_str(m)
-            }
-        }
-    }
-}
 
 /// The loaded configuration with its layers and locations.
 #[derive(Debug, Default, Clone)]

@@ -2,8 +2,8 @@
 //! applied to the running session's runtime layer, from the REPL's slash commands or from the
 //! agent's bash tool. Nothing here writes a file.
 
-use super::commands::{self, Outcome};
-use super::{Loaded, layers};
+use super::commands::{self, CommandError, Outcome};
+use super::{ConfigError, Loaded, layers};
 use crate::rcshell::Record;
 
 /// Who issued a session-only command.
@@ -26,15 +26,15 @@ impl Loaded {
 
     /// Applies one session-only command line, as typed in the REPL (`/model small a/b`,
     /// `option progress false`; a leading `/` is optional), to the runtime layer.
-    pub fn apply_session_line(&mut self, line: &str) -> Result<Outcome, String> {
+    pub fn apply_session_line(&mut self, line: &str) -> Result<Outcome, ConfigError> {
         let line = line.trim();
         let line = line.strip_prefix('/').unwrap_or(line);
         let words = commands::split_words(line)?;
         if words.is_empty() {
-            return Err(format!(
+            return Err(ConfigError::Command(CommandError::Usage(format!(
                 "empty command (commands: {})",
                 crate::rcshell::NAMES.join(", ")
-            ));
+            ))));
         }
         self.apply_session(&words, SessionSource::User)
     }
@@ -45,7 +45,7 @@ impl Loaded {
         &mut self,
         args: &[String],
         source: SessionSource,
-    ) -> Result<Outcome, String> {
+    ) -> Result<Outcome, ConfigError> {
         let who = match source {
             SessionSource::User => "session",
             SessionSource::BashTool => BASH_TOOL_ORIGIN,

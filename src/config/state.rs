@@ -44,16 +44,57 @@ pub fn legacy_workspace_path(data_dir: &Path) -> PathBuf {
 
 /// Reads a state file; a missing file is empty state. A file that is not a JSON object is
 /// reported (the caller warns) and treated as empty: state is rebuilt, never a reason to fail.
-pub fn read(path: &Path) -> Result<Value, String> {
-    match crate::fsutil::read_config(path) {
+pub fn read(path: &Path) -> Result<Value, StateError> {
+    let path = path.to_path_buf();
+    match crate::fsutil::read_config(&path) {
         Ok(Some(bytes)) if bytes.iter().all(u8::is_ascii_whitespace) => Ok(json!({})),
         Ok(Some(bytes)) => match serde_json::from_slice::<Value>(&bytes) {
             Ok(v @ Value::Object(_)) => Ok(v),
-            Ok(_) => Err(format!("{}: not a JSON object; ignored", path.display())),
-            Err(e) => Err(format!("{}: invalid JSON ({e}); ignored", path.display())),
+            Ok(_) => Err(StateError::NotObject(path)),
+            Err(source) => Err(StateError::Json { path, source }),
         },
         Ok(None) => Ok(json!({})),
-        Err(e) => Err(format!("{}; ignored", crate::fsutil::read_error(path, &e))),
+        Err(source) => Err(StateError::Read { path, source }),
+    }
+}
+
+/// A state file that was ignored, and why (the message ends "; ignored").
+#[derive(Debug)]
+pub enum StateError {
+    Read {
+        path: PathBuf,
+        source: io::Error,
+    },
+    Json {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    NotObject(PathBuf),
+}
+
+impl std::fmt::Display for StateError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StateError::Read { path, source } => {
+                write!(f, "{}; ignored", crate::fsutil::read_error(path, source))
+            }
+            StateError::Json { path, source } => {
+                write!(f, "{}: invalid JSON ({source}); ignored", path.display())
+            }
+            StateError::NotObject(path) => {
+                write!(f, "{}: not a JSON object; ignored", path.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for StateError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StateError::Read { source, .. } => Some(source),
+            StateError::Json { source, .. } => Some(source),
+            StateError::NotObject(_) => None,
+        }
     }
 }
 
@@ -158,7 +199,7 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let p = t.path().join(FILE_NAME);
         std::fs::write(&p, "{oops").unwrap();
-        assert!(read(&p).unwrap_err().contains("invalid JSON"));
+        assert!(read(&p).unwrap_err().to_string().contains("invalid JSON"));
         update(&p, |v| v["x"] = json!(1)).unwrap();
         assert_eq!(read(&p).unwrap()["x"], json!(1));
     }

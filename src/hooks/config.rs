@@ -310,7 +310,7 @@ struct Raw<'a> {
     location: String,
 }
 
-fn timeout_of(v: Option<&Value>, default: Duration) -> Result<Duration, String> {
+fn timeout_of(v: Option<&Value>, default: Duration) -> Result<Duration, super::HookError> {
     match v {
         None | Some(Value::Null) => Ok(default),
         Some(Value::Number(n)) => {
@@ -322,7 +322,7 @@ fn timeout_of(v: Option<&Value>, default: Duration) -> Result<Duration, String> 
                 Ok(Duration::from_secs_f64(s.min(86_400.0)))
             }
         }
-        Some(other) => Err(format!("timeout must be a number of seconds, not {other}")),
+        Some(other) => Err(super::HookError::Timeout(other.clone())),
     }
 }
 

@@ -221,7 +221,7 @@ pub fn interpret(c: &Captured, name: &str, opts: ReadOptions) -> HookResult {
                 }
             }
             Err(e) => {
-                notes.push(e.clone());
+                notes.push(e.to_string());
                 failure = Some(format!("its output could not be parsed ({e})"));
                 HookResult::default()
             }
@@ -325,15 +325,15 @@ pub fn interpret(c: &Captured, name: &str, opts: ReadOptions) -> HookResult {
 
 /// Parses a hook's stdout. Empty → `Ok(None)` (no opinion); not a JSON object → `Err` (no opinion,
 /// but worth a note); otherwise the envelope.
-pub fn parse_stdout(stdout: &str) -> Result<Option<HookResult>, String> {
+pub fn parse_stdout(stdout: &str) -> Result<Option<HookResult>, super::HookError> {
     let t = stdout.trim();
     if t.is_empty() {
         return Ok(None);
     }
     match serde_json::from_str::<Value>(t) {
         Ok(Value::Object(map)) => Ok(Some(parse_envelope(&map))),
-        Ok(_) => Err("stdout is JSON but not an object".to_string()),
-        Err(_) => Err("stdout is not JSON".to_string()),
+        Ok(_) => Err(super::HookError::StdoutNotObject),
+        Err(e) => Err(super::HookError::StdoutNotJson(e)),
     }
 }
 

@@ -17,11 +17,13 @@ pub mod claude;
 pub mod compose;
 pub mod config;
 pub mod envelope;
+mod error;
 pub mod runner;
 
 pub use compose::Composed;
 pub use config::{Dialect, Event, HookConfig, HookDef};
 pub use envelope::Decision;
+pub use error::HookError;
 
 use envelope::ReadOptions;
 use serde::Serialize;

@@ -4,6 +4,7 @@
 //! SIGTERM, then SIGKILL after a grace, and a hook whose leftover children keep its pipes open
 //! is abandoned.
 
+use super::HookError;
 use super::envelope::{Captured, Exit};
 use crate::proc::{self, Keep, Program, Spec, which};
 use std::io::Read;
@@ -93,14 +94,14 @@ pub enum Plan {
 
 /// The interpreter of a `#!` line: (program, arguments). `/usr/bin/env NAME` is unwrapped; a
 /// missing absolute interpreter is looked up by its base name on PATH.
-pub fn shebang_interpreter(line: &str) -> Result<(PathBuf, Vec<String>), String> {
+pub fn shebang_interpreter(line: &str) -> Result<(PathBuf, Vec<String>), HookError> {
     let line = line.trim_start_matches("#!").trim_end_matches('\r').trim();
     let (prog, rest) = match line.split_once(char::is_whitespace) {
         Some((p, r)) => (p, r.trim()),
         None => (line, ""),
     };
     if prog.is_empty() {
-        return Err("the #! line names no interpreter".into());
+        return Err(HookError::NoInterpreter);
     }
     let base = Path::new(prog)
         .file_name()
@@ -108,16 +109,18 @@ pub fn shebang_interpreter(line: &str) -> Result<(PathBuf, Vec<String>), String>
         .unwrap_or_default();
     if base == "env" {
         let mut words = rest.split_whitespace().filter(|w| *w != "-S");
-        let name = words
-            .next()
-            .ok_or_else(|| format!("'#!{line}' names no program for env"))?;
+        let name = words.next().ok_or_else(|| HookError::EnvNoProgram {
+            line: line.to_string(),
+        })?;
         let found = if name.contains('/') {
             Some(PathBuf::from(name)).filter(|p| proc::executable(p))
         } else {
             which(name)
         };
-        let found = found
-            .ok_or_else(|| format!("interpreter '{name}' (from '#!{line}') not found on PATH"))?;
+        let found = found.ok_or_else(|| HookError::EnvNotFound {
+            name: name.to_string(),
+            line: line.to_string(),
+        })?;
         return Ok((found, words.map(str::to_string).collect()));
     }
     let args = if rest.is_empty() {
@@ -132,9 +135,10 @@ pub fn shebang_interpreter(line: &str) -> Result<(PathBuf, Vec<String>), String>
     }
     match which(&base) {
         Some(found) => Ok((found, args)),
-        None => Err(format!(
-            "interpreter '{prog}' not found, and '{base}' is not on PATH"
-        )),
+        None => Err(HookError::InterpreterNotFound {
+            prog: prog.to_string(),
+            base,
+        }),
     }
 }
 
@@ -143,7 +147,7 @@ pub fn shebang_interpreter(line: &str) -> Result<(PathBuf, Vec<String>), String>
 /// directly, split on blanks; a first word naming an existing file with a `#!` line runs that
 /// interpreter; a file without one runs as a script of crush's shell (binaries run as they are);
 /// anything else is `SHELL -c COMMAND`.
-pub fn plan(command: &str, cwd: &Path) -> Result<Plan, String> {
+pub fn plan(command: &str, cwd: &Path) -> Result<Plan, HookError> {
     let cmd = command.trim();
     let first = cmd.split_whitespace().next().unwrap_or("");
     let rest = &cmd[first.len()..];
@@ -171,7 +175,10 @@ pub fn plan(command: &str, cwd: &Path) -> Result<Plan, String> {
     let mut head = [0u8; 256];
     let n = crate::fsutil::open_regular(&path, crate::fsutil::Links::Follow)
         .and_then(|(mut f, _)| f.read(&mut head))
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        .map_err(|source| HookError::Read {
+            path: path.clone(),
+            source,
+        })?;
     let head = &head[..n];
     let (prog, mut args) = if head.starts_with(b"#!") {
         let line_end = head.iter().position(|&b| b == b'\n').unwrap_or(head.len());
@@ -218,7 +225,7 @@ impl Plan {
 pub fn run_one(job: Job) -> Captured {
     let plan = match plan(&job.command, &job.cwd) {
         Ok(p) => p,
-        Err(e) => return Captured::not_started(e),
+        Err(e) => return Captured::not_started(e.to_string()),
     };
     let what = match &plan {
         Plan::Exec(p, _) => p.display().to_string(),

@@ -8,9 +8,9 @@
 //! ends the connection: every pending request fails at once, the server is stopped and its
 //! death is reported once.
 
-use super::ServerSpec;
 use super::text::{self, Encoding};
 use super::wire::{self, ReadError};
+use super::{ServerSpec, StartError};
 use crate::proc;
 use crossbeam_channel::{Receiver, Sender};
 use serde_json::{Value, json};
@@ -42,6 +42,8 @@ pub enum RpcError {
     /// The server is gone (why).
     Gone(String),
 }
+
+impl std::error::Error for RpcError {}
 
 impl std::fmt::Display for RpcError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -483,7 +485,7 @@ impl Client {
         root: &Path,
         debug: bool,
         on_dead: Box<dyn Fn(&str) + Send + Sync>,
-    ) -> Result<Client, String> {
+    ) -> Result<Client, StartError> {
         let mut argv = vec![spec.command.clone()];
         argv.extend(spec.args.iter().cloned());
         let mut ps = proc::Spec::exec(argv, root);
@@ -503,9 +505,12 @@ impl Client {
                 l.push_back(line.chars().take(300).collect());
             }),
         )
-        .map_err(|e| format!("cannot run {}: {e}", spec.command))?;
+        .map_err(|source| StartError::Spawn {
+            command: spec.command.clone(),
+            source,
+        })?;
         let (Some(stdin), Some(stdout)) = (process.stdin.take(), process.stdout.take()) else {
-            return Err(format!("cannot talk to {}: no pipes", spec.command));
+            return Err(StartError::NoPipes(spec.command.clone()));
         };
         let (tx, rx) = crossbeam_channel::unbounded();
         let shared = Arc::new(Shared {
@@ -540,7 +545,7 @@ impl Client {
                 .name(name.into())
                 .spawn(f)
                 .map(|_| ())
-                .map_err(|e| format!("cannot start a thread: {e}"))
+                .map_err(StartError::Thread)
         };
         let (s1, s2) = (shared.clone(), shared.clone());
         let client = Client {
@@ -565,7 +570,7 @@ impl Client {
         }
     }
 
-    fn initialize(&self, spec: &ServerSpec, root: &Path) -> Result<(), String> {
+    fn initialize(&self, spec: &ServerSpec, root: &Path) -> Result<(), StartError> {
         let root_uri = text::uri(root);
         let name = root
             .file_name()
@@ -582,7 +587,7 @@ impl Client {
         });
         let result = self
             .request("initialize", params)
-            .map_err(|e| format!("initialize failed: {e}"))?;
+            .map_err(StartError::Initialize)?;
         {
             let mut st = lock(&self.shared.state);
             st.caps = result["capabilities"].clone();

@@ -15,11 +15,13 @@
 //! The module takes plain values (`ServerSpec`, `Timing`); the configuration builds them.
 
 mod client;
+mod error;
 pub mod known;
 pub mod text;
 mod wire;
 
 pub use client::{Client, Diagnostic, FileDiagnostics, RpcError};
+pub use error::{LspError, NotRunning, StartError};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -110,7 +112,7 @@ pub struct Status {
 
 /// A server `restart` stopped and started again: its name, and why it is not running when it
 /// failed.
-pub type Restarted = (String, Result<(), String>);
+pub type Restarted = (String, Result<(), NotRunning>);
 
 /// The session's language servers.
 pub struct Manager {
@@ -167,7 +169,7 @@ fn start_slot(slot: &Arc<Slot>, root: PathBuf, debug: bool, warnings: &Arc<Mutex
     });
     let started = match slot.spec.check.check() {
         Ok(()) => Client::start(&slot.spec, &root, debug, on_dead),
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(StartError::Changed(e)),
     };
     let mut st = lock(&slot.state);
     let open = match &mut *st {
@@ -209,7 +211,7 @@ fn start_slot(slot: &Arc<Slot>, root: PathBuf, debug: bool, warnings: &Arc<Mutex
                 ),
             );
             *st = SlotState::Failed {
-                why,
+                why: why.to_string(),
                 root: Some(root),
             };
         }
@@ -454,14 +456,13 @@ impl Manager {
 
     /// The running server for `path` (started and waited for, bounded by its timeout), with
     /// the file open. Err says why there is none.
-    pub fn client_for(&self, path: &Path, cancel: &AtomicBool) -> Result<Arc<Client>, String> {
+    pub fn client_for(&self, path: &Path, cancel: &AtomicBool) -> Result<Arc<Client>, LspError> {
         let targets = self.for_file(path);
         if targets.is_empty() {
-            return Err(format!(
-                "no language server handles {} (configured: {})",
-                path.display(),
-                self.names().join(", ")
-            ));
+            return Err(LspError::NoServerFor {
+                path: path.to_path_buf(),
+                configured: self.names(),
+            });
         }
         let mut why = Vec::new();
         for (slot, root) in &targets {
@@ -481,11 +482,10 @@ impl Manager {
                 _ => format!("{} is not running", slot.spec.name),
             });
         }
-        Err(format!(
-            "no language server is available for {}: {}",
-            path.display(),
-            why.join("; ")
-        ))
+        Err(LspError::Unavailable {
+            path: path.to_path_buf(),
+            why,
+        })
     }
 
     /// The running servers.
@@ -539,14 +539,14 @@ impl Manager {
 
     /// Stops and starts again the server `name` (every server that was started when None),
     /// reopening its files; waits for each (bounded by its timeout). One line per server.
-    pub fn restart(&self, name: Option<&str>) -> Result<Vec<Restarted>, String> {
+    pub fn restart(&self, name: Option<&str>) -> Result<Vec<Restarted>, LspError> {
         let chosen: Vec<Arc<Slot>> = match name {
             Some(n) => {
                 let Some(s) = self.slots.iter().find(|s| s.spec.name == n) else {
-                    return Err(format!(
-                        "no LSP server named '{n}' (known: {})",
-                        self.names().join(", ")
-                    ));
+                    return Err(LspError::NoServer {
+                        name: n.to_string(),
+                        known: self.names(),
+                    });
                 };
                 vec![s.clone()]
             }
@@ -578,8 +578,8 @@ impl Manager {
             start_slot(&slot, root, self.debug, &self.warnings);
             let r = match &*lock(&slot.state) {
                 SlotState::Ready(_) => Ok(()),
-                SlotState::Failed { why, .. } => Err(why.clone()),
-                _ => Err("not running".to_string()),
+                SlotState::Failed { why, .. } => Err(NotRunning(Some(why.clone()))),
+                _ => Err(NotRunning(None)),
             };
             out.push((slot.spec.name.clone(), r));
         }

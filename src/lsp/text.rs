@@ -200,16 +200,16 @@ pub fn offset(text: &str, pos: &Value, enc: Encoding) -> usize {
 
 /// `text` with LSP `TextEdit`s (`{range, newText}`) applied. Err when a range is malformed or
 /// two ranges overlap.
-pub fn apply_edits(text: &str, edits: &[Value], enc: Encoding) -> Result<String, String> {
+pub fn apply_edits(text: &str, edits: &[Value], enc: Encoding) -> Result<String, EditError> {
     let mut spans = Vec::with_capacity(edits.len());
     for e in edits {
-        let range = e.get("range").ok_or("a text edit has no range")?;
+        let range = e.get("range").ok_or(EditError::NoRange)?;
         let (Some(start), Some(end)) = (range.get("start"), range.get("end")) else {
-            return Err("a text edit has a malformed range".into());
+            return Err(EditError::BadRange);
         };
         let (s, t) = (offset(text, start, enc), offset(text, end, enc));
         if t < s {
-            return Err("a text edit ends before it starts".into());
+            return Err(EditError::Backwards);
         }
         let new = e.get("newText").and_then(Value::as_str).unwrap_or("");
         spans.push((s, t, new));
@@ -220,7 +220,7 @@ pub fn apply_edits(text: &str, edits: &[Value], enc: Encoding) -> Result<String,
     let mut at = 0;
     for (s, t, new) in spans {
         if s < at {
-            return Err("two text edits overlap".into());
+            return Err(EditError::Overlap);
         }
         out.push_str(&text[at..s]);
         out.push_str(new);
@@ -229,6 +229,28 @@ pub fn apply_edits(text: &str, edits: &[Value], enc: Encoding) -> Result<String,
     out.push_str(&text[at..]);
     Ok(out)
 }
+
+/// Why `TextEdit`s could not be applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EditError {
+    NoRange,
+    BadRange,
+    Backwards,
+    Overlap,
+}
+
+impl std::fmt::Display for EditError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            EditError::NoRange => "a text edit has no range",
+            EditError::BadRange => "a text edit has a malformed range",
+            EditError::Backwards => "a text edit ends before it starts",
+            EditError::Overlap => "two text edits overlap",
+        })
+    }
+}
+
+impl std::error::Error for EditError {}
 
 #[cfg(test)]
 mod tests {

@@ -52,6 +52,8 @@ impl fmt::Display for Failure {
     }
 }
 
+impl std::error::Error for Failure {}
+
 /// `1.5 s`, `10 s`.
 pub fn secs(d: Duration) -> String {
     let s = d.as_secs_f64();

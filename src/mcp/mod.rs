@@ -8,12 +8,14 @@
 //! without it; a stdio server that exits is started again once, at its next use.
 
 mod conn;
+mod error;
 mod http;
 pub mod oauth;
 mod session;
 mod stdio;
 pub mod wire;
 
+pub use error::{Down, McpError};
 pub use oauth::{ClientConfig, TokenStore};
 pub use stdio::Command;
 pub use wire::{base64, percent_decode};
@@ -214,16 +216,43 @@ fn header_param(args: &Value, path: &[String]) -> Option<String> {
     }
 }
 
+/// An `x-mcp-header` annotation that breaks the rules (the tool is left out).
+#[derive(Debug, Clone, PartialEq)]
+enum HeaderRule {
+    /// Not reachable through `properties` alone (the annotation, as JSON).
+    Unreachable(String),
+    NotToken(String),
+    Twice(String),
+    NotPrimitive {
+        header: String,
+        ty: String,
+    },
+}
+
+impl std::fmt::Display for HeaderRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HeaderRule::Unreachable(h) => write!(f, "x-mcp-header at an unreachable place ({h})"),
+            HeaderRule::NotToken(h) => write!(f, "x-mcp-header {h:?} is not a header name"),
+            HeaderRule::Twice(h) => write!(f, "x-mcp-header {h:?} appears twice"),
+            HeaderRule::NotPrimitive { header, ty } => write!(
+                f,
+                "x-mcp-header {header:?} is on a parameter of type {ty:?}, not a string, integer or boolean"
+            ),
+        }
+    }
+}
+
 /// The `x-mcp-header` annotations of a schema: (header, property path). Err: an annotation
 /// that breaks the rules (empty, not a token, repeated, on a non-primitive, or not reachable
 /// through `properties` alone).
-fn header_params(schema: &Value) -> Result<Vec<(String, Vec<String>)>, String> {
+fn header_params(schema: &Value) -> Result<Vec<(String, Vec<String>)>, HeaderRule> {
     fn walk(
         v: &Value,
         path: &mut Vec<String>,
         reachable: bool,
         out: &mut Vec<(String, Vec<String>, Value)>,
-        bad: &mut Vec<String>,
+        bad: &mut Vec<HeaderRule>,
     ) {
         match v {
             Value::Object(m) => {
@@ -235,7 +264,7 @@ fn header_params(schema: &Value) -> Result<Vec<(String, Vec<String>)>, String> {
                             v.clone(),
                         ));
                     } else {
-                        bad.push(format!("x-mcp-header at an unreachable place ({h})"));
+                        bad.push(HeaderRule::Unreachable(h.to_string()));
                     }
                 }
                 for (k, x) in m {
@@ -272,16 +301,17 @@ fn header_params(schema: &Value) -> Result<Vec<(String, Vec<String>)>, String> {
             && h.bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
         if !token {
-            return Err(format!("x-mcp-header {h:?} is not a header name"));
+            return Err(HeaderRule::NotToken(h));
         }
         if seen.iter().any(|s| s.eq_ignore_ascii_case(&h)) {
-            return Err(format!("x-mcp-header {h:?} appears twice"));
+            return Err(HeaderRule::Twice(h));
         }
         let ty = prop.get("type").and_then(Value::as_str).unwrap_or("");
         if !matches!(ty, "string" | "integer" | "boolean") {
-            return Err(format!(
-                "x-mcp-header {h:?} is on a parameter of type {ty:?}, not a string, integer or boolean"
-            ));
+            return Err(HeaderRule::NotPrimitive {
+                header: h,
+                ty: ty.to_string(),
+            });
         }
         seen.push(h.clone());
         out.push((h, path));
@@ -457,6 +487,14 @@ impl Server {
     fn label(&self) -> String {
         format!("MCP server '{}'", self.spec.name)
     }
+
+    /// The error of a request this server cannot take.
+    fn down(&self, why: Down) -> McpError {
+        McpError::Down {
+            label: self.label(),
+            why,
+        }
+    }
 }
 
 impl Shared {
@@ -476,7 +514,7 @@ impl Shared {
     }
 
     /// Connects `s` (its state must be Starting or a dead session) and records the outcome.
-    fn connect(self: &Arc<Self>, s: &Arc<Server>) -> Result<Arc<Live>, String> {
+    fn connect(self: &Arc<Self>, s: &Arc<Server>) -> Result<Arc<Live>, McpError> {
         let (tx, rx) = crossbeam_channel::unbounded();
         let started = Instant::now();
         let result = match s.spec.check.check() {
@@ -487,7 +525,7 @@ impl Shared {
             if let Ok(l) = &result {
                 l.close();
             }
-            return Err(format!("{} was removed", s.label()));
+            return Err(s.down(Down::Removed));
         }
         let live = match result {
             Ok(l) => Arc::new(l),
@@ -498,12 +536,12 @@ impl Shared {
                 );
                 self.warn(format!("{}: {msg}", s.label()));
                 self.set_state(s, State::NeedsAuth(msg.clone()));
-                return Err(format!("{}: {msg}", s.label()));
+                return Err(s.down(Down::NeedsAuth(msg)));
             }
             Err(ConnectError::Failed(why)) => {
                 self.warn(format!("{} did not start: {why}", s.label()));
                 self.set_state(s, State::Failed(why.clone()));
-                return Err(format!("{}: {why}", s.label()));
+                return Err(s.down(Down::Failed(why)));
             }
         };
         let warn = |m: String| self.warn(m);
@@ -518,7 +556,7 @@ impl Shared {
                 let why = format!("listing its tools failed: {f}");
                 self.warn(format!("{} did not start: {why}", s.label()));
                 self.set_state(s, State::Failed(why.clone()));
-                return Err(format!("{}: {why}", s.label()));
+                return Err(s.down(Down::Failed(why)));
             }
         };
         let prompts = if live.has("prompts") {
@@ -634,14 +672,8 @@ impl Shared {
 
     /// The live session of `name`, waiting for a server still starting and starting once more a
     /// server that exited.
-    fn live(self: &Arc<Self>, name: &str) -> Result<Arc<Live>, String> {
-        let s = self
-            .servers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(name)
-            .cloned()
-            .ok_or_else(|| format!("no MCP server named '{name}'"))?;
+    fn live(self: &Arc<Self>, name: &str) -> Result<Arc<Live>, McpError> {
+        let s = self.server(name)?;
         let end = Instant::now() + s.spec.timeout;
         loop {
             match s.state() {
@@ -656,10 +688,9 @@ impl Shared {
                     }
                     let why = l.closed_reason().unwrap_or_default();
                     if s.restarted.swap(true, Ordering::SeqCst) {
-                        let msg = format!("{} stopped: {why}", s.label());
                         s.tools.lock().unwrap_or_else(|e| e.into_inner()).clear();
-                        self.set_state(&s, State::Failed(why));
-                        return Err(msg);
+                        self.set_state(&s, State::Failed(why.clone()));
+                        return Err(s.down(Down::Stopped(why)));
                     }
                     crate::log::info(&format!("{}: starting it again ({why})", s.label()));
                     self.set_state(&s, State::Starting);
@@ -669,15 +700,15 @@ impl Shared {
                     let g = self.gate.lock().unwrap_or_else(|e| e.into_inner());
                     let left = end.saturating_duration_since(Instant::now());
                     if left.is_zero() {
-                        return Err(format!("{} is still starting", s.label()));
+                        return Err(s.down(Down::Starting));
                     }
                     let _ = self
                         .changed
                         .wait_timeout(g, left.min(Duration::from_millis(50)));
                 }
-                State::Failed(why) => return Err(format!("{} is not running: {why}", s.label())),
-                State::NeedsAuth(msg) => return Err(format!("{}: {msg}", s.label())),
-                State::Disabled => return Err(format!("{} is disabled", s.label())),
+                State::Failed(why) => return Err(s.down(Down::NotRunning(why))),
+                State::NeedsAuth(msg) => return Err(s.down(Down::NeedsAuth(msg))),
+                State::Disabled => return Err(s.down(Down::Disabled)),
             }
         }
     }
@@ -691,7 +722,7 @@ impl Shared {
         params: Value,
         env: Envelope,
         cancel: Option<&AtomicBool>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, McpError> {
         let live = self.live(name)?;
         let timeout = self.timeout_of(name);
         let started = Instant::now();
@@ -711,26 +742,21 @@ impl Shared {
             "MCP server '{name}': {method} answered in {:.2} ms",
             started.elapsed().as_secs_f64() * 1000.0
         ));
-        r.map_err(|f| match f {
-            Failure::TimedOut(_) => format!(
-                "MCP server '{name}' did not answer {method} within {}",
-                conn::secs(timeout)
-            ),
-            Failure::Canceled => {
-                format!("the {method} request to MCP server '{name}' was canceled")
-            }
-            Failure::Closed(why) => format!("MCP server '{name}' stopped during {method}: {why}"),
-            f => format!("MCP server '{name}': {method} failed: {f}"),
+        r.map_err(|failure| McpError::Request {
+            server: name.to_string(),
+            method: method.to_string(),
+            timeout,
+            failure: Box::new(failure),
         })
     }
 
-    fn server(&self, name: &str) -> Result<Arc<Server>, String> {
+    fn server(&self, name: &str) -> Result<Arc<Server>, McpError> {
         self.servers
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get(name)
             .cloned()
-            .ok_or_else(|| format!("no MCP server named '{name}'"))
+            .ok_or_else(|| McpError::NoServer(name.to_string()))
     }
 
     fn timeout_of(&self, name: &str) -> Duration {
@@ -939,7 +965,7 @@ impl Manager {
         tool: &Tool,
         args: &Value,
         cancel: Option<&AtomicBool>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, McpError> {
         let env = Envelope {
             name: Some(tool.mcp_name.clone()),
             headers: tool
@@ -959,13 +985,17 @@ impl Manager {
     }
 
     /// Every resource of server `name`.
-    pub fn list_resources(&self, name: &str) -> Result<Vec<Value>, String> {
+    pub fn list_resources(&self, name: &str) -> Result<Vec<Value>, McpError> {
         let live = self.shared.live(name)?;
         if !live.has("resources") {
             return Ok(Vec::new());
         }
         live.list("resources/list", "resources", self.shared.timeout_of(name))
-            .map_err(|f| format!("MCP server '{name}': resources/list failed: {f}"))
+            .map_err(|failure| McpError::Listing {
+                server: name.to_string(),
+                method: "resources/list",
+                failure: Box::new(failure),
+            })
     }
 
     /// The contents of resource `uri` of server `name`.
@@ -974,7 +1004,7 @@ impl Manager {
         name: &str,
         uri: &str,
         cancel: Option<&AtomicBool>,
-    ) -> Result<Vec<Value>, String> {
+    ) -> Result<Vec<Value>, McpError> {
         let env = Envelope {
             name: Some(uri.to_string()),
             ..Default::default()
@@ -994,7 +1024,7 @@ impl Manager {
         name: &str,
         prompt: &str,
         args: Map<String, Value>,
-    ) -> Result<Vec<Value>, String> {
+    ) -> Result<Vec<Value>, McpError> {
         let env = Envelope {
             name: Some(prompt.to_string()),
             ..Default::default()
@@ -1058,11 +1088,13 @@ impl Manager {
 
     /// Authorizes crush with HTTP server `name` (OAuth, through the browser), keeps the token,
     /// and connects the server with it.
-    pub fn login(&self, name: &str, open: &dyn Fn(&str), wait: Duration) -> Result<(), String> {
+    pub fn login(&self, name: &str, open: &dyn Fn(&str), wait: Duration) -> Result<(), McpError> {
         let s = self.shared.server(name)?;
-        let url = s.spec.transport.url().ok_or_else(|| {
-            format!("MCP server '{name}' is a stdio server: it needs no authorization")
-        })?;
+        let url = s
+            .spec
+            .transport
+            .url()
+            .ok_or_else(|| McpError::NoAuth(name.to_string()))?;
         let how = oauth::Login {
             client: &s.spec.oauth_client,
             store: self.shared.inputs.tokens.as_ref(),
@@ -1271,6 +1303,7 @@ mod tests {
         assert!(
             m.call_tool(&t, &json!({}), None)
                 .unwrap_err()
+                .to_string()
                 .contains("not running")
         );
     }

@@ -8,6 +8,7 @@
 use super::http::Credentials;
 use super::wire::{Url, base64url, form, query_value, random_bytes};
 use serde_json::{Value, json};
+use std::fmt;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
@@ -51,34 +52,42 @@ fn agent(timeout: Duration, url: &str) -> ureq::Agent {
 fn read_reply(
     url: &str,
     resp: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
-) -> Result<(u16, String), String> {
-    let resp = resp.map_err(|e| format!("{url}: {e}"))?;
+) -> Result<(u16, String), OAuthError> {
+    let http = |source| OAuthError::Http {
+        url: url.to_string(),
+        source,
+    };
+    let resp = resp.map_err(http)?;
     let status = resp.status().as_u16();
     let text = resp
         .into_body()
         .with_config()
         .limit(1024 * 1024)
         .read_to_string()
-        .map_err(|e| format!("{url}: {e}"))?;
+        .map_err(http)?;
     Ok((status, text))
 }
 
-fn get_json(agent: &ureq::Agent, url: &str) -> Result<Value, String> {
+fn get_json(agent: &ureq::Agent, url: &str) -> Result<Value, OAuthError> {
     let (status, text) = read_reply(
         url,
         agent.get(url).header("accept", "application/json").call(),
     )?;
     if !(200..300).contains(&status) {
-        return Err(format!("{url}: HTTP {status}"));
+        return Err(OAuthError::Status {
+            url: url.to_string(),
+            status,
+            body: None,
+        });
     }
     serde_json::from_str::<Value>(&text)
         .ok()
         .filter(Value::is_object)
-        .ok_or_else(|| format!("{url}: not a JSON object"))
+        .ok_or_else(|| OAuthError::NotJson(url.to_string()))
 }
 
 /// POSTs a form (or JSON) and returns the JSON answer; an OAuth error answer is the error.
-fn post(agent: &ureq::Agent, url: &str, body: Body) -> Result<Value, String> {
+fn post(agent: &ureq::Agent, url: &str, body: Body) -> Result<Value, OAuthError> {
     let rb = agent.post(url).header("accept", "application/json");
     let resp = match body {
         Body::Form(f) => rb
@@ -91,16 +100,20 @@ fn post(agent: &ureq::Agent, url: &str, body: Body) -> Result<Value, String> {
     let (status, text) = read_reply(url, resp)?;
     let v = serde_json::from_str::<Value>(&text).unwrap_or(Value::Null);
     if let Some(err) = v.get("error").and_then(Value::as_str) {
-        let desc = v
-            .get("error_description")
-            .and_then(Value::as_str)
-            .map(|d| format!(": {d}"))
-            .unwrap_or_default();
-        return Err(format!("{err}{desc}"));
+        return Err(OAuthError::Refused {
+            error: err.to_string(),
+            description: v
+                .get("error_description")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        });
     }
     if !(200..300).contains(&status) || !v.is_object() {
-        let snippet: String = text.chars().take(200).collect();
-        return Err(format!("{url}: HTTP {status} {snippet}"));
+        return Err(OAuthError::Status {
+            url: url.to_string(),
+            status,
+            body: Some(text.chars().take(200).collect()),
+        });
     }
     Ok(v)
 }
@@ -169,8 +182,9 @@ struct Discovered {
     scope: Option<String>,
 }
 
-fn discover(agent: &ureq::Agent, server_url: &str) -> Result<Discovered, String> {
-    let base = Url::parse(server_url).ok_or_else(|| format!("not an URL: {server_url}"))?;
+fn discover(agent: &ureq::Agent, server_url: &str) -> Result<Discovered, OAuthError> {
+    let base = Url::parse(server_url)
+        .ok_or_else(|| OAuthError::Flow(format!("not an URL: {server_url}")))?;
     // The challenge of an unauthorized request names the metadata and the scope.
     let probe = agent
         .post(server_url)
@@ -227,9 +241,10 @@ fn discover(agent: &ureq::Agent, server_url: &str) -> Result<Discovered, String>
         })
         .map(str::to_string);
     let issuer_url = match &issuer {
-        Some(i) => Url::parse(i).ok_or_else(|| format!("bad authorization server URL: {i}"))?,
+        Some(i) => Url::parse(i)
+            .ok_or_else(|| OAuthError::Flow(format!("bad authorization server URL: {i}")))?,
         // Before protected-resource metadata, the MCP server's origin was the issuer.
-        None => Url::parse(&base.origin()).ok_or("bad server URL")?,
+        None => Url::parse(&base.origin()).ok_or(OAuthError::Flow("bad server URL".into()))?,
     };
     let mut urls = well_known(&issuer_url, "oauth-authorization-server");
     urls.extend(well_known(&issuer_url, "openid-configuration"));
@@ -242,14 +257,16 @@ fn discover(agent: &ureq::Agent, server_url: &str) -> Result<Discovered, String>
     let meta = match urls.iter().find_map(|u| get_json(agent, u).ok()) {
         Some(m) => {
             let s = |k: &str| m.get(k).and_then(Value::as_str).map(str::to_string);
-            let authorization_endpoint = s("authorization_endpoint")
-                .ok_or("the authorization server metadata has no authorization_endpoint")?;
-            browser_host(&authorization_endpoint)?;
+            let authorization_endpoint = s("authorization_endpoint").ok_or(OAuthError::Flow(
+                "the authorization server metadata has no authorization_endpoint".into(),
+            ))?;
+            browser_host(&authorization_endpoint).map_err(OAuthError::NotWeb)?;
             ServerMeta {
                 issuer: s("issuer"),
                 authorization_endpoint,
-                token_endpoint: s("token_endpoint")
-                    .ok_or("the authorization server metadata has no token_endpoint")?,
+                token_endpoint: s("token_endpoint").ok_or(OAuthError::Flow(
+                    "the authorization server metadata has no token_endpoint".into(),
+                ))?,
                 registration_endpoint: s("registration_endpoint"),
             }
         }
@@ -263,10 +280,10 @@ fn discover(agent: &ureq::Agent, server_url: &str) -> Result<Discovered, String>
             }
         }
         None => {
-            return Err(format!(
+            return Err(OAuthError::Flow(format!(
                 "no authorization server metadata found for {}",
                 issuer_url.full()
-            ));
+            )));
         }
     };
     Ok(Discovered {
@@ -278,7 +295,7 @@ fn discover(agent: &ureq::Agent, server_url: &str) -> Result<Discovered, String>
 
 /// Binds the callback listeners (`localhost` may resolve to either loopback address): the
 /// configured port, else the first free one of Go Crush's.
-fn bind_callback(port: Option<u16>) -> Result<(Vec<TcpListener>, u16), String> {
+fn bind_callback(port: Option<u16>) -> Result<(Vec<TcpListener>, u16), OAuthError> {
     let ports: Vec<u16> = match port {
         Some(p) => vec![p],
         None => CALLBACK_PORTS.collect(),
@@ -290,10 +307,10 @@ fn bind_callback(port: Option<u16>) -> Result<(Vec<TcpListener>, u16), String> {
             return Ok((all, *p));
         }
     }
-    Err(match port {
+    Err(OAuthError::Flow(match port {
         Some(p) => format!("cannot listen on 127.0.0.1:{p} for the OAuth callback"),
         None => "no free port for the OAuth callback (40704-40713 are all taken)".into(),
-    })
+    }))
 }
 
 /// Waits for the browser to come back to the callback; answers it with a short page.
@@ -301,10 +318,9 @@ fn await_callback(
     listeners: &[TcpListener],
     deadline: Instant,
     timeout: Duration,
-) -> Result<String, String> {
+) -> Result<String, OAuthError> {
     for l in listeners {
-        l.set_nonblocking(true)
-            .map_err(|e| format!("callback listener: {e}"))?;
+        l.set_nonblocking(true).map_err(OAuthError::Listener)?;
     }
     loop {
         for l in listeners {
@@ -315,11 +331,13 @@ fn await_callback(
                     }
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                Err(e) => return Err(format!("callback listener: {e}")),
+                Err(e) => return Err(OAuthError::Listener(e)),
             }
         }
         if Instant::now() >= deadline {
-            return Err("no answer from the browser in time".into());
+            return Err(OAuthError::Flow(
+                "no answer from the browser in time".into(),
+            ));
         }
         std::thread::sleep(Duration::from_millis(25));
     }
@@ -372,12 +390,14 @@ fn token_record(
     client_secret: Option<&str>,
     resource: &str,
     previous_refresh: Option<&str>,
-) -> Result<Value, String> {
+) -> Result<Value, OAuthError> {
     let access = resp
         .get("access_token")
         .and_then(Value::as_str)
         .filter(|t| !t.is_empty())
-        .ok_or("the token endpoint answered without an access_token")?;
+        .ok_or(OAuthError::Flow(
+            "the token endpoint answered without an access_token".into(),
+        ))?;
     let expires_at = resp
         .get("expires_in")
         .and_then(|v| v.as_i64().or_else(|| v.as_str()?.parse().ok()))
@@ -412,7 +432,7 @@ pub struct Login<'a> {
 
 /// Runs the authorization code flow for `server` at `url` and keeps the token. `open` is given
 /// the authorization URL (to open a browser and show it).
-pub fn login(server: &str, url: &str, l: &Login) -> Result<(), String> {
+pub fn login(server: &str, url: &str, l: &Login) -> Result<(), OAuthError> {
     let (client, store) = (l.client, l.store);
     let agent = agent(l.timeout, url);
     let d = discover(&agent, url)?;
@@ -437,11 +457,11 @@ pub fn login(server: &str, url: &str, l: &Login) -> Result<(), String> {
         ),
         _ => {
             let reg = d.meta.registration_endpoint.as_deref().ok_or_else(|| {
-                format!(
+                OAuthError::Flow(format!(
                     "the authorization server of {url} does not register clients dynamically: \
                      register an OAuth app with it and set oauth_client_id (and \
                      oauth_client_secret if it needs one) for MCP server '{server}'"
-                )
+                ))
             })?;
             let r = post(
                 &agent,
@@ -455,11 +475,13 @@ pub fn login(server: &str, url: &str, l: &Login) -> Result<(), String> {
                     "application_type": "native",
                 })),
             )
-            .map_err(|e| format!("client registration failed: {e}"))?;
+            .map_err(|e| OAuthError::Registration(Box::new(e)))?;
             let id = r
                 .get("client_id")
                 .and_then(Value::as_str)
-                .ok_or("client registration answered without a client_id")?;
+                .ok_or(OAuthError::Flow(
+                    "client registration answered without a client_id".into(),
+                ))?;
             (
                 id.to_string(),
                 r.get("client_secret")
@@ -495,19 +517,24 @@ pub fn login(server: &str, url: &str, l: &Login) -> Result<(), String> {
         let desc = query_value(&query, "error_description")
             .map(|d| format!(": {d}"))
             .unwrap_or_default();
-        return Err(format!("the authorization server refused: {e}{desc}"));
+        return Err(OAuthError::Flow(format!(
+            "the authorization server refused: {e}{desc}"
+        )));
     }
     if query_value(&query, "state").as_deref() != Some(state.as_str()) {
-        return Err("the callback's state does not match this login".into());
+        return Err(OAuthError::Flow(
+            "the callback's state does not match this login".into(),
+        ));
     }
     if let (Some(iss), Some(expected)) = (query_value(&query, "iss"), &d.meta.issuer)
         && &iss != expected
     {
-        return Err(format!(
+        return Err(OAuthError::Flow(format!(
             "the callback came from issuer {iss}, not {expected}"
-        ));
+        )));
     }
-    let code = query_value(&query, "code").ok_or("the callback carried no code")?;
+    let code = query_value(&query, "code")
+        .ok_or(OAuthError::Flow("the callback carried no code".into()))?;
     let mut fields = vec![
         ("grant_type", "authorization_code"),
         ("code", code.as_str()),
@@ -520,7 +547,7 @@ pub fn login(server: &str, url: &str, l: &Login) -> Result<(), String> {
         fields.push(("client_secret", s.as_str()));
     }
     let resp = post(&agent, &d.meta.token_endpoint, Body::Form(form(&fields)))
-        .map_err(|e| format!("the code exchange failed: {e}"))?;
+        .map_err(|e| OAuthError::Exchange(Box::new(e)))?;
     let record = token_record(
         &resp,
         &d.meta,
@@ -604,7 +631,9 @@ impl Session {
                     "MCP server '{}': the token could not be refreshed: {e}",
                     self.server
                 ));
-                if e.starts_with("invalid_grant") || e.starts_with("invalid_client") {
+                if matches!(&e, OAuthError::Refused { error, .. }
+                    if error.starts_with("invalid_grant") || error.starts_with("invalid_client"))
+                {
                     self.store.save(&self.server, None);
                     *token = None;
                 }
@@ -645,6 +674,80 @@ impl Credentials for Session {
 }
 
 pub use crate::login::browser::{browser_host, open_browser};
+
+/// Why an OAuth login (or a token refresh) did not give a token.
+#[derive(Debug)]
+pub enum OAuthError {
+    /// A request that could not be made or read.
+    Http { url: String, source: ureq::Error },
+    /// An answer with a status other than 2xx (and the start of its body, where it matters).
+    Status {
+        url: String,
+        status: u16,
+        body: Option<String>,
+    },
+    /// An answer that is not a JSON object.
+    NotJson(String),
+    /// The server's OAuth error answer (`error`, `error_description`).
+    Refused {
+        error: String,
+        description: Option<String>,
+    },
+    /// An authorization endpoint that is no web URL.
+    NotWeb(crate::login::browser::NotWebUrl),
+    /// The callback listener failed.
+    Listener(std::io::Error),
+    /// Dynamic client registration failed.
+    Registration(Box<OAuthError>),
+    /// The code could not be traded for a token.
+    Exchange(Box<OAuthError>),
+    /// A step of the flow that went wrong; says which.
+    Flow(String),
+}
+
+impl fmt::Display for OAuthError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OAuthError::Http { url, source } => write!(f, "{url}: {source}"),
+            OAuthError::Status {
+                url,
+                status,
+                body: None,
+            } => write!(f, "{url}: HTTP {status}"),
+            OAuthError::Status {
+                url,
+                status,
+                body: Some(b),
+            } => write!(f, "{url}: HTTP {status} {b}"),
+            OAuthError::NotJson(url) => write!(f, "{url}: not a JSON object"),
+            OAuthError::Refused {
+                error,
+                description: None,
+            } => f.write_str(error),
+            OAuthError::Refused {
+                error,
+                description: Some(d),
+            } => write!(f, "{error}: {d}"),
+            OAuthError::NotWeb(e) => e.fmt(f),
+            OAuthError::Listener(e) => write!(f, "callback listener: {e}"),
+            OAuthError::Registration(e) => write!(f, "client registration failed: {e}"),
+            OAuthError::Exchange(e) => write!(f, "the code exchange failed: {e}"),
+            OAuthError::Flow(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for OAuthError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            OAuthError::Http { source, .. } => Some(source),
+            OAuthError::NotWeb(e) => Some(e),
+            OAuthError::Listener(e) => Some(e),
+            OAuthError::Registration(e) | OAuthError::Exchange(e) => Some(e.as_ref()),
+            _ => None,
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -154,7 +154,7 @@ impl Live {
                         label.clone(),
                         inputs.stop_grace.min(spec.timeout),
                     )
-                    .map_err(ConnectError::Failed)?;
+                    .map_err(|e| ConnectError::Failed(e.to_string()))?;
                     Ok(Conn::new(d, Box::new(t)))
                 };
                 let conn = open()?;

@@ -84,6 +84,37 @@ fn read_line(r: &mut impl BufRead, max: usize, buf: &mut Vec<u8>) -> io::Result<
     }
 }
 
+/// A server process that could not be started.
+#[derive(Debug)]
+pub enum StartError {
+    /// The program could not be run.
+    Spawn {
+        command: String,
+        source: std::io::Error,
+    },
+    /// A thread to feed or read it could not be made.
+    Thread(std::io::Error),
+}
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StartError::Spawn { command, source } => {
+                write!(f, "cannot start '{command}': {source}")
+            }
+            StartError::Thread(e) => write!(f, "cannot start a thread: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for StartError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StartError::Spawn { source, .. } | StartError::Thread(source) => Some(source),
+        }
+    }
+}
+
 impl Stdio {
     /// Starts the server. Err: it cannot be started (missing program or directory).
     pub fn spawn(
@@ -92,7 +123,7 @@ impl Stdio {
         max_message: usize,
         label: String,
         grace: Duration,
-    ) -> Result<Stdio, String> {
+    ) -> Result<Stdio, StartError> {
         let mut argv = vec![cmd.command.clone()];
         argv.extend(cmd.args.iter().cloned());
         let mut spec = proc::Spec::exec(argv, &cmd.cwd);
@@ -111,9 +142,15 @@ impl Stdio {
                 t.push_back(line.to_string());
             }),
         )
-        .map_err(|e| format!("cannot start '{}': {e}", cmd.command))?;
+        .map_err(|source| StartError::Spawn {
+            command: cmd.command.clone(),
+            source,
+        })?;
         let (Some(mut stdin), Some(stdout)) = (piped.stdin.take(), piped.stdout.take()) else {
-            return Err(format!("cannot start '{}': no pipes", cmd.command));
+            return Err(StartError::Spawn {
+                command: cmd.command.clone(),
+                source: std::io::Error::other("no pipes"),
+            });
         };
         let piped = Arc::new(Mutex::new(Some(piped)));
 
@@ -128,7 +165,7 @@ impl Stdio {
                     }
                 }
             })
-            .map_err(|e| format!("cannot start a thread: {e}"))?;
+            .map_err(StartError::Thread)?;
 
         let out = Arc::new(Mutex::new(Some(tx)));
         let replies = out.clone();
@@ -183,7 +220,7 @@ impl Stdio {
                 };
                 dispatch.close(why);
             })
-            .map_err(|e| format!("cannot start a thread: {e}"))?;
+            .map_err(StartError::Thread)?;
         Ok(Stdio { piped, out, grace })
     }
 }

@@ -283,7 +283,7 @@ impl Repl {
                 let r = manager.login(name, &open, crate::commands::mcp::login_wait());
                 match r {
                     Ok(()) => self.term.note(&format!("MCP server '{name}' is authorized.")),
-                    Err(e) => self.term.error(&e),
+                    Err(e) => self.term.error(&e.to_string()),
                 }
             }
             _ => self.term.error(

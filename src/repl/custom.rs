@@ -112,7 +112,7 @@ impl Repl {
         };
         let mut bound = match entry.bind(args) {
             Ok(b) => b,
-            Err(e) => return self.term.error(&e),
+            Err(e) => return self.term.error(&e.to_string()),
         };
         let missing = entry.missing(&bound);
         if !missing.is_empty() && !entry.asks() {
@@ -155,7 +155,7 @@ impl Repl {
             }
             None => match entry.render(&bound, manager.as_ref()) {
                 Ok(t) => t,
-                Err(e) => return self.term.error(&e),
+                Err(e) => return self.term.error(&e.to_string()),
             },
         };
         if text.trim().is_empty() {

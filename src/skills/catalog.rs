@@ -6,7 +6,7 @@
 //! of either); and the prompt an entry sends with its arguments.
 
 use super::commands::{Command, Commands, Dialect, placeholders};
-use super::{Skill, Skills, Source};
+use super::{Skill, SkillError, Skills, Source};
 use serde_json::{Value as Json, json};
 
 /// `text` with `$ARGUMENTS` replaced by `rest` and each `$NAME` of `values` by its value.
@@ -475,7 +475,7 @@ impl Entry<'_> {
     /// Binds the words typed after the name (split as a shell would): `NAME=value` for a
     /// named argument; for an MCP prompt, other words fill its arguments in order; the rest is
     /// `$ARGUMENTS`.
-    pub fn bind(&self, args: &str) -> Result<Bound, String> {
+    pub fn bind(&self, args: &str) -> Result<Bound, SkillError> {
         let words = match crate::config::commands::split_words(args) {
             Ok(w) => w,
             // Unbalanced quotes: the line is text, not arguments.
@@ -486,14 +486,14 @@ impl Entry<'_> {
                     words: args.split_whitespace().map(str::to_string).collect(),
                 });
             }
-            Err(e) => return Err(e),
+            Err(e) => return Err(SkillError::Words(e)),
         };
         self.bind_words(words, args)
     }
 
     /// [`bind`](Self::bind) with the words already split; `raw` is the rest of the line as
     /// typed (what `$ARGUMENTS` receives when no named argument was given).
-    pub fn bind_words(&self, words: Vec<String>, raw: &str) -> Result<Bound, String> {
+    pub fn bind_words(&self, words: Vec<String>, raw: &str) -> Result<Bound, SkillError> {
         let known = self.arguments();
         let mut bound = Bound::default();
         let mut others: Vec<String> = Vec::new();
@@ -512,11 +512,11 @@ impl Entry<'_> {
                     .iter()
                     .find(|(n, _)| !bound.values.iter().any(|(b, _)| b == n))
                 else {
-                    return Err(format!(
+                    return Err(SkillError::Usage(format!(
                         "/{} takes no more than {} argument(s)",
                         self.name,
                         p.arguments.len()
-                    ));
+                    )));
                 };
                 bound.values.push((n.clone(), w));
             }
@@ -560,7 +560,7 @@ impl Entry<'_> {
         &self,
         bound: &Bound,
         mcp: Option<&crate::mcp::Manager>,
-    ) -> Result<String, String> {
+    ) -> Result<String, SkillError> {
         match &self.kind {
             Kind::Command(c) if c.dialect == Dialect::Claude => {
                 let segs = expand_claude(&c.body, &bound.words, &bound.rest);
@@ -577,7 +577,7 @@ impl Entry<'_> {
             Kind::Skill(s) => Ok(invocation(s, &bound.rest)),
             Kind::Mcp(p) => {
                 let Some(m) = mcp else {
-                    return Err("this session has no MCP servers".into());
+                    return Err(SkillError::Prompt("this session has no MCP servers".into()));
                 };
                 let values: serde_json::Map<String, Json> = bound
                     .values
@@ -592,10 +592,10 @@ impl Entry<'_> {
                     .filter_map(|m| m["content"]["text"].as_str())
                     .collect();
                 if text.is_empty() {
-                    return Err(format!(
+                    return Err(SkillError::Prompt(format!(
                         "the prompt '{}' of MCP server '{}' is empty",
                         p.name, p.server
-                    ));
+                    )));
                 }
                 Ok(text.join("\n\n"))
             }
@@ -612,14 +612,14 @@ pub fn for_run<'c, 'a>(
     name: &str,
     words: Vec<String>,
     raw: &str,
-) -> Result<Option<(&'c Entry<'a>, Bound)>, String> {
+) -> Result<Option<(&'c Entry<'a>, Bound)>, SkillError> {
     let full = match resolve(name, &cat.names(), &[], false) {
         Resolution::Entry(full) => full,
         Resolution::Ambiguous(list) => {
-            return Err(format!(
+            return Err(SkillError::Usage(format!(
                 "/{name} is ambiguous: it could be {}",
                 list.join(", ")
-            ));
+            )));
         }
         Resolution::Builtin(_) | Resolution::Unknown => return Ok(None),
     };
@@ -634,7 +634,10 @@ pub fn for_run<'c, 'a>(
         } else {
             "pass them as NAME=value or in order"
         };
-        return Err(format!("/{full} needs {}: {how}", missing.join(", ")));
+        return Err(SkillError::Usage(format!(
+            "/{full} needs {}: {how}",
+            missing.join(", ")
+        )));
     }
     Ok(Some((entry, bound)))
 }

@@ -8,8 +8,8 @@
 //! Claude Code's folders follows Claude Code's rules instead (`$1`, `$2`… positional, other
 //! `$WORDS` kept as text, `` !`cmd` `` run first; see `catalog::expand_claude`).
 
-use super::Source;
 use super::walk::{self, Next};
+use super::{SkillError, Source};
 use crate::config::Loaded;
 use serde_json::{Value as Json, json};
 use std::path::{Path, PathBuf};
@@ -162,8 +162,9 @@ fn load_one(
     stem: &str,
     source: Source,
     dialect: Dialect,
-) -> Result<Command, String> {
-    let text = walk::read_text(path, MAX_COMMAND_BYTES).map_err(|e| e.message)?;
+) -> Result<Command, SkillError> {
+    let text =
+        walk::read_text(path, MAX_COMMAND_BYTES).map_err(|e| SkillError::Invalid(e.message))?;
     let doc = super::frontmatter::parse(&text)?;
     let description = match doc.get("description").map(|f| &f.value) {
         Some(super::frontmatter::Value::Scalar(Some(d))) => d.trim().to_string(),
@@ -183,9 +184,9 @@ fn load_one(
         .iter()
         .find(|p| p.is_empty() || p.contains(|c: char| c.is_whitespace() || c == ':'))
     {
-        return Err(format!(
+        return Err(SkillError::Invalid(format!(
             "`{bad}` cannot be part of a command name (no spaces or colons)"
-        ));
+        )));
     }
     let body = doc.body.trim().to_string();
     let argument_hint = match doc.get("argument-hint").map(|f| &f.value) {
@@ -249,7 +250,7 @@ pub fn load_from(folders: &[Folder]) -> Commands {
                     Err(reason) => out.rejected.push(Rejected {
                         path: e.path.display().to_string(),
                         source: f.source,
-                        reason,
+                        reason: reason.to_string(),
                     }),
                 }
             }

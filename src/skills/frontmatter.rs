@@ -4,6 +4,8 @@
 //! an error naming the line or, under a key nothing reads, skipped. Line numbers in errors are
 //! those of the file.
 
+use std::fmt;
+
 /// A value of the frontmatter.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Value {
@@ -41,7 +43,7 @@ impl Document {
 /// Splits `text` into frontmatter and body and parses the frontmatter. A file whose first
 /// non-blank line is not `---` has none (its body is the whole text). Line endings may be
 /// `\n`, `\r\n` or `\r`; a leading byte-order mark is ignored.
-pub fn parse(text: &str) -> Result<Document, String> {
+pub fn parse(text: &str) -> Result<Document, FrontmatterError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let text = if text.contains('\r') {
         std::borrow::Cow::Owned(text.replace("\r\n", "\n").replace('\r', "\n"))
@@ -62,10 +64,7 @@ pub fn parse(text: &str) -> Result<Document, String> {
         .iter()
         .position(|l| l.trim_end() == "---")
     else {
-        return Err(format!(
-            "the frontmatter opened on line {} is never closed by a line ---",
-            start + 1
-        ));
+        return Err(FrontmatterError::Unclosed { line: start + 1 });
     };
     let end = start + 1 + len;
     let fields = Parser {
@@ -142,11 +141,21 @@ impl Parser<'_> {
         self.first + i
     }
 
-    fn err(&self, i: usize, msg: &str) -> String {
-        format!("line {}: {msg}", self.line_no(i))
+    fn err(&self, i: usize, msg: &str) -> FrontmatterError {
+        FrontmatterError::Syntax {
+            line: self.line_no(i),
+            message: msg.to_string(),
+        }
     }
 
-    fn fields(&self) -> Result<Vec<Field>, String> {
+    fn quote_err(&self, i: usize, source: QuoteError) -> FrontmatterError {
+        FrontmatterError::Quote {
+            line: self.line_no(i),
+            source,
+        }
+    }
+
+    fn fields(&self) -> Result<Vec<Field>, FrontmatterError> {
         let mut out: Vec<Field> = Vec::new();
         let mut i = 0;
         while i < self.lines.len() {
@@ -207,7 +216,7 @@ impl Parser<'_> {
 
     /// The value of the key on line `i`, whose text after the colon is `rest`; and the index
     /// of the line after it.
-    fn value(&self, rest: &str, i: usize) -> Result<(Value, usize), String> {
+    fn value(&self, rest: &str, i: usize) -> Result<(Value, usize), FrontmatterError> {
         let end = self.block_end(i);
         let first = rest.chars().next();
         match first {
@@ -266,7 +275,7 @@ impl Parser<'_> {
     }
 
     /// A value given on the lines `from..end` below its key: a list, a map, or nothing.
-    fn nested(&self, from: usize, end: usize) -> Result<Value, String> {
+    fn nested(&self, from: usize, end: usize) -> Result<Value, FrontmatterError> {
         let lines: Vec<(usize, &str)> = (from..end)
             .map(|j| (j, self.lines[j]))
             .filter(|(_, l)| !blank_or_comment(l))
@@ -341,10 +350,10 @@ impl Parser<'_> {
     }
 
     /// A scalar that must fit on line `j` (a list item, a map value). None: not a scalar.
-    fn inline_scalar(&self, text: &str, j: usize) -> Result<Option<String>, String> {
+    fn inline_scalar(&self, text: &str, j: usize) -> Result<Option<String>, FrontmatterError> {
         match text.chars().next() {
             Some('"') | Some('\'') => {
-                let (s, rest) = unquote_inline(text).map_err(|e| self.err(j, &e))?;
+                let (s, rest) = unquote_inline(text).map_err(|e| self.quote_err(j, e))?;
                 if !strip_comment(rest).is_empty() {
                     return Err(self.err(j, "unexpected text after a quoted value"));
                 }
@@ -361,7 +370,7 @@ impl Parser<'_> {
 
     /// A quoted scalar starting at `rest` on line `i`, possibly spanning lines (folded as YAML
     /// folds them); and the index of the line after it.
-    fn quoted(&self, rest: &str, i: usize) -> Result<(String, usize), String> {
+    fn quoted(&self, rest: &str, i: usize) -> Result<(String, usize), FrontmatterError> {
         let mut text = rest.to_string();
         let mut j = i;
         loop {
@@ -372,7 +381,7 @@ impl Parser<'_> {
                     }
                     return Ok((s, j + 1));
                 }
-                Err(e) if e.contains("never closed") => {
+                Err(QuoteError::NeverClosed) => {
                     j += 1;
                     let Some(next) = self.lines.get(j) else {
                         return Err(self.err(i, "the quoted value is never closed"));
@@ -388,14 +397,14 @@ impl Parser<'_> {
                         text.push_str(t);
                     }
                 }
-                Err(e) => return Err(self.err(j, &e)),
+                Err(e) => return Err(self.quote_err(j, e)),
             }
         }
     }
 
     /// A literal (`|`) or folded (`>`) block scalar whose header is `header`, on the lines
     /// after `i` up to `end`.
-    fn block_scalar(&self, header: &str, i: usize, end: usize) -> Result<String, String> {
+    fn block_scalar(&self, header: &str, i: usize, end: usize) -> Result<String, FrontmatterError> {
         let h = strip_comment(header);
         let literal = h.starts_with('|');
         let mut chomp = 'c';
@@ -464,7 +473,7 @@ impl Parser<'_> {
     }
 
     /// A flow sequence `[a, b]` or map `{k: v}` of scalars.
-    fn flow(&self, text: &str, i: usize) -> Result<Value, String> {
+    fn flow(&self, text: &str, i: usize) -> Result<Value, FrontmatterError> {
         let (open, close) = if text.starts_with('[') {
             ('[', ']')
         } else {
@@ -474,15 +483,15 @@ impl Parser<'_> {
             return Err(self.err(i, &format!("the {open}...{close} value is never closed")));
         };
         let mut items = Vec::new();
-        for raw in split_flow(inner).map_err(|e| self.err(i, &e))? {
+        for raw in split_flow(inner).map_err(|e| self.quote_err(i, e))? {
             if raw.starts_with('[') || raw.starts_with('{') {
                 return Ok(Value::Nested);
             }
             items.push(raw);
         }
-        let one = |t: &str| -> Result<String, String> {
+        let one = |t: &str| -> Result<String, FrontmatterError> {
             if t.starts_with('"') || t.starts_with('\'') {
-                let (s, after) = unquote_inline(t).map_err(|e| self.err(i, &e))?;
+                let (s, after) = unquote_inline(t).map_err(|e| self.quote_err(i, e))?;
                 if !after.trim().is_empty() {
                     return Err(self.err(i, "unexpected text after a quoted value"));
                 }
@@ -509,7 +518,7 @@ impl Parser<'_> {
 
 /// The items of a flow collection's inside, split at the commas outside quotes, trimmed;
 /// empty items dropped.
-fn split_flow(inner: &str) -> Result<Vec<String>, String> {
+fn split_flow(inner: &str) -> Result<Vec<String>, QuoteError> {
     let mut out = Vec::new();
     let mut cur = String::new();
     let mut quote: Option<char> = None;
@@ -541,7 +550,7 @@ fn split_flow(inner: &str) -> Result<Vec<String>, String> {
         cur.push(c);
     }
     if quote.is_some() {
-        return Err("the quoted value is never closed".into());
+        return Err(QuoteError::NeverClosed);
     }
     out.push(cur);
     Ok(out
@@ -551,12 +560,12 @@ fn split_flow(inner: &str) -> Result<Vec<String>, String> {
         .collect())
 }
 
-/// The quoted scalar at the start of `text` and what follows it. Err: "never closed" when the
+/// The quoted scalar at the start of `text` and what follows it. Err: `NeverClosed` when the
 /// closing quote is missing.
-fn unquote_inline(text: &str) -> Result<(String, &str), String> {
+fn unquote_inline(text: &str) -> Result<(String, &str), QuoteError> {
     let mut chars = text.char_indices();
     let Some((_, q)) = chars.next() else {
-        return Err("empty value".into());
+        return Err(QuoteError::Empty);
     };
     let mut out = String::new();
     while let Some((i, c)) = chars.next() {
@@ -570,7 +579,7 @@ fn unquote_inline(text: &str) -> Result<(String, &str), String> {
         }
         if c == '\\' && q == '"' {
             let Some((_, e)) = chars.next() else {
-                return Err("the quoted value is never closed".into());
+                return Err(QuoteError::NeverClosed);
             };
             match e {
                 'n' => out.push('\n'),
@@ -590,17 +599,73 @@ fn unquote_inline(text: &str) -> Result<(String, &str), String> {
                     let ch = u32::from_str_radix(&hex, 16)
                         .ok()
                         .and_then(char::from_u32)
-                        .ok_or_else(|| format!("bad escape \\{e}{hex}"))?;
+                        .ok_or_else(|| QuoteError::BadEscape(format!("{e}{hex}")))?;
                     out.push(ch);
                 }
-                other => return Err(format!("unknown escape \\{other} in a quoted value")),
+                other => return Err(QuoteError::UnknownEscape(other)),
             }
             continue;
         }
         out.push(c);
     }
-    Err("the quoted value is never closed".into())
+    Err(QuoteError::NeverClosed)
 }
+
+/// Why a frontmatter does not parse; the message names the file's line.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FrontmatterError {
+    /// The `---` on `line` has no closing `---`.
+    Unclosed { line: usize },
+    /// A line that is not the YAML subset a frontmatter may use; says what is wrong.
+    Syntax { line: usize, message: String },
+    /// A quoted value that does not parse.
+    Quote { line: usize, source: QuoteError },
+}
+
+impl fmt::Display for FrontmatterError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FrontmatterError::Unclosed { line } => write!(
+                f,
+                "the frontmatter opened on line {line} is never closed by a line ---"
+            ),
+            FrontmatterError::Syntax { line, message } => write!(f, "line {line}: {message}"),
+            FrontmatterError::Quote { line, source } => write!(f, "line {line}: {source}"),
+        }
+    }
+}
+
+impl std::error::Error for FrontmatterError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            FrontmatterError::Quote { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// What is wrong with a quoted value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum QuoteError {
+    NeverClosed,
+    Empty,
+    /// `\x`, `\u` or `\U` and what follows it, not a character.
+    BadEscape(String),
+    UnknownEscape(char),
+}
+
+impl fmt::Display for QuoteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            QuoteError::NeverClosed => f.write_str("the quoted value is never closed"),
+            QuoteError::Empty => f.write_str("empty value"),
+            QuoteError::BadEscape(e) => write!(f, "bad escape \\{e}"),
+            QuoteError::UnknownEscape(c) => write!(f, "unknown escape \\{c} in a quoted value"),
+        }
+    }
+}
+
+impl std::error::Error for QuoteError {}
 
 #[cfg(test)]
 mod tests {
@@ -657,7 +722,7 @@ mod tests {
         let d = parse("# Just markdown\n---\n").unwrap();
         assert_eq!(d.fields, None);
         assert_eq!(d.body, "# Just markdown\n---\n");
-        let e = parse("\n---\nname: a\n").unwrap_err();
+        let e = parse("\n---\nname: a\n").unwrap_err().to_string();
         assert!(e.contains("line 2") && e.contains("never closed"), "{e}");
     }
 
@@ -719,7 +784,7 @@ mod tests {
                 "line 2: the [...] value is never closed",
             ),
         ] {
-            let e = parse(text).unwrap_err();
+            let e = parse(text).unwrap_err().to_string();
             assert!(e.contains(want), "{text:?}: {e}");
         }
     }

@@ -10,10 +10,12 @@
 
 pub mod catalog;
 pub mod commands;
+mod error;
 pub mod frontmatter;
 pub(crate) mod walk;
 
 use crate::config::Loaded;
+pub use error::SkillError;
 use frontmatter::{Document, Value};
 use serde_json::{Value as Json, json};
 use std::path::{Path, PathBuf};
@@ -163,20 +165,22 @@ pub fn validate(s: &Skill, folder: &str) -> Vec<String> {
     errs
 }
 
-fn scalar(doc: &Document, key: &str) -> Result<Option<String>, String> {
+fn scalar(doc: &Document, key: &str) -> Result<Option<String>, SkillError> {
     match doc.get(key).map(|f| &f.value) {
         None | Some(Value::Scalar(None)) => Ok(None),
         Some(Value::Scalar(Some(s))) => Ok(Some(s.trim().to_string())),
-        Some(_) => Err(format!("{key} must be a single value")),
+        Some(_) => Err(SkillError::Invalid(format!("{key} must be a single value"))),
     }
 }
 
-fn boolean(doc: &Document, key: &str) -> Result<bool, String> {
+fn boolean(doc: &Document, key: &str) -> Result<bool, SkillError> {
     match scalar(doc, key)?.as_deref().map(str::to_ascii_lowercase) {
         None => Ok(false),
         Some(v) if matches!(v.as_str(), "true" | "yes" | "on") => Ok(true),
         Some(v) if matches!(v.as_str(), "false" | "no" | "off") => Ok(false),
-        Some(v) => Err(format!("{key} must be true or false, not `{v}`")),
+        Some(v) => Err(SkillError::Invalid(format!(
+            "{key} must be true or false, not `{v}`"
+        ))),
     }
 }
 
@@ -213,7 +217,7 @@ pub fn parse_skill(
     location: String,
     source: Source,
     folder: &str,
-) -> Result<Skill, String> {
+) -> Result<Skill, SkillError> {
     let doc = frontmatter::parse(text)?;
     if doc.fields.is_none() {
         return Ok(Skill {
@@ -234,7 +238,11 @@ pub fn parse_skill(
     let metadata = match doc.get("metadata").map(|f| &f.value) {
         None | Some(Value::Scalar(None)) => Vec::new(),
         Some(Value::Map(m)) => m.clone(),
-        Some(_) => return Err("metadata must map names to text values".into()),
+        Some(_) => {
+            return Err(SkillError::Invalid(
+                "metadata must map names to text values".into(),
+            ));
+        }
     };
     let allowed_tools = match doc.get("allowed-tools").map(|f| &f.value) {
         None | Some(Value::Scalar(None)) => Vec::new(),
@@ -244,7 +252,11 @@ pub fn parse_skill(
             .map(str::to_string)
             .collect(),
         Some(Value::List(l)) => l.clone(),
-        Some(_) => return Err("allowed-tools must be a list of tool names".into()),
+        Some(_) => {
+            return Err(SkillError::Invalid(
+                "allowed-tools must be a list of tool names".into(),
+            ));
+        }
     };
     Ok(Skill {
         name: scalar(&doc, "name")?.unwrap_or_default(),
@@ -347,7 +359,7 @@ pub fn roots(loaded: &Loaded) -> Vec<Root> {
 fn load_one(
     dir: &Path,
     canon: &Path,
-    text: Result<String, String>,
+    text: Result<String, walk::ReadError>,
     source: Source,
     project_root: &Path,
 ) -> Found {
@@ -367,7 +379,7 @@ fn load_one(
     }
     let text = match text {
         Ok(t) => t,
-        Err(e) => return rejected(e),
+        Err(e) => return rejected(e.message),
     };
     let folder = dir
         .file_name()
@@ -375,7 +387,7 @@ fn load_one(
         .unwrap_or_default();
     let mut skill = match parse_skill(&text, location.clone(), source, &folder) {
         Ok(s) => s,
-        Err(e) => return rejected(e),
+        Err(e) => return rejected(e.to_string()),
     };
     let errs = validate(&skill, &folder);
     if !errs.is_empty() {
@@ -405,7 +417,7 @@ fn builtin() -> Vec<Found> {
                     if errs.is_empty() {
                         Ok(s)
                     } else {
-                        Err(errs.join("; "))
+                        Err(SkillError::Invalid(errs.join("; ")))
                     }
                 });
             match parsed {
@@ -420,7 +432,7 @@ fn builtin() -> Vec<Found> {
                     name: None,
                     path: location,
                     source: Source::Builtin,
-                    state: State::Rejected(e),
+                    state: State::Rejected(e.to_string()),
                     skill: None,
                 },
             }
@@ -480,7 +492,6 @@ pub fn discover_in(roots: &[Root], project_root: &Path, disabled: &[String]) -> 
         ) {
             Err(e) if e.kind == std::io::ErrorKind::NotFound => walk::Next::Descend,
             text => {
-                let text = text.map_err(|e| e.message);
                 found.push(load_one(dir, canon, text, root.source, &project_root));
                 walk::Next::Skip
             }

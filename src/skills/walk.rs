@@ -125,7 +125,7 @@ impl Walker {
         let entries = match read_entries(dir, &mut self.problems) {
             Ok(e) => e,
             Err(e) => {
-                self.problems.push((dir.to_path_buf(), e));
+                self.problems.push((dir.to_path_buf(), e.to_string()));
                 return;
             }
         };
@@ -170,8 +170,8 @@ struct Walk<'p, 'v, 'a, 'b> {
 /// The entries of `dir` in name order, symbolic links resolved. A link that cannot be
 /// followed (a loop, a missing target) is a problem; a name that is not UTF-8 is skipped with
 /// one.
-fn read_entries(dir: &Path, problems: &mut Vec<Problem>) -> Result<Vec<Entry>, String> {
-    let rd = fs::read_dir(dir).map_err(|e| e.to_string())?;
+fn read_entries(dir: &Path, problems: &mut Vec<Problem>) -> std::io::Result<Vec<Entry>> {
+    let rd = fs::read_dir(dir)?;
     let mut out = Vec::new();
     for e in rd {
         let Ok(e) = e else { continue };

@@ -131,7 +131,7 @@ impl Tool for McpTool {
         let r = self
             .manager
             .call_tool(&self.tool, input, Some(&ctx.cancel))
-            .map_err(ToolError::RespondToModel)?;
+            .map_err(|e| ToolError::RespondToModel(e.to_string()))?;
         let mut out = result_output(&r);
         out.metadata = json!({"mcp_server": self.tool.server, "mcp_tool": self.tool.mcp_name});
         // Hooks in Claude Code's shape get the server's result as it came.
@@ -339,7 +339,10 @@ impl Tool for ListResources {
 
     fn run(&self, input: &Value, _ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
         let name = req_str(input, "mcp_name")?.trim();
-        let resources = self.manager.list_resources(name)?;
+        let resources = self
+            .manager
+            .list_resources(name)
+            .map_err(|e| ToolError::RespondToModel(e.to_string()))?;
         if resources.is_empty() {
             return Ok(ToolOutput {
                 content: "No resources found".into(),
@@ -422,7 +425,10 @@ impl Tool for ReadResource {
     fn run(&self, input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
         let name = req_str(input, "mcp_name")?.trim();
         let uri = req_str(input, "uri")?.trim();
-        let contents = self.manager.read_resource(name, uri, Some(&ctx.cancel))?;
+        let contents = self
+            .manager
+            .read_resource(name, uri, Some(&ctx.cancel))
+            .map_err(|e| ToolError::RespondToModel(e.to_string()))?;
         let mut c = Collected::new();
         for r in &contents {
             // Read contents carry no `[resource uri]` header when there is only one.

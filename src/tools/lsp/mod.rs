@@ -431,7 +431,9 @@ fn ask_about_symbol(
         if ctx.cancel.load(Ordering::Relaxed) {
             return Err("canceled".into());
         }
-        let client = lsp.client_for(&cand.path, &ctx.cancel)?;
+        let client = lsp
+            .client_for(&cand.path, &ctx.cancel)
+            .map_err(|e| e.to_string())?;
         if !client.supports(cap, method) {
             return Err(format!(
                 "the language server {} does not support {what} ({cap})",

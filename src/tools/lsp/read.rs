@@ -376,7 +376,9 @@ impl Tool for Symbols {
             if !path.is_file() {
                 return Err(format!("file not found: {}", path.display()).into());
             }
-            let c = m.client_for(&path, &ctx.cancel)?;
+            let c = m
+                .client_for(&path, &ctx.cancel)
+                .map_err(|e| e.to_string())?;
             if !c.supports("documentSymbolProvider", "textDocument/documentSymbol") {
                 return Err(format!(
                     "the language server {} does not support document symbols (documentSymbolProvider)",
@@ -606,7 +608,11 @@ impl Tool for Restart {
     }
 
     fn run(&self, input: &Value, _ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
-        let results = self.0.manager().restart(opt_str(input, "name")?)?;
+        let results = self
+            .0
+            .manager()
+            .restart(opt_str(input, "name")?)
+            .map_err(|e| e.to_string())?;
         if results.is_empty() {
             return text_output("No LSP clients to restart".into());
         }

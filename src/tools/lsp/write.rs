@@ -317,7 +317,9 @@ impl ReplaceSymbol {
         let content = read_existing_on_disk(&path)?
             .ok_or_else(|| format!("file not found: {}", path.display()))?;
         let m = self.0.manager();
-        let c = m.client_for(&path, &ctx.cancel)?;
+        let c = m
+            .client_for(&path, &ctx.cancel)
+            .map_err(|e| e.to_string())?;
         if !c.supports("documentSymbolProvider", "textDocument/documentSymbol") {
             return Err(format!(
                 "the language server {} does not support document symbols (documentSymbolProvider)",
