@@ -241,9 +241,9 @@ pub struct SessionState {
     /// What a new session is titled from instead of its next prompt, unless a hook rewrites
     /// that prompt: `crush run` titles from its arguments, not from text piped in before them.
     pub title_from: Option<String>,
-    /// The estimated tokens of the last call's system prompt and tools, when its server
-    /// reported no usage (0 otherwise): summarizing cannot shrink them, so the trigger leaves
-    /// them out ([`summarize::history_worth_summarizing`]).
+    /// The estimated tokens of the system prompt and tools (0: not yet worked out): summarizing
+    /// cannot shrink them, so the trigger leaves them out
+    /// ([`summarize::history_worth_summarizing`]).
     pub fixed_estimate: std::cell::Cell<u64>,
 }
 

@@ -25,12 +25,12 @@ pub fn needs_summary(window: u64, used: u64) -> bool {
     window.saturating_sub(used) <= margin
 }
 
-/// Summarize only when the history (what a summary replaces) is at least this share of the
-/// window, when its size is estimated.
+/// With estimated usage, summarize only when the history (what a summary replaces) is at least
+/// this share of the window.
 pub const MIN_HISTORY_PERCENT: u64 = 25;
 
 /// Whether summarizing would free room: the context less `fixed` (the estimated system prompt
-/// and tools, which every call sends; 0 when the server reports usage) is at least
+/// and tools, which every call sends and no summary shrinks) is at least
 /// `MIN_HISTORY_PERCENT` of the window. A small window whose estimated fixed part alone nears
 /// it (a local model with 4 096 tokens, whose own count of crush's tool list is often far
 /// below four bytes a token) would otherwise be summarized at every turn; a call that does
@@ -160,8 +160,34 @@ impl Agent {
             _ => return false,
         };
         let window = self.model.model.context_window;
-        needs_summary(window, used)
-            && history_worth_summarizing(window, used, self.session.fixed_estimate.get())
+        if !needs_summary(window, used) {
+            return false;
+        }
+        // Reported tokens are the server's own count and the margin alone decides; an
+        // estimate also needs a history worth summarizing.
+        let estimated = self
+            .session
+            .store
+            .last_call_estimated(&self.session.id)
+            .unwrap_or(false);
+        !estimated || history_worth_summarizing(window, used, self.fixed_tokens())
+    }
+
+    /// The estimated tokens of the system prompt and tools every call sends: the last call's
+    /// when this process made one, else worked out now (only asked near the window).
+    fn fixed_tokens(&self) -> u64 {
+        let known = self.session.fixed_estimate.get();
+        if known > 0 {
+            return known;
+        }
+        let req = crate::llm::ChatRequest {
+            system: self.system_with_mcp(),
+            tools: self.tool_specs(),
+            ..Default::default()
+        };
+        let fixed = crate::llm::estimate_fixed(&req);
+        self.session.fixed_estimate.set(fixed);
+        fixed
     }
 
     /// Auto-summarize is on for this agent and not switched off in the configuration
@@ -352,8 +378,7 @@ mod tests {
 
     #[test]
     fn a_history_too_small_to_free_room_is_not_summarized() {
-        // Reported usage (fixed 0): the margin alone decides.
-        assert!(history_worth_summarizing(100_000, 85_000, 0));
+        assert!(history_worth_summarizing(100_000, 85_000, 6_000));
         // An estimated 5 500-token prompt and tools in a 4 096 window, 500 of history: no.
         assert!(needs_summary(4096, 6000));
         assert!(!history_worth_summarizing(4096, 6000, 5500));

@@ -452,7 +452,7 @@ pub(super) enum CallEnd {
 
 impl Agent {
     /// The tools offered, sorted by name as Crush sends them.
-    fn tool_specs(&self) -> Vec<ToolSpec> {
+    pub(super) fn tool_specs(&self) -> Vec<ToolSpec> {
         let mut specs: Vec<ToolSpec> = self
             .all_tools()
             .filter(|t| self.offers(*t))
@@ -528,9 +528,9 @@ impl Agent {
                 Ok(StreamEvent::Done(mut resp)) => {
                     if resp.usage.is_none() {
                         resp.estimated = Some(llm::estimate_usage(&req, &resp.parts));
-                        self.session.fixed_estimate.set(llm::estimate_fixed(&req));
-                    } else {
-                        self.session.fixed_estimate.set(0);
+                        if system != super::summarize::SUMMARY_SYSTEM {
+                            self.session.fixed_estimate.set(llm::estimate_fixed(&req));
+                        }
                     }
                     return CallEnd::Done(resp);
                 }

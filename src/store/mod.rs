@@ -650,6 +650,23 @@ impl Store {
 
     /// Sets the session's context size from an estimate (a call whose server reported no
     /// usage): what the summarize margin and the context meter read.
+    /// Whether the session's last model call had its tokens estimated (its server reported
+    /// none), so its context size is crush's estimate too.
+    pub fn last_call_estimated(&self, session_id: &str) -> Result<bool> {
+        if !self.layout.usage {
+            return Ok(false);
+        }
+        let source: Option<String> = self
+            .conn
+            .query_row(
+                "SELECT price_source FROM usage WHERE session_id = ?1 ORDER BY id DESC LIMIT 1",
+                [session_id],
+                |r| r.get(0),
+            )
+            .optional()?;
+        Ok(source.as_deref() == Some("estimated"))
+    }
+
     pub fn set_context_estimate(&self, session_id: &str, tokens: u64) -> Result<()> {
         let tx = self.write_tx()?;
         tx.execute(

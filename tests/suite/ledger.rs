@@ -549,6 +549,54 @@ fn a_server_that_reports_no_usage_is_estimated_and_summarized_at_the_margin() {
 }
 
 #[test]
+fn an_estimated_context_of_mostly_prompt_and_tools_is_not_summarized_at_every_turn() {
+    // A local model's small window can be nearly filled by crush's own system prompt and tool
+    // list as estimated: summarizing cannot shrink those, so only a history of a quarter of the
+    // window is summarized.
+    let server = FakeServer::with_script(vec![
+        Reply::text("first answer").without_usage(),
+        Reply::text("second answer").without_usage(),
+        Reply::text("third answer").without_usage(),
+        Reply::text("SUMMARY so far").without_usage(),
+        Reply::text("fourth answer").without_usage(),
+    ]);
+    let env = TestEnv::new();
+    env.write_config(&config(&server, Dialect::OpenAi, &env, 1_000_000, true));
+    env.run(&["run", "-q", "one"], None).assert_success();
+    let context: i64 = db(&env)
+        .query_row("SELECT context_tokens FROM sessions", [], |r| r.get(0))
+        .unwrap();
+    // The window is now the size of that first context: past the margin, nearly all of it the
+    // fixed part.
+    let window = u64::try_from(context).unwrap();
+    env.write_config(&config(&server, Dialect::OpenAi, &env, window, true));
+    let out = env.run(&["run", "-q", "-C", "two"], None);
+    out.assert_success();
+    assert_eq!(out.stdout, "second answer\n");
+    assert_eq!(
+        server.model_requests().len(),
+        2,
+        "no summary: {}",
+        out.stderr
+    );
+    // A history of more than half the window is worth a summary.
+    let big = "word ".repeat(usize::try_from(window / 2).unwrap());
+    env.run(&["run", "-q", "-C", &big], None).assert_success();
+    let out = env.run(&["run", "-q", "-C", "four"], None);
+    out.assert_success();
+    assert_eq!(out.stdout, "fourth answer\n");
+    let reqs = server.model_requests();
+    assert_eq!(reqs.len(), 5);
+    assert!(
+        reqs[3]
+            .system_text()
+            .contains("summarizing a coding session"),
+        "summarized once the history grew: {}",
+        out.stderr
+    );
+}
+
+#[test]
 fn auto_summarize_can_be_turned_off() {
     let server = FakeServer::with_script(vec![
         Reply::tool_call("ls", json!({})).with_usage(9_500, 100, 0, 0),
