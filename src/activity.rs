@@ -34,7 +34,7 @@ struct Shared {
 }
 
 /// The activity line of one terminal (stderr).
-pub struct Activity {
+pub(crate) struct Activity {
     shared: Arc<Shared>,
     ticker: Option<JoinHandle<()>>,
 }
@@ -96,7 +96,7 @@ fn draw(st: &State, what: &str) {
 }
 
 impl Activity {
-    pub fn new(color: bool) -> Activity {
+    pub(crate) fn new(color: bool) -> Activity {
         Activity {
             shared: Arc::new(Shared {
                 state: Mutex::new(State {
@@ -115,19 +115,19 @@ impl Activity {
     }
 
     /// A turn begins: the clock and the token count start from zero.
-    pub fn start(&mut self) {
+    pub(crate) fn start(&mut self) {
         let mut st = lock(&self.shared);
         st.started = Instant::now();
         st.chars = 0;
     }
 
     /// `n` characters of text or reasoning arrived.
-    pub fn received(&self, n: usize) {
+    pub(crate) fn received(&self, n: usize) {
         lock(&self.shared).chars += n as u64;
     }
 
     /// Shows the line with `what`, counting down to `until` when given.
-    pub fn show(&mut self, what: &str, until: Option<Instant>) {
+    pub(crate) fn show(&mut self, what: &str, until: Option<Instant>) {
         {
             let mut st = lock(&self.shared);
             st.what = Some(what.to_string());
@@ -145,7 +145,7 @@ impl Activity {
     }
 
     /// Erases the line if it is shown. Returns whether it was.
-    pub fn hide(&mut self) -> bool {
+    pub(crate) fn hide(&mut self) -> bool {
         let mut st = lock(&self.shared);
         if st.what.take().is_some() {
             write_stderr("\r\x1b[K");

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 /// The global flags (crush(1) OPTIONS), as every command receives them.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Global {
+pub(crate) struct Global {
     pub cwd: Option<PathBuf>,
     pub data_dir: Option<PathBuf>,
     pub debug: bool,
@@ -44,7 +44,7 @@ pub struct Global {
 }
 
 #[derive(Debug)]
-pub enum AppError {
+pub(crate) enum AppError {
     /// Bad flag, bad arguments: exit 2.
     Usage(String),
     /// Invalid configuration or no provider: exit 2.
@@ -60,7 +60,7 @@ pub enum AppError {
 }
 
 impl AppError {
-    pub fn exit_code(&self) -> ExitCode {
+    pub(crate) fn exit_code(&self) -> ExitCode {
         match self {
             AppError::Usage(_) | AppError::Config(_) | AppError::Configuration(_) => {
                 ExitCode::Usage
@@ -142,7 +142,7 @@ impl From<crate::agent::AgentError> for AppError {
 }
 
 /// The working directory: `-c DIR` or the process's.
-pub fn working_dir(global: &Global) -> Result<PathBuf, AppError> {
+pub(crate) fn working_dir(global: &Global) -> Result<PathBuf, AppError> {
     let cwd = match &global.cwd {
         Some(d) => {
             let abs = std::env::current_dir()
@@ -164,7 +164,7 @@ pub fn working_dir(global: &Global) -> Result<PathBuf, AppError> {
 
 /// Loads the configuration with the command-line layer, prints warnings, what crushrc scripts
 /// printed and the trust notice to stderr, and exports the configuration's `env` map.
-pub fn load_config(global: &Global) -> Result<Loaded, AppError> {
+pub(crate) fn load_config(global: &Global) -> Result<Loaded, AppError> {
     let cwd = working_dir(global)?;
     let mut runtime = json!({});
     if global.debug {
@@ -262,7 +262,7 @@ fn data_dir_error(what: &str, dir: &std::path::Path, e: std::io::Error) -> AppEr
 
 /// Creates (or tightens) the project data dir and the global data dir (0700), registers the
 /// project and opens the store, its database and log readable by the user only (0600).
-pub fn open_store(loaded: &Loaded) -> Result<Store, AppError> {
+pub(crate) fn open_store(loaded: &Loaded) -> Result<Store, AppError> {
     store::ensure_data_dir(&loaded.data_dir)
         .map_err(|e| data_dir_error("data directory", &loaded.data_dir, e))?;
     let global = crate::paths::global_data_dir();
@@ -286,7 +286,7 @@ pub fn open_store(loaded: &Loaded) -> Result<Store, AppError> {
 
 /// Opens the store read-only, without creating, migrating or writing anything (read-only
 /// commands).
-pub fn open_existing_store(loaded: &Loaded) -> Result<Option<Store>, AppError> {
+pub(crate) fn open_existing_store(loaded: &Loaded) -> Result<Option<Store>, AppError> {
     let db = loaded.data_dir.join("crush.db");
     if !db.exists() {
         return Ok(None);
@@ -294,7 +294,7 @@ pub fn open_existing_store(loaded: &Loaded) -> Result<Option<Store>, AppError> {
     Ok(Some(Store::open_read_only(&db)?))
 }
 
-pub struct OpenSession {
+pub(crate) struct OpenSession {
     pub agent: Agent,
     pub title: String,
     pub resumed: bool,
@@ -317,7 +317,7 @@ thread_local! {
 /// Leaves the databases this thread opened as a closed one is left: checkpointed, with no
 /// `-wal` or `-shm` file beside it, so a reader that snapshots the files finds them still
 /// (crush(1) SESSION STORE). Where another process has the database open, it stays as it is.
-pub fn close_stores() {
+pub(crate) fn close_stores() {
     OPEN_STORES.with(|s| {
         for store in s.borrow_mut().drain(..) {
             store.close_wal();
@@ -326,7 +326,7 @@ pub fn close_stores() {
 }
 
 /// Configuration and the open store: what every session of a process shares.
-pub struct Context {
+pub(crate) struct Context {
     pub loaded: Loaded,
     /// The project's store, shared with the agents of the context's sessions.
     pub store: Rc<Store>,
@@ -348,7 +348,7 @@ pub struct Context {
 /// The language servers of the configuration (configured, and detected on PATH in a trusted
 /// project): none runs until a tool touches a file of its type. None when there are none.
 /// Entries that cannot be used are reported on stderr.
-pub fn language_servers(loaded: &Loaded) -> Option<Lsp> {
+pub(crate) fn language_servers(loaded: &Loaded) -> Option<Lsp> {
     let setup = config::lsp::servers(loaded);
     for w in &setup.warnings {
         crate::ewriteln!("crush: warning: {}", crate::visible::text(w));
@@ -367,7 +367,7 @@ pub fn language_servers(loaded: &Loaded) -> Option<Lsp> {
 }
 
 /// Loads the configuration and opens (creating if needed) the project's store.
-pub fn open_context(global: &Global) -> Result<Context, AppError> {
+pub(crate) fn open_context(global: &Global) -> Result<Context, AppError> {
     open_context_with(global, |_| Ok(()))
 }
 
@@ -402,7 +402,7 @@ fn open_context_with(
 
 /// The session's sandbox and whether the auto approval mode is on, from the configuration
 /// and the flags (crush(1) SECURITY, sandbox). Errors are configuration errors (exit 2).
-pub fn session_sandbox(
+pub(crate) fn session_sandbox(
     loaded: &Loaded,
     global: &Global,
 ) -> Result<(Option<std::sync::Arc<crate::sandbox::Sandbox>>, bool), AppError> {
@@ -414,7 +414,7 @@ pub fn session_sandbox(
 }
 
 /// What the flags of `global` ask of the sandbox.
-pub fn sandbox_flags(global: &Global) -> crate::config::sandbox::Flags {
+pub(crate) fn sandbox_flags(global: &Global) -> crate::config::sandbox::Flags {
     crate::config::sandbox::Flags {
         mode: global.sandbox.clone(),
         network: false,
@@ -424,7 +424,9 @@ pub fn sandbox_flags(global: &Global) -> crate::config::sandbox::Flags {
 
 /// Discovers the skills and custom commands; name clashes are a warning on stderr (the rest
 /// is listed by `crush skills list`).
-pub fn load_skills(loaded: &Loaded) -> (crate::skills::Skills, crate::skills::commands::Commands) {
+pub(crate) fn load_skills(
+    loaded: &Loaded,
+) -> (crate::skills::Skills, crate::skills::commands::Commands) {
     let started = std::time::Instant::now();
     let skills = crate::skills::discover(loaded);
     let commands = crate::skills::commands::load(loaded);
@@ -445,7 +447,7 @@ pub fn load_skills(loaded: &Loaded) -> (crate::skills::Skills, crate::skills::co
 }
 
 /// The file `/init` and `crush init` write: `options.initialize_as` (default AGENTS.md).
-pub fn init_file_name(loaded: &Loaded) -> String {
+pub(crate) fn init_file_name(loaded: &Loaded) -> String {
     loaded
         .config
         .options
@@ -457,7 +459,7 @@ pub fn init_file_name(loaded: &Loaded) -> String {
 
 /// Where `/init` writes, as the file tools name it (absolute, links resolved): relative names
 /// are relative to the working directory.
-pub fn init_target(loaded: &Loaded) -> PathBuf {
+pub(crate) fn init_target(loaded: &Loaded) -> PathBuf {
     let p = crate::paths::resolve(&loaded.cwd, &init_file_name(loaded));
     crate::tools::common::canonicalize_lenient(&p)
 }
@@ -469,7 +471,7 @@ fn init_flag(loaded: &Loaded) -> PathBuf {
 
 /// Whether the first start in this project should mention `/init`: never told before, no
 /// context file in the working directory, and something there to describe.
-pub fn needs_init(loaded: &Loaded) -> bool {
+pub(crate) fn needs_init(loaded: &Loaded) -> bool {
     if init_flag(loaded).exists()
         || crate::agent::prompt::has_context_file(&loaded.cwd, &loaded.config.options.context_paths)
     {
@@ -481,13 +483,13 @@ pub fn needs_init(loaded: &Loaded) -> bool {
 }
 
 /// Records that `/init` was mentioned or run (a failure only means it is mentioned again).
-pub fn mark_initialized(loaded: &Loaded) {
+pub(crate) fn mark_initialized(loaded: &Loaded) {
     let _ = std::fs::write(init_flag(loaded), "");
 }
 
 /// Starts the configured MCP servers (crush(1) MCP SERVERS), each on a thread of its own; a
 /// server configured wrongly is a warning on stderr.
-pub fn start_mcp(loaded: &Loaded) -> crate::tools::mcp::Mcp {
+pub(crate) fn start_mcp(loaded: &Loaded) -> crate::tools::mcp::Mcp {
     let manager = crate::mcp::Manager::new(
         loaded.project_root.clone(),
         std::sync::Arc::new(config::mcp::StateTokens),
@@ -502,7 +504,7 @@ pub fn start_mcp(loaded: &Loaded) -> crate::tools::mcp::Mcp {
 
 /// How long the first request of an interactive session waits for MCP servers still starting
 /// (`CRUSH_MCP_WAIT_MS`, default 1000): a server not ready by then joins at a later step.
-pub fn mcp_wait() -> Duration {
+pub(crate) fn mcp_wait() -> Duration {
     let ms = std::env::var("CRUSH_MCP_WAIT_MS")
         .ok()
         .and_then(|v| v.trim().parse::<u64>().ok())
@@ -512,7 +514,7 @@ pub fn mcp_wait() -> Duration {
 
 /// A session to continue: `-s ID` (id or unique prefix, never a sub-agent's) or `-C` (the most
 /// recent top-level session). None: start a new one.
-pub fn session_to_continue(
+pub(crate) fn session_to_continue(
     store: &Store,
     global: &Global,
 ) -> Result<Option<store::Session>, AppError> {
@@ -526,7 +528,7 @@ pub fn session_to_continue(
 }
 
 /// Refuses a sub-agent's session, which only its parent may continue.
-pub fn top_level(s: store::Session) -> Result<store::Session, AppError> {
+pub(crate) fn top_level(s: store::Session) -> Result<store::Session, AppError> {
     match &s.parent_session_id {
         Some(parent) => Err(AppError::Usage(format!(
             "session {} is a sub-agent's session; continue its parent {} instead",
@@ -540,7 +542,7 @@ pub fn top_level(s: store::Session) -> Result<store::Session, AppError> {
 /// A project's guard hooks never silently vanish in CI (crush(1) SECURITY): a non-interactive
 /// run in a project whose own hooks are not trusted stops before the first model call, unless
 /// `--no-project-hooks` says to run without them.
-pub fn refuse_untrusted_hooks(loaded: &Loaded, global: &Global) -> Result<(), AppError> {
+pub(crate) fn refuse_untrusted_hooks(loaded: &Loaded, global: &Global) -> Result<(), AppError> {
     let review = &loaded.trust;
     if global.no_project_hooks || review.allowed() || review.hooks.is_empty() {
         return Ok(());
@@ -560,17 +562,17 @@ pub fn refuse_untrusted_hooks(loaded: &Loaded, global: &Global) -> Result<(), Ap
 }
 
 /// Everything a turn needs: config, model, store, session (new, `-s` or `-C`), agent.
-pub fn open_session(global: &Global) -> Result<OpenSession, AppError> {
+pub(crate) fn open_session(global: &Global) -> Result<OpenSession, AppError> {
     start_session(open_run_context(global)?, global)
 }
 
 /// The context of a non-interactive turn (which refuses a project's untrusted hooks).
-pub fn open_run_context(global: &Global) -> Result<Context, AppError> {
+pub(crate) fn open_run_context(global: &Global) -> Result<Context, AppError> {
     open_context_with(global, |l| refuse_untrusted_hooks(l, global))
 }
 
 /// The session of a non-interactive turn in `ctx`: new, `-s` or `-C`, with its agent.
-pub fn start_session(ctx: Context, global: &Global) -> Result<OpenSession, AppError> {
+pub(crate) fn start_session(ctx: Context, global: &Global) -> Result<OpenSession, AppError> {
     let model = ctx.loaded.resolve_model(global.model.as_deref(), false)?;
     let (session, resumed) = match session_to_continue(&ctx.store, global)? {
         Some(s) => (s, true),
@@ -636,7 +638,7 @@ impl Drop for OpenSession {
 
 /// Retries, timeouts and the reply size limit for model calls (`CRUSH_RETRY_BASE_MS`,
 /// `options.request_idle_timeout`, `CRUSH_MAX_REPLY_BYTES`).
-pub fn retry_policy(loaded: &Loaded) -> RetryPolicy {
+pub(crate) fn retry_policy(loaded: &Loaded) -> RetryPolicy {
     let mut policy = RetryPolicy::default();
     if let Some(ms) = std::env::var("CRUSH_RETRY_BASE_MS")
         .ok()
@@ -659,11 +661,11 @@ pub fn retry_policy(loaded: &Loaded) -> RetryPolicy {
 
 /// How long a local server may take to its first token unless `options.request_idle_timeout`
 /// says otherwise: a CPU reading a long prompt takes minutes (crush(1) CONFIGURATION).
-pub const LOCAL_FIRST_TOKEN_TIMEOUT: Duration = Duration::from_secs(600);
+pub(crate) const LOCAL_FIRST_TOKEN_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// [`retry_policy`] for calls to `model`: a server on this machine or a private network gets
 /// [`LOCAL_FIRST_TOKEN_TIMEOUT`] for the response and the silences of its stream.
-pub fn retry_policy_for(loaded: &Loaded, model: &ResolvedModel) -> RetryPolicy {
+pub(crate) fn retry_policy_for(loaded: &Loaded, model: &ResolvedModel) -> RetryPolicy {
     let set = loaded.config.options.request_idle_timeout.is_some();
     for_server(retry_policy(loaded), &model.provider.endpoint.base_url, set)
 }
@@ -680,7 +682,7 @@ fn for_server(mut policy: RetryPolicy, base_url: &str, idle_set: bool) -> RetryP
 /// The agent for one session (`session_id` may be empty while the REPL has not created it yet).
 /// Its first model call waits `mcp_wait` for MCP servers still starting (None: until each has
 /// started or failed).
-pub fn build_agent(
+pub(crate) fn build_agent(
     ctx: &Context,
     model: ResolvedModel,
     session_id: String,
@@ -724,7 +726,7 @@ pub fn build_agent(
 /// The configured hooks, each named after the file it came from. Warnings (unknown events,
 /// unsupported handler types) go to stderr; an invalid hook (bad matcher, no command) is a
 /// configuration error.
-pub fn load_hooks(loaded: &Loaded) -> Result<crate::hooks::HookConfig, AppError> {
+pub(crate) fn load_hooks(loaded: &Loaded) -> Result<crate::hooks::HookConfig, AppError> {
     match crate::hooks::HookConfig::from_loaded(loaded) {
         Ok((hooks, warnings)) => {
             for w in warnings {

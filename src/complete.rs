@@ -13,10 +13,10 @@ use crate::cli::{COMMANDS, FLAGS};
 use std::path::PathBuf;
 
 /// The hidden command's name (first argument).
-pub const ARG: &str = "__complete";
+pub(crate) const ARG: &str = "__complete";
 
 /// The candidates for `words` (the last is the word being completed), one a line.
-pub fn answer(words: &[String]) -> String {
+pub(crate) fn answer(words: &[String]) -> String {
     let (cur, before) = match words.split_last() {
         Some((c, b)) => (c.as_str(), b),
         None => ("", &[][..]),

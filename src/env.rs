@@ -2,7 +2,7 @@
 
 /// `1`, `true`, `yes`, `on` (any case, surrounding blanks ignored): how `CRUSH_*` switches in
 /// the environment read as on.
-pub fn truthy(v: &str) -> bool {
+pub(crate) fn truthy(v: &str) -> bool {
     matches!(
         v.trim().to_ascii_lowercase().as_str(),
         "1" | "true" | "yes" | "on"
@@ -10,7 +10,7 @@ pub fn truthy(v: &str) -> bool {
 }
 
 /// The variable `name` read as a number of seconds (fractions allowed), if it is one.
-pub fn seconds(name: &str) -> Option<std::time::Duration> {
+pub(crate) fn seconds(name: &str) -> Option<std::time::Duration> {
     std::env::var(name)
         .ok()
         .and_then(|v| v.trim().parse::<f64>().ok())
@@ -23,23 +23,23 @@ pub fn seconds(name: &str) -> Option<std::time::Duration> {
 /// without the variables whose names look secret; hooks, crushrc files, `$(...)` values and the
 /// user's `!command` get it whole. These are the parts of a name that make it look secret
 /// (compared without regard to case), as in Codex's `shell_environment_policy`.
-pub const SECRET_NAME_PARTS: &[&str] = &["KEY", "SECRET", "TOKEN", "PASSWORD"];
+pub(crate) const SECRET_NAME_PARTS: &[&str] = &["KEY", "SECRET", "TOKEN", "PASSWORD"];
 
 /// Whether a variable's name looks like it holds a secret (`*KEY*`, `*SECRET*`, `*TOKEN*`,
 /// `*PASSWORD*`, any case).
-pub fn secret_name(name: &str) -> bool {
+pub(crate) fn secret_name(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
     SECRET_NAME_PARTS.iter().any(|p| upper.contains(p))
 }
 
 /// Whether the bash tool's environment keeps the variable `name`: it does not look secret, or
 /// `allow` (`options.shell_env_allow`: names or globs with `*` and `?`, any case) lists it.
-pub fn tool_keeps(name: &str, allow: &[String]) -> bool {
+pub(crate) fn tool_keeps(name: &str, allow: &[String]) -> bool {
     !secret_name(name) || allow.iter().any(|pat| name_matches(pat, name))
 }
 
 /// The variables of crush's environment the bash tool does not get.
-pub fn tool_removals(allow: &[String]) -> Vec<String> {
+pub(crate) fn tool_removals(allow: &[String]) -> Vec<String> {
     std::env::vars_os()
         .filter_map(|(k, _)| k.into_string().ok())
         .filter(|k| !tool_keeps(k, allow))
@@ -77,11 +77,11 @@ fn name_matches(pat: &str, name: &str) -> bool {
 }
 
 /// Shortest value `mask` hides: shorter ones would hide ordinary words.
-pub const MIN_MASKED_LEN: usize = 8;
+pub(crate) const MIN_MASKED_LEN: usize = 8;
 
 /// `text` with every occurrence of a secret's value replaced by `[masked NAME]`; `secrets` are
 /// (name, value) pairs. None when nothing was found.
-pub fn mask(text: &str, secrets: &[(String, String)]) -> Option<String> {
+pub(crate) fn mask(text: &str, secrets: &[(String, String)]) -> Option<String> {
     let mut out: Option<String> = None;
     for (name, value) in secrets {
         if value.len() < MIN_MASKED_LEN {
@@ -96,7 +96,7 @@ pub fn mask(text: &str, secrets: &[(String, String)]) -> Option<String> {
 }
 
 /// `mask` over every string of a JSON value, in place.
-pub fn mask_json(v: &mut serde_json::Value, secrets: &[(String, String)]) {
+pub(crate) fn mask_json(v: &mut serde_json::Value, secrets: &[(String, String)]) {
     match v {
         serde_json::Value::String(s) => {
             if let Some(m) = mask(s, secrets) {

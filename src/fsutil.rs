@@ -11,12 +11,12 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// An exclusive `flock` on a lock file, released on drop (closing the descriptor).
-pub struct Lock {
+pub(crate) struct Lock {
     _file: File,
 }
 
 impl Lock {
-    pub fn acquire(path: &Path) -> io::Result<Lock> {
+    pub(crate) fn acquire(path: &Path) -> io::Result<Lock> {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -41,7 +41,7 @@ impl Lock {
 /// Creates `dir` (and missing parents) with mode 0700, or makes an existing one 0700. A directory
 /// that is not the user's own — owned by another user, or a symbolic link to one — is refused
 /// (`PermissionDenied`, naming the owner): what crush stores there would be theirs to read.
-pub fn private_dir(dir: &Path) -> io::Result<()> {
+pub(crate) fn private_dir(dir: &Path) -> io::Result<()> {
     fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -75,7 +75,7 @@ pub fn private_dir(dir: &Path) -> io::Result<()> {
 
 /// Makes `file` readable and writable by its owner only (0600) when it exists; creates it empty
 /// with that mode when `create` and it does not.
-pub fn private_file(file: &Path, create: bool) -> io::Result<()> {
+pub(crate) fn private_file(file: &Path, create: bool) -> io::Result<()> {
     match fs::metadata(file) {
         Ok(m) if m.permissions().mode() & 0o777 != 0o600 => {
             fs::set_permissions(file, fs::Permissions::from_mode(0o600))
@@ -96,12 +96,12 @@ pub fn private_file(file: &Path, create: bool) -> io::Result<()> {
 /// Writes `bytes` to a temp file (mode 0600, a name unique to this process and call) in the same
 /// directory, fsyncs it, renames it over `file` and syncs the directory. Shared by every file
 /// crush rewrites in place (projects.json, state.json, the provider catalog cache).
-pub fn write_atomic(file: &Path, bytes: &[u8]) -> io::Result<()> {
+pub(crate) fn write_atomic(file: &Path, bytes: &[u8]) -> io::Result<()> {
     write_atomic_mode(file, bytes, 0o600)
 }
 
 /// `write_atomic` with the file created at `mode` (before the umask).
-pub fn write_atomic_mode(file: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+pub(crate) fn write_atomic_mode(file: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let dir = file
         .parent()
@@ -139,11 +139,11 @@ pub fn write_atomic_mode(file: &Path, bytes: &[u8], mode: u32) -> io::Result<()>
 
 /// The most of a configuration or state file crush reads (crush(1) FILES): a project file larger
 /// than this is refused with an error naming it.
-pub const CONFIG_CAP: u64 = 4 << 20;
+pub(crate) const CONFIG_CAP: u64 = 4 << 20;
 
 /// Whether `open_regular` follows a symbolic link at the path itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Links {
+pub(crate) enum Links {
     /// A link to a regular file is read as that file (configuration files: a repository may
     /// link a shared `crush.json`).
     Follow,
@@ -153,7 +153,7 @@ pub enum Links {
 }
 
 /// What kind of file `t` is, for messages.
-pub fn file_kind(t: &fs::FileType) -> &'static str {
+pub(crate) fn file_kind(t: &fs::FileType) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
     if t.is_dir() {
         "a directory"
@@ -175,7 +175,7 @@ pub fn file_kind(t: &fs::FileType) -> &'static str {
 /// again on the open descriptor, which is opened non-blocking in case the path was replaced in
 /// between. Err with `ErrorKind::InvalidInput` and a message naming the path and the kind for
 /// anything else; `NotFound` when nothing is there.
-pub fn open_regular(path: &Path, links: Links) -> io::Result<(File, fs::Metadata)> {
+pub(crate) fn open_regular(path: &Path, links: Links) -> io::Result<(File, fs::Metadata)> {
     let not_regular = |t: &fs::FileType| {
         io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -204,7 +204,7 @@ pub fn open_regular(path: &Path, links: Links) -> io::Result<(File, fs::Metadata
 /// The contents of the regular file `path` (see `open_regular`), at most `cap` bytes: a larger
 /// file is `ErrorKind::FileTooLarge`, naming the path and the limit. Only what is there is read,
 /// never more than `cap + 1` bytes whatever the file claims.
-pub fn read_regular(path: &Path, links: Links, cap: u64) -> io::Result<Vec<u8>> {
+pub(crate) fn read_regular(path: &Path, links: Links, cap: u64) -> io::Result<Vec<u8>> {
     use std::io::Read;
     let (file, meta) = open_regular(path, links)?;
     let too_large = || {
@@ -230,7 +230,7 @@ pub fn read_regular(path: &Path, links: Links, cap: u64) -> io::Result<Vec<u8>> 
 
 /// A configuration or state file (`read_regular` with links followed, up to `CONFIG_CAP`):
 /// None when it does not exist.
-pub fn read_config(path: &Path) -> io::Result<Option<Vec<u8>>> {
+pub(crate) fn read_config(path: &Path) -> io::Result<Option<Vec<u8>>> {
     match read_regular(path, Links::Follow, CONFIG_CAP) {
         Ok(b) => Ok(Some(b)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
@@ -240,7 +240,7 @@ pub fn read_config(path: &Path) -> io::Result<Option<Vec<u8>>> {
 
 /// Why a file could not be read, as a message that names it: the helpers' own messages
 /// already do; an OS error gets the path in front.
-pub fn read_error(path: &Path, e: &io::Error) -> String {
+pub(crate) fn read_error(path: &Path, e: &io::Error) -> String {
     match e.kind() {
         io::ErrorKind::InvalidInput | io::ErrorKind::FileTooLarge => e.to_string(),
         _ => format!("{}: cannot read: {e}", path.display()),

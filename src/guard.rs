@@ -15,11 +15,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// The most of one file that is hashed (the size is hashed too).
-pub const MAX_HASHED_FILE: u64 = 16 * 1024 * 1024;
+pub(crate) const MAX_HASHED_FILE: u64 = 16 * 1024 * 1024;
 
 /// What `stat` says of a file: any difference means it may have changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Stamp {
+pub(crate) struct Stamp {
     len: u64,
     mtime_ns: i128,
     ctime_ns: i128,
@@ -46,7 +46,7 @@ impl Stamp {
 
 /// A file's fingerprint as the trust hash takes it: `SIZE:SHA256` of its first
 /// `MAX_HASHED_FILE` bytes, or `unreadable KIND`; and its stamp when it could be read.
-pub fn fingerprint(path: &Path) -> (String, Option<Stamp>) {
+pub(crate) fn fingerprint(path: &Path) -> (String, Option<Stamp>) {
     use std::io::Read;
     let read =
         crate::fsutil::open_regular(path, crate::fsutil::Links::Follow).and_then(|(f, meta)| {
@@ -66,14 +66,14 @@ pub fn fingerprint(path: &Path) -> (String, Option<Stamp>) {
 /// The project files the trusted definitions name, as they were when trust was decided, and
 /// which definition names which (built by the trust review).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Baseline {
+pub(crate) struct Baseline {
     files: Vec<(PathBuf, String, Option<Stamp>)>,
     defs: Vec<(String, Vec<usize>)>,
 }
 
 impl Baseline {
     /// Records `path` (once) and returns its fingerprint.
-    pub fn file(&mut self, path: &Path) -> String {
+    pub(crate) fn file(&mut self, path: &Path) -> String {
         if let Some((_, fp, _)) = self.files.iter().find(|(p, _, _)| p == path) {
             return fp.clone();
         }
@@ -84,7 +84,7 @@ impl Baseline {
 
     /// Records that the definition `key` (see [`key`]) runs code from `files` (none: it is the
     /// project's all the same).
-    pub fn def(&mut self, key: String, files: &[PathBuf]) {
+    pub(crate) fn def(&mut self, key: String, files: &[PathBuf]) {
         let idx: Vec<usize> = files
             .iter()
             .map(|f| {
@@ -107,7 +107,7 @@ impl Baseline {
 
 /// What a check is about: a hook by its command, a server by its name, a crushrc by its path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum What {
+pub(crate) enum What {
     Hook,
     Mcp,
     Lsp,
@@ -115,13 +115,13 @@ pub enum What {
 }
 
 /// The key of a definition in a [`Baseline`].
-pub fn key(what: What, id: &str) -> String {
+pub(crate) fn key(what: What, id: &str) -> String {
     format!("{what:?}\0{id}")
 }
 
 /// A project file changed since the project was trusted: what was asked is not run.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Changed(String);
+pub(crate) struct Changed(String);
 
 impl std::fmt::Display for Changed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -147,7 +147,7 @@ struct Inner {
 
 /// The running check of a trusted project (inactive when nothing of the project runs).
 #[derive(Clone, Default)]
-pub struct Guard(Option<Arc<Inner>>);
+pub(crate) struct Guard(Option<Arc<Inner>>);
 
 impl std::fmt::Debug for Guard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -161,7 +161,7 @@ impl std::fmt::Debug for Guard {
 impl Guard {
     /// The check of the project at `root` whose definitions run (it is trusted, or trusted
     /// for this invocation), against `baseline`.
-    pub fn new(root: &Path, baseline: &Baseline) -> Guard {
+    pub(crate) fn new(root: &Path, baseline: &Baseline) -> Guard {
         Guard(Some(Arc::new(Inner {
             root: root.to_path_buf(),
             files: baseline
@@ -179,13 +179,13 @@ impl Guard {
     }
 
     /// No check (nothing of the project runs, or there is no project definition).
-    pub fn inactive() -> Guard {
+    pub(crate) fn inactive() -> Guard {
         Guard(None)
     }
 
     /// Ok when the definition may run: it is not the project's, or every file it names is as
     /// trusted and no other has changed. Err (and, the first time, a notice on stderr) when not.
-    pub fn check(&self, what: What, id: &str) -> Result<(), Changed> {
+    pub(crate) fn check(&self, what: What, id: &str) -> Result<(), Changed> {
         let Some(inner) = &self.0 else {
             return Ok(());
         };
@@ -244,13 +244,13 @@ impl Watched {
 /// on PATH, which stops once any project file changed). Default: no check (the user's own).
 /// Always equal to another (a server is not restarted because its check was rebuilt).
 #[derive(Debug, Clone, Default)]
-pub struct Check {
+pub(crate) struct Check {
     guard: Guard,
     what: Option<(What, String)>,
 }
 
 impl Check {
-    pub fn new(guard: &Guard, what: What, id: &str) -> Check {
+    pub(crate) fn new(guard: &Guard, what: What, id: &str) -> Check {
         Check {
             guard: guard.clone(),
             what: Some((what, id.to_string())),
@@ -258,7 +258,7 @@ impl Check {
     }
 
     /// The check of what the trusted project starts without defining it.
-    pub fn project(guard: &Guard) -> Check {
+    pub(crate) fn project(guard: &Guard) -> Check {
         Check {
             guard: guard.clone(),
             what: None,
@@ -266,7 +266,7 @@ impl Check {
     }
 
     /// See [`Guard::check`].
-    pub fn check(&self) -> Result<(), Changed> {
+    pub(crate) fn check(&self) -> Result<(), Changed> {
         match (&self.what, &self.guard.0) {
             (Some((what, id)), _) => self.guard.check(*what, id),
             (None, Some(inner)) => inner.broken.get().cloned().map_or(Ok(()), Err),

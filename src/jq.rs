@@ -10,7 +10,7 @@ use std::ffi::OsString;
 use std::io::{Read, Write};
 
 /// The first argument that makes crush act as jq.
-pub const ARG: &str = "__jq";
+pub(crate) const ARG: &str = "__jq";
 
 /// What the command line asked for.
 #[derive(Debug, Default, PartialEq)]
@@ -37,7 +37,7 @@ enum VarValue {
 
 /// Why jq stopped before running the filter, with jq's exit status.
 #[derive(Debug, PartialEq)]
-pub enum JqError {
+pub(crate) enum JqError {
     /// A bad command line: exit 2.
     Usage(String),
     /// The filter does not parse or compile: exit 3.
@@ -140,7 +140,12 @@ fn values(bytes: &[u8], what: &str) -> Result<Vec<Val>, JqError> {
 }
 
 /// Runs jq with `args` (the words after the program's name); its exit status.
-pub fn run(args: &[String], stdin: &mut dyn Read, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+pub(crate) fn run(
+    args: &[String],
+    stdin: &mut dyn Read,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> i32 {
     match run_inner(args, stdin, out, err) {
         Ok(code) => code,
         Err(e) => {
@@ -264,7 +269,7 @@ fn run_inner(
 }
 
 /// `crush __jq ARGS` or a link named `jq`: Some(jq's exit status) when crush was started so.
-pub fn as_jq(argv: &[OsString]) -> Option<i32> {
+pub(crate) fn as_jq(argv: &[OsString]) -> Option<i32> {
     let name = argv
         .first()
         .and_then(|a| std::path::Path::new(a).file_name())
@@ -288,7 +293,7 @@ pub fn as_jq(argv: &[OsString]) -> Option<i32> {
 }
 
 /// Whether a program `name` is on `path` (a PATH value).
-pub fn on_path(name: &str, path: &std::ffi::OsStr) -> bool {
+pub(crate) fn on_path(name: &str, path: &std::ffi::OsStr) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::env::split_paths(path).any(|d| {
         std::fs::metadata(d.join(name))
@@ -298,7 +303,7 @@ pub fn on_path(name: &str, path: &std::ffi::OsStr) -> bool {
 
 /// The folder `dir/bin` holding a link `jq` to this executable (made or re-pointed as needed);
 /// None when it cannot be made (hooks then go without).
-pub fn shim_dir(dir: &std::path::Path) -> Option<std::path::PathBuf> {
+pub(crate) fn shim_dir(dir: &std::path::Path) -> Option<std::path::PathBuf> {
     let exe = std::env::current_exe().ok()?;
     let shim = dir.join("bin");
     let link = shim.join("jq");

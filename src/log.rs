@@ -23,17 +23,17 @@ static LOGGER: Mutex<Option<Logger>> = Mutex::new(None);
 static FILE: Mutex<Option<PathBuf>> = Mutex::new(None);
 
 /// The log file this process writes, once `init` ran.
-pub fn file() -> Option<PathBuf> {
+pub(crate) fn file() -> Option<PathBuf> {
     FILE.lock().ok().and_then(|f| f.clone())
 }
 
 /// The log file of a project data dir.
-pub fn path(data_dir: &Path) -> PathBuf {
+pub(crate) fn path(data_dir: &Path) -> PathBuf {
     data_dir.join("logs").join("crush.log")
 }
 
 /// Opens (creating) the log of `data_dir`. Called once the data dir exists.
-pub fn init(data_dir: &Path, debug: bool) {
+pub(crate) fn init(data_dir: &Path, debug: bool) {
     let p = path(data_dir);
     let open = || -> io::Result<File> {
         if let Some(dir) = p.parent() {
@@ -81,22 +81,22 @@ fn write(level: &str, msg: &str) {
     let _ = l.file.write_all(format!("{line}\n").as_bytes());
 }
 
-pub fn debug(msg: &str) {
+pub(crate) fn debug(msg: &str) {
     write("DEBUG", msg);
 }
 
-pub fn info(msg: &str) {
+pub(crate) fn info(msg: &str) {
     write("INFO", msg);
 }
 
-pub fn warn(msg: &str) {
+pub(crate) fn warn(msg: &str) {
     write("WARN", msg);
 }
 
 /// One log line as `crush logs` prints it on a `terminal` or not: [`render`], with every control
 /// character shown visibly on a terminal (a message may quote a server's error, and the log
 /// file may come with the repository: crush(1) FILES).
-pub fn shown(line: &str, terminal: bool) -> String {
+pub(crate) fn shown(line: &str, terminal: bool) -> String {
     let r = render(line);
     if terminal {
         crate::visible::text(&r).into_owned()
@@ -107,7 +107,7 @@ pub fn shown(line: &str, terminal: bool) -> String {
 
 /// One log line as `crush logs` prints it: `TIME LEVEL message` (other JSON fields follow as
 /// key=value; a line that is not JSON is printed as it is).
-pub fn render(line: &str) -> String {
+pub(crate) fn render(line: &str) -> String {
     let Ok(serde_json::Value::Object(mut m)) = serde_json::from_str::<serde_json::Value>(line)
     else {
         return line.to_string();
@@ -130,7 +130,7 @@ pub fn render(line: &str) -> String {
 }
 
 /// The last `n` lines of the log (all of them when n is 0).
-pub fn tail(p: &Path, n: usize) -> io::Result<Vec<String>> {
+pub(crate) fn tail(p: &Path, n: usize) -> io::Result<Vec<String>> {
     let f = File::open(p)?;
     let mut lines: std::collections::VecDeque<String> = std::collections::VecDeque::new();
     for l in BufReader::new(f).lines() {
@@ -144,7 +144,7 @@ pub fn tail(p: &Path, n: usize) -> io::Result<Vec<String>> {
 
 /// Prints what is appended to the log from its current end on (as [`shown`] on a `terminal`),
 /// until `stop` says so or the output closes.
-pub fn follow(
+pub(crate) fn follow(
     p: &Path,
     out: &mut dyn Write,
     terminal: bool,

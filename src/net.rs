@@ -10,7 +10,7 @@ use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig};
 
 /// How long an agent's requests may take; None: no limit of that kind.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Timeouts {
+pub(crate) struct Timeouts {
     pub connect: Option<Duration>,
     pub response: Option<Duration>,
     pub per_read: Option<Duration>,
@@ -20,7 +20,7 @@ pub struct Timeouts {
 /// An agent for requests to `url`. Statuses are returned, not errors. Requests go through the
 /// proxy `proxy_for` names. HTTPS trusts the built-in roots, the system's store and
 /// `SSL_CERT_FILE`/`SSL_CERT_DIR` (crush(1) ENVIRONMENT).
-pub fn agent(url: &str, t: Timeouts) -> ureq::Agent {
+pub(crate) fn agent(url: &str, t: Timeouts) -> ureq::Agent {
     config(url, t).build().into()
 }
 
@@ -46,7 +46,7 @@ fn config(url: &str, t: Timeouts) -> ureq::config::ConfigBuilder<ureq::typestate
 /// The proxy a request to `url` goes through, from the environment as curl reads it:
 /// `https_proxy`/`HTTPS_PROXY` for https, `http_proxy`/`HTTP_PROXY` for http, else
 /// `all_proxy`/`ALL_PROXY`; none for this machine or a host `no_proxy`/`NO_PROXY` lists.
-pub fn proxy_for(url: &str) -> Option<String> {
+pub(crate) fn proxy_for(url: &str) -> Option<String> {
     proxy_from(url, &|k| std::env::var(k).ok())
 }
 
@@ -73,14 +73,14 @@ fn proxy_from(url: &str, var: &dyn Fn(&str) -> Option<String>) -> Option<String>
 }
 
 /// `host[:port]` of `url`, without user info: how a message names a server.
-pub fn authority_of(url: &str) -> &str {
+pub(crate) fn authority_of(url: &str) -> &str {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
     authority.rsplit_once('@').map_or(authority, |(_, h)| h)
 }
 
 /// The host of `url`, lowercase, without port or brackets.
-pub fn host_of(url: &str) -> String {
+pub(crate) fn host_of(url: &str) -> String {
     let hostport = authority_of(url);
     match hostport.strip_prefix('[') {
         Some(r) => r.split(']').next().unwrap_or(""),
@@ -198,7 +198,7 @@ fn roots_from(
 
 /// `url` with its credentials hidden, for messages, logs and the store: the user and password
 /// before `@` and every query value become `****` (`https://****@host/v1?key=****`).
-pub fn redact_url(url: &str) -> String {
+pub(crate) fn redact_url(url: &str) -> String {
     let (scheme, rest) = match url.split_once("://") {
         Some((s, r)) => (format!("{s}://"), r),
         None => (String::new(), url),
@@ -239,7 +239,7 @@ pub fn redact_url(url: &str) -> String {
 /// `base` with `path` appended to its path, before its query string: `https://h/v1?key=k` and
 /// `/chat/completions` make `https://h/v1/chat/completions?key=k`. `path` is added only when the
 /// base does not already end with it.
-pub fn join_path(base: &str, path: &str) -> String {
+pub(crate) fn join_path(base: &str, path: &str) -> String {
     let (head, query) = match base.split_once('?') {
         Some((h, q)) => (h, Some(q)),
         None => (base, None),
@@ -270,7 +270,7 @@ fn url_host(url: &str) -> String {
 }
 
 /// True when `url` points at this machine.
-pub fn is_loopback_url(url: &str) -> bool {
+pub(crate) fn is_loopback_url(url: &str) -> bool {
     let host = url_host(url);
     host == "localhost"
         || host.ends_with(".localhost")
@@ -282,7 +282,7 @@ pub fn is_loopback_url(url: &str) -> bool {
 /// True when `url` points at this machine or a private network (10/8, 172.16/12, 192.168/16,
 /// link-local, IPv6 unique-local): a server of one's own, such as a local model server, that
 /// may answer one request at a time.
-pub fn is_local_url(url: &str) -> bool {
+pub(crate) fn is_local_url(url: &str) -> bool {
     if is_loopback_url(url) {
         return true;
     }
@@ -297,7 +297,7 @@ pub fn is_local_url(url: &str) -> bool {
 }
 
 /// The most redirects a web request follows.
-pub const MAX_REDIRECTS: u32 = 10;
+pub(crate) const MAX_REDIRECTS: u32 = 10;
 
 /// Why a URL is not one the web tools may reach.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -321,7 +321,7 @@ impl std::fmt::Display for NotWeb {
 impl std::error::Error for NotWeb {}
 
 /// Checks that `url` is an http or https URL with a host: what the web tools may reach.
-pub fn check_web_url(url: &str) -> Result<(), NotWeb> {
+pub(crate) fn check_web_url(url: &str) -> Result<(), NotWeb> {
     let lower = url.trim().to_ascii_lowercase();
     let rest = lower
         .strip_prefix("http://")
@@ -411,7 +411,7 @@ fn shorten(s: &str) -> String {
 /// One request of the web tools (fetch, download, sourcegraph, web search): its method, URL,
 /// headers, body and how long it may take, redirects included.
 #[derive(Clone, Debug)]
-pub struct WebRequest<'a> {
+pub(crate) struct WebRequest<'a> {
     pub method: &'a str,
     pub url: &'a str,
     pub headers: Vec<(&'a str, String)>,
@@ -421,7 +421,7 @@ pub struct WebRequest<'a> {
 }
 
 impl<'a> WebRequest<'a> {
-    pub fn get(url: &'a str, timeout: Duration) -> WebRequest<'a> {
+    pub(crate) fn get(url: &'a str, timeout: Duration) -> WebRequest<'a> {
         WebRequest {
             method: "GET",
             url,
@@ -431,25 +431,25 @@ impl<'a> WebRequest<'a> {
         }
     }
 
-    pub fn header(mut self, name: &'a str, value: impl Into<String>) -> WebRequest<'a> {
+    pub(crate) fn header(mut self, name: &'a str, value: impl Into<String>) -> WebRequest<'a> {
         self.headers.push((name, value.into()));
         self
     }
 }
 
 /// A response of `web`: the URL it came from (after redirects) and the response itself.
-pub struct WebResponse {
+pub(crate) struct WebResponse {
     pub url: String,
     pub response: ureq::http::Response<ureq::Body>,
 }
 
 impl WebResponse {
-    pub fn status(&self) -> u16 {
+    pub(crate) fn status(&self) -> u16 {
         self.response.status().as_u16()
     }
 
     /// A header's value ("" when absent or not text).
-    pub fn header(&self, name: &str) -> String {
+    pub(crate) fn header(&self, name: &str) -> String {
         self.response
             .headers()
             .get(name)
@@ -459,12 +459,12 @@ impl WebResponse {
     }
 
     /// The `Content-Length` the server announced, if any.
-    pub fn content_length(&self) -> Option<u64> {
+    pub(crate) fn content_length(&self) -> Option<u64> {
         self.header("content-length").trim().parse().ok()
     }
 
     /// Reads the body up to `cap` bytes: the bytes, and whether more were there.
-    pub fn read_capped(&mut self, cap: u64) -> Result<(Vec<u8>, bool), WebError> {
+    pub(crate) fn read_capped(&mut self, cap: u64) -> Result<(Vec<u8>, bool), WebError> {
         use std::io::Read;
         let mut body = Vec::new();
         self.response
@@ -481,7 +481,7 @@ impl WebResponse {
     }
 
     /// The body as a reader (no limit of ureq's own: the caller caps what it reads).
-    pub fn reader(&mut self) -> impl std::io::Read + '_ {
+    pub(crate) fn reader(&mut self) -> impl std::io::Read + '_ {
         self.response
             .body_mut()
             .with_config()
@@ -495,7 +495,7 @@ impl WebResponse {
 /// checked: a redirect to anything but http(s) (`file:`, `ftp:`, `data:`) is refused, and so
 /// are more than `MAX_REDIRECTS`. A 307 or 308 repeats the method and body; the other
 /// redirects continue with GET. Statuses are returned, not errors.
-pub fn web(req: &WebRequest) -> Result<WebResponse, WebError> {
+pub(crate) fn web(req: &WebRequest) -> Result<WebResponse, WebError> {
     check_web_url(req.url)?;
     let deadline = std::time::Instant::now() + req.timeout;
     let mut url = req.url.trim().to_string();
@@ -598,7 +598,7 @@ fn resolve_location(base: &str, location: &str) -> String {
 /// Runs `work` on a thread of its own and waits for it, returning at once when `cancel` is
 /// set (the thread is then abandoned: it ends at its own timeout). Its errors, and this
 /// function's own (`WebError::Canceled`, `Thread`, `Lost`), come as `E`.
-pub fn cancellable<T: Send + 'static, E: From<WebError> + Send + 'static>(
+pub(crate) fn cancellable<T: Send + 'static, E: From<WebError> + Send + 'static>(
     cancel: &std::sync::atomic::AtomicBool,
     work: impl FnOnce() -> Result<T, E> + Send + 'static,
 ) -> Result<T, E> {
@@ -876,11 +876,11 @@ mod tests {
 /// A loopback HTTP server for unit tests: one canned response per connection, in order, and
 /// every request it received.
 #[cfg(test)]
-pub mod test_server {
+pub(crate) mod test_server {
     use std::io::{BufRead, BufReader, Read, Write};
     use std::sync::{Arc, Mutex};
 
-    pub struct Canned {
+    pub(crate) struct Canned {
         pub status: u16,
         pub headers: Vec<(String, String)>,
         pub body: Vec<u8>,
@@ -889,7 +889,7 @@ pub mod test_server {
     }
 
     impl Canned {
-        pub fn new(status: u16, body: impl Into<Vec<u8>>) -> Canned {
+        pub(crate) fn new(status: u16, body: impl Into<Vec<u8>>) -> Canned {
             Canned {
                 status,
                 headers: Vec::new(),
@@ -898,12 +898,12 @@ pub mod test_server {
             }
         }
 
-        pub fn without_length(mut self) -> Canned {
+        pub(crate) fn without_length(mut self) -> Canned {
             self.no_length = true;
             self
         }
 
-        pub fn header(mut self, k: &str, v: &str) -> Canned {
+        pub(crate) fn header(mut self, k: &str, v: &str) -> Canned {
             self.headers.push((k.to_string(), v.to_string()));
             self
         }
@@ -911,17 +911,17 @@ pub mod test_server {
 
     /// A request as received: the request line and the body.
     #[derive(Clone, Debug)]
-    pub struct Seen {
+    pub(crate) struct Seen {
         pub line: String,
         pub body: Vec<u8>,
     }
 
-    pub struct Served {
+    pub(crate) struct Served {
         pub url: String,
         pub seen: Arc<Mutex<Vec<Seen>>>,
     }
 
-    pub fn serve(responses: Vec<Canned>) -> Served {
+    pub(crate) fn serve(responses: Vec<Canned>) -> Served {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let seen = Arc::new(Mutex::new(Vec::new()));

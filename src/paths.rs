@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 /// crush's location variables (crush(1) ENVIRONMENT): where its own files are. They are read
 /// once, when crush first looks for a file, so nothing set later (a `.env`, the `env` map)
 /// moves a file crush already read or will write; a `.env` does not set them at all.
-pub const LOCATION_VARS: &[&str] = &[
+pub(crate) const LOCATION_VARS: &[&str] = &[
     "HOME",
     "CRUSH_GLOBAL_CONFIG",
     "CRUSH_GLOBAL_DATA",
@@ -22,7 +22,7 @@ pub const LOCATION_VARS: &[&str] = &[
 
 /// A location variable (one of [`LOCATION_VARS`]) as it was at the first look; None when unset
 /// or empty.
-pub fn location_var(var: &str) -> Option<PathBuf> {
+pub(crate) fn location_var(var: &str) -> Option<PathBuf> {
     debug_assert!(
         LOCATION_VARS.contains(&var),
         "{var} is not a location variable"
@@ -41,25 +41,25 @@ fn env_dir(var: &str) -> Option<PathBuf> {
 }
 
 /// `$HOME` as it was at the first look, else `/`.
-pub fn home() -> PathBuf {
+pub(crate) fn home() -> PathBuf {
     env_dir("HOME").unwrap_or_else(|| PathBuf::from("/"))
 }
 
 /// The system-wide configuration, read below every other file as Go Crush does:
 /// `$CRUSH_SYSTEM_CONFIG` when set, else `/etc/crush/crush.json`.
-pub fn system_config() -> PathBuf {
+pub(crate) fn system_config() -> PathBuf {
     env_dir("CRUSH_SYSTEM_CONFIG").unwrap_or_else(|| PathBuf::from("/etc/crush/crush.json"))
 }
 
 /// `$CRUSH_GLOBAL_CONFIG`, else `$XDG_CONFIG_HOME/crush`, else `~/.config/crush`.
-pub fn global_config_dir() -> PathBuf {
+pub(crate) fn global_config_dir() -> PathBuf {
     env_dir("CRUSH_GLOBAL_CONFIG")
         .or_else(|| env_dir("XDG_CONFIG_HOME").map(|d| d.join("crush")))
         .unwrap_or_else(|| home().join(".config").join("crush"))
 }
 
 /// `$CRUSH_GLOBAL_DATA`, else `$XDG_DATA_HOME/crush`, else `~/.local/share/crush`.
-pub fn global_data_dir() -> PathBuf {
+pub(crate) fn global_data_dir() -> PathBuf {
     env_dir("CRUSH_GLOBAL_DATA")
         .or_else(|| env_dir("XDG_DATA_HOME").map(|d| d.join("crush")))
         .unwrap_or_else(|| home().join(".local").join("share").join("crush"))
@@ -67,17 +67,17 @@ pub fn global_data_dir() -> PathBuf {
 
 /// Claude Code's user directory: `$CLAUDE_CONFIG_DIR`, else `~/.claude` (its `settings.json`
 /// holds the user's Claude Code hooks).
-pub fn claude_config_dir() -> PathBuf {
+pub(crate) fn claude_config_dir() -> PathBuf {
     env_dir("CLAUDE_CONFIG_DIR").unwrap_or_else(|| home().join(".claude"))
 }
 
 /// `~/.config` (for the global context files Crush reads, such as `~/.config/AGENTS.md`).
-pub fn user_config_home() -> PathBuf {
+pub(crate) fn user_config_home() -> PathBuf {
     env_dir("XDG_CONFIG_HOME").unwrap_or_else(|| home().join(".config"))
 }
 
 /// Removes `.` and resolves `..` lexically.
-pub fn normalize(path: &Path) -> PathBuf {
+pub(crate) fn normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for c in path.components() {
         match c {
@@ -95,7 +95,7 @@ pub fn normalize(path: &Path) -> PathBuf {
 
 /// The nearest enclosing git worktree root (a directory holding `.git`, file or directory), else
 /// `cwd` itself.
-pub fn project_root(cwd: &Path) -> PathBuf {
+pub(crate) fn project_root(cwd: &Path) -> PathBuf {
     let mut dir = Some(cwd);
     while let Some(d) = dir {
         if d.join(".git").exists() {
@@ -107,7 +107,7 @@ pub fn project_root(cwd: &Path) -> PathBuf {
 }
 
 /// Directories from `cwd` up to `root` (inclusive), nearest first. `cwd` must be inside `root`.
-pub fn dirs_up_to(cwd: &Path, root: &Path) -> Vec<PathBuf> {
+pub(crate) fn dirs_up_to(cwd: &Path, root: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut dir = Some(cwd);
     while let Some(d) = dir {
@@ -121,7 +121,7 @@ pub fn dirs_up_to(cwd: &Path, root: &Path) -> Vec<PathBuf> {
 }
 
 /// Where a user-given path points, relative to `base` when not absolute; `~/` expands to HOME.
-pub fn resolve(base: &Path, p: &str) -> PathBuf {
+pub(crate) fn resolve(base: &Path, p: &str) -> PathBuf {
     if let Some(rest) = p.strip_prefix("~/") {
         return home().join(rest);
     }

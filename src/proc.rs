@@ -22,7 +22,7 @@
 //!   as well (crush(1) SECURITY, Children); where no job server runs (unit tests), crush starts
 //!   them itself.
 
-pub mod job;
+pub(crate) mod job;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use std::collections::VecDeque;
@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 
 /// What to run.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Program {
+pub(crate) enum Program {
     /// `SHELL -c SCRIPT` with the shell of `shell_path`.
     Shell(String),
     /// A program and its arguments, run directly.
@@ -47,7 +47,7 @@ pub enum Program {
 
 /// Which part of a stream longer than the cap is kept.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Keep {
+pub(crate) enum Keep {
     /// The first `cap` bytes; the rest is read and discarded.
     Head,
     /// Half the cap from the start and half from the end, with a marker line between.
@@ -56,7 +56,7 @@ pub enum Keep {
 
 /// How to run one child to completion.
 #[derive(Clone, Debug)]
-pub struct Spec {
+pub(crate) struct Spec {
     pub program: Program,
     pub cwd: PathBuf,
     /// Start from an empty environment instead of crush's own.
@@ -96,16 +96,16 @@ pub struct Spec {
 impl Spec {
     /// `SHELL -c command` in `cwd`: no stdin, no time limit, 256 KiB per stream (head and tail),
     /// 1 s grace, 1 s linger.
-    pub fn shell(command: impl Into<String>, cwd: impl Into<PathBuf>) -> Spec {
+    pub(crate) fn shell(command: impl Into<String>, cwd: impl Into<PathBuf>) -> Spec {
         Spec::new(Program::Shell(command.into()), cwd)
     }
 
     /// A program with its arguments, no shell; the same defaults as `shell`.
-    pub fn exec(argv: Vec<String>, cwd: impl Into<PathBuf>) -> Spec {
+    pub(crate) fn exec(argv: Vec<String>, cwd: impl Into<PathBuf>) -> Spec {
         Spec::new(Program::Exec(argv), cwd)
     }
 
-    pub fn new(program: Program, cwd: impl Into<PathBuf>) -> Spec {
+    pub(crate) fn new(program: Program, cwd: impl Into<PathBuf>) -> Spec {
         Spec {
             program,
             cwd: cwd.into(),
@@ -181,7 +181,7 @@ impl Spec {
 /// `$(...)` values, the REPL's `!command` (crush(1) ENVIRONMENT, CRUSH_SHELL): `CRUSH_SHELL`
 /// when set (a path, or a name looked up on PATH), else `bash` on PATH, else /bin/sh. Chosen
 /// once per process; falling back to /bin/sh prints one notice line on stderr.
-pub fn shell_path() -> &'static Path {
+pub(crate) fn shell_path() -> &'static Path {
     static SHELL: OnceLock<PathBuf> = OnceLock::new();
     SHELL.get_or_init(|| {
         let (path, notice) = choose_shell(std::env::var_os("CRUSH_SHELL"), || which("bash"));
@@ -193,7 +193,7 @@ pub fn shell_path() -> &'static Path {
 }
 
 /// The shell's name as a user knows it (`bash`, `sh`, `zsh`).
-pub fn shell_name() -> String {
+pub(crate) fn shell_name() -> String {
     let p = shell_path();
     p.file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -229,7 +229,7 @@ fn is_executable(p: &Path) -> bool {
 }
 
 /// `name` looked up on PATH (an executable regular file).
-pub fn which(name: &str) -> Option<PathBuf> {
+pub(crate) fn which(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|d| d.join(name))
@@ -237,13 +237,13 @@ pub fn which(name: &str) -> Option<PathBuf> {
 }
 
 /// Whether `p` names an executable regular file.
-pub fn executable(p: &Path) -> bool {
+pub(crate) fn executable(p: &Path) -> bool {
     is_executable(p)
 }
 
 /// What a finished (or stopped) child left.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// The child's pid, which is also its process group id; 0 when the child was never started
     /// (the cancel flag was already set).
     pub pid: u32,
@@ -266,7 +266,7 @@ pub struct Outcome {
 
 impl Outcome {
     /// The shell convention: the exit code, or 128 + signal, or -1 when unknown.
-    pub fn code(&self) -> i32 {
+    pub(crate) fn code(&self) -> i32 {
         match (self.exit_code, self.signal) {
             (Some(c), _) => c,
             (None, Some(s)) => 128 + s,
@@ -274,15 +274,15 @@ impl Outcome {
         }
     }
 
-    pub fn success(&self) -> bool {
+    pub(crate) fn success(&self) -> bool {
         self.exit_code == Some(0) && !self.timed_out && !self.canceled
     }
 
-    pub fn stdout_text(&self) -> String {
+    pub(crate) fn stdout_text(&self) -> String {
         String::from_utf8_lossy(&self.stdout).into_owned()
     }
 
-    pub fn stderr_text(&self) -> String {
+    pub(crate) fn stderr_text(&self) -> String {
         String::from_utf8_lossy(&self.stderr).into_owned()
     }
 }
@@ -516,7 +516,7 @@ impl Drop for Group {
 /// made not dumpable, which closes its /proc/PID/environ and its memory to other processes of
 /// the same user. No core dump is written then, and a debugger or strace attaches only as root.
 /// Children are unaffected: exec makes a program dumpable again.
-pub fn hide_environment() {
+pub(crate) fn hide_environment() {
     #[cfg(target_os = "linux")]
     {
         scrub_exec_environment();
@@ -593,7 +593,7 @@ fn scrub_exec_environment() {
 
 /// Kills every process group crush started whose leader is not reaped yet, and every job (at
 /// exit).
-pub fn kill_all() {
+pub(crate) fn kill_all() {
     job::kill_all();
     let groups = GROUPS.lock().unwrap_or_else(|e| e.into_inner());
     for &g in groups.iter() {
@@ -618,12 +618,12 @@ fn reap(child: &mut Child) -> Option<ExitStatus> {
 
 /// Runs `spec` to completion, timeout or cancel. Err only when the child cannot be started
 /// (missing program or working directory).
-pub fn run(spec: &Spec) -> io::Result<Outcome> {
+pub(crate) fn run(spec: &Spec) -> io::Result<Outcome> {
     run_inner(spec, None)
 }
 
 /// `run`, with each chunk of output passed to `on_output` as it arrives.
-pub fn run_streaming(spec: &Spec, on_output: &mut dyn FnMut(&[u8])) -> io::Result<Outcome> {
+pub(crate) fn run_streaming(spec: &Spec, on_output: &mut dyn FnMut(&[u8])) -> io::Result<Outcome> {
     run_inner(spec, Some(on_output))
 }
 
@@ -865,7 +865,7 @@ impl Runner {
 
 /// A long-lived child that speaks over its stdin and stdout (a protocol server). Its stderr is
 /// passed line by line to a callback. Dropping it stops the child's group.
-pub struct Piped {
+pub(crate) struct Piped {
     backend: Backend,
     /// The child's stdin; take it to write.
     pub stdin: Option<io::PipeWriter>,
@@ -890,7 +890,10 @@ enum Backend {
 /// Starts `spec` (its program, cwd and environment; stdin and stdout become pipes for the
 /// caller) and passes each line of its stderr to `on_stderr`. The job server starts it, so
 /// that its whole tree, what left its group included, dies with crush however crush ends.
-pub fn spawn_piped(spec: &Spec, mut on_stderr: Box<dyn FnMut(&str) + Send>) -> io::Result<Piped> {
+pub(crate) fn spawn_piped(
+    spec: &Spec,
+    mut on_stderr: Box<dyn FnMut(&str) + Send>,
+) -> io::Result<Piped> {
     let (in_r, in_w) = io::pipe()?;
     let (out_r, out_w) = io::pipe()?;
     let (err_r, err_w) = io::pipe()?;
@@ -943,7 +946,7 @@ pub fn spawn_piped(spec: &Spec, mut on_stderr: Box<dyn FnMut(&str) + Send>) -> i
 
 impl Piped {
     /// Whether the child is still running.
-    pub fn running(&mut self) -> bool {
+    pub(crate) fn running(&mut self) -> bool {
         self.poll(Duration::ZERO);
         !self.has_exited
     }
@@ -985,7 +988,7 @@ impl Piped {
 
     /// Stops the child's group: its stdin is closed, then SIGTERM, then SIGKILL after `grace`.
     /// Returns the child's exit status when it could be learnt.
-    pub fn stop(&mut self, grace: Duration) -> Option<ExitStatus> {
+    pub(crate) fn stop(&mut self, grace: Duration) -> Option<ExitStatus> {
         self.stdin = None;
         let signal = |b: &Backend, sig| match b {
             Backend::Served(Some(s)) => s.signal(sig),

@@ -19,7 +19,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// The command names a crushrc (and the bash tool's shell) gets as builtins.
-pub const NAMES: &[&str] = &[
+pub(crate) const NAMES: &[&str] = &[
     "option",
     "model",
     "permissions",
@@ -30,12 +30,12 @@ pub const NAMES: &[&str] = &[
 ];
 
 /// `$0` of the shell, which prefixes dash's messages.
-pub const ARG0: &str = "crushrc";
+pub(crate) const ARG0: &str = "crushrc";
 const LINE_VAR: &str = "__crush_line_probe";
 
 /// One builtin call.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Record {
+pub(crate) struct Record {
     /// The file that made the call (for the bash tool: None).
     pub file: Option<PathBuf>,
     pub line: Option<u32>,
@@ -45,7 +45,7 @@ pub struct Record {
 
 impl Record {
     /// `file:line` (or `file`) of the call.
-    pub fn place(&self) -> String {
+    pub(crate) fn place(&self) -> String {
         match (&self.file, self.line) {
             (Some(f), Some(l)) => format!("{}:{l}", f.display()),
             (Some(f), None) => f.display().to_string(),
@@ -56,7 +56,7 @@ impl Record {
 
 /// The shell text defining the builtins. Expects `$1` = records file, `$2`/`$3` = the current
 /// large/small model, and shifts them away.
-pub fn prelude() -> String {
+pub(crate) fn prelude() -> String {
     let mut s = String::from(
         r#"__crush_records=$1; __crush_large=$2; __crush_small=$3; shift 3
 [ -z "${BASH_VERSION:-}" ] || shopt -s expand_aliases
@@ -119,7 +119,7 @@ static COUNTER: AtomicU64 = AtomicU64::new(0);
 /// Where the records files live: `run/` in the global data directory (crush(1) FILES), fixed the
 /// first time it is asked for — `main` asks before any configuration is read, so nothing a
 /// configuration sets can move it.
-pub fn run_dir() -> &'static Path {
+pub(crate) fn run_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         if cfg!(test) {
@@ -191,18 +191,18 @@ fn remove_orphans(dir: &Path) {
 }
 
 /// A private, empty records file in the run directory (`run_dir`); removed on drop.
-pub struct RecordsFile {
+pub(crate) struct RecordsFile {
     pub path: PathBuf,
 }
 
 impl RecordsFile {
-    pub fn create() -> std::io::Result<RecordsFile> {
+    pub(crate) fn create() -> std::io::Result<RecordsFile> {
         Self::create_in(None)
     }
 
     /// `create`, in `dir` instead of the run directory when given: a sandboxed command can
     /// write only its sandbox's private directory (crush(1) SECURITY, sandbox).
-    pub fn create_in(dir: Option<&Path>) -> std::io::Result<RecordsFile> {
+    pub(crate) fn create_in(dir: Option<&Path>) -> std::io::Result<RecordsFile> {
         use std::os::unix::fs::OpenOptionsExt;
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -226,7 +226,7 @@ impl RecordsFile {
     }
 
     /// Parses the records; `top` is the file that was run (None for the bash tool).
-    pub fn read(&self, top: Option<&Path>) -> Result<Vec<Record>, RecordsError> {
+    pub(crate) fn read(&self, top: Option<&Path>) -> Result<Vec<Record>, RecordsError> {
         let bytes = std::fs::read(&self.path).map_err(RecordsError::Read)?;
         parse_records(&bytes, top)
     }
@@ -234,7 +234,7 @@ impl RecordsFile {
 
 /// Why the records of a run could not be had.
 #[derive(Debug)]
-pub enum RecordsError {
+pub(crate) enum RecordsError {
     /// The records file could not be read.
     Read(std::io::Error),
     /// The file is not a sequence of records (something else wrote to it).
@@ -332,18 +332,18 @@ fn parse_lineinfo(s: &str) -> (Option<u32>, Option<String>) {
 }
 
 /// The current large and small models, as the builtins print them.
-pub struct Models {
+pub(crate) struct Models {
     pub large: String,
     pub small: String,
 }
 
 /// Where the bash tool puts its records in a tool result's metadata: an array of argument
 /// vectors, applied by the turn to the session's runtime layer.
-pub const METADATA_KEY: &str = "session_config";
+pub(crate) const METADATA_KEY: &str = "session_config";
 
 /// Whether `command` may call a builtin: it names one of `NAMES`, or sources a file (which
 /// could). Anything else runs without the prelude.
-pub fn may_call_builtin(command: &str) -> bool {
+pub(crate) fn may_call_builtin(command: &str) -> bool {
     command
         .split(|c: char| c.is_whitespace() || ";&|()<>`'\"{}$".contains(c))
         .any(|w| NAMES.contains(&w) || w == "source" || w == ".")
@@ -351,7 +351,7 @@ pub fn may_call_builtin(command: &str) -> bool {
 
 /// The bash tool's script: the prelude, then `command` evaluated with the builtins available.
 /// Run it as `SHELL -c SCRIPT sh RECORDS LARGE SMALL COMMAND` (`proc::shell_path`).
-pub fn wrap_command() -> String {
+pub(crate) fn wrap_command() -> String {
     format!("{}eval \"$1\"\n", prelude())
 }
 

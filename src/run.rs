@@ -18,7 +18,7 @@ use std::path::PathBuf;
 
 /// `crush run`'s own flags.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     pub prompt: Vec<String>,
     pub quiet: bool,
     pub json: bool,
@@ -34,12 +34,12 @@ pub struct RunArgs {
 }
 
 /// Version of the `--json` event schema; bump on incompatible changes.
-pub const JSON_SCHEMA_VERSION: u32 = 1;
+pub(crate) const JSON_SCHEMA_VERSION: u32 = 1;
 
 /// One line of `crush run --json`.
 #[derive(Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum JsonEvent<'a> {
+pub(crate) enum JsonEvent<'a> {
     Session {
         v: u32,
         /// The UUID (kept from the first schema; `uuid` says the same).
@@ -661,7 +661,7 @@ enum Made {
     },
 }
 
-pub fn run(global: &Global, args: &RunArgs) -> Result<ExitCode, AppError> {
+pub(crate) fn run(global: &Global, args: &RunArgs) -> Result<ExitCode, AppError> {
     if args.compact && global.session.is_none() && !global.continue_last {
         return Err(AppError::Usage(
             "--compact summarizes a session you continue: give -s ID or -C".into(),
@@ -733,7 +733,7 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<ExitCode, AppError> {
 
 /// `crush init`'s own arguments.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct InitArgs {
+pub(crate) struct InitArgs {
     /// What the user adds to the instructions.
     pub notes: Vec<String>,
     pub quiet: bool,
@@ -759,7 +759,7 @@ fn confirm_overwrite(target: &std::path::Path) -> bool {
 /// `crush init` (crush(1) SKILLS AND COMMANDS): one turn in which the agent explores the
 /// project and writes `options.initialize_as` (AGENTS.md); it may write that file without
 /// asking, and an existing one only after the user's yes.
-pub fn init(global: &Global, args: &InitArgs) -> Result<ExitCode, AppError> {
+pub(crate) fn init(global: &Global, args: &InitArgs) -> Result<ExitCode, AppError> {
     let ctx = app::open_run_context(global)?;
     let target = app::init_target(&ctx.loaded);
     let shown = target.display().to_string();

@@ -44,7 +44,7 @@ extern "C" fn on_signal(sig: libc::c_int) {
 }
 
 /// How long crush has to end after a SIGTERM or SIGHUP (`CRUSH_TERM_GRACE` seconds, default 3).
-pub fn grace() -> Duration {
+pub(crate) fn grace() -> Duration {
     crate::env::seconds("CRUSH_TERM_GRACE").unwrap_or(Duration::from_secs(3))
 }
 
@@ -88,7 +88,7 @@ fn start_watchdog() {
 
 /// Installs the handlers (once) and returns the flag they set. Every Ctrl-C, SIGTERM or SIGHUP
 /// sets it; whoever acts on it clears it.
-pub fn interrupt_flag() -> Arc<AtomicBool> {
+pub(crate) fn interrupt_flag() -> Arc<AtomicBool> {
     let mut first = false;
     let flag = FLAG
         .get_or_init(|| {
@@ -110,7 +110,7 @@ pub fn interrupt_flag() -> Arc<AtomicBool> {
 }
 
 /// The SIGTERM or SIGHUP that asked crush to end, if one did.
-pub fn terminating() -> Option<i32> {
+pub(crate) fn terminating() -> Option<i32> {
     match TERMINATING.load(Ordering::SeqCst) {
         0 => None,
         s => Some(s),
@@ -119,13 +119,13 @@ pub fn terminating() -> Option<i32> {
 
 /// How crush ends after a Ctrl-C (130), or after the SIGTERM (143) or SIGHUP (129) that asked
 /// it to end.
-pub fn interrupted() -> ExitCode {
+pub(crate) fn interrupted() -> ExitCode {
     terminating().map_or(ExitCode::Interrupted, ExitCode::from_signal)
 }
 
 /// Registers something to run at exit (and before the watchdog ends the process), such as
 /// restoring the terminal.
-pub fn on_exit(f: impl Fn() + Send + 'static) {
+pub(crate) fn on_exit(f: impl Fn() + Send + 'static) {
     EXIT_HOOKS
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -133,7 +133,7 @@ pub fn on_exit(f: impl Fn() + Send + 'static) {
 }
 
 /// Kills every process group crush started and runs the exit hooks; only the first call acts.
-pub fn cleanup() {
+pub(crate) fn cleanup() {
     if CLEANED.swap(true, Ordering::SeqCst) {
         return;
     }
@@ -149,7 +149,7 @@ pub fn cleanup() {
 /// Writes `bytes` to stdout. A closed stdout (a reader such as `head` that left) ends the
 /// process quietly with 0, as SIGPIPE would; any other failure ends it with 1, saying why
 /// (crush(1) EXIT STATUS).
-pub fn write_stdout(bytes: &[u8]) {
+pub(crate) fn write_stdout(bytes: &[u8]) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     if let Err(e) = out.write_all(bytes).and_then(|_| out.flush()) {
@@ -162,7 +162,7 @@ pub fn write_stdout(bytes: &[u8]) {
 }
 
 /// `cleanup`, then ends the process with `code`.
-pub fn exit(code: ExitCode) -> ! {
+pub(crate) fn exit(code: ExitCode) -> ! {
     cleanup();
     std::process::exit(i32::from(code.code()))
 }

@@ -8,7 +8,7 @@
 use std::io::Write;
 
 /// Writes `s` to stderr in one write; an error (closed, broken, full) is ignored.
-pub fn stderr(s: &str) {
+pub(crate) fn stderr(s: &str) {
     let _ = std::io::stderr().lock().write_all(s.as_bytes());
 }
 

@@ -3,7 +3,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The current time in Unix seconds (0 if the clock is before 1970).
-pub fn unix_now() -> i64 {
+pub(crate) fn unix_now() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
@@ -11,7 +11,7 @@ pub fn unix_now() -> i64 {
 }
 
 /// Unix seconds as `2026-11-30T09:06:47Z`.
-pub fn rfc3339_secs(secs: i64) -> String {
+pub(crate) fn rfc3339_secs(secs: i64) -> String {
     let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
     let rem = secs.rem_euclid(86_400);
     format!(
@@ -23,12 +23,12 @@ pub fn rfc3339_secs(secs: i64) -> String {
 }
 
 /// Today's date as YYYY-MM-DD (UTC).
-pub fn today() -> String {
+pub(crate) fn today() -> String {
     rfc3339_utc(SystemTime::now())[..10].to_string()
 }
 
 /// `2026-11-30T09:06:47Z`
-pub fn rfc3339_utc(t: SystemTime) -> String {
+pub(crate) fn rfc3339_utc(t: SystemTime) -> String {
     let secs = match t.duration_since(UNIX_EPOCH) {
         Ok(d) => i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
         Err(e) => -i64::try_from(e.duration().as_secs()).unwrap_or(i64::MAX),
@@ -37,7 +37,7 @@ pub fn rfc3339_utc(t: SystemTime) -> String {
 }
 
 /// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (Howard Hinnant's algorithm).
-pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
+pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);
@@ -51,7 +51,7 @@ pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
 }
 
 /// (year, month, day) to days since 1970-01-01.
-pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+pub(crate) fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
     let era = y.div_euclid(400);
     let yoe = y.rem_euclid(400);
@@ -63,7 +63,7 @@ pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
 
 /// Parses RFC 3339 (as Go writes it: optional fraction, `Z` or `±hh:mm`) to (Unix seconds,
 /// nanoseconds), for ordering.
-pub fn parse_rfc3339(s: &str) -> Option<(i64, u32)> {
+pub(crate) fn parse_rfc3339(s: &str) -> Option<(i64, u32)> {
     let b = s.as_bytes();
     if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
         return None;

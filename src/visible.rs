@@ -49,12 +49,12 @@ fn sanitize(s: &str, keep_newlines: bool) -> Cow<'_, str> {
 }
 
 /// `s` with every control character shown visibly; newlines and tabs kept.
-pub fn text(s: &str) -> Cow<'_, str> {
+pub(crate) fn text(s: &str) -> Cow<'_, str> {
     sanitize(s, true)
 }
 
 /// `s` with every control character shown visibly, newlines included (`^J`): one line.
-pub fn line(s: &str) -> Cow<'_, str> {
+pub(crate) fn line(s: &str) -> Cow<'_, str> {
     sanitize(s, false)
 }
 

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 const SHOWN_RESULT: usize = 64 * 1024;
 
 /// The `tool_call` update that announces a call, as its tool describes it (`view`).
-pub fn tool_call(id: &str, input: &Value, view: &CallView, status: &str) -> Value {
+pub(super) fn tool_call(id: &str, input: &Value, view: &CallView, status: &str) -> Value {
     let locations: Vec<Value> = view
         .locations
         .iter()
@@ -41,7 +41,7 @@ pub fn tool_call(id: &str, input: &Value, view: &CallView, status: &str) -> Valu
 }
 
 /// `text` in a Markdown code block whose fence no line of it can close.
-pub fn fenced(text: &str, lang: &str) -> String {
+pub(super) fn fenced(text: &str, lang: &str) -> String {
     let mut longest = 0;
     let mut run = 0;
     for c in text.chars() {
@@ -58,13 +58,13 @@ pub fn fenced(text: &str, lang: &str) -> String {
 }
 
 /// A text content block of a tool call.
-pub fn text_content(text: &str) -> Value {
+pub(super) fn text_content(text: &str) -> Value {
     json!({"type": "content", "content": {"type": "text", "text": text}})
 }
 
 /// What the editor shows of a finished call: the diffs of the files it changed (the content
 /// crush wrote), else its result (cut when long; in a code block but for a sub-agent's prose).
-pub fn result_content(view: &CallView, content: &str, changes: &[FileChange]) -> Vec<Value> {
+pub(super) fn result_content(view: &CallView, content: &str, changes: &[FileChange]) -> Vec<Value> {
     if !changes.is_empty() {
         return changes
             .iter()
@@ -87,7 +87,7 @@ pub fn result_content(view: &CallView, content: &str, changes: &[FileChange]) ->
 }
 
 /// The `todos` tool's list as the editor's plan; None for any other call, or one that failed.
-pub fn plan(name: &str, input: &Value, is_error: bool) -> Option<Value> {
+pub(super) fn plan(name: &str, input: &Value, is_error: bool) -> Option<Value> {
     if name != todos::NAME || is_error {
         return None;
     }
@@ -113,13 +113,16 @@ pub fn plan(name: &str, input: &Value, is_error: bool) -> Option<Value> {
 }
 
 /// The command that lists the agent files (crush(1) ACP).
-pub const AGENTS_COMMAND: &str = "agents";
+pub(super) const AGENTS_COMMAND: &str = "agents";
 
 /// The commands the editor offers after `/` (`available_commands_update`): the custom
 /// commands, user-invocable skills and MCP prompts (crush(1) SKILLS AND COMMANDS), and
 /// `/agents` when `agents` (agent files were found) and no command has that name. Empty: no
 /// update is sent.
-pub fn available_commands(cat: &crate::skills::catalog::Catalog, agents: bool) -> Vec<Value> {
+pub(super) fn available_commands(
+    cat: &crate::skills::catalog::Catalog,
+    agents: bool,
+) -> Vec<Value> {
     let ours = (agents && !cat.entries.iter().any(|e| e.name == AGENTS_COMMAND)).then(|| {
         json!({"name": AGENTS_COMMAND,
             "description": "List the custom sub-agents the agent tool may run, and the agent files not used"})
@@ -145,7 +148,7 @@ pub fn available_commands(cat: &crate::skills::catalog::Catalog, agents: bool) -
 
 /// A `/NAME` prompt whose command, skill or MCP prompt cannot take it: that command's message.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CommandError(pub String);
+pub(super) struct CommandError(pub String);
 
 impl std::fmt::Display for CommandError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -158,7 +161,7 @@ impl std::error::Error for CommandError {}
 /// A prompt whose first word names a command, skill or MCP prompt (`/NAME ARGS`, as in
 /// `crush run`; `//` escapes a leading slash) becomes what that command sends; anything else
 /// is the prompt as typed.
-pub fn expand_command(
+pub(super) fn expand_command(
     text: &str,
     cat: &crate::skills::catalog::Catalog,
     mcp: Option<&crate::mcp::Manager>,
@@ -186,7 +189,7 @@ pub fn expand_command(
 
 /// Why the editor's `mcpServers` cannot be started as given.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum BadServers {
+pub(super) enum BadServers {
     NotArray,
     NoName,
     /// The server (its name) lacks a field (its key).
@@ -216,7 +219,7 @@ impl std::error::Error for BadServers {}
 
 /// The editor's MCP servers (`mcpServers` of `session/new` and `session/load`) as crush starts
 /// them: like configured ones, with their values as given (nothing is expanded).
-pub fn mcp_servers(list: &Value, cwd: &Path) -> Result<Vec<ServerSpec>, BadServers> {
+pub(super) fn mcp_servers(list: &Value, cwd: &Path) -> Result<Vec<ServerSpec>, BadServers> {
     let Some(list) = list.as_array() else {
         return Err(BadServers::NotArray);
     };
@@ -297,7 +300,7 @@ pub fn mcp_servers(list: &Value, cwd: &Path) -> Result<Vec<ServerSpec>, BadServe
 }
 
 /// The local path of a `file://` URI (None for any other scheme).
-pub fn file_path(uri: &str) -> Option<PathBuf> {
+pub(super) fn file_path(uri: &str) -> Option<PathBuf> {
     let rest = uri.strip_prefix("file://")?;
     // `file://localhost/x` and `file:///x`; a query or fragment (a selection) is not the path.
     let rest = rest.strip_prefix("localhost").unwrap_or(rest);
@@ -327,7 +330,7 @@ fn attachment_name(uri: &str, cwd: &Path) -> String {
 
 /// Why an editor's prompt is not one crush can take; blocks are numbered from 1.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum BadPrompt {
+pub(super) enum BadPrompt {
     NotArray,
     /// A block (its number) lacks a field (its key).
     Missing(usize, String),
@@ -371,7 +374,7 @@ impl std::error::Error for BadPrompt {}
 /// A prompt's content blocks as the prompt text and its attachments: text as it is, a
 /// resource link as a mention, an embedded resource as a mention and an attached file, an
 /// image as an attached image. Err: the blocks are not a prompt crush can take.
-pub fn prompt(blocks: &Value, cwd: &Path) -> Result<(String, Vec<Part>), BadPrompt> {
+pub(super) fn prompt(blocks: &Value, cwd: &Path) -> Result<(String, Vec<Part>), BadPrompt> {
     let Some(blocks) = blocks.as_array() else {
         return Err(BadPrompt::NotArray);
     };
@@ -467,7 +470,7 @@ fn text_chunk(kind: &str, text: &str) -> Value {
 
 /// The updates that show a stored session as it went: the user's prompts and attachments, the
 /// answers, thoughts and tool calls with their results.
-pub fn replay(messages: &[StoredMessage], cwd: &Path, tools: &[&dyn Tool]) -> Vec<Value> {
+pub(super) fn replay(messages: &[StoredMessage], cwd: &Path, tools: &[&dyn Tool]) -> Vec<Value> {
     // Each call's results by call id, in order: a provider may use one id in several steps.
     let mut results: HashMap<String, VecDeque<Value>> = HashMap::new();
     // The ids the editor was given, so that a reused one is told apart.

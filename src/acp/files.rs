@@ -22,12 +22,12 @@ fn fs_timeout() -> Duration {
 
 /// What the editor offers, from its `clientCapabilities.fs`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct FsCaps {
+pub(super) struct FsCaps {
     pub read: bool,
     pub write: bool,
 }
 
-pub struct EditorFiles {
+pub(super) struct EditorFiles {
     peer: Arc<Peer>,
     session_id: String,
     caps: FsCaps,
@@ -38,7 +38,7 @@ pub struct EditorFiles {
 }
 
 impl EditorFiles {
-    pub fn new(
+    pub(super) fn new(
         peer: Arc<Peer>,
         session_id: String,
         caps: FsCaps,
@@ -55,7 +55,7 @@ impl EditorFiles {
     }
 
     /// The changes written since the last call (those of the call that just ended).
-    pub fn take_changes(&self) -> Vec<FileChange> {
+    pub(super) fn take_changes(&self) -> Vec<FileChange> {
         std::mem::take(&mut *self.changes.lock().unwrap_or_else(|e| e.into_inner()))
     }
 

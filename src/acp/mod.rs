@@ -71,7 +71,7 @@ struct Acp {
     finishing: Vec<JoinHandle<()>>,
 }
 
-pub fn run(global: &Global) -> Result<ExitCode, AppError> {
+pub(crate) fn run(global: &Global) -> Result<ExitCode, AppError> {
     let interrupt = crate::signal::interrupt_flag();
     let cwd = app::working_dir(global)?;
     let peer = Peer::start(std::io::stdout())

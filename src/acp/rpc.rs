@@ -16,41 +16,41 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// JSON-RPC's error codes, and ACP's.
-pub const PARSE_ERROR: i64 = -32700;
-pub const INVALID_REQUEST: i64 = -32600;
-pub const METHOD_NOT_FOUND: i64 = -32601;
-pub const INVALID_PARAMS: i64 = -32602;
-pub const INTERNAL_ERROR: i64 = -32603;
-pub const AUTH_REQUIRED: i64 = -32000;
-pub const NOT_FOUND: i64 = -32002;
+pub(super) const PARSE_ERROR: i64 = -32700;
+pub(super) const INVALID_REQUEST: i64 = -32600;
+pub(super) const METHOD_NOT_FOUND: i64 = -32601;
+pub(super) const INVALID_PARAMS: i64 = -32602;
+pub(super) const INTERNAL_ERROR: i64 = -32603;
+pub(super) const AUTH_REQUIRED: i64 = -32000;
+pub(super) const NOT_FOUND: i64 = -32002;
 
 /// Messages waiting for the writer. A full queue makes senders wait for the editor to read.
 const QUEUE: usize = 256;
 /// A longer line is refused whole (a prompt with images is large, not this large).
-pub const MAX_LINE: usize = 64 * 1024 * 1024;
+pub(super) const MAX_LINE: usize = 64 * 1024 * 1024;
 /// How often a waiting thread looks at its cancel flag.
 const POLL: Duration = Duration::from_millis(50);
 
 /// A JSON-RPC error object.
 #[derive(Clone, Debug, PartialEq)]
-pub struct RpcError {
+pub(super) struct RpcError {
     pub code: i64,
     pub message: String,
 }
 
 impl RpcError {
-    pub fn new(code: i64, message: impl Into<String>) -> RpcError {
+    pub(super) fn new(code: i64, message: impl Into<String>) -> RpcError {
         RpcError {
             code,
             message: message.into(),
         }
     }
 
-    pub fn invalid_params(message: impl Into<String>) -> RpcError {
+    pub(super) fn invalid_params(message: impl Into<String>) -> RpcError {
         RpcError::new(INVALID_PARAMS, message)
     }
 
-    pub fn internal(message: impl Into<String>) -> RpcError {
+    pub(super) fn internal(message: impl Into<String>) -> RpcError {
         RpcError::new(INTERNAL_ERROR, message)
     }
 
@@ -60,7 +60,7 @@ impl RpcError {
 }
 
 /// One line of stdin, as the reader thread delivers it.
-pub enum Line {
+pub(super) enum Line {
     Text(Vec<u8>),
     /// A line longer than [`MAX_LINE`] (skipped to its end).
     TooLong,
@@ -69,7 +69,9 @@ pub enum Line {
 }
 
 /// Reads `stdin` line by line on its own thread, into a bounded channel.
-pub fn spawn_reader(input: impl BufRead + Send + 'static) -> std::io::Result<Receiver<Line>> {
+pub(super) fn spawn_reader(
+    input: impl BufRead + Send + 'static,
+) -> std::io::Result<Receiver<Line>> {
     let (tx, rx) = bounded(64);
     std::thread::Builder::new()
         .name("acp-stdin".into())
@@ -87,7 +89,7 @@ pub fn spawn_reader(input: impl BufRead + Send + 'static) -> std::io::Result<Rec
 }
 
 /// One line without its `\n` (and `\r`), at most `max` bytes kept.
-pub fn read_line(input: &mut impl BufRead, max: usize) -> Line {
+pub(super) fn read_line(input: &mut impl BufRead, max: usize) -> Line {
     let mut buf = Vec::new();
     let mut too_long = false;
     loop {
@@ -133,7 +135,7 @@ pub fn read_line(input: &mut impl BufRead, max: usize) -> Line {
 
 /// A message from the editor.
 #[derive(Debug, PartialEq)]
-pub enum Incoming {
+pub(super) enum Incoming {
     Request {
         id: Value,
         method: String,
@@ -156,7 +158,7 @@ pub enum Incoming {
 }
 
 /// Parses one line.
-pub fn parse(line: &[u8]) -> Incoming {
+pub(super) fn parse(line: &[u8]) -> Incoming {
     let v: Value = match serde_json::from_slice(line) {
         Ok(v) => v,
         Err(e) => {
@@ -224,7 +226,7 @@ pub fn parse(line: &[u8]) -> Incoming {
 
 /// Why a request to the editor has no answer.
 #[derive(Debug, Clone, PartialEq)]
-pub enum AskError {
+pub(super) enum AskError {
     /// The turn was canceled while waiting.
     Canceled,
     /// The connection closed.
@@ -248,7 +250,7 @@ impl std::fmt::Display for AskError {
 type Pending = HashMap<u64, Sender<Result<Value, RpcError>>>;
 
 /// The connection as every thread sees it.
-pub struct Peer {
+pub(super) struct Peer {
     out: Sender<String>,
     /// Disconnected (its sender dropped) once the connection closes: wakes every waiter.
     closed_rx: Receiver<()>,
@@ -264,7 +266,7 @@ pub struct Peer {
 
 impl Peer {
     /// The peer and the writer thread, which writes each queued message as one line on `output`.
-    pub fn start(output: impl Write + Send + 'static) -> std::io::Result<Arc<Peer>> {
+    pub(super) fn start(output: impl Write + Send + 'static) -> std::io::Result<Arc<Peer>> {
         let (out, rx) = bounded::<String>(QUEUE);
         let (closed_tx, closed_rx) = bounded(0);
         let peer = Arc::new(Peer {
@@ -288,18 +290,18 @@ impl Peer {
     }
 
     /// Closes the connection: queued and later messages are dropped, waiters wake.
-    pub fn close(&self) {
+    pub(super) fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
         drop(self.lock_closed().take());
         self.fail_pending();
     }
 
-    pub fn is_closed(&self) -> bool {
+    pub(super) fn is_closed(&self) -> bool {
         self.closed.load(Ordering::SeqCst)
     }
 
     /// stdin ended: requests to the editor can get no answer any more (messages still go out).
-    pub fn input_ended(&self) {
+    pub(super) fn input_ended(&self) {
         self.input_ended.store(true, Ordering::SeqCst);
         self.fail_pending();
     }
@@ -330,11 +332,11 @@ impl Peer {
         }
     }
 
-    pub fn notify(&self, method: &str, params: Value) -> bool {
+    pub(super) fn notify(&self, method: &str, params: Value) -> bool {
         self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}))
     }
 
-    pub fn respond(&self, id: &Value, result: Result<Value, RpcError>) -> bool {
+    pub(super) fn respond(&self, id: &Value, result: Result<Value, RpcError>) -> bool {
         let msg = match result {
             Ok(r) => json!({"jsonrpc": "2.0", "id": id, "result": r}),
             Err(e) => json!({"jsonrpc": "2.0", "id": id, "error": e.to_json()}),
@@ -344,7 +346,7 @@ impl Peer {
 
     /// Sends a request to the editor and waits for its answer: until `cancel` is set, the
     /// connection closes, or `timeout` passes (None: no limit).
-    pub fn request(
+    pub(super) fn request(
         &self,
         method: &str,
         params: Value,
@@ -390,7 +392,7 @@ impl Peer {
     }
 
     /// Routes the editor's answer to the request waiting for it. False when none was.
-    pub fn deliver(&self, id: &Value, result: Result<Value, RpcError>) -> bool {
+    pub(super) fn deliver(&self, id: &Value, result: Result<Value, RpcError>) -> bool {
         let Some(n) = id.as_u64() else {
             return false;
         };
@@ -401,7 +403,7 @@ impl Peer {
     }
 
     /// Waits until every queued message is written, at most until `deadline`.
-    pub fn flush(&self, deadline: Instant) -> bool {
+    pub(super) fn flush(&self, deadline: Instant) -> bool {
         while !self.out.is_empty() || self.writing.load(Ordering::SeqCst) {
             if self.is_closed() || Instant::now() >= deadline {
                 return false;

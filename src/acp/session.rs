@@ -25,7 +25,7 @@ const TITLE_WAIT: Duration = Duration::from_secs(5);
 
 /// How the session comes to be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub(super) enum Kind {
     New,
     /// A stored session, replayed to the editor.
     Load,
@@ -34,7 +34,7 @@ pub enum Kind {
 }
 
 /// What a session's thread opens, and the request to answer once it has.
-pub struct Open {
+pub(super) struct Open {
     pub kind: Kind,
     pub request: Value,
     pub id: String,
@@ -45,7 +45,7 @@ pub struct Open {
 }
 
 /// What the connection's thread and the session's thread share.
-pub struct Shared {
+pub(super) struct Shared {
     pub cancel: Arc<AtomicBool>,
     /// A prompt is queued or running.
     pub busy: AtomicBool,
@@ -58,7 +58,7 @@ pub struct Shared {
 }
 
 impl Shared {
-    pub fn new(yolo: bool) -> Shared {
+    pub(super) fn new(yolo: bool) -> Shared {
         Shared {
             cancel: Arc::new(AtomicBool::new(false)),
             busy: AtomicBool::new(false),
@@ -70,7 +70,7 @@ impl Shared {
 }
 
 /// Work for a session's thread.
-pub enum Job {
+pub(super) enum Job {
     Prompt {
         request: Value,
         prompt: Value,
@@ -82,7 +82,7 @@ pub enum Job {
 }
 
 /// The modes a session offers (`session/set_mode`).
-pub fn modes(yolo: bool) -> Value {
+pub(super) fn modes(yolo: bool) -> Value {
     json!({
         "currentModeId": if yolo { "yolo" } else { "default" },
         "availableModes": [
@@ -171,7 +171,7 @@ fn open(global: &Global, o: &Open) -> Result<Opened, RpcError> {
 }
 
 /// A session's thread.
-pub struct Worker {
+pub(super) struct Worker {
     pub peer: Arc<Peer>,
     pub global: Global,
     pub open: Open,
@@ -183,7 +183,7 @@ pub struct Worker {
 }
 
 impl Worker {
-    pub fn spawn(self) -> std::io::Result<JoinHandle<()>> {
+    pub(super) fn spawn(self) -> std::io::Result<JoinHandle<()>> {
         std::thread::Builder::new()
             .name(format!("acp-session-{}", self.generation))
             .spawn(move || {

@@ -20,7 +20,7 @@ struct Call {
     view: crate::tools::CallView,
 }
 
-pub struct AcpSink<'a> {
+pub(super) struct AcpSink<'a> {
     pub peer: &'a Peer,
     pub session_id: &'a str,
     pub cwd: &'a Path,
@@ -41,7 +41,7 @@ pub struct AcpSink<'a> {
 
 impl<'a> AcpSink<'a> {
     #[allow(clippy::too_many_arguments)]
-    pub fn new(
+    pub(super) fn new(
         peer: &'a Peer,
         session_id: &'a str,
         cwd: &'a Path,
@@ -65,7 +65,7 @@ impl<'a> AcpSink<'a> {
         }
     }
 
-    pub fn update(&self, update: Value) {
+    pub(super) fn update(&self, update: Value) {
         self.peer.notify(
             "session/update",
             json!({"sessionId": self.session_id, "update": update}),
@@ -73,7 +73,7 @@ impl<'a> AcpSink<'a> {
     }
 
     /// A message chunk of crush's own (why a turn ended), set apart from the answer.
-    pub fn note(&self, text: &str) {
+    pub(super) fn note(&self, text: &str) {
         self.update(json!({"sessionUpdate": "agent_message_chunk",
             "content": {"type": "text", "text": format!("\n\n*{text}*\n")}}));
     }

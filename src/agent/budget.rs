@@ -7,7 +7,7 @@ use std::fmt;
 
 /// The limits in USD; None: no limit of that kind.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Budget {
+pub(crate) struct Budget {
     /// What one run may spend (`--max-cost`, `options.max_cost`).
     pub run: Option<f64>,
     /// What the session may have spent in all, across runs and resumes
@@ -23,14 +23,14 @@ pub struct Budget {
 
 /// Which limit stopped the turn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Limit {
+pub(crate) enum Limit {
     Run,
     Session,
 }
 
 /// Why the budget stopped a turn before a model call.
 #[derive(Clone, Debug, PartialEq)]
-pub enum BudgetStop {
+pub(crate) enum BudgetStop {
     /// The limit is reached: `spent` of `limit` USD; `step` is the call that was not made.
     Reached {
         limit: Limit,
@@ -72,7 +72,7 @@ impl fmt::Display for BudgetStop {
 
 /// A limit that is not a number of dollars: where it was set and its value.
 #[derive(Debug, Clone, PartialEq)]
-pub struct BadLimit {
+pub(crate) struct BadLimit {
     pub place: String,
     pub key: &'static str,
     pub value: f64,
@@ -91,14 +91,14 @@ impl fmt::Display for BadLimit {
 impl std::error::Error for BadLimit {}
 
 /// Whether `v` can be a limit in dollars.
-pub fn valid_limit(v: f64) -> bool {
+pub(crate) fn valid_limit(v: f64) -> bool {
     v.is_finite() && v >= 0.0
 }
 
 impl Budget {
     /// The budget of a run: `max_cost` (`--max-cost`) else `options.max_cost`, and
     /// `options.max_session_cost`, counted from the session's spend `start`.
-    pub fn for_run(
+    pub(crate) fn for_run(
         loaded: &crate::config::Loaded,
         max_cost: Option<f64>,
         allow_unpriced: bool,
@@ -124,12 +124,12 @@ impl Budget {
     }
 
     /// Whether any limit is set.
-    pub fn is_set(&self) -> bool {
+    pub(crate) fn is_set(&self) -> bool {
         self.run.is_some() || self.session.is_some()
     }
 
     /// The stop for a session that has spent `spent` in all, before model call `step`.
-    pub fn check(&self, spent: f64, step: usize) -> Option<BudgetStop> {
+    pub(crate) fn check(&self, spent: f64, step: usize) -> Option<BudgetStop> {
         let over = |limit, spent: f64, max: Option<f64>| {
             max.filter(|&m| spent >= m).map(|max| BudgetStop::Reached {
                 limit,
@@ -190,7 +190,7 @@ impl Agent {
 
     /// The limit the status line shows: what the session may have spent in all when the next
     /// check is made (the tighter of the two limits), if a budget is set.
-    pub fn budget_ceiling(&self) -> Option<f64> {
+    pub(crate) fn budget_ceiling(&self) -> Option<f64> {
         let b = self.policy.budget.as_ref().filter(|b| b.is_set())?;
         let run = b.run.map(|r| b.start + r);
         match (run, b.session) {

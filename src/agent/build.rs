@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 /// What a main agent is built from; the rest follows from the configuration.
-pub struct Setup {
+pub(crate) struct Setup {
     /// The project's store (the agent keeps a handle to it).
     pub store: Rc<Store>,
     /// The MCP servers, already starting.
@@ -38,7 +38,7 @@ pub struct Setup {
 impl Agent {
     /// The main agent: the configured tools (with `agent`), system prompt, permissions and
     /// limits.
-    pub fn new(s: Setup) -> Agent {
+    pub(crate) fn new(s: Setup) -> Agent {
         let options = &s.config.config.options;
         let allowed = s.config.config.permissions.allowed_tools.clone();
         let (system, skills_prompt, custom_agents) = prompt_parts(&s.config, &s.model, &s.skills);
@@ -126,7 +126,7 @@ pub(super) fn with_listing(system: &str, listing: &str) -> String {
 
 /// The system prompt a new session on `model` sends (before any MCP server's instructions) and
 /// the names of the tools it offers, as `crush debug prompt` prints them.
-pub fn prompt_of_session(
+pub(crate) fn prompt_of_session(
     loaded: &crate::config::Loaded,
     model: &ResolvedModel,
     skills: &crate::skills::Skills,

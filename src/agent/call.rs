@@ -501,7 +501,7 @@ impl ReadTracker for CallSession<'_> {
 
 /// Why a custom command's `` !`cmd` `` did not run (crush(1) SKILLS AND COMMANDS).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum CommandShellError {
+pub(crate) enum CommandShellError {
     /// The session has no bash tool (`options.disabled_tools`).
     NoShell { command: String },
     /// The permission rules refused it, or nobody could be asked (what the tool answered).
@@ -528,7 +528,7 @@ impl Agent {
     /// Runs a custom command's `` !`cmd` `` as the bash tool runs a command, behind the same
     /// permission rules (asked through `sink` where it can ask); its output (stdout, then
     /// stderr, and a line for a failing exit code), which goes in the prompt.
-    pub fn run_command_shell(
+    pub(crate) fn run_command_shell(
         &mut self,
         command: &str,
         sink: &mut dyn Sink,

@@ -6,7 +6,7 @@ use crate::store::StoreError;
 use std::fmt;
 
 #[derive(Debug)]
-pub enum AgentError {
+pub(crate) enum AgentError {
     /// Reading or writing the session failed.
     Store(StoreError),
     /// `/compact` on a session with no history yet.

@@ -13,10 +13,10 @@ use crate::tools::{PermissionRequest, Tool, ToolCtx, ToolError, ToolOutput};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
-pub const TOOL_NAME: &str = "agentic_fetch";
+pub(super) const TOOL_NAME: &str = "agentic_fetch";
 
 /// What the model sees of the tool; the agent loop runs it.
-pub struct AgenticFetch;
+pub(super) struct AgenticFetch;
 
 /// Why an `agentic_fetch` call cannot get the directory for the pages it reads.
 #[derive(Debug)]

@@ -7,9 +7,9 @@ use crate::tools::{PermissionRequest, Tool, ToolCtx, ToolError, ToolOutput};
 use serde_json::{Value, json};
 use std::fmt::Write as _;
 
-pub const TOOL_NAME: &str = "crush_info";
+pub(super) const TOOL_NAME: &str = "crush_info";
 
-pub struct CrushInfo;
+pub(super) struct CrushInfo;
 
 impl Tool for CrushInfo {
     fn name(&self) -> &'static str {

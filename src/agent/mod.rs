@@ -4,19 +4,19 @@
 //! store in one transaction before the next model call, so a killed process leaves a session that
 //! reloads. The loop renders nothing: it reports `AgentEvent`s to a `Sink`.
 
-pub mod budget;
+pub(crate) mod budget;
 mod build;
 mod call;
 mod error;
 mod fetch_agent;
 mod info;
-pub mod permissions;
-pub mod plan;
-pub mod prompt;
-pub mod session_config;
-pub mod subagent;
-pub mod summarize;
-pub mod title;
+pub(crate) mod permissions;
+pub(crate) mod plan;
+pub(crate) mod prompt;
+pub(crate) mod session_config;
+pub(crate) mod subagent;
+pub(crate) mod summarize;
+pub(crate) mod title;
 mod transcript;
 mod turn;
 
@@ -28,8 +28,8 @@ use crate::time::unix_now as now;
 use crate::tools::confine::Bounds;
 use crate::tools::{PermissionRequest, Tool};
 use build::with_listing;
-pub use build::{Setup, prompt_of_session};
-pub use error::AgentError;
+pub(crate) use build::{Setup, prompt_of_session};
+pub(crate) use error::AgentError;
 use permissions::Permissions;
 use serde_json::{Map, Value, json};
 use std::path::PathBuf;
@@ -41,7 +41,7 @@ use turn::CallEnd;
 
 /// What the loop reports while it works.
 #[derive(Debug, Clone)]
-pub enum AgentEvent {
+pub(crate) enum AgentEvent {
     TextDelta(String),
     ReasoningDelta(String),
     /// The current model call failed and is retried: text streamed since the call began is void.
@@ -97,7 +97,7 @@ pub enum AgentEvent {
 }
 
 /// The line that tells the user a model call is retried (its reason shown safely).
-pub fn retry_line(attempt: u32, wait: Duration, reason: &str) -> String {
+pub(crate) fn retry_line(attempt: u32, wait: Duration, reason: &str) -> String {
     format!(
         "model call failed ({}); retry {attempt} in {:.1} s",
         crate::visible::line(reason),
@@ -107,13 +107,13 @@ pub fn retry_line(attempt: u32, wait: Duration, reason: &str) -> String {
 
 /// The user's answer to a permission question.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Answer {
+pub(crate) enum Answer {
     Yes,
     Always,
     No,
 }
 
-pub trait Sink {
+pub(crate) trait Sink {
     fn event(&mut self, ev: AgentEvent);
     /// Asks the user; None when nobody can be asked (non-interactive run).
     fn ask(&mut self, req: &PermissionRequest) -> Option<Answer>;
@@ -139,7 +139,7 @@ pub trait Sink {
 
 /// Why a turn ended.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Stop {
+pub(crate) enum Stop {
     /// The model finished.
     EndTurn,
     /// The model hit its output limit.
@@ -166,7 +166,7 @@ pub enum Stop {
 
 impl Stop {
     /// The reason as `--json` and the sub-agent's metadata name it.
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             Stop::EndTurn => "end_turn",
             Stop::MaxTokens => "max_tokens",
@@ -185,7 +185,7 @@ impl Stop {
 
     /// What the user is told of a turn that looked finished but is not a whole answer
     /// (crush(1) EXIT STATUS).
-    pub fn problem(&self) -> Option<&'static str> {
+    pub(crate) fn problem(&self) -> Option<&'static str> {
         match self {
             Stop::ContentFilter => Some(
                 "the provider's content filter stopped the answer: what was shown is incomplete",
@@ -197,7 +197,7 @@ impl Stop {
 }
 
 #[derive(Debug, Clone)]
-pub struct TurnResult {
+pub(crate) struct TurnResult {
     pub stop: Stop,
     /// The text of the last assistant message of the turn.
     pub final_text: String,
@@ -205,7 +205,7 @@ pub struct TurnResult {
 }
 
 /// One agent working in one session: what it runs with, in four groups.
-pub struct Agent {
+pub(crate) struct Agent {
     pub model: ResolvedModel,
     pub system: String,
     /// The session's configuration: session-only commands from the bash tool change its runtime
@@ -219,7 +219,7 @@ pub struct Agent {
 }
 
 /// The session the agent works in and what travels with its prompts.
-pub struct SessionState {
+pub(crate) struct SessionState {
     /// The project's store, shared with whoever opened it (the REPL, a run, an editor session).
     pub store: Rc<Store>,
     pub id: String,
@@ -249,7 +249,7 @@ pub struct SessionState {
 
 /// Where the tools work and what they may touch.
 #[derive(Clone)]
-pub struct Workspace {
+pub(crate) struct Workspace {
     pub cwd: PathBuf,
     pub project_root: PathBuf,
     /// Where the file tools may go and what they may not write without asking
@@ -266,7 +266,7 @@ pub struct Workspace {
 }
 
 /// What the agent offers the model: its tools and what they draw on.
-pub struct Toolkit {
+pub(crate) struct Toolkit {
     pub tools: Vec<Box<dyn Tool>>,
     /// The MCP servers' tools (None: no MCP at all, as in a sub-agent).
     pub mcp: Option<McpTools>,
@@ -285,7 +285,7 @@ pub struct Toolkit {
 
 /// What the agent may do, how long it goes on, and who watches it.
 #[derive(Clone)]
-pub struct Policy {
+pub(crate) struct Policy {
     pub permissions: Permissions,
     pub retry: RetryPolicy,
     pub max_steps: usize,
@@ -303,7 +303,7 @@ pub struct Policy {
 
 /// The tools of the session's MCP servers as the agent offers them: rebuilt before a model call
 /// when the servers changed (one that was still starting joins at the next step).
-pub struct McpTools {
+pub(crate) struct McpTools {
     pub source: crate::tools::mcp::Mcp,
     tools: Vec<Box<dyn Tool>>,
     /// The manager generation `tools` was built at; None: rebuild.
@@ -318,7 +318,7 @@ pub struct McpTools {
 }
 
 impl McpTools {
-    pub fn new(source: crate::tools::mcp::Mcp, first_wait: Option<Duration>) -> McpTools {
+    pub(crate) fn new(source: crate::tools::mcp::Mcp, first_wait: Option<Duration>) -> McpTools {
         McpTools {
             source,
             tools: Vec::new(),
@@ -330,13 +330,13 @@ impl McpTools {
     }
 
     /// The manager of the servers.
-    pub fn manager(&self) -> &crate::mcp::Manager {
+    pub(crate) fn manager(&self) -> &crate::mcp::Manager {
         self.source.manager()
     }
 
     /// Adds servers from outside the configuration `cfg` (see `extra`); they start at once.
     /// Returns the configuration's warnings.
-    pub fn add_servers(
+    pub(crate) fn add_servers(
         &mut self,
         extra: Vec<crate::mcp::ServerSpec>,
         cfg: &crate::config::Loaded,
@@ -347,7 +347,7 @@ impl McpTools {
 
     /// The servers of `cfg` start (new or changed ones), stop (removed ones); the tools follow
     /// at the next step. Returns the configuration's warnings.
-    pub fn reconfigure(&mut self, cfg: &crate::config::Loaded) -> Vec<String> {
+    pub(crate) fn reconfigure(&mut self, cfg: &crate::config::Loaded) -> Vec<String> {
         let (mut specs, warnings) = crate::config::mcp::servers(cfg);
         specs.retain(|s| !self.extra.iter().any(|e| e.name == s.name));
         specs.extend(self.extra.iter().cloned());
@@ -362,7 +362,7 @@ impl McpTools {
 /// Messages a provider can be sent: parts it understands (attachments as text). The request
 /// builders pair tool calls
 /// with their results (`llm::history`), answering interrupted calls.
-pub fn history_for_model(stored: Vec<Message>) -> Vec<Message> {
+pub(crate) fn history_for_model(stored: Vec<Message>) -> Vec<Message> {
     let mut out: Vec<Message> = Vec::new();
     for m in stored {
         let parts: Vec<Part> = crate::llm::attachments_as_text(m.parts)
@@ -429,7 +429,7 @@ impl Agent {
     /// Claude Code's names for the tool `name` as crush offers it, where no session's tools are
     /// at hand (`crush hooks list --tool`, `crush hooks test`): a built-in tool's (the LSP ones
     /// and the fetch sub-agent's included), else an MCP tool's.
-    pub fn claude_names_of(name: &str) -> Vec<String> {
+    pub(crate) fn claude_names_of(name: &str) -> Vec<String> {
         let known = subagent::main_agent_tools(&[], None)
             .into_iter()
             .chain(crate::tools::lsp::Lsp::described())
@@ -444,7 +444,7 @@ impl Agent {
     }
 
     /// Every tool the session has, by name (the editor's replay of a stored session asks them).
-    pub fn tool_list(&self) -> Vec<&dyn Tool> {
+    pub(crate) fn tool_list(&self) -> Vec<&dyn Tool> {
         self.all_tools().collect()
     }
 
@@ -479,7 +479,7 @@ impl Agent {
     }
 
     /// Whether this agent is a sub-agent (runs the `agent` tool's task).
-    pub fn is_sub_agent(&self) -> bool {
+    pub(crate) fn is_sub_agent(&self) -> bool {
         self.session.parent.is_some()
     }
 
@@ -596,7 +596,7 @@ impl Agent {
     /// Fires SessionStart (`source`: "startup" for a new session, "resume" for a continued one).
     /// The hooks' context travels with the next prompt; `export` lines they write to
     /// `CLAUDE_ENV_FILE` reach the bash tool's commands.
-    pub fn session_start(&mut self, source: &str, sink: &mut dyn Sink) {
+    pub(crate) fn session_start(&mut self, source: &str, sink: &mut dyn Sink) {
         let mut req = self.hook_request(hooks::Event::SessionStart);
         req.fields.insert("source".into(), json!(source));
         req.fields
@@ -617,7 +617,7 @@ impl Agent {
 
     /// Fires SessionEnd (`reason`: Claude Code's `clear`, `resume`, `prompt_input_exit` or
     /// `other`). Hooks only observe it.
-    pub fn session_end(&mut self, reason: &str, sink: &mut dyn Sink) {
+    pub(crate) fn session_end(&mut self, reason: &str, sink: &mut dyn Sink) {
         let mut fields = Map::new();
         fields.insert("reason".into(), json!(reason));
         self.fire(hooks::Event::SessionEnd, None, fields, sink);

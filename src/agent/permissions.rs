@@ -24,7 +24,7 @@ enum Grant {
 }
 
 #[derive(Debug, Default, Clone)]
-pub struct Permissions {
+pub(crate) struct Permissions {
     pub yolo: bool,
     /// The auto approval mode (crush(1) SECURITY, sandbox): the project root, inside which the
     /// file tools write without asking; bash runs without asking (it is sandboxed).
@@ -39,7 +39,7 @@ pub struct Permissions {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Decision {
+pub(crate) enum Decision {
     Allowed,
     /// The user would have to be asked.
     Ask,
@@ -56,7 +56,7 @@ fn dir_of(p: &Path) -> PathBuf {
 }
 
 impl Permissions {
-    pub fn new(yolo: bool, allowed_tools: Vec<String>) -> Permissions {
+    pub(crate) fn new(yolo: bool, allowed_tools: Vec<String>) -> Permissions {
         Permissions {
             yolo,
             auto: None,
@@ -68,21 +68,21 @@ impl Permissions {
     }
 
     /// These permissions with Claude Code's rules.
-    pub fn with_claude(mut self, rules: std::sync::Arc<ClaudeRules>) -> Permissions {
+    pub(crate) fn with_claude(mut self, rules: std::sync::Arc<ClaudeRules>) -> Permissions {
         self.claude = rules;
         self
     }
 
     /// The deny rule of Claude Code's settings that refuses this call, whatever else allows it
     /// (`--yolo` included).
-    pub fn denied(&self, tool: &dyn Tool, input: &Value, cwd: &Path) -> Option<&Rule> {
+    pub(crate) fn denied(&self, tool: &dyn Tool, input: &Value, cwd: &Path) -> Option<&Rule> {
         self.claude
             .matching(Effect::Deny, &claude_names(tool), input, cwd)
     }
 
     /// `check`, with Claude Code's rules for this call: an ask rule asks unless `--yolo`; an
     /// allow rule allows what `check` would (not guarded files or crush's data).
-    pub fn check_call(
+    pub(crate) fn check_call(
         &self,
         req: &PermissionRequest,
         tool: &dyn Tool,
@@ -112,7 +112,7 @@ impl Permissions {
 
     /// Claude Code's name for how permissions are decided (a hook's `permission_mode`):
     /// `bypassPermissions` with `--yolo`, else `default`.
-    pub fn mode(&self) -> &'static str {
+    pub(crate) fn mode(&self) -> &'static str {
         if self.yolo {
             "bypassPermissions"
         } else {
@@ -120,7 +120,7 @@ impl Permissions {
         }
     }
 
-    pub fn check(&self, req: &PermissionRequest) -> Decision {
+    pub(crate) fn check(&self, req: &PermissionRequest) -> Decision {
         let file_granted = || {
             self.session
                 .iter()
@@ -171,7 +171,7 @@ impl Permissions {
     }
 
     /// "Always, for this session". A guarded file is granted alone; crush's own data never.
-    pub fn grant_for_session(&mut self, req: &PermissionRequest) {
+    pub(crate) fn grant_for_session(&mut self, req: &PermissionRequest) {
         let g = match req.zone {
             Zone::CrushData => return,
             Zone::Guarded => Grant::File(req.path.clone()),
@@ -188,7 +188,7 @@ impl Permissions {
 
     /// Lets the file tools write `file` (absolute and canonical, as the tools resolve it)
     /// without asking, for the rest of the session.
-    pub fn allow_file(&mut self, file: PathBuf) {
+    pub(crate) fn allow_file(&mut self, file: PathBuf) {
         let g = Grant::File(file);
         if !self.session.contains(&g) {
             self.session.push(g);
@@ -197,7 +197,7 @@ impl Permissions {
 
     /// How a user allows this call without being asked, for messages; what trust would change
     /// when the project's own permissions were skipped.
-    pub fn hint(&self, req: &PermissionRequest) -> String {
+    pub(crate) fn hint(&self, req: &PermissionRequest) -> String {
         let hint = Self::how_to_allow(req);
         match &self.untrusted_note {
             Some(note) => format!("{hint}; {note}"),

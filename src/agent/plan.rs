@@ -12,7 +12,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// What a planning session's system prompt gains.
-pub const PLAN_PROMPT: &str = "\n<plan_mode>\nYou are planning, not changing anything yet. \
+pub(crate) const PLAN_PROMPT: &str = "\n<plan_mode>\nYou are planning, not changing anything yet. \
 Investigate with the read-only tools you have: read the relevant files, search the code, look \
 up symbols. Do not try to edit files, run commands or fetch from the network; those tools are \
 not available until the user approves a plan. When you understand the task, answer with the \
@@ -21,11 +21,11 @@ verified, and any open question or risk. Your final message is the plan the user
 review.\n</plan_mode>\n";
 
 /// The `details` of the finish part of a plan's assistant message.
-pub const PLAN_MARK: &str = "crush:plan";
+pub(crate) const PLAN_MARK: &str = "crush:plan";
 
 /// Why a plan could not be written to `options.plans_directory`.
 #[derive(Debug)]
-pub enum PlanError {
+pub(crate) enum PlanError {
     Store(String),
     Write {
         path: PathBuf,
@@ -47,7 +47,7 @@ impl fmt::Display for PlanError {
 impl std::error::Error for PlanError {}
 
 /// The refusal of a call of `tool` while planning.
-pub fn refusal(tool: &dyn Tool) -> ToolOutput {
+pub(crate) fn refusal(tool: &dyn Tool) -> ToolOutput {
     ToolOutput::error(format!(
         "Plan mode: {} is not available while planning (only read-only tools are: it may change files, run commands or use the network). Keep investigating with the read-only tools and end with the plan; the user switches to coding once they approve it.",
         tool.name()
@@ -55,7 +55,7 @@ pub fn refusal(tool: &dyn Tool) -> ToolOutput {
 }
 
 /// The plans of a session, oldest first: the text of each assistant message marked as one.
-pub fn plans(messages: &[StoredMessage]) -> Vec<String> {
+pub(crate) fn plans(messages: &[StoredMessage]) -> Vec<String> {
     messages
         .iter()
         .filter(|m| m.role == Role::Assistant && is_plan(&m.parts))
@@ -82,7 +82,7 @@ fn text_of(parts: &[Part]) -> String {
 }
 
 /// The Markdown file of a plan in `dir`: the date and the session's short id.
-pub fn plan_file(dir: &Path, session_id: &str, date: &str) -> PathBuf {
+pub(crate) fn plan_file(dir: &Path, session_id: &str, date: &str) -> PathBuf {
     let short: String = session_id.chars().filter(|c| *c != '-').take(8).collect();
     dir.join(format!("{date}-{short}.md"))
 }
@@ -103,7 +103,7 @@ impl Agent {
     /// After a turn in plan mode that ended with an answer: marks its last assistant message
     /// as the plan and writes it to `options.plans_directory` when set. Returns the plan and
     /// the file written. None: no plan (not planning, or the turn did not end with one).
-    pub fn keep_plan(
+    pub(crate) fn keep_plan(
         &self,
         result: &TurnResult,
     ) -> Result<Option<(String, Option<PathBuf>)>, PlanError> {

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 /// Context files Crush reads by default, in the order they are considered.
-pub const DEFAULT_CONTEXT_PATHS: &[&str] = &[
+pub(crate) const DEFAULT_CONTEXT_PATHS: &[&str] = &[
     ".github/copilot-instructions.md",
     ".cursorrules",
     ".cursor/rules/",
@@ -34,19 +34,19 @@ pub(crate) const INTRO: &str = include_str!("default_prompt.md");
 /// inside the project (entries a project's files or the model set, and the default names, which
 /// are project files; crush(1) SECURITY). The user's own entries may point anywhere.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ContextEntry {
+pub(crate) struct ContextEntry {
     pub path: String,
     pub confined: bool,
 }
 
 impl ContextEntry {
-    pub fn project(path: &str) -> ContextEntry {
+    pub(crate) fn project(path: &str) -> ContextEntry {
         ContextEntry {
             path: path.to_string(),
             confined: true,
         }
     }
-    pub fn user(path: &str) -> ContextEntry {
+    pub(crate) fn user(path: &str) -> ContextEntry {
         ContextEntry {
             path: path.to_string(),
             confined: false,
@@ -58,7 +58,11 @@ impl ContextEntry {
 /// name order, deduplicated by path in first-seen order, missing ones skipped. A file of a
 /// confined entry whose real path (symbolic links followed) is outside `project_root` is left
 /// out and logged.
-pub fn context_files(cwd: &Path, project_root: &Path, entries: &[ContextEntry]) -> Vec<PathBuf> {
+pub(crate) fn context_files(
+    cwd: &Path,
+    project_root: &Path,
+    entries: &[ContextEntry],
+) -> Vec<PathBuf> {
     let root = project_root
         .canonicalize()
         .unwrap_or_else(|_| project_root.to_path_buf());
@@ -137,7 +141,7 @@ fn git_status(cwd: &Path) -> Option<String> {
     Some(lines.join("\n"))
 }
 
-pub struct PromptInputs<'a> {
+pub(crate) struct PromptInputs<'a> {
     pub cwd: &'a Path,
     pub project_root: &'a Path,
     /// Project context entries (defaults first, then the configured ones).
@@ -159,13 +163,13 @@ pub struct PromptInputs<'a> {
 /// assisted-by (the default; the deprecated `co_authored_by: true/false` means co-authored-by
 /// or none), and `generated_with` (default true).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Attribution {
+pub(crate) struct Attribution {
     pub trailer: Option<&'static str>,
     pub generated_with: bool,
 }
 
 impl Attribution {
-    pub fn from_config(v: &serde_json::Value) -> Attribution {
+    pub(crate) fn from_config(v: &serde_json::Value) -> Attribution {
         let style = v
             .get("trailer_style")
             .and_then(|s| s.as_str())
@@ -211,7 +215,7 @@ impl Attribution {
     }
 }
 
-pub fn system_prompt(inp: &PromptInputs) -> String {
+pub(crate) fn system_prompt(inp: &PromptInputs) -> String {
     let mut s = String::new();
     if let Some(p) = inp.prefix.filter(|p| !p.is_empty()) {
         s.push_str(p);
@@ -309,7 +313,7 @@ const PROMPT_FILE_LIMIT: u64 = 256 * 1024;
 
 /// Why the configured replacement of the system prompt cannot be used.
 #[derive(Debug)]
-pub enum PromptError {
+pub(crate) enum PromptError {
     /// Both `options.system_prompt` and `options.system_prompt_file` are set.
     Both { text_at: String, file_at: String },
     /// The file cannot be read.
@@ -356,7 +360,7 @@ impl std::error::Error for PromptError {}
 /// The prompt that replaces crush's default one: `options.system_prompt`, or the text of
 /// `options.system_prompt_file` (`~/` expanded, relative to the file that names it, or to the
 /// working directory when a flag or command set it); None when neither is set (crush(1) CONFIGURATION, System prompt).
-pub fn replacement(loaded: &crate::config::Loaded) -> Result<Option<String>, PromptError> {
+pub(crate) fn replacement(loaded: &crate::config::Loaded) -> Result<Option<String>, PromptError> {
     let opts = &loaded.config.options;
     match (&opts.system_prompt, &opts.system_prompt_file) {
         (Some(_), Some(_)) => Err(PromptError::Both {
@@ -404,7 +408,7 @@ fn read_prompt_file(path: &Path) -> Result<String, FileProblem> {
 
 /// Whether the environment, context files and skills follow the prompt
 /// (`options.system_prompt_environment`, default true).
-pub fn with_environment(loaded: &crate::config::Loaded) -> bool {
+pub(crate) fn with_environment(loaded: &crate::config::Loaded) -> bool {
     loaded
         .config
         .options
@@ -415,7 +419,10 @@ pub fn with_environment(loaded: &crate::config::Loaded) -> bool {
 /// The system prompt for `model` under the configuration `loaded` (its replacement prompt,
 /// context paths, the provider's prefix). A replacement that cannot be read was refused when
 /// the configuration was loaded; if it became unreadable since, the default is used.
-pub fn for_config(loaded: &crate::config::Loaded, model: &crate::config::ResolvedModel) -> String {
+pub(crate) fn for_config(
+    loaded: &crate::config::Loaded,
+    model: &crate::config::ResolvedModel,
+) -> String {
     let base = replacement(loaded).unwrap_or_else(|e| {
         crate::log::warn(&format!("{e}: the default system prompt is used"));
         None
@@ -457,7 +464,7 @@ pub fn for_config(loaded: &crate::config::Loaded, model: &crate::config::Resolve
 
 /// Whether the working directory has a context file the system prompt would include (the
 /// default names, and `extra`: the configured `options.context_paths`).
-pub fn has_context_file(cwd: &Path, extra: &[String]) -> bool {
+pub(crate) fn has_context_file(cwd: &Path, extra: &[String]) -> bool {
     let entries: Vec<ContextEntry> = DEFAULT_CONTEXT_PATHS
         .iter()
         .copied()
@@ -469,7 +476,7 @@ pub fn has_context_file(cwd: &Path, extra: &[String]) -> bool {
 
 /// The prompt of `/init` and `crush init`: explore the project and write `file` (a path)
 /// for the agents that will work in it.
-pub fn init_prompt(file: &str, notes: &str) -> String {
+pub(crate) fn init_prompt(file: &str, notes: &str) -> String {
     let mut p = format!(
         "Explore this project and write {file}: the instructions an AI coding agent needs to \
          work well in this repository. It goes into the system prompt of every later session.\n\
@@ -503,7 +510,7 @@ pub fn init_prompt(file: &str, notes: &str) -> String {
 
 /// The skills part of the system prompt: the `<available_skills>` listing (see
 /// `skills::Skills::prompt_listing`) and how to use it. Empty without skills.
-pub fn skills_section(listing: &str) -> String {
+pub(crate) fn skills_section(listing: &str) -> String {
     if listing.is_empty() {
         return String::new();
     }

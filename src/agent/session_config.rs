@@ -27,7 +27,7 @@ pub(super) struct Parts<'a> {
 
 /// Why a session-only command was not applied, or not wholly.
 #[derive(Debug)]
-pub enum SessionConfigError {
+pub(crate) enum SessionConfigError {
     /// A sub-agent has no configuration of its own.
     NoConfiguration,
     /// The command itself was refused (what the configuration says of it).
@@ -182,7 +182,10 @@ impl super::Agent {
     /// `/permissions allow grep` or `/model small p/m`): applied to the runtime layer, then the
     /// running agent is brought in line. Returns what to show the user. Nothing is written.
     ///
-    pub fn apply_user_command(&mut self, line: &str) -> Result<UserCommand, SessionConfigError> {
+    pub(crate) fn apply_user_command(
+        &mut self,
+        line: &str,
+    ) -> Result<UserCommand, SessionConfigError> {
         let cfg = self
             .config
             .as_mut()
@@ -216,7 +219,7 @@ impl super::Agent {
 
 /// What a user's session-only command did.
 #[derive(Debug, Clone, PartialEq)]
-pub struct UserCommand {
+pub(crate) struct UserCommand {
     pub text: String,
     pub large_changed: bool,
 }

@@ -24,11 +24,11 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 
 /// The tool's name, as Crush exposes it.
-pub const TOOL_NAME: &str = "agent";
+pub(crate) const TOOL_NAME: &str = "agent";
 
 /// The names of the tools the built-in sub-agent may use (`Tool::for_sub_agents`), if the
 /// parent has them: what an untrusted project's agent file may name.
-pub fn sub_agent_tool_names() -> Vec<String> {
+pub(crate) fn sub_agent_tool_names() -> Vec<String> {
     let mut names: Vec<String> = crate::tools::builtin()
         .into_iter()
         .chain(Lsp::described())
@@ -41,7 +41,7 @@ pub fn sub_agent_tool_names() -> Vec<String> {
 
 /// What the model sees of the `agent` tool. The agent loop runs it (it needs the store and the
 /// model, which tools do not get); `run` is never reached through the loop.
-pub struct AgentTool;
+pub(crate) struct AgentTool;
 
 impl Tool for AgentTool {
     fn name(&self) -> &'static str {
@@ -123,7 +123,10 @@ impl Tool for AgentTool {
 }
 
 /// `tools` with the `agent` tool added, kept sorted by name (unless it is disabled).
-pub fn with_agent_tool(mut tools: Vec<Box<dyn Tool>>, disabled: &[String]) -> Vec<Box<dyn Tool>> {
+pub(crate) fn with_agent_tool(
+    mut tools: Vec<Box<dyn Tool>>,
+    disabled: &[String],
+) -> Vec<Box<dyn Tool>> {
     if !disabled.iter().any(|d| d == TOOL_NAME) && !tools.iter().any(|t| t.name() == TOOL_NAME) {
         tools.push(Box::new(AgentTool));
         tools.sort_by(|a, b| a.name().cmp(b.name()));
@@ -144,7 +147,7 @@ fn all_builtin(lsp: Option<&Lsp>) -> Vec<Box<dyn Tool>> {
 
 /// The main agent's tools: the built-in ones (with the LSP ones), `agent` and `agentic_fetch`,
 /// sorted, without the disabled ones.
-pub fn main_agent_tools(disabled: &[String], lsp: Option<&Lsp>) -> Vec<Box<dyn Tool>> {
+pub(crate) fn main_agent_tools(disabled: &[String], lsp: Option<&Lsp>) -> Vec<Box<dyn Tool>> {
     let mut tools = with_agent_tool(all_builtin(lsp), disabled);
     tools.push(Box::new(super::fetch_agent::AgenticFetch));
     tools.push(Box::new(super::info::CrushInfo));
@@ -187,7 +190,7 @@ fn system_as(parent_system: &str, intro: &str) -> String {
 /// The agent files of the configuration's folders (crush(1) AGENTS), those whose model cannot
 /// be had under a parent on `active` (None: not checked) moved to the rejected; with the model
 /// each alias stands for, by agent name.
-pub fn custom_agents(
+pub(crate) fn custom_agents(
     loaded: &crate::config::Loaded,
     active: Option<&crate::config::ResolvedModel>,
 ) -> (crate::agents::Agents, Vec<(String, String)>) {

@@ -12,11 +12,11 @@ use crate::store::{NewMessage, StoredMessage};
 use crate::tools::PermissionRequest;
 
 /// Summarize once the context leaves less than this share of the window free.
-pub const SUMMARIZE_MARGIN_PERCENT: u64 = 20;
+pub(crate) const SUMMARIZE_MARGIN_PERCENT: u64 = 20;
 
 /// Whether `used` tokens of a `window`-token context call for a summary: the free space is at
 /// most `SUMMARIZE_MARGIN_PERCENT` of the window. An unknown window (0) never triggers.
-pub fn needs_summary(window: u64, used: u64) -> bool {
+pub(crate) fn needs_summary(window: u64, used: u64) -> bool {
     if window == 0 || used == 0 {
         return false;
     }
@@ -27,7 +27,7 @@ pub fn needs_summary(window: u64, used: u64) -> bool {
 
 /// With estimated usage, summarize only when the history (what a summary replaces) is at least
 /// this share of the window.
-pub const MIN_HISTORY_PERCENT: u64 = 25;
+pub(crate) const MIN_HISTORY_PERCENT: u64 = 25;
 
 /// Whether summarizing would free room: the context less `fixed` (the estimated system prompt
 /// and tools, which every call sends and no summary shrinks) is at least
@@ -35,12 +35,12 @@ pub const MIN_HISTORY_PERCENT: u64 = 25;
 /// it (a local model with 4 096 tokens, whose own count of crush's tool list is often far
 /// below four bytes a token) would otherwise be summarized at every turn; a call that does
 /// overflow is summarized and retried (crush(1) USAGE AND COST).
-pub fn history_worth_summarizing(window: u64, used: u64, fixed: u64) -> bool {
+pub(crate) fn history_worth_summarizing(window: u64, used: u64, fixed: u64) -> bool {
     used.saturating_sub(fixed) >= window / 100 * MIN_HISTORY_PERCENT
 }
 
 /// The system prompt of the summary call (the sections of Go Crush's summary prompt).
-pub const SUMMARY_SYSTEM: &str = "You are summarizing a coding session so that it can continue \
+pub(crate) const SUMMARY_SYSTEM: &str = "You are summarizing a coding session so that it can continue \
 in a fresh context. Write a summary that lets another assistant pick the work up exactly where \
 it stopped, without re-reading anything already done. Do not call tools. Use these sections:\n\
 \n\
@@ -52,10 +52,10 @@ functions, line numbers).\n\
 ## Exact Next Steps\nWhat to do next, in order.\n";
 
 /// The user message that asks for the summary.
-pub const SUMMARY_PROMPT: &str = "Provide a detailed summary of our conversation above.";
+pub(crate) const SUMMARY_PROMPT: &str = "Provide a detailed summary of our conversation above.";
 
 /// The summary request, with the session's task list when it has one (as Go Crush asks).
-pub fn summary_prompt(todos: &[crate::tools::todos::Todo]) -> String {
+pub(crate) fn summary_prompt(todos: &[crate::tools::todos::Todo]) -> String {
     let mut s = SUMMARY_PROMPT.to_string();
     if !todos.is_empty() {
         s.push_str("\n\n## Current Todo List\n\n");
@@ -74,14 +74,17 @@ pub fn summary_prompt(todos: &[crate::tools::todos::Todo]) -> String {
 const SUMMARY_HEADER: &str = "This session continues an earlier conversation, summarized here:\n\n";
 
 /// The user message that carries an interrupted request on after a summary (Crush's wording).
-pub fn carry_on_prompt(original: &str) -> String {
+pub(crate) fn carry_on_prompt(original: &str) -> String {
     format!(
         "The previous session was interrupted because it got too long, the initial user request was: `{original}`"
     )
 }
 
 /// The messages to send the model: from the latest summary on (the summary as a user message).
-pub fn history_since_summary(stored: Vec<StoredMessage>, summary_id: Option<&str>) -> Vec<Message> {
+pub(crate) fn history_since_summary(
+    stored: Vec<StoredMessage>,
+    summary_id: Option<&str>,
+) -> Vec<Message> {
     let start = summary_id
         .and_then(|id| stored.iter().position(|m| m.id == id))
         .unwrap_or(0);
@@ -105,7 +108,7 @@ pub fn history_since_summary(stored: Vec<StoredMessage>, summary_id: Option<&str
 
 /// A summary that was written and stored.
 #[derive(Debug, Clone)]
-pub struct Summary {
+pub(crate) struct Summary {
     pub text: String,
     /// USD; None when unpriced.
     pub cost: Option<f64>,
@@ -202,7 +205,7 @@ impl Agent {
 
     /// Asks the model for a summary of the session (history from the last summary on) and
     /// stores it with its usage; later turns start from it. What `/compact` runs.
-    pub fn summarize(&mut self, sink: &mut dyn Sink) -> Result<Summary, AgentError> {
+    pub(crate) fn summarize(&mut self, sink: &mut dyn Sink) -> Result<Summary, AgentError> {
         self.summarize_with(sink, false, "manual")
     }
 
@@ -350,7 +353,7 @@ fn shrink_text(text: &mut String) {
 
 /// Cuts long texts and tool results to their head and tail (for summarizing a history that no
 /// longer fits the model's window).
-pub fn shrink_history(history: &mut [Message]) {
+pub(crate) fn shrink_history(history: &mut [Message]) {
     for m in history {
         for p in &mut m.parts {
             match p {

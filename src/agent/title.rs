@@ -4,11 +4,11 @@
 
 use crate::config::ResolvedModel;
 /// The title a session has until its first prompt has passed the UserPromptSubmit hooks.
-pub const PLACEHOLDER: &str = "Untitled Session";
+pub(crate) const PLACEHOLDER: &str = "Untitled Session";
 
 /// A title from the first words of a prompt (at most 50 characters), or `fallback` when the
 /// prompt has none.
-pub fn from_prompt(prompt: &str, fallback: &str) -> String {
+pub(crate) fn from_prompt(prompt: &str, fallback: &str) -> String {
     let line = prompt.split_whitespace().collect::<Vec<_>>().join(" ");
     let mut t: String = line.chars().take(50).collect();
     if line.chars().count() > 50 {
@@ -25,7 +25,7 @@ use crate::llm::{self, ChatRequest, FinishReason, Message, RetryPolicy, Usage};
 use crate::store::UsageRecord;
 
 /// Output cap of the title call, in tokens (Go Crush uses 40).
-pub const MAX_TOKENS: u32 = 40;
+pub(crate) const MAX_TOKENS: u32 = 40;
 
 /// Longest title kept, in characters.
 const MAX_CHARS: usize = 80;
@@ -35,7 +35,7 @@ assistant. Reply with the title only: at most 8 words, in the language of the us
 no quotes, no trailing punctuation, no explanation. /no_think";
 
 /// The title request for the user's first prompt.
-pub fn request(model: &ResolvedModel, prompt: &str) -> ChatRequest {
+pub(crate) fn request(model: &ResolvedModel, prompt: &str) -> ChatRequest {
     // Long prompts (pasted logs, files) add cost, not information.
     let excerpt: String = prompt.chars().take(2000).collect();
     ChatRequest {
@@ -53,7 +53,7 @@ pub fn request(model: &ResolvedModel, prompt: &str) -> ChatRequest {
 
 /// The title from the model's raw answer: `<think>` blocks and stray tags removed, newlines
 /// folded, quotes and trailing punctuation trimmed, capped. None when nothing usable is left.
-pub fn clean(raw: &str) -> Option<String> {
+pub(crate) fn clean(raw: &str) -> Option<String> {
     let mut s = raw.to_string();
     while let Some(start) = s.find("<think>") {
         match s[start..].find("</think>") {
@@ -95,7 +95,7 @@ pub fn clean(raw: &str) -> Option<String> {
 
 /// What one title call produced.
 #[derive(Debug, Clone)]
-pub struct Generated {
+pub(crate) struct Generated {
     /// None: the call failed or the answer was unusable; use the fallback.
     pub title: Option<String>,
     /// The call's usage row, when the model answered (its tokens were spent either way).
@@ -107,7 +107,7 @@ pub struct Generated {
 /// When a side request (the title) may leave, relative to the turn it belongs to
 /// (crush(1) CONFIGURATION, side_requests).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SideTiming {
+pub(crate) enum SideTiming {
     /// With the turn: another server or model answers it.
     Now,
     /// Once the turn's first model call has finished: the same model is not asked twice at once.
@@ -119,7 +119,11 @@ pub enum SideTiming {
 
 /// When the title call to `side` may go out while `main` runs the turn; `setting` is
 /// `options.side_requests` (`after` or `concurrent`).
-pub fn timing(main: &ResolvedModel, side: &ResolvedModel, setting: Option<&str>) -> SideTiming {
+pub(crate) fn timing(
+    main: &ResolvedModel,
+    side: &ResolvedModel,
+    setting: Option<&str>,
+) -> SideTiming {
     let local = crate::net::is_local_url(&side.provider.endpoint.base_url);
     match setting {
         Some("after") => SideTiming::AfterTurn,
@@ -132,7 +136,7 @@ pub fn timing(main: &ResolvedModel, side: &ResolvedModel, setting: Option<&str>)
 }
 
 /// Runs the title call (blocking; meant for a worker thread).
-pub fn generate(model: &ResolvedModel, prompt: &str, policy: &RetryPolicy) -> Generated {
+pub(crate) fn generate(model: &ResolvedModel, prompt: &str, policy: &RetryPolicy) -> Generated {
     let req = request(model, prompt);
     match llm::complete(&model.provider.endpoint, &req, policy) {
         Err(e) => Generated {
@@ -166,7 +170,7 @@ pub fn generate(model: &ResolvedModel, prompt: &str, policy: &RetryPolicy) -> Ge
 /// `config`), `unpriced` when the model has no price (flat-rate providers included), or
 /// `unknown_usage` when a priced model's call reported no usage: the cost is NULL in the last
 /// two cases, never a made-up $0.
-pub fn usage_record(model: &ResolvedModel, usage: Option<Usage>) -> UsageRecord {
+pub(crate) fn usage_record(model: &ResolvedModel, usage: Option<Usage>) -> UsageRecord {
     let cost = usage.as_ref().and_then(|u| model.cost(u));
     let source = model.price_source();
     UsageRecord {

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 /// The transcripts of one agent's sessions.
 #[derive(Debug, Clone)]
-pub struct Transcript {
+pub(crate) struct Transcript {
     dir: PathBuf,
     /// A sub-agent's transcript (`isSidechain`).
     sidechain: bool,
@@ -23,7 +23,7 @@ pub struct Transcript {
 
 impl Transcript {
     /// Transcripts in `<data dir>/transcripts`.
-    pub fn new(data_dir: &Path, sidechain: bool) -> Transcript {
+    pub(crate) fn new(data_dir: &Path, sidechain: bool) -> Transcript {
         Transcript {
             dir: data_dir.join("transcripts"),
             sidechain,
@@ -32,7 +32,7 @@ impl Transcript {
     }
 
     /// A sub-agent's transcripts, next to this one's.
-    pub fn for_sub_agent(&self) -> Transcript {
+    pub(crate) fn for_sub_agent(&self) -> Transcript {
         Transcript {
             dir: self.dir.clone(),
             sidechain: true,
@@ -41,13 +41,13 @@ impl Transcript {
     }
 
     /// The file of `session_id`.
-    pub fn path(&self, session_id: &str) -> PathBuf {
+    pub(crate) fn path(&self, session_id: &str) -> PathBuf {
         self.dir.join(format!("{session_id}.jsonl"))
     }
 
     /// Appends the messages of `session_id` not yet in its file; the first time in this process
     /// the file is written whole. A failure is logged: hooks then read an older transcript.
-    pub fn sync(&self, store: &Store, session_id: &str, cwd: &Path, tools: &[&dyn Tool]) {
+    pub(crate) fn sync(&self, store: &Store, session_id: &str, cwd: &Path, tools: &[&dyn Tool]) {
         if session_id.is_empty() {
             return;
         }

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 /// How many times in a row a Stop hook may make the agent continue, by default
 /// (`options.max_stop_blocks`).
-pub const MAX_STOP_BLOCKS: usize = 20;
+pub(super) const MAX_STOP_BLOCKS: usize = 20;
 
 /// Loop detection: the same calls with the same results more than `LOOP_REPEATS` times within
 /// the last `LOOP_WINDOW` steps ends the turn (Go Crush's numbers).
@@ -80,7 +80,7 @@ fn step_signature(assistant: &Message, results: &Message) -> u64 {
 
 impl Agent {
     /// Runs one turn for `prompt`, starting from the session's stored history.
-    pub fn run_turn(
+    pub(crate) fn run_turn(
         &mut self,
         prompt: &str,
         sink: &mut dyn Sink,
@@ -90,7 +90,7 @@ impl Agent {
 
     /// [`run_turn`](Self::run_turn) with files attached to the prompt (`Part::Binary`, stored
     /// after its text as Go Crush stores attachments).
-    pub fn run_turn_with(
+    pub(crate) fn run_turn_with(
         &mut self,
         prompt: &str,
         attachments: Vec<Part>,

@@ -11,13 +11,13 @@ use crate::skills::walk::read_text;
 use std::path::{Path, PathBuf};
 
 /// Files read per folder; the rest are listed as rejected.
-pub const MAX_FILES: usize = 200;
+pub(crate) const MAX_FILES: usize = 200;
 /// The largest agent file read.
-pub const MAX_FILE_BYTES: u64 = 256 * 1024;
+pub(crate) const MAX_FILE_BYTES: u64 = 256 * 1024;
 
 /// Where an agent file was found, in the order folders are searched (the first wins a name).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Origin {
+pub(crate) enum Origin {
     Project,
     ClaudeProject,
     User,
@@ -25,7 +25,7 @@ pub enum Origin {
 }
 
 impl Origin {
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Origin::Project => "project",
             Origin::ClaudeProject => "project (Claude Code)",
@@ -40,7 +40,7 @@ impl Origin {
 
 /// The model an agent runs on.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ModelChoice {
+pub(crate) enum ModelChoice {
     /// The parent's model (`inherit`, or no `model`).
     Inherit,
     /// The catalog's current model of a family (`sonnet`, `opus`, `haiku`) for the provider.
@@ -61,7 +61,7 @@ impl std::fmt::Display for ModelChoice {
 
 /// One usable agent.
 #[derive(Debug, Clone, PartialEq)]
-pub struct AgentDef {
+pub(crate) struct AgentDef {
     pub name: String,
     pub description: String,
     /// None: the default sub-agent's tools.
@@ -78,7 +78,7 @@ pub struct AgentDef {
 
 /// Why an agent file is not used.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Reason {
+pub(crate) enum Reason {
     Unreadable(String),
     Frontmatter(String),
     MissingField(&'static str),
@@ -120,7 +120,7 @@ impl std::fmt::Display for Reason {
 
 /// Why an agent's model cannot be had.
 #[derive(Debug, Clone, PartialEq)]
-pub enum ModelProblem {
+pub(crate) enum ModelProblem {
     /// The active provider lists no model of the family.
     NoFamily { family: String, provider: String },
     /// `provider/model` names no model crush can call.
@@ -183,7 +183,7 @@ fn of_family(id: &str, family: &str) -> bool {
 
 /// The newest model of `family` (`sonnet`, `opus`, `haiku`) among `models`: the highest
 /// version, then the shortest id (a plain model before its `-fast` or `-think` variant).
-pub fn newest_of_family<'m>(
+pub(crate) fn newest_of_family<'m>(
     family: &str,
     models: &'m [crate::config::Model],
 ) -> Option<&'m crate::config::Model> {
@@ -200,7 +200,7 @@ pub fn newest_of_family<'m>(
 
 /// The model an agent whose frontmatter says `choice` runs on, when its parent runs on
 /// `active` under `loaded`: None to inherit the parent's (crush(1) AGENTS).
-pub fn resolve_model(
+pub(crate) fn resolve_model(
     choice: &ModelChoice,
     active: &crate::config::ResolvedModel,
     loaded: &crate::config::Loaded,
@@ -236,7 +236,7 @@ pub fn resolve_model(
 }
 
 /// Moves the agents whose model cannot be had under a parent on `active` to the rejected.
-pub fn check_models(
+pub(crate) fn check_models(
     found: &mut Agents,
     active: &crate::config::ResolvedModel,
     loaded: &crate::config::Loaded,
@@ -260,7 +260,7 @@ pub fn check_models(
 /// The agent files of the configuration's folders under its trust (crush(1) AGENTS): a
 /// project's files may widen only when the user trusted what the project defines, or for
 /// this run.
-pub fn for_config(loaded: &crate::config::Loaded, default_tools: &[&str]) -> Agents {
+pub(crate) fn for_config(loaded: &crate::config::Loaded, default_tools: &[&str]) -> Agents {
     let t = &loaded.trust;
     let policy = Policy {
         project_trusted: t.trusted_once || (t.trusted && !t.items.is_empty()),
@@ -282,7 +282,7 @@ pub fn for_config(loaded: &crate::config::Loaded, default_tools: &[&str]) -> Age
 
 /// A file that is not used, and why.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Rejected {
+pub(crate) struct Rejected {
     pub path: PathBuf,
     pub origin: Origin,
     pub name: Option<String>,
@@ -291,7 +291,7 @@ pub struct Rejected {
 
 /// What discovery found.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Agents {
+pub(crate) struct Agents {
     pub agents: Vec<AgentDef>,
     pub rejected: Vec<Rejected>,
 }
@@ -299,7 +299,7 @@ pub struct Agents {
 impl Agents {
     /// `crush agents list` and `/agents`: each agent with its origin, tools and model (`models`:
     /// the model an agent's alias stands for, by name), then each file not used and why.
-    pub fn list_text(&self, models: &[(String, String)]) -> String {
+    pub(crate) fn list_text(&self, models: &[(String, String)]) -> String {
         let mut out = String::new();
         for a in &self.agents {
             out.push_str(&format!("{}  [{}]  active\n", a.name, a.origin.label()));
@@ -337,7 +337,7 @@ impl Agents {
     }
 
     /// `crush agents list --json`: one object per file, used or not.
-    pub fn list_json(&self, models: &[(String, String)]) -> serde_json::Value {
+    pub(crate) fn list_json(&self, models: &[(String, String)]) -> serde_json::Value {
         use serde_json::json;
         let mut items: Vec<serde_json::Value> = self
             .agents
@@ -374,7 +374,11 @@ impl Agents {
 }
 
 /// The four folders, in search order.
-pub fn folders(project_root: &Path, config_dir: &Path, home: &Path) -> Vec<(PathBuf, Origin)> {
+pub(crate) fn folders(
+    project_root: &Path,
+    config_dir: &Path,
+    home: &Path,
+) -> Vec<(PathBuf, Origin)> {
     let [crush, claude] = crate::config::trust::PROJECT_AGENT_DIRS;
     vec![
         (project_root.join(crush), Origin::Project),
@@ -386,7 +390,7 @@ pub fn folders(project_root: &Path, config_dir: &Path, home: &Path) -> Vec<(Path
 
 /// What a project's agent file may ask for (crush(1) AGENTS).
 #[derive(Debug, Clone, Default)]
-pub struct Policy<'a> {
+pub(crate) struct Policy<'a> {
     /// The user trusted what the project defines (or passed --trust): its agents may widen.
     pub project_trusted: bool,
     /// The default sub-agent's tools: the most an untrusted project's agent may name.
@@ -397,7 +401,7 @@ pub struct Policy<'a> {
 }
 
 /// Reads the agent files of `folders` under `policy`.
-pub fn discover(folders: &[(PathBuf, Origin)], policy: &Policy) -> Agents {
+pub(crate) fn discover(folders: &[(PathBuf, Origin)], policy: &Policy) -> Agents {
     let mut out = Agents::default();
     for (dir, origin) in folders {
         let Ok(rd) = std::fs::read_dir(dir) else {

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 /// Credentials, where they came from (for messages), and when they expire (Unix seconds).
 #[derive(Clone, Debug)]
-pub struct Resolved {
+pub(crate) struct Resolved {
     pub creds: Credentials,
     pub source: String,
     pub expires: Option<i64>,
@@ -26,7 +26,7 @@ pub struct Resolved {
 /// Why no credentials could be had. `refreshable`: signing in again (`aws sso login`, the
 /// provider's `aws_auth_refresh`) may fix it.
 #[derive(Clone, Debug, PartialEq)]
-pub struct CredError {
+pub(crate) struct CredError {
     pub message: String,
     pub refreshable: bool,
 }
@@ -48,7 +48,7 @@ impl CredError {
 
 /// How long the outside helpers may take.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// A profile's `credential_process`.
     pub process: Duration,
     /// One HTTP call (the SSO portal, a container's credentials endpoint).
@@ -96,7 +96,7 @@ fn credentials_file() -> PathBuf {
 }
 
 /// The profile in use: `AWS_PROFILE`, else `AWS_DEFAULT_PROFILE`, else `default`.
-pub fn profile_name() -> String {
+pub(crate) fn profile_name() -> String {
     var("AWS_PROFILE")
         .or_else(|| var("AWS_DEFAULT_PROFILE"))
         .unwrap_or_else(|| "default".into())
@@ -104,7 +104,7 @@ pub fn profile_name() -> String {
 
 /// Whether anything that can give credentials is set up (the variables, a profile, the shared
 /// files): a catalog Bedrock provider is offered only then. Looks at files without reading them.
-pub fn configured() -> bool {
+pub(crate) fn configured() -> bool {
     [
         "AWS_BEARER_TOKEN_BEDROCK",
         "AWS_PROFILE",
@@ -208,7 +208,7 @@ fn load_profile(name: &str) -> Option<Profile> {
 }
 
 /// The region: `AWS_REGION`, else `AWS_DEFAULT_REGION`, else the profile's `region`.
-pub fn region() -> Option<String> {
+pub(crate) fn region() -> Option<String> {
     var("AWS_REGION")
         .or_else(|| var("AWS_DEFAULT_REGION"))
         .or_else(|| {
@@ -224,12 +224,12 @@ fn cache() -> &'static Mutex<HashMap<String, Resolved>> {
 }
 
 /// Drops the credentials kept so far: the next `resolve` looks again.
-pub fn forget() {
+pub(crate) fn forget() {
     cache().lock().unwrap_or_else(|e| e.into_inner()).clear();
 }
 
 /// The credentials to sign with now.
-pub fn resolve(limits: &Limits) -> Result<Resolved, CredError> {
+pub(crate) fn resolve(limits: &Limits) -> Result<Resolved, CredError> {
     if let (Some(id), Some(secret)) = (var("AWS_ACCESS_KEY_ID"), var("AWS_SECRET_ACCESS_KEY")) {
         return Ok(Resolved {
             creds: Credentials {
@@ -414,7 +414,7 @@ fn first_line(s: &str) -> String {
 
 /// The endpoint of an AWS service: `AWS_ENDPOINT_URL_<SERVICE>`, else `AWS_ENDPOINT_URL`, else
 /// `default` (AWS's own way to point its tools elsewhere).
-pub fn endpoint_override(service_env: &str) -> Option<String> {
+pub(crate) fn endpoint_override(service_env: &str) -> Option<String> {
     var(&format!("AWS_ENDPOINT_URL_{service_env}")).or_else(|| var("AWS_ENDPOINT_URL"))
 }
 

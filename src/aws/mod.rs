@@ -2,22 +2,22 @@
 //! framing Bedrock streams replies in, and where credentials and the region come from. It knows
 //! no model and no dialect: `llm::bedrock` builds on it.
 
-pub mod credentials;
+pub(crate) mod credentials;
 pub mod eventstream;
 pub mod sigv4;
 
 use crate::sha256;
 
-pub use credentials::{CredError, Limits};
+pub(crate) use credentials::{CredError, Limits};
 
 /// `YYYYMMDDTHHMMSSZ` (UTC) for Unix seconds `secs`, as SigV4 dates requests.
-pub fn amz_date(secs: i64) -> String {
+pub(crate) fn amz_date(secs: i64) -> String {
     crate::time::rfc3339_secs(secs).replace(['-', ':'], "")
 }
 
 /// How a Bedrock provider authenticates and where its requests go.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// Used when nothing names a region (`us-east-1`; `eu-west-1` for `bedrock-europe`).
     pub default_region: String,
     /// The credentials of the environment and the profile may be sent: the URL is AWS's own, or
@@ -36,13 +36,13 @@ pub struct Settings {
 impl Settings {
     /// The region calls go to: `AWS_REGION`, `AWS_DEFAULT_REGION`, the profile's, else the
     /// default.
-    pub fn region(&self) -> String {
+    pub(crate) fn region(&self) -> String {
         credentials::region().unwrap_or_else(|| self.default_region.clone())
     }
 }
 
 /// Whether `url` is an AWS endpoint (`*.amazonaws.com`, `*.amazonaws.com.cn`, `*.api.aws`).
-pub fn is_aws_url(url: &str) -> bool {
+pub(crate) fn is_aws_url(url: &str) -> bool {
     let (host, _, _) = sigv4::split_url(url);
     let host = host.rsplit_once(':').map_or(host.as_str(), |(h, p)| {
         if p.bytes().all(|b| b.is_ascii_digit()) {

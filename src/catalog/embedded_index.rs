@@ -2,7 +2,7 @@
 //! embedded catalog is read without a scan. Written by the test `the_embedded_index_is_current`,
 //! which fails when the snapshot changes.
 
-pub const ROWS: &[[usize; 4]] = &[
+pub(super) const ROWS: &[[usize; 4]] = &[
     [1, 4525, 236, 4524],
     [4526, 13511, 4727, 13510],
     [13512, 16953, 13753, 16952],

@@ -14,11 +14,11 @@
 //! - `crush update-providers [SOURCE]` ([`update_providers`]) writes the cache on demand.
 
 mod embedded_index;
-pub mod schema;
+pub(crate) mod schema;
 mod split;
-pub mod store;
+pub(crate) mod store;
 
-pub use schema::{Model, Provider, ProviderType};
+pub(crate) use schema::{Model, Provider, ProviderType};
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -26,21 +26,21 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// The snapshot compiled into the binary (Catwalk, MIT: see `catwalk-LICENSE` beside it).
-pub const EMBEDDED: &[u8] = include_bytes!("catwalk-providers.json");
+pub(crate) const EMBEDDED: &[u8] = include_bytes!("catwalk-providers.json");
 
-pub const DEFAULT_URL: &str = "https://catwalk.charm.land";
+pub(crate) const DEFAULT_URL: &str = "https://catwalk.charm.land";
 /// How long a successful check is trusted before the next start asks the server again.
-pub const TTL: Duration = Duration::from_secs(24 * 60 * 60);
+pub(crate) const TTL: Duration = Duration::from_secs(24 * 60 * 60);
 /// How long after a failed check the next start tries again.
-pub const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(60 * 60);
+pub(crate) const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(60 * 60);
 /// The most a start waits on the catalog server.
-pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(2);
+pub(crate) const STARTUP_TIMEOUT: Duration = Duration::from_secs(2);
 /// The most `crush update-providers` waits (the user asked for it).
-pub const UPDATE_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const UPDATE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Where the catalog comes from and whether the network may be used.
 #[derive(Clone, Debug)]
-pub struct Settings {
+pub(crate) struct Settings {
     pub auto_update: bool,
     /// Catwalk base URL (`$CATWALK_URL` or [`DEFAULT_URL`]).
     pub base_url: String,
@@ -60,7 +60,7 @@ impl Settings {
     /// From the environment; `disabled_by_config` is `options.disable_provider_auto_update`.
     /// `CRUSH_CATALOG_TIMEOUT_MS` and `CRUSH_CATALOG_TTL` (seconds, 0 = check on every start)
     /// override the defaults.
-    pub fn from_env(disabled_by_config: bool) -> Settings {
+    pub(crate) fn from_env(disabled_by_config: bool) -> Settings {
         let timeout = env_nonempty("CRUSH_CATALOG_TIMEOUT_MS")
             .and_then(|v| v.trim().parse::<u64>().ok())
             .map(Duration::from_millis)
@@ -82,7 +82,7 @@ impl Settings {
     }
 
     /// `{base_url}/v2/providers`.
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         providers_url(&self.base_url)
     }
 }
@@ -93,7 +93,7 @@ fn providers_url(base: &str) -> String {
 
 /// Where the catalog in use came from.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Origin {
+pub(crate) enum Origin {
     Embedded,
     Cache(PathBuf),
     Downloaded(String),
@@ -110,7 +110,7 @@ impl fmt::Display for Origin {
 }
 
 #[derive(Clone, Debug)]
-pub struct Catalog {
+pub(crate) struct Catalog {
     pub providers: Vec<Provider>,
     pub origin: Origin,
 }
@@ -130,7 +130,7 @@ fn with_hyper(mut catalog: Catalog) -> Catalog {
 }
 
 /// The embedded snapshot, decoded.
-pub fn embedded() -> Catalog {
+pub(crate) fn embedded() -> Catalog {
     // The snapshot is checked by a unit test; an empty list is the worst a broken build can do.
     let index = split::from_rows(embedded_index::ROWS);
     let providers = schema::parse_static(EMBEDDED, Some(index)).unwrap_or_default();
@@ -143,21 +143,21 @@ pub fn embedded() -> Catalog {
 /// The catalog of a configuration: decoded on first use (see the module docs), then kept and
 /// shared by every clone. Warnings go to stderr, one line each.
 #[derive(Clone, Debug, Default)]
-pub struct Lazy {
+pub(crate) struct Lazy {
     /// None: the embedded copy, no network (a configuration built in code).
     settings: Option<Settings>,
     cell: Arc<OnceLock<Catalog>>,
 }
 
 impl Lazy {
-    pub fn new(settings: Settings) -> Lazy {
+    pub(crate) fn new(settings: Settings) -> Lazy {
         Lazy {
             settings: Some(settings),
             cell: Arc::default(),
         }
     }
 
-    pub fn get(&self) -> &Catalog {
+    pub(crate) fn get(&self) -> &Catalog {
         self.cell.get_or_init(|| {
             let Some(settings) = &self.settings else {
                 return with_hyper(embedded());
@@ -184,7 +184,7 @@ impl Lazy {
 /// The user's models first, then the catalog's (deduplicated by id). A user model with the id of
 /// a catalog model keeps what the user set and takes the rest (prices when the user gave none,
 /// name, context window, output budget) from the catalog.
-pub fn merge_models(user: &[Model], catalog: &[Model]) -> Vec<Model> {
+pub(crate) fn merge_models(user: &[Model], catalog: &[Model]) -> Vec<Model> {
     let mut out: Vec<Model> = Vec::with_capacity(user.len() + catalog.len());
     for u in user {
         let mut m = u.clone();
@@ -244,7 +244,7 @@ fn read_cache(dir: &Path, warnings: &mut Vec<String>) -> Option<Catalog> {
 }
 
 /// Loads the catalog per `settings`; returns it with the warnings to show.
-pub fn load(settings: &Settings) -> (Catalog, Vec<String>) {
+pub(crate) fn load(settings: &Settings) -> (Catalog, Vec<String>) {
     let mut warnings = Vec::new();
     let cached = read_cache(&settings.dir, &mut warnings);
     if !settings.auto_update {
@@ -319,7 +319,7 @@ pub fn load(settings: &Settings) -> (Catalog, Vec<String>) {
 
 /// A failure of `crush update-providers`; the cache is left as it was.
 #[derive(Debug)]
-pub enum UpdateError {
+pub(crate) enum UpdateError {
     /// The source could not be read or is not a catalog (exit 2).
     Input(String),
     /// Network or disk trouble (exit 1).
@@ -336,7 +336,7 @@ impl fmt::Display for UpdateError {
 
 /// `crush update-providers [SOURCE]` with the environment's settings and a 30 s limit
 /// (`CRUSH_CATALOG_TIMEOUT_MS` overrides it).
-pub fn update_providers_command(arg: Option<&str>) -> Result<String, UpdateError> {
+pub(crate) fn update_providers_command(arg: Option<&str>) -> Result<String, UpdateError> {
     let mut settings = Settings::from_env(false);
     if env_nonempty("CRUSH_CATALOG_TIMEOUT_MS").is_none() {
         settings.timeout = UPDATE_TIMEOUT;
@@ -346,7 +346,7 @@ pub fn update_providers_command(arg: Option<&str>) -> Result<String, UpdateError
 
 /// What `update-providers SOURCE` reads.
 #[derive(Clone, Debug, PartialEq)]
-pub enum UpdateSource {
+pub(crate) enum UpdateSource {
     Embedded,
     Url(String),
     File(PathBuf),
@@ -355,7 +355,7 @@ pub enum UpdateSource {
 impl UpdateSource {
     /// No argument: the default URL; `embedded`; `http(s)://` base URL (+ `/v2/providers`), or
     /// a URL ending in `.json`, fetched as is; anything else is a local file.
-    pub fn parse(arg: Option<&str>, settings: &Settings) -> UpdateSource {
+    pub(crate) fn parse(arg: Option<&str>, settings: &Settings) -> UpdateSource {
         match arg {
             None => UpdateSource::Url(settings.url()),
             Some("embedded") => UpdateSource::Embedded,
@@ -374,7 +374,10 @@ impl UpdateSource {
 
 /// `crush update-providers [SOURCE]`: validates the source and replaces the cache atomically.
 /// Returns the line to print.
-pub fn update_providers(arg: Option<&str>, settings: &Settings) -> Result<String, UpdateError> {
+pub(crate) fn update_providers(
+    arg: Option<&str>,
+    settings: &Settings,
+) -> Result<String, UpdateError> {
     let source = UpdateSource::parse(arg, settings);
     let (bytes, meta, from) = match &source {
         UpdateSource::Embedded => (

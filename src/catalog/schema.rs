@@ -97,7 +97,7 @@ open_enum! {
 /// One provider of the catalog.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct Provider {
+pub(crate) struct Provider {
     pub name: String,
     pub id: ProviderId,
     /// Usually an environment template such as `$ANTHROPIC_API_KEY`.
@@ -124,7 +124,7 @@ pub struct Provider {
 /// cache-read price.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct Model {
+pub(crate) struct Model {
     pub id: String,
     pub name: Option<String>,
     pub cost_per_1m_in: Option<f64>,
@@ -154,7 +154,7 @@ pub struct Model {
 impl Model {
     /// Where the context window came from, for `crush models`: catalog, server, config,
     /// fallback, or unknown (no window).
-    pub fn window_from(&self) -> &'static str {
+    pub(crate) fn window_from(&self) -> &'static str {
         match (self.context_window, self.window_source) {
             (0, _) => "unknown",
             (_, Some(s)) => s,
@@ -215,7 +215,7 @@ impl From<CatwalkModel> for Model {
 /// downloaded catalog is checked whole before it is used or saved ([`parse`]), so only a
 /// cache altered by hand can get there.
 #[derive(Default)]
-pub struct Models {
+pub(crate) struct Models {
     /// The JSON array as the catalog sent it; None when built in code.
     raw: Option<Text>,
     decoded: std::sync::OnceLock<Vec<Model>>,
@@ -345,13 +345,13 @@ impl<'de> Deserialize<'de> for Models {
 /// Decodes a catalog document: it must be a non-empty JSON array of provider objects, each with
 /// an id. The error says what is wrong, with line and column for bad JSON. Models are decoded
 /// on first use ([`Models`]).
-pub fn parse(bytes: &[u8]) -> Result<Vec<Provider>, String> {
+pub(crate) fn parse(bytes: &[u8]) -> Result<Vec<Provider>, String> {
     parse_indexed(bytes, None)
 }
 
 /// [`parse`] with the document's [`super::split`] already known (`index`, from the index kept
 /// beside the cache; checked here, and ignored when it does not fit the document).
-pub fn parse_indexed(
+pub(crate) fn parse_indexed(
     bytes: &[u8],
     index: Option<Vec<super::split::Entry>>,
 ) -> Result<Vec<Provider>, String> {
@@ -360,7 +360,7 @@ pub fn parse_indexed(
 
 /// [`parse`] of a document compiled into the binary, with its index compiled in too: its
 /// models are read in place and nothing is scanned.
-pub fn parse_static(
+pub(crate) fn parse_static(
     bytes: &'static [u8],
     index: Option<Vec<super::split::Entry>>,
 ) -> Result<Vec<Provider>, String> {
@@ -448,7 +448,7 @@ fn check_ids(providers: Vec<Provider>) -> Result<Vec<Provider>, String> {
 /// [`parse`], then every provider's models decoded too: for a catalog that is about to be used
 /// or saved for the first time (a download, `crush update-providers`), so a bad one is refused
 /// whole, as before it is cached.
-pub fn parse_checked(bytes: &[u8]) -> Result<Vec<Provider>, String> {
+pub(crate) fn parse_checked(bytes: &[u8]) -> Result<Vec<Provider>, String> {
     let providers = parse(bytes)?;
     for p in &providers {
         p.models.check().map_err(|e| {

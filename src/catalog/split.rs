@@ -11,7 +11,7 @@ use std::ops::Range;
 
 /// One provider object of the array: its bytes, and the bytes of its `models` value.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Entry {
+pub(crate) struct Entry {
     pub object: Range<usize>,
     pub models: Option<Range<usize>>,
 }
@@ -19,7 +19,7 @@ pub struct Entry {
 /// Whether `entries` can be the split of `doc`: in order, inside it, each object between braces
 /// and each models value between brackets (an index kept from an earlier split is checked so
 /// before it is trusted; a head that then fails to decode sends the caller the strict way).
-pub fn fits(doc: &[u8], entries: &[Entry]) -> bool {
+pub(super) fn fits(doc: &[u8], entries: &[Entry]) -> bool {
     let mut after = 0;
     entries.iter().all(|e| {
         let o = &e.object;
@@ -42,7 +42,7 @@ pub fn fits(doc: &[u8], entries: &[Entry]) -> bool {
 
 /// `entries` as rows of four numbers (object start and end, models start and end, 0 and 0
 /// for none), the form the index is kept in.
-pub fn to_rows(entries: &[Entry]) -> Vec<[usize; 4]> {
+pub(super) fn to_rows(entries: &[Entry]) -> Vec<[usize; 4]> {
     entries
         .iter()
         .map(|e| {
@@ -53,7 +53,7 @@ pub fn to_rows(entries: &[Entry]) -> Vec<[usize; 4]> {
 }
 
 /// The entries of [`to_rows`]'s rows.
-pub fn from_rows(rows: &[[usize; 4]]) -> Vec<Entry> {
+pub(super) fn from_rows(rows: &[[usize; 4]]) -> Vec<Entry> {
     rows.iter()
         .map(|r| Entry {
             object: r[0]..r[1],
@@ -63,7 +63,7 @@ pub fn from_rows(rows: &[[usize; 4]]) -> Vec<Entry> {
 }
 
 /// The providers of `doc`, a JSON array of objects; `None` when the document is anything else.
-pub fn providers(doc: &[u8]) -> Option<Vec<Entry>> {
+pub(super) fn providers(doc: &[u8]) -> Option<Vec<Entry>> {
     let mut at = skip_ws(doc, 0);
     if doc.get(at) != Some(&b'[') {
         return None;

@@ -6,13 +6,13 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub const CACHE_FILE: &str = "providers.json";
-pub const META_FILE: &str = "providers.meta.json";
+pub(crate) const CACHE_FILE: &str = "providers.json";
+pub(crate) const META_FILE: &str = "providers.meta.json";
 
 /// What we remember about the cache.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct Meta {
+pub(crate) struct Meta {
     /// The `ETag` header value exactly as the server sent it (quotes included).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub etag: Option<String>,
@@ -25,13 +25,13 @@ pub struct Meta {
     pub ok: bool,
 }
 
-pub fn now_secs() -> u64 {
+pub(crate) fn now_secs() -> u64 {
     u64::try_from(crate::time::unix_now()).unwrap_or(0)
 }
 
 /// The split of the cache ([`super::split`]), kept so a start does not scan the cache again;
 /// it names the cache's length and modification time and is ignored when either differs.
-pub const INDEX_FILE: &str = "providers.index.json";
+pub(crate) const INDEX_FILE: &str = "providers.index.json";
 
 #[derive(Serialize, Deserialize)]
 struct Index {
@@ -47,7 +47,7 @@ fn mtime_ns(path: &Path) -> Option<i128> {
 }
 
 /// The kept split of the cache at `cache` (`len` bytes), when it is the split of this file.
-pub fn read_index(dir: &Path, cache: &Path, len: usize) -> Option<Vec<super::split::Entry>> {
+pub(crate) fn read_index(dir: &Path, cache: &Path, len: usize) -> Option<Vec<super::split::Entry>> {
     let bytes = std::fs::read(dir.join(INDEX_FILE)).ok()?;
     let index: Index = serde_json::from_slice(&bytes).ok()?;
     (index.len == len && Some(index.mtime_ns) == mtime_ns(cache))
@@ -55,7 +55,7 @@ pub fn read_index(dir: &Path, cache: &Path, len: usize) -> Option<Vec<super::spl
 }
 
 /// Keeps the split of the cache; failing only means the next start splits it again.
-pub fn write_index(dir: &Path, cache: &Path, len: usize, rows: &[[usize; 4]]) {
+pub(crate) fn write_index(dir: &Path, cache: &Path, len: usize, rows: &[[usize; 4]]) {
     let Some(mtime_ns) = mtime_ns(cache) else {
         return;
     };
@@ -69,23 +69,23 @@ pub fn write_index(dir: &Path, cache: &Path, len: usize, rows: &[[usize; 4]]) {
     }
 }
 
-pub fn cache_path(dir: &Path) -> PathBuf {
+pub(crate) fn cache_path(dir: &Path) -> PathBuf {
     dir.join(CACHE_FILE)
 }
 
-pub fn meta_path(dir: &Path) -> PathBuf {
+pub(crate) fn meta_path(dir: &Path) -> PathBuf {
     dir.join(META_FILE)
 }
 
 /// The metadata, or the default when missing or unreadable (it is only a hint).
-pub fn read_meta(dir: &Path) -> Meta {
+pub(crate) fn read_meta(dir: &Path) -> Meta {
     std::fs::read(meta_path(dir))
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or_default()
 }
 
-pub fn write_meta(dir: &Path, meta: &Meta) -> Result<(), String> {
+pub(crate) fn write_meta(dir: &Path, meta: &Meta) -> Result<(), String> {
     // Serialising plain strings and numbers cannot fail.
     let bytes = serde_json::to_vec(meta).unwrap_or_default();
     write_atomic(&meta_path(dir), &bytes)
@@ -95,7 +95,7 @@ pub fn write_meta(dir: &Path, meta: &Meta) -> Result<(), String> {
 /// `path`, fsynced, renamed over `path`, the directory synced), creating the directory first.
 /// Readers (and other crush processes) see the old file or the new one, never half of one; on
 /// any failure `path` is untouched.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
     let dir = path.parent().unwrap_or(Path::new("."));
     crate::fsutil::private_dir(dir)
         .map_err(|e| format!("cannot create the directory {}: {e}", dir.display()))?;
@@ -105,7 +105,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
 
 /// The answer to a catalog request.
 #[derive(Debug)]
-pub enum Fetched {
+pub(crate) enum Fetched {
     /// 304: the cache is current.
     NotModified,
     Body {
@@ -117,7 +117,7 @@ pub enum Fetched {
 /// `GET url` (with `If-None-Match: etag` when given), all of it within `timeout`. Runs on a worker
 /// thread and is abandoned at the deadline, so a resolver or a server that hangs cannot hold the
 /// caller longer than `timeout` (plus a few milliseconds).
-pub fn fetch(url: &str, etag: Option<&str>, timeout: Duration) -> Result<Fetched, String> {
+pub(crate) fn fetch(url: &str, etag: Option<&str>, timeout: Duration) -> Result<Fetched, String> {
     let (tx, rx) = crossbeam_channel::bounded(1);
     let (u, e) = (url.to_string(), etag.map(str::to_string));
     let spawned = std::thread::Builder::new()

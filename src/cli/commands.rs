@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 /// The command word of a command line; `Repl` when there is none (the interactive session).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Cmd {
+pub(crate) enum Cmd {
     #[default]
     Repl,
     Run,
@@ -41,12 +41,12 @@ pub enum Cmd {
 
 impl Cmd {
     /// Its row; None for the REPL, which has no command word.
-    pub fn spec(self) -> Option<&'static CommandSpec> {
+    pub(crate) fn spec(self) -> Option<&'static CommandSpec> {
         COMMANDS.iter().find(|c| c.cmd == self)
     }
 
     /// How help and errors name it: `crush` or `crush NAME`.
-    pub fn display_name(self) -> String {
+    pub(crate) fn display_name(self) -> String {
         match self.spec() {
             Some(c) => format!("crush {}", c.name),
             None => "crush".to_string(),
@@ -54,7 +54,7 @@ impl Cmd {
     }
 }
 
-pub struct CommandSpec {
+pub(crate) struct CommandSpec {
     pub name: &'static str,
     pub cmd: Cmd,
     /// Other words for it (Go Crush's `r`, `session`, `s`).
@@ -76,7 +76,7 @@ pub struct CommandSpec {
     pub subcommands: &'static [&'static str],
 }
 
-pub static COMMANDS: &[CommandSpec] = &[
+pub(crate) static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "run",
         cmd: Cmd::Run,
@@ -442,7 +442,7 @@ pub static COMMANDS: &[CommandSpec] = &[
 ];
 
 #[derive(Clone, Debug, PartialEq)]
-pub enum Command {
+pub(crate) enum Command {
     Repl(ReplArgs),
     Run(RunArgs),
     /// `crush acp`: an agent for editors over the Agent Client Protocol.

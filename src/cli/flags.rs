@@ -6,7 +6,7 @@ use super::{CliError, Cmd, Parsed};
 
 /// Which commands a flag applies to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scope {
+pub(crate) enum Scope {
     /// Every command.
     Global,
     /// Only the listed commands (`Cmd::Repl`: no command, the interactive session).
@@ -15,7 +15,7 @@ pub enum Scope {
 
 /// What a flag takes, and what it does with it.
 #[derive(Clone, Copy)]
-pub enum Takes {
+pub(crate) enum Takes {
     /// A switch: no value.
     Switch(fn(&mut Parsed)),
     /// A value named NAME (`DIR`, `FILE`...), taken as given.
@@ -27,7 +27,7 @@ pub enum Takes {
     ),
 }
 
-pub struct Flag {
+pub(crate) struct Flag {
     pub short: Option<char>,
     pub long: &'static str,
     /// Whether it takes a value, and its setter.
@@ -41,7 +41,7 @@ pub struct Flag {
 
 impl Flag {
     /// Name of the value (`DIR`, `FILE`...) or None for a switch.
-    pub fn value(&self) -> Option<&'static str> {
+    pub(crate) fn value(&self) -> Option<&'static str> {
         match self.takes {
             Takes::Switch(_) => None,
             Takes::Value(name, _) | Takes::Checked(name, _) => Some(name),
@@ -49,7 +49,7 @@ impl Flag {
     }
 
     /// Whether the flag is valid for `command`.
-    pub fn applies(&self, command: Cmd) -> bool {
+    pub(crate) fn applies(&self, command: Cmd) -> bool {
         match self.scope {
             Scope::Global => true,
             Scope::Only(cmds) => cmds.contains(&command),
@@ -58,7 +58,7 @@ impl Flag {
 }
 
 /// Hidden (in no help, man page or completion): `--generate man|bash|zsh|fish`.
-pub static GENERATE: Flag = Flag {
+pub(super) static GENERATE: Flag = Flag {
     short: None,
     long: "generate",
     takes: Takes::Value("KIND", |p, v| p.generate = Some(v)),
@@ -124,7 +124,7 @@ fn max_cost_unpriced(p: &mut Parsed, v: String) -> Result<(), CliError> {
     Ok(())
 }
 
-pub static FLAGS: &[Flag] = &[
+pub(crate) static FLAGS: &[Flag] = &[
     Flag {
         short: Some('c'),
         long: "cwd",

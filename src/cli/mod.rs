@@ -6,16 +6,16 @@
 mod commands;
 mod flags;
 
-pub use crate::app::Global;
+pub(crate) use crate::app::Global;
 use crate::commands::hooks::HooksTestArgs;
 use crate::run::RunArgs;
-pub use commands::{COMMANDS, Cmd, Command, CommandSpec};
-pub use flags::{FLAGS, Flag, Scope, Takes};
+pub(crate) use commands::{COMMANDS, Cmd, Command, CommandSpec};
+pub(crate) use flags::{FLAGS, Flag, Scope, Takes};
 use std::ffi::OsString;
 use std::fmt;
 
 #[derive(Clone, Debug, PartialEq)]
-pub struct Cli {
+pub(crate) struct Cli {
     pub global: Global,
     pub command: Command,
 }
@@ -23,7 +23,7 @@ pub struct Cli {
 /// What the flags and arguments of a command line set, before its command's row makes the
 /// `Command` of them.
 #[derive(Debug, Default)]
-pub struct Parsed {
+pub(crate) struct Parsed {
     pub command: Cmd,
     pub global: Global,
     pub run: RunArgs,
@@ -47,7 +47,7 @@ pub struct Parsed {
 
 /// A command line crush cannot run; each says what is wrong and where (exit 2).
 #[derive(Debug)]
-pub enum CliError {
+pub(crate) enum CliError {
     /// lexopt's own: a flag's value missing, a switch given one.
     Syntax(lexopt::Error),
     NotUtf8Argument,
@@ -214,7 +214,7 @@ fn find_flag(short: Option<char>, long: Option<&str>, command: Cmd) -> Option<&'
     )
 }
 
-pub fn parse_from<I>(args: I) -> Result<Cli, CliError>
+pub(crate) fn parse_from<I>(args: I) -> Result<Cli, CliError>
 where
     I: IntoIterator,
     I::Item: Into<OsString>,
@@ -330,7 +330,7 @@ fn flag_synopsis(f: &Flag) -> String {
 }
 
 /// Help lines fit this many columns.
-pub const HELP_COLUMNS: usize = 80;
+pub(crate) const HELP_COLUMNS: usize = 80;
 /// Where the text beside a flag or command starts.
 const HELP_GAP: usize = 32;
 
@@ -345,7 +345,7 @@ fn flags_block(out: &mut String, flags: &[&Flag]) {
 }
 
 /// A command's forms, one per line (see `CommandSpec::usage`).
-pub fn usage_lines(c: &CommandSpec) -> Vec<String> {
+pub(crate) fn usage_lines(c: &CommandSpec) -> Vec<String> {
     let lead = format!("crush {} ", c.name);
     c.usage
         .split(" | ")
@@ -360,7 +360,7 @@ pub fn usage_lines(c: &CommandSpec) -> Vec<String> {
 }
 
 /// The text of `crush --help` (None) or `crush help COMMAND`; every line fits 80 columns.
-pub fn help_text(command: Option<&str>) -> Result<String, CliError> {
+pub(crate) fn help_text(command: Option<&str>) -> Result<String, CliError> {
     let mut out = String::new();
     match command {
         None => {

@@ -5,7 +5,7 @@ use crate::app::{self, AppError, Global};
 
 /// The text (or with `json` the document) of `crush agents list`. Model aliases are checked
 /// against the large model when one can be resolved.
-pub fn list(g: &Global, json_out: bool) -> Result<String, AppError> {
+pub(crate) fn list(g: &Global, json_out: bool) -> Result<String, AppError> {
     let loaded = app::load_config(g)?;
     let active = loaded.resolve_model(g.model.as_deref(), false).ok();
     let (found, models) = crate::agent::subagent::custom_agents(&loaded, active.as_ref());
@@ -20,7 +20,7 @@ pub fn list(g: &Global, json_out: bool) -> Result<String, AppError> {
 
 /// `crush debug prompt`: the exact system prompt a new session would send, and on `err` the
 /// tools it offers (MCP servers' instructions, which arrive once they start, excepted).
-pub fn debug_prompt(g: &Global, err: &mut dyn std::io::Write) -> Result<String, AppError> {
+pub(crate) fn debug_prompt(g: &Global, err: &mut dyn std::io::Write) -> Result<String, AppError> {
     let loaded = app::load_config(g)?;
     let model = loaded.resolve_model(g.model.as_deref(), false)?;
     let (skills, _) = app::load_skills(&loaded);

@@ -70,7 +70,7 @@ fn origin_json(o: &Origin) -> Value {
 /// `crush config check`: every warning of the load (unknown keys, keys Go Crush reads and crush
 /// ignores, crushrc lines that did nothing), one a line, and the exit status: 1 when there is
 /// any (crush(1) CONFIGURATION).
-pub fn config_check(loaded: &Loaded) -> (String, crate::exit::ExitCode) {
+pub(crate) fn config_check(loaded: &Loaded) -> (String, crate::exit::ExitCode) {
     if loaded.warnings.is_empty() {
         return (
             "configuration: no problems found\n".into(),
@@ -91,7 +91,7 @@ pub fn config_check(loaded: &Loaded) -> (String, crate::exit::ExitCode) {
 }
 
 /// The text of `crush config show`.
-pub fn config_show(loaded: &Loaded, origin: bool, as_json: bool) -> String {
+pub(crate) fn config_show(loaded: &Loaded, origin: bool, as_json: bool) -> String {
     let mut merged = loaded.merged.clone();
     mask(&mut merged, None, false);
     let pretty = |v: &Value| serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string());
@@ -167,7 +167,7 @@ pub fn config_show(loaded: &Loaded, origin: bool, as_json: bool) -> String {
 }
 
 /// The text of `crush dirs`: one `label<TAB>path` line each.
-pub fn dirs(loaded: &Loaded) -> String {
+pub(crate) fn dirs(loaded: &Loaded) -> String {
     let mut out = format!(
         "config\t{}\ndata\t{}\nproject\t{}\nproject data\t{}\nglobal state\t{}\nworkspace state\t{}\nprovider catalog\t{}\n",
         paths::global_config_dir().display(),
@@ -198,7 +198,7 @@ pub fn dirs(loaded: &Loaded) -> String {
 }
 
 /// `crush trust [--revoke]` for the project of `cwd`.
-pub fn trust(cwd: &std::path::Path, revoke: bool) -> Result<String, ConfigError> {
+pub(crate) fn trust(cwd: &std::path::Path, revoke: bool) -> Result<String, ConfigError> {
     let io = |e: std::io::Error| {
         ConfigError::File(format!(
             "{}: cannot update: {e}",

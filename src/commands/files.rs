@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 /// Why `/undo` restored nothing, or not everything.
 #[derive(Debug)]
-pub enum UndoError {
+pub(crate) enum UndoError {
     Store(StoreError),
     /// No tool changed a file in the session.
     Nothing,
@@ -106,7 +106,7 @@ fn tool_of(store: &Store, session_id: &str, id: &str) -> String {
 /// content back (a file the call created is removed), or, when any of them changed since the
 /// call wrote it (outside crush), or a content needed was too large to keep, nothing is
 /// touched and the error says why. Ok: what was restored.
-pub fn undo(store: &Store, session_id: &str) -> Result<String, UndoError> {
+pub(crate) fn undo(store: &Store, session_id: &str) -> Result<String, UndoError> {
     let change = store
         .last_file_change(session_id)?
         .ok_or(UndoError::Nothing)?;
@@ -173,7 +173,7 @@ fn describe(v: &FileVersion) -> String {
 }
 
 /// `/versions FILE`: the versions of one file in the session.
-pub fn versions(store: &Store, session_id: &str, path: &Path) -> Result<String, StoreError> {
+pub(crate) fn versions(store: &Store, session_id: &str, path: &Path) -> Result<String, StoreError> {
     let list = store.file_versions(session_id, Some(path))?;
     if list.is_empty() {
         return Ok(format!(
@@ -199,7 +199,7 @@ pub fn versions(store: &Store, session_id: &str, path: &Path) -> Result<String, 
 
 /// The session's changes as a unified diff: for each file, its first version in the session
 /// against its latest (paths relative to `cwd` when inside it).
-pub fn diff(store: &Store, session_id: &str, cwd: &Path) -> Result<String, StoreError> {
+pub(crate) fn diff(store: &Store, session_id: &str, cwd: &Path) -> Result<String, StoreError> {
     let all = store.file_versions(session_id, None)?;
     let mut out = String::new();
     let mut paths: Vec<&str> = all.iter().map(|v| v.path.as_str()).collect();

@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 
 /// `crush hooks test`'s arguments.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct HooksTestArgs {
+pub(crate) struct HooksTestArgs {
     /// As typed; validated by the command.
     pub event: String,
     pub tool: Option<String>,
@@ -43,7 +43,7 @@ fn describe(h: &HookDef) -> String {
 }
 
 /// The text of `crush hooks list`.
-pub fn list_text(cfg: &HookConfig, tool: Option<&str>) -> String {
+pub(crate) fn list_text(cfg: &HookConfig, tool: Option<&str>) -> String {
     let mut out = String::new();
     if !cfg.unsupported.is_empty() {
         out.push_str("Claude Code hooks of events crush does not have (not run):\n");
@@ -89,7 +89,7 @@ pub fn list_text(cfg: &HookConfig, tool: Option<&str>) -> String {
     out
 }
 
-pub fn list(global: &Global, tool: Option<&str>) -> Result<String, AppError> {
+pub(crate) fn list(global: &Global, tool: Option<&str>) -> Result<String, AppError> {
     let loaded = app::load_config(global)?;
     let cfg = app::load_hooks(&loaded)?;
     Ok(list_text(&cfg, tool))
@@ -97,7 +97,7 @@ pub fn list(global: &Global, tool: Option<&str>) -> Result<String, AppError> {
 
 /// Runs `crush hooks test`: prints the per-hook lines and the composed result; returns the exit
 /// code (0 allow or no opinion, 3 deny or halt).
-pub fn test(global: &Global, args: &HooksTestArgs) -> Result<(String, ExitCode), AppError> {
+pub(crate) fn test(global: &Global, args: &HooksTestArgs) -> Result<(String, ExitCode), AppError> {
     let event = Event::parse(&args.event).ok_or_else(|| {
         AppError::Usage(format!(
             "unknown hook event '{}'; use one of {}",

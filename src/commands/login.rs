@@ -23,7 +23,7 @@ fn known(name: &str) -> Result<(), LoginError> {
 
 /// Signs in to `name`: the device flow on the terminal, or (`token_stdin`) the token read from
 /// standard input, stored as given and checked at first use.
-pub fn login(name: &str, token_stdin: bool) -> Result<String, AppError> {
+pub(crate) fn login(name: &str, token_stdin: bool) -> Result<String, AppError> {
     known(name)?;
     let token = if token_stdin {
         let mut text = String::new();
@@ -57,7 +57,7 @@ pub fn login(name: &str, token_stdin: bool) -> Result<String, AppError> {
     ))
 }
 
-pub fn logout(name: &str) -> Result<String, AppError> {
+pub(crate) fn logout(name: &str) -> Result<String, AppError> {
     known(name)?;
     Ok(if store::remove(name)? {
         format!("Signed out of {name}")
@@ -67,7 +67,7 @@ pub fn logout(name: &str) -> Result<String, AppError> {
 }
 
 /// The providers one can sign in to, and their state.
-pub fn list() -> Result<String, AppError> {
+pub(crate) fn list() -> Result<String, AppError> {
     let mut out = String::new();
     for name in login::PROVIDERS {
         let state = match login::Credential::find(name, None) {

@@ -4,7 +4,7 @@ use crate::app::{AppError, Global, load_config};
 use crate::exit::ExitCode;
 
 /// `crush logs [-f] [-t N]`: the project's log, pretty-printed.
-pub fn logs(global: &Global, follow: bool, tail: usize) -> Result<ExitCode, AppError> {
+pub(crate) fn logs(global: &Global, follow: bool, tail: usize) -> Result<ExitCode, AppError> {
     use std::io::Write as _;
     let loaded = load_config(global)?;
     let p = crate::log::path(&loaded.data_dir);

@@ -30,7 +30,7 @@ fn auto_name(a: Auto) -> &'static str {
 }
 
 /// The text of `crush lsp list`.
-pub fn list_text(statuses: &[Status], disabled: &[String], auto: Auto) -> String {
+pub(crate) fn list_text(statuses: &[Status], disabled: &[String], auto: Auto) -> String {
     let mut out = String::new();
     if statuses.is_empty() && disabled.is_empty() {
         out.push_str("No language servers configured or found on PATH for this project.\n");
@@ -77,7 +77,7 @@ pub fn list_text(statuses: &[Status], disabled: &[String], auto: Auto) -> String
 
 /// `crush lsp list [--json]`: starts every server that can start without a file, waits for
 /// each (bounded by its timeout), reports them and stops them.
-pub fn list(global: &Global, as_json: bool) -> Result<String, AppError> {
+pub(crate) fn list(global: &Global, as_json: bool) -> Result<String, AppError> {
     let loaded = app::load_config(global)?;
     let s = setup::servers(&loaded);
     for w in &s.warnings {

@@ -21,7 +21,7 @@ fn status_json(s: &Status) -> Value {
 }
 
 /// The text of `crush mcp list` (also the REPL's `/mcp`).
-pub fn list_text(statuses: &[Status]) -> String {
+pub(crate) fn list_text(statuses: &[Status]) -> String {
     if statuses.is_empty() {
         return "No MCP servers configured (see 'man crush', MCP SERVERS).\n".into();
     }
@@ -59,7 +59,7 @@ pub fn list_text(statuses: &[Status]) -> String {
 
 /// `crush mcp list [--json]`: starts every configured server, waits for each to start or fail
 /// (bounded by its timeout), reports them and stops them.
-pub fn list(global: &Global, as_json: bool) -> Result<String, AppError> {
+pub(crate) fn list(global: &Global, as_json: bool) -> Result<String, AppError> {
     let loaded = app::load_config(global)?;
     let mcp = app::start_mcp(&loaded);
     let m = mcp.manager();
@@ -78,7 +78,7 @@ pub fn list(global: &Global, as_json: bool) -> Result<String, AppError> {
 
 /// How long `crush mcp login` waits for the browser (`CRUSH_MCP_LOGIN_TIMEOUT`, seconds;
 /// default 300).
-pub fn login_wait() -> Duration {
+pub(crate) fn login_wait() -> Duration {
     let s = std::env::var("CRUSH_MCP_LOGIN_TIMEOUT")
         .ok()
         .and_then(|v| v.trim().parse::<f64>().ok())
@@ -89,7 +89,7 @@ pub fn login_wait() -> Duration {
 
 /// `crush mcp login NAME`: the OAuth authorization of an HTTP server (its URL is printed and
 /// opened in the browser), the token kept in the global state, then the server connected.
-pub fn login(global: &Global, name: &str) -> Result<String, AppError> {
+pub(crate) fn login(global: &Global, name: &str) -> Result<String, AppError> {
     let loaded = app::load_config(global)?;
     let (specs, _) = crate::config::mcp::servers(&loaded);
     let Some(spec) = specs.into_iter().find(|s| s.name == name) else {

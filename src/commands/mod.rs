@@ -1,18 +1,18 @@
 //! One module per CLI command (crush(1) COMMANDS): each calls the layers below and returns the
 //! text to print; `main` prints it.
 
-pub mod agents;
-pub mod config;
-pub mod files;
-pub mod hooks;
-pub mod login;
-pub mod logs;
-pub mod lsp;
-pub mod mcp;
-pub mod models;
-pub mod projects;
-pub mod sandbox;
-pub mod sessions;
-pub mod skills;
-pub mod stats;
-pub mod stats_html;
+pub(crate) mod agents;
+pub(crate) mod config;
+pub(crate) mod files;
+pub(crate) mod hooks;
+pub(crate) mod login;
+pub(crate) mod logs;
+pub(crate) mod lsp;
+pub(crate) mod mcp;
+pub(crate) mod models;
+pub(crate) mod projects;
+pub(crate) mod sandbox;
+pub(crate) mod sessions;
+pub(crate) mod skills;
+pub(crate) mod stats;
+pub(crate) mod stats_html;

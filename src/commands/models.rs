@@ -12,7 +12,7 @@ use std::fmt::Write;
 
 /// One line of the listing.
 #[derive(Debug, Clone)]
-pub struct Row {
+pub(crate) struct Row {
     pub provider: String,
     /// The model; for a provider without any, a placeholder (`no_models`).
     pub model: Model,
@@ -29,7 +29,7 @@ pub struct Row {
 }
 
 impl Row {
-    pub fn full_id(&self) -> String {
+    pub(crate) fn full_id(&self) -> String {
         if self.no_models {
             format!("{}/-", self.provider)
         } else {
@@ -121,7 +121,7 @@ fn provider_rows(
 
 /// The rows: configured providers first (in the order models are resolved), then the providers
 /// the configuration defines that cannot be used, then the rest of the catalog.
-pub fn rows(
+pub(crate) fn rows(
     loaded: &Loaded,
     catalog: &Catalog,
     table: &ProviderTable,
@@ -231,7 +231,7 @@ fn tokens(n: u64) -> String {
 
 /// How `crush models` shows its rows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Shape {
+pub(crate) enum Shape {
     /// A JSON array of every row.
     Json,
     /// Aligned columns with prices and status (a terminal).
@@ -250,7 +250,7 @@ fn shown<'r>(rows: &'r [Row], query: Option<&str>, all: bool) -> Vec<&'r Row> {
 }
 
 /// The text of `crush models` in `shape`.
-pub fn render(rows: &[Row], query: Option<&str>, all: bool, shape: Shape) -> String {
+pub(crate) fn render(rows: &[Row], query: Option<&str>, all: bool, shape: Shape) -> String {
     let rows = shown(rows, query, all);
     match shape {
         Shape::Json => {
@@ -313,7 +313,7 @@ fn table(rows: &[&Row]) -> String {
 }
 
 /// `crush models [QUERY] [--all] [--json]`; what it says on stderr when nothing is shown.
-pub fn models(
+pub(crate) fn models(
     loaded: &Loaded,
     query: Option<&str>,
     all: bool,

@@ -5,7 +5,7 @@ use crate::store;
 use serde_json::json;
 
 /// `crush projects [--json]`.
-pub fn projects(json_out: bool) -> Result<String, AppError> {
+pub(crate) fn projects(json_out: bool) -> Result<String, AppError> {
     let global = crate::paths::global_data_dir();
     let list = store::projects::list(&global).map_err(|e| {
         AppError::Runtime(format!(

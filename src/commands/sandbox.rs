@@ -9,7 +9,7 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 
 /// Runs `argv` confined; crush exits with its status (128 + signal when a signal ended it).
 /// Returns only with an error.
-pub fn run(
+pub(crate) fn run(
     global: &Global,
     mode: Option<&str>,
     network: bool,

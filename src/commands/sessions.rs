@@ -11,14 +11,14 @@ use crate::store::{Session, Store, StoredMessage};
 use serde_json::{Value, json};
 use std::fmt::Write as _;
 
-pub use crate::store::hashid::short_id;
+pub(crate) use crate::store::hashid::short_id;
 
 /// The longer form Go Crush prints after a delete or rename.
 fn long_id(id: &str) -> String {
     crate::store::hashid::hash_id(id)[..12].to_string()
 }
 
-pub fn rfc3339(secs: i64) -> String {
+pub(crate) fn rfc3339(secs: i64) -> String {
     crate::time::rfc3339_secs(secs)
 }
 
@@ -42,7 +42,7 @@ fn session_json(s: &Session) -> Value {
     })
 }
 
-pub fn list(global: &Global, json_out: bool) -> Result<String, AppError> {
+pub(crate) fn list(global: &Global, json_out: bool) -> Result<String, AppError> {
     let loaded = app::load_config(global)?;
     let sessions = match app::open_existing_store(&loaded)? {
         Some(store) => store.list_sessions()?,
@@ -64,7 +64,7 @@ pub fn list(global: &Global, json_out: bool) -> Result<String, AppError> {
 
 /// One line per session as Go Crush prints it: short hash id, creation time, title; `current` is
 /// marked with `*`.
-pub fn list_text(sessions: &[Session], current: Option<&str>) -> String {
+pub(crate) fn list_text(sessions: &[Session], current: Option<&str>) -> String {
     let mut out = String::new();
     for s in sessions {
         let mark = if current == Some(s.id.as_str()) {
@@ -304,14 +304,14 @@ fn messages_json(msgs: &[StoredMessage]) -> Vec<Value> {
         .collect()
 }
 
-pub fn show(global: &Global, id: &str, json_out: bool) -> Result<String, AppError> {
+pub(crate) fn show(global: &Global, id: &str, json_out: bool) -> Result<String, AppError> {
     let store = existing_store(global, false)?;
     let s = store.resolve_session(id)?;
     show_session(&store, &s, json_out)
 }
 
 /// `crush session last`: the most recently updated session, as `show` shows it.
-pub fn last(global: &Global, json_out: bool) -> Result<String, AppError> {
+pub(crate) fn last(global: &Global, json_out: bool) -> Result<String, AppError> {
     let store = existing_store(global, false)?;
     let s = store
         .latest_session()?
@@ -345,13 +345,13 @@ fn show_session(store: &Store, s: &Session, json_out: bool) -> Result<String, Ap
 
 /// Formats of `sessions export`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ExportFormat {
+pub(crate) enum ExportFormat {
     Markdown,
     Json,
 }
 
 impl ExportFormat {
-    pub fn parse(s: &str) -> Option<ExportFormat> {
+    pub(crate) fn parse(s: &str) -> Option<ExportFormat> {
         match s.to_ascii_lowercase().as_str() {
             "md" | "markdown" => Some(ExportFormat::Markdown),
             "json" => Some(ExportFormat::Json),
@@ -382,7 +382,11 @@ fn fenced(out: &mut String, info: &str, body: &str) {
 
 /// The whole session as a document: Markdown for people, JSON (meta, messages, usage rows) for
 /// programs.
-pub fn export_text(store: &Store, s: &Session, format: ExportFormat) -> Result<String, AppError> {
+pub(crate) fn export_text(
+    store: &Store,
+    s: &Session,
+    format: ExportFormat,
+) -> Result<String, AppError> {
     let msgs = store.messages(&s.id)?;
     if format == ExportFormat::Json {
         let usage: Vec<Value> = store
@@ -493,14 +497,14 @@ pub fn export_text(store: &Store, s: &Session, format: ExportFormat) -> Result<S
     Ok(out)
 }
 
-pub fn export(global: &Global, id: &str, format: ExportFormat) -> Result<String, AppError> {
+pub(crate) fn export(global: &Global, id: &str, format: ExportFormat) -> Result<String, AppError> {
     let store = existing_store(global, false)?;
     let s = store.resolve_session(id)?;
     export_text(&store, &s, format)
 }
 
 /// `crush sessions diff ID`: what the session's tools changed in files, as a unified diff.
-pub fn diff(global: &Global, id: &str) -> Result<String, AppError> {
+pub(crate) fn diff(global: &Global, id: &str) -> Result<String, AppError> {
     let store = existing_store(global, false)?;
     let s = store.resolve_session(id)?;
     let cwd = app::working_dir(global)?;
@@ -518,7 +522,7 @@ fn mutation_json(s: &Session, title: &str, what: &str) -> String {
     format!("{v}\n")
 }
 
-pub fn delete(global: &Global, id: &str, json_out: bool) -> Result<String, AppError> {
+pub(crate) fn delete(global: &Global, id: &str, json_out: bool) -> Result<String, AppError> {
     let store = existing_store(global, true)?;
     let s = store.resolve_session(id)?;
     if let Some(parent) = &s.parent_session_id {
@@ -541,7 +545,12 @@ pub fn delete(global: &Global, id: &str, json_out: bool) -> Result<String, AppEr
     ))
 }
 
-pub fn rename(global: &Global, id: &str, title: &str, json_out: bool) -> Result<String, AppError> {
+pub(crate) fn rename(
+    global: &Global,
+    id: &str,
+    title: &str,
+    json_out: bool,
+) -> Result<String, AppError> {
     let title = title.trim();
     if title.is_empty() {
         return Err(AppError::Usage(

@@ -5,7 +5,7 @@ use crate::app::{self, AppError, Global};
 use serde_json::json;
 
 /// The text (or with `json` the document) of `crush skills list`.
-pub fn list(g: &Global, json_out: bool) -> Result<String, AppError> {
+pub(crate) fn list(g: &Global, json_out: bool) -> Result<String, AppError> {
     let loaded = app::load_config(g)?;
     let (skills, commands) = app::load_skills(&loaded);
     if json_out {

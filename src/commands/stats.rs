@@ -11,7 +11,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 /// Version of the `--json` document; bump on incompatible changes.
-pub const JSON_SCHEMA_VERSION: u32 = 1;
+pub(crate) const JSON_SCHEMA_VERSION: u32 = 1;
 
 fn totals_json(t: &Totals) -> Value {
     json!({
@@ -31,7 +31,7 @@ fn totals_json(t: &Totals) -> Value {
 }
 
 /// The JSON document of `crush stats --json`.
-pub fn to_json(stats: &Stats, database: Option<&str>) -> Value {
+pub(crate) fn to_json(stats: &Stats, database: Option<&str>) -> Value {
     let with = with_totals;
     json!({
         "v": JSON_SCHEMA_VERSION,
@@ -83,7 +83,7 @@ fn days_json(days: &[DayStats]) -> Value {
 }
 
 /// "$0.0123", "unpriced", or "$0.0123 + 2 unpriced".
-pub fn cost_text(t: &Totals) -> String {
+pub(crate) fn cost_text(t: &Totals) -> String {
     match (t.cost_usd(), t.unpriced_calls) {
         (None, 0) => "-".into(),
         (None, _) => "unpriced".into(),
@@ -94,7 +94,7 @@ pub fn cost_text(t: &Totals) -> String {
 
 /// A token sum as the text shows it: "unknown" when no call reported its usage, "N+?" when
 /// some did not (crush(1) USAGE AND COST).
-pub fn tokens_text(t: &Totals, sum: i64) -> String {
+pub(crate) fn tokens_text(t: &Totals, sum: i64) -> String {
     match t.known(sum) {
         None => "unknown".into(),
         Some(n) if t.unknown_usage_calls > 0 => format!("{n}+?"),
@@ -187,7 +187,7 @@ fn model_name(m: &ModelStats) -> String {
 }
 
 /// The text table of `crush stats`, with bar charts when `charts` says how to draw them.
-pub fn to_text(stats: &Stats, charts: Option<Bars>) -> String {
+pub(crate) fn to_text(stats: &Stats, charts: Option<Bars>) -> String {
     let mut out = String::new();
     if stats.total.calls == 0 {
         return unitemized_line(&stats.unitemized);
@@ -228,7 +228,7 @@ pub fn to_text(stats: &Stats, charts: Option<Bars>) -> String {
 /// How bar charts are drawn: Unicode blocks, or `#` where the terminal may not show them
 /// (`NO_COLOR`, `TERM=dumb`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Bars {
+pub(crate) enum Bars {
     Blocks,
     Ascii,
 }
@@ -236,7 +236,7 @@ pub enum Bars {
 impl Bars {
     /// Blocks where the terminal takes colour (`NO_COLOR` unset or empty, `TERM` not dumb),
     /// ASCII otherwise.
-    pub fn for_terminal() -> Bars {
+    pub(crate) fn for_terminal() -> Bars {
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
         let dumb = std::env::var_os("TERM").is_some_and(|t| t == "dumb");
         if no_color || dumb {
@@ -248,7 +248,7 @@ impl Bars {
 
     /// A bar `value / max` of [`BAR_CELLS`], in eighths of a cell with blocks; at least a sliver
     /// for anything above 0.
-    pub fn bar(self, value: f64, max: f64) -> String {
+    pub(crate) fn bar(self, value: f64, max: f64) -> String {
         if !(value > 0.0 && max > 0.0) {
             return String::new();
         }
@@ -274,7 +274,7 @@ fn chart_line(out: &mut String, label: &str, bar: &str, t: &Totals) {
 }
 
 /// Spend per day (the last [`CHART_DAYS`]) and per model as bar charts.
-pub fn charts_text(stats: &Stats, bars: Bars) -> String {
+pub(crate) fn charts_text(stats: &Stats, bars: Bars) -> String {
     let mut out = String::new();
     let days = &stats.days[stats.days.len().saturating_sub(CHART_DAYS)..];
     let max = days.iter().map(|d| d.totals.cost).fold(0.0, f64::max);
@@ -310,7 +310,7 @@ pub fn charts_text(stats: &Stats, bars: Bars) -> String {
 
 /// How `crush stats` prints (crush(1) USAGE AND COST).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Format {
+pub(crate) enum Format {
     #[default]
     Text,
     Json,
@@ -319,7 +319,7 @@ pub enum Format {
 
 /// The arguments of `crush stats`.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct StatsArgs {
+pub(crate) struct StatsArgs {
     /// `--all`: every project in projects.json.
     pub all: bool,
     /// `--crawl-dir DIR`: every `.crush/crush.db` below DIR.
@@ -336,7 +336,7 @@ pub struct StatsArgs {
 
 /// A `--since`/`--until` value: `7d` (days before now) or a UTC date `2026-11-01` (its start):
 /// Unix seconds, None when it is neither.
-pub fn parse_when(s: &str, now: i64) -> Option<i64> {
+pub(crate) fn parse_when(s: &str, now: i64) -> Option<i64> {
     if let Some(days) = s.strip_suffix('d') {
         return days
             .parse::<u32>()
@@ -358,7 +358,7 @@ pub fn parse_when(s: &str, now: i64) -> Option<i64> {
 }
 
 /// One line per model and per project, then the total: scope, name, then the sums.
-pub fn to_csv(rows: &[(&str, String, &Totals)]) -> String {
+pub(crate) fn to_csv(rows: &[(&str, String, &Totals)]) -> String {
     let mut out = String::from(
         "scope,name,calls,input_tokens,output_tokens,cache_read_tokens,cache_write_tokens,unknown_usage_calls,priced_calls,unpriced_calls,cost\n",
     );
@@ -401,7 +401,7 @@ fn csv_of(stats: &Stats) -> String {
 
 /// The typed failures of `crush stats` beyond the store's.
 #[derive(Debug)]
-pub enum StatsError {
+pub(crate) enum StatsError {
     /// `--crawl-dir` names something that is not a directory.
     NotADirectory(PathBuf),
     /// The HTML page could not be written.
@@ -439,7 +439,7 @@ impl From<StatsError> for AppError {
 
 /// One project of a report: where it is and its figures.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct ProjectReport {
+pub(crate) struct ProjectReport {
     /// The project's directory.
     pub path: String,
     /// Its crush.db.
@@ -450,13 +450,13 @@ pub struct ProjectReport {
 /// The limits of `--crawl-dir` (crush(1) USAGE AND COST): how deep below DIR it looks, how many
 /// directories it reads and how many databases it takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CrawlBounds {
+pub(crate) struct CrawlBounds {
     pub depth: usize,
     pub dirs: usize,
     pub databases: usize,
 }
 
-pub const CRAWL_BOUNDS: CrawlBounds = CrawlBounds {
+pub(crate) const CRAWL_BOUNDS: CrawlBounds = CrawlBounds {
     depth: 8,
     dirs: 50_000,
     databases: 1_000,
@@ -495,14 +495,14 @@ const CRAWL_SKIP: &[&str] = &[
 /// What a crawl found: (project directory, its crush.db), in path order, and the bound that
 /// stopped it early, if one did.
 #[derive(Debug, Default, PartialEq)]
-pub struct Crawl {
+pub(crate) struct Crawl {
     pub found: Vec<(PathBuf, PathBuf)>,
     pub stopped: Option<&'static str>,
 }
 
 /// Every `.crush/crush.db` file below `dir`, breadth first, within `bounds`. Symbolic links are
 /// not followed; unreadable directories are passed over.
-pub fn crawl(dir: &Path, bounds: CrawlBounds) -> Result<Crawl, StatsError> {
+pub(crate) fn crawl(dir: &Path, bounds: CrawlBounds) -> Result<Crawl, StatsError> {
     if !dir.is_dir() {
         return Err(StatsError::NotADirectory(dir.to_path_buf()));
     }
@@ -631,7 +631,7 @@ fn read_projects(
 }
 
 /// The sum of several projects' figures.
-pub fn merged(projects: &[ProjectReport]) -> Stats {
+pub(crate) fn merged(projects: &[ProjectReport]) -> Stats {
     let mut all = Stats::default();
     for p in projects {
         all.merge(&p.stats);
@@ -710,7 +710,7 @@ fn charts_for(args: &StatsArgs) -> Option<Bars> {
         .then(Bars::for_terminal)
 }
 
-pub fn report(global: &Global, args: &StatsArgs) -> Result<String, AppError> {
+pub(crate) fn report(global: &Global, args: &StatsArgs) -> Result<String, AppError> {
     let charts = charts_for(args);
     if args.all || args.crawl_dir.is_some() {
         let projects = read_projects(projects_to_read(args)?, &args.filter, args.html.is_some());

@@ -8,16 +8,16 @@ use crate::store::stats::{DayStats, Filter, SessionStats, Stats, Totals};
 use std::fmt::Write as _;
 
 /// How many sessions the cost-per-session table lists.
-pub const TOP_SESSIONS: usize = 20;
+pub(crate) const TOP_SESSIONS: usize = 20;
 /// How many days the spend-per-day chart spans at most (the most recent ones).
-pub const CHART_DAYS: i64 = 90;
+pub(crate) const CHART_DAYS: i64 = 90;
 /// Colours of the models in the stacked chart; models beyond them share the last, "other".
 const PALETTE: &[&str] = &[
     "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#76b7b2", "#edc948", "#9c9c9c",
 ];
 
 /// What the page shows.
-pub struct Page<'a> {
+pub(crate) struct Page<'a> {
     /// The project, or which projects ("every known project").
     pub scope: &'a str,
     pub filter: &'a Filter,
@@ -30,7 +30,7 @@ pub struct Page<'a> {
 }
 
 /// `s` with the characters HTML gives a meaning to escaped.
-pub fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -83,7 +83,7 @@ fn cost(tag: &str, name: &str, t: &Totals) -> String {
 }
 
 /// Cache reads among all input-side tokens (input, cache read, cache write); None without any.
-pub fn cache_hit_rate(t: &Totals) -> Option<f64> {
+pub(crate) fn cache_hit_rate(t: &Totals) -> Option<f64> {
     let all = t.input_tokens + t.cache_read_tokens + t.cache_write_tokens;
     (all > 0).then(|| t.cache_read_tokens as f64 / all as f64)
 }
@@ -162,7 +162,7 @@ svg text { fill: var(--muted); font-size: 11px; }
 
 impl Page<'_> {
     /// The whole page.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let mut h = String::new();
         let title = format!("crush usage: {}", self.scope);
         let _ = write!(

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 /// Which Claude Code file a set of hooks came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClaudeKind {
+pub(crate) enum ClaudeKind {
     /// `~/.claude/settings.json`
     User,
     /// `<project>/.claude/settings.json` or `settings.local.json`
@@ -26,7 +26,7 @@ pub enum ClaudeKind {
 
 /// One Claude Code file with hooks.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ClaudeHooks {
+pub(crate) struct ClaudeHooks {
     pub kind: ClaudeKind,
     pub path: PathBuf,
     /// Its `hooks` object.
@@ -69,7 +69,10 @@ fn settings(kind: ClaudeKind, path: PathBuf) -> Result<Option<ClaudeHooks>, Conf
 
 /// The project's Claude Code settings files with hooks or permission rules, from the project root down to `cwd`
 /// (`settings.json` before `settings.local.json` in each directory).
-pub fn project_files(cwd: &Path, project_root: &Path) -> Result<Vec<ClaudeHooks>, ConfigError> {
+pub(crate) fn project_files(
+    cwd: &Path,
+    project_root: &Path,
+) -> Result<Vec<ClaudeHooks>, ConfigError> {
     let mut dirs = paths::dirs_up_to(cwd, project_root);
     dirs.reverse();
     let mut out = Vec::new();
@@ -82,7 +85,7 @@ pub fn project_files(cwd: &Path, project_root: &Path) -> Result<Vec<ClaudeHooks>
 }
 
 /// The user's Claude Code settings, if they have hooks or permission rules.
-pub fn user_file() -> Result<Option<ClaudeHooks>, ConfigError> {
+pub(crate) fn user_file() -> Result<Option<ClaudeHooks>, ConfigError> {
     settings(
         ClaudeKind::User,
         paths::claude_config_dir().join("settings.json"),
@@ -91,7 +94,10 @@ pub fn user_file() -> Result<Option<ClaudeHooks>, ConfigError> {
 
 /// A plugin folder's hooks (`hooks/hooks.json`, whose `hooks` object is Claude Code's). A listed
 /// folder without one is a warning.
-pub fn plugin(root: &Path, warnings: &mut Vec<String>) -> Result<Option<ClaudeHooks>, ConfigError> {
+pub(crate) fn plugin(
+    root: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<Option<ClaudeHooks>, ConfigError> {
     let path = root.join("hooks").join("hooks.json");
     let Some(v) = read(&path)? else {
         warnings.push(format!(
@@ -112,7 +118,7 @@ pub fn plugin(root: &Path, warnings: &mut Vec<String>) -> Result<Option<ClaudeHo
 
 /// Whether Claude Code's files are read, as far as the JSON files say before anything runs:
 /// the last `options.claude_code_hooks` of `files` (lowest priority first); on by default.
-pub fn enabled_in<'a>(files: impl Iterator<Item = &'a Value>) -> bool {
+pub(crate) fn enabled_in<'a>(files: impl Iterator<Item = &'a Value>) -> bool {
     files
         .filter_map(|v| {
             v.pointer("/options/claude_code_hooks")
@@ -126,7 +132,7 @@ pub fn enabled_in<'a>(files: impl Iterator<Item = &'a Value>) -> bool {
 /// (`project`, already trust-checked), the plugins of `options.claude_plugins` (absolute,
 /// `~/`, or relative to the project root). A `disableAllHooks` in any settings file turns
 /// Claude Code's hooks off, as in Claude Code (its permission rules still apply).
-pub fn collect(
+pub(crate) fn collect(
     plugins: &[String],
     project: Vec<ClaudeHooks>,
     project_root: &Path,

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 /// What a rule does when it matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Effect {
+pub(crate) enum Effect {
     Allow,
     Ask,
     Deny,
@@ -31,7 +31,7 @@ pub enum Effect {
 
 impl Effect {
     /// Its key in Claude Code's `permissions` object.
-    pub fn key(self) -> &'static str {
+    pub(crate) fn key(self) -> &'static str {
         match self {
             Effect::Allow => "allow",
             Effect::Ask => "ask",
@@ -57,7 +57,7 @@ enum Spec {
 
 /// One rule, with where it was written.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Rule {
+pub(crate) struct Rule {
     pub effect: Effect,
     /// Claude Code's tool name (`Bash`, `Read`, `mcp__fs__read`).
     tool: String,
@@ -82,7 +82,7 @@ impl fmt::Display for Rule {
 
 /// Why a rule cannot be applied.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RuleError {
+pub(crate) enum RuleError {
     /// `permissions.allow` is not a list of strings.
     NotAList { file: PathBuf, key: &'static str },
     /// A rule of a shape crush does not read.
@@ -120,7 +120,7 @@ impl std::error::Error for RuleError {}
 
 /// Every rule of the Claude Code settings files, in file order.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct ClaudeRules {
+pub(crate) struct ClaudeRules {
     pub rules: Vec<Rule>,
 }
 
@@ -141,7 +141,7 @@ const JOINERS: &[&str] = &["&&", "||", ";", "|", "&", "\n", "`", "$(", ">", "<"]
 impl ClaudeRules {
     /// The rules of `files` (Claude Code's settings, already trust-checked; relative patterns
     /// start from `cwd`), and a warning for each rule that cannot be applied.
-    pub fn from_files(files: &[ClaudeHooks], cwd: &Path) -> (ClaudeRules, Vec<RuleError>) {
+    pub(crate) fn from_files(files: &[ClaudeHooks], cwd: &Path) -> (ClaudeRules, Vec<RuleError>) {
         let mut out = ClaudeRules::default();
         let mut errors = Vec::new();
         for f in files {
@@ -200,7 +200,7 @@ impl ClaudeRules {
     /// The first rule with `effect` that matches a call, with `input`, of the tool Claude Code
     /// knows by `names` (`Tool::claude_names`); relative paths of the input
     /// resolve against `cwd`.
-    pub fn matching(
+    pub(crate) fn matching(
         &self,
         effect: Effect,
         names: &[String],

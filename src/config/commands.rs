@@ -17,7 +17,7 @@ use std::fmt;
 
 /// Why a command was refused (the configuration is unchanged); the message says what to type.
 #[derive(Debug)]
-pub enum CommandError {
+pub(crate) enum CommandError {
     /// No words at all.
     Empty,
     /// A quote the line never closes: `"single"` or `"double"`.
@@ -76,7 +76,7 @@ impl std::error::Error for CommandError {
 
 /// What a command did.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// One line describing the change ("model small = anthropic/claude-haiku-4-5").
     pub summary: String,
     /// Text the command prints (`model large` without a model prints the current one).
@@ -105,7 +105,7 @@ fn nothing_to_remove(what: String) -> Result<Outcome, CommandError> {
 
 /// Whether the command would widen what the agent may do without asking, or change what runs
 /// (hooks, MCP and LSP servers) or where prompts go (providers): the agent needs the user's yes.
-pub fn widens_permissions(args: &[String]) -> bool {
+pub(crate) fn widens_permissions(args: &[String]) -> bool {
     match args.first().map(String::as_str) {
         Some("permissions") => args.get(1).map(String::as_str) == Some("allow"),
         // Hooks, MCP and LSP servers run commands; a provider decides where prompts (and the
@@ -116,7 +116,7 @@ pub fn widens_permissions(args: &[String]) -> bool {
 }
 
 /// Applies one command (`args[0]` is its name) to `cfg`. On error `cfg` is unchanged.
-pub fn apply(cfg: &mut Value, args: &[String]) -> Result<Outcome, CommandError> {
+pub(crate) fn apply(cfg: &mut Value, args: &[String]) -> Result<Outcome, CommandError> {
     let mut work = cfg.clone();
     if !work.is_object() {
         work = Value::Object(Map::new());
@@ -150,7 +150,7 @@ pub fn apply(cfg: &mut Value, args: &[String]) -> Result<Outcome, CommandError> 
 }
 
 /// Splits a command line into words like a shell would (quotes and backslashes; no expansion).
-pub fn split_words(line: &str) -> Result<Vec<String>, CommandError> {
+pub(crate) fn split_words(line: &str) -> Result<Vec<String>, CommandError> {
     let mut words = Vec::new();
     let mut cur = String::new();
     let mut in_word = false;
@@ -553,12 +553,12 @@ const OPTIONS: OptTable = &[
 ];
 
 /// The `option` keys, for help and completion.
-pub fn option_keys() -> Vec<&'static str> {
+pub(crate) fn option_keys() -> Vec<&'static str> {
     OPTIONS.iter().map(|o| o.0).collect()
 }
 
 /// The values an `option` key takes, when they are few (booleans and enumerations).
-pub fn option_values(key: &str) -> Vec<&'static str> {
+pub(crate) fn option_values(key: &str) -> Vec<&'static str> {
     match OPTIONS.iter().find(|o| o.0 == key).map(|o| o.1) {
         Some(O::Bool | O::InvBool) => vec!["true", "false"],
         Some(O::Enum(values)) => values.to_vec(),
@@ -734,7 +734,7 @@ fn split_ref(r: &str) -> Result<(&str, &str), CommandError> {
 }
 
 /// "provider/model" of `models.large|small`, if set.
-pub fn current_model(cfg: &Value, which: &str) -> Option<String> {
+pub(crate) fn current_model(cfg: &Value, which: &str) -> Option<String> {
     let sel = get(cfg, &["models", which])?;
     let model = sel.get("model")?.as_str()?;
     match sel.get("provider").and_then(Value::as_str) {
@@ -980,7 +980,7 @@ fn provider(cfg: &mut Value, args: &[String]) -> Result<Outcome, CommandError> {
 }
 
 /// Hook events, canonical spelling.
-pub const HOOK_EVENTS: &[&str] = &[
+pub(crate) const HOOK_EVENTS: &[&str] = &[
     "PreToolUse",
     "PostToolUse",
     "UserPromptSubmit",
@@ -1000,7 +1000,7 @@ fn norm_event(e: &str) -> String {
 }
 
 /// The canonical name of a hook event given in any case or snake_case.
-pub fn canonical_event(e: &str) -> Option<&'static str> {
+pub(crate) fn canonical_event(e: &str) -> Option<&'static str> {
     HOOK_EVENTS
         .iter()
         .copied()

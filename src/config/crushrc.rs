@@ -19,10 +19,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Default limit for a crushrc (and a `$(command)` in a config value).
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The time limit for scripts and command substitutions.
-pub fn timeout() -> Duration {
+pub(crate) fn timeout() -> Duration {
     std::env::var("CRUSH_CONFIG_TIMEOUT")
         .ok()
         .and_then(|v| v.trim().parse::<f64>().ok())
@@ -32,7 +32,7 @@ pub fn timeout() -> Duration {
 }
 
 /// What a finished process left.
-pub struct Finished {
+pub(crate) struct Finished {
     pub code: Option<i32>,
     pub timed_out: bool,
     pub stdout: String,
@@ -43,7 +43,7 @@ pub struct Finished {
 /// whatever it left running in its group (`sleep 3 &`) is killed too, so nothing outlives the
 /// limit, and the output read so far is returned even if something outside the group still
 /// holds the pipes.
-pub fn run_limited(mut spec: Spec, limit: Duration) -> std::io::Result<Finished> {
+pub(crate) fn run_limited(mut spec: Spec, limit: Duration) -> std::io::Result<Finished> {
     spec.timeout = Some(limit);
     spec.kill_leftovers = true;
     spec.kill_grace = Duration::ZERO;
@@ -60,7 +60,7 @@ pub fn run_limited(mut spec: Spec, limit: Duration) -> std::io::Result<Finished>
 }
 
 /// Output of a successful crushrc.
-pub struct RunOutput {
+pub(crate) struct RunOutput {
     pub records: Vec<Record>,
     /// What the script printed (stdout, then stderr), for the caller to pass on.
     pub output: String,
@@ -70,7 +70,7 @@ pub struct RunOutput {
 /// Why a crushrc did not give its records; each message starts with the file (and, where the
 /// shell names one, the line).
 #[derive(Debug)]
-pub enum CrushrcError {
+pub(crate) enum CrushrcError {
     /// No temporary records file could be made.
     TempFile { path: PathBuf, source: io::Error },
     /// The shell could not be started.
@@ -130,7 +130,7 @@ impl std::error::Error for CrushrcError {
     }
 }
 
-pub fn run(path: &Path, models: &Models) -> Result<RunOutput, CrushrcError> {
+pub(crate) fn run(path: &Path, models: &Models) -> Result<RunOutput, CrushrcError> {
     let rec = RecordsFile::create().map_err(|source| CrushrcError::TempFile {
         path: path.to_path_buf(),
         source,

@@ -14,7 +14,7 @@ const TIMEOUT: Duration = Duration::from_secs(3);
 
 /// The window assumed for a model of a local server that tells none (llama-cpp-python's server
 /// has no metadata endpoint): ollama's and llama.cpp's usual default (crush(1) CONFIGURATION).
-pub const FALLBACK_WINDOW: u64 = 4096;
+pub(crate) const FALLBACK_WINDOW: u64 = 4096;
 
 /// One listed model: its id, the context window the server gave (0: none) and where that came
 /// from.
@@ -27,7 +27,7 @@ struct Listed {
 
 /// Why a server listed no models (kept with the listings, so it is cloned).
 #[derive(Clone, Debug)]
-pub enum ListError {
+pub(crate) enum ListError {
     /// The request failed, or its answer could not be read (the URL is shown redacted).
     Http { url: String, message: String },
     /// The server answered with another status than 200.
@@ -62,7 +62,7 @@ impl Provider {
     /// This provider with the models its server lists after the configured ones (those first),
     /// if it discovers its models; unchanged otherwise, or when the server cannot say (the
     /// reason is logged). A configured model without a context window takes the server's.
-    pub fn discovered(&self) -> Provider {
+    pub(crate) fn discovered(&self) -> Provider {
         let mut p = self.clone();
         if !self.discover {
             return p;
@@ -192,7 +192,7 @@ fn remember(base: &str, r: Listing) {
 impl Provider {
     /// Why this provider's server listed no models, if it was asked and could not say or
     /// listed none.
-    pub fn discovery_failure(&self) -> Option<String> {
+    pub(crate) fn discovery_failure(&self) -> Option<String> {
         if !self.discover {
             return None;
         }

@@ -6,7 +6,7 @@
 
 /// The variables of `text`, in file order (a later line wins over an earlier one of the same
 /// name). `lookup` gives the environment's variables.
-pub fn parse(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Vec<(String, String)> {
+pub(crate) fn parse(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Vec<(String, String)> {
     entries(text, lookup)
         .into_iter()
         .map(|(k, v, _)| (k, v))
@@ -15,7 +15,7 @@ pub fn parse(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Vec<(String
 
 /// A variable of a `.env` file that no process environment can hold.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NulInValue {
+pub(crate) struct NulInValue {
     /// The line (from 1) where the variable is set.
     pub line: usize,
     pub name: String,
@@ -35,7 +35,7 @@ impl std::error::Error for NulInValue {}
 
 /// `parse`, refusing a value that holds a NUL byte (the names `parse` accepts never hold `=`
 /// or NUL): the first such line is the error.
-pub fn parse_checked(
+pub(crate) fn parse_checked(
     text: &str,
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Vec<(String, String)>, NulInValue> {

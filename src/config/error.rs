@@ -10,7 +10,7 @@ use std::io;
 use std::path::PathBuf;
 
 #[derive(Debug)]
-pub enum ConfigError {
+pub(crate) enum ConfigError {
     /// Bad file: the message starts with file:line.
     File(String),
     /// A configuration file that cannot be read.
@@ -135,7 +135,7 @@ fn strip_position(msg: &str) -> &str {
 /// Why one configured server (MCP or LSP) cannot be used as configured; the caller names the
 /// server and where it was set.
 #[derive(Debug)]
-pub enum SpecError {
+pub(crate) enum SpecError {
     /// The server's entry is not a JSON object.
     NotObject,
     /// A field whose value does not expand.

@@ -21,7 +21,7 @@ use std::time::Duration;
 /// Why a value did not expand. No variant holds the value or a variable's value (it may be a
 /// secret); a failing command is named, with its stderr, never its stdout.
 #[derive(Debug)]
-pub enum ExpandError {
+pub(crate) enum ExpandError {
     /// `${` without its `}`.
     UnclosedBrace,
     /// `${...}` that does not start with a variable name.
@@ -111,12 +111,15 @@ impl std::error::Error for ExpandError {
 }
 
 /// Expands `value` with `lookup` for variables; `$(...)` runs through `run_command`.
-pub fn expand(value: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, ExpandError> {
+pub(crate) fn expand(
+    value: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, ExpandError> {
     expand_with(value, lookup, &run_command)
 }
 
 /// Expands variables with `lookup` and command substitutions with `run`.
-pub fn expand_with(
+pub(crate) fn expand_with(
     value: &str,
     lookup: &dyn Fn(&str) -> Option<String>,
     run: &dyn Fn(&str) -> Result<String, ExpandError>,
@@ -280,7 +283,7 @@ fn closing_paren(s: &str, start: usize) -> Option<usize> {
 static CACHE: Mutex<Option<HashMap<String, String>>> = Mutex::new(None);
 
 /// Runs a command substitution: `SHELL -c cmd`, stdout without trailing newlines.
-pub fn run_command(cmd: &str) -> Result<String, ExpandError> {
+pub(crate) fn run_command(cmd: &str) -> Result<String, ExpandError> {
     if let Some(hit) = CACHE
         .lock()
         .ok()
@@ -317,7 +320,7 @@ pub fn run_command(cmd: &str) -> Result<String, ExpandError> {
 }
 
 /// A variable as config values see it: `CRUSH_NAME` first, then `NAME`.
-pub fn env_var(name: &str) -> Option<String> {
+pub(crate) fn env_var(name: &str) -> Option<String> {
     std::env::var(format!("CRUSH_{name}"))
         .ok()
         .filter(|v| !v.is_empty())
@@ -325,14 +328,14 @@ pub fn env_var(name: &str) -> Option<String> {
 }
 
 /// Expansion against the process environment.
-pub fn expand_env(value: &str) -> Result<String, ExpandError> {
+pub(crate) fn expand_env(value: &str) -> Result<String, ExpandError> {
     expand(value, &env_var)
 }
 
 /// Expansion of variables only, against the process environment: `$(...)` is an error and is
 /// never run. For values the user did not write, such as the downloaded provider catalog
 /// (it comes from the network or its cache, outside any trust decision, crush(1) CONFIGURATION).
-pub fn expand_env_vars_only(value: &str) -> Result<String, ExpandError> {
+pub(crate) fn expand_env_vars_only(value: &str) -> Result<String, ExpandError> {
     expand_with(value, &env_var, &|_| Err(ExpandError::NotAllowed))
 }
 

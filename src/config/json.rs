@@ -5,7 +5,7 @@ use serde_json::Value;
 use std::path::Path;
 
 /// Parses `text` (the contents of `path`) as a JSON object.
-pub fn parse_object(path: &Path, text: &str) -> Result<Value, ConfigError> {
+pub(crate) fn parse_object(path: &Path, text: &str) -> Result<Value, ConfigError> {
     if text.trim().is_empty() {
         return Ok(Value::Object(Default::default()));
     }
@@ -21,7 +21,7 @@ pub fn parse_object(path: &Path, text: &str) -> Result<Value, ConfigError> {
 
 /// A configuration file's text (None: it does not exist). Only a regular file (a link to one
 /// included) of at most `fsutil::CONFIG_CAP` bytes is read, never blocking (crush(1) FILES).
-pub fn read_text(path: &Path) -> Result<Option<String>, ConfigError> {
+pub(crate) fn read_text(path: &Path) -> Result<Option<String>, ConfigError> {
     match crate::fsutil::read_config(path) {
         Ok(Some(b)) => String::from_utf8(b)
             .map(Some)
@@ -35,7 +35,7 @@ pub fn read_text(path: &Path) -> Result<Option<String>, ConfigError> {
 }
 
 /// Merges `upper` into `lower`: objects recursively, arrays concatenated, scalars replaced.
-pub fn merge(lower: &mut Value, upper: Value) {
+pub(crate) fn merge(lower: &mut Value, upper: Value) {
     match (lower, upper) {
         (Value::Object(l), Value::Object(u)) => {
             for (k, v) in u {
@@ -53,7 +53,7 @@ pub fn merge(lower: &mut Value, upper: Value) {
 }
 
 /// The strings of a JSON array (other values skipped); empty when `v` is not an array.
-pub fn strings(v: Option<&Value>) -> Vec<String> {
+pub(crate) fn strings(v: Option<&Value>) -> Vec<String> {
     v.and_then(Value::as_array)
         .map(|a| {
             a.iter()
@@ -65,7 +65,7 @@ pub fn strings(v: Option<&Value>) -> Vec<String> {
 }
 
 /// `~/x` as the home directory's `x` (Go Crush expands a leading `~` in commands).
-pub fn home_long(s: &str) -> String {
+pub(crate) fn home_long(s: &str) -> String {
     match (s.strip_prefix("~/"), std::env::var("HOME")) {
         (Some(rest), Ok(home)) if !home.is_empty() => format!("{home}/{rest}"),
         _ => s.to_string(),

@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 
 /// How to load.
 #[derive(Debug, Clone, Default)]
-pub struct LoadOptions {
+pub(crate) struct LoadOptions {
     pub cwd: PathBuf,
     /// `-D DIR`.
     pub data_dir: Option<PathBuf>,
@@ -42,7 +42,7 @@ pub struct LoadOptions {
 
 /// Whether `path` (`["options", "debug"]`) is a key of the schema crush knows.
 #[cfg(test)]
-pub fn is_known_key(path: &[&str]) -> bool {
+pub(crate) fn is_known_key(path: &[&str]) -> bool {
     use super::schema_keys::{Shape, TOP};
     let mut shape = &TOP;
     for seg in path {
@@ -59,7 +59,7 @@ pub fn is_known_key(path: &[&str]) -> bool {
 }
 
 /// The built-in defaults (layer 1).
-pub fn defaults() -> Value {
+pub(crate) fn defaults() -> Value {
     json!({"options": {
         "debug": false,
         "progress": true,
@@ -394,7 +394,7 @@ fn read_claude_mcp(project_root: &Path) -> Result<Option<FoundFile>, ConfigError
 
 /// What the project would run, without running anything (for `crush trust` and the REPL's
 /// first-start question).
-pub fn review_project(cwd: &Path) -> Result<trust::Review, ConfigError> {
+pub(crate) fn review_project(cwd: &Path) -> Result<trust::Review, ConfigError> {
     let project_root = paths::project_root(cwd);
     let mut warnings = Vec::new();
     let files = find_project_files(cwd, &project_root, &mut warnings)?;
@@ -559,7 +559,7 @@ fn compiled(recs: &[Record]) -> Value {
 }
 
 /// Loads all ten layers (see the module docs).
-pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
+pub(crate) fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
     let cwd = opts.cwd.as_path();
     let project_root = paths::project_root(cwd);
     let mut warnings = Vec::new();

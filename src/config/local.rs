@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 /// The id of the provider a found server becomes with `options.auto_local`.
-pub const PROVIDER_ID: &str = "local";
+pub(crate) const PROVIDER_ID: &str = "local";
 
 /// How long each probe may take; the probes run at once, so the whole check takes no longer.
 const PROBE_TIMEOUT: Duration = Duration::from_millis(100);
@@ -20,7 +20,7 @@ const DEFAULT_PROBES: &[(&str, &str)] = &[
 
 /// A local server that answered.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Found {
+pub(crate) struct Found {
     /// Its OpenAI-compatible base URL (`http://127.0.0.1:11434/v1`).
     pub base_url: String,
     /// What usually listens there (`ollama`), or `a local server`.
@@ -29,7 +29,7 @@ pub struct Found {
 
 impl Found {
     /// The one line saying how to use it.
-    pub fn hint(&self) -> String {
+    pub(crate) fn hint(&self) -> String {
         format!(
             "a local model server ({}) answers at {}: set \"options\": {{\"auto_local\": true}} to use it, or add it as a provider with that base_url",
             self.kind, self.base_url
@@ -56,7 +56,7 @@ fn probes() -> Vec<(String, String)> {
 }
 
 /// The first local server that lists its models at `/v1/models`, asked once per process.
-pub fn found() -> Option<Found> {
+pub(crate) fn found() -> Option<Found> {
     static FOUND: OnceLock<Option<Found>> = OnceLock::new();
     FOUND
         .get_or_init(|| {

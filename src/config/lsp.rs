@@ -15,11 +15,11 @@ use serde_json::Value;
 use std::time::Duration;
 
 /// Go Crush's default: start-up, each request, and the wait for diagnostics after an edit.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Why detected servers are not used.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Auto {
+pub(crate) enum Auto {
     /// Detection ran.
     On,
     /// `options.auto_lsp` is false.
@@ -29,7 +29,7 @@ pub enum Auto {
 }
 
 /// The servers of a session.
-pub struct Setup {
+pub(crate) struct Setup {
     pub specs: Vec<ServerSpec>,
     /// Configured servers turned off with `disabled`.
     pub disabled: Vec<String>,
@@ -126,7 +126,7 @@ fn trusted(loaded: &Loaded) -> bool {
 }
 
 /// The session's servers.
-pub fn servers(loaded: &Loaded) -> Setup {
+pub(crate) fn servers(loaded: &Loaded) -> Setup {
     let mut setup = Setup {
         specs: Vec::new(),
         disabled: Vec::new(),
@@ -193,7 +193,7 @@ fn millis(var: &str) -> Option<Duration> {
 
 /// The waits after an edit: `CRUSH_LSP_SETTLE_MS` (the quiet period after the last publish,
 /// default 300) and `CRUSH_LSP_WAIT_MS` (the wait for a first publish, default 3000).
-pub fn timing() -> Timing {
+pub(crate) fn timing() -> Timing {
     let d = Timing::default();
     Timing {
         settle: millis("CRUSH_LSP_SETTLE_MS").unwrap_or(d.settle),

@@ -10,12 +10,12 @@ use serde_json::{Map, Value, json};
 use std::time::Duration;
 
 /// Go Crush's default: start-up and each request.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// OAuth servers get longer by default (a token may need refreshing first).
-pub const DEFAULT_OAUTH_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_OAUTH_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The key of the global state that holds MCP OAuth tokens, one per server name.
-pub const STATE_KEY: &str = "mcp_oauth";
+pub(crate) const STATE_KEY: &str = "mcp_oauth";
 
 /// One server's spec; Err names the problem (the caller names the server).
 fn spec(loaded: &Loaded, name: &str, v: &Value) -> Result<ServerSpec, SpecError> {
@@ -115,7 +115,7 @@ fn spec(loaded: &Loaded, name: &str, v: &Value) -> Result<ServerSpec, SpecError>
 
 /// The configured servers, by name, and one warning per server that cannot be used as
 /// configured (it is left out).
-pub fn servers(loaded: &Loaded) -> (Vec<ServerSpec>, Vec<String>) {
+pub(crate) fn servers(loaded: &Loaded) -> (Vec<ServerSpec>, Vec<String>) {
     let (mut out, mut warnings) = (Vec::new(), Vec::new());
     let Value::Object(all) = &loaded.config.mcp else {
         return (out, warnings);
@@ -134,7 +134,7 @@ pub fn servers(loaded: &Loaded) -> (Vec<ServerSpec>, Vec<String>) {
 
 /// Claude Code's project `.mcp.json` (`{"mcpServers": {NAME: {...}}}`) as the `mcp` section of a
 /// configuration layer: the same fields, `type` guessed from `url` when missing.
-pub fn from_claude(v: &Value) -> Value {
+pub(crate) fn from_claude(v: &Value) -> Value {
     let mut servers = Map::new();
     if let Some(Value::Object(all)) = v.get("mcpServers") {
         for (name, s) in all {
@@ -145,7 +145,7 @@ pub fn from_claude(v: &Value) -> Value {
 }
 
 /// MCP OAuth tokens in the global state file (written at 0600, like all state).
-pub struct StateTokens;
+pub(crate) struct StateTokens;
 
 impl TokenStore for StateTokens {
     fn load(&self, server: &str) -> Option<Value> {

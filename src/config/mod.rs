@@ -6,33 +6,33 @@
 //! name it. The ten layers, trust, crushrc, state and session-only changes live in the
 //! submodules; `load` is the entry point.
 
-pub mod claude;
-pub mod claude_rules;
-pub mod commands;
-pub mod crushrc;
-pub mod discover;
-pub mod dotenv;
+pub(crate) mod claude;
+pub(crate) mod claude_rules;
+pub(crate) mod commands;
+pub(crate) mod crushrc;
+pub(crate) mod discover;
+pub(crate) mod dotenv;
 mod error;
-pub mod expand;
-pub mod json;
-pub mod layers;
-pub mod local;
-pub mod lsp;
-pub mod mcp;
-pub mod options;
-pub mod pos;
-pub mod providers;
-pub mod sandbox;
-pub mod schema_keys;
-pub mod session;
-pub mod state;
-pub mod trust;
+pub(crate) mod expand;
+pub(crate) mod json;
+pub(crate) mod layers;
+pub(crate) mod local;
+pub(crate) mod lsp;
+pub(crate) mod mcp;
+pub(crate) mod options;
+pub(crate) mod pos;
+pub(crate) mod providers;
+pub(crate) mod sandbox;
+pub(crate) mod schema_keys;
+pub(crate) mod session;
+pub(crate) mod state;
+pub(crate) mod trust;
 
 pub(crate) use crate::sha256;
-pub use error::{ConfigError, SpecError};
+pub(crate) use error::{ConfigError, SpecError};
 
-pub use crate::catalog::Model;
-pub use providers::{Provider, ProviderTable, ResolvedModel};
+pub(crate) use crate::catalog::Model;
+pub(crate) use providers::{Provider, ProviderTable, ResolvedModel};
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -41,7 +41,7 @@ use std::path::PathBuf;
 
 #[derive(Debug, Default, Deserialize, Clone)]
 #[serde(default)]
-pub struct Config {
+pub(crate) struct Config {
     pub models: Models,
     pub providers: BTreeMap<String, ProviderConfig>,
     pub options: Options,
@@ -58,14 +58,14 @@ pub struct Config {
 
 #[derive(Debug, Default, Deserialize, Clone)]
 #[serde(default)]
-pub struct Models {
+pub(crate) struct Models {
     pub large: Option<SelectedModel>,
     pub small: Option<SelectedModel>,
 }
 
 #[derive(Debug, Default, Deserialize, Clone, PartialEq)]
 #[serde(default)]
-pub struct SelectedModel {
+pub(crate) struct SelectedModel {
     pub model: String,
     pub provider: String,
     pub max_tokens: Option<u32>,
@@ -82,7 +82,7 @@ pub struct SelectedModel {
 
 #[derive(Debug, Default, Deserialize, Clone)]
 #[serde(default)]
-pub struct ProviderConfig {
+pub(crate) struct ProviderConfig {
     pub id: Option<String>,
     pub name: Option<String>,
     #[serde(rename = "type")]
@@ -120,7 +120,7 @@ pub struct ProviderConfig {
 
 #[derive(Debug, Default, Deserialize, Clone)]
 #[serde(default)]
-pub struct Options {
+pub(crate) struct Options {
     pub context_paths: Vec<String>,
     pub global_context_paths: Vec<String>,
     pub data_directory: Option<String>,
@@ -181,7 +181,7 @@ pub struct Options {
 /// `options.sandbox`: checked and resolved by `crate::config::sandbox`.
 #[derive(Debug, Default, Deserialize, Clone)]
 #[serde(default)]
-pub struct SandboxOptions {
+pub(crate) struct SandboxOptions {
     /// off, read-only or workspace-write (default off).
     pub mode: Option<String>,
     /// The network is reachable inside the sandbox (default false).
@@ -192,13 +192,13 @@ pub struct SandboxOptions {
 
 #[derive(Debug, Default, Deserialize, Clone)]
 #[serde(default)]
-pub struct Permissions {
+pub(crate) struct Permissions {
     pub allowed_tools: Vec<String>,
 }
 
 /// Where a layer came from, lowest priority first (crush(1) CONFIGURATION).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
-pub enum LayerKind {
+pub(crate) enum LayerKind {
     #[default]
     Defaults,
     /// `/etc/crush/crush.json`: numbered with the defaults, below everything of the user's.
@@ -216,14 +216,14 @@ pub enum LayerKind {
 
 impl LayerKind {
     /// The layer's number in crush(1) CONFIGURATION (1..=10).
-    pub fn number(self) -> u8 {
+    pub(crate) fn number(self) -> u8 {
         match self {
             LayerKind::Defaults | LayerKind::System => 1,
             k => k as u8,
         }
     }
     /// A short name for users ("project .crushrc").
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             LayerKind::Defaults => "built-in default",
             LayerKind::System => "system crush.json",
@@ -244,7 +244,7 @@ impl LayerKind {
 /// (removals such as `hook remove` only show in the merged configuration); for the runtime layer
 /// the flags, `CRUSH_*` overrides and session-only commands.
 #[derive(Debug, Clone)]
-pub struct Layer {
+pub(crate) struct Layer {
     pub kind: LayerKind,
     pub path: Option<PathBuf>,
     pub value: Value,
@@ -252,7 +252,7 @@ pub struct Layer {
 
 /// Where one value of the effective configuration was set.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Origin {
+pub(crate) struct Origin {
     pub kind: LayerKind,
     pub file: Option<PathBuf>,
     pub line: Option<u32>,
@@ -262,7 +262,7 @@ pub struct Origin {
 
 impl Origin {
     /// `file:line`, `file`, or what set it (`environment CRUSH_X`, `built-in default`).
-    pub fn place(&self) -> String {
+    pub(crate) fn place(&self) -> String {
         match (&self.file, self.line, &self.detail) {
             (Some(f), Some(l), _) => format!("{}:{l}", f.display()),
             (Some(f), None, _) => f.display().to_string(),
@@ -290,11 +290,11 @@ impl fmt::Display for Origin {
 
 /// JSON pointer (`/options/debug`) → where it was set. Only leaves (scalars, empty objects and
 /// arrays) have entries.
-pub type Origins = BTreeMap<String, Origin>;
+pub(crate) type Origins = BTreeMap<String, Origin>;
 
 /// The loaded configuration with its layers and locations.
 #[derive(Debug, Default, Clone)]
-pub struct Loaded {
+pub(crate) struct Loaded {
     pub config: Config,
     pub layers: Vec<Layer>,
     /// Non-fatal problems (unknown keys), one line each, naming the file.
@@ -328,7 +328,7 @@ pub struct Loaded {
 }
 
 /// Loads every layer (crush(1) CONFIGURATION); see `layers.rs`.
-pub fn load_with(opts: &layers::LoadOptions) -> Result<Loaded, ConfigError> {
+pub(crate) fn load_with(opts: &layers::LoadOptions) -> Result<Loaded, ConfigError> {
     layers::load(opts)
 }
 
@@ -337,7 +337,7 @@ impl Loaded {
     /// global state, the user's global files, flags, the environment or the user's own session
     /// commands — not a project's files, the workspace state in the project's data directory or
     /// the model's session commands (crush(1) SECURITY).
-    pub fn set_by_user(&self, ptr: &str) -> bool {
+    pub(crate) fn set_by_user(&self, ptr: &str) -> bool {
         let Some(o) = self.origins.get(ptr) else {
             return false;
         };
@@ -361,7 +361,7 @@ impl Loaded {
 
     /// The file (file:line when known) that last set a key path, for error messages
     /// ("<built-in>" if none).
-    pub fn origin_of(&self, path: &[&str]) -> String {
+    pub(crate) fn origin_of(&self, path: &[&str]) -> String {
         let prefix: String = path.iter().map(|k| pos::child("", k)).collect();
         let latest = self
             .origins

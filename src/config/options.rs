@@ -8,7 +8,7 @@ use crate::llm::{CallOptions, merge_json};
 use serde_json::{Map, Value, json};
 
 /// Go Crush's thinking budget for `think` (Anthropic) and Gemini 2 models.
-pub const THINKING_BUDGET: u64 = 2000;
+pub(crate) const THINKING_BUDGET: u64 = 2000;
 
 /// One of the catalog model's `options` (Catwalk's `temperature`, `top_p`...).
 fn catalog_option(m: &ResolvedModel, key: &str) -> Option<f64> {
@@ -17,7 +17,7 @@ fn catalog_option(m: &ResolvedModel, key: &str) -> Option<f64> {
 
 impl ResolvedModel {
     /// The temperature: the selected model's, else the catalog model's.
-    pub fn temperature(&self) -> Option<f64> {
+    pub(crate) fn temperature(&self) -> Option<f64> {
         self.selected
             .temperature
             .or_else(|| catalog_option(self, "temperature"))
@@ -26,7 +26,7 @@ impl ResolvedModel {
     /// The reasoning effort to ask for, for a model that reasons: the selected one, else the
     /// catalog's default, else the first of the model's levels; one of those levels when the
     /// model lists them (the selected one is sent as is when it lists none).
-    pub fn reasoning_effort(&self) -> Option<String> {
+    pub(crate) fn reasoning_effort(&self) -> Option<String> {
         let m = &self.model;
         let levels = &m.reasoning_levels;
         let ok = |e: &str| !e.is_empty() && (levels.is_empty() || levels.iter().any(|l| l == e));
@@ -43,7 +43,7 @@ impl ResolvedModel {
     }
 
     /// Everything but the output cap and temperature that the call is sent with.
-    pub fn call_options(&self) -> CallOptions {
+    pub(crate) fn call_options(&self) -> CallOptions {
         let sel = &self.selected;
         let mut po = Value::Object(Map::new());
         if let Some(c) = self.model.options.get("provider_options") {

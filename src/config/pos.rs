@@ -9,16 +9,16 @@
 use std::collections::BTreeMap;
 
 /// JSON pointer → 1-based line.
-pub type Positions = BTreeMap<String, u32>;
+pub(crate) type Positions = BTreeMap<String, u32>;
 
 /// Escapes one pointer segment (RFC 6901).
-pub fn escape(seg: &str) -> String {
+pub(crate) fn escape(seg: &str) -> String {
     seg.replace('~', "~0").replace('/', "~1")
 }
 
 /// Removes the value at `ptr` from `v` (an array element is taken out, or, with `blank`, replaced
 /// by "" so that the pointers of later elements stay valid). False if nothing was there.
-pub fn remove(v: &mut serde_json::Value, ptr: &str, blank: bool) -> bool {
+pub(crate) fn remove(v: &mut serde_json::Value, ptr: &str, blank: bool) -> bool {
     use serde_json::Value;
     let Some((parent, last)) = ptr.rsplit_once('/') else {
         return false;
@@ -42,12 +42,12 @@ pub fn remove(v: &mut serde_json::Value, ptr: &str, blank: bool) -> bool {
 }
 
 /// Joins a pointer and a segment.
-pub fn child(ptr: &str, seg: &str) -> String {
+pub(crate) fn child(ptr: &str, seg: &str) -> String {
     format!("{ptr}/{}", escape(seg))
 }
 
 /// `options.context_paths[0]`, `providers."a.b".api_key`.
-pub fn dotted(ptr: &str) -> String {
+pub(crate) fn dotted(ptr: &str) -> String {
     let mut out = String::new();
     for seg in ptr.trim_start_matches('/').split('/') {
         let seg = seg.replace("~1", "/").replace("~0", "~");
@@ -177,7 +177,7 @@ impl Scanner<'_> {
 }
 
 /// The positions of every key and array element of `text`.
-pub fn positions(text: &str) -> Positions {
+pub(crate) fn positions(text: &str) -> Positions {
     let mut s = Scanner {
         b: text.as_bytes(),
         i: 0,
@@ -189,7 +189,7 @@ pub fn positions(text: &str) -> Positions {
 }
 
 /// The line of `ptr`, else of its nearest ancestor that has one.
-pub fn line_of(pos: &Positions, ptr: &str) -> Option<u32> {
+pub(crate) fn line_of(pos: &Positions, ptr: &str) -> Option<u32> {
     let mut p = ptr;
     loop {
         if let Some(&l) = pos.get(p) {

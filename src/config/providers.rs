@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 /// A provider ready to call, with its models.
 #[derive(Debug, Clone)]
-pub struct Provider {
+pub(crate) struct Provider {
     pub id: String,
     pub endpoint: Endpoint,
     pub models: Vec<Model>,
@@ -32,7 +32,7 @@ pub struct Provider {
 
 impl Provider {
     /// The catalog's default large or small model, else the first model.
-    pub fn default_model(&self, small: bool) -> Option<&Model> {
+    pub(crate) fn default_model(&self, small: bool) -> Option<&Model> {
         let want = if small {
             &self.default_small
         } else {
@@ -46,7 +46,7 @@ impl Provider {
 
 /// The model a turn uses.
 #[derive(Debug, Clone)]
-pub struct ResolvedModel {
+pub(crate) struct ResolvedModel {
     pub provider: Provider,
     pub model: Model,
     pub selected: SelectedModel,
@@ -54,7 +54,7 @@ pub struct ResolvedModel {
 
 impl ResolvedModel {
     /// USD for one call, or None when the model has no price (unpriced, never $0).
-    pub fn cost(&self, u: &crate::llm::Usage) -> Option<f64> {
+    pub(crate) fn cost(&self, u: &crate::llm::Usage) -> Option<f64> {
         if self.provider.flat_rate {
             return None;
         }
@@ -71,7 +71,7 @@ impl ResolvedModel {
         )
     }
     /// `catalog` (Catwalk's prices), `config` (the user's), `flat_rate` or `unpriced`.
-    pub fn price_source(&self) -> &'static str {
+    pub(crate) fn price_source(&self) -> &'static str {
         if self.provider.flat_rate {
             "flat_rate"
         } else if self.model.cost_per_1m_in.is_some() && self.model.cost_per_1m_out.is_some() {
@@ -81,10 +81,10 @@ impl ResolvedModel {
         }
     }
     /// Whether a call's cost is known in dollars (neither unpriced nor flat-rate).
-    pub fn is_priced(&self) -> bool {
+    pub(crate) fn is_priced(&self) -> bool {
         !matches!(self.price_source(), "unpriced" | "flat_rate")
     }
-    pub fn max_tokens(&self) -> Option<u32> {
+    pub(crate) fn max_tokens(&self) -> Option<u32> {
         self.selected
             .max_tokens
             .or(Some(self.model.default_max_tokens).filter(|&n| n > 0))
@@ -95,7 +95,7 @@ impl ResolvedModel {
     /// `e` with what it means for this model: a refused key names the provider and where the
     /// key came from; a model the provider does not know names the model sent and the closest
     /// ids the provider lists.
-    pub fn explain(&self, e: crate::llm::LlmError) -> crate::llm::LlmError {
+    pub(crate) fn explain(&self, e: crate::llm::LlmError) -> crate::llm::LlmError {
         let crate::llm::LlmError::Http {
             status,
             mut message,
@@ -199,7 +199,7 @@ fn first_var(vars: &[&'static str]) -> Option<(&'static str, String)> {
 }
 
 /// Vertex AI's base URL for a project and location (`global` has no regional host).
-pub fn vertex_base_url(project: &str, location: &str) -> String {
+pub(crate) fn vertex_base_url(project: &str, location: &str) -> String {
     let host = if location == "global" {
         "aiplatform.googleapis.com".to_string()
     } else {
@@ -230,7 +230,7 @@ fn same_url(a: &str, b: &str) -> bool {
 
 /// A provider the configuration defines that cannot be used, and why.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Unusable {
+pub(crate) struct Unusable {
     pub id: String,
     /// One line; names the file:line and the field when the configuration is at fault.
     pub reason: String,
@@ -242,7 +242,7 @@ pub struct Unusable {
 /// The providers of a configuration: those that can be called, and those the user defined that
 /// cannot be (crush(1) CONFIGURATION).
 #[derive(Debug, Clone, Default)]
-pub struct ProviderTable {
+pub(crate) struct ProviderTable {
     pub ready: Vec<Provider>,
     pub unusable: Vec<Unusable>,
     /// Catalog providers you did not configure and what each needs (`no API key: set X`).
@@ -251,7 +251,7 @@ pub struct ProviderTable {
 
 impl ProviderTable {
     /// Why provider `id` cannot be used, if the configuration defines it and it cannot.
-    pub fn why_unusable(&self, id: &str) -> Option<&str> {
+    pub(crate) fn why_unusable(&self, id: &str) -> Option<&str> {
         self.unusable
             .iter()
             .find(|u| u.id == id)
@@ -283,7 +283,7 @@ impl Loaded {
     /// The providers of this configuration against its catalog; faults of the configuration
     /// (a provider skipped for a value that cannot expand, an unknown type) are warned about
     /// on stderr, once per run.
-    pub fn providers(&self) -> ProviderTable {
+    pub(crate) fn providers(&self) -> ProviderTable {
         let mut table = self.providers_with(&self.catalog.get().providers);
         for u in table.unusable.iter().filter(|u| u.warn) {
             say_once(
@@ -321,7 +321,7 @@ impl Loaded {
     /// The providers that can be called — catalog providers whose key resolves (in catalog
     /// order, merged with the user's settings for the same id), then the user's own providers
     /// (by id) — and those the user defined that cannot be, with the reason.
-    pub fn providers_with(&self, catalog: &[crate::catalog::Provider]) -> ProviderTable {
+    pub(crate) fn providers_with(&self, catalog: &[crate::catalog::Provider]) -> ProviderTable {
         let catalog = self.catalog_in_use(catalog);
         let mut table = ProviderTable::default();
         let no_user = ProviderConfig::default();
@@ -353,7 +353,7 @@ impl Loaded {
 
     /// The catalog's providers, or none when `options.disable_default_providers`
     /// (`CRUSH_DISABLE_DEFAULT_PROVIDERS`) hides them: then only the user's providers exist.
-    pub fn catalog_in_use<'a>(
+    pub(crate) fn catalog_in_use<'a>(
         &self,
         catalog: &'a [crate::catalog::Provider],
     ) -> &'a [crate::catalog::Provider] {
@@ -805,7 +805,7 @@ impl Loaded {
     /// Resolves the large (`small == false`) or small model: the flag, else `models.large/small`,
     /// else the catalog default of the first configured provider. A model is `PROVIDER/MODEL` or
     /// a model id offered by exactly one configured provider.
-    pub fn resolve_model(
+    pub(crate) fn resolve_model(
         &self,
         flag: Option<&str>,
         small: bool,
@@ -819,7 +819,7 @@ impl Loaded {
     }
 
     /// [`resolve_model`](Self::resolve_model) against a given catalog.
-    pub fn resolve_model_with(
+    pub(crate) fn resolve_model_with(
         &self,
         catalog: &[crate::catalog::Provider],
         flag: Option<&str>,

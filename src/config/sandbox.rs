@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 /// Why the configured sandbox cannot be had.
 #[derive(Debug)]
-pub enum SettingsError {
+pub(crate) enum SettingsError {
     /// A bad value in a configuration file or flag: where, and what.
     Config(String),
     /// The kernel cannot enforce it (or a path of it cannot be opened).
@@ -33,7 +33,7 @@ impl std::error::Error for SettingsError {}
 
 /// What the flags ask for.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Flags {
+pub(crate) struct Flags {
     /// `--sandbox MODE`.
     pub mode: Option<String>,
     /// `--network` (`crush sandbox`).
@@ -43,7 +43,7 @@ pub struct Flags {
 }
 
 /// Whether the session runs in the auto approval mode (`--auto`, `options.approval`).
-pub fn auto_approval(loaded: &Loaded, flags: &Flags) -> Result<bool, SettingsError> {
+pub(crate) fn auto_approval(loaded: &Loaded, flags: &Flags) -> Result<bool, SettingsError> {
     match loaded.config.options.approval.as_deref() {
         None | Some("ask") => Ok(flags.auto),
         Some("auto") => Ok(true),
@@ -56,7 +56,7 @@ pub fn auto_approval(loaded: &Loaded, flags: &Flags) -> Result<bool, SettingsErr
 
 /// The mode in force: the flag, else the configuration, else `workspace-write` under `--auto`,
 /// else off.
-pub fn mode(loaded: &Loaded, flags: &Flags) -> Result<Mode, SettingsError> {
+pub(crate) fn mode(loaded: &Loaded, flags: &Flags) -> Result<Mode, SettingsError> {
     let bad = |v: &str, place: String| {
         SettingsError::Config(format!(
             "{place}: \"{v}\" is not a sandbox mode ({})",
@@ -183,7 +183,11 @@ fn writable_roots(loaded: &Loaded) -> Result<Vec<PathBuf>, SettingsError> {
 }
 
 /// The policy for `mode` in this configuration (None when off).
-pub fn policy(loaded: &Loaded, mode: Mode, flags: &Flags) -> Result<Option<Policy>, SettingsError> {
+pub(crate) fn policy(
+    loaded: &Loaded,
+    mode: Mode,
+    flags: &Flags,
+) -> Result<Option<Policy>, SettingsError> {
     if mode == Mode::Off {
         return Ok(None);
     }
@@ -199,7 +203,10 @@ pub fn policy(loaded: &Loaded, mode: Mode, flags: &Flags) -> Result<Option<Polic
 
 /// The session's sandbox, prepared; None when the mode is off. A sandbox that was asked for
 /// and cannot be had is an error: crush does not run the commands unconfined instead.
-pub fn session(loaded: &Loaded, flags: &Flags) -> Result<Option<Arc<Sandbox>>, SettingsError> {
+pub(crate) fn session(
+    loaded: &Loaded,
+    flags: &Flags,
+) -> Result<Option<Arc<Sandbox>>, SettingsError> {
     let mode = mode(loaded, flags)?;
     match policy(loaded, mode, flags)? {
         None => Ok(None),
@@ -210,7 +217,7 @@ pub fn session(loaded: &Loaded, flags: &Flags) -> Result<Option<Arc<Sandbox>>, S
 }
 
 /// One line for `crush_info`: the mode in force and the kernel's ABI.
-pub fn describe(sandbox: Option<&Sandbox>) -> String {
+pub(crate) fn describe(sandbox: Option<&Sandbox>) -> String {
     match sandbox {
         None => line(Mode::Off, false, &[]),
         Some(s) => {
@@ -221,7 +228,7 @@ pub fn describe(sandbox: Option<&Sandbox>) -> String {
 }
 
 /// The same for `crush config show`: what the configuration alone (no flag) puts in force.
-pub fn configured(loaded: &Loaded) -> String {
+pub(crate) fn configured(loaded: &Loaded) -> String {
     let flags = Flags::default();
     match mode(loaded, &flags) {
         Ok(m) => line(

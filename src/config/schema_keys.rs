@@ -8,7 +8,7 @@ use serde_json::Value;
 use std::path::Path;
 
 /// What a value may hold.
-pub enum Shape {
+pub(crate) enum Shape {
     /// Anything (free-form maps such as `env`, `extra_body`, `headers`).
     Any,
     /// An object with these keys.
@@ -108,11 +108,11 @@ const LSP: Shape = Keys(&[
 const SANDBOX: Shape = Keys(&[("mode", &Any), ("network", &Any), ("writable_roots", &Any)]);
 
 /// Why `options.tui` and crushrc's `option ui` do nothing here.
-pub const TUI_REASON: &str =
+pub(crate) const TUI_REASON: &str =
     "Go Crush's full-screen interface settings; crush has no such interface";
 
 /// Keys of `options` (Go Crush's and crush's own).
-pub const OPTIONS: &[(&str, &Shape)] = &[
+pub(crate) const OPTIONS: &[(&str, &Shape)] = &[
     ("context_paths", &Any),
     ("global_context_paths", &Any),
     ("skills_paths", &Any),
@@ -152,7 +152,7 @@ pub const OPTIONS: &[(&str, &Shape)] = &[
 ];
 
 /// The whole file.
-pub const TOP: Shape = Keys(&[
+pub(crate) const TOP: Shape = Keys(&[
     ("$schema", &Any),
     (
         "models",
@@ -179,7 +179,7 @@ pub const TOP: Shape = Keys(&[
 
 /// Warnings for every key of `v` that `TOP` does not know, or knows as inert, one line each
 /// (`FILE:LINE: ...`), in document order of the walk.
-pub fn check(path: &Path, v: &Value, p: &Positions) -> Vec<String> {
+pub(crate) fn check(path: &Path, v: &Value, p: &Positions) -> Vec<String> {
     let mut out = Vec::new();
     walk(&TOP, v, "", "", &mut |ptr, msg| {
         let line = p.get(ptr).map(|l| format!(":{l}")).unwrap_or_default();
@@ -244,7 +244,7 @@ fn walk(shape: &Shape, v: &Value, ptr: &str, dotted: &str, warn: &mut dyn FnMut(
 
 /// The known key nearest to `key`: the same once case, `_` and `-` are set aside
 /// (`rootMarkers`, `root-markers`), else at most two edits away.
-pub fn nearest<'a>(key: &str, known: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+pub(crate) fn nearest<'a>(key: &str, known: impl Iterator<Item = &'a str>) -> Option<&'a str> {
     let norm = |s: &str| {
         s.chars()
             .filter(|c| *c != '_' && *c != '-')

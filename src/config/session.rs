@@ -8,7 +8,7 @@ use crate::rcshell::Record;
 
 /// Who issued a session-only command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SessionSource {
+pub(crate) enum SessionSource {
     /// Typed by the user (a REPL slash command).
     User,
     /// Run by the agent through its bash tool.
@@ -17,7 +17,7 @@ pub enum SessionSource {
 
 impl Loaded {
     /// The current large/small models, as the shell builtin `model large|small` prints them.
-    pub fn shell_models(&self) -> crate::rcshell::Models {
+    pub(crate) fn shell_models(&self) -> crate::rcshell::Models {
         crate::rcshell::Models {
             large: commands::current_model(&self.merged, "large").unwrap_or_default(),
             small: commands::current_model(&self.merged, "small").unwrap_or_default(),
@@ -26,7 +26,7 @@ impl Loaded {
 
     /// Applies one session-only command line, as typed in the REPL (`/model small a/b`,
     /// `option progress false`; a leading `/` is optional), to the runtime layer.
-    pub fn apply_session_line(&mut self, line: &str) -> Result<Outcome, ConfigError> {
+    pub(crate) fn apply_session_line(&mut self, line: &str) -> Result<Outcome, ConfigError> {
         let line = line.trim();
         let line = line.strip_prefix('/').unwrap_or(line);
         let words = commands::split_words(line)?;
@@ -41,7 +41,7 @@ impl Loaded {
 
     /// Applies one command (`args[0]` is its name) to the runtime layer. On error nothing
     /// changes.
-    pub fn apply_session(
+    pub(crate) fn apply_session(
         &mut self,
         args: &[String],
         source: SessionSource,
@@ -55,11 +55,11 @@ impl Loaded {
 }
 
 /// How the origin of a change the agent's bash tool made starts (`config show --origin`).
-pub const BASH_TOOL_ORIGIN: &str = "session (bash tool)";
+pub(crate) const BASH_TOOL_ORIGIN: &str = "session (bash tool)";
 
 /// One line per record, for the bash tool's result: what changed, what was refused.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct BashReport {
+pub(crate) struct BashReport {
     pub lines: Vec<String>,
     /// Some command was refused because it would widen permissions without a yes.
     pub refused: bool,
@@ -68,7 +68,7 @@ pub struct BashReport {
 /// Applies the records the agent's bash tool produced, in order. `permissions allow` needs the
 /// user's yes: `confirm` is asked (the REPL asks the user; a non-interactive run answers yes
 /// only under `--yolo`).
-pub fn apply_bash_records(
+pub(crate) fn apply_bash_records(
     loaded: &mut Loaded,
     records: &[Record],
     confirm: &mut dyn FnMut(&[String]) -> bool,

@@ -17,34 +17,34 @@ use serde_json::{Map, Value, json};
 use std::io;
 use std::path::{Path, PathBuf};
 
-pub const FILE_NAME: &str = "state.json";
+pub(crate) const FILE_NAME: &str = "state.json";
 /// Go Crush's global data file, read as global state.
-pub const LEGACY_FILE_NAME: &str = "crush.json";
+pub(crate) const LEGACY_FILE_NAME: &str = "crush.json";
 /// Keys of a state file that are not configuration (`mcp_oauth`: the OAuth tokens of MCP
 /// servers).
 const NOT_CONFIG: &[&str] = &["version", "trust", "mcp_oauth"];
 
-pub fn global_path() -> PathBuf {
+pub(crate) fn global_path() -> PathBuf {
     crate::paths::global_data_dir().join(FILE_NAME)
 }
 
-pub fn legacy_global_path() -> PathBuf {
+pub(crate) fn legacy_global_path() -> PathBuf {
     crate::paths::global_data_dir().join(LEGACY_FILE_NAME)
 }
 
-pub fn workspace_path(data_dir: &Path) -> PathBuf {
+pub(crate) fn workspace_path(data_dir: &Path) -> PathBuf {
     data_dir.join(FILE_NAME)
 }
 
 /// Go Crush's workspace config, where its UI writes the models chosen in a project: read as
 /// workspace state, below `state.json`, and never written.
-pub fn legacy_workspace_path(data_dir: &Path) -> PathBuf {
+pub(crate) fn legacy_workspace_path(data_dir: &Path) -> PathBuf {
     data_dir.join(LEGACY_FILE_NAME)
 }
 
 /// Reads a state file; a missing file is empty state. A file that is not a JSON object is
 /// reported (the caller warns) and treated as empty: state is rebuilt, never a reason to fail.
-pub fn read(path: &Path) -> Result<Value, StateError> {
+pub(crate) fn read(path: &Path) -> Result<Value, StateError> {
     let path = path.to_path_buf();
     match crate::fsutil::read_config(&path) {
         Ok(Some(bytes)) if bytes.iter().all(u8::is_ascii_whitespace) => Ok(json!({})),
@@ -60,7 +60,7 @@ pub fn read(path: &Path) -> Result<Value, StateError> {
 
 /// A state file that was ignored, and why (the message ends "; ignored").
 #[derive(Debug)]
-pub enum StateError {
+pub(crate) enum StateError {
     Read {
         path: PathBuf,
         source: io::Error,
@@ -99,7 +99,7 @@ impl std::error::Error for StateError {
 }
 
 /// The configuration part of a state value.
-pub fn config_view(state: &Value) -> Value {
+pub(crate) fn config_view(state: &Value) -> Value {
     let mut m = match state {
         Value::Object(m) => m.clone(),
         _ => Map::new(),
@@ -112,7 +112,7 @@ pub fn config_view(state: &Value) -> Value {
 
 /// Read-modify-write of a state file under an exclusive lock, written atomically (temp file +
 /// rename). Creates the directory (0700) when missing, and keeps it private.
-pub fn update(path: &Path, f: impl FnOnce(&mut Value)) -> io::Result<()> {
+pub(crate) fn update(path: &Path, f: impl FnOnce(&mut Value)) -> io::Result<()> {
     let dir = path
         .parent()
         .ok_or_else(|| io::Error::other("state file has no parent directory"))?;
@@ -133,7 +133,7 @@ pub fn update(path: &Path, f: impl FnOnce(&mut Value)) -> io::Result<()> {
 }
 
 /// The trust record of a project: its hash, if any.
-pub fn trusted_hash(global_state: &Value, project_root: &Path) -> Option<String> {
+pub(crate) fn trusted_hash(global_state: &Value, project_root: &Path) -> Option<String> {
     global_state
         .get("trust")?
         .get(project_root.to_string_lossy().as_ref())?
@@ -143,7 +143,7 @@ pub fn trusted_hash(global_state: &Value, project_root: &Path) -> Option<String>
 }
 
 /// Records trust for `project_root` bound to `hash` in the global state.
-pub fn record_trust(project_root: &Path, hash: &str) -> io::Result<()> {
+pub(crate) fn record_trust(project_root: &Path, hash: &str) -> io::Result<()> {
     update(&global_path(), |v| {
         if !matches!(v.get("trust"), Some(Value::Object(_))) {
             v["trust"] = json!({});
@@ -156,7 +156,7 @@ pub fn record_trust(project_root: &Path, hash: &str) -> io::Result<()> {
 }
 
 /// Removes the trust record of `project_root`; returns whether there was one.
-pub fn revoke_trust(project_root: &Path) -> io::Result<bool> {
+pub(crate) fn revoke_trust(project_root: &Path) -> io::Result<bool> {
     let mut had = false;
     update(&global_path(), |v| {
         if let Some(Value::Object(t)) = v.get_mut("trust") {

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 /// What an untrusted project's files may set, as JSON pointers: a key is allowed when it or one
 /// of its parents is listed (crush(1) SECURITY). Everything else needs trust.
-pub const UNTRUSTED_ALLOWED: &[&str] = &[
+pub(crate) const UNTRUSTED_ALLOWED: &[&str] = &[
     "/$schema",
     // Not `provider_options`: merged into the request body, they can add server-side tools
     // (a remote MCP server the provider connects to) that carry the conversation elsewhere.
@@ -71,7 +71,7 @@ pub const UNTRUSTED_ALLOWED: &[&str] = &[
 const RUNS_CODE: &[&str] = &["hooks", "mcp", "lsp"];
 
 /// One project file as found on disk.
-pub enum Source<'a> {
+pub(crate) enum Source<'a> {
     Crushrc(&'a str),
     Json(&'a Value),
     /// The `.env` file of the working directory.
@@ -87,7 +87,7 @@ pub enum Source<'a> {
 
 /// What kind of thing a trust item is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Kind {
+pub(crate) enum Kind {
     Crushrc,
     Hook,
     Mcp,
@@ -100,7 +100,7 @@ pub enum Kind {
 
 /// One thing an untrusted project may not do.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Item {
+pub(crate) struct Item {
     pub kind: Kind,
     /// For settings: the key (`providers.anthropic`, `env.PATH`, `options.data_directory`).
     pub key: String,
@@ -116,7 +116,7 @@ impl std::fmt::Display for Item {
 
 /// What a project would run or set, and whether it may.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Review {
+pub(crate) struct Review {
     pub project_root: PathBuf,
     /// Everything that needs trust: crushrc files, hooks, MCP/LSP servers, `$(...)` values and
     /// settings outside [`UNTRUSTED_ALLOWED`].
@@ -138,16 +138,16 @@ pub struct Review {
 }
 
 impl Review {
-    pub fn needs_trust(&self) -> bool {
+    pub(crate) fn needs_trust(&self) -> bool {
         !self.items.is_empty()
     }
     /// Whether the gated definitions may run now.
-    pub fn allowed(&self) -> bool {
+    pub(crate) fn allowed(&self) -> bool {
         !self.needs_trust() || self.trusted || self.trusted_once
     }
     /// The check before each run of the project's definitions that their files are as trusted:
     /// active when they run (trusted, or trusted for this invocation, and there are some).
-    pub fn guard(&self) -> guard::Guard {
+    pub(crate) fn guard(&self) -> guard::Guard {
         if self.needs_trust() && self.allowed() {
             guard::Guard::new(&self.project_root, &self.baseline)
         } else {
@@ -156,7 +156,7 @@ impl Review {
     }
 
     /// "is not trusted", or "has changed since it was trusted".
-    pub fn why(&self) -> &'static str {
+    pub(crate) fn why(&self) -> &'static str {
         if self.changed {
             "has changed since it was trusted"
         } else {
@@ -164,7 +164,7 @@ impl Review {
         }
     }
     /// The one-line notice printed when things were skipped.
-    pub fn notice(&self) -> Option<String> {
+    pub(crate) fn notice(&self) -> Option<String> {
         if self.allowed() {
             return None;
         }
@@ -259,7 +259,7 @@ fn allowance(ptr: &str) -> Option<bool> {
 
 /// Splits a project JSON value: `v` keeps what an untrusted project may set; the returned
 /// pointers and values are what it may not (the largest subtrees, in key order).
-pub fn split_untrusted(v: &mut Value) -> Vec<(String, Value)> {
+pub(crate) fn split_untrusted(v: &mut Value) -> Vec<(String, Value)> {
     fn walk(m: &mut Map<String, Value>, ptr: &str, out: &mut Vec<(String, Value)>) {
         let keys: Vec<String> = m.keys().cloned().collect();
         for k in keys {
@@ -299,7 +299,7 @@ fn strip_subst(v: &mut Value) -> Vec<(String, String)> {
 }
 
 /// Reduces an untrusted project JSON value to what it may set; returns the pointers removed.
-pub fn restrict(v: &mut Value) -> Vec<String> {
+pub(crate) fn restrict(v: &mut Value) -> Vec<String> {
     let mut removed: Vec<String> = split_untrusted(v).into_iter().map(|(p, _)| p).collect();
     removed.extend(strip_subst(v).into_iter().map(|(p, _)| p));
     removed
@@ -755,7 +755,7 @@ fn shell_segments(line: &str) -> Vec<&str> {
 }
 
 /// The project's folders of agent files, in search order (crush(1) AGENTS).
-pub const PROJECT_AGENT_DIRS: [&str; 2] = [".crush/agents", ".claude/agents"];
+pub(crate) const PROJECT_AGENT_DIRS: [&str; 2] = [".crush/agents", ".claude/agents"];
 
 /// The agent files of the project at `root` (its real path), as discovery reads them: each
 /// folder flat, `*.md` regular files inside the project, sorted, at most 200 per folder.
@@ -779,7 +779,7 @@ fn agent_files(root: &Path) -> Vec<PathBuf> {
 }
 
 /// Reviews the project's files (in layer order) against the trust records in `global_state`.
-pub fn review(
+pub(crate) fn review(
     project_root: &Path,
     cwd: &Path,
     files: &[(LayerKind, PathBuf, Source)],
@@ -892,7 +892,7 @@ pub fn review(
 }
 
 /// Whether `CRUSH_TRUST_PROJECT` asks to trust this invocation.
-pub fn env_trusts() -> bool {
+pub(crate) fn env_trusts() -> bool {
     std::env::var("CRUSH_TRUST_PROJECT").is_ok_and(|v| crate::env::truthy(&v))
 }
 

@@ -10,7 +10,7 @@ use std::path::Path;
 
 /// `subagent_type` and `agent_type` of crush's sub-agent: it only reads, like Claude Code's
 /// Explore agent.
-pub const SUB_AGENT_TYPE: &str = "Explore";
+pub(crate) const SUB_AGENT_TYPE: &str = "Explore";
 
 /// Input keys that hold a path; Claude Code sends them absolute.
 const PATH_KEYS: &[&str] = &["file_path", "path", "notebook_path"];
@@ -29,7 +29,7 @@ fn describe(prompt: &str) -> String {
 /// sees it: paths absolute (as the tools resolve them against `cwd`), the sub-agent's call with
 /// `description`, `prompt` and `subagent_type`, the bash timeout in milliseconds. Other keys
 /// are the model's own.
-pub fn tool_input(tool: Option<&str>, input: &Value, cwd: &Path) -> Value {
+pub(crate) fn tool_input(tool: Option<&str>, input: &Value, cwd: &Path) -> Value {
     let Value::Object(m) = input else {
         return input.clone();
     };
@@ -68,7 +68,7 @@ pub fn tool_input(tool: Option<&str>, input: &Value, cwd: &Path) -> Value {
 /// stderr, interrupted; Write, Edit, MultiEdit: filePath, structuredPatch, originalFile...;
 /// Read: file.content...; Glob: filenames), else one built from the result. `tool` is Claude
 /// Code's name for the tool.
-pub fn tool_response(tool: Option<&str>, out: &ToolOutput) -> Value {
+pub(crate) fn tool_response(tool: Option<&str>, out: &ToolOutput) -> Value {
     if !out.structured.is_null() {
         return out.structured.clone();
     }
@@ -153,7 +153,7 @@ fn blocks(m: &StoredMessage, at: &LineContext) -> (Vec<Value>, Option<String>) {
 }
 
 /// Where a transcript line sits: its session and the message before it.
-pub struct LineContext<'a> {
+pub(crate) struct LineContext<'a> {
     pub session_id: &'a str,
     pub cwd: &'a Path,
     /// The id of the previous message (None for the first).
@@ -167,7 +167,7 @@ pub struct LineContext<'a> {
 /// One line of a Claude Code transcript for a stored message (None: nothing to show). Tool
 /// results are user lines of `tool_result` blocks, as in Claude Code; a lone user text is a
 /// string `content`.
-pub fn transcript_line(m: &StoredMessage, at: &LineContext) -> Option<Value> {
+pub(crate) fn transcript_line(m: &StoredMessage, at: &LineContext) -> Option<Value> {
     let (content, stop) = blocks(m, at);
     if content.is_empty() {
         return None;

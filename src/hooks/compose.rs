@@ -13,7 +13,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Composed {
+pub(crate) struct Composed {
     pub decision: Decision,
     pub halt: bool,
     /// Reasons of the hooks that denied or halted (of those that asked, when the decision is
@@ -33,12 +33,12 @@ pub struct Composed {
 
 impl Composed {
     /// The call or prompt must not go ahead.
-    pub fn blocked(&self) -> bool {
+    pub(crate) fn blocked(&self) -> bool {
         self.decision == Decision::Deny || self.halt
     }
 
     /// "halt", "deny", "allow" or "none".
-    pub fn verdict(&self) -> &'static str {
+    pub(crate) fn verdict(&self) -> &'static str {
         if self.halt {
             "halt"
         } else {
@@ -49,7 +49,7 @@ impl Composed {
 
 /// Composes `results` (in config order). `tool_input` is the input the patches apply to (None for
 /// events without a tool).
-pub fn compose(results: &[HookResult], tool_input: Option<&Value>) -> Composed {
+pub(crate) fn compose(results: &[HookResult], tool_input: Option<&Value>) -> Composed {
     let mut c = Composed::default();
     let mut reasons: Vec<&str> = Vec::new();
     let mut ask_reasons: Vec<&str> = Vec::new();
@@ -120,7 +120,7 @@ pub fn compose(results: &[HookResult], tool_input: Option<&Value>) -> Composed {
 
 /// Resolves context files against `cwd` (CRUSH_CWD), deduplicates them and drops the missing ones.
 /// Returns (existing, dropped as given).
-pub fn resolve_context_files(files: &[String], cwd: &Path) -> (Vec<PathBuf>, Vec<String>) {
+pub(crate) fn resolve_context_files(files: &[String], cwd: &Path) -> (Vec<PathBuf>, Vec<String>) {
     let mut kept: Vec<PathBuf> = Vec::new();
     let mut dropped = Vec::new();
     for f in files {

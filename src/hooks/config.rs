@@ -17,11 +17,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// Default per-hook timeout.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Claude Code's default timeout of a hook in its shape on `event`: 600 s, 30 s for
 /// UserPromptSubmit, 1.5 s for SessionEnd (its hooks hold up the exit).
-pub fn claude_default_timeout(event: Event) -> Duration {
+pub(crate) fn claude_default_timeout(event: Event) -> Duration {
     match event {
         Event::UserPromptSubmit => Duration::from_secs(30),
         Event::SessionEnd => Duration::from_millis(1500),
@@ -30,7 +30,7 @@ pub fn claude_default_timeout(event: Event) -> Duration {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Event {
+pub(crate) enum Event {
     PreToolUse,
     PostToolUse,
     UserPromptSubmit,
@@ -46,7 +46,7 @@ pub enum Event {
     Notification,
 }
 
-pub const EVENTS: [Event; 9] = [
+pub(crate) const EVENTS: [Event; 9] = [
     Event::PreToolUse,
     Event::PostToolUse,
     Event::UserPromptSubmit,
@@ -59,7 +59,7 @@ pub const EVENTS: [Event; 9] = [
 ];
 
 impl Event {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Event::PreToolUse => "PreToolUse",
             Event::PostToolUse => "PostToolUse",
@@ -76,7 +76,7 @@ impl Event {
     /// The payload field a Claude Code matcher is tested against on an event without a tool
     /// (`SessionStart` matchers name a source, `PreCompact` ones a trigger...). None: matchers
     /// do not apply.
-    pub fn matcher_field(self) -> Option<&'static str> {
+    pub(crate) fn matcher_field(self) -> Option<&'static str> {
         match self {
             Event::SessionStart => Some("source"),
             Event::PreCompact => Some("trigger"),
@@ -88,7 +88,7 @@ impl Event {
     }
 
     /// Case-insensitive; `_` and `-` ignored: `PreToolUse`, `pretooluse`, `pre_tool_use`.
-    pub fn parse(s: &str) -> Option<Event> {
+    pub(crate) fn parse(s: &str) -> Option<Event> {
         let norm: String = s
             .chars()
             .filter(|c| *c != '_' && *c != '-')
@@ -100,7 +100,7 @@ impl Event {
     }
 
     /// Events that carry a tool call (matchers apply, tool variables are set).
-    pub fn has_tool(self) -> bool {
+    pub(crate) fn has_tool(self) -> bool {
         matches!(self, Event::PreToolUse | Event::PostToolUse)
     }
 }
@@ -113,7 +113,7 @@ impl std::fmt::Display for Event {
 
 /// Which configuration shape declared a hook.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dialect {
+pub(crate) enum Dialect {
     /// `{name?, matcher?, command, timeout?, fail_closed?}`
     Crush,
     /// `{matcher?, hooks:[{type:"command", command, timeout?}]}`: Claude Code's world (its tool
@@ -124,7 +124,7 @@ pub enum Dialect {
 impl Dialect {
     /// The tool name a hook of this dialect sees in its payload: Crush's own, or Claude Code's
     /// name for it (the first of `claude`, `Tool::claude_names`) when it has one.
-    pub fn payload_tool_name(self, tool: &str, claude: &[String]) -> String {
+    pub(crate) fn payload_tool_name(self, tool: &str, claude: &[String]) -> String {
         match (self, claude.first()) {
             (Dialect::ClaudeCode, Some(c)) => c.clone(),
             _ => tool.to_string(),
@@ -142,7 +142,7 @@ enum Matcher {
 
 /// One configured hook.
 #[derive(Debug, Clone)]
-pub struct HookDef {
+pub(crate) struct HookDef {
     pub event: Event,
     pub name: Option<String>,
     /// As written ("" when absent).
@@ -165,7 +165,7 @@ pub struct HookDef {
 
 impl HookDef {
     /// `name`, else the command.
-    pub fn display_name(&self) -> &str {
+    pub(crate) fn display_name(&self) -> &str {
         self.name.as_deref().unwrap_or(&self.command)
     }
 
@@ -173,7 +173,7 @@ impl HookDef {
     /// `matcher_field` value otherwise (None: unknown, it applies). A Claude Code hook also
     /// matches Claude Code's names for the tool (`claude`, `Tool::claude_names`). Where a
     /// matcher does not apply it was compiled to match everything.
-    pub fn matches(&self, target: Option<&str>, claude: &[String]) -> bool {
+    pub(crate) fn matches(&self, target: Option<&str>, claude: &[String]) -> bool {
         let Some(target) = target else { return true };
         let test = |name: &str| match &self.matcher_c {
             Matcher::All => true,
@@ -192,20 +192,20 @@ impl HookDef {
     /// shape (as in Claude Code), a guard (`fail_closed`), or one that opted in
     /// (`include_sub_agents`). Other hooks see only the top-level agent's calls, so a delegated
     /// task does not fire them once per sub-agent step.
-    pub fn runs_in_sub_agents(&self) -> bool {
+    pub(crate) fn runs_in_sub_agents(&self) -> bool {
         self.dialect == Dialect::ClaudeCode || self.fail_closed || self.include_sub_agents
     }
 }
 
 /// One layer's `hooks` object, named after its file.
-pub struct Source<'a> {
+pub(crate) struct Source<'a> {
     pub origin: String,
     pub hooks: &'a Value,
 }
 
 /// Every configured hook, in config order.
 #[derive(Debug, Clone, Default)]
-pub struct HookConfig {
+pub(crate) struct HookConfig {
     pub hooks: Vec<HookDef>,
     /// Claude Code hooks crush does not run: events it does not have, per file
     /// (`crush hooks list` shows them).
@@ -218,7 +218,7 @@ impl HookConfig {
     /// The configured hooks of `loaded`, each named after the file (layer) it came from.
     /// Ok carries warnings (unknown events, unsupported handler types); Err makes the
     /// configuration invalid (bad matcher, no command).
-    pub fn from_loaded(
+    pub(crate) fn from_loaded(
         loaded: &crate::config::Loaded,
     ) -> Result<(HookConfig, Vec<String>), Problems> {
         let sources: Vec<Source> = loaded
@@ -249,14 +249,14 @@ impl HookConfig {
     }
 
     /// Whether any hook is in Claude Code's shape (they are sent a transcript).
-    pub fn has_claude_hooks(&self) -> bool {
+    pub(crate) fn has_claude_hooks(&self) -> bool {
         self.hooks.iter().any(|h| h.dialect == Dialect::ClaudeCode)
     }
 }
 
 /// Problems found while reading the configuration. `errors` make the configuration invalid.
 #[derive(Debug, Default)]
-pub struct Problems {
+pub(crate) struct Problems {
     pub errors: Vec<String>,
     pub warnings: Vec<String>,
 }
@@ -573,7 +573,10 @@ struct Attributed<'a> {
 /// Reads the merged `hooks` value of the configuration. `sources` are the layers' own `hooks`
 /// values, lowest priority first: they name the file each hook came from and fix config order
 /// (global before project, file order within a file), whatever the merged object's key order.
-pub fn parse(merged: &Value, sources: &[Source]) -> Result<(HookConfig, Vec<String>), Problems> {
+pub(crate) fn parse(
+    merged: &Value,
+    sources: &[Source],
+) -> Result<(HookConfig, Vec<String>), Problems> {
     let mut p = Problems::default();
     // Flatten each source to (event, entry, origin, location) for attribution; their own
     // problems are reported against the merged value below, so discard them here.
@@ -644,7 +647,10 @@ pub fn parse(merged: &Value, sources: &[Source]) -> Result<(HookConfig, Vec<Stri
 impl HookConfig {
     /// Parses one `hooks` value on its own (tests, `hooks test` with an inline config).
     #[cfg(test)]
-    pub fn from_value(v: &Value, origin: &str) -> Result<(HookConfig, Vec<String>), Problems> {
+    pub(crate) fn from_value(
+        v: &Value,
+        origin: &str,
+    ) -> Result<(HookConfig, Vec<String>), Problems> {
         parse(
             v,
             &[Source {
@@ -655,7 +661,7 @@ impl HookConfig {
     }
 
     /// The hooks of `event` in config order.
-    pub fn for_event(&self, event: Event) -> impl Iterator<Item = &HookDef> {
+    pub(crate) fn for_event(&self, event: Event) -> impl Iterator<Item = &HookDef> {
         self.hooks.iter().filter(move |h| h.event == event)
     }
 
@@ -664,7 +670,7 @@ impl HookConfig {
     /// kept hook becomes fail-closed if any copy is, gets the longest timeout, and includes
     /// sub-agents if any copy does, so dropping a duplicate never weakens a guard. The kept hook
     /// is borrowed unless a copy changed it.
-    pub fn select(
+    pub(crate) fn select(
         &self,
         event: Event,
         target: Option<&str>,
@@ -674,7 +680,7 @@ impl HookConfig {
     }
 
     /// `select` with any test of which hooks take part.
-    pub fn select_where(
+    pub(crate) fn select_where(
         &self,
         event: Event,
         wants: impl Fn(&HookDef) -> bool,
@@ -701,7 +707,7 @@ impl HookConfig {
         out
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.hooks.is_empty()
     }
 }

@@ -14,13 +14,13 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 /// Exit code that halts the whole turn.
-pub const HALT_EXIT_CODE: i32 = 49;
+pub(crate) const HALT_EXIT_CODE: i32 = 49;
 /// Exit code that denies (blocks) the call.
-pub const DENY_EXIT_CODE: i32 = 2;
+pub(crate) const DENY_EXIT_CODE: i32 = 2;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Decision {
+pub(crate) enum Decision {
     /// No opinion: the normal permission flow applies.
     #[default]
     None,
@@ -34,7 +34,7 @@ pub enum Decision {
 }
 
 impl Decision {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Decision::None => "none",
             Decision::Allow => "allow",
@@ -54,7 +54,7 @@ impl Decision {
     }
 
     /// The stronger of two decisions.
-    pub fn max(self, other: Decision) -> Decision {
+    pub(crate) fn max(self, other: Decision) -> Decision {
         if other.rank() > self.rank() {
             other
         } else {
@@ -65,7 +65,7 @@ impl Decision {
 
 /// One hook's verdict.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct HookResult {
+pub(crate) struct HookResult {
     pub decision: Decision,
     pub halt: bool,
     pub reason: String,
@@ -98,7 +98,7 @@ impl HookResult {
 
 /// How the hook's process ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Exit {
+pub(crate) enum Exit {
     Code(i32),
     /// Killed by this signal (a crash, or someone else killed it).
     Signal(i32),
@@ -112,7 +112,7 @@ pub enum Exit {
 
 /// Everything the runner captured from one hook.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Captured {
+pub(crate) struct Captured {
     pub exit: Exit,
     pub stdout: Vec<u8>,
     pub stderr: Vec<u8>,
@@ -127,7 +127,7 @@ pub struct Captured {
 }
 
 impl Captured {
-    pub fn not_started(msg: impl Into<String>) -> Captured {
+    pub(crate) fn not_started(msg: impl Into<String>) -> Captured {
         Captured {
             exit: Exit::NotStarted(msg.into()),
             stdout: Vec::new(),
@@ -149,7 +149,7 @@ fn could_not_run_code(code: i32) -> bool {
 
 /// How to read a hook's output beyond the common contract.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct ReadOptions {
+pub(crate) struct ReadOptions {
     /// A crash, timeout or unparseable output counts as a deny naming the hook.
     pub fail_closed: bool,
     /// Plain (non-JSON) stdout on exit 0 is context, as Claude Code does for UserPromptSubmit and
@@ -168,7 +168,7 @@ fn text(bytes: &[u8], stream: &str, notes: &mut Vec<String>) -> String {
 }
 
 /// "30" or "0.5".
-pub fn seconds(d: std::time::Duration) -> String {
+pub(crate) fn seconds(d: std::time::Duration) -> String {
     if d.subsec_millis() == 0 {
         d.as_secs().to_string()
     } else {
@@ -182,7 +182,7 @@ fn first_line(s: &str) -> &str {
 
 /// Turns what a hook did into its verdict. `name` is the hook's display name, used in the
 /// reason of a fail-closed deny.
-pub fn interpret(c: &Captured, name: &str, opts: ReadOptions) -> HookResult {
+pub(crate) fn interpret(c: &Captured, name: &str, opts: ReadOptions) -> HookResult {
     let mut notes = Vec::new();
     if c.stdout_truncated {
         notes.push("stdout exceeded the output cap and was cut".to_string());
@@ -325,7 +325,7 @@ pub fn interpret(c: &Captured, name: &str, opts: ReadOptions) -> HookResult {
 
 /// Parses a hook's stdout. Empty → `Ok(None)` (no opinion); not a JSON object → `Err` (no opinion,
 /// but worth a note); otherwise the envelope.
-pub fn parse_stdout(stdout: &str) -> Result<Option<HookResult>, super::HookError> {
+pub(crate) fn parse_stdout(stdout: &str) -> Result<Option<HookResult>, super::HookError> {
     let t = stdout.trim();
     if t.is_empty() {
         return Ok(None);
@@ -387,7 +387,7 @@ fn patch_of(v: Option<&Value>, notes: &mut Vec<String>) -> Option<Map<String, Va
 
 /// Reads every layer of the envelope (Crush's fields, Claude Code's `hookSpecificOutput`,
 /// `continue`/`stopReason`, legacy `approve`/`block`) into one result.
-pub fn parse_envelope(obj: &Map<String, Value>) -> HookResult {
+pub(crate) fn parse_envelope(obj: &Map<String, Value>) -> HookResult {
     // `version` defaults to 1; higher versions are parsed the same way.
     let mut r = HookResult {
         decision: decision_of(obj.get("decision")),

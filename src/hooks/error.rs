@@ -6,7 +6,7 @@ use std::io;
 use std::path::PathBuf;
 
 #[derive(Debug)]
-pub enum HookError {
+pub(crate) enum HookError {
     /// A `#!` line with nothing after it.
     NoInterpreter,
     /// `#!/usr/bin/env` with no program (`line`: the `#!` line without `#!`).

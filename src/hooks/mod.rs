@@ -13,17 +13,17 @@
 //! This module knows nothing of turns or tools: the agent builds a `Request` and applies the
 //! `Outcome`.
 
-pub mod claude;
-pub mod compose;
-pub mod config;
-pub mod envelope;
+pub(crate) mod claude;
+pub(crate) mod compose;
+pub(crate) mod config;
+pub(crate) mod envelope;
 mod error;
-pub mod runner;
+pub(crate) mod runner;
 
-pub use compose::Composed;
-pub use config::{Dialect, Event, HookConfig, HookDef};
-pub use envelope::Decision;
-pub use error::HookError;
+pub(crate) use compose::Composed;
+pub(crate) use config::{Dialect, Event, HookConfig, HookDef};
+pub(crate) use envelope::Decision;
+pub(crate) use error::HookError;
 
 use envelope::ReadOptions;
 use serde::Serialize;
@@ -34,7 +34,7 @@ use std::sync::atomic::AtomicBool;
 
 /// The tool call a tool event is about.
 #[derive(Debug, Clone, Copy)]
-pub struct ToolCall<'a> {
+pub(crate) struct ToolCall<'a> {
     pub name: &'a str,
     /// Claude Code's names for the tool (`Tool::claude_names`; empty: it has none).
     pub claude: &'a [String],
@@ -44,7 +44,7 @@ pub struct ToolCall<'a> {
 
 /// The sub-agent an event comes from (a tool call of the `agent` tool's sub-agent, or its stop).
 #[derive(Debug, Clone, Copy)]
-pub struct SubAgent<'a> {
+pub(crate) struct SubAgent<'a> {
     /// Its own session.
     pub id: &'a str,
     /// The session of the agent that started it (Claude Code's `session_id` inside a sub-agent).
@@ -53,7 +53,7 @@ pub struct SubAgent<'a> {
 
 /// One firing of an event.
 #[derive(Debug, Clone)]
-pub struct Request<'a> {
+pub(crate) struct Request<'a> {
     pub event: Event,
     pub session_id: &'a str,
     /// The session's working directory (CRUSH_CWD; the hooks' cwd).
@@ -76,7 +76,12 @@ pub struct Request<'a> {
 
 impl<'a> Request<'a> {
     /// A firing of `event` with no tool, fields or sub-agent yet.
-    pub fn new(event: Event, session_id: &'a str, cwd: &'a Path, project_dir: &'a Path) -> Self {
+    pub(crate) fn new(
+        event: Event,
+        session_id: &'a str,
+        cwd: &'a Path,
+        project_dir: &'a Path,
+    ) -> Self {
         Request {
             event,
             session_id,
@@ -128,7 +133,7 @@ impl<'a> Request<'a> {
 
 /// What one hook did, for display and for the session store.
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct HookReport {
+pub(crate) struct HookReport {
     pub event: &'static str,
     pub name: String,
     pub command: String,
@@ -154,7 +159,7 @@ pub struct HookReport {
 
 impl HookReport {
     /// One line for humans: `hook PreToolUse no-rm [^bash$] → deny: rm is not allowed`.
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         let mut name: String = self.name.chars().take(40).collect();
         if self.name.chars().count() > 40 {
             name.push('…');
@@ -189,7 +194,7 @@ impl HookReport {
 
     /// The warning line of a hook that never ran its own logic (never a silent pass): names the
     /// hook and says what became of the call.
-    pub fn could_not_run_warning(&self) -> Option<String> {
+    pub(crate) fn could_not_run_warning(&self) -> Option<String> {
         let why = self.could_not_run.as_ref()?;
         let effect = if self.decision == "deny" {
             "it fails closed, so it denies"
@@ -205,7 +210,7 @@ impl HookReport {
 
 /// The result of firing an event.
 #[derive(Debug, Clone)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     pub event: Event,
     pub composed: Composed,
     /// One per hook that ran, in config order.
@@ -217,7 +222,7 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    pub fn none(event: Event) -> Outcome {
+    pub(crate) fn none(event: Event) -> Outcome {
         Outcome {
             event,
             composed: Composed::default(),
@@ -227,12 +232,12 @@ impl Outcome {
         }
     }
 
-    pub fn ran(&self) -> bool {
+    pub(crate) fn ran(&self) -> bool {
         !self.reports.is_empty()
     }
 
     /// The per-hook results as stored in a tool result's metadata (Go Crush's `hook` shape).
-    pub fn metadata(&self) -> Value {
+    pub(crate) fn metadata(&self) -> Value {
         let c = &self.composed;
         json!({
             "event": self.event.name(),
@@ -249,7 +254,7 @@ impl Outcome {
 
     /// The context and context files as text for the model ("" when there are none). `cwd`
     /// shortens the file paths.
-    pub fn context_text(&self, cwd: &Path) -> String {
+    pub(crate) fn context_text(&self, cwd: &Path) -> String {
         let mut parts = Vec::new();
         if !self.composed.context.is_empty() {
             parts.push(self.composed.context.join("\n"));
@@ -274,7 +279,7 @@ impl Outcome {
 /// paths, `agent_id` and `agent_type` inside a sub-agent (whose `session_id` is the parent's),
 /// and the `claude_fields`; a hook in Crush's shape gets the model's input as it is, and
 /// `is_sub_agent` inside a sub-agent.
-pub fn payload(req: &Request, dialect: Dialect) -> Value {
+pub(crate) fn payload(req: &Request, dialect: Dialect) -> Value {
     let claude = dialect == Dialect::ClaudeCode;
     let mut m = Map::new();
     m.insert("event".into(), json!(req.event.name()));
@@ -336,7 +341,7 @@ fn path_with_jq() -> Option<String> {
 }
 
 /// The variables every hook gets on top of crush's environment.
-pub fn env(req: &Request) -> Vec<(String, String)> {
+pub(crate) fn env(req: &Request) -> Vec<(String, String)> {
     let mut v = vec![
         ("CRUSH".to_string(), "1".to_string()),
         ("AGENT".into(), "crush".into()),
@@ -409,10 +414,11 @@ fn plugin_env(root: &Path) -> Vec<(String, String)> {
 /// variable over 128 KiB: a longer value is cut to this size, ends with `TRUNCATED_MARKER`, and
 /// `CRUSH_TOOL_INPUT_TRUNCATED=1` says so (a guard must not take a prefix for the whole; the
 /// whole value is `tool_input` on stdin).
-pub const MAX_ENV_VALUE: usize = 64 * 1024;
+pub(crate) const MAX_ENV_VALUE: usize = 64 * 1024;
 
 /// The end of a tool value cut to fit the environment.
-pub const TRUNCATED_MARKER: &str = "\n[... cut by crush: the full value is tool_input on stdin]";
+pub(crate) const TRUNCATED_MARKER: &str =
+    "\n[... cut by crush: the full value is tool_input on stdin]";
 
 /// `val` as an environment value and whether it was cut: at most `MAX_ENV_VALUE` bytes (on a
 /// character boundary, marker included), and never past a NUL, which no variable can hold.
@@ -431,7 +437,7 @@ fn env_value(val: &str) -> (String, bool) {
 impl HookConfig {
     /// Fires `req.event`: runs the matching hooks in parallel and composes their verdicts in
     /// config order. Without matching hooks, nothing runs and the outcome is empty.
-    pub fn run(&self, req: &Request) -> Outcome {
+    pub(crate) fn run(&self, req: &Request) -> Outcome {
         let selected = self.select_where(req.event, |h| req.wants(h));
         if selected.is_empty() {
             return Outcome::none(req.event);

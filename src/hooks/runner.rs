@@ -14,13 +14,13 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 /// Bytes kept per stream; the rest is read and discarded so the hook never blocks on a full pipe.
-pub const OUTPUT_CAP: usize = 1 << 20;
+pub(crate) const OUTPUT_CAP: usize = 1 << 20;
 /// Between SIGTERM and SIGKILL, and how long to wait for pipes after the hook exited.
-pub const GRACE: Duration = Duration::from_secs(1);
+pub(crate) const GRACE: Duration = Duration::from_secs(1);
 
 /// One hook process to run.
 #[derive(Debug, Clone)]
-pub struct Job {
+pub(crate) struct Job {
     pub command: String,
     pub cwd: PathBuf,
     pub env: Arc<Vec<(String, String)>>,
@@ -31,7 +31,7 @@ pub struct Job {
 }
 
 /// Runs every job in parallel and returns their captures in the order given.
-pub fn run_all(jobs: Vec<Job>) -> Vec<Captured> {
+pub(crate) fn run_all(jobs: Vec<Job>) -> Vec<Captured> {
     let n = jobs.len();
     if n == 1 {
         // The calling thread is the single hook's worker.
@@ -85,7 +85,7 @@ fn sh_quote(s: &str) -> String {
 
 /// How a command is started.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Plan {
+pub(crate) enum Plan {
     /// Exec directly: program and arguments.
     Exec(PathBuf, Vec<String>),
     /// `SHELL -c SCRIPT` (`proc::shell_path`).
@@ -94,7 +94,7 @@ pub enum Plan {
 
 /// The interpreter of a `#!` line: (program, arguments). `/usr/bin/env NAME` is unwrapped; a
 /// missing absolute interpreter is looked up by its base name on PATH.
-pub fn shebang_interpreter(line: &str) -> Result<(PathBuf, Vec<String>), HookError> {
+pub(crate) fn shebang_interpreter(line: &str) -> Result<(PathBuf, Vec<String>), HookError> {
     let line = line.trim_start_matches("#!").trim_end_matches('\r').trim();
     let (prog, rest) = match line.split_once(char::is_whitespace) {
         Some((p, r)) => (p, r.trim()),
@@ -147,7 +147,7 @@ pub fn shebang_interpreter(line: &str) -> Result<(PathBuf, Vec<String>), HookErr
 /// directly, split on blanks; a first word naming an existing file with a `#!` line runs that
 /// interpreter; a file without one runs as a script of crush's shell (binaries run as they are);
 /// anything else is `SHELL -c COMMAND`.
-pub fn plan(command: &str, cwd: &Path) -> Result<Plan, HookError> {
+pub(crate) fn plan(command: &str, cwd: &Path) -> Result<Plan, HookError> {
     let cmd = command.trim();
     let first = cmd.split_whitespace().next().unwrap_or("");
     let rest = &cmd[first.len()..];
@@ -222,7 +222,7 @@ impl Plan {
 }
 
 /// Runs one hook to completion, timeout or abandonment.
-pub fn run_one(job: Job) -> Captured {
+pub(crate) fn run_one(job: Job) -> Captured {
     let plan = match plan(&job.command, &job.cwd) {
         Ok(p) => p,
         Err(e) => return Captured::not_started(e.to_string()),

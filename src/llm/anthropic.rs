@@ -11,14 +11,14 @@ use super::{
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 
-pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
-pub const API_VERSION: &str = "2023-06-01";
+pub(crate) const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+pub(crate) const API_VERSION: &str = "2023-06-01";
 /// Used when the request does not say (the API requires a value).
-pub const DEFAULT_MAX_TOKENS: u32 = 8192;
+pub(crate) const DEFAULT_MAX_TOKENS: u32 = 8192;
 
 /// `{base}/v1/messages`, without doubling a `/v1` the base already has (before the base's query
 /// string, if any).
-pub fn url(base: &str) -> String {
+pub(crate) fn url(base: &str) -> String {
     let base = dialect::base_or(base, DEFAULT_BASE_URL);
     let head = dialect::head(base);
     let path = if head.ends_with("/v1") || head.ends_with("/v1/messages") {
@@ -31,7 +31,7 @@ pub fn url(base: &str) -> String {
 
 /// Provider headers (besides content-type/accept, which the client sets). Extended thinking
 /// with a budget asks for interleaved thinking (thinking between tool calls), as Go Crush does.
-pub fn headers(ep: &Endpoint, req: &ChatRequest) -> Vec<(String, String)> {
+pub(crate) fn headers(ep: &Endpoint, req: &ChatRequest) -> Vec<(String, String)> {
     let mut h = Vec::new();
     if let Some(k) = ep.api_key.as_deref().filter(|k| !k.is_empty()) {
         h.push(("x-api-key".to_string(), k.to_string()));
@@ -45,7 +45,7 @@ pub fn headers(ep: &Endpoint, req: &ChatRequest) -> Vec<(String, String)> {
 
 /// The beta a request asks for: interleaved thinking when it thinks with a budget. Vertex AI
 /// takes it as the same header, Bedrock in the body's `anthropic_beta`.
-pub fn beta(req: &ChatRequest) -> Option<&'static str> {
+pub(crate) fn beta(req: &ChatRequest) -> Option<&'static str> {
     req.options
         .get("thinking")
         .is_some()
@@ -117,7 +117,7 @@ fn non_blank(s: &str) -> bool {
 }
 
 /// Parses a stored argument text into the object `tool_use.input` needs (`{}` when invalid).
-pub fn parse_input(raw: &str) -> Value {
+pub(crate) fn parse_input(raw: &str) -> Value {
     match serde_json::from_str::<Value>(raw) {
         Ok(v @ Value::Object(_)) => v,
         _ => Value::Object(Map::new()),
@@ -152,7 +152,7 @@ fn tool_result_block(
 }
 
 /// The Messages request body for `req` (streaming).
-pub fn build_request(req: &ChatRequest) -> Value {
+pub(crate) fn build_request(req: &ChatRequest) -> Value {
     let send_reasoning = req.options.get("send_reasoning") != Some(&Value::Bool(false));
     let mut system_texts: Vec<String> = Vec::new();
     if non_blank(&req.system) {
@@ -325,7 +325,7 @@ pub fn build_request(req: &ChatRequest) -> Value {
 }
 
 /// Where a redacted thinking block's data is kept in a reasoning part.
-pub const REDACTED_KEY: &str = "redacted_data";
+pub(crate) const REDACTED_KEY: &str = "redacted_data";
 
 #[derive(Debug)]
 enum Block {
@@ -406,7 +406,7 @@ impl UsageFields {
 }
 
 /// Maps `stop_reason` to our finish reason.
-pub fn finish_reason(stop: Option<&str>, has_tool_calls: bool) -> FinishReason {
+pub(crate) fn finish_reason(stop: Option<&str>, has_tool_calls: bool) -> FinishReason {
     match stop {
         Some("end_turn" | "stop_sequence") => FinishReason::EndTurn,
         Some("tool_use") => FinishReason::ToolUse,
@@ -420,7 +420,7 @@ pub fn finish_reason(stop: Option<&str>, has_tool_calls: bool) -> FinishReason {
 
 /// Builds a `Response` from the stream's events. Pure: feed events, then `finish`.
 #[derive(Debug, Default)]
-pub struct Accumulator {
+pub(crate) struct Accumulator {
     blocks: BTreeMap<u64, Block>,
     usage: UsageFields,
     stop_reason: Option<String>,
@@ -435,7 +435,7 @@ fn protocol(msg: String) -> Failure {
 
 impl Accumulator {
     /// Whether the events so far reported any token count.
-    pub fn has_usage(&self) -> bool {
+    pub(crate) fn has_usage(&self) -> bool {
         self.usage.usage().is_some() || self.usage.bad().is_some()
     }
 
@@ -680,7 +680,7 @@ fn snippet_of(s: &str) -> String {
 }
 
 /// A non-streaming reply (`{"type":"message",…}`), for servers that ignore `stream:true`.
-pub fn response_from_json(v: &Value) -> Option<Response> {
+pub(crate) fn response_from_json(v: &Value) -> Option<Response> {
     if v.get("type").and_then(Value::as_str) != Some("message") {
         return None;
     }

@@ -14,7 +14,7 @@ use crate::aws::{self, eventstream};
 use serde_json::{Value, json};
 use std::time::SystemTime;
 
-pub const ANTHROPIC_VERSION: &str = "bedrock-2023-05-31";
+pub(crate) const ANTHROPIC_VERSION: &str = "bedrock-2023-05-31";
 
 /// The cross-region inference profile prefixes a model id may carry, with the region calls
 /// go to when the configured one lies outside that geography.
@@ -59,7 +59,7 @@ fn prefix_for(region: &str) -> &'static str {
 /// The model id sent and the region it goes to. An id with an inference-profile prefix is
 /// kept, and called in a region of its geography (the configured one when it is); an ARN is
 /// kept; a bare id gets the prefix of the region's geography.
-pub fn model_and_region(model: &str, region: &str) -> (String, String) {
+pub(crate) fn model_and_region(model: &str, region: &str) -> (String, String) {
     if model.starts_with("arn:") {
         return (model.to_string(), region.to_string());
     }
@@ -78,7 +78,7 @@ pub fn model_and_region(model: &str, region: &str) -> (String, String) {
 
 /// The region a Bedrock provider calls when neither its settings nor the environment name one:
 /// the catalog's `bedrock-europe` is in Europe, every other in `us-east-1`.
-pub fn default_region(provider_id: &str) -> &'static str {
+pub(crate) fn default_region(provider_id: &str) -> &'static str {
     if provider_id == "bedrock-europe" {
         "eu-west-1"
     } else {
@@ -87,14 +87,14 @@ pub fn default_region(provider_id: &str) -> &'static str {
 }
 
 /// What one call sends: the URL, the region it is signed for, and the model id in the path.
-pub struct Target {
+pub(crate) struct Target {
     pub url: String,
     pub region: String,
     pub model: String,
 }
 
 /// The provider's URL (its `base_url`, AWS's endpoint variables) or Bedrock's own in the region.
-pub fn target(ep: &Endpoint, model: &str) -> Target {
+pub(crate) fn target(ep: &Endpoint, model: &str) -> Target {
     let settings = ep.aws.as_ref();
     let configured = settings.map_or_else(|| "us-east-1".to_string(), aws::Settings::region);
     let (model, region) = model_and_region(model, &configured);
@@ -113,7 +113,7 @@ pub fn target(ep: &Endpoint, model: &str) -> Target {
 /// The request body: the Messages body without `model` and `stream`, with Bedrock's
 /// `anthropic_version`, and the `anthropic-beta` header values (if any) and the request's own
 /// beta (interleaved thinking) as `anthropic_beta`.
-pub fn build_request(req: &ChatRequest, ep: &Endpoint) -> Value {
+pub(crate) fn build_request(req: &ChatRequest, ep: &Endpoint) -> Value {
     let mut body = anthropic::build_request(req);
     if let Some(o) = body.as_object_mut() {
         o.remove("model");
@@ -153,7 +153,7 @@ pub fn build_request(req: &ChatRequest, ep: &Endpoint) -> Value {
 
 /// The provider's fixed headers (the bearer key, when it has one); the signature is added per
 /// attempt by `sign`.
-pub fn headers(ep: &Endpoint) -> Vec<(String, String)> {
+pub(crate) fn headers(ep: &Endpoint) -> Vec<(String, String)> {
     let mut h = vec![(
         "accept".to_string(),
         "application/vnd.amazon.eventstream".to_string(),
@@ -165,13 +165,13 @@ pub fn headers(ep: &Endpoint) -> Vec<(String, String)> {
 }
 
 /// Whether the request is signed with the credentials of the environment and profile.
-pub fn signs(ep: &Endpoint) -> bool {
+pub(crate) fn signs(ep: &Endpoint) -> bool {
     ep.api_key.as_deref().is_none_or(str::is_empty)
         && ep.aws.as_ref().is_some_and(|s| s.credentials_allowed)
 }
 
 /// Headers that sign one attempt now, and where the credentials came from.
-pub fn sign(
+pub(crate) fn sign(
     url: &str,
     region: &str,
     body: &[u8],
@@ -199,7 +199,7 @@ pub fn sign(
 
 /// Credentials that could not be had: not retried, but `refreshable` ones may be after the
 /// provider's `aws_auth_refresh`.
-pub fn cred_failure(e: aws::CredError) -> Failure {
+pub(crate) fn cred_failure(e: aws::CredError) -> Failure {
     Failure::fatal(LlmError::Auth {
         message: e.message,
         refreshable: e.refreshable,
@@ -229,12 +229,12 @@ fn error_type(headers: &[(String, String)], body: &str) -> Option<String> {
 }
 
 /// How the message of a reply refusing an unknown model id begins (Bedrock answers 400 or 404).
-pub const NO_MODEL: &str = "Amazon Bedrock has no model";
+pub(crate) const NO_MODEL: &str = "Amazon Bedrock has no model";
 
 /// An error reply, said in Bedrock's terms: which model id went to which region, whose
 /// credentials were refused. 429 and 5xx are retried as usual; refused credentials may be
 /// refreshed once.
-pub fn classify(
+pub(crate) fn classify(
     status: u16,
     headers: &[(String, String)],
     body: &str,
@@ -302,7 +302,7 @@ pub fn classify(
 }
 
 /// What the messages of one call name.
-pub struct CallInfo {
+pub(crate) struct CallInfo {
     pub model: String,
     pub region: String,
     /// Where the signing credentials came from (None: a bearer key, or none).
@@ -311,7 +311,7 @@ pub struct CallInfo {
 
 /// One Bedrock call's signer: SigV4 with the environment's credentials (when no key is sent),
 /// Bedrock's reading of refusals, and the provider's `aws_auth_refresh`.
-pub struct Call {
+pub(crate) struct Call {
     pub url: String,
     info: CallInfo,
     /// Sign each attempt with these settings' credentials (None: a bearer key, or nothing).
@@ -321,7 +321,7 @@ pub struct Call {
 }
 
 impl Call {
-    pub fn new(ep: &Endpoint, model: &str) -> Call {
+    pub(crate) fn new(ep: &Endpoint, model: &str) -> Call {
         let t = target(ep, model);
         Call {
             url: t.url,
@@ -367,7 +367,7 @@ impl super::dialect::Signer for Call {
 }
 
 /// Turns event-stream messages into the Anthropic events inside them.
-pub struct Frames {
+pub(crate) struct Frames {
     acc: anthropic::Accumulator,
     /// A guardrail or Bedrock's content filter stopped the reply.
     filtered: bool,
@@ -391,7 +391,7 @@ fn filtered(ev: &Value) -> bool {
 }
 
 impl Frames {
-    pub fn new(limit: usize) -> Frames {
+    pub(crate) fn new(limit: usize) -> Frames {
         Frames {
             acc: anthropic::Accumulator::with_limit(limit),
             filtered: false,
@@ -399,7 +399,7 @@ impl Frames {
     }
 
     /// Takes one message; returns whether the reply is complete.
-    pub fn feed(
+    pub(crate) fn feed(
         &mut self,
         m: &eventstream::Message,
         out: &mut Vec<StreamEvent>,
@@ -479,7 +479,7 @@ impl Frames {
         )
     }
 
-    pub fn finish(self) -> Result<super::Response, Failure> {
+    pub(crate) fn finish(self) -> Result<super::Response, Failure> {
         let mut r = self.acc.finish()?;
         if self.filtered {
             r.finish = super::FinishReason::ContentFilter;
@@ -517,7 +517,7 @@ fn exception(kind: &str, msg: &str) -> Failure {
 }
 
 /// A frame that could not be read: a cut or corrupted stream is retried like a cut SSE stream.
-pub fn frame_failure(e: eventstream::FrameError) -> Result<Failure, std::io::Error> {
+pub(crate) fn frame_failure(e: eventstream::FrameError) -> Result<Failure, std::io::Error> {
     use eventstream::FrameError as F;
     Ok(match e {
         F::Truncated => Failure::retry(LlmError::truncated("the end of an event-stream frame")),
@@ -530,7 +530,7 @@ pub fn frame_failure(e: eventstream::FrameError) -> Result<Failure, std::io::Err
 /// Runs the provider's `aws_auth_refresh` after `err` (refused or expired credentials): the
 /// first https URL it prints (where to sign in) is passed on as a notice; when it succeeds the
 /// credentials are looked up afresh. Err: the command failed, said with `err`.
-pub fn refresh(
+pub(crate) fn refresh(
     settings: &aws::Settings,
     err: &LlmError,
     tx: &crossbeam_channel::Sender<StreamEvent>,

@@ -5,7 +5,7 @@ use super::LlmError;
 use super::retry::Failure;
 
 /// The most text, reasoning and tool-argument bytes one reply may accumulate.
-pub const MAX_REPLY_BYTES: usize = 64 * 1024 * 1024;
+pub(crate) const MAX_REPLY_BYTES: usize = 64 * 1024 * 1024;
 
 /// What a new block or tool call costs besides its text (its bookkeeping), so that a flood of
 /// empty blocks is counted too.
@@ -41,7 +41,7 @@ impl Budget {
 }
 
 /// `64 MiB`, `64 KiB`, or `1000 bytes`.
-pub fn size_text(n: usize) -> String {
+pub(super) fn size_text(n: usize) -> String {
     const KIB: usize = 1024;
     const MIB: usize = 1024 * KIB;
     if n >= MIB && n.is_multiple_of(MIB) {

@@ -28,7 +28,7 @@ type Rest = BufReader<ureq::BodyReader<'static>>;
 const EVENT_QUEUE: usize = 256;
 
 /// Starts the worker thread; see `crate::llm::stream`.
-pub fn stream(
+pub(super) fn stream(
     endpoint: &Endpoint,
     req: &ChatRequest,
     policy: &RetryPolicy,
@@ -55,7 +55,7 @@ fn start(job: Job) -> (Receiver<StreamEvent>, Option<std::thread::JoinHandle<()>
 }
 
 /// Runs one call to the end and returns its result (for short calls such as titles).
-pub fn complete(
+pub(super) fn complete(
     endpoint: &Endpoint,
     req: &ChatRequest,
     policy: &RetryPolicy,

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 /// The wire dialect of one call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Dialect {
+pub(crate) enum Dialect {
     Anthropic,
     /// OpenAI Chat Completions.
     Chat,
@@ -20,7 +20,7 @@ pub enum Dialect {
 }
 
 /// Builds a `Response` from one dialect's stream events. Pure: feed events, then `finish`.
-pub trait Accumulator: Default {
+pub(crate) trait Accumulator: Default {
     /// The reply cap the accumulator counts its bytes against.
     fn budget(&mut self) -> &mut Budget;
 
@@ -56,7 +56,7 @@ pub trait Accumulator: Default {
 }
 
 /// What is done with the accumulator of a call's dialect (see [`Dialect::visit`]).
-pub trait Visit {
+pub(crate) trait Visit {
     type Out;
     fn visit<A: Accumulator>(self) -> Self::Out;
 }
@@ -64,7 +64,7 @@ pub trait Visit {
 impl Dialect {
     /// `v` run with this dialect's accumulator type: the one place that names each dialect's
     /// accumulator.
-    pub fn visit<V: Visit>(self, v: V) -> V::Out {
+    pub(crate) fn visit<V: Visit>(self, v: V) -> V::Out {
         match self {
             Dialect::Anthropic => v.visit::<anthropic::Accumulator>(),
             Dialect::Chat => v.visit::<openai::Accumulator>(),
@@ -75,7 +75,7 @@ impl Dialect {
 
     /// A whole (non-streamed) reply in this dialect, from a server that ignored the request to
     /// stream; None when `v` is not one.
-    pub fn whole_reply(self, v: &Value) -> Option<Response> {
+    pub(crate) fn whole_reply(self, v: &Value) -> Option<Response> {
         match self {
             Dialect::Anthropic => anthropic::response_from_json(v),
             Dialect::Chat => openai::response_from_json(v),
@@ -86,7 +86,7 @@ impl Dialect {
 }
 
 /// A reply with an error status, as a `Signer` reads it.
-pub struct ErrorReply<'a> {
+pub(crate) struct ErrorReply<'a> {
     pub status: u16,
     pub headers: &'a [(String, String)],
     pub body: &'a str,
@@ -96,7 +96,7 @@ pub struct ErrorReply<'a> {
 
 /// How a streamed reply's body is framed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Framing {
+pub(crate) enum Framing {
     /// Server-sent events (`text/event-stream`), read by the dialect's accumulator.
     Sse,
     /// AWS's event stream (`application/vnd.amazon.eventstream`), Bedrock's.
@@ -105,7 +105,7 @@ pub enum Framing {
 
 impl Framing {
     /// The content type a streamed reply has.
-    pub fn content_type(self) -> &'static str {
+    pub(crate) fn content_type(self) -> &'static str {
         match self {
             Framing::Sse => "text/event-stream",
             Framing::EventStream => "application/vnd.amazon.eventstream",
@@ -114,12 +114,12 @@ impl Framing {
 }
 
 /// The headers that sign one attempt, and where the credentials came from (for messages).
-pub type Signed = (Vec<(String, String)>, Option<String>);
+pub(crate) type Signed = (Vec<(String, String)>, Option<String>);
 
 /// What a provider does to each attempt beyond its fixed headers, and how it reads a refusal:
 /// AWS's SigV4 signature and credential refresh for Bedrock. The client calls it for every
 /// attempt; a provider without one sends its fixed headers only.
-pub trait Signer: Send + Sync {
+pub(crate) trait Signer: Send + Sync {
     /// Headers that sign one attempt of `body` to `url` now (none when the provider sends a
     /// key instead), and where the credentials came from, for messages.
     fn sign(&self, url: &str, body: &[u8]) -> Result<Signed, Failure>;
@@ -133,18 +133,18 @@ pub trait Signer: Send + Sync {
 }
 
 /// `base` trimmed, or `default` when it is empty.
-pub fn base_or<'a>(base: &'a str, default: &'a str) -> &'a str {
+pub(crate) fn base_or<'a>(base: &'a str, default: &'a str) -> &'a str {
     let base = base.trim();
     if base.is_empty() { default } else { base }
 }
 
 /// A base URL before its query string, without a trailing slash.
-pub fn head(base: &str) -> &str {
+pub(crate) fn head(base: &str) -> &str {
     base.split('?').next().unwrap_or(base).trim_end_matches('/')
 }
 
 /// The JSON of a stream event's `data` (already trimmed); `what` names the event in the error.
-pub fn event_json(data: &str, what: &str) -> Result<Value, Failure> {
+pub(crate) fn event_json(data: &str, what: &str) -> Result<Value, Failure> {
     serde_json::from_str(data).map_err(|e| {
         Failure::retry(LlmError::Protocol(format!(
             "invalid JSON in {what}: {e}: {}",
@@ -154,7 +154,7 @@ pub fn event_json(data: &str, what: &str) -> Result<Value, Failure> {
 }
 
 #[cfg(test)]
-pub mod testing {
+pub(crate) mod testing {
     //! What the dialects' tests share: a stream run through an accumulator.
     use super::*;
     use crate::llm::sse::SseReader;
@@ -162,7 +162,7 @@ pub mod testing {
 
     /// `stream` (SSE text) fed to `acc` until its final event or the end, then finished: the
     /// result and the progress events.
-    pub fn run_with<A: Accumulator>(
+    pub(crate) fn run_with<A: Accumulator>(
         mut acc: A,
         stream: &str,
     ) -> (Result<Response, Failure>, Vec<StreamEvent>) {

@@ -9,10 +9,10 @@ use serde_json::{Value, json};
 use std::sync::Mutex;
 use std::time::Duration;
 
-pub use super::dialect::{Dialect, Framing, Signer};
+pub(crate) use super::dialect::{Dialect, Framing, Signer};
 
 /// One call, ready to send.
-pub struct Prepared {
+pub(crate) struct Prepared {
     pub url: String,
     pub dialect: Dialect,
     pub body: Value,
@@ -48,14 +48,14 @@ fn vertex_anthropic(model: &str) -> bool {
 const VERTEX_ANTHROPIC_VERSION: &str = "vertex-2023-10-16";
 
 /// The api-version a classic Azure deployment URL is called with when the base names none.
-pub const AZURE_API_VERSION: &str = "2025-01-01-preview";
+pub(crate) const AZURE_API_VERSION: &str = "2025-01-01-preview";
 
 /// An Azure OpenAI base as Go Crush reads it: a resource's URL (`https://RES.openai.azure.com`,
 /// `RES.cognitiveservices.azure.com`, `RES.services.ai.azure.com/api/projects/P`) becomes the
 /// resource's v1 API, `https://RES.openai.azure.com/openai/v1`; a deployment URL
 /// (`.../openai/deployments/NAME`) and any other URL are kept (with `https://` when the scheme
 /// is missing).
-pub fn azure_base(base: &str) -> String {
+pub(crate) fn azure_base(base: &str) -> String {
     let base = base.trim();
     let (scheme, rest) = match base.split_once("://") {
         Some((s, r)) => (s, r),
@@ -103,7 +103,7 @@ fn azure_url(base: &str, path: &str) -> String {
 
 /// The body Anthropic's models take on a cloud platform: the model is in the URL, the API
 /// version in the body.
-pub fn anthropic_platform_body(mut body: Value, version: &str) -> Value {
+pub(crate) fn anthropic_platform_body(mut body: Value, version: &str) -> Value {
     if let Some(o) = body.as_object_mut() {
         o.remove("model");
         o.insert("anthropic_version".into(), json!(version));
@@ -112,7 +112,7 @@ pub fn anthropic_platform_body(mut body: Value, version: &str) -> Value {
 }
 
 /// The URL, dialect, body and headers of `req` at `ep`.
-pub fn prepare(ep: &Endpoint, req: &ChatRequest) -> Prepared {
+pub(crate) fn prepare(ep: &Endpoint, req: &ChatRequest) -> Prepared {
     let key = ep
         .api_key
         .as_deref()
@@ -241,7 +241,7 @@ pub fn prepare(ep: &Endpoint, req: &ChatRequest) -> Prepared {
 /// a command (`gcloud auth print-access-token`), kept for the life of the process until the
 /// server refuses it.
 #[derive(Clone, Debug)]
-pub struct TokenSource {
+pub(crate) struct TokenSource {
     pub command: Vec<String>,
     /// A signed-in provider's credentials, used instead of the command.
     pub login: Option<std::sync::Arc<crate::login::Credential>>,
@@ -249,7 +249,7 @@ pub struct TokenSource {
 
 /// Where a token came from, for the message when it is refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TokenOrigin {
+pub(crate) enum TokenOrigin {
     Environment,
     Command,
     /// `crush login` (crush(1) LOGIN).
@@ -257,7 +257,7 @@ pub enum TokenOrigin {
 }
 
 /// The variable holding a ready Google access token.
-pub const TOKEN_VAR: &str = "GOOGLE_OAUTH_ACCESS_TOKEN";
+pub(crate) const TOKEN_VAR: &str = "GOOGLE_OAUTH_ACCESS_TOKEN";
 
 /// Longest the token command may take.
 const TOKEN_COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
@@ -266,7 +266,7 @@ const TOKEN_COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
 static TOKENS: Mutex<Vec<(Vec<String>, String)>> = Mutex::new(Vec::new());
 
 impl TokenSource {
-    pub fn gcloud() -> TokenSource {
+    pub(crate) fn gcloud() -> TokenSource {
         TokenSource {
             command: ["gcloud", "auth", "print-access-token"]
                 .map(String::from)
@@ -276,7 +276,7 @@ impl TokenSource {
     }
 
     /// The token; `fresh`: not the one kept (it was refused), a new one from the command.
-    pub fn get(&self, fresh: bool) -> Result<(String, TokenOrigin), LlmError> {
+    pub(crate) fn get(&self, fresh: bool) -> Result<(String, TokenOrigin), LlmError> {
         if let Some(l) = &self.login {
             return l
                 .get(fresh)

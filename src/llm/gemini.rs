@@ -17,11 +17,11 @@ use super::{
 };
 use serde_json::{Map, Value, json};
 
-pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com";
+pub(crate) const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com";
 
 /// Where a reasoning part keeps the thought signature that goes with the part after it (Go
 /// Crush's field name).
-pub const SIGNATURE_KEY: &str = "thought_signature";
+pub(crate) const SIGNATURE_KEY: &str = "thought_signature";
 
 /// Gemini's documented stand-in for a signature a function call of the history lacks (a call
 /// made by another model, or one whose signature was lost): Gemini 3 refuses the history
@@ -39,7 +39,7 @@ fn model_name(model: &str) -> &str {
 
 /// `{base}/v1beta/models/{model}:streamGenerateContent?alt=sse` for Google's Gemini API (a base
 /// that already ends in an API version keeps it).
-pub fn url(base: &str, model: &str) -> String {
+pub(crate) fn url(base: &str, model: &str) -> String {
     let base = dialect::base_or(base, DEFAULT_BASE_URL);
     let head = dialect::head(base);
     let version = if head.ends_with("/v1beta") || head.ends_with("/v1") {
@@ -52,7 +52,7 @@ pub fn url(base: &str, model: &str) -> String {
 
 /// `{base}/publishers/google/models/{model}:streamGenerateContent?alt=sse` for Vertex AI, whose
 /// base URL names the project and location.
-pub fn vertex_url(base: &str, model: &str) -> String {
+pub(crate) fn vertex_url(base: &str, model: &str) -> String {
     stream_url(
         base,
         &format!("/publishers/google/models/{}", model_name(model)),
@@ -66,7 +66,7 @@ fn stream_url(base: &str, model_path: &str) -> String {
 }
 
 /// The Gemini API's key header (besides content-type/accept, which the client sets).
-pub fn headers(api_key: Option<&str>) -> Vec<(String, String)> {
+pub(crate) fn headers(api_key: Option<&str>) -> Vec<(String, String)> {
     match api_key.map(str::trim).filter(|k| !k.is_empty()) {
         Some(k) => vec![("x-goog-api-key".to_string(), k.to_string())],
         None => Vec::new(),
@@ -77,7 +77,7 @@ pub fn headers(api_key: Option<&str>) -> Vec<(String, String)> {
 /// Keys it rejects (`$schema`, `additionalProperties`, `$ref`...) are dropped, a type list such
 /// as `["string","null"]` becomes the type and `nullable`, `const` an `enum`, `oneOf` an
 /// `anyOf`, enum values text, and `required` names only properties that exist.
-pub fn gemini_schema(v: &Value) -> Value {
+pub(crate) fn gemini_schema(v: &Value) -> Value {
     let Some(obj) = v.as_object() else {
         return json!({"type": "string"});
     };
@@ -320,7 +320,7 @@ fn model_parts(m: &super::Message, vertex: bool) -> Vec<Value> {
 }
 
 /// The `generateContent` request body for `req`; `vertex`: for Vertex AI (no function ids).
-pub fn build_request(req: &ChatRequest, vertex: bool) -> Value {
+pub(crate) fn build_request(req: &ChatRequest, vertex: bool) -> Value {
     let mut system: Vec<String> = Vec::new();
     if !req.system.trim().is_empty() {
         system.push(req.system.clone());
@@ -404,7 +404,7 @@ enum Block {
 
 /// Builds a `Response` from the stream's chunks. Pure: feed events, then `finish`.
 #[derive(Debug, Default)]
-pub struct Accumulator {
+pub(crate) struct Accumulator {
     blocks: Vec<Block>,
     finish: Option<String>,
     usage: Option<Usage>,
@@ -417,7 +417,7 @@ pub struct Accumulator {
 /// Reads Gemini's `usageMetadata` into ledger terms: `promptTokenCount` includes the cached
 /// tokens; the output is `candidatesTokenCount` plus `thoughtsTokenCount` (thinking is billed as
 /// output although the candidates count leaves it out). `Ok(None)`: no counts in it.
-pub fn parse_usage(u: &Value) -> Result<Option<Usage>, UsageError> {
+pub(crate) fn parse_usage(u: &Value) -> Result<Option<Usage>, UsageError> {
     let keys = [
         "promptTokenCount",
         "candidatesTokenCount",
@@ -722,7 +722,7 @@ impl dialect::Accumulator for Accumulator {
 }
 
 /// A non-streaming reply (a whole `GenerateContentResponse`), for a server that ignored `alt=sse`.
-pub fn response_from_json(v: &Value) -> Option<Response> {
+pub(crate) fn response_from_json(v: &Value) -> Option<Response> {
     v.get("candidates")?.as_array()?;
     let mut acc = Accumulator::default();
     acc.feed_chunk(v, &mut Vec::new()).ok()?;

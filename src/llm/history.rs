@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 /// The content of the result that stands in for a tool call that never got one (the run was
 /// interrupted, or the result was lost). It is the one text for this in the program.
-pub const INTERRUPTED_TOOL_RESULT: &str = "tool call was interrupted before it finished";
+pub(crate) const INTERRUPTED_TOOL_RESULT: &str = "tool call was interrupted before it finished";
 
 /// `messages` with tool results paired to their calls. After each assistant message that calls
 /// tools comes one `Tool` message holding one result per distinct call id, in call order: the
@@ -14,7 +14,7 @@ pub const INTERRUPTED_TOOL_RESULT: &str = "tool call was interrupted before it f
 /// from their call by a user message), or, if there is none, an error result saying the call was
 /// interrupted. Results for no call of the assistant message before them, and repeated ones, are
 /// dropped; a message left without parts by that is dropped too. Everything else is untouched.
-pub fn pair_tool_results(messages: &[Message]) -> Vec<Message> {
+pub(crate) fn pair_tool_results(messages: &[Message]) -> Vec<Message> {
     let mut out = Vec::with_capacity(messages.len() + 1);
     let mut i = 0;
     while i < messages.len() {

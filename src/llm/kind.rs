@@ -4,7 +4,7 @@
 
 /// The wire protocol a provider speaks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum ApiKind {
+pub(crate) enum ApiKind {
     Anthropic,
     /// OpenAI itself (sends `max_completion_tokens`): the Responses API for the models that have
     /// it (see `Endpoint::responses`), Chat Completions for the others.
@@ -27,7 +27,7 @@ pub enum ApiKind {
 /// How a provider's models are asked to reason (the request options `reasoning_effort`,
 /// `thinking`, `reasoning`, `thinking_config` of crush(1) CONFIGURATION).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Reasoning {
+pub(crate) enum Reasoning {
     /// `reasoning_effort` (OpenAI, Azure).
     Effort,
     /// Anthropic's `effort` or `thinking` (Anthropic, Bedrock).
@@ -70,12 +70,12 @@ const GATEWAYS: &[(&str, &str)] = &[
 impl ApiKind {
     /// The kind of a provider `type` (`anthropic`, `openrouter`, `google-vertex`...), None for a
     /// type this build does not know.
-    pub fn from_type(name: &str) -> Option<ApiKind> {
+    pub(crate) fn from_type(name: &str) -> Option<ApiKind> {
         TYPES.iter().find(|(n, _)| *n == name).map(|(_, k)| *k)
     }
 
     /// The canonical `type` of this kind (`openai-compat` for every compatible server).
-    pub fn type_name(self) -> &'static str {
+    pub(crate) fn type_name(self) -> &'static str {
         TYPES
             .iter()
             .find(|(_, k)| *k == self)
@@ -83,13 +83,13 @@ impl ApiKind {
     }
 
     /// The types to suggest when one is unknown, for the message.
-    pub fn type_hint() -> &'static str {
+    pub(crate) fn type_hint() -> &'static str {
         "(use anthropic, bedrock, openai, openai-compat, openrouter, google, google-vertex or azure)"
     }
 
     /// The type of a provider that neither names one nor is in the catalog: a provider called
     /// `anthropic` or `openai` is that API, any other an OpenAI-compatible server.
-    pub fn default_type(id: &str) -> &'static str {
+    pub(crate) fn default_type(id: &str) -> &'static str {
         match Self::from_type(id) {
             Some(k @ (ApiKind::Anthropic | ApiKind::OpenAi)) => k.type_name(),
             _ => ApiKind::OpenAiCompat.type_name(),
@@ -98,7 +98,7 @@ impl ApiKind {
 
     /// The base URL of provider `id` of this kind when nothing sets one: the kind's official
     /// API, or a gateway's own URL; None when it must be configured.
-    pub fn default_base_url(self, id: &str) -> Option<&'static str> {
+    pub(crate) fn default_base_url(self, id: &str) -> Option<&'static str> {
         match self {
             ApiKind::Anthropic => Some(super::anthropic::DEFAULT_BASE_URL),
             ApiKind::OpenAi => Some(super::openai::DEFAULT_BASE_URL),
@@ -109,7 +109,7 @@ impl ApiKind {
 
     /// The variable (as `$NAME`) holding the key of a provider of this kind that the catalog
     /// does not describe; empty when there is none.
-    pub fn default_key_var(self) -> &'static str {
+    pub(crate) fn default_key_var(self) -> &'static str {
         match self {
             ApiKind::Anthropic => "$ANTHROPIC_API_KEY",
             ApiKind::OpenAi => "$OPENAI_API_KEY",
@@ -120,7 +120,7 @@ impl ApiKind {
     }
 
     /// What a provider of this kind sends to authenticate, for messages.
-    pub fn credential(self) -> &'static str {
+    pub(crate) fn credential(self) -> &'static str {
         match self {
             ApiKind::Vertex => "access token",
             _ => "key",
@@ -128,7 +128,7 @@ impl ApiKind {
     }
 
     /// How a provider of `type` asks its models to reason.
-    pub fn reasoning(type_name: &str) -> Reasoning {
+    pub(crate) fn reasoning(type_name: &str) -> Reasoning {
         match Self::from_type(type_name).unwrap_or_default() {
             ApiKind::OpenAi | ApiKind::Azure => Reasoning::Effort,
             // Bedrock serves Anthropic's models in Anthropic's dialect.

@@ -7,31 +7,31 @@
 //! receiver and the worker is abandoned (a blocked read cannot be interrupted).
 //! This module knows no tool implementation and persists nothing.
 
-pub mod anthropic;
-pub mod bedrock;
+pub(crate) mod anthropic;
+pub(crate) mod bedrock;
 mod budget;
 mod client;
-pub mod dialect;
-pub mod endpoints;
-pub mod gemini;
-pub mod history;
+pub(crate) mod dialect;
+pub(crate) mod endpoints;
+pub(crate) mod gemini;
+pub(crate) mod history;
 mod kind;
-pub mod openai;
-pub mod responses;
-pub mod retry;
-pub mod sse;
-pub mod types;
+pub(crate) mod openai;
+pub(crate) mod responses;
+pub(crate) mod retry;
+pub(crate) mod sse;
+pub(crate) mod types;
 
-pub use budget::MAX_REPLY_BYTES;
-pub use kind::{ApiKind, Reasoning};
-pub use types::*;
+pub(crate) use budget::MAX_REPLY_BYTES;
+pub(crate) use kind::{ApiKind, Reasoning};
+pub(crate) use types::*;
 
 use std::fmt;
 use std::time::Duration;
 
 /// Where and how to reach a provider.
 #[derive(Clone, Debug, Default)]
-pub struct Endpoint {
+pub(crate) struct Endpoint {
     pub kind: ApiKind,
     /// Base URL, e.g. `https://api.anthropic.com` or `http://127.0.0.1:8080/v1`.
     pub base_url: String,
@@ -52,7 +52,7 @@ pub struct Endpoint {
 }
 
 #[derive(Clone, Debug)]
-pub struct RetryPolicy {
+pub(crate) struct RetryPolicy {
     /// Total attempts, first included.
     pub max_attempts: u32,
     /// First backoff delay; doubles each attempt, capped at `max_backoff`.
@@ -87,7 +87,7 @@ impl Default for RetryPolicy {
 
 /// Why a model call failed, after retries.
 #[derive(Clone, Debug, PartialEq)]
-pub enum LlmError {
+pub(crate) enum LlmError {
     /// Could not connect / DNS / TLS / reset before a response.
     Connect { url: String, message: String },
     /// The server answered with an error status.
@@ -183,7 +183,7 @@ impl fmt::Display for LlmError {
 
 impl LlmError {
     /// A stream that ended before `missing`, its finish marker.
-    pub fn truncated(missing: &'static str) -> LlmError {
+    pub(crate) fn truncated(missing: &'static str) -> LlmError {
         LlmError::Truncated {
             server: String::new(),
             missing,
@@ -193,7 +193,7 @@ impl LlmError {
     /// This error, or an [`LlmError::Overflow`] when it cut the stream short (a dropped or
     /// unfinished stream) while the request and the answer so far, `estimated` tokens, had
     /// reached the model's `window` (0: unknown).
-    pub fn at_window(self, estimated: u64, window: u64) -> LlmError {
+    pub(crate) fn at_window(self, estimated: u64, window: u64) -> LlmError {
         let cut = match &self {
             LlmError::Truncated { .. } => true,
             LlmError::Connect { message, .. } => message.contains("while streaming"),
@@ -213,7 +213,7 @@ impl LlmError {
     /// The provider refused the request because the conversation exceeds the model's context
     /// window (OpenAI `context_length_exceeded`, Anthropic "prompt is too long", llama.cpp and
     /// vLLM wordings).
-    pub fn is_context_overflow(&self) -> bool {
+    pub(crate) fn is_context_overflow(&self) -> bool {
         if let LlmError::Overflow { .. } = self {
             return true;
         }
@@ -251,7 +251,7 @@ impl std::error::Error for LlmError {}
 /// worker waits and why; whatever that attempt streamed must be discarded. The request body is
 /// identical on every attempt. Requests to loopback addresses never use a proxy; others follow
 /// the usual proxy environment variables.
-pub fn stream(
+pub(crate) fn stream(
     endpoint: &Endpoint,
     req: &ChatRequest,
     policy: &RetryPolicy,
@@ -261,7 +261,7 @@ pub fn stream(
 
 /// Runs one model call to its end (retries included) and returns the reply: for short calls
 /// such as title generation.
-pub fn complete(
+pub(crate) fn complete(
     endpoint: &Endpoint,
     req: &ChatRequest,
     policy: &RetryPolicy,

@@ -17,16 +17,16 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+pub(crate) const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
 /// `{base}/chat/completions` (before the base's query string, if any).
-pub fn url(base: &str) -> String {
+pub(crate) fn url(base: &str) -> String {
     let base = dialect::base_or(base, DEFAULT_BASE_URL);
     crate::net::join_path(base, "/chat/completions")
 }
 
 /// Provider headers (besides content-type/accept, which the client sets).
-pub fn headers(ep: &Endpoint) -> Vec<(String, String)> {
+pub(crate) fn headers(ep: &Endpoint) -> Vec<(String, String)> {
     match ep
         .api_key
         .as_deref()
@@ -39,7 +39,7 @@ pub fn headers(ep: &Endpoint) -> Vec<(String, String)> {
 }
 
 /// A tool-call id unique in this process and unlikely to repeat across runs: `call_<n>`.
-pub fn synth_call_id() -> String {
+pub(crate) fn synth_call_id() -> String {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     if NEXT.load(Ordering::Relaxed) == 0 {
         // Seed once from the clock so ids of a resumed session do not collide with stored ones.
@@ -54,7 +54,7 @@ pub fn synth_call_id() -> String {
 }
 
 /// The arguments text to send back: valid JSON, `{}` otherwise.
-pub fn valid_arguments(raw: &str) -> String {
+pub(crate) fn valid_arguments(raw: &str) -> String {
     match serde_json::from_str::<Value>(raw) {
         Ok(Value::Object(_)) => raw.to_string(),
         _ => "{}".to_string(),
@@ -62,7 +62,7 @@ pub fn valid_arguments(raw: &str) -> String {
 }
 
 /// The Chat Completions request body for `req` (streaming).
-pub fn build_request(req: &ChatRequest, kind: ApiKind) -> Value {
+pub(crate) fn build_request(req: &ChatRequest, kind: ApiKind) -> Value {
     let mut messages: Vec<Value> = Vec::new();
     if !req.system.trim().is_empty() {
         messages.push(json!({"role": "system", "content": req.system}));
@@ -232,7 +232,7 @@ enum Block {
 
 /// Builds a `Response` from the stream's chunks. Pure: feed events, then `finish`.
 #[derive(Debug, Default)]
-pub struct Accumulator {
+pub(crate) struct Accumulator {
     blocks: Vec<Block>,
     calls: Vec<Call>,
     /// tool_calls[].index → position in `calls` of the call currently at that index.
@@ -248,7 +248,7 @@ pub struct Accumulator {
 /// Reads an OpenAI usage object into ledger terms (`input` excludes cached tokens). `Ok(None)`:
 /// no usage in it; `Err`: a count is not a non-negative integer, or the cached counts exceed
 /// the prompt count (the numbers contradict each other).
-pub fn parse_usage(u: &Value) -> Result<Option<Usage>, UsageError> {
+pub(crate) fn parse_usage(u: &Value) -> Result<Option<Usage>, UsageError> {
     use crate::llm::types::{token_field, token_fields};
     let Some([prompt, completion]) = token_fields(u, ["prompt_tokens", "completion_tokens"])?
     else {
@@ -518,7 +518,7 @@ impl dialect::Accumulator for Accumulator {
 }
 
 /// A non-streaming reply (`chat.completion`), for servers that ignore `stream:true`.
-pub fn response_from_json(v: &Value) -> Option<Response> {
+pub(crate) fn response_from_json(v: &Value) -> Option<Response> {
     let choices = v.get("choices")?.as_array()?;
     if choices.iter().all(|c| c.get("message").is_none()) {
         return None;

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 
 /// Where a reasoning part keeps the reasoning item (Go Crush's field), and the type Go Crush
 /// wraps it in.
-pub const DATA_KEY: &str = "responses_data";
+pub(crate) const DATA_KEY: &str = "responses_data";
 const DATA_TYPE: &str = "openai.responses.reasoning_metadata";
 
 /// The provider options this dialect reads itself (Go Crush's names); the others go into the
@@ -36,14 +36,14 @@ const OWN_OPTIONS: &[&str] = &[
 ];
 
 /// `{base}/responses` (before the base's query string, if any).
-pub fn url(base: &str) -> String {
+pub(crate) fn url(base: &str) -> String {
     let base = dialect::base_or(base, super::openai::DEFAULT_BASE_URL);
     crate::net::join_path(base, "/responses")
 }
 
 /// Whether OpenAI serves `model` through the Responses API (GPT-4 and later, the o-series,
 /// codex), as Go Crush decides.
-pub fn supports(model: &str) -> bool {
+pub(crate) fn supports(model: &str) -> bool {
     let m = model.to_ascii_lowercase();
     m.contains("gpt-4")
         || m.contains("gpt-5")
@@ -193,7 +193,7 @@ fn input(req: &ChatRequest) -> Vec<Value> {
 }
 
 /// The Responses request body for `req` (streaming, nothing stored).
-pub fn build_request(req: &ChatRequest) -> Value {
+pub(crate) fn build_request(req: &ChatRequest) -> Value {
     let o = &req.options;
     let mut body = json!({
         "model": req.model,
@@ -270,7 +270,7 @@ enum Block {
 
 /// Reads a Responses usage object into ledger terms: `input_tokens` includes the cached ones;
 /// `output_tokens` includes the reasoning tokens (billed as output).
-pub fn parse_usage(u: &Value) -> Result<Option<Usage>, UsageError> {
+pub(crate) fn parse_usage(u: &Value) -> Result<Option<Usage>, UsageError> {
     use crate::llm::types::{token_field, token_fields};
     let Some([input, output]) = token_fields(u, ["input_tokens", "output_tokens"])? else {
         return Ok(None);
@@ -299,7 +299,7 @@ pub fn parse_usage(u: &Value) -> Result<Option<Usage>, UsageError> {
 
 /// Builds a `Response` from the stream's events. Pure: feed events, then `finish`.
 #[derive(Debug, Default)]
-pub struct Accumulator {
+pub(crate) struct Accumulator {
     /// By `output_index`.
     blocks: BTreeMap<u64, Block>,
     usage: Option<Usage>,
@@ -594,7 +594,7 @@ impl dialect::Accumulator for Accumulator {
 }
 
 /// A non-streaming reply (`{"object":"response",...}`), for a server that ignored `stream`.
-pub fn response_from_json(v: &Value) -> Option<Response> {
+pub(crate) fn response_from_json(v: &Value) -> Option<Response> {
     if v.get("object").and_then(Value::as_str) != Some("response") {
         return None;
     }

@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// One failed attempt.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Failure {
+pub(crate) struct Failure {
     pub error: LlmError,
     pub retryable: bool,
     /// What the server asked us to wait, if it said.
@@ -15,14 +15,14 @@ pub struct Failure {
 }
 
 impl Failure {
-    pub fn retry(error: LlmError) -> Failure {
+    pub(crate) fn retry(error: LlmError) -> Failure {
         Failure {
             error,
             retryable: true,
             retry_after: None,
         }
     }
-    pub fn fatal(error: LlmError) -> Failure {
+    pub(crate) fn fatal(error: LlmError) -> Failure {
         Failure {
             error,
             retryable: false,
@@ -33,7 +33,7 @@ impl Failure {
 
 /// The parts of an error body worth keeping.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct ErrorBody {
+pub(crate) struct ErrorBody {
     pub message: String,
     /// `error.type` (Anthropic, OpenAI) or `error.code` when it is a string.
     pub kind: Option<String>,
@@ -46,7 +46,7 @@ pub struct ErrorBody {
 /// Reads an error body leniently: Anthropic `{"type":"error","error":{type,message}}`, OpenAI
 /// `{"error":{message,type,code}}` or `{"error":"text"}`, `{"object":"error","message":…}`,
 /// `{"message":…}`, else `<first 200 bytes>` (or `HTTP <status>` when empty).
-pub fn parse_error_body(body: &str) -> ErrorBody {
+pub(crate) fn parse_error_body(body: &str) -> ErrorBody {
     if let Ok(v) = serde_json::from_str::<Value>(body.trim())
         && let Some(eb) = error_from_json(&v)
     {
@@ -59,7 +59,7 @@ pub fn parse_error_body(body: &str) -> ErrorBody {
 }
 
 /// An error carried by a JSON value, if it looks like one.
-pub fn error_from_json(v: &Value) -> Option<ErrorBody> {
+pub(crate) fn error_from_json(v: &Value) -> Option<ErrorBody> {
     let obj = v.as_object()?;
     let request_id = obj
         .get("request_id")
@@ -124,7 +124,7 @@ pub fn error_from_json(v: &Value) -> Option<ErrorBody> {
 }
 
 /// At most `max` bytes of `s` (cut on a character boundary), trimmed, whitespace runs collapsed.
-pub fn snippet(s: &str, max: usize) -> String {
+pub(crate) fn snippet(s: &str, max: usize) -> String {
     let mut end = s.len().min(max);
     while !s.is_char_boundary(end) {
         end -= 1;
@@ -137,13 +137,13 @@ pub fn snippet(s: &str, max: usize) -> String {
 }
 
 /// Whether an HTTP status is worth another attempt (before looking at the body and headers).
-pub fn status_retryable(status: u16) -> bool {
+pub(crate) fn status_retryable(status: u16) -> bool {
     matches!(status, 408 | 409 | 429 | 498) || status >= 500
 }
 
 /// Whether an error kind/code reported by a server marks a failure as retryable (mid-stream errors,
 /// 200 replies carrying an error). Unknown kinds are retried.
-pub fn kind_retryable(kind: Option<&str>, code: Option<&str>) -> bool {
+pub(crate) fn kind_retryable(kind: Option<&str>, code: Option<&str>) -> bool {
     if let Some(c) = code.and_then(|c| c.parse::<u16>().ok()) {
         return status_retryable(c);
     }
@@ -166,7 +166,7 @@ pub fn kind_retryable(kind: Option<&str>, code: Option<&str>) -> bool {
 }
 
 /// Looks a header up case-insensitively.
-pub fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+pub(crate) fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
     headers
         .iter()
         .find(|(k, _)| k.eq_ignore_ascii_case(name))
@@ -174,7 +174,7 @@ pub fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str
 }
 
 /// `retry-after-ms`, else `retry-after` (delta-seconds or HTTP-date, relative to `now`).
-pub fn parse_retry_after(headers: &[(String, String)], now: SystemTime) -> Option<Duration> {
+pub(crate) fn parse_retry_after(headers: &[(String, String)], now: SystemTime) -> Option<Duration> {
     if let Some(ms) = header(headers, "retry-after-ms")
         && let Ok(ms) = ms.parse::<f64>()
         && ms.is_finite()
@@ -196,7 +196,7 @@ pub fn parse_retry_after(headers: &[(String, String)], now: SystemTime) -> Optio
 
 /// Unix seconds of an HTTP-date (IMF-fixdate `Sun, 06 Nov 1994 08:49:37 GMT`; also the RFC 850
 /// and asctime forms).
-pub fn parse_http_date(s: &str) -> Option<i64> {
+pub(crate) fn parse_http_date(s: &str) -> Option<i64> {
     let s = s.trim();
     // Drop the weekday: everything up to the first comma, or the first word for asctime.
     let (rest, asctime) = match s.split_once(',') {
@@ -243,7 +243,7 @@ pub fn parse_http_date(s: &str) -> Option<i64> {
 }
 
 /// Classifies a non-2xx reply from its status, headers and body.
-pub fn classify_http(
+pub(crate) fn classify_http(
     status: u16,
     headers: &[(String, String)],
     body: &str,
@@ -293,7 +293,7 @@ pub fn classify_http(
 }
 
 /// The standard reason phrase of common error statuses (for empty error bodies).
-pub fn reason_phrase(status: u16) -> &'static str {
+pub(crate) fn reason_phrase(status: u16) -> &'static str {
     match status {
         400 => "Bad Request",
         401 => "Unauthorized",
@@ -315,7 +315,7 @@ pub fn reason_phrase(status: u16) -> &'static str {
 
 /// Exponential backoff before attempt `attempt + 1` (`attempt` = 1 for the first failure):
 /// base, 2×base, 4×base… capped at `max_backoff`.
-pub fn backoff(policy: &RetryPolicy, attempt: u32) -> Duration {
+pub(crate) fn backoff(policy: &RetryPolicy, attempt: u32) -> Duration {
     let shift = attempt.saturating_sub(1).min(30);
     policy
         .base_backoff
@@ -324,7 +324,7 @@ pub fn backoff(policy: &RetryPolicy, attempt: u32) -> Duration {
 }
 
 /// `backoff` less up to 25% jitter (`seed` is any changing number, e.g. clock nanos).
-pub fn jittered(d: Duration, seed: u64) -> Duration {
+pub(crate) fn jittered(d: Duration, seed: u64) -> Duration {
     // xorshift of the seed, mapped to 0..=250 per mille.
     let mut x = seed | 1;
     x ^= x << 13;

@@ -11,11 +11,11 @@
 use std::io::{self, BufRead};
 
 /// Default cap on the size of one event's data (and of one line).
-pub const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
+pub(crate) const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
 
 /// The error inside the `InvalidData` I/O error returned when an event or a line exceeds the cap.
 #[derive(Debug)]
-pub struct TooLarge(pub usize);
+pub(crate) struct TooLarge(pub usize);
 
 impl std::fmt::Display for TooLarge {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -27,7 +27,7 @@ impl std::error::Error for TooLarge {}
 
 /// One dispatched event.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SseEvent {
+pub(crate) struct SseEvent {
     /// The `event` field, `message` when none was given.
     pub event: String,
     /// The `data` lines joined with `\n`.
@@ -38,7 +38,7 @@ pub struct SseEvent {
 
 /// Reads events from a byte stream. Every read goes through the inner reader, so a transport read
 /// timeout on it is an idle timer: comments and keep-alives count as activity.
-pub struct SseReader<R> {
+pub(crate) struct SseReader<R> {
     inner: R,
     max: usize,
     at_start: bool,
@@ -51,12 +51,12 @@ pub struct SseReader<R> {
 }
 
 impl<R: BufRead> SseReader<R> {
-    pub fn new(inner: R) -> Self {
+    pub(crate) fn new(inner: R) -> Self {
         Self::with_limit(inner, MAX_EVENT_BYTES)
     }
 
     /// A reader whose events (and lines) may not exceed `max` bytes.
-    pub fn with_limit(inner: R, max: usize) -> Self {
+    pub(crate) fn with_limit(inner: R, max: usize) -> Self {
         SseReader {
             inner,
             max,
@@ -70,13 +70,13 @@ impl<R: BufRead> SseReader<R> {
     }
 
     /// The inner reader, positioned after the last line read.
-    pub fn into_inner(self) -> R {
+    pub(crate) fn into_inner(self) -> R {
         self.inner
     }
 
     /// The next event; `Ok(None)` at the end of the stream (an unterminated event is discarded).
     /// Errors: I/O errors of the inner reader, and `InvalidData` when an event is too large.
-    pub fn next_event(&mut self) -> io::Result<Option<SseEvent>> {
+    pub(crate) fn next_event(&mut self) -> io::Result<Option<SseEvent>> {
         loop {
             if !self.read_line()? {
                 self.event.clear();

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
-pub enum Role {
+pub(crate) enum Role {
     User,
     Assistant,
     Tool,
@@ -17,7 +17,7 @@ pub enum Role {
 }
 
 impl Role {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Role::User => "user",
             Role::Assistant => "assistant",
@@ -25,7 +25,7 @@ impl Role {
             Role::System => "system",
         }
     }
-    pub fn parse(s: &str) -> Option<Role> {
+    pub(crate) fn parse(s: &str) -> Option<Role> {
         Some(match s {
             "user" => Role::User,
             "assistant" => Role::Assistant,
@@ -39,7 +39,7 @@ impl Role {
 /// One part of a message, in Crush's stored shape.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(tag = "type", content = "data", rename_all = "snake_case")]
-pub enum Part {
+pub(crate) enum Part {
     Text {
         text: String,
     },
@@ -119,7 +119,7 @@ pub enum Part {
 
 impl Part {
     /// A reasoning part with no other fields.
-    pub fn reasoning(thinking: String, signature: String) -> Part {
+    pub(crate) fn reasoning(thinking: String, signature: String) -> Part {
         Part::Reasoning {
             thinking,
             signature,
@@ -146,7 +146,7 @@ fn null_as_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Er
 
 /// Decodes a stored `parts` array. A part of a type this program does not know becomes
 /// `Part::Unknown`; a known type that does not decode is an error.
-pub fn parts_from_json(text: &str) -> Result<Vec<Part>, serde_json::Error> {
+pub(crate) fn parts_from_json(text: &str) -> Result<Vec<Part>, serde_json::Error> {
     let raw: Vec<serde_json::Value> = serde_json::from_str(text)?;
     raw.into_iter()
         .map(|v| {
@@ -164,7 +164,7 @@ pub fn parts_from_json(text: &str) -> Result<Vec<Part>, serde_json::Error> {
 }
 
 /// Decodes standard base64 (padding optional, whitespace ignored); None if it is not base64.
-pub fn base64_decode(text: &str) -> Option<Vec<u8>> {
+pub(crate) fn base64_decode(text: &str) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(text.len() / 4 * 3);
     let mut acc: u32 = 0;
     let mut bits = 0;
@@ -199,7 +199,7 @@ pub fn base64_decode(text: &str) -> Option<Vec<u8>> {
 
 /// The short description of an attachment this program shows and sends in its place:
 /// `notes.md (text/plain, 17 bytes)`.
-pub fn attachment_label(path: &str, mime_type: &str, data: &str) -> String {
+pub(crate) fn attachment_label(path: &str, mime_type: &str, data: &str) -> String {
     let name = if path.is_empty() { "unnamed" } else { path };
     let size = base64_decode(data).map_or(data.len() / 4 * 3, |b| b.len());
     let mime = if mime_type.is_empty() {
@@ -211,7 +211,7 @@ pub fn attachment_label(path: &str, mime_type: &str, data: &str) -> String {
 }
 
 /// Whether `p` is an attached image (which a model that takes images is sent as one).
-pub fn is_image_attachment(p: &Part) -> bool {
+pub(crate) fn is_image_attachment(p: &Part) -> bool {
     matches!(p, Part::Binary { mime_type, .. } if mime_type.starts_with("image/"))
 }
 
@@ -219,7 +219,7 @@ pub fn is_image_attachment(p: &Part) -> bool {
 /// text files in `<file>` blocks introduced as Go Crush introduces them, and a one-line
 /// placeholder naming each other file. Images stay as they are (`images_as_text` replaces them
 /// for a model that takes none). Parts of unknown types are dropped.
-pub fn attachments_as_text(parts: Vec<Part>) -> Vec<Part> {
+pub(crate) fn attachments_as_text(parts: Vec<Part>) -> Vec<Part> {
     let mut out = Vec::with_capacity(parts.len());
     let mut files = String::new();
     let mut placeholders = Vec::new();
@@ -264,7 +264,7 @@ pub fn attachments_as_text(parts: Vec<Part>) -> Vec<Part> {
 
 /// The image a tool result carries, as `(mime type, base64 data)`: Go Crush keeps one in the
 /// result's `data` and `mime_type`.
-pub fn result_image(p: &Part) -> Option<(&str, &str)> {
+pub(crate) fn result_image(p: &Part) -> Option<(&str, &str)> {
     match p {
         Part::ToolResult {
             data, mime_type, ..
@@ -277,7 +277,7 @@ pub fn result_image(p: &Part) -> Option<(&str, &str)> {
 
 /// Messages as a model that takes no images is sent them: an attached image (or image URL)
 /// replaced by a line naming it, a tool result's image by a line appended to the result's text.
-pub fn images_as_text(messages: Vec<Message>) -> Vec<Message> {
+pub(crate) fn images_as_text(messages: Vec<Message>) -> Vec<Message> {
     messages
         .into_iter()
         .map(|mut m| {
@@ -331,13 +331,13 @@ pub fn images_as_text(messages: Vec<Message>) -> Vec<Message> {
 
 /// A message as sent to a provider (and as stored, minus ids and timestamps).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Message {
+pub(crate) struct Message {
     pub role: Role,
     pub parts: Vec<Part>,
 }
 
 /// The text parts of `parts`, concatenated.
-pub fn text_of(parts: &[Part]) -> String {
+pub(crate) fn text_of(parts: &[Part]) -> String {
     parts
         .iter()
         .filter_map(|p| match p {
@@ -348,17 +348,17 @@ pub fn text_of(parts: &[Part]) -> String {
 }
 
 impl Message {
-    pub fn user(text: impl Into<String>) -> Message {
+    pub(crate) fn user(text: impl Into<String>) -> Message {
         Message {
             role: Role::User,
             parts: vec![Part::Text { text: text.into() }],
         }
     }
     /// Concatenated text parts.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         text_of(&self.parts)
     }
-    pub fn tool_calls(&self) -> impl Iterator<Item = (&str, &str, &str)> {
+    pub(crate) fn tool_calls(&self) -> impl Iterator<Item = (&str, &str, &str)> {
         self.parts.iter().filter_map(|p| match p {
             Part::ToolCall {
                 id, name, input, ..
@@ -370,7 +370,7 @@ impl Message {
 
 /// A tool as offered to the model.
 #[derive(Clone, Debug)]
-pub struct ToolSpec {
+pub(crate) struct ToolSpec {
     pub name: String,
     pub description: String,
     /// JSON Schema object of the parameters.
@@ -378,7 +378,7 @@ pub struct ToolSpec {
 }
 
 #[derive(Clone, Debug, Default)]
-pub struct ChatRequest {
+pub(crate) struct ChatRequest {
     pub model: String,
     pub system: String,
     pub messages: Vec<Message>,
@@ -392,7 +392,7 @@ pub struct ChatRequest {
 /// Sampling and dialect options of one call. Each dialect sends what it has a field for and
 /// leaves the rest out.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct CallOptions {
+pub(crate) struct CallOptions {
     pub top_p: Option<f64>,
     pub top_k: Option<u64>,
     pub frequency_penalty: Option<f64>,
@@ -408,13 +408,13 @@ pub struct CallOptions {
 
 impl CallOptions {
     /// The provider option `key`, unless absent or null.
-    pub fn get(&self, key: &str) -> Option<&serde_json::Value> {
+    pub(crate) fn get(&self, key: &str) -> Option<&serde_json::Value> {
         self.provider_options.get(key).filter(|v| !v.is_null())
     }
 
     /// Merges into `body` the provider options the dialect has no field of its own for (all but
     /// `consumed`; a nested `extra_body` is merged as the body's), then `extra_body`.
-    pub fn merge_rest_into(&self, body: &mut serde_json::Value, consumed: &[&str]) {
+    pub(crate) fn merge_rest_into(&self, body: &mut serde_json::Value, consumed: &[&str]) {
         for (k, v) in &self.provider_options {
             if k == "extra_body" {
                 merge_json(body, v);
@@ -427,7 +427,7 @@ impl CallOptions {
 }
 
 /// `over` merged into `base`: objects key by key, recursively; any other value replaces.
-pub fn merge_json(base: &mut serde_json::Value, over: &serde_json::Value) {
+pub(crate) fn merge_json(base: &mut serde_json::Value, over: &serde_json::Value) {
     match (base, over) {
         (serde_json::Value::Object(b), serde_json::Value::Object(o)) => {
             for (k, v) in o {
@@ -445,7 +445,7 @@ pub fn merge_json(base: &mut serde_json::Value, over: &serde_json::Value) {
 
 /// Token counts of one model call, in ledger terms: `input` excludes cached tokens.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Usage {
+pub(crate) struct Usage {
     pub input: u64,
     pub output: u64,
     pub cache_read: u64,
@@ -454,13 +454,13 @@ pub struct Usage {
 
 /// The largest token count one model call can plausibly report (no model has a context window
 /// near a billion tokens). Larger numbers are rejected as absurd, never recorded.
-pub const MAX_PLAUSIBLE_TOKENS: u64 = 1_000_000_000;
+pub(crate) const MAX_PLAUSIBLE_TOKENS: u64 = 1_000_000_000;
 
 impl Usage {
     /// What the ledger may record: `Ok(None)` when every count is zero (no real call consumes
     /// zero input tokens: the provider reported nothing, so the usage is unknown, never zero),
     /// `Err` with a reason when a count is absurd.
-    pub fn checked(self) -> Result<Option<Usage>, UsageError> {
+    pub(crate) fn checked(self) -> Result<Option<Usage>, UsageError> {
         let fields = [
             ("input", self.input),
             ("output", self.output),
@@ -479,7 +479,7 @@ impl Usage {
 
 /// A tool result's text as sent to a model: `(no output)` for a blank one (the APIs refuse or
 /// misread an empty result).
-pub fn tool_output(content: &str) -> &str {
+pub(crate) fn tool_output(content: &str) -> &str {
     if content.trim().is_empty() {
         "(no output)"
     } else {
@@ -489,7 +489,7 @@ pub fn tool_output(content: &str) -> &str {
 
 /// Reads one token count of a provider's usage object: `Ok(None)` when absent or null, `Err`
 /// when it is not a non-negative integer (negative, fractional, a string...).
-pub fn token_field(u: &serde_json::Value, key: &str) -> Result<Option<u64>, UsageError> {
+pub(crate) fn token_field(u: &serde_json::Value, key: &str) -> Result<Option<u64>, UsageError> {
     match u.get(key) {
         None | Some(serde_json::Value::Null) => Ok(None),
         Some(v) => v.as_u64().map(Some).ok_or_else(|| UsageError::NotACount {
@@ -500,7 +500,7 @@ pub fn token_field(u: &serde_json::Value, key: &str) -> Result<Option<u64>, Usag
 }
 
 /// The counts `keys` of a usage object, None when `u` is not an object.
-pub fn token_fields<const N: usize>(
+pub(crate) fn token_fields<const N: usize>(
     u: &serde_json::Value,
     keys: [&str; N],
 ) -> Result<Option<[Option<u64>; N]>, UsageError> {
@@ -516,7 +516,7 @@ pub fn token_fields<const N: usize>(
 
 /// Why a provider's reported usage is not recorded.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum UsageError {
+pub(crate) enum UsageError {
     /// A count is not a non-negative integer (negative, fractional, a string...).
     NotACount { key: String, value: String },
     /// The counts contradict each other: `total` (`prompt_tokens 5`) is less than `parts`.
@@ -544,7 +544,7 @@ impl std::error::Error for UsageError {}
 
 /// Takes the usage a chunk reported: the last one reported wins, a good one over an earlier bad
 /// one too, a bad one over an earlier good one; a chunk without counts changes nothing.
-pub fn record_usage(
+pub(crate) fn record_usage(
     parsed: Result<Option<Usage>, UsageError>,
     usage: &mut Option<Usage>,
     rejected: &mut Option<String>,
@@ -557,7 +557,7 @@ pub fn record_usage(
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum FinishReason {
+pub(crate) enum FinishReason {
     EndTurn,
     ToolUse,
     MaxTokens,
@@ -567,7 +567,7 @@ pub enum FinishReason {
 
 impl FinishReason {
     /// The reason as stored in a `finish` part.
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         match self {
             FinishReason::EndTurn => "end_turn",
             FinishReason::ToolUse => "tool_use",
@@ -580,7 +580,7 @@ impl FinishReason {
 
 /// A complete model reply.
 #[derive(Clone, Debug)]
-pub struct Response {
+pub(crate) struct Response {
     /// Reasoning, text and tool-call parts in the order the model produced them. Tool-call inputs
     /// are the raw concatenated argument text (may be invalid JSON; the agent checks).
     pub parts: Vec<Part>,
@@ -598,7 +598,7 @@ pub struct Response {
 impl Response {
     /// A response with the usage as parsed: usage the dialect `rejected` (or that fails the
     /// sanity check) is dropped, and why is kept in `usage_rejected`.
-    pub fn settled(
+    pub(crate) fn settled(
         parts: Vec<Part>,
         usage: Option<Usage>,
         rejected: Option<String>,
@@ -622,7 +622,7 @@ impl Response {
 
 /// What the streaming worker sends to the turn loop.
 #[derive(Debug)]
-pub enum StreamEvent {
+pub(crate) enum StreamEvent {
     TextDelta(String),
     ReasoningDelta(String),
     /// The model began writing a call of this tool (for progress display).
@@ -650,7 +650,7 @@ pub(crate) mod fixtures {
     use super::*;
 
     /// A user message with text, an attached PNG and an image URL.
-    pub fn attached_image() -> Message {
+    pub(crate) fn attached_image() -> Message {
         Message {
             role: Role::User,
             parts: vec![
@@ -829,11 +829,11 @@ fn fixed_bytes(req: &ChatRequest) -> usize {
 
 /// [`estimate_usage`]'s share of `req` that summarizing cannot shrink (the system prompt and
 /// the tools), in tokens by the same four-bytes rule.
-pub fn estimate_fixed(req: &ChatRequest) -> u64 {
+pub(crate) fn estimate_fixed(req: &ChatRequest) -> u64 {
     (fixed_bytes(req) / 4) as u64
 }
 
-pub fn estimate_usage(req: &ChatRequest, answer: &[Part]) -> Usage {
+pub(crate) fn estimate_usage(req: &ChatRequest, answer: &[Part]) -> Usage {
     fn part_bytes(p: &Part) -> usize {
         match p {
             Part::Text { text } => text.len(),

@@ -3,7 +3,7 @@
 /// The host (`host[:port]`) of a URL the browser may be given: an http or https URL only. The
 /// authorization server chooses the URL, and a browser (or `xdg-open`) would as readily open a
 /// `file://` path, a `javascript:` URL or another program's scheme (crush(1) MCP SERVERS).
-pub fn browser_host(url: &str) -> Result<String, NotWebUrl> {
+pub(crate) fn browser_host(url: &str) -> Result<String, NotWebUrl> {
     let authority = url.split_once("://").and_then(|(scheme, rest)| {
         let web = scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https");
         let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
@@ -56,7 +56,7 @@ fn browser_program() -> Option<String> {
 /// Opens `url` in the user's browser: `$BROWSER`, else `xdg-open` (or `open` on macOS), on a
 /// thread of its own (a browser may not return at once). Anything but an http or https URL is
 /// refused ([`browser_host`]).
-pub fn open_browser(url: &str, cwd: &std::path::Path) -> Result<(), NotWebUrl> {
+pub(crate) fn open_browser(url: &str, cwd: &std::path::Path) -> Result<(), NotWebUrl> {
     browser_host(url)?;
     let Some(program) = browser_program() else {
         return Ok(());
@@ -72,7 +72,7 @@ pub fn open_browser(url: &str, cwd: &std::path::Path) -> Result<(), NotWebUrl> {
 
 /// The `file://` URL of an absolute path, its bytes outside the unreserved set and `/`
 /// percent-encoded.
-pub fn file_url(path: &std::path::Path) -> String {
+pub(crate) fn file_url(path: &std::path::Path) -> String {
     use std::os::unix::ffi::OsStrExt;
     let mut url = String::from("file://");
     for &b in path.as_os_str().as_bytes() {
@@ -88,7 +88,7 @@ pub fn file_url(path: &std::path::Path) -> String {
 /// Opens a page crush wrote, an existing file given by its absolute path, in the browser as a
 /// `file://` URL; the browser is left running on its own when crush exits. False when no
 /// browser is known or it could not be started.
-pub fn open_page(page: &std::path::Path) -> bool {
+pub(crate) fn open_page(page: &std::path::Path) -> bool {
     if !page.is_absolute() || !page.is_file() {
         return false;
     }

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 /// One model of the subscription.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Listed {
+pub(crate) struct Listed {
     pub id: String,
     pub name: String,
     /// Tokens; 0 when Copilot does not say.
@@ -25,7 +25,7 @@ pub struct Listed {
 
 impl Listed {
     /// Whether calls of this model go to the Responses API.
-    pub fn wants_responses(&self) -> bool {
+    pub(crate) fn wants_responses(&self) -> bool {
         let has = |p: &str| self.endpoints.iter().any(|e| e == p);
         if self.endpoints.is_empty() {
             return by_id(&self.id);
@@ -42,7 +42,7 @@ fn by_id(id: &str) -> bool {
 
 /// The models of Copilot's answer `v` (`data`, or `models`), leaving out those Copilot keeps
 /// out of its model picker and those that are not chat models (embeddings).
-pub fn parse(v: &Value) -> Option<Vec<Listed>> {
+pub(crate) fn parse(v: &Value) -> Option<Vec<Listed>> {
     let items = v
         .get("data")
         .or_else(|| v.get("models"))
@@ -89,7 +89,7 @@ pub fn parse(v: &Value) -> Option<Vec<Listed>> {
 impl Credential {
     /// The subscription's models, asked of Copilot the first time (with a fresh token once if
     /// the kept one is refused) and kept for the life of the process.
-    pub fn copilot_models(&self) -> Result<Vec<Listed>, LoginError> {
+    pub(crate) fn copilot_models(&self) -> Result<Vec<Listed>, LoginError> {
         let mut kept = self.models.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(l) = kept.as_ref() {
             return Ok(l.clone());
@@ -109,7 +109,7 @@ impl Credential {
 
     /// Whether a call of `model` goes to the Responses API (Copilot only): as the list says when
     /// it was asked in this process, else by the model's id.
-    pub fn wants_responses(&self, model: &str) -> bool {
+    pub(crate) fn wants_responses(&self, model: &str) -> bool {
         if self.provider != "copilot" {
             return false;
         }

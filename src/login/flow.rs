@@ -133,7 +133,7 @@ fn missing(url: &str, field: &str) -> LoginError {
 }
 
 /// Copilot's API token for a GitHub token.
-pub fn copilot_token(s: &Settings, github: &str) -> Result<Token, LoginError> {
+pub(crate) fn copilot_token(s: &Settings, github: &str) -> Result<Token, LoginError> {
     let url = format!("{}/copilot_internal/v2/token", s.github_api_url);
     let (status, v) = call(
         "GET",
@@ -196,7 +196,7 @@ fn expiry(url: &str, expires_at: i64, refresh_in: Option<i64>) -> Result<i64, Lo
 }
 
 /// Hyper's access token for its long-lived (refresh) token.
-pub fn hyper_exchange(s: &Settings, refresh: &str) -> Result<Token, LoginError> {
+pub(crate) fn hyper_exchange(s: &Settings, refresh: &str) -> Result<Token, LoginError> {
     let url = format!("{}/token/exchange", s.hyper_url);
     let (status, v) = call(
         "POST",
@@ -331,7 +331,7 @@ fn device_reply(url: &str, status: u16, v: &Value, uri_key: &str) -> Result<Devi
 }
 
 /// GitHub's device flow, then Copilot's token (which proves the subscription).
-pub fn copilot_device(s: &Settings, out: &mut dyn Write) -> Result<Token, LoginError> {
+pub(crate) fn copilot_device(s: &Settings, out: &mut dyn Write) -> Result<Token, LoginError> {
     let url = format!("{}/login/device/code", s.github_url);
     let form = [("client_id", COPILOT_CLIENT_ID), ("scope", "read:user")];
     let (status, v) = call("POST", &url, None, &[], Body::Form(&form))?;
@@ -367,7 +367,7 @@ fn device_step(url: &str, status: u16, v: Value) -> Result<Poll, LoginError> {
 }
 
 /// Hyper's device flow, then its first access token.
-pub fn hyper_device(s: &Settings, out: &mut dyn Write) -> Result<Token, LoginError> {
+pub(crate) fn hyper_device(s: &Settings, out: &mut dyn Write) -> Result<Token, LoginError> {
     let url = format!("{}/device/auth", s.hyper_url);
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
     let host = host.trim();

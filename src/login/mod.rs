@@ -4,29 +4,29 @@
 //! the global data directory ([`store`]); the short-lived one is fetched when first needed,
 //! before it expires, and once more when the server refuses it.
 
-pub mod browser;
-pub mod copilot;
-pub mod flow;
-pub mod store;
+pub(crate) mod browser;
+pub(crate) mod copilot;
+pub(crate) mod flow;
+pub(crate) mod store;
 
 use serde_json::Value;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-pub use store::Token;
+pub(crate) use store::Token;
 
 /// The providers one can sign in to.
-pub const PROVIDERS: &[&str] = &["copilot", "hyper"];
+pub(crate) const PROVIDERS: &[&str] = &["copilot", "hyper"];
 
 /// GitHub's OAuth app of Copilot's editor plugins (the device flow's client).
-pub const COPILOT_CLIENT_ID: &str = "Iv1.b507a08c87ecfe98";
+pub(crate) const COPILOT_CLIENT_ID: &str = "Iv1.b507a08c87ecfe98";
 
 /// A token this close to its expiry is refreshed before use.
 const EXPIRY_MARGIN: i64 = 60;
 
 #[derive(Clone, Debug)]
-pub enum LoginError {
+pub(crate) enum LoginError {
     /// Not a provider one can sign in to.
     Unknown(String),
     /// The server could not be reached, or answered with an HTTP error.
@@ -64,7 +64,7 @@ impl std::error::Error for LoginError {}
 /// (the global `crush.json`, key `login`) names others; a project's configuration never does,
 /// so an untrusted project cannot send a token to a server of its choosing.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Settings {
+pub(crate) struct Settings {
     pub github_url: String,
     pub github_api_url: String,
     pub copilot_url: String,
@@ -74,7 +74,7 @@ pub struct Settings {
 }
 
 impl Settings {
-    pub fn load() -> Settings {
+    pub(crate) fn load() -> Settings {
         let file = crate::paths::global_config_dir().join("crush.json");
         let v: Value = std::fs::read_to_string(file)
             .ok()
@@ -98,7 +98,7 @@ impl Settings {
     }
 
     /// The API a signed-in provider is called at.
-    pub fn home(&self, provider: &str) -> Option<String> {
+    pub(crate) fn home(&self, provider: &str) -> Option<String> {
         match provider {
             "copilot" => Some(self.copilot_url.clone()),
             // Go Crush 0.90 calls Hyper's OpenAI-compatible API at `/v1`.
@@ -109,7 +109,7 @@ impl Settings {
 }
 
 /// The API a provider one signs in to is called at (None for the others).
-pub fn home(provider: &str) -> Option<String> {
+pub(crate) fn home(provider: &str) -> Option<String> {
     if PROVIDERS.contains(&provider) {
         Settings::load().home(provider)
     } else {
@@ -118,7 +118,7 @@ pub fn home(provider: &str) -> Option<String> {
 }
 
 /// The request headers Copilot requires (those of its editor plugins).
-pub fn copilot_headers() -> Vec<(String, String)> {
+pub(crate) fn copilot_headers() -> Vec<(String, String)> {
     [
         ("user-agent", "GitHubCopilotChat/0.32.4"),
         ("editor-version", "vscode/1.105.1"),
@@ -130,7 +130,7 @@ pub fn copilot_headers() -> Vec<(String, String)> {
     .to_vec()
 }
 
-pub fn now() -> i64 {
+pub(crate) fn now() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
@@ -139,7 +139,7 @@ pub fn now() -> i64 {
 
 /// Where a provider's long-lived token came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Origin {
+pub(crate) enum Origin {
     /// crush's own token file: refreshed tokens are written back.
     Store,
     /// `providers.NAME.oauth` of the user's configuration: used read-only.
@@ -149,7 +149,7 @@ pub enum Origin {
 }
 
 /// A signed-in provider's credentials: what the calls' bearer token is made from.
-pub struct Credential {
+pub(crate) struct Credential {
     pub provider: String,
     pub origin: Origin,
     settings: Settings,
@@ -171,7 +171,10 @@ impl Credential {
     /// The credentials of `provider` when it is one to sign in to and a token is known: crush's
     /// own token file, else `providers.NAME.oauth` (`oauth`), else (Copilot) the editor
     /// plugins' token. A token file that must be refused is an error.
-    pub fn find(provider: &str, oauth: Option<&Value>) -> Result<Option<Credential>, LoginError> {
+    pub(crate) fn find(
+        provider: &str,
+        oauth: Option<&Value>,
+    ) -> Result<Option<Credential>, LoginError> {
         if !PROVIDERS.contains(&provider) {
             return Ok(None);
         }
@@ -209,7 +212,7 @@ impl Credential {
     /// The bearer token for a call: the one kept while it is good, else (or when `fresh`: the
     /// server refused it) a new one from the long-lived token, written back to crush's own
     /// token file.
-    pub fn get(&self, fresh: bool) -> Result<String, LoginError> {
+    pub(crate) fn get(&self, fresh: bool) -> Result<String, LoginError> {
         let mut t = self.token.lock().unwrap_or_else(|e| e.into_inner());
         let good = !t.access_token.is_empty()
             && (t.expires_at == 0 && t.refresh_token.is_empty()
@@ -236,7 +239,7 @@ impl Credential {
 
     /// Hyper's own provider entry (`GET {hyper_url}/api/v1/provider`, Catwalk's shape, with
     /// every model Hyper serves).
-    pub fn hyper_provider(&self) -> Result<Value, LoginError> {
+    pub(crate) fn hyper_provider(&self) -> Result<Value, LoginError> {
         self.get_json(&format!("{}/api/v1/provider", self.settings.hyper_url), &[])
     }
 
@@ -275,7 +278,7 @@ impl Credential {
 
 /// The GitHub token Copilot's editor plugins keep: `apps.json`, else `hosts.json`, of
 /// `~/.config/github-copilot` (the entry of github.com).
-pub fn editor_token() -> Option<(PathBuf, String)> {
+pub(crate) fn editor_token() -> Option<(PathBuf, String)> {
     let dir = crate::paths::user_config_home().join("github-copilot");
     for name in ["apps.json", "hosts.json"] {
         let p = dir.join(name);

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 /// An OAuth token as Go Crush writes it (`providers.NAME.oauth`, the token files).
 #[derive(Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(default)]
-pub struct Token {
+pub(crate) struct Token {
     pub access_token: String,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub refresh_token: String,
@@ -35,16 +35,16 @@ fn mask(s: &str) -> &'static str {
     if s.is_empty() { "" } else { "***" }
 }
 
-pub fn dir() -> PathBuf {
+pub(crate) fn dir() -> PathBuf {
     crate::paths::global_data_dir().join("auth")
 }
 
-pub fn path(name: &str) -> PathBuf {
+pub(crate) fn path(name: &str) -> PathBuf {
     dir().join(format!("{name}.json"))
 }
 
 /// The stored token of `name`; None when there is none.
-pub fn load(name: &str) -> Result<Option<Token>, LoginError> {
+pub(crate) fn load(name: &str) -> Result<Option<Token>, LoginError> {
     let p = path(name);
     let refuse = |why: String| LoginError::Store {
         path: p.clone(),
@@ -94,7 +94,7 @@ pub fn load(name: &str) -> Result<Option<Token>, LoginError> {
 }
 
 /// Writes the token of `name` whole (a temp file renamed over the old one) with mode 0600.
-pub fn save(name: &str, token: &Token) -> Result<(), LoginError> {
+pub(crate) fn save(name: &str, token: &Token) -> Result<(), LoginError> {
     let p = path(name);
     let fail = |e: std::io::Error| LoginError::Store {
         path: p.clone(),
@@ -113,7 +113,7 @@ pub fn save(name: &str, token: &Token) -> Result<(), LoginError> {
 }
 
 /// Removes the token of `name`; false when there was none.
-pub fn remove(name: &str) -> Result<bool, LoginError> {
+pub(crate) fn remove(name: &str) -> Result<bool, LoginError> {
     let p = path(name);
     match std::fs::remove_file(&p) {
         Ok(()) => Ok(true),

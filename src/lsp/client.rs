@@ -22,7 +22,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
 /// The largest message accepted from a server.
-pub const MAX_MESSAGE: usize = 32 << 20;
+pub(super) const MAX_MESSAGE: usize = 32 << 20;
 /// Files larger than this are not sent to servers.
 const MAX_DOCUMENT: u64 = 8 << 20;
 /// Diagnostics kept per file.
@@ -34,7 +34,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// Why a request got no result.
 #[derive(Clone, Debug, PartialEq)]
-pub enum RpcError {
+pub(crate) enum RpcError {
     /// The server answered with an error.
     Server { code: i64, message: String },
     /// No answer in time (the server is then given up as hung).
@@ -56,7 +56,7 @@ impl std::fmt::Display for RpcError {
 
 /// One diagnostic as a server published it.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Diagnostic {
+pub(crate) struct Diagnostic {
     /// 0-based, as on the wire.
     pub line: u64,
     pub character: u64,
@@ -109,7 +109,7 @@ impl Diagnostic {
 
 /// How a wait for diagnostics went.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Waited {
+pub(crate) struct Waited {
     /// When the first fresh publish came, from the start of the wait.
     pub first: Option<Duration>,
     /// How long the wait went on after the last publish (the settle window, or less at the
@@ -119,7 +119,7 @@ pub struct Waited {
 
 /// What a server last published for one file.
 #[derive(Clone, Debug)]
-pub struct FileDiagnostics {
+pub(crate) struct FileDiagnostics {
     pub path: PathBuf,
     pub items: Vec<Diagnostic>,
     /// The publish sequence number of the last publish that was about the current version of
@@ -129,7 +129,7 @@ pub struct FileDiagnostics {
 
 #[cfg(test)]
 impl FileDiagnostics {
-    pub fn for_tests(path: &Path) -> FileDiagnostics {
+    pub(crate) fn for_tests(path: &Path) -> FileDiagnostics {
         FileDiagnostics {
             path: path.to_path_buf(),
             items: Vec::new(),
@@ -186,7 +186,7 @@ struct Shared {
 }
 
 /// A running, initialized language server.
-pub struct Client {
+pub(crate) struct Client {
     shared: Arc<Shared>,
     timeout: Duration,
 }
@@ -480,7 +480,7 @@ fn write_loop(shared: Arc<Shared>, rx: Receiver<Value>, mut stdin: std::io::Pipe
 impl Client {
     /// Starts the server of `spec` in `root` and initializes it (bounded by the spec's timeout).
     /// `on_dead` is called once if the server dies after that, unless `shutdown` stopped it.
-    pub fn start(
+    pub(crate) fn start(
         spec: &ServerSpec,
         root: &Path,
         debug: bool,
@@ -612,7 +612,7 @@ impl Client {
 
     /// Sends a request and waits for its answer, bounded by the server's timeout. A server
     /// that does not answer in time is given up as hung.
-    pub fn request(&self, method: &str, params: Value) -> Result<Value, RpcError> {
+    pub(crate) fn request(&self, method: &str, params: Value) -> Result<Value, RpcError> {
         let (tx, rx) = crossbeam_channel::bounded(1);
         let id = {
             let mut st = lock(&self.shared.state);
@@ -648,41 +648,41 @@ impl Client {
     }
 
     /// Why the server is gone (None while it runs).
-    pub fn dead(&self) -> Option<String> {
+    pub(crate) fn dead(&self) -> Option<String> {
         lock(&self.shared.state).dead.clone()
     }
 
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         &self.shared.name
     }
 
-    pub fn root(&self) -> &Path {
+    pub(crate) fn root(&self) -> &Path {
         &self.shared.root
     }
 
-    pub fn timeout(&self) -> Duration {
+    pub(crate) fn timeout(&self) -> Duration {
         self.timeout
     }
 
     /// The server's name and version as it gave them.
-    pub fn server_info(&self) -> Option<String> {
+    pub(crate) fn server_info(&self) -> Option<String> {
         lock(&self.shared.state).server_info.clone()
     }
 
-    pub fn encoding(&self) -> Encoding {
+    pub(crate) fn encoding(&self) -> Encoding {
         lock(&self.shared.state).encoding
     }
 
     /// Whether the server offers `capability` (e.g. `referencesProvider`) or registered
     /// `method` dynamically.
-    pub fn supports(&self, capability: &str, method: &str) -> bool {
+    pub(crate) fn supports(&self, capability: &str, method: &str) -> bool {
         let st = lock(&self.shared.state);
         let c = &st.caps[capability];
         !(c.is_null() || *c == Value::Bool(false)) || st.registered.iter().any(|m| m == method)
     }
 
     /// Opens `path` (didOpen) unless it is open already.
-    pub fn open(&self, path: &Path) {
+    pub(crate) fn open(&self, path: &Path) {
         let uri = text::uri(path);
         let mut st = lock(&self.shared.state);
         if st.dead.is_some() || st.docs.contains_key(&uri) {
@@ -710,7 +710,7 @@ impl Client {
     /// Tells the server `path` changed on disk (didChange with the whole text, then didSave;
     /// didOpen when it was not open; didClose when it is gone). Returns the publish sequence
     /// number to wait past for fresh diagnostics.
-    pub fn sync(&self, path: &Path) -> u64 {
+    pub(crate) fn sync(&self, path: &Path) -> u64 {
         let uri = text::uri(path);
         let mut st = lock(&self.shared.state);
         let mark = st.seq;
@@ -766,7 +766,7 @@ impl Client {
 
     /// Re-syncs the open files that changed on disk since they were sent (after a shell
     /// command). Returns how many were sent again.
-    pub fn resync(&self) -> usize {
+    pub(crate) fn resync(&self) -> usize {
         let open: Vec<(String, (i64, u64), u64)> = lock(&self.shared.state)
             .docs
             .iter()
@@ -797,7 +797,7 @@ impl Client {
     }
 
     /// The files the server has open.
-    pub fn open_files(&self) -> Vec<PathBuf> {
+    pub(crate) fn open_files(&self) -> Vec<PathBuf> {
         let mut v: Vec<PathBuf> = lock(&self.shared.state)
             .docs
             .keys()
@@ -810,19 +810,19 @@ impl Client {
     /// Whether the server is past its start-up work: it has published diagnostics, or a wait
     /// for them already ended. Until then (a server indexing the project), an edit may wait up
     /// to the server's timeout for the first publish.
-    pub fn warm(&self) -> bool {
+    pub(crate) fn warm(&self) -> bool {
         self.shared.waited.load(Ordering::SeqCst) || lock(&self.shared.state).seq > 0
     }
 
     /// The publish sequence number now (to wait past with `wait_diagnostics`).
-    pub fn sync_marker(&self) -> u64 {
+    pub(crate) fn sync_marker(&self) -> u64 {
         lock(&self.shared.state).seq
     }
 
     /// Waits for the server's diagnostics after `mark` (see `sync`): until a fresh publish for
     /// `path` (for any file when None) arrives, at the latest at `first`, then until no publish
     /// for any file came for `settle`; never past `deadline`, nor once `cancel` is set.
-    pub fn wait_diagnostics(
+    pub(crate) fn wait_diagnostics(
         &self,
         path: Option<&Path>,
         mark: u64,
@@ -878,7 +878,7 @@ impl Client {
     }
 
     /// Every file's last published diagnostics.
-    pub fn diagnostics(&self) -> Vec<FileDiagnostics> {
+    pub(crate) fn diagnostics(&self) -> Vec<FileDiagnostics> {
         let mut v: Vec<FileDiagnostics> =
             lock(&self.shared.state).diags.values().cloned().collect();
         v.sort_by(|a, b| a.path.cmp(&b.path));
@@ -887,7 +887,7 @@ impl Client {
 
     /// Stops the server politely (`shutdown`, `exit`), then its process group, all within
     /// `bound`.
-    pub fn shutdown(&self, bound: Duration) {
+    pub(crate) fn shutdown(&self, bound: Duration) {
         self.shared.stopping.store(true, Ordering::SeqCst);
         let end = Instant::now() + bound;
         if self.dead().is_none() {
@@ -917,7 +917,7 @@ impl Client {
     }
 
     /// Stops the server at once.
-    pub fn kill(&self) {
+    pub(crate) fn kill(&self) {
         self.shared.stopping.store(true, Ordering::SeqCst);
         self.shared.die("stopped");
     }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 /// Why a server did not start.
 #[derive(Debug)]
-pub enum StartError {
+pub(crate) enum StartError {
     /// The program could not be run.
     Spawn { command: String, source: io::Error },
     /// It runs but without the pipes to talk to it.
@@ -45,7 +45,7 @@ impl std::error::Error for StartError {
 
 /// Why no server can take a request.
 #[derive(Debug, Clone, PartialEq)]
-pub enum LspError {
+pub(crate) enum LspError {
     /// No configured or detected server handles the file.
     NoServerFor {
         path: PathBuf,
@@ -85,7 +85,7 @@ impl std::error::Error for LspError {}
 
 /// A server `restart` did not bring back: why it failed, when it did.
 #[derive(Debug, Clone, PartialEq)]
-pub struct NotRunning(pub Option<String>);
+pub(crate) struct NotRunning(pub Option<String>);
 
 impl fmt::Display for NotRunning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -3,7 +3,7 @@
 //! only the first server found is started (basedpyright, else pyright, else pylsp).
 
 /// A well-known server.
-pub struct Known {
+pub(crate) struct Known {
     pub name: &'static str,
     pub command: &'static str,
     pub args: &'static [&'static str],
@@ -27,7 +27,7 @@ const PYTHON_MARKERS: &[&str] = &[
 
 const PYRIGHT_SETTINGS: &str = r#"{"python": {"analysis": {"autoSearchPaths": true, "diagnosticMode": "openFilesOnly", "useLibraryCodeForTypes": true}}}"#;
 
-pub const KNOWN: &[Known] = &[
+pub(crate) const KNOWN: &[Known] = &[
     Known {
         name: "gopls",
         command: "gopls",
@@ -170,7 +170,7 @@ pub const KNOWN: &[Known] = &[
 const ALIASES: &[(&str, &str)] = &[("buf-language-server", "buf"), ("buf_ls", "buf")];
 
 /// The well-known server named `name`, or running the command `name`.
-pub fn find(name: &str) -> Option<&'static Known> {
+pub(crate) fn find(name: &str) -> Option<&'static Known> {
     let name = ALIASES
         .iter()
         .find(|(a, _)| *a == name)

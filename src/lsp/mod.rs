@@ -16,12 +16,12 @@
 
 mod client;
 mod error;
-pub mod known;
-pub mod text;
+pub(crate) mod known;
+pub(crate) mod text;
 mod wire;
 
-pub use client::{Client, Diagnostic, FileDiagnostics, RpcError};
-pub use error::{LspError, NotRunning, StartError};
+pub(crate) use client::{Client, Diagnostic, FileDiagnostics, RpcError};
+pub(crate) use error::{LspError, NotRunning, StartError};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,7 +29,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// How often a wait looks at its cancel flag.
-pub const CANCEL_POLL: Duration = Duration::from_millis(50);
+pub(crate) const CANCEL_POLL: Duration = Duration::from_millis(50);
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -37,7 +37,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// One server as configured (or detected).
 #[derive(Clone, Debug, PartialEq)]
-pub struct ServerSpec {
+pub(crate) struct ServerSpec {
     pub name: String,
     pub command: String,
     pub args: Vec<String>,
@@ -62,7 +62,7 @@ pub struct ServerSpec {
 
 /// How long an edit waits for diagnostics (each bounded by the server's timeout).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Timing {
+pub(crate) struct Timing {
     /// The quiet period after the last publish that ends the wait.
     pub settle: Duration,
     /// How long to wait for the first publish about the edited file, once the server is warm
@@ -97,7 +97,7 @@ struct Slot {
 
 /// A server's state, for `crush lsp list`.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Status {
+pub(crate) struct Status {
     pub name: String,
     pub command: String,
     pub detected: bool,
@@ -112,10 +112,10 @@ pub struct Status {
 
 /// A server `restart` stopped and started again: its name, and why it is not running when it
 /// failed.
-pub type Restarted = (String, Result<(), NotRunning>);
+pub(crate) type Restarted = (String, Result<(), NotRunning>);
 
 /// The session's language servers.
-pub struct Manager {
+pub(crate) struct Manager {
     project_root: PathBuf,
     timing: Timing,
     debug: bool,
@@ -220,7 +220,7 @@ fn start_slot(slot: &Arc<Slot>, root: PathBuf, debug: bool, warnings: &Arc<Mutex
 }
 
 impl Manager {
-    pub fn new(
+    pub(crate) fn new(
         project_root: &Path,
         specs: Vec<ServerSpec>,
         timing: Timing,
@@ -247,12 +247,12 @@ impl Manager {
     }
 
     /// Whether no server could ever start.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.slots.is_empty()
     }
 
     /// The servers' names, in order.
-    pub fn names(&self) -> Vec<String> {
+    pub(crate) fn names(&self) -> Vec<String> {
         self.slots.iter().map(|s| s.spec.name.clone()).collect()
     }
 
@@ -303,7 +303,7 @@ impl Manager {
     }
 
     /// Whether some server handles `path`.
-    pub fn handles(&self, path: &Path) -> bool {
+    pub(crate) fn handles(&self, path: &Path) -> bool {
         !self.for_file(path).is_empty()
     }
 
@@ -380,7 +380,7 @@ impl Manager {
 
     /// A file was read: the servers for its type start (if they have not), and it is opened.
     /// Nothing waits.
-    pub fn open(&self, path: &Path) {
+    pub(crate) fn open(&self, path: &Path) {
         for (slot, root) in self.for_file(path) {
             self.ensure(&slot, &root, Some(path));
         }
@@ -389,7 +389,7 @@ impl Manager {
     /// Files were written: each server for their type (started if needed, waited for) gets
     /// the new text, and its diagnostics are waited for (see `Timing`), all within the
     /// server's timeout from now. False when no server handles any of them (nothing waited).
-    pub fn changed(&self, paths: &[&Path], cancel: &AtomicBool) -> bool {
+    pub(crate) fn changed(&self, paths: &[&Path], cancel: &AtomicBool) -> bool {
         let mut targets: Vec<(Arc<Slot>, PathBuf, Vec<&Path>)> = Vec::new();
         for p in paths {
             for (slot, root) in self.for_file(p) {
@@ -456,7 +456,11 @@ impl Manager {
 
     /// The running server for `path` (started and waited for, bounded by its timeout), with
     /// the file open. Err says why there is none.
-    pub fn client_for(&self, path: &Path, cancel: &AtomicBool) -> Result<Arc<Client>, LspError> {
+    pub(crate) fn client_for(
+        &self,
+        path: &Path,
+        cancel: &AtomicBool,
+    ) -> Result<Arc<Client>, LspError> {
         let targets = self.for_file(path);
         if targets.is_empty() {
             return Err(LspError::NoServerFor {
@@ -489,7 +493,7 @@ impl Manager {
     }
 
     /// The running servers.
-    pub fn running(&self) -> Vec<Arc<Client>> {
+    pub(crate) fn running(&self) -> Vec<Arc<Client>> {
         self.slots
             .iter()
             .filter_map(|s| match &*lock(&s.state) {
@@ -501,7 +505,7 @@ impl Manager {
 
     /// Files may have changed behind the servers' back (a shell command ran): open files that
     /// changed on disk are sent again. Nothing waits.
-    pub fn resync(&self) {
+    pub(crate) fn resync(&self) {
         for c in self.running() {
             c.resync();
         }
@@ -509,7 +513,7 @@ impl Manager {
 
     /// Every running server re-reads its open files and its diagnostics are waited for (the
     /// settle window after the last publish, bounded by its timeout).
-    pub fn refresh(&self, cancel: &AtomicBool) {
+    pub(crate) fn refresh(&self, cancel: &AtomicBool) {
         let start = Instant::now();
         std::thread::scope(|scope| {
             for c in self.running() {
@@ -527,7 +531,7 @@ impl Manager {
     }
 
     /// Every running server's diagnostics, with its name.
-    pub fn diagnostics(&self) -> Vec<(String, FileDiagnostics)> {
+    pub(crate) fn diagnostics(&self) -> Vec<(String, FileDiagnostics)> {
         let mut out = Vec::new();
         for c in self.running() {
             for d in c.diagnostics() {
@@ -539,7 +543,7 @@ impl Manager {
 
     /// Stops and starts again the server `name` (every server that was started when None),
     /// reopening its files; waits for each (bounded by its timeout). One line per server.
-    pub fn restart(&self, name: Option<&str>) -> Result<Vec<Restarted>, LspError> {
+    pub(crate) fn restart(&self, name: Option<&str>) -> Result<Vec<Restarted>, LspError> {
         let chosen: Vec<Arc<Slot>> = match name {
             Some(n) => {
                 let Some(s) = self.slots.iter().find(|s| s.spec.name == n) else {
@@ -589,7 +593,7 @@ impl Manager {
     /// Starts every server that can start without a file (configured ones in the project
     /// root, detected ones when the project root holds a root marker) and waits for each,
     /// bounded by its timeout (`crush lsp list`).
-    pub fn start_all(&self) {
+    pub(crate) fn start_all(&self) {
         for slot in &self.slots {
             if let Some(r) = self.project_start_root(slot) {
                 self.ensure(slot, &r, None);
@@ -618,7 +622,7 @@ impl Manager {
 
     /// Starts the servers that have not started and can start without a file (as `start_all`)
     /// and waits for each, bounded by its timeout and ended by `cancel`. The ones that started.
-    pub fn start_idle(&self, cancel: &AtomicBool) -> Vec<Arc<Client>> {
+    pub(crate) fn start_idle(&self, cancel: &AtomicBool) -> Vec<Arc<Client>> {
         let start = Instant::now();
         let idle: Vec<&Arc<Slot>> = self
             .slots
@@ -641,7 +645,7 @@ impl Manager {
     /// (`start_idle`) and their first diagnostics are waited for (`Timing::first`, then the
     /// settle window); the running ones re-read their open files (`refresh`). Each bounded by
     /// its server's timeout, and ended by `cancel`.
-    pub fn start_for_project(&self, cancel: &AtomicBool) {
+    pub(crate) fn start_for_project(&self, cancel: &AtomicBool) {
         let fresh = self.start_idle(cancel);
         std::thread::scope(|scope| {
             scope.spawn(|| self.refresh(cancel));
@@ -656,7 +660,7 @@ impl Manager {
     }
 
     /// Each server's state.
-    pub fn statuses(&self) -> Vec<Status> {
+    pub(crate) fn statuses(&self) -> Vec<Status> {
         self.slots
             .iter()
             .map(|s| {
@@ -703,13 +707,13 @@ impl Manager {
     }
 
     /// The warnings since the last call (a server that failed, died or hung), one line each.
-    pub fn take_warnings(&self) -> Vec<String> {
+    pub(crate) fn take_warnings(&self) -> Vec<String> {
         std::mem::take(&mut *lock(&self.warnings))
     }
 
     /// Stops every server (`shutdown` and `exit`, then its process group), in parallel, each
     /// within its timeout and at most 2 s.
-    pub fn shutdown(&self) {
+    pub(crate) fn shutdown(&self) {
         let clients: Vec<Arc<Client>> = self
             .slots
             .iter()

@@ -6,7 +6,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// The `file://` URI of an absolute path (bytes outside the unreserved set percent-encoded).
-pub fn uri(path: &Path) -> String {
+pub(crate) fn uri(path: &Path) -> String {
     use std::os::unix::ffi::OsStrExt;
     let mut out = String::from("file://");
     for &b in path.as_os_str().as_bytes() {
@@ -20,7 +20,7 @@ pub fn uri(path: &Path) -> String {
 }
 
 /// The path of a `file://` URI (None for other schemes or a malformed escape).
-pub fn path_of(uri: &str) -> Option<PathBuf> {
+pub(crate) fn path_of(uri: &str) -> Option<PathBuf> {
     use std::os::unix::ffi::OsStringExt;
     let rest = uri.strip_prefix("file://")?;
     // `file://host/path`: only an empty or local host is a path here.
@@ -48,7 +48,7 @@ pub fn path_of(uri: &str) -> Option<PathBuf> {
 }
 
 /// The LSP language id of a file, from its name.
-pub fn language_id(path: &Path) -> &'static str {
+pub(crate) fn language_id(path: &Path) -> &'static str {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().to_ascii_lowercase())
@@ -112,7 +112,7 @@ pub fn language_id(path: &Path) -> &'static str {
 /// Whether an entry with `filetypes` handles `path`: a file type is an extension (`go`, `.go`,
 /// or a name's ending such as `mod` for `go.mod`) or a language id (`typescript`). No file
 /// types: every file.
-pub fn handles(filetypes: &[String], path: &Path) -> bool {
+pub(crate) fn handles(filetypes: &[String], path: &Path) -> bool {
     if filetypes.is_empty() {
         return true;
     }
@@ -135,7 +135,7 @@ pub fn handles(filetypes: &[String], path: &Path) -> bool {
 
 /// How a server counts the characters of a line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Encoding {
+pub(crate) enum Encoding {
     Utf8,
     Utf16,
     Utf32,
@@ -143,7 +143,7 @@ pub enum Encoding {
 
 impl Encoding {
     /// The encoding a server chose in its `initialize` result (`capabilities.positionEncoding`).
-    pub fn from_capabilities(caps: &Value) -> Encoding {
+    pub(crate) fn from_capabilities(caps: &Value) -> Encoding {
         match caps.get("positionEncoding").and_then(Value::as_str) {
             Some("utf-8") => Encoding::Utf8,
             Some("utf-32") => Encoding::Utf32,
@@ -160,7 +160,7 @@ impl Encoding {
     }
 
     /// The column (in this encoding) of byte `byte` of `line`.
-    pub fn column(self, line: &str, byte: usize) -> usize {
+    pub(crate) fn column(self, line: &str, byte: usize) -> usize {
         line.char_indices()
             .take_while(|(i, _)| *i < byte)
             .map(|(_, c)| self.units(c))
@@ -168,7 +168,7 @@ impl Encoding {
     }
 
     /// The byte of `line` at `column` (in this encoding), clamped to the line's end.
-    pub fn byte(self, line: &str, column: usize) -> usize {
+    pub(crate) fn byte(self, line: &str, column: usize) -> usize {
         let mut units = 0;
         for (i, c) in line.char_indices() {
             if units >= column {
@@ -181,7 +181,7 @@ impl Encoding {
 }
 
 /// The byte offset in `text` of an LSP position (`{line, character}`), clamped to the text.
-pub fn offset(text: &str, pos: &Value, enc: Encoding) -> usize {
+pub(crate) fn offset(text: &str, pos: &Value, enc: Encoding) -> usize {
     let line = pos.get("line").and_then(Value::as_u64).unwrap_or(0) as usize;
     let col = pos.get("character").and_then(Value::as_u64).unwrap_or(0) as usize;
     let mut start = 0;
@@ -200,7 +200,7 @@ pub fn offset(text: &str, pos: &Value, enc: Encoding) -> usize {
 
 /// `text` with LSP `TextEdit`s (`{range, newText}`) applied. Err when a range is malformed or
 /// two ranges overlap.
-pub fn apply_edits(text: &str, edits: &[Value], enc: Encoding) -> Result<String, EditError> {
+pub(crate) fn apply_edits(text: &str, edits: &[Value], enc: Encoding) -> Result<String, EditError> {
     let mut spans = Vec::with_capacity(edits.len());
     for e in edits {
         let range = e.get("range").ok_or(EditError::NoRange)?;
@@ -232,7 +232,7 @@ pub fn apply_edits(text: &str, edits: &[Value], enc: Encoding) -> Result<String,
 
 /// Why `TextEdit`s could not be applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EditError {
+pub(crate) enum EditError {
     NoRange,
     BadRange,
     Backwards,

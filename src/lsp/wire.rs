@@ -14,7 +14,7 @@ const MAX_HEADERS: usize = 16;
 
 /// Why no message could be read.
 #[derive(Debug)]
-pub enum ReadError {
+pub(super) enum ReadError {
     /// The stream ended between two messages.
     Eof,
     /// The stream broke the framing (what, for the warning).
@@ -33,7 +33,7 @@ fn show(bytes: &[u8]) -> String {
 }
 
 /// Reads one message body (at most `max_len` bytes).
-pub fn read_message(r: &mut impl BufRead, max_len: usize) -> Result<Vec<u8>, ReadError> {
+pub(super) fn read_message(r: &mut impl BufRead, max_len: usize) -> Result<Vec<u8>, ReadError> {
     let mut length: Option<usize> = None;
     let mut headers = 0;
     let mut line = Vec::new();
@@ -118,7 +118,7 @@ pub fn read_message(r: &mut impl BufRead, max_len: usize) -> Result<Vec<u8>, Rea
 }
 
 /// Writes one message and flushes it.
-pub fn write_message(w: &mut impl Write, msg: &Value) -> io::Result<()> {
+pub(super) fn write_message(w: &mut impl Write, msg: &Value) -> io::Result<()> {
     let body = msg.to_string();
     let mut out = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
     out.extend_from_slice(body.as_bytes());

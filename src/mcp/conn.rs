@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 /// Why a request has no result.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Failure {
+pub(crate) enum Failure {
     /// The server answered with a JSON-RPC error.
     Rpc {
         code: i64,
@@ -55,7 +55,7 @@ impl fmt::Display for Failure {
 impl std::error::Error for Failure {}
 
 /// `1.5 s`, `10 s`.
-pub fn secs(d: Duration) -> String {
+pub(super) fn secs(d: Duration) -> String {
     let s = d.as_secs_f64();
     if s.fract() == 0.0 {
         format!("{} s", s as u64)
@@ -66,7 +66,7 @@ pub fn secs(d: Duration) -> String {
 
 /// What the server sent besides answers: its notifications, and the end of the connection.
 #[derive(Clone, Debug)]
-pub enum Note {
+pub(super) enum Note {
     Notification { method: String, params: Value },
     Closed(String),
 }
@@ -74,7 +74,7 @@ pub enum Note {
 type Answer = Result<Value, Failure>;
 
 /// Routes incoming messages. Transports feed it; `Conn` waits on it.
-pub struct Dispatch {
+pub(super) struct Dispatch {
     /// `MCP server 'NAME'`, for warnings.
     label: String,
     pending: Mutex<HashMap<u64, Sender<Answer>>>,
@@ -90,7 +90,7 @@ pub struct Dispatch {
 }
 
 impl Dispatch {
-    pub fn new(
+    pub(super) fn new(
         label: String,
         roots: Value,
         notes: Sender<Note>,
@@ -109,7 +109,7 @@ impl Dispatch {
     }
 
     /// One warning of each kind per connection; the rest go to the debug log.
-    pub fn warn_once(&self, kind: &'static str, msg: String) {
+    pub(super) fn warn_once(&self, kind: &'static str, msg: String) {
         let first = self
             .warned
             .lock()
@@ -147,7 +147,7 @@ impl Dispatch {
     }
 
     /// Answers request `id` (when still waited for).
-    pub fn answer(&self, id: u64, a: Answer) {
+    pub(super) fn answer(&self, id: u64, a: Answer) {
         let tx = self
             .pending
             .lock()
@@ -159,7 +159,7 @@ impl Dispatch {
     }
 
     /// Whether request `id` is still waited for.
-    pub fn is_pending(&self, id: u64) -> bool {
+    pub(super) fn is_pending(&self, id: u64) -> bool {
         self.pending
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -167,7 +167,7 @@ impl Dispatch {
     }
 
     /// Why the connection ended, if it did.
-    pub fn closed(&self) -> Option<String> {
+    pub(super) fn closed(&self) -> Option<String> {
         self.closed
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -175,7 +175,7 @@ impl Dispatch {
     }
 
     /// Ends the connection: every waiting request fails with `why`; the session is told once.
-    pub fn close(&self, why: String) {
+    pub(super) fn close(&self, why: String) {
         {
             let mut c = self.closed.lock().unwrap_or_else(|e| e.into_inner());
             if c.is_some() {
@@ -197,7 +197,7 @@ impl Dispatch {
     }
 
     /// A line (stdio) or SSE event that is not JSON.
-    pub fn garbage(&self, text: &str) {
+    pub(super) fn garbage(&self, text: &str) {
         let mut snippet: String = text.chars().take(80).collect();
         if snippet.len() < text.len() {
             snippet.push('…');
@@ -209,7 +209,7 @@ impl Dispatch {
     }
 
     /// Handles one incoming message (or batch); returns the replies to send back.
-    pub fn handle(&self, msg: Value) -> Vec<Value> {
+    pub(super) fn handle(&self, msg: Value) -> Vec<Value> {
         let mut replies = Vec::new();
         match msg {
             Value::Array(items) => {
@@ -305,13 +305,13 @@ impl Dispatch {
     }
 
     /// The answer to the server's `roots/list`.
-    pub fn roots(&self) -> &Value {
+    pub(super) fn roots(&self) -> &Value {
         &self.roots
     }
 }
 
 /// A JSON-RPC `error` object as a failure.
-pub fn rpc_failure(e: &Value) -> Failure {
+pub(super) fn rpc_failure(e: &Value) -> Failure {
     Failure::Rpc {
         code: e.get("code").and_then(Value::as_i64).unwrap_or(0),
         message: e
@@ -325,7 +325,7 @@ pub fn rpc_failure(e: &Value) -> Failure {
 
 /// What a transport needs to know about a message besides its body.
 #[derive(Clone, Debug, Default)]
-pub struct Envelope {
+pub(super) struct Envelope {
     /// The request id (None: a notification).
     pub id: Option<u64>,
     pub method: String,
@@ -337,7 +337,7 @@ pub struct Envelope {
 
 /// Carries messages to the server. Answers come back through the `Dispatch` the transport was
 /// made with.
-pub trait Transport: Send + Sync {
+pub(super) trait Transport: Send + Sync {
     /// Sends one message; may return before the answer arrives.
     fn send(&self, msg: &Value, env: &Envelope) -> Result<(), Failure>;
     /// The negotiated protocol version (HTTP sends it as a header); None: none yet.
@@ -354,7 +354,7 @@ pub trait Transport: Send + Sync {
 }
 
 /// One connection: a transport, the dispatch it feeds, and request ids.
-pub struct Conn {
+pub(super) struct Conn {
     pub dispatch: Arc<Dispatch>,
     pub transport: Box<dyn Transport>,
     next_id: AtomicU64,
@@ -364,7 +364,7 @@ pub struct Conn {
 const POLL: Duration = Duration::from_millis(20);
 
 impl Conn {
-    pub fn new(dispatch: Arc<Dispatch>, transport: Box<dyn Transport>) -> Conn {
+    pub(super) fn new(dispatch: Arc<Dispatch>, transport: Box<dyn Transport>) -> Conn {
         Conn {
             dispatch,
             transport,
@@ -374,7 +374,7 @@ impl Conn {
 
     /// Sends a request and waits for its answer, at most `timeout` (None: no limit), stopping
     /// early when `cancel` is set. A request given up on is canceled at the server.
-    pub fn request(
+    pub(super) fn request(
         &self,
         method: &str,
         params: Value,
@@ -442,7 +442,7 @@ impl Conn {
     }
 
     /// Sends a notification; failures are logged (nobody waits for them).
-    pub fn notify(&self, method: &str, params: Value) {
+    pub(super) fn notify(&self, method: &str, params: Value) {
         let msg = json!({"jsonrpc": "2.0", "method": method, "params": params});
         let env = Envelope {
             id: None,
@@ -454,7 +454,7 @@ impl Conn {
         }
     }
 
-    pub fn close(&self) {
+    pub(super) fn close(&self) {
         self.transport.close();
         self.dispatch.close("the connection was closed".into());
     }

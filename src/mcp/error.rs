@@ -6,7 +6,7 @@ use std::fmt;
 use std::time::Duration;
 
 #[derive(Debug)]
-pub enum McpError {
+pub(crate) enum McpError {
     /// No server of that name is configured.
     NoServer(String),
     /// The server (`label`: "MCP server 'NAME'") is not running, and why.
@@ -32,7 +32,7 @@ pub enum McpError {
 
 /// Where a server that cannot take a request stands.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Down {
+pub(crate) enum Down {
     /// Dropped from the configuration while it was starting.
     Removed,
     /// It needs `crush mcp login` first (the message says so).

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 /// Where and how to reach an HTTP server.
 #[derive(Clone, Debug)]
-pub struct Endpoint {
+pub(super) struct Endpoint {
     pub url: String,
     /// The configured headers (values expanded).
     pub headers: Vec<(String, String)>,
@@ -26,7 +26,7 @@ pub struct Endpoint {
 }
 
 /// Bearer tokens for a server that needs authorization (see `oauth.rs`).
-pub trait Credentials: Send + Sync {
+pub(super) trait Credentials: Send + Sync {
     /// The token to send (refreshed first when it has expired); None: none yet.
     fn token(&self) -> Option<String>;
     /// The server refused `refused`: a refreshed token to retry with, if one can be had.
@@ -102,7 +102,7 @@ fn with_headers<B>(
 
 /// A header value as Streamable HTTP carries it: plain when it is visible ASCII without
 /// surrounding spaces, else `=?base64?…?=`.
-pub fn header_value(v: &str) -> String {
+pub(super) fn header_value(v: &str) -> String {
     let plain = !v.is_empty()
         && v.bytes().all(|b| (0x20..0x7f).contains(&b) || b == b'\t')
         && v.trim() == v
@@ -200,12 +200,12 @@ struct Inner {
 }
 
 /// The Streamable HTTP transport.
-pub struct Streamable {
+pub(super) struct Streamable {
     inner: Arc<Inner>,
 }
 
 impl Streamable {
-    pub fn new(
+    pub(super) fn new(
         ep: Endpoint,
         dispatch: Arc<Dispatch>,
         creds: Option<Arc<dyn Credentials>>,
@@ -226,7 +226,7 @@ impl Streamable {
 
     /// Opens the GET stream older revisions offer for what the server sends on its own (a 405
     /// means the server has none). Its messages go to the dispatch; it ends with the session.
-    pub fn listen(&self) {
+    pub(super) fn listen(&self) {
         if self.inner.listening.swap(true, Ordering::SeqCst) {
             return;
         }
@@ -445,7 +445,7 @@ impl Transport for Streamable {
 }
 
 /// The HTTP+SSE transport of 2024-11-05.
-pub struct LegacySse {
+pub(super) struct LegacySse {
     inner: Arc<SseInner>,
 }
 
@@ -461,7 +461,7 @@ struct SseInner {
 impl LegacySse {
     /// Opens the event stream and waits (at most the endpoint's timeout) for its `endpoint`
     /// event.
-    pub fn connect(
+    pub(super) fn connect(
         ep: Endpoint,
         dispatch: Arc<Dispatch>,
         creds: Option<Arc<dyn Credentials>>,

@@ -10,15 +10,15 @@
 mod conn;
 mod error;
 mod http;
-pub mod oauth;
+pub(crate) mod oauth;
 mod session;
 mod stdio;
-pub mod wire;
+pub(crate) mod wire;
 
-pub use error::{Down, McpError};
-pub use oauth::{ClientConfig, TokenStore};
-pub use stdio::Command;
-pub use wire::{base64, percent_decode};
+pub(crate) use error::{Down, McpError};
+pub(crate) use oauth::{ClientConfig, TokenStore};
+pub(crate) use stdio::Command;
+pub(crate) use wire::{base64, percent_decode};
 
 use conn::{Envelope, Failure, Note};
 use serde_json::{Map, Value, json};
@@ -30,21 +30,21 @@ use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 /// The stateless revision (no `initialize`; `_meta` on every request).
-pub const MODERN: &str = "2026-07-28";
+pub(crate) const MODERN: &str = "2026-07-28";
 /// The revisions with the `initialize` handshake, newest first.
-pub const LEGACY: [&str; 3] = ["2025-06-18", "2025-03-26", "2024-11-05"];
-pub const LEGACY_LATEST: &str = LEGACY[0];
+pub(crate) const LEGACY: [&str; 3] = ["2025-06-18", "2025-03-26", "2024-11-05"];
+pub(crate) const LEGACY_LATEST: &str = LEGACY[0];
 /// Messages larger than this are refused (the connection is closed).
-pub const MAX_MESSAGE: usize = 32 * 1024 * 1024;
+pub(crate) const MAX_MESSAGE: usize = 32 * 1024 * 1024;
 
 /// Who crush is, as `initialize` and `_meta` say it.
-pub fn client_info() -> Value {
+pub(crate) fn client_info() -> Value {
     json!({"name": "crush", "title": "Crush", "version": env!("CARGO_PKG_VERSION")})
 }
 
 /// How a server is reached.
 #[derive(Clone, Debug, PartialEq)]
-pub enum TransportSpec {
+pub(crate) enum TransportSpec {
     Stdio(Command),
     /// Streamable HTTP (falls back to HTTP+SSE when the URL is an older server's).
     Http {
@@ -59,7 +59,7 @@ pub enum TransportSpec {
 }
 
 impl TransportSpec {
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             TransportSpec::Stdio(_) => "stdio",
             TransportSpec::Http { .. } => "http",
@@ -77,7 +77,7 @@ impl TransportSpec {
 
 /// One configured server, its values expanded.
 #[derive(Clone, Debug, PartialEq)]
-pub struct ServerSpec {
+pub(crate) struct ServerSpec {
     pub name: String,
     pub transport: TransportSpec,
     /// Bounds start-up and each request.
@@ -95,7 +95,7 @@ pub struct ServerSpec {
 
 /// A tool of a server, as the model is offered it.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Tool {
+pub(crate) struct Tool {
     pub server: String,
     /// The server's name for it.
     pub mcp_name: String,
@@ -110,7 +110,7 @@ pub struct Tool {
 
 /// A prompt template of a server.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Prompt {
+pub(crate) struct Prompt {
     pub server: String,
     pub name: String,
     pub description: String,
@@ -120,7 +120,7 @@ pub struct Prompt {
 
 /// Where a server stands, for `crush mcp list`.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Status {
+pub(crate) struct Status {
     pub name: String,
     pub transport: &'static str,
     /// connected | starting | failed | needs-auth | disabled
@@ -135,7 +135,7 @@ pub struct Status {
 
 /// What every connection needs from the manager.
 #[derive(Clone)]
-pub struct Inputs {
+pub(crate) struct Inputs {
     /// The project root, offered as the one root.
     pub root: PathBuf,
     pub tokens: Arc<dyn TokenStore>,
@@ -198,7 +198,7 @@ struct Shared {
 
 /// The servers of a session. Cloning gives another handle to the same servers.
 #[derive(Clone)]
-pub struct Manager {
+pub(crate) struct Manager {
     shared: Arc<Shared>,
 }
 
@@ -329,7 +329,7 @@ fn valid_chars(name: &str) -> bool {
 
 /// `mcp_<server>_<tool>`, shortened deterministically to 64 characters when longer: the first
 /// 55, `_`, and 8 hex digits of the SHA-256 of the whole name.
-pub fn full_name(server: &str, tool: &str) -> String {
+pub(crate) fn full_name(server: &str, tool: &str) -> String {
     let full = format!("mcp_{server}_{tool}");
     if full.len() <= 64 {
         return full;
@@ -768,7 +768,7 @@ impl Shared {
 
 impl Manager {
     /// A manager with no servers yet. `root` is offered to servers as the one root.
-    pub fn new(root: PathBuf, tokens: Arc<dyn TokenStore>) -> Manager {
+    pub(crate) fn new(root: PathBuf, tokens: Arc<dyn TokenStore>) -> Manager {
         let warnings = Arc::new(Mutex::new(Vec::new()));
         let w = warnings.clone();
         Manager {
@@ -794,7 +794,7 @@ impl Manager {
 
     /// Makes the running servers those of `specs`: new and changed ones start (each on a thread
     /// of its own), removed and changed ones stop, the others are left alone.
-    pub fn set_servers(&self, specs: Vec<ServerSpec>) {
+    pub(crate) fn set_servers(&self, specs: Vec<ServerSpec>) {
         let sh = &self.shared;
         let mut servers = sh.servers.lock().unwrap_or_else(|e| e.into_inner());
         let wanted: BTreeMap<String, ServerSpec> =
@@ -853,13 +853,13 @@ impl Manager {
 
     /// Waits until no server is starting, at most `wait` (None: as long as the slowest server's
     /// own timeout allows).
-    pub fn wait_ready(&self, wait: Option<Duration>) {
+    pub(crate) fn wait_ready(&self, wait: Option<Duration>) {
         self.wait_starting(None, wait);
     }
 
     /// Waits until server `name` (one the user named) is no longer starting, as long as its own
     /// timeout allows.
-    pub fn wait_server(&self, name: &str) {
+    pub(crate) fn wait_server(&self, name: &str) {
         self.wait_starting(Some(name), None);
     }
 
@@ -899,12 +899,12 @@ impl Manager {
     }
 
     /// Changes whenever a server's state, tools or prompts change.
-    pub fn generation(&self) -> u64 {
+    pub(crate) fn generation(&self) -> u64 {
         self.shared.generation.load(Ordering::SeqCst)
     }
 
     /// The warnings since the last call (also in the log).
-    pub fn take_warnings(&self) -> Vec<String> {
+    pub(crate) fn take_warnings(&self) -> Vec<String> {
         std::mem::take(
             &mut *self
                 .shared
@@ -915,7 +915,7 @@ impl Manager {
     }
 
     /// Whether any server is configured and not disabled.
-    pub fn has_servers(&self) -> bool {
+    pub(crate) fn has_servers(&self) -> bool {
         self.shared
             .servers
             .lock()
@@ -935,14 +935,14 @@ impl Manager {
     }
 
     /// The tools of the servers that are running (or that exited and may start again).
-    pub fn tools(&self) -> Vec<Tool> {
+    pub(crate) fn tools(&self) -> Vec<Tool> {
         self.each(|s| match s.state() {
             State::Ready(_) => s.tools.lock().unwrap_or_else(|e| e.into_inner()).clone(),
             _ => Vec::new(),
         })
     }
 
-    pub fn prompts(&self) -> Vec<Prompt> {
+    pub(crate) fn prompts(&self) -> Vec<Prompt> {
         self.each(|s| match s.state() {
             State::Ready(_) => s.prompts.lock().unwrap_or_else(|e| e.into_inner()).clone(),
             _ => Vec::new(),
@@ -950,7 +950,7 @@ impl Manager {
     }
 
     /// The servers' instructions, for the system prompt.
-    pub fn instructions(&self) -> Vec<(String, String)> {
+    pub(crate) fn instructions(&self) -> Vec<(String, String)> {
         self.each(|s| match s.state() {
             State::Ready(l) if !l.instructions.trim().is_empty() => {
                 vec![(s.spec.name.clone(), l.instructions.clone())]
@@ -960,7 +960,7 @@ impl Manager {
     }
 
     /// Calls `tool` with `args`: the raw `CallToolResult`, or why there is none.
-    pub fn call_tool(
+    pub(crate) fn call_tool(
         &self,
         tool: &Tool,
         args: &Value,
@@ -985,7 +985,7 @@ impl Manager {
     }
 
     /// Every resource of server `name`.
-    pub fn list_resources(&self, name: &str) -> Result<Vec<Value>, McpError> {
+    pub(crate) fn list_resources(&self, name: &str) -> Result<Vec<Value>, McpError> {
         let live = self.shared.live(name)?;
         if !live.has("resources") {
             return Ok(Vec::new());
@@ -999,7 +999,7 @@ impl Manager {
     }
 
     /// The contents of resource `uri` of server `name`.
-    pub fn read_resource(
+    pub(crate) fn read_resource(
         &self,
         name: &str,
         uri: &str,
@@ -1019,7 +1019,7 @@ impl Manager {
     }
 
     /// The messages of prompt `prompt` of server `name` with `args`.
-    pub fn get_prompt(
+    pub(crate) fn get_prompt(
         &self,
         name: &str,
         prompt: &str,
@@ -1043,7 +1043,7 @@ impl Manager {
     }
 
     /// Every server and where it stands.
-    pub fn statuses(&self) -> Vec<Status> {
+    pub(crate) fn statuses(&self) -> Vec<Status> {
         self.each(|s| {
             let (state, version, server, error) = match s.state() {
                 State::Starting => ("starting", None, None, None),
@@ -1088,7 +1088,12 @@ impl Manager {
 
     /// Authorizes crush with HTTP server `name` (OAuth, through the browser), keeps the token,
     /// and connects the server with it.
-    pub fn login(&self, name: &str, open: &dyn Fn(&str), wait: Duration) -> Result<(), McpError> {
+    pub(crate) fn login(
+        &self,
+        name: &str,
+        open: &dyn Fn(&str),
+        wait: Duration,
+    ) -> Result<(), McpError> {
         let s = self.shared.server(name)?;
         let url = s
             .spec
@@ -1114,7 +1119,7 @@ impl Manager {
 
     /// Closes every connection (stdio servers get their input closed, then are stopped; HTTP
     /// sessions are ended), in parallel.
-    pub fn shutdown(&self) {
+    pub(crate) fn shutdown(&self) {
         let servers: Vec<Arc<Server>> = std::mem::take(
             &mut *self
                 .shared

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Where tokens are kept between runs (crush(1) FILES: the global state).
-pub trait TokenStore: Send + Sync {
+pub(crate) trait TokenStore: Send + Sync {
     fn load(&self, server: &str) -> Option<Value>;
     /// Saves (Some) or forgets (None) the token of `server`.
     fn save(&self, server: &str, token: Option<&Value>);
@@ -23,7 +23,7 @@ pub trait TokenStore: Send + Sync {
 
 /// What the configuration says about a server's OAuth client.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ClientConfig {
+pub(crate) struct ClientConfig {
     pub client_id: Option<String>,
     pub client_secret: Option<String>,
     /// The local port the browser is sent back to (None: the first free one of Go Crush's).
@@ -124,7 +124,7 @@ enum Body {
 }
 
 /// The parameters of a `WWW-Authenticate: Bearer k="v", ...` challenge.
-pub fn challenge_param(header: &str, key: &str) -> Option<String> {
+pub(crate) fn challenge_param(header: &str, key: &str) -> Option<String> {
     let mut rest = header.trim();
     if let Some(r) = rest
         .get(..6)
@@ -422,7 +422,7 @@ fn token_record(
 
 /// How one login goes: who the client is, where tokens go, how the browser is opened, how long
 /// each request (`timeout`) and the browser (`wait`) may take.
-pub struct Login<'a> {
+pub(crate) struct Login<'a> {
     pub client: &'a ClientConfig,
     pub store: &'a dyn TokenStore,
     pub open: &'a dyn Fn(&str),
@@ -432,7 +432,7 @@ pub struct Login<'a> {
 
 /// Runs the authorization code flow for `server` at `url` and keeps the token. `open` is given
 /// the authorization URL (to open a browser and show it).
-pub fn login(server: &str, url: &str, l: &Login) -> Result<(), OAuthError> {
+pub(crate) fn login(server: &str, url: &str, l: &Login) -> Result<(), OAuthError> {
     let (client, store) = (l.client, l.store);
     let agent = agent(l.timeout, url);
     let d = discover(&agent, url)?;
@@ -561,7 +561,7 @@ pub fn login(server: &str, url: &str, l: &Login) -> Result<(), OAuthError> {
 }
 
 /// The kept token of one server, used and refreshed by its HTTP transport.
-pub struct Session {
+pub(crate) struct Session {
     server: String,
     store: Arc<dyn TokenStore>,
     token: Mutex<Option<Value>>,
@@ -570,7 +570,7 @@ pub struct Session {
 
 impl Session {
     /// The session of `server`'s kept token; None when there is none.
-    pub fn load(
+    pub(crate) fn load(
         server: &str,
         store: Arc<dyn TokenStore>,
         timeout: Duration,
@@ -673,11 +673,11 @@ impl Credentials for Session {
     }
 }
 
-pub use crate::login::browser::{browser_host, open_browser};
+pub(crate) use crate::login::browser::{browser_host, open_browser};
 
 /// Why an OAuth login (or a token refresh) did not give a token.
 #[derive(Debug)]
-pub enum OAuthError {
+pub(crate) enum OAuthError {
     /// A request that could not be made or read.
     Http { url: String, source: ureq::Error },
     /// An answer with a status other than 2xx (and the start of its body, where it matters).

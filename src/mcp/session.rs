@@ -15,14 +15,14 @@ use std::time::{Duration, Instant};
 
 /// Why a server could not be used.
 #[derive(Clone, Debug, PartialEq)]
-pub enum ConnectError {
+pub(super) enum ConnectError {
     Failed(String),
     /// It needs the user to authorize crush first.
     NeedsAuth(String),
 }
 
 /// A negotiated connection.
-pub struct Live {
+pub(super) struct Live {
     conn: Conn,
     pub version: &'static str,
     pub modern: bool,
@@ -126,7 +126,7 @@ fn connect_error(f: Failure, timeout: Duration) -> ConnectError {
 
 impl Live {
     /// Opens a connection to `spec` and negotiates the revision, within its timeout.
-    pub fn connect(
+    pub(super) fn connect(
         spec: &ServerSpec,
         inputs: &Inputs,
         notes: Sender<Note>,
@@ -321,27 +321,27 @@ impl Live {
     }
 
     /// Whether the connection is still open.
-    pub fn alive(&self) -> bool {
+    pub(super) fn alive(&self) -> bool {
         self.conn.dispatch.closed().is_none()
     }
 
     /// Why the connection ended, if it did.
-    pub fn closed_reason(&self) -> Option<String> {
+    pub(super) fn closed_reason(&self) -> Option<String> {
         self.conn.dispatch.closed()
     }
 
-    pub fn close(&self) {
+    pub(super) fn close(&self) {
         self.conn.close();
     }
 
     /// The capability `name` was declared.
-    pub fn has(&self, name: &str) -> bool {
+    pub(super) fn has(&self, name: &str) -> bool {
         self.capabilities.get(name).is_some_and(|v| !v.is_null())
     }
 
     /// A request of this session: `_meta` added for 2026-07-28, input requests answered (the
     /// project root for `roots/list`; elicitation is declined).
-    pub fn request(
+    pub(super) fn request(
         &self,
         method: &str,
         params: Value,
@@ -412,7 +412,12 @@ impl Live {
     }
 
     /// Every page of a `*/list` request (at most 100 pages).
-    pub fn list(&self, method: &str, key: &str, timeout: Duration) -> Result<Vec<Value>, Failure> {
+    pub(super) fn list(
+        &self,
+        method: &str,
+        key: &str,
+        timeout: Duration,
+    ) -> Result<Vec<Value>, Failure> {
         let mut out = Vec::new();
         let mut cursor: Option<String> = None;
         for _ in 0..100 {
@@ -438,7 +443,7 @@ impl Live {
 
     /// Opens the `subscriptions/listen` stream of 2026-07-28 for list changes, on a thread of
     /// its own; its notifications arrive like any other.
-    pub fn listen(self: &Arc<Self>, prompts: bool) {
+    pub(super) fn listen(self: &Arc<Self>, prompts: bool) {
         if !self.modern {
             return;
         }

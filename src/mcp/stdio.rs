@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 /// How to start a stdio server.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Command {
+pub(crate) struct Command {
     pub command: String,
     pub args: Vec<String>,
     /// Added to crush's own environment.
@@ -29,7 +29,7 @@ const EOF_WAIT: Duration = Duration::from_millis(20);
 /// Lines of stderr kept for error messages.
 const STDERR_TAIL: usize = 20;
 
-pub struct Stdio {
+pub(super) struct Stdio {
     piped: Arc<Mutex<Option<Piped>>>,
     out: Arc<Mutex<Option<Sender<Vec<u8>>>>>,
     grace: Duration,
@@ -86,7 +86,7 @@ fn read_line(r: &mut impl BufRead, max: usize, buf: &mut Vec<u8>) -> io::Result<
 
 /// A server process that could not be started.
 #[derive(Debug)]
-pub enum StartError {
+pub(super) enum StartError {
     /// The program could not be run.
     Spawn {
         command: String,
@@ -117,7 +117,7 @@ impl std::error::Error for StartError {
 
 impl Stdio {
     /// Starts the server. Err: it cannot be started (missing program or directory).
-    pub fn spawn(
+    pub(super) fn spawn(
         cmd: &Command,
         dispatch: Arc<Dispatch>,
         max_message: usize,

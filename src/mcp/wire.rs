@@ -28,17 +28,17 @@ fn encode(data: &[u8], alphabet: &[u8; 64], pad: bool) -> String {
 }
 
 /// Standard base64 with padding (RFC 4648 §4).
-pub fn base64(data: &[u8]) -> String {
+pub(crate) fn base64(data: &[u8]) -> String {
     encode(data, STD, true)
 }
 
 /// URL-safe base64 without padding (RFC 4648 §5), as PKCE and OAuth `state` values use it.
-pub fn base64url(data: &[u8]) -> String {
+pub(crate) fn base64url(data: &[u8]) -> String {
     encode(data, URL, false)
 }
 
 /// `s` with every byte outside the unreserved set (`A-Z a-z 0-9 - . _ ~`) percent-encoded.
-pub fn percent_encode(s: &str) -> String {
+pub(crate) fn percent_encode(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
@@ -51,7 +51,7 @@ pub fn percent_encode(s: &str) -> String {
 }
 
 /// Decodes `%XX` escapes and (form encoding) `+` as a space; invalid escapes stay as they are.
-pub fn percent_decode(s: &str) -> String {
+pub(crate) fn percent_decode(s: &str) -> String {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -76,7 +76,7 @@ pub fn percent_decode(s: &str) -> String {
 }
 
 /// `key=value&...` with both sides percent-encoded (a query string or a form body).
-pub fn form(pairs: &[(&str, &str)]) -> String {
+pub(crate) fn form(pairs: &[(&str, &str)]) -> String {
     pairs
         .iter()
         .map(|(k, v)| format!("{}={}", percent_encode(k), percent_encode(v)))
@@ -85,7 +85,7 @@ pub fn form(pairs: &[(&str, &str)]) -> String {
 }
 
 /// The value of `key` in a query string (decoded), if present.
-pub fn query_value(query: &str, key: &str) -> Option<String> {
+pub(crate) fn query_value(query: &str, key: &str) -> Option<String> {
     query.split('&').find_map(|kv| {
         let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
         (percent_decode(k) == key).then(|| percent_decode(v))
@@ -94,7 +94,7 @@ pub fn query_value(query: &str, key: &str) -> Option<String> {
 
 /// An absolute `http(s)` URL in its parts.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Url {
+pub(crate) struct Url {
     pub scheme: String,
     /// `host[:port]` (userinfo removed).
     pub authority: String,
@@ -106,7 +106,7 @@ pub struct Url {
 
 impl Url {
     /// Parses an absolute URL; None when it has no scheme and host.
-    pub fn parse(s: &str) -> Option<Url> {
+    pub(crate) fn parse(s: &str) -> Option<Url> {
         let (scheme, rest) = s.trim().split_once("://")?;
         if scheme.is_empty()
             || !scheme
@@ -136,12 +136,12 @@ impl Url {
     }
 
     /// `scheme://authority`.
-    pub fn origin(&self) -> String {
+    pub(crate) fn origin(&self) -> String {
         format!("{}://{}", self.scheme, self.authority)
     }
 
     /// The whole URL (without a fragment).
-    pub fn full(&self) -> String {
+    pub(crate) fn full(&self) -> String {
         match &self.query {
             Some(q) => format!("{}{}?{q}", self.origin(), self.path),
             None => format!("{}{}", self.origin(), self.path),
@@ -149,7 +149,7 @@ impl Url {
     }
 
     /// `reference` resolved against this URL (absolute, `//host`, `/path` or relative path).
-    pub fn join(&self, reference: &str) -> String {
+    pub(crate) fn join(&self, reference: &str) -> String {
         let r = reference.trim();
         if r.contains("://") {
             return r.to_string();
@@ -174,7 +174,7 @@ impl Url {
 /// `n` random bytes from the kernel. Should /dev/urandom be unreadable, the bytes come from
 /// hashing the clock, the process id and a counter: unpredictable enough for a `state` value,
 /// never a reason to fail.
-pub fn random_bytes(n: usize) -> Vec<u8> {
+pub(crate) fn random_bytes(n: usize) -> Vec<u8> {
     let mut out = vec![0u8; n];
     if std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut out))

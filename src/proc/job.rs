@@ -28,7 +28,7 @@
 mod server;
 mod wire;
 
-pub use server::serve;
+pub(crate) use server::serve;
 
 use super::{Capped, Ev, Group, Keep, Program, Spec, reap, spawn_reader};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
@@ -48,11 +48,11 @@ use wire::{Reply, Request};
 
 /// The first argument that makes the crush binary a job server (`main` checks it before
 /// anything else).
-pub const SERVER_ARG: &str = "__crush-job-server";
+pub(crate) const SERVER_ARG: &str = "__crush-job-server";
 
 /// How a job's command ended.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Exit {
+pub(crate) struct Exit {
     pub code: Option<i32>,
     pub signal: Option<i32>,
 }
@@ -66,7 +66,7 @@ impl Exit {
     }
 
     /// The shell convention: the exit code, or 128 + signal, or -1 when unknown.
-    pub fn code(&self) -> i32 {
+    pub(crate) fn code(&self) -> i32 {
         match (self.code, self.signal) {
             (Some(c), _) => c,
             (None, Some(s)) => 128 + s,
@@ -77,7 +77,7 @@ impl Exit {
 
 /// Why a job was stopped before it ended on its own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Stopped {
+pub(crate) enum Stopped {
     /// Its `Spec::timeout` expired.
     TimedOut,
     /// `Job::stop`.
@@ -314,7 +314,7 @@ impl Server {
 /// Closes crush's end of the job server's socket, so the server kills every job, and waits (a
 /// moment at most) until it is reaped: what it and its commands used is crush's to account for.
 /// At exit; a later job starts a new server.
-pub fn kill_all() {
+pub(crate) fn kill_all() {
     let Some(s) = lock(&SERVER).take() else {
         return;
     };
@@ -327,7 +327,7 @@ pub fn kill_all() {
 }
 
 /// A running (or finished) job.
-pub struct Job {
+pub(crate) struct Job {
     started: Instant,
     shared: Arc<Shared>,
     linger: Duration,
@@ -336,7 +336,7 @@ pub struct Job {
 
 /// What a job's command is and how it ended so far.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Status {
+pub(crate) struct Status {
     /// None while the command runs.
     pub exit: Option<Exit>,
     pub stopped: Option<Stopped>,
@@ -360,7 +360,7 @@ fn server_program() -> Option<PathBuf> {
 impl Job {
     /// Starts `spec` (program, cwd, environment, timeout, output cap, kill grace, linger) as a
     /// job; stdin is /dev/null. Err when it cannot be started.
-    pub fn start(spec: &Spec) -> io::Result<Job> {
+    pub(crate) fn start(spec: &Spec) -> io::Result<Job> {
         let argv = argv_of(spec)?;
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
@@ -396,7 +396,7 @@ impl Job {
         })
     }
 
-    pub fn status(&self) -> Status {
+    pub(crate) fn status(&self) -> Status {
         let st = lock(&self.shared.state);
         Status {
             exit: st.exit,
@@ -416,7 +416,7 @@ impl Job {
     }
 
     /// Waits until the job finished (true), `until` passed, or `cancel` is set (false).
-    pub fn wait(&self, until: Option<Instant>, cancel: Option<&AtomicBool>) -> bool {
+    pub(crate) fn wait(&self, until: Option<Instant>, cancel: Option<&AtomicBool>) -> bool {
         let mut st = lock(&self.shared.state);
         loop {
             if self.finished(&st) {
@@ -443,7 +443,7 @@ impl Job {
 
     /// Stops the job: SIGTERM to its group, SIGKILL after the grace. Returns at once when it
     /// already ended.
-    pub fn stop(&self) {
+    pub(crate) fn stop(&self) {
         {
             let mut st = lock(&self.shared.state);
             if st.exit.is_some() && st.gone {
@@ -471,7 +471,7 @@ impl Job {
 
     /// Everything kept of stdout and stderr (head and tail, a marker between when something
     /// was dropped), and how many bytes of each were dropped.
-    pub fn output(&self) -> (Vec<u8>, usize, Vec<u8>, usize) {
+    pub(crate) fn output(&self) -> (Vec<u8>, usize, Vec<u8>, usize) {
         let (out, out_dropped) = lock(&self.shared.out).kept();
         let (err, err_dropped) = lock(&self.shared.err).kept();
         (out, out_dropped, err, err_dropped)
@@ -479,7 +479,7 @@ impl Job {
 
     /// What stdout and stderr received since the last call, with the number of bytes of each
     /// that were lost meanwhile (more arrived than the buffers keep).
-    pub fn unread(&self) -> (Vec<u8>, usize, Vec<u8>, usize) {
+    pub(crate) fn unread(&self) -> (Vec<u8>, usize, Vec<u8>, usize) {
         let (out, out_lost) = lock(&self.shared.out).unread();
         let (err, err_lost) = lock(&self.shared.err).unread();
         (out, out_lost, err, err_lost)
@@ -592,7 +592,7 @@ impl Served {
     /// waits until it started. None where no job server can run (unit tests) or none could be
     /// reached (it cannot be started, it died before answering): the caller starts the child
     /// itself, and reports the child's own errors (a missing directory, a NUL in an argument).
-    pub fn start(spec: &Spec, fds: &[std::os::fd::RawFd]) -> Option<io::Result<Served>> {
+    pub(super) fn start(spec: &Spec, fds: &[std::os::fd::RawFd]) -> Option<io::Result<Served>> {
         let exe = server_program()?;
         let argv = match argv_of(spec) {
             Ok(a) => a,
@@ -626,7 +626,7 @@ impl Served {
     }
 
     /// Signals the child's group, while some of it is left.
-    pub fn signal(&self, sig: i32) {
+    pub(super) fn signal(&self, sig: i32) {
         self.server.signal(self.id, sig);
     }
 }

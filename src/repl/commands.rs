@@ -799,10 +799,10 @@ impl Repl {
 }
 
 /// Where the text of a `/help` row starts.
-pub const HELP_AT: usize = 36;
+pub(super) const HELP_AT: usize = 36;
 
 /// The text of `/help`, for 80 columns (`Term::print` wraps it to a narrower terminal).
-pub fn help_text() -> String {
+pub(super) fn help_text() -> String {
     const W: usize = wrap::DEFAULT_COLUMNS;
     let mut s = wrap::fill(
         "Type a prompt and press Enter. Multi-line input: a line `{` … a line `}` (or `{tag` … \

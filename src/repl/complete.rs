@@ -8,27 +8,27 @@ use std::path::Path;
 
 /// One thing the word may become.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Candidate {
+pub(super) struct Candidate {
     pub text: String,
     /// A short description for the list (may be empty).
     pub about: String,
 }
 
 impl Candidate {
-    pub fn new(text: impl Into<String>, about: impl Into<String>) -> Candidate {
+    pub(super) fn new(text: impl Into<String>, about: impl Into<String>) -> Candidate {
         Candidate {
             text: text.into(),
             about: about.into(),
         }
     }
 
-    pub fn plain(text: impl Into<String>) -> Candidate {
+    pub(super) fn plain(text: impl Into<String>) -> Candidate {
         Candidate::new(text, "")
     }
 }
 
 /// What can be completed.
-pub trait Source {
+pub(super) trait Source {
     /// The slash commands (names without `/`), with what each does.
     fn commands(&self) -> Vec<Candidate>;
     /// The candidates for the next argument of `/command`, given the arguments before it.
@@ -44,7 +44,7 @@ pub trait Source {
 
 /// The completions of the word before the cursor.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Completion {
+pub(super) struct Completion {
     /// Byte offset in the text before the cursor where the word starts.
     pub start: usize,
     /// The word as typed.
@@ -55,7 +55,7 @@ pub struct Completion {
 
 impl Completion {
     /// The longest text every candidate starts with.
-    pub fn common_prefix(&self) -> String {
+    pub(super) fn common_prefix(&self) -> String {
         let mut it = self.candidates.iter();
         let Some(first) = it.next() else {
             return String::new();
@@ -78,7 +78,7 @@ impl Completion {
 const MAX_PATHS: usize = 500;
 
 /// Completes the word that ends at the end of `before` (the text before the cursor).
-pub fn complete(before: &str, source: &dyn Source) -> Option<Completion> {
+pub(super) fn complete(before: &str, source: &dyn Source) -> Option<Completion> {
     let start = before
         .rfind(char::is_whitespace)
         .map(|i| i + before[i..].chars().next().map_or(1, char::len_utf8))

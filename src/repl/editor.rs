@@ -68,7 +68,7 @@ fn block_label(text: &str) -> String {
 
 /// What the line is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
+pub(super) enum Mode {
     /// The session's prompt: history and completion.
     Prompt,
     /// An answer to a question: neither.
@@ -76,7 +76,7 @@ pub enum Mode {
 }
 
 /// The prompt in front of the line.
-pub struct Prompt<'a> {
+pub(super) struct Prompt<'a> {
     pub text: &'a str,
     /// SGR sequence for the prompt (empty: none).
     pub style: &'static str,
@@ -84,7 +84,7 @@ pub struct Prompt<'a> {
 
 /// What reading a line ended with.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Read {
+pub(super) enum Read {
     Line(String),
     Eof,
     Interrupt,
@@ -661,7 +661,7 @@ fn list_text(cands: &[Candidate], width: usize, color: bool) -> String {
 }
 
 /// The line editor: the key decoder, the history and the kill buffer live across lines.
-pub struct Editor {
+pub(super) struct Editor {
     decoder: Decoder,
     history: History,
     kill: Vec<Item>,
@@ -669,7 +669,7 @@ pub struct Editor {
 }
 
 /// A source with nothing to complete (for answers).
-pub struct NoCompletion;
+pub(super) struct NoCompletion;
 
 impl Source for NoCompletion {
     fn commands(&self) -> Vec<Candidate> {
@@ -684,7 +684,7 @@ impl Source for NoCompletion {
 }
 
 impl Editor {
-    pub fn new(history: History, color: bool) -> Editor {
+    pub(super) fn new(history: History, color: bool) -> Editor {
         Editor {
             decoder: Decoder::default(),
             history,
@@ -693,29 +693,29 @@ impl Editor {
         }
     }
 
-    pub fn history(&self) -> &History {
+    pub(super) fn history(&self) -> &History {
         &self.history
     }
 
     /// The key decoder, shared with one-key answers and pick lists (`pick.rs`): keys typed
     /// ahead stay in order.
-    pub fn decoder(&mut self) -> &mut Decoder {
+    pub(super) fn decoder(&mut self) -> &mut Decoder {
         &mut self.decoder
     }
 
     /// Colour is on.
-    pub fn color(&self) -> bool {
+    pub(super) fn color(&self) -> bool {
         self.color
     }
 
     /// Records an entry in the history; a warning for the user if it could not be saved.
-    pub fn remember(&mut self, entry: &str) -> Option<String> {
+    pub(super) fn remember(&mut self, entry: &str) -> Option<String> {
         self.history.add(entry)
     }
 
     /// Reads one line on the terminal. `cancel` is the SIGINT flag (a `kill -INT` while
     /// editing); a SIGTERM or SIGHUP ends the read as an interrupt.
-    pub fn read(
+    pub(super) fn read(
         &mut self,
         prompt: &Prompt,
         mode: Mode,

@@ -8,13 +8,13 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Entries kept.
-pub const CAP: usize = 10_000;
+pub(super) const CAP: usize = 10_000;
 /// Longer entries (large pastes) are not recorded.
 const MAX_ENTRY: usize = 64 * 1024;
 /// The largest history file read.
 const MAX_FILE: u64 = 64 << 20;
 
-pub struct History {
+pub(super) struct History {
     entries: Vec<String>,
     path: Option<PathBuf>,
     cap: usize,
@@ -59,7 +59,7 @@ fn unescape(s: &str) -> String {
 
 impl History {
     /// An empty history that is not saved.
-    pub fn in_memory() -> History {
+    pub(super) fn in_memory() -> History {
         History {
             entries: Vec::new(),
             path: None,
@@ -70,7 +70,7 @@ impl History {
     }
 
     /// Loads `path` (missing: empty). The string is a warning for the user.
-    pub fn load(path: &Path, cap: usize) -> (History, Option<String>) {
+    pub(super) fn load(path: &Path, cap: usize) -> (History, Option<String>) {
         let mut h = History {
             path: Some(path.to_path_buf()),
             cap,
@@ -115,13 +115,13 @@ impl History {
         (h, warning)
     }
 
-    pub fn entries(&self) -> &[String] {
+    pub(super) fn entries(&self) -> &[String] {
         &self.entries
     }
 
     /// Records an entry (moved to the end if it was there). The string is a warning for the
     /// user, given once.
-    pub fn add(&mut self, entry: &str) -> Option<String> {
+    pub(super) fn add(&mut self, entry: &str) -> Option<String> {
         if entry.trim().is_empty() || entry.len() > MAX_ENTRY {
             return None;
         }

@@ -6,7 +6,7 @@ use crate::skills::catalog::{self, Name, Resolution};
 
 /// The slash commands, in the order `/help` lists them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Slash {
+pub(crate) enum Slash {
     Help,
     New,
     Sessions,
@@ -35,7 +35,7 @@ pub enum Slash {
 
 /// A built-in slash command: its name, arguments and what it does, for parsing, `/help`,
 /// completion and the man page (crush(1) INTERACTIVE SESSION is generated from this table).
-pub struct SlashCommand {
+pub(crate) struct SlashCommand {
     pub cmd: Slash,
     pub name: &'static str,
     pub args: &'static str,
@@ -47,7 +47,7 @@ pub struct SlashCommand {
 
 impl SlashCommand {
     /// The man page's text of the command.
-    pub fn man_text(&self) -> &'static str {
+    pub(crate) fn man_text(&self) -> &'static str {
         if self.man.is_empty() {
             self.about
         } else {
@@ -57,7 +57,7 @@ impl SlashCommand {
 }
 
 /// The slash commands, in the order `/help` lists them.
-pub const SLASH_COMMANDS: &[SlashCommand] = &[
+pub(crate) const SLASH_COMMANDS: &[SlashCommand] = &[
     SlashCommand {
         cmd: Slash::Help,
         name: "help",
@@ -239,7 +239,7 @@ const ALIASES: &[(&str, Slash)] = &[
 ];
 
 /// The other names of `cmd`, accepted only when typed in full.
-pub fn aliases(cmd: Slash) -> impl Iterator<Item = &'static str> {
+pub(crate) fn aliases(cmd: Slash) -> impl Iterator<Item = &'static str> {
     ALIASES
         .iter()
         .filter(move |(_, c)| *c == cmd)
@@ -248,7 +248,7 @@ pub fn aliases(cmd: Slash) -> impl Iterator<Item = &'static str> {
 
 /// One complete input.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Input {
+pub(crate) enum Input {
     /// Nothing to do (an empty line or block).
     Empty,
     /// Text for the model.
@@ -276,13 +276,13 @@ pub enum Input {
 
 /// Parses one complete input (a line, or lines joined by a trailing backslash).
 #[cfg(test)]
-pub fn parse(text: &str) -> Input {
+pub(crate) fn parse(text: &str) -> Input {
     parse_with(text, &[])
 }
 
 /// [`parse`], with the names of the custom commands, skills and MCP prompts (crush(1) SKILLS
 /// AND COMMANDS).
-pub fn parse_with(text: &str, names: &[Name]) -> Input {
+pub(crate) fn parse_with(text: &str, names: &[Name]) -> Input {
     let t = text.trim();
     if t.is_empty() {
         return Input::Empty;
@@ -349,7 +349,7 @@ pub fn parse_with(text: &str, names: &[Name]) -> Input {
 /// A built-in slash command by full name, alias, or unique prefix. Err: a message naming the
 /// candidates (ambiguous) or the close matches (unknown).
 #[cfg(test)]
-pub fn resolve(name: &str) -> Result<Slash, String> {
+pub(crate) fn resolve(name: &str) -> Result<Slash, String> {
     match resolve_with(name, &[]).map_err(|e| e.to_string())? {
         Target::Builtin(cmd) => Ok(cmd),
         Target::Custom(full) => Err(full),
@@ -358,7 +358,7 @@ pub fn resolve(name: &str) -> Result<Slash, String> {
 
 /// What a slash name means.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Target {
+pub(crate) enum Target {
     Builtin(Slash),
     /// A custom command, skill or MCP prompt, by its full name.
     Custom(String),
@@ -367,7 +367,7 @@ pub enum Target {
 /// A slash name among the built-in commands (their aliases typed in full) and `names`: exact
 /// names first (built-ins, then full names, then bare names by level), else a unique prefix of
 /// any. Err: a message naming the candidates (ambiguous) or the close matches (unknown).
-pub fn resolve_with(name: &str, names: &[Name]) -> Result<Target, SlashError> {
+pub(crate) fn resolve_with(name: &str, names: &[Name]) -> Result<Target, SlashError> {
     let lower = name.to_ascii_lowercase();
     if lower.is_empty() {
         return Err(SlashError::NoName);
@@ -399,7 +399,7 @@ pub fn resolve_with(name: &str, names: &[Name]) -> Result<Target, SlashError> {
 
 /// Why a slash name names nothing.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SlashError {
+pub(crate) enum SlashError {
     /// A bare `/`.
     NoName,
     /// The name could be any of these.
@@ -448,7 +448,7 @@ fn or_list(items: &[String]) -> String {
 
 /// Command names close to `typed` (see `catalog::near`), closest first: the built-ins, their
 /// aliases and `names`.
-pub fn suggestions(typed: &str, names: &[Name]) -> Vec<String> {
+pub(crate) fn suggestions(typed: &str, names: &[Name]) -> Vec<String> {
     let builtins = SLASH_COMMANDS
         .iter()
         .map(|c| c.name)
@@ -458,7 +458,7 @@ pub fn suggestions(typed: &str, names: &[Name]) -> Vec<String> {
 
 /// Assembles lines into complete inputs.
 #[derive(Debug, Default)]
-pub struct Assembler {
+pub(crate) struct Assembler {
     /// Inside a block: its closing line (`}` or `tag}`) and the lines so far.
     block: Option<(String, Vec<String>)>,
     /// Lines continued with a trailing backslash, joined by newlines.
@@ -472,7 +472,7 @@ pub struct Assembler {
 
 /// What feeding one line produced.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Fed {
+pub(crate) enum Fed {
     /// The input is complete.
     Done(Input),
     /// More lines are needed (a block or a continued line is open).
@@ -493,22 +493,22 @@ fn block_opening(line: &str) -> Option<String> {
 }
 
 impl Assembler {
-    pub fn new() -> Assembler {
+    pub(crate) fn new() -> Assembler {
         Assembler::default()
     }
 
     /// The custom commands, skills and MCP prompts slash names may name from now on.
-    pub fn set_names(&mut self, names: Vec<Name>) {
+    pub(crate) fn set_names(&mut self, names: Vec<Name>) {
         self.names = names;
     }
 
     /// True while a block or a continued line is open (the prompt shows a continuation mark).
-    pub fn pending(&self) -> bool {
+    pub(crate) fn pending(&self) -> bool {
         self.block.is_some() || self.continued.is_some()
     }
 
     /// Drops an open block or continued line; true if there was one.
-    pub fn discard(&mut self) -> bool {
+    pub(crate) fn discard(&mut self) -> bool {
         let had = self.pending();
         self.block = None;
         self.continued = None;
@@ -516,13 +516,13 @@ impl Assembler {
     }
 
     /// The last complete input as the history keeps it (recalled, it gives the same input).
-    pub fn entry(&self) -> &str {
+    pub(crate) fn entry(&self) -> &str {
         &self.entry
     }
 
     /// Feeds what the line editor returned: one line, or several (a paste, Alt-Enter, a recalled
     /// entry). Several lines are one input, unless they open a block or one is open.
-    pub fn feed_text(&mut self, text: &str) -> Fed {
+    pub(crate) fn feed_text(&mut self, text: &str) -> Fed {
         if !text.contains('\n') || self.pending() || block_opening(first_line(text)).is_some() {
             let mut fed = Fed::More;
             for line in text.split('\n') {
@@ -535,7 +535,7 @@ impl Assembler {
     }
 
     /// Feeds one line (without its newline).
-    pub fn feed(&mut self, line: &str) -> Fed {
+    pub(crate) fn feed(&mut self, line: &str) -> Fed {
         if let Some((close, mut lines)) = self.block.take() {
             self.entry.push('\n');
             self.entry.push_str(line);

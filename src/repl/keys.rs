@@ -4,7 +4,7 @@
 
 /// One key press, or one paste.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Key {
+pub(super) enum Key {
     Char(char),
     /// Ctrl with a letter (lower case), or `@ [ \ ] ^ _` for the other control bytes.
     Ctrl(char),
@@ -41,7 +41,7 @@ const PASTE_END: &[u8] = b"\x1b[201~";
 /// Turns bytes into keys. Sequences split across reads wait for the rest: `next(false)` returns
 /// `None` while one is incomplete; `next(true)` (no more bytes came in time) settles it.
 #[derive(Default)]
-pub struct Decoder {
+pub(super) struct Decoder {
     buf: Vec<u8>,
     /// Inside a bracketed paste: the bytes so far.
     paste: Option<Vec<u8>>,
@@ -55,18 +55,18 @@ enum Parsed {
 }
 
 impl Decoder {
-    pub fn feed(&mut self, bytes: &[u8]) {
+    pub(super) fn feed(&mut self, bytes: &[u8]) {
         self.buf.extend_from_slice(bytes);
     }
 
     /// True when bytes are waiting (a partial sequence or paste).
-    pub fn pending(&self) -> bool {
+    pub(super) fn pending(&self) -> bool {
         !self.buf.is_empty() || self.paste.is_some() || self.queued.is_some()
     }
 
     /// The next key, if the bytes so far make one. `settle`: no more bytes are coming soon, so an
     /// incomplete sequence is taken as what it is so far (a lone ESC is Escape).
-    pub fn next(&mut self, settle: bool) -> Option<Key> {
+    pub(super) fn next(&mut self, settle: bool) -> Option<Key> {
         if let Some(k) = self.queued.take() {
             return Some(k);
         }

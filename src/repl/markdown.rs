@@ -155,7 +155,7 @@ impl Inline {
 }
 
 /// The streaming renderer of one answer.
-pub struct Markdown {
+pub(super) struct Markdown {
     /// The start of the current line, while what it is is not known yet.
     pending: String,
     kind: Option<Kind>,
@@ -251,7 +251,7 @@ fn styled_cell(text: &str) -> String {
 }
 
 impl Markdown {
-    pub fn new(width: usize) -> Markdown {
+    pub(super) fn new(width: usize) -> Markdown {
         Markdown {
             pending: String::new(),
             kind: None,
@@ -370,7 +370,7 @@ impl Markdown {
     }
 
     /// Renders streamed text; returns what to print now.
-    pub fn feed(&mut self, text: &str) -> String {
+    pub(super) fn feed(&mut self, text: &str) -> String {
         let mut out = String::new();
         for c in text.chars() {
             match c {
@@ -383,7 +383,7 @@ impl Markdown {
     }
 
     /// The end of the answer: what was held back, rendered.
-    pub fn finish(&mut self) -> String {
+    pub(super) fn finish(&mut self) -> String {
         let mut out = String::new();
         if self.kind.is_some() || !self.pending.is_empty() {
             self.close_line(&mut out);

@@ -22,19 +22,19 @@ mod custom;
 mod editor;
 mod history;
 mod init;
-pub mod input;
+pub(crate) mod input;
 mod keys;
 mod markdown;
 mod notify;
 mod pick;
 mod reader;
-pub mod render;
+pub(crate) mod render;
 mod shell;
 mod sink;
 mod titles;
 mod tty;
 mod width;
-pub mod wrap;
+pub(crate) mod wrap;
 #[rustfmt::skip]
 mod width_table;
 
@@ -61,7 +61,7 @@ use titles::{SERIAL_TITLE_WAIT, TITLE_WAIT, TitleJob};
 
 /// The interactive session's own flags.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct ReplArgs {
+pub(crate) struct ReplArgs {
     pub quiet: bool,
 }
 
@@ -97,7 +97,7 @@ enum Flow {
     Quit,
 }
 
-pub fn run(global: &Global, args: &ReplArgs) -> Result<ExitCode, AppError> {
+pub(crate) fn run(global: &Global, args: &ReplArgs) -> Result<ExitCode, AppError> {
     // The trust question runs with the default Ctrl-C (it ends crush with 130); from then on a
     // Ctrl-C is ours to interpret.
     if std::io::stdin().is_terminal() {

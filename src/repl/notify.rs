@@ -8,7 +8,7 @@ use std::time::Duration;
 
 /// How a notification is delivered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Style {
+pub(super) enum Style {
     Off,
     Bell,
     /// `ESC ] 9 ; text BEL` (iTerm2, WezTerm, Ghostty, Windows Terminal).
@@ -19,7 +19,7 @@ pub enum Style {
 }
 
 /// Turns shorter than this do not notify (`CRUSH_NOTIFY_AFTER`, seconds).
-pub fn threshold() -> Duration {
+pub(super) fn threshold() -> Duration {
     crate::env::seconds("CRUSH_NOTIFY_AFTER").unwrap_or(Duration::from_secs(10))
 }
 
@@ -45,7 +45,7 @@ fn terminal_style(var: &dyn Fn(&str) -> Option<String>) -> Style {
 
 /// The style for the `notifications` setting. `var` reads the environment; `native` says
 /// whether `notify-send` can be run.
-pub fn choose(
+pub(super) fn choose(
     setting: Option<&str>,
     stderr_tty: bool,
     var: &dyn Fn(&str) -> Option<String>,
@@ -81,7 +81,7 @@ fn field(s: &str) -> String {
 }
 
 /// The bytes for the terminal (None for `Off` and `Native`).
-pub fn sequence(style: Style, title: &str, body: &str) -> Option<String> {
+pub(super) fn sequence(style: Style, title: &str, body: &str) -> Option<String> {
     match style {
         Style::Bell => Some("\x07".into()),
         Style::Osc9 => Some(format!("\x1b]9;{}: {}\x07", field(title), field(body))),
@@ -95,7 +95,7 @@ pub fn sequence(style: Style, title: &str, body: &str) -> Option<String> {
 }
 
 /// Sends a notification the chosen way; failures are logged, never shown.
-pub fn send(style: Style, title: &str, body: &str, cwd: &std::path::Path) {
+pub(super) fn send(style: Style, title: &str, body: &str, cwd: &std::path::Path) {
     if let Some(seq) = sequence(style, title, body) {
         super::tty::write(seq.as_bytes());
         return;
@@ -127,12 +127,12 @@ pub fn send(style: Style, title: &str, body: &str, cwd: &std::path::Path) {
 }
 
 /// Whether `notify-send` is on PATH.
-pub fn native_available() -> bool {
+pub(super) fn native_available() -> bool {
     crate::proc::which("notify-send").is_some()
 }
 
 /// A notification due once something has taken long enough.
-pub struct Notice {
+pub(super) struct Notice {
     pub style: Style,
     pub since: std::time::Instant,
     pub after: Duration,
@@ -141,7 +141,7 @@ pub struct Notice {
 
 impl Notice {
     /// Sends `body` if the wait since `since` reached `after`.
-    pub fn send_if_long(&self, body: &str) {
+    pub(super) fn send_if_long(&self, body: &str) {
         if self.since.elapsed() >= self.after {
             send(self.style, "crush", body, &self.cwd);
         }

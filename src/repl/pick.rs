@@ -18,7 +18,7 @@ const RESET: &str = "\x1b[0m";
 
 /// What a one-key question got.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum KeyAnswer {
+pub(super) enum KeyAnswer {
     /// One of the keys asked for, lower case.
     Key(char),
     /// Enter: the default.
@@ -65,7 +65,7 @@ fn read_keys<T>(
 
 /// `prompt` (already styled), then one of `keys` (either case), Enter, Ctrl-C or Ctrl-D; the key
 /// is echoed. None: raw mode is not available (the caller asks for a line instead).
-pub fn key(
+pub(super) fn key(
     dec: &mut Decoder,
     prompt: &str,
     keys: &[char],
@@ -99,7 +99,7 @@ pub fn key(
 
 /// What a key did to a pick list.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Step {
+pub(super) enum Step {
     Moved,
     Picked(usize),
     Cancelled,
@@ -108,7 +108,7 @@ pub enum Step {
 
 /// A numbered list with a selection.
 #[derive(Debug)]
-pub struct Picker {
+pub(super) struct Picker {
     items: Vec<String>,
     pub selected: usize,
     /// The first row shown.
@@ -118,7 +118,7 @@ pub struct Picker {
 }
 
 impl Picker {
-    pub fn new(items: Vec<String>, selected: usize) -> Picker {
+    pub(super) fn new(items: Vec<String>, selected: usize) -> Picker {
         let selected = selected.min(items.len().saturating_sub(1));
         let mut p = Picker {
             items,
@@ -138,7 +138,7 @@ impl Picker {
         }
     }
 
-    pub fn handle(&mut self, key: Key) -> Step {
+    pub(super) fn handle(&mut self, key: Key) -> Step {
         let n = self.items.len();
         match key {
             Key::Up | Key::Ctrl('p') if self.selected > 0 => self.selected -= 1,
@@ -176,7 +176,7 @@ impl Picker {
     }
 
     /// The rows shown and the hint under them, each cut to `width - 1` cells.
-    pub fn frame(&self, width: usize, color: bool) -> Vec<String> {
+    pub(super) fn frame(&self, width: usize, color: bool) -> Vec<String> {
         let cells = width.saturating_sub(1).max(10);
         let digits = self.items.len().to_string().len();
         let mut rows = Vec::new();
@@ -212,7 +212,7 @@ impl Picker {
 /// Shows `items` as a pick list below the cursor and returns the picked index; None when the
 /// user cancelled (Esc, q, Ctrl-C). Err(()) when raw mode is not available. The list is erased
 /// afterwards.
-pub fn pick(
+pub(super) fn pick(
     dec: &mut Decoder,
     items: Vec<String>,
     selected: usize,

@@ -13,18 +13,18 @@ use std::ffi::OsStr;
 use std::io::{IsTerminal, Write};
 
 /// Colour for a stream: a terminal, `NO_COLOR` unset or empty, and a `TERM` other than `dumb`.
-pub fn use_color(is_terminal: bool, no_color: Option<&OsStr>, term: Option<&OsStr>) -> bool {
+pub(crate) fn use_color(is_terminal: bool, no_color: Option<&OsStr>, term: Option<&OsStr>) -> bool {
     is_terminal && no_color.is_none_or(|v| v.is_empty()) && term.is_none_or(|t| t != "dumb")
 }
 
 const RESET: &str = "\x1b[0m";
 const DIM: &str = "\x1b[2m";
-pub const BOLD: &str = "\x1b[1m";
+pub(crate) const BOLD: &str = "\x1b[1m";
 const RED: &str = "\x1b[31m";
-pub const YELLOW: &str = "\x1b[33m";
+pub(crate) const YELLOW: &str = "\x1b[33m";
 const CYAN: &str = "\x1b[36m";
 
-pub struct Term {
+pub(crate) struct Term {
     /// Colour on stderr.
     color: bool,
     /// stderr is a terminal: the status line may be drawn (and cleared with escapes), and
@@ -68,7 +68,7 @@ fn write_stderr(s: &str) {
 }
 
 impl Term {
-    pub fn detect(progress: bool) -> Term {
+    pub(crate) fn detect(progress: bool) -> Term {
         let stderr_tty = std::io::stderr().is_terminal();
         let no_color = std::env::var_os("NO_COLOR");
         let term = std::env::var_os("TERM");
@@ -91,17 +91,17 @@ impl Term {
     }
 
     /// stderr is a terminal.
-    pub fn stderr_tty(&self) -> bool {
+    pub(crate) fn stderr_tty(&self) -> bool {
         self.stderr_tty
     }
 
     /// Colour is on (stderr).
-    pub fn color(&self) -> bool {
+    pub(crate) fn color(&self) -> bool {
         self.color
     }
 
     /// `s` in `style` when colour is on.
-    pub fn paint(&self, style: &str, s: &str) -> String {
+    pub(crate) fn paint(&self, style: &str, s: &str) -> String {
         if self.color {
             format!("{style}{s}{RESET}")
         } else {
@@ -110,12 +110,12 @@ impl Term {
     }
 
     /// The activity line on stderr while waiting (terminal only, unless silenced).
-    pub fn status(&mut self, s: &str) {
+    pub(crate) fn status(&mut self, s: &str) {
         self.status_until(s, None);
     }
 
     /// The activity line, counting down to `until` (a retry).
-    pub fn status_until(&mut self, s: &str, until: Option<std::time::Instant>) {
+    pub(crate) fn status_until(&mut self, s: &str, until: Option<std::time::Instant>) {
         if !(self.stderr_tty && self.progress) {
             return;
         }
@@ -128,21 +128,21 @@ impl Term {
     }
 
     /// A turn begins: the activity line counts seconds and tokens from now.
-    pub fn start_activity(&mut self) {
+    pub(crate) fn start_activity(&mut self) {
         self.activity.start();
     }
 
     /// `n` characters of answer or reasoning arrived (the activity line's token estimate).
-    pub fn received(&mut self, n: usize) {
+    pub(crate) fn received(&mut self, n: usize) {
         self.activity.received(n);
     }
 
-    pub fn clear_status(&mut self) {
+    pub(crate) fn clear_status(&mut self) {
         self.activity.hide();
     }
 
     /// Streams answer text to stdout.
-    pub fn text(&mut self, t: &str) {
+    pub(crate) fn text(&mut self, t: &str) {
         let t = if self.answered {
             t
         } else {
@@ -172,7 +172,7 @@ impl Term {
     }
 
     /// Raw bytes of a shell command's output, to stdout.
-    pub fn raw(&mut self, b: &[u8]) {
+    pub(crate) fn raw(&mut self, b: &[u8]) {
         if b.is_empty() {
             return;
         }
@@ -182,7 +182,7 @@ impl Term {
     }
 
     /// Ends the current line of stdout, if one is open.
-    pub fn end_line(&mut self) {
+    pub(crate) fn end_line(&mut self) {
         self.clear_status();
         if let Some(md) = self.markdown.as_mut() {
             let rest = md.finish();
@@ -195,7 +195,7 @@ impl Term {
     }
 
     /// A new answer begins (leading newlines of its first text are dropped).
-    pub fn begin_answer(&mut self) {
+    pub(crate) fn begin_answer(&mut self) {
         if let Some(md) = self.markdown.as_mut() {
             md.width = stdout_columns();
         }
@@ -203,7 +203,7 @@ impl Term {
     }
 
     /// Command output (e.g. `/sessions`), to stdout; on a terminal, long lines wrap at words.
-    pub fn print(&mut self, s: &str) {
+    pub(crate) fn print(&mut self, s: &str) {
         self.end_line();
         let mut s = visible::text(s).into_owned();
         if self.stdout_tty {
@@ -225,19 +225,19 @@ impl Term {
     }
 
     /// A notice on stderr.
-    pub fn note(&mut self, s: &str) {
+    pub(crate) fn note(&mut self, s: &str) {
         let l = self.paint(DIM, &visible::text(s));
         self.line(&l);
     }
 
     /// An error on stderr; the REPL goes on.
-    pub fn error(&mut self, s: &str) {
+    pub(crate) fn error(&mut self, s: &str) {
         let l = format!("{} {}", self.paint(RED, "error:"), visible::text(s));
         self.line(&l);
     }
 
     /// One line per tool call: the tool and its key argument.
-    pub fn tool_call(&mut self, name: &str, arg: &str) {
+    pub(crate) fn tool_call(&mut self, name: &str, arg: &str) {
         let (name, arg) = (visible::line(name), visible::line(arg));
         let l = if self.color {
             format!(
@@ -253,7 +253,7 @@ impl Term {
     }
 
     /// A dimmed preview of a tool's result under its tool line.
-    pub fn preview(&mut self, lines: &[String]) {
+    pub(crate) fn preview(&mut self, lines: &[String]) {
         if lines.is_empty() {
             return;
         }
@@ -273,7 +273,7 @@ impl Term {
     }
 
     /// A failed tool call's first line.
-    pub fn tool_error(&mut self, name: &str, first_line: &str) {
+    pub(crate) fn tool_error(&mut self, name: &str, first_line: &str) {
         let (name, first_line) = (visible::line(name), visible::line(first_line));
         let l = if self.color {
             format!(
@@ -289,14 +289,14 @@ impl Term {
 
     /// A file change's diff (before its permission question, or after an allowed change):
     /// additions green, removals red.
-    pub fn diff(&mut self, diff: &str) {
+    pub(crate) fn diff(&mut self, diff: &str) {
         self.end_line();
         write_stderr(&crate::tools::diff::painted(diff, self.color));
     }
 
     /// A block of lines shown before a question (a multi-line command), each behind a bar so
     /// none can pass for a line of crush's own.
-    pub fn block(&mut self, text: &str) {
+    pub(crate) fn block(&mut self, text: &str) {
         self.end_line();
         let mut s = String::new();
         for l in text.lines() {
@@ -310,7 +310,7 @@ impl Term {
     }
 
     /// The model set the task list: printed when it differs from the one printed last.
-    pub fn todos_changed(&mut self, list: &str) {
+    pub(crate) fn todos_changed(&mut self, list: &str) {
         if list != self.todos_shown {
             self.checklist(list);
             self.todos_shown = list.to_string();
@@ -318,12 +318,12 @@ impl Term {
     }
 
     /// A new or resumed session: its task list has not been printed.
-    pub fn forget_todos(&mut self) {
+    pub(crate) fn forget_todos(&mut self) {
         self.todos_shown.clear();
     }
 
     /// A task list (`[x]`, `[>]`, `[ ]` lines) on stderr: done tasks dim, the current one bold.
-    pub fn checklist(&mut self, list: &str) {
+    pub(crate) fn checklist(&mut self, list: &str) {
         self.end_line();
         let mut s = String::new();
         for l in list.lines() {
@@ -342,20 +342,20 @@ impl Term {
 
     /// A question on stderr, without a newline: the answer is typed after it. Nothing in `q`
     /// can act on the terminal, so the question's own words stay last and as written.
-    pub fn question(&mut self, q: &str) {
+    pub(crate) fn question(&mut self, q: &str) {
         self.end_line();
         write_stderr(&format!("{} ", self.paint(YELLOW, &visible::line(q))));
     }
 
     /// The input prompt on stderr (`>` or, inside a block or continued line, `.`).
-    pub fn prompt(&mut self, continuation: bool) {
+    pub(crate) fn prompt(&mut self, continuation: bool) {
         self.end_line();
         let p = if continuation { ". " } else { "> " };
         write_stderr(&self.paint(BOLD, p));
     }
 
     /// Moves past a line the terminal left open (after ^C at the prompt).
-    pub fn newline_on_terminal(&mut self) {
+    pub(crate) fn newline_on_terminal(&mut self) {
         if self.stderr_tty {
             write_stderr("\n");
         }

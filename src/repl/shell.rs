@@ -9,9 +9,9 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 /// Bytes of output kept for the session (half from the start, half from the end).
-pub const KEEP: usize = 32 * 1024;
+pub(super) const KEEP: usize = 32 * 1024;
 
-pub struct Ran {
+pub(super) struct Ran {
     /// The output as stored: capped, lossily decoded.
     pub output: String,
     /// Exit code, or 128 + signal.
@@ -20,7 +20,7 @@ pub struct Ran {
 }
 
 /// Runs `command`; `show` receives the output as it arrives.
-pub fn run(
+pub(super) fn run(
     command: &str,
     cwd: &Path,
     cancel: &Arc<AtomicBool>,

@@ -19,7 +19,7 @@ static SAVED: OnceLock<libc::termios> = OnceLock::new();
 static RAW: AtomicBool = AtomicBool::new(false);
 
 /// Writes to the terminal (stderr), ignoring errors: the terminal may be gone (SIGHUP).
-pub fn write(bytes: &[u8]) {
+pub(super) fn write(bytes: &[u8]) {
     let mut err = std::io::stderr().lock();
     let _ = err.write_all(bytes).and_then(|_| err.flush());
 }
@@ -33,7 +33,7 @@ fn get_mode() -> Option<libc::termios> {
 }
 
 /// Puts the saved mode back if raw mode is on; safe to call from any thread and more than once.
-pub fn restore() {
+pub(super) fn restore() {
     if !RAW.swap(false, Ordering::SeqCst) {
         return;
     }
@@ -62,10 +62,10 @@ fn install_restore() {
 
 /// Raw mode for as long as the guard lives: no echo, no line buffering, no signals from keys
 /// (Ctrl-C, Ctrl-Z and Ctrl-\ arrive as bytes), bracketed paste on. Output processing stays on.
-pub struct Raw(());
+pub(super) struct Raw(());
 
 impl Raw {
-    pub fn enter() -> std::io::Result<Raw> {
+    pub(super) fn enter() -> std::io::Result<Raw> {
         let orig = match SAVED.get() {
             Some(t) => *t,
             None => {
@@ -103,12 +103,12 @@ impl Drop for Raw {
 }
 
 /// Columns of the terminal the editor draws on, if it reports a usable number.
-pub fn width() -> Option<usize> {
+pub(super) fn width() -> Option<usize> {
     columns(STDERR)
 }
 
 /// Columns of the terminal on `fd`, if it reports a usable number.
-pub fn columns(fd: libc::c_int) -> Option<usize> {
+pub(super) fn columns(fd: libc::c_int) -> Option<usize> {
     // SAFETY: TIOCGWINSZ fills the zeroed winsize it is given.
     let cols = unsafe {
         let mut ws: libc::winsize = std::mem::zeroed();
@@ -121,7 +121,7 @@ pub fn columns(fd: libc::c_int) -> Option<usize> {
 }
 
 /// What one wait for input got.
-pub enum Got {
+pub(super) enum Got {
     Bytes(usize),
     Timeout,
     /// End of input: the terminal hung up, or stdin failed.
@@ -129,7 +129,7 @@ pub enum Got {
 }
 
 /// Waits up to `timeout` for input and reads what is there into `buf`.
-pub fn read(buf: &mut [u8], timeout: Duration) -> Got {
+pub(super) fn read(buf: &mut [u8], timeout: Duration) -> Got {
     let mut p = libc::pollfd {
         fd: STDIN,
         events: libc::POLLIN,
@@ -165,7 +165,7 @@ pub fn read(buf: &mut [u8], timeout: Duration) -> Got {
 
 /// Stops the process as Ctrl-Z would have (raw mode keeps the key from doing it), with the
 /// terminal restored; raw mode is back when it continues.
-pub fn suspend() {
+pub(super) fn suspend() {
     restore();
     // SAFETY: raise(2) with a standard signal; the default action stops the process.
     unsafe {
@@ -174,7 +174,11 @@ pub fn suspend() {
 }
 
 /// Whether the line editor can run: stdin and stderr are terminals, and `TERM` is not `dumb`.
-pub fn editor_usable(stdin_tty: bool, stderr_tty: bool, term: Option<&std::ffi::OsStr>) -> bool {
+pub(super) fn editor_usable(
+    stdin_tty: bool,
+    stderr_tty: bool,
+    term: Option<&std::ffi::OsStr>,
+) -> bool {
     stdin_tty && stderr_tty && term.is_some_and(|t| !t.is_empty() && t != "dumb")
 }
 

@@ -18,7 +18,7 @@ fn in_table(table: &[(u32, u32)], c: u32) -> bool {
 }
 
 /// Cells `c` takes; control characters take none (they are never printed as they are).
-pub fn char_width(c: char) -> usize {
+pub(super) fn char_width(c: char) -> usize {
     let u = c as u32;
     if u < 0x7f {
         return usize::from(u >= 0x20);
@@ -36,12 +36,12 @@ pub fn char_width(c: char) -> usize {
 }
 
 /// Cells `s` takes.
-pub fn str_width(s: &str) -> usize {
+pub(super) fn str_width(s: &str) -> usize {
     s.chars().map(char_width).sum()
 }
 
 /// The longest prefix of `s` that fits in `cells`.
-pub fn truncate(s: &str, cells: usize) -> &str {
+pub(super) fn truncate(s: &str, cells: usize) -> &str {
     let mut used = 0;
     for (i, c) in s.char_indices() {
         used += char_width(c);

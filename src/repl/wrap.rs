@@ -7,11 +7,11 @@
 use super::width::char_width;
 
 /// The width to wrap to when nothing says otherwise.
-pub const DEFAULT_COLUMNS: usize = 80;
+pub(crate) const DEFAULT_COLUMNS: usize = 80;
 
 /// Columns to wrap output on `fd` to: `COLUMNS` when it is a positive number, else the
 /// terminal's width, else 80.
-pub fn columns(fd: libc::c_int) -> usize {
+pub(crate) fn columns(fd: libc::c_int) -> usize {
     columns_from(
         std::env::var("COLUMNS").ok().as_deref(),
         super::tty::columns(fd),
@@ -26,7 +26,7 @@ fn columns_from(env: Option<&str>, terminal: Option<usize>) -> usize {
 }
 
 /// Cells of `s`, not counting SGR sequences (`ESC [ ... m`).
-pub fn visible_width(s: &str) -> usize {
+pub(crate) fn visible_width(s: &str) -> usize {
     let mut n = 0;
     let mut it = s.chars();
     while let Some(c) = it.next() {
@@ -45,7 +45,7 @@ pub fn visible_width(s: &str) -> usize {
 
 /// The words of `text` filled into lines of at most `width` cells: the first line starts with
 /// `first`, the others with `hang`. No newline at the end.
-pub fn fill(text: &str, width: usize, first: &str, hang: &str) -> String {
+pub(crate) fn fill(text: &str, width: usize, first: &str, hang: &str) -> String {
     let mut out = String::from(first);
     let mut col = visible_width(first);
     let hang_w = visible_width(hang);
@@ -71,7 +71,7 @@ pub fn fill(text: &str, width: usize, first: &str, hang: &str) -> String {
 
 /// A row of a two-column list, `  HEAD  TEXT` ending in a newline: TEXT starts at column `at`
 /// (on the next line when HEAD leaves no room) and wraps under itself at `width`.
-pub fn row(out: &mut String, head: &str, text: &str, at: usize, width: usize) {
+pub(crate) fn row(out: &mut String, head: &str, text: &str, at: usize, width: usize) {
     let mut first = format!("  {head}");
     if visible_width(&first) + 1 > at {
         out.push_str(&first);
@@ -111,7 +111,7 @@ fn hang_at(line: &str) -> usize {
 
 /// `text` with every line wider than `width` broken at spaces (see the module's comment);
 /// lines that fit, and the lines of fenced code blocks, are kept as they are.
-pub fn wrap_lines(text: &str, width: usize) -> String {
+pub(crate) fn wrap_lines(text: &str, width: usize) -> String {
     let mut out = String::with_capacity(text.len() + 16);
     let mut code = false;
     for (i, line) in text.split('\n').enumerate() {
@@ -142,7 +142,7 @@ pub fn wrap_lines(text: &str, width: usize) -> String {
 /// held until the space after it shows whether it fits, then printed on this line or the next.
 /// SGR sequences pass through at no width.
 #[derive(Debug, Default)]
-pub struct Stream {
+pub(crate) struct Stream {
     /// Cells used on the current output line.
     col: usize,
     /// What continuation lines start with, and its width.
@@ -161,7 +161,7 @@ pub struct Stream {
 
 impl Stream {
     /// A line begins after `used` cells of prefix; its continuation lines start with `hang`.
-    pub fn start_line(&mut self, used: usize, hang: String) {
+    pub(crate) fn start_line(&mut self, used: usize, hang: String) {
         self.col = used;
         self.hang_w = visible_width(&hang);
         self.hang = hang;
@@ -173,7 +173,7 @@ impl Stream {
     }
 
     /// Text of the line (no newline), to wrap at `width` cells.
-    pub fn push(&mut self, s: &str, width: usize, out: &mut String) {
+    pub(crate) fn push(&mut self, s: &str, width: usize, out: &mut String) {
         for c in s.chars() {
             if self.in_esc {
                 self.word.push(c);
@@ -215,7 +215,7 @@ impl Stream {
     }
 
     /// The line ends: what is held goes out (trailing spaces only if they fit).
-    pub fn end_line(&mut self, width: usize, out: &mut String) {
+    pub(crate) fn end_line(&mut self, width: usize, out: &mut String) {
         self.flush(width, out);
         let spaces = self.spaces.chars().count();
         if self.col + spaces <= width {

@@ -29,11 +29,11 @@ const SCOPE_SIGNAL: u64 = 1 << 1;
 
 /// The oldest ABI the sandbox runs with: 3 handles truncation (below it, `truncate(2)` on any
 /// file is out of the rules' reach).
-pub const MIN_ABI: i32 = 3;
+pub(crate) const MIN_ABI: i32 = 3;
 /// The ABI whose TCP rules the network cut needs.
-pub const NET_ABI: i32 = 4;
+pub(crate) const NET_ABI: i32 = 4;
 /// The ABI from which signals and abstract Unix sockets are scoped to the sandbox.
-pub const SCOPE_ABI: i32 = 6;
+pub(super) const SCOPE_ABI: i32 = 6;
 
 #[repr(C)]
 struct RulesetAttr {
@@ -49,7 +49,7 @@ struct PathBeneathAttr {
 }
 
 /// The Landlock ABI of the running kernel (0: none, or switched off at boot).
-pub fn kernel_abi() -> i32 {
+pub(super) fn kernel_abi() -> i32 {
     // SAFETY: the version query takes no attribute and returns a number or -1.
     let v = unsafe {
         libc::syscall(
@@ -65,14 +65,14 @@ pub fn kernel_abi() -> i32 {
 /// A ruleset ready for `restrict_self`: reads everywhere, writes only beneath the given paths,
 /// and (with `net_off`) no TCP bind or connect.
 #[derive(Debug)]
-pub struct Ruleset {
+pub(super) struct Ruleset {
     fd: OwnedFd,
 }
 
 impl Ruleset {
     /// Builds the ruleset for `abi`. `writable` are opened now (`O_PATH`); a path that cannot
     /// be opened is an error naming it.
-    pub fn new(
+    pub(super) fn new(
         abi: i32,
         writable: &[&Path],
         net_off: bool,
@@ -155,7 +155,7 @@ impl Ruleset {
 
     /// Restricts the calling thread (and all it starts) to the ruleset. Only a syscall: safe
     /// between fork and exec. `no_new_privs` must be set first.
-    pub fn restrict_self(&self) -> io::Result<()> {
+    pub(super) fn restrict_self(&self) -> io::Result<()> {
         // SAFETY: a plain syscall on an open descriptor.
         let rc =
             unsafe { libc::syscall(libc::SYS_landlock_restrict_self, self.fd.as_raw_fd(), 0u32) };

@@ -27,16 +27,16 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
-pub use landlock::{MIN_ABI, NET_ABI};
+pub(crate) use landlock::{MIN_ABI, NET_ABI};
 
 /// The environment variable that lowers the Landlock ABI crush believes the kernel has (to try
 /// how crush behaves on an older kernel; crush(1) ENVIRONMENT). It can only lower it, so it can
 /// only make the sandbox refuse to start, never weaken it.
-pub const FORCE_ABI_VAR: &str = "CRUSH_SANDBOX_FORCE_ABI";
+pub(crate) const FORCE_ABI_VAR: &str = "CRUSH_SANDBOX_FORCE_ABI";
 
 /// What the sandbox lets a command write.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// No sandbox.
     #[default]
     Off,
@@ -47,9 +47,9 @@ pub enum Mode {
 }
 
 impl Mode {
-    pub const NAMES: &'static str = "off, read-only or workspace-write";
+    pub(crate) const NAMES: &'static str = "off, read-only or workspace-write";
 
-    pub fn parse(s: &str) -> Option<Mode> {
+    pub(crate) fn parse(s: &str) -> Option<Mode> {
         match s {
             "off" => Some(Mode::Off),
             "read-only" => Some(Mode::ReadOnly),
@@ -58,7 +58,7 @@ impl Mode {
         }
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Mode::Off => "off",
             Mode::ReadOnly => "read-only",
@@ -75,7 +75,7 @@ impl fmt::Display for Mode {
 
 /// Why a sandbox cannot be had.
 #[derive(Debug)]
-pub enum Error {
+pub(crate) enum Error {
     /// The kernel's Landlock ABI is below what the policy needs.
     Unsupported {
         abi: i32,
@@ -113,7 +113,7 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {}
 
 /// The Landlock ABI crush uses: the kernel's, lowered by `CRUSH_SANDBOX_FORCE_ABI`.
-pub fn abi() -> i32 {
+pub(crate) fn abi() -> i32 {
     effective_abi(
         landlock::kernel_abi(),
         std::env::var(FORCE_ABI_VAR).ok().as_deref(),
@@ -129,7 +129,7 @@ fn effective_abi(kernel: i32, forced: Option<&str>) -> i32 {
 }
 
 /// What `crush sandbox check` prints: the kernel's Landlock ABI and what the sandbox can do.
-pub fn check_report() -> String {
+pub(crate) fn check_report() -> String {
     let abi = abi();
     let yes = |ok: bool| if ok { "yes" } else { "no" };
     let mut out = format!("landlock ABI      {abi}\n");
@@ -160,7 +160,7 @@ pub fn check_report() -> String {
 
 /// The sandbox of a session, with every path resolved.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Policy {
+pub(crate) struct Policy {
     pub mode: Mode,
     /// The network is reachable from inside.
     pub network: bool,
@@ -194,7 +194,7 @@ fn canonical(p: &Path) -> Result<PathBuf, Error> {
 impl Policy {
     /// The policy for `mode`, with `project_root`, `writable_roots` and `tmpdir` canonicalised
     /// (`..` resolved, symbolic links followed); a path that does not resolve is an error.
-    pub fn new(
+    pub(crate) fn new(
         mode: Mode,
         network: bool,
         project_root: &Path,
@@ -225,7 +225,7 @@ impl Policy {
     }
 
     /// The fields `decode` reads back (the job server's request carries them).
-    pub fn encode(&self) -> Vec<OsString> {
+    pub(crate) fn encode(&self) -> Vec<OsString> {
         let mut f: Vec<OsString> = vec![
             self.mode.as_str().into(),
             if self.network { "net" } else { "nonet" }.into(),
@@ -240,7 +240,7 @@ impl Policy {
         f
     }
 
-    pub fn decode(fields: &[OsString]) -> Option<Policy> {
+    pub(crate) fn decode(fields: &[OsString]) -> Option<Policy> {
         let [mode, net, root, tmp, rest @ ..] = fields else {
             return None;
         };
@@ -276,7 +276,7 @@ struct UserMaps {
 
 /// A policy made ready to apply between fork and exec.
 #[derive(Debug)]
-pub struct Sandbox {
+pub(crate) struct Sandbox {
     policy: Policy,
     ruleset: landlock::Ruleset,
     filter: Option<seccomp::Filter>,
@@ -374,7 +374,7 @@ fn cstring(p: &Path) -> Result<CString, Error> {
 impl Sandbox {
     /// Prepares `policy` (which must not be `Mode::Off`) for the kernel: errors when the
     /// kernel's Landlock cannot enforce it.
-    pub fn new(policy: Policy) -> Result<Sandbox, Error> {
+    pub(crate) fn new(policy: Policy) -> Result<Sandbox, Error> {
         let abi = abi();
         if abi < MIN_ABI {
             return Err(Error::Unsupported {
@@ -450,12 +450,12 @@ impl Sandbox {
         })
     }
 
-    pub fn policy(&self) -> &Policy {
+    pub(crate) fn policy(&self) -> &Policy {
         &self.policy
     }
 
     /// What the sandboxed command's environment gets: its private temporary directory.
-    pub fn env(&self) -> Vec<(String, String)> {
+    pub(crate) fn env(&self) -> Vec<(String, String)> {
         vec![(
             "TMPDIR".to_string(),
             self.policy.tmpdir.to_string_lossy().into_owned(),
@@ -464,7 +464,7 @@ impl Sandbox {
 
     /// Confines the calling process as the policy says; meant for the child between fork and
     /// exec: only syscalls on what `new` prepared, no allocation.
-    pub fn apply(&self) -> io::Result<()> {
+    pub(crate) fn apply(&self) -> io::Result<()> {
         if !self.binds.is_empty() {
             self.enter_mount_namespace()?;
         }
@@ -557,7 +557,7 @@ unsafe fn write_file(path: &std::ffi::CStr, data: &[u8]) -> io::Result<()> {
 
 /// The private temporary directory of this crush process's sandboxed commands (created, mode
 /// 0700, once; `remove_tmpdir` removes it).
-pub fn session_tmpdir() -> Result<PathBuf, Error> {
+pub(crate) fn session_tmpdir() -> Result<PathBuf, Error> {
     static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     if let Some(d) = DIR.get() {
         return Ok(d.clone());
@@ -583,7 +583,7 @@ fn owned_private_dir(dir: &Path) -> bool {
 }
 
 /// Removes the private temporary directory, if one was made (when crush ends).
-pub fn remove_tmpdir() {
+pub(crate) fn remove_tmpdir() {
     let dir = std::env::temp_dir().join(format!("crush-sandbox-{}", std::process::id()));
     if owned_private_dir(&dir) {
         let _ = std::fs::remove_dir_all(dir);
@@ -592,7 +592,7 @@ pub fn remove_tmpdir() {
 
 /// The one line a refused command's tool result gets, when its output shows the sandbox
 /// refused it (crush(1) SECURITY, sandbox).
-pub fn refusal_hint(policy: &Policy, output: &str) -> Option<String> {
+pub(crate) fn refusal_hint(policy: &Policy, output: &str) -> Option<String> {
     let denied = |s: &str| {
         s.contains("Permission denied")
             || s.contains("Operation not permitted")

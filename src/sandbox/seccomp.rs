@@ -55,12 +55,12 @@ fn jump(code: u16, k: u32, jt: u8, jf: u8) -> libc::sock_filter {
 
 /// The filter, ready to install.
 #[derive(Debug)]
-pub struct Filter {
+pub(super) struct Filter {
     prog: Vec<libc::sock_filter>,
 }
 
 impl Filter {
-    pub fn network_off() -> Filter {
+    pub(super) fn network_off() -> Filter {
         let mut p = vec![
             stmt(BPF_LD_W_ABS, OFF_ARCH),
             jump(BPF_JEQ_K, AUDIT_ARCH, 1, 0),
@@ -112,7 +112,7 @@ impl Filter {
 
     /// Installs the filter on the calling thread. Only a syscall: safe between fork and exec.
     /// `no_new_privs` must be set first.
-    pub fn install(&self) -> io::Result<()> {
+    pub(super) fn install(&self) -> io::Result<()> {
         let fprog = libc::sock_fprog {
             len: self.prog.len() as u16,
             filter: self.prog.as_ptr() as *mut libc::sock_filter,

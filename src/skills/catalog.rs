@@ -11,7 +11,7 @@ use serde_json::{Value as Json, json};
 
 /// `text` with `$ARGUMENTS` replaced by `rest` and each `$NAME` of `values` by its value.
 /// Without a `$ARGUMENTS`, a non-empty `rest` is appended after a blank line.
-pub fn expand(text: &str, values: &[(String, String)], rest: &str) -> String {
+pub(crate) fn expand(text: &str, values: &[(String, String)], rest: &str) -> String {
     let mut out = String::with_capacity(text.len() + rest.len());
     let mut last = 0;
     let mut used_rest = false;
@@ -41,7 +41,7 @@ pub fn expand(text: &str, values: &[(String, String)], rest: &str) -> String {
 
 /// A piece of a Claude Code command's prompt: text, or a `` !`cmd` `` whose output goes there.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Segment {
+pub(crate) enum Segment {
     Text(String),
     Shell(String),
 }
@@ -113,7 +113,7 @@ fn claude_arguments(text: &str, words: &[String], raw: &str) -> (String, bool) {
 /// its `` !`cmd` `` commands, with the arguments in place in both (the commands are found in
 /// the file's text, so an argument never adds one). Without a placeholder, a non-empty line is
 /// appended as `ARGUMENTS: …`, as Claude Code does.
-pub fn expand_claude(body: &str, words: &[String], raw: &str) -> Vec<Segment> {
+pub(crate) fn expand_claude(body: &str, words: &[String], raw: &str) -> Vec<Segment> {
     let mut segs = Vec::new();
     let mut used = false;
     let mut last = 0;
@@ -139,7 +139,7 @@ pub fn expand_claude(body: &str, words: &[String], raw: &str) -> Vec<Segment> {
 }
 
 /// The prompt of `segments`, each command's output (from `run`) in its place.
-pub fn join_segments<E>(
+pub(crate) fn join_segments<E>(
     segments: &[Segment],
     run: &mut dyn FnMut(&str) -> Result<String, E>,
 ) -> Result<String, E> {
@@ -155,7 +155,7 @@ pub fn join_segments<E>(
 
 /// The level of a name: earlier levels win a clash.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Tier {
+pub(crate) enum Tier {
     ProjectCommand,
     UserCommand,
     Skill,
@@ -164,7 +164,7 @@ pub enum Tier {
 
 /// What a name in the list stands for.
 #[derive(Clone, Debug)]
-pub enum Kind<'a> {
+pub(crate) enum Kind<'a> {
     Command(&'a Command),
     Skill(&'a Skill),
     Mcp(crate::mcp::Prompt),
@@ -172,7 +172,7 @@ pub enum Kind<'a> {
 
 /// One entry of the list.
 #[derive(Clone, Debug)]
-pub struct Entry<'a> {
+pub(crate) struct Entry<'a> {
     /// `project:review`, `user:my-skill`, `mcp:SERVER:PROMPT`.
     pub name: String,
     /// The name without its first part: `review`, `my-skill`, `PROMPT`.
@@ -183,7 +183,7 @@ pub struct Entry<'a> {
 
 /// A name of the list and its level, for resolving and completing.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Name {
+pub(crate) struct Name {
     pub full: String,
     pub bare: String,
     pub tier: Tier,
@@ -191,7 +191,7 @@ pub struct Name {
 
 /// Commands, user-invocable skills and MCP prompts, in one list.
 #[derive(Clone, Debug, Default)]
-pub struct Catalog<'a> {
+pub(crate) struct Catalog<'a> {
     pub entries: Vec<Entry<'a>>,
 }
 
@@ -202,7 +202,11 @@ fn bare_of(full: &str) -> String {
 }
 
 impl<'a> Catalog<'a> {
-    pub fn new(commands: &'a Commands, skills: &'a Skills, mcp: Vec<crate::mcp::Prompt>) -> Self {
+    pub(crate) fn new(
+        commands: &'a Commands,
+        skills: &'a Skills,
+        mcp: Vec<crate::mcp::Prompt>,
+    ) -> Self {
         let mut entries = Vec::new();
         for c in &commands.commands {
             entries.push(Entry {
@@ -239,7 +243,7 @@ impl<'a> Catalog<'a> {
         Catalog { entries }
     }
 
-    pub fn names(&self) -> Vec<Name> {
+    pub(crate) fn names(&self) -> Vec<Name> {
         self.entries
             .iter()
             .map(|e| Name {
@@ -250,14 +254,14 @@ impl<'a> Catalog<'a> {
             .collect()
     }
 
-    pub fn get(&self, full: &str) -> Option<&Entry<'a>> {
+    pub(crate) fn get(&self, full: &str) -> Option<&Entry<'a>> {
         self.entries.iter().find(|e| e.name == full)
     }
 }
 
 /// Optimal string alignment distance: insertions, deletions, substitutions and transpositions
 /// of adjacent characters each cost one.
-pub fn edit_distance(a: &str, b: &str) -> usize {
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
     let (n, m) = (a.len(), b.len());
@@ -285,7 +289,7 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
 
 /// A slash word that is a path, not a name (`/usr/bin/foo` after its first slash): it holds
 /// another `/`, which no command, skill or MCP prompt name does. Such a prompt is sent as text.
-pub fn is_path(word: &str) -> bool {
+pub(crate) fn is_path(word: &str) -> bool {
     word.contains('/')
 }
 
@@ -293,7 +297,7 @@ pub fn is_path(word: &str) -> bool {
 /// starts (`git:commit` for `git:commit-all`), one that starts it (`sessionsx`), or one a few
 /// edits away (one edit for a short name, two from four characters), compared whole and by the
 /// part after the last `:`.
-pub fn near<'n>(typed: &str, names: impl IntoIterator<Item = &'n str>) -> Vec<String> {
+pub(crate) fn near<'n>(typed: &str, names: impl IntoIterator<Item = &'n str>) -> Vec<String> {
     let t = typed.to_ascii_lowercase();
     let limit = if t.chars().count() >= 4 { 2 } else { 1 };
     let score = |n: &str| -> usize {
@@ -331,7 +335,7 @@ pub fn near<'n>(typed: &str, names: impl IntoIterator<Item = &'n str>) -> Vec<St
 
 /// What a typed name means.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Resolution {
+pub(crate) enum Resolution {
     /// A built-in command of the interactive session (its name).
     Builtin(String),
     /// An entry of the list (its full name).
@@ -344,7 +348,7 @@ pub enum Resolution {
 /// What `word` (a slash name without its slash) names: a built-in command (case-insensitive),
 /// a full name, a bare name (the first level that has it wins; two at that level are
 /// ambiguous), or, with `prefixes`, a unique prefix of any of these.
-pub fn resolve(word: &str, names: &[Name], builtins: &[&str], prefixes: bool) -> Resolution {
+pub(crate) fn resolve(word: &str, names: &[Name], builtins: &[&str], prefixes: bool) -> Resolution {
     let lower = word.to_ascii_lowercase();
     if let Some(b) = builtins.iter().find(|b| **b == lower) {
         return Resolution::Builtin(b.to_string());
@@ -412,7 +416,7 @@ fn by_bare(word: &str, names: &[Name]) -> Option<Resolution> {
 
 /// The arguments an entry was given: named values, and the rest of the line.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Bound {
+pub(crate) struct Bound {
     pub values: Vec<(String, String)>,
     pub rest: String,
     /// The words that bound no named argument (Claude Code's `$1`, `$2`…).
@@ -421,7 +425,7 @@ pub struct Bound {
 
 impl Entry<'_> {
     /// The arguments to ask for when missing: (name, required).
-    pub fn arguments(&self) -> Vec<(String, bool)> {
+    pub(crate) fn arguments(&self) -> Vec<(String, bool)> {
         match &self.kind {
             Kind::Command(c) => c.arguments.iter().map(|a| (a.clone(), true)).collect(),
             Kind::Skill(_) => Vec::new(),
@@ -434,7 +438,7 @@ impl Entry<'_> {
     }
 
     /// The entry as `/help` shows it: its name and arguments.
-    pub fn usage(&self) -> String {
+    pub(crate) fn usage(&self) -> String {
         let args: Vec<String> = match &self.kind {
             Kind::Command(c) => match &c.argument_hint {
                 Some(h) => vec![h.clone()],
@@ -460,11 +464,11 @@ impl Entry<'_> {
 
     /// Whether missing arguments are asked for (a custom command's named arguments); an MCP
     /// prompt's missing ones are an error.
-    pub fn asks(&self) -> bool {
+    pub(crate) fn asks(&self) -> bool {
         matches!(self.kind, Kind::Command(_))
     }
 
-    pub fn description(&self) -> &str {
+    pub(crate) fn description(&self) -> &str {
         match &self.kind {
             Kind::Command(c) => &c.description,
             Kind::Skill(s) => &s.description,
@@ -475,7 +479,7 @@ impl Entry<'_> {
     /// Binds the words typed after the name (split as a shell would): `NAME=value` for a
     /// named argument; for an MCP prompt, other words fill its arguments in order; the rest is
     /// `$ARGUMENTS`.
-    pub fn bind(&self, args: &str) -> Result<Bound, SkillError> {
+    pub(crate) fn bind(&self, args: &str) -> Result<Bound, SkillError> {
         let words = match crate::config::commands::split_words(args) {
             Ok(w) => w,
             // Unbalanced quotes: the line is text, not arguments.
@@ -493,7 +497,7 @@ impl Entry<'_> {
 
     /// [`bind`](Self::bind) with the words already split; `raw` is the rest of the line as
     /// typed (what `$ARGUMENTS` receives when no named argument was given).
-    pub fn bind_words(&self, words: Vec<String>, raw: &str) -> Result<Bound, SkillError> {
+    pub(crate) fn bind_words(&self, words: Vec<String>, raw: &str) -> Result<Bound, SkillError> {
         let known = self.arguments();
         let mut bound = Bound::default();
         let mut others: Vec<String> = Vec::new();
@@ -532,7 +536,7 @@ impl Entry<'_> {
     }
 
     /// The required arguments `bound` lacks.
-    pub fn missing(&self, bound: &Bound) -> Vec<String> {
+    pub(crate) fn missing(&self, bound: &Bound) -> Vec<String> {
         self.arguments()
             .into_iter()
             .filter(|(n, required)| *required && !bound.values.iter().any(|(b, _)| b == n))
@@ -542,7 +546,7 @@ impl Entry<'_> {
 
     /// A Claude Code command's prompt in pieces when it has `` !`cmd` `` commands to run
     /// first (`join_segments`); None for anything else, whose prompt is [`render`](Self::render)'s.
-    pub fn shell_segments(&self, bound: &Bound) -> Option<Vec<Segment>> {
+    pub(crate) fn shell_segments(&self, bound: &Bound) -> Option<Vec<Segment>> {
         match &self.kind {
             Kind::Command(c) if c.dialect == Dialect::Claude => {
                 let segs = expand_claude(&c.body, &bound.words, &bound.rest);
@@ -556,7 +560,7 @@ impl Entry<'_> {
 
     /// The prompt the entry sends. An MCP prompt is fetched from its server (`mcp`). A Claude
     /// Code command's `` !`cmd` `` are left as written here (see `shell_segments`).
-    pub fn render(
+    pub(crate) fn render(
         &self,
         bound: &Bound,
         mcp: Option<&crate::mcp::Manager>,
@@ -607,7 +611,7 @@ impl Entry<'_> {
 /// arguments bound: `words` are the words after the name, `raw` the rest as typed. Only full
 /// and bare names count (no prefixes); Ok(None): it names nothing, so it is a prompt. Err (a
 /// usage error): the name is ambiguous, or named arguments are missing (nobody can be asked).
-pub fn for_run<'c, 'a>(
+pub(crate) fn for_run<'c, 'a>(
     cat: &'c Catalog<'a>,
     name: &str,
     words: Vec<String>,
@@ -643,7 +647,7 @@ pub fn for_run<'c, 'a>(
 }
 
 /// The message a skill invoked as a command sends: its instructions, then the user's words.
-pub fn invocation(s: &Skill, rest: &str) -> String {
+pub(crate) fn invocation(s: &Skill, rest: &str) -> String {
     let mut out = format!(
         "<loaded_skill>\n<name>{}</name>\n<description>{}</description>\n<location>{}</location>\n<instructions>\n{}\n</instructions>\n</loaded_skill>",
         super::escape(&s.name),

@@ -15,13 +15,13 @@ use serde_json::{Value as Json, json};
 use std::path::{Path, PathBuf};
 
 /// A larger command file is rejected.
-pub const MAX_COMMAND_BYTES: u64 = 256 * 1024;
+pub(crate) const MAX_COMMAND_BYTES: u64 = 256 * 1024;
 const MAX_DEPTH: usize = 4;
 const MAX_DIRS: usize = 1000;
 
 /// A custom command.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Command {
+pub(crate) struct Command {
     /// `project:review`, `user:git:commit`.
     pub name: String,
     pub path: PathBuf,
@@ -41,7 +41,7 @@ pub struct Command {
 
 /// Whose rules a command's text follows (crush(1) SKILLS AND COMMANDS, Custom commands).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Dialect {
+pub(crate) enum Dialect {
     /// crush's, Go Crush's and Codex's folders: `$UPPER_CASE` words are named arguments.
     Go,
     /// Claude Code's folders: `$ARGUMENTS`, `$1`…, `` !`cmd` ``; other `$WORDS` are text.
@@ -50,7 +50,7 @@ pub enum Dialect {
 
 /// A command file that was not loaded: where, from which level, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Rejected {
+pub(crate) struct Rejected {
     pub path: String,
     pub source: Source,
     pub reason: String,
@@ -58,7 +58,7 @@ pub struct Rejected {
 
 /// The custom commands of a session.
 #[derive(Clone, Debug, Default)]
-pub struct Commands {
+pub(crate) struct Commands {
     pub commands: Vec<Command>,
     pub rejected: Vec<Rejected>,
     /// Two files with one name: the second is ignored (one line each).
@@ -67,7 +67,7 @@ pub struct Commands {
 
 /// The named arguments of `text`: each `$` followed by an upper-case letter and upper-case
 /// letters, digits or `_` (Go Crush's pattern), `$ARGUMENTS` excluded, first appearance first.
-pub fn named_arguments(text: &str) -> Vec<String> {
+pub(crate) fn named_arguments(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for (name, _) in placeholders(text) {
         if name != "ARGUMENTS" && !out.iter().any(|n| n == name) {
@@ -101,7 +101,7 @@ pub(super) fn placeholders(text: &str) -> Vec<(&str, usize)> {
 
 /// A folder of command files and the level its commands belong to.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Folder {
+pub(crate) struct Folder {
     pub dir: PathBuf,
     pub source: Source,
     pub dialect: Dialect,
@@ -111,7 +111,7 @@ pub struct Folder {
 /// directory, the data directory and the project root; `.claude/commands` in the working
 /// directory and the project root), then the user's (`~/.config/crush/commands`,
 /// `~/.crush/commands`, `~/.claude/commands`, `~/.codex/prompts`).
-pub fn folders(loaded: &Loaded) -> Vec<Folder> {
+pub(crate) fn folders(loaded: &Loaded) -> Vec<Folder> {
     let home = super::home();
     let codex = crate::paths::location_var("CODEX_HOME").unwrap_or_else(|| home.join(".codex"));
     use Dialect::{Claude, Go};
@@ -217,7 +217,7 @@ fn load_one(
 }
 
 /// Loads the commands of `folders`; the first file of a name wins.
-pub fn load_from(folders: &[Folder]) -> Commands {
+pub(crate) fn load_from(folders: &[Folder]) -> Commands {
     let mut walker = walk::Walker::new(MAX_DEPTH, MAX_DIRS);
     let mut out = Commands::default();
     for f in folders {
@@ -268,13 +268,13 @@ pub fn load_from(folders: &[Folder]) -> Commands {
 }
 
 /// The session's custom commands.
-pub fn load(loaded: &Loaded) -> Commands {
+pub(crate) fn load(loaded: &Loaded) -> Commands {
     load_from(&folders(loaded))
 }
 
 impl Commands {
     /// The commands and rejected files, for `crush skills list`.
-    pub fn list_text(&self) -> String {
+    pub(crate) fn list_text(&self) -> String {
         let mut out = String::new();
         for c in &self.commands {
             let args: String = match &c.argument_hint {
@@ -297,7 +297,7 @@ impl Commands {
         out
     }
 
-    pub fn list_json(&self) -> Json {
+    pub(crate) fn list_json(&self) -> Json {
         let mut items: Vec<Json> = self
             .commands
             .iter()

@@ -6,7 +6,7 @@ use crate::config::commands::CommandError;
 use std::fmt;
 
 #[derive(Debug)]
-pub enum SkillError {
+pub(crate) enum SkillError {
     /// The file's frontmatter does not parse (the message names its line).
     Frontmatter(FrontmatterError),
     /// A field of the frontmatter, or the file's name, that does not fit; says which.
@@ -45,7 +45,7 @@ impl std::error::Error for SkillError {
 
 impl SkillError {
     /// Whether the words typed are at fault (a usage error) rather than the prompt's server.
-    pub fn is_usage(&self) -> bool {
+    pub(crate) fn is_usage(&self) -> bool {
         !matches!(self, SkillError::Prompt(_) | SkillError::Mcp(_))
     }
 }

@@ -8,7 +8,7 @@ use std::fmt;
 
 /// A value of the frontmatter.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Value {
+pub(crate) enum Value {
     /// A scalar; None for an empty value, `~` or `null`.
     Scalar(Option<String>),
     List(Vec<String>),
@@ -19,7 +19,7 @@ pub enum Value {
 
 /// One key of the frontmatter, its value and the line it is on.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Field {
+pub(crate) struct Field {
     pub key: String,
     pub value: Value,
     pub line: usize,
@@ -27,7 +27,7 @@ pub struct Field {
 
 /// A markdown file split into its frontmatter and its body.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Document {
+pub(crate) struct Document {
     /// None: the file has no frontmatter.
     pub fields: Option<Vec<Field>>,
     pub body: String,
@@ -35,7 +35,7 @@ pub struct Document {
 
 impl Document {
     /// The field `key`, if present.
-    pub fn get(&self, key: &str) -> Option<&Field> {
+    pub(crate) fn get(&self, key: &str) -> Option<&Field> {
         self.fields.as_ref()?.iter().find(|f| f.key == key)
     }
 }
@@ -43,7 +43,7 @@ impl Document {
 /// Splits `text` into frontmatter and body and parses the frontmatter. A file whose first
 /// non-blank line is not `---` has none (its body is the whole text). Line endings may be
 /// `\n`, `\r\n` or `\r`; a leading byte-order mark is ignored.
-pub fn parse(text: &str) -> Result<Document, FrontmatterError> {
+pub(crate) fn parse(text: &str) -> Result<Document, FrontmatterError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let text = if text.contains('\r') {
         std::borrow::Cow::Owned(text.replace("\r\n", "\n").replace('\r', "\n"))
@@ -613,7 +613,7 @@ fn unquote_inline(text: &str) -> Result<(String, &str), QuoteError> {
 
 /// Why a frontmatter does not parse; the message names the file's line.
 #[derive(Debug, Clone, PartialEq)]
-pub enum FrontmatterError {
+pub(crate) enum FrontmatterError {
     /// The `---` on `line` has no closing `---`.
     Unclosed { line: usize },
     /// A line that is not the YAML subset a frontmatter may use; says what is wrong.
@@ -646,7 +646,7 @@ impl std::error::Error for FrontmatterError {
 
 /// What is wrong with a quoted value.
 #[derive(Debug, Clone, PartialEq)]
-pub enum QuoteError {
+pub(crate) enum QuoteError {
     NeverClosed,
     Empty,
     /// `\x`, `\u` or `\U` and what follows it, not a character.

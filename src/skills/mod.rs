@@ -8,32 +8,32 @@
 //! folders come first, then `options.skills_paths`, then the user's folders, then the built-in
 //! skills. `commands.rs` loads custom commands.
 
-pub mod catalog;
-pub mod commands;
+pub(crate) mod catalog;
+pub(crate) mod commands;
 mod error;
-pub mod frontmatter;
+pub(crate) mod frontmatter;
 pub(crate) mod walk;
 
 use crate::config::Loaded;
-pub use error::SkillError;
+pub(crate) use error::SkillError;
 use frontmatter::{Document, Value};
 use serde_json::{Value as Json, json};
 use std::path::{Path, PathBuf};
 
 /// The file that makes a folder a skill.
-pub const SKILL_FILE: &str = "SKILL.md";
+pub(crate) const SKILL_FILE: &str = "SKILL.md";
 /// The Agent Skills standard's limits, in characters.
-pub const MAX_NAME: usize = 64;
-pub const MAX_DESCRIPTION: usize = 1024;
-pub const MAX_COMPATIBILITY: usize = 500;
+pub(crate) const MAX_NAME: usize = 64;
+pub(crate) const MAX_DESCRIPTION: usize = 1024;
+pub(crate) const MAX_COMPATIBILITY: usize = 500;
 /// A larger `SKILL.md` is rejected: it is what the view tool reads at most.
-pub const MAX_SKILL_BYTES: u64 = crate::tools::view::MAX_FILE_BYTES;
+pub(crate) const MAX_SKILL_BYTES: u64 = crate::tools::view::MAX_FILE_BYTES;
 /// How deep below a skills folder skills are looked for, and how many folders one discovery
 /// reads at most.
 const MAX_DEPTH: usize = 4;
 const MAX_DIRS: usize = 2000;
 /// Where built-in skills are, for the model (the view tool reads them from the binary).
-pub const BUILTIN_PREFIX: &str = crate::tools::view::BUILTIN_SKILLS;
+pub(crate) const BUILTIN_PREFIX: &str = crate::tools::view::BUILTIN_SKILLS;
 
 /// The built-in skills: (folder name, SKILL.md).
 const BUILTIN: &[(&str, &str)] = &[
@@ -46,14 +46,14 @@ const BUILTIN: &[(&str, &str)] = &[
 
 /// Where a skill comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Source {
+pub(crate) enum Source {
     Project,
     User,
     Builtin,
 }
 
 impl Source {
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Source::Project => "project",
             Source::User => "user",
@@ -64,7 +64,7 @@ impl Source {
 
 /// A valid skill.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Skill {
+pub(crate) struct Skill {
     pub name: String,
     pub description: String,
     pub license: Option<String>,
@@ -87,7 +87,7 @@ pub struct Skill {
 
 /// What became of one `SKILL.md` (or folder) discovery met.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum State {
+pub(crate) enum State {
     Active,
     /// Listed in `options.disabled_skills`.
     Disabled,
@@ -101,7 +101,7 @@ pub enum State {
 
 /// One thing discovery found.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Found {
+pub(crate) struct Found {
     pub name: Option<String>,
     /// `SKILL.md`, or the folder or link a problem is about.
     pub path: String,
@@ -112,7 +112,7 @@ pub struct Found {
 
 /// The skills of a session.
 #[derive(Clone, Debug, Default)]
-pub struct Skills {
+pub(crate) struct Skills {
     /// Everything found, in discovery order.
     pub found: Vec<Found>,
     /// Name clashes between two skills of the user's or the project's (one line each).
@@ -121,7 +121,7 @@ pub struct Skills {
 
 /// The validation errors of a skill's fields, per the Agent Skills standard; empty when valid.
 /// `folder`: the name of the skill's folder, which the name must equal.
-pub fn validate(s: &Skill, folder: &str) -> Vec<String> {
+pub(crate) fn validate(s: &Skill, folder: &str) -> Vec<String> {
     let mut errs = Vec::new();
     let n = s.name.chars().count();
     if s.name.is_empty() {
@@ -212,7 +212,7 @@ fn first_paragraph(body: &str) -> String {
 /// A skill from the text of its `SKILL.md` (not yet validated); `folder` names a skill whose
 /// file has no frontmatter (Claude Code loads such a file: its name is its folder's, its
 /// description its first paragraph). Err: why it is not one.
-pub fn parse_skill(
+pub(crate) fn parse_skill(
     text: &str,
     location: String,
     source: Source,
@@ -276,7 +276,7 @@ pub fn parse_skill(
 
 /// A folder to look for skills in.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Root {
+pub(crate) struct Root {
     pub dir: PathBuf,
     pub source: Source,
     /// Named in `options.skills_paths`: a missing one is listed.
@@ -292,7 +292,7 @@ fn home() -> PathBuf {
 /// working directory, then at the project root), `options.skills_paths`, then the user's
 /// (`$CRUSH_SKILLS_DIR`, or `~/.config/crush/skills`, `~/.config/agents/skills`,
 /// `~/.agents/skills` and `~/.claude/skills`).
-pub fn roots(loaded: &Loaded) -> Vec<Root> {
+pub(crate) fn roots(loaded: &Loaded) -> Vec<Root> {
     const PROJECT: &[&str] = &[
         ".crush/skills",
         ".agents/skills",
@@ -442,7 +442,7 @@ fn builtin() -> Vec<Found> {
 
 /// Finds every skill under `roots`, then the built-in ones; the first of a name wins, names in
 /// `disabled` are disabled.
-pub fn discover_in(roots: &[Root], project_root: &Path, disabled: &[String]) -> Skills {
+pub(crate) fn discover_in(roots: &[Root], project_root: &Path, disabled: &[String]) -> Skills {
     let project_root =
         std::fs::canonicalize(project_root).unwrap_or_else(|_| project_root.to_path_buf());
     let mut walker = walk::Walker::new(MAX_DEPTH, MAX_DIRS);
@@ -533,7 +533,7 @@ pub fn discover_in(roots: &[Root], project_root: &Path, disabled: &[String]) -> 
 }
 
 /// The session's skills under the configuration `loaded`.
-pub fn discover(loaded: &Loaded) -> Skills {
+pub(crate) fn discover(loaded: &Loaded) -> Skills {
     discover_in(
         &roots(loaded),
         &loaded.project_root,
@@ -559,7 +559,7 @@ fn escape(s: &str) -> String {
 
 /// One skill as `crush_info` lists it under `[skills]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct InfoEntry {
+pub(crate) struct InfoEntry {
     pub name: String,
     /// `project`, `user` or `builtin`.
     pub origin: &'static str,
@@ -571,7 +571,7 @@ pub struct InfoEntry {
 
 impl Skills {
     /// Every named skill discovery met, by name, for `crush_info`.
-    pub fn info(&self) -> Vec<InfoEntry> {
+    pub(crate) fn info(&self) -> Vec<InfoEntry> {
         let mut v: Vec<InfoEntry> = self
             .found
             .iter()
@@ -601,7 +601,7 @@ impl Skills {
     }
 
     /// The active skills, by name.
-    pub fn active(&self) -> Vec<&Skill> {
+    pub(crate) fn active(&self) -> Vec<&Skill> {
         let mut out: Vec<&Skill> = self
             .found
             .iter()
@@ -614,13 +614,13 @@ impl Skills {
 
     /// The active skill `name`.
     #[cfg(test)]
-    pub fn get(&self, name: &str) -> Option<&Skill> {
+    pub(crate) fn get(&self, name: &str) -> Option<&Skill> {
         self.active().into_iter().find(|s| s.name == name)
     }
 
     /// The `<available_skills>` listing of the system prompt, by name (stable, so the prompt
     /// caches); empty when no skill is offered to the model.
-    pub fn prompt_listing(&self) -> String {
+    pub(crate) fn prompt_listing(&self) -> String {
         let offered: Vec<&Skill> = self
             .active()
             .into_iter()
@@ -652,7 +652,7 @@ impl Skills {
 
     /// What the tools may read without asking: the active skills' folders and the built-in
     /// skills' texts.
-    pub fn files(&self) -> crate::tools::SkillFiles {
+    pub(crate) fn files(&self) -> crate::tools::SkillFiles {
         let mut files = crate::tools::SkillFiles::default();
         for s in self.active() {
             match &s.dir {
@@ -670,7 +670,7 @@ impl Skills {
     }
 
     /// `crush skills list`: one block per skill found.
-    pub fn list_text(&self) -> String {
+    pub(crate) fn list_text(&self) -> String {
         let mut out = String::new();
         for f in &self.found {
             let name = f.name.as_deref().unwrap_or("-");
@@ -710,7 +710,7 @@ impl Skills {
     }
 
     /// `crush skills list --json`: one object per skill found.
-    pub fn list_json(&self) -> Json {
+    pub(crate) fn list_json(&self) -> Json {
         let items: Vec<Json> = self
             .found
             .iter()

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 /// What an entry of a folder is, symbolic links followed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     Dir,
     File,
     Other,
@@ -16,7 +16,7 @@ pub enum Kind {
 
 /// One entry of a folder.
 #[derive(Clone, Debug)]
-pub struct Entry {
+pub(crate) struct Entry {
     pub name: String,
     pub path: PathBuf,
     pub kind: Kind,
@@ -25,11 +25,11 @@ pub struct Entry {
 }
 
 /// A problem met on the way, to be listed: the path and why.
-pub type Problem = (PathBuf, String);
+pub(crate) type Problem = (PathBuf, String);
 
 /// The limits and memory of one discovery (shared by all its folders, so the same folder
 /// reached twice is read once).
-pub struct Walker {
+pub(crate) struct Walker {
     pub max_depth: usize,
     /// Folders that may still be read.
     pub budget: usize,
@@ -41,20 +41,20 @@ pub struct Walker {
 
 /// Called with each folder as found, its canonical path, its path below the base (folder
 /// names) and its entries.
-pub type Visit<'a> = dyn FnMut(&Path, &Path, &[String], &[Entry]) -> Next + 'a;
+pub(crate) type Visit<'a> = dyn FnMut(&Path, &Path, &[String], &[Entry]) -> Next + 'a;
 
 /// Called with each folder (as found, canonical) before it is listed: Skip leaves it unlisted.
-pub type Probe<'a> = dyn FnMut(&Path, &Path) -> Next + 'a;
+pub(crate) type Probe<'a> = dyn FnMut(&Path, &Path) -> Next + 'a;
 
 /// What to do with a folder after seeing its entries.
 #[derive(PartialEq, Eq)]
-pub enum Next {
+pub(crate) enum Next {
     Descend,
     Skip,
 }
 
 impl Walker {
-    pub fn new(max_depth: usize, max_dirs: usize) -> Walker {
+    pub(crate) fn new(max_depth: usize, max_dirs: usize) -> Walker {
         Walker {
             max_depth,
             budget: max_dirs,
@@ -67,12 +67,12 @@ impl Walker {
     /// Walks `base` (which must exist and be a folder), calling `visit` with each folder as
     /// found (`rel`: its path below `base`) and its entries; `visit` says whether to go into
     /// its sub-folders. Folders whose names start with `.` are not entered.
-    pub fn walk(&mut self, base: &Path, visit: &mut Visit) {
+    pub(crate) fn walk(&mut self, base: &Path, visit: &mut Visit) {
         self.walk_probing(base, &mut |_, _| Next::Descend, visit);
     }
 
     /// [`walk`](Self::walk), `probe` deciding about each folder before it is listed.
-    pub fn walk_probing(&mut self, base: &Path, probe: &mut Probe, visit: &mut Visit) {
+    pub(crate) fn walk_probing(&mut self, base: &Path, probe: &mut Probe, visit: &mut Visit) {
         let canon = match fs::canonicalize(base) {
             Ok(c) => c,
             Err(e) => {
@@ -217,7 +217,7 @@ fn read_entries(dir: &Path, problems: &mut Vec<Problem>) -> std::io::Result<Vec<
 
 /// Why a file could not be read as text.
 #[derive(Debug)]
-pub struct ReadError {
+pub(crate) struct ReadError {
     /// `NotFound` for a missing file; `InvalidData` for one that is too large or not UTF-8.
     pub kind: std::io::ErrorKind,
     pub message: String,
@@ -241,7 +241,7 @@ fn invalid(message: String) -> ReadError {
 
 /// The text of the regular file `path` (symbolic links followed), at most `max` bytes. Err:
 /// why not (missing, too large, not UTF-8, not a regular file).
-pub fn read_text(path: &Path, max: u64) -> Result<String, ReadError> {
+pub(crate) fn read_text(path: &Path, max: u64) -> Result<String, ReadError> {
     // Non-blocking, regular files only: a FIFO put in place of the file must not hold up the
     // start, nor a link to a device fill the memory.
     let data = match crate::fsutil::read_regular(path, crate::fsutil::Links::Follow, max) {

@@ -13,11 +13,11 @@ use rusqlite::{OptionalExtension, params, types::ValueRef};
 use std::path::Path;
 
 /// Content larger than this is not kept (the version records that it was omitted).
-pub const MAX_KEPT_BYTES: usize = 10 * 1024 * 1024;
+pub(crate) const MAX_KEPT_BYTES: usize = 10 * 1024 * 1024;
 
 /// A file's content as the history is given it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Content<'a> {
+pub(crate) enum Content<'a> {
     /// There is no file.
     Absent,
     Bytes(&'a [u8]),
@@ -27,7 +27,7 @@ pub enum Content<'a> {
 
 /// One stored version of a file.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FileVersion {
+pub(crate) struct FileVersion {
     pub session_id: String,
     pub path: String,
     /// The bytes (empty when `absent` or `omitted`).
@@ -46,7 +46,7 @@ pub struct FileVersion {
 
 impl FileVersion {
     /// The content as it was, if it was kept: Some(None) for "no file".
-    pub fn state(&self) -> Option<Option<&[u8]>> {
+    pub(crate) fn state(&self) -> Option<Option<&[u8]>> {
         match (self.absent, self.omitted) {
             (true, _) => Some(None),
             (false, true) => None,
@@ -58,7 +58,7 @@ impl FileVersion {
 /// The last change of a session: for each file the call changed, the version before it and
 /// the version it left.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Change {
+pub(crate) struct Change {
     pub tool_call_id: String,
     pub files: Vec<(FileVersion, FileVersion)>,
 }
@@ -103,7 +103,7 @@ fn content_value(bytes: &[u8]) -> rusqlite::types::Value {
 impl Store {
     /// Records that the tool call `tool_call_id` changed `path` from `before` to `after` (None:
     /// no file), in one transaction.
-    pub fn record_file_change(
+    pub(crate) fn record_file_change(
         &self,
         session_id: &str,
         tool_call_id: &str,
@@ -171,7 +171,11 @@ impl Store {
     }
 
     /// The versions of the session's files (of `path` only, if given), by path then version.
-    pub fn file_versions(&self, session_id: &str, path: Option<&Path>) -> Result<Vec<FileVersion>> {
+    pub(crate) fn file_versions(
+        &self,
+        session_id: &str,
+        path: Option<&Path>,
+    ) -> Result<Vec<FileVersion>> {
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT {} FROM files WHERE session_id = ?1 AND (?2 IS NULL OR path = ?2)
              ORDER BY path, version",
@@ -184,7 +188,7 @@ impl Store {
     }
 
     /// The session's last change a tool call made that is still in its history.
-    pub fn last_file_change(&self, session_id: &str) -> Result<Option<Change>> {
+    pub(crate) fn last_file_change(&self, session_id: &str) -> Result<Option<Change>> {
         let Some(call) = self
             .conn
             .prepare_cached(
@@ -234,7 +238,7 @@ impl Store {
     }
 
     /// Removes from the history the versions the tool call wrote (after it was undone).
-    pub fn forget_file_change(&self, session_id: &str, tool_call_id: &str) -> Result<usize> {
+    pub(crate) fn forget_file_change(&self, session_id: &str, tool_call_id: &str) -> Result<usize> {
         let tx = self.write_tx()?;
         let n = tx
             .prepare_cached("DELETE FROM files WHERE session_id = ?1 AND tool_call_id = ?2")?

@@ -120,7 +120,7 @@ fn long(input: &[u8]) -> u64 {
 }
 
 /// XXH3 64-bit with seed 0 and the default secret.
-pub fn xxh3_64(input: &[u8]) -> u64 {
+pub(crate) fn xxh3_64(input: &[u8]) -> u64 {
     let len = input.len();
     let n = len as u64;
     match len {
@@ -176,17 +176,17 @@ pub fn xxh3_64(input: &[u8]) -> u64 {
 }
 
 /// Go Crush's hash id of a session: XXH3 of its id, 16 hex digits.
-pub fn hash_id(session_id: &str) -> String {
+pub(crate) fn hash_id(session_id: &str) -> String {
     format!("{:016x}", xxh3_64(session_id.as_bytes()))
 }
 
 /// Characters of a hash id shown in lists, as Go Crush shows them; any unique prefix is accepted
 /// back.
-pub const SHORT: usize = 7;
+pub(crate) const SHORT: usize = 7;
 
 /// How Go Crush names a session in lists and in its `crush -s` hint: the first characters of
 /// its hash id.
-pub fn short_id(session_id: &str) -> String {
+pub(crate) fn short_id(session_id: &str) -> String {
     hash_id(session_id)[..SHORT].to_string()
 }
 

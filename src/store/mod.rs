@@ -9,16 +9,16 @@ use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use files::{Content, FileVersion, MAX_KEPT_BYTES};
+pub(crate) use files::{Content, FileVersion, MAX_KEPT_BYTES};
 
 mod files;
-pub mod hashid;
-pub mod projects;
+pub(crate) mod hashid;
+pub(crate) mod projects;
 mod schema;
-pub mod stats;
+pub(crate) mod stats;
 
 #[derive(Debug)]
-pub enum StoreError {
+pub(crate) enum StoreError {
     /// The database could not be opened or migrated.
     Open {
         path: PathBuf,
@@ -101,10 +101,10 @@ impl From<rusqlite::Error> for StoreError {
     }
 }
 
-pub type Result<T> = std::result::Result<T, StoreError>;
+pub(crate) type Result<T> = std::result::Result<T, StoreError>;
 
 #[derive(Clone, Debug, PartialEq)]
-pub struct Session {
+pub(crate) struct Session {
     pub id: String,
     pub parent_session_id: Option<String>,
     pub title: String,
@@ -128,7 +128,7 @@ pub struct Session {
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub struct StoredMessage {
+pub(crate) struct StoredMessage {
     pub id: String,
     pub session_id: String,
     /// Ordering key, unique within the session.
@@ -142,7 +142,7 @@ pub struct StoredMessage {
 
 /// A message to append.
 #[derive(Clone, Debug, PartialEq)]
-pub struct NewMessage {
+pub(crate) struct NewMessage {
     pub role: Role,
     pub parts: Vec<Part>,
     pub model: Option<String>,
@@ -151,7 +151,7 @@ pub struct NewMessage {
 
 /// One model call, for the `usage` ledger.
 #[derive(Clone, Debug, PartialEq)]
-pub struct UsageRecord {
+pub(crate) struct UsageRecord {
     pub provider: String,
     pub model: String,
     /// None: the provider reported no usage (unknown, never zero).
@@ -164,7 +164,7 @@ pub struct UsageRecord {
 
 /// One row of the `usage` ledger: one model call.
 #[derive(Clone, Debug, PartialEq)]
-pub struct UsageRow {
+pub(crate) struct UsageRow {
     pub id: i64,
     pub session_id: String,
     /// The first assistant message of the step, if the step had one.
@@ -180,7 +180,7 @@ pub struct UsageRow {
     pub created_at: i64,
 }
 
-pub struct Store {
+pub(crate) struct Store {
     conn: Connection,
     path: PathBuf,
     layout: Layout,
@@ -312,7 +312,7 @@ impl Store {
     /// migrates it inside a transaction (see `schema`). Refused before anything is written to
     /// it: a database written by a newer crush (`TooNew`), and one a newer Go Crush migrated in
     /// a way this program's writes do not fit (`NewerGoCrush`).
-    pub fn open(path: &Path) -> Result<Store> {
+    pub(crate) fn open(path: &Path) -> Result<Store> {
         let open_err = |message: String| StoreError::Open {
             path: path.to_path_buf(),
             message,
@@ -375,7 +375,7 @@ impl Store {
     /// as long as the process). It needs the database to itself: when another connection has it
     /// open, nothing changes (the last one to close removes them). The next `open` switches WAL
     /// on again.
-    pub fn close_wal(&self) {
+    pub(crate) fn close_wal(&self) {
         if self.conn.busy_timeout(Duration::ZERO).is_err() {
             return;
         }
@@ -393,7 +393,7 @@ impl Store {
     /// The connection is a read-write one when the file allows it, so that closing it removes
     /// the `-wal` and `-shm` files that reading a WAL database creates (unless another process
     /// still uses them); the database file itself is not touched.
-    pub fn open_read_only(path: &Path) -> Result<Store> {
+    pub(crate) fn open_read_only(path: &Path) -> Result<Store> {
         use rusqlite::OpenFlags;
         let open_err = |e: rusqlite::Error| StoreError::Open {
             path: path.to_path_buf(),
@@ -434,12 +434,12 @@ impl Store {
     }
 
     /// The database file this store was opened on.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// Whether the file has this program's usage ledger (a database only Go Crush wrote has not).
-    pub fn has_usage_ledger(&self) -> bool {
+    pub(crate) fn has_usage_ledger(&self) -> bool {
         self.layout.usage
     }
 
@@ -474,13 +474,13 @@ impl Store {
         )?)
     }
 
-    pub fn create_session(&self, title: &str, parent: Option<&str>) -> Result<Session> {
+    pub(crate) fn create_session(&self, title: &str, parent: Option<&str>) -> Result<Session> {
         self.create_session_with_id(&new_id()?, title, parent)
     }
 
     /// Creates a session with a given id: a sub-agent's session uses Crush's convention
     /// `<assistant message id>$$<tool call id>` so that Crush finds it from the tool call.
-    pub fn create_session_with_id(
+    pub(crate) fn create_session_with_id(
         &self,
         id: &str,
         title: &str,
@@ -505,13 +505,13 @@ impl Store {
         Ok(s)
     }
 
-    pub fn session(&self, id: &str) -> Result<Option<Session>> {
+    pub(crate) fn session(&self, id: &str) -> Result<Option<Session>> {
         load_session(&self.conn, &self.layout, id)
     }
 
     /// A full id, Go Crush's hash id of one, or a unique prefix of either (sub-agent sessions
     /// included).
-    pub fn resolve_session(&self, id_or_prefix: &str) -> Result<Session> {
+    pub(crate) fn resolve_session(&self, id_or_prefix: &str) -> Result<Session> {
         if let Some(s) = self.session(id_or_prefix)? {
             return Ok(s);
         }
@@ -556,7 +556,7 @@ impl Store {
     }
 
     /// Top-level sessions, most recently updated first.
-    pub fn list_sessions(&self) -> Result<Vec<Session>> {
+    pub(crate) fn list_sessions(&self) -> Result<Vec<Session>> {
         let mut stmt = self.conn.prepare(&format!(
             "SELECT {} FROM sessions WHERE parent_session_id IS NULL
              ORDER BY updated_at DESC, created_at DESC, rowid DESC",
@@ -569,7 +569,7 @@ impl Store {
     }
 
     /// The most recently updated top-level session (never a sub-agent's).
-    pub fn latest_session(&self) -> Result<Option<Session>> {
+    pub(crate) fn latest_session(&self) -> Result<Option<Session>> {
         Ok(self
             .conn
             .prepare_cached(&format!(
@@ -582,11 +582,11 @@ impl Store {
     }
 
     /// The session's messages in order.
-    pub fn messages(&self, session_id: &str) -> Result<Vec<StoredMessage>> {
+    pub(crate) fn messages(&self, session_id: &str) -> Result<Vec<StoredMessage>> {
         load_messages(&self.conn, &self.layout, session_id)
     }
 
-    pub fn add_message(&self, session_id: &str, msg: &NewMessage) -> Result<StoredMessage> {
+    pub(crate) fn add_message(&self, session_id: &str, msg: &NewMessage) -> Result<StoredMessage> {
         let tx = self.write_tx()?;
         if !session_exists(&tx, session_id)? {
             return Err(StoreError::NotFound(session_id.to_string()));
@@ -602,7 +602,7 @@ impl Store {
     /// One finished step in one transaction: its messages (assistant, then tool results), its
     /// usage row (tied to the first assistant message) and the session's running totals (and
     /// those of its ancestors, for a sub-agent session).
-    pub fn commit_step(
+    pub(crate) fn commit_step(
         &self,
         session_id: &str,
         msgs: &[NewMessage],
@@ -637,7 +637,7 @@ impl Store {
     /// A model call that belongs to no message (title generation): one usage row and the
     /// session's running totals, in one transaction. The context size is left alone: the call
     /// did not see the conversation.
-    pub fn record_usage(&self, session_id: &str, rec: &UsageRecord) -> Result<()> {
+    pub(crate) fn record_usage(&self, session_id: &str, rec: &UsageRecord) -> Result<()> {
         let c = CheckedUsage::new(rec)?;
         let tx = self.write_tx()?;
         if !session_exists(&tx, session_id)? {
@@ -652,7 +652,7 @@ impl Store {
     /// usage): what the summarize margin and the context meter read.
     /// Whether the session's last model call had its tokens estimated (its server reported
     /// none), so its context size is crush's estimate too.
-    pub fn last_call_estimated(&self, session_id: &str) -> Result<bool> {
+    pub(crate) fn last_call_estimated(&self, session_id: &str) -> Result<bool> {
         if !self.layout.usage {
             return Ok(false);
         }
@@ -667,7 +667,7 @@ impl Store {
         Ok(source.as_deref() == Some("estimated"))
     }
 
-    pub fn set_context_estimate(&self, session_id: &str, tokens: u64) -> Result<()> {
+    pub(crate) fn set_context_estimate(&self, session_id: &str, tokens: u64) -> Result<()> {
         let tx = self.write_tx()?;
         tx.execute(
             "UPDATE sessions SET context_tokens = ?1 WHERE id = ?2",
@@ -681,7 +681,7 @@ impl Store {
     /// `is_summary_message = 1`), the usage row of the call that wrote it, the running totals,
     /// `sessions.summary_message_id`, and the new context size (the summary's own tokens:
     /// history sent to the model starts at the summary from now on).
-    pub fn commit_summary(
+    pub(crate) fn commit_summary(
         &self,
         session_id: &str,
         msg: &NewMessage,
@@ -722,7 +722,7 @@ impl Store {
     }
 
     /// The id of the session's latest summary message, if it was ever summarized.
-    pub fn summary_message_id(&self, session_id: &str) -> Result<Option<String>> {
+    pub(crate) fn summary_message_id(&self, session_id: &str) -> Result<Option<String>> {
         if !self.layout.summary {
             return Ok(None);
         }
@@ -737,7 +737,7 @@ impl Store {
     /// Replaces the parts of a stored message: a hook changed a tool call's input after the
     /// assistant message was committed and before the call ran, and the session keeps the call
     /// as it ran.
-    pub fn update_message_parts(&self, message_id: &str, parts: &[Part]) -> Result<()> {
+    pub(crate) fn update_message_parts(&self, message_id: &str, parts: &[Part]) -> Result<()> {
         let text = serde_json::to_string(parts)
             .map_err(|e| StoreError::Sql(format!("cannot encode message parts: {e}")))?;
         let n = self
@@ -751,7 +751,7 @@ impl Store {
     }
 
     /// Sets the title only.
-    pub fn set_title(&self, session_id: &str, title: &str) -> Result<()> {
+    pub(crate) fn set_title(&self, session_id: &str, title: &str) -> Result<()> {
         let n = self
             .conn
             .prepare_cached("UPDATE sessions SET title = ?1 WHERE id = ?2")?
@@ -763,7 +763,7 @@ impl Store {
     }
 
     /// The session's task list as stored (`sessions.todos`; None when empty).
-    pub fn todos(&self, session_id: &str) -> Result<Option<String>> {
+    pub(crate) fn todos(&self, session_id: &str) -> Result<Option<String>> {
         self.conn
             .prepare_cached("SELECT todos FROM sessions WHERE id = ?1")?
             .query_row([session_id], |r| r.get::<_, Option<String>>(0))
@@ -772,7 +772,7 @@ impl Store {
     }
 
     /// Replaces the session's task list (None or "": empty, stored as NULL as Go Crush does).
-    pub fn set_todos(&self, session_id: &str, todos: Option<&str>) -> Result<()> {
+    pub(crate) fn set_todos(&self, session_id: &str, todos: Option<&str>) -> Result<()> {
         let todos = todos.filter(|t| !t.is_empty());
         let n = self
             .conn
@@ -785,7 +785,7 @@ impl Store {
     }
 
     /// Records that `path` was read now, when its modification time was `mtime_ns`.
-    pub fn record_read(&self, session_id: &str, path: &Path, mtime_ns: i64) -> Result<()> {
+    pub(crate) fn record_read(&self, session_id: &str, path: &Path, mtime_ns: i64) -> Result<()> {
         let tx = self.write_tx()?;
         if !session_exists(&tx, session_id)? {
             return Err(StoreError::NotFound(session_id.to_string()));
@@ -801,7 +801,7 @@ impl Store {
     }
 
     /// The modification time (ns) `path` had when this session last read it, if it did.
-    pub fn last_read(&self, session_id: &str, path: &Path) -> Result<Option<i64>> {
+    pub(crate) fn last_read(&self, session_id: &str, path: &Path) -> Result<Option<i64>> {
         Ok(self
             .conn
             .prepare_cached("SELECT mtime_ns FROM read_files WHERE session_id = ?1 AND path = ?2")?
@@ -815,7 +815,7 @@ impl Store {
     /// Deletes a session with its messages, file snapshots, reads, usage rows and, recursively,
     /// its sub-agent sessions, in one transaction. Ancestors keep their totals: that spend
     /// happened.
-    pub fn delete_session(&self, id: &str) -> Result<()> {
+    pub(crate) fn delete_session(&self, id: &str) -> Result<()> {
         let tx = self.write_tx()?;
         if !session_exists(&tx, id)? {
             return Err(StoreError::NotFound(id.to_string()));
@@ -853,7 +853,7 @@ impl Store {
     /// Deletes session `id` if nothing was ever stored in it (no message, file, read, usage row
     /// or child session): what a run that ended before its first message would leave behind.
     /// Whether it was deleted.
-    pub fn delete_if_empty(&self, id: &str) -> Result<bool> {
+    pub(crate) fn delete_if_empty(&self, id: &str) -> Result<bool> {
         let usage = if self.layout.usage {
             " AND NOT EXISTS (SELECT 1 FROM usage WHERE session_id = ?1)"
         } else {
@@ -883,7 +883,7 @@ impl Store {
     }
 
     /// The session's usage ledger rows, oldest first.
-    pub fn usage_rows(&self, session_id: &str) -> Result<Vec<UsageRow>> {
+    pub(crate) fn usage_rows(&self, session_id: &str) -> Result<Vec<UsageRow>> {
         if !self.layout.usage {
             return Ok(Vec::new());
         }
@@ -1254,7 +1254,7 @@ fn path_text(path: &Path) -> String {
 use crate::time::unix_now as now_secs;
 
 /// A random (version 4) UUID, from the kernel's random source.
-pub fn new_id() -> Result<String> {
+pub(crate) fn new_id() -> Result<String> {
     let mut b = [0u8; 16];
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut b))
@@ -1274,7 +1274,7 @@ pub fn new_id() -> Result<String> {
 
 /// What a new project data dir's `.gitignore` says: nothing of it goes into git but its
 /// `commands/` and `skills/`, which a team shares (crush(1) SKILLS AND COMMANDS).
-pub const DATA_DIR_GITIGNORE: &str = "*\n!commands/\n!commands/**\n!skills/\n!skills/**\n";
+pub(crate) const DATA_DIR_GITIGNORE: &str = "*\n!commands/\n!commands/**\n!skills/\n!skills/**\n";
 
 /// What crush writes inside a project data dir (crush(1) FILES); the directories' entries too.
 const WRITTEN: &[&str] = &[
@@ -1322,7 +1322,7 @@ fn refuse_links(dir: &Path) -> io::Result<()> {
 
 /// Creates a project data dir (mode 0700) with a `.gitignore` (`DATA_DIR_GITIGNORE`) if it has
 /// none. One holding a symbolic link where crush writes is refused.
-pub fn ensure_data_dir(dir: &Path) -> io::Result<()> {
+pub(crate) fn ensure_data_dir(dir: &Path) -> io::Result<()> {
     crate::fsutil::private_dir(dir)?;
     refuse_links(dir)?;
     let gi = dir.join(".gitignore");

@@ -15,7 +15,7 @@ const FILE_NAME: &str = "projects.json";
 const LOCK_NAME: &str = "projects.json.lock";
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
-pub struct Project {
+pub(crate) struct Project {
     pub path: String,
     pub data_dir: String,
     /// RFC 3339, UTC.
@@ -39,7 +39,7 @@ const FRESH_SECS: i64 = 60;
 /// A damaged file (other tools use it to find databases) is not silently replaced: it is moved
 /// aside to `projects.json.corrupt-<unix time>`, the entries that still parse are kept, and a
 /// warning goes to stderr.
-pub fn touch(global_data: &Path, project: &Path, data_dir: &Path) -> io::Result<()> {
+pub(crate) fn touch(global_data: &Path, project: &Path, data_dir: &Path) -> io::Result<()> {
     if let Some(w) = touch_reporting(global_data, project, data_dir)? {
         crate::ewriteln!("crush: warning: {}", crate::visible::text(&w));
     }
@@ -148,7 +148,7 @@ fn move_aside(file: &Path, secs: u64) -> io::Result<std::path::PathBuf> {
 }
 
 /// The known projects, most recent first. A missing or unreadable-as-JSON file is an empty list.
-pub fn list(global_data: &Path) -> io::Result<Vec<Project>> {
+pub(crate) fn list(global_data: &Path) -> io::Result<Vec<Project>> {
     read_projects(&global_data.join(FILE_NAME))
 }
 

@@ -305,7 +305,7 @@ pub(super) struct Goose {
 }
 
 impl Goose {
-    pub fn read(conn: &Connection) -> rusqlite::Result<Goose> {
+    pub(super) fn read(conn: &Connection) -> rusqlite::Result<Goose> {
         if !has_table(conn, "goose_db_version")? {
             return Ok(Goose {
                 exists: false,
@@ -336,7 +336,7 @@ impl Goose {
 
     /// The newest applied migration this program does not know: the file was migrated by a
     /// newer Go Crush.
-    pub fn unknown(&self) -> Option<i64> {
+    pub(super) fn unknown(&self) -> Option<i64> {
         self.applied
             .iter()
             .copied()

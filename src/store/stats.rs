@@ -10,7 +10,7 @@ use rusqlite::Row;
 
 /// Sums over a set of usage rows.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Totals {
+pub(crate) struct Totals {
     /// Model calls (usage rows).
     pub calls: i64,
     /// Token sums over the calls whose usage is known.
@@ -32,7 +32,7 @@ pub struct Totals {
 
 /// Which usage rows a report sums (crush(1) USAGE AND COST): all of them by default.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Filter {
+pub(crate) struct Filter {
     /// Rows recorded at or after this Unix time.
     pub since: Option<i64>,
     /// Rows recorded before this Unix time.
@@ -68,7 +68,7 @@ impl Filter {
 }
 
 impl Unitemized {
-    pub fn add(&mut self, o: &Unitemized) {
+    pub(crate) fn add(&mut self, o: &Unitemized) {
         self.sessions += o.sessions;
         self.cost += o.cost;
         self.prompt_tokens += o.prompt_tokens;
@@ -99,7 +99,7 @@ fn merge_models(into: &mut Vec<ModelStats>, from: &[ModelStats]) {
 impl Stats {
     /// Adds another ledger's figures (another project's, for `crush stats --all`): totals,
     /// models and days are summed; sessions stay with their own project and are not taken.
-    pub fn merge(&mut self, o: &Stats) {
+    pub(crate) fn merge(&mut self, o: &Stats) {
         self.total.add(&o.total);
         self.unitemized.add(&o.unitemized);
         merge_models(&mut self.models, &o.models);
@@ -118,7 +118,7 @@ impl Stats {
 
 impl Totals {
     /// Adds another set of rows' sums.
-    pub fn add(&mut self, o: &Totals) {
+    pub(crate) fn add(&mut self, o: &Totals) {
         self.calls += o.calls;
         self.input_tokens += o.input_tokens;
         self.output_tokens += o.output_tokens;
@@ -132,25 +132,25 @@ impl Totals {
     }
 
     /// A token sum, or None when no call of these reported its usage: unknown, never 0.
-    pub fn known(&self, sum: i64) -> Option<i64> {
+    pub(crate) fn known(&self, sum: i64) -> Option<i64> {
         (self.calls == 0 || self.unknown_usage_calls < self.calls).then_some(sum)
     }
 
     /// The cost, or None when no call was priced (never a $0 for unpriced usage).
-    pub fn cost_usd(&self) -> Option<f64> {
+    pub(crate) fn cost_usd(&self) -> Option<f64> {
         (self.priced_calls > 0).then_some(self.cost)
     }
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub struct ModelStats {
+pub(crate) struct ModelStats {
     pub provider: String,
     pub model: String,
     pub totals: Totals,
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub struct SessionStats {
+pub(crate) struct SessionStats {
     /// A top-level session.
     pub id: String,
     pub title: String,
@@ -164,7 +164,7 @@ pub struct SessionStats {
 /// Spend recorded in `sessions` but not in the ledger: what Go Crush (which keeps no ledger)
 /// spent in this project.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Unitemized {
+pub(crate) struct Unitemized {
     /// Top-level sessions with such spend.
     pub sessions: i64,
     /// USD: a session's recorded cost beyond what its ledger rows add up to.
@@ -176,7 +176,7 @@ pub struct Unitemized {
 
 /// The calls of one UTC day.
 #[derive(Clone, Debug, PartialEq)]
-pub struct DayStats {
+pub(crate) struct DayStats {
     /// Days since 1970-01-01 (UTC).
     pub day: i64,
     pub totals: Totals,
@@ -186,14 +186,14 @@ pub struct DayStats {
 
 impl DayStats {
     /// `2026-11-30`.
-    pub fn date(&self) -> String {
+    pub(crate) fn date(&self) -> String {
         let (y, m, d) = crate::time::civil_from_days(self.day);
         format!("{y:04}-{m:02}-{d:02}")
     }
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Stats {
+pub(crate) struct Stats {
     pub total: Totals,
     /// Spend recorded by another client, not itemized in the ledger.
     pub unitemized: Unitemized,
@@ -296,14 +296,14 @@ impl Store {
     /// Sums of the whole ledger, per model and per top-level session, and the spend recorded
     /// without it.
     #[cfg(test)]
-    pub fn stats(&self) -> Result<Stats> {
+    pub(crate) fn stats(&self) -> Result<Stats> {
         self.stats_where(&Filter::default())
     }
 
     /// The total, the unitemized spend, and the sums per model and per day of the usage rows
     /// `filter` keeps: what `crush stats --all` needs of each project, in two passes over the
     /// ledger (the total is summed by SQLite, so it is exactly the ledger's sum).
-    pub fn summary_where(&self, filter: &Filter) -> Result<Stats> {
+    pub(crate) fn summary_where(&self, filter: &Filter) -> Result<Stats> {
         let unitemized = self.unitemized(filter)?;
         if !self.layout.usage {
             return Ok(Stats {
@@ -364,7 +364,7 @@ impl Store {
     }
 
     /// [`stats`](Self::stats) of the usage rows `filter` keeps.
-    pub fn stats_where(&self, filter: &Filter) -> Result<Stats> {
+    pub(crate) fn stats_where(&self, filter: &Filter) -> Result<Stats> {
         let summary = self.summary_where(filter)?;
         if !self.layout.usage {
             return Ok(summary);
@@ -407,7 +407,7 @@ impl Store {
     /// What the top-level session of `session_id` has spent, sub-agents included, in USD: its
     /// recorded cost, which every priced call adds to in the transaction of its ledger row
     /// (and which Go Crush kept too). 0 for an unknown session.
-    pub fn session_spend(&self, session_id: &str) -> Result<f64> {
+    pub(crate) fn session_spend(&self, session_id: &str) -> Result<f64> {
         Ok(self.conn.query_row(
             "WITH RECURSIVE up(id, parent, cost) AS (
                  SELECT id, parent_session_id, cost FROM sessions WHERE id = ?1

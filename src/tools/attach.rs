@@ -8,11 +8,11 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// Text attachments larger than this are refused.
-pub const MAX_TEXT_BYTES: u64 = 1024 * 1024;
+pub(crate) const MAX_TEXT_BYTES: u64 = 1024 * 1024;
 
 /// One attached file.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Attachment {
+pub(crate) struct Attachment {
     /// As the user named it (what hooks and the model see).
     pub path: String,
     pub mime_type: String,
@@ -21,7 +21,7 @@ pub struct Attachment {
 
 impl Attachment {
     /// The part a user message stores it as (Go Crush's `binary`).
-    pub fn part(&self) -> crate::llm::Part {
+    pub(crate) fn part(&self) -> crate::llm::Part {
         crate::llm::Part::Binary {
             path: self.path.clone(),
             mime_type: self.mime_type.clone(),
@@ -30,7 +30,7 @@ impl Attachment {
     }
 
     /// `shot.png (image/png, 800x600, 1234 bytes)`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         if self.mime_type.starts_with("image/") {
             image::describe(&self.path, &self.mime_type, &self.data)
         } else {
@@ -46,7 +46,7 @@ impl Attachment {
 
 /// Why a file cannot be attached.
 #[derive(Debug)]
-pub enum AttachError {
+pub(crate) enum AttachError {
     /// Not there (the path).
     Missing(PathBuf),
     /// It cannot be opened as a regular file.
@@ -96,7 +96,7 @@ impl From<image::BadImage> for AttachError {
 }
 
 /// Text or image bytes as an attachment named `name`.
-pub fn from_bytes(name: &str, data: Vec<u8>) -> Result<Attachment, AttachError> {
+pub(crate) fn from_bytes(name: &str, data: Vec<u8>) -> Result<Attachment, AttachError> {
     if let Some(mime) = image::sniff(&data) {
         image::check(Path::new(name), &data)?;
         return Ok(Attachment {
@@ -123,7 +123,7 @@ pub fn from_bytes(name: &str, data: Vec<u8>) -> Result<Attachment, AttachError> 
 }
 
 /// The file `path` (absolute), named as the user sees it from `cwd`.
-pub fn load(path: &Path, cwd: &Path) -> Result<Attachment, AttachError> {
+pub(crate) fn load(path: &Path, cwd: &Path) -> Result<Attachment, AttachError> {
     let (file, meta) = open_regular(path).map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
             AttachError::Missing(path.to_path_buf())
@@ -148,7 +148,7 @@ pub fn load(path: &Path, cwd: &Path) -> Result<Attachment, AttachError> {
 
 /// The `@path` words of a prompt that name existing files (relative to `cwd`, `~/` expanded),
 /// each with its resolved path; other `@words` are left alone (a hook may expand them).
-pub fn mentions(prompt: &str, cwd: &Path) -> Vec<(String, std::path::PathBuf)> {
+pub(crate) fn mentions(prompt: &str, cwd: &Path) -> Vec<(String, std::path::PathBuf)> {
     let mut out: Vec<(String, std::path::PathBuf)> = Vec::new();
     for word in prompt.split_whitespace() {
         let Some(raw) = word.strip_prefix('@') else {
@@ -167,7 +167,7 @@ pub fn mentions(prompt: &str, cwd: &Path) -> Vec<(String, std::path::PathBuf)> {
 }
 
 /// Whether `path` lies outside `project_root` (attaching it then needs the user's yes).
-pub fn outside(path: &Path, project_root: &Path) -> bool {
+pub(crate) fn outside(path: &Path, project_root: &Path) -> bool {
     !path.starts_with(super::common::canonicalize_lenient(project_root))
 }
 

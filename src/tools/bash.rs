@@ -21,21 +21,21 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-pub struct Bash;
+pub(crate) struct Bash;
 
 /// Output limit (characters) of stdout and stderr together.
-pub const MAX_OUTPUT_CHARS: usize = 30_000;
-pub const MAX_TIMEOUT_SECS: u64 = 600;
+pub(crate) const MAX_OUTPUT_CHARS: usize = 30_000;
+pub(crate) const MAX_TIMEOUT_SECS: u64 = 600;
 /// A foreground command still running after this many seconds moves to the background (Go
 /// Crush's threshold; the model may set `auto_background_after`).
-pub const DEFAULT_AUTO_BACKGROUND_SECS: u64 = 60;
+pub(crate) const DEFAULT_AUTO_BACKGROUND_SECS: u64 = 60;
 /// How long a command started in the background is watched for a quick failure.
 const BACKGROUND_CHECK: Duration = Duration::from_secs(1);
 /// The result of a command that printed nothing.
-pub const NO_OUTPUT: &str = "no output";
+pub(crate) const NO_OUTPUT: &str = "no output";
 
 /// Commands refused outright (Crush's list).
-pub const BANNED_COMMANDS: &[&str] = &[
+pub(crate) const BANNED_COMMANDS: &[&str] = &[
     // network
     "alias",
     "aria2c",
@@ -506,7 +506,7 @@ impl Parser {
 /// Every simple command of a shell line (words after quote removal), flattened: commands inside
 /// substitutions and subshells are listed too, and a word holding a substitution holds
 /// `SUBSTITUTION` in its place. Redirection targets are dropped.
-pub fn simple_commands(line: &str) -> Vec<Vec<String>> {
+pub(crate) fn simple_commands(line: &str) -> Vec<Vec<String>> {
     commands(line).0.into_iter().map(|c| c.words).collect()
 }
 
@@ -996,7 +996,7 @@ fn check_command(command: &str, depth: usize, inherited: &Input) -> Result<(), R
 
 /// Err (`Refused`: "command is not allowed for security reasons: ...") when any simple command
 /// of the line is banned or hits an argument blocker.
-pub fn check_banned(command: &str) -> Result<(), Refused> {
+pub(crate) fn check_banned(command: &str) -> Result<(), Refused> {
     check_command(command, 0, &Input::Inherited)
 }
 
@@ -1167,7 +1167,7 @@ fn safe_ps_args(args: &[String]) -> bool {
 
 /// Where a read-only command runs: it may read inside `project_root` only.
 #[derive(Clone, Copy)]
-pub struct Place<'a> {
+pub(crate) struct Place<'a> {
     /// The command's working directory (resolved).
     pub dir: &'a Path,
     pub project_root: &'a Path,
@@ -1406,7 +1406,7 @@ fn safe_words(words: &[String], place: Place) -> bool {
 /// outside the project: such a command runs without asking. Globs are expanded first, as the
 /// shell will: every name they stand for is checked as the path it is (`git log *` in a
 /// directory holding `--output=Makefile` is `git log --output=Makefile`).
-pub fn is_safe_read_only(command: &str, place: Place) -> bool {
+pub(crate) fn is_safe_read_only(command: &str, place: Place) -> bool {
     let command = command.trim();
     if command.is_empty() || command.contains(['>', '<', '|', ';', '&', '`', '$', '\n', '\r']) {
         return false;
@@ -1459,7 +1459,7 @@ fn with_env_file(env_file: Option<&std::path::Path>, command: &str) -> String {
     }
 }
 
-pub fn agent_env() -> Vec<(String, String)> {
+pub(crate) fn agent_env() -> Vec<(String, String)> {
     [
         ("CRUSH", "1"),
         ("AGENT", "crush"),

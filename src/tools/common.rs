@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
 /// A required, non-empty string parameter.
-pub fn req_str<'a>(input: &'a Value, name: &str) -> Result<&'a str, ToolError> {
+pub(crate) fn req_str<'a>(input: &'a Value, name: &str) -> Result<&'a str, ToolError> {
     match input.get(name) {
         Some(Value::String(s)) if !s.is_empty() => Ok(s),
         Some(Value::String(_)) => Err(format!("parameter `{name}` must not be empty").into()),
@@ -18,7 +18,7 @@ pub fn req_str<'a>(input: &'a Value, name: &str) -> Result<&'a str, ToolError> {
 }
 
 /// A required string parameter that may be empty (edit's `old_string`, write's `content`).
-pub fn req_str_empty_ok<'a>(input: &'a Value, name: &str) -> Result<&'a str, ToolError> {
+pub(crate) fn req_str_empty_ok<'a>(input: &'a Value, name: &str) -> Result<&'a str, ToolError> {
     match input.get(name) {
         Some(Value::String(s)) => Ok(s),
         Some(Value::Null) | None => Err(format!("missing required parameter `{name}`").into()),
@@ -27,7 +27,7 @@ pub fn req_str_empty_ok<'a>(input: &'a Value, name: &str) -> Result<&'a str, Too
 }
 
 /// An optional string parameter; an empty string counts as absent.
-pub fn opt_str<'a>(input: &'a Value, name: &str) -> Result<Option<&'a str>, ToolError> {
+pub(crate) fn opt_str<'a>(input: &'a Value, name: &str) -> Result<Option<&'a str>, ToolError> {
     match input.get(name) {
         Some(Value::String(s)) if s.is_empty() => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
@@ -38,7 +38,7 @@ pub fn opt_str<'a>(input: &'a Value, name: &str) -> Result<Option<&'a str>, Tool
 
 /// An optional non-negative integer parameter (accepts integral floats and numeric strings, which
 /// some models send).
-pub fn opt_u64(input: &Value, name: &str) -> Result<Option<u64>, ToolError> {
+pub(crate) fn opt_u64(input: &Value, name: &str) -> Result<Option<u64>, ToolError> {
     match input.get(name) {
         Some(Value::Null) | None => Ok(None),
         Some(Value::Number(n)) => {
@@ -61,7 +61,7 @@ pub fn opt_u64(input: &Value, name: &str) -> Result<Option<u64>, ToolError> {
 }
 
 /// An optional boolean parameter (accepts "true"/"false" strings).
-pub fn opt_bool(input: &Value, name: &str) -> Result<bool, ToolError> {
+pub(crate) fn opt_bool(input: &Value, name: &str) -> Result<bool, ToolError> {
     match input.get(name) {
         Some(Value::Null) | None => Ok(false),
         Some(Value::Bool(b)) => Ok(*b),
@@ -71,12 +71,12 @@ pub fn opt_bool(input: &Value, name: &str) -> Result<bool, ToolError> {
     }
 }
 
-pub use crate::paths::normalize;
+pub(crate) use crate::paths::normalize;
 
 /// Canonicalizes a path that may not exist yet: the longest existing ancestor is canonicalized
 /// (resolving symlinks) and the rest is appended. A dangling symlink is followed too, so the
 /// result names the file a write would create.
-pub fn canonicalize_lenient(path: &Path) -> PathBuf {
+pub(crate) fn canonicalize_lenient(path: &Path) -> PathBuf {
     canonicalize_hops(path, 40)
 }
 
@@ -120,13 +120,13 @@ fn canonicalize_hops(path: &Path, hops: usize) -> PathBuf {
 /// session's working directory, and the result is absolute and canonical — admitted by the
 /// session's bounds (`confine`), the one check every file tool's path goes through: a confined
 /// agent's path outside its directory is refused here.
-pub fn resolve(ctx: &ToolCtx, raw: &str) -> Result<PathBuf, ToolError> {
+pub(crate) fn resolve(ctx: &ToolCtx, raw: &str) -> Result<PathBuf, ToolError> {
     ctx.bounds.admit(&resolve_in(ctx.cwd, raw))
 }
 
 /// `resolve` against `cwd`: what the tools make of a path, for those who see a call before it
 /// runs (hooks).
-pub fn resolve_in(cwd: &Path, raw: &str) -> PathBuf {
+pub(crate) fn resolve_in(cwd: &Path, raw: &str) -> PathBuf {
     let raw = raw.trim();
     let expanded: PathBuf = if raw == "~" || raw.starts_with("~/") {
         match std::env::var_os("HOME") {
@@ -148,7 +148,7 @@ pub fn resolve_in(cwd: &Path, raw: &str) -> PathBuf {
 
 /// Resolves an optional directory parameter, defaulting to the working directory (admitted
 /// like `resolve`).
-pub fn resolve_or_cwd(ctx: &ToolCtx, raw: Option<&str>) -> Result<PathBuf, ToolError> {
+pub(crate) fn resolve_or_cwd(ctx: &ToolCtx, raw: Option<&str>) -> Result<PathBuf, ToolError> {
     match raw {
         Some(r) => resolve(ctx, r),
         None => ctx.bounds.admit(ctx.cwd),
@@ -156,13 +156,13 @@ pub fn resolve_or_cwd(ctx: &ToolCtx, raw: Option<&str>) -> Result<PathBuf, ToolE
 }
 
 /// Whether `path` (already resolved) lies inside the project root.
-pub fn inside_project(ctx: &ToolCtx, path: &Path) -> bool {
+pub(crate) fn inside_project(ctx: &ToolCtx, path: &Path) -> bool {
     let root = canonicalize_lenient(ctx.project_root);
     path.starts_with(&root)
 }
 
 /// The permission a read-only tool needs for `path`: none inside the project, else `action`.
-pub fn outside_project_permission(
+pub(crate) fn outside_project_permission(
     ctx: &ToolCtx,
     tool: &str,
     action: &'static str,
@@ -183,24 +183,24 @@ pub fn outside_project_permission(
     }
 }
 
-pub use crate::fsutil::file_kind;
+pub(crate) use crate::fsutil::file_kind;
 
 /// Opens `path` for reading only if it is a regular file, a symbolic link at the path itself
 /// included (paths from `resolve` have none left; a walk must not leave the tree through one):
 /// `fsutil::open_regular`.
-pub fn open_regular(path: &Path) -> std::io::Result<(fs::File, fs::Metadata)> {
+pub(crate) fn open_regular(path: &Path) -> std::io::Result<(fs::File, fs::Metadata)> {
     crate::fsutil::open_regular(path, crate::fsutil::Links::Refuse)
 }
 
 /// The contents of the regular file `path` (see `open_regular`).
-pub fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
+pub(crate) fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
     crate::fsutil::read_regular(path, crate::fsutil::Links::Refuse, u64::MAX)
 }
 
 /// The content of the regular file `path` as the session sees it: the editor's buffer when
 /// crush runs inside an editor that reads files (crush(1) ACP), else the disk. Either way the
 /// file must exist on disk as a regular file (`open_regular`).
-pub fn read_file(ctx: &ToolCtx, path: &Path) -> std::io::Result<Vec<u8>> {
+pub(crate) fn read_file(ctx: &ToolCtx, path: &Path) -> std::io::Result<Vec<u8>> {
     let Some(files) = ctx.files else {
         return read_regular(path);
     };
@@ -213,7 +213,7 @@ pub fn read_file(ctx: &ToolCtx, path: &Path) -> std::io::Result<Vec<u8>> {
 }
 
 /// Modification time in nanoseconds since the epoch (negative before it).
-pub fn mtime_ns(meta: &fs::Metadata) -> i64 {
+pub(crate) fn mtime_ns(meta: &fs::Metadata) -> i64 {
     match meta.modified() {
         Ok(t) => match t.duration_since(UNIX_EPOCH) {
             Ok(d) => d.as_nanos() as i64,
@@ -225,7 +225,7 @@ pub fn mtime_ns(meta: &fs::Metadata) -> i64 {
 
 /// Whether a file about to be modified is as the session last read it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Freshness {
+pub(crate) enum Freshness {
     /// Unchanged since it was viewed (or written) in this session, or not there yet.
     Fresh,
     /// Viewed in this session, but changed on disk since (a hook, another program).
@@ -274,7 +274,7 @@ impl From<NotFresh> for ToolError {
 
 /// The read-before-write rule shared by write, edit and multiedit. Fresh when the file does not
 /// exist yet; Err when it exists and was never viewed in this session.
-pub fn freshness(ctx: &ToolCtx, path: &Path) -> Result<Freshness, NotFresh> {
+pub(crate) fn freshness(ctx: &ToolCtx, path: &Path) -> Result<Freshness, NotFresh> {
     let meta = match fs::metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Freshness::Fresh),
@@ -292,7 +292,7 @@ pub fn freshness(ctx: &ToolCtx, path: &Path) -> Result<Freshness, NotFresh> {
 
 /// [`freshness`], where a file changed since it was read is an error too (the write tool,
 /// which replaces the whole file).
-pub fn check_fresh(ctx: &ToolCtx, path: &Path) -> Result<(), NotFresh> {
+pub(crate) fn check_fresh(ctx: &ToolCtx, path: &Path) -> Result<(), NotFresh> {
     match freshness(ctx, path)? {
         Freshness::Fresh => Ok(()),
         Freshness::Changed => Err(NotFresh::Changed(path.to_path_buf())),
@@ -302,7 +302,7 @@ pub fn check_fresh(ctx: &ToolCtx, path: &Path) -> Result<(), NotFresh> {
 /// `out` with what the language servers report about `path`, which was just written: appended
 /// to the content, and under `diagnostics` in the structured result (which hooks in Claude
 /// Code's shape get).
-pub fn with_diagnostics(ctx: &ToolCtx, path: &Path, mut out: ToolOutput) -> ToolOutput {
+pub(crate) fn with_diagnostics(ctx: &ToolCtx, path: &Path, mut out: ToolOutput) -> ToolOutput {
     let Some(d) = ctx.diagnostics else {
         return out;
     };
@@ -318,7 +318,7 @@ pub fn with_diagnostics(ctx: &ToolCtx, path: &Path, mut out: ToolOutput) -> Tool
 }
 
 /// Records the current modification time of `path` as read.
-pub fn record_current(ctx: &ToolCtx, path: &Path) {
+pub(crate) fn record_current(ctx: &ToolCtx, path: &Path) {
     if let Ok(meta) = fs::metadata(path) {
         ctx.reads.record_read(path, mtime_ns(&meta));
     }
@@ -326,7 +326,7 @@ pub fn record_current(ctx: &ToolCtx, path: &Path) {
 
 /// Keeps the head and tail of `s` when it has more than `max` characters, with a marker saying how
 /// many characters were dropped (`extra_dropped` adds characters already dropped upstream).
-pub fn truncate_middle(s: &str, max: usize, extra_dropped: usize) -> String {
+pub(crate) fn truncate_middle(s: &str, max: usize, extra_dropped: usize) -> String {
     let total = s.chars().count();
     if total <= max {
         return s.to_string();
@@ -346,7 +346,7 @@ pub fn truncate_middle(s: &str, max: usize, extra_dropped: usize) -> String {
 }
 
 /// Cuts a single line to `max` characters, marking the cut.
-pub fn truncate_line(s: &str, max: usize) -> String {
+pub(crate) fn truncate_line(s: &str, max: usize) -> String {
     match s.char_indices().nth(max) {
         Some((i, _)) => format!("{}... [line truncated]", &s[..i]),
         None => s.to_string(),
@@ -354,7 +354,7 @@ pub fn truncate_line(s: &str, max: usize) -> String {
 }
 
 /// A short display form of a path: relative to the working directory when inside it.
-pub fn display_path(ctx: &ToolCtx, path: &Path) -> String {
+pub(crate) fn display_path(ctx: &ToolCtx, path: &Path) -> String {
     let cwd = canonicalize_lenient(ctx.cwd);
     match path.strip_prefix(&cwd) {
         Ok(rel) if !rel.as_os_str().is_empty() => rel.display().to_string(),
@@ -363,12 +363,12 @@ pub fn display_path(ctx: &ToolCtx, path: &Path) -> String {
 }
 
 /// Whether the first 8 KB of `data` contain a NUL byte.
-pub fn looks_binary(data: &[u8]) -> bool {
+pub(crate) fn looks_binary(data: &[u8]) -> bool {
     data[..data.len().min(8192)].contains(&0)
 }
 
 /// `input[key]` when it is a non-blank string (for titles and locations).
-pub fn arg<'a>(input: &'a Value, key: &str) -> Option<&'a str> {
+pub(crate) fn arg<'a>(input: &'a Value, key: &str) -> Option<&'a str> {
     input
         .get(key)
         .and_then(Value::as_str)
@@ -376,7 +376,7 @@ pub fn arg<'a>(input: &'a Value, key: &str) -> Option<&'a str> {
 }
 
 /// The first line of `s`, at most `max` characters, marked when cut.
-pub fn first_line(s: &str, max: usize) -> String {
+pub(crate) fn first_line(s: &str, max: usize) -> String {
     let line = s.trim().lines().next().unwrap_or("");
     let short: String = line.chars().take(max).collect();
     if short.len() < s.trim().len() {
@@ -387,7 +387,7 @@ pub fn first_line(s: &str, max: usize) -> String {
 }
 
 /// `raw` as the user reads it: relative to `cwd` when inside it.
-pub fn shown_path(cwd: &Path, raw: &str) -> String {
+pub(crate) fn shown_path(cwd: &Path, raw: &str) -> String {
     let p = resolve_in(cwd, raw);
     let base = resolve_in(cwd, ".");
     match p.strip_prefix(&base) {
@@ -397,12 +397,12 @@ pub fn shown_path(cwd: &Path, raw: &str) -> String {
 }
 
 /// `input[key]` as a path the user reads (`shown_path`).
-pub fn shown_arg(input: &Value, key: &str, cwd: &Path) -> Option<String> {
+pub(crate) fn shown_arg(input: &Value, key: &str, cwd: &Path) -> Option<String> {
     Some(shown_path(cwd, arg(input, key)?))
 }
 
 /// ` in DIR` for a call limited to `input[key]`, else "".
-pub fn within_arg(input: &Value, key: &str, cwd: &Path) -> String {
+pub(crate) fn within_arg(input: &Value, key: &str, cwd: &Path) -> String {
     shown_arg(input, key, cwd)
         .map(|p| format!(" in {p}"))
         .unwrap_or_default()

@@ -18,7 +18,7 @@ use std::path::{Component, Path, PathBuf};
 
 /// Where a resolved path lies, lowest concern first.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Zone {
+pub(crate) enum Zone {
     /// Inside the project.
     #[default]
     Project,
@@ -36,7 +36,7 @@ pub enum Zone {
 
 impl Zone {
     /// How the question names it (empty for the project).
-    pub fn note(self) -> &'static str {
+    pub(crate) fn note(self) -> &'static str {
         match self {
             Zone::Project => "",
             Zone::Outside => " (outside the project)",
@@ -49,7 +49,7 @@ impl Zone {
 /// A session's bounds: the confined agent's directory, and what is guarded beyond the
 /// project's fixed names. Built once per agent.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Bounds {
+pub(crate) struct Bounds {
     /// The only directory (canonical) a confined agent may read and write in.
     pub jail: Option<PathBuf>,
     /// crush's data directories (canonical).
@@ -78,7 +78,7 @@ impl Bounds {
     /// The bounds of a main agent: crush's data directories (`project_data`, the global one)
     /// and global configuration, Claude Code's user settings, and the files `commands` (hook,
     /// MCP and LSP command lines) name, as found from `cwd`.
-    pub fn for_session(project_data: &Path, cwd: &Path, commands: &[&str]) -> Bounds {
+    pub(crate) fn for_session(project_data: &Path, cwd: &Path, commands: &[&str]) -> Bounds {
         let real = |p: &Path| canonicalize_lenient(p);
         let claude = real(&crate::paths::claude_config_dir());
         let mut guarded_dirs = vec![real(&crate::paths::global_config_dir())];
@@ -104,7 +104,7 @@ impl Bounds {
     }
 
     /// Bounds that confine an agent to `dir`.
-    pub fn jailed(dir: &Path) -> Bounds {
+    pub(crate) fn jailed(dir: &Path) -> Bounds {
         Bounds {
             jail: Some(canonicalize_lenient(dir)),
             ..Bounds::default()
@@ -113,7 +113,7 @@ impl Bounds {
 
     /// `path` (absolute) resolved and checked against the jail: the path to use, or the
     /// refusal the model gets. Every file tool's path goes through here.
-    pub fn admit(&self, path: &Path) -> Result<PathBuf, ToolError> {
+    pub(crate) fn admit(&self, path: &Path) -> Result<PathBuf, ToolError> {
         let real = canonicalize_lenient(path);
         match &self.jail {
             Some(j) if !real.starts_with(j) => Err(ToolError::RespondToModel(format!(
@@ -126,7 +126,7 @@ impl Bounds {
     }
 
     /// Where the resolved `path` lies, for a project rooted at `project_root`.
-    pub fn zone(&self, project_root: &Path, path: &Path) -> Zone {
+    pub(crate) fn zone(&self, project_root: &Path, path: &Path) -> Zone {
         if self.data_dirs.iter().any(|d| path.starts_with(d)) {
             return Zone::CrushData;
         }
@@ -177,7 +177,7 @@ fn guarded_in_project(rel: &Path) -> bool {
 /// The existing files a command line names (resolved, canonical; `root` is the project's): each word, or the part of
 /// `--opt=FILE` after `=`, split at blanks, quotes and shell operators (so the words of a
 /// quoted script count too), looked up from `cwd`, with `$CLAUDE_PROJECT_DIR` and `~` expanded.
-pub fn files_named_by(command: &str, cwd: &Path, root: &Path) -> Vec<PathBuf> {
+pub(crate) fn files_named_by(command: &str, cwd: &Path, root: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for token in command.split(|c: char| c.is_whitespace() || ";&|()<>'\"".contains(c)) {
         let token = token.rsplit_once('=').map_or(token, |(_, v)| v);
@@ -202,7 +202,7 @@ pub fn files_named_by(command: &str, cwd: &Path, root: &Path) -> Vec<PathBuf> {
 
 /// Whether the way to `path` (absolute, as a change was recorded) is still the same: no
 /// directory on it became a symbolic link, so writing there writes `path` and nothing else.
-pub fn same_route(path: &Path) -> bool {
+pub(crate) fn same_route(path: &Path) -> bool {
     canonicalize_lenient(path) == crate::paths::normalize(path)
 }
 

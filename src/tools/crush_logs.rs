@@ -6,10 +6,10 @@ use super::{PermissionRequest, Tool, ToolCtx, ToolError, ToolOutput};
 use serde_json::{Value, json};
 use std::path::Path;
 
-pub struct CrushLogs;
+pub(crate) struct CrushLogs;
 
-pub const DEFAULT_LINES: u64 = 50;
-pub const MAX_LINES: u64 = 100;
+pub(crate) const DEFAULT_LINES: u64 = 50;
+pub(crate) const MAX_LINES: u64 = 100;
 /// Longer lines are cut: a log line is never a reason to fill the context.
 const MAX_LINE_CHARS: usize = 2000;
 

@@ -6,7 +6,7 @@ const CONTEXT: usize = 3;
 const MAX_CELLS: usize = 4_000_000;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Diff {
+pub(crate) struct Diff {
     /// Unified diff text (empty when nothing changed).
     pub text: String,
     pub additions: usize,
@@ -90,7 +90,7 @@ fn push_line(out: &mut String, prefix: char, line: &str) {
 }
 
 /// The unified diff from `old` to `new`, labelled with `path`.
-pub fn unified(old: &str, new: &str, path: &str) -> Diff {
+pub(crate) fn unified(old: &str, new: &str, path: &str) -> Diff {
     let a = split_lines(old);
     let b = split_lines(new);
     let ops = diff_ops(&a, &b);
@@ -167,7 +167,7 @@ pub fn unified(old: &str, new: &str, path: &str) -> Diff {
 
 /// The hunks of a unified diff text as Claude Code's `structuredPatch`:
 /// `[{oldStart, oldLines, newStart, newLines, lines: ["-old", "+new", " same"]}]`.
-pub fn structured_patch(text: &str) -> serde_json::Value {
+pub(crate) fn structured_patch(text: &str) -> serde_json::Value {
     let mut hunks: Vec<serde_json::Value> = Vec::new();
     let mut lines: Vec<String> = Vec::new();
     let mut head: Option<[u64; 4]> = None;
@@ -205,7 +205,7 @@ pub fn structured_patch(text: &str) -> serde_json::Value {
 
 /// A unified diff as shown on stderr, each line ending in a newline: headers bold, additions
 /// green, removals red, hunk lines cyan when `color`; control characters made visible.
-pub fn painted(diff: &str, color: bool) -> String {
+pub(crate) fn painted(diff: &str, color: bool) -> String {
     let paint = |style: &str, l: &str| {
         if color {
             format!("{style}{l}\x1b[0m")

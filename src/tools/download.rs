@@ -15,11 +15,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-pub struct Download;
+pub(crate) struct Download;
 
-pub const DEFAULT_TIMEOUT_SECS: u64 = 300;
-pub const MAX_TIMEOUT_SECS: u64 = 600;
-pub const DEFAULT_MAX_BYTES: u64 = 100 * 1024 * 1024;
+pub(crate) const DEFAULT_TIMEOUT_SECS: u64 = 300;
+pub(crate) const MAX_TIMEOUT_SECS: u64 = 600;
+pub(crate) const DEFAULT_MAX_BYTES: u64 = 100 * 1024 * 1024;
 
 /// The size limit: `CRUSH_DOWNLOAD_MAX_BYTES`, else 100 MB.
 fn max_bytes() -> u64 {

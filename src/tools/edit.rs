@@ -9,11 +9,11 @@ use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
 use serde_json::{Value, json};
 use std::path::Path;
 
-pub struct Edit;
+pub(crate) struct Edit;
 
 /// What [`replace_in`] made.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Replaced {
+pub(crate) struct Replaced {
     pub content: String,
     pub count: usize,
     /// `old` matched only apart from whitespace (crush(1) TOOLS, edit).
@@ -22,7 +22,7 @@ pub struct Replaced {
 
 /// Why [`replace_in`] made no replacement: the model's `old_string` does not fit the file.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum NoReplace {
+pub(crate) enum NoReplace {
     EmptyOld,
     Identical,
     /// It matches only apart from whitespace, where the file already has `new`.
@@ -64,7 +64,7 @@ impl std::error::Error for NoReplace {}
 /// file uses CRLF line endings and the strings use LF, they are converted. When `old` is not in
 /// the file as written, whole lines equal to it apart from whitespace are the match, if that
 /// place is unique (`whitespace::replace`).
-pub fn replace_in(
+pub(crate) fn replace_in(
     content: &str,
     old: &str,
     new: &str,
@@ -113,7 +113,7 @@ pub fn replace_in(
 
 /// A file about to be edited: its current content, and whether it changed since the session
 /// last read it.
-pub struct ForEdit {
+pub(crate) struct ForEdit {
     pub content: String,
     pub changed: bool,
 }
@@ -121,7 +121,7 @@ pub struct ForEdit {
 impl ForEdit {
     /// An edit that does not apply to the content: when the file changed since it was read,
     /// the error says so first (the model's old_string may be from before the change).
-    pub fn failed(&self, path: &Path, why: impl std::fmt::Display) -> ToolError {
+    pub(crate) fn failed(&self, path: &Path, why: impl std::fmt::Display) -> ToolError {
         ToolError::RespondToModel(if self.changed {
             format!(
                 "file {} was modified since it was last read, and the edit does not apply to it \
@@ -134,7 +134,7 @@ impl ForEdit {
     }
 
     /// What the model is told after an edit of a file that had changed since it was read.
-    pub fn note(&self, path: &Path) -> Option<String> {
+    pub(crate) fn note(&self, path: &Path) -> Option<String> {
         self.changed.then(|| {
             format!(
                 "Note: {} had changed since you last read it (a hook such as a formatter, or \
@@ -149,7 +149,7 @@ impl ForEdit {
 /// The current content of a file that is about to be edited (must exist and have been viewed).
 /// A file changed since it was viewed is edited when the edit still applies, as Claude Code
 /// does after a formatter hook (crush(1) TOOLS, edit).
-pub fn load_for_edit(ctx: &ToolCtx, path: &Path) -> Result<ForEdit, ToolError> {
+pub(crate) fn load_for_edit(ctx: &ToolCtx, path: &Path) -> Result<ForEdit, ToolError> {
     if path.is_dir() {
         return Err(format!("{} is a directory", path.display()).into());
     }
@@ -165,7 +165,7 @@ pub fn load_for_edit(ctx: &ToolCtx, path: &Path) -> Result<ForEdit, ToolError> {
 
 /// The content a creating edit (empty old_string) replaces: None for a missing file, Some("")
 /// for an empty one; a file with content is an error.
-pub fn load_for_create(ctx: &ToolCtx, path: &Path) -> Result<Option<String>, ToolError> {
+pub(crate) fn load_for_create(ctx: &ToolCtx, path: &Path) -> Result<Option<String>, ToolError> {
     if path.is_dir() {
         return Err(format!("{} is a directory", path.display()).into());
     }
@@ -180,7 +180,7 @@ pub fn load_for_create(ctx: &ToolCtx, path: &Path) -> Result<Option<String>, Too
 }
 
 /// A planned edit: the change, how many replacements, and notes for the model.
-pub struct Plan {
+pub(crate) struct Plan {
     pub change: FileChange,
     pub count: usize,
     pub notes: Vec<String>,
@@ -188,7 +188,7 @@ pub struct Plan {
 
 impl Plan {
     /// `content` with the notes after it.
-    pub fn noted(&self, content: String) -> String {
+    pub(crate) fn noted(&self, content: String) -> String {
         std::iter::once(content)
             .chain(self.notes.iter().cloned())
             .collect::<Vec<_>>()

@@ -8,14 +8,14 @@ use serde_json::{Value, json};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-pub struct Fetch;
+pub(crate) struct Fetch;
 
-pub const MAX_BODY_BYTES: usize = 100 * 1024;
-pub const DEFAULT_TIMEOUT_SECS: u64 = 30;
-pub const MAX_TIMEOUT_SECS: u64 = 120;
+pub(crate) const MAX_BODY_BYTES: usize = 100 * 1024;
+pub(crate) const DEFAULT_TIMEOUT_SECS: u64 = 30;
+pub(crate) const MAX_TIMEOUT_SECS: u64 = 120;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
+pub(crate) enum Format {
     Text,
     Markdown,
     Html,
@@ -114,7 +114,7 @@ fn get_cancellable(
 // HTML → text / markdown
 
 /// `s` with its HTML character references decoded (the common named ones and numeric ones).
-pub fn decode_entities(s: &str) -> String {
+pub(crate) fn decode_entities(s: &str) -> String {
     if !s.contains('&') {
         return s.to_string();
     }
@@ -168,7 +168,7 @@ pub fn decode_entities(s: &str) -> String {
 }
 
 /// The value of attribute `name` of a tag's text (entities decoded).
-pub fn attr(tag: &str, name: &str) -> Option<String> {
+pub(crate) fn attr(tag: &str, name: &str) -> Option<String> {
     let lower = tag.to_ascii_lowercase();
     let mut from = 0;
     while let Some(pos) = lower[from..].find(name) {
@@ -195,7 +195,7 @@ pub fn attr(tag: &str, name: &str) -> Option<String> {
 
 /// Converts HTML to readable text; with `markdown`, keeps headings, lists, links, emphasis and
 /// code in Markdown syntax.
-pub fn html_to_text(html: &str, markdown: bool) -> String {
+pub(crate) fn html_to_text(html: &str, markdown: bool) -> String {
     let mut out = String::new();
     let mut skip_until: Option<String> = None;
     let mut pre = 0usize;

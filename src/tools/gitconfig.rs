@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 /// The first thing in the repository around `dir` that names a program git would run, as
 /// "FILE: KEY", or None (no repository, or nothing found).
-pub fn runs_programs(dir: &Path) -> Option<String> {
+pub(crate) fn runs_programs(dir: &Path) -> Option<String> {
     let (worktree, git_dir) = find_git_dir(dir)?;
     let common = read(&git_dir.join("commondir"))
         .map(|c| git_dir.join(c.trim()))

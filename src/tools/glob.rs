@@ -15,18 +15,18 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-pub struct Glob;
+pub(crate) struct Glob;
 
-pub const MAX_RESULTS: usize = 100;
-pub const SEARCH_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const MAX_RESULTS: usize = 100;
+pub(crate) const SEARCH_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Whether a pattern asks for hidden files explicitly (`.github/**`, `**/.env`).
-pub fn wants_hidden(pattern: &str) -> bool {
+pub(crate) fn wants_hidden(pattern: &str) -> bool {
     pattern.starts_with('.') && !pattern.starts_with("./") || pattern.contains("/.")
 }
 
 /// Sorts paths by modification time, newest first (then by path).
-pub fn sort_newest_first(paths: Vec<PathBuf>) -> Vec<PathBuf> {
+pub(crate) fn sort_newest_first(paths: Vec<PathBuf>) -> Vec<PathBuf> {
     let mut with_time: Vec<(i64, PathBuf)> = paths
         .into_iter()
         .map(|p| {
@@ -79,7 +79,7 @@ fn rg_files(
 }
 
 /// Files under `root` matching `pattern` through the ignore-aware walk.
-pub fn walk_files(
+pub(crate) fn walk_files(
     root: &Path,
     pattern: &str,
     top: Option<&Path>,

@@ -19,9 +19,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-pub struct Grep;
+pub(crate) struct Grep;
 
-pub const MAX_MATCHES: usize = 100;
+pub(crate) const MAX_MATCHES: usize = 100;
 const MAX_LINE_CHARS: usize = 500;
 const MAX_FILE_BYTES: u64 = 10 * 1024 * 1024;
 

@@ -11,7 +11,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-pub const IGNORE_FILES: &[&str] = &[".gitignore", ".crushignore"];
+pub(crate) const IGNORE_FILES: &[&str] = &[".gitignore", ".crushignore"];
 
 fn match_class(p: &[char], c: char) -> Option<(bool, usize)> {
     // p starts after '['; returns (matched, chars consumed including ']')
@@ -74,13 +74,13 @@ enum Node {
 /// A glob compiled once and matched in O(pattern × path) time by simulating all positions at
 /// once (no backtracking, so patterns such as `*a*a*a*a*b` cannot take exponential time).
 #[derive(Clone, Debug)]
-pub struct Glob {
+pub(crate) struct Glob {
     chars: Vec<char>,
     nodes: Vec<Node>,
 }
 
 impl Glob {
-    pub fn new(pattern: &str) -> Glob {
+    pub(crate) fn new(pattern: &str) -> Glob {
         let p: Vec<char> = pattern.chars().collect();
         let mut nodes = Vec::with_capacity(p.len() + 1);
         for i in 0..=p.len() {
@@ -113,7 +113,7 @@ impl Glob {
     }
 
     /// Whether the '/'-separated relative `path` matches (whole path).
-    pub fn matches(&self, path: &str) -> bool {
+    pub(crate) fn matches(&self, path: &str) -> bool {
         let n = self.nodes.len();
         // States 0..n are pattern positions; n + i is "inside `**/` at i, waiting for a `/`".
         let mut cur = vec![false; 2 * n];
@@ -201,11 +201,11 @@ fn glob_match(pattern: &str, path: &str) -> bool {
 
 /// At most this many alternatives come out of `expand_braces` (`{a,b}{a,b}...` doubles per
 /// group); the rest are dropped.
-pub const MAX_BRACE_ALTERNATIVES: usize = 1024;
+pub(crate) const MAX_BRACE_ALTERNATIVES: usize = 1024;
 
 /// Expands `{a,b}` alternatives (nesting allowed): `*.{ts,tsx}` → `*.ts`, `*.tsx`. At most
 /// `MAX_BRACE_ALTERNATIVES` results.
-pub fn expand_braces(pattern: &str) -> Vec<String> {
+pub(crate) fn expand_braces(pattern: &str) -> Vec<String> {
     let mut out = Vec::new();
     expand_braces_into(pattern, &mut out);
     out
@@ -264,13 +264,13 @@ fn expand_braces_into(pattern: &str, out: &mut Vec<String>) {
 
 /// A set of glob alternatives (after brace expansion). Patterns without `/` match the file name,
 /// others the path relative to the search root.
-pub struct GlobSet {
+pub(crate) struct GlobSet {
     patterns: Vec<Glob>,
     name_only: bool,
 }
 
 impl GlobSet {
-    pub fn new(pattern: &str) -> GlobSet {
+    pub(crate) fn new(pattern: &str) -> GlobSet {
         let pattern = pattern.trim().trim_start_matches("./");
         GlobSet {
             name_only: !pattern.contains('/'),
@@ -281,7 +281,7 @@ impl GlobSet {
         }
     }
 
-    pub fn matches(&self, rel: &str) -> bool {
+    pub(crate) fn matches(&self, rel: &str) -> bool {
         let target = if self.name_only {
             rel.rsplit('/').next().unwrap_or(rel)
         } else {
@@ -300,13 +300,13 @@ struct Rule {
 
 /// The rules of one ignore file, relative to its directory.
 #[derive(Clone, Debug)]
-pub struct RuleSet {
+pub(crate) struct RuleSet {
     base: PathBuf,
     rules: Vec<Rule>,
 }
 
 impl RuleSet {
-    pub fn parse(base: &Path, text: &str) -> RuleSet {
+    pub(crate) fn parse(base: &Path, text: &str) -> RuleSet {
         let mut rules = Vec::new();
         for line in text.lines() {
             let mut line = line.trim_end_matches('\r');
@@ -348,12 +348,12 @@ impl RuleSet {
     }
 
     /// Loads the ignore files of `dir` (None when there are none or they hold no rules).
-    pub fn load(dir: &Path) -> Option<RuleSet> {
+    pub(crate) fn load(dir: &Path) -> Option<RuleSet> {
         RuleSet::load_named(dir, IGNORE_FILES)
     }
 
     /// Loads the named ignore files of `dir`, concatenated in order.
-    pub fn load_named(dir: &Path, names: &[&str]) -> Option<RuleSet> {
+    pub(crate) fn load_named(dir: &Path, names: &[&str]) -> Option<RuleSet> {
         let mut text = String::new();
         for name in names {
             if let Ok(Some(t)) = crate::fsutil::read_config(&dir.join(name)) {
@@ -386,7 +386,7 @@ impl RuleSet {
 }
 
 /// Whether `path` is ignored by the stack of rule sets (outermost first).
-pub fn is_ignored(stack: &[Rc<RuleSet>], path: &Path, is_dir: bool) -> bool {
+pub(crate) fn is_ignored(stack: &[Rc<RuleSet>], path: &Path, is_dir: bool) -> bool {
     let mut ignored = false;
     for set in stack {
         if let Some(d) = set.decide(path, is_dir) {
@@ -398,13 +398,13 @@ pub fn is_ignored(stack: &[Rc<RuleSet>], path: &Path, is_dir: bool) -> bool {
 
 /// Applies `.crushignore` files (which ripgrep does not know) to paths ripgrep reported: a path
 /// is ignored when it or one of its parent directories below `top` matches. Loads are cached.
-pub struct CrushIgnoreFilter {
+pub(crate) struct CrushIgnoreFilter {
     top: PathBuf,
     cache: HashMap<PathBuf, Option<Rc<RuleSet>>>,
 }
 
 impl CrushIgnoreFilter {
-    pub fn new(top: &Path) -> CrushIgnoreFilter {
+    pub(crate) fn new(top: &Path) -> CrushIgnoreFilter {
         CrushIgnoreFilter {
             top: top.to_path_buf(),
             cache: HashMap::new(),
@@ -420,7 +420,7 @@ impl CrushIgnoreFilter {
         r
     }
 
-    pub fn ignored(&mut self, path: &Path, is_dir: bool) -> bool {
+    pub(crate) fn ignored(&mut self, path: &Path, is_dir: bool) -> bool {
         let Ok(rel) = path.strip_prefix(&self.top) else {
             return false;
         };
@@ -442,13 +442,13 @@ impl CrushIgnoreFilter {
 }
 
 /// The `rg` executable when it is on PATH (looked up once).
-pub fn find_rg() -> Option<PathBuf> {
+pub(crate) fn find_rg() -> Option<PathBuf> {
     static RG: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
     RG.get_or_init(|| crate::proc::which("rg")).clone()
 }
 
 #[derive(Clone, Debug, Default)]
-pub struct WalkOptions {
+pub(crate) struct WalkOptions {
     /// Include names starting with `.` (`.git` is skipped regardless).
     pub hidden: bool,
     /// Entries deeper than this are not visited (1 = the root's children only).
@@ -460,14 +460,14 @@ pub struct WalkOptions {
 }
 
 #[derive(Clone, Debug)]
-pub struct Entry {
+pub(crate) struct Entry {
     pub path: PathBuf,
     /// Relative to the walk root, '/'-separated.
     pub rel: String,
     pub is_dir: bool,
 }
 
-pub enum Flow {
+pub(crate) enum Flow {
     Continue,
     /// Do not descend into this directory.
     Skip,
@@ -475,7 +475,7 @@ pub enum Flow {
 }
 
 /// Breadth-first walk of `root` (sorted by name within each directory), honouring ignore files.
-pub fn walk(root: &Path, opts: &WalkOptions, visit: &mut dyn FnMut(&Entry) -> Flow) {
+pub(crate) fn walk(root: &Path, opts: &WalkOptions, visit: &mut dyn FnMut(&Entry) -> Flow) {
     let mut stack: Vec<Rc<RuleSet>> = Vec::new();
     if let Some(top) = &opts.top
         && root.starts_with(top)

@@ -5,10 +5,10 @@
 use std::path::Path;
 
 /// The largest image sent to a model (Anthropic takes 5 MB of base64; 3 MB of bytes is ~4 MB).
-pub const MAX_IMAGE_BYTES: u64 = 3 * 1024 * 1024;
+pub(crate) const MAX_IMAGE_BYTES: u64 = 3 * 1024 * 1024;
 
 /// The image type an extension claims, if it names one of the four.
-pub fn mime_for_extension(path: &Path) -> Option<&'static str> {
+pub(crate) fn mime_for_extension(path: &Path) -> Option<&'static str> {
     let ext = path.extension()?.to_string_lossy().to_ascii_lowercase();
     Some(match ext.as_str() {
         "png" => "image/png",
@@ -20,7 +20,7 @@ pub fn mime_for_extension(path: &Path) -> Option<&'static str> {
 }
 
 /// The image type of `data`, from its signature.
-pub fn sniff(data: &[u8]) -> Option<&'static str> {
+pub(crate) fn sniff(data: &[u8]) -> Option<&'static str> {
     if data.starts_with(b"\x89PNG\r\n\x1a\n") {
         Some("image/png")
     } else if data.starts_with(&[0xff, 0xd8, 0xff]) {
@@ -47,7 +47,7 @@ fn le24(d: &[u8], i: usize) -> Option<u32> {
 }
 
 /// Width and height from the image's header, when it can be read.
-pub fn dimensions(data: &[u8]) -> Option<(u32, u32)> {
+pub(crate) fn dimensions(data: &[u8]) -> Option<(u32, u32)> {
     match sniff(data)? {
         "image/png" => {
             let w = u32::from_be_bytes(data.get(16..20)?.try_into().ok()?);
@@ -84,7 +84,7 @@ pub fn dimensions(data: &[u8]) -> Option<(u32, u32)> {
 }
 
 /// `name (image/png, 800x600, 12345 bytes)`.
-pub fn describe(name: &str, mime: &str, data: &[u8]) -> String {
+pub(crate) fn describe(name: &str, mime: &str, data: &[u8]) -> String {
     match dimensions(data) {
         Some((w, h)) => format!("{name} ({mime}, {w}x{h}, {} bytes)", data.len()),
         None => format!("{name} ({mime}, {} bytes)", data.len()),
@@ -92,7 +92,7 @@ pub fn describe(name: &str, mime: &str, data: &[u8]) -> String {
 }
 
 /// An image as the carrier holds it (base64).
-pub fn encode(mime: &str, data: &[u8]) -> super::Image {
+pub(crate) fn encode(mime: &str, data: &[u8]) -> super::Image {
     super::Image {
         mime_type: mime.to_string(),
         data: crate::mcp::wire::base64(data),
@@ -141,7 +141,7 @@ impl From<BadImage> for super::ToolError {
 
 /// Checks that `data`, read from `path`, is an image (whatever its extension says) no larger
 /// than the limit; its type.
-pub fn check(path: &Path, data: &[u8]) -> Result<&'static str, BadImage> {
+pub(crate) fn check(path: &Path, data: &[u8]) -> Result<&'static str, BadImage> {
     let Some(mime) = sniff(data) else {
         return Err(BadImage::NotAnImage {
             path: path.to_path_buf(),
@@ -158,11 +158,11 @@ pub fn check(path: &Path, data: &[u8]) -> Result<&'static str, BadImage> {
 }
 
 #[cfg(test)]
-pub mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A 3x2 PNG (header only: enough for sniffing and dimensions).
-    pub fn png(w: u32, h: u32) -> Vec<u8> {
+    pub(crate) fn png(w: u32, h: u32) -> Vec<u8> {
         let mut d = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec();
         d.extend(w.to_be_bytes());
         d.extend(h.to_be_bytes());

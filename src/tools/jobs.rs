@@ -15,13 +15,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// At most this many jobs may run at once (Go Crush's limit).
-pub const MAX_JOBS: usize = 50;
+pub(crate) const MAX_JOBS: usize = 50;
 /// Finished jobs are forgotten this long after they ended (Go Crush's retention).
 const RETENTION: Duration = Duration::from_secs(8 * 3600);
 
 /// What `job_output` and `/jobs` show of a job.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Info {
+pub(crate) struct Info {
     pub id: String,
     pub command: String,
     pub description: String,
@@ -83,7 +83,7 @@ fn table() -> MutexGuard<'static, Vec<Entry>> {
 }
 
 /// The running jobs (at most `MAX_JOBS` may run): Err with Go Crush's message when full.
-pub fn check_room() -> Result<(), ToolError> {
+pub(crate) fn check_room() -> Result<(), ToolError> {
     let running = table()
         .iter()
         .filter(|e| !e.id.is_empty() && e.ended.is_none())
@@ -97,7 +97,7 @@ pub fn check_room() -> Result<(), ToolError> {
 }
 
 /// Adds a job of `session_id` to the table; its id.
-pub fn add(
+pub(crate) fn add(
     session_id: &str,
     command: &str,
     description: &str,
@@ -118,7 +118,7 @@ pub fn add(
 }
 
 /// Keeps what a finished foreground command left running (`server &`) until the session ends.
-pub fn keep_leftovers(session_id: &str, job: Job) {
+pub(crate) fn keep_leftovers(session_id: &str, job: Job) {
     if job.status().gone {
         return;
     }
@@ -144,7 +144,7 @@ fn find(id: &str, session_id: &str) -> Option<(Arc<Job>, Info)> {
 }
 
 /// The jobs of `session_id`, oldest first.
-pub fn list(session_id: &str) -> Vec<Info> {
+pub(crate) fn list(session_id: &str) -> Vec<Info> {
     table()
         .iter()
         .filter(|e| !e.id.is_empty() && e.session_id == session_id)
@@ -153,7 +153,7 @@ pub fn list(session_id: &str) -> Vec<Info> {
 }
 
 /// Kills every job of `session_id` (and what its commands left running) and forgets them.
-pub fn end_session(session_id: &str) {
+pub(crate) fn end_session(session_id: &str) {
     let gone: Vec<Entry> = {
         let mut t = table();
         let (ended, kept): (Vec<Entry>, Vec<Entry>) = std::mem::take(&mut *t)
@@ -168,7 +168,7 @@ pub fn end_session(session_id: &str) {
 }
 
 /// `/jobs`: one line per job of the session.
-pub fn list_text(session_id: &str) -> String {
+pub(crate) fn list_text(session_id: &str) -> String {
     let jobs = list(session_id);
     if jobs.is_empty() {
         return "No background jobs in this session.\n".to_string();
@@ -199,7 +199,7 @@ pub fn list_text(session_id: &str) -> String {
 }
 
 /// New output of a job (stdout, then stderr), as the model is shown it.
-pub fn new_output(job: &Job) -> String {
+pub(crate) fn new_output(job: &Job) -> String {
     let (out, out_lost, err, err_lost) = job.unread();
     let mut parts = Vec::new();
     for (bytes, lost) in [(out, out_lost), (err, err_lost)] {
@@ -217,7 +217,7 @@ pub fn new_output(job: &Job) -> String {
     truncate_middle(&parts.join("\n"), super::bash::MAX_OUTPUT_CHARS, 0)
 }
 
-pub struct JobOutput;
+pub(crate) struct JobOutput;
 
 impl Tool for JobOutput {
     fn name(&self) -> &'static str {
@@ -308,7 +308,7 @@ impl Tool for JobOutput {
     }
 }
 
-pub struct JobKill;
+pub(crate) struct JobKill;
 
 impl Tool for JobKill {
     fn name(&self) -> &'static str {

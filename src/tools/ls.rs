@@ -7,9 +7,9 @@ use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
 use serde_json::{Value, json};
 use std::path::Path;
 
-pub struct Ls;
+pub(crate) struct Ls;
 
-pub const MAX_ENTRIES: usize = 1000;
+pub(crate) const MAX_ENTRIES: usize = 1000;
 /// Directories never listed (besides hidden ones and ignored paths).
 const SKIPPED_DIRS: &[&str] = &["node_modules", "__pycache__"];
 
@@ -30,7 +30,7 @@ fn ignore_patterns(input: &Value) -> Result<Vec<GlobSet>, ToolError> {
 }
 
 /// The listing of `root` (entries as (relative path, is_dir)) and whether it was truncated.
-pub fn list(
+pub(crate) fn list(
     root: &Path,
     top: Option<&Path>,
     depth: Option<usize>,

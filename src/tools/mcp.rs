@@ -10,14 +10,14 @@ use crate::mcp::Manager;
 use serde_json::{Value, json};
 
 /// The most text an MCP result passes to the model, as for the bash tool.
-pub const MAX_OUTPUT_CHARS: usize = super::bash::MAX_OUTPUT_CHARS;
+pub(crate) const MAX_OUTPUT_CHARS: usize = super::bash::MAX_OUTPUT_CHARS;
 
-pub const LIST_RESOURCES: &str = "list_mcp_resources";
-pub const READ_RESOURCE: &str = "read_mcp_resource";
+pub(crate) const LIST_RESOURCES: &str = "list_mcp_resources";
+pub(crate) const READ_RESOURCE: &str = "read_mcp_resource";
 
 /// Claude Code's name (`mcp__<server>__<tool>`) for the tool crush names `full_name`
 /// (`mcp_<server>_<tool>`), where only the name is known; a server tool itself knows both parts.
-pub fn claude_name_of(full_name: &str) -> Option<String> {
+pub(crate) fn claude_name_of(full_name: &str) -> Option<String> {
     let rest = full_name.strip_prefix("mcp_")?;
     if rest.starts_with('_') {
         return None;
@@ -28,22 +28,22 @@ pub fn claude_name_of(full_name: &str) -> Option<String> {
 
 /// The MCP tools of a session, from its servers.
 #[derive(Clone)]
-pub struct Mcp {
+pub(crate) struct Mcp {
     manager: Manager,
 }
 
 impl Mcp {
-    pub fn new(manager: Manager) -> Mcp {
+    pub(crate) fn new(manager: Manager) -> Mcp {
         Mcp { manager }
     }
 
-    pub fn manager(&self) -> &Manager {
+    pub(crate) fn manager(&self) -> &Manager {
         &self.manager
     }
 
     /// The tools to offer now: every tool of the running servers, and the resource tools when
     /// any server is configured.
-    pub fn tools(&self) -> Vec<Box<dyn Tool>> {
+    pub(crate) fn tools(&self) -> Vec<Box<dyn Tool>> {
         let mut out: Vec<Box<dyn Tool>> = Vec::new();
         if self.manager.has_servers() {
             out.push(Box::new(ListResources {
@@ -257,7 +257,7 @@ impl Collected {
 }
 
 /// A `CallToolResult` as a tool output.
-pub fn result_output(r: &Value) -> ToolOutput {
+pub(crate) fn result_output(r: &Value) -> ToolOutput {
     let mut c = Collected::new();
     for b in r
         .get("content")

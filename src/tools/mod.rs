@@ -6,37 +6,37 @@
 //!
 //! `builtin()` returns every tool, sorted by name. Child processes go through `crate::proc`.
 
-pub mod attach;
-pub mod bash;
-pub mod common;
-pub mod confine;
-pub mod crush_logs;
-pub mod diff;
-pub mod download;
-pub mod edit;
-pub mod fetch;
-pub mod gitconfig;
-pub mod glob;
-pub mod grep;
-pub mod ignore;
-pub mod image;
-pub mod jobs;
-pub mod ls;
-pub mod lsp;
-pub mod mcp;
-pub mod multiedit;
-pub mod question;
-pub mod sourcegraph;
-pub mod todos;
-pub mod view;
-pub mod web;
-pub mod whitespace;
-pub mod write;
+pub(crate) mod attach;
+pub(crate) mod bash;
+pub(crate) mod common;
+pub(crate) mod confine;
+pub(crate) mod crush_logs;
+pub(crate) mod diff;
+pub(crate) mod download;
+pub(crate) mod edit;
+pub(crate) mod fetch;
+pub(crate) mod gitconfig;
+pub(crate) mod glob;
+pub(crate) mod grep;
+pub(crate) mod ignore;
+pub(crate) mod image;
+pub(crate) mod jobs;
+pub(crate) mod ls;
+pub(crate) mod lsp;
+pub(crate) mod mcp;
+pub(crate) mod multiedit;
+pub(crate) mod question;
+pub(crate) mod sourcegraph;
+pub(crate) mod todos;
+pub(crate) mod view;
+pub(crate) mod web;
+pub(crate) mod whitespace;
+pub(crate) mod write;
 
 #[cfg(test)]
 pub(crate) mod testutil;
 
-pub use crate::store::Content;
+pub(crate) use crate::store::Content;
 use serde_json::Value;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -45,7 +45,7 @@ use std::sync::atomic::AtomicBool;
 
 /// Records which files the session has read, so edits can require a prior view and refuse a file
 /// that changed since. Implemented by the agent over the session store.
-pub trait ReadTracker {
+pub(crate) trait ReadTracker {
     /// Remember that `path` (absolute) was read while its modification time was `mtime_ns`.
     fn record_read(&self, path: &Path, mtime_ns: i64);
     /// The modification time recorded at the last read of `path`, if it was read in this session.
@@ -54,7 +54,7 @@ pub trait ReadTracker {
 
 /// The session a call belongs to, as the tools may see and change it. Implemented by the agent
 /// over the session store (tools never touch the store themselves).
-pub trait SessionState {
+pub(crate) trait SessionState {
     /// The session's id ("" when there is none, as in some tests).
     fn session_id(&self) -> &str;
     /// The session's task list (`todos`).
@@ -66,7 +66,7 @@ pub trait SessionState {
 }
 
 /// The language servers as the file tools see them (crush(1) LANGUAGE SERVERS).
-pub trait Diagnostics: Sync {
+pub(crate) trait Diagnostics: Sync {
     /// `path` (absolute) was read: the servers for its type start and open it. The problems
     /// already known in it, formatted for the model ("" when none).
     fn opened(&self, path: &Path) -> String;
@@ -82,7 +82,7 @@ pub trait Diagnostics: Sync {
 /// The files as the editor crush runs inside sees them (crush(1) ACP): reads see its unsaved
 /// buffers, writes land in them. The tools' own checks (regular file, size, stale read,
 /// permission, hooks) run first, on the disk and on the content crush computed.
-pub trait Files: Sync {
+pub(crate) trait Files: Sync {
     /// The text of `path` (absolute; an existing regular file) as the editor has it. None: the
     /// editor does not read files, read the disk.
     fn read(&self, path: &Path) -> Option<Result<String, ToolError>>;
@@ -92,7 +92,7 @@ pub trait Files: Sync {
 }
 
 /// Everything a tool may use while it runs.
-pub struct ToolCtx<'a> {
+pub(crate) struct ToolCtx<'a> {
     /// The session's working directory (relative paths resolve against it).
     pub cwd: &'a Path,
     /// The project root (git worktree root, else `cwd`). Reading inside it needs no permission.
@@ -130,19 +130,19 @@ pub struct ToolCtx<'a> {
 /// is read as the file it leads to, with the usual question), and the built-in skills' texts
 /// by their `crush://skills/...` location.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SkillFiles {
+pub(crate) struct SkillFiles {
     pub dirs: Vec<PathBuf>,
     pub builtin: Vec<(String, &'static str)>,
 }
 
 impl SkillFiles {
     /// Whether `path` (resolved, canonical) lies in a skill's folder.
-    pub fn contains(&self, path: &Path) -> bool {
+    pub(crate) fn contains(&self, path: &Path) -> bool {
         self.dirs.iter().any(|d| path.starts_with(d))
     }
 
     /// The text of a built-in skill file, by its location.
-    pub fn builtin(&self, location: &str) -> Option<&'static str> {
+    pub(crate) fn builtin(&self, location: &str) -> Option<&'static str> {
         self.builtin
             .iter()
             .find(|(l, _)| l == location)
@@ -152,7 +152,7 @@ impl SkillFiles {
 
 /// A file a call concerns (absolute), with the line it starts at when known.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Location {
+pub(crate) struct Location {
     pub path: PathBuf,
     pub line: Option<u64>,
 }
@@ -160,7 +160,7 @@ pub struct Location {
 impl Location {
     /// The file `raw` (as the model gave it, resolved against `cwd`), when `input` has a
     /// non-blank `key`.
-    pub fn of(input: &Value, key: &str, cwd: &Path) -> Option<Location> {
+    pub(crate) fn of(input: &Value, key: &str, cwd: &Path) -> Option<Location> {
         let raw = input
             .get(key)
             .and_then(Value::as_str)
@@ -174,7 +174,7 @@ impl Location {
 
 /// A permission a call needs before it may run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct PermissionRequest {
+pub(crate) struct PermissionRequest {
     pub tool: String,
     /// Crush's action names: execute (bash), write (edit, multiedit, write), read (view), list (ls,
     /// glob, grep), fetch (fetch).
@@ -195,7 +195,7 @@ pub struct PermissionRequest {
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct ToolOutput {
+pub(crate) struct ToolOutput {
     /// What the model sees.
     pub content: String,
     pub is_error: bool,
@@ -212,13 +212,13 @@ pub struct ToolOutput {
 
 /// An image, its bytes in standard base64.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Image {
+pub(crate) struct Image {
     pub mime_type: String,
     pub data: String,
 }
 
 impl ToolOutput {
-    pub fn error(content: impl Into<String>) -> ToolOutput {
+    pub(crate) fn error(content: impl Into<String>) -> ToolOutput {
         ToolOutput {
             content: content.into(),
             is_error: true,
@@ -285,7 +285,7 @@ impl fmt::Display for ToolError {
 
 /// What a tool does, as editors group tools (ACP's tool kinds, for the icon of a call).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum ToolKind {
+pub(crate) enum ToolKind {
     /// Reads a file or what a language server knows of one.
     Read,
     /// Changes files.
@@ -304,7 +304,7 @@ pub enum ToolKind {
 
 impl ToolKind {
     /// The kind's name in ACP (`tool_call.kind`).
-    pub fn acp_name(self) -> &'static str {
+    pub(crate) fn acp_name(self) -> &'static str {
         match self {
             ToolKind::Read => "read",
             ToolKind::Edit => "edit",
@@ -319,7 +319,7 @@ impl ToolKind {
 
 /// How a call of a tool is carried out.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum RunMode {
+pub(crate) enum RunMode {
     /// `Tool::run` does the work in crush's process.
     #[default]
     InProcess,
@@ -333,7 +333,7 @@ pub enum RunMode {
 
 /// The calls the agent loop runs itself (`RunMode::Loop`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LoopTool {
+pub(crate) enum LoopTool {
     /// A task for a sub-agent in a child session.
     SubAgent,
     /// A web page read by a sub-agent (`agentic_fetch`).
@@ -347,7 +347,7 @@ pub enum LoopTool {
 /// A tool: what the model sees of it (name, description, schema), what it is to the other
 /// layers (kind, read-only, Claude Code's name, title and locations, how it runs), and the call
 /// itself. Editors, hooks, permissions and plan mode ask these, never the tool's name.
-pub trait Tool: Send + Sync {
+pub(crate) trait Tool: Send + Sync {
     /// The name the model sees (Crush's names, so permissions and hook matchers carry over).
     fn name(&self) -> &str;
     fn description(&self) -> String;
@@ -400,7 +400,7 @@ pub trait Tool: Send + Sync {
 }
 
 /// Every built-in tool, sorted by name (Crush sends the tool list sorted).
-pub fn builtin() -> Vec<Box<dyn Tool>> {
+pub(crate) fn builtin() -> Vec<Box<dyn Tool>> {
     let mut tools: Vec<Box<dyn Tool>> = vec![
         Box::new(bash::Bash),
         Box::new(crush_logs::CrushLogs),
@@ -430,14 +430,14 @@ fn edit_title(input: &Value, cwd: &Path) -> String {
 }
 
 /// `tool` among `tools`, by name.
-pub fn find<'a>(tools: &[&'a dyn Tool], name: &str) -> Option<&'a dyn Tool> {
+pub(crate) fn find<'a>(tools: &[&'a dyn Tool], name: &str) -> Option<&'a dyn Tool> {
     tools.iter().copied().find(|t| t.name() == name)
 }
 
 /// What editors and the REPL show of a call: its kind, title and files, how it runs, how its
 /// result is previewed.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CallView {
+pub(crate) struct CallView {
     pub kind: ToolKind,
     pub title: String,
     pub locations: Vec<Location>,
@@ -447,7 +447,7 @@ pub struct CallView {
 
 impl CallView {
     /// A call of `tool` with `input`, paths resolved against `cwd`.
-    pub fn of(tool: &dyn Tool, input: &Value, cwd: &Path) -> CallView {
+    pub(crate) fn of(tool: &dyn Tool, input: &Value, cwd: &Path) -> CallView {
         CallView {
             kind: tool.kind(),
             title: tool.title(input, cwd),
@@ -458,7 +458,7 @@ impl CallView {
     }
 
     /// A call of a tool that is not there (an unknown name, a tool no longer offered).
-    pub fn unknown(name: &str) -> CallView {
+    pub(crate) fn unknown(name: &str) -> CallView {
         CallView {
             kind: ToolKind::Other,
             title: name.to_string(),
@@ -470,7 +470,7 @@ impl CallView {
 }
 
 /// The key argument of a tool call, for one-line display.
-pub fn key_argument(input: &Value) -> String {
+pub(crate) fn key_argument(input: &Value) -> String {
     for k in [
         "command",
         "file_path",
@@ -548,16 +548,16 @@ mod tests {
 }
 
 /// Lines of a tool result shown under its tool line by default (crush(1) INTERACTIVE SESSION).
-pub const PREVIEW_LINES: usize = 5;
+pub(crate) const PREVIEW_LINES: usize = 5;
 
 /// Lines of a tool result's preview as `options.tool_preview_lines` says (0 shows none).
-pub fn preview_lines<N: TryInto<usize>>(configured: Option<N>) -> usize {
+pub(crate) fn preview_lines<N: TryInto<usize>>(configured: Option<N>) -> usize {
     configured.map_or(PREVIEW_LINES, |n| n.try_into().unwrap_or(usize::MAX))
 }
 
 /// How a result is previewed (`preview`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Preview {
+pub(crate) enum Preview {
     /// Its first non-blank lines (grep's and glob's count and first hits).
     #[default]
     Head,
@@ -570,7 +570,7 @@ pub enum Preview {
 /// A short preview of what the model got from a call, at most `max` lines, as the tool's
 /// `style` says: bash's last lines and its exit status, the range `view` read, the first lines
 /// of anything else; nothing when `max` is 0.
-pub fn preview(style: Preview, content: &str, max: usize) -> Vec<String> {
+pub(crate) fn preview(style: Preview, content: &str, max: usize) -> Vec<String> {
     if max == 0 {
         return Vec::new();
     }

@@ -9,7 +9,7 @@ use super::write::{FileChange, change_output};
 use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
 use serde_json::{Value, json};
 
-pub struct MultiEdit;
+pub(crate) struct MultiEdit;
 
 fn plan(input: &Value, ctx: &ToolCtx) -> Result<Plan, ToolError> {
     let path = resolve(ctx, req_str(input, "file_path")?)?;

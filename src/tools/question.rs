@@ -7,17 +7,17 @@ use super::{PermissionRequest, Tool, ToolCtx, ToolError, ToolOutput};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-pub struct QuestionTool;
+pub(crate) struct QuestionTool;
 
-pub const MAX_QUESTIONS: usize = 5;
-pub const MAX_CHOICES: usize = 5;
+pub(crate) const MAX_QUESTIONS: usize = 5;
+pub(crate) const MAX_CHOICES: usize = 5;
 
 /// The result when no user can answer.
-pub const NO_USER: &str = "No user is available to answer: this is a non-interactive run. Do \
+pub(crate) const NO_USER: &str = "No user is available to answer: this is a non-interactive run. Do \
 not ask again; decide with your best judgment, say what you assumed, and go on.";
 
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
-pub struct Choice {
+pub(crate) struct Choice {
     #[serde(default)]
     pub id: String,
     #[serde(default)]
@@ -28,7 +28,7 @@ pub struct Choice {
 
 /// One question, as the model sends it.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
-pub struct Question {
+pub(crate) struct Question {
     #[serde(default)]
     pub label: String,
     /// yes_no | single_choice | multi_choice | free_text
@@ -46,7 +46,7 @@ pub struct Question {
 
 /// The user's answer to one question.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Answer {
+pub(crate) struct Answer {
     pub yes: Option<bool>,
     /// Ids of the chosen choices.
     pub selected: Vec<String>,
@@ -54,11 +54,11 @@ pub struct Answer {
     pub text: String,
 }
 
-pub const KINDS: &[&str] = &["yes_no", "single_choice", "multi_choice", "free_text"];
+pub(crate) const KINDS: &[&str] = &["yes_no", "single_choice", "multi_choice", "free_text"];
 
 /// The questions of a call, checked against Go Crush's limits. A `questions` array sent as a
 /// JSON string is accepted.
-pub fn parse(input: &Value) -> Result<Vec<Question>, ToolError> {
+pub(crate) fn parse(input: &Value) -> Result<Vec<Question>, ToolError> {
     let raw = match input.get("questions") {
         Some(Value::String(s)) => serde_json::from_str::<Value>(s.trim())
             .map_err(|e| format!("questions must be an array: {e}"))?,
@@ -131,7 +131,7 @@ pub fn parse(input: &Value) -> Result<Vec<Question>, ToolError> {
 }
 
 /// The answers as the model reads them (Go Crush's wording).
-pub fn format_answers(questions: &[Question], answers: &[Answer]) -> String {
+pub(crate) fn format_answers(questions: &[Question], answers: &[Answer]) -> String {
     let mut s = String::new();
     for (i, (q, a)) in questions.iter().zip(answers).enumerate() {
         if i > 0 {

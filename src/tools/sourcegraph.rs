@@ -12,10 +12,10 @@ use std::fmt::Write as _;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-pub struct Sourcegraph;
+pub(crate) struct Sourcegraph;
 
-pub const DEFAULT_URL: &str = "https://sourcegraph.com/.api/graphql";
-pub const MAX_RESULTS: u64 = 20;
+pub(crate) const DEFAULT_URL: &str = "https://sourcegraph.com/.api/graphql";
+pub(crate) const MAX_RESULTS: u64 = 20;
 const DEFAULT_RESULTS: u64 = 10;
 const DEFAULT_CONTEXT: u64 = 10;
 const DEFAULT_TIMEOUT_SECS: u64 = 30;

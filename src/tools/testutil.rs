@@ -11,11 +11,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 /// A file change a call reported: path, content before, content after.
-pub type Change = (PathBuf, Option<Vec<u8>>, Option<Vec<u8>>);
+pub(crate) type Change = (PathBuf, Option<Vec<u8>>, Option<Vec<u8>>);
 
 /// The session of a test, in memory: reads, the task list and the file changes reported.
 #[derive(Default)]
-pub struct MapTracker {
+pub(crate) struct MapTracker {
     reads: Mutex<HashMap<PathBuf, i64>>,
     todos: Mutex<Vec<Todo>>,
     pub changes: Mutex<Vec<Change>>,
@@ -60,7 +60,7 @@ impl SessionState for MapTracker {
 /// An editor's buffers: reads see `buffers` (a path it has no buffer of is an error), writes
 /// are recorded and land in `buffers`, never on disk.
 #[derive(Default)]
-pub struct Buffers {
+pub(crate) struct Buffers {
     pub buffers: Mutex<HashMap<PathBuf, String>>,
     pub written: Mutex<Vec<FileChange>>,
 }
@@ -78,7 +78,7 @@ impl Files for Buffers {
     }
 }
 
-pub struct Fixture {
+pub(crate) struct Fixture {
     _dir: tempfile::TempDir,
     root: PathBuf,
     pub reads: MapTracker,
@@ -87,7 +87,7 @@ pub struct Fixture {
 }
 
 impl Fixture {
-    pub fn new() -> Fixture {
+    pub(crate) fn new() -> Fixture {
         let dir = tempfile::tempdir().unwrap();
         let root = fs::canonicalize(dir.path()).unwrap();
         Fixture {
@@ -99,16 +99,16 @@ impl Fixture {
         }
     }
 
-    pub fn root(&self) -> &Path {
+    pub(crate) fn root(&self) -> &Path {
         &self.root
     }
 
-    pub fn path(&self, rel: &str) -> PathBuf {
+    pub(crate) fn path(&self, rel: &str) -> PathBuf {
         self.root.join(rel)
     }
 
     /// Writes a file (creating parent directories).
-    pub fn write(&self, rel: &str, content: &str) -> PathBuf {
+    pub(crate) fn write(&self, rel: &str, content: &str) -> PathBuf {
         let p = self.path(rel);
         if let Some(parent) = p.parent() {
             fs::create_dir_all(parent).unwrap();
@@ -117,13 +117,13 @@ impl Fixture {
         p
     }
 
-    pub fn read(&self, rel: &str) -> String {
+    pub(crate) fn read(&self, rel: &str) -> String {
         fs::read_to_string(self.path(rel)).unwrap()
     }
 
     /// Moves a file's modification time `secs` seconds into the past (makes mtime order and
     /// "changed since read" deterministic regardless of timestamp granularity).
-    pub fn age(&self, rel: &str, secs: u64) {
+    pub(crate) fn age(&self, rel: &str, secs: u64) {
         let f = fs::File::options()
             .write(true)
             .open(self.path(rel))
@@ -133,7 +133,7 @@ impl Fixture {
     }
 
     /// Creates a FIFO (reading one blocks until a writer appears).
-    pub fn mkfifo(&self, rel: &str) -> PathBuf {
+    pub(crate) fn mkfifo(&self, rel: &str) -> PathBuf {
         use std::os::unix::ffi::OsStrExt;
         let p = self.path(rel);
         let c = std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
@@ -143,7 +143,7 @@ impl Fixture {
     }
 
     /// Creates a symbolic link `rel` pointing at `target`.
-    pub fn symlink(&self, target: &Path, rel: &str) -> PathBuf {
+    pub(crate) fn symlink(&self, target: &Path, rel: &str) -> PathBuf {
         let p = self.path(rel);
         std::os::unix::fs::symlink(target, &p).unwrap();
         p
@@ -151,7 +151,7 @@ impl Fixture {
 
     /// A context whose project (and working directory) is the subdirectory `rel`, so the rest of
     /// the fixture is outside the project.
-    pub fn ctx_in<'a>(&'a self, project: &'a Path) -> ToolCtx<'a> {
+    pub(crate) fn ctx_in<'a>(&'a self, project: &'a Path) -> ToolCtx<'a> {
         ToolCtx {
             cwd: project,
             project_root: project,
@@ -159,7 +159,7 @@ impl Fixture {
         }
     }
 
-    pub fn ctx(&self) -> ToolCtx<'_> {
+    pub(crate) fn ctx(&self) -> ToolCtx<'_> {
         ToolCtx {
             cwd: &self.root,
             project_root: &self.root,
@@ -193,7 +193,7 @@ static NO_SKILLS: super::SkillFiles = super::SkillFiles {
 
 /// Runs `f` with a fresh context for the project `root` on a thread, and fails the test when it
 /// takes longer than `secs` (a read that blocks forever would otherwise hang the test run).
-pub fn within<T: Send + 'static>(
+pub(crate) fn within<T: Send + 'static>(
     secs: u64,
     root: &Path,
     f: impl FnOnce(&ToolCtx) -> T + Send + 'static,
@@ -225,7 +225,7 @@ pub fn within<T: Send + 'static>(
 }
 
 /// A tool's result as the model sees it (`ToolError`s become error outputs).
-pub trait Out {
+pub(crate) trait Out {
     fn out(self) -> ToolOutput;
 }
 

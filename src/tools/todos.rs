@@ -5,11 +5,11 @@ use super::{PermissionRequest, Tool, ToolCtx, ToolError, ToolOutput};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-pub struct Todos;
+pub(crate) struct Todos;
 
 /// One task, with Go Crush's field names.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Todo {
+pub(crate) struct Todo {
     pub content: String,
     /// pending | in_progress | completed
     pub status: String,
@@ -18,12 +18,12 @@ pub struct Todo {
 }
 
 /// The tool's name (editors show its list as their plan).
-pub const NAME: &str = "todos";
+pub(crate) const NAME: &str = "todos";
 
-pub const STATUSES: &[&str] = &["pending", "in_progress", "completed"];
+pub(crate) const STATUSES: &[&str] = &["pending", "in_progress", "completed"];
 
 /// The list as `sessions.todos` stores it: JSON, or "" for an empty list (as Go Crush writes it).
-pub fn to_column(todos: &[Todo]) -> String {
+pub(crate) fn to_column(todos: &[Todo]) -> String {
     if todos.is_empty() {
         return String::new();
     }
@@ -31,7 +31,7 @@ pub fn to_column(todos: &[Todo]) -> String {
 }
 
 /// The list `sessions.todos` holds ("" or NULL: empty; text that is not a list: empty).
-pub fn from_column(text: &str) -> Vec<Todo> {
+pub(crate) fn from_column(text: &str) -> Vec<Todo> {
     if text.trim().is_empty() {
         return Vec::new();
     }
@@ -40,7 +40,7 @@ pub fn from_column(text: &str) -> Vec<Todo> {
 
 /// The list as a compact checklist, one line per task: `[x]` done, `[>]` in progress (its
 /// active form when it has one), `[ ]` pending.
-pub fn checklist(todos: &[Todo]) -> String {
+pub(crate) fn checklist(todos: &[Todo]) -> String {
     let mut out = String::new();
     for t in todos {
         let (mark, text) = match t.status.as_str() {

@@ -12,11 +12,11 @@ use std::fs;
 use std::io::Read;
 use std::path::Path;
 
-pub struct View;
+pub(crate) struct View;
 
-pub const MAX_FILE_BYTES: u64 = 200 * 1024;
-pub const DEFAULT_LIMIT: u64 = 200;
-pub const MAX_LINE_CHARS: usize = 2000;
+pub(crate) const MAX_FILE_BYTES: u64 = 200 * 1024;
+pub(crate) const DEFAULT_LIMIT: u64 = 200;
+pub(crate) const MAX_LINE_CHARS: usize = 2000;
 
 /// Up to five names in the file's directory that resemble the missing name.
 fn similar_names(path: &Path) -> Vec<String> {
@@ -148,7 +148,7 @@ impl Tool for View {
 }
 
 /// Where the built-in skills are (their texts are in the binary).
-pub const BUILTIN_SKILLS: &str = "crush://skills/";
+pub(crate) const BUILTIN_SKILLS: &str = "crush://skills/";
 
 /// `lines[offset..end]` numbered as view shows them.
 fn numbered(lines: &[&str], offset: usize, end: usize) -> String {

@@ -12,14 +12,14 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Pages larger than this are saved to a file the sub-agent greps and views.
-pub const LARGE_CONTENT: usize = 50_000;
+pub(crate) const LARGE_CONTENT: usize = 50_000;
 /// The most of a page that is read.
 const MAX_PAGE_BYTES: u64 = 5 * 1024 * 1024;
 const TIMEOUT: Duration = Duration::from_secs(30);
-pub const DEFAULT_SEARCH_URL: &str = "https://lite.duckduckgo.com/lite/";
+pub(crate) const DEFAULT_SEARCH_URL: &str = "https://lite.duckduckgo.com/lite/";
 
 /// A page as the model reads it: HTML as Markdown, JSON indented, text as it is.
-pub fn fetch_as_markdown(url: &str) -> Result<String, ToolError> {
+pub(crate) fn fetch_as_markdown(url: &str) -> Result<String, ToolError> {
     crate::net::check_web_url(url)?;
     let req = crate::net::WebRequest::get(url, TIMEOUT)
         .header(
@@ -48,7 +48,7 @@ pub fn fetch_as_markdown(url: &str) -> Result<String, ToolError> {
 
 /// Saves a large page to `dir` (a new `page-N.md`); its path. A failure is crush's (its own
 /// temporary directory), not the model's.
-pub fn save_page(dir: &Path, content: &str) -> Result<PathBuf, ToolError> {
+pub(crate) fn save_page(dir: &Path, content: &str) -> Result<PathBuf, ToolError> {
     for n in 0..10_000 {
         let p = dir.join(format!("page-{n}.md"));
         match std::fs::OpenOptions::new()
@@ -76,7 +76,7 @@ pub fn save_page(dir: &Path, content: &str) -> Result<PathBuf, ToolError> {
     ))
 }
 
-pub struct WebFetch;
+pub(crate) struct WebFetch;
 
 impl Tool for WebFetch {
     fn name(&self) -> &'static str {
@@ -143,7 +143,7 @@ impl Tool for WebFetch {
 
 /// One search result.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Hit {
+pub(crate) struct Hit {
     pub title: String,
     pub link: String,
     pub snippet: String,
@@ -171,7 +171,7 @@ fn inner_text(html: &str, from: usize, name: &str) -> (String, usize) {
 }
 
 /// Results of DuckDuckGo Lite's page: `a.result-link` (title and link), then `td.result-snippet`.
-pub fn parse_lite(html: &str, max: usize) -> Vec<Hit> {
+pub(crate) fn parse_lite(html: &str, max: usize) -> Vec<Hit> {
     let mut hits: Vec<Hit> = Vec::new();
     let mut current: Option<Hit> = None;
     let mut i = 0;
@@ -238,7 +238,7 @@ fn search_url() -> String {
 }
 
 /// Searches `query` on DuckDuckGo Lite at `base`.
-pub fn search(base: &str, query: &str, max: usize) -> Result<Vec<Hit>, ToolError> {
+pub(crate) fn search(base: &str, query: &str, max: usize) -> Result<Vec<Hit>, ToolError> {
     let sep = if base.contains('?') { '&' } else { '?' };
     let url = format!("{base}{sep}q={}", percent_encode(query));
     let req = crate::net::WebRequest::get(&url, TIMEOUT)
@@ -278,7 +278,7 @@ fn format_hits(hits: &[Hit]) -> String {
     s
 }
 
-pub struct WebSearch;
+pub(crate) struct WebSearch;
 
 impl Tool for WebSearch {
     fn name(&self) -> &'static str {

@@ -4,7 +4,7 @@
 //! number with `replace_all`). `new_string` is then re-indented to the file's style and nesting.
 
 /// The text the model is told after a whitespace-corrected edit.
-pub const CORRECTED_NOTE: &str = "Note: old_string did not match exactly (whitespace corrected): \
+pub(crate) const CORRECTED_NOTE: &str = "Note: old_string did not match exactly (whitespace corrected): \
      the edit was applied to the one place whose text is the same apart from whitespace, and \
      new_string was re-indented to the file's style. View the file to verify the result.";
 
@@ -99,7 +99,12 @@ fn places(lines: &[String], want: &[String]) -> Vec<usize> {
 /// such place, or at every one with `replace_all`; the new content and the number of places.
 /// None when there is no such place, or several without `replace_all`. The file's line endings
 /// (LF or CRLF) are kept.
-pub fn replace(content: &str, old: &str, new: &str, replace_all: bool) -> Option<(String, usize)> {
+pub(crate) fn replace(
+    content: &str,
+    old: &str,
+    new: &str,
+    replace_all: bool,
+) -> Option<(String, usize)> {
     let crlf = content.contains("\r\n");
     let text = if crlf {
         content.replace("\r\n", "\n")

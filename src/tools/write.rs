@@ -12,11 +12,11 @@ use serde_json::{Value, json};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-pub struct Write;
+pub(crate) struct Write;
 
 /// A validated change to one file, computed before asking permission and again before writing.
 #[derive(Clone, Debug)]
-pub struct FileChange {
+pub(crate) struct FileChange {
     pub path: PathBuf,
     /// Current content (None: the file does not exist yet).
     pub old: Option<String>,
@@ -24,7 +24,7 @@ pub struct FileChange {
 }
 
 impl FileChange {
-    pub fn diff(&self, ctx: &ToolCtx) -> Diff {
+    pub(crate) fn diff(&self, ctx: &ToolCtx) -> Diff {
         diff::unified(
             self.old.as_deref().unwrap_or(""),
             &self.new,
@@ -32,7 +32,7 @@ impl FileChange {
         )
     }
 
-    pub fn permission(&self, tool: &str, ctx: &ToolCtx) -> PermissionRequest {
+    pub(crate) fn permission(&self, tool: &str, ctx: &ToolCtx) -> PermissionRequest {
         let verb = if self.old.is_some() {
             "Modify"
         } else {
@@ -51,13 +51,13 @@ impl FileChange {
     /// Writes the new content (creating parent directories), records the new modification
     /// time as read, so further edits need no new view, and the change in the session's file
     /// history (the bytes before, exactly, for undo).
-    pub fn apply(&self, ctx: &ToolCtx) -> Result<Diff, ToolError> {
+    pub(crate) fn apply(&self, ctx: &ToolCtx) -> Result<Diff, ToolError> {
         self.write(ctx, ctx.files)
     }
 
     /// [`apply`](Self::apply) to the disk whatever the editor offers: for a change computed on
     /// the disk's content (what a language server was sent).
-    pub fn apply_on_disk(&self, ctx: &ToolCtx) -> Result<Diff, ToolError> {
+    pub(crate) fn apply_on_disk(&self, ctx: &ToolCtx) -> Result<Diff, ToolError> {
         self.write(ctx, None)
     }
 
@@ -98,13 +98,13 @@ fn text_or_none(read: std::io::Result<Vec<u8>>, path: &Path) -> Result<Option<St
 
 /// Reads the current content of a file that must be text (None when it does not exist), as the
 /// session sees it: an editor's buffer inside one (`read_file`).
-pub fn read_existing(ctx: &ToolCtx, path: &Path) -> Result<Option<String>, ToolError> {
+pub(crate) fn read_existing(ctx: &ToolCtx, path: &Path) -> Result<Option<String>, ToolError> {
     text_or_none(read_file(ctx, path), path)
 }
 
 /// [`read_existing`] from the disk whatever the editor offers (what a language server was
 /// sent).
-pub fn read_existing_on_disk(path: &Path) -> Result<Option<String>, ToolError> {
+pub(crate) fn read_existing_on_disk(path: &Path) -> Result<Option<String>, ToolError> {
     text_or_none(read_regular(path), path)
 }
 
@@ -137,7 +137,7 @@ fn plan(input: &Value, ctx: &ToolCtx) -> Result<FileChange, ToolError> {
 /// The result of a tool that changed a file: `content` for the model, the diff as metadata, the
 /// change in Claude Code's shape for hooks (`change_structured`, with the tool's own `extra`
 /// fields), and the language servers' diagnostics of the file.
-pub fn change_output(
+pub(crate) fn change_output(
     ctx: &ToolCtx,
     change: &FileChange,
     d: &Diff,
@@ -172,7 +172,7 @@ fn change_structured(change: &FileChange, d: &Diff, extra: Value) -> Value {
     v
 }
 
-pub fn change_metadata(d: &Diff, path: &std::path::Path) -> Value {
+pub(crate) fn change_metadata(d: &Diff, path: &std::path::Path) -> Value {
     json!({
         "file_path": path.display().to_string(),
         "diff": d.text,

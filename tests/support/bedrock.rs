@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 /// What a Bedrock request must be signed with.
 #[derive(Clone, Debug)]
-pub enum Auth {
+pub(crate) enum Auth {
     /// SigV4 with this key pair (and session token), for this region.
     SigV4 {
         access_key_id: String,
@@ -26,7 +26,7 @@ pub enum Auth {
 }
 
 /// One Anthropic event (as `{"type": …}` JSON) framed as Bedrock frames it.
-pub fn chunk(event: &Value) -> Vec<u8> {
+pub(crate) fn chunk(event: &Value) -> Vec<u8> {
     let payload = json!({"bytes": base64(event.to_string().as_bytes()), "p": "abcdefgh"});
     encode(
         &[
@@ -39,7 +39,7 @@ pub fn chunk(event: &Value) -> Vec<u8> {
 }
 
 /// An exception message, as Bedrock sends one mid-stream.
-pub fn exception(kind: &str, message: &str) -> Vec<u8> {
+pub(crate) fn exception(kind: &str, message: &str) -> Vec<u8> {
     encode(
         &[
             (":exception-type", kind),
@@ -60,7 +60,7 @@ fn event_json(sse: &str) -> Value {
 }
 
 /// The frames of a reply, with its faults.
-pub fn steps(s: &Stream, e: Events) -> (Vec<Step>, bool) {
+pub(crate) fn steps(s: &Stream, e: Events) -> (Vec<Step>, bool) {
     let Events {
         events,
         last_args_piece,
@@ -128,7 +128,7 @@ pub fn steps(s: &Stream, e: Events) -> (Vec<Step>, bool) {
 
 /// What is wrong with a Bedrock request: its body (Bedrock's Messages form), and its
 /// authorization against `auth` (the signature recomputed from what arrived).
-pub fn check(
+pub(crate) fn check(
     method: &str,
     path: &str,
     headers: &BTreeMap<String, String>,

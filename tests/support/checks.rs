@@ -7,7 +7,7 @@ use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Every problem found in one request, as human-readable lines.
-pub fn check_request(
+pub(crate) fn check_request(
     dialect: Dialect,
     headers: &BTreeMap<String, String>,
     body: &Value,

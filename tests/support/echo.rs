@@ -4,7 +4,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 
-pub const ECHO_ENV: &str = "CRUSH_TEST_ECHO_SERVER";
+pub(crate) const ECHO_ENV: &str = "CRUSH_TEST_ECHO_SERVER";
 
 fn echo_main(dir: &std::path::Path) -> ! {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");

@@ -12,11 +12,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// A run that takes longer than this is killed and the test fails.
-pub const RUN_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const RUN_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The result of one run of the binary.
 #[derive(Clone, Debug)]
-pub struct Output {
+pub(crate) struct Output {
     /// The exit code; `128 + signal` if killed by a signal.
     pub code: i32,
     pub stdout: String,
@@ -24,12 +24,12 @@ pub struct Output {
 }
 
 impl Output {
-    pub fn success(&self) -> bool {
+    pub(crate) fn success(&self) -> bool {
         self.code == 0
     }
 
     /// Panics with both streams unless the exit code is `code`.
-    pub fn assert_code(&self, code: i32) -> &Self {
+    pub(crate) fn assert_code(&self, code: i32) -> &Self {
         assert_eq!(
             self.code, code,
             "unexpected exit code\n--- stdout ---\n{}\n--- stderr ---\n{}",
@@ -38,12 +38,12 @@ impl Output {
         self
     }
 
-    pub fn assert_success(&self) -> &Self {
+    pub(crate) fn assert_success(&self) -> &Self {
         self.assert_code(0)
     }
 
     /// The first stdout line that starts with `start`; panics showing stdout if none does.
-    pub fn stdout_line(&self, start: &str) -> String {
+    pub(crate) fn stdout_line(&self, start: &str) -> String {
         self.stdout
             .lines()
             .find(|l| l.starts_with(start))
@@ -55,7 +55,7 @@ impl Output {
 /// Temp directories laid out as:
 /// `home/`, `config/` (CRUSH_GLOBAL_CONFIG), `data/` (CRUSH_GLOBAL_DATA), `xdg_config/`,
 /// `xdg_data/`, `xdg_cache/` and `project/` (a git repository, the working directory).
-pub struct TestEnv {
+pub(crate) struct TestEnv {
     dir: tempfile::TempDir,
 }
 
@@ -93,7 +93,7 @@ fn scrubbed(name: &str) -> bool {
 }
 
 impl TestEnv {
-    pub fn new() -> TestEnv {
+    pub(crate) fn new() -> TestEnv {
         let dir = tempfile::Builder::new()
             .prefix("crush-test-")
             .tempdir()
@@ -123,49 +123,49 @@ impl TestEnv {
         env
     }
 
-    pub fn root(&self) -> &Path {
+    pub(crate) fn root(&self) -> &Path {
         self.dir.path()
     }
-    pub fn home(&self) -> PathBuf {
+    pub(crate) fn home(&self) -> PathBuf {
         self.root().join("home")
     }
     /// `CRUSH_GLOBAL_CONFIG`
-    pub fn config_dir(&self) -> PathBuf {
+    pub(crate) fn config_dir(&self) -> PathBuf {
         self.root().join("config")
     }
     /// `CRUSH_GLOBAL_DATA`
-    pub fn data_dir(&self) -> PathBuf {
+    pub(crate) fn data_dir(&self) -> PathBuf {
         self.root().join("data")
     }
-    pub fn xdg_config(&self) -> PathBuf {
+    pub(crate) fn xdg_config(&self) -> PathBuf {
         self.root().join("xdg_config")
     }
-    pub fn xdg_data(&self) -> PathBuf {
+    pub(crate) fn xdg_data(&self) -> PathBuf {
         self.root().join("xdg_data")
     }
-    pub fn xdg_cache(&self) -> PathBuf {
+    pub(crate) fn xdg_cache(&self) -> PathBuf {
         self.root().join("xdg_cache")
     }
     /// The working directory of every run.
-    pub fn project(&self) -> PathBuf {
+    pub(crate) fn project(&self) -> PathBuf {
         self.root().join("project")
     }
 
     /// Writes `config/crush.json` (the global config).
-    pub fn write_config(&self, config: &Value) {
+    pub(crate) fn write_config(&self, config: &Value) {
         let text = serde_json::to_string_pretty(config).expect("serialize config");
         self.write(&self.config_dir().join("crush.json"), &text);
     }
 
     /// Writes a file relative to the project directory, creating parent directories.
-    pub fn write_project_file(&self, rel: &str, content: &str) -> PathBuf {
+    pub(crate) fn write_project_file(&self, rel: &str, content: &str) -> PathBuf {
         let p = self.project().join(rel);
         self.write(&p, content);
         p
     }
 
     /// Reads a file relative to the project directory.
-    pub fn read_project_file(&self, rel: &str) -> String {
+    pub(crate) fn read_project_file(&self, rel: &str) -> String {
         let p = self.project().join(rel);
         std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("read {}: {e}", p.display()))
     }
@@ -178,7 +178,7 @@ impl TestEnv {
     }
 
     /// A config whose provider `fake` (model `fake-model`, large and small) is `server`.
-    pub fn config_for(&self, server: &FakeServer, dialect: Dialect) -> Value {
+    pub(crate) fn config_for(&self, server: &FakeServer, dialect: Dialect) -> Value {
         let (kind, base_url) = match dialect {
             Dialect::Anthropic => ("anthropic", server.anthropic_base_url()),
             Dialect::OpenAi => ("openai-compat", server.openai_base_url()),
@@ -213,18 +213,18 @@ impl TestEnv {
     }
 
     /// `write_config(config_for(server, dialect))`.
-    pub fn use_server(&self, server: &FakeServer, dialect: Dialect) {
+    pub(crate) fn use_server(&self, server: &FakeServer, dialect: Dialect) {
         self.write_config(&self.config_for(server, dialect));
     }
 
     /// The binary with a clean environment pointed at the temp dirs, cwd = `project/`.
-    pub fn crush(&self) -> Command {
+    pub(crate) fn crush(&self) -> Command {
         self.crush_at(Path::new(env!("CARGO_BIN_EXE_crush")))
     }
 
     /// Like [`crush`](Self::crush) with another build of the binary (an absolute path: the
     /// command runs in `project/`).
-    pub fn crush_at(&self, program: &Path) -> Command {
+    pub(crate) fn crush_at(&self, program: &Path) -> Command {
         let mut cmd = Command::new(program);
         for (name, _) in std::env::vars_os() {
             if let Some(n) = name.to_str()
@@ -249,7 +249,7 @@ impl TestEnv {
     }
 
     /// Runs `crush ARGS` with extra environment variables and no stdin.
-    pub fn run_with_env(&self, args: &[&str], vars: &[(&str, &str)]) -> Output {
+    pub(crate) fn run_with_env(&self, args: &[&str], vars: &[(&str, &str)]) -> Output {
         let mut cmd = self.crush();
         cmd.args(args);
         for (k, v) in vars {
@@ -259,7 +259,7 @@ impl TestEnv {
     }
 
     /// Every stored part of session `id` (`crush sessions show ID --json`), in order.
-    pub fn stored_parts(&self, id: &str) -> Vec<Value> {
+    pub(crate) fn stored_parts(&self, id: &str) -> Vec<Value> {
         let show = self.run(&["sessions", "show", id, "--json"], None);
         show.assert_success();
         let s: Value = serde_json::from_str(&show.stdout).expect("sessions show --json");
@@ -274,7 +274,7 @@ impl TestEnv {
 
     /// Runs `crush ARGS` with its stdout on a pseudo-terminal (stdin closed, stderr a pipe):
     /// what it writes to a terminal, as the terminal received it.
-    pub fn run_on_terminal(&self, args: &[&str]) -> Output {
+    pub(crate) fn run_on_terminal(&self, args: &[&str]) -> Output {
         let (mut master, slave) = open_pty();
         let mut cmd = self.crush();
         cmd.args(args)
@@ -310,7 +310,7 @@ impl TestEnv {
     }
 
     /// Runs `crush ARGS` with `stdin` (closed if `None`), killed after [`RUN_TIMEOUT`].
-    pub fn run(&self, args: &[&str], stdin: Option<&str>) -> Output {
+    pub(crate) fn run(&self, args: &[&str], stdin: Option<&str>) -> Output {
         let mut cmd = self.crush();
         cmd.args(args);
         run_command(cmd, stdin, RUN_TIMEOUT)
@@ -318,7 +318,7 @@ impl TestEnv {
 }
 
 /// A pseudo-terminal: (master, slave).
-pub fn open_pty() -> (std::fs::File, std::fs::File) {
+pub(crate) fn open_pty() -> (std::fs::File, std::fs::File) {
     use std::os::fd::FromRawFd;
     // SAFETY: the usual posix_openpt sequence; every descriptor is checked and owned.
     unsafe {
@@ -343,7 +343,10 @@ pub fn open_pty() -> (std::fs::File, std::fs::File) {
 
 /// Sends SIGINT to `child` and waits for it to end; the test fails if it still runs at
 /// `deadline`.
-pub fn interrupt(child: &mut std::process::Child, deadline: Instant) -> std::process::ExitStatus {
+pub(crate) fn interrupt(
+    child: &mut std::process::Child,
+    deadline: Instant,
+) -> std::process::ExitStatus {
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     loop {
@@ -359,7 +362,7 @@ pub fn interrupt(child: &mut std::process::Child, deadline: Instant) -> std::pro
 }
 
 /// Collects what `pipe` carries, on a thread of its own, as it comes.
-pub fn collect(mut pipe: impl Read + Send + 'static) -> Arc<Mutex<Vec<u8>>> {
+pub(crate) fn collect(mut pipe: impl Read + Send + 'static) -> Arc<Mutex<Vec<u8>>> {
     let buf = Arc::new(Mutex::new(Vec::new()));
     let b = buf.clone();
     std::thread::spawn(move || {
@@ -379,7 +382,11 @@ pub fn collect(mut pipe: impl Read + Send + 'static) -> Arc<Mutex<Vec<u8>>> {
 /// Waits for `child` to exit and returns its code (`128 + signal` if a signal killed it). Past
 /// [`RUN_TIMEOUT`] it is killed and the test fails with `what` and what `output` says: a crush
 /// that goes on waiting is a failure, not a slow pass.
-pub fn wait_exit(child: &mut std::process::Child, what: &str, output: impl Fn() -> String) -> i32 {
+pub(crate) fn wait_exit(
+    child: &mut std::process::Child,
+    what: &str,
+    output: impl Fn() -> String,
+) -> i32 {
     let deadline = Instant::now() + RUN_TIMEOUT;
     let status = loop {
         if let Some(s) = child.try_wait().expect("wait for crush") {
@@ -398,7 +405,7 @@ pub fn wait_exit(child: &mut std::process::Child, what: &str, output: impl Fn() 
 
 /// Runs `cmd` to completion with `stdin`, in its own process group. Past `timeout` the whole
 /// group is killed and the test panics showing the output so far.
-pub fn run_command(mut cmd: Command, stdin: Option<&str>, timeout: Duration) -> Output {
+pub(crate) fn run_command(mut cmd: Command, stdin: Option<&str>, timeout: Duration) -> Output {
     cmd.stdin(if stdin.is_some() {
         Stdio::piped()
     } else {

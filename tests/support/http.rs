@@ -6,7 +6,7 @@ use std::io::{self, BufRead, Read, Write};
 
 /// A parsed request.
 #[derive(Debug)]
-pub struct Request {
+pub(crate) struct Request {
     pub method: String,
     /// Path including any query string.
     pub path: String,
@@ -41,7 +41,7 @@ fn read_line(r: &mut impl BufRead, budget: &mut usize) -> io::Result<String> {
 
 /// Reads a request head and body. `on_continue` is called if the client sent
 /// `expect: 100-continue`, before the body is read.
-pub fn read_request(
+pub(crate) fn read_request(
     r: &mut impl BufRead,
     mut on_continue: impl FnMut() -> io::Result<()>,
 ) -> io::Result<Request> {
@@ -131,7 +131,7 @@ fn read_chunked(r: &mut impl BufRead) -> io::Result<Vec<u8>> {
     }
 }
 
-pub fn reason(status: u16) -> &'static str {
+pub(crate) fn reason(status: u16) -> &'static str {
     match status {
         100 => "Continue",
         200 => "OK",
@@ -157,7 +157,7 @@ pub fn reason(status: u16) -> &'static str {
 /// Writes the response described by `plan`. Streams are close-delimited, or chunked when
 /// `chunked` is set; an incomplete plan ends without the final chunk. Errors (the client went
 /// away) end the write silently: the caller closes the socket either way.
-pub fn write_plan(w: &mut impl Write, plan: &Plan, chunked: bool) -> io::Result<()> {
+pub(crate) fn write_plan(w: &mut impl Write, plan: &Plan, chunked: bool) -> io::Result<()> {
     let has = |name: &str| {
         plan.headers
             .iter()

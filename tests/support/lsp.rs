@@ -29,14 +29,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The variable that puts this binary in language server mode (its value: the script file).
-pub const SERVER_ENV: &str = "CRUSH_TEST_LSP_SERVER";
+pub(crate) const SERVER_ENV: &str = "CRUSH_TEST_LSP_SERVER";
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The `lsp` entry of a server running `script` (written into `dir`): this test binary.
-pub fn entry(dir: &Path, name: &str, script: &Value) -> Value {
+pub(crate) fn entry(dir: &Path, name: &str, script: &Value) -> Value {
     let path = dir.join(format!("lsp-{name}.json"));
     std::fs::write(&path, script.to_string()).expect("write the LSP script");
     json!({
@@ -48,7 +48,7 @@ pub fn entry(dir: &Path, name: &str, script: &Value) -> Value {
 }
 
 /// The messages a server logged (one JSON per line).
-pub fn read_log(path: &Path) -> Vec<Value> {
+pub(crate) fn read_log(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap_or_default()
         .lines()
@@ -57,7 +57,7 @@ pub fn read_log(path: &Path) -> Vec<Value> {
 }
 
 /// The methods in a log, in order.
-pub fn methods(log: &[Value]) -> Vec<String> {
+pub(crate) fn methods(log: &[Value]) -> Vec<String> {
     log.iter()
         .filter_map(|m| m["method"].as_str().map(str::to_string))
         .collect()

@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// A one-pixel PNG.
-pub const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+pub(crate) const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
 
 const MODERN: &str = "2026-07-28";
 const KNOWN: &[&str] = &["2025-06-18", "2025-03-26", "2024-11-05"];
@@ -38,7 +38,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// The protocol, whatever carries it.
-pub struct Core {
+pub(crate) struct Core {
     script: Value,
     tools: Mutex<Vec<Value>>,
     file: Option<Mutex<File>>,
@@ -64,7 +64,7 @@ fn error(id: &Value, code: i64, message: &str) -> Value {
 }
 
 impl Core {
-    pub fn new(script: Value) -> Arc<Core> {
+    pub(crate) fn new(script: Value) -> Arc<Core> {
         let file = script["log"].as_str().and_then(|p| {
             std::fs::OpenOptions::new()
                 .create(true)
@@ -86,7 +86,7 @@ impl Core {
         })
     }
 
-    pub fn record(&self, v: &Value) {
+    pub(crate) fn record(&self, v: &Value) {
         lock(&self.records).push(v.clone());
         if let Some(f) = &self.file {
             let _ = writeln!(lock(f), "{v}");
@@ -94,7 +94,7 @@ impl Core {
     }
 
     /// Every message received (in-process servers).
-    pub fn records(&self) -> Vec<Value> {
+    pub(crate) fn records(&self) -> Vec<Value> {
         lock(&self.records).clone()
     }
 
@@ -107,7 +107,7 @@ impl Core {
     }
 
     /// Handles one message from the client; `send` carries what the server sends back.
-    pub fn handle(self: &Arc<Self>, msg: Value, send: Sender) {
+    pub(crate) fn handle(self: &Arc<Self>, msg: Value, send: Sender) {
         self.record(&msg);
         if let Value::Array(items) = msg {
             for m in items {
@@ -374,7 +374,7 @@ impl Core {
 
 /// The `mcp` entry of a stdio server running `script` (written next to `dir`): this test
 /// binary, re-executed in server mode.
-pub fn stdio_server(dir: &Path, name: &str, script: &Value) -> Value {
+pub(crate) fn stdio_server(dir: &Path, name: &str, script: &Value) -> Value {
     let path = dir.join(format!("mcp-{name}.json"));
     std::fs::write(&path, script.to_string()).expect("write the MCP script");
     json!({
@@ -385,7 +385,7 @@ pub fn stdio_server(dir: &Path, name: &str, script: &Value) -> Value {
 }
 
 /// Reads a log file written by a server (one JSON per line).
-pub fn read_log(path: &Path) -> Vec<Value> {
+pub(crate) fn read_log(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap_or_default()
         .lines()
@@ -394,9 +394,9 @@ pub fn read_log(path: &Path) -> Vec<Value> {
 }
 
 /// The variable that puts this binary in stdio server mode (its value: the script file).
-pub const SERVER_ENV: &str = "CRUSH_TEST_MCP_SERVER";
+pub(crate) const SERVER_ENV: &str = "CRUSH_TEST_MCP_SERVER";
 /// The variable that makes this binary a browser: it GETs its argument, following redirects.
-pub const BROWSER_ENV: &str = "CRUSH_TEST_BROWSER";
+pub(crate) const BROWSER_ENV: &str = "CRUSH_TEST_BROWSER";
 
 /// The arguments of this process, read before `main` (std's may not be set up yet).
 fn args() -> Vec<String> {
@@ -478,7 +478,7 @@ static SERVER_MODE: extern "C" fn() = server_mode;
 
 /// The MCP server over HTTP on 127.0.0.1: Streamable HTTP at `/mcp`, HTTP+SSE at `/sse`, and an
 /// OAuth authorization server at `/as` when the script has `auth`.
-pub struct McpHttp {
+pub(crate) struct McpHttp {
     addr: std::net::SocketAddr,
     pub core: Arc<Core>,
     http: Arc<Mutex<Vec<Request>>>,
@@ -546,7 +546,7 @@ fn decode(s: &str) -> String {
 }
 
 impl McpHttp {
-    pub fn start(script: Value) -> McpHttp {
+    pub(crate) fn start(script: Value) -> McpHttp {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         let addr = listener.local_addr().expect("addr");
         let core = Core::new(script);
@@ -580,17 +580,19 @@ impl McpHttp {
     }
 
     /// The Streamable HTTP endpoint.
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://{}/mcp", self.addr)
     }
 
     /// The HTTP+SSE endpoint.
-    pub fn sse_url(&self) -> String {
+    pub(crate) fn sse_url(&self) -> String {
         format!("http://{}/sse", self.addr)
     }
 
     /// Every HTTP request received, in order.
-    pub fn requests(&self) -> Vec<(String, String, std::collections::BTreeMap<String, String>)> {
+    pub(crate) fn requests(
+        &self,
+    ) -> Vec<(String, String, std::collections::BTreeMap<String, String>)> {
         lock(&self.http)
             .iter()
             .map(|r| (r.method.clone(), r.path.clone(), r.headers.clone()))
@@ -598,7 +600,7 @@ impl McpHttp {
     }
 
     /// The bodies of the HTTP requests received, in order.
-    pub fn bodies(&self) -> Vec<String> {
+    pub(crate) fn bodies(&self) -> Vec<String> {
         lock(&self.http)
             .iter()
             .map(|r| String::from_utf8_lossy(&r.body).into_owned())
@@ -849,7 +851,7 @@ fn write_event(s: &mut TcpStream, v: &Value) -> bool {
 }
 
 /// A free port on 127.0.0.1 (bound and released: another process could take it, rarely).
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -857,7 +859,7 @@ pub fn free_port() -> u16 {
 }
 
 /// Waits until `f` holds, at most `d`.
-pub fn eventually(d: Duration, f: impl Fn() -> bool) -> bool {
+pub(crate) fn eventually(d: Duration, f: impl Fn() -> bool) -> bool {
     let end = Instant::now() + d;
     while Instant::now() < end {
         if f() {
@@ -869,7 +871,7 @@ pub fn eventually(d: Duration, f: impl Fn() -> bool) -> bool {
 }
 
 /// A scratch directory for scripts and logs.
-pub fn scratch(env: &super::TestEnv) -> PathBuf {
+pub(crate) fn scratch(env: &super::TestEnv) -> PathBuf {
     let d = env.root().join("mcp");
     std::fs::create_dir_all(&d).expect("mkdir");
     d

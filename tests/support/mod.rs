@@ -16,23 +16,23 @@
 
 #![allow(dead_code)]
 
-pub mod bedrock;
-pub mod checks;
-pub mod echo;
-pub mod env;
-pub mod http;
-pub mod lsp;
-pub mod mcp;
-pub mod reply;
-pub mod server;
+pub(crate) mod bedrock;
+pub(crate) mod checks;
+pub(crate) mod echo;
+pub(crate) mod env;
+pub(crate) mod http;
+pub(crate) mod lsp;
+pub(crate) mod mcp;
+pub(crate) mod reply;
+pub(crate) mod server;
 // The crate's own SHA-256, SigV4 and event-stream code (each checked against published vectors
 // by its unit tests): the fake server signs-checks and frames with them.
 #[allow(unused_imports)]
-pub use crush::wire::{eventstream, sha256, sigv4};
+pub(crate) use crush::wire::{eventstream, sha256, sigv4};
 
 #[allow(unused_imports)]
-pub use env::{Output, RUN_TIMEOUT, TestEnv};
+pub(crate) use env::{Output, RUN_TIMEOUT, TestEnv};
 #[allow(unused_imports)]
-pub use reply::{Dialect, Fault, Reply, Stream, ToolCall, Usage};
+pub(crate) use reply::{Dialect, Fault, Reply, Stream, ToolCall, Usage};
 #[allow(unused_imports)]
-pub use server::{FakeServer, Recorded, Source};
+pub(crate) use server::{FakeServer, Recorded, Source};

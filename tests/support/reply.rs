@@ -8,7 +8,7 @@ use std::time::Duration;
 
 /// Which API a request speaks, chosen from its path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Dialect {
+pub(crate) enum Dialect {
     /// `POST …/v1/messages`
     Anthropic,
     /// `POST …/chat/completions`
@@ -26,7 +26,7 @@ pub enum Dialect {
 
 impl Dialect {
     /// The dialect of a request path (query string ignored), if it is a model endpoint.
-    pub fn from_path(path: &str) -> Option<Dialect> {
+    pub(crate) fn from_path(path: &str) -> Option<Dialect> {
         let path = path.split('?').next().unwrap_or(path).trim_end_matches('/');
         if path.ends_with("/messages") {
             Some(Dialect::Anthropic)
@@ -51,7 +51,7 @@ impl Dialect {
 /// Anthropic reports `input` as `input_tokens`; OpenAI reports `prompt_tokens = input + cache_read +
 /// cache_write`, `cached_tokens = cache_read` and, when non-zero, `cache_write_tokens`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Usage {
+pub(crate) struct Usage {
     pub input: u64,
     pub output: u64,
     pub cache_read: u64,
@@ -60,14 +60,14 @@ pub struct Usage {
 
 impl Usage {
     /// What a reply reports unless told otherwise.
-    pub const DEFAULT: Usage = Usage {
+    pub(crate) const DEFAULT: Usage = Usage {
         input: 100,
         output: 20,
         cache_read: 0,
         cache_write: 0,
     };
 
-    pub fn new(input: u64, output: u64, cache_read: u64, cache_write: u64) -> Usage {
+    pub(crate) fn new(input: u64, output: u64, cache_read: u64, cache_write: u64) -> Usage {
         Usage {
             input,
             output,
@@ -79,7 +79,7 @@ impl Usage {
 
 /// One tool call the fake model makes.
 #[derive(Clone, Debug, PartialEq)]
-pub struct ToolCall {
+pub(crate) struct ToolCall {
     /// `None`: the server makes one up (`toolu_fake_<request>_<i>` / `call_fake_<request>_<i>`).
     pub id: Option<String>,
     pub name: String,
@@ -88,7 +88,7 @@ pub struct ToolCall {
 }
 
 impl ToolCall {
-    pub fn new(name: &str, input: Value) -> ToolCall {
+    pub(crate) fn new(name: &str, input: Value) -> ToolCall {
         ToolCall {
             id: None,
             name: name.to_owned(),
@@ -97,7 +97,7 @@ impl ToolCall {
     }
 
     /// A call whose arguments are sent verbatim, e.g. invalid JSON.
-    pub fn raw(name: &str, arguments: &str) -> ToolCall {
+    pub(crate) fn raw(name: &str, arguments: &str) -> ToolCall {
         ToolCall {
             id: None,
             name: name.to_owned(),
@@ -105,7 +105,7 @@ impl ToolCall {
         }
     }
 
-    pub fn with_id(mut self, id: &str) -> ToolCall {
+    pub(crate) fn with_id(mut self, id: &str) -> ToolCall {
         self.id = Some(id.to_owned());
         self
     }
@@ -113,7 +113,7 @@ impl ToolCall {
 
 /// Something that goes wrong after the 200 headers were sent.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Fault {
+pub(crate) enum Fault {
     /// Send the content so far, then half an event line, then close: no stop event, no usage, no
     /// `message_stop` / `[DONE]`. The last tool call (if any) loses its last argument piece.
     CutMidStream,
@@ -136,7 +136,7 @@ pub enum Fault {
 
 /// A streamed (HTTP 200, `text/event-stream`) model answer.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Stream {
+pub(crate) struct Stream {
     /// `(thinking, signature)`: an Anthropic thinking block / OpenAI `reasoning_content`.
     pub thinking: Option<(String, String)>,
     pub text: Option<String>,
@@ -164,7 +164,7 @@ impl Stream {
 
 /// One scripted answer to one request.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Reply {
+pub(crate) enum Reply {
     /// A streamed model answer, rendered in the request's dialect.
     Stream {
         stream: Stream,
@@ -195,32 +195,32 @@ pub enum Reply {
 
 impl Reply {
     /// A plain text answer (`end_turn` / `stop`).
-    pub fn text(text: &str) -> Reply {
+    pub(crate) fn text(text: &str) -> Reply {
         Reply::stream(Stream::new(Some(text.to_owned()), Vec::new()))
     }
 
     /// One tool call, no text.
-    pub fn tool_call(name: &str, input: Value) -> Reply {
+    pub(crate) fn tool_call(name: &str, input: Value) -> Reply {
         Reply::tool_calls(vec![ToolCall::new(name, input)])
     }
 
     /// Several tool calls in one step.
-    pub fn tool_calls(calls: Vec<ToolCall>) -> Reply {
+    pub(crate) fn tool_calls(calls: Vec<ToolCall>) -> Reply {
         Reply::stream(Stream::new(None, calls))
     }
 
     /// Some text, then tool calls, in one step.
-    pub fn text_then_tools(text: &str, calls: Vec<ToolCall>) -> Reply {
+    pub(crate) fn text_then_tools(text: &str, calls: Vec<ToolCall>) -> Reply {
         Reply::stream(Stream::new(Some(text.to_owned()), calls))
     }
 
     /// A tool call whose streamed arguments are `arguments` verbatim (e.g. `"{not json"`).
-    pub fn invalid_tool_json(name: &str, arguments: &str) -> Reply {
+    pub(crate) fn invalid_tool_json(name: &str, arguments: &str) -> Reply {
         Reply::tool_calls(vec![ToolCall::raw(name, arguments)])
     }
 
     /// HTTP error with a verbatim body.
-    pub fn status(status: u16, body: &str) -> Reply {
+    pub(crate) fn status(status: u16, body: &str) -> Reply {
         Reply::Status {
             status,
             headers: Vec::new(),
@@ -229,7 +229,7 @@ impl Reply {
     }
 
     /// HTTP error with the dialect's JSON error body, e.g. `api_error(429, "rate_limit_error", "slow down")`.
-    pub fn api_error(status: u16, kind: &str, message: &str) -> Reply {
+    pub(crate) fn api_error(status: u16, kind: &str, message: &str) -> Reply {
         Reply::ApiError {
             status,
             kind: kind.to_owned(),
@@ -239,7 +239,7 @@ impl Reply {
     }
 
     /// Exact status, headers and body.
-    pub fn raw(status: u16, headers: Vec<(&str, &str)>, body: impl Into<Vec<u8>>) -> Reply {
+    pub(crate) fn raw(status: u16, headers: Vec<(&str, &str)>, body: impl Into<Vec<u8>>) -> Reply {
         Reply::Raw {
             status,
             headers: headers
@@ -251,34 +251,34 @@ impl Reply {
     }
 
     /// A hand-written SSE body served as `text/event-stream` with status 200.
-    pub fn raw_sse(body: &str) -> Reply {
+    pub(crate) fn raw_sse(body: &str) -> Reply {
         Reply::raw(200, vec![("content-type", "text/event-stream")], body)
     }
 
     /// Text `partial`, then the connection closes mid-event.
-    pub fn cut_mid_stream(partial: &str) -> Reply {
+    pub(crate) fn cut_mid_stream(partial: &str) -> Reply {
         Reply::text(partial).fault(Fault::CutMidStream)
     }
 
     /// A stream with an invalid JSON data line (see [`Fault::Malformed`]).
-    pub fn malformed_sse() -> Reply {
+    pub(crate) fn malformed_sse() -> Reply {
         Reply::text("text after a malformed line").fault(Fault::Malformed)
     }
 
     /// Headers and one event, then silence for `d`, then close.
-    pub fn stall(d: Duration) -> Reply {
+    pub(crate) fn stall(d: Duration) -> Reply {
         Reply::text("never sent").fault(Fault::Stall(d))
     }
 
     /// Text `partial`, then a mid-stream error event such as `overloaded_error`.
-    pub fn error_mid_stream(partial: &str, kind: &str, message: &str) -> Reply {
+    pub(crate) fn error_mid_stream(partial: &str, kind: &str, message: &str) -> Reply {
         Reply::text(partial).fault(Fault::ErrorEvent {
             kind: kind.to_owned(),
             message: message.to_owned(),
         })
     }
 
-    pub fn stream(stream: Stream) -> Reply {
+    pub(crate) fn stream(stream: Stream) -> Reply {
         Reply::Stream {
             stream,
             headers: Vec::new(),
@@ -286,7 +286,7 @@ impl Reply {
     }
 
     /// Adds a response header (any variant).
-    pub fn header(mut self, name: &str, value: &str) -> Reply {
+    pub(crate) fn header(mut self, name: &str, value: &str) -> Reply {
         let h = (name.to_owned(), value.to_owned());
         match &mut self {
             Reply::Stream { headers, .. }
@@ -298,26 +298,32 @@ impl Reply {
     }
 
     /// Sets the usage of a stream reply.
-    pub fn with_usage(self, input: u64, output: u64, cache_read: u64, cache_write: u64) -> Reply {
+    pub(crate) fn with_usage(
+        self,
+        input: u64,
+        output: u64,
+        cache_read: u64,
+        cache_write: u64,
+    ) -> Reply {
         self.map_stream(|s| s.usage = Some(Usage::new(input, output, cache_read, cache_write)))
     }
 
     /// No usage: OpenAI sends no usage chunk; Anthropic sends zeros.
-    pub fn without_usage(self) -> Reply {
+    pub(crate) fn without_usage(self) -> Reply {
         self.map_stream(|s| s.usage = None)
     }
 
     /// Adds a thinking block (Anthropic, with signature) / `reasoning_content` (OpenAI) first.
-    pub fn with_thinking(self, thinking: &str, signature: &str) -> Reply {
+    pub(crate) fn with_thinking(self, thinking: &str, signature: &str) -> Reply {
         self.map_stream(|s| s.thinking = Some((thinking.to_owned(), signature.to_owned())))
     }
 
     /// Overrides the stop / finish reason, verbatim in both dialects.
-    pub fn stop_reason(self, reason: &str) -> Reply {
+    pub(crate) fn stop_reason(self, reason: &str) -> Reply {
         self.map_stream(|s| s.stop_reason = Some(reason.to_owned()))
     }
 
-    pub fn fault(self, fault: Fault) -> Reply {
+    pub(crate) fn fault(self, fault: Fault) -> Reply {
         self.map_stream(|s| s.fault = Some(fault))
     }
 
@@ -332,7 +338,7 @@ impl Reply {
 
 /// What the connection thread does to send a reply.
 #[derive(Debug)]
-pub struct Plan {
+pub(crate) struct Plan {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     /// `true`: the body is a stream of steps with no length (close- or chunk-delimited).
@@ -343,7 +349,7 @@ pub struct Plan {
 }
 
 #[derive(Debug)]
-pub enum Step {
+pub(crate) enum Step {
     Write(String),
     /// Binary body bytes (Bedrock's event stream).
     Bytes(Vec<u8>),
@@ -352,7 +358,7 @@ pub enum Step {
 
 impl Step {
     /// The bytes this step writes (None: a pause).
-    pub fn bytes(&self) -> Option<&[u8]> {
+    pub(crate) fn bytes(&self) -> Option<&[u8]> {
         match self {
             Step::Write(s) => Some(s.as_bytes()),
             Step::Bytes(b) => Some(b),
@@ -362,13 +368,13 @@ impl Step {
 }
 
 /// Ids the rendering uses, unique per request.
-pub struct Ids {
+pub(crate) struct Ids {
     pub request: usize,
 }
 
 impl Reply {
     /// Renders this reply for a request in `dialect` (`None`: not a model endpoint).
-    pub fn plan(&self, dialect: Option<Dialect>, ids: &Ids) -> Plan {
+    pub(crate) fn plan(&self, dialect: Option<Dialect>, ids: &Ids) -> Plan {
         let request_id = format!("req_fake_{}", ids.request);
         let mut common = vec![
             ("request-id".to_owned(), request_id.clone()),
@@ -482,7 +488,7 @@ fn plain(status: u16, headers: &[(String, String)], body: &str) -> Plan {
 }
 
 /// Splits `s` into at most `n` non-empty pieces at char boundaries (fewer if `s` is short).
-pub fn pieces(s: &str, n: usize) -> Vec<String> {
+pub(crate) fn pieces(s: &str, n: usize) -> Vec<String> {
     let chars: Vec<char> = s.chars().collect();
     if chars.is_empty() {
         return Vec::new();
@@ -493,7 +499,7 @@ pub fn pieces(s: &str, n: usize) -> Vec<String> {
 }
 
 /// An event list with the index where the "tail" (closing events) starts.
-pub struct Events {
+pub(crate) struct Events {
     pub events: Vec<String>,
     /// Index of the last argument delta of the last tool call, if any.
     pub last_args_piece: Option<usize>,
@@ -514,7 +520,7 @@ fn tool_id(call: &ToolCall, prefix: &str, ids: &Ids, i: usize) -> String {
         .unwrap_or_else(|| format!("{prefix}_fake_{}_{i}", ids.request))
 }
 
-pub fn anthropic_events(s: &Stream, ids: &Ids) -> Events {
+pub(crate) fn anthropic_events(s: &Stream, ids: &Ids) -> Events {
     let u = s.usage.unwrap_or(Usage::new(0, 0, 0, 0));
     let mut ev = vec![sse_event(
         "message_start",

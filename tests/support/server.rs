@@ -14,11 +14,11 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// The body of the 500 sent when a model request arrives and the script is empty.
-pub const EXHAUSTED: &str = "fake server: script exhausted";
+pub(crate) const EXHAUSTED: &str = "fake server: script exhausted";
 
 /// What answered a request.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Source {
+pub(crate) enum Source {
     /// The next reply of the script.
     Script,
     /// The route with this index (see [`FakeServer::route`]).
@@ -33,7 +33,7 @@ pub enum Source {
 
 /// One request as the server received it.
 #[derive(Clone, Debug)]
-pub struct Recorded {
+pub(crate) struct Recorded {
     pub method: String,
     /// Path with query string.
     pub path: String,
@@ -49,14 +49,14 @@ pub struct Recorded {
 }
 
 impl Recorded {
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .get(&name.to_ascii_lowercase())
             .map(String::as_str)
     }
 
     /// `body.messages` (empty if absent).
-    pub fn messages(&self) -> Vec<Value> {
+    pub(crate) fn messages(&self) -> Vec<Value> {
         self.body["messages"]
             .as_array()
             .cloned()
@@ -64,7 +64,7 @@ impl Recorded {
     }
 
     /// Names of the tools offered to the model, in order.
-    pub fn tool_names(&self) -> Vec<String> {
+    pub(crate) fn tool_names(&self) -> Vec<String> {
         let mut tools = self.body["tools"].as_array().cloned().unwrap_or_default();
         if self.dialect == Some(Dialect::Gemini) {
             tools = tools
@@ -90,7 +90,7 @@ impl Recorded {
 
     /// The system prompt as one string (Anthropic `system`, Gemini's `systemInstruction`, or
     /// OpenAI system/developer messages).
-    pub fn system_text(&self) -> String {
+    pub(crate) fn system_text(&self) -> String {
         match self.dialect {
             Some(Dialect::Anthropic | Dialect::AnthropicVertex | Dialect::Bedrock) => {
                 content_text(&self.body["system"])
@@ -121,7 +121,7 @@ impl Recorded {
     }
 
     /// Texts of every user message (tool results excluded), in order.
-    pub fn user_texts(&self) -> Vec<String> {
+    pub(crate) fn user_texts(&self) -> Vec<String> {
         self.messages()
             .iter()
             .filter(|m| m["role"] == "user")
@@ -133,7 +133,7 @@ impl Recorded {
     /// `(tool call id, result text, is_error)` of every tool result sent, in order, in any
     /// dialect (OpenAI has no error flag: always `false`; Gemini gives the function's name for
     /// its id).
-    pub fn tool_results(&self) -> Vec<(String, String, bool)> {
+    pub(crate) fn tool_results(&self) -> Vec<(String, String, bool)> {
         let mut out = Vec::new();
         for item in self.body["input"].as_array().into_iter().flatten() {
             if item["type"] == "function_call_output" {
@@ -182,7 +182,7 @@ impl Recorded {
 }
 
 /// The text of a content value: a string, or the `text` of its text blocks/parts joined by "\n".
-pub fn content_text(c: &Value) -> String {
+pub(crate) fn content_text(c: &Value) -> String {
     match c {
         Value::String(s) => s.clone(),
         Value::Array(parts) => parts
@@ -238,7 +238,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// and then fails the test (unless it is already failing) if the client broke the protocol, a
 /// model request found the script empty, or script replies were left unused: every test gets
 /// these checks; [`assert_clean`](Self::assert_clean) makes them earlier, mid-test.
-pub struct FakeServer {
+pub(crate) struct FakeServer {
     addr: SocketAddr,
     shared: Arc<Shared>,
     accept: Option<JoinHandle<()>>,
@@ -246,7 +246,7 @@ pub struct FakeServer {
 
 impl FakeServer {
     /// A server with an empty script (every model request gets the exhaustion 500).
-    pub fn start() -> FakeServer {
+    pub(crate) fn start() -> FakeServer {
         let listener = TcpListener::bind("127.0.0.1:0").expect("fake server: bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("fake server: local_addr");
         let shared = Arc::new(Shared {
@@ -280,38 +280,38 @@ impl FakeServer {
     }
 
     /// A server that answers model requests with these replies, in order.
-    pub fn with_script(replies: Vec<Reply>) -> FakeServer {
+    pub(crate) fn with_script(replies: Vec<Reply>) -> FakeServer {
         let s = FakeServer::start();
         s.push_all(replies);
         s
     }
 
     /// A server that answers every model request with `text` (no script).
-    pub fn always_text(text: &str) -> FakeServer {
+    pub(crate) fn always_text(text: &str) -> FakeServer {
         let s = FakeServer::start();
         s.set_fallback(Some(Reply::text(text)));
         s
     }
 
     /// Appends a reply to the script.
-    pub fn push(&self, reply: Reply) -> &Self {
+    pub(crate) fn push(&self, reply: Reply) -> &Self {
         lock(&self.shared.state).script.push_back(reply);
         self
     }
 
-    pub fn push_all(&self, replies: Vec<Reply>) -> &Self {
+    pub(crate) fn push_all(&self, replies: Vec<Reply>) -> &Self {
         lock(&self.shared.state).script.extend(replies);
         self
     }
 
     /// The reply used when the script is empty (`None`: the exhaustion 500).
-    pub fn set_fallback(&self, reply: Option<Reply>) -> &Self {
+    pub(crate) fn set_fallback(&self, reply: Option<Reply>) -> &Self {
         lock(&self.shared.state).fallback = reply;
         self
     }
 
     /// Serve streams with `transfer-encoding: chunked` instead of close-delimited bodies.
-    pub fn set_chunked(&self, chunked: bool) -> &Self {
+    pub(crate) fn set_chunked(&self, chunked: bool) -> &Self {
         lock(&self.shared.state).chunked = chunked;
         self
     }
@@ -319,12 +319,12 @@ impl FakeServer {
     /// Answers requests with this method whose path (query ignored) ends with `path_suffix`,
     /// before the script is consulted, e.g. `route("GET", "/v2/providers", Reply::raw(..))`.
     /// Returns the route index (see [`Source::Route`]).
-    pub fn route(&self, method: &str, path_suffix: &str, reply: Reply) -> usize {
+    pub(crate) fn route(&self, method: &str, path_suffix: &str, reply: Reply) -> usize {
         self.route_seq(method, path_suffix, vec![reply])
     }
 
     /// Like [`route`](Self::route) with successive replies; the last one repeats.
-    pub fn route_seq(&self, method: &str, path_suffix: &str, replies: Vec<Reply>) -> usize {
+    pub(crate) fn route_seq(&self, method: &str, path_suffix: &str, replies: Vec<Reply>) -> usize {
         let (method, suffix) = (method.to_ascii_uppercase(), path_suffix.to_owned());
         self.route_when(
             move |r| {
@@ -336,7 +336,7 @@ impl FakeServer {
 
     /// Answers requests matching `pred` with `replies` (the last repeats), before the script.
     /// E.g. title generation: `route_when(|r| r.tool_names().is_empty(), vec![Reply::text("Title")])`.
-    pub fn route_when(
+    pub(crate) fn route_when(
         &self,
         pred: impl Fn(&Recorded) -> bool + Send + Sync + 'static,
         replies: Vec<Reply>,
@@ -353,86 +353,86 @@ impl FakeServer {
     /// Single-slot mode, like a local server with one slot (llama.cpp's `--parallel 1`): each
     /// model request thinks for `think` before its reply, and one still thinking when another
     /// model request arrives is abandoned (its connection closed with no answer).
-    pub fn set_single_slot(&self, think: Duration) -> &Self {
+    pub(crate) fn set_single_slot(&self, think: Duration) -> &Self {
         lock(&self.shared.state).single_slot = Some(think);
         self
     }
 
     /// Model requests abandoned in single-slot mode.
-    pub fn abandoned(&self) -> usize {
+    pub(crate) fn abandoned(&self) -> usize {
         self.shared.abandoned.load(Ordering::SeqCst)
     }
 
-    pub fn addr(&self) -> SocketAddr {
+    pub(crate) fn addr(&self) -> SocketAddr {
         self.addr
     }
 
-    pub fn port(&self) -> u16 {
+    pub(crate) fn port(&self) -> u16 {
         self.addr.port()
     }
 
     /// `http://127.0.0.1:PORT`
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://{}", self.addr)
     }
 
     /// Base URL for an Anthropic provider (`{base}/v1/messages`).
-    pub fn anthropic_base_url(&self) -> String {
+    pub(crate) fn anthropic_base_url(&self) -> String {
         self.url()
     }
 
     /// Base URL for an OpenAI-compatible provider (`{base}/chat/completions`).
-    pub fn openai_base_url(&self) -> String {
+    pub(crate) fn openai_base_url(&self) -> String {
         format!("{}/v1", self.url())
     }
 
     /// Base URL for a Vertex AI provider (project `fake-project`, location `global`).
-    pub fn vertex_base_url(&self) -> String {
+    pub(crate) fn vertex_base_url(&self) -> String {
         format!("{}/v1/projects/fake-project/locations/global", self.url())
     }
 
     /// The shared record, for tests that want to watch it live.
-    pub fn requests_handle(&self) -> Arc<Mutex<Vec<Recorded>>> {
+    pub(crate) fn requests_handle(&self) -> Arc<Mutex<Vec<Recorded>>> {
         self.shared.requests.clone()
     }
 
     /// Every request received so far, in arrival order.
-    pub fn requests(&self) -> Vec<Recorded> {
+    pub(crate) fn requests(&self) -> Vec<Recorded> {
         lock(&self.shared.requests).clone()
     }
 
-    pub fn request_count(&self) -> usize {
+    pub(crate) fn request_count(&self) -> usize {
         lock(&self.shared.requests).len()
     }
 
     /// Requests to model endpoints only (`/v1/messages`, `/chat/completions`).
-    pub fn model_requests(&self) -> Vec<Recorded> {
+    pub(crate) fn model_requests(&self) -> Vec<Recorded> {
         self.requests()
             .into_iter()
             .filter(|r| r.dialect.is_some())
             .collect()
     }
 
-    pub fn request(&self, i: usize) -> Recorded {
+    pub(crate) fn request(&self, i: usize) -> Recorded {
         let reqs = lock(&self.shared.requests);
         reqs.get(i)
             .cloned()
             .unwrap_or_else(|| panic!("no request #{i}: only {} received", reqs.len()))
     }
 
-    pub fn last_request(&self) -> Recorded {
+    pub(crate) fn last_request(&self) -> Recorded {
         lock(&self.shared.requests)
             .last()
             .cloned()
             .expect("the fake server received no request")
     }
 
-    pub fn last_body(&self) -> Value {
+    pub(crate) fn last_body(&self) -> Value {
         self.last_request().body
     }
 
     /// Model requests that found the script empty (and got the exhaustion 500).
-    pub fn exhausted_count(&self) -> usize {
+    pub(crate) fn exhausted_count(&self) -> usize {
         lock(&self.shared.requests)
             .iter()
             .filter(|r| r.source == Source::Exhausted)
@@ -440,32 +440,32 @@ impl FakeServer {
     }
 
     /// Script replies not consumed yet.
-    pub fn remaining(&self) -> usize {
+    pub(crate) fn remaining(&self) -> usize {
         lock(&self.shared.state).script.len()
     }
 
     /// Protocol violations seen in requests, each prefixed with `request #N`.
-    pub fn violations(&self) -> Vec<String> {
+    pub(crate) fn violations(&self) -> Vec<String> {
         lock(&self.shared.state).violations.clone()
     }
 
     /// For tests of the checker itself: protocol violations are the expected outcome, read
     /// through [`violations`](Self::violations), and do not fail the test on drop.
-    pub fn expect_violations(&self) -> &Self {
+    pub(crate) fn expect_violations(&self) -> &Self {
         lock(&self.shared.state).violations_expected = true;
         self
     }
 
     /// Bedrock requests must carry this authorization (a SigV4 signature is recomputed from the
     /// request as it arrived); anything else is a protocol violation.
-    pub fn expect_bedrock_auth(&self, auth: super::bedrock::Auth) -> &Self {
+    pub(crate) fn expect_bedrock_auth(&self, auth: super::bedrock::Auth) -> &Self {
         lock(&self.shared.state).bedrock_auth = Some(auth);
         self
     }
 
     /// For tests of the exhaustion answer: model requests finding the script empty do not fail
     /// the test on drop.
-    pub fn expect_exhaustion(&self) -> &Self {
+    pub(crate) fn expect_exhaustion(&self) -> &Self {
         lock(&self.shared.state).exhaustion_expected = true;
         self
     }
@@ -474,7 +474,7 @@ impl FakeServer {
     /// up (less what [`expect_violations`](Self::expect_violations) and
     /// [`expect_exhaustion`](Self::expect_exhaustion) allow). Drop makes the same check; call it
     /// to check a part of a test before the script gets more replies.
-    pub fn assert_clean(&self) {
+    pub(crate) fn assert_clean(&self) {
         let problems = self.problems();
         assert!(
             problems.is_empty(),

@@ -216,7 +216,7 @@ fn kill_children() {
 }
 
 /// The server's whole life (`crush __crush-job-server`, stdin the socket).
-pub fn serve() -> ! {
+pub(crate) fn serve() -> ! {
     // SAFETY: fd 0 is the socket crush passed as stdin; from here on this is its only owner.
     let sock = unsafe { UnixStream::from_raw_fd(0) };
     let mut server = Server {

@@ -26,7 +26,7 @@ const MAX_FDS: usize = 4;
 
 /// What crush asks of the job server.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Request {
+pub(super) enum Request {
     Spawn {
         id: u64,
         argv: Vec<OsString>,
@@ -43,7 +43,7 @@ pub enum Request {
 
 /// What the job server reports about a job.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Reply {
+pub(super) enum Reply {
     Started(i32),
     Error(String),
     Exit(i32),
@@ -53,7 +53,7 @@ pub enum Reply {
 
 impl Reply {
     /// The line that carries this reply for job `id`.
-    pub fn line(&self, id: u64) -> String {
+    pub(super) fn line(&self, id: u64) -> String {
         match self {
             Reply::Started(pid) => format!("started {id} {pid}\n"),
             // One line: the message may not break the framing.
@@ -65,7 +65,7 @@ impl Reply {
     }
 
     /// Reads one reply line; None when it is not one.
-    pub fn parse(line: &str) -> Option<(u64, Reply)> {
+    pub(super) fn parse(line: &str) -> Option<(u64, Reply)> {
         let mut parts = line.trim_end_matches('\n').splitn(3, ' ');
         let kind = parts.next()?;
         let id = parts.next()?.parse().ok()?;
@@ -182,7 +182,7 @@ fn last_error() -> io::Error {
 }
 
 /// Sends `req` on `sock` with `fds` attached. Never raises SIGPIPE: a closed peer is `Err`.
-pub fn send(sock: &UnixStream, req: &Request, fds: &[RawFd]) -> io::Result<()> {
+pub(super) fn send(sock: &UnixStream, req: &Request, fds: &[RawFd]) -> io::Result<()> {
     let frame = req.encode();
     let fd = sock.as_raw_fd();
     let mut iov = libc::iovec {
@@ -244,7 +244,7 @@ pub fn send(sock: &UnixStream, req: &Request, fds: &[RawFd]) -> io::Result<()> {
 
 /// Receives one request and the descriptors that came with it (close-on-exec). None at the end
 /// of the stream (crush is gone); Err on a broken or malformed frame.
-pub fn recv(sock: &UnixStream) -> io::Result<Option<(Request, Vec<OwnedFd>)>> {
+pub(super) fn recv(sock: &UnixStream) -> io::Result<Option<(Request, Vec<OwnedFd>)>> {
     let fd = sock.as_raw_fd();
     let mut head = [0u8; 4];
     let mut iov = libc::iovec {

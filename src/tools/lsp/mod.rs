@@ -36,20 +36,20 @@ const SEARCH_TIME: Duration = Duration::from_secs(5);
 
 /// The session's language servers as the tools use them.
 #[derive(Clone)]
-pub struct Lsp(Arc<Manager>);
+pub(crate) struct Lsp(Arc<Manager>);
 
 impl Lsp {
-    pub fn new(manager: Arc<Manager>) -> Lsp {
+    pub(crate) fn new(manager: Arc<Manager>) -> Lsp {
         Lsp(manager)
     }
 
-    pub fn manager(&self) -> &Manager {
+    pub(crate) fn manager(&self) -> &Manager {
         &self.0
     }
 
     /// The servers learn that `paths` changed; their diagnostics for them, formatted ("" when
     /// no server handles them or none reports a problem).
-    pub fn changed_report(&self, paths: &[&Path], cancel: &AtomicBool) -> String {
+    pub(crate) fn changed_report(&self, paths: &[&Path], cancel: &AtomicBool) -> String {
         if !self.0.changed(paths, cancel) {
             return String::new();
         }
@@ -58,7 +58,7 @@ impl Lsp {
 
     /// Every LSP tool, over no server: what the tools say of themselves (names, kinds,
     /// schemas), where no session's servers are at hand. Never run.
-    pub fn described() -> Vec<Box<dyn Tool>> {
+    pub(crate) fn described() -> Vec<Box<dyn Tool>> {
         let none = Manager::new(Path::new("/"), Vec::new(), Default::default(), false);
         let lsp = Lsp(Arc::new(none));
         read::tools(&lsp)
@@ -68,7 +68,7 @@ impl Lsp {
     }
 
     /// The LSP tools, offered when some server is configured or detected.
-    pub fn tools(&self) -> Vec<Box<dyn Tool>> {
+    pub(crate) fn tools(&self) -> Vec<Box<dyn Tool>> {
         if self.0.is_empty() {
             return Vec::new();
         }
@@ -199,7 +199,7 @@ fn plural(n: usize, word: &str) -> String {
 
 /// What an edit's result gets: the errors and warnings of `paths` (capped) and how many there
 /// are in other files ("" when there are none anywhere).
-pub fn file_report(paths: &[&Path], all: &[(String, FileDiagnostics)]) -> String {
+pub(crate) fn file_report(paths: &[&Path], all: &[(String, FileDiagnostics)]) -> String {
     let (mine, others): (Vec<_>, Vec<_>) = all
         .iter()
         .map(|(s, f)| (s.as_str(), f))
@@ -237,7 +237,7 @@ pub fn file_report(paths: &[&Path], all: &[(String, FileDiagnostics)]) -> String
 }
 
 /// What lsp_diagnostics prints: the file's diagnostics (when one is given) and the project's.
-pub fn project_report(path: Option<&Path>, all: &[(String, FileDiagnostics)]) -> String {
+pub(crate) fn project_report(path: Option<&Path>, all: &[(String, FileDiagnostics)]) -> String {
     let (mine, others): (Vec<_>, Vec<_>) = all
         .iter()
         .map(|(s, f)| (s.as_str(), f))
@@ -532,7 +532,7 @@ fn kind_name(k: u64) -> &'static str {
 }
 
 /// The warnings of the servers since the last call, for the agent to report.
-pub fn take_warnings(lsp: &Lsp) -> Vec<String> {
+pub(crate) fn take_warnings(lsp: &Lsp) -> Vec<String> {
     lsp.0.take_warnings()
 }
 

@@ -8,7 +8,7 @@ use crate::tools::{PermissionRequest, Tool, ToolCtx, ToolError, ToolOutput};
 use serde_json::{Value, json};
 use std::path::Path;
 
-pub fn tools(lsp: &Lsp) -> Vec<Box<dyn Tool>> {
+pub(super) fn tools(lsp: &Lsp) -> Vec<Box<dyn Tool>> {
     vec![
         Box::new(DiagnosticsTool(lsp.clone())),
         Box::new(References(lsp.clone())),
@@ -30,7 +30,7 @@ const SYMBOL_DESC: &str =
     "The symbol name to look for (a function, method, type or variable; `Type.method` works)";
 const PATH_DESC: &str = "The directory (or file) to look in; defaults to the working directory";
 
-pub struct DiagnosticsTool(Lsp);
+pub(super) struct DiagnosticsTool(Lsp);
 
 impl Tool for DiagnosticsTool {
     fn name(&self) -> &'static str {
@@ -117,7 +117,7 @@ fn symbol_schema(extra: Value, required: &[&str]) -> Value {
     json!({"type": "object", "properties": props, "required": required})
 }
 
-pub struct References(Lsp);
+pub(super) struct References(Lsp);
 
 impl Tool for References {
     fn name(&self) -> &'static str {
@@ -211,7 +211,7 @@ fn source_context(path: &Path, line: usize) -> String {
     out
 }
 
-pub struct Definition(Lsp);
+pub(super) struct Definition(Lsp);
 
 impl Tool for Definition {
     fn name(&self) -> &'static str {
@@ -317,7 +317,7 @@ fn outline(symbols: &[Value], depth: usize, out: &mut String) {
     }
 }
 
-pub struct Symbols(Lsp);
+pub(super) struct Symbols(Lsp);
 
 impl Tool for Symbols {
     fn name(&self) -> &'static str {
@@ -450,7 +450,7 @@ fn workspace_symbols(m: &Manager, ctx: &ToolCtx, query: &str) -> Result<ToolOutp
     text_output(out)
 }
 
-pub struct CallHierarchy(Lsp);
+pub(super) struct CallHierarchy(Lsp);
 
 impl Tool for CallHierarchy {
     fn name(&self) -> &'static str {
@@ -564,7 +564,7 @@ fn direction(input: &Value) -> Result<bool, ToolError> {
     }
 }
 
-pub struct Restart(Lsp);
+pub(super) struct Restart(Lsp);
 
 impl Tool for Restart {
     fn name(&self) -> &'static str {

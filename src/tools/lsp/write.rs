@@ -12,7 +12,7 @@ use crate::tools::{PermissionRequest, Tool, ToolCtx, ToolError, ToolOutput};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
-pub fn tools(lsp: &Lsp) -> Vec<Box<dyn Tool>> {
+pub(super) fn tools(lsp: &Lsp) -> Vec<Box<dyn Tool>> {
     vec![
         Box::new(Rename(lsp.clone())),
         Box::new(ReplaceSymbol(lsp.clone())),
@@ -92,7 +92,7 @@ fn apply_all(changes: &[FileChange], ctx: &ToolCtx) -> Result<(usize, usize), To
     Ok((add, del))
 }
 
-pub struct Rename(Lsp);
+pub(super) struct Rename(Lsp);
 
 struct RenamePlan {
     changes: Vec<FileChange>,
@@ -265,7 +265,7 @@ impl Tool for Rename {
     }
 }
 
-pub struct ReplaceSymbol(Lsp);
+pub(super) struct ReplaceSymbol(Lsp);
 
 /// The symbol named `name` in a `documentSymbol` result (depth first; `A.b` or `A::b` also
 /// matches `b` inside `A`): its range.
