@@ -63,6 +63,38 @@ fn columns() -> Option<usize> {
     (cols > 0).then_some(usize::from(cols))
 }
 
+/// Writes a notice (one logical line) to stderr, word-wrapped to the terminal's width when
+/// stderr is a terminal, continuation rows indented by two spaces; as it is otherwise (a pipe,
+/// a log file, a test).
+pub(crate) fn note(line: &str) {
+    use std::io::IsTerminal;
+    let text = match columns().filter(|_| std::io::stderr().is_terminal()) {
+        Some(cols) => wrap(line, cols),
+        None => line.to_string(),
+    };
+    write_stderr(&format!("{text}\n"));
+}
+
+/// `line` broken at spaces into rows of at most `cols` characters (a longer word keeps its
+/// own row), rows after the first indented by two spaces.
+fn wrap(line: &str, cols: usize) -> String {
+    let mut out = String::with_capacity(line.len() + 16);
+    let mut row = 0usize;
+    for word in line.split(' ') {
+        let w = word.chars().count();
+        if row > 0 && row + 1 + w > cols {
+            out.push_str("\n  ");
+            row = 2;
+        } else if row > 0 {
+            out.push(' ');
+            row += 1;
+        }
+        out.push_str(word);
+        row += w;
+    }
+    out
+}
+
 /// The line for `st` at `now`, `cols` columns wide at most (one row, or erasing it would leave
 /// the rest behind).
 fn render(st: &State, what: &str, now: Instant, cols: usize) -> String {
@@ -187,6 +219,33 @@ impl Drop for Activity {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_notice_wraps_at_spaces_with_its_rows_indented() {
+        let line = "crush: provider 'local' does not say the context window of smollm2; assuming 4096 tokens";
+        let wrapped = super::wrap(line, 40);
+        assert!(
+            wrapped.lines().all(|l| l.chars().count() <= 40),
+            "{wrapped}"
+        );
+        assert!(
+            wrapped.lines().skip(1).all(|l| l.starts_with("  ")),
+            "{wrapped}"
+        );
+        assert_eq!(
+            wrapped.split_whitespace().collect::<Vec<_>>(),
+            line.split_whitespace().collect::<Vec<_>>()
+        );
+        assert!(
+            wrapped.contains("4096 tokens"),
+            "never inside a word: {wrapped}"
+        );
+        assert_eq!(super::wrap("short", 40), "short");
+        assert_eq!(
+            super::wrap("a-very-long-word b", 5),
+            "a-very-long-word\n  b"
+        );
+    }
+
     use super::*;
 
     fn state(started: Instant) -> State {

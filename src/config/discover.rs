@@ -256,12 +256,12 @@ fn list(p: &Provider) -> Listing {
             .filter(|m| m.window == 0)
             .map(|m| m.id.as_str())
             .collect();
-        crate::ewriteln!(
+        crate::activity::note(&format!(
             "crush: provider '{}' does not say the context window of {}; assuming {FALLBACK_WINDOW} tokens (set providers.{}.models[].context_window to change it)",
             p.id,
             crate::visible::line(&ids.join(", ")),
             p.id
-        );
+        ));
         for m in listed.iter_mut().filter(|m| m.window == 0) {
             m.window = FALLBACK_WINDOW;
             m.source = "fallback";

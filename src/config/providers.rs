@@ -275,7 +275,7 @@ fn say_once(what: &str, msg: &str) {
         std::sync::Mutex::new(std::collections::BTreeSet::new());
     let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
     if seen.insert(format!("{what}{msg}")) {
-        crate::ewriteln!("crush: {what}{msg}");
+        crate::activity::note(&format!("crush: {what}{msg}"));
     }
 }
 
