@@ -223,7 +223,7 @@ fn is_separator(cells: &[String]) -> bool {
 }
 
 /// Text with our own SGR sequences removed.
-fn plain(s: &str) -> String {
+pub(super) fn plain(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut it = s.chars();
     while let Some(c) = it.next() {

@@ -42,6 +42,8 @@ pub(crate) struct Term {
     answered: bool,
     /// Answers are rendered as Markdown (stdout is a terminal, colour allowed).
     markdown: Option<Markdown>,
+    /// The Markdown layout without its styles (a terminal without colour).
+    markdown_plain: bool,
     /// The task list the model last set, as printed (a list sent again unchanged is not
     /// printed again).
     todos_shown: String,
@@ -78,7 +80,10 @@ impl Term {
         Term {
             color,
             activity: Activity::new(color),
-            markdown: stdout_color.then(|| Markdown::new(stdout_columns())),
+            // Without colour (NO_COLOR, TERM=dumb) answers are still laid out and word-wrapped,
+            // in plain text.
+            markdown: stdout_tty.then(|| Markdown::new(stdout_columns())),
+            markdown_plain: !stdout_color,
             stderr_tty,
             stdout_tty,
             progress,
@@ -157,9 +162,19 @@ impl Term {
         match self.markdown.as_mut() {
             Some(md) => {
                 let shown = md.feed(&t);
+                let shown = self.unstyled(shown);
                 self.write_answer(&shown);
             }
             None => self.write_answer(&t),
+        }
+    }
+
+    /// `shown` without the Markdown styles when colour is off.
+    fn unstyled(&self, shown: String) -> String {
+        if self.markdown_plain {
+            super::markdown::plain(&shown)
+        } else {
+            shown
         }
     }
 
@@ -186,6 +201,7 @@ impl Term {
         self.clear_status();
         if let Some(md) = self.markdown.as_mut() {
             let rest = md.finish();
+            let rest = self.unstyled(rest);
             self.write_answer(&rest);
         }
         if !self.out_at_line_start {

@@ -87,6 +87,35 @@ fn parts(session: &Value) -> Vec<(String, Value)> {
 }
 
 #[test]
+fn without_colour_a_terminal_still_gets_answers_wrapped_at_words() {
+    let long =
+        "The sea is wide and deep, and ships cross it with care; **every** sailor knows its moods.";
+    let (_server, env) = setup(vec![Reply::text(long)]);
+    let out = env.run_on_terminal_with(
+        &[],
+        Some("tell me of the sea\n"),
+        &[("NO_COLOR", "1"), ("COLUMNS", "30")],
+    );
+    out.assert_success();
+    assert!(!out.stdout.contains('\x1b'), "no styles: {:?}", out.stdout);
+    let lines: Vec<&str> = out
+        .stdout
+        .lines()
+        .map(|l| l.trim_end_matches('\r'))
+        .filter(|l| !l.is_empty())
+        .collect();
+    assert!(lines.len() >= 3, "wrapped: {lines:?}");
+    assert!(lines.iter().all(|l| l.chars().count() <= 30), "{lines:?}");
+    let words = |s: &str| {
+        s.replace("**", "")
+            .split_whitespace()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(words(&lines.join(" ")), words(long));
+}
+
+#[test]
 fn a_filtered_or_empty_answer_is_shown_as_an_error() {
     let empty = Reply::stream(crate::support::Stream {
         thinking: None,

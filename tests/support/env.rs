@@ -275,15 +275,34 @@ impl TestEnv {
     /// Runs `crush ARGS` with its stdout on a pseudo-terminal (stdin closed, stderr a pipe):
     /// what it writes to a terminal, as the terminal received it.
     pub(crate) fn run_on_terminal(&self, args: &[&str]) -> Output {
+        self.run_on_terminal_with(args, None, &[])
+    }
+
+    /// [`run_on_terminal`](Self::run_on_terminal) with `stdin` piped in (closed if `None`) and
+    /// `env` set.
+    pub(crate) fn run_on_terminal_with(
+        &self,
+        args: &[&str],
+        stdin: Option<&str>,
+        env: &[(&str, &str)],
+    ) -> Output {
         let (mut master, slave) = open_pty();
         let mut cmd = self.crush();
         cmd.args(args)
             .env("TERM", "xterm-256color")
-            .stdin(Stdio::null())
+            .envs(env.iter().copied())
+            .stdin(if stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .stdout(slave)
             .stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("spawn crush");
         drop(cmd);
+        if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
+            pipe.write_all(text.as_bytes()).expect("write stdin");
+        }
         let err = collect(child.stderr.take().expect("stderr"));
         // The master reads EIO once the child (the last holder of the slave) is gone.
         let out = std::thread::spawn(move || {
