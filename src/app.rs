@@ -461,7 +461,7 @@ pub(crate) fn init_file_name(loaded: &Loaded) -> String {
 /// are relative to the working directory.
 pub(crate) fn init_target(loaded: &Loaded) -> PathBuf {
     let p = crate::paths::resolve(&loaded.cwd, &init_file_name(loaded));
-    crate::tools::common::canonicalize_lenient(&p)
+    crate::paths::canonicalize_lenient(&p)
 }
 
 /// The flag Go Crush keeps too: the project was initialized, or told about `/init` once.

@@ -2,6 +2,7 @@
 
 use std::env;
 use std::ffi::OsString;
+use std::fs;
 use std::path::{Component, Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -122,6 +123,9 @@ pub(crate) fn dirs_up_to(cwd: &Path, root: &Path) -> Vec<PathBuf> {
 
 /// Where a user-given path points, relative to `base` when not absolute; `~/` expands to HOME.
 pub(crate) fn resolve(base: &Path, p: &str) -> PathBuf {
+    if p == "~" {
+        return home();
+    }
     if let Some(rest) = p.strip_prefix("~/") {
         return home().join(rest);
     }
@@ -133,9 +137,76 @@ pub(crate) fn resolve(base: &Path, p: &str) -> PathBuf {
     }
 }
 
+/// Canonicalizes a path that may not exist yet: the longest existing ancestor is canonicalized
+/// (resolving symlinks) and the rest is appended. A dangling symlink is followed too, so the
+/// result names the file a write would create.
+pub(crate) fn canonicalize_lenient(path: &Path) -> PathBuf {
+    canonicalize_hops(path, 40)
+}
+
+fn canonicalize_hops(path: &Path, hops: usize) -> PathBuf {
+    let path = normalize(path);
+    if let Ok(p) = fs::canonicalize(&path) {
+        return p;
+    }
+    let mut rest: Vec<std::ffi::OsString> = Vec::new();
+    let mut cur = path.clone();
+    loop {
+        match cur.file_name() {
+            Some(name) => {
+                rest.push(name.to_os_string());
+                if !cur.pop() {
+                    return path;
+                }
+            }
+            None => return path,
+        }
+        if let Ok(mut base) = fs::canonicalize(&cur) {
+            let mut names = rest.iter().rev();
+            if let Some(first) = names.next() {
+                if hops > 0
+                    && let Ok(target) = fs::read_link(base.join(first))
+                {
+                    // `join` keeps an absolute target as it is.
+                    let mut next = base.join(target);
+                    next.extend(names);
+                    return canonicalize_hops(&next, hops - 1);
+                }
+                base.push(first);
+            }
+            base.extend(names);
+            return base;
+        }
+    }
+}
+
+/// What the tools make of a path parameter (and those who see a call before it runs: hooks,
+/// `/attach`, `-f`): [`resolve`] of the trimmed text against `base`, canonical
+/// ([`canonicalize_lenient`]).
+pub(crate) fn resolve_real(base: &Path, raw: &str) -> PathBuf {
+    canonicalize_lenient(&resolve(base, raw.trim()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_resolver_for_tools_hooks_and_flags() {
+        let t = tempfile::tempdir().unwrap();
+        let base = canonicalize_lenient(t.path());
+        assert_eq!(resolve_real(&base, "  a/../b.txt \n"), base.join("b.txt"));
+        assert_eq!(resolve_real(&base, "~"), canonicalize_lenient(&home()));
+        assert_eq!(
+            resolve_real(&base, "~/x"),
+            canonicalize_lenient(&home().join("x"))
+        );
+        assert_eq!(
+            resolve_real(&base, "/etc/../etc"),
+            canonicalize_lenient(Path::new("/etc"))
+        );
+        assert_eq!(resolve(&base, "~"), home());
+    }
 
     #[test]
     fn project_root_is_the_git_worktree() {

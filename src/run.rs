@@ -561,7 +561,7 @@ fn attachments(
     let cwd = app::working_dir(global)?;
     let mut out = Vec::new();
     for f in &args.attach {
-        let path = crate::tools::common::resolve_in(&cwd, &f.to_string_lossy());
+        let path = crate::paths::resolve_real(&cwd, &f.to_string_lossy());
         let a = attach::load(&path, &cwd).map_err(|e| AppError::Usage(format!("--attach: {e}")))?;
         out.push(a.part());
     }

@@ -111,7 +111,7 @@ impl Tool for AgenticFetch {
         Ok(Some(PermissionRequest {
             tool: TOOL_NAME.to_string(),
             action: "fetch",
-            path: crate::tools::common::canonicalize_lenient(ctx.cwd),
+            path: crate::paths::canonicalize_lenient(ctx.cwd),
             description: match url {
                 Some(u) => format!("Fetch and analyze content from URL: {u} (task: {task})"),
                 None => format!("Search the web and analyze results (task: {task})"),

@@ -38,7 +38,7 @@ pub(crate) fn tool_input(tool: Option<&str>, input: &Value, cwd: &Path) -> Value
         if let Some(Value::String(raw)) = m.get(*k)
             && !raw.trim().is_empty()
         {
-            let abs = crate::tools::common::resolve_in(cwd, raw);
+            let abs = crate::paths::resolve_real(cwd, raw);
             out.insert(k.to_string(), json!(abs.display().to_string()));
         }
     }

@@ -450,7 +450,7 @@ impl Repl {
             return self.term.error("usage: /versions FILE");
         }
         let Some(s) = self.current() else { return };
-        let path = crate::tools::common::resolve_in(&self.agent.workspace.cwd, file);
+        let path = crate::paths::resolve_real(&self.agent.workspace.cwd, file);
         match crate::commands::files::versions(&self.ctx.store, &s.id, &path) {
             Ok(text) => self.term.print(&text),
             Err(e) => self.term.error(&e.to_string()),
@@ -497,7 +497,7 @@ impl Repl {
             }
             return;
         }
-        let path = crate::tools::common::resolve_in(&self.agent.workspace.cwd, file);
+        let path = crate::paths::resolve_real(&self.agent.workspace.cwd, file);
         match self.attach_file(&path) {
             Ok(Some(a)) => {
                 self.term.note(&format!(

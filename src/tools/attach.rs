@@ -158,7 +158,7 @@ pub(crate) fn mentions(prompt: &str, cwd: &Path) -> Vec<(String, std::path::Path
         if raw.is_empty() {
             continue;
         }
-        let path = super::common::resolve_in(cwd, raw);
+        let path = crate::paths::resolve_real(cwd, raw);
         if path.is_file() && !out.iter().any(|(_, p)| *p == path) {
             out.push((raw.to_string(), path));
         }
@@ -168,7 +168,7 @@ pub(crate) fn mentions(prompt: &str, cwd: &Path) -> Vec<(String, std::path::Path
 
 /// Whether `path` lies outside `project_root` (attaching it then needs the user's yes).
 pub(crate) fn outside(path: &Path, project_root: &Path) -> bool {
-    !path.starts_with(super::common::canonicalize_lenient(project_root))
+    !path.starts_with(crate::paths::canonicalize_lenient(project_root))
 }
 
 #[cfg(test)]

@@ -8,11 +8,11 @@
 
 use super::ToolError;
 use super::common::{
-    canonicalize_lenient, inside_project, opt_bool, opt_str, opt_u64, req_str, resolve_or_cwd,
-    truncate_middle,
+    inside_project, opt_bool, opt_str, opt_u64, req_str, resolve_or_cwd, truncate_middle,
 };
 use super::jobs;
 use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
+use crate::paths::canonicalize_lenient;
 use crate::proc::job::{Job, Stopped};
 use crate::proc::{self, Spec};
 use crate::rcshell;

@@ -71,79 +71,12 @@ pub(crate) fn opt_bool(input: &Value, name: &str) -> Result<bool, ToolError> {
     }
 }
 
-pub(crate) use crate::paths::normalize;
-
-/// Canonicalizes a path that may not exist yet: the longest existing ancestor is canonicalized
-/// (resolving symlinks) and the rest is appended. A dangling symlink is followed too, so the
-/// result names the file a write would create.
-pub(crate) fn canonicalize_lenient(path: &Path) -> PathBuf {
-    canonicalize_hops(path, 40)
-}
-
-fn canonicalize_hops(path: &Path, hops: usize) -> PathBuf {
-    let path = normalize(path);
-    if let Ok(p) = fs::canonicalize(&path) {
-        return p;
-    }
-    let mut rest: Vec<std::ffi::OsString> = Vec::new();
-    let mut cur = path.clone();
-    loop {
-        match cur.file_name() {
-            Some(name) => {
-                rest.push(name.to_os_string());
-                if !cur.pop() {
-                    return path;
-                }
-            }
-            None => return path,
-        }
-        if let Ok(mut base) = fs::canonicalize(&cur) {
-            let mut names = rest.iter().rev();
-            if let Some(first) = names.next() {
-                if hops > 0
-                    && let Ok(target) = fs::read_link(base.join(first))
-                {
-                    // `join` keeps an absolute target as it is.
-                    let mut next = base.join(target);
-                    next.extend(names);
-                    return canonicalize_hops(&next, hops - 1);
-                }
-                base.push(first);
-            }
-            base.extend(names);
-            return base;
-        }
-    }
-}
-
 /// Resolves a path parameter: `~` and `~/x` expand to $HOME, relative paths are relative to the
 /// session's working directory, and the result is absolute and canonical — admitted by the
 /// session's bounds (`confine`), the one check every file tool's path goes through: a confined
 /// agent's path outside its directory is refused here.
 pub(crate) fn resolve(ctx: &ToolCtx, raw: &str) -> Result<PathBuf, ToolError> {
-    ctx.bounds.admit(&resolve_in(ctx.cwd, raw))
-}
-
-/// `resolve` against `cwd`: what the tools make of a path, for those who see a call before it
-/// runs (hooks).
-pub(crate) fn resolve_in(cwd: &Path, raw: &str) -> PathBuf {
-    let raw = raw.trim();
-    let expanded: PathBuf = if raw == "~" || raw.starts_with("~/") {
-        match std::env::var_os("HOME") {
-            Some(home) => {
-                Path::new(&home).join(raw.trim_start_matches('~').trim_start_matches('/'))
-            }
-            None => PathBuf::from(raw),
-        }
-    } else {
-        PathBuf::from(raw)
-    };
-    let abs = if expanded.is_absolute() {
-        expanded
-    } else {
-        cwd.join(expanded)
-    };
-    canonicalize_lenient(&abs)
+    ctx.bounds.admit(&crate::paths::resolve_real(ctx.cwd, raw))
 }
 
 /// Resolves an optional directory parameter, defaulting to the working directory (admitted
@@ -157,7 +90,7 @@ pub(crate) fn resolve_or_cwd(ctx: &ToolCtx, raw: Option<&str>) -> Result<PathBuf
 
 /// Whether `path` (already resolved) lies inside the project root.
 pub(crate) fn inside_project(ctx: &ToolCtx, path: &Path) -> bool {
-    let root = canonicalize_lenient(ctx.project_root);
+    let root = crate::paths::canonicalize_lenient(ctx.project_root);
     path.starts_with(&root)
 }
 
@@ -355,7 +288,7 @@ pub(crate) fn truncate_line(s: &str, max: usize) -> String {
 
 /// A short display form of a path: relative to the working directory when inside it.
 pub(crate) fn display_path(ctx: &ToolCtx, path: &Path) -> String {
-    let cwd = canonicalize_lenient(ctx.cwd);
+    let cwd = crate::paths::canonicalize_lenient(ctx.cwd);
     match path.strip_prefix(&cwd) {
         Ok(rel) if !rel.as_os_str().is_empty() => rel.display().to_string(),
         _ => path.display().to_string(),
@@ -388,8 +321,8 @@ pub(crate) fn first_line(s: &str, max: usize) -> String {
 
 /// `raw` as the user reads it: relative to `cwd` when inside it.
 pub(crate) fn shown_path(cwd: &Path, raw: &str) -> String {
-    let p = resolve_in(cwd, raw);
-    let base = resolve_in(cwd, ".");
+    let p = crate::paths::resolve_real(cwd, raw);
+    let base = crate::paths::resolve_real(cwd, ".");
     match p.strip_prefix(&base) {
         Ok(rel) if !rel.as_os_str().is_empty() => rel.display().to_string(),
         _ => p.display().to_string(),

@@ -12,7 +12,7 @@
 //! the project leads out unnoticed.
 
 use super::ToolError;
-use super::common::canonicalize_lenient;
+use crate::paths::canonicalize_lenient;
 use std::ffi::OsStr;
 use std::path::{Component, Path, PathBuf};
 

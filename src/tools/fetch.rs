@@ -2,8 +2,9 @@
 //! (capped at 100 KB). HTML is converted by a small tag stripper.
 
 use super::ToolError;
-use super::common::{canonicalize_lenient, opt_u64, req_str};
+use super::common::{opt_u64, req_str};
 use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
+use crate::paths::canonicalize_lenient;
 use serde_json::{Value, json};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;

@@ -3,11 +3,11 @@
 
 use super::ToolError;
 use super::common::{
-    canonicalize_lenient, inside_project, mtime_ns, opt_str, outside_project_permission, req_str,
-    resolve_or_cwd,
+    inside_project, mtime_ns, opt_str, outside_project_permission, req_str, resolve_or_cwd,
 };
 use super::ignore::{self, CrushIgnoreFilter, Flow, GlobSet, WalkOptions};
 use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
+use crate::paths::canonicalize_lenient;
 use crate::proc::{self, Spec};
 use serde_json::{Value, json};
 use std::fs;

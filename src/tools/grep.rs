@@ -4,12 +4,13 @@
 
 use super::ToolError;
 use super::common::{
-    canonicalize_lenient, file_kind, inside_project, looks_binary, mtime_ns, open_regular,
-    opt_bool, opt_str, outside_project_permission, req_str, resolve_or_cwd, truncate_line,
+    file_kind, inside_project, looks_binary, mtime_ns, open_regular, opt_bool, opt_str,
+    outside_project_permission, req_str, resolve_or_cwd, truncate_line,
 };
 use super::glob::{SEARCH_TIMEOUT, wants_hidden};
 use super::ignore::{self, CrushIgnoreFilter, Flow, GlobSet, WalkOptions};
 use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
+use crate::paths::canonicalize_lenient;
 use crate::proc::{self, Spec};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;

@@ -176,7 +176,7 @@ impl Tool for Ls {
                 path.display()
             )));
         }
-        let root = super::common::canonicalize_lenient(ctx.project_root);
+        let root = crate::paths::canonicalize_lenient(ctx.project_root);
         let top = inside_project(ctx, &path).then_some(root.as_path());
         let (entries, truncated) = list(&path, top, depth, &ignore, MAX_ENTRIES);
         let mut content = String::new();

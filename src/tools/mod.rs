@@ -166,7 +166,7 @@ impl Location {
             .and_then(Value::as_str)
             .filter(|s| !s.trim().is_empty())?;
         Some(Location {
-            path: common::resolve_in(cwd, raw),
+            path: crate::paths::resolve_real(cwd, raw),
             line: None,
         })
     }

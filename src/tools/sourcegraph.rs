@@ -266,7 +266,7 @@ impl Tool for Sourcegraph {
         Ok(Some(PermissionRequest {
             tool: self.name().to_string(),
             action: "fetch",
-            path: super::common::canonicalize_lenient(ctx.cwd),
+            path: crate::paths::canonicalize_lenient(ctx.cwd),
             description: format!(
                 "Send this search to Sourcegraph: {}",
                 super::common::truncate_line(p.query, 200)

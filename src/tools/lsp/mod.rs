@@ -407,7 +407,7 @@ fn candidates(
 fn search_root(input: &Value, ctx: &ToolCtx) -> Result<PathBuf, ToolError> {
     Ok(match super::common::opt_str(input, "path")? {
         Some(p) => resolve(ctx, p)?,
-        None => super::common::canonicalize_lenient(ctx.cwd),
+        None => crate::paths::canonicalize_lenient(ctx.cwd),
     })
 }
 

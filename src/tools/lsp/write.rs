@@ -221,7 +221,7 @@ impl Tool for Rename {
         Ok(Some(PermissionRequest {
             tool: self.name().to_string(),
             action: "write",
-            path: crate::tools::common::canonicalize_lenient(ctx.project_root),
+            path: crate::paths::canonicalize_lenient(ctx.project_root),
             description: format!(
                 "Rename '{}' to '{}' in {} file(s): {}",
                 req_str(input, "symbol")?,
