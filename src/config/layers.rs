@@ -558,120 +558,124 @@ fn compiled(recs: &[Record]) -> Value {
     v
 }
 
-/// Loads all ten layers (see the module docs).
-pub(crate) fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
-    let cwd = opts.cwd.as_path();
-    let project_root = paths::project_root(cwd);
-    let mut warnings = Vec::new();
+/// Every file of the layers, read before anything runs: nothing runs before the trust decision.
+struct Files {
+    system_json: Option<FoundFile>,
+    global_json: Option<FoundFile>,
+    global_rc: Option<PathBuf>,
+    project: Vec<FoundFile>,
+    dotenv: Option<(PathBuf, String)>,
+    claude_project: Vec<ClaudeHooks>,
+    legacy_state: Value,
+    global_state: Value,
+}
 
-    // Read every file first: nothing runs before the trust decision.
-    let system_json = read_json_file(LayerKind::System, &paths::system_config(), &mut warnings)?;
-    let gdir = paths::global_config_dir();
-    let global_json = read_json_file(
-        LayerKind::GlobalJson,
-        &gdir.join("crush.json"),
-        &mut warnings,
-    )?;
-    let global_rc = gdir.join("crushrc");
-    let global_rc = json::read_text(&global_rc)?.map(|_| global_rc);
-    let mut project = find_project_files(cwd, &project_root, &mut warnings)?;
-    let dotenv = find_dotenv(cwd, &mut warnings);
-    let mut claude_project =
-        claude_project_files(cwd, &project_root, global_json.as_ref(), &project)?;
-    let legacy = read_state(&state::legacy_global_path(), &mut warnings);
-    let gstate = read_state(&state::global_path(), &mut warnings);
+impl Files {
+    fn read(
+        cwd: &Path,
+        project_root: &Path,
+        warnings: &mut Vec<String>,
+    ) -> Result<Files, ConfigError> {
+        let system_json = read_json_file(LayerKind::System, &paths::system_config(), warnings)?;
+        let gdir = paths::global_config_dir();
+        let global_json =
+            read_json_file(LayerKind::GlobalJson, &gdir.join("crush.json"), warnings)?;
+        let global_rc = gdir.join("crushrc");
+        let global_rc = json::read_text(&global_rc)?.map(|_| global_rc);
+        let project = find_project_files(cwd, project_root, warnings)?;
+        let dotenv = find_dotenv(cwd, warnings);
+        let claude_project =
+            claude_project_files(cwd, project_root, global_json.as_ref(), &project)?;
+        let legacy_state = read_state(&state::legacy_global_path(), warnings);
+        let global_state = read_state(&state::global_path(), warnings);
+        Ok(Files {
+            system_json,
+            global_json,
+            global_rc,
+            project,
+            dotenv,
+            claude_project,
+            legacy_state,
+            global_state,
+        })
+    }
 
-    let review = review_files(
-        &project_root,
-        cwd,
-        &project,
-        dotenv.as_ref(),
-        &claude_project,
-        &gstate,
-        opts.trust || trust::env_trusts(),
-    );
-    // The `.env` sets only what the environment does not have already (as Go Crush).
-    let dotenv_vars: Vec<(String, String)> = match &dotenv {
-        Some((path, text)) if review.allowed() => {
-            super::dotenv::parse_checked(text, &super::expand::env_var)
-                .map_err(|source| ConfigError::DotEnv {
-                    path: path.clone(),
-                    source,
-                })?
-                .into_iter()
-                .filter(|(k, _)| {
-                    std::env::var_os(k).is_none() && !location_var(k, path, &mut warnings)
-                })
-                .collect()
+    /// Leaves out what an untrusted project may not run or set, and the project's own hooks
+    /// under `--no-project-hooks`.
+    fn gate(&mut self, allowed: bool, no_project_hooks: bool) {
+        if !allowed {
+            self.claude_project.clear();
+            self.project
+                .retain(|f| matches!(f.found, Found::Json { .. }));
+            for f in &mut self.project {
+                if let Found::Json { value, .. } = &mut f.found {
+                    trust::restrict(value);
+                }
+            }
         }
-        _ => Vec::new(),
-    };
-    if !review.allowed() {
-        claude_project.clear();
-        project.retain(|f| matches!(f.found, Found::Json { .. }));
-        for f in &mut project {
-            if let Found::Json { value, .. } = &mut f.found {
-                trust::restrict(value);
+        if no_project_hooks {
+            self.claude_project.clear();
+            for f in &mut self.project {
+                if let Found::Json {
+                    value: Value::Object(m),
+                    ..
+                } = &mut f.found
+                {
+                    m.remove("hooks");
+                }
             }
         }
     }
-    if opts.no_project_hooks {
-        claude_project.clear();
-        for f in &mut project {
-            if let Found::Json {
-                value: Value::Object(m),
-                ..
-            } = &mut f.found
-            {
-                m.remove("hooks");
+
+    /// The steps of the fold in layer order, without the workspace state, and the index where
+    /// the workspace state goes.
+    fn into_steps(self, opts: &LoadOptions) -> (Vec<Step>, usize) {
+        let mut steps = vec![json_step(LayerKind::Defaults, None, None, defaults())];
+        steps.extend(self.system_json.map(file_step));
+        for (path, v) in [
+            (state::legacy_global_path(), self.legacy_state),
+            (state::global_path(), self.global_state),
+        ] {
+            let mut value = state::config_view(&v);
+            if let Some(Value::Object(o)) = value.get_mut("options") {
+                o.remove("data_directory");
+            }
+            if value.as_object().is_some_and(|m| !m.is_empty()) {
+                steps.push(json_step(LayerKind::GlobalState, Some(path), None, value));
             }
         }
-    }
-
-    let mut steps = vec![Step {
-        kind: LayerKind::Defaults,
-        path: None,
-        detail: None,
-        body: Body::Json {
-            value: defaults(),
-            pos: Positions::new(),
-        },
-    }];
-    if let Some(FoundFile {
-        path,
-        found: Found::Json { value, pos },
-        ..
-    }) = system_json
-    {
-        steps.push(Step {
-            kind: LayerKind::System,
-            path: Some(path),
-            detail: None,
-            body: Body::Json { value, pos },
-        });
-    }
-    for (path, v) in [
-        (state::legacy_global_path(), legacy),
-        (state::global_path(), gstate),
-    ] {
-        let mut value = state::config_view(&v);
-        if let Some(Value::Object(o)) = value.get_mut("options") {
-            o.remove("data_directory");
-        }
-        if value.as_object().is_some_and(|m| !m.is_empty()) {
+        let workspace_at = steps.len();
+        steps.extend(self.global_json.map(file_step));
+        if let Some(p) = self.global_rc {
             steps.push(Step {
-                kind: LayerKind::GlobalState,
-                path: Some(path),
+                kind: LayerKind::GlobalCrushrc,
+                path: Some(p),
                 detail: None,
-                body: Body::Json {
-                    value,
-                    pos: Positions::new(),
-                },
+                body: Body::Records(vec![]),
             });
         }
+        steps.extend(self.project.into_iter().map(file_step));
+        steps.extend(runtime_steps(opts));
+        (steps, workspace_at)
     }
-    let workspace_at = steps.len();
-    let file_step = |f: FoundFile| Step {
+}
+
+/// A step of a JSON value that has no positions of its own.
+fn json_step(kind: LayerKind, path: Option<PathBuf>, detail: Option<String>, value: Value) -> Step {
+    Step {
+        kind,
+        path,
+        detail,
+        body: Body::Json {
+            value,
+            pos: Positions::new(),
+        },
+    }
+}
+
+/// The step of a file read; a crushrc is run when the fold reaches it.
+fn file_step(f: FoundFile) -> Step {
+    Step {
         kind: f.kind,
         path: Some(f.path),
         detail: None,
@@ -679,75 +683,97 @@ pub(crate) fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
             Found::Json { value, pos } => Body::Json { value, pos },
             Found::Crushrc { .. } => Body::Records(vec![]),
         },
-    };
-    steps.extend(global_json.map(file_step));
-    if let Some(p) = global_rc {
-        steps.push(Step {
-            kind: LayerKind::GlobalCrushrc,
-            path: Some(p),
-            detail: None,
-            body: Body::Records(vec![]),
-        });
     }
-    steps.extend(project.into_iter().map(file_step));
+}
+
+/// The runtime layer: the command line (with `-D DIR` made absolute), then each `CRUSH_*`
+/// variable.
+fn runtime_steps(opts: &LoadOptions) -> Vec<Step> {
     let mut runtime = opts.runtime.clone();
     if !runtime.is_object() {
         runtime = json!({});
     }
     if let Some(d) = &opts.data_dir {
-        let abs = paths::resolve(cwd, &d.to_string_lossy());
+        let abs = paths::resolve(&opts.cwd, &d.to_string_lossy());
         json::merge(
             &mut runtime,
             json!({"options": {"data_directory": abs.to_string_lossy()}}),
         );
     }
-    steps.push(Step {
-        kind: LayerKind::Runtime,
-        path: None,
-        detail: Some("command line".into()),
-        body: Body::Json {
-            value: runtime,
-            pos: Positions::new(),
-        },
-    });
+    let mut steps = vec![json_step(
+        LayerKind::Runtime,
+        None,
+        Some("command line".into()),
+        runtime,
+    )];
     for (var, value) in env_overrides() {
-        steps.push(Step {
-            kind: LayerKind::Runtime,
-            path: None,
-            detail: Some(format!("environment {var}")),
-            body: Body::Json {
-                value,
-                pos: Positions::new(),
-            },
-        });
+        steps.push(json_step(
+            LayerKind::Runtime,
+            None,
+            Some(format!("environment {var}")),
+            value,
+        ));
     }
+    steps
+}
 
+/// The `.env`'s variables when the project is trusted. The `.env` sets only what the
+/// environment does not have already (as Go Crush).
+fn dotenv_vars(
+    dotenv: Option<&(PathBuf, String)>,
+    allowed: bool,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<(String, String)>, ConfigError> {
+    let Some((path, text)) = dotenv.filter(|_| allowed) else {
+        return Ok(Vec::new());
+    };
+    Ok(super::dotenv::parse_checked(text, &super::expand::env_var)
+        .map_err(|source| ConfigError::DotEnv {
+            path: path.clone(),
+            source,
+        })?
+        .into_iter()
+        .filter(|(k, _)| std::env::var_os(k).is_none() && !location_var(k, path, warnings))
+        .collect())
+}
+
+/// Folds `steps` from `start`, and again with the workspace state when the data directory the
+/// layers decide has any (see the module docs). Returns the fold and that data directory.
+fn fold_layers(
+    steps: &mut Vec<Step>,
+    workspace_at: usize,
+    start: Fold,
+    cwd: &Path,
+    project_root: &Path,
+    warnings: &mut Vec<String>,
+    scripts: &mut Vec<String>,
+) -> Result<(Fold, PathBuf), ConfigError> {
     // The layers below the workspace state (defaults, global state) hold no scripts: folded
     // once, and kept for the second fold that the workspace state may need.
-    let mut scripts = Vec::new();
-    let guard = review.guard();
-    let start = Fold {
-        skip_project_hook_adds: opts.no_project_hooks,
-        guard: guard.clone(),
-        ..Fold::new()
-    };
-    let below_workspace = fold(start, &mut steps[..workspace_at], &mut scripts)?;
-    let mut folded = fold(
-        below_workspace.clone(),
-        &mut steps[workspace_at..],
-        &mut scripts,
-    )?;
-    let data_dir = data_dir_of(&folded.acc, cwd, &project_root);
-    // Workspace state: Go Crush's `<data dir>/crush.json` (where its UI writes the models chosen
-    // in the project), then ours.
+    let below_workspace = fold(start, &mut steps[..workspace_at], scripts)?;
+    let folded = fold(below_workspace.clone(), &mut steps[workspace_at..], scripts)?;
+    let data_dir = data_dir_of(&folded.acc, cwd, project_root);
+    let workspace = workspace_steps(&data_dir, warnings);
+    if workspace.is_empty() {
+        return Ok((folded, data_dir));
+    }
+    steps.splice(workspace_at..workspace_at, workspace);
+    // Scripts are not run again: their records are replayed over the new layers.
+    let folded = fold(below_workspace, &mut steps[workspace_at..], scripts)?;
+    Ok((folded, data_dir))
+}
+
+/// Workspace state: Go Crush's `<data dir>/crush.json` (where its UI writes the models chosen in
+/// the project), then ours; a file with nothing crush may take from it has no step.
+fn workspace_steps(data_dir: &Path, warnings: &mut Vec<String>) -> Vec<Step> {
     let mut workspace = Vec::new();
     for wpath in [
-        state::legacy_workspace_path(&data_dir),
-        state::workspace_path(&data_dir),
+        state::legacy_workspace_path(data_dir),
+        state::workspace_path(data_dir),
     ] {
-        let (value, pos) = read_state_with_positions(&wpath, &mut warnings);
+        let (value, pos) = read_state_with_positions(&wpath, warnings);
         let mut wvalue = state::config_view(&value);
-        workspace_only_allowed(&wpath, &mut wvalue, &mut warnings);
+        workspace_only_allowed(&wpath, &mut wvalue, warnings);
         if wvalue.as_object().is_some_and(|m| !m.is_empty()) {
             workspace.push(Step {
                 kind: LayerKind::WorkspaceState,
@@ -757,34 +783,33 @@ pub(crate) fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
             });
         }
     }
-    if !workspace.is_empty() {
-        steps.splice(workspace_at..workspace_at, workspace);
-        // Scripts are not run again: their records are replayed over the new layers.
-        folded = fold(below_workspace, &mut steps[workspace_at..], &mut scripts)?;
-    }
+    workspace
+}
 
-    warnings.append(&mut folded.warnings);
-    let config = to_config(&folded.acc, &folded.origins)?;
-    let claude_hooks = if config.options.claude_code_hooks == Some(false) {
-        Vec::new()
-    } else {
-        claude::collect(
-            &config.options.claude_plugins,
-            claude_project,
-            &project_root,
-            &mut warnings,
-        )?
-    };
-    let (claude_rules, rule_errors) =
-        super::claude_rules::ClaudeRules::from_files(&claude_hooks, cwd);
-    warnings.extend(rule_errors.iter().map(ToString::to_string));
-    let catalog_settings = crate::catalog::Settings {
-        debug: config.options.debug,
-        ..crate::catalog::Settings::from_env(config.options.disable_provider_auto_update)
-    };
-    let env_vars = expand_env_map(&config, &folded.origins, &dotenv_vars)?;
+/// Claude Code's hooks (the user's, the plugins', the project's `project` files), unless the
+/// configuration turns them off.
+fn claude_hooks_of(
+    config: &Config,
+    project: Vec<ClaudeHooks>,
+    project_root: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<ClaudeHooks>, ConfigError> {
+    if config.options.claude_code_hooks == Some(false) {
+        return Ok(Vec::new());
+    }
+    claude::collect(
+        &config.options.claude_plugins,
+        project,
+        project_root,
+        warnings,
+    )
+}
+
+/// The layers as `Loaded` shows them: one per step, a crushrc as what it adds on its own, the
+/// runtime steps merged into one.
+fn layers_of(steps: &[Step]) -> Vec<Layer> {
     let mut layers: Vec<Layer> = Vec::new();
-    for s in &steps {
+    for s in steps {
         let value = match &s.body {
             Body::Json { value, .. } => value.clone(),
             Body::Records(r) => compiled(r),
@@ -800,9 +825,61 @@ pub(crate) fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
             }),
         }
     }
+    layers
+}
+
+/// Loads all ten layers (see the module docs).
+pub(crate) fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
+    let cwd = opts.cwd.as_path();
+    let project_root = paths::project_root(cwd);
+    let mut warnings = Vec::new();
+
+    let mut files = Files::read(cwd, &project_root, &mut warnings)?;
+    let review = review_files(
+        &project_root,
+        cwd,
+        &files.project,
+        files.dotenv.as_ref(),
+        &files.claude_project,
+        &files.global_state,
+        opts.trust || trust::env_trusts(),
+    );
+    let dotenv_vars = dotenv_vars(files.dotenv.as_ref(), review.allowed(), &mut warnings)?;
+    files.gate(review.allowed(), opts.no_project_hooks);
+    let claude_project = std::mem::take(&mut files.claude_project);
+    let (mut steps, workspace_at) = files.into_steps(opts);
+
+    let mut scripts = Vec::new();
+    let guard = review.guard();
+    let start = Fold {
+        skip_project_hook_adds: opts.no_project_hooks,
+        guard: guard.clone(),
+        ..Fold::new()
+    };
+    let (mut folded, data_dir) = fold_layers(
+        &mut steps,
+        workspace_at,
+        start,
+        cwd,
+        &project_root,
+        &mut warnings,
+        &mut scripts,
+    )?;
+
+    warnings.append(&mut folded.warnings);
+    let config = to_config(&folded.acc, &folded.origins)?;
+    let claude_hooks = claude_hooks_of(&config, claude_project, &project_root, &mut warnings)?;
+    let (claude_rules, rule_errors) =
+        super::claude_rules::ClaudeRules::from_files(&claude_hooks, cwd);
+    warnings.extend(rule_errors.iter().map(ToString::to_string));
+    let catalog_settings = crate::catalog::Settings {
+        debug: config.options.debug,
+        ..crate::catalog::Settings::from_env(config.options.disable_provider_auto_update)
+    };
+    let env_vars = expand_env_map(&config, &folded.origins, &dotenv_vars)?;
     Ok(Loaded {
         config,
-        layers,
+        layers: layers_of(&steps),
         warnings,
         cwd: cwd.to_path_buf(),
         project_root,
