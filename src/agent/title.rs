@@ -22,7 +22,7 @@ pub(crate) fn from_prompt(prompt: &str, fallback: &str) -> String {
 }
 
 use crate::llm::{self, ChatRequest, FinishReason, Message, RetryPolicy, Usage};
-use crate::store::UsageRecord;
+use crate::store::{PriceSource, UsageRecord};
 
 /// Output cap of the title call, in tokens (Go Crush uses 40).
 pub(crate) const MAX_TOKENS: u32 = 40;
@@ -180,10 +180,9 @@ pub(crate) fn usage_record(model: &ResolvedModel, usage: Option<Usage>) -> Usage
         cost,
         price_source: match (cost, usage) {
             (Some(_), _) => source,
-            (None, None) if source != "unpriced" && source != "flat_rate" => "unknown_usage",
-            (None, _) => "unpriced",
-        }
-        .to_string(),
+            (None, None) if source.is_priced() => PriceSource::UnknownUsage,
+            (None, _) => PriceSource::Unpriced,
+        },
     }
 }
 

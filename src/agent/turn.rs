@@ -591,7 +591,7 @@ impl Agent {
         // and the ledger says the call's tokens are unknown (crush(1) USAGE AND COST).
         let estimate = resp.estimated.filter(|_| rec.usage.is_none());
         if let Some(e) = estimate {
-            rec.price_source = "estimated".into();
+            rec.price_source = crate::store::PriceSource::Estimated;
             if let Err(err) = self
                 .session
                 .store

@@ -144,7 +144,7 @@ pub(crate) struct Model {
     pub options: serde_json::Value,
     /// Where the prices came from: `Some("catalog")` for Catwalk's, None for the user's own.
     #[serde(skip)]
-    pub price_source: Option<&'static str>,
+    pub price_source: Option<crate::store::PriceSource>,
     /// Where the context window came from: `Some("catalog")`, `Some("server")` (the server's
     /// metadata), `Some("fallback")` (a local server that tells none); None for the user's own.
     #[serde(skip)]
@@ -202,7 +202,7 @@ impl From<CatwalkModel> for Model {
             default_reasoning_effort: m.default_reasoning_effort,
             supports_attachments: m.supports_attachments,
             options: m.options,
-            price_source: priced.then_some("catalog"),
+            price_source: priced.then_some(crate::store::PriceSource::Catalog),
             window_source: Some("catalog"),
         }
     }

@@ -67,7 +67,7 @@ impl Row {
             "cost_per_1m_out": m.cost_per_1m_out,
             "cost_per_1m_cache_write": m.cost_per_1m_in_cached,
             "cost_per_1m_cache_read": m.cost_per_1m_out_cached,
-            "price_source": if priced { m.price_source.unwrap_or("config") } else { "unpriced" },
+            "price_source": if priced { m.price_source.as_ref().map_or("config", |s| s.as_str()) } else { "unpriced" },
         })
     }
 }

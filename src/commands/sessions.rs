@@ -402,7 +402,7 @@ pub(crate) fn export_text(
                     "cache_read_tokens": u.usage.map(|x| x.cache_read),
                     "cache_write_tokens": u.usage.map(|x| x.cache_write),
                     "cost": u.cost,
-                    "price_source": u.price_source,
+                    "price_source": u.price_source.as_str(),
                     "created": rfc3339(u.created_at),
                 })
             })

@@ -458,7 +458,7 @@ mod tests {
         let r = l
             .resolve_model_with(&[], Some("a/new-model"), false)
             .unwrap();
-        assert_eq!(r.price_source(), "unpriced");
+        assert_eq!(r.price_source().as_str(), "unpriced");
         assert_eq!(r.cost(&Default::default()), None);
     }
 
@@ -721,7 +721,10 @@ mod tests {
         // The user's "big" keeps its context window and takes the catalog's prices.
         assert_eq!(p.models[1].context_window, 5);
         assert_eq!(p.models[1].cost_per_1m_in, Some(2.0));
-        assert_eq!(p.models[1].price_source, Some("catalog"));
+        assert_eq!(
+            p.models[1].price_source,
+            Some(crate::store::PriceSource::Catalog)
+        );
 
         // Defaults: the first configured provider's catalog defaults.
         let large = l.resolve_model_with(&cat, None, false).unwrap();
@@ -729,7 +732,7 @@ mod tests {
             (large.provider.id.as_str(), large.model.id.as_str()),
             ("cat", "big")
         );
-        assert_eq!(large.price_source(), "catalog");
+        assert_eq!(large.price_source().as_str(), "catalog");
         let u = crate::llm::Usage {
             input: 1_000_000,
             output: 0,
@@ -740,7 +743,7 @@ mod tests {
         let small = l.resolve_model_with(&cat, None, true).unwrap();
         assert_eq!(small.model.id, "little");
         // Catwalk's 0/0 is "unknown": unpriced, never $0.
-        assert_eq!(small.price_source(), "unpriced");
+        assert_eq!(small.price_source().as_str(), "unpriced");
         assert_eq!(small.cost(&u), None);
         // "shared" only in "cat" among configured providers; "zm" only in "z".
         assert_eq!(

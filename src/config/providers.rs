@@ -71,18 +71,22 @@ impl ResolvedModel {
         )
     }
     /// `catalog` (Catwalk's prices), `config` (the user's), `flat_rate` or `unpriced`.
-    pub(crate) fn price_source(&self) -> &'static str {
+    pub(crate) fn price_source(&self) -> crate::store::PriceSource {
+        use crate::store::PriceSource;
         if self.provider.flat_rate {
-            "flat_rate"
+            PriceSource::FlatRate
         } else if self.model.cost_per_1m_in.is_some() && self.model.cost_per_1m_out.is_some() {
-            self.model.price_source.unwrap_or("config")
+            self.model
+                .price_source
+                .clone()
+                .unwrap_or(PriceSource::Config)
         } else {
-            "unpriced"
+            PriceSource::Unpriced
         }
     }
     /// Whether a call's cost is known in dollars (neither unpriced nor flat-rate).
     pub(crate) fn is_priced(&self) -> bool {
-        !matches!(self.price_source(), "unpriced" | "flat_rate")
+        self.price_source().is_priced()
     }
     pub(crate) fn max_tokens(&self) -> Option<u32> {
         self.selected

@@ -662,7 +662,7 @@ impl Repl {
         let estimated = rows
             .iter()
             .rev()
-            .find(|r| r.usage.is_some() || r.price_source == "estimated")
+            .find(|r| r.usage.is_some() || r.price_source == crate::store::PriceSource::Estimated)
             .is_some_and(|r| r.usage.is_none());
         let context = if estimated {
             format!("~{} (estimated)", s.context_tokens)

@@ -158,8 +158,66 @@ pub(crate) struct UsageRecord {
     pub usage: Option<Usage>,
     /// USD; None when unpriced.
     pub cost: Option<f64>,
-    /// e.g. "catalog", "config", "provider", "unpriced".
-    pub price_source: String,
+    pub price_source: PriceSource,
+}
+
+/// Where a call's cost came from, as the ledger's `price_source` column holds it (crush(1)
+/// USAGE AND COST).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum PriceSource {
+    /// Catwalk's prices.
+    Catalog,
+    /// The user's prices.
+    Config,
+    /// A flat-rate provider: no cost per call.
+    FlatRate,
+    /// The model has no price.
+    Unpriced,
+    /// A priced model whose call reported no usage: the cost is unknown.
+    UnknownUsage,
+    /// The server reported no usage and crush estimated it: never priced.
+    Estimated,
+    /// A value this build does not write (another program's row), kept as read.
+    Other(String),
+}
+
+impl PriceSource {
+    pub(crate) fn as_str(&self) -> &str {
+        match self {
+            PriceSource::Catalog => "catalog",
+            PriceSource::Config => "config",
+            PriceSource::FlatRate => "flat_rate",
+            PriceSource::Unpriced => "unpriced",
+            PriceSource::UnknownUsage => "unknown_usage",
+            PriceSource::Estimated => "estimated",
+            PriceSource::Other(s) => s,
+        }
+    }
+
+    /// A cost in dollars can be known (neither unpriced nor flat-rate).
+    pub(crate) fn is_priced(&self) -> bool {
+        !matches!(self, PriceSource::Unpriced | PriceSource::FlatRate)
+    }
+}
+
+impl From<&str> for PriceSource {
+    fn from(s: &str) -> PriceSource {
+        match s {
+            "catalog" => PriceSource::Catalog,
+            "config" => PriceSource::Config,
+            "flat_rate" => PriceSource::FlatRate,
+            "unpriced" => PriceSource::Unpriced,
+            "unknown_usage" => PriceSource::UnknownUsage,
+            "estimated" => PriceSource::Estimated,
+            other => PriceSource::Other(other.to_string()),
+        }
+    }
+}
+
+impl std::fmt::Display for PriceSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// One row of the `usage` ledger: one model call.
@@ -175,7 +233,7 @@ pub(crate) struct UsageRow {
     pub usage: Option<Usage>,
     /// USD; None when unpriced.
     pub cost: Option<f64>,
-    pub price_source: String,
+    pub price_source: PriceSource,
     /// Unix seconds.
     pub created_at: i64,
 }
@@ -904,7 +962,7 @@ impl Store {
                         model: r.get(4)?,
                         usage: None,
                         cost: r.get(9)?,
-                        price_source: r.get(10)?,
+                        price_source: PriceSource::from(r.get::<_, String>(10)?.as_str()),
                         created_at: r.get(11)?,
                     },
                     toks,
@@ -1029,7 +1087,7 @@ fn insert_usage(
         c.tokens.map(|t| t.cache_read),
         c.tokens.map(|t| t.cache_write),
         c.cost,
-        rec.price_source,
+        rec.price_source.as_str(),
         now,
     ])?;
     let (prompt, completion) = c.tokens.map_or((0, 0), |t| (t.prompt, t.output));

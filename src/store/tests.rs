@@ -39,6 +39,17 @@ fn result(id: &str) -> Part {
     }
 }
 
+#[test]
+fn price_sources_read_back_as_written_and_keep_what_others_wrote() {
+    use super::PriceSource::*;
+    for p in [Catalog, Config, FlatRate, Unpriced, UnknownUsage, Estimated] {
+        assert_eq!(super::PriceSource::from(p.as_str()), p);
+    }
+    let other = super::PriceSource::from("provider");
+    assert_eq!((other.as_str(), other.is_priced()), ("provider", true));
+    assert!(!Unpriced.is_priced() && !FlatRate.is_priced() && Catalog.is_priced());
+}
+
 fn rec(usage: Option<Usage>, cost: Option<f64>) -> UsageRecord {
     UsageRecord {
         provider: "anthropic".into(),
@@ -465,8 +476,8 @@ fn totals_equal_ledger_sums() {
     // Context = the last call's tokens, output included.
     assert_eq!(t.context_tokens, 1 + 2 + 3 + 4);
     assert_eq!(rows[3].cost, None);
-    assert_eq!(rows[3].price_source, "unpriced");
-    assert_eq!(rows[0].price_source, "catalog");
+    assert_eq!(rows[3].price_source.as_str(), "unpriced");
+    assert_eq!(rows[0].price_source.as_str(), "catalog");
     assert_eq!(rows[0].provider, "anthropic");
     assert_eq!(rows[0].model, "claude");
 }
