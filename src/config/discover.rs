@@ -114,16 +114,9 @@ fn copilot(p: &mut Provider, l: &crate::login::Credential) {
         Ok(m) => m,
         Err(e) => return failed(p, ListError::Login(e)),
     };
-    remember(
+    remember_listed(
         &p.endpoint.base_url,
-        Ok(listed
-            .iter()
-            .map(|m| Listed {
-                id: m.id.clone(),
-                window: m.context_window,
-                source: "server",
-            })
-            .collect()),
+        listed.iter().map(|m| (m.id.clone(), m.context_window)),
     );
     for m in listed {
         match p.models.iter_mut().find(|x| x.id == m.id) {
@@ -156,16 +149,9 @@ fn hyper(p: &mut Provider, l: &crate::login::Credential) {
     });
     match listed {
         Ok(h) => {
-            remember(
+            remember_listed(
                 &p.endpoint.base_url,
-                Ok(h.models
-                    .iter()
-                    .map(|m| Listed {
-                        id: m.id.clone(),
-                        window: m.context_window,
-                        source: "server",
-                    })
-                    .collect()),
+                h.models.iter().map(|m| (m.id.clone(), m.context_window)),
             );
             p.models = crate::catalog::merge_models(&p.models, &h.models);
         }
@@ -180,6 +166,18 @@ fn failed(p: &Provider, why: ListError) {
         p.id
     ));
     remember(&p.endpoint.base_url, Err(why));
+}
+
+/// Keeps what a signed-in provider's own listing said: each model's id and window.
+fn remember_listed(base: &str, models: impl Iterator<Item = (String, u64)>) {
+    let listed = models
+        .map(|(id, window)| Listed {
+            id,
+            window,
+            source: "server",
+        })
+        .collect();
+    remember(base, Ok(listed));
 }
 
 fn remember(base: &str, r: Listing) {
