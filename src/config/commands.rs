@@ -271,21 +271,27 @@ fn remove(v: &mut Value, path: &[&str]) -> Option<Value> {
 
 /// Appends `items` to the array at `path`, skipping ones already there.
 fn push_unique(v: &mut Value, path: &[&str], items: &[String]) {
+    let a = array_at(v, path);
+    for it in items {
+        let val = Value::String(it.clone());
+        if !a.contains(&val) {
+            a.push(val);
+        }
+    }
+}
+
+/// The array at `path` inside `v`, created (replacing non-arrays) as needed.
+fn array_at<'a>(v: &'a mut Value, path: &[&str]) -> &'a mut Vec<Value> {
     let (last, parent) = split_last(path);
-    let m = obj_at(v, &parent);
-    let arr = m
+    let arr = obj_at(v, &parent)
         .entry(last.to_string())
         .or_insert_with(|| Value::Array(vec![]));
     if !arr.is_array() {
         *arr = Value::Array(vec![]);
     }
-    if let Value::Array(a) = arr {
-        for it in items {
-            let val = Value::String(it.clone());
-            if !a.contains(&val) {
-                a.push(val);
-            }
-        }
+    match arr {
+        Value::Array(a) => a,
+        _ => unreachable!("just made an array"),
     }
 }
 
@@ -336,7 +342,84 @@ fn apply_flags(
     specs: &[F],
 ) -> Result<Vec<String>, CommandError> {
     let mut changed = Vec::new();
-    let mut i = 0;
+    let mut words = Words { args, next: 0 };
+    while let Some(word) = args.get(words.next) {
+        let (spec, flag) = find_flag(word, specs)?;
+        words.next += 1;
+        apply_flag(target, spec, &flag, &mut words)?;
+        changed.push(format!("--{}", flag.name));
+    }
+    Ok(changed)
+}
+
+/// A flag as given: `--NAME`, or `--NAME=INLINE`.
+struct Given<'a> {
+    name: &'a str,
+    inline: Option<&'a str>,
+}
+
+impl Given<'_> {
+    /// `v` given to this flag is not `what`.
+    fn not(&self, v: &str, what: &str) -> CommandError {
+        CommandError::Usage(format!("--{}: '{v}' is not {what}", self.name))
+    }
+}
+
+/// The words of a command line, `next` the first not yet read.
+struct Words<'a> {
+    args: &'a [String],
+    next: usize,
+}
+
+impl Words<'_> {
+    /// The value of `flag`: its inline text, else the next word.
+    fn value(&mut self, flag: &Given, what: &str) -> Result<String, CommandError> {
+        if let Some(v) = flag.inline {
+            return Ok(v.to_string());
+        }
+        let v = self
+            .args
+            .get(self.next)
+            .ok_or_else(|| CommandError::Usage(format!("--{} needs {what}", flag.name)))?;
+        self.next += 1;
+        Ok(v.clone())
+    }
+
+    /// The value of a boolean `flag`: its inline text, else the next word if it is a boolean,
+    /// else true.
+    fn boolean(&mut self, flag: &Given) -> Result<bool, CommandError> {
+        if let Some(v) = flag.inline {
+            return parse_bool(v).ok_or_else(|| flag.not(v, "true or false"));
+        }
+        match self.args.get(self.next).and_then(|a| parse_bool(a)) {
+            Some(b) => {
+                self.next += 1;
+                Ok(b)
+            }
+            None => Ok(true),
+        }
+    }
+
+    /// The two words of a `--NAME KEY VALUE` flag.
+    fn key_value(&mut self, flag: &Given) -> Result<(String, String), CommandError> {
+        let name = flag.name;
+        if flag.inline.is_some() {
+            return Err(CommandError::Usage(format!(
+                "--{name} takes two words: --{name} KEY VALUE"
+            )));
+        }
+        match (self.args.get(self.next), self.args.get(self.next + 1)) {
+            (Some(k), Some(v)) => {
+                self.next += 2;
+                Ok((k.clone(), v.clone()))
+            }
+            _ => Err(CommandError::Usage(format!("--{name} needs KEY VALUE"))),
+        }
+    }
+}
+
+/// The spec of the flag `word` names, and the flag as given.
+fn find_flag<'s, 'a>(word: &'a str, specs: &'s [F]) -> Result<(&'s F, Given<'a>), CommandError> {
     let known = || {
         specs
             .iter()
@@ -344,140 +427,98 @@ fn apply_flags(
             .collect::<Vec<_>>()
             .join(" ")
     };
-    while i < args.len() {
-        let word = &args[i];
-        let Some(body) = word.strip_prefix("--") else {
-            return Err(CommandError::Usage(format!(
-                "unexpected argument '{word}' (flags: {})",
-                known()
-            )));
-        };
-        let (name, inline) = match body.split_once('=') {
-            Some((n, v)) => (n, Some(v.to_string())),
-            None => (body, None),
-        };
-        let spec = specs.iter().find(|s| s.name == name).ok_or_else(|| {
-            CommandError::Usage(format!("unknown flag --{name} (flags: {})", known()))
-        })?;
-        i += 1;
-        let mut take = |what: &str| -> Result<String, CommandError> {
-            if let Some(v) = inline.clone() {
-                return Ok(v);
+    let Some(body) = word.strip_prefix("--") else {
+        return Err(CommandError::Usage(format!(
+            "unexpected argument '{word}' (flags: {})",
+            known()
+        )));
+    };
+    let (name, inline) = match body.split_once('=') {
+        Some((n, v)) => (n, Some(v)),
+        None => (body, None),
+    };
+    let spec = specs.iter().find(|s| s.name == name).ok_or_else(|| {
+        CommandError::Usage(format!("unknown flag --{name} (flags: {})", known()))
+    })?;
+    Ok((spec, Given { name, inline }))
+}
+
+/// Reads the value(s) of `flag` from `words` as `spec` says and writes them into `target`.
+fn apply_flag(
+    target: &mut Value,
+    spec: &F,
+    flag: &Given,
+    words: &mut Words,
+) -> Result<(), CommandError> {
+    let path: Vec<&str> = spec.key.split('.').collect();
+    let v = match spec.kind {
+        K::Str => Value::String(words.value(flag, "a value")?),
+        K::Enum(allowed) => {
+            let v = words.value(flag, "a value")?;
+            if !allowed.contains(&v.as_str()) {
+                return Err(CommandError::Usage(format!(
+                    "--{}: '{v}' is not one of {}",
+                    flag.name,
+                    allowed.join(", ")
+                )));
             }
-            match args.get(i) {
-                Some(v) => {
-                    i += 1;
-                    Ok(v.clone())
-                }
-                None => Err(CommandError::Usage(format!("--{name} needs {what}"))),
-            }
-        };
-        let path: Vec<&str> = spec.key.split('.').collect();
-        let bad =
-            |v: &str, what: &str| CommandError::Usage(format!("--{name}: '{v}' is not {what}"));
-        match spec.kind {
-            K::Str => set(target, &path, Value::String(take("a value")?)),
-            K::Enum(allowed) => {
-                let v = take("a value")?;
-                if !allowed.contains(&v.as_str()) {
-                    return Err(CommandError::Usage(format!(
-                        "--{name}: '{v}' is not one of {}",
-                        allowed.join(", ")
-                    )));
-                }
-                set(target, &path, Value::String(v));
-            }
-            K::Int => {
-                let v = take("a number")?;
-                let n: u64 = v.parse().map_err(|_| bad(&v, "a whole number"))?;
-                set(target, &path, json!(n));
-            }
-            K::Float | K::Unit => {
-                let v = take("a number")?;
-                let n: f64 = v
-                    .parse()
-                    .ok()
-                    .filter(|n: &f64| n.is_finite())
-                    .ok_or_else(|| bad(&v, "a number"))?;
-                if spec.kind == K::Unit && !(0.0..=1.0).contains(&n) {
-                    return Err(CommandError::Usage(format!(
-                        "--{name}: {v} is not between 0 and 1"
-                    )));
-                }
-                set(target, &path, json!(n));
-            }
-            K::Bool => {
-                let v = match &inline {
-                    Some(v) => parse_bool(v).ok_or_else(|| bad(v, "true or false"))?,
-                    None => match args.get(i).and_then(|a| parse_bool(a)) {
-                        Some(b) => {
-                            i += 1;
-                            b
-                        }
-                        None => true,
-                    },
-                };
-                set(target, &path, Value::Bool(v));
-            }
-            K::Json | K::JsonObj => {
-                let v = take("a JSON value")?;
-                let parsed: Value =
-                    serde_json::from_str(&v).map_err(|source| CommandError::Json {
-                        flag: name.to_string(),
-                        source,
-                    })?;
-                if spec.kind == K::JsonObj {
-                    let Value::Object(o) = parsed else {
-                        return Err(CommandError::Usage(format!(
-                            "--{name}: expected a JSON object {{...}}"
-                        )));
-                    };
-                    let (last, parent) = split_last(&path);
-                    let m = obj_at(target, &parent);
-                    let dst = m
-                        .entry(last.to_string())
-                        .or_insert_with(|| Value::Object(Map::new()));
-                    if !dst.is_object() {
-                        *dst = Value::Object(Map::new());
-                    }
-                    if let Value::Object(d) = dst {
-                        merge_objects(d, o);
-                    }
-                } else {
-                    set(target, &path, parsed);
-                }
-            }
-            K::KeyVal => {
-                if inline.is_some() {
-                    return Err(CommandError::Usage(format!(
-                        "--{name} takes two words: --{name} KEY VALUE"
-                    )));
-                }
-                let (k, v) = match (args.get(i), args.get(i + 1)) {
-                    (Some(k), Some(v)) => (k.clone(), v.clone()),
-                    _ => return Err(CommandError::Usage(format!("--{name} needs KEY VALUE"))),
-                };
-                i += 2;
-                obj_at(target, &path).insert(k, Value::String(v));
-            }
-            K::List => {
-                let v = take("a value")?;
-                let (last, parent) = split_last(&path);
-                let m = obj_at(target, &parent);
-                let arr = m
-                    .entry(last.to_string())
-                    .or_insert_with(|| Value::Array(vec![]));
-                if !arr.is_array() {
-                    *arr = Value::Array(vec![]);
-                }
-                if let Value::Array(a) = arr {
-                    a.push(Value::String(v));
-                }
-            }
+            Value::String(v)
         }
-        changed.push(format!("--{name}"));
+        K::Int => {
+            let v = words.value(flag, "a number")?;
+            let n: u64 = v.parse().map_err(|_| flag.not(&v, "a whole number"))?;
+            json!(n)
+        }
+        K::Float | K::Unit => json!(number(flag, spec.kind, &words.value(flag, "a number")?)?),
+        K::Bool => Value::Bool(words.boolean(flag)?),
+        K::Json => json_value(flag, &words.value(flag, "a JSON value")?)?,
+        K::JsonObj => {
+            let Value::Object(o) = json_value(flag, &words.value(flag, "a JSON value")?)? else {
+                return Err(CommandError::Usage(format!(
+                    "--{}: expected a JSON object {{...}}",
+                    flag.name
+                )));
+            };
+            merge_objects(obj_at(target, &path), o);
+            return Ok(());
+        }
+        K::KeyVal => {
+            let (k, v) = words.key_value(flag)?;
+            obj_at(target, &path).insert(k, Value::String(v));
+            return Ok(());
+        }
+        K::List => {
+            let v = words.value(flag, "a value")?;
+            array_at(target, &path).push(Value::String(v));
+            return Ok(());
+        }
+    };
+    set(target, &path, v);
+    Ok(())
+}
+
+/// The finite number `v` given to `flag`, in 0..=1 for a [`K::Unit`].
+fn number(flag: &Given, kind: K, v: &str) -> Result<f64, CommandError> {
+    let n: f64 = v
+        .parse()
+        .ok()
+        .filter(|n: &f64| n.is_finite())
+        .ok_or_else(|| flag.not(v, "a number"))?;
+    if kind == K::Unit && !(0.0..=1.0).contains(&n) {
+        return Err(CommandError::Usage(format!(
+            "--{}: {v} is not between 0 and 1",
+            flag.name
+        )));
     }
-    Ok(changed)
+    Ok(n)
+}
+
+/// The JSON text `v` given to `flag`, parsed.
+fn json_value(flag: &Given, v: &str) -> Result<Value, CommandError> {
+    serde_json::from_str(v).map_err(|source| CommandError::Json {
+        flag: flag.name.to_string(),
+        source,
+    })
 }
 
 fn need<'a>(args: &'a [String], i: usize, what: &str) -> Result<&'a str, CommandError> {
@@ -1088,16 +1129,7 @@ fn hook(cfg: &mut Value, args: &[String]) -> Result<Outcome, CommandError> {
             source,
         });
     }
-    let hooks = obj_at(cfg, &["hooks"]);
-    let list = hooks
-        .entry(event.to_string())
-        .or_insert_with(|| Value::Array(vec![]));
-    if !list.is_array() {
-        *list = Value::Array(vec![]);
-    }
-    if let Value::Array(a) = list {
-        a.push(h);
-    }
+    array_at(cfg, &["hooks", event]).push(h);
     done(format!("hook {event} added"))
 }
 
@@ -1457,5 +1489,75 @@ mod tests {
         ok(&mut c, "lsp remove gopls");
         assert!(err(&mut c, "lsp frob x").contains("unknown subcommand"));
         assert!(err(&mut c, "teleport now").contains("unknown command"));
+    }
+
+    /// The grammar of the flags: `--flag=value`, booleans with or without a value, two-word
+    /// flags, JSON objects merged into what is there, and what each refuses.
+    #[test]
+    fn flag_forms_good_and_bad() {
+        let mut c = json!({});
+        ok(
+            &mut c,
+            r#"provider add p --type=openai --disable=off --flat-rate no --discover-models --extra-body '{"a":1}' '--extra-body={"b":2}'"#,
+        );
+        assert_eq!(
+            c["providers"]["p"],
+            json!({"type": "openai", "disable": false, "flat_rate": false,
+                "discover_models": true, "extra_body": {"a": 1, "b": 2}})
+        );
+        ok(
+            &mut c,
+            "mcp add m --command=x --args=-v --args -q --timeout=3",
+        );
+        assert_eq!(
+            c["mcp"]["m"],
+            json!({"type": "stdio", "command": "x", "args": ["-v", "-q"], "timeout": 3})
+        );
+        for (line, want) in [
+            (
+                "provider add p --extra-header=K V",
+                "--extra-header takes two words: --extra-header KEY VALUE",
+            ),
+            (
+                "provider add p --extra-header K",
+                "--extra-header needs KEY VALUE",
+            ),
+            (
+                "provider add p --disable=maybe",
+                "--disable: 'maybe' is not true or false",
+            ),
+            (
+                "provider add p --extra-body 3",
+                "--extra-body: expected a JSON object {...}",
+            ),
+            ("provider add p --extra-body=", "--extra-body: invalid JSON"),
+            (
+                "provider add p type",
+                "unexpected argument 'type' (flags: --name --type",
+            ),
+            (
+                "mcp add m --type=pipe",
+                "--type: 'pipe' is not one of stdio, sse, http",
+            ),
+            (
+                "mcp add m --timeout=-1",
+                "--timeout: '-1' is not a whole number",
+            ),
+            (
+                "model large a/b --top-p=-0.5",
+                "--top-p: -0.5 is not between 0 and 1",
+            ),
+            (
+                "model large a/b --temperature NaN",
+                "--temperature: 'NaN' is not a number",
+            ),
+            (
+                "model large a/b --max-tokens",
+                "--max-tokens needs a number",
+            ),
+        ] {
+            let e = err(&mut c, line);
+            assert!(e.contains(want), "{line}: {e}");
+        }
     }
 }

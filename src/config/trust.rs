@@ -308,134 +308,164 @@ pub(crate) fn restrict(v: &mut Value) -> Vec<String> {
 /// The items of one project JSON file: what needs trust, as (item, canonical text for the hash).
 fn json_items(v: &Value, file: &Path, files: &ProjectFiles) -> Vec<(Item, String)> {
     let mut out = Vec::new();
-    let from = file.display();
     let mut kept = v.clone();
-    let skipped = split_untrusted(&mut kept);
-    let item = |kind: Kind, key: String, text: String| Item { kind, key, text };
-    for (ptr, x) in &skipped {
+    for (ptr, x) in &split_untrusted(&mut kept) {
         let key = pos::dotted(ptr);
         match (key.as_str(), x) {
-            ("hooks", Value::Object(events)) => {
-                for (event, list) in events {
-                    let hooks: Vec<&Value> = match list {
-                        Value::Array(a) => a.iter().collect(),
-                        other => vec![other],
-                    };
-                    for h in hooks {
-                        let cmds = hook_commands(h);
-                        let mut canon = format!("hooks.{event}={h}");
-                        for c in &cmds {
-                            let named = files.named_by(c, &[]);
-                            files.def(What::Hook, c, &named);
-                            canon.push_str(&files.digest(&named));
-                        }
-                        out.push((
-                            item(
-                                Kind::Hook,
-                                format!("hooks.{event}"),
-                                format!("hook {event}: {} (from {from})", cmds.join("; ")),
-                            ),
-                            canon,
-                        ));
-                    }
-                }
-            }
+            ("hooks", Value::Object(events)) => hook_items(events, file, files, &mut out),
             (k @ ("mcp" | "lsp"), Value::Object(servers)) => {
-                for (name, s) in servers {
-                    let what = s
-                        .get("command")
-                        .and_then(Value::as_str)
-                        .or_else(|| s.get("url").and_then(Value::as_str))
-                        .unwrap_or("");
-                    let args = s
-                        .get("args")
-                        .and_then(Value::as_array)
-                        .map(|a| {
-                            a.iter()
-                                .filter_map(Value::as_str)
-                                .collect::<Vec<_>>()
-                                .join(" ")
-                        })
-                        .unwrap_or_default();
-                    let (kind, w) = if k == "mcp" {
-                        (Kind::Mcp, What::Mcp)
-                    } else {
-                        (Kind::Lsp, What::Lsp)
-                    };
-                    // The server's program and arguments that are project files are hashed
-                    // with it: a changed server script asks again.
-                    let mut named = s
-                        .get("command")
-                        .and_then(Value::as_str)
-                        .map(|c| files.named_by(c, &[]))
-                        .unwrap_or_default();
-                    for a in strings_of(s.get("args")) {
-                        for f in files.named_by_word(a) {
-                            if !named.contains(&f) {
-                                named.push(f);
-                            }
-                        }
-                    }
-                    files.def(w, name, &named);
-                    out.push((
-                        item(
-                            kind,
-                            format!("{k}.{name}"),
-                            format!("{k} {name}: {what} {args} (from {from})").replace("  (", " ("),
-                        ),
-                        format!("{k}.{name}={s}{}", files.digest(&named)),
-                    ));
-                }
+                server_items(k, servers, file, files, &mut out)
             }
             ("options.claude_plugins", Value::Array(list)) => {
-                for p in list {
-                    let p = p.as_str().unwrap_or_default();
-                    out.push((
-                        item(
-                            Kind::Plugin,
-                            key.clone(),
-                            format!("plugin {p}: Claude Code plugin hooks (from {from})"),
-                        ),
-                        format!("options.claude_plugins={p}{}", files.of_plugin(p)),
-                    ));
-                }
+                plugin_items(&key, list, file, files, &mut out)
             }
-            _ => {
-                let mut canon = format!("{ptr}={x}");
-                if key == "options.system_prompt_file"
-                    && let Some(f) = x.as_str()
-                {
-                    // The prompt's text is hashed with the setting: an edit asks again.
-                    let named: Vec<PathBuf> = files.lookup(f, file.parent()).into_iter().collect();
-                    canon.push_str(&files.digest(&named));
-                }
-                let children: Vec<String> = match x {
-                    Value::Object(m) if !m.is_empty() && !RUNS_CODE.contains(&key.as_str()) => {
-                        m.keys().map(|c| format!("{key}.{c}")).collect()
-                    }
-                    _ => vec![key.clone()],
-                };
-                let kind = match key.as_str() {
-                    "hooks" => Kind::Hook,
-                    "mcp" => Kind::Mcp,
-                    "lsp" => Kind::Lsp,
-                    _ => Kind::Setting,
-                };
-                for (i, c) in children.into_iter().enumerate() {
-                    let text = if kind == Kind::Setting {
-                        format!("setting {c} (from {from})")
-                    } else {
-                        format!("{c}: {x} (from {from})")
-                    };
-                    // The whole subtree is hashed once, with its first child.
-                    let canon = if i == 0 { canon.clone() } else { String::new() };
-                    out.push((item(kind, c, text), canon));
+            _ => setting_items(ptr, &key, x, file, files, &mut out),
+        }
+    }
+    subst_items(v, file, &mut out);
+    out
+}
+
+/// One item per hook of a skipped `hooks` object, hashed with the project files it runs.
+fn hook_items(
+    events: &Map<String, Value>,
+    file: &Path,
+    files: &ProjectFiles,
+    out: &mut Vec<(Item, String)>,
+) {
+    for (event, list) in events {
+        let hooks: Vec<&Value> = match list {
+            Value::Array(a) => a.iter().collect(),
+            other => vec![other],
+        };
+        for h in hooks {
+            let cmds = hook_commands(h);
+            let mut canon = format!("hooks.{event}={h}");
+            for c in &cmds {
+                let named = files.named_by(c, &[]);
+                files.def(What::Hook, c, &named);
+                canon.push_str(&files.digest(&named));
+            }
+            let text = format!(
+                "hook {event}: {} (from {})",
+                cmds.join("; "),
+                file.display()
+            );
+            out.push((item(Kind::Hook, format!("hooks.{event}"), text), canon));
+        }
+    }
+}
+
+/// One item per server of a skipped `mcp` or `lsp` object (`k`).
+fn server_items(
+    k: &str,
+    servers: &Map<String, Value>,
+    file: &Path,
+    files: &ProjectFiles,
+    out: &mut Vec<(Item, String)>,
+) {
+    for (name, s) in servers {
+        let what = s
+            .get("command")
+            .and_then(Value::as_str)
+            .or_else(|| s.get("url").and_then(Value::as_str))
+            .unwrap_or("");
+        let args = strings_of(s.get("args")).collect::<Vec<_>>().join(" ");
+        let (kind, w) = if k == "mcp" {
+            (Kind::Mcp, What::Mcp)
+        } else {
+            (Kind::Lsp, What::Lsp)
+        };
+        // The server's program and arguments that are project files are hashed
+        // with it: a changed server script asks again.
+        let mut named = s
+            .get("command")
+            .and_then(Value::as_str)
+            .map(|c| files.named_by(c, &[]))
+            .unwrap_or_default();
+        for a in strings_of(s.get("args")) {
+            for f in files.named_by_word(a) {
+                if !named.contains(&f) {
+                    named.push(f);
                 }
             }
         }
+        files.def(w, name, &named);
+        let text =
+            format!("{k} {name}: {what} {args} (from {})", file.display()).replace("  (", " (");
+        out.push((
+            item(kind, format!("{k}.{name}"), text),
+            format!("{k}.{name}={s}{}", files.digest(&named)),
+        ));
     }
-    // `$(...)` anywhere but in hooks and servers (listed above): in what is kept it is blanked,
-    // in what is skipped it goes with its setting; either way, name the command.
+}
+
+/// One item per Claude Code plugin of a skipped `options.claude_plugins` (`key`).
+fn plugin_items(
+    key: &str,
+    list: &[Value],
+    file: &Path,
+    files: &ProjectFiles,
+    out: &mut Vec<(Item, String)>,
+) {
+    for p in list {
+        let p = p.as_str().unwrap_or_default();
+        let text = format!(
+            "plugin {p}: Claude Code plugin hooks (from {})",
+            file.display()
+        );
+        out.push((
+            item(Kind::Plugin, key.to_string(), text),
+            format!("options.claude_plugins={p}{}", files.of_plugin(p)),
+        ));
+    }
+}
+
+/// The items of any other skipped subtree `x` at `ptr` (`key` dotted): one per child key of
+/// a settings object, else one for the whole; the subtree is hashed once, with the first.
+fn setting_items(
+    ptr: &str,
+    key: &str,
+    x: &Value,
+    file: &Path,
+    files: &ProjectFiles,
+    out: &mut Vec<(Item, String)>,
+) {
+    let mut canon = format!("{ptr}={x}");
+    if key == "options.system_prompt_file"
+        && let Some(f) = x.as_str()
+    {
+        // The prompt's text is hashed with the setting: an edit asks again.
+        let named: Vec<PathBuf> = files.lookup(f, file.parent()).into_iter().collect();
+        canon.push_str(&files.digest(&named));
+    }
+    let children: Vec<String> = match x {
+        Value::Object(m) if !m.is_empty() && !RUNS_CODE.contains(&key) => {
+            m.keys().map(|c| format!("{key}.{c}")).collect()
+        }
+        _ => vec![key.to_string()],
+    };
+    let kind = match key {
+        "hooks" => Kind::Hook,
+        "mcp" => Kind::Mcp,
+        "lsp" => Kind::Lsp,
+        _ => Kind::Setting,
+    };
+    let from = file.display();
+    for (i, c) in children.into_iter().enumerate() {
+        let text = if kind == Kind::Setting {
+            format!("setting {c} (from {from})")
+        } else {
+            format!("{c}: {x} (from {from})")
+        };
+        let canon = if i == 0 { canon.clone() } else { String::new() };
+        out.push((item(kind, c, text), canon));
+    }
+}
+
+/// `$(...)` anywhere but in hooks and servers (listed by their own items): in what is kept it
+/// is blanked, in what is skipped it goes with its setting; either way, name the command.
+fn subst_items(v: &Value, file: &Path, out: &mut Vec<(Item, String)>) {
     let mut subst = Vec::new();
     for (k, x) in v.as_object().into_iter().flatten() {
         if !RUNS_CODE.contains(&k.as_str()) {
@@ -443,16 +473,15 @@ fn json_items(v: &Value, file: &Path, files: &ProjectFiles) -> Vec<(Item, String
         }
     }
     for (ptr, s) in subst {
-        out.push((
-            item(
-                Kind::Subst,
-                pos::dotted(&ptr),
-                format!("$(...) in {}: {s} (from {from})", pos::dotted(&ptr)),
-            ),
-            format!("{ptr}={s}"),
-        ));
+        let key = pos::dotted(&ptr);
+        let text = format!("$(...) in {key}: {s} (from {})", file.display());
+        out.push((item(Kind::Subst, key, text), format!("{ptr}={s}")));
     }
-    out
+}
+
+/// An item, with its key and its line.
+fn item(kind: Kind, key: String, text: String) -> Item {
+    Item { kind, key, text }
 }
 
 /// The strings of a JSON array (nothing else).
