@@ -222,8 +222,14 @@ fn is_separator(cells: &[String]) -> bool {
         })
 }
 
+/// Rendered text with its colours taken out: headings keep their bold, code spans lose their
+/// colour; the layout and the other styles stay.
+pub(super) fn uncoloured(s: &str) -> String {
+    s.replace(HEADING, BOLD).replace(CODE, "")
+}
+
 /// Text with our own SGR sequences removed.
-pub(super) fn plain(s: &str) -> String {
+fn plain(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut it = s.chars();
     while let Some(c) = it.next() {

@@ -81,7 +81,7 @@ impl Term {
             color,
             activity: Activity::new(color),
             // Without colour (NO_COLOR, TERM=dumb) answers are still laid out and word-wrapped,
-            // in plain text.
+            // without colours.
             markdown: stdout_tty.then(|| Markdown::new(stdout_columns())),
             markdown_plain: !stdout_color,
             stderr_tty,
@@ -169,10 +169,11 @@ impl Term {
         }
     }
 
-    /// `shown` without the Markdown styles when colour is off.
+    /// `shown` without the Markdown's colours when colour is off: bold, italic and dim are
+    /// not colours and stay (NO_COLOR asks for no colour, not for raw Markdown).
     fn unstyled(&self, shown: String) -> String {
         if self.markdown_plain {
-            super::markdown::plain(&shown)
+            super::markdown::uncoloured(&shown)
         } else {
             shown
         }

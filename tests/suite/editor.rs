@@ -393,10 +393,23 @@ fn answers_are_light_markdown_on_a_terminal_and_plain_with_no_color() {
     let (tmux, _) = start_in_tmux_with(&env, "md-no-color", &[], &[("NO_COLOR", "1")]);
     tmux.wait_for("the prompt", at_prompt);
     tmux.keys(&["again", "Enter"]);
-    let screen = tmux.wait_for("the table", |s| s.contains("| 1 | 2 |"));
-    for want in ["# Plan", "Some **bold** and `code`.", "- first", "```rust"] {
-        assert!(screen.contains(want), "no {want:?}:\n{screen}");
+    // NO_COLOR: the same layout, without colours (bold stays: it is not a colour).
+    let screen = tmux.wait_for("the table", |s| s.contains("1 │ 2"));
+    let lines: Vec<&str> = screen.lines().map(str::trim_end).collect();
+    for want in ["Plan", "Some bold and code.", "• first", "fn main() {}"] {
+        assert!(lines.contains(&want), "no line {want:?}:\n{screen}");
     }
+    let styled = String::from_utf8_lossy(
+        &tmux
+            .cmd(&["capture-pane", "-p", "-e", "-t", "t", "-S", "-200"])
+            .stdout,
+    )
+    .into_owned();
+    let colour = regex_lite::Regex::new(r"\x1b\[[0-9;]*(3[0-7]|9[0-7]|38;)[0-9;]*m").unwrap();
+    assert!(
+        !colour.is_match(&styled),
+        "a colour with NO_COLOR: {styled:?}"
+    );
 }
 
 fn bell(tmux: &Tmux) -> bool {
