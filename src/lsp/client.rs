@@ -438,6 +438,8 @@ fn read_loop(shared: Arc<Shared>, stdout: std::io::PipeReader) {
             },
             Err(ReadError::Eof) => break exit_reason(&shared),
             Err(ReadError::Bad(m)) => break m,
+            // A server that dies mid-write leaves half a message: say how it ended too.
+            Err(ReadError::Cut(m)) => break format!("{} ({m})", exit_reason(&shared)),
         }
     };
     shared.die(&why);

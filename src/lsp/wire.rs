@@ -19,6 +19,9 @@ pub(super) enum ReadError {
     Eof,
     /// The stream broke the framing (what, for the warning).
     Bad(String),
+    /// The stream ended inside a message (what, for the warning): the server is likely gone,
+    /// and how it ended says more than the cut.
+    Cut(String),
 }
 
 /// What a line of raw bytes looks like in a message: at most 60 characters, escaped.
@@ -47,18 +50,18 @@ pub(super) fn read_message(r: &mut impl BufRead, max_len: usize) -> Result<Vec<u
             return Err(if headers == 0 {
                 ReadError::Eof
             } else {
-                ReadError::Bad("the output ended inside a message header".into())
+                ReadError::Cut("the output ended inside a message header".into())
             });
         }
         if !line.ends_with(b"\n") {
-            return Err(ReadError::Bad(if line.len() > MAX_HEADER_LINE {
-                format!(
+            return Err(if line.len() > MAX_HEADER_LINE {
+                ReadError::Bad(format!(
                     "wrote a header line longer than {MAX_HEADER_LINE} bytes ({}...)",
                     show(&line)
-                )
+                ))
             } else {
-                "the output ended inside a message header".into()
-            }));
+                ReadError::Cut("the output ended inside a message header".into())
+            });
         }
         let text = line.strip_suffix(b"\n").unwrap_or(&line);
         let text = text.strip_suffix(b"\r").unwrap_or(text);
@@ -109,7 +112,7 @@ pub(super) fn read_message(r: &mut impl BufRead, max_len: usize) -> Result<Vec<u
     let mut body = vec![0u8; len];
     r.read_exact(&mut body).map_err(|e| {
         if e.kind() == io::ErrorKind::UnexpectedEof {
-            ReadError::Bad(format!("the output ended inside a message of {len} bytes"))
+            ReadError::Cut(format!("the output ended inside a message of {len} bytes"))
         } else {
             ReadError::Bad(format!("cannot read: {e}"))
         }
@@ -138,7 +141,7 @@ mod tests {
             match read_message(&mut r, max) {
                 Ok(b) => out.push(serde_json::from_slice(&b).unwrap()),
                 Err(ReadError::Eof) => return (out, None),
-                Err(ReadError::Bad(m)) => return (out, Some(m)),
+                Err(ReadError::Bad(m) | ReadError::Cut(m)) => return (out, Some(m)),
             }
         }
     }

@@ -297,6 +297,30 @@ fn bad_servers_cost_one_warning_and_never_the_edit() {
 }
 
 #[test]
+fn a_server_that_dies_mid_message_is_reported_by_how_it_ended() {
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call("lsp_references", json!({"symbol": "helper"})),
+        Reply::text("done"),
+    ]);
+    let (env, _) = lsp_env(
+        &server,
+        json!({"fault": {"on": "textDocument/references", "do": "half"}}),
+    );
+    env.write_project_file("a.fk", MAIN);
+    env.write_project_file("b.fk", HELPER);
+    let out = run(&env, &["run", "-q", "-y", "refs"], &[]);
+    out.assert_success();
+    let r = results(&server);
+    assert!(
+        r[0].1
+            && r[0].0.contains("exited with code 3")
+            && r[0].0.contains("ended inside a message of 50 bytes"),
+        "{:?}",
+        r[0]
+    );
+}
+
+#[test]
 fn a_server_that_exits_mid_request_fails_the_call_not_the_session() {
     let server = FakeServer::with_script(vec![
         Reply::tool_call("lsp_references", json!({"symbol": "helper"})),

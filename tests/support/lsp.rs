@@ -14,7 +14,7 @@
 //! - `hang_initialize`: never answer `initialize`;
 //! - `publish_on_start`: publish every file's diagnostics after `initialized` too (as servers
 //!   that check the whole workspace do);
-//! - `fault`: `{"on": METHOD, "do": "crash" | "garbage" | "bad_length" | "huge" | "hang"}`:
+//! - `fault`: `{"on": METHOD, "do": "crash" | "half" | "garbage" | "bad_length" | "huge" | "hang"}`:
 //!   what happens when METHOD arrives (exit 3; a line that is not LSP; a bad Content-Length; a
 //!   100 MB message; silence);
 //! - `ask`: `[{method, params}]` requests sent to the client after `initialized` (the answers
@@ -352,6 +352,10 @@ impl Server {
         }
         match f["do"].as_str().unwrap_or("") {
             "crash" => std::process::exit(3),
+            "half" => {
+                self.raw(b"Content-Length: 50\r\n\r\n{\"jsonrpc\"");
+                std::process::exit(3)
+            }
             "garbage" => self.raw(b"this is not LSP at all\r\n\r\n"),
             "bad_length" => self.raw(b"Content-Length: twelve\r\n\r\n{}"),
             "huge" => {
