@@ -764,8 +764,10 @@ impl Http {
         }
         let id = body.get("id").cloned().unwrap_or(Value::Null);
         if id.is_null() || method.is_empty() {
-            respond(s, 202, &[], "");
-            return self.core.handle(body, Arc::new(|_| {}));
+            // Handled (and recorded) before the 202: the client sends its next request once it
+            // has the answer, and the records must keep that order.
+            self.core.handle(body, Arc::new(|_| {}));
+            return respond(s, 202, &[], "");
         }
         let (tx, rx) = crossbeam_channel::unbounded::<Value>();
         let send: Sender = Arc::new(move |v| {
