@@ -345,7 +345,7 @@ impl<'de> Deserialize<'de> for Models {
 /// Decodes a catalog document: it must be a non-empty JSON array of provider objects, each with
 /// an id. The error says what is wrong, with line and column for bad JSON. Models are decoded
 /// on first use ([`Models`]).
-pub(crate) fn parse(bytes: &[u8]) -> Result<Vec<Provider>, String> {
+pub(crate) fn parse(bytes: &[u8]) -> Result<Vec<Provider>, ParseError> {
     parse_indexed(bytes, None)
 }
 
@@ -354,7 +354,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Vec<Provider>, String> {
 pub(crate) fn parse_indexed(
     bytes: &[u8],
     index: Option<Vec<super::split::Entry>>,
-) -> Result<Vec<Provider>, String> {
+) -> Result<Vec<Provider>, ParseError> {
     parse_doc(bytes, index, || Doc::Shared(std::sync::Arc::from(bytes)))
 }
 
@@ -363,7 +363,7 @@ pub(crate) fn parse_indexed(
 pub(crate) fn parse_static(
     bytes: &'static [u8],
     index: Option<Vec<super::split::Entry>>,
-) -> Result<Vec<Provider>, String> {
+) -> Result<Vec<Provider>, ParseError> {
     parse_doc(bytes, index, || Doc::Static(bytes))
 }
 
@@ -374,7 +374,7 @@ fn parse_doc(
     bytes: &[u8],
     index: Option<Vec<super::split::Entry>>,
     doc: impl FnOnce() -> Doc,
-) -> Result<Vec<Provider>, String> {
+) -> Result<Vec<Provider>, ParseError> {
     let index = index.filter(|entries| super::split::fits(bytes, entries));
     if let Some(entries) = index.or_else(|| super::split::providers(bytes))
         && !entries.is_empty()
@@ -411,36 +411,80 @@ fn parse_doc(
     parse_strict(bytes)
 }
 
+/// Why a catalog document is refused; each says what is wrong, with line and column for bad
+/// JSON.
+#[derive(Debug)]
+pub(crate) enum ParseError {
+    Empty,
+    /// An object where the array of providers should be.
+    Object,
+    /// Valid JSON of another shape.
+    NotProviders(serde_json::Error),
+    InvalidJson(serde_json::Error),
+    NoProviders,
+    /// The provider at this 1-based position has no id.
+    NoId(usize),
+    /// A provider's models do not decode.
+    Models {
+        provider: String,
+        source: serde_json::Error,
+    },
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ParseError::Empty => f.write_str("the document is empty"),
+            ParseError::Object => f.write_str(
+                "expected a JSON array of providers, found an object (a single provider or an error reply?)",
+            ),
+            ParseError::NotProviders(e) => write!(f, "not a list of Catwalk providers: {e}"),
+            ParseError::InvalidJson(e) => write!(f, "invalid JSON: {e}"),
+            ParseError::NoProviders => f.write_str("the list of providers is empty"),
+            ParseError::NoId(i) => write!(f, "provider #{i} has no id"),
+            ParseError::Models { provider, source } => write!(
+                f,
+                "not a list of Catwalk providers: provider '{provider}': models: {source}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ParseError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ParseError::NotProviders(e)
+            | ParseError::InvalidJson(e)
+            | ParseError::Models { source: e, .. } => Some(e),
+            _ => None,
+        }
+    }
+}
+
 /// The whole document through serde: what decides, and words, every error.
-fn parse_strict(bytes: &[u8]) -> Result<Vec<Provider>, String> {
+fn parse_strict(bytes: &[u8]) -> Result<Vec<Provider>, ParseError> {
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace()).copied();
     match first {
-        None => return Err("the document is empty".into()),
-        Some(b'[') => {}
-        Some(b'{') => {
-            return Err(
-                "expected a JSON array of providers, found an object (a single provider or an error reply?)"
-                    .into(),
-            );
-        }
+        None => return Err(ParseError::Empty),
+        Some(b'{') => return Err(ParseError::Object),
         Some(_) => {}
     }
     let providers: Vec<Provider> = serde_json::from_slice(bytes).map_err(|e| {
         if e.is_data() {
-            format!("not a list of Catwalk providers: {e}")
+            ParseError::NotProviders(e)
         } else {
-            format!("invalid JSON: {e}")
+            ParseError::InvalidJson(e)
         }
     })?;
     check_ids(providers)
 }
 
-fn check_ids(providers: Vec<Provider>) -> Result<Vec<Provider>, String> {
+fn check_ids(providers: Vec<Provider>) -> Result<Vec<Provider>, ParseError> {
     if providers.is_empty() {
-        return Err("the list of providers is empty".into());
+        return Err(ParseError::NoProviders);
     }
     if let Some(i) = providers.iter().position(|p| p.id.as_str().is_empty()) {
-        return Err(format!("provider #{} has no id", i + 1));
+        return Err(ParseError::NoId(i + 1));
     }
     Ok(providers)
 }
@@ -448,14 +492,12 @@ fn check_ids(providers: Vec<Provider>) -> Result<Vec<Provider>, String> {
 /// [`parse`], then every provider's models decoded too: for a catalog that is about to be used
 /// or saved for the first time (a download, `crush update-providers`), so a bad one is refused
 /// whole, as before it is cached.
-pub(crate) fn parse_checked(bytes: &[u8]) -> Result<Vec<Provider>, String> {
+pub(crate) fn parse_checked(bytes: &[u8]) -> Result<Vec<Provider>, ParseError> {
     let providers = parse(bytes)?;
     for p in &providers {
-        p.models.check().map_err(|e| {
-            format!(
-                "not a list of Catwalk providers: provider '{}': models: {e}",
-                p.id
-            )
+        p.models.check().map_err(|source| ParseError::Models {
+            provider: p.id.to_string(),
+            source,
         })?;
     }
     Ok(providers)
@@ -494,15 +536,26 @@ mod tests {
 
     #[test]
     fn bad_shapes_are_refused_with_a_reason() {
-        assert!(parse(b"[]").unwrap_err().contains("empty"));
-        assert!(parse(b"  ").unwrap_err().contains("empty"));
-        assert!(parse(br#"{"error":"gone"}"#).unwrap_err().contains("array"));
-        assert!(parse(b"[1,2]").unwrap_err().contains("providers"));
-        let e = parse(b"[{\"id\":\"x\",").unwrap_err();
+        assert!(parse(b"[]").unwrap_err().to_string().contains("empty"));
+        assert!(parse(b"  ").unwrap_err().to_string().contains("empty"));
+        assert!(
+            parse(br#"{"error":"gone"}"#)
+                .unwrap_err()
+                .to_string()
+                .contains("array")
+        );
+        assert!(
+            parse(b"[1,2]")
+                .unwrap_err()
+                .to_string()
+                .contains("providers")
+        );
+        let e = parse(b"[{\"id\":\"x\",").unwrap_err().to_string();
         assert!(e.contains("invalid JSON") && e.contains("line"), "{e}");
         assert!(
             parse(br#"[{"name":"no id"}]"#)
                 .unwrap_err()
+                .to_string()
                 .contains("no id")
         );
         assert!(parse_checked(br#"[{"id":"x","models":{}}]"#).is_err());
