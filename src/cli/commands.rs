@@ -653,7 +653,7 @@ fn hooks(p: &mut Parsed) -> Result<Command, CliError> {
             command: "hooks test",
             what: format!(
                 "an EVENT ({})",
-                crate::config::commands::HOOK_EVENTS.join(", ")
+                crate::config::hook_event::Event::all_names()
             ),
             usage: HOOKS_USAGE,
         }),

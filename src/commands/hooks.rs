@@ -102,7 +102,7 @@ pub(crate) fn test(global: &Global, args: &HooksTestArgs) -> Result<(String, Exi
         AppError::Usage(format!(
             "unknown hook event '{}'; use one of {}",
             args.event,
-            EVENTS.map(Event::name).join(", ")
+            Event::all_names()
         ))
     })?;
     let tool = args.tool.as_deref();

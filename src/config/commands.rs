@@ -12,6 +12,7 @@
 //! `--price-cache-hit` the cache-read price (`cost_per_1m_out_cached`), as in Go Crush 0.92
 //! (crush(1) CONFIGURATION).
 
+use super::hook_event::Event;
 use serde_json::{Map, Value, json};
 use std::fmt;
 
@@ -1020,34 +1021,6 @@ fn provider(cfg: &mut Value, args: &[String]) -> Result<Outcome, CommandError> {
     done(format!("provider {id} added"))
 }
 
-/// Hook events, canonical spelling.
-pub(crate) const HOOK_EVENTS: &[&str] = &[
-    "PreToolUse",
-    "PostToolUse",
-    "UserPromptSubmit",
-    "SessionStart",
-    "Stop",
-    "SubagentStop",
-    "SessionEnd",
-    "PreCompact",
-    "Notification",
-];
-
-fn norm_event(e: &str) -> String {
-    e.chars()
-        .filter(|c| *c != '_' && *c != '-')
-        .collect::<String>()
-        .to_ascii_lowercase()
-}
-
-/// The canonical name of a hook event given in any case or snake_case.
-pub(crate) fn canonical_event(e: &str) -> Option<&'static str> {
-    HOOK_EVENTS
-        .iter()
-        .copied()
-        .find(|c| norm_event(c) == norm_event(e))
-}
-
 const HOOK_FLAGS: &[F] = &[
     f("command", K::Str, "command"),
     f("name", K::Str, "name"),
@@ -1069,10 +1042,10 @@ fn hook(cfg: &mut Value, args: &[String]) -> Result<Outcome, CommandError> {
         None => return Err(CommandError::Usage(usage.into())),
     };
     let given = need(args, 1, "the event")?;
-    let event = canonical_event(given).ok_or_else(|| {
+    let event = Event::parse(given).ok_or_else(|| {
         CommandError::Usage(format!(
             "unknown event '{given}' (events: {})",
-            HOOK_EVENTS.join(", ")
+            Event::all_names()
         ))
     })?;
     if verb == "remove" {
@@ -1082,7 +1055,7 @@ fn hook(cfg: &mut Value, args: &[String]) -> Result<Outcome, CommandError> {
         let hooks = obj_at(cfg, &["hooks"]);
         let keys: Vec<String> = hooks
             .keys()
-            .filter(|k| norm_event(k) == norm_event(event))
+            .filter(|k| Event::parse(k) == Some(event))
             .cloned()
             .collect();
         let mut removed = 0;
@@ -1129,7 +1102,7 @@ fn hook(cfg: &mut Value, args: &[String]) -> Result<Outcome, CommandError> {
             source,
         });
     }
-    array_at(cfg, &["hooks", event]).push(h);
+    array_at(cfg, &["hooks", event.name()]).push(h);
     done(format!("hook {event} added"))
 }
 

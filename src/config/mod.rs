@@ -14,6 +14,7 @@ pub(crate) mod discover;
 pub(crate) mod dotenv;
 mod error;
 pub(crate) mod expand;
+pub(crate) mod hook_event;
 pub(crate) mod json;
 pub(crate) mod layers;
 pub(crate) mod local;

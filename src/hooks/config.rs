@@ -16,6 +16,9 @@ use std::borrow::Cow;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// The events live below the configuration, which names them too (crushrc's `hook add`).
+pub(crate) use crate::config::hook_event::{EVENTS, Event};
+
 /// Default per-hook timeout.
 pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -26,88 +29,6 @@ pub(crate) fn claude_default_timeout(event: Event) -> Duration {
         Event::UserPromptSubmit => Duration::from_secs(30),
         Event::SessionEnd => Duration::from_millis(1500),
         _ => Duration::from_secs(600),
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub(crate) enum Event {
-    PreToolUse,
-    PostToolUse,
-    UserPromptSubmit,
-    SessionStart,
-    Stop,
-    /// A sub-agent (the `agent` tool) finished; a block makes it go on.
-    SubagentStop,
-    /// The session ends (`crush run` done, the REPL quits, `/new`).
-    SessionEnd,
-    /// Before the session is summarized; a block skips the summary.
-    PreCompact,
-    /// crush is about to ask the user something (a permission question).
-    Notification,
-}
-
-pub(crate) const EVENTS: [Event; 9] = [
-    Event::PreToolUse,
-    Event::PostToolUse,
-    Event::UserPromptSubmit,
-    Event::SessionStart,
-    Event::Stop,
-    Event::SubagentStop,
-    Event::SessionEnd,
-    Event::PreCompact,
-    Event::Notification,
-];
-
-impl Event {
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Event::PreToolUse => "PreToolUse",
-            Event::PostToolUse => "PostToolUse",
-            Event::UserPromptSubmit => "UserPromptSubmit",
-            Event::SessionStart => "SessionStart",
-            Event::Stop => "Stop",
-            Event::SubagentStop => "SubagentStop",
-            Event::SessionEnd => "SessionEnd",
-            Event::PreCompact => "PreCompact",
-            Event::Notification => "Notification",
-        }
-    }
-
-    /// The payload field a Claude Code matcher is tested against on an event without a tool
-    /// (`SessionStart` matchers name a source, `PreCompact` ones a trigger...). None: matchers
-    /// do not apply.
-    pub(crate) fn matcher_field(self) -> Option<&'static str> {
-        match self {
-            Event::SessionStart => Some("source"),
-            Event::PreCompact => Some("trigger"),
-            Event::Notification => Some("notification_type"),
-            Event::SessionEnd => Some("reason"),
-            Event::SubagentStop => Some("agent_type"),
-            Event::PreToolUse | Event::PostToolUse | Event::UserPromptSubmit | Event::Stop => None,
-        }
-    }
-
-    /// Case-insensitive; `_` and `-` ignored: `PreToolUse`, `pretooluse`, `pre_tool_use`.
-    pub(crate) fn parse(s: &str) -> Option<Event> {
-        let norm: String = s
-            .chars()
-            .filter(|c| *c != '_' && *c != '-')
-            .map(|c| c.to_ascii_lowercase())
-            .collect();
-        EVENTS
-            .into_iter()
-            .find(|e| e.name().to_ascii_lowercase() == norm)
-    }
-
-    /// Events that carry a tool call (matchers apply, tool variables are set).
-    pub(crate) fn has_tool(self) -> bool {
-        matches!(self, Event::PreToolUse | Event::PostToolUse)
-    }
-}
-
-impl std::fmt::Display for Event {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
     }
 }
 
@@ -506,7 +427,7 @@ fn flatten<'a>(hooks: &'a Value, origin: &str, p: &mut Problems) -> Vec<Raw<'a>>
         let Some(event) = Event::parse(key) else {
             p.warnings.push(format!(
                 "{origin}: unknown hook event '{key}' ignored (known: {})",
-                EVENTS.map(Event::name).join(", ")
+                Event::all_names()
             ));
             continue;
         };
@@ -732,26 +653,6 @@ mod tests {
         HookConfig::from_value(&v, "/p/crush.json").unwrap_err()
     }
 
-    // Go Crush TestValidateHooks*: event-name normalisation.
-    #[test]
-    fn event_names_are_case_insensitive_and_snake_caseable() {
-        for s in [
-            "PreToolUse",
-            "pretooluse",
-            "pre_tool_use",
-            "PRE_TOOL_USE",
-            "preToolUse",
-        ] {
-            assert_eq!(Event::parse(s), Some(Event::PreToolUse), "{s}");
-        }
-        assert_eq!(
-            Event::parse("user-prompt-submit"),
-            Some(Event::UserPromptSubmit)
-        );
-        assert_eq!(Event::parse("stop"), Some(Event::Stop));
-        assert_eq!(Event::parse("TurnEnd"), None);
-    }
-
     #[test]
     fn invalid_regex_is_an_error_naming_the_hook_and_file() {
         let p = problems(
@@ -957,12 +858,6 @@ mod tests {
         ]}));
         let runs: Vec<bool> = c.hooks.iter().map(HookDef::runs_in_sub_agents).collect();
         assert_eq!(runs, [false, true, true, true]);
-    }
-
-    #[test]
-    fn crushrc_knows_every_event() {
-        let names: Vec<&str> = EVENTS.iter().map(|e| e.name()).collect();
-        assert_eq!(names, crate::config::commands::HOOK_EVENTS);
     }
 
     #[test]
