@@ -243,6 +243,35 @@ fn read_cache(dir: &Path, warnings: &mut Vec<String>) -> Option<Catalog> {
     }
 }
 
+/// Why auto-update kept the catalog it had (the warning of [`load`]).
+#[derive(Debug)]
+enum RefreshError {
+    Fetch(store::FetchError),
+    /// A 304 when there is no cache to keep.
+    NoCache,
+    Unusable(schema::ParseError),
+}
+
+impl fmt::Display for RefreshError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RefreshError::Fetch(e) => write!(f, "{e}"),
+            RefreshError::NoCache => f.write_str("HTTP 304 but there is no cache"),
+            RefreshError::Unusable(e) => write!(f, "the server sent an unusable catalog: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for RefreshError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RefreshError::Fetch(e) => Some(e),
+            RefreshError::NoCache => None,
+            RefreshError::Unusable(e) => Some(e),
+        }
+    }
+}
+
 /// Loads the catalog per `settings`; returns it with the warnings to show.
 pub(crate) fn load(settings: &Settings) -> (Catalog, Vec<String>) {
     let mut warnings = Vec::new();
@@ -276,11 +305,11 @@ pub(crate) fn load(settings: &Settings) -> (Catalog, Vec<String>) {
     };
     let outcome = match store::fetch(&url, etag, settings.timeout) {
         Ok(store::Fetched::NotModified) if cached.is_some() => Ok(None),
-        Ok(store::Fetched::NotModified) => Err("HTTP 304 but there is no cache".to_string()),
+        Ok(store::Fetched::NotModified) => Err(RefreshError::NoCache),
         Ok(store::Fetched::Body { bytes, etag }) => schema::parse_checked(&bytes)
             .map(|providers| Some((providers, bytes, etag)))
-            .map_err(|e| format!("the server sent an unusable catalog: {e}")),
-        Err(e) => Err(e),
+            .map_err(RefreshError::Unusable),
+        Err(e) => Err(RefreshError::Fetch(e)),
     };
     let catalog = match outcome {
         Ok(None) => {

@@ -3,6 +3,8 @@
 //! written atomically, plus the HTTP fetch with `If-None-Match`.
 
 use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -85,22 +87,61 @@ pub(crate) fn read_meta(dir: &Path) -> Meta {
         .unwrap_or_default()
 }
 
-pub(crate) fn write_meta(dir: &Path, meta: &Meta) -> Result<(), String> {
+pub(crate) fn write_meta(dir: &Path, meta: &Meta) -> Result<(), WriteError> {
     // Serialising plain strings and numbers cannot fail.
     let bytes = serde_json::to_vec(meta).unwrap_or_default();
     write_atomic(&meta_path(dir), &bytes)
+}
+
+/// A file of the cache could not be written; the file is as it was.
+#[derive(Debug)]
+pub(crate) enum WriteError {
+    /// The directory that holds it could not be created.
+    Dir {
+        dir: PathBuf,
+        source: io::Error,
+    },
+    File {
+        path: PathBuf,
+        source: io::Error,
+    },
+}
+
+impl fmt::Display for WriteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WriteError::Dir { dir, source } => {
+                write!(f, "cannot create the directory {}: {source}", dir.display())
+            }
+            WriteError::File { path, source } => {
+                write!(f, "cannot write {}: {source}", path.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for WriteError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            WriteError::Dir { source, .. } | WriteError::File { source, .. } => Some(source),
+        }
+    }
 }
 
 /// Writes `bytes` atomically (`fsutil::write_atomic`: a private temp file beside
 /// `path`, fsynced, renamed over `path`, the directory synced), creating the directory first.
 /// Readers (and other crush processes) see the old file or the new one, never half of one; on
 /// any failure `path` is untouched.
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    crate::fsutil::private_dir(dir)
-        .map_err(|e| format!("cannot create the directory {}: {e}", dir.display()))?;
-    crate::fsutil::write_atomic(path, bytes)
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    crate::fsutil::private_dir(dir).map_err(|source| WriteError::Dir {
+        dir: dir.to_path_buf(),
+        source,
+    })?;
+    crate::fsutil::write_atomic(path, bytes).map_err(|source| WriteError::File {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// The answer to a catalog request.
@@ -114,27 +155,66 @@ pub(crate) enum Fetched {
     },
 }
 
-/// `GET url` (with `If-None-Match: etag` when given), all of it within `timeout`. Runs on a worker
-/// thread and is abandoned at the deadline, so a resolver or a server that hangs cannot hold the
-/// caller longer than `timeout` (plus a few milliseconds).
-pub(crate) fn fetch(url: &str, etag: Option<&str>, timeout: Duration) -> Result<Fetched, String> {
-    let (tx, rx) = crossbeam_channel::bounded(1);
-    let (u, e) = (url.to_string(), etag.map(str::to_string));
-    let spawned = std::thread::Builder::new()
-        .name("catalog-fetch".into())
-        .spawn(move || {
-            let _ = tx.send(fetch_blocking(&u, e.as_deref(), timeout));
-        });
-    if let Err(e) = spawned {
-        return Err(format!("cannot start the download: {e}"));
-    }
-    match rx.recv_timeout(timeout + Duration::from_millis(50)) {
-        Ok(r) => r,
-        Err(_) => Err(format!("no answer within {} ms", timeout.as_millis())),
+/// Why a catalog request got no usable answer.
+#[derive(Debug)]
+pub(crate) enum FetchError {
+    /// The worker thread could not be started.
+    Spawn(io::Error),
+    /// Nothing (or not all of it) within this limit.
+    Timeout(Duration),
+    /// The request failed (name resolution, connection, TLS...).
+    Request(ureq::Error),
+    /// A status other than 200 and 304.
+    Status(u16),
+    /// The body could not be read.
+    Body(ureq::Error),
+}
+
+impl fmt::Display for FetchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FetchError::Spawn(e) => write!(f, "cannot start the download: {e}"),
+            FetchError::Timeout(t) => write!(f, "no answer within {} ms", t.as_millis()),
+            FetchError::Request(e) => write!(f, "{e}"),
+            FetchError::Status(status) => write!(f, "HTTP {status}"),
+            FetchError::Body(e) => write!(f, "reading the reply: {e}"),
+        }
     }
 }
 
-fn fetch_blocking(url: &str, etag: Option<&str>, timeout: Duration) -> Result<Fetched, String> {
+impl std::error::Error for FetchError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            FetchError::Spawn(e) => Some(e),
+            FetchError::Request(e) | FetchError::Body(e) => Some(e),
+            FetchError::Timeout(_) | FetchError::Status(_) => None,
+        }
+    }
+}
+
+/// `GET url` (with `If-None-Match: etag` when given), all of it within `timeout`. Runs on a worker
+/// thread and is abandoned at the deadline, so a resolver or a server that hangs cannot hold the
+/// caller longer than `timeout` (plus a few milliseconds).
+pub(crate) fn fetch(
+    url: &str,
+    etag: Option<&str>,
+    timeout: Duration,
+) -> Result<Fetched, FetchError> {
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    let (u, e) = (url.to_string(), etag.map(str::to_string));
+    std::thread::Builder::new()
+        .name("catalog-fetch".into())
+        .spawn(move || {
+            let _ = tx.send(fetch_blocking(&u, e.as_deref(), timeout));
+        })
+        .map_err(FetchError::Spawn)?;
+    match rx.recv_timeout(timeout + Duration::from_millis(50)) {
+        Ok(r) => r,
+        Err(_) => Err(FetchError::Timeout(timeout)),
+    }
+}
+
+fn fetch_blocking(url: &str, etag: Option<&str>, timeout: Duration) -> Result<Fetched, FetchError> {
     let agent = crate::net::agent(
         url,
         crate::net::Timeouts {
@@ -147,15 +227,15 @@ fn fetch_blocking(url: &str, etag: Option<&str>, timeout: Duration) -> Result<Fe
         req = req.header("if-none-match", tag);
     }
     let mut resp = req.call().map_err(|e| match e {
-        ureq::Error::Timeout(_) => format!("no answer within {} ms", timeout.as_millis()),
-        other => other.to_string(),
+        ureq::Error::Timeout(_) => FetchError::Timeout(timeout),
+        other => FetchError::Request(other),
     })?;
     let status = resp.status().as_u16();
     if status == 304 {
         return Ok(Fetched::NotModified);
     }
     if status != 200 {
-        return Err(format!("HTTP {status}"));
+        return Err(FetchError::Status(status));
     }
     let etag = resp
         .headers()
@@ -168,7 +248,7 @@ fn fetch_blocking(url: &str, etag: Option<&str>, timeout: Duration) -> Result<Fe
         .with_config()
         .limit(64 * 1024 * 1024)
         .read_to_vec()
-        .map_err(|e| format!("reading the reply: {e}"))?;
+        .map_err(FetchError::Body)?;
     Ok(Fetched::Body { bytes, etag })
 }
 
@@ -216,6 +296,61 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&p).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[test]
+    fn a_failed_write_names_the_file_and_keeps_the_io_error() {
+        use std::error::Error;
+        let t = tempfile::tempdir().unwrap();
+        let blocker = t.path().join("file");
+        std::fs::write(&blocker, b"x").unwrap();
+        let e = write_atomic(&blocker.join("f.json"), b"{}").unwrap_err();
+        assert!(matches!(e, WriteError::Dir { .. }), "{e:?}");
+        let io = e.source().unwrap().downcast_ref::<io::Error>().unwrap();
+        assert_eq!(
+            e.to_string(),
+            format!("cannot create the directory {}: {io}", blocker.display())
+        );
+        // A directory where the file should be: the rename over it fails.
+        let e = write_atomic(t.path(), b"{}").unwrap_err();
+        assert!(matches!(e, WriteError::File { .. }), "{e:?}");
+        let io = e.source().unwrap().downcast_ref::<io::Error>().unwrap();
+        assert_eq!(
+            e.to_string(),
+            format!("cannot write {}: {io}", t.path().display())
+        );
+    }
+
+    #[test]
+    fn a_failed_fetch_keeps_the_http_error_or_says_the_status() {
+        use std::error::Error;
+        use std::io::{Read, Write};
+        let wait = Duration::from_secs(5);
+        // Nothing listens on a port just freed: the connection is refused.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let e = fetch(&format!("http://127.0.0.1:{port}/v2/providers"), None, wait).unwrap_err();
+        assert!(matches!(e, FetchError::Request(_)), "{e:?}");
+        let cause = e.source().unwrap().downcast_ref::<ureq::Error>().unwrap();
+        assert_eq!(e.to_string(), cause.to_string());
+
+        let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = server.local_addr().unwrap();
+        let answer = std::thread::spawn(move || {
+            let (mut conn, _) = server.accept().unwrap();
+            let mut buf = [0u8; 4096];
+            let _ = conn.read(&mut buf).unwrap();
+            conn.write_all(b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\n\r\n")
+                .unwrap();
+        });
+        let e = fetch(&format!("http://{addr}/v2/providers"), None, wait).unwrap_err();
+        answer.join().unwrap();
+        assert!(matches!(e, FetchError::Status(503)), "{e:?}");
+        assert_eq!(e.to_string(), "HTTP 503");
+        assert!(e.source().is_none());
     }
 
     #[test]
