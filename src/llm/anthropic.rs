@@ -310,10 +310,8 @@ pub(crate) fn build_request(req: &ChatRequest) -> Value {
         }
         None => {
             let o = &req.options;
-            for (key, v) in [("temperature", req.temperature), ("top_p", o.top_p)] {
-                if let Some(v) = v {
-                    body[key] = json!(v);
-                }
+            for (key, v) in req.sampling(&["temperature", "top_p"]) {
+                body[key] = json!(v);
             }
             if let Some(k) = o.top_k {
                 body["top_k"] = json!(k);

@@ -179,15 +179,9 @@ fn generation_config(req: &ChatRequest) -> Value {
     if let Some(n) = req.max_tokens {
         g.insert("maxOutputTokens".into(), json!(n));
     }
-    for (key, v) in [
-        ("temperature", req.temperature),
-        ("topP", o.top_p),
-        ("frequencyPenalty", o.frequency_penalty),
-        ("presencePenalty", o.presence_penalty),
-    ] {
-        if let Some(v) = v {
-            g.insert(key.into(), json!(v));
-        }
+    let names = ["temperature", "topP", "frequencyPenalty", "presencePenalty"];
+    for (key, v) in req.sampling(&names) {
+        g.insert(key.into(), json!(v));
     }
     if let Some(k) = o.top_k {
         g.insert("topK".into(), json!(k));
@@ -435,12 +429,12 @@ pub(crate) fn parse_usage(u: &Value) -> Result<Option<Usage>, UsageError> {
         return Ok(None);
     }
     let prompt = prompt.unwrap_or(0);
-    let input = prompt
-        .checked_sub(cached)
-        .ok_or_else(|| UsageError::Contradicts {
-            total: format!("promptTokenCount {prompt}"),
-            parts: format!("cachedContentTokenCount {cached}"),
-        })?;
+    let input = crate::llm::types::fresh_tokens(prompt, &[cached], || {
+        (
+            format!("promptTokenCount {prompt}"),
+            format!("cachedContentTokenCount {cached}"),
+        )
+    })?;
     Ok(Some(Usage {
         input: input + tool_prompt.unwrap_or(0),
         output: candidates.unwrap_or(0) + thoughts.unwrap_or(0),

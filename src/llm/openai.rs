@@ -177,15 +177,14 @@ pub(crate) fn build_request(req: &ChatRequest, kind: ApiKind) -> Value {
         body[key] = json!(n);
     }
     let o = &req.options;
-    for (key, v) in [
-        ("temperature", req.temperature),
-        ("top_p", o.top_p),
-        ("frequency_penalty", o.frequency_penalty),
-        ("presence_penalty", o.presence_penalty),
-    ] {
-        if let Some(v) = v {
-            body[key] = json!(v);
-        }
+    let names = [
+        "temperature",
+        "top_p",
+        "frequency_penalty",
+        "presence_penalty",
+    ];
+    for (key, v) in req.sampling(&names) {
+        body[key] = json!(v);
     }
     // Not an OpenAI parameter, but vLLM, llama.cpp, ollama and most compatible servers take it.
     if let (Some(k), ApiKind::OpenAiCompat) = (o.top_k, kind) {
@@ -249,7 +248,7 @@ pub(crate) struct Accumulator {
 /// no usage in it; `Err`: a count is not a non-negative integer, or the cached counts exceed
 /// the prompt count (the numbers contradict each other).
 pub(crate) fn parse_usage(u: &Value) -> Result<Option<Usage>, UsageError> {
-    use crate::llm::types::{token_field, token_fields};
+    use crate::llm::types::{fresh_tokens, token_field, token_fields};
     let Some([prompt, completion]) = token_fields(u, ["prompt_tokens", "completion_tokens"])?
     else {
         return Ok(None);
@@ -265,13 +264,12 @@ pub(crate) fn parse_usage(u: &Value) -> Result<Option<Usage>, UsageError> {
         ),
         _ => (0, 0),
     };
-    let input = prompt
-        .checked_sub(cache_read)
-        .and_then(|n| n.checked_sub(cache_write))
-        .ok_or_else(|| UsageError::Contradicts {
-            total: format!("prompt_tokens {prompt}"),
-            parts: format!("its cached ({cache_read}) and cache-write ({cache_write}) tokens"),
-        })?;
+    let input = fresh_tokens(prompt, &[cache_read, cache_write], || {
+        (
+            format!("prompt_tokens {prompt}"),
+            format!("its cached ({cache_read}) and cache-write ({cache_write}) tokens"),
+        )
+    })?;
     Ok(Some(Usage {
         input,
         output: completion.unwrap_or(0),

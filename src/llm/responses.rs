@@ -206,10 +206,8 @@ pub(crate) fn build_request(req: &ChatRequest) -> Value {
     }
     let reasoning = reasons(&req.model);
     if !reasoning {
-        for (key, v) in [("temperature", req.temperature), ("top_p", o.top_p)] {
-            if let Some(v) = v {
-                body[key] = json!(v);
-            }
+        for (key, v) in req.sampling(&["temperature", "top_p"]) {
+            body[key] = json!(v);
         }
     }
     let mut include: Vec<Value> = o
@@ -271,7 +269,7 @@ enum Block {
 /// Reads a Responses usage object into ledger terms: `input_tokens` includes the cached ones;
 /// `output_tokens` includes the reasoning tokens (billed as output).
 pub(crate) fn parse_usage(u: &Value) -> Result<Option<Usage>, UsageError> {
-    use crate::llm::types::{token_field, token_fields};
+    use crate::llm::types::{fresh_tokens, token_field, token_fields};
     let Some([input, output]) = token_fields(u, ["input_tokens", "output_tokens"])? else {
         return Ok(None);
     };
@@ -283,12 +281,12 @@ pub(crate) fn parse_usage(u: &Value) -> Result<Option<Usage>, UsageError> {
         Some(d) if d.is_object() => token_field(d, "cached_tokens")?.unwrap_or(0),
         _ => 0,
     };
-    let fresh = input
-        .checked_sub(cached)
-        .ok_or_else(|| UsageError::Contradicts {
-            total: format!("input_tokens {input}"),
-            parts: format!("its cached tokens ({cached})"),
-        })?;
+    let fresh = fresh_tokens(input, &[cached], || {
+        (
+            format!("input_tokens {input}"),
+            format!("its cached tokens ({cached})"),
+        )
+    })?;
     Ok(Some(Usage {
         input: fresh,
         output: output.unwrap_or(0),

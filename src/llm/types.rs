@@ -426,6 +426,25 @@ impl CallOptions {
     }
 }
 
+impl ChatRequest {
+    /// The sampling settings given, each under the dialect's name for it: `names` names
+    /// temperature, top_p, frequency_penalty and presence_penalty in that order, and a dialect
+    /// that takes only the first few names only those.
+    pub(crate) fn sampling<'a>(&self, names: &[&'a str]) -> impl Iterator<Item = (&'a str, f64)> {
+        let o = &self.options;
+        let values = [
+            self.temperature,
+            o.top_p,
+            o.frequency_penalty,
+            o.presence_penalty,
+        ];
+        names
+            .iter()
+            .zip(values)
+            .filter_map(|(name, v)| Some((*name, v?)))
+    }
+}
+
 /// `over` merged into `base`: objects key by key, recursively; any other value replaces.
 pub(crate) fn merge_json(base: &mut serde_json::Value, over: &serde_json::Value) {
     match (base, over) {
@@ -497,6 +516,23 @@ pub(crate) fn token_field(u: &serde_json::Value, key: &str) -> Result<Option<u64
             value: v.to_string(),
         }),
     }
+}
+
+/// The tokens of `total` that are none of its `parts` (cached, cache-write...): the fresh input
+/// of a provider that counts its cached tokens in the total. A total smaller than its parts is
+/// [`UsageError::Contradicts`], with the texts `describe` gives (total, parts).
+pub(crate) fn fresh_tokens(
+    total: u64,
+    parts: &[u64],
+    describe: impl FnOnce() -> (String, String),
+) -> Result<u64, UsageError> {
+    parts
+        .iter()
+        .try_fold(total, |left, p| left.checked_sub(*p))
+        .ok_or_else(|| {
+            let (total, parts) = describe();
+            UsageError::Contradicts { total, parts }
+        })
 }
 
 /// The counts `keys` of a usage object, None when `u` is not an object.
@@ -808,6 +844,51 @@ mod tests {
             texts[1]
         );
         assert!(texts[2].contains("https://e.x/c.png"), "{}", texts[2]);
+    }
+
+    #[test]
+    fn sampling_gives_what_is_set_under_the_dialects_names_in_order() {
+        let mut req = ChatRequest {
+            temperature: Some(0.5),
+            ..Default::default()
+        };
+        req.options.frequency_penalty = Some(0.25);
+        req.options.presence_penalty = Some(0.125);
+        let all: Vec<_> = req.sampling(&["t", "p", "f", "pp"]).collect();
+        assert_eq!(all, [("t", 0.5), ("f", 0.25), ("pp", 0.125)]);
+        // A dialect that names only the first two gets only those.
+        req.options.top_p = Some(0.9);
+        let two: Vec<_> = req.sampling(&["t", "p"]).collect();
+        assert_eq!(two, [("t", 0.5), ("p", 0.9)]);
+    }
+
+    #[test]
+    fn fresh_input_is_the_total_less_its_cached_parts_or_a_contradiction() {
+        let none = || (String::new(), String::new());
+        assert_eq!(fresh_tokens(100, &[30, 20], none), Ok(50));
+        assert_eq!(fresh_tokens(100, &[], none), Ok(100));
+        // Each dialect names its own fields in the message.
+        let cases = [
+            (
+                super::super::openai::parse_usage(&json!({"prompt_tokens": 10,
+                    "prompt_tokens_details": {"cached_tokens": 6, "cache_write_tokens": 5}})),
+                "prompt_tokens 10 is less than its cached (6) and cache-write (5) tokens",
+            ),
+            (
+                super::super::responses::parse_usage(&json!({"input_tokens": 3,
+                    "input_tokens_details": {"cached_tokens": 4}})),
+                "input_tokens 3 is less than its cached tokens (4)",
+            ),
+            (
+                super::super::gemini::parse_usage(
+                    &json!({"promptTokenCount": 2, "cachedContentTokenCount": 7}),
+                ),
+                "promptTokenCount 2 is less than cachedContentTokenCount 7",
+            ),
+        ];
+        for (got, want) in cases {
+            assert_eq!(got.unwrap_err().to_string(), want);
+        }
     }
 }
 
