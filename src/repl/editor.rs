@@ -9,7 +9,7 @@ use super::complete::{self, Candidate, Source};
 use super::history::History;
 use super::keys::{Decoder, Key};
 use super::tty;
-use super::width::{char_width, str_width};
+use crate::text::width::{char_width, str_width};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -631,7 +631,7 @@ fn list_text(cands: &[Candidate], width: usize, color: bool) -> String {
     if with_about {
         for c in shown {
             let pad = widest - str_width(&c.text) + 2;
-            let about = super::width::truncate(&c.about, width.saturating_sub(widest + 3));
+            let about = crate::text::width::truncate(&c.about, width.saturating_sub(widest + 3));
             out.push_str(&c.text);
             out.push_str(&" ".repeat(pad));
             if color {

@@ -6,7 +6,7 @@
 
 use super::keys::{Decoder, Key};
 use super::tty;
-use super::width::truncate;
+use crate::text::width::truncate;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 

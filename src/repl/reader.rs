@@ -3,8 +3,9 @@
 
 use super::editor::{self, Editor, Mode, Prompt, Read};
 use super::render::{self, Term};
-use super::{complete::Source, pick, wrap};
+use super::{complete::Source, pick};
 use crate::app::AppError;
+use crate::text::wrap;
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use std::io::BufRead;
 use std::sync::Arc;
@@ -159,7 +160,7 @@ impl Reader {
             return self.answer(term, question);
         };
         term.end_line();
-        let text = wrap::wrap_lines(&crate::visible::line(question), wrap::columns(2));
+        let text = wrap::wrap_lines(&crate::visible::line(question), crate::text::columns(2));
         let prompt = format!("{} ", term.paint(render::YELLOW, &text));
         match pick::key(editor.decoder(), &prompt, keys, cancel) {
             Some(pick::KeyAnswer::Key(c)) => Got::Line(c.to_string()),

@@ -1,5 +1,5 @@
 //! How many terminal cells a character takes: 0 (combining marks, format characters), 2 (East
-//! Asian wide and fullwidth), else 1. The ranges are generated (`src/repl/width_table.py`).
+//! Asian wide and fullwidth), else 1. The ranges are generated (`src/text/width_table.py`).
 
 use super::width_table::{WIDE, ZERO};
 
@@ -18,7 +18,7 @@ fn in_table(table: &[(u32, u32)], c: u32) -> bool {
 }
 
 /// Cells `c` takes; control characters take none (they are never printed as they are).
-pub(super) fn char_width(c: char) -> usize {
+pub(crate) fn char_width(c: char) -> usize {
     let u = c as u32;
     if u < 0x7f {
         return usize::from(u >= 0x20);
@@ -36,12 +36,12 @@ pub(super) fn char_width(c: char) -> usize {
 }
 
 /// Cells `s` takes.
-pub(super) fn str_width(s: &str) -> usize {
+pub(crate) fn str_width(s: &str) -> usize {
     s.chars().map(char_width).sum()
 }
 
 /// The longest prefix of `s` that fits in `cells`.
-pub(super) fn truncate(s: &str, cells: usize) -> &str {
+pub(crate) fn truncate(s: &str, cells: usize) -> &str {
     let mut used = 0;
     for (i, c) in s.char_indices() {
         used += char_width(c);
