@@ -171,6 +171,27 @@ impl Reader {
         }
     }
 
+    /// A question of the `question` tool answered by keys on the terminal, after `hint` (see
+    /// `pick::Choices`); `echo` names what was picked. None from a pipe, or without raw mode.
+    pub(super) fn choose_keys(
+        &mut self,
+        term: &mut Term,
+        hint: &str,
+        choices: &mut pick::Choices,
+        echo: impl Fn(&[usize]) -> String,
+    ) -> Option<pick::Chosen> {
+        let Reader::Editor { editor, cancel } = self else {
+            return None;
+        };
+        term.end_line();
+        // One row, with room for the marks, so that they can be drawn again over it.
+        let cols = crate::text::terminal_columns(2).unwrap_or(crate::text::DEFAULT_COLUMNS);
+        let hint = crate::visible::line(hint);
+        let hint = crate::text::width::truncate(&hint, cols.saturating_sub(14).max(10));
+        let prompt = format!("{} ", term.paint(render::YELLOW, hint));
+        pick::choose(editor.decoder(), &prompt, choices, echo, cancel)
+    }
+
     /// A pick from `items` on the terminal (None from a pipe, or without raw mode): Some(None)
     /// when the user kept things as they are.
     pub(super) fn pick(
