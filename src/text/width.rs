@@ -52,6 +52,20 @@ pub(crate) fn truncate(s: &str, cells: usize) -> &str {
     s
 }
 
+/// `s` cut to `cells`, its last cell an ellipsis when anything was cut.
+pub(crate) fn clip(s: &str, cells: usize) -> String {
+    if str_width(s) <= cells {
+        return s.to_string();
+    }
+    format!("{}…", truncate(s, cells.saturating_sub(1)))
+}
+
+/// `s` padded with spaces to `cells` (a column of a table; a wider `s` is left as it is).
+pub(crate) fn pad(s: &str, cells: usize) -> String {
+    let w = str_width(s);
+    format!("{s}{}", " ".repeat(cells.saturating_sub(w)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -74,6 +88,11 @@ mod tests {
         assert_eq!(str_width("中文 ok"), 7);
         assert_eq!(truncate("中文 ok", 3), "中");
         assert_eq!(truncate("abc", 10), "abc");
+        assert_eq!(clip("中文 ok", 4), "中…");
+        assert_eq!(clip("abcdef", 4), "abc…");
+        assert_eq!(clip("abc", 3), "abc");
+        assert_eq!(pad("中文", 6), "中文  ");
+        assert_eq!(pad("abcdef", 3), "abcdef");
     }
 
     #[test]
