@@ -19,7 +19,7 @@ const PASTE_BLOCK_LINES: usize = 20;
 /// A paste longer than this (in characters) is kept as one block.
 const PASTE_BLOCK_CHARS: usize = 4000;
 /// Width used when the terminal reports none (or zero).
-const FALLBACK_WIDTH: usize = 80;
+const FALLBACK_WIDTH: usize = crate::text::DEFAULT_COLUMNS;
 /// Most candidates a completion list shows.
 const LIST_MAX: usize = 60;
 

@@ -344,7 +344,7 @@ pub(super) fn pick(
     cancel: &AtomicBool,
 ) -> Result<Option<usize>, ()> {
     let mut p = Picker::new(items, selected);
-    let width = || tty::width().unwrap_or(80);
+    let width = || tty::width().unwrap_or(crate::text::DEFAULT_COLUMNS);
     // Rows drawn last time: the cursor is on the last of them.
     let drawn = std::cell::Cell::new(0usize);
     let draw = |rows: &[String]| {

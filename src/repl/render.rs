@@ -274,7 +274,7 @@ impl Term {
         if lines.is_empty() {
             return;
         }
-        let cols = super::tty::width().unwrap_or(80);
+        let cols = super::tty::width().unwrap_or(crate::text::DEFAULT_COLUMNS);
         let mut s = String::new();
         for (i, l) in lines.iter().enumerate() {
             let l = format!(
