@@ -4,6 +4,7 @@
 //! redraws it at most 10 times a second; every other write first erases it, under the same
 //! lock, so the row never lands in the middle of other output. It is never drawn on a pipe.
 
+use crate::text;
 use std::io::Write;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -50,49 +51,24 @@ fn write_stderr(s: &str) {
     let _ = err.write_all(s.as_bytes()).and_then(|_| err.flush());
 }
 
-/// Columns of the terminal on stderr, if it says.
-fn columns() -> Option<usize> {
-    // SAFETY: TIOCGWINSZ fills the zeroed winsize it is given.
-    let cols = unsafe {
-        let mut ws: libc::winsize = std::mem::zeroed();
-        if libc::ioctl(2, libc::TIOCGWINSZ, &mut ws) != 0 {
-            return None;
-        }
-        ws.ws_col
-    };
-    (cols > 0).then_some(usize::from(cols))
-}
-
 /// Writes a notice (one logical line) to stderr, word-wrapped to the terminal's width when
-/// stderr is a terminal, continuation rows indented by two spaces; as it is otherwise (a pipe,
-/// a log file, a test).
+/// stderr is a terminal (crush(1) INTERACTIVE SESSION: `COLUMNS`, else the width the terminal
+/// reports, else 80), continuation rows indented by two spaces; as it is otherwise (a pipe, a
+/// log file, a test).
 pub(crate) fn note(line: &str) {
     use std::io::IsTerminal;
-    let text = match columns().filter(|_| std::io::stderr().is_terminal()) {
-        Some(cols) => wrap(line, cols),
-        None => line.to_string(),
+    let text = if std::io::stderr().is_terminal() {
+        layout(line, text::columns(2))
+    } else {
+        line.to_string()
     };
     write_stderr(&format!("{text}\n"));
 }
 
-/// `line` broken at spaces into rows of at most `cols` characters (a longer word keeps its
-/// own row), rows after the first indented by two spaces.
-fn wrap(line: &str, cols: usize) -> String {
-    let mut out = String::with_capacity(line.len() + 16);
-    let mut row = 0usize;
-    for word in line.split(' ') {
-        let w = word.chars().count();
-        if row > 0 && row + 1 + w > cols {
-            out.push_str("\n  ");
-            row = 2;
-        } else if row > 0 {
-            out.push(' ');
-            row += 1;
-        }
-        out.push_str(word);
-        row += w;
-    }
-    out
+/// `line` broken at spaces into rows of at most `cols` cells (a longer word keeps its own
+/// row), rows after the first indented by two spaces.
+fn layout(line: &str, cols: usize) -> String {
+    text::wrap::fill(line, cols, "", "  ")
 }
 
 /// The line for `st` at `now`, `cols` columns wide at most (one row, or erasing it would leave
@@ -112,13 +88,12 @@ fn render(st: &State, what: &str, now: Instant, cols: usize) -> String {
         s.push_str(&format!(" · ~{} tokens", st.chars.div_ceil(4)));
     }
     s.push_str(" · Ctrl-C cancels");
-    // Characters, not cells: a wide character in a model's name may cost a column.
-    s.chars().take(cols.saturating_sub(1)).collect()
+    text::width::truncate(&s, cols.saturating_sub(1)).to_string()
 }
 
 /// Draws the line (the caller holds the lock and has checked something is shown).
 fn draw(st: &State, what: &str) {
-    let cols = columns().unwrap_or(80);
+    let cols = text::terminal_columns(2).unwrap_or(text::DEFAULT_COLUMNS);
     let line = render(st, what, Instant::now(), cols);
     if st.color {
         write_stderr(&format!("\r\x1b[K{DIM}{line}{RESET}"));
@@ -222,7 +197,7 @@ mod tests {
     #[test]
     fn a_notice_wraps_at_spaces_with_its_rows_indented() {
         let line = "crush: provider 'local' does not say the context window of smollm2; assuming 4096 tokens";
-        let wrapped = super::wrap(line, 40);
+        let wrapped = super::layout(line, 40);
         assert!(
             wrapped.lines().all(|l| l.chars().count() <= 40),
             "{wrapped}"
@@ -239,9 +214,9 @@ mod tests {
             wrapped.contains("4096 tokens"),
             "never inside a word: {wrapped}"
         );
-        assert_eq!(super::wrap("short", 40), "short");
+        assert_eq!(super::layout("short", 40), "short");
         assert_eq!(
-            super::wrap("a-very-long-word b", 5),
+            super::layout("a-very-long-word b", 5),
             "a-very-long-word\n  b"
         );
     }

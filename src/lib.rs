@@ -49,6 +49,7 @@ mod signal;
 mod skills;
 mod stdio;
 mod store;
+mod text;
 mod time;
 mod tools;
 mod visible;
@@ -222,10 +223,10 @@ pub fn main() -> std::process::ExitCode {
 #[cfg(test)]
 const LAYERS: &[&[&str]] = &[
     &[
-        "time", "env", "exit", "paths", "sha256", "visible", "fsutil", "stdio", "sandbox",
-        "activity", "jq",
+        "time", "env", "exit", "paths", "sha256", "visible", "fsutil", "stdio", "sandbox", "jq",
+        "text",
     ],
-    &["log", "net", "proc"],
+    &["log", "net", "proc", "activity"],
     &["signal", "rcshell", "guard"],
     &["aws", "login"],
     &["llm"],

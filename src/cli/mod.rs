@@ -335,7 +335,7 @@ pub(crate) const HELP_COLUMNS: usize = 80;
 const HELP_GAP: usize = 32;
 
 fn help_row(out: &mut String, head: &str, text: &str, at: usize) {
-    crate::repl::wrap::row(out, head, text, at, HELP_COLUMNS);
+    crate::text::wrap::row(out, head, text, at, HELP_COLUMNS);
 }
 
 fn flags_block(out: &mut String, flags: &[&Flag]) {
@@ -392,11 +392,11 @@ pub(crate) fn help_text(command: Option<&str>) -> Result<String, CliError> {
             for (i, form) in usage_lines(c).iter().enumerate() {
                 let head = if i == 0 { "Usage: " } else { "       " };
                 let hang = " ".repeat(head.len() + c.name.len() + 7);
-                out.push_str(&crate::repl::wrap::fill(form, HELP_COLUMNS, head, &hang));
+                out.push_str(&crate::text::wrap::fill(form, HELP_COLUMNS, head, &hang));
                 out.push('\n');
             }
             out.push('\n');
-            out.push_str(&crate::repl::wrap::fill(c.about, HELP_COLUMNS, "", ""));
+            out.push_str(&crate::text::wrap::fill(c.about, HELP_COLUMNS, "", ""));
             out.push('\n');
             let flags: Vec<&Flag> = FLAGS.iter().filter(|f| f.applies(c.cmd)).collect();
             if !flags.is_empty() {
@@ -405,7 +405,7 @@ pub(crate) fn help_text(command: Option<&str>) -> Result<String, CliError> {
             }
             out.push_str("\nExamples:\n");
             for e in c.examples {
-                out.push_str(&crate::repl::wrap::fill(e, HELP_COLUMNS, "  ", "      "));
+                out.push_str(&crate::text::wrap::fill(e, HELP_COLUMNS, "  ", "      "));
                 out.push('\n');
             }
         }

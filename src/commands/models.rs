@@ -7,6 +7,7 @@
 use crate::catalog::{Catalog, Model, Provider as CatalogProvider};
 
 use crate::config::{ConfigError, Loaded, ProviderTable};
+use crate::text::width::{pad, str_width, truncate};
 use serde_json::{Value, json};
 use std::fmt::Write;
 
@@ -269,13 +270,13 @@ pub(crate) fn render(rows: &[Row], query: Option<&str>, all: bool, shape: Shape)
 fn table(rows: &[&Row]) -> String {
     let id_w = rows
         .iter()
-        .map(|r| r.full_id().chars().count())
+        .map(|r| str_width(&r.full_id()))
         .max()
         .unwrap_or(0)
         .clamp(14, 60);
     let name_w = rows
         .iter()
-        .map(|r| r.model.name.as_deref().unwrap_or("").chars().count())
+        .map(|r| str_width(r.model.name.as_deref().unwrap_or("")))
         .max()
         .unwrap_or(0)
         .clamp(4, 36);
@@ -291,18 +292,12 @@ fn table(rows: &[&Row]) -> String {
         if !r.role.is_empty() {
             let _ = write!(status, " (default {})", r.role.join(", "));
         }
-        let name: String = m
-            .name
-            .as_deref()
-            .unwrap_or("")
-            .chars()
-            .take(name_w)
-            .collect();
+        let name = truncate(m.name.as_deref().unwrap_or(""), name_w);
         let _ = writeln!(
             out,
-            "{:<id_w$}  {:<name_w$}  {:>7}  {:<8}  {:>8}  {:>8}  {status}",
-            r.full_id(),
-            name,
+            "{}  {}  {:>7}  {:<8}  {:>8}  {:>8}  {status}",
+            pad(&r.full_id(), id_w),
+            pad(name, name_w),
             tokens(m.context_window),
             if r.no_models { "-" } else { m.window_from() },
             price(m.cost_per_1m_in),
@@ -370,6 +365,22 @@ mod tests {
         assert!(!t.contains("anthropic"), "{t}");
         assert!(render(&rows, None, true, Shape::Table).contains("set ANTHROPIC_API_KEY"));
         assert_eq!(render(&rows, Some("m1"), true, Shape::Ids), "mine/m1\n");
+    }
+
+    #[test]
+    fn the_table_lines_up_wide_names_by_cells() {
+        let mut wide = row("mine", "通义", true, "configured");
+        wide.model.name = Some("通义千问".into());
+        let mut plain = row("mine", "m1", true, "configured");
+        plain.model.name = Some("Plain".into());
+        let t = render(&[wide, plain], None, false, Shape::Table);
+        let at: Vec<usize> = t
+            .lines()
+            .skip(1)
+            .map(|l| str_width(&l[..l.find("3.00").unwrap()]))
+            .collect();
+        assert_eq!(at.len(), 2, "{t}");
+        assert_eq!(at[0], at[1], "{t}");
     }
 
     #[test]

@@ -5,6 +5,7 @@
 use crate::app::Global;
 use crate::app::{self, AppError};
 use crate::store::stats::{DayStats, Filter, ModelStats, Stats, Totals, Unitemized};
+use crate::text::width::{char_width, clip, pad, str_width};
 use serde_json::{Value, json};
 use std::fmt::{self, Write as _};
 use std::io;
@@ -105,7 +106,8 @@ pub(crate) fn tokens_text(t: &Totals, sum: i64) -> String {
 fn row(out: &mut String, name: &str, t: &Totals) {
     let _ = writeln!(
         out,
-        "{name:<40} {:>6} {:>11} {:>10} {:>11} {:>11}  {}",
+        "{} {:>6} {:>11} {:>10} {:>11} {:>11}  {}",
+        pad(name, 40),
         t.calls,
         tokens_text(t, t.input_tokens),
         tokens_text(t, t.output_tokens),
@@ -121,16 +123,6 @@ fn header(out: &mut String, first: &str) {
         "{first:<40} {:>6} {:>11} {:>10} {:>11} {:>11}  COST",
         "CALLS", "INPUT", "OUTPUT", "CACHE READ", "CACHE WRITE"
     );
-}
-
-fn clip(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        s.to_string()
-    } else {
-        let mut t: String = s.chars().take(n.saturating_sub(1)).collect();
-        t.push('…');
-        t
-    }
 }
 
 /// The line for spend another client recorded without a ledger ("" when there is none).
@@ -269,8 +261,7 @@ impl Bars {
 
 /// One chart line: label, bar padded to its full width, the cost text.
 fn chart_line(out: &mut String, label: &str, bar: &str, t: &Totals) {
-    let pad = BAR_CELLS.saturating_sub(bar.chars().count());
-    let _ = writeln!(out, "{label} {bar}{} {}", " ".repeat(pad), cost_text(t));
+    let _ = writeln!(out, "{label} {} {}", pad(bar, BAR_CELLS), cost_text(t));
 }
 
 /// Spend per day (the last [`CHART_DAYS`]) and per model as bar charts.
@@ -292,7 +283,7 @@ pub(crate) fn charts_text(stats: &Stats, bars: Bars) -> String {
     let width = stats
         .models
         .iter()
-        .map(|m| model_name(m).chars().count().min(24))
+        .map(|m| str_width(&model_name(m)).min(24))
         .max()
         .unwrap_or(0);
     let max = stats
@@ -301,8 +292,7 @@ pub(crate) fn charts_text(stats: &Stats, bars: Bars) -> String {
         .map(|m| m.totals.cost)
         .fold(0.0, f64::max);
     for m in &stats.models {
-        let label = clip(&model_name(m), 24);
-        let label = format!("{label:<width$}");
+        let label = pad(&clip(&model_name(m), 24), width);
         chart_line(&mut out, &label, &bars.bar(m.totals.cost, max), &m.totals);
     }
     out
@@ -692,15 +682,21 @@ fn all_text(
     }
 }
 
-/// The end of `s` in at most `n` characters (a path's last components say the most).
+/// The end of `s` in at most `n` cells (a path's last components say the most).
 fn clip_left(s: &str, n: usize) -> String {
-    let count = s.chars().count();
-    if count <= n {
+    if str_width(s) <= n {
         return s.to_string();
     }
-    let mut t = String::from("…");
-    t.extend(s.chars().skip(count + 1 - n));
-    t
+    let mut used = 1;
+    let mut start = s.len();
+    for (i, c) in s.char_indices().rev() {
+        used += char_width(c);
+        if used > n {
+            break;
+        }
+        start = i;
+    }
+    format!("…{}", &s[start..])
 }
 
 /// The bar charts of a text report: on a terminal, or with `--chart`.
@@ -969,6 +965,16 @@ mod tests {
             c.contains(&format!("local/free  {} unpriced", " ".repeat(BAR_CELLS))),
             "{c}"
         );
+    }
+
+    #[test]
+    fn names_and_paths_are_cut_to_cells() {
+        let path = "/home/用户/项目/一个很长的目录名字/src";
+        let cut = clip_left(path, 16);
+        assert!(cut.starts_with('…') && cut.ends_with("/src"), "{cut}");
+        assert!(str_width(&cut) <= 16 && str_width(&cut) >= 15, "{cut}");
+        assert_eq!(clip_left("/short", 16), "/short");
+        assert_eq!(clip_left("/a/b/cdefgh", 6), "…defgh");
     }
 
     #[test]

@@ -6,7 +6,7 @@ use super::history::{self, History};
 use super::input::{SLASH_COMMANDS, Slash};
 use super::reader::Got;
 use super::sink::ReplSink;
-use super::{Flow, Repl, history_path, wrap};
+use super::{Flow, Repl, history_path};
 use crate::agent::TurnResult;
 use crate::agent::permissions::Permissions;
 use crate::agent::session_config::SessionConfigError;
@@ -14,6 +14,7 @@ use crate::app;
 use crate::commands::sessions::{self, ExportFormat, short_id};
 use crate::llm::{Part, Role};
 use crate::store::{NewMessage, Session};
+use crate::text::wrap;
 use std::sync::atomic::Ordering;
 
 /// Why a file could not be attached (what the attachment loader says of it).
@@ -803,7 +804,7 @@ pub(super) const HELP_AT: usize = 36;
 
 /// The text of `/help`, for 80 columns (`Term::print` wraps it to a narrower terminal).
 pub(super) fn help_text() -> String {
-    const W: usize = wrap::DEFAULT_COLUMNS;
+    const W: usize = crate::text::DEFAULT_COLUMNS;
     let mut s = wrap::fill(
         "Type a prompt and press Enter. Multi-line input: a line `{` … a line `}` (or `{tag` … \
          `tag}`), or end a line with a backslash. `!COMMAND` runs a shell command and records it \

@@ -50,12 +50,12 @@ impl Repl {
             }
             s.push_str(head);
             for e in entries {
-                super::wrap::row(
+                crate::text::wrap::row(
                     &mut s,
                     &e.usage(),
                     e.description(),
                     super::commands::HELP_AT,
-                    super::wrap::DEFAULT_COLUMNS,
+                    crate::text::DEFAULT_COLUMNS,
                 );
             }
         }

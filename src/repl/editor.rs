@@ -9,7 +9,7 @@ use super::complete::{self, Candidate, Source};
 use super::history::History;
 use super::keys::{Decoder, Key};
 use super::tty;
-use super::width::{char_width, str_width};
+use crate::text::width::{char_width, str_width};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -19,7 +19,7 @@ const PASTE_BLOCK_LINES: usize = 20;
 /// A paste longer than this (in characters) is kept as one block.
 const PASTE_BLOCK_CHARS: usize = 4000;
 /// Width used when the terminal reports none (or zero).
-const FALLBACK_WIDTH: usize = 80;
+const FALLBACK_WIDTH: usize = crate::text::DEFAULT_COLUMNS;
 /// Most candidates a completion list shows.
 const LIST_MAX: usize = 60;
 
@@ -631,7 +631,7 @@ fn list_text(cands: &[Candidate], width: usize, color: bool) -> String {
     if with_about {
         for c in shown {
             let pad = widest - str_width(&c.text) + 2;
-            let about = super::width::truncate(&c.about, width.saturating_sub(widest + 3));
+            let about = crate::text::width::truncate(&c.about, width.saturating_sub(widest + 3));
             out.push_str(&c.text);
             out.push_str(&" ".repeat(pad));
             if color {

@@ -4,7 +4,8 @@
 //! characters); a fence or table line is held to its end, a table until it ends. The text must
 //! already be free of control sequences: every sequence in the output is one of these.
 
-use super::width::str_width;
+use crate::text::width::str_width;
+use crate::text::wrap::visible_width;
 
 const RESET: &str = "\x1b[0m";
 const BOLD: &str = "\x1b[1m";
@@ -168,7 +169,7 @@ pub(super) struct Markdown {
     /// (code blocks and tables do not); rules are drawn to it.
     pub width: usize,
     /// The word wrapping of the current line.
-    wrap: super::wrap::Stream,
+    wrap: crate::text::wrap::Stream,
 }
 
 /// What the start of a line makes it.
@@ -230,20 +231,7 @@ pub(super) fn uncoloured(s: &str) -> String {
 
 /// Text with our own SGR sequences removed.
 fn plain(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut it = s.chars();
-    while let Some(c) = it.next() {
-        if c == '\x1b' {
-            for d in it.by_ref() {
-                if d == 'm' {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    crate::text::wrap::visible_chars(s).collect()
 }
 
 fn styled_cell(text: &str) -> String {
@@ -265,7 +253,7 @@ impl Markdown {
             fence: None,
             table: Vec::new(),
             width,
-            wrap: super::wrap::Stream::default(),
+            wrap: crate::text::wrap::Stream::default(),
         }
     }
 
@@ -568,7 +556,7 @@ impl Markdown {
                     .iter()
                     .enumerate()
                     .filter(|(ri, _)| !(sep && *ri == 1))
-                    .map(|(_, r)| str_width(&plain(&r[i])))
+                    .map(|(_, r)| visible_width(&r[i]))
                     .max()
                     .unwrap_or(0)
             })
@@ -583,7 +571,7 @@ impl Markdown {
                     if i > 0 {
                         line.push_str(&format!(" {DIM}│{RESET} "));
                     }
-                    let pad = " ".repeat(widths[i] - str_width(&plain(cell)));
+                    let pad = " ".repeat(widths[i] - visible_width(cell));
                     if right[i] {
                         line.push_str(&pad);
                         line.push_str(cell);

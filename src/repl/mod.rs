@@ -33,10 +33,6 @@ mod shell;
 mod sink;
 mod titles;
 mod tty;
-mod width;
-pub(crate) mod wrap;
-#[rustfmt::skip]
-mod width_table;
 
 use crate::agent::{Agent, Stop, TurnResult, title};
 use crate::app::Global;

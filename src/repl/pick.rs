@@ -1,12 +1,13 @@
 //! One-key answers and pick lists on a terminal (crush(1) INTERACTIVE SESSION): a permission
-//! question takes a single key (y, a, n) and Enter for its default; `/model` and `/sessions`
+//! question takes a single key (y, a, n) and Enter for its default; a question of the
+//! `question` tool takes the key of a choice (`Choices`); `/model` and `/sessions`
 //! show a numbered list where Up and Down move, a number jumps and Enter picks. Both read keys
 //! in raw mode through the line editor's decoder; from a pipe the REPL keeps its line answers.
 //! The list state (`Picker`) is pure: keys in, a frame of text out.
 
 use super::keys::{Decoder, Key};
 use super::tty;
-use super::width::truncate;
+use crate::text::width::truncate;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -94,6 +95,129 @@ pub(super) fn key(
         None => String::new(),
     };
     tty::write(echo.as_bytes());
+    got
+}
+
+/// The keys of a question of the `question` tool on a terminal (crush(1) INTERACTIVE SESSION):
+/// each choice has a key (its number, or y and n), `o` asks for a typed answer instead, Esc
+/// skips the question. A single choice is picked by its key at once; in a multiple choice the
+/// keys mark and unmark, and Enter takes what is marked. Pure: keys in, a decision out.
+#[derive(Debug)]
+pub(super) struct Choices {
+    keys: Vec<char>,
+    multi: bool,
+    marked: Vec<bool>,
+}
+
+/// What a question's keys decided.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Chosen {
+    /// The choices picked, by index, in order.
+    Picked(Vec<usize>),
+    /// `o`: the user types an answer of their own.
+    Own,
+    /// Esc: the question is skipped.
+    Skip,
+    Eof,
+    Interrupt,
+}
+
+/// What one key did to a question.
+#[derive(Debug, PartialEq, Eq)]
+enum Mark {
+    Done(Chosen),
+    /// The marks changed: draw them again.
+    Changed,
+    Nothing,
+}
+
+impl Choices {
+    /// `keys`: one a choice (lower case, never `o`); `multi`: several may be taken.
+    pub(super) fn new(keys: Vec<char>, multi: bool) -> Choices {
+        let marked = vec![false; keys.len()];
+        Choices {
+            keys,
+            multi,
+            marked,
+        }
+    }
+
+    fn handle(&mut self, key: Key) -> Mark {
+        match key {
+            Key::Char(c) => {
+                let c = c.to_ascii_lowercase();
+                match self.keys.iter().position(|&k| k == c) {
+                    Some(i) if self.multi => {
+                        self.marked[i] = !self.marked[i];
+                        Mark::Changed
+                    }
+                    Some(i) => Mark::Done(Chosen::Picked(vec![i])),
+                    None if c == 'o' => Mark::Done(Chosen::Own),
+                    None => Mark::Nothing,
+                }
+            }
+            // No choice is the default: Enter alone does nothing (a stray Enter picks nothing).
+            Key::Enter if self.marked.contains(&true) => Mark::Done(Chosen::Picked(
+                (0..self.keys.len()).filter(|&i| self.marked[i]).collect(),
+            )),
+            Key::Escape => Mark::Done(Chosen::Skip),
+            Key::Ctrl('c') => Mark::Done(Chosen::Interrupt),
+            Key::Ctrl('d') => Mark::Done(Chosen::Eof),
+            _ => Mark::Nothing,
+        }
+    }
+
+    /// The keys marked so far, `[1 3]`; empty when none is (or for a single choice).
+    fn marks(&self) -> String {
+        let on: Vec<String> = (0..self.keys.len())
+            .filter(|&i| self.marked[i])
+            .map(|i| self.keys[i].to_string())
+            .collect();
+        if on.is_empty() {
+            String::new()
+        } else {
+            format!("[{}] ", on.join(" "))
+        }
+    }
+}
+
+/// `prompt` (one row, already styled), then the keys of `choices` until they decide; the marks
+/// of a multiple choice are shown after the prompt. `echo` names what was picked, for the row
+/// the answer leaves behind. None: raw mode is not available (the caller asks for a line).
+pub(super) fn choose(
+    dec: &mut Decoder,
+    prompt: &str,
+    choices: &mut Choices,
+    echo: impl Fn(&[usize]) -> String,
+    cancel: &AtomicBool,
+) -> Option<Chosen> {
+    let got = read_keys(
+        dec,
+        cancel,
+        || tty::write(prompt.as_bytes()),
+        |k| match choices.handle(k) {
+            Mark::Done(c) => Some(c),
+            Mark::Changed => {
+                tty::write(format!("\r\x1b[K{prompt}{}", choices.marks()).as_bytes());
+                None
+            }
+            Mark::Nothing => None,
+        },
+        Chosen::Interrupt,
+        Chosen::Eof,
+    );
+    let tail = match &got {
+        Some(Chosen::Picked(picked)) => {
+            format!(
+                "\r\x1b[K{prompt}{}\r\n",
+                crate::visible::line(&echo(picked))
+            )
+        }
+        Some(Chosen::Interrupt) => "^C\r\n".to_string(),
+        Some(_) => "\r\n".to_string(),
+        None => String::new(),
+    };
+    tty::write(tail.as_bytes());
     got
 }
 
@@ -220,7 +344,7 @@ pub(super) fn pick(
     cancel: &AtomicBool,
 ) -> Result<Option<usize>, ()> {
     let mut p = Picker::new(items, selected);
-    let width = || tty::width().unwrap_or(80);
+    let width = || tty::width().unwrap_or(crate::text::DEFAULT_COLUMNS);
     // Rows drawn last time: the cursor is on the last of them.
     let drawn = std::cell::Cell::new(0usize);
     let draw = |rows: &[String]| {
@@ -277,6 +401,36 @@ mod tests {
         assert_eq!(p.handle(Key::Enter), Step::Picked(0));
         assert_eq!(p.handle(Key::Escape), Step::Cancelled);
         assert_eq!(p.handle(Key::Char('x')), Step::Nothing);
+    }
+
+    #[test]
+    fn a_choice_takes_its_key_and_a_multiple_choice_takes_enter() {
+        let mut one = Choices::new(vec!['1', '2', '3'], false);
+        assert_eq!(one.handle(Key::Enter), Mark::Nothing, "no default");
+        assert_eq!(one.handle(Key::Char('4')), Mark::Nothing);
+        assert_eq!(
+            one.handle(Key::Char('2')),
+            Mark::Done(Chosen::Picked(vec![1]))
+        );
+        assert_eq!(one.handle(Key::Char('o')), Mark::Done(Chosen::Own));
+        assert_eq!(one.handle(Key::Escape), Mark::Done(Chosen::Skip));
+        assert_eq!(one.handle(Key::Ctrl('c')), Mark::Done(Chosen::Interrupt));
+        let mut yes = Choices::new(vec!['y', 'n'], false);
+        assert_eq!(
+            yes.handle(Key::Char('N')),
+            Mark::Done(Chosen::Picked(vec![1]))
+        );
+        let mut many = Choices::new(vec!['1', '2', '3'], true);
+        assert_eq!(many.handle(Key::Enter), Mark::Nothing, "nothing marked");
+        assert_eq!(many.handle(Key::Char('3')), Mark::Changed);
+        assert_eq!(many.handle(Key::Char('1')), Mark::Changed);
+        assert_eq!(many.handle(Key::Char('2')), Mark::Changed);
+        assert_eq!(many.handle(Key::Char('2')), Mark::Changed, "unmarked");
+        assert_eq!(many.marks(), "[1 3] ");
+        assert_eq!(
+            many.handle(Key::Enter),
+            Mark::Done(Chosen::Picked(vec![0, 2]))
+        );
     }
 
     #[test]

@@ -3,8 +3,9 @@
 
 use super::editor::{self, Editor, Mode, Prompt, Read};
 use super::render::{self, Term};
-use super::{complete::Source, pick, wrap};
+use super::{complete::Source, pick};
 use crate::app::AppError;
+use crate::text::wrap;
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use std::io::BufRead;
 use std::sync::Arc;
@@ -159,7 +160,7 @@ impl Reader {
             return self.answer(term, question);
         };
         term.end_line();
-        let text = wrap::wrap_lines(&crate::visible::line(question), wrap::columns(2));
+        let text = wrap::wrap_lines(&crate::visible::line(question), crate::text::columns(2));
         let prompt = format!("{} ", term.paint(render::YELLOW, &text));
         match pick::key(editor.decoder(), &prompt, keys, cancel) {
             Some(pick::KeyAnswer::Key(c)) => Got::Line(c.to_string()),
@@ -168,6 +169,27 @@ impl Reader {
             Some(pick::KeyAnswer::Interrupt) => Got::Interrupt,
             None => self.answer(term, question),
         }
+    }
+
+    /// A question of the `question` tool answered by keys on the terminal, after `hint` (see
+    /// `pick::Choices`); `echo` names what was picked. None from a pipe, or without raw mode.
+    pub(super) fn choose_keys(
+        &mut self,
+        term: &mut Term,
+        hint: &str,
+        choices: &mut pick::Choices,
+        echo: impl Fn(&[usize]) -> String,
+    ) -> Option<pick::Chosen> {
+        let Reader::Editor { editor, cancel } = self else {
+            return None;
+        };
+        term.end_line();
+        // One row, with room for the marks, so that they can be drawn again over it.
+        let cols = crate::text::terminal_columns(2).unwrap_or(crate::text::DEFAULT_COLUMNS);
+        let hint = crate::visible::line(hint);
+        let hint = crate::text::width::truncate(&hint, cols.saturating_sub(14).max(10));
+        let prompt = format!("{} ", term.paint(render::YELLOW, hint));
+        pick::choose(editor.decoder(), &prompt, choices, echo, cancel)
     }
 
     /// A pick from `items` on the terminal (None from a pipe, or without raw mode): Some(None)

@@ -60,7 +60,7 @@ fn write_stdout(bytes: &[u8]) {
 
 /// Columns to wrap stdout to (`COLUMNS`, else the terminal's, else 80).
 fn stdout_columns() -> usize {
-    super::wrap::columns(1)
+    crate::text::columns(1)
 }
 
 fn write_stderr(s: &str) {
@@ -224,7 +224,7 @@ impl Term {
         self.end_line();
         let mut s = visible::text(s).into_owned();
         if self.stdout_tty {
-            s = super::wrap::wrap_lines(&s, stdout_columns());
+            s = crate::text::wrap::wrap_lines(&s, stdout_columns());
         }
         write_stdout(s.as_bytes());
         self.out_at_line_start = s.is_empty() || s.ends_with('\n');
@@ -234,7 +234,7 @@ impl Term {
     fn line(&mut self, s: &str) {
         self.end_line();
         if self.stderr_tty {
-            let s = super::wrap::wrap_lines(s, super::wrap::columns(2));
+            let s = crate::text::wrap::wrap_lines(s, crate::text::columns(2));
             write_stderr(&format!("{s}\n"));
         } else {
             write_stderr(&format!("{s}\n"));
@@ -274,7 +274,7 @@ impl Term {
         if lines.is_empty() {
             return;
         }
-        let cols = super::tty::width().unwrap_or(80);
+        let cols = super::tty::width().unwrap_or(crate::text::DEFAULT_COLUMNS);
         let mut s = String::new();
         for (i, l) in lines.iter().enumerate() {
             let l = format!(
@@ -282,7 +282,7 @@ impl Term {
                 if i == 0 { "  ⎿ " } else { "    " },
                 visible::line(l)
             );
-            let l = super::width::truncate(&l, cols.saturating_sub(1)).to_string();
+            let l = crate::text::width::truncate(&l, cols.saturating_sub(1)).to_string();
             s.push_str(&self.paint(DIM, &l));
             s.push('\n');
         }

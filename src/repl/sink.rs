@@ -4,9 +4,10 @@
 use super::reader::{Got, Reader};
 use super::render::Term;
 use super::titles::{TitleJob, TitleStart, spawn_title};
-use super::{WAITING, notify};
+use super::{WAITING, notify, pick};
 use crate::agent::{AgentEvent, Answer, Sink, title};
 use crate::tools::PermissionRequest;
+use crate::tools::question::{Answer as QAnswer, Question};
 
 /// Renders a turn and asks permission questions on the REPL's input.
 pub(super) struct ReplSink<'a> {
@@ -141,6 +142,145 @@ impl<'a> ReplSink<'a> {
     }
 }
 
+/// What the keys of a question got (see `pick::Choices`).
+enum Keyed {
+    Answer(QAnswer),
+    /// The user types an answer of their own.
+    Own,
+    Interrupt,
+}
+
+/// How a question is answered with a line.
+fn line_hint(q: &Question) -> &'static str {
+    match q.kind.as_str() {
+        "yes_no" => "[y]es / [n]o (Enter skips)",
+        "single_choice" => "a number, or your own answer (Enter skips)",
+        "multi_choice" => "numbers separated by spaces or commas, or your own answer (Enter skips)",
+        _ => "your answer (Enter skips)",
+    }
+}
+
+/// The keys of a question that has them on a terminal: y and n, or the numbers of its choices
+/// (one key each, so at most 9); and whether several may be taken.
+fn question_keys(q: &Question) -> Option<(Vec<char>, bool)> {
+    match q.kind.as_str() {
+        "yes_no" => Some((vec!['y', 'n'], false)),
+        "single_choice" | "multi_choice" if (1..=9).contains(&q.choices.len()) => Some((
+            (1..=q.choices.len())
+                .filter_map(|k| char::from_digit(k as u32, 10))
+                .collect(),
+            q.kind == "multi_choice",
+        )),
+        _ => None,
+    }
+}
+
+/// The hint after a question answered by keys.
+fn keys_hint(keys: &[char], multi: bool) -> String {
+    let own = "o your own answer, Esc skips";
+    match (keys, multi) {
+        (['y', 'n'], _) => format!("[y]es / [n]o, {own}"),
+        ([first, .., last], true) => format!("{first}-{last} mark, Enter takes them, {own}"),
+        ([first, .., last], false) => format!("{first}-{last} picks, {own}"),
+        _ => format!("1 picks, {own}"),
+    }
+}
+
+/// The answer a line gives to `q` (from a pipe, or typed after `o`).
+fn parse_line(q: &Question, line: &str) -> QAnswer {
+    let line = line.trim();
+    let mut a = QAnswer::default();
+    match q.kind.as_str() {
+        _ if line.is_empty() => {}
+        "yes_no" => match line.to_ascii_lowercase().as_str() {
+            "y" | "yes" => a.yes = Some(true),
+            "n" | "no" => a.yes = Some(false),
+            _ => a.text = line.to_string(),
+        },
+        "single_choice" | "multi_choice" => {
+            let picked: Option<Vec<String>> = line
+                .split([',', ' '])
+                .filter(|w| !w.is_empty())
+                .map(|w| {
+                    w.parse::<usize>()
+                        .ok()
+                        .and_then(|k| q.choices.get(k.wrapping_sub(1)))
+                        .or_else(|| q.choices.iter().find(|c| c.id.eq_ignore_ascii_case(w)))
+                        .map(|c| c.id.clone())
+                })
+                .collect();
+            match picked {
+                Some(ids) if q.kind == "multi_choice" || ids.len() == 1 => a.selected = ids,
+                _ => a.text = line.to_string(),
+            }
+        }
+        _ => a.text = line.to_string(),
+    }
+    a
+}
+
+impl ReplSink<'_> {
+    /// On a terminal, the answer to a question that has keys (see `question_keys`); None where
+    /// it is answered with a line.
+    fn keyed_answer(&mut self, q: &Question) -> Option<Keyed> {
+        let (keys, multi) = question_keys(q)?;
+        let mut choices = pick::Choices::new(keys.clone(), multi);
+        let yes_no = q.kind == "yes_no";
+        let echo = |picked: &[usize]| -> String {
+            if yes_no {
+                let yes = picked.first() == Some(&0);
+                return if yes { "yes" } else { "no" }.to_string();
+            }
+            let labels: Vec<&str> = picked
+                .iter()
+                .filter_map(|&i| q.choices.get(i).map(|c| c.label.as_str()))
+                .collect();
+            labels.join(", ")
+        };
+        let hint = keys_hint(&keys, multi);
+        let got = self
+            .lines
+            .choose_keys(self.term, &hint, &mut choices, echo)?;
+        Some(match got {
+            pick::Chosen::Picked(picked) => {
+                let mut a = QAnswer::default();
+                if yes_no {
+                    a.yes = Some(picked.first() == Some(&0));
+                } else {
+                    a.selected = picked
+                        .iter()
+                        .filter_map(|&i| q.choices.get(i).map(|c| c.id.clone()))
+                        .collect();
+                }
+                Keyed::Answer(a)
+            }
+            pick::Chosen::Own => Keyed::Own,
+            pick::Chosen::Skip | pick::Chosen::Eof => Keyed::Answer(QAnswer::default()),
+            pick::Chosen::Interrupt => {
+                self.interrupted = true;
+                Keyed::Interrupt
+            }
+        })
+    }
+
+    /// The answer to `q` as a line, after `hint`; None on Ctrl-C.
+    fn line_answer(&mut self, q: &Question, hint: &str) -> Option<QAnswer> {
+        let line = match self.lines.answer(self.term, hint) {
+            Got::Line(l) => l,
+            Got::Eof => String::new(),
+            Got::Interrupt => {
+                self.term.newline_on_terminal();
+                self.interrupted = true;
+                return None;
+            }
+        };
+        if !self.interactive {
+            self.term.note(line.trim());
+        }
+        Some(parse_line(q, &line))
+    }
+}
+
 impl Sink for ReplSink<'_> {
     fn event(&mut self, ev: AgentEvent) {
         match ev {
@@ -249,7 +389,6 @@ impl Sink for ReplSink<'_> {
         &mut self,
         questions: &[crate::tools::question::Question],
     ) -> Option<Vec<crate::tools::question::Answer>> {
-        use crate::tools::question::Answer as Reply;
         if let Some(n) = &self.notice {
             n.send_if_long("crush has a question for you");
         }
@@ -271,54 +410,12 @@ impl Sink for ReplSink<'_> {
                 }
             }
             self.term.block(&text);
-            let how = match q.kind.as_str() {
-                "yes_no" => "[y]es / [n]o (Enter skips)",
-                "single_choice" => "a number, or your own answer (Enter skips)",
-                "multi_choice" => {
-                    "numbers separated by spaces or commas, or your own answer (Enter skips)"
-                }
-                _ => "your answer (Enter skips)",
+            let a = match self.keyed_answer(q) {
+                Some(Keyed::Answer(a)) => a,
+                Some(Keyed::Interrupt) => return None,
+                Some(Keyed::Own) => self.line_answer(q, "your answer (Enter skips)")?,
+                None => self.line_answer(q, line_hint(q))?,
             };
-            let line = match self.lines.answer(self.term, how) {
-                Got::Line(l) => l,
-                Got::Eof => String::new(),
-                Got::Interrupt => {
-                    self.term.newline_on_terminal();
-                    self.interrupted = true;
-                    return None;
-                }
-            };
-            if !self.interactive {
-                self.term.note(line.trim());
-            }
-            let line = line.trim();
-            let mut a = Reply::default();
-            match q.kind.as_str() {
-                _ if line.is_empty() => {}
-                "yes_no" => match line.to_ascii_lowercase().as_str() {
-                    "y" | "yes" => a.yes = Some(true),
-                    "n" | "no" => a.yes = Some(false),
-                    _ => a.text = line.to_string(),
-                },
-                "single_choice" | "multi_choice" => {
-                    let picked: Option<Vec<String>> = line
-                        .split([',', ' '])
-                        .filter(|w| !w.is_empty())
-                        .map(|w| {
-                            w.parse::<usize>()
-                                .ok()
-                                .and_then(|k| q.choices.get(k.wrapping_sub(1)))
-                                .or_else(|| q.choices.iter().find(|c| c.id.eq_ignore_ascii_case(w)))
-                                .map(|c| c.id.clone())
-                        })
-                        .collect();
-                    match picked {
-                        Some(ids) if q.kind == "multi_choice" || ids.len() == 1 => a.selected = ids,
-                        _ => a.text = line.to_string(),
-                    }
-                }
-                _ => a.text = line.to_string(),
-            }
             answers.push(a);
         }
         Some(answers)

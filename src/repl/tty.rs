@@ -104,20 +104,7 @@ impl Drop for Raw {
 
 /// Columns of the terminal the editor draws on, if it reports a usable number.
 pub(super) fn width() -> Option<usize> {
-    columns(STDERR)
-}
-
-/// Columns of the terminal on `fd`, if it reports a usable number.
-pub(super) fn columns(fd: libc::c_int) -> Option<usize> {
-    // SAFETY: TIOCGWINSZ fills the zeroed winsize it is given.
-    let cols = unsafe {
-        let mut ws: libc::winsize = std::mem::zeroed();
-        if libc::ioctl(fd, libc::TIOCGWINSZ, &mut ws) != 0 {
-            return None;
-        }
-        ws.ws_col
-    };
-    (cols > 0).then_some(usize::from(cols))
+    crate::text::terminal_columns(STDERR)
 }
 
 /// What one wait for input got.

@@ -6,41 +6,27 @@
 
 use super::width::char_width;
 
-/// The width to wrap to when nothing says otherwise.
-pub(crate) const DEFAULT_COLUMNS: usize = 80;
-
-/// Columns to wrap output on `fd` to: `COLUMNS` when it is a positive number, else the
-/// terminal's width, else 80.
-pub(crate) fn columns(fd: libc::c_int) -> usize {
-    columns_from(
-        std::env::var("COLUMNS").ok().as_deref(),
-        super::tty::columns(fd),
-    )
-}
-
-fn columns_from(env: Option<&str>, terminal: Option<usize>) -> usize {
-    env.and_then(|v| v.trim().parse::<usize>().ok())
-        .filter(|&n| n > 0)
-        .or(terminal)
-        .unwrap_or(DEFAULT_COLUMNS)
-}
-
-/// Cells of `s`, not counting SGR sequences (`ESC [ ... m`).
-pub(crate) fn visible_width(s: &str) -> usize {
-    let mut n = 0;
+/// The characters of `s` without its SGR sequences (`ESC [ ... m`).
+pub(crate) fn visible_chars(s: &str) -> impl Iterator<Item = char> + '_ {
     let mut it = s.chars();
-    while let Some(c) = it.next() {
-        if c == '\x1b' {
+    std::iter::from_fn(move || {
+        loop {
+            let c = it.next()?;
+            if c != '\x1b' {
+                return Some(c);
+            }
             for d in it.by_ref() {
                 if d == 'm' {
                     break;
                 }
             }
-        } else {
-            n += char_width(c);
         }
-    }
-    n
+    })
+}
+
+/// Cells of `s`, not counting SGR sequences.
+pub(crate) fn visible_width(s: &str) -> usize {
+    visible_chars(s).map(char_width).sum()
 }
 
 /// The words of `text` filled into lines of at most `width` cells: the first line starts with
@@ -234,14 +220,6 @@ mod tests {
     }
 
     #[test]
-    fn columns_come_from_columns_then_the_terminal_then_80() {
-        assert_eq!(columns_from(Some("100"), Some(120)), 100);
-        assert_eq!(columns_from(Some("0"), Some(120)), 120);
-        assert_eq!(columns_from(Some("wide"), None), 80);
-        assert_eq!(columns_from(None, None), 80);
-    }
-
-    #[test]
     fn lines_break_between_words_and_long_words_stay_whole() {
         let url = format!("https://example.com/{}", "a".repeat(90));
         let text = format!("see {url} for the details of the build and its many steps");
@@ -325,6 +303,10 @@ mod tests {
     #[test]
     fn colour_does_not_count_as_width() {
         assert_eq!(visible_width("\x1b[1mbold\x1b[0m 中"), 7);
+        assert_eq!(
+            visible_chars("\x1b[1mbold\x1b[0m 中\x1b[0m").collect::<String>(),
+            "bold 中"
+        );
         let red = "\x1b[31merror:\x1b[0m unknown command /foo; start a prompt with //";
         assert_eq!(wrap_lines(red, 55), red, "51 cells: it fits in 55 columns");
     }

@@ -1,5 +1,5 @@
 //! How many terminal cells a character takes: 0 (combining marks, format characters), 2 (East
-//! Asian wide and fullwidth), else 1. The ranges are generated (`src/repl/width_table.py`).
+//! Asian wide and fullwidth), else 1. The ranges are generated (`src/text/width_table.py`).
 
 use super::width_table::{WIDE, ZERO};
 
@@ -18,7 +18,7 @@ fn in_table(table: &[(u32, u32)], c: u32) -> bool {
 }
 
 /// Cells `c` takes; control characters take none (they are never printed as they are).
-pub(super) fn char_width(c: char) -> usize {
+pub(crate) fn char_width(c: char) -> usize {
     let u = c as u32;
     if u < 0x7f {
         return usize::from(u >= 0x20);
@@ -36,12 +36,12 @@ pub(super) fn char_width(c: char) -> usize {
 }
 
 /// Cells `s` takes.
-pub(super) fn str_width(s: &str) -> usize {
+pub(crate) fn str_width(s: &str) -> usize {
     s.chars().map(char_width).sum()
 }
 
 /// The longest prefix of `s` that fits in `cells`.
-pub(super) fn truncate(s: &str, cells: usize) -> &str {
+pub(crate) fn truncate(s: &str, cells: usize) -> &str {
     let mut used = 0;
     for (i, c) in s.char_indices() {
         used += char_width(c);
@@ -50,6 +50,20 @@ pub(super) fn truncate(s: &str, cells: usize) -> &str {
         }
     }
     s
+}
+
+/// `s` cut to `cells`, its last cell an ellipsis when anything was cut.
+pub(crate) fn clip(s: &str, cells: usize) -> String {
+    if str_width(s) <= cells {
+        return s.to_string();
+    }
+    format!("{}…", truncate(s, cells.saturating_sub(1)))
+}
+
+/// `s` padded with spaces to `cells` (a column of a table; a wider `s` is left as it is).
+pub(crate) fn pad(s: &str, cells: usize) -> String {
+    let w = str_width(s);
+    format!("{s}{}", " ".repeat(cells.saturating_sub(w)))
 }
 
 #[cfg(test)]
@@ -74,6 +88,11 @@ mod tests {
         assert_eq!(str_width("中文 ok"), 7);
         assert_eq!(truncate("中文 ok", 3), "中");
         assert_eq!(truncate("abc", 10), "abc");
+        assert_eq!(clip("中文 ok", 4), "中…");
+        assert_eq!(clip("abcdef", 4), "abc…");
+        assert_eq!(clip("abc", 3), "abc");
+        assert_eq!(pad("中文", 6), "中文  ");
+        assert_eq!(pad("abcdef", 3), "abcdef");
     }
 
     #[test]
