@@ -6,13 +6,22 @@
 //! input line, quit at the second one). SIGTERM and SIGHUP also cancel, and the front end then
 //! exits with 128 + the signal; should it not manage within a grace (`CRUSH_TERM_GRACE`
 //! seconds, default 3), a watchdog thread kills every process group crush started, runs the
-//! exit hooks (terminal restore) and ends the process itself.
+//! exit hooks (terminal restore), gives each open session store its last word, and ends the
+//! process itself.
+//!
+//! The last word (`on_forced_exit`) is how the store is left closed although the thread that
+//! owns it is stuck: the store's connection is opened in SQLite's serialized mode, so the
+//! watchdog may use it from its own thread; it takes the connection's mutex only if it is free
+//! (the owner is not inside an SQLite call, which may be a write), and checkpoints and leaves
+//! WAL mode only when no transaction is open. Otherwise the `-wal` file stays: SQLite recovers
+//! from it when the database is next opened, where a checkpoint torn by the exit could lose a
+//! commit (crush(1) EXIT STATUS).
 //!
 //! `cleanup` (and `exit`) kill every process group crush started (`proc::kill_all`) and run the
 //! registered exit hooks, once.
 
 use crate::exit::ExitCode;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -25,6 +34,9 @@ static WAKE_FD: AtomicI32 = AtomicI32::new(-1);
 type Hook = Box<dyn Fn() + Send>;
 static EXIT_HOOKS: Mutex<Vec<Hook>> = Mutex::new(Vec::new());
 static CLEANED: AtomicBool = AtomicBool::new(false);
+/// What the watchdog runs just before it ends the process, by registration number.
+static LAST_WORDS: Mutex<Vec<(u64, Hook)>> = Mutex::new(Vec::new());
+static NEXT_LAST_WORD: AtomicU64 = AtomicU64::new(0);
 
 extern "C" fn on_signal(sig: libc::c_int) {
     if let Some(f) = FLAG.get() {
@@ -78,6 +90,7 @@ fn start_watchdog() {
                 "signal {sig}: the session did not stop in time; ending the process"
             ));
             cleanup();
+            last_words();
             // SAFETY: ends the process at once, as the signal's default action would have.
             unsafe { libc::_exit(i32::from(ExitCode::from_signal(sig).code())) };
         });
@@ -130,6 +143,42 @@ pub(crate) fn on_exit(f: impl Fn() + Send + 'static) {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .push(Box::new(f));
+}
+
+/// Registered with `on_forced_exit`: dropping it takes the registration back, waiting while
+/// the watchdog runs it (so what it refers to outlives the run).
+#[must_use = "dropping it takes the registration back"]
+pub(crate) struct LastWord(u64);
+
+impl Drop for LastWord {
+    fn drop(&mut self) {
+        LAST_WORDS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|(id, _)| *id != self.0);
+    }
+}
+
+/// Registers something the watchdog runs, from its own thread, just before it ends a process
+/// whose shutdown overran the grace, such as closing the session store. It must not wait on
+/// anything the stuck thread may hold.
+pub(crate) fn on_forced_exit(f: impl Fn() + Send + 'static) -> LastWord {
+    let id = NEXT_LAST_WORD.fetch_add(1, Ordering::SeqCst);
+    LAST_WORDS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push((id, Box::new(f)));
+    LastWord(id)
+}
+
+/// Runs the `on_forced_exit` registrations. The lock is held until the process ends: a thread
+/// taking one back waits, and what the registration uses stays alive.
+fn last_words() {
+    let words = LAST_WORDS.lock().unwrap_or_else(|e| e.into_inner());
+    for (_, f) in words.iter() {
+        f();
+    }
+    std::mem::forget(words);
 }
 
 /// Kills every process group crush started and runs the exit hooks; only the first call acts.

@@ -140,8 +140,8 @@ pub(crate) fn prompt_of_session(
     (with_listing(&system, &listing), tools)
 }
 
-/// The bounds of a main agent's file tools: crush's data directories, and the scripts its
-/// hooks, MCP and language servers run (crush(1) PERMISSIONS).
+/// The bounds of a main agent's file tools: crush's data directories, the scripts its hooks,
+/// MCP and language servers run (crush(1) PERMISSIONS), and what Read deny rules cover.
 fn session_bounds(loaded: &crate::config::Loaded, hooks: &HookConfig) -> Bounds {
     let mut commands: Vec<String> = hooks.hooks.iter().map(|h| h.command.clone()).collect();
     for servers in [&loaded.config.mcp, &loaded.config.lsp] {
@@ -156,6 +156,7 @@ fn session_bounds(loaded: &crate::config::Loaded, hooks: &HookConfig) -> Bounds 
     }
     let commands: Vec<&str> = commands.iter().map(String::as_str).collect();
     Bounds::for_session(&loaded.data_dir, &loaded.cwd, &commands)
+        .deny_reads(loaded.claude_rules.read_denied())
 }
 
 /// The API keys of the providers crush can call, named after their provider (in the catalog's

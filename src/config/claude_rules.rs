@@ -218,6 +218,22 @@ impl ClaudeRules {
     }
 }
 
+impl ClaudeRules {
+    /// The globs of the Read deny rules (absolute, without the leading `/`): grep, glob and ls
+    /// leave out what they cover as they walk a folder, as Claude Code's Grep and Glob do "on a
+    /// best-effort basis" (crush(1) SECURITY). A bare `Read` denies every call already.
+    pub(crate) fn read_denied(&self) -> Vec<String> {
+        self.rules
+            .iter()
+            .filter(|r| r.effect == Effect::Deny && r.tool == "Read")
+            .filter_map(|r| match &r.spec {
+                Spec::Path(g) => Some(g.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
 impl Rule {
     fn matches(&self, effect: Effect, input: &Value, cwd: &Path) -> bool {
         let field = |k: &str| input.get(k).and_then(Value::as_str);
@@ -439,6 +455,8 @@ mod tests {
             effect(&r, "view", json!({ "file_path": home })),
             Some(Effect::Allow)
         );
+        // What grep, glob and ls leave out as they walk: the Read deny rules' globs.
+        assert_eq!(r.read_denied(), ["p/**/.env"]);
         let fetch = |u: &str| effect(&r, "fetch", json!({ "url": u }));
         assert_eq!(fetch("https://docs.rs/serde"), Some(Effect::Allow));
         assert_eq!(fetch("https://api.docs.rs/x"), Some(Effect::Allow));

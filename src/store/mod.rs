@@ -16,6 +16,7 @@ pub(crate) mod hashid;
 pub(crate) mod projects;
 mod schema;
 pub(crate) mod stats;
+mod watchdog;
 
 #[derive(Debug)]
 pub(crate) enum StoreError {
@@ -239,6 +240,10 @@ pub(crate) struct UsageRow {
 }
 
 pub(crate) struct Store {
+    /// What the signal watchdog does with the connection if crush is stuck when it ends the
+    /// process (`watchdog`). Declared before `conn`, so it is taken back before the connection
+    /// closes (fields drop in order).
+    _last_word: Option<crate::signal::LastWord>,
     conn: Connection,
     path: PathBuf,
     layout: Layout,
@@ -381,7 +386,20 @@ impl Store {
             std::fs::create_dir_all(parent)
                 .map_err(|e| open_err(format!("cannot create {}: {e}", parent.display())))?;
         }
-        let conn = Connection::open(path).map_err(|e| open_err(e.to_string()))?;
+        // Serialized (full mutex), unlike rusqlite's default: the signal watchdog may close the
+        // database from its own thread (`watchdog`).
+        let flags = (rusqlite::OpenFlags::default() - rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX)
+            | rusqlite::OpenFlags::SQLITE_OPEN_FULL_MUTEX;
+        let conn = Connection::open_with_flags(path, flags).map_err(|e| open_err(e.to_string()))?;
+        // SAFETY: the registration holding the handle is the store's `_last_word`, dropped
+        // before its connection.
+        let handle = unsafe { watchdog::Handle::new(conn.handle()) };
+        let last_word = crate::signal::on_forced_exit(move || {
+            if let Some(held) = handle.close() {
+                // The process ends next: nothing more may start on the connection.
+                std::mem::forget(held);
+            }
+        });
         // Every step runs the same few statements: prepare each once per process.
         conn.set_prepared_statement_cache_capacity(64);
         conn.busy_timeout(Duration::from_millis(30_000))
@@ -418,6 +436,7 @@ impl Store {
             .map_err(|e| open_err(e.to_string()))?;
 
         let store = Store {
+            _last_word: Some(last_word),
             conn,
             path: path.to_path_buf(),
             layout: Layout::full(),
@@ -485,6 +504,7 @@ impl Store {
         }
         let layout = Layout::probe(&conn, found).map_err(open_err)?;
         Ok(Store {
+            _last_word: None,
             conn,
             path: path.to_path_buf(),
             layout,

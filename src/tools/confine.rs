@@ -12,6 +12,7 @@
 //! the project leads out unnoticed.
 
 use super::ToolError;
+use super::ignore::Glob;
 use crate::paths::canonicalize_lenient;
 use std::ffi::OsStr;
 use std::path::{Component, Path, PathBuf};
@@ -58,6 +59,9 @@ pub(crate) struct Bounds {
     pub guarded_dirs: Vec<PathBuf>,
     /// Single files (canonical) that are guarded: the scripts hooks and servers run.
     pub guarded_files: Vec<PathBuf>,
+    /// What Read deny rules cover (Claude Code's `permissions.deny`, crush(1) SECURITY): absolute
+    /// globs without their leading `/`, which the tools that walk folders leave out (`ReadDeny`).
+    pub read_denied: Vec<String>,
 }
 
 /// Names that are guarded wherever they are in the project.
@@ -100,6 +104,45 @@ impl Bounds {
             data_dirs: vec![real(project_data), real(&crate::paths::global_data_dir())],
             guarded_dirs,
             guarded_files,
+            read_denied: Vec::new(),
+        }
+    }
+
+    /// These bounds with `globs` (absolute, without the leading `/`) denied to the walks, each
+    /// also with its folders before the first wildcard resolved (`canonicalize_lenient`): the
+    /// walks see resolved paths.
+    pub(crate) fn deny_reads(mut self, globs: Vec<String>) -> Bounds {
+        for g in globs {
+            let fixed: Vec<&str> = g
+                .split('/')
+                .take_while(|c| !c.contains(['*', '?', '[', '\\']))
+                .collect();
+            let rest = &g[fixed
+                .iter()
+                .map(|c| c.len() + 1)
+                .sum::<usize>()
+                .min(g.len())..];
+            let real = canonicalize_lenient(&Path::new("/").join(fixed.join("/")));
+            let real = real.to_string_lossy();
+            let mut resolved = real.trim_start_matches('/').to_string();
+            if !rest.is_empty() {
+                resolved = format!("{resolved}/{rest}");
+            }
+            if resolved != g && !self.read_denied.contains(&resolved) {
+                self.read_denied.push(resolved);
+            }
+            if !self.read_denied.contains(&g) {
+                self.read_denied.push(g);
+            }
+        }
+        self
+    }
+
+    /// The Read deny rules, ready for one walk.
+    pub(crate) fn read_deny(&self) -> ReadDeny {
+        ReadDeny {
+            globs: self.read_denied.iter().map(|g| Glob::new(g)).collect(),
+            left_out: 0,
         }
     }
 
@@ -140,6 +183,71 @@ impl Bounds {
             Ok(rel) if guarded_in_project(rel) => Zone::Guarded,
             Ok(_) => Zone::Project,
             Err(_) => Zone::Outside,
+        }
+    }
+}
+
+/// What Read deny rules cover, for the tools that walk folders (grep, glob, ls): a file or folder
+/// they cover is left out of the walk and counted, and the result says how many were
+/// (crush(1) SECURITY). A call whose own path a rule covers is denied before it runs.
+#[derive(Debug, Default)]
+pub(crate) struct ReadDeny {
+    globs: Vec<Glob>,
+    /// Files and folders left out so far.
+    pub left_out: usize,
+}
+
+impl ReadDeny {
+    /// Whether a rule covers `path` (absolute), a folder when `is_dir`; not its ancestors (a
+    /// walk does not enter a folder left out).
+    fn covers(&self, path: &Path, is_dir: bool) -> bool {
+        if self.globs.is_empty() {
+            return false;
+        }
+        let s = path.to_string_lossy();
+        let rel = s.trim_start_matches('/');
+        let dir = format!("{rel}/");
+        self.globs
+            .iter()
+            .any(|g| g.matches(rel) || (is_dir && g.matches(&dir)))
+    }
+
+    /// Whether to leave `path` out of a walk (counted when so).
+    pub(crate) fn skip(&mut self, path: &Path, is_dir: bool) -> bool {
+        let covered = self.covers(path, is_dir);
+        self.left_out += usize::from(covered);
+        covered
+    }
+
+    /// Whether to leave out `path`, a file found below the walk's `root` by another program
+    /// (ripgrep): it, or a folder between it and `root`, is covered (counted once).
+    pub(crate) fn skip_found(&mut self, root: &Path, path: &Path) -> bool {
+        if self.globs.is_empty() {
+            return false;
+        }
+        let covered = self.covers(path, false)
+            || path
+                .ancestors()
+                .skip(1)
+                .take_while(|a| a.starts_with(root) && *a != root)
+                .any(|a| self.covers(a, true));
+        self.left_out += usize::from(covered);
+        covered
+    }
+
+    /// Whether a rule covers `root`, or a folder above it: then the walk finds nothing.
+    pub(crate) fn covers_root(&self, root: &Path) -> bool {
+        root.ancestors().any(|a| self.covers(a, true))
+    }
+
+    /// The line a result ends with when something was left out.
+    pub(crate) fn note(&self) -> Option<String> {
+        match self.left_out {
+            0 => None,
+            1 => Some("(1 file or folder was left out: a Read deny rule covers it.)".into()),
+            n => Some(format!(
+                "({n} files or folders were left out: a Read deny rule covers them.)"
+            )),
         }
     }
 }
@@ -280,6 +388,42 @@ mod tests {
             assert!(e.contains("outside this agent's directory"), "{e}");
         }
         assert!(Bounds::default().admit(Path::new("/etc/passwd")).is_ok());
+    }
+
+    #[test]
+    fn read_deny_rules_leave_files_and_folders_out_of_a_walk() {
+        let t = tempfile::tempdir().unwrap();
+        let root = canonicalize_lenient(t.path()).join("p");
+        std::fs::create_dir(&root).unwrap();
+        // A rule written through a link still covers the resolved paths the walks see.
+        let link = canonicalize_lenient(t.path()).join("link");
+        std::os::unix::fs::symlink(&root, &link).unwrap();
+        let rel = |p: &Path| p.to_string_lossy().trim_start_matches('/').to_string();
+        let b = Bounds::default().deny_reads(vec![
+            format!("{}/**/.env", rel(&link)),
+            format!("{}/secrets/**", rel(&root)),
+            format!("{}/private", rel(&root)),
+        ]);
+        let mut d = b.read_deny();
+        assert!(d.skip(&root.join(".env"), false));
+        assert!(d.skip(&root.join("sub/.env"), false));
+        assert!(!d.skip(&root.join("env"), false));
+        assert!(d.skip(&root.join("secrets"), true));
+        assert!(d.skip(&root.join("private"), true));
+        // Found by ripgrep below a covered folder.
+        assert!(d.skip_found(&root, &root.join("private/a/b.txt")));
+        assert!(!d.skip_found(&root, &root.join("src/a.rs")));
+        assert_eq!(d.left_out, 5);
+        assert_eq!(
+            d.note().unwrap(),
+            "(5 files or folders were left out: a Read deny rule covers them.)"
+        );
+        assert!(d.covers_root(&root.join("private/a")));
+        assert!(!d.covers_root(&root));
+        // Without rules nothing is left out, and nothing is said.
+        let mut none = Bounds::default().read_deny();
+        assert!(!none.skip(&root.join(".env"), false));
+        assert_eq!(none.note(), None);
     }
 
     #[test]

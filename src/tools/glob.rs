@@ -5,6 +5,7 @@ use super::ToolError;
 use super::common::{
     inside_project, mtime_ns, opt_str, outside_project_permission, req_str, resolve_or_cwd,
 };
+use super::confine::ReadDeny;
 use super::ignore::{self, CrushIgnoreFilter, Flow, GlobSet, WalkOptions};
 use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
 use crate::paths::canonicalize_lenient;
@@ -44,6 +45,7 @@ fn rg_files(
     root: &Path,
     pattern: &str,
     top: Option<&Path>,
+    deny: &mut ReadDeny,
     cancel: &std::sync::Arc<AtomicBool>,
 ) -> Option<(Vec<PathBuf>, bool)> {
     let mut argv = vec![
@@ -74,6 +76,7 @@ fn rg_files(
         .map(|l| root.join(l))
         .filter(|p| p.is_file())
         .filter(|p| filter.as_mut().is_none_or(|f| !f.ignored(p, false)))
+        .filter(|p| !deny.skip_found(root, p))
         .collect();
     Some((files, r.timed_out || r.canceled))
 }
@@ -83,6 +86,7 @@ pub(crate) fn walk_files(
     root: &Path,
     pattern: &str,
     top: Option<&Path>,
+    deny: &mut ReadDeny,
     cancel: &AtomicBool,
 ) -> (Vec<PathBuf>, bool) {
     let set = GlobSet::new(pattern);
@@ -103,7 +107,11 @@ pub(crate) fn walk_files(
             stopped = true;
             return Flow::Stop;
         }
-        if !e.is_dir && set.matches(&e.rel) {
+        if e.is_dir {
+            if deny.skip(&e.path, true) {
+                return Flow::Skip;
+            }
+        } else if set.matches(&e.rel) && !deny.skip(&e.path, false) {
             files.push(e.path.clone());
         }
         Flow::Continue
@@ -119,13 +127,25 @@ fn find(input: &Value, ctx: &ToolCtx, allow_rg: bool) -> Result<ToolOutput, Tool
     }
     let project = canonicalize_lenient(ctx.project_root);
     let top = inside_project(ctx, &root).then_some(project.as_path());
+    let mut deny = ctx.bounds.read_deny();
+    if deny.covers_root(&root) {
+        return Err(format!(
+            "{} is covered by a Read deny rule; glob does not search it",
+            root.display()
+        )
+        .into());
+    }
     let found = match ignore::find_rg().filter(|_| allow_rg) {
-        Some(rg) => rg_files(&rg, &root, pattern, top, &ctx.cancel),
+        Some(rg) => rg_files(&rg, &root, pattern, top, &mut deny, &ctx.cancel),
         None => None,
     };
     let (files, stopped) = match found {
         Some(f) => f,
-        None => walk_files(&root, pattern, top, &ctx.cancel),
+        None => {
+            // A search that fell back to the walk counts afresh.
+            deny.left_out = 0;
+            walk_files(&root, pattern, top, &mut deny, &ctx.cancel)
+        }
     };
     let total = files.len();
     let mut files = sort_newest_first(files);
@@ -150,6 +170,9 @@ fn find(input: &Value, ctx: &ToolCtx, allow_rg: bool) -> Result<ToolOutput, Tool
         content.push_str(
             "\n\n(The search was stopped before it finished; results may be incomplete.)",
         );
+    }
+    if let Some(note) = deny.note() {
+        content.push_str(&format!("\n\n{note}"));
     }
     Ok(ToolOutput {
         content,

@@ -7,6 +7,7 @@ use super::common::{
     file_kind, inside_project, looks_binary, mtime_ns, open_regular, opt_bool, opt_str,
     outside_project_permission, req_str, resolve_or_cwd, truncate_line,
 };
+use super::confine::ReadDeny;
 use super::glob::{SEARCH_TIMEOUT, wants_hidden};
 use super::ignore::{self, CrushIgnoreFilter, Flow, GlobSet, WalkOptions};
 use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
@@ -42,6 +43,7 @@ fn rg_search(
     root: &Path,
     q: &Query,
     top: Option<&Path>,
+    deny: &mut ReadDeny,
     cancel: &std::sync::Arc<AtomicBool>,
 ) -> Result<Option<(Matches, bool)>, ToolError> {
     let (cwd, target) = if root.is_dir() {
@@ -107,6 +109,8 @@ fn rg_search(
     }
     let mut filter = top.map(CrushIgnoreFilter::new);
     let mut matches = Matches::new();
+    // Files a Read deny rule covers, counted at their first line.
+    let mut denied = std::collections::HashSet::new();
     for line in r.stdout_text().lines() {
         let Some((file, rest)) = line.split_once('\0') else {
             continue;
@@ -123,6 +127,13 @@ fn rg_search(
         }
         let path = cwd.join(rel);
         if filter.as_mut().is_some_and(|f| f.ignored(&path, false)) {
+            continue;
+        }
+        if denied.contains(&path) {
+            continue;
+        }
+        if !matches.contains_key(&path) && deny.skip_found(&cwd, &path) {
+            denied.insert(path);
             continue;
         }
         matches
@@ -179,6 +190,7 @@ fn walk_search(
     root: &Path,
     q: &Query,
     top: Option<&Path>,
+    deny: &mut ReadDeny,
     cancel: &AtomicBool,
 ) -> Result<(Matches, bool), ToolError> {
     let re = build_regex(q)?;
@@ -200,7 +212,11 @@ fn walk_search(
             stopped = true;
             return Flow::Stop;
         }
-        if !e.is_dir && include.as_ref().is_none_or(|g| g.matches(&e.rel)) {
+        if e.is_dir {
+            if deny.skip(&e.path, true) {
+                return Flow::Skip;
+            }
+        } else if include.as_ref().is_none_or(|g| g.matches(&e.rel)) && !deny.skip(&e.path, false) {
             search_file(&re, &e.path, &mut matches);
         }
         Flow::Continue
@@ -229,14 +245,27 @@ fn search(input: &Value, ctx: &ToolCtx, allow_rg: bool) -> Result<ToolOutput, To
     }
     let project = canonicalize_lenient(ctx.project_root);
     let top = inside_project(ctx, &root).then_some(project.as_path());
+    let mut deny = ctx.bounds.read_deny();
+    if deny.covers_root(&root) {
+        return Err(format!(
+            "{} is covered by a Read deny rule; grep does not search it",
+            root.display()
+        )
+        .into());
+    }
     let via_rg = match ignore::find_rg().filter(|_| allow_rg) {
-        Some(rg) => rg_search(&rg, &root, &q, top, &ctx.cancel)?,
+        Some(rg) => rg_search(&rg, &root, &q, top, &mut deny, &ctx.cancel)?,
         None => None,
     };
     let (matches, stopped) = match via_rg {
         Some(m) => m,
-        None => walk_search(&root, &q, top, &ctx.cancel)?,
+        None => {
+            // A search that fell back to the walk counts afresh.
+            deny.left_out = 0;
+            walk_search(&root, &q, top, &mut deny, &ctx.cancel)?
+        }
     };
+    let left_out = deny.note();
 
     let mut files: Vec<(i64, PathBuf, Vec<MatchLine>)> = matches
         .into_iter()
@@ -254,6 +283,9 @@ fn search(input: &Value, ctx: &ToolCtx, allow_rg: bool) -> Result<ToolOutput, To
         let mut content = "No files found".to_string();
         if stopped {
             content.push_str(" (the search was stopped before it finished)");
+        }
+        if let Some(note) = &left_out {
+            content.push_str(&format!("\n\n{note}"));
         }
         return Ok(ToolOutput {
             content,
@@ -295,6 +327,10 @@ fn search(input: &Value, ctx: &ToolCtx, allow_rg: bool) -> Result<ToolOutput, To
     if stopped {
         content
             .push_str("(The search was stopped before it finished; results may be incomplete.)\n");
+    }
+    if let Some(note) = &left_out {
+        content.push_str(note);
+        content.push('\n');
     }
     Ok(ToolOutput {
         content: content.trim_end().to_string(),

@@ -2,6 +2,7 @@
 
 use super::ToolError;
 use super::common::{inside_project, opt_str, opt_u64, outside_project_permission, resolve_or_cwd};
+use super::confine::ReadDeny;
 use super::ignore::{self, Flow, GlobSet, WalkOptions};
 use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
 use serde_json::{Value, json};
@@ -29,12 +30,14 @@ fn ignore_patterns(input: &Value) -> Result<Vec<GlobSet>, ToolError> {
     }
 }
 
-/// The listing of `root` (entries as (relative path, is_dir)) and whether it was truncated.
+/// The listing of `root` (entries as (relative path, is_dir)) and whether it was truncated;
+/// what `deny` covers is left out (and counted there).
 pub(crate) fn list(
     root: &Path,
     top: Option<&Path>,
     depth: Option<usize>,
     ignore: &[GlobSet],
+    deny: &mut ReadDeny,
     max: usize,
 ) -> (Vec<(String, bool)>, bool) {
     let opts = WalkOptions {
@@ -46,7 +49,7 @@ pub(crate) fn list(
     let mut entries = Vec::new();
     let mut truncated = false;
     ignore::walk(root, &opts, &mut |e| {
-        if ignore.iter().any(|g| g.matches(&e.rel)) {
+        if ignore.iter().any(|g| g.matches(&e.rel)) || deny.skip(&e.path, e.is_dir) {
             return Flow::Skip;
         }
         if entries.len() >= max {
@@ -178,7 +181,14 @@ impl Tool for Ls {
         }
         let root = crate::paths::canonicalize_lenient(ctx.project_root);
         let top = inside_project(ctx, &path).then_some(root.as_path());
-        let (entries, truncated) = list(&path, top, depth, &ignore, MAX_ENTRIES);
+        let mut deny = ctx.bounds.read_deny();
+        if deny.covers_root(&path) {
+            return Err(ToolError::from(format!(
+                "{} is covered by a Read deny rule; ls does not list it",
+                path.display()
+            )));
+        }
+        let (entries, truncated) = list(&path, top, depth, &ignore, &mut deny, MAX_ENTRIES);
         let mut content = String::new();
         if truncated {
             content.push_str(&format!(
@@ -191,6 +201,9 @@ impl Tool for Ls {
         content.push_str(&render(&path, &entries));
         if entries.is_empty() {
             content.push_str("(empty)\n");
+        }
+        if let Some(note) = deny.note() {
+            content.push_str(&format!("\n{note}\n"));
         }
         Ok(ToolOutput {
             content,
@@ -242,7 +255,7 @@ mod tests {
         for i in 0..30 {
             fx.write(&format!("d{i}/f.txt"), "");
         }
-        let (entries, truncated) = list(fx.root(), None, None, &[], 40);
+        let (entries, truncated) = list(fx.root(), None, None, &[], &mut ReadDeny::default(), 40);
         assert!(truncated);
         assert_eq!(entries.len(), 40);
         // Breadth first: all top-level directories come before their contents.

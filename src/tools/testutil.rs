@@ -184,6 +184,7 @@ static NO_BOUNDS: super::confine::Bounds = super::confine::Bounds {
     data_dirs: Vec::new(),
     guarded_dirs: Vec::new(),
     guarded_files: Vec::new(),
+    read_denied: Vec::new(),
 };
 
 static NO_SKILLS: super::SkillFiles = super::SkillFiles {

@@ -364,3 +364,59 @@ fn run_stdout_after_a_mid_stream_retry_is_the_stored_answer() {
     );
     assert_eq!(out.stdout, "Here is the full answer: 42.\n");
 }
+
+/// Bytes waiting in the pipe `fd` (FIONREAD).
+fn pipe_bytes(fd: i32) -> i32 {
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int through the pointer.
+    unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n) };
+    n
+}
+
+#[test]
+fn a_shutdown_stuck_past_the_grace_still_leaves_the_database_closed() {
+    use std::os::fd::AsRawFd;
+    // An answer far larger than a pipe holds, to a stdout nobody reads: crush blocks writing it
+    // and cannot act on the SIGTERM, so the watchdog ends it after the grace.
+    let server = FakeServer::with_script(vec![Reply::text(&"x".repeat(1 << 20))]);
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::OpenAi);
+    let mut cmd = env.crush();
+    cmd.env("CRUSH_TERM_GRACE", "1")
+        .args(["run", "-q", "go"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn crush");
+    let stdout = child.stdout.take().unwrap();
+    let stderr = collect(child.stderr.take().unwrap());
+    // Stuck: the pipe is full and stays so.
+    let deadline = Instant::now() + crate::support::RUN_TIMEOUT;
+    let mut last = (0, Instant::now());
+    loop {
+        let n = pipe_bytes(stdout.as_raw_fd());
+        if n != last.0 {
+            last = (n, Instant::now());
+        } else if n > 0 && last.1.elapsed() > Duration::from_millis(500) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "crush never filled its stdout");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let code = crate::support::env::wait_exit(&mut child, "the watchdog did not end crush", || {
+        text(&stderr)
+    });
+    drop(stdout);
+    assert_eq!(code, 143, "{}", text(&stderr));
+    // The main thread never got to close the store: the watchdog did.
+    let log =
+        std::fs::read_to_string(env.project().join(".crush/logs/crush.log")).unwrap_or_default();
+    assert!(log.contains("did not stop in time"), "{log}");
+    assert_db_at_rest(&env);
+    let list = env.run(&["sessions", "list", "--json"], None);
+    list.assert_success();
+    let sessions: Value = serde_json::from_str(&list.stdout).unwrap();
+    assert_eq!(sessions.as_array().map(Vec::len), Some(1), "{sessions}");
+}

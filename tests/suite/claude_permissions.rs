@@ -117,6 +117,49 @@ fn read_deny_rules_refuse_the_reading_tools_inside_the_project() {
 }
 
 #[test]
+fn read_deny_rules_leave_covered_files_out_of_folder_wide_grep_glob_and_ls() {
+    let env = TestEnv::new();
+    env.write_project_file(".env", "SECRET=hunter2\n");
+    env.write_project_file("secrets/key.txt", "hunter2 again\n");
+    env.write_project_file("notes.txt", "a hunter was here\n");
+    write(
+        &env,
+        ".claude/settings.json",
+        &json!({"permissions": {"deny": ["Read(./.env)", "Read(./secrets/**)"]}}),
+    );
+    let server = FakeServer::with_script(vec![Reply::tool_calls(vec![
+        ToolCall::new("grep", json!({"pattern": "hunter", "path": "."})),
+        // Hidden files are searched when the include names them.
+        ToolCall::new("grep", json!({"pattern": "hunter", "include": ".env*"})),
+        ToolCall::new("glob", json!({"pattern": "**/*"})),
+        ToolCall::new("glob", json!({"pattern": "**/.env"})),
+        ToolCall::new("ls", json!({"path": "."})),
+    ])]);
+    server.route_when(|r| !r.tool_results().is_empty(), vec![Reply::text("done")]);
+    env.use_server(&server, Dialect::OpenAi);
+    env.run(&["--trust", "run", "-q", "go"], None)
+        .assert_success();
+    // What the model was sent.
+    let sent: Vec<String> = server
+        .request(1)
+        .tool_results()
+        .into_iter()
+        .map(|(_, text, _)| text)
+        .collect();
+    assert_eq!(sent.len(), 5, "{sent:#?}");
+    for (i, text) in sent.iter().enumerate() {
+        for secret in ["hunter2", ".env", "secrets"] {
+            assert!(!text.contains(secret), "result {i} shows {secret}: {text}");
+        }
+        assert!(text.contains("left out"), "result {i} says nothing: {text}");
+    }
+    for i in [0, 2, 4] {
+        assert!(sent[i].contains("notes.txt"), "result {i}: {}", sent[i]);
+    }
+    assert!(sent[0].contains("a hunter was here"), "{}", sent[0]);
+}
+
+#[test]
 fn the_users_edit_rules_cover_edit_write_and_multiedit_but_not_guarded_files() {
     let env = TestEnv::new();
     // Relative patterns start from the working directory, as in Claude Code.
