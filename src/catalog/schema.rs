@@ -132,6 +132,9 @@ pub(crate) struct Model {
     pub cost_per_1m_in_cached: Option<f64>,
     pub cost_per_1m_out_cached: Option<f64>,
     pub context_window: u64,
+    /// 0 when unset. Go Crush reads an int64, and configurations written for Ollama give -1
+    /// ("no limit"): zero or less is read as unset, not refused (crush(1) CONFIGURATION).
+    #[serde(deserialize_with = "unset_when_not_positive")]
     pub default_max_tokens: u32,
     pub can_reason: bool,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -149,6 +152,13 @@ pub(crate) struct Model {
     /// metadata), `Some("fallback")` (a local server that tells none); None for the user's own.
     #[serde(skip)]
     pub window_source: Option<&'static str>,
+}
+
+/// An integer where zero or less means unset (0); one over `u32::MAX` is `u32::MAX`. Anything
+/// but an integer is still a type error.
+fn unset_when_not_positive<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    let n = i64::deserialize(d)?;
+    Ok(u32::try_from(n.max(0)).unwrap_or(u32::MAX))
 }
 
 impl Model {
@@ -521,6 +531,20 @@ mod tests {
         assert_eq!(back["id"], "new-one");
         let a: ProviderType = "openai-compat".into();
         assert_eq!(a, ProviderType::OpenAiCompat);
+    }
+
+    #[test]
+    fn a_default_max_tokens_of_minus_one_is_unset() {
+        // Ollama configurations give -1 for "no limit"; Go Crush reads an int64.
+        let m: Model =
+            serde_json::from_str(r#"{"id":"qwen3:14b","default_max_tokens":-1}"#).unwrap();
+        assert_eq!(m.default_max_tokens, 0);
+        let m: Model = serde_json::from_str(r#"{"id":"m","default_max_tokens":8192}"#).unwrap();
+        assert_eq!(m.default_max_tokens, 8192);
+        let m: Model =
+            serde_json::from_str(r#"{"id":"m","default_max_tokens":5000000000}"#).unwrap();
+        assert_eq!(m.default_max_tokens, u32::MAX);
+        assert!(serde_json::from_str::<Model>(r#"{"id":"m","default_max_tokens":"big"}"#).is_err());
     }
 
     #[test]

@@ -68,24 +68,30 @@ fn origin_json(o: &Origin) -> Value {
 }
 
 /// `crush config check`: every warning of the load (unknown keys, keys Go Crush reads and crush
-/// ignores, crushrc lines that did nothing), one a line, and the exit status: 1 when there is
-/// any (crush(1) CONFIGURATION).
+/// ignores, crushrc lines that did nothing) and of the hooks it defines (crush.json's and
+/// Claude Code's settings files', checked where hooks are read), one a line, and the exit
+/// status: 1 when there is any (crush(1) CONFIGURATION).
 pub(crate) fn config_check(loaded: &Loaded) -> (String, crate::exit::ExitCode) {
-    if loaded.warnings.is_empty() {
+    let mut problems = loaded.warnings.clone();
+    match crate::hooks::HookConfig::from_loaded(loaded) {
+        Ok((_, warnings)) => problems.extend(warnings),
+        Err(p) => problems.extend(p.warnings.into_iter().chain(p.errors)),
+    }
+    if problems.is_empty() {
         return (
             "configuration: no problems found\n".into(),
             crate::exit::ExitCode::Success,
         );
     }
     let mut out = String::new();
-    for w in &loaded.warnings {
+    for w in &problems {
         out.push_str(&crate::visible::text(w));
         out.push('\n');
     }
     out.push_str(&format!(
         "configuration: {} problem{}\n",
-        loaded.warnings.len(),
-        if loaded.warnings.len() == 1 { "" } else { "s" }
+        problems.len(),
+        if problems.len() == 1 { "" } else { "s" }
     ));
     (out, crate::exit::ExitCode::Failure)
 }

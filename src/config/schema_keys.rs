@@ -234,11 +234,22 @@ fn walk(shape: &Shape, v: &Value, ptr: &str, dotted: &str, warn: &mut dyn FnMut(
                 );
             }
         }
-        (Inert(why), _) => warn(
+        // An empty one (`"tools": {"ls": {}}`) changes nothing in Go Crush either.
+        (Inert(why), x) if sets_something(x) => warn(
             ptr,
             format!("'{dotted}' is read by Go Crush and ignored by crush: {why}"),
         ),
         _ => {}
+    }
+}
+
+/// Whether `v` holds a value: not null, an empty object or array, or objects of only those.
+fn sets_something(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Object(m) => m.values().any(sets_something),
+        Value::Array(a) => !a.is_empty(),
+        _ => true,
     }
 }
 
@@ -324,6 +335,19 @@ mod tests {
         assert_eq!(w.len(), 2, "{w:?}");
         assert!(w[0].contains("'options.tui' is read by Go Crush and ignored"));
         assert!(w[1].contains("'tools' is read by Go Crush and ignored"));
+    }
+
+    #[test]
+    fn an_empty_inert_key_sets_nothing_and_is_not_warned() {
+        // As published: "tools": {"ls": {}} next to real settings.
+        let w = warnings(json!({
+            "options": {"initialize_as": "AGENTS.md", "tui": {}},
+            "tools": {"ls": {}, "grep": null},
+        }));
+        assert!(w.is_empty(), "{w:?}");
+        let w = warnings(json!({"tools": {"ls": {}, "glob": {"timeout": 10}}}));
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("'tools' is read by Go Crush"), "{w:?}");
     }
 
     #[test]

@@ -219,6 +219,9 @@ const HANDLER_KEYS: &[&str] = &[
     "include_sub_agents",
     "statusMessage",
     "async",
+    // Claude Code runs such a hook in the background and wakes the model on exit 2; crush
+    // runs every hook in the turn, so its exit 2 reaches the model at once.
+    "asyncRewake",
     "shell",
     "once",
 ];
@@ -681,6 +684,22 @@ mod tests {
             "{:?}",
             p.errors
         );
+    }
+
+    #[test]
+    fn claude_code_handler_keys_are_known_and_others_warned() {
+        // As published: a PostToolUse formatter with asyncRewake and a status message.
+        let (c, w) = HookConfig::from_value(
+            &json!({"PostToolUse":[{"matcher":"Edit|Write","hooks":[
+                {"type":"command","command":".claude/hooks/format.sh","asyncRewake":true,
+                 "statusMessage":"Formatting","async":false},
+                {"type":"command","command":".claude/hooks/tests.sh","reWake":true}]}]}),
+            "/p/.claude/settings.json",
+        )
+        .unwrap();
+        assert_eq!(c.for_event(Event::PostToolUse).count(), 2);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("unknown key 'reWake'"), "{w:?}");
     }
 
     #[test]

@@ -258,8 +258,15 @@ pub(crate) fn parse_skill(
             ));
         }
     };
+    // Claude Code names a skill without a name field after its folder; in its folders
+    // (.claude/skills, ~/.claude/skills) so does crush. Elsewhere the standard's rule holds.
+    let name = match scalar(&doc, "name")? {
+        Some(n) => n,
+        None if in_claude_code_folder(&location) => folder.to_string(),
+        None => String::new(),
+    };
     Ok(Skill {
-        name: scalar(&doc, "name")?.unwrap_or_default(),
+        name,
         description: scalar(&doc, "description")?.unwrap_or_default(),
         license: scalar(&doc, "license")?,
         compatibility: scalar(&doc, "compatibility")?,
@@ -272,6 +279,14 @@ pub(crate) fn parse_skill(
         dir: None,
         source,
     })
+}
+
+/// Whether the SKILL.md at `location` is under a `.claude/skills` folder (Claude Code's).
+fn in_claude_code_folder(location: &str) -> bool {
+    let parts: Vec<_> = std::path::Path::new(location).components().collect();
+    parts
+        .windows(2)
+        .any(|w| w[0].as_os_str() == ".claude" && w[1].as_os_str() == "skills")
 }
 
 /// A folder to look for skills in.

@@ -359,3 +359,35 @@ fn view_reads_skill_files_without_asking_but_not_through_a_link_out() {
         out.content
     );
 }
+
+#[test]
+fn a_claude_code_skill_without_a_name_is_named_after_its_folder() {
+    // Claude Code's frontmatter may leave out name (the folder's is used), as published
+    // .claude/skills/*/SKILL.md files do; the standard's folders still require it.
+    let t = tempfile::tempdir().unwrap();
+    let b = fs::canonicalize(t.path()).unwrap();
+    let text = "---\ndescription: Senior engineer code review\nuser-invocable: true\nallowed-tools: Read, Grep, Bash(git diff, git log)\n---\n\n# Code Review\n";
+    let claude = b.join("proj/.claude/skills");
+    let agents = b.join("proj/.agents/skills");
+    write(&claude.join("code-review").join(SKILL_FILE), text);
+    write(&agents.join("audit").join(SKILL_FILE), text);
+    let s = discover_in(
+        &[
+            root(&claude, Source::Project),
+            root(&agents, Source::Project),
+        ],
+        &b.join("proj"),
+        &[],
+    );
+    let review = s.get("code-review").expect("named after its folder");
+    assert_eq!(review.description, "Senior engineer code review");
+    assert!(review.user_invocable);
+    assert_eq!(
+        state_of(&s, "/.claude/skills/code-review/SKILL.md"),
+        &State::Active
+    );
+    assert!(matches!(
+        state_of(&s, "/.agents/skills/audit/SKILL.md"),
+        State::Rejected(why) if why.contains("name is required")
+    ));
+}

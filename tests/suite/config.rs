@@ -372,6 +372,35 @@ fn nested_unknown_keys_warn_with_line_and_nearest_key() {
     );
 }
 
+/// config check names what the hooks reader warns about too, in crush.json and in Claude Code's
+/// settings: before, it said "no problems found" while `crush hooks list` warned.
+#[test]
+fn config_check_names_the_hooks_problems() {
+    let env = TestEnv::new();
+    env.write_project_file(
+        "crush.json",
+        r#"{"hooks": {"PreToolUse": [{"matcher": "^bash$", "command": "true", "comand": "x"}]}}"#,
+    );
+    env.write_project_file(
+        ".claude/settings.json",
+        r#"{"hooks": {"PostToolUse": [{"matcher": "Edit|Write", "hooks": [
+  {"type": "command", "command": ".claude/hooks/format.sh", "asyncRewake": true, "argz": []}]}]}}"#,
+    );
+    let check = env.run(&["--trust", "config", "check"], None);
+    assert_eq!(check.code, 1, "{}\n{}", check.stdout, check.stderr);
+    for want in [
+        "crush.json: hooks.PreToolUse[0] (hook 'true'): unknown key 'comand' ignored",
+        "settings.json: hooks.PostToolUse[0].hooks[0] (hook '.claude/hooks/format.sh'): unknown key 'argz' ignored",
+        "configuration: 2 problems",
+    ] {
+        assert!(check.stdout.contains(want), "{want}\n{}", check.stdout);
+    }
+    std::fs::remove_file(env.project().join("crush.json")).unwrap();
+    std::fs::remove_file(env.project().join(".claude/settings.json")).unwrap();
+    let clean = env.run(&["--trust", "config", "check"], None);
+    clean.assert_success();
+}
+
 #[test]
 fn a_failing_script_fails_the_load() {
     for vars in shells() {
