@@ -45,6 +45,7 @@ fn rg_files(
     pattern: &str,
     top: Option<&Path>,
     cancel: &std::sync::Arc<AtomicBool>,
+    env: &crate::env::Overlay,
 ) -> Option<(Vec<PathBuf>, bool)> {
     let mut argv = vec![
         rg.display().to_string(),
@@ -57,6 +58,7 @@ fn rg_files(
     }
     // No --glob: rg's globs override ignore files, so the pattern is applied here instead.
     let mut spec = Spec::exec(argv, root);
+    spec.env = env.vars();
     spec.timeout = Some(SEARCH_TIMEOUT);
     spec.cancel = Some(cancel.clone());
     spec.output_cap = 32 * 1024 * 1024;
@@ -120,7 +122,7 @@ fn find(input: &Value, ctx: &ToolCtx, allow_rg: bool) -> Result<ToolOutput, Tool
     let project = canonicalize_lenient(ctx.project_root);
     let top = inside_project(ctx, &root).then_some(project.as_path());
     let found = match ignore::find_rg().filter(|_| allow_rg) {
-        Some(rg) => rg_files(&rg, &root, pattern, top, &ctx.cancel),
+        Some(rg) => rg_files(&rg, &root, pattern, top, &ctx.cancel, ctx.env),
         None => None,
     };
     let (files, stopped) = match found {

@@ -1229,3 +1229,69 @@ fn the_plan_mode_offers_read_only_tools_and_refuses_a_write() {
     assert!(!env.project().join("x.txt").exists());
     assert_eq!(ed.finish().0, 0);
 }
+
+/// A second project beside the test's own (a git repository of its own, so its own project
+/// root, `.crush.json` and `.env`).
+fn second_project(env: &TestEnv) -> std::path::PathBuf {
+    let dir = env.root().join("project-b");
+    std::fs::create_dir_all(&dir).unwrap();
+    let _ = std::process::Command::new("git")
+        .args(["-c", "init.defaultBranch=main", "init", "-q"])
+        .current_dir(&dir)
+        .env("HOME", env.home())
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    dir
+}
+
+#[test]
+fn sessions_of_two_projects_each_see_their_own_env_and_dotenv() {
+    let show = "printf '%s|%s|%s' \"$GREETING\" \"$FROM_DOTENV\" \"${ONLY_A:-unset}\" > seen.txt";
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call("bash", json!({"command": show})),
+        Reply::text("A done."),
+        Reply::tool_call("bash", json!({"command": show})),
+        Reply::text("B done."),
+    ]);
+    title_route(&server);
+    let env = TestEnv::new();
+    // The provider's key comes from the session's own variables.
+    let mut cfg = env.config_for(&server, Dialect::Anthropic);
+    cfg["providers"]["fake"]["api_key"] = json!("$SESSION_KEY");
+    env.write_config(&cfg);
+    let a = env.project();
+    let b = second_project(&env);
+    for (dir, name, extra) in [(&a, "a", ", \"ONLY_A\": \"1\""), (&b, "b", "")] {
+        std::fs::write(
+            dir.join(".crush.json"),
+            format!("{{\"env\": {{\"GREETING\": \"hi-{name}\", \"SESSION_KEY\": \"key-{name}\"{extra}}}}}"),
+        )
+        .unwrap();
+        std::fs::write(dir.join(".env"), format!("FROM_DOTENV=dot-{name}\n")).unwrap();
+    }
+    let mut ed = Editor::start(&env, &["--yolo"], &[("CRUSH_TRUST_PROJECT", "1")]);
+    ed.initialize(false);
+    let open = |ed: &mut Editor, dir: &std::path::Path| -> String {
+        let r = ed.call("session/new", json!({"cwd": dir, "mcpServers": []}));
+        r["sessionId"].as_str().unwrap().to_string()
+    };
+    let sa = open(&mut ed, &a);
+    let sb = open(&mut ed, &b);
+    let p = ed.prompt(&sa, "show a");
+    assert_eq!(ed.result(p)["stopReason"], "end_turn");
+    let p = ed.prompt(&sb, "show b");
+    assert_eq!(ed.result(p)["stopReason"], "end_turn");
+    let (code, stderr) = ed.finish();
+    assert_eq!(code, 0, "{stderr}");
+    let seen = |dir: &std::path::Path| std::fs::read_to_string(dir.join("seen.txt")).unwrap();
+    assert_eq!(seen(&a), "hi-a|dot-a|1");
+    assert_eq!(seen(&b), "hi-b|dot-b|unset");
+    let keys: Vec<String> = turn_requests(&server)
+        .iter()
+        .map(|r| r.header("x-api-key").unwrap_or("").to_string())
+        .collect();
+    assert_eq!(keys, ["key-a", "key-a", "key-b", "key-b"]);
+}
