@@ -435,7 +435,7 @@ impl Session<'_> {
             );
             return Ok(json!({"stopReason": "end_turn"}));
         }
-        let text = content::expand_command(&text, &cat, mcp)
+        let expanded = content::expand_command(&text, &cat, mcp)
             .map_err(|e| RpcError::invalid_params(e.to_string()))?;
         let store = self.agent.session.store.clone();
         // The session is stored with its first prompt: a session the editor opens and never
@@ -497,6 +497,27 @@ impl Session<'_> {
         if let Some(source) = self.session_start.take() {
             self.agent.session_start(source, &mut sink);
         }
+        let text = match expanded {
+            content::Expanded::Text(t) => t,
+            // Each `!`cmd`` runs as the bash tool runs a command, asked in the editor where the
+            // permission rules say so; a refused one sends nothing (crush(1) SKILLS AND COMMANDS).
+            content::Expanded::Shell { name, segments } => {
+                let agent = &mut self.agent;
+                let made = crate::skills::catalog::join_segments(&segments, &mut |cmd| {
+                    agent.run_command_shell(cmd, &mut sink)
+                });
+                match made {
+                    Ok(t) => t,
+                    Err(_) if cancel.load(Ordering::SeqCst) => {
+                        return Ok(json!({"stopReason": "cancelled"}));
+                    }
+                    Err(e) => {
+                        sink.note(&format!("/{name} was not sent to the model: {e}"));
+                        return Ok(json!({"stopReason": "refusal"}));
+                    }
+                }
+            }
+        };
         let result = self.agent.run_turn_with(&text, attachments, &mut sink);
         if let Ok(r) = &result
             && let Err(e) = self.agent.keep_plan(r)

@@ -1295,3 +1295,75 @@ fn sessions_of_two_projects_each_see_their_own_env_and_dotenv() {
         .collect();
     assert_eq!(keys, ["key-a", "key-a", "key-b", "key-b"]);
 }
+
+#[test]
+fn a_claude_code_commands_shell_line_is_asked_in_the_editor_and_its_output_sent() {
+    let server = FakeServer::with_script(vec![Reply::text("Stamped.")]);
+    title_route(&server);
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::Anthropic);
+    env.write_project_file(
+        ".claude/commands/stamp.md",
+        "Stamp: !`touch stamped.txt && echo stamp-made`\n",
+    );
+    let mut ed = Editor::start(&env, &[], &[]);
+    ed.initialize(false);
+    let sid = ed.new_session(&env);
+    let stamped = env.project().join("stamped.txt");
+
+    // Allowed once: the command runs and its output is in the prompt.
+    let p = ed.prompt(&sid, "/stamp");
+    let ask = ed.client_request("session/request_permission");
+    assert_eq!(ask["params"]["sessionId"], sid.as_str());
+    let offered: Vec<&str> = ask["params"]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(offered, ["allow_once", "allow_always", "reject_once"]);
+    assert!(!stamped.exists(), "asked before running");
+    ed.respond(
+        &ask["id"],
+        json!({"outcome": {"outcome": "selected", "optionId": "allow_once"}}),
+    );
+    assert_eq!(ed.result(p)["stopReason"], "end_turn");
+    assert!(stamped.exists());
+    let asked_for = ed
+        .updates(&sid)
+        .into_iter()
+        .find(|u| u["sessionUpdate"] == "tool_call")
+        .unwrap_or_default();
+    assert!(
+        asked_for["title"]
+            .as_str()
+            .unwrap_or("")
+            .contains("touch stamped.txt"),
+        "{asked_for}"
+    );
+    let requests = turn_requests(&server);
+    assert_eq!(requests.len(), 1);
+    let sent = requests[0].user_texts().join("\n");
+    assert!(sent.contains("Stamp: stamp-made"), "{sent}");
+    assert!(!sent.contains("!`"), "{sent}");
+
+    // Rejected: nothing runs, nothing goes to the model, the editor is told why.
+    std::fs::remove_file(&stamped).unwrap();
+    let p = ed.prompt(&sid, "/stamp");
+    let ask = ed.client_request("session/request_permission");
+    ed.respond(
+        &ask["id"],
+        json!({"outcome": {"outcome": "selected", "optionId": "reject_once"}}),
+    );
+    assert_eq!(ed.result(p)["stopReason"], "refusal");
+    assert!(!stamped.exists());
+    assert_eq!(turn_requests(&server).len(), 1);
+    let told = text_of(&ed.updates(&sid), "agent_message_chunk");
+    assert!(
+        told.contains("/project:stamp was not sent to the model")
+            && told.contains("touch stamped.txt"),
+        "{told}"
+    );
+    let (code, stderr) = ed.finish();
+    assert_eq!(code, 0, "{stderr}");
+}
