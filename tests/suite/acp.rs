@@ -1297,6 +1297,35 @@ fn sessions_of_two_projects_each_see_their_own_env_and_dotenv() {
 }
 
 #[test]
+fn an_editor_that_closes_stdin_or_cancels_first_leaves_the_database_closed() {
+    // A finished turn, then the editor closes stdin.
+    let server = FakeServer::with_script(vec![Reply::text("done")]);
+    title_route(&server);
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::OpenAi);
+    let mut ed = Editor::start(&env, &[], &[]);
+    ed.initialize(false);
+    let sid = ed.new_session(&env);
+    let p = ed.prompt(&sid, "hello");
+    assert_eq!(ed.result(p)["stopReason"], "end_turn");
+    let (code, stderr) = ed.finish();
+    assert_eq!(code, 0, "{stderr}");
+    super::cancel::assert_db_at_rest(&env);
+
+    // A streaming turn the editor cancels, then stdin closes.
+    let server = stalled_server(&["half an answer"]);
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::OpenAi);
+    let (mut ed, sid, p) = streaming(&env, "wait");
+    ed.notify("session/cancel", json!({"sessionId": sid}));
+    assert_eq!(ed.result(p)["stopReason"], "cancelled");
+    let (code, stderr) = ed.finish();
+    assert_eq!(code, 0, "{stderr}");
+    super::cancel::assert_db_at_rest(&env);
+    assert_stored_canceled(&env, &sid);
+}
+
+#[test]
 fn a_claude_code_commands_shell_line_is_asked_in_the_editor_and_its_output_sent() {
     let server = FakeServer::with_script(vec![Reply::text("Stamped.")]);
     title_route(&server);
