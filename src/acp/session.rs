@@ -339,6 +339,10 @@ impl Worker {
             }
         }
         s.close();
+        // Left as a closed database is, as `crush run` leaves it (crush(1) SESSION STORE): a
+        // reader that opens it later makes no -wal or -shm beside it. While another session of
+        // the project still has it open, it stays as it is.
+        store.close_wal();
         if let Some(r) = reply {
             self.peer.respond(&r, Ok(json!({})));
         }

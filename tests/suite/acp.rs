@@ -1296,6 +1296,14 @@ fn sessions_of_two_projects_each_see_their_own_env_and_dotenv() {
     assert_eq!(keys, ["key-a", "key-a", "key-b", "key-b"]);
 }
 
+/// `crush.db` is left in rollback-journal mode, as `crush run` leaves it: a reader that opens it
+/// later makes no `-wal` or `-shm` beside it (byte 18 of SQLite's header: 1, not WAL's 2).
+fn assert_left_without_wal(env: &TestEnv) {
+    super::cancel::assert_db_at_rest(env);
+    let head = std::fs::read(env.project().join(".crush/crush.db")).unwrap();
+    assert_eq!(head[18], 1, "crush.db is still in WAL mode");
+}
+
 #[test]
 fn an_editor_that_closes_stdin_or_cancels_first_leaves_the_database_closed() {
     // A finished turn, then the editor closes stdin.
@@ -1310,7 +1318,7 @@ fn an_editor_that_closes_stdin_or_cancels_first_leaves_the_database_closed() {
     assert_eq!(ed.result(p)["stopReason"], "end_turn");
     let (code, stderr) = ed.finish();
     assert_eq!(code, 0, "{stderr}");
-    super::cancel::assert_db_at_rest(&env);
+    assert_left_without_wal(&env);
 
     // A streaming turn the editor cancels, then stdin closes.
     let server = stalled_server(&["half an answer"]);
@@ -1321,7 +1329,7 @@ fn an_editor_that_closes_stdin_or_cancels_first_leaves_the_database_closed() {
     assert_eq!(ed.result(p)["stopReason"], "cancelled");
     let (code, stderr) = ed.finish();
     assert_eq!(code, 0, "{stderr}");
-    super::cancel::assert_db_at_rest(&env);
+    assert_left_without_wal(&env);
     assert_stored_canceled(&env, &sid);
 }
 
