@@ -163,7 +163,8 @@ pub(crate) fn working_dir(global: &Global) -> Result<PathBuf, AppError> {
 }
 
 /// Loads the configuration with the command-line layer, prints warnings, what crushrc scripts
-/// printed and the trust notice to stderr, and exports the configuration's `env` map.
+/// printed and the trust notice to stderr. The configuration's `.env` and `env` map stay in
+/// `loaded.env`, out of the process environment (see `env::Overlay`).
 pub(crate) fn load_config(global: &Global) -> Result<Loaded, AppError> {
     let cwd = working_dir(global)?;
     let mut runtime = json!({});
@@ -221,24 +222,6 @@ pub(crate) fn load_config(global: &Global) -> Result<Loaded, AppError> {
         crate::ewriteln!("crush: {}", crate::visible::text(&n));
     }
     crate::agent::prompt::replacement(&loaded).map_err(|e| AppError::Config(e.to_string()))?;
-    for (k, v) in loaded.dotenv_vars.iter().chain(&loaded.env_vars) {
-        if std::env::var_os(k).is_some_and(|old| old == v.as_str()) {
-            continue;
-        }
-        // The loader refuses such names and values with their file:line; set_var would abort.
-        if let Some(why) = config::layers::env_problem(k, v) {
-            crate::ewriteln!(
-                "crush: warning: {}: {why}; not set",
-                crate::visible::line(k)
-            );
-            continue;
-        }
-        // SAFETY: start-up, before any turn: the only other threads that may still exist are
-        // crushrc pipe readers, which never read the environment. `crush acp` loads a session's
-        // configuration while other sessions may run; there only changed values are set, and
-        // std's own readers of the environment (spawning a child, `env::var`) take its lock.
-        unsafe { std::env::set_var(k, v) };
-    }
     if loaded.config.options.debug {
         for l in &loaded.layers {
             if let Some(p) = &l.path {

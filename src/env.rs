@@ -18,6 +18,71 @@ pub(crate) fn seconds(name: &str) -> Option<std::time::Duration> {
         .map(std::time::Duration::from_secs_f64)
 }
 
+/// The variables a loaded configuration adds to the environment: the trusted project's `.env`
+/// and the `env` map (crush(1) CONFIGURATION). They are never put into crush's own process
+/// environment, which every session of `crush acp` shares (and which C code reads without
+/// std's lock): the configuration carries them, `$VAR` lookups for its values consult them
+/// first, and every child started for its session gets them on top of crush's environment.
+/// A later entry of the same name wins (the `env` map over the `.env`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Overlay(std::sync::Arc<Vec<(String, String)>>);
+
+impl Overlay {
+    /// The overlay of `vars`, in order (a later one of the same name replaces an earlier one).
+    pub(crate) fn new(vars: impl IntoIterator<Item = (String, String)>) -> Overlay {
+        let mut out: Vec<(String, String)> = Vec::new();
+        for (k, v) in vars {
+            match out.iter_mut().find(|(n, _)| *n == k) {
+                Some(e) => e.1 = v,
+                None => out.push((k, v)),
+            }
+        }
+        Overlay(std::sync::Arc::new(out))
+    }
+
+    /// The overlay's own value of `name` (not the process environment's).
+    pub(crate) fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// `name` as the session sees it: the overlay's value, else the process environment's.
+    pub(crate) fn var(&self, name: &str) -> Option<String> {
+        match self.get(name) {
+            Some(v) => Some(v.to_string()),
+            None => std::env::var(name).ok(),
+        }
+    }
+
+    /// `var` as an `OsString` (a process variable that is not UTF-8 included).
+    pub(crate) fn var_os(&self, name: &str) -> Option<std::ffi::OsString> {
+        match self.get(name) {
+            Some(v) => Some(v.into()),
+            None => std::env::var_os(name),
+        }
+    }
+
+    /// Every variable of the overlay, for a child's environment (`proc::Spec::env`).
+    pub(crate) fn vars(&self) -> Vec<(String, String)> {
+        self.0.as_ref().clone()
+    }
+
+    /// The variables the bash tool's commands get: those `tool_keeps`.
+    pub(crate) fn for_tool(&self, allow: &[String]) -> Vec<(String, String)> {
+        self.0
+            .iter()
+            .filter(|(k, _)| tool_keeps(k, allow))
+            .cloned()
+            .collect()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 /// The environment policy (crush(1) SECURITY): which child gets which environment, in one
 /// place. The bash tool (and whatever the model starts through it) gets crush's environment
 /// without the variables whose names look secret; hooks, crushrc files, `$(...)` values and the
@@ -164,6 +229,24 @@ mod tests {
             "key=[masked ANTHROPIC_API_KEY]; abc"
         );
         assert_eq!(mask("nothing here", &s), None);
+    }
+
+    #[test]
+    fn an_overlay_is_consulted_before_the_process_environment() {
+        let o = Overlay::new([
+            ("PATH".to_string(), "/overlay/bin".to_string()),
+            ("CRUSH_OVERLAY_T".to_string(), "a".to_string()),
+            ("CRUSH_OVERLAY_T".to_string(), "b".to_string()),
+            ("MY_API_KEY".to_string(), "k".to_string()),
+        ]);
+        assert_eq!(o.var("PATH").as_deref(), Some("/overlay/bin"));
+        assert_eq!(o.get("CRUSH_OVERLAY_T"), Some("b"));
+        assert_eq!(o.vars().len(), 3);
+        assert_eq!(o.var("HOME"), std::env::var("HOME").ok());
+        assert!(o.get("HOME").is_none());
+        let tool: Vec<String> = o.for_tool(&[]).into_iter().map(|(k, _)| k).collect();
+        assert_eq!(tool, ["PATH", "CRUSH_OVERLAY_T"]);
+        assert_eq!(o.for_tool(&["MY_*".to_string()]).len(), 3);
     }
 
     #[test]

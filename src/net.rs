@@ -24,8 +24,21 @@ pub(crate) fn agent(url: &str, t: Timeouts) -> ureq::Agent {
     config(url, t).build().into()
 }
 
+/// `agent` through `proxy` (None: none), as `proxy_for_in` names it for a session.
+pub(crate) fn agent_via(url: &str, t: Timeouts, proxy: Option<&str>) -> ureq::Agent {
+    config_via(url, t, proxy).build().into()
+}
+
 /// The configuration `agent` builds from (the web tools' requests add theirs).
 fn config(url: &str, t: Timeouts) -> ureq::config::ConfigBuilder<ureq::typestate::AgentScope> {
+    config_via(url, t, proxy_for(url).as_deref())
+}
+
+fn config_via(
+    url: &str,
+    t: Timeouts,
+    proxy: Option<&str>,
+) -> ureq::config::ConfigBuilder<ureq::typestate::AgentScope> {
     let mut cfg = ureq::Agent::config_builder()
         .timeout_connect(t.connect)
         .timeout_recv_response(t.response)
@@ -33,7 +46,7 @@ fn config(url: &str, t: Timeouts) -> ureq::config::ConfigBuilder<ureq::typestate
         .timeout_global(t.global)
         .http_status_as_error(false)
         .user_agent(concat!("crush/", env!("CARGO_PKG_VERSION")))
-        .proxy(proxy_for(url).and_then(|p| ureq::Proxy::new(&p).ok()));
+        .proxy(proxy.and_then(|p| ureq::Proxy::new(p).ok()));
     if url
         .get(..8)
         .is_some_and(|s| s.eq_ignore_ascii_case("https://"))
@@ -48,6 +61,11 @@ fn config(url: &str, t: Timeouts) -> ureq::config::ConfigBuilder<ureq::typestate
 /// `all_proxy`/`ALL_PROXY`; none for this machine or a host `no_proxy`/`NO_PROXY` lists.
 pub(crate) fn proxy_for(url: &str) -> Option<String> {
     proxy_from(url, &|k| std::env::var(k).ok())
+}
+
+/// `proxy_for` with the session's variables `env` (its `.env` and `env` map) read first.
+pub(crate) fn proxy_for_in(url: &str, env: &crate::env::Overlay) -> Option<String> {
+    proxy_from(url, &|k| env.var(k))
 }
 
 fn proxy_from(url: &str, var: &dyn Fn(&str) -> Option<String>) -> Option<String> {

@@ -158,6 +158,19 @@ impl std::fmt::Display for CommandError {
 
 impl std::error::Error for CommandError {}
 
+/// What a prompt becomes before the turn.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Expanded {
+    /// The text sent to the model.
+    Text(String),
+    /// A Claude Code command whose `` !`cmd` `` run first, each as the bash tool runs a
+    /// command (its full name, its pieces; crush(1) SKILLS AND COMMANDS).
+    Shell {
+        name: String,
+        segments: Vec<crate::skills::catalog::Segment>,
+    },
+}
+
 /// A prompt whose first word names a command, skill or MCP prompt (`/NAME ARGS`, as in
 /// `crush run`; `//` escapes a leading slash) becomes what that command sends; anything else
 /// is the prompt as typed.
@@ -165,13 +178,13 @@ pub(super) fn expand_command(
     text: &str,
     cat: &crate::skills::catalog::Catalog,
     mcp: Option<&crate::mcp::Manager>,
-) -> Result<String, CommandError> {
+) -> Result<Expanded, CommandError> {
     let trimmed = text.trim_start();
     if let Some(rest) = trimmed.strip_prefix("//") {
-        return Ok(format!("/{rest}"));
+        return Ok(Expanded::Text(format!("/{rest}")));
     }
     let Some(line) = trimmed.strip_prefix('/') else {
-        return Ok(text.to_string());
+        return Ok(Expanded::Text(text.to_string()));
     };
     let (name, raw) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
     let words = crate::config::commands::split_words(raw)
@@ -180,10 +193,17 @@ pub(super) fn expand_command(
     let found = crate::skills::catalog::for_run(cat, name, words, raw)
         .map_err(|e| CommandError(e.to_string()))?;
     match found {
-        Some((entry, bound)) => entry
-            .render(&bound, mcp)
-            .map_err(|e| CommandError(e.to_string())),
-        None => Ok(text.to_string()),
+        Some((entry, bound)) => match entry.shell_segments(&bound) {
+            Some(segments) => Ok(Expanded::Shell {
+                name: entry.name.clone(),
+                segments,
+            }),
+            None => entry
+                .render(&bound, mcp)
+                .map(Expanded::Text)
+                .map_err(|e| CommandError(e.to_string())),
+        },
+        None => Ok(Expanded::Text(text.to_string())),
     }
 }
 

@@ -339,6 +339,10 @@ impl Worker {
             }
         }
         s.close();
+        // Left as a closed database is, as `crush run` leaves it (crush(1) SESSION STORE): a
+        // reader that opens it later makes no -wal or -shm beside it. While another session of
+        // the project still has it open, it stays as it is.
+        store.close_wal();
         if let Some(r) = reply {
             self.peer.respond(&r, Ok(json!({})));
         }
@@ -435,7 +439,7 @@ impl Session<'_> {
             );
             return Ok(json!({"stopReason": "end_turn"}));
         }
-        let text = content::expand_command(&text, &cat, mcp)
+        let expanded = content::expand_command(&text, &cat, mcp)
             .map_err(|e| RpcError::invalid_params(e.to_string()))?;
         let store = self.agent.session.store.clone();
         // The session is stored with its first prompt: a session the editor opens and never
@@ -497,6 +501,27 @@ impl Session<'_> {
         if let Some(source) = self.session_start.take() {
             self.agent.session_start(source, &mut sink);
         }
+        let text = match expanded {
+            content::Expanded::Text(t) => t,
+            // Each `!`cmd`` runs as the bash tool runs a command, asked in the editor where the
+            // permission rules say so; a refused one sends nothing (crush(1) SKILLS AND COMMANDS).
+            content::Expanded::Shell { name, segments } => {
+                let agent = &mut self.agent;
+                let made = crate::skills::catalog::join_segments(&segments, &mut |cmd| {
+                    agent.run_command_shell(cmd, &mut sink)
+                });
+                match made {
+                    Ok(t) => t,
+                    Err(_) if cancel.load(Ordering::SeqCst) => {
+                        return Ok(json!({"stopReason": "cancelled"}));
+                    }
+                    Err(e) => {
+                        sink.note(&format!("/{name} was not sent to the model: {e}"));
+                        return Ok(json!({"stopReason": "refusal"}));
+                    }
+                }
+            }
+        };
         let result = self.agent.run_turn_with(&text, attachments, &mut sink);
         if let Ok(r) = &result
             && let Err(e) = self.agent.keep_plan(r)

@@ -61,6 +61,7 @@ impl Agent {
             files: None,
             sandbox: None,
             shell_env_allow: options.shell_env_allow.clone(),
+            env: s.config.env.clone(),
             secrets: Arc::new(provider_secrets(&s.config)),
         };
         let toolkit = Toolkit {
@@ -169,7 +170,7 @@ fn provider_secrets(loaded: &crate::config::Loaded) -> Vec<(String, String)> {
         if p.endpoint.kind == crate::llm::ApiKind::Bedrock {
             // The AWS secrets a Bedrock provider signs with.
             for var in ["AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"] {
-                if let Ok(v) = std::env::var(var)
+                if let Some(v) = loaded.env.var(var)
                     && !v.trim().is_empty()
                     && !out.iter().any(|(_, x)| *x == v)
                 {

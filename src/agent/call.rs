@@ -776,6 +776,7 @@ impl Agent {
             session_models: models.as_ref(),
             diagnostics: self.toolkit.lsp.as_ref().map(|l| l as &dyn Diagnostics),
             shell_env_allow: &self.workspace.shell_env_allow,
+            env: &self.workspace.env,
             env_file: self.session.env_file.as_deref(),
             files: self.workspace.files.as_deref(),
             skills: &self.toolkit.skill_files,

@@ -261,6 +261,8 @@ pub(crate) struct Workspace {
     pub sandbox: Option<Arc<crate::sandbox::Sandbox>>,
     /// Variables the bash tool keeps although their names look secret (`options.shell_env_allow`).
     pub shell_env_allow: Vec<String>,
+    /// The session's variables (`Loaded::env`).
+    pub env: crate::env::Overlay,
     /// (name, value) of the providers' API keys: masked in every tool output (crush(1) SECURITY).
     pub secrets: Arc<Vec<(String, String)>>,
 }

@@ -105,7 +105,7 @@ fn collect(p: &Path, inside: Option<&Path>, out: &mut Vec<PathBuf>) {
     }
 }
 
-fn git_status(cwd: &Path) -> Option<String> {
+fn git_status(cwd: &Path, env: &crate::env::Overlay) -> Option<String> {
     // The directory's own `.git/config` may name programs (an unpacked archive can hold one):
     // crush's own status runs none of them. It is left out when the configuration names any
     // (a clean filter runs on status); the monitor is turned off and the index left as it is
@@ -125,6 +125,7 @@ fn git_status(cwd: &Path) -> Option<String> {
     .map(String::from)
     .to_vec();
     let mut spec = crate::proc::Spec::exec(argv, cwd);
+    spec.env = env.vars();
     // A status that takes longer than this is left out rather than holding up the turn.
     spec.timeout = Some(std::time::Duration::from_secs(10));
     // Fixed arguments, no program of the repository's own (checked above): no job server.
@@ -157,6 +158,8 @@ pub(crate) struct PromptInputs<'a> {
     pub environment: bool,
     /// How commits the agent makes are attributed (`options.attribution`).
     pub attribution: Attribution,
+    /// The session's variables, which crush's own git status gets as every child does.
+    pub env: &'a crate::env::Overlay,
 }
 
 /// `options.attribution` as Go Crush reads it: `trailer_style` none, co-authored-by or
@@ -245,7 +248,7 @@ pub(crate) fn system_prompt(inp: &PromptInputs) -> String {
     s.push_str(&format!("Model: {}\n", inp.model));
     s.push_str("</env>\n");
     s.push_str(&inp.attribution.instructions(inp.model));
-    if is_git && let Some(st) = git_status(inp.cwd) {
+    if is_git && let Some(st) = git_status(inp.cwd, inp.env) {
         s.push_str("\n<git_status>\n");
         s.push_str(&st);
         s.push_str("\n</git_status>\n");
@@ -459,6 +462,7 @@ pub(crate) fn for_config(
         base: base.as_deref(),
         environment: with_environment(loaded),
         attribution: Attribution::from_config(&opts.attribution),
+        env: &loaded.env,
     })
 }
 
@@ -617,6 +621,7 @@ mod tests {
             base: None,
             environment: true,
             attribution: Attribution::from_config(&serde_json::json!({})),
+            env: &Default::default(),
         };
         let a = system_prompt(&inputs);
         assert!(a.contains("<file path=") && a.contains("claude"));

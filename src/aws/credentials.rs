@@ -9,6 +9,7 @@
 //! until five minutes before they expire, or until `forget` (after the service refused them).
 
 use super::sigv4::Credentials;
+use crate::env::Overlay;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -76,8 +77,30 @@ impl Default for Limits {
     }
 }
 
+thread_local! {
+    /// The session's variables (its `.env` and `env` map, `env::Overlay`) while one of this
+    /// module's entry points runs on this thread: `var` reads them before the process's.
+    static SESSION_ENV: std::cell::RefCell<Overlay> = std::cell::RefCell::new(Overlay::default());
+}
+
+/// Runs `f` with `env` as the session's variables; the previous ones are back afterwards.
+fn scoped<T>(env: &Overlay, f: impl FnOnce() -> T) -> T {
+    struct Restore(Option<Overlay>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            if let Some(prev) = self.0.take() {
+                SESSION_ENV.with(|e| *e.borrow_mut() = prev);
+            }
+        }
+    }
+    let _restore = Restore(Some(SESSION_ENV.with(|e| e.replace(env.clone()))));
+    f()
+}
+
 fn var(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+    SESSION_ENV
+        .with(|e| e.borrow().var(name))
+        .filter(|v| !v.trim().is_empty())
 }
 
 fn home() -> PathBuf {
@@ -102,9 +125,14 @@ pub(crate) fn profile_name() -> String {
         .unwrap_or_else(|| "default".into())
 }
 
-/// Whether anything that can give credentials is set up (the variables, a profile, the shared
-/// files): a catalog Bedrock provider is offered only then. Looks at files without reading them.
-pub(crate) fn configured() -> bool {
+/// Whether anything that can give credentials is set up (the variables, the session's `env`
+/// first, a profile, the shared files): a catalog Bedrock provider is offered only then. Looks
+/// at files without reading them.
+pub(crate) fn configured(env: &Overlay) -> bool {
+    scoped(env, configured_here)
+}
+
+fn configured_here() -> bool {
     [
         "AWS_BEARER_TOKEN_BEDROCK",
         "AWS_PROFILE",
@@ -207,8 +235,13 @@ fn load_profile(name: &str) -> Option<Profile> {
     })
 }
 
-/// The region: `AWS_REGION`, else `AWS_DEFAULT_REGION`, else the profile's `region`.
-pub(crate) fn region() -> Option<String> {
+/// The region: `AWS_REGION`, else `AWS_DEFAULT_REGION`, else the profile's `region` (the
+/// session's variables `env` first).
+pub(crate) fn region(env: &Overlay) -> Option<String> {
+    scoped(env, region_here)
+}
+
+fn region_here() -> Option<String> {
     var("AWS_REGION")
         .or_else(|| var("AWS_DEFAULT_REGION"))
         .or_else(|| {
@@ -228,8 +261,13 @@ pub(crate) fn forget() {
     cache().lock().unwrap_or_else(|e| e.into_inner()).clear();
 }
 
-/// The credentials to sign with now.
-pub(crate) fn resolve(limits: &Limits) -> Result<Resolved, CredError> {
+/// The credentials to sign with now, from the session's variables `env` first, then crush's
+/// environment; a `credential_process` gets `env` on top of crush's environment.
+pub(crate) fn resolve(limits: &Limits, env: &Overlay) -> Result<Resolved, CredError> {
+    scoped(env, || resolve_here(limits))
+}
+
+fn resolve_here(limits: &Limits) -> Result<Resolved, CredError> {
     if let (Some(id), Some(secret)) = (var("AWS_ACCESS_KEY_ID"), var("AWS_SECRET_ACCESS_KEY")) {
         return Ok(Resolved {
             creds: Credentials {
@@ -367,6 +405,7 @@ fn parse_time(s: &str) -> Option<i64> {
 fn process(name: &str, cmd: &str, limits: &Limits) -> Result<Resolved, CredError> {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
     let mut spec = crate::proc::Spec::shell(cmd, cwd);
+    spec.env = SESSION_ENV.with(|e| e.borrow().vars());
     spec.timeout = Some(limits.process);
     spec.output_cap = 64 * 1024;
     let what = format!("the credential_process of AWS profile '{name}'");
@@ -414,7 +453,13 @@ fn first_line(s: &str) -> String {
 
 /// The endpoint of an AWS service: `AWS_ENDPOINT_URL_<SERVICE>`, else `AWS_ENDPOINT_URL`, else
 /// `default` (AWS's own way to point its tools elsewhere).
-pub(crate) fn endpoint_override(service_env: &str) -> Option<String> {
+/// The session's variables `env` come first.
+pub(crate) fn endpoint_override(service_env: &str, env: &Overlay) -> Option<String> {
+    scoped(env, || endpoint_here(service_env))
+}
+
+/// `endpoint_override` with the variables of the entry point running.
+fn endpoint_here(service_env: &str) -> Option<String> {
     var(&format!("AWS_ENDPOINT_URL_{service_env}")).or_else(|| var("AWS_ENDPOINT_URL"))
 }
 
@@ -554,7 +599,7 @@ fn sso(p: &Profile, limits: &Limits) -> Result<Resolved, CredError> {
             "the SSO sign-in of AWS profile '{name}' has expired: {login}"
         )));
     }
-    let base = endpoint_override("SSO")
+    let base = endpoint_here("SSO")
         .unwrap_or_else(|| format!("https://portal.sso.{sso_region}.amazonaws.com"));
     let url = format!(
         "{}/federation/credentials?account_id={}&role_name={}",
@@ -614,7 +659,7 @@ fn renew_sso_token(token: &Value, sso_region: &str, limits: &Limits) -> Option<V
         "grantType": "refresh_token",
         "refreshToken": s("refreshToken")?,
     });
-    let base = endpoint_override("SSO_OIDC")
+    let base = endpoint_here("SSO_OIDC")
         .unwrap_or_else(|| format!("https://oidc.{sso_region}.amazonaws.com"));
     let url = format!("{}/token", base.trim_end_matches('/'));
     let (status, v) = call_json(&url, &[], Some(&body), limits).ok()?;
@@ -958,7 +1003,7 @@ fn sts(
     what: &str,
 ) -> Result<Resolved, CredError> {
     let region = signer.map_or("us-east-1", |(_, r)| r);
-    let url = endpoint_override("STS").unwrap_or_else(|| {
+    let url = endpoint_here("STS").unwrap_or_else(|| {
         if region.starts_with("cn-") {
             format!("https://sts.{region}.amazonaws.com.cn/")
         } else {

@@ -31,13 +31,15 @@ pub(crate) struct Settings {
     /// How long the command may run.
     pub refresh_timeout: std::time::Duration,
     pub limits: Limits,
+    /// The session's variables (its `.env` and `env` map), read before crush's environment.
+    pub env: crate::env::Overlay,
 }
 
 impl Settings {
     /// The region calls go to: `AWS_REGION`, `AWS_DEFAULT_REGION`, the profile's, else the
     /// default.
     pub(crate) fn region(&self) -> String {
-        credentials::region().unwrap_or_else(|| self.default_region.clone())
+        credentials::region(&self.env).unwrap_or_else(|| self.default_region.clone())
     }
 }
 

@@ -163,9 +163,14 @@ impl std::error::Error for SpecError {
     }
 }
 
-/// `field`'s value expanded against the environment; the error names the field.
-pub(crate) fn expand_field(field: &str, value: &str) -> Result<String, SpecError> {
-    super::expand::expand_env(value).map_err(|source| SpecError::Field {
+/// `field`'s value expanded against the session's variables `env` and the process
+/// environment; the error names the field.
+pub(crate) fn expand_field(
+    env: &crate::env::Overlay,
+    field: &str,
+    value: &str,
+) -> Result<String, SpecError> {
+    super::expand::expand_env(value, env).map_err(|source| SpecError::Field {
         field: field.to_string(),
         source,
     })

@@ -13,6 +13,7 @@
 //! `NAME` (Go Crush's `CRUSH_` prefix override: `CRUSH_ANTHROPIC_API_KEY` wins over
 //! `ANTHROPIC_API_KEY`).
 
+use crate::env::Overlay;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Mutex;
@@ -284,16 +285,28 @@ static CACHE: Mutex<Option<HashMap<String, String>>> = Mutex::new(None);
 
 /// Runs a command substitution: `SHELL -c cmd`, stdout without trailing newlines.
 pub(crate) fn run_command(cmd: &str) -> Result<String, ExpandError> {
+    run_command_in(cmd, &Overlay::default())
+}
+
+/// `run_command` with the session's variables `env` on top of crush's environment; the cache
+/// keeps apart what one command printed with different variables.
+fn run_command_in(cmd: &str, env: &Overlay) -> Result<String, ExpandError> {
+    let key = if env.is_empty() {
+        cmd.to_string()
+    } else {
+        format!("{cmd}\0{:?}", env.vars())
+    };
     if let Some(hit) = CACHE
         .lock()
         .ok()
-        .and_then(|c| c.as_ref().and_then(|m| m.get(cmd).cloned()))
+        .and_then(|c| c.as_ref().and_then(|m| m.get(&key).cloned()))
     {
         return Ok(hit);
     }
     let limit = super::crushrc::timeout();
-    let spec =
+    let mut spec =
         crate::proc::Spec::shell(cmd, std::env::current_dir().unwrap_or_else(|_| "/".into()));
+    spec.env = env.vars();
     let fin = super::crushrc::run_limited(spec, limit).map_err(|source| ExpandError::Spawn {
         cmd: cmd.to_string(),
         source,
@@ -313,30 +326,39 @@ pub(crate) fn run_command(cmd: &str) -> Result<String, ExpandError> {
     }
     let out = fin.stdout.trim_end_matches(['\n', '\r']).to_string();
     if let Ok(mut c) = CACHE.lock() {
-        c.get_or_insert_with(HashMap::new)
-            .insert(cmd.to_string(), out.clone());
+        c.get_or_insert_with(HashMap::new).insert(key, out.clone());
     }
     Ok(out)
 }
 
-/// A variable as config values see it: `CRUSH_NAME` first, then `NAME`.
-pub(crate) fn env_var(name: &str) -> Option<String> {
-    std::env::var(format!("CRUSH_{name}"))
-        .ok()
+/// A variable as config values see it: `CRUSH_NAME` first, then `NAME`, each from the
+/// session's variables `env` first, then the process environment.
+pub(crate) fn env_var_in(env: &Overlay, name: &str) -> Option<String> {
+    env.var(&format!("CRUSH_{name}"))
         .filter(|v| !v.is_empty())
-        .or_else(|| std::env::var(name).ok())
+        .or_else(|| env.var(name))
 }
 
-/// Expansion against the process environment.
-pub(crate) fn expand_env(value: &str) -> Result<String, ExpandError> {
-    expand(value, &env_var)
+/// A variable as config values see it, from the process environment alone (what a `.env` and
+/// the `env` map are expanded against).
+pub(crate) fn env_var(name: &str) -> Option<String> {
+    env_var_in(&Overlay::default(), name)
 }
 
-/// Expansion of variables only, against the process environment: `$(...)` is an error and is
-/// never run. For values the user did not write, such as the downloaded provider catalog
-/// (it comes from the network or its cache, outside any trust decision, crush(1) CONFIGURATION).
-pub(crate) fn expand_env_vars_only(value: &str) -> Result<String, ExpandError> {
-    expand_with(value, &env_var, &|_| Err(ExpandError::NotAllowed))
+/// Expansion against the session's variables `env`, then the process environment; `$(...)`
+/// runs with `env` on top of crush's environment.
+pub(crate) fn expand_env(value: &str, env: &Overlay) -> Result<String, ExpandError> {
+    expand_with(value, &|n| env_var_in(env, n), &|c| run_command_in(c, env))
+}
+
+/// Expansion of variables only, against `env` and the process environment: `$(...)` is an
+/// error and is never run. For values the user did not write, such as the downloaded provider
+/// catalog (it comes from the network or its cache, outside any trust decision, crush(1)
+/// CONFIGURATION).
+pub(crate) fn expand_env_vars_only(value: &str, env: &Overlay) -> Result<String, ExpandError> {
+    expand_with(value, &|n| env_var_in(env, n), &|_| {
+        Err(ExpandError::NotAllowed)
+    })
 }
 
 #[cfg(test)]
@@ -360,8 +382,34 @@ mod tests {
         super::run_command(cmd).map_err(|e| e.to_string())
     }
 
+    #[test]
+    fn the_sessions_variables_come_before_the_process_environment() {
+        let env = Overlay::new([
+            ("HOME".to_string(), "/overlay-home".to_string()),
+            ("CRUSH_EXPAND_OVL".to_string(), "c".to_string()),
+            ("EXPAND_OVL".to_string(), "plain".to_string()),
+        ]);
+        assert_eq!(
+            super::expand_env("$HOME|${EXPAND_OVL}", &env).unwrap(),
+            "/overlay-home|c"
+        );
+        assert_eq!(
+            super::expand_env_vars_only("$HOME", &env).unwrap(),
+            "/overlay-home"
+        );
+        // A command substitution runs with the session's variables.
+        assert_eq!(
+            super::expand_env("$(printf %s \"$EXPAND_OVL\")", &env).unwrap(),
+            "plain"
+        );
+        assert_eq!(
+            super::expand_env("$(printf %s \"$EXPAND_OVL\")", &Overlay::default()).unwrap(),
+            ""
+        );
+    }
+
     fn expand_env_vars_only(value: &str) -> Result<String, String> {
-        super::expand_env_vars_only(value).map_err(|e| e.to_string())
+        super::expand_env_vars_only(value, &Overlay::default()).map_err(|e| e.to_string())
     }
 
     fn env(k: &str) -> Option<String> {

@@ -877,6 +877,7 @@ pub(crate) fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         ..crate::catalog::Settings::from_env(config.options.disable_provider_auto_update)
     };
     let env_vars = expand_env_map(&config, &folded.origins, &dotenv_vars)?;
+    let env = overlay(&dotenv_vars, &env_vars, &mut warnings);
     Ok(Loaded {
         config,
         layers: layers_of(&steps),
@@ -888,8 +889,7 @@ pub(crate) fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         origins: folded.origins,
         trust: review,
         guard,
-        dotenv_vars,
-        env_vars,
+        env,
         script_output: scripts,
         claude_hooks,
         claude_rules,
@@ -1061,6 +1061,24 @@ fn expand_env_map(
         out.push((k.clone(), val));
     }
     Ok(out)
+}
+
+/// The `.env`'s variables, then the `env` map's, as the session's environment overlay. The
+/// loader refuses names and values no environment can hold with their file:line; one that gets
+/// here all the same is left out with a warning.
+fn overlay(
+    dotenv: &[(String, String)],
+    env: &[(String, String)],
+    warnings: &mut Vec<String>,
+) -> crate::env::Overlay {
+    let mut vars = Vec::new();
+    for (k, v) in dotenv.iter().chain(env) {
+        match env_problem(k, v) {
+            Some(why) => warnings.push(format!("{}: {why}; not set", crate::visible::line(k))),
+            None => vars.push((k.clone(), v.clone())),
+        }
+    }
+    crate::env::Overlay::new(vars)
 }
 
 /// Whether `name` is one of crush's location variables, which a `.env` cannot set (crush(1)

@@ -43,7 +43,7 @@ fn settings(json: &str) -> Value {
 }
 
 /// A configured server; None when it is disabled. Err names the problem.
-fn spec(name: &str, v: &Value) -> Result<Option<ServerSpec>, SpecError> {
+fn spec(env: &crate::env::Overlay, name: &str, v: &Value) -> Result<Option<ServerSpec>, SpecError> {
     let Value::Object(m) = v else {
         return Err(SpecError::NotObject);
     };
@@ -53,7 +53,7 @@ fn spec(name: &str, v: &Value) -> Result<Option<ServerSpec>, SpecError> {
     {
         return Ok(None);
     }
-    let x = expand_field;
+    let x = |field: &str, value: &str| expand_field(env, field, value);
     let command = x(
         "command",
         m.get("command").and_then(Value::as_str).unwrap_or(""),
@@ -135,9 +135,11 @@ pub(crate) fn servers(loaded: &Loaded) -> Setup {
     };
     if let Value::Object(all) = &loaded.config.lsp {
         for (name, v) in all {
-            match spec(name, v) {
+            match spec(&loaded.env, name, v) {
                 Ok(Some(mut s)) => {
                     s.check = guard::Check::new(&loaded.guard, guard::What::Lsp, name);
+                    // The session's variables, under the server's own `env`.
+                    s.env = [loaded.env.vars(), std::mem::take(&mut s.env)].concat();
                     setup.specs.push(s)
                 }
                 Ok(None) => setup.disabled.push(name.clone()),
@@ -171,7 +173,7 @@ pub(crate) fn servers(loaded: &Loaded) -> Setup {
             name: k.name.to_string(),
             command: k.command.to_string(),
             args: k.args.iter().map(|a| a.to_string()).collect(),
-            env: Vec::new(),
+            env: loaded.env.vars(),
             filetypes: k.filetypes.iter().map(|s| s.to_string()).collect(),
             root_markers: k.root_markers.iter().map(|s| s.to_string()).collect(),
             init_options: Value::Null,
@@ -208,11 +210,14 @@ mod tests {
 
     #[test]
     fn configured_servers_get_the_defaults_of_the_one_they_name() {
-        let s = spec("gopls", &json!({})).unwrap().unwrap();
+        let s = spec(&Default::default(), "gopls", &json!({}))
+            .unwrap()
+            .unwrap();
         assert_eq!(s.command, "gopls");
         assert_eq!(s.filetypes, ["go", "gomod", "gowork", "gotmpl"]);
         assert_eq!(s.timeout, DEFAULT_TIMEOUT);
         let s = spec(
+            &Default::default(),
             "py",
             &json!({"command": "pyright-langserver", "timeout": 0.5, "filetypes": ["py"],
                 "env": {"A": "b"}, "init_options": {"x": 1}}),
@@ -225,15 +230,27 @@ mod tests {
         assert_eq!(s.timeout, Duration::from_millis(500));
         assert_eq!(s.init_options, json!({"x": 1}));
         assert!(s.options["python"]["analysis"].is_object());
-        assert!(spec("x", &json!({"disabled": true})).unwrap().is_none());
-        assert!(spec("gopls", &json!({"enabled": false})).unwrap().is_none());
-        assert!(spec("gopls", &json!({"enabled": true})).unwrap().is_some());
         assert!(
-            spec("mystery", &json!({}))
+            spec(&Default::default(), "x", &json!({"disabled": true}))
+                .unwrap()
+                .is_none()
+        );
+        assert!(
+            spec(&Default::default(), "gopls", &json!({"enabled": false}))
+                .unwrap()
+                .is_none()
+        );
+        assert!(
+            spec(&Default::default(), "gopls", &json!({"enabled": true}))
+                .unwrap()
+                .is_some()
+        );
+        assert!(
+            spec(&Default::default(), "mystery", &json!({}))
                 .unwrap_err()
                 .to_string()
                 .contains("needs a command")
         );
-        assert!(spec("x", &json!([])).is_err());
+        assert!(spec(&Default::default(), "x", &json!([])).is_err());
     }
 }

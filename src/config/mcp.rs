@@ -22,7 +22,7 @@ fn spec(loaded: &Loaded, name: &str, v: &Value) -> Result<ServerSpec, SpecError>
     let Value::Object(m) = v else {
         return Err(SpecError::NotObject);
     };
-    let x = expand_field;
+    let x = |field: &str, value: &str| expand_field(&loaded.env, field, value);
     let s = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or("");
     let map = |k: &str| -> Result<Vec<(String, String)>, SpecError> {
         let mut out = Vec::new();
@@ -53,7 +53,8 @@ fn spec(loaded: &Loaded, name: &str, v: &Value) -> Result<ServerSpec, SpecError>
             TransportSpec::Stdio(Command {
                 command: home_long(command.trim()),
                 args,
-                env: map("env")?,
+                // The session's variables, under the server's own `env`.
+                env: [loaded.env.vars(), map("env")?].concat(),
                 cwd: loaded.cwd.clone(),
             })
         }

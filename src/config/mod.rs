@@ -312,11 +312,12 @@ pub(crate) struct Loaded {
     /// The check before each run of the project's hooks, servers and crushrc files that their
     /// files are as trusted (crush(1) SECURITY).
     pub guard: crate::guard::Guard,
-    /// The variables of the working directory's `.env` that the environment does not set, once
-    /// the project is trusted: set before `env_vars`.
-    pub dotenv_vars: Vec<(String, String)>,
-    /// The top-level `env` map, expanded, in key order: set before providers are configured.
-    pub env_vars: Vec<(String, String)>,
+    /// The variables of the working directory's `.env` that the environment does not set (once
+    /// the project is trusted), then the top-level `env` map, expanded in key order: what `$VAR`
+    /// lookups for the configuration's values see first and what every child of the session
+    /// gets on top of crush's environment. Never put into the process environment (see
+    /// `env::Overlay`).
+    pub env: crate::env::Overlay,
     /// What crushrc scripts printed, one entry per script that printed something.
     pub script_output: Vec<String>,
     /// The hooks of Claude Code's settings files and plugins (crush(1) HOOKS), lowest priority

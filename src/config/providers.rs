@@ -192,11 +192,11 @@ fn edit_distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
-/// The first of `vars` that is set and not empty, with its name.
-fn first_var(vars: &[&'static str]) -> Option<(&'static str, String)> {
+/// The first of `vars` that is set and not empty (in the session's variables `env`, else the
+/// process environment), with its name.
+fn first_var(env: &crate::env::Overlay, vars: &[&'static str]) -> Option<(&'static str, String)> {
     vars.iter().find_map(|v| {
-        std::env::var(v)
-            .ok()
+        env.var(v)
             .filter(|x| !x.trim().is_empty())
             .map(|x| (*v, x.trim().to_string()))
     })
@@ -432,13 +432,14 @@ impl Draft<'_> {
 
     /// The user's value `v` of `field`, expanded.
     fn expand_user(&self, field: &[&str], v: &str) -> Result<String, Skip> {
-        expand::expand_env(v).map_err(|e| Skip::Unusable(format!("{}: {e}", self.at(field)), true))
+        expand::expand_env(v, &self.loaded.env)
+            .map_err(|e| Skip::Unusable(format!("{}: {e}", self.at(field)), true))
     }
 
     /// The catalog comes from the network (or its cache) and no trust decision covers it: its
     /// values get variables only, never `$(...)`; a value that cannot expand is empty.
-    fn expand_cat(v: &str) -> String {
-        expand::expand_env_vars_only(v).unwrap_or_default()
+    fn expand_cat(&self, v: &str) -> String {
+        expand::expand_env_vars_only(v, &self.loaded.env).unwrap_or_default()
     }
 
     /// A provider that lacks what it needs: a fault only when the user defined it.
@@ -502,7 +503,7 @@ impl Draft<'_> {
             for (k, v) in &c.default_headers {
                 // A catalog header built from the environment is a key too: only for home.
                 if at_home || !v.contains('$') {
-                    catalog_headers.push((k.clone(), Self::expand_cat(v)));
+                    catalog_headers.push((k.clone(), self.expand_cat(v)));
                 }
             }
         }
@@ -525,6 +526,7 @@ impl Draft<'_> {
             ambient_auth: at_home,
             aws: None,
             login,
+            env: self.loaded.env.clone(),
         };
         Ok(self.provider(endpoint, models, kind_name, discover, key.key_var))
     }
@@ -562,7 +564,9 @@ impl Draft<'_> {
             };
             match v {
                 Some(v) => self.expand_user(&[field], v),
-                None => Ok(first_var(vars).map(|(_, v)| v).unwrap_or_default()),
+                None => Ok(first_var(&self.loaded.env, vars)
+                    .map(|(_, v)| v)
+                    .unwrap_or_default()),
             }
         };
         let project = setting(
@@ -612,7 +616,7 @@ impl Draft<'_> {
         if base_url.is_empty()
             && let Some(c) = cat
         {
-            base_url = Self::expand_cat(&c.api_endpoint);
+            base_url = self.expand_cat(&c.api_endpoint);
         }
         if base_url.is_empty() && !vertex_home.is_empty() {
             base_url = vertex_home.clone();
@@ -642,7 +646,7 @@ impl Draft<'_> {
             }
         }
         let mut home = cat
-            .map(|c| Self::expand_cat(&c.api_endpoint))
+            .map(|c| self.expand_cat(&c.api_endpoint))
             .unwrap_or_default();
         if home.is_empty() {
             home = kind.default_base_url(id).unwrap_or_default().to_string();
@@ -669,7 +673,7 @@ impl Draft<'_> {
         let api_key = match &self.u.api_key {
             Some(k) => self.expand_user(&["api_key"], k)?,
             None if !at_home => String::new(),
-            None => Self::expand_cat(&env_key),
+            None => self.expand_cat(&env_key),
         };
         let var = env_key.trim_start_matches('$').trim_matches(['{', '}']);
         let key_var = Some(var.to_string()).filter(|v| {
@@ -688,7 +692,7 @@ impl Draft<'_> {
     fn azure_versioned(&self, base_url: String) -> Result<String, Skip> {
         let version = match &self.u.api_version {
             Some(v) => self.expand_user(&["api_version"], v)?,
-            None => first_var(&["AZURE_OPENAI_API_VERSION"])
+            None => first_var(&self.loaded.env, &["AZURE_OPENAI_API_VERSION"])
                 .map(|(_, v)| v)
                 .unwrap_or_default(),
         };
@@ -761,21 +765,28 @@ impl Draft<'_> {
         let u = self.u;
         let from_aws_vars = base_url.is_empty();
         let base_url = if from_aws_vars {
-            crate::aws::credentials::endpoint_override("BEDROCK_RUNTIME").unwrap_or_default()
+            crate::aws::credentials::endpoint_override("BEDROCK_RUNTIME", &self.loaded.env)
+                .unwrap_or_default()
         } else {
             base_url
         };
         let credentials_allowed = from_aws_vars || crate::aws::is_aws_url(&base_url);
         let api_key = match &u.api_key {
             Some(k) => self.expand_user(&["api_key"], k)?,
-            None if credentials_allowed => std::env::var("AWS_BEARER_TOKEN_BEDROCK")
+            None if credentials_allowed => self
+                .loaded
+                .env
+                .var("AWS_BEARER_TOKEN_BEDROCK")
                 .unwrap_or_default()
                 .trim()
                 .to_string(),
             None => String::new(),
         };
         let api_key = Some(api_key).filter(|k| !k.is_empty());
-        if api_key.is_none() && credentials_allowed && !crate::aws::credentials::configured() {
+        if api_key.is_none()
+            && credentials_allowed
+            && !crate::aws::credentials::configured(&self.loaded.env)
+        {
             return Err(self.unusable(
                 "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, \
                  AWS_PROFILE, or AWS_BEARER_TOKEN_BEDROCK (or sign in with `aws sso login`; on an EC2 \
@@ -795,10 +806,12 @@ impl Draft<'_> {
                 cwd: self.loaded.cwd.clone(),
                 refresh_timeout: std::time::Duration::from_secs(300),
                 limits: crate::aws::Limits::default(),
+                env: self.loaded.env.clone(),
             }),
             login: None,
             responses: None,
             ambient_auth: credentials_allowed,
+            env: self.loaded.env.clone(),
         };
         let kind_name = ApiKind::Bedrock.type_name().to_string();
         Ok(self.provider(endpoint, self.models(), kind_name, false, None))

@@ -133,6 +133,8 @@ pub(crate) struct HookConfig {
     pub unsupported: Vec<String>,
     /// Before each run, a project hook's files are checked against what was trusted.
     pub guard: crate::guard::Guard,
+    /// The session's variables (its `.env` and `env` map), on top of crush's environment.
+    pub env: crate::env::Overlay,
 }
 
 impl HookConfig {
@@ -157,6 +159,7 @@ impl HookConfig {
             .collect();
         let (mut cfg, mut warnings) = parse(&loaded.config.hooks, &sources)?;
         cfg.guard = loaded.guard.clone();
+        cfg.env = loaded.env.clone();
         for c in &loaded.claude_hooks {
             let (defs, mut p, unsupported) = parse_claude(c);
             cfg.hooks.extend(defs);
@@ -563,6 +566,7 @@ pub(crate) fn parse(
             hooks: defs.into_iter().map(|(_, d)| d).collect(),
             unsupported: Vec::new(),
             guard: Default::default(),
+            env: Default::default(),
         },
         p.warnings,
     ))

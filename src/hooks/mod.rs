@@ -322,27 +322,43 @@ pub(crate) fn payload(req: &Request, dialect: Dialect) -> Value {
     Value::Object(m)
 }
 
-/// The hooks' PATH when no `jq` is on crush's: a folder with a `jq` that is crush itself
-/// first (crush(1) HOOKS, jq), found or made once per process. None: crush's PATH as it is.
-fn path_with_jq() -> Option<String> {
-    static PATH: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
-    PATH.get_or_init(|| {
-        let path = std::env::var_os("PATH").unwrap_or_default();
-        if crate::jq::on_path("jq", &path) {
-            return None;
-        }
-        let shim = crate::jq::shim_dir(crate::rcshell::run_dir())?;
-        let mut dirs = vec![shim];
-        dirs.extend(std::env::split_paths(&path));
-        let joined = std::env::join_paths(dirs).ok()?;
-        Some(joined.to_string_lossy().into_owned())
-    })
-    .clone()
+/// The hooks' PATH when no `jq` is on `path` (crush's, or the session's own): a folder with a
+/// `jq` that is crush itself first (crush(1) HOOKS, jq), made once per process. None: `path`
+/// as it is.
+fn path_with_jq(path: &std::ffi::OsStr) -> Option<String> {
+    static SHIM: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    static SEEN: std::sync::Mutex<Vec<(std::ffi::OsString, Option<String>)>> =
+        std::sync::Mutex::new(Vec::new());
+    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, p)) = seen.iter().find(|(k, _)| k == path) {
+        return p.clone();
+    }
+    let joined = if crate::jq::on_path("jq", path) {
+        None
+    } else {
+        SHIM.get_or_init(|| crate::jq::shim_dir(crate::rcshell::run_dir()))
+            .clone()
+            .and_then(|shim| {
+                let mut dirs = vec![shim];
+                dirs.extend(std::env::split_paths(path));
+                std::env::join_paths(dirs).ok()
+            })
+            .map(|j| j.to_string_lossy().into_owned())
+    };
+    seen.push((path.to_os_string(), joined.clone()));
+    joined
 }
 
 /// The variables every hook gets on top of crush's environment.
+#[cfg(test)]
 pub(crate) fn env(req: &Request) -> Vec<(String, String)> {
-    let mut v = vec![
+    env_on(req, &crate::env::Overlay::default())
+}
+
+/// `env` with the session's variables `base` first (crush's own then replace theirs).
+fn env_on(req: &Request, base: &crate::env::Overlay) -> Vec<(String, String)> {
+    let mut v = base.vars();
+    v.extend([
         ("CRUSH".to_string(), "1".to_string()),
         ("AGENT".into(), "crush".into()),
         ("AI_AGENT".into(), "crush".into()),
@@ -357,8 +373,8 @@ pub(crate) fn env(req: &Request) -> Vec<(String, String)> {
             "CLAUDE_PROJECT_DIR".into(),
             req.project_dir.to_string_lossy().into_owned(),
         ),
-    ];
-    if let Some(path) = path_with_jq() {
+    ]);
+    if let Some(path) = path_with_jq(&base.var_os("PATH").unwrap_or_default()) {
         v.push(("PATH".into(), path));
     }
     if let Some(t) = &req.tool {
@@ -442,7 +458,7 @@ impl HookConfig {
         if selected.is_empty() {
             return Outcome::none(req.event);
         }
-        let env = Arc::new(env(req));
+        let env = Arc::new(env_on(req, &self.env));
         let mut plugin_envs: Vec<(&Path, Env)> = Vec::new();
         let mut payloads: [Option<Vec<u8>>; 2] = [None, None];
         // A project hook whose files changed since the project was trusted is not run: it

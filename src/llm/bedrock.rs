@@ -177,7 +177,7 @@ pub(crate) fn sign(
     body: &[u8],
     settings: &aws::Settings,
 ) -> Result<(Vec<(String, String)>, String), Failure> {
-    let r = aws::credentials::resolve(&settings.limits).map_err(cred_failure)?;
+    let r = aws::credentials::resolve(&settings.limits, &settings.env).map_err(cred_failure)?;
     let signed = [("content-type".to_string(), "application/json".to_string())];
     let now = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
@@ -542,6 +542,7 @@ pub(crate) fn refresh(
         "{err}; running aws_auth_refresh: {cmd}"
     )));
     let mut spec = crate::proc::Spec::shell(cmd, &settings.cwd);
+    spec.env = settings.env.vars();
     spec.timeout = Some(settings.refresh_timeout);
     spec.merge_output = true;
     spec.output_cap = 64 * 1024;

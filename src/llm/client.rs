@@ -87,6 +87,8 @@ struct Job {
     framing: Framing,
     /// Signs each attempt and reads refusals (Bedrock's SigV4).
     signer: Option<Box<dyn Signer>>,
+    /// The proxy the call goes through (`net::proxy_for_in`, the session's variables first).
+    proxy: Option<String>,
 }
 
 /// How an attempt ended without a response.
@@ -161,7 +163,6 @@ impl Job {
     fn new(ep: &Endpoint, req: &ChatRequest, policy: &RetryPolicy) -> Job {
         let p = endpoints::prepare(ep, req);
         Job {
-            url: p.url,
             dialect: p.dialect,
             headers: request_headers(p.headers, &ep.headers),
             token: p.token,
@@ -171,6 +172,8 @@ impl Job {
             reply_limit: policy.max_reply_bytes,
             framing: p.framing,
             signer: p.signer,
+            proxy: crate::net::proxy_for_in(&p.url, &ep.env),
+            url: p.url,
         }
     }
 
@@ -194,14 +197,14 @@ impl Job {
             global: None,
         };
         let https = self.url.starts_with("https://");
-        let key = (t, crate::net::proxy_for(&self.url), https);
+        let key = (t, self.proxy.clone(), https);
         let mut agents = AGENTS
             .get_or_init(Default::default)
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         agents
             .entry(key)
-            .or_insert_with(|| crate::net::agent(&self.url, t))
+            .or_insert_with(|| crate::net::agent_via(&self.url, t, self.proxy.as_deref()))
             .clone()
     }
 
@@ -1416,6 +1419,7 @@ mod tests {
             j.token = Some(TokenSource {
                 command: vec!["sh".into(), script.display().to_string()],
                 login: None,
+                env: Default::default(),
             });
             j
         };

@@ -184,7 +184,7 @@ pub(crate) fn prepare(ep: &Endpoint, req: &ChatRequest) -> Prepared {
                 Some(k) => vec![("authorization".to_string(), format!("Bearer {k}"))],
                 None => {
                     if ep.ambient_auth {
-                        token = Some(TokenSource::gcloud());
+                        token = Some(TokenSource::gcloud(&ep.env));
                     }
                     Vec::new()
                 }
@@ -221,6 +221,7 @@ pub(crate) fn prepare(ep: &Endpoint, req: &ChatRequest) -> Prepared {
         token = Some(TokenSource {
             command: Vec::new(),
             login: Some(l.clone()),
+            env: ep.env.clone(),
         });
         if l.provider == "copilot" {
             headers.extend(crate::login::copilot_headers());
@@ -245,6 +246,8 @@ pub(crate) struct TokenSource {
     pub command: Vec<String>,
     /// A signed-in provider's credentials, used instead of the command.
     pub login: Option<std::sync::Arc<crate::login::Credential>>,
+    /// The session's variables: `TOKEN_VAR` is read there first, the command gets them.
+    pub env: crate::env::Overlay,
 }
 
 /// Where a token came from, for the message when it is refused.
@@ -266,12 +269,13 @@ const TOKEN_COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
 static TOKENS: Mutex<Vec<(Vec<String>, String)>> = Mutex::new(Vec::new());
 
 impl TokenSource {
-    pub(crate) fn gcloud() -> TokenSource {
+    pub(crate) fn gcloud(env: &crate::env::Overlay) -> TokenSource {
         TokenSource {
             command: ["gcloud", "auth", "print-access-token"]
                 .map(String::from)
                 .to_vec(),
             login: None,
+            env: env.clone(),
         }
     }
 
@@ -286,7 +290,7 @@ impl TokenSource {
                     refreshable: false,
                 });
         }
-        if let Ok(t) = std::env::var(TOKEN_VAR)
+        if let Some(t) = self.env.var(TOKEN_VAR)
             && !t.trim().is_empty()
         {
             return Ok((t.trim().to_string(), TokenOrigin::Environment));
@@ -312,6 +316,7 @@ impl TokenSource {
         };
         let cwd = std::env::current_dir().unwrap_or_else(|_| "/".into());
         let mut spec = crate::proc::Spec::exec(self.command.clone(), cwd);
+        spec.env = self.env.vars();
         spec.timeout = Some(TOKEN_COMMAND_TIMEOUT);
         let out = crate::proc::run(&spec).map_err(|e| fail(format!("cannot run: {e}")))?;
         let stdout = String::from_utf8_lossy(&out.stdout);
@@ -469,6 +474,7 @@ mod tests {
         let src = TokenSource {
             command: vec!["sh".into(), script.display().to_string()],
             login: None,
+            env: Default::default(),
         };
         if std::env::var_os(TOKEN_VAR).is_some() {
             return; // The environment's token would win; nothing to check here.
@@ -483,6 +489,7 @@ mod tests {
         let missing = TokenSource {
             command: vec![dir.path().join("nope").display().to_string()],
             login: None,
+            env: Default::default(),
         };
         let e = missing.get(false).unwrap_err().to_string();
         assert!(e.contains(TOKEN_VAR) && e.contains("cannot run"), "{e}");

@@ -49,6 +49,9 @@ pub(crate) struct Endpoint {
     pub aws: Option<crate::aws::Settings>,
     /// A signed-in provider's credentials (crush(1) LOGIN): the bearer token of each call.
     pub login: Option<std::sync::Arc<crate::login::Credential>>,
+    /// The session's variables (its `.env` and `env` map): the Vertex AI token variable is
+    /// read there first, and the token command gets them.
+    pub env: crate::env::Overlay,
 }
 
 #[derive(Clone, Debug)]

@@ -501,7 +501,7 @@ impl Repl {
             style: notify::choose(
                 cfg.config.options.notifications.as_deref(),
                 self.term.stderr_tty(),
-                &|k| std::env::var(k).ok(),
+                &|k| cfg.env.var(k),
                 &notify::native_available,
             ),
             since: Instant::now(),
@@ -559,9 +559,13 @@ impl Repl {
         }
         self.cancel.store(false, Ordering::SeqCst);
         let term = &mut self.term;
-        let ran = shell::run(command, &self.agent.workspace.cwd, &self.cancel, &mut |b| {
-            term.raw(b)
-        });
+        let ran = shell::run(
+            command,
+            &self.agent.workspace.cwd,
+            &self.agent.workspace.env,
+            &self.cancel,
+            &mut |b| term.raw(b),
+        );
         self.cancel.store(false, Ordering::SeqCst);
         self.term.end_line();
         let ran = match ran {

@@ -23,10 +23,13 @@ pub(super) struct Ran {
 pub(super) fn run(
     command: &str,
     cwd: &Path,
+    env: &crate::env::Overlay,
     cancel: &Arc<AtomicBool>,
     show: &mut dyn FnMut(&[u8]),
 ) -> std::io::Result<Ran> {
     let mut spec = Spec::shell(command, cwd);
+    // The user's own command: crush's environment whole, with the session's variables.
+    spec.env = env.vars();
     spec.cancel = Some(cancel.clone());
     spec.merge_output = true;
     spec.output_cap = KEEP;
@@ -48,9 +51,13 @@ mod tests {
     fn run_it(cmd: &str) -> (Ran, Vec<u8>) {
         let mut shown = Vec::new();
         let cancel = Arc::new(AtomicBool::new(false));
-        let r = run(cmd, Path::new("/"), &cancel, &mut |b| {
-            shown.extend_from_slice(b)
-        })
+        let r = run(
+            cmd,
+            Path::new("/"),
+            &Default::default(),
+            &cancel,
+            &mut |b| shown.extend_from_slice(b),
+        )
         .unwrap();
         (r, shown)
     }
@@ -82,7 +89,14 @@ mod tests {
             std::thread::sleep(Duration::from_millis(200));
             flag.store(true, std::sync::atomic::Ordering::SeqCst);
         });
-        let r = run("sleep 30 & sleep 30", Path::new("/"), &cancel, &mut |_| {}).unwrap();
+        let r = run(
+            "sleep 30 & sleep 30",
+            Path::new("/"),
+            &Default::default(),
+            &cancel,
+            &mut |_| {},
+        )
+        .unwrap();
         setter.join().unwrap();
         assert!(r.canceled);
         assert!(r.exit_code >= 128, "{}", r.exit_code);

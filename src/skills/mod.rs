@@ -337,7 +337,8 @@ pub(crate) fn roots(loaded: &Loaded) -> Vec<Root> {
         std::fs::canonicalize(&loaded.project_root).unwrap_or_else(|_| loaded.project_root.clone());
     for p in &loaded.config.options.skills_paths {
         let expanded = if p.contains('$') {
-            crate::config::expand::expand_env_vars_only(p).unwrap_or_else(|_| p.clone())
+            crate::config::expand::expand_env_vars_only(p, &loaded.env)
+                .unwrap_or_else(|_| p.clone())
         } else {
             p.clone()
         };

@@ -1701,7 +1701,7 @@ impl Tool for Bash {
         let mut spec = Spec::exec(argv, &dir);
         // Variables named like secrets stay out of reach of the model (crush(1) SECURITY).
         spec.env_remove = crate::env::tool_removals(ctx.shell_env_allow);
-        spec.env = agent_env();
+        spec.env = [ctx.env.for_tool(ctx.shell_env_allow), agent_env()].concat();
         spec.timeout = timeout.map(Duration::from_secs);
         spec.sandbox = ctx.sandbox.cloned();
         let job = Job::start(&spec)

@@ -47,6 +47,7 @@ fn rg_files(
     top: Option<&Path>,
     deny: &mut ReadDeny,
     cancel: &std::sync::Arc<AtomicBool>,
+    env: &crate::env::Overlay,
 ) -> Option<(Vec<PathBuf>, bool)> {
     let mut argv = vec![
         rg.display().to_string(),
@@ -59,6 +60,7 @@ fn rg_files(
     }
     // No --glob: rg's globs override ignore files, so the pattern is applied here instead.
     let mut spec = Spec::exec(argv, root);
+    spec.env = env.vars();
     spec.timeout = Some(SEARCH_TIMEOUT);
     spec.cancel = Some(cancel.clone());
     spec.output_cap = 32 * 1024 * 1024;
@@ -136,7 +138,7 @@ fn find(input: &Value, ctx: &ToolCtx, allow_rg: bool) -> Result<ToolOutput, Tool
         .into());
     }
     let found = match ignore::find_rg().filter(|_| allow_rg) {
-        Some(rg) => rg_files(&rg, &root, pattern, top, &mut deny, &ctx.cancel),
+        Some(rg) => rg_files(&rg, &root, pattern, top, &mut deny, &ctx.cancel, ctx.env),
         None => None,
     };
     let (files, stopped) = match found {

@@ -45,6 +45,7 @@ fn rg_search(
     top: Option<&Path>,
     deny: &mut ReadDeny,
     cancel: &std::sync::Arc<AtomicBool>,
+    env: &crate::env::Overlay,
 ) -> Result<Option<(Matches, bool)>, ToolError> {
     let (cwd, target) = if root.is_dir() {
         (root.to_path_buf(), ".".to_string())
@@ -93,6 +94,7 @@ fn rg_search(
     }
     argv.extend(["-e".into(), q.pattern.to_string(), "--".into(), target]);
     let mut spec = Spec::exec(argv, &cwd);
+    spec.env = env.vars();
     spec.timeout = Some(SEARCH_TIMEOUT);
     spec.cancel = Some(cancel.clone());
     spec.output_cap = 32 * 1024 * 1024;
@@ -254,7 +256,7 @@ fn search(input: &Value, ctx: &ToolCtx, allow_rg: bool) -> Result<ToolOutput, To
         .into());
     }
     let via_rg = match ignore::find_rg().filter(|_| allow_rg) {
-        Some(rg) => rg_search(&rg, &root, &q, top, &mut deny, &ctx.cancel)?,
+        Some(rg) => rg_search(&rg, &root, &q, top, &mut deny, &ctx.cancel, ctx.env)?,
         None => None,
     };
     let (matches, stopped) = match via_rg {

@@ -111,6 +111,9 @@ pub(crate) struct ToolCtx<'a> {
     /// Variables the bash tool keeps although their names look secret
     /// (`options.shell_env_allow`; see `crate::env`).
     pub shell_env_allow: &'a [String],
+    /// The session's variables (its `.env` and `env` map, `env::Overlay`): the bash tool's
+    /// commands get those `shell_env_allow` keeps on top of crush's environment.
+    pub env: &'a crate::env::Overlay,
     /// A file of `export` lines the bash tool runs before each command (what SessionStart hooks
     /// wrote to `CLAUDE_ENV_FILE`, crush(1) HOOKS).
     pub env_file: Option<&'a Path>,

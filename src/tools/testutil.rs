@@ -170,6 +170,7 @@ impl Fixture {
             session_models: None,
             diagnostics: None,
             shell_env_allow: &[],
+            env: &NO_ENV,
             env_file: None,
             files: None,
             skills: &self.skills,
@@ -186,6 +187,9 @@ static NO_BOUNDS: super::confine::Bounds = super::confine::Bounds {
     guarded_files: Vec::new(),
     read_denied: Vec::new(),
 };
+
+static NO_ENV: std::sync::LazyLock<crate::env::Overlay> =
+    std::sync::LazyLock::new(Default::default);
 
 static NO_SKILLS: super::SkillFiles = super::SkillFiles {
     dirs: Vec::new(),
@@ -213,6 +217,7 @@ pub(crate) fn within<T: Send + 'static>(
             session_models: None,
             diagnostics: None,
             shell_env_allow: &[],
+            env: &NO_ENV,
             env_file: None,
             files: None,
             skills: &NO_SKILLS,

@@ -1229,3 +1229,178 @@ fn the_plan_mode_offers_read_only_tools_and_refuses_a_write() {
     assert!(!env.project().join("x.txt").exists());
     assert_eq!(ed.finish().0, 0);
 }
+
+/// A second project beside the test's own (a git repository of its own, so its own project
+/// root, `.crush.json` and `.env`).
+fn second_project(env: &TestEnv) -> std::path::PathBuf {
+    let dir = env.root().join("project-b");
+    std::fs::create_dir_all(&dir).unwrap();
+    let _ = std::process::Command::new("git")
+        .args(["-c", "init.defaultBranch=main", "init", "-q"])
+        .current_dir(&dir)
+        .env("HOME", env.home())
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    dir
+}
+
+#[test]
+fn sessions_of_two_projects_each_see_their_own_env_and_dotenv() {
+    let show = "printf '%s|%s|%s' \"$GREETING\" \"$FROM_DOTENV\" \"${ONLY_A:-unset}\" > seen.txt";
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call("bash", json!({"command": show})),
+        Reply::text("A done."),
+        Reply::tool_call("bash", json!({"command": show})),
+        Reply::text("B done."),
+    ]);
+    title_route(&server);
+    let env = TestEnv::new();
+    // The provider's key comes from the session's own variables.
+    let mut cfg = env.config_for(&server, Dialect::Anthropic);
+    cfg["providers"]["fake"]["api_key"] = json!("$SESSION_KEY");
+    env.write_config(&cfg);
+    let a = env.project();
+    let b = second_project(&env);
+    for (dir, name, extra) in [(&a, "a", ", \"ONLY_A\": \"1\""), (&b, "b", "")] {
+        std::fs::write(
+            dir.join(".crush.json"),
+            format!("{{\"env\": {{\"GREETING\": \"hi-{name}\", \"SESSION_KEY\": \"key-{name}\"{extra}}}}}"),
+        )
+        .unwrap();
+        std::fs::write(dir.join(".env"), format!("FROM_DOTENV=dot-{name}\n")).unwrap();
+    }
+    let mut ed = Editor::start(&env, &["--yolo"], &[("CRUSH_TRUST_PROJECT", "1")]);
+    ed.initialize(false);
+    let open = |ed: &mut Editor, dir: &std::path::Path| -> String {
+        let r = ed.call("session/new", json!({"cwd": dir, "mcpServers": []}));
+        r["sessionId"].as_str().unwrap().to_string()
+    };
+    let sa = open(&mut ed, &a);
+    let sb = open(&mut ed, &b);
+    let p = ed.prompt(&sa, "show a");
+    assert_eq!(ed.result(p)["stopReason"], "end_turn");
+    let p = ed.prompt(&sb, "show b");
+    assert_eq!(ed.result(p)["stopReason"], "end_turn");
+    let (code, stderr) = ed.finish();
+    assert_eq!(code, 0, "{stderr}");
+    let seen = |dir: &std::path::Path| std::fs::read_to_string(dir.join("seen.txt")).unwrap();
+    assert_eq!(seen(&a), "hi-a|dot-a|1");
+    assert_eq!(seen(&b), "hi-b|dot-b|unset");
+    let keys: Vec<String> = turn_requests(&server)
+        .iter()
+        .map(|r| r.header("x-api-key").unwrap_or("").to_string())
+        .collect();
+    assert_eq!(keys, ["key-a", "key-a", "key-b", "key-b"]);
+}
+
+/// `crush.db` is left in rollback-journal mode, as `crush run` leaves it: a reader that opens it
+/// later makes no `-wal` or `-shm` beside it (byte 18 of SQLite's header: 1, not WAL's 2).
+fn assert_left_without_wal(env: &TestEnv) {
+    super::cancel::assert_db_at_rest(env);
+    let head = std::fs::read(env.project().join(".crush/crush.db")).unwrap();
+    assert_eq!(head[18], 1, "crush.db is still in WAL mode");
+}
+
+#[test]
+fn an_editor_that_closes_stdin_or_cancels_first_leaves_the_database_closed() {
+    // A finished turn, then the editor closes stdin.
+    let server = FakeServer::with_script(vec![Reply::text("done")]);
+    title_route(&server);
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::OpenAi);
+    let mut ed = Editor::start(&env, &[], &[]);
+    ed.initialize(false);
+    let sid = ed.new_session(&env);
+    let p = ed.prompt(&sid, "hello");
+    assert_eq!(ed.result(p)["stopReason"], "end_turn");
+    let (code, stderr) = ed.finish();
+    assert_eq!(code, 0, "{stderr}");
+    assert_left_without_wal(&env);
+
+    // A streaming turn the editor cancels, then stdin closes.
+    let server = stalled_server(&["half an answer"]);
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::OpenAi);
+    let (mut ed, sid, p) = streaming(&env, "wait");
+    ed.notify("session/cancel", json!({"sessionId": sid}));
+    assert_eq!(ed.result(p)["stopReason"], "cancelled");
+    let (code, stderr) = ed.finish();
+    assert_eq!(code, 0, "{stderr}");
+    assert_left_without_wal(&env);
+    assert_stored_canceled(&env, &sid);
+}
+
+#[test]
+fn a_claude_code_commands_shell_line_is_asked_in_the_editor_and_its_output_sent() {
+    let server = FakeServer::with_script(vec![Reply::text("Stamped.")]);
+    title_route(&server);
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::Anthropic);
+    env.write_project_file(
+        ".claude/commands/stamp.md",
+        "Stamp: !`touch stamped.txt && echo stamp-made`\n",
+    );
+    let mut ed = Editor::start(&env, &[], &[]);
+    ed.initialize(false);
+    let sid = ed.new_session(&env);
+    let stamped = env.project().join("stamped.txt");
+
+    // Allowed once: the command runs and its output is in the prompt.
+    let p = ed.prompt(&sid, "/stamp");
+    let ask = ed.client_request("session/request_permission");
+    assert_eq!(ask["params"]["sessionId"], sid.as_str());
+    let offered: Vec<&str> = ask["params"]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(offered, ["allow_once", "allow_always", "reject_once"]);
+    assert!(!stamped.exists(), "asked before running");
+    ed.respond(
+        &ask["id"],
+        json!({"outcome": {"outcome": "selected", "optionId": "allow_once"}}),
+    );
+    assert_eq!(ed.result(p)["stopReason"], "end_turn");
+    assert!(stamped.exists());
+    let asked_for = ed
+        .updates(&sid)
+        .into_iter()
+        .find(|u| u["sessionUpdate"] == "tool_call")
+        .unwrap_or_default();
+    assert!(
+        asked_for["title"]
+            .as_str()
+            .unwrap_or("")
+            .contains("touch stamped.txt"),
+        "{asked_for}"
+    );
+    let requests = turn_requests(&server);
+    assert_eq!(requests.len(), 1);
+    let sent = requests[0].user_texts().join("\n");
+    assert!(sent.contains("Stamp: stamp-made"), "{sent}");
+    assert!(!sent.contains("!`"), "{sent}");
+
+    // Rejected: nothing runs, nothing goes to the model, the editor is told why.
+    std::fs::remove_file(&stamped).unwrap();
+    let p = ed.prompt(&sid, "/stamp");
+    let ask = ed.client_request("session/request_permission");
+    ed.respond(
+        &ask["id"],
+        json!({"outcome": {"outcome": "selected", "optionId": "reject_once"}}),
+    );
+    assert_eq!(ed.result(p)["stopReason"], "refusal");
+    assert!(!stamped.exists());
+    assert_eq!(turn_requests(&server).len(), 1);
+    let told = text_of(&ed.updates(&sid), "agent_message_chunk");
+    assert!(
+        told.contains("/project:stamp was not sent to the model")
+            && told.contains("touch stamped.txt"),
+        "{told}"
+    );
+    let (code, stderr) = ed.finish();
+    assert_eq!(code, 0, "{stderr}");
+}
