@@ -240,6 +240,18 @@ impl ReadDeny {
         root.ancestors().any(|a| self.covers(a, true))
     }
 
+    /// Refuses `tool`'s walk of `root` (`verb`: what it does there) when a rule covers it.
+    pub(crate) fn refuse_root(&self, root: &Path, tool: &str, verb: &str) -> Result<(), ToolError> {
+        if self.covers_root(root) {
+            return Err(format!(
+                "{} is covered by a Read deny rule; {tool} does not {verb} it",
+                root.display()
+            )
+            .into());
+        }
+        Ok(())
+    }
+
     /// The line a result ends with when something was left out.
     pub(crate) fn note(&self) -> Option<String> {
         match self.left_out {

@@ -130,13 +130,7 @@ fn find(input: &Value, ctx: &ToolCtx, allow_rg: bool) -> Result<ToolOutput, Tool
     let project = canonicalize_lenient(ctx.project_root);
     let top = inside_project(ctx, &root).then_some(project.as_path());
     let mut deny = ctx.bounds.read_deny();
-    if deny.covers_root(&root) {
-        return Err(format!(
-            "{} is covered by a Read deny rule; glob does not search it",
-            root.display()
-        )
-        .into());
-    }
+    deny.refuse_root(&root, "glob", "search")?;
     let found = match ignore::find_rg().filter(|_| allow_rg) {
         Some(rg) => rg_files(&rg, &root, pattern, top, &mut deny, &ctx.cancel, ctx.env),
         None => None,

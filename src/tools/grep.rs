@@ -248,13 +248,7 @@ fn search(input: &Value, ctx: &ToolCtx, allow_rg: bool) -> Result<ToolOutput, To
     let project = canonicalize_lenient(ctx.project_root);
     let top = inside_project(ctx, &root).then_some(project.as_path());
     let mut deny = ctx.bounds.read_deny();
-    if deny.covers_root(&root) {
-        return Err(format!(
-            "{} is covered by a Read deny rule; grep does not search it",
-            root.display()
-        )
-        .into());
-    }
+    deny.refuse_root(&root, "grep", "search")?;
     let via_rg = match ignore::find_rg().filter(|_| allow_rg) {
         Some(rg) => rg_search(&rg, &root, &q, top, &mut deny, &ctx.cancel, ctx.env)?,
         None => None,

@@ -182,12 +182,7 @@ impl Tool for Ls {
         let root = crate::paths::canonicalize_lenient(ctx.project_root);
         let top = inside_project(ctx, &path).then_some(root.as_path());
         let mut deny = ctx.bounds.read_deny();
-        if deny.covers_root(&path) {
-            return Err(ToolError::from(format!(
-                "{} is covered by a Read deny rule; ls does not list it",
-                path.display()
-            )));
-        }
+        deny.refuse_root(&path, "ls", "list")?;
         let (entries, truncated) = list(&path, top, depth, &ignore, &mut deny, MAX_ENTRIES);
         let mut content = String::new();
         if truncated {
