@@ -1235,15 +1235,7 @@ fn the_plan_mode_offers_read_only_tools_and_refuses_a_write() {
 fn second_project(env: &TestEnv) -> std::path::PathBuf {
     let dir = env.root().join("project-b");
     std::fs::create_dir_all(&dir).unwrap();
-    let _ = std::process::Command::new("git")
-        .args(["-c", "init.defaultBranch=main", "init", "-q"])
-        .current_dir(&dir)
-        .env("HOME", env.home())
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
+    env.git_init(&dir);
     dir
 }
 

@@ -110,17 +110,21 @@ impl TestEnv {
         ] {
             std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("create {}: {e}", d.display()));
         }
-        // A git repository makes `project/` the project root; tolerate a missing git.
+        env.git_init(&env.project());
+        env
+    }
+
+    /// Makes `dir` a git repository, so that it is a project root; a missing git is tolerated.
+    pub(crate) fn git_init(&self, dir: &Path) {
         let _ = Command::new("git")
             .args(["-c", "init.defaultBranch=main", "init", "-q"])
-            .current_dir(env.project())
-            .env("HOME", env.home())
+            .current_dir(dir)
+            .env("HOME", self.home())
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status();
-        env
     }
 
     pub(crate) fn root(&self) -> &Path {
