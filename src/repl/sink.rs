@@ -265,19 +265,27 @@ impl ReplSink<'_> {
 
     /// The answer to `q` as a line, after `hint`; None on Ctrl-C.
     fn line_answer(&mut self, q: &Question, hint: &str) -> Option<QAnswer> {
-        let line = match self.lines.answer(self.term, hint) {
-            Got::Line(l) => l,
-            Got::Eof => String::new(),
+        let line = self.read_answer(hint)?;
+        Some(parse_line(q, &line))
+    }
+
+    /// A line answered after `prompt`, echoed in a piped transcript; empty at the end of input
+    /// (nothing to echo); None on Ctrl-C, which marks the turn interrupted.
+    fn read_answer(&mut self, prompt: &str) -> Option<String> {
+        match self.lines.answer(self.term, prompt) {
+            Got::Line(l) => {
+                if !self.interactive {
+                    self.term.note(l.trim());
+                }
+                Some(l)
+            }
+            Got::Eof => Some(String::new()),
             Got::Interrupt => {
                 self.term.newline_on_terminal();
                 self.interrupted = true;
-                return None;
+                None
             }
-        };
-        if !self.interactive {
-            self.term.note(line.trim());
         }
-        Some(parse_line(q, &line))
     }
 }
 
@@ -442,18 +450,10 @@ impl Sink for ReplSink<'_> {
             ),
         };
         loop {
-            let line = match self.lines.answer(self.term, &question) {
-                Got::Line(l) => l,
-                Got::Eof => return false,
-                Got::Interrupt => {
-                    self.term.newline_on_terminal();
-                    self.interrupted = true;
-                    return false;
-                }
+            // The end of input reads as an empty line: no.
+            let Some(line) = self.read_answer(&question) else {
+                return false;
             };
-            if !self.interactive {
-                self.term.note(line.trim());
-            }
             match line.trim().to_ascii_lowercase().as_str() {
                 "y" | "yes" => return true,
                 "n" | "no" | "" => return false,
