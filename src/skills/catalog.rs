@@ -578,7 +578,7 @@ impl Entry<'_> {
             Kind::Command(c) => Ok(expand(&c.body, &bound.values, &bound.rest)
                 .trim()
                 .to_string()),
-            Kind::Skill(s) => Ok(invocation(s, &bound.rest)),
+            Kind::Skill(s) => Ok(invocation(s, &bound.words, &bound.rest)),
             Kind::Mcp(p) => {
                 let Some(m) = mcp else {
                     return Err(SkillError::Prompt("this session has no MCP servers".into()));
@@ -646,16 +646,19 @@ pub(crate) fn for_run<'c, 'a>(
     Ok(Some((entry, bound)))
 }
 
-/// The message a skill invoked as a command sends: its instructions, then the user's words.
-pub(crate) fn invocation(s: &Skill, rest: &str) -> String {
+/// The message a skill invoked as a command sends: its instructions, with the user's words at
+/// their `$ARGUMENTS`, `$ARGUMENTS[N]` or `$N` (as Claude Code fills a skill's placeholders),
+/// or after the instructions when they have none.
+pub(crate) fn invocation(s: &Skill, words: &[String], rest: &str) -> String {
+    let (instructions, used) = claude_arguments(&s.instructions, words, rest);
     let mut out = format!(
         "<loaded_skill>\n<name>{}</name>\n<description>{}</description>\n<location>{}</location>\n<instructions>\n{}\n</instructions>\n</loaded_skill>",
         super::escape(&s.name),
         super::escape(&s.description),
         super::escape(&s.location),
-        s.instructions
+        instructions
     );
-    if !rest.trim().is_empty() {
+    if !used && !rest.trim().is_empty() {
         out.push_str("\n\n");
         out.push_str(rest.trim());
     }
@@ -792,5 +795,36 @@ mod tests {
             resolve("dep", &names, &builtins, false),
             Resolution::Unknown
         );
+    }
+
+    #[test]
+    fn a_skill_invoked_with_words_puts_them_at_its_arguments_placeholder() {
+        let text = "---\nname: fix-issue\ndescription: Fix an issue\n---\nFix issue $ARGUMENTS[0] ($1) in full: $ARGUMENTS.\n";
+        let s = crate::skills::parse_skill(
+            text,
+            "SKILL.md".into(),
+            crate::skills::Source::User,
+            "fix-issue",
+        )
+        .expect("a skill");
+        let words = vec!["123".to_string(), "fast".to_string()];
+        let msg = invocation(&s, &words, "123 fast");
+        assert!(
+            msg.contains("Fix issue 123 (123) in full: 123 fast."),
+            "{msg}"
+        );
+        assert!(
+            msg.ends_with("</loaded_skill>"),
+            "the words are not appended again: {msg}"
+        );
+        // Without a placeholder the words come after the instructions.
+        let plain = crate::skills::parse_skill(
+            "Just do it.\n",
+            "SKILL.md".into(),
+            crate::skills::Source::User,
+            "plain",
+        )
+        .expect("a skill");
+        assert!(invocation(&plain, &words, "123 fast").ends_with("</loaded_skill>\n\n123 fast"));
     }
 }
