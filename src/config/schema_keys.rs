@@ -205,7 +205,9 @@ fn walk(shape: &Shape, v: &Value, ptr: &str, dotted: &str, warn: &mut dyn FnMut(
                     Some((_, sub)) => walk(sub, x, &p, &d, warn),
                     None => {
                         let hint = nearest(k, keys.iter().map(|(n, _)| *n))
-                            .map(|n| format!(" (did you mean '{}'?)", join(dotted, n)))
+                            .map(|n| join(dotted, n))
+                            .or_else(|| one_level_down(keys, k).map(|n| join(dotted, &n)))
+                            .map(|n| format!(" (did you mean '{n}'?)"))
                             .unwrap_or_default();
                         warn(&p, format!("unknown key '{d}' ignored{hint}"));
                     }
@@ -241,6 +243,17 @@ fn walk(shape: &Shape, v: &Value, ptr: &str, dotted: &str, warn: &mut dyn FnMut(
         ),
         _ => {}
     }
+}
+
+/// A key one object below that `key` is near (`disabled_skills` at the top is
+/// `options.disabled_skills`), when exactly one such key is.
+fn one_level_down(keys: &[(&str, &Shape)], key: &str) -> Option<String> {
+    let mut found = keys.iter().filter_map(|(parent, sub)| match sub {
+        Keys(inner) => nearest(key, inner.iter().map(|(n, _)| *n)).map(|n| format!("{parent}.{n}")),
+        _ => None,
+    });
+    let first = found.next()?;
+    found.next().is_none().then_some(first)
 }
 
 /// Whether `v` holds a value: not null, an empty object or array, or objects of only those.
@@ -348,6 +361,23 @@ mod tests {
         let w = warnings(json!({"tools": {"ls": {}, "glob": {"timeout": 10}}}));
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(w[0].contains("'tools' is read by Go Crush"), "{w:?}");
+    }
+
+    #[test]
+    fn a_key_at_the_wrong_level_is_pointed_to_where_it_belongs() {
+        let w = warnings(json!({"disabled_skills": ["x"], "zzzz_qqq": 1}));
+        let all = w.join("\n");
+        assert!(
+            all.contains(
+                "unknown key 'disabled_skills' ignored (did you mean 'options.disabled_skills'?)"
+            ),
+            "{all}"
+        );
+        assert!(
+            all.contains("unknown key 'zzzz_qqq' ignored\n")
+                || all.ends_with("unknown key 'zzzz_qqq' ignored"),
+            "{all}"
+        );
     }
 
     #[test]
