@@ -436,6 +436,8 @@ pub(crate) struct WebRequest<'a> {
     pub body: Option<&'a [u8]>,
     /// For the whole request, redirects included.
     pub timeout: Duration,
+    /// The session's variables, read before the process's for the proxy (`proxy_for_in`).
+    pub env: crate::env::Overlay,
 }
 
 impl<'a> WebRequest<'a> {
@@ -446,7 +448,14 @@ impl<'a> WebRequest<'a> {
             headers: Vec::new(),
             body: None,
             timeout,
+            env: crate::env::Overlay::default(),
         }
+    }
+
+    /// The request with the session's variables `env` (its proxy settings first).
+    pub(crate) fn env(mut self, env: &crate::env::Overlay) -> WebRequest<'a> {
+        self.env = env.clone();
+        self
     }
 
     pub(crate) fn header(mut self, name: &'a str, value: impl Into<String>) -> WebRequest<'a> {
@@ -528,7 +537,11 @@ pub(crate) fn web(req: &WebRequest) -> Result<WebResponse, WebError> {
             global: Some(left),
             ..Default::default()
         };
-        let agent: ureq::Agent = config(&url, t).max_redirects(0).build().into();
+        let proxy = proxy_for_in(&url, &req.env);
+        let agent: ureq::Agent = config_via(&url, t, proxy.as_deref())
+            .max_redirects(0)
+            .build()
+            .into();
         let mut builder = ureq::http::Request::builder()
             .method(method.as_str())
             .uri(url.as_str());
