@@ -59,6 +59,8 @@ fn config_via(
 /// The proxy a request to `url` goes through, from the environment as curl reads it:
 /// `https_proxy`/`HTTPS_PROXY` for https, `http_proxy`/`HTTP_PROXY` for http, else
 /// `all_proxy`/`ALL_PROXY`; none for this machine or a host `no_proxy`/`NO_PROXY` lists.
+/// For requests made with no session's variables at hand (crush login, the catalog, discovery);
+/// a session's requests use `proxy_for_in` (crush(1) ENVIRONMENT, HTTPS_PROXY).
 pub(crate) fn proxy_for(url: &str) -> Option<String> {
     proxy_from(url, &|k| std::env::var(k).ok())
 }
