@@ -57,6 +57,9 @@ pub(crate) enum AppError {
     Skill(Box<SkillError>),
     /// An MCP server that cannot be used or did not answer: exit 1.
     Mcp(Box<McpError>),
+    /// `crush update-providers` could not update the catalog: exit 2 for a bad source, 1 for
+    /// network or disk trouble.
+    Update(Box<crate::catalog::UpdateError>),
 }
 
 impl AppError {
@@ -66,7 +69,10 @@ impl AppError {
                 ExitCode::Usage
             }
             AppError::Skill(e) if e.is_usage() => ExitCode::Usage,
-            AppError::Runtime(_) | AppError::Skill(_) | AppError::Mcp(_) => ExitCode::Failure,
+            AppError::Update(e) if e.is_usage() => ExitCode::Usage,
+            AppError::Runtime(_) | AppError::Skill(_) | AppError::Mcp(_) | AppError::Update(_) => {
+                ExitCode::Failure
+            }
         }
     }
 }
@@ -78,6 +84,7 @@ impl fmt::Display for AppError {
             AppError::Configuration(e) => e.fmt(f),
             AppError::Skill(e) => e.fmt(f),
             AppError::Mcp(e) => e.fmt(f),
+            AppError::Update(e) => e.fmt(f),
         }
     }
 }
@@ -88,6 +95,7 @@ impl std::error::Error for AppError {
             AppError::Configuration(e) => Some(e.as_ref()),
             AppError::Skill(e) => Some(e.as_ref()),
             AppError::Mcp(e) => Some(e.as_ref()),
+            AppError::Update(e) => Some(e.as_ref()),
             AppError::Usage(_) | AppError::Config(_) | AppError::Runtime(_) => None,
         }
     }
@@ -95,10 +103,7 @@ impl std::error::Error for AppError {
 
 impl From<crate::catalog::UpdateError> for AppError {
     fn from(e: crate::catalog::UpdateError) -> Self {
-        match e {
-            crate::catalog::UpdateError::Input(m) => AppError::Usage(m),
-            crate::catalog::UpdateError::Runtime(m) => AppError::Runtime(m),
-        }
+        AppError::Update(Box::new(e))
     }
 }
 
@@ -762,5 +767,25 @@ mod tests {
         let empty = AppError::from(AgentError::EmptySummary);
         assert_eq!(empty.exit_code(), ExitCode::Failure);
         assert_eq!(empty.to_string(), "the model returned an empty summary");
+    }
+
+    #[test]
+    fn a_catalog_update_failure_keeps_its_message_exit_class_and_source() {
+        use crate::catalog::UpdateError;
+        use std::error::Error;
+        let bad = AppError::from(UpdateError::Input("p.json: cannot read: gone".into()));
+        assert_eq!(bad.exit_code(), ExitCode::Usage);
+        assert_eq!(bad.to_string(), "p.json: cannot read: gone");
+        let src = bad.source().expect("the catalog error is the source");
+        assert!(matches!(
+            src.downcast_ref::<UpdateError>(),
+            Some(UpdateError::Input(_))
+        ));
+        let net = AppError::from(UpdateError::Runtime(
+            "refused; the cache was left unchanged".into(),
+        ));
+        assert_eq!(net.exit_code(), ExitCode::Failure);
+        assert_eq!(net.to_string(), "refused; the cache was left unchanged");
+        assert!(net.source().is_some_and(|s| s.is::<UpdateError>()));
     }
 }

@@ -59,6 +59,8 @@ fn config_via(
 /// The proxy a request to `url` goes through, from the environment as curl reads it:
 /// `https_proxy`/`HTTPS_PROXY` for https, `http_proxy`/`HTTP_PROXY` for http, else
 /// `all_proxy`/`ALL_PROXY`; none for this machine or a host `no_proxy`/`NO_PROXY` lists.
+/// For requests made with no session's variables at hand (crush login, the catalog, discovery);
+/// a session's requests use `proxy_for_in` (crush(1) ENVIRONMENT, HTTPS_PROXY).
 pub(crate) fn proxy_for(url: &str) -> Option<String> {
     proxy_from(url, &|k| std::env::var(k).ok())
 }
@@ -436,6 +438,8 @@ pub(crate) struct WebRequest<'a> {
     pub body: Option<&'a [u8]>,
     /// For the whole request, redirects included.
     pub timeout: Duration,
+    /// The session's variables, read before the process's for the proxy (`proxy_for_in`).
+    pub env: crate::env::Overlay,
 }
 
 impl<'a> WebRequest<'a> {
@@ -446,7 +450,14 @@ impl<'a> WebRequest<'a> {
             headers: Vec::new(),
             body: None,
             timeout,
+            env: crate::env::Overlay::default(),
         }
+    }
+
+    /// The request with the session's variables `env` (its proxy settings first).
+    pub(crate) fn env(mut self, env: &crate::env::Overlay) -> WebRequest<'a> {
+        self.env = env.clone();
+        self
     }
 
     pub(crate) fn header(mut self, name: &'a str, value: impl Into<String>) -> WebRequest<'a> {
@@ -528,7 +539,11 @@ pub(crate) fn web(req: &WebRequest) -> Result<WebResponse, WebError> {
             global: Some(left),
             ..Default::default()
         };
-        let agent: ureq::Agent = config(&url, t).max_redirects(0).build().into();
+        let proxy = proxy_for_in(&url, &req.env);
+        let agent: ureq::Agent = config_via(&url, t, proxy.as_deref())
+            .max_redirects(0)
+            .build()
+            .into();
         let mut builder = ureq::http::Request::builder()
             .method(method.as_str())
             .uri(url.as_str());

@@ -181,6 +181,9 @@ impl Spec {
 /// `$(...)` values, the REPL's `!command` (crush(1) ENVIRONMENT, CRUSH_SHELL): `CRUSH_SHELL`
 /// when set (a path, or a name looked up on PATH), else `bash` on PATH, else /bin/sh. Chosen
 /// once per process; falling back to /bin/sh prints one notice line on stderr.
+/// Read from the process environment alone, like crush's other CRUSH_* settings (crush(1)
+/// CONFIGURATION): the shell runs crushrc files and `$(...)` values before any session's
+/// variables exist, and one process may serve several sessions (crush acp).
 pub(crate) fn shell_path() -> &'static Path {
     static SHELL: OnceLock<PathBuf> = OnceLock::new();
     SHELL.get_or_init(|| {

@@ -363,6 +363,15 @@ impl fmt::Display for UpdateError {
     }
 }
 
+impl std::error::Error for UpdateError {}
+
+impl UpdateError {
+    /// Whether the failure is the user's input (exit 2) rather than the network or disk (exit 1).
+    pub(crate) fn is_usage(&self) -> bool {
+        matches!(self, UpdateError::Input(_))
+    }
+}
+
 /// `crush update-providers [SOURCE]` with the environment's settings and a 30 s limit
 /// (`CRUSH_CATALOG_TIMEOUT_MS` overrides it).
 pub(crate) fn update_providers_command(arg: Option<&str>) -> Result<String, UpdateError> {

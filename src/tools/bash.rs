@@ -12,6 +12,7 @@ use super::common::{
 };
 use super::jobs;
 use super::{PermissionRequest, Tool, ToolCtx, ToolOutput};
+use crate::env::Overlay;
 use crate::paths::canonicalize_lenient;
 use crate::proc::job::{Job, Stopped};
 use crate::proc::{self, Spec};
@@ -650,8 +651,8 @@ impl From<Refused> for ToolError {
 /// Whether `w`, in the place of a command name, is built by the shell from an expansion
 /// (`${c}l`, `$(..)`, a glob, `{a,b}`, `$'..'`) whose result no check can see — except a plain
 /// variable (`$PYTHON`, `${PYTHON}`) that names an existing program or path in the bash tool's
-/// environment.
-fn built_from_expansion(w: &str) -> bool {
+/// environment (the session's variables first, crush(1) ENVIRONMENT).
+fn built_from_expansion(w: &str, env: &Overlay) -> bool {
     if w.contains(SUBSTITUTION) || has_brace_expansion(w) {
         return true;
     }
@@ -673,7 +674,7 @@ fn built_from_expansion(w: &str) -> bool {
     });
     let names_a_program = plain
         .filter(|n| crate::env::tool_keeps(n, &[]))
-        .and_then(|n| std::env::var(n).ok())
+        .and_then(|n| env.var(n))
         .is_some_and(|v| {
             let v = v.trim();
             !v.is_empty()
@@ -773,10 +774,15 @@ fn shell_script<'a>(words: &'a [String], live: &[bool]) -> Script<'a> {
 /// line spells it out (a here-string or here-document that expands nothing); a script that
 /// comes from a pipe or an expansion is refused, as no check can see it (crush(1) SECURITY, The
 /// banned list).
-fn check_stdin_script(words: &[String], stdin: &Input, depth: usize) -> Result<(), Refused> {
+fn check_stdin_script(
+    words: &[String],
+    stdin: &Input,
+    depth: usize,
+    env: &Overlay,
+) -> Result<(), Refused> {
     match stdin {
         Input::Inherited | Input::File => Ok(()),
-        Input::Text(text) => check_command(text, depth + 1, &Input::Inherited),
+        Input::Text(text) => check_command(text, depth + 1, &Input::Inherited, env),
         Input::Pipe | Input::Opaque | Input::Heredoc(_) => Err(Refused::UnseenStdin(refuse(words))),
     }
 }
@@ -793,7 +799,7 @@ fn blocker_name(cmd: &str) -> &str {
     }
 }
 
-fn check_words(c: &Simple, stdin: &Input, depth: usize) -> Result<(), Refused> {
+fn check_words(c: &Simple, stdin: &Input, depth: usize, env: &Overlay) -> Result<(), Refused> {
     if depth > 8 {
         return Ok(());
     }
@@ -815,7 +821,7 @@ fn check_words(c: &Simple, stdin: &Input, depth: usize) -> Result<(), Refused> {
             continue;
         }
         let rest = &words[i + 1..];
-        if built_from_expansion(w) {
+        if built_from_expansion(w, env) {
             return Err(Refused::BuiltName(refuse(&words[i..])));
         }
         if BANNED_COMMANDS.contains(&cmd) || blocked_by_arguments(blocker_name(cmd), rest) {
@@ -831,14 +837,14 @@ fn check_words(c: &Simple, stdin: &Input, depth: usize) -> Result<(), Refused> {
                             if live[j + 1] {
                                 return Err(built_script(&words[i..]));
                             }
-                            return check_command(script, depth + 1, &stdin);
+                            return check_command(script, depth + 1, &stdin, env);
                         }
                         return Ok(());
                     } else if let Some(script) = a.strip_prefix("--split-string=") {
                         if live[j] {
                             return Err(built_script(&words[i..]));
                         }
-                        return check_command(script, depth + 1, &stdin);
+                        return check_command(script, depth + 1, &stdin, env);
                     } else if matches!(a, "-u" | "--unset" | "-C" | "--chdir") {
                         j += 2;
                     } else if a.starts_with('-') || is_assignment(a) {
@@ -901,31 +907,36 @@ fn check_words(c: &Simple, stdin: &Input, depth: usize) -> Result<(), Refused> {
                 if live[j.min(words.len())..].contains(&true) {
                     return Err(built_script(&words[i..]));
                 }
-                return check_command(&words[j.min(words.len())..].join(" "), depth + 1, &stdin);
+                return check_command(
+                    &words[j.min(words.len())..].join(" "),
+                    depth + 1,
+                    &stdin,
+                    env,
+                );
             }
             "eval" => {
                 if live[i + 1..].contains(&true) {
                     return Err(built_script(&words[i..]));
                 }
-                return check_command(&rest.join(" "), depth + 1, &stdin);
+                return check_command(&rest.join(" "), depth + 1, &stdin, env);
             }
             "source" | "." => {
                 return match rest.first() {
                     Some(op) if !STDIN_NAMES.contains(&op.as_str()) => Ok(()),
                     None if c.opaque_arg => Err(Refused::ProcessSubstitution(refuse(&words[i..]))),
-                    _ => check_stdin_script(&words[i..], &stdin, depth),
+                    _ => check_stdin_script(&words[i..], &stdin, depth, env),
                 };
             }
             _ if SHELLS.contains(&cmd) => {
                 return match shell_script(&words[i..], &live[i..]) {
                     Script::Inline(_, true) => Err(built_script(&words[i..])),
-                    Script::Inline(script, false) => check_command(script, depth + 1, &stdin),
+                    Script::Inline(script, false) => check_command(script, depth + 1, &stdin, env),
                     Script::Missing => Err(Refused::NoScript(refuse(&words[i..]))),
                     Script::File => Ok(()),
                     Script::Stdin if c.opaque_arg => {
                         Err(Refused::ProcessSubstitution(refuse(&words[i..])))
                     }
-                    Script::Stdin => check_stdin_script(&words[i..], &stdin, depth),
+                    Script::Stdin => check_stdin_script(&words[i..], &stdin, depth, env),
                 };
             }
             "find" => {
@@ -943,7 +954,7 @@ fn check_words(c: &Simple, stdin: &Input, depth: usize) -> Result<(), Refused> {
                             stdin: Input::Inherited,
                             opaque_arg: c.opaque_arg,
                         };
-                        check_words(&sub, &stdin, depth + 1)?;
+                        check_words(&sub, &stdin, depth + 1, env)?;
                         j = end;
                     }
                     j += 1;
@@ -981,7 +992,12 @@ fn check_words(c: &Simple, stdin: &Input, depth: usize) -> Result<(), Refused> {
 
 /// Checks every simple command of `command`, whose commands read `inherited` unless the line
 /// says otherwise; on a line with a pipe, anything may read it (`a | while ..; do sh; done`).
-fn check_command(command: &str, depth: usize, inherited: &Input) -> Result<(), Refused> {
+fn check_command(
+    command: &str,
+    depth: usize,
+    inherited: &Input,
+    env: &Overlay,
+) -> Result<(), Refused> {
     let (cmds, piped) = commands(command);
     for c in &cmds {
         let stdin = match &c.stdin {
@@ -989,15 +1005,15 @@ fn check_command(command: &str, depth: usize, inherited: &Input) -> Result<(), R
             Input::Inherited => inherited.clone(),
             other => other.clone(),
         };
-        check_words(c, &stdin, depth)?;
+        check_words(c, &stdin, depth, env)?;
     }
     Ok(())
 }
 
 /// Err (`Refused`: "command is not allowed for security reasons: ...") when any simple command
 /// of the line is banned or hits an argument blocker.
-pub(crate) fn check_banned(command: &str) -> Result<(), Refused> {
-    check_command(command, 0, &Input::Inherited)
+pub(crate) fn check_banned(command: &str, env: &Overlay) -> Result<(), Refused> {
+    check_command(command, 0, &Input::Inherited, env)
 }
 
 // ------------------------------------------------------------------------------------------
@@ -1171,6 +1187,8 @@ pub(crate) struct Place<'a> {
     /// The command's working directory (resolved).
     pub dir: &'a Path,
     pub project_root: &'a Path,
+    /// The session's variables, which the command sees over crush's (a `~`'s `HOME`).
+    pub env: &'a Overlay,
 }
 
 /// Whether the word holds an unquoted-looking glob (`*`, `?`, `[...]`).
@@ -1188,11 +1206,11 @@ fn has_brace_expansion(w: &str) -> bool {
         .is_some_and(|close| rest[..close].contains(',') || rest[..close].contains(".."))
 }
 
-/// `~` and `~/x` as bash expands them.
-fn expand_tilde(w: &str) -> String {
-    match std::env::var("HOME") {
-        Ok(home) if w == "~" => home,
-        Ok(home) if w.starts_with("~/") => format!("{home}{}", &w[1..]),
+/// `~` and `~/x` as bash expands them, with the command's `HOME` (the session's first).
+fn expand_tilde(w: &str, env: &Overlay) -> String {
+    match env.var("HOME") {
+        Some(home) if w == "~" => home,
+        Some(home) if w.starts_with("~/") => format!("{home}{}", &w[1..]),
         _ => w.to_string(),
     }
 }
@@ -1306,7 +1324,7 @@ fn paths_inside(args: &[String], place: Place) -> bool {
         } else if a.starts_with("--")
             && let Some((_, v)) = a.split_once('=')
             && (v.starts_with('/') || v.starts_with('~'))
-            && !path_inside(&expand_tilde(v), place)
+            && !path_inside(&expand_tilde(v, place.env), place)
         {
             // Any other option given an absolute path (git's --git-dir=, --work-tree=, ...).
             return false;
@@ -1424,7 +1442,7 @@ pub(crate) fn is_safe_read_only(command: &str, place: Place) -> bool {
         if has_brace_expansion(w) {
             return false;
         }
-        let w = expand_tilde(w);
+        let w = expand_tilde(w, place.env);
         if !has_glob(&w) {
             expanded.push(w);
             continue;
@@ -1615,7 +1633,7 @@ impl Tool for Bash {
         ctx: &ToolCtx,
     ) -> Result<Option<PermissionRequest>, ToolError> {
         let command = req_str(input, "command")?;
-        check_banned(command)?;
+        check_banned(command, ctx.env)?;
         timeout_secs(input)?;
         auto_background_secs(input)?;
         opt_bool(input, "run_in_background")?;
@@ -1627,6 +1645,7 @@ impl Tool for Bash {
         let place = Place {
             dir: &dir,
             project_root: ctx.project_root,
+            env: ctx.env,
         };
         if inside_project(ctx, &dir) && is_safe_read_only(command, place) {
             return Ok(None);
@@ -1643,7 +1662,7 @@ impl Tool for Bash {
 
     fn run(&self, input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
         let command = req_str(input, "command")?;
-        check_banned(command)?;
+        check_banned(command, ctx.env)?;
         let timeout = timeout_secs(input)?;
         let background = opt_bool(input, "run_in_background")?;
         let auto_background = auto_background_secs(input)?;
@@ -1851,6 +1870,7 @@ mod tests {
             Place {
                 dir: &root,
                 project_root: &root,
+                env: &Overlay::default(),
             },
         )
     }
@@ -1889,7 +1909,7 @@ mod tests {
     }
 
     fn refused_because(cmd: &str, why: &str) {
-        let err = check_banned(cmd).expect_err(cmd);
+        let err = check_banned(cmd, &Overlay::default()).expect_err(cmd);
         assert!(err.to_string().contains(why), "{cmd}: {err}");
     }
 
@@ -1959,14 +1979,14 @@ mod tests {
             "busybox sh -c 'curl x'",
             "bash -c 'sh' <<< 'curl x'",
         ] {
-            let err = check_banned(cmd).expect_err(cmd);
+            let err = check_banned(cmd, &Overlay::default()).expect_err(cmd);
             assert!(
                 err.to_string()
                     .starts_with("command is not allowed for security reasons: "),
                 "{err}"
             );
         }
-        let err = check_banned("ls && curl -s x").unwrap_err();
+        let err = check_banned("ls && curl -s x", &Overlay::default()).unwrap_err();
         assert_eq!(err, Refused::Banned("curl -s x".into()));
         assert_eq!(
             err.to_string(),
@@ -2005,7 +2025,7 @@ mod tests {
             "x=$(date); echo \"$x\"",
             "git log @{u}..",
         ] {
-            assert!(check_banned(cmd).is_ok(), "{cmd}");
+            assert!(check_banned(cmd, &Overlay::default()).is_ok(), "{cmd}");
         }
         // A command name the shell builds from an expansion could be anything: refused always.
         for cmd in [
@@ -2056,13 +2076,18 @@ mod tests {
             "echo curl | xargs -I{} sh -c '{}'",
             "echo curl | xargs -I % %",
         ] {
-            assert!(check_banned(cmd).is_err(), "{cmd}");
+            assert!(check_banned(cmd, &Overlay::default()).is_err(), "{cmd}");
         }
         // A plain variable naming an existing program or path is a command name like any other.
         if std::env::var_os("HOME").is_some_and(|h| std::path::Path::new(&h).exists()) {
-            assert!(check_banned("$HOME").is_ok());
-            assert!(check_banned("${HOME} x").is_ok());
+            assert!(check_banned("$HOME", &Overlay::default()).is_ok());
+            assert!(check_banned("${HOME} x", &Overlay::default()).is_ok());
         }
+        // The session's own variable counts, as the command would see it there.
+        let exe = std::env::current_exe().unwrap().display().to_string();
+        let session = Overlay::new([("CRUSH_SESSION_ONLY_PROG".to_string(), exe)]);
+        assert!(check_banned("$CRUSH_SESSION_ONLY_PROG x", &session).is_ok());
+        assert!(check_banned("$CRUSH_SESSION_ONLY_PROG x", &Overlay::default()).is_err());
     }
 
     #[test]
@@ -2243,7 +2268,7 @@ mod tests {
                 let _ = safe(&format!("{a} {b}"));
                 for c in tokens {
                     let cmd = format!("{a} {b} {c}");
-                    let _ = check_banned(&cmd);
+                    let _ = check_banned(&cmd, &Overlay::default());
                     let _ = safe(&cmd);
                 }
             }
@@ -2281,7 +2306,18 @@ mod tests {
         let place = Place {
             dir: &project,
             project_root: &project,
+            env: &Overlay::default(),
         };
+        // `~` is the session's HOME when its variables set one.
+        let home = Overlay::new([("HOME".to_string(), project.display().to_string())]);
+        let at_home = Place {
+            env: &home,
+            ..place
+        };
+        assert!(is_safe_read_only("ls ~/src", at_home));
+        if std::env::var_os("HOME").is_some() {
+            assert!(!is_safe_read_only("ls ~/src", place));
+        }
         let ok = |c: &str| is_safe_read_only(c, place);
         for c in [
             "ls -la",

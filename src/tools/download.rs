@@ -131,8 +131,9 @@ fn fetch_to(
     limit: u64,
     timeout: Duration,
     cancel: &AtomicBool,
+    env: &crate::env::Overlay,
 ) -> Result<Got, Failed> {
-    let mut resp = crate::net::web(&crate::net::WebRequest::get(url, timeout))?;
+    let mut resp = crate::net::web(&crate::net::WebRequest::get(url, timeout).env(env))?;
     if resp.status() != 200 {
         return Err(Failed::Status(resp.status()));
     }
@@ -204,8 +205,15 @@ fn download(input: &Value, ctx: &ToolCtx, limit: u64) -> Result<ToolOutput, Tool
         .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.crush-download-{}", std::process::id()));
     let worker_cancel = Arc::new(AtomicBool::new(false));
-    let (u, t, c) = (url.clone(), tmp.clone(), worker_cancel.clone());
-    let got = crate::net::cancellable(&ctx.cancel, move || fetch_to(&u, &t, limit, timeout, &c));
+    let (u, t, c, env) = (
+        url.clone(),
+        tmp.clone(),
+        worker_cancel.clone(),
+        ctx.env.clone(),
+    );
+    let got = crate::net::cancellable(&ctx.cancel, move || {
+        fetch_to(&u, &t, limit, timeout, &c, &env)
+    });
     let got = match got {
         Ok(g) => g,
         Err(e) => {
@@ -377,18 +385,32 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let tmp = d.path().join("missing").join(".x.crush-download");
         let timeout = Duration::from_secs(5);
-        let e = fetch_to(&url, &tmp, 100, timeout, &AtomicBool::new(false))
-            .err()
-            .unwrap();
+        let e = fetch_to(
+            &url,
+            &tmp,
+            100,
+            timeout,
+            &AtomicBool::new(false),
+            &Default::default(),
+        )
+        .err()
+        .unwrap();
         assert!(matches!(&e, Failed::CreateTemp(p, _) if *p == tmp), "{e}");
         match ToolError::from(e) {
             ToolError::Internal(m) => assert!(m.starts_with("cannot create "), "{m}"),
             other => panic!("{other:?}"),
         }
         let tmp = d.path().join(".y.crush-download");
-        let e = fetch_to(&url, &tmp, 100, timeout, &AtomicBool::new(true))
-            .err()
-            .unwrap();
+        let e = fetch_to(
+            &url,
+            &tmp,
+            100,
+            timeout,
+            &AtomicBool::new(true),
+            &Default::default(),
+        )
+        .err()
+        .unwrap();
         assert!(matches!(e, Failed::Canceled), "{e}");
         assert_eq!(ToolError::from(e), "download canceled".into());
         assert!(!tmp.exists());

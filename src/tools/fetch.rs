@@ -79,8 +79,8 @@ impl From<GetError> for ToolError {
     }
 }
 
-fn get(url: &str, timeout: Duration) -> Result<Fetched, GetError> {
-    let req = crate::net::WebRequest::get(url, timeout).header(
+fn get(url: &str, timeout: Duration, env: &crate::env::Overlay) -> Result<Fetched, GetError> {
+    let req = crate::net::WebRequest::get(url, timeout).env(env).header(
         "Accept",
         "text/html,application/xhtml+xml,text/plain,text/markdown,application/json;q=0.9,*/*;q=0.8",
     );
@@ -103,9 +103,11 @@ fn get_cancellable(
     url: &str,
     timeout: Duration,
     cancel: &AtomicBool,
+    env: &crate::env::Overlay,
 ) -> Result<Fetched, ToolError> {
     let u = url.to_string();
-    crate::net::cancellable(cancel, move || get(&u, timeout)).map_err(|e| match e {
+    let env = env.clone();
+    crate::net::cancellable(cancel, move || get(&u, timeout, &env)).map_err(|e| match e {
         GetError::Web(crate::net::WebError::Canceled) => "fetch canceled".into(),
         e => e.into(),
     })
@@ -365,7 +367,7 @@ fn fetch(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
     check_url(url)?;
     let format = parse_format(input)?;
     let timeout = timeout_secs(input)?;
-    let f = get_cancellable(url, Duration::from_secs(timeout), &ctx.cancel)?;
+    let f = get_cancellable(url, Duration::from_secs(timeout), &ctx.cancel, ctx.env)?;
     let is_html = f.content_type.contains("html")
         || (f.content_type.is_empty() && {
             let head =

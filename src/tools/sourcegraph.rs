@@ -66,7 +66,12 @@ fn params(input: &Value) -> Result<Params<'_>, ToolError> {
     })
 }
 
-fn search(url: &str, query: &str, timeout: Duration) -> Result<Value, ToolError> {
+fn search(
+    url: &str,
+    query: &str,
+    timeout: Duration,
+    env: &crate::env::Overlay,
+) -> Result<Value, ToolError> {
     let body = json!({"query": QUERY, "variables": {"query": query}}).to_string();
     let req = crate::net::WebRequest {
         method: "POST",
@@ -74,6 +79,7 @@ fn search(url: &str, query: &str, timeout: Duration) -> Result<Value, ToolError>
         headers: vec![("Content-Type", "application/json".to_string())],
         body: Some(body.as_bytes()),
         timeout,
+        env: env.clone(),
     };
     let mut resp = match crate::net::web(&req) {
         Ok(r) => r,
@@ -196,7 +202,8 @@ fn run(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
         .into());
     }
     let (url, query, timeout) = (endpoint(), p.query.to_string(), p.timeout);
-    let result = crate::net::cancellable(&ctx.cancel, move || search(&url, &query, timeout))?;
+    let env = ctx.env.clone();
+    let result = crate::net::cancellable(&ctx.cancel, move || search(&url, &query, timeout, &env))?;
     let text = format_results(&result, p.context, p.count)?;
     let matches = result["data"]["search"]["results"]["matchCount"]
         .as_u64()
@@ -329,14 +336,20 @@ mod tests {
             Canned::new(500, "boom"),
         ]);
         let url = format!("{}/.api/graphql", served.url);
-        let r = search(&url, "lang:go fmt", Duration::from_secs(5)).unwrap();
+        let r = search(
+            &url,
+            "lang:go fmt",
+            Duration::from_secs(5),
+            &Default::default(),
+        )
+        .unwrap();
         assert_eq!(r["data"]["search"]["results"]["matchCount"], 2);
         let seen = served.seen.lock().unwrap().clone();
         assert_eq!(seen[0].line, "POST /.api/graphql HTTP/1.1");
         let sent: Value = serde_json::from_slice(&seen[0].body).unwrap();
         assert_eq!(sent["variables"]["query"], "lang:go fmt");
         assert_eq!(sent["query"], QUERY);
-        let err = search(&url, "x", Duration::from_secs(5)).unwrap_err();
+        let err = search(&url, "x", Duration::from_secs(5), &Default::default()).unwrap_err();
         assert!(
             err.to_string().contains("500") && err.to_string().contains("boom"),
             "{err}"

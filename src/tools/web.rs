@@ -238,10 +238,16 @@ fn search_url() -> String {
 }
 
 /// Searches `query` on DuckDuckGo Lite at `base`.
-pub(crate) fn search(base: &str, query: &str, max: usize) -> Result<Vec<Hit>, ToolError> {
+pub(crate) fn search(
+    base: &str,
+    query: &str,
+    max: usize,
+    env: &crate::env::Overlay,
+) -> Result<Vec<Hit>, ToolError> {
     let sep = if base.contains('?') { '&' } else { '?' };
     let url = format!("{base}{sep}q={}", percent_encode(query));
     let req = crate::net::WebRequest::get(&url, TIMEOUT)
+        .env(env)
         .header(
             "Accept",
             "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
@@ -333,8 +339,8 @@ impl Tool for WebSearch {
             None | Some(0) => 10,
             Some(n) => n.min(20),
         } as usize;
-        let base = search_url();
-        let hits = crate::net::cancellable(&ctx.cancel, move || search(&base, &query, max))
+        let (base, env) = (search_url(), ctx.env.clone());
+        let hits = crate::net::cancellable(&ctx.cancel, move || search(&base, &query, max, &env))
             .map_err(|e| format!("Failed to search: {e}"))?;
         Ok(ToolOutput {
             content: format_hits(&hits),
@@ -383,13 +389,28 @@ mod tests {
             Canned::new(200, "<div class='anomaly-modal'>"),
         ]);
         let base = format!("{}/lite/", served.url);
-        assert_eq!(search(&base, "rust ureq", 5).unwrap().len(), 2);
+        assert_eq!(
+            search(&base, "rust ureq", 5, &Default::default())
+                .unwrap()
+                .len(),
+            2
+        );
         assert_eq!(
             served.seen.lock().unwrap()[0].line,
             "GET /lite/?q=rust%20ureq HTTP/1.1"
         );
-        assert_eq!(search(&base, "x", 5).unwrap_err().to_string(), RATE_LIMITED);
-        assert_eq!(search(&base, "x", 5).unwrap_err().to_string(), RATE_LIMITED);
+        assert_eq!(
+            search(&base, "x", 5, &Default::default())
+                .unwrap_err()
+                .to_string(),
+            RATE_LIMITED
+        );
+        assert_eq!(
+            search(&base, "x", 5, &Default::default())
+                .unwrap_err()
+                .to_string(),
+            RATE_LIMITED
+        );
     }
 
     #[test]

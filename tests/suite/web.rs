@@ -125,6 +125,44 @@ fn the_web_tools_go_through_the_environment_s_proxy() {
 }
 
 #[test]
+fn the_web_tools_go_through_the_proxy_a_project_s_dotenv_names() {
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call(
+            "fetch",
+            json!({"url": "http://example.invalid/from-dotenv", "format": "text"}),
+        ),
+        Reply::text("done"),
+    ]);
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::OpenAi);
+    std::fs::write(
+        env.project().join(".env"),
+        format!("HTTP_PROXY={}\n", server.url()),
+    )
+    .unwrap();
+    let mut cmd = env.crush();
+    cmd.args(["run", "--trust", "-q", "-y", "fetch"]);
+    for k in [
+        "HTTP_PROXY",
+        "http_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+        "NO_PROXY",
+        "no_proxy",
+    ] {
+        cmd.env_remove(k);
+    }
+    let out = run_command(cmd, None, RUN_TIMEOUT);
+    out.assert_success();
+    let tunnel = server
+        .requests()
+        .into_iter()
+        .find(|r| r.method == "CONNECT")
+        .expect("the request went to the .env's proxy");
+    assert_eq!(tunnel.path, "example.invalid:80");
+}
+
+#[test]
 fn sourcegraph_searches_its_endpoint_and_turns_itself_off_when_the_network_is_unreachable() {
     let server = FakeServer::with_script(vec![
         Reply::tool_call(
