@@ -298,6 +298,37 @@ fn segments(cmd: &str) -> Vec<String> {
         .collect()
 }
 
+/// Whether `text` is a rule crush can apply (a hook's `if`, crush(1) HOOKS): why not, if not.
+pub(crate) fn check(text: &str) -> Result<(), &'static str> {
+    parse(text, Path::new("/"), Path::new("/")).map(|_| ())
+}
+
+/// Whether the rule `text` matches a call, with `input`, of the tool Claude Code knows by
+/// `names`: a hook's `if` (crush(1) HOOKS). It matches as a deny rule does, so `Bash(rm *)`
+/// also matches `cd x && rm y`; `/x` patterns start from `project`, relative ones from `cwd`.
+/// A rule crush cannot apply matches nothing.
+pub(crate) fn call_matches(
+    text: &str,
+    names: &[String],
+    input: &Value,
+    project: &Path,
+    cwd: &Path,
+) -> bool {
+    let Ok((tool, spec)) = parse(text, project, cwd) else {
+        return false;
+    };
+    let rules = ClaudeRules {
+        rules: vec![Rule {
+            effect: Effect::Deny,
+            tool,
+            spec,
+            text: text.to_string(),
+            file: PathBuf::new(),
+        }],
+    };
+    rules.matching(Effect::Deny, names, input, cwd).is_some()
+}
+
 /// `TOOL` or `TOOL(SPEC)` into Claude Code's tool name and what the rule matches.
 fn parse(text: &str, base: &Path, cwd: &Path) -> Result<(String, Spec), &'static str> {
     let text = text.trim();

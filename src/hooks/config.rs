@@ -82,6 +82,9 @@ pub(crate) struct HookDef {
     pub origin: String,
     /// Where in that file: `hooks.PreToolUse[2]` or `hooks.PreToolUse[0].hooks[1]`.
     pub location: String,
+    /// A Claude Code handler's `if`: a permission rule the tool call must match for the hook
+    /// to run (crush(1) HOOKS).
+    pub if_rule: Option<String>,
 }
 
 impl HookDef {
@@ -227,6 +230,7 @@ const HANDLER_KEYS: &[&str] = &[
     "asyncRewake",
     "shell",
     "once",
+    "if",
 ];
 
 struct Raw<'a> {
@@ -358,7 +362,40 @@ fn build(raw: &Raw, origin: &str, p: &mut Problems) -> Option<HookDef> {
     };
     let fail_closed = flag("fail_closed", p)?;
     let include_sub_agents = flag("include_sub_agents", p)?;
+    let if_rule = match e.get("if") {
+        None | Some(Value::Null) => None,
+        Some(_) if !raw.event.has_tool() => {
+            p.warnings.push(format!(
+                "{here}: 'if' applies to tool events only; this hook never runs on {}",
+                raw.event
+            ));
+            return None;
+        }
+        Some(Value::String(r)) => match crate::config::claude_rules::check(r) {
+            Ok(()) => Some(r.clone()),
+            // A guard keeps guarding: it runs for every call its matcher selects.
+            Err(why) if fail_closed => {
+                p.warnings.push(format!(
+                    "{here}: 'if' \"{r}\" is not applied ({why}); as a fail_closed guard it runs for every call its matcher selects"
+                ));
+                None
+            }
+            Err(why) => {
+                p.warnings.push(format!(
+                    "{here}: 'if' \"{r}\" is not applied ({why}); hook skipped"
+                ));
+                return None;
+            }
+        },
+        Some(other) => {
+            p.warnings.push(format!(
+                "{here}: 'if' must be a permission rule string, not {other}; hook skipped"
+            ));
+            return None;
+        }
+    };
     Some(HookDef {
+        if_rule,
         event: raw.event,
         name,
         matcher,

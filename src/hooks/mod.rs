@@ -127,6 +127,17 @@ impl<'a> Request<'a> {
         {
             return false;
         }
+        if let (Some(rule), Some(t)) = (&h.if_rule, self.tool)
+            && !crate::config::claude_rules::call_matches(
+                rule,
+                t.claude,
+                t.input,
+                self.project_dir,
+                self.cwd,
+            )
+        {
+            return false;
+        }
         h.matches(self.match_target(), self.claude_names())
     }
 }

@@ -770,3 +770,48 @@ fn a_fail_closed_guard_whose_program_is_missing_denies() {
     let (_, result, _) = server.request(1).tool_results()[0].clone();
     assert!(result.contains("failed closed"), "{result}");
 }
+
+/// A guard with `"if": "Bash(rm *)"` spawns only for a call that matches the rule: `ls` runs
+/// without it (it would leave a marker), `rm` is denied; an `if` on an event without a tool
+/// is a warning and that hook never runs.
+#[test]
+fn a_guard_with_if_spawns_only_for_calls_matching_its_rule() {
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call("bash", json!({"command": "ls > listed.txt"})),
+        Reply::tool_call("bash", json!({"command": "rm -f ls-ok && touch ran.txt"})),
+        Reply::text("done"),
+    ]);
+    let env = TestEnv::new();
+    let marker = env.root().join("spawned.log");
+    let guard = hook(
+        &env,
+        "no-rm.sh",
+        &format!(
+            "#!/bin/sh\ncat >/dev/null\necho x >> '{}'\necho 'no rm here' >&2\nexit 2\n",
+            marker.display()
+        ),
+    );
+    let start = hook(
+        &env,
+        "start.sh",
+        &format!("#!/bin/sh\necho start >> '{}'\n", marker.display()),
+    );
+    let hooks = json!({
+        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": guard, "if": "Bash(rm *)"}]}],
+        "SessionStart": [{"hooks": [{"type": "command", "command": start, "if": "Bash(ls *)"}]}],
+    });
+    let settings = env.home().join(".claude/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(&settings, json!({"hooks": hooks}).to_string()).unwrap();
+    env.use_server(&server, Dialect::OpenAi);
+    let check = env.run(&["hooks", "list"], None);
+    let all = format!("{}{}", check.stdout, check.stderr);
+    assert!(!all.contains("unknown key 'if'"), "{all}");
+    assert!(all.contains("never runs on SessionStart"), "{all}");
+    let out = env.run(&["run", "-y", "-q", "go"], None);
+    let all = format!("{}{}", out.stdout, out.stderr);
+    assert!(env.project().join("listed.txt").exists(), "ls ran: {all}");
+    assert!(!env.project().join("ran.txt").exists(), "rm denied: {all}");
+    let spawned = std::fs::read_to_string(&marker).unwrap_or_default();
+    assert_eq!(spawned, "x\n", "once, for the rm call only: {all}");
+}
