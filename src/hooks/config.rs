@@ -387,6 +387,13 @@ fn build(raw: &Raw, origin: &str, p: &mut Problems) -> Option<HookDef> {
                 return None;
             }
         },
+        // A guard keeps guarding here too: it runs for every call its matcher selects.
+        Some(other) if fail_closed => {
+            p.warnings.push(format!(
+                "{here}: 'if' must be a permission rule string, not {other}; as a fail_closed guard it runs for every call its matcher selects"
+            ));
+            None
+        }
         Some(other) => {
             p.warnings.push(format!(
                 "{here}: 'if' must be a permission rule string, not {other}; hook skipped"
@@ -695,6 +702,21 @@ mod tests {
 
     fn problems(v: Value) -> Problems {
         HookConfig::from_value(&v, "/p/crush.json").unwrap_err()
+    }
+
+    #[test]
+    fn a_hostile_if_skips_a_hook_but_never_unguards_a_guard() {
+        for bad in [json!("Bash(rm *"), json!(42), json!({"x": 1}), json!("(((")] {
+            let v = json!({"PreToolUse": [{"matcher": "Bash", "hooks": [
+                {"type": "command", "command": "plain", "if": bad},
+                {"type": "command", "command": "guard", "if": bad, "fail_closed": true}]}]});
+            let (c, warnings) = HookConfig::from_value(&v, "/p/settings.json")
+                .unwrap_or_else(|p| panic!("{:?}", p.errors));
+            let names: Vec<&str> = c.hooks.iter().map(|h| h.command.as_str()).collect();
+            assert_eq!(names, ["guard"], "{bad}: {warnings:?}");
+            assert!(c.hooks[0].if_rule.is_none(), "{bad}");
+            assert_eq!(warnings.len(), 2, "{bad}: {warnings:?}");
+        }
     }
 
     #[test]
