@@ -115,8 +115,10 @@ pub(crate) enum What {
 }
 
 /// The key of a definition in a [`Baseline`].
+/// `id` is trimmed: a hook's command is run trimmed, and a project file's `" ./x.sh"` must
+/// still be found by the check of the `./x.sh` that runs.
 pub(crate) fn key(what: What, id: &str) -> String {
-    format!("{what:?}\0{id}")
+    format!("{what:?}\0{}", id.trim())
 }
 
 /// A project file changed since the project was trusted: what was asked is not run.
@@ -284,6 +286,19 @@ impl PartialEq for Check {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_definition_written_with_blanks_around_it_is_still_watched() {
+        let t = tempfile::tempdir().unwrap();
+        let a = t.path().join("a.sh");
+        std::fs::write(&a, "echo a\n").unwrap();
+        let mut base = Baseline::default();
+        base.def(key(What::Hook, "  ./a.sh \n"), std::slice::from_ref(&a));
+        let g = Guard::new(t.path(), &base);
+        assert!(g.check(What::Hook, "./a.sh").is_ok());
+        std::fs::write(&a, "echo evil\n").unwrap();
+        assert!(g.check(What::Hook, "./a.sh").is_err());
+    }
 
     #[test]
     fn a_changed_file_stops_every_project_definition_and_an_unchanged_one_costs_a_stat() {

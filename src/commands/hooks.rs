@@ -96,7 +96,7 @@ pub(crate) fn list(global: &Global, tool: Option<&str>) -> Result<String, AppErr
 }
 
 /// Runs `crush hooks test`: prints the per-hook lines and the composed result; returns the exit
-/// code (0 allow or no opinion, 3 deny or halt).
+/// code (0 allow or no opinion, 3 deny or halt where the event can block or halt).
 pub(crate) fn test(global: &Global, args: &HooksTestArgs) -> Result<(String, ExitCode), AppError> {
     let event = Event::parse(&args.event).ok_or_else(|| {
         AppError::Usage(format!(
@@ -217,7 +217,16 @@ pub(crate) fn test(global: &Global, args: &HooksTestArgs) -> Result<(String, Exi
         }
     }
     let c = &outcome.composed;
+    // A deny on an event that cannot block stops nothing: say so, and exit as for no opinion.
+    let stops =
+        (c.decision == hooks::Decision::Deny && event.can_block()) || (c.halt && event.can_halt());
     out.push_str(&format!("decision: {}\n", c.verdict()));
+    if c.blocked()
+        && !stops
+        && let Some(why) = event.block_effect().explain(event)
+    {
+        out.push_str(&format!("  ({why})\n"));
+    }
     if !c.reason.is_empty() {
         out.push_str(&format!("reason: {}\n", c.reason.replace('\n', "\n  ")));
     }
@@ -245,7 +254,7 @@ pub(crate) fn test(global: &Global, args: &HooksTestArgs) -> Result<(String, Exi
     for n in &c.notes {
         out.push_str(&format!("warning: {n}\n"));
     }
-    let code = if c.blocked() {
+    let code = if stops {
         ExitCode::Policy
     } else {
         ExitCode::Success

@@ -80,6 +80,60 @@ impl Event {
     pub(crate) fn has_tool(self) -> bool {
         matches!(self, Event::PreToolUse | Event::PostToolUse)
     }
+
+    /// What a block (exit 2, or a deny decision) does on this event, as in Claude Code
+    /// (crush(1) HOOKS, Events).
+    pub(crate) fn block_effect(self) -> BlockEffect {
+        match self {
+            Event::PreToolUse
+            | Event::UserPromptSubmit
+            | Event::Stop
+            | Event::SubagentStop
+            | Event::PreCompact => BlockEffect::Blocks,
+            Event::PostToolUse => BlockEffect::FeedbackToModel,
+            Event::SessionStart | Event::SessionEnd | Event::Notification => {
+                BlockEffect::ShownToUser
+            }
+        }
+    }
+
+    /// Whether a hook can stop what this event announces.
+    pub(crate) fn can_block(self) -> bool {
+        self.block_effect() == BlockEffect::Blocks
+    }
+
+    /// Whether a halt (exit 49, `continue: false`) ends the turn here: everywhere a turn is
+    /// under way, not on the events that only inform.
+    pub(crate) fn can_halt(self) -> bool {
+        self.block_effect() != BlockEffect::ShownToUser
+    }
+}
+
+/// What a hook's block does on an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BlockEffect {
+    /// The call, prompt, stop or summary does not happen.
+    Blocks,
+    /// The tool already ran: the reason reaches the model as feedback.
+    FeedbackToModel,
+    /// Nothing to stop: the reason is shown to the user only.
+    ShownToUser,
+}
+
+impl BlockEffect {
+    /// Why a deny on `event` stopped nothing, for `crush hooks test` and the hook lines; None
+    /// where it blocks.
+    pub(crate) fn explain(self, event: Event) -> Option<String> {
+        match self {
+            BlockEffect::Blocks => None,
+            BlockEffect::FeedbackToModel => Some(format!(
+                "{event} cannot block (the tool already ran): the reason goes to the model as feedback"
+            )),
+            BlockEffect::ShownToUser => Some(format!(
+                "{event} cannot block: the reason is shown to the user only"
+            )),
+        }
+    }
 }
 
 impl std::fmt::Display for Event {
@@ -110,6 +164,32 @@ mod tests {
         );
         assert_eq!(Event::parse("stop"), Some(Event::Stop));
         assert_eq!(Event::parse("TurnEnd"), None);
+    }
+
+    #[test]
+    fn only_events_that_announce_something_stoppable_can_block() {
+        let blocking: Vec<&str> = EVENTS
+            .into_iter()
+            .filter(|e| e.can_block())
+            .map(Event::name)
+            .collect();
+        assert_eq!(
+            blocking,
+            [
+                "PreToolUse",
+                "UserPromptSubmit",
+                "Stop",
+                "SubagentStop",
+                "PreCompact"
+            ]
+        );
+        assert!(Event::PostToolUse.can_halt());
+        assert!(!Event::SessionEnd.can_halt());
+        let why = Event::PostToolUse
+            .block_effect()
+            .explain(Event::PostToolUse);
+        assert!(why.unwrap().contains("feedback"));
+        assert_eq!(Event::Stop.block_effect().explain(Event::Stop), None);
     }
 
     #[test]

@@ -495,10 +495,20 @@ fn strings_of(v: Option<&Value>) -> impl Iterator<Item = &str> {
 /// The commands of one hook definition (Crush's flat shape or Claude Code's nested one).
 fn hook_commands(h: &Value) -> Vec<String> {
     match h.get("hooks") {
+        // A handler in exec form is known by the text of its program and arguments, as the
+        // hooks runtime knows it (so its script files are watched too).
         Some(Value::Array(inner)) => inner
             .iter()
-            .filter_map(|i| i.get("command").and_then(Value::as_str))
-            .map(str::to_string)
+            .filter_map(|i| {
+                let command = i.get("command").and_then(Value::as_str)?.trim();
+                let args = i
+                    .as_object()
+                    .and_then(|o| crate::hooks::config::exec_args(o).ok().flatten());
+                Some(match args {
+                    Some(a) => crate::hooks::config::exec_form_text(command, &a),
+                    None => command.to_string(),
+                })
+            })
             .collect(),
         _ => h
             .get("command")

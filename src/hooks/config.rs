@@ -85,6 +85,9 @@ pub(crate) struct HookDef {
     /// A Claude Code handler's `if`: a permission rule the tool call must match for the hook
     /// to run (crush(1) HOOKS).
     pub if_rule: Option<String>,
+    /// A Claude Code handler's exec form (`command` the program, `args` its arguments): the
+    /// program and arguments, run without a shell. `command` then holds their quoted text.
+    pub argv: Option<Vec<String>>,
 }
 
 impl HookDef {
@@ -231,7 +234,35 @@ const HANDLER_KEYS: &[&str] = &[
     "shell",
     "once",
     "if",
+    "args",
 ];
+
+/// The text of a hook in exec form, `PROGRAM 'ARG' 'ARG'`: how it is shown, deduplicated and
+/// tied to the project files it runs (the trust review reads it as a command line).
+pub(crate) fn exec_form_text(program: &str, args: &[String]) -> String {
+    let mut s = program.to_string();
+    for a in args {
+        s.push_str(" '");
+        s.push_str(&a.replace('\'', "'\\''"));
+        s.push('\'');
+    }
+    s
+}
+
+/// A handler's `args`: None when absent; an error naming the value when it is not a list of
+/// strings.
+pub(crate) fn exec_args(e: &Map<String, Value>) -> Result<Option<Vec<String>>, super::HookError> {
+    match e.get("args") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Array(a)) if a.iter().all(Value::is_string) => Ok(Some(
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect(),
+        )),
+        Some(other) => Err(super::HookError::Args(other.clone())),
+    }
+}
 
 struct Raw<'a> {
     event: Event,
@@ -304,6 +335,18 @@ fn build(raw: &Raw, origin: &str, p: &mut Problems) -> Option<HookDef> {
         p.errors.push(format!("{here}: command is required"));
         return None;
     }
+    let argv: Option<Vec<String>> = match exec_args(e) {
+        Ok(None) => None,
+        Ok(Some(args)) => Some(std::iter::once(command.clone()).chain(args).collect()),
+        Err(m) => {
+            p.errors.push(format!("{here}: {m}"));
+            return None;
+        }
+    };
+    let command = match &argv {
+        Some(v) => exec_form_text(&v[0], &v[1..]),
+        None => command,
+    };
     let matcher_v = match raw.group {
         Some(g) => g.get("matcher"),
         None => e.get("matcher"),
@@ -403,6 +446,7 @@ fn build(raw: &Raw, origin: &str, p: &mut Problems) -> Option<HookDef> {
     };
     Some(HookDef {
         if_rule,
+        argv,
         event: raw.event,
         name,
         matcher,
@@ -662,7 +706,10 @@ impl HookConfig {
             if !wants(h) {
                 continue;
             }
-            let Some(kept) = out.iter_mut().find(|o| o.command == h.command) else {
+            let Some(kept) = out
+                .iter_mut()
+                .find(|o| o.command == h.command && o.argv == h.argv)
+            else {
                 out.push(Cow::Borrowed(h));
                 continue;
             };
@@ -717,6 +764,34 @@ mod tests {
             assert!(c.hooks[0].if_rule.is_none(), "{bad}");
             assert_eq!(warnings.len(), 2, "{bad}: {warnings:?}");
         }
+    }
+
+    #[test]
+    fn args_make_the_exec_form_shown_quoted_and_deduplicated_with_its_arguments() {
+        let v = json!({"PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "command": " node ", "args": ["g.js", "it's"]},
+            {"type": "command", "command": "node", "args": ["g.js", "it's"]},
+            {"type": "command", "command": "node", "args": ["other.js"]}]}]});
+        let (c, warnings) = HookConfig::from_value(&v, "/p/settings.json")
+            .unwrap_or_else(|p| panic!("{:?}", p.errors));
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(c.hooks[0].command, "node 'g.js' 'it'\\''s'");
+        assert_eq!(
+            c.hooks[0].argv.as_deref(),
+            Some(&["node".to_string(), "g.js".into(), "it's".into()][..])
+        );
+        let ran = c.select(Event::PreToolUse, Some("bash"), &cc("bash"));
+        assert_eq!(ran.len(), 2, "the repeated handler runs once");
+        let p = problems(json!({"PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "command": "node", "args": "g.js"},
+            {"type": "command", "command": "node", "args": ["g.js", 1]}]}]}));
+        assert_eq!(p.errors.len(), 2, "{:?}", p.errors);
+        assert!(
+            p.errors[0].contains("hooks[0]")
+                && p.errors[0].contains("args must be a list of strings"),
+            "{:?}",
+            p.errors
+        );
     }
 
     #[test]

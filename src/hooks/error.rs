@@ -23,6 +23,10 @@ pub(crate) enum HookError {
     StdoutNotJson(serde_json::Error),
     /// A `timeout` that is not a number of seconds.
     Timeout(Value),
+    /// `args` that is not a list of strings.
+    Args(Value),
+    /// The program of a hook in exec form is not found (not on PATH, or no such file).
+    ProgramNotFound(String),
 }
 
 impl fmt::Display for HookError {
@@ -46,6 +50,8 @@ impl fmt::Display for HookError {
             HookError::StdoutNotObject => f.write_str("stdout is JSON but not an object"),
             HookError::StdoutNotJson(_) => f.write_str("stdout is not JSON"),
             HookError::Timeout(v) => write!(f, "timeout must be a number of seconds, not {v}"),
+            HookError::Args(v) => write!(f, "args must be a list of strings, not {v}"),
+            HookError::ProgramNotFound(p) => write!(f, "program '{p}' not found"),
         }
     }
 }

@@ -197,10 +197,33 @@ impl HookReport {
             s.push_str(": ");
             s.push_str(self.reason.lines().next().unwrap_or(""));
         }
+        if let Some(why) = self.stops_nothing() {
+            s.push_str(&format!(" [{why}]"));
+        }
         for n in &self.notes {
             s.push_str(&format!(" [warning: {n}]"));
         }
         s
+    }
+
+    /// Why this hook's deny (or halt) stopped nothing: its event cannot block (None when it
+    /// did not deny, or its event can block).
+    pub(crate) fn stops_nothing(&self) -> Option<String> {
+        let event = Event::parse(self.event)?;
+        let stopped = match self.decision {
+            "deny" => event.can_block(),
+            "halt" => event.can_halt(),
+            _ => return None,
+        };
+        if stopped {
+            return None;
+        }
+        Some(match event.block_effect() {
+            crate::config::hook_event::BlockEffect::FeedbackToModel => {
+                "not blocked: the tool already ran; the model gets the reason".to_string()
+            }
+            _ => format!("not blocked: {event} cannot block"),
+        })
     }
 
     /// The warning line of a hook that never ran its own logic (never a silent pass): names the
@@ -508,6 +531,7 @@ impl HookConfig {
                 };
                 runner::Job {
                     command: h.command.clone(),
+                    argv: h.argv.clone(),
                     cwd: req.cwd.to_path_buf(),
                     env,
                     stdin,

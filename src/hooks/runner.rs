@@ -22,6 +22,8 @@ pub(crate) const GRACE: Duration = Duration::from_secs(1);
 #[derive(Debug, Clone)]
 pub(crate) struct Job {
     pub command: String,
+    /// The exec form's program and arguments (then `command` is only their text).
+    pub argv: Option<Vec<String>>,
     pub cwd: PathBuf,
     pub env: Arc<Vec<(String, String)>>,
     pub stdin: Vec<u8>,
@@ -172,23 +174,9 @@ pub(crate) fn plan(command: &str, cwd: &Path) -> Result<Plan, HookError> {
     if !path.is_file() {
         return Ok(Plan::Shell(command.to_string()));
     }
-    let mut head = [0u8; 256];
-    let n = crate::fsutil::open_regular(&path, crate::fsutil::Links::Follow)
-        .and_then(|(mut f, _)| f.read(&mut head))
-        .map_err(|source| HookError::Read {
-            path: path.clone(),
-            source,
-        })?;
-    let head = &head[..n];
-    let (prog, mut args) = if head.starts_with(b"#!") {
-        let line_end = head.iter().position(|&b| b == b'\n').unwrap_or(head.len());
-        let line = String::from_utf8_lossy(&head[..line_end]).into_owned();
-        shebang_interpreter(&line)?
-    } else if head.starts_with(b"\x7fELF") || head.contains(&0) {
+    let Some((prog, mut args)) = interpreter_of(&path)? else {
         // A binary: let the kernel run it.
         return Ok(Plan::Shell(command.to_string()));
-    } else {
-        (proc::shell_path().to_path_buf(), Vec::new())
     };
     let script = path.to_string_lossy().into_owned();
     if rest.contains(SHELL_META) {
@@ -208,6 +196,77 @@ pub(crate) fn plan(command: &str, cwd: &Path) -> Result<Plan, HookError> {
     Ok(Plan::Exec(prog, args))
 }
 
+/// What runs the file `path`: the interpreter of its `#!` line, crush's shell for a text file
+/// without one, None for a binary (the kernel runs it).
+fn interpreter_of(path: &Path) -> Result<Option<(PathBuf, Vec<String>)>, HookError> {
+    let mut head = [0u8; 256];
+    let n = crate::fsutil::open_regular(path, crate::fsutil::Links::Follow)
+        .and_then(|(mut f, _)| f.read(&mut head))
+        .map_err(|source| HookError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    let head = &head[..n];
+    if head.starts_with(b"#!") {
+        let line_end = head.iter().position(|&b| b == b'\n').unwrap_or(head.len());
+        let line = String::from_utf8_lossy(&head[..line_end]).into_owned();
+        return shebang_interpreter(&line).map(Some);
+    }
+    if head.starts_with(b"\x7fELF") || head.contains(&0) {
+        return Ok(None);
+    }
+    Ok(Some((proc::shell_path().to_path_buf(), Vec::new())))
+}
+
+/// The hooks' own variables, which a hook in exec form may name without a shell to expand them
+/// (crush(1) HOOKS, Running).
+const EXEC_FORM_VARS: &[&str] = &[
+    "CLAUDE_PROJECT_DIR",
+    "CRUSH_PROJECT_DIR",
+    "CLAUDE_PLUGIN_ROOT",
+    "CLAUDE_PLUGIN_DATA",
+];
+
+/// How to start a hook in exec form (Claude Code's `command` + `args`): no shell; the hooks'
+/// own variables in `$NAME` or `${NAME}` form are replaced from `env`; the program is looked
+/// up on PATH unless it has a `/` (relative to `cwd`); a script runs as `plan` runs one.
+pub(crate) fn plan_exec(
+    argv: &[String],
+    cwd: &Path,
+    env: &[(String, String)],
+) -> Result<Plan, HookError> {
+    let expand = |w: &String| {
+        let mut w = w.clone();
+        for var in EXEC_FORM_VARS {
+            if let Some((_, v)) = env.iter().find(|(k, _)| k == var) {
+                w = w
+                    .replace(&format!("${{{var}}}"), v)
+                    .replace(&format!("${var}"), v);
+            }
+        }
+        w
+    };
+    let mut words = argv.iter().map(expand);
+    let first = words.next().unwrap_or_default();
+    let rest: Vec<String> = words.collect();
+    if !first.contains('/') {
+        let prog = which(&first).ok_or(HookError::ProgramNotFound(first))?;
+        return Ok(Plan::Exec(prog, rest));
+    }
+    let path = cwd.join(&first);
+    if !path.is_file() {
+        return Err(HookError::ProgramNotFound(first));
+    }
+    Ok(match interpreter_of(&path)? {
+        None => Plan::Exec(path, rest),
+        Some((prog, mut args)) => {
+            args.push(path.to_string_lossy().into_owned());
+            args.extend(rest);
+            Plan::Exec(prog, args)
+        }
+    })
+}
+
 impl Plan {
     fn program(self) -> Program {
         match self {
@@ -223,7 +282,11 @@ impl Plan {
 
 /// Runs one hook to completion, timeout or abandonment.
 pub(crate) fn run_one(job: Job) -> Captured {
-    let plan = match plan(&job.command, &job.cwd) {
+    let planned = match &job.argv {
+        Some(argv) => plan_exec(argv, &job.cwd, &job.env),
+        None => plan(&job.command, &job.cwd),
+    };
+    let plan = match planned {
         Ok(p) => p,
         Err(e) => return Captured::not_started(e.to_string()),
     };
@@ -276,12 +339,45 @@ mod tests {
     fn job(dir: &Path, command: &str, stdin: &str, timeout: Duration) -> Job {
         Job {
             command: command.to_string(),
+            argv: None,
             cwd: dir.to_path_buf(),
             env: Arc::new(vec![("HOOK_TEST".into(), "yes".into())]),
             stdin: stdin.as_bytes().to_vec(),
             timeout,
             cancel: None,
         }
+    }
+
+    #[test]
+    fn the_exec_form_replaces_only_the_hooks_variables_and_finds_its_program() {
+        let t = tempfile::tempdir().unwrap();
+        let script = t.path().join("h.sh");
+        std::fs::write(&script, "#!/bin/sh\nexit 0\n").unwrap();
+        let env = [(
+            "CLAUDE_PROJECT_DIR".to_string(),
+            t.path().display().to_string(),
+        )];
+        let argv = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let plan = plan_exec(
+            &argv(&["${CLAUDE_PROJECT_DIR}/h.sh", "$HOME", "a b"]),
+            t.path(),
+            &env,
+        )
+        .unwrap();
+        let sh = script.display().to_string();
+        assert_eq!(
+            plan,
+            Plan::Exec(
+                "/bin/sh".into(),
+                vec![sh.clone(), "$HOME".into(), "a b".into()]
+            )
+        );
+        // Relative to the working directory, as a command's script is.
+        let plan = plan_exec(&argv(&["./h.sh"]), t.path(), &[]).unwrap();
+        assert!(matches!(&plan, Plan::Exec(_, a) if a.last().is_some_and(|s| s.ends_with("h.sh"))));
+        let e = plan_exec(&argv(&["no-such-program-x9", "x"]), t.path(), &[]).unwrap_err();
+        assert_eq!(e.to_string(), "program 'no-such-program-x9' not found");
+        assert!(plan_exec(&argv(&["./missing.sh"]), t.path(), &[]).is_err());
     }
 
     #[test]

@@ -815,3 +815,87 @@ fn a_guard_with_if_spawns_only_for_calls_matching_its_rule() {
     let spawned = std::fs::read_to_string(&marker).unwrap_or_default();
     assert_eq!(spawned, "x\n", "once, for the rm call only: {all}");
 }
+
+/// Claude Code's exec form: `command` is the program and `args` its arguments, passed as they
+/// are with no shell (a blank or `$HOME;` stays inside its argument), `${CLAUDE_PROJECT_DIR}`
+/// in the program is the project; the script an argument names is part of the trust.
+#[test]
+fn a_hook_in_exec_form_gets_its_args_verbatim_and_its_script_is_trusted() {
+    let server = bash_then_done();
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::OpenAi);
+    let p = env.project().to_path_buf();
+    write_exe(
+        &p.join(".claude/hooks/deny.sh"),
+        "#!/bin/sh\ncat >/dev/null\necho \"$# args: [$1] [$2]\" >&2\nexit 2\n",
+    );
+    write_exe(
+        &p.join(".claude/hooks/check.sh"),
+        "#!/bin/sh\ncat >/dev/null\n",
+    );
+    env.write_project_file(
+        ".claude/settings.json",
+        &json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "command": "${CLAUDE_PROJECT_DIR}/.claude/hooks/deny.sh",
+             "args": ["a b", "$HOME;echo x"]},
+            {"type": "command", "command": "sh", "args": [".claude/hooks/check.sh"]}
+        ]}]}})
+        .to_string(),
+    );
+    env.run(&["trust"], None).assert_success();
+    let list = env.run(&["hooks", "list"], None);
+    assert!(!list.stderr.contains("unknown key"), "{}", list.stderr);
+    assert!(
+        list.stdout.contains("sh '.claude/hooks/check.sh'"),
+        "{}",
+        list.stdout
+    );
+    env.run(&["run", "-y", "-q", "touch"], None)
+        .assert_success();
+    assert!(!p.join("ran.txt").exists());
+    let (_, text, _) = server.last_request().tool_results()[0].clone();
+    assert!(text.contains("2 args: [a b] [$HOME;echo x]"), "{text}");
+    // The script named only in args is watched: editing it untrusts the project.
+    let check = p.join(".claude/hooks/check.sh");
+    std::fs::write(&check, "#!/bin/sh\ncat >/dev/null\n# edited\n").unwrap();
+    let show = env.run(&["config", "show"], None);
+    assert!(
+        show.stderr.contains("has changed since it was trusted"),
+        "{}",
+        show.stderr
+    );
+}
+
+/// A PostToolUse hook that exits 2 cannot block (the tool already ran), nor can a
+/// Notification one: `crush hooks test` says so and exits 0, where a PreToolUse deny exits 3.
+#[test]
+fn hooks_test_says_a_deny_on_an_event_that_cannot_block_stops_nothing() {
+    let env = TestEnv::new();
+    let denier = bash_denier(&env, "late");
+    let settings = env.home().join(".claude/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    let mut hooks = nested("PostToolUse", "Bash", &denier);
+    hooks["Notification"] = nested("Notification", "", &denier)["Notification"].clone();
+    hooks["PreToolUse"] = nested("PreToolUse", "Bash", &denier)["PreToolUse"].clone();
+    std::fs::write(&settings, json!({"hooks": hooks}).to_string()).unwrap();
+    let post = env.run(&["hooks", "test", "PostToolUse", "--tool", "bash"], None);
+    assert_eq!(post.code, 0, "{}{}", post.stdout, post.stderr);
+    assert!(
+        post.stdout.contains("decision: deny")
+            && post
+                .stdout
+                .contains("PostToolUse cannot block (the tool already ran)"),
+        "{}",
+        post.stdout
+    );
+    let note = env.run(&["hooks", "test", "Notification"], None);
+    assert_eq!(note.code, 0, "{}{}", note.stdout, note.stderr);
+    assert!(
+        note.stdout.contains("shown to the user only"),
+        "{}",
+        note.stdout
+    );
+    let pre = env.run(&["hooks", "test", "PreToolUse", "--tool", "bash"], None);
+    assert_eq!(pre.code, 3, "{}{}", pre.stdout, pre.stderr);
+    assert!(!pre.stdout.contains("cannot block"), "{}", pre.stdout);
+}
