@@ -481,6 +481,7 @@ pub(crate) fn start_mcp(loaded: &Loaded) -> crate::tools::mcp::Mcp {
     let manager = crate::mcp::Manager::new(
         loaded.project_root.clone(),
         std::sync::Arc::new(config::mcp::StateTokens),
+        loaded.env.clone(),
     );
     let (specs, warnings) = config::mcp::servers(loaded);
     for w in warnings {

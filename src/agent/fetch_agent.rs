@@ -269,13 +269,15 @@ impl Agent {
         let full_prompt = match url {
             Some(url) => {
                 let u = url.to_string();
-                let content =
-                    match crate::net::cancellable(&self.cancel, move || fetch_as_markdown(&u)) {
-                        Ok(c) => c,
-                        Err(e) => {
-                            return (ToolOutput::error(format!("Failed to fetch URL: {e}")), None);
-                        }
-                    };
+                let env = self.workspace.env.clone();
+                let content = match crate::net::cancellable(&self.cancel, move || {
+                    fetch_as_markdown(&u, &env)
+                }) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        return (ToolOutput::error(format!("Failed to fetch URL: {e}")), None);
+                    }
+                };
                 if content.len() > LARGE_CONTENT {
                     match save_page(&dir.0, &content) {
                         Ok(p) => format!(

@@ -100,6 +100,7 @@ pub(crate) fn login(global: &Global, name: &str) -> Result<String, AppError> {
     let manager = crate::mcp::Manager::new(
         loaded.project_root.clone(),
         std::sync::Arc::new(crate::config::mcp::StateTokens),
+        loaded.env.clone(),
     );
     manager.set_servers(vec![spec]);
     manager.wait_ready(None);

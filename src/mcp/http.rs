@@ -23,6 +23,8 @@ pub(super) struct Endpoint {
     /// Bounds connecting and waiting for a reply's headers.
     pub timeout: Duration,
     pub max_message: usize,
+    /// The proxy its requests go through (`net::proxy_for_in`, the session's variables first).
+    pub proxy: Option<String>,
 }
 
 /// Bearer tokens for a server that needs authorization (see `oauth.rs`).
@@ -40,7 +42,7 @@ const MODERN: &str = super::MODERN;
 const MAX_ERROR_BODY: u64 = 64 * 1024;
 
 fn agent(ep: &Endpoint) -> ureq::Agent {
-    crate::net::agent(
+    crate::net::agent_via(
         &ep.url,
         crate::net::Timeouts {
             connect: Some(ep.timeout),
@@ -48,6 +50,7 @@ fn agent(ep: &Endpoint) -> ureq::Agent {
             per_read: None,
             global: None,
         },
+        ep.proxy.as_deref(),
     )
 }
 

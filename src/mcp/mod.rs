@@ -143,6 +143,9 @@ pub(crate) struct Inputs {
     pub max_message: usize,
     /// How long a stdio server gets to exit after its input is closed (then SIGTERM, SIGKILL).
     pub stop_grace: Duration,
+    /// The session's variables: an HTTP server's proxy (and its OAuth requests') is read from
+    /// them first (crush(1) ENVIRONMENT).
+    pub env: crate::env::Overlay,
 }
 
 impl Inputs {
@@ -767,8 +770,13 @@ impl Shared {
 }
 
 impl Manager {
-    /// A manager with no servers yet. `root` is offered to servers as the one root.
-    pub(crate) fn new(root: PathBuf, tokens: Arc<dyn TokenStore>) -> Manager {
+    /// A manager with no servers yet. `root` is offered to servers as the one root; `env`: the
+    /// session's variables.
+    pub(crate) fn new(
+        root: PathBuf,
+        tokens: Arc<dyn TokenStore>,
+        env: crate::env::Overlay,
+    ) -> Manager {
         let warnings = Arc::new(Mutex::new(Vec::new()));
         let w = warnings.clone();
         Manager {
@@ -782,6 +790,7 @@ impl Manager {
                     }),
                     max_message: MAX_MESSAGE,
                     stop_grace: Duration::from_secs(1),
+                    env,
                 },
                 servers: Mutex::new(BTreeMap::new()),
                 generation: AtomicU64::new(0),
@@ -1106,6 +1115,7 @@ impl Manager {
             open,
             timeout: s.spec.timeout,
             wait,
+            env: &self.shared.inputs.env,
         };
         oauth::login(name, url, &how)?;
         let _c = s.connecting.lock().unwrap_or_else(|e| e.into_inner());
@@ -1259,6 +1269,7 @@ mod tests {
             warn: Arc::new(|_| {}),
             max_message: 1,
             stop_grace: Duration::ZERO,
+            env: Default::default(),
         };
         assert_eq!(
             inputs.roots(),
@@ -1276,7 +1287,7 @@ mod tests {
 
     #[test]
     fn a_server_that_cannot_start_is_one_warning_and_a_failed_state() {
-        let m = Manager::new(PathBuf::from("/"), Arc::new(NoTokens));
+        let m = Manager::new(PathBuf::from("/"), Arc::new(NoTokens), Default::default());
         let mut s = spec("gone");
         s.transport = TransportSpec::Stdio(Command {
             command: "/nonexistent/mcp-server".into(),

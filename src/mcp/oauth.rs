@@ -36,8 +36,9 @@ const CALLBACK_PATH: &str = "/callback";
 /// A token this close to its expiry is refreshed before use.
 const EXPIRY_MARGIN: i64 = 30;
 
-fn agent(timeout: Duration, url: &str) -> ureq::Agent {
-    crate::net::agent(
+/// An agent for `url` through the proxy the session's variables `env` name.
+fn agent(timeout: Duration, url: &str, env: &crate::env::Overlay) -> ureq::Agent {
+    crate::net::agent_via(
         url,
         crate::net::Timeouts {
             connect: Some(timeout),
@@ -45,6 +46,7 @@ fn agent(timeout: Duration, url: &str) -> ureq::Agent {
             per_read: Some(timeout),
             global: Some(timeout * 2),
         },
+        crate::net::proxy_for_in(url, env).as_deref(),
     )
 }
 
@@ -428,13 +430,15 @@ pub(crate) struct Login<'a> {
     pub open: &'a dyn Fn(&str),
     pub timeout: Duration,
     pub wait: Duration,
+    /// The session's variables (the proxy).
+    pub env: &'a crate::env::Overlay,
 }
 
 /// Runs the authorization code flow for `server` at `url` and keeps the token. `open` is given
 /// the authorization URL (to open a browser and show it).
 pub(crate) fn login(server: &str, url: &str, l: &Login) -> Result<(), OAuthError> {
     let (client, store) = (l.client, l.store);
-    let agent = agent(l.timeout, url);
+    let agent = agent(l.timeout, url, l.env);
     let d = discover(&agent, url)?;
     let (listeners, port) = bind_callback(client.callback_port)?;
     let redirect = format!("http://localhost:{port}{CALLBACK_PATH}");
@@ -566,6 +570,7 @@ pub(crate) struct Session {
     store: Arc<dyn TokenStore>,
     token: Mutex<Option<Value>>,
     timeout: Duration,
+    env: crate::env::Overlay,
 }
 
 impl Session {
@@ -574,6 +579,7 @@ impl Session {
         server: &str,
         store: Arc<dyn TokenStore>,
         timeout: Duration,
+        env: &crate::env::Overlay,
     ) -> Option<Arc<Session>> {
         let token = store
             .load(server)
@@ -583,6 +589,7 @@ impl Session {
             store,
             token: Mutex::new(Some(token)),
             timeout,
+            env: env.clone(),
         }))
     }
 
@@ -604,7 +611,11 @@ impl Session {
         if let Some(sec) = &secret {
             fields.push(("client_secret", sec.as_str()));
         }
-        match post(&agent(self.timeout, &url), &url, Body::Form(form(&fields))) {
+        match post(
+            &agent(self.timeout, &url, &self.env),
+            &url,
+            Body::Form(form(&fields)),
+        ) {
             Ok(resp) => {
                 let meta = ServerMeta {
                     issuer: s("issuer"),

@@ -179,6 +179,7 @@ impl Live {
                     headers: headers.clone(),
                     timeout: spec.timeout,
                     max_message: inputs.max_message,
+                    proxy: crate::net::proxy_for_in(url, &inputs.env),
                 };
                 let legacy_sse = |ep: Endpoint| -> Result<Live, ConnectError> {
                     let d = dispatch();
@@ -234,7 +235,7 @@ impl Live {
         spec: &ServerSpec,
         inputs: &Inputs,
     ) -> Result<Option<Arc<dyn super::http::Credentials>>, ConnectError> {
-        match oauth::Session::load(&spec.name, inputs.tokens.clone(), spec.timeout) {
+        match oauth::Session::load(&spec.name, inputs.tokens.clone(), spec.timeout, &inputs.env) {
             Some(s) => Ok(Some(s)),
             None if spec.oauth => Err(ConnectError::NeedsAuth("not authorized yet".into())),
             None => Ok(None),

@@ -451,7 +451,11 @@ pub(crate) fn described(tool: crate::mcp::Tool) -> Vec<Box<dyn Tool>> {
         }
         fn save(&self, _: &str, _: Option<&Value>) {}
     }
-    let manager = Manager::new("/".into(), std::sync::Arc::new(NoTokens));
+    let manager = Manager::new(
+        "/".into(),
+        std::sync::Arc::new(NoTokens),
+        Default::default(),
+    );
     vec![
         Box::new(ListResources {
             manager: manager.clone(),

@@ -18,10 +18,12 @@ const MAX_PAGE_BYTES: u64 = 5 * 1024 * 1024;
 const TIMEOUT: Duration = Duration::from_secs(30);
 pub(crate) const DEFAULT_SEARCH_URL: &str = "https://lite.duckduckgo.com/lite/";
 
-/// A page as the model reads it: HTML as Markdown, JSON indented, text as it is.
-pub(crate) fn fetch_as_markdown(url: &str) -> Result<String, ToolError> {
+/// A page as the model reads it: HTML as Markdown, JSON indented, text as it is. `env`: the
+/// session's variables, read first for the proxy.
+pub(crate) fn fetch_as_markdown(url: &str, env: &crate::env::Overlay) -> Result<String, ToolError> {
     crate::net::check_web_url(url)?;
     let req = crate::net::WebRequest::get(url, TIMEOUT)
+        .env(env)
         .header(
             "Accept",
             "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
@@ -123,7 +125,8 @@ impl Tool for WebFetch {
     fn run(&self, input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
         let url = req_str(input, "url")?.trim().to_string();
         let u = url.clone();
-        let content = crate::net::cancellable(&ctx.cancel, move || fetch_as_markdown(&u))
+        let env = ctx.env.clone();
+        let content = crate::net::cancellable(&ctx.cancel, move || fetch_as_markdown(&u, &env))
             .map_err(|e| format!("Failed to fetch URL: {e}"))?;
         let text = if content.len() > LARGE_CONTENT {
             let path = save_page(ctx.cwd, &content)?;
@@ -419,12 +422,15 @@ mod tests {
             Canned::new(200, "<h1>Title</h1><p>Body</p>").header("Content-Type", "text/html"),
             Canned::new(200, r#"{"a":[1,2]}"#).header("Content-Type", "application/json"),
         ]);
-        assert_eq!(fetch_as_markdown(&served.url).unwrap(), "# Title\n\nBody");
         assert_eq!(
-            fetch_as_markdown(&served.url).unwrap(),
+            fetch_as_markdown(&served.url, &Default::default()).unwrap(),
+            "# Title\n\nBody"
+        );
+        assert_eq!(
+            fetch_as_markdown(&served.url, &Default::default()).unwrap(),
             "{\n  \"a\": [\n    1,\n    2\n  ]\n}"
         );
-        assert!(fetch_as_markdown("file:///etc/passwd").is_err());
+        assert!(fetch_as_markdown("file:///etc/passwd", &Default::default()).is_err());
         let d = tempfile::tempdir().unwrap();
         let p = save_page(d.path(), "big").unwrap();
         let q = save_page(d.path(), "other").unwrap();

@@ -1278,3 +1278,17 @@ fn a_project_server_whose_script_changed_since_trust_is_not_started_again() {
         .count();
     assert_eq!(starts, 1);
 }
+
+/// An HTTP server is reached through the proxy a trusted project's `.env` names, as the web
+/// tools are (the process has no proxy variables).
+#[test]
+fn an_http_server_goes_through_the_proxy_a_project_s_dotenv_names() {
+    let server = FakeServer::with_script(vec![Reply::text("done")]);
+    let env = setup(
+        &server,
+        Dialect::OpenAi,
+        json!({"web": {"type": "http", "url": "http://mcp.invalid/mcp"}}),
+    );
+    let tunnels = super::web::tunnels_through_a_dotenv_proxy(&env, &server, "hi");
+    assert!(tunnels.iter().any(|t| t == "mcp.invalid:80"), "{tunnels:?}");
+}

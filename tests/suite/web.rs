@@ -124,24 +124,20 @@ fn the_web_tools_go_through_the_environment_s_proxy() {
     assert_eq!(tunnel.path, "example.invalid:80");
 }
 
-#[test]
-fn the_web_tools_go_through_the_proxy_a_project_s_dotenv_names() {
-    let server = FakeServer::with_script(vec![
-        Reply::tool_call(
-            "fetch",
-            json!({"url": "http://example.invalid/from-dotenv", "format": "text"}),
-        ),
-        Reply::text("done"),
-    ]);
-    let env = TestEnv::new();
-    env.use_server(&server, Dialect::OpenAi);
+/// Runs `crush --trust run -q -y PROMPT` in a project whose `.env` names `server` as the HTTP
+/// proxy (the process has no proxy variables); the hosts tunnelled to through it, in order.
+pub(crate) fn tunnels_through_a_dotenv_proxy(
+    env: &TestEnv,
+    server: &FakeServer,
+    prompt: &str,
+) -> Vec<String> {
     std::fs::write(
         env.project().join(".env"),
         format!("HTTP_PROXY={}\n", server.url()),
     )
     .unwrap();
     let mut cmd = env.crush();
-    cmd.args(["run", "--trust", "-q", "-y", "fetch"]);
+    cmd.args(["run", "--trust", "-q", "-y", prompt]);
     for k in [
         "HTTP_PROXY",
         "http_proxy",
@@ -152,14 +148,33 @@ fn the_web_tools_go_through_the_proxy_a_project_s_dotenv_names() {
     ] {
         cmd.env_remove(k);
     }
-    let out = run_command(cmd, None, RUN_TIMEOUT);
-    out.assert_success();
-    let tunnel = server
+    run_command(cmd, None, RUN_TIMEOUT).assert_success();
+    server
         .requests()
         .into_iter()
-        .find(|r| r.method == "CONNECT")
-        .expect("the request went to the .env's proxy");
-    assert_eq!(tunnel.path, "example.invalid:80");
+        .filter(|r| r.method == "CONNECT")
+        .map(|r| r.path)
+        .collect()
+}
+
+#[test]
+fn the_web_tools_go_through_the_proxy_a_project_s_dotenv_names() {
+    let server = FakeServer::with_script(vec![
+        Reply::tool_call(
+            "fetch",
+            json!({"url": "http://example.invalid/from-dotenv", "format": "text"}),
+        ),
+        Reply::tool_call(
+            "agentic_fetch",
+            json!({"url": "http://other.invalid/page", "prompt": "summarize"}),
+        ),
+        Reply::text("done"),
+    ]);
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::OpenAi);
+    let tunnels = tunnels_through_a_dotenv_proxy(&env, &server, "fetch");
+    // fetch's request, then agentic_fetch's page.
+    assert_eq!(tunnels, ["example.invalid:80", "other.invalid:80"]);
 }
 
 #[test]
