@@ -179,7 +179,10 @@ impl HookReport {
         if !self.matcher.is_empty() {
             s.push_str(&format!(" [{}]", self.matcher));
         }
-        s.push_str(&format!(" → {}", self.decision));
+        match self.stops_nothing() {
+            Some(effect) => s.push_str(&format!(" → {effect}")),
+            None => s.push_str(&format!(" → {}", self.decision)),
+        }
         let mut extra = Vec::new();
         if self.input_rewrite {
             extra.push("rewrote input".to_string());
@@ -197,18 +200,16 @@ impl HookReport {
             s.push_str(": ");
             s.push_str(self.reason.lines().next().unwrap_or(""));
         }
-        if let Some(why) = self.stops_nothing() {
-            s.push_str(&format!(" [{why}]"));
-        }
         for n in &self.notes {
             s.push_str(&format!(" [warning: {n}]"));
         }
         s
     }
 
-    /// Why this hook's deny (or halt) stopped nothing: its event cannot block (None when it
-    /// did not deny, or its event can block).
-    pub(crate) fn stops_nothing(&self) -> Option<String> {
+    /// What this hook's deny (or halt) became on an event that cannot block: "feedback" after
+    /// PostToolUse (the model gets the reason), "not blocked" where only the user sees it; None
+    /// when it did not deny, or its event can block.
+    pub(crate) fn stops_nothing(&self) -> Option<&'static str> {
         let event = Event::parse(self.event)?;
         let stopped = match self.decision {
             "deny" => event.can_block(),
@@ -219,10 +220,8 @@ impl HookReport {
             return None;
         }
         Some(match event.block_effect() {
-            crate::config::hook_event::BlockEffect::FeedbackToModel => {
-                "not blocked: the tool already ran; the model gets the reason".to_string()
-            }
-            _ => format!("not blocked: {event} cannot block"),
+            crate::config::hook_event::BlockEffect::FeedbackToModel => "feedback",
+            _ => "not blocked",
         })
     }
 

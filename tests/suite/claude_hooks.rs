@@ -881,7 +881,8 @@ fn hooks_test_says_a_deny_on_an_event_that_cannot_block_stops_nothing() {
     let post = env.run(&["hooks", "test", "PostToolUse", "--tool", "bash"], None);
     assert_eq!(post.code, 0, "{}{}", post.stdout, post.stderr);
     assert!(
-        post.stdout.contains("decision: deny")
+        post.stdout.contains("→ feedback: denied by late")
+            && post.stdout.contains("decision: deny")
             && post
                 .stdout
                 .contains("PostToolUse cannot block (the tool already ran)"),
@@ -891,11 +892,16 @@ fn hooks_test_says_a_deny_on_an_event_that_cannot_block_stops_nothing() {
     let note = env.run(&["hooks", "test", "Notification"], None);
     assert_eq!(note.code, 0, "{}{}", note.stdout, note.stderr);
     assert!(
-        note.stdout.contains("shown to the user only"),
+        note.stdout.contains("→ not blocked: denied by late")
+            && note.stdout.contains("shown to the user only"),
         "{}",
         note.stdout
     );
     let pre = env.run(&["hooks", "test", "PreToolUse", "--tool", "bash"], None);
     assert_eq!(pre.code, 3, "{}{}", pre.stdout, pre.stderr);
-    assert!(!pre.stdout.contains("cannot block"), "{}", pre.stdout);
+    assert!(
+        pre.stdout.contains("→ deny: denied by late") && !pre.stdout.contains("cannot block"),
+        "{}",
+        pre.stdout
+    );
 }
