@@ -416,8 +416,17 @@ pub(crate) fn load_skills(
     loaded: &Loaded,
 ) -> (crate::skills::Skills, crate::skills::commands::Commands) {
     let started = std::time::Instant::now();
-    let skills = crate::skills::discover(loaded);
+    let mut skills = crate::skills::discover(loaded);
     let commands = crate::skills::commands::load(loaded);
+    if skills
+        .found
+        .iter()
+        .any(|f| f.skill.as_ref().is_some_and(|s| s.fork.is_some()))
+    {
+        let (agents, _) = crate::agent::subagent::custom_agents(loaded, None);
+        let names: Vec<&str> = agents.agents.iter().map(|a| a.name.as_str()).collect();
+        skills.check_agents(&names);
+    }
     let elapsed = started.elapsed();
     for w in skills.warnings.iter().chain(&commands.warnings) {
         crate::log::warn(w);

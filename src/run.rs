@@ -585,14 +585,20 @@ fn attachments(
 /// it (`NAME=value` for named arguments); a `/NAME` that names none is a usage error naming the
 /// close ones, before any model call. `//` escapes a leading slash, and a first word with a
 /// second `/` (a path: `/usr/bin/foo is broken`) is text; anything else as typed.
-fn command_prompt(args: &[String], session: &app::OpenSession) -> Result<Made, AppError> {
+///
+/// With it, the fork of an entry whose frontmatter says `context: fork` (crush(1) SKILLS AND
+/// COMMANDS, Forked skills).
+fn command_prompt(
+    args: &[String],
+    session: &app::OpenSession,
+) -> Result<(Made, Option<Fork>), AppError> {
     let joined = args.join(" ");
     let text = joined.trim_start();
     if text.starts_with("//") {
-        return Ok(Made::Text(text[1..].to_string()));
+        return Ok((Made::Text(text[1..].to_string()), None));
     }
     let Some(line) = text.strip_prefix('/') else {
-        return Ok(Made::Text(joined));
+        return Ok((Made::Text(joined), None));
     };
     // One argument holding the whole line, or the shell's words.
     let (name, words, raw) = if args.len() == 1 {
@@ -605,21 +611,25 @@ fn command_prompt(args: &[String], session: &app::OpenSession) -> Result<Made, A
         (name.to_string(), args[1..].to_vec(), args[1..].join(" "))
     };
     if crate::skills::catalog::is_path(&name) {
-        return Ok(Made::Text(joined));
+        return Ok((Made::Text(joined), None));
     }
     use crate::skills::catalog::{Catalog, for_run};
     let cat = Catalog::new(&session.commands, &session.skills, Vec::new());
     if let Some((entry, bound)) = for_run(&cat, &name, words.clone(), &raw)? {
+        let fork = entry.fork().map(|f| Fork {
+            name: entry.name.clone(),
+            line: text.trim_end().to_string(),
+            fork: f.clone(),
+        });
         if let Some(segments) = entry.shell_segments(&bound) {
-            return Ok(Made::Shell {
+            let made = Made::Shell {
                 name: entry.name.clone(),
                 segments,
-            });
+            };
+            return Ok((made, fork));
         }
-        return entry
-            .render(&bound, None)
-            .map(Made::Text)
-            .map_err(AppError::from);
+        let made = entry.render(&bound, None).map(Made::Text)?;
+        return Ok((made, fork));
     }
     // Not a command or a skill: an MCP prompt, once the servers have started.
     let Some(m) = session.agent.toolkit.mcp.as_ref().map(|m| m.manager()) else {
@@ -628,12 +638,16 @@ fn command_prompt(args: &[String], session: &app::OpenSession) -> Result<Made, A
     m.wait_ready(None);
     let cat = Catalog::new(&session.commands, &session.skills, m.prompts());
     match for_run(&cat, &name, words, &raw)? {
-        Some((entry, bound)) => entry
-            .render(&bound, Some(m))
-            .map(Made::Text)
-            .map_err(AppError::from),
+        Some((entry, bound)) => Ok((entry.render(&bound, Some(m)).map(Made::Text)?, None)),
         None => Err(unknown_command(&name, &cat)),
     }
+}
+
+/// A command that runs in a sub-agent: its full name, the line as typed, how it runs.
+struct Fork {
+    name: String,
+    line: String,
+    fork: crate::skills::fork::Fork,
 }
 
 /// `/NAME` names nothing in `cat`: the error, with the names it may have meant.
@@ -697,7 +711,25 @@ pub(crate) fn run(global: &Global, args: &RunArgs) -> Result<ExitCode, AppError>
             return Ok(code);
         }
     }
-    let mut prompt = match command_prompt(&args.prompt, &session)? {
+    let (made, fork) = command_prompt(&args.prompt, &session)?;
+    // Checked before anything runs: an agent or a model that cannot be had sends nothing.
+    let fork = match fork {
+        Some(f) => {
+            let spec = session
+                .agent
+                .sub_agent_spec(f.fork.agent.as_deref(), &f.fork.model)
+                .map_err(|e| AppError::Usage(format!("/{}: {e}", f.name)))?;
+            if !attached.is_empty() {
+                return Err(AppError::Usage(format!(
+                    "/{} runs in a sub-agent (context: fork), which takes no --attach",
+                    f.name
+                )));
+            }
+            Some((f.line, spec))
+        }
+        None => None,
+    };
+    let mut prompt = match made {
         Made::Text(t) => t,
         Made::Shell { name, segments } => {
             // Run as the bash tool runs a command, behind its permission rules: a refused one
@@ -728,7 +760,8 @@ pub(crate) fn run(global: &Global, args: &RunArgs) -> Result<ExitCode, AppError>
             format!("{}\n\n{prompt}", s.trim_end())
         };
     }
-    run_turn(&mut session, args, &prompt, attached)
+    let fork = fork.as_ref().map(|(line, spec)| (line.as_str(), spec));
+    run_turn(&mut session, args, &prompt, attached, fork)
 }
 
 /// `crush init`'s own arguments.
@@ -776,7 +809,7 @@ pub(crate) fn init(global: &Global, args: &InitArgs) -> Result<ExitCode, AppErro
         ..RunArgs::default()
     };
     let prompt = crate::agent::prompt::init_prompt(&shown, &args.notes.join(" "));
-    let code = run_turn(&mut session, &run, &prompt, Vec::new())?;
+    let code = run_turn(&mut session, &run, &prompt, Vec::new(), None)?;
     if code != ExitCode::Success {
         return Ok(code);
     }
@@ -875,6 +908,7 @@ fn run_turn(
     args: &RunArgs,
     prompt: &str,
     attached: Vec<Part>,
+    fork: Option<(&str, &crate::agent::subagent::ChildSpec)>,
 ) -> Result<ExitCode, AppError> {
     let mut sink = new_sink(session, args);
     let (uuid, model, provider) = (
@@ -908,7 +942,11 @@ fn run_turn(
     if let Some(a) = sink.activity.as_mut() {
         a.show("waiting for the model", None);
     }
-    let result = session.agent.run_turn_with(prompt, attached, &mut sink);
+    let result = match fork {
+        // The session keeps the line as typed and the sub-agent's answer.
+        Some((line, spec)) => session.agent.run_forked(line, prompt, spec, &mut sink),
+        None => session.agent.run_turn_with(prompt, attached, &mut sink),
+    };
     // Erased before the last words.
     sink.activity = None;
     // A canceled or failed call's text is what the session keeps of it.

@@ -173,18 +173,19 @@ pub(super) enum Expanded {
 
 /// A prompt whose first word names a command, skill or MCP prompt (`/NAME ARGS`, as in
 /// `crush run`; `//` escapes a leading slash) becomes what that command sends; anything else
-/// is the prompt as typed.
+/// is the prompt as typed. With it, the fork of an entry whose frontmatter says
+/// `context: fork` (crush(1) SKILLS AND COMMANDS, Forked skills).
 pub(super) fn expand_command(
     text: &str,
     cat: &crate::skills::catalog::Catalog,
     mcp: Option<&crate::mcp::Manager>,
-) -> Result<Expanded, CommandError> {
+) -> Result<(Expanded, Option<crate::skills::fork::Fork>), CommandError> {
     let trimmed = text.trim_start();
     if let Some(rest) = trimmed.strip_prefix("//") {
-        return Ok(Expanded::Text(format!("/{rest}")));
+        return Ok((Expanded::Text(format!("/{rest}")), None));
     }
     let Some(line) = trimmed.strip_prefix('/') else {
-        return Ok(Expanded::Text(text.to_string()));
+        return Ok((Expanded::Text(text.to_string()), None));
     };
     let (name, raw) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
     let words = crate::config::commands::split_words(raw)
@@ -192,19 +193,20 @@ pub(super) fn expand_command(
     // What the skills say is wrong, as they say it.
     let found = crate::skills::catalog::for_run(cat, name, words, raw)
         .map_err(|e| CommandError(e.to_string()))?;
-    match found {
-        Some((entry, bound)) => match entry.shell_segments(&bound) {
-            Some(segments) => Ok(Expanded::Shell {
-                name: entry.name.clone(),
-                segments,
-            }),
-            None => entry
-                .render(&bound, mcp)
-                .map(Expanded::Text)
-                .map_err(|e| CommandError(e.to_string())),
+    let Some((entry, bound)) = found else {
+        return Ok((Expanded::Text(text.to_string()), None));
+    };
+    let expanded = match entry.shell_segments(&bound) {
+        Some(segments) => Expanded::Shell {
+            name: entry.name.clone(),
+            segments,
         },
-        None => Ok(Expanded::Text(text.to_string())),
-    }
+        None => entry
+            .render(&bound, mcp)
+            .map(Expanded::Text)
+            .map_err(|e| CommandError(e.to_string()))?,
+    };
+    Ok((expanded, entry.fork().cloned()))
 }
 
 /// Why the editor's `mcpServers` cannot be started as given.

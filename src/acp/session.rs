@@ -439,8 +439,18 @@ impl Session<'_> {
             );
             return Ok(json!({"stopReason": "end_turn"}));
         }
-        let expanded = content::expand_command(&text, &cat, mcp)
+        let (expanded, fork) = content::expand_command(&text, &cat, mcp)
             .map_err(|e| RpcError::invalid_params(e.to_string()))?;
+        // A forked skill's agent and model, checked before anything runs.
+        let fork = match fork {
+            Some(f) => Some(
+                self.agent
+                    .sub_agent_spec(f.agent.as_deref(), &f.model)
+                    .map_err(|e| RpcError::invalid_params(e.to_string()))?,
+            ),
+            None => None,
+        };
+        let line = text.trim().to_string();
         let store = self.agent.session.store.clone();
         // The session is stored with its first prompt: a session the editor opens and never
         // uses leaves nothing behind.
@@ -522,7 +532,11 @@ impl Session<'_> {
                 }
             }
         };
-        let result = self.agent.run_turn_with(&text, attachments, &mut sink);
+        let result = match &fork {
+            // The session keeps the line as typed and the sub-agent's answer.
+            Some(spec) => self.agent.run_forked(&line, &text, spec, &mut sink),
+            None => self.agent.run_turn_with(&text, attachments, &mut sink),
+        };
         if let Ok(r) = &result
             && let Err(e) = self.agent.keep_plan(r)
         {

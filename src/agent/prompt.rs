@@ -518,6 +518,14 @@ pub(crate) fn skills_section(listing: &str) -> String {
     if listing.is_empty() {
         return String::new();
     }
+    // crush(1) SKILLS AND COMMANDS, Forked skills.
+    let fork = if listing.contains("<context>fork</context>") {
+        " A skill with <context>fork</context> runs in a sub-agent: once you have read it, do \
+         not follow it yourself; call the agent tool with its instructions and the task as the \
+         prompt (its <agent>, if it has one, as subagent_type) and work from the answer."
+    } else {
+        ""
+    };
     format!(
         "{listing}\n\n<skills_usage>\n\
          Each skill above is a folder of instructions (and often scripts, references or templates) \
@@ -526,7 +534,7 @@ pub(crate) fn skills_section(listing: &str) -> String {
          else for that task, read all of it and follow it. Files the skill mentions are in its \
          folder: view them by their path there. Reading a skill's folder needs no permission; \
          running its scripts asks as any command does. Built-in skills have a crush://skills/ \
-         location: it is not a URL; pass it to view as it is.\n\
+         location: it is not a URL; pass it to view as it is.{fork}\n\
          </skills_usage>"
     )
 }

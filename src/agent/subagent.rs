@@ -16,7 +16,7 @@
 //! - Its text is not part of the parent's answer: only usage, diagnostics and permission
 //!   refusals reach the parent's sink.
 
-use super::{Agent, AgentEvent, Answer, SessionState, Sink, Stop, Toolkit, TurnResult};
+use super::{Agent, AgentError, AgentEvent, Answer, SessionState, Sink, Stop, Toolkit, TurnResult};
 use crate::tools::common::req_str;
 use crate::tools::lsp::Lsp;
 use crate::tools::{PermissionRequest, Tool, ToolCtx, ToolError, ToolOutput};
@@ -366,69 +366,70 @@ impl Agent {
             Err(e) => return (ToolOutput::error(e), None),
         };
         let title = short_title(prompt);
-        let kind = input
-            .get("subagent_type")
-            .and_then(Value::as_str)
-            // Claude Code's names of its built-in agents mean crush's built-in one.
-            .filter(|k| !matches!(*k, "" | "general-purpose" | "Explore"));
-        let Some(kind) = kind else {
-            return self.run_child(assistant_id, tool_call_id, &title, prompt, sink, |a, id| {
-                a.child(id)
-            });
-        };
-        let Some(def) = self
-            .toolkit
-            .custom_agents
-            .iter()
-            .find(|a| a.name == kind)
-            .cloned()
-        else {
-            let names: Vec<&str> = self
-                .toolkit
-                .custom_agents
-                .iter()
-                .map(|a| a.name.as_str())
-                .collect();
-            return (
-                ToolOutput::error(format!(
-                    "no agent named {kind:?}; the agents are: {}",
-                    if names.is_empty() {
-                        "none".to_string()
-                    } else {
-                        names.join(", ")
-                    }
-                )),
-                None,
-            );
-        };
-        let model = match self
-            .config
-            .as_ref()
-            .map(|loaded| crate::agents::resolve_model(&def.model, &self.model, loaded))
-        {
-            Some(Ok(m)) => m,
-            Some(Err(p)) => {
-                return (
-                    ToolOutput::error(format!(
-                        "agent {kind:?} ({}) cannot run: {p}",
-                        def.path.display()
-                    )),
-                    None,
-                );
-            }
-            None => None,
+        let kind = input.get("subagent_type").and_then(Value::as_str);
+        let spec = match self.sub_agent_spec(kind, &crate::agents::ModelChoice::Inherit) {
+            Ok(s) => s,
+            Err(e) => return (ToolOutput::error(e.to_string()), None),
         };
         self.run_child(assistant_id, tool_call_id, &title, prompt, sink, |a, id| {
-            let mut child = a.child(id);
+            a.make_child(&spec, id)
+        })
+    }
+
+    /// What a sub-agent of `kind` (None, or a name of Claude Code's built-in agents: crush's
+    /// built-in one; else a custom agent's name) on `model` runs as. `model` Inherit keeps the
+    /// custom agent's own `model`, else the parent's.
+    pub(crate) fn sub_agent_spec(
+        &self,
+        kind: Option<&str>,
+        model: &crate::agents::ModelChoice,
+    ) -> Result<ChildSpec, SubAgentError> {
+        let def = match kind.filter(|k| !crate::skills::fork::is_builtin_agent(k)) {
+            None => None,
+            Some(kind) => Some(
+                self.toolkit
+                    .custom_agents
+                    .iter()
+                    .find(|a| a.name == kind)
+                    .cloned()
+                    .ok_or_else(|| SubAgentError::NoAgent {
+                        name: kind.to_string(),
+                        known: self
+                            .toolkit
+                            .custom_agents
+                            .iter()
+                            .map(|a| a.name.clone())
+                            .collect(),
+                    })?,
+            ),
+        };
+        let choice = match (model, &def) {
+            (crate::agents::ModelChoice::Inherit, Some(d)) => &d.model,
+            (m, _) => m,
+        };
+        let model =
+            match self.config.as_ref() {
+                Some(loaded) => crate::agents::resolve_model(choice, &self.model, loaded).map_err(
+                    |problem| SubAgentError::Model {
+                        agent: def.as_ref().map(|d| (d.name.clone(), d.path.clone())),
+                        problem,
+                    },
+                )?,
+                None => None,
+            };
+        Ok(ChildSpec { def, model })
+    }
+
+    /// The sub-agent `spec` describes, in the child session `id`.
+    fn make_child(&self, spec: &ChildSpec, id: String) -> Agent {
+        let mut child = self.child(id);
+        if let Some(def) = &spec.def {
             child.toolkit.tools = custom_tools(
-                &a.toolkit.tools,
-                a.toolkit.lsp.as_ref(),
+                &self.toolkit.tools,
+                self.toolkit.lsp.as_ref(),
                 def.tools.as_deref(),
             );
-            child.system = system_as(&a.system, &def.body);
-            if let Some(m) = model {
-                child.model = m;
-            }
+            child.system = system_as(&self.system, &def.body);
             // Added to the parent's rules; every other rule, hook and the sandbox hold as for
             // the parent (crush(1) AGENTS).
             child
@@ -441,14 +442,15 @@ impl Agent {
             for h in &mut child.policy.hooks.hooks {
                 h.include_sub_agents = true;
             }
-            child
-        })
+        }
+        if let Some(m) = &spec.model {
+            child.model = m.clone();
+        }
+        child
     }
 
-    /// Runs `prompt` in a child session of this one titled `title`, with the agent `make`
-    /// builds for it: Go Crush's id `<assistant message id>$$<tool call id>` when free, its
-    /// turn reported to `sink` as far as the user is concerned. The tool result, and the stop
-    /// the parent's turn inherits.
+    /// [`run_child_turn`](Self::run_child_turn) as a tool call's result, and the stop the
+    /// parent's turn inherits.
     pub(super) fn run_child(
         &self,
         assistant_id: &str,
@@ -458,57 +460,180 @@ impl Agent {
         sink: &mut dyn Sink,
         make: impl FnOnce(&Self, String) -> Agent,
     ) -> (ToolOutput, Option<Stop>) {
+        match self.run_child_turn(assistant_id, tool_call_id, title, prompt, sink, make) {
+            Ok((session_id, result)) => {
+                let metadata = json!({
+                    "session_id": session_id,
+                    "steps": result.steps,
+                    "stop": result.stop.name(),
+                });
+                let (content, is_error, stop) = outcome(&result);
+                (
+                    ToolOutput {
+                        content,
+                        is_error,
+                        metadata,
+                        image: None,
+                        structured: Value::Null,
+                    },
+                    stop,
+                )
+            }
+            Err(e) => (ToolOutput::error(e.to_string()), None),
+        }
+    }
+
+    /// Runs `prompt` in a child session of this one titled `title`, with the agent `make`
+    /// builds for it: Go Crush's id `<assistant message id>$$<tool call id>` when free, its
+    /// turn reported to `sink` as far as the user is concerned. The child session's id and
+    /// its turn.
+    fn run_child_turn(
+        &self,
+        assistant_id: &str,
+        tool_call_id: &str,
+        title: &str,
+        prompt: &str,
+        sink: &mut dyn Sink,
+        make: impl FnOnce(&Self, String) -> Agent,
+    ) -> Result<(String, TurnResult), SubAgentError> {
         let crush_id = format!("{assistant_id}$${tool_call_id}");
         let id = match self.session.store.session(&crush_id) {
             Ok(None) if !assistant_id.is_empty() && !tool_call_id.is_empty() => crush_id,
-            _ => match crate::store::new_id() {
-                Ok(id) => id,
-                Err(e) => return (ToolOutput::error(e.to_string()), None),
-            },
+            _ => crate::store::new_id().map_err(SubAgentError::Start)?,
         };
-        let session =
-            match self
-                .session
-                .store
-                .create_session_with_id(&id, title, Some(&self.session.id))
-            {
-                Ok(s) => s,
-                Err(e) => {
-                    return (
-                        ToolOutput::error(format!("cannot start the sub-agent: {e}")),
-                        None,
-                    );
-                }
-            };
+        let session = self
+            .session
+            .store
+            .create_session_with_id(&id, title, Some(&self.session.id))
+            .map_err(SubAgentError::Start)?;
         let mut child = make(self, session.id.clone());
         let mut sub_sink = SubSink { parent: sink };
-        let result: TurnResult = match child.run_turn(prompt, &mut sub_sink) {
-            Ok(r) => r,
-            Err(e) => {
-                return (
-                    ToolOutput::error(format!("the sub-agent failed: {e}")),
-                    None,
-                );
-            }
+        let result = child
+            .run_turn(prompt, &mut sub_sink)
+            .map_err(SubAgentError::Failed)?;
+        Ok((session.id, result))
+    }
+
+    /// The turn of a skill whose frontmatter says `context: fork` (crush(1) SKILLS AND
+    /// COMMANDS, Forked skills), invoked as the command `line`: the line is this session's
+    /// prompt, `task` (the skill's text with the arguments in place) runs in a child session as
+    /// `spec` says, and the child's final answer is this session's answer. Nothing else of the
+    /// skill's work enters this session.
+    pub(crate) fn run_forked(
+        &mut self,
+        line: &str,
+        task: &str,
+        spec: &ChildSpec,
+        sink: &mut dyn Sink,
+    ) -> Result<TurnResult, AgentError> {
+        let (line, context) = match self.submit_prompt(line, &[], sink) {
+            Ok(accepted) => accepted,
+            Err(refused) => return Ok(refused),
         };
-        let metadata = json!({
-            "session_id": session.id,
-            "steps": result.steps,
-            "stop": result.stop.name(),
-        });
-        let (content, is_error, stop) = outcome(&result);
-        (
-            ToolOutput {
-                content,
-                is_error,
-                metadata,
-                image: None,
-                structured: Value::Null,
+        self.store_prompt(&line, context, sink)?;
+        let title = short_title(&line);
+        let result =
+            match self.run_child_turn("", "", &title, task, sink, |a, id| a.make_child(spec, id)) {
+                Ok((_, r)) => r,
+                Err(SubAgentError::Failed(e)) => return Err(e),
+                Err(e) => {
+                    let msg = e.to_string();
+                    self.commit_end("error", "", msg.clone())?;
+                    sink.event(AgentEvent::Notice(msg));
+                    return Ok(TurnResult {
+                        stop: Stop::Empty,
+                        final_text: String::new(),
+                        steps: 0,
+                    });
+                }
+            };
+        let text = result.final_text.trim().to_string();
+        match &result.stop {
+            Stop::EndTurn | Stop::MaxTokens if !text.is_empty() => {
+                sink.event(AgentEvent::TextDelta(text.clone()));
+                let parts = vec![
+                    crate::llm::Part::Text { text: text.clone() },
+                    crate::llm::Part::Finish {
+                        reason: "end_turn".into(),
+                        time: super::now(),
+                        message: None,
+                        details: None,
+                    },
+                ];
+                self.commit_answer(parts)?;
+                sink.event(AgentEvent::StepCommitted);
+            }
+            stop => {
+                let (why, _, _) = outcome(&result);
+                self.commit_end(stop.name(), &text, why)?;
+            }
+        }
+        Ok(TurnResult {
+            stop: match result.stop {
+                Stop::EndTurn | Stop::MaxTokens if text.is_empty() => Stop::Empty,
+                s => s,
             },
-            stop,
-        )
+            final_text: text,
+            steps: result.steps,
+        })
     }
 }
+
+/// What a sub-agent runs as: a custom agent's file (None: the built-in read-only agent) and
+/// the model it gets (None: the agent's parent's).
+#[derive(Clone, Debug)]
+pub(crate) struct ChildSpec {
+    def: Option<crate::agents::AgentDef>,
+    model: Option<crate::config::ResolvedModel>,
+}
+
+/// Why a sub-agent did not run.
+#[derive(Debug)]
+pub(crate) enum SubAgentError {
+    /// No custom agent has the name (the names there are).
+    NoAgent { name: String, known: Vec<String> },
+    /// Its model cannot be had (the custom agent, when one was named: name and file).
+    Model {
+        agent: Option<(String, std::path::PathBuf)>,
+        problem: crate::agents::ModelProblem,
+    },
+    /// Its session could not be created.
+    Start(crate::store::StoreError),
+    /// Its turn failed.
+    Failed(AgentError),
+}
+
+impl std::fmt::Display for SubAgentError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SubAgentError::NoAgent { name, known } => write!(
+                f,
+                "no agent named {name:?}; the agents are: {}",
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            ),
+            SubAgentError::Model {
+                agent: Some((name, path)),
+                problem,
+            } => write!(
+                f,
+                "agent {name:?} ({}) cannot run: {problem}",
+                path.display()
+            ),
+            SubAgentError::Model {
+                agent: None,
+                problem,
+            } => write!(f, "the sub-agent cannot run: {problem}"),
+            SubAgentError::Start(e) => write!(f, "cannot start the sub-agent: {e}"),
+            SubAgentError::Failed(e) => write!(f, "the sub-agent failed: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for SubAgentError {}
 
 /// The tool result of a sub-agent's turn (its text, whether it is an error) and, when the
 /// parent's turn must stop too, why.

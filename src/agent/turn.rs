@@ -96,11 +96,34 @@ impl Agent {
         attachments: Vec<Part>,
         sink: &mut dyn Sink,
     ) -> Result<TurnResult, AgentError> {
+        let (prompt, context) = match self.submit_prompt(prompt, &attachments, sink) {
+            Ok(accepted) => accepted,
+            Err(refused) => return Ok(refused),
+        };
+        let mut turn = self.start_turn(&prompt, attachments, context, sink)?;
+        loop {
+            if turn.step >= self.policy.max_steps {
+                return Ok(turn.end(Stop::MaxSteps(self.policy.max_steps)));
+            }
+            turn.step += 1;
+            if let Some(stop) = self.step(&mut turn, sink)? {
+                return Ok(turn.end(stop));
+            }
+        }
+    }
+
+    /// A new prompt through the UserPromptSubmit hooks, before anything reaches the model:
+    /// the prompt as they leave it and the context they add, or the turn they stopped.
+    pub(super) fn submit_prompt(
+        &mut self,
+        prompt: &str,
+        attachments: &[Part],
+        sink: &mut dyn Sink,
+    ) -> Result<(String, String), TurnResult> {
         if !self.is_sub_agent() {
             self.session.prompt_id = crate::store::new_id().unwrap_or_default();
             self.rearm_budget();
         }
-        // UserPromptSubmit: before anything reaches the model.
         let names: Vec<&str> = attachments
             .iter()
             .filter_map(|p| match p {
@@ -114,7 +137,7 @@ impl Agent {
         let ups = self.fire(hooks::Event::UserPromptSubmit, None, fields, sink);
         if ups.composed.blocked() {
             let reason = ups.composed.reason.clone();
-            return Ok(TurnResult {
+            return Err(TurnResult {
                 stop: if ups.composed.halt {
                     Stop::HookHalted(reason)
                 } else {
@@ -128,21 +151,18 @@ impl Agent {
             self.session.title_from = None;
         }
         let prompt = ups.composed.updated_prompt.as_deref().unwrap_or(prompt);
-        let mut turn = self.start_turn(
-            prompt,
-            attachments,
-            ups.context_text(&self.workspace.cwd),
-            sink,
-        )?;
-        loop {
-            if turn.step >= self.policy.max_steps {
-                return Ok(turn.end(Stop::MaxSteps(self.policy.max_steps)));
-            }
-            turn.step += 1;
-            if let Some(stop) = self.step(&mut turn, sink)? {
-                return Ok(turn.end(stop));
-            }
-        }
+        Ok((prompt.to_string(), ups.context_text(&self.workspace.cwd)))
+    }
+
+    /// [`start_turn`](Self::start_turn) for a turn that makes no model call of this session.
+    pub(super) fn store_prompt(
+        &mut self,
+        prompt: &str,
+        context: String,
+        sink: &mut dyn Sink,
+    ) -> Result<(), AgentError> {
+        self.start_turn(prompt, Vec::new(), context, sink)
+            .map(|_| ())
     }
 
     /// The accepted prompt: titles the session, summarizes it first if needed, stores the user
@@ -561,6 +581,14 @@ impl Agent {
         }
     }
 
+    /// Stores `parts` as an assistant message that no model call of this session made (a
+    /// forked skill's answer): no usage row, its spend is its child session's.
+    pub(super) fn commit_answer(&self, parts: Vec<Part>) -> Result<(), AgentError> {
+        self.commit(&[self.new_message(Role::Assistant, parts)], None)?;
+        self.sync_transcript();
+        Ok(())
+    }
+
     fn commit(&self, msgs: &[NewMessage], usage: Option<&UsageRecord>) -> Result<(), AgentError> {
         self.commit_returning(msgs, usage).map(|_| ())
     }
@@ -611,7 +639,12 @@ impl Agent {
 
     /// Stores how a model call ended without an answer: the partial text streamed so far (if
     /// any) and a finish part with `reason` and `message`, so the session reloads consistently.
-    fn commit_end(&self, reason: &str, partial: &str, message: String) -> Result<(), AgentError> {
+    pub(super) fn commit_end(
+        &self,
+        reason: &str,
+        partial: &str,
+        message: String,
+    ) -> Result<(), AgentError> {
         let mut parts = Vec::new();
         if !partial.trim().is_empty() {
             parts.push(Part::Text {

@@ -38,26 +38,8 @@ impl Origin {
     }
 }
 
-/// The model an agent runs on.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum ModelChoice {
-    /// The parent's model (`inherit`, or no `model`).
-    Inherit,
-    /// The catalog's current model of a family (`sonnet`, `opus`, `haiku`) for the provider.
-    Family(String),
-    /// `provider/model`.
-    Exact { provider: String, model: String },
-}
-
-impl std::fmt::Display for ModelChoice {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ModelChoice::Inherit => f.write_str("inherit"),
-            ModelChoice::Family(x) => f.write_str(x),
-            ModelChoice::Exact { provider, model } => write!(f, "{provider}/{model}"),
-        }
-    }
-}
+/// The model an agent runs on (its `model:`, read as a skill's).
+pub(crate) use crate::skills::fork::ModelChoice;
 
 /// One usable agent.
 #[derive(Debug, Clone, PartialEq)]
@@ -530,15 +512,9 @@ fn read_one(path: &Path, origin: Origin) -> Result<AgentDef, (Option<String>, Re
         }
     };
     let model = match scalar(&doc, "model") {
-        None | Some("inherit") => ModelChoice::Inherit,
-        Some(f @ ("sonnet" | "opus" | "haiku")) => ModelChoice::Family(f.to_string()),
-        Some(m) => match m.split_once('/') {
-            Some((p, id)) if !p.is_empty() && !id.is_empty() => ModelChoice::Exact {
-                provider: p.to_string(),
-                model: id.to_string(),
-            },
-            _ => return Err(named(Reason::UnknownModel(m.to_string()))),
-        },
+        None => ModelChoice::Inherit,
+        Some(m) => crate::skills::fork::parse_model(m)
+            .ok_or_else(|| named(Reason::UnknownModel(m.to_string())))?,
     };
     let allowed_tools = match doc.get("permissions").map(|f| &f.value) {
         None | Some(Value::Scalar(None)) => Vec::new(),

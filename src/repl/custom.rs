@@ -110,6 +110,14 @@ impl Repl {
             };
             return self.term.error(&msg);
         };
+        // A forked skill's agent and model, checked before anything runs.
+        let spec = match entry.fork() {
+            Some(f) => match self.agent.sub_agent_spec(f.agent.as_deref(), &f.model) {
+                Ok(spec) => Some(spec),
+                Err(e) => return self.term.error(&format!("/{name}: {e}")),
+            },
+            None => None,
+        };
         let mut bound = match entry.bind(args) {
             Ok(b) => b,
             Err(e) => return self.term.error(&e.to_string()),
@@ -163,6 +171,12 @@ impl Repl {
                 .term
                 .error(&format!("/{name} is empty: nothing to send"));
         }
-        self.prompt(&text);
+        match &spec {
+            Some(spec) => {
+                let line = format!("/{name} {}", args.trim());
+                self.send(&text, Some((line.trim_end(), spec)));
+            }
+            None => self.prompt(&text),
+        }
     }
 }

@@ -362,6 +362,12 @@ impl Repl {
     }
 
     fn prompt(&mut self, text: &str) {
+        self.send(text, None);
+    }
+
+    /// Sends `text` as a turn; with `fork` (the line as typed, how it runs) `text` is the task
+    /// of a forked skill's sub-agent (crush(1) SKILLS AND COMMANDS, Forked skills).
+    fn send(&mut self, text: &str, fork: Option<(&str, &crate::agent::subagent::ChildSpec)>) {
         // A title still out to a local server waits for nothing but itself: the next turn
         // goes once it is back (crush(1) CONFIGURATION, side_requests).
         if std::mem::take(&mut self.serial_title) {
@@ -371,9 +377,18 @@ impl Repl {
             self.term.error(&format!("cannot create a session: {e}"));
             return;
         }
-        // `/attach`ed files, then the files the prompt names as `@path`.
-        let mut attached = std::mem::take(&mut self.attachments);
-        for (_, path) in crate::tools::attach::mentions(text, &self.agent.workspace.cwd) {
+        // `/attach`ed files, then the files the prompt names as `@path`; a forked skill's
+        // sub-agent takes none (they wait for the next prompt).
+        let mut attached = if fork.is_some() {
+            Vec::new()
+        } else {
+            std::mem::take(&mut self.attachments)
+        };
+        let mentions = match fork {
+            Some(_) => Vec::new(),
+            None => crate::tools::attach::mentions(text, &self.agent.workspace.cwd),
+        };
+        for (_, path) in mentions {
             match self.attach_file(&path) {
                 Ok(Some(a)) => attached.push(a),
                 Ok(None) => {}
@@ -407,9 +422,14 @@ impl Repl {
         if let Some(source) = self.session_start.take() {
             self.agent.session_start(source, &mut sink);
         }
-        let result =
-            self.agent
-                .run_turn_with(text, attached.iter().map(|a| a.part()).collect(), &mut sink);
+        let result = match fork {
+            Some((line, spec)) => self.agent.run_forked(line, text, spec, &mut sink),
+            None => self.agent.run_turn_with(
+                text,
+                attached.iter().map(|a| a.part()).collect(),
+                &mut sink,
+            ),
+        };
         let serial = sink
             .held_title
             .as_ref()

@@ -462,6 +462,16 @@ impl Entry<'_> {
             .to_string()
     }
 
+    /// How the entry runs in a sub-agent, when its frontmatter says `context: fork` (crush(1)
+    /// SKILLS AND COMMANDS, Forked skills).
+    pub(crate) fn fork(&self) -> Option<&super::fork::Fork> {
+        match &self.kind {
+            Kind::Command(c) => c.fork.as_ref(),
+            Kind::Skill(s) => s.fork.as_ref(),
+            Kind::Mcp(_) => None,
+        }
+    }
+
     /// Whether missing arguments are asked for (a custom command's named arguments); an MCP
     /// prompt's missing ones are an error.
     pub(crate) fn asks(&self) -> bool {

@@ -37,6 +37,8 @@ pub(crate) struct Command {
     pub dialect: Dialect,
     /// The frontmatter's `argument-hint` (Claude Code's), shown where the arguments are typed.
     pub argument_hint: Option<String>,
+    /// `context: fork` (with `agent` and `model`): it runs in a sub-agent, as a skill does.
+    pub fork: Option<super::fork::Fork>,
 }
 
 /// Whose rules a command's text follows (crush(1) SKILLS AND COMMANDS, Custom commands).
@@ -162,6 +164,7 @@ fn load_one(
     stem: &str,
     source: Source,
     dialect: Dialect,
+    warnings: &mut Vec<String>,
 ) -> Result<Command, SkillError> {
     let text =
         walk::read_text(path, MAX_COMMAND_BYTES).map_err(|e| SkillError::Invalid(e.message))?;
@@ -201,6 +204,8 @@ fn load_one(
         _ => None,
     }
     .filter(|h| !h.is_empty());
+    let (fork, fork_warnings) = super::fork::parse(&doc);
+    warnings.extend(fork_warnings);
     Ok(Command {
         name: format!("{}:{}", source.label(), parts.join(":")),
         path: path.to_path_buf(),
@@ -212,6 +217,7 @@ fn load_one(
         },
         dialect,
         argument_hint,
+        fork,
         body,
     })
 }
@@ -237,7 +243,14 @@ pub(crate) fn load_from(folders: &[Folder]) -> Commands {
                 if e.kind != walk::Kind::File {
                     continue;
                 }
-                match load_one(&e.path, rel, stem, f.source, f.dialect) {
+                let mut problems = Vec::new();
+                let loaded = load_one(&e.path, rel, stem, f.source, f.dialect, &mut problems);
+                out.warnings.extend(
+                    problems
+                        .into_iter()
+                        .map(|w| format!("command {}: {w}", e.path.display())),
+                );
+                match loaded {
                     Ok(c) => match out.commands.iter().find(|o| o.name == c.name) {
                         Some(first) => out.warnings.push(format!(
                             "command /{}: {} is ignored; {} has the same name and comes first",
@@ -285,6 +298,9 @@ impl Commands {
             if !c.description.is_empty() {
                 out.push_str(&format!("    {}\n", c.description));
             }
+            if let Some(f) = &c.fork {
+                out.push_str(&format!("    {}\n", f.describe()));
+            }
         }
         for r in &self.rejected {
             out.push_str(&format!(
@@ -306,6 +322,9 @@ impl Commands {
                     "source": c.source.label(), "state": "active",
                     "description": c.description, "arguments": c.arguments,
                     "argument_hint": c.argument_hint,
+                    "context": if c.fork.is_some() { "fork" } else { "inline" },
+                    "agent": c.fork.as_ref().and_then(|f| f.agent.clone()),
+                    "model": c.fork.as_ref().map(|f| f.model.to_string()),
                     "dialect": match c.dialect { Dialect::Go => "crush", Dialect::Claude => "claude" }})
             })
             .collect();

@@ -11,6 +11,7 @@
 pub(crate) mod catalog;
 pub(crate) mod commands;
 mod error;
+pub(crate) mod fork;
 pub(crate) mod frontmatter;
 pub(crate) mod walk;
 
@@ -76,6 +77,10 @@ pub(crate) struct Skill {
     pub user_invocable: bool,
     /// `disable-model-invocation: true`: left out of the system prompt.
     pub disable_model_invocation: bool,
+    /// `context: fork` (with `agent` and `model`): invoked as a command, it runs in a sub-agent.
+    pub fork: Option<fork::Fork>,
+    /// What of its frontmatter cannot be used as written (`context`, `agent`, `model`).
+    pub warnings: Vec<String>,
     /// The body of `SKILL.md`, trimmed.
     pub instructions: String,
     /// `SKILL.md` as found (or `crush://skills/NAME/SKILL.md`): what the model is given.
@@ -229,6 +234,8 @@ pub(crate) fn parse_skill(
             allowed_tools: Vec::new(),
             user_invocable: false,
             disable_model_invocation: false,
+            fork: None,
+            warnings: Vec::new(),
             instructions: doc.body.trim().to_string(),
             location,
             dir: None,
@@ -265,6 +272,7 @@ pub(crate) fn parse_skill(
         None if in_claude_code_folder(&location) => folder.to_string(),
         None => String::new(),
     };
+    let (fork, warnings) = fork::parse(&doc);
     Ok(Skill {
         name,
         description: scalar(&doc, "description")?.unwrap_or_default(),
@@ -274,6 +282,8 @@ pub(crate) fn parse_skill(
         allowed_tools,
         user_invocable: boolean(&doc, "user-invocable")?,
         disable_model_invocation: boolean(&doc, "disable-model-invocation")?,
+        fork,
+        warnings,
         instructions: doc.body.trim().to_string(),
         location,
         dir: None,
@@ -524,7 +534,11 @@ pub(crate) fn discover_in(roots: &[Root], project_root: &Path, disabled: &[Strin
         }
     }
     found.extend(builtin());
-    let mut warnings = Vec::new();
+    let mut warnings: Vec<String> = found
+        .iter()
+        .filter_map(|f| Some((f, f.skill.as_ref()?)))
+        .flat_map(|(f, s)| s.warnings.iter().map(|w| format!("skill {}: {w}", f.path)))
+        .collect();
     let mut winners: Vec<(String, String)> = Vec::new();
     for f in found.iter_mut() {
         let (Some(name), State::Active) = (&f.name, &f.state) else {
@@ -660,6 +674,12 @@ impl Skills {
             if k.source == Source::Builtin {
                 s.push_str("    <type>builtin</type>\n");
             }
+            if let Some(f) = &k.fork {
+                s.push_str("    <context>fork</context>\n");
+                if let Some(a) = f.custom_agent() {
+                    s.push_str(&format!("    <agent>{}</agent>\n", escape(a)));
+                }
+            }
             s.push_str("  </skill>\n");
         }
         s.push_str("</available_skills>");
@@ -683,6 +703,17 @@ impl Skills {
             }
         }
         files
+    }
+
+    /// Warns of each forked skill whose `agent:` names none of the custom agents `known`.
+    pub(crate) fn check_agents(&mut self, known: &[&str]) {
+        for f in &mut self.found {
+            let Some(s) = f.skill.as_mut() else { continue };
+            if let Some(w) = s.fork.as_ref().and_then(|k| fork::unknown_agent(k, known)) {
+                self.warnings.push(format!("skill {}: {w}", f.path));
+                s.warnings.push(w);
+            }
+        }
     }
 
     /// `crush skills list`: one block per skill found.
@@ -713,9 +744,15 @@ impl Skills {
                         s.allowed_tools.join(" ")
                     ));
                 }
+                if let Some(f) = &s.fork {
+                    flags.push(f.describe());
+                }
                 out.push_str(&format!("    {}\n", s.description));
                 if !flags.is_empty() {
                     out.push_str(&format!("    {}\n", flags.join(" · ")));
+                }
+                for w in &s.warnings {
+                    out.push_str(&format!("    warning: {w}\n"));
                 }
             }
         }
@@ -760,6 +797,10 @@ impl Skills {
                             .collect(),
                     );
                     v["allowed_tools"] = json!(s.allowed_tools);
+                    v["context"] = json!(if s.fork.is_some() { "fork" } else { "inline" });
+                    v["agent"] = json!(s.fork.as_ref().and_then(|f| f.agent.clone()));
+                    v["model"] = json!(s.fork.as_ref().map(|f| f.model.to_string()));
+                    v["warnings"] = json!(s.warnings);
                 }
                 v
             })

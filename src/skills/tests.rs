@@ -391,3 +391,44 @@ fn a_claude_code_skill_without_a_name_is_named_after_its_folder() {
         State::Rejected(why) if why.contains("name is required")
     ));
 }
+
+#[test]
+fn a_forked_skill_is_marked_for_the_model_and_its_warnings_are_listed() {
+    let t = tempfile::tempdir().unwrap();
+    let t = fs::canonicalize(t.path()).unwrap();
+    write(
+        &t.join("scan/SKILL.md"),
+        "---\nname: scan\ndescription: Scan.\ncontext: fork\nagent: auditor\n---\nScan.\n",
+    );
+    write(
+        &t.join("odd/SKILL.md"),
+        "---\nname: odd\ndescription: Odd.\ncontext: banana\n---\nOdd.\n",
+    );
+    let mut s = discover_in(&[root(&t, Source::User)], &t, &[]);
+    assert!(
+        s.warnings
+            .iter()
+            .any(|w| w.contains("odd/SKILL.md") && w.contains("context `banana` is not `fork`")),
+        "{:?}",
+        s.warnings
+    );
+    let listing = s.prompt_listing();
+    assert!(
+        listing.contains("<name>scan</name>\n    <description>Scan.</description>")
+            && listing.contains("<context>fork</context>\n    <agent>auditor</agent>"),
+        "{listing}"
+    );
+    let section = crate::agent::prompt::skills_section(&listing);
+    assert!(
+        section.contains("call the agent tool with its instructions"),
+        "{section}"
+    );
+    s.check_agents(&["other"]);
+    assert!(
+        s.list_text()
+            .contains("warning: agent `auditor` is neither"),
+        "{}",
+        s.list_text()
+    );
+    assert!(s.get("odd").unwrap().fork.is_none());
+}

@@ -587,3 +587,186 @@ fn a_claude_code_commands_shell_line_needs_bashs_permission() {
     assert!(!env.project().join("stamped.txt").exists());
     assert_eq!(server.model_requests().len(), 0);
 }
+
+/// The requests of turns (title requests left out).
+fn turn_requests(server: &FakeServer) -> Vec<crate::support::Recorded> {
+    server
+        .model_requests()
+        .into_iter()
+        .filter(|r| !r.system_text().contains("title of a conversation"))
+        .collect()
+}
+
+/// The messages of session `id` as `crush sessions show --json` gives them.
+fn session_messages(env: &TestEnv, id: &str) -> Vec<Value> {
+    let show = env.run(&["sessions", "show", id, "--json"], None);
+    show.assert_success();
+    let s: Value = serde_json::from_str(&show.stdout).expect("sessions show --json");
+    s["messages"].as_array().cloned().unwrap_or_default()
+}
+
+/// `crush run --json "/LINE"`: the session's id, and the ids of its child sessions.
+fn run_forked(env: &TestEnv, line: &str) -> (String, Vec<String>, crate::support::Output) {
+    let out = env.run(&["run", "--json", line], None);
+    let first: Value = serde_json::from_str(out.stdout.lines().next().unwrap_or("{}"))
+        .unwrap_or_else(|e| panic!("{e}: {}", out.stdout));
+    let parent = first["uuid"].as_str().unwrap_or_default().to_string();
+    let db = rusqlite::Connection::open(env.project().join(".crush/crush.db")).unwrap();
+    let mut q = db
+        .prepare("SELECT id FROM sessions WHERE parent_session_id = ?1")
+        .unwrap();
+    let children = q
+        .query_map([&parent], |r| r.get::<_, String>(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    (parent, children, out)
+}
+
+#[test]
+fn a_forked_skill_runs_in_a_child_session_and_only_its_answer_comes_back() {
+    let server = FakeServer::with_script(vec![Reply::text("The logs are quiet.")]);
+    title_route(&server);
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::OpenAi);
+    env.write_project_file(
+        ".crush/skills/digest/SKILL.md",
+        &skill_md(
+            "digest",
+            "Digest a file.",
+            "user-invocable: true\ncontext: fork\nagent: Explore\n",
+        )
+        .replace("Steps of digest.", "Read $ARGUMENTS and tell what matters."),
+    );
+    let (parent, children, out) = run_forked(&env, "/digest the build logs");
+    out.assert_success();
+    assert!(
+        out.stdout.contains("\"text\":\"The logs are quiet.\""),
+        "{}",
+        out.stdout
+    );
+    // One model call: the sub-agent's, with the skill's text and the words in place.
+    let turns = turn_requests(&server);
+    assert_eq!(
+        turns.len(),
+        1,
+        "{:#?}",
+        turns.iter().map(|r| r.system_text()).collect::<Vec<_>>()
+    );
+    assert!(turns[0].system_text().starts_with("You are a sub-agent"));
+    let [child] = children.as_slice() else {
+        panic!("one child session of {parent}: {children:?}");
+    };
+    let child_msgs = session_messages(&env, child);
+    let first = child_msgs[0].to_string();
+    assert!(
+        child_msgs[0]["role"] == "user"
+            && first.contains("Read the build logs and tell what matters."),
+        "{first}"
+    );
+    // The parent holds the line as typed and the sub-agent's answer, nothing of the skill.
+    let msgs = session_messages(&env, &parent);
+    assert_eq!(msgs.len(), 2, "{msgs:#?}");
+    let (user, answer) = (msgs[0].to_string(), msgs[1].to_string());
+    assert!(user.contains("/digest the build logs"), "{user}");
+    assert!(
+        msgs[1]["role"] == "assistant" && answer.contains("The logs are quiet."),
+        "{answer}"
+    );
+    assert!(
+        !format!("{msgs:?}").contains("tell what matters"),
+        "{msgs:#?}"
+    );
+}
+
+#[test]
+fn a_forked_skill_runs_on_its_model_and_agent() {
+    let server = FakeServer::with_script(vec![Reply::text("Reviewed.")]);
+    title_route(&server);
+    let env = TestEnv::new();
+    let mut cfg = env.config_for(&server, Dialect::OpenAi);
+    cfg["providers"]["fake"]["models"]
+        .as_array_mut()
+        .unwrap()
+        .push(
+            json!({"id": "claude-haiku-4-5", "context_window": 200000, "default_max_tokens": 4096}),
+        );
+    env.write_config(&cfg);
+    write(
+        &env.config_dir().join("agents/reviewer.md"),
+        "---\nname: reviewer\ndescription: Reviews.\n---\nYou review closely.\n",
+    );
+    env.write_project_file(
+        ".crush/skills/check/SKILL.md",
+        &skill_md(
+            "check",
+            "Check a change.",
+            "user-invocable: true\ncontext: fork\nagent: reviewer\nmodel: haiku\n",
+        ),
+    );
+    let list = list_json(&env);
+    let e = by_path(&list["skills"], "check/SKILL.md");
+    assert_eq!(
+        (&e["context"], &e["agent"], &e["model"]),
+        (&json!("fork"), &json!("reviewer"), &json!("haiku")),
+        "{e}"
+    );
+    let (_, children, out) = run_forked(&env, "/check it");
+    out.assert_success();
+    assert_eq!(children.len(), 1);
+    let turns = turn_requests(&server);
+    assert_eq!(turns.len(), 1);
+    assert!(turns[0].system_text().starts_with("You review closely."));
+    assert_eq!(turns[0].body["model"], "claude-haiku-4-5");
+}
+
+#[test]
+fn a_forked_skill_naming_no_agent_is_listed_with_a_warning_and_sends_nothing() {
+    let server = FakeServer::start();
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::OpenAi);
+    env.write_project_file(
+        ".crush/skills/odd/SKILL.md",
+        &skill_md(
+            "odd",
+            "Odd values.",
+            "user-invocable: true\ncontext: fork\nagent: nobody\n",
+        ),
+    );
+    env.write_project_file(
+        ".crush/skills/inline/SKILL.md",
+        &skill_md("inline", "Inline.", "context: banana\nmodel: haiku\n"),
+    );
+    let list = list_json(&env);
+    let odd = by_path(&list["skills"], "odd/SKILL.md");
+    assert_eq!(odd["state"], "active", "{odd}");
+    assert!(
+        odd["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("agent `nobody` is neither"),
+        "{odd}"
+    );
+    let inline = by_path(&list["skills"], "inline/SKILL.md");
+    assert_eq!(inline["context"], "inline", "{inline}");
+    assert_eq!(
+        inline["warnings"].as_array().map(Vec::len),
+        Some(2),
+        "{inline}"
+    );
+    let text = env.run(&["skills", "list"], None);
+    assert!(
+        text.stdout
+            .contains("warning: context `banana` is not `fork`"),
+        "{}",
+        text.stdout
+    );
+    let out = env.run(&["run", "/odd go"], None);
+    out.assert_code(2);
+    assert!(
+        out.stderr.contains("no agent named \"nobody\""),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(server.request_count(), 0);
+}
