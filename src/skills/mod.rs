@@ -81,6 +81,10 @@ pub(crate) struct Skill {
     pub fork: Option<fork::Fork>,
     /// What of its frontmatter cannot be used as written (`context`, `agent`, `model`).
     pub warnings: Vec<String>,
+    /// How a skill of Claude Code's folders was loaded other than as written (its name taken
+    /// from its folder, a key in a shape Claude Code ignores): listed by `crush skills list`,
+    /// not repeated at every start.
+    pub notes: Vec<String>,
     /// The body of `SKILL.md`, trimmed.
     pub instructions: String,
     /// `SKILL.md` as found (or `crush://skills/NAME/SKILL.md`): what the model is given.
@@ -137,8 +141,7 @@ pub(crate) fn validate(s: &Skill, folder: &str) -> Vec<String> {
         }
         // The standard asks for lowercase; Go Crush also takes capitals (and a folder that
         // differs only in case), so a Go Crush user's skills keep working.
-        let chars_ok = s.name.chars().all(|c| c == '-' || c.is_alphanumeric());
-        if !chars_ok || s.name.starts_with('-') || s.name.ends_with('-') || s.name.contains("--") {
+        if !names_its_folder(&s.name, &s.name) {
             errs.push(format!(
                 "name `{}` must be letters, digits and single hyphens, not starting or ending with one",
                 s.name
@@ -232,17 +235,39 @@ pub(crate) fn parse_skill(
             compatibility: None,
             metadata: Vec::new(),
             allowed_tools: Vec::new(),
-            user_invocable: false,
+            user_invocable: in_claude_code_folder(&location),
             disable_model_invocation: false,
             fork: None,
             warnings: Vec::new(),
+            notes: Vec::new(),
             instructions: doc.body.trim().to_string(),
             location,
             dir: None,
             source,
         });
     }
-    let metadata = match doc.get("metadata").map(|f| &f.value) {
+    // In Claude Code's folders a skill loads as Claude Code loads it: keys it does not read
+    // in a shape the standard refuses are dropped with a warning, and the skill is named
+    // after its folder (crush(1) SKILLS AND COMMANDS).
+    let claude = in_claude_code_folder(&location);
+    let mut lenient = Vec::new();
+    let (compatibility, metadata_v) = if claude {
+        let compatibility = scalar(&doc, "compatibility").unwrap_or_else(|_| {
+            lenient.push("compatibility is not text: ignored, as Claude Code does".to_string());
+            None
+        });
+        let metadata_v = match doc.get("metadata").map(|f| &f.value) {
+            Some(Value::Map(_)) | Some(Value::Scalar(None)) | None => doc.get("metadata"),
+            Some(_) => {
+                lenient.push("metadata is not a map of text values: ignored".to_string());
+                None
+            }
+        };
+        (compatibility, metadata_v)
+    } else {
+        (scalar(&doc, "compatibility")?, doc.get("metadata"))
+    };
+    let metadata = match metadata_v.map(|f| &f.value) {
         None | Some(Value::Scalar(None)) => Vec::new(),
         Some(Value::Map(m)) => m.clone(),
         Some(_) => {
@@ -268,27 +293,48 @@ pub(crate) fn parse_skill(
     // Claude Code names a skill without a name field after its folder; in its folders
     // (.claude/skills, ~/.claude/skills) so does crush. Elsewhere the standard's rule holds.
     let name = match scalar(&doc, "name")? {
+        Some(n) if claude && !folder.is_empty() && !names_its_folder(&n, folder) => {
+            lenient.push(format!(
+                "name `{n}` is not its folder's skill name: loaded as `{folder}`, as Claude Code names it"
+            ));
+            folder.to_string()
+        }
         Some(n) => n,
-        None if in_claude_code_folder(&location) => folder.to_string(),
+        None if claude => folder.to_string(),
         None => String::new(),
     };
     let (fork, warnings) = fork::parse(&doc);
+    let user_invocable = match scalar(&doc, "user-invocable")? {
+        // Claude Code offers its skills as commands unless told not to; Go Crush only when told.
+        None => claude,
+        Some(_) => boolean(&doc, "user-invocable")?,
+    };
     Ok(Skill {
         name,
         description: scalar(&doc, "description")?.unwrap_or_default(),
         license: scalar(&doc, "license")?,
-        compatibility: scalar(&doc, "compatibility")?,
+        compatibility,
         metadata,
         allowed_tools,
-        user_invocable: boolean(&doc, "user-invocable")?,
+        user_invocable,
         disable_model_invocation: boolean(&doc, "disable-model-invocation")?,
         fork,
         warnings,
+        notes: lenient,
         instructions: doc.body.trim().to_string(),
         location,
         dir: None,
         source,
     })
+}
+
+/// Whether `name` passes `validate`'s name rules as the name of `folder`.
+fn names_its_folder(name: &str, folder: &str) -> bool {
+    name.chars().all(|c| c == '-' || c.is_alphanumeric())
+        && !name.starts_with('-')
+        && !name.ends_with('-')
+        && !name.contains("--")
+        && name.to_lowercase() == folder.to_lowercase()
 }
 
 /// Whether the SKILL.md at `location` is under a `.claude/skills` folder (Claude Code's).
@@ -754,6 +800,9 @@ impl Skills {
                 for w in &s.warnings {
                     out.push_str(&format!("    warning: {w}\n"));
                 }
+                for n in &s.notes {
+                    out.push_str(&format!("    note: {n}\n"));
+                }
             }
         }
         if out.is_empty() {
@@ -801,6 +850,7 @@ impl Skills {
                     v["agent"] = json!(s.fork.as_ref().and_then(|f| f.agent.clone()));
                     v["model"] = json!(s.fork.as_ref().map(|f| f.model.to_string()));
                     v["warnings"] = json!(s.warnings);
+                    v["notes"] = json!(s.notes);
                 }
                 v
             })

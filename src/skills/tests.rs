@@ -432,3 +432,72 @@ fn a_forked_skill_is_marked_for_the_model_and_its_warnings_are_listed() {
     );
     assert!(s.get("odd").unwrap().fork.is_none());
 }
+
+/// Claude Code's folders load a skill as Claude Code does: a display name or one that differs
+/// from the folder gives way to the folder's name, a `compatibility` map is dropped, and the
+/// skill is a command unless it says `user-invocable: false` (each with a note for `skills
+/// list`, never a start warning); elsewhere the standard's (and Go Crush's) rules hold.
+#[test]
+fn claude_code_folders_load_skills_as_claude_code_does() {
+    let t = tempfile::tempdir().unwrap();
+    let b = fs::canonicalize(t.path()).unwrap();
+    let claude = b.join("proj/.claude/skills");
+    let crush = b.join("proj/.crush/skills");
+    let plan = "---\nname: Implementation Plan\ndescription: Plan the work.\n---\nPlan.\n";
+    let spec = "---\nname: spec\ndescription: Specs.\ncompatibility:\n  tools: [a]\n---\nSpec.\n";
+    let quiet = "---\nname: quiet\ndescription: Quiet.\nuser-invocable: false\n---\nQuiet.\n";
+    write(&claude.join("implementation-plan").join(SKILL_FILE), plan);
+    write(&claude.join("spec").join(SKILL_FILE), spec);
+    write(&claude.join("quiet").join(SKILL_FILE), quiet);
+    write(&crush.join("planning").join(SKILL_FILE), plan);
+    write(
+        &crush.join("spec2").join(SKILL_FILE),
+        &spec.replace("spec\n", "spec2\n"),
+    );
+    write(
+        &crush.join("plain").join(SKILL_FILE),
+        &skill_md("plain", "Plain."),
+    );
+    let s = discover_in(
+        &[
+            root(&claude, Source::Project),
+            root(&crush, Source::Project),
+        ],
+        &b.join("proj"),
+        &[],
+    );
+    let p = s
+        .get("implementation-plan")
+        .expect("named after its folder");
+    assert!(p.user_invocable, "Claude Code's default");
+    assert!(
+        p.notes[0].contains("`Implementation Plan`")
+            && p.notes[0].contains("`implementation-plan`"),
+        "{:?}",
+        p.notes
+    );
+    let sp = s.get("spec").expect("a compatibility map is dropped");
+    assert_eq!(sp.compatibility, None);
+    assert!(sp.notes[0].contains("compatibility"), "{:?}", sp.notes);
+    assert!(!s.get("quiet").unwrap().user_invocable);
+    assert!(
+        s.warnings.is_empty(),
+        "notes are not start warnings: {:?}",
+        s.warnings
+    );
+    // Go Crush's folders: the standard's rules and Go's default.
+    assert!(matches!(
+        state_of(&s, "/.crush/skills/planning/SKILL.md"),
+        State::Rejected(why) if why.contains("must be letters")
+    ));
+    assert!(matches!(
+        state_of(&s, "/.crush/skills/spec2/SKILL.md"),
+        State::Rejected(why) if why.contains("compatibility must be a single value")
+    ));
+    assert!(!s.get("plain").unwrap().user_invocable);
+    let listed = s.list_text();
+    assert!(
+        listed.contains("note: name `Implementation Plan`"),
+        "{listed}"
+    );
+}
