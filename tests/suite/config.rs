@@ -401,6 +401,32 @@ fn config_check_names_the_hooks_problems() {
     clean.assert_success();
 }
 
+/// Published Claude Code settings hook events crush has no moment for (a compaction's end, a
+/// sub-agent's start, a settings change): config check names each one, as it names every other
+/// setting that does nothing, instead of "no problems found".
+#[test]
+fn config_check_names_claude_code_hook_events_that_never_run() {
+    let env = TestEnv::new();
+    env.write_project_file(
+        ".claude/settings.json",
+        r#"{"hooks": {
+  "PostCompact": [{"hooks": [{"type": "command", "command": "echo compacted"}]}],
+  "SubagentStart": [{"matcher": "", "hooks": [{"type": "command", "command": "true"}]},
+                    {"hooks": [{"type": "command", "command": "true"}]}],
+  "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "true"}]}]}}"#,
+    );
+    let check = env.run(&["--trust", "config", "check"], None);
+    assert_eq!(check.code, 1, "{}\n{}", check.stdout, check.stderr);
+    for want in [
+        "settings.json: PostCompact (1 matcher group(s)): a Claude Code hook event crush does not have; not run",
+        "settings.json: SubagentStart (2 matcher group(s)): a Claude Code hook event crush does not have; not run",
+        "configuration: 2 problems",
+    ] {
+        assert!(check.stdout.contains(want), "{want}\n{}", check.stdout);
+    }
+    assert!(!check.stdout.contains("PreToolUse"), "{}", check.stdout);
+}
+
 #[test]
 fn a_failing_script_fails_the_load() {
     for vars in shells() {
