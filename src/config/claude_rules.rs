@@ -287,10 +287,7 @@ impl Rule {
 /// Whether the whole of `text` is what `pattern` covers: each `*` any run of characters
 /// (spaces too), `\*` a star and `\\` a backslash, everything else itself.
 fn wildcard_matches(pattern: &str, text: &str) -> bool {
-    enum Part {
-        Star,
-        Char(char),
-    }
+    use crate::wildcard::Part;
     let mut parts = Vec::new();
     let mut chars = pattern.chars();
     while let Some(c) = chars.next() {
@@ -298,41 +295,13 @@ fn wildcard_matches(pattern: &str, text: &str) -> bool {
             '*' => parts.push(Part::Star),
             '\\' => match chars.next() {
                 Some(e @ ('*' | '\\')) => parts.push(Part::Char(e)),
-                Some(e) => {
-                    parts.push(Part::Char('\\'));
-                    parts.push(Part::Char(e));
-                }
+                Some(e) => parts.extend([Part::Char('\\'), Part::Char(e)]),
                 None => parts.push(Part::Char('\\')),
             },
             c => parts.push(Part::Char(c)),
         }
     }
-    let text: Vec<char> = text.chars().collect();
-    // The classic match with one remembered star: on a mismatch, let the last star take one
-    // more character.
-    let (mut p, mut t) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while t < text.len() {
-        match parts.get(p) {
-            Some(Part::Char(c)) if *c == text[t] => {
-                p += 1;
-                t += 1;
-            }
-            Some(Part::Star) => {
-                star = Some((p, t));
-                p += 1;
-            }
-            _ => match star {
-                Some((sp, st)) => {
-                    p = sp + 1;
-                    t = st + 1;
-                    star = Some((sp, st + 1));
-                }
-                None => return false,
-            },
-        }
-    }
-    parts[p..].iter().all(|x| matches!(x, Part::Star))
+    crate::wildcard::matches(&parts, &text.chars().collect::<Vec<_>>())
 }
 
 /// Whether a Bash rule's specifier has a `*` that is not escaped.

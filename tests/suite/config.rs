@@ -372,6 +372,17 @@ fn nested_unknown_keys_warn_with_line_and_nearest_key() {
     );
 }
 
+/// `crush --trust config check` in `env`: it exits 1 and its output has each of `wants`; the
+/// output.
+fn check_finds(env: &TestEnv, wants: &[&str]) -> String {
+    let check = env.run(&["--trust", "config", "check"], None);
+    assert_eq!(check.code, 1, "{}\n{}", check.stdout, check.stderr);
+    for want in wants {
+        assert!(check.stdout.contains(want), "{want}\n{}", check.stdout);
+    }
+    check.stdout
+}
+
 /// config check names what the hooks reader warns about too, in crush.json and in Claude Code's
 /// settings: before, it said "no problems found" while `crush hooks list` warned.
 #[test]
@@ -386,15 +397,14 @@ fn config_check_names_the_hooks_problems() {
         r#"{"hooks": {"PostToolUse": [{"matcher": "Edit|Write", "hooks": [
   {"type": "command", "command": ".claude/hooks/format.sh", "asyncRewake": true, "argz": []}]}]}}"#,
     );
-    let check = env.run(&["--trust", "config", "check"], None);
-    assert_eq!(check.code, 1, "{}\n{}", check.stdout, check.stderr);
-    for want in [
-        "crush.json: hooks.PreToolUse[0] (hook 'true'): unknown key 'comand' ignored",
-        "settings.json: hooks.PostToolUse[0].hooks[0] (hook '.claude/hooks/format.sh'): unknown key 'argz' ignored",
-        "configuration: 2 problems",
-    ] {
-        assert!(check.stdout.contains(want), "{want}\n{}", check.stdout);
-    }
+    check_finds(
+        &env,
+        &[
+            "crush.json: hooks.PreToolUse[0] (hook 'true'): unknown key 'comand' ignored",
+            "settings.json: hooks.PostToolUse[0].hooks[0] (hook '.claude/hooks/format.sh'): unknown key 'argz' ignored",
+            "configuration: 2 problems",
+        ],
+    );
     std::fs::remove_file(env.project().join("crush.json")).unwrap();
     std::fs::remove_file(env.project().join(".claude/settings.json")).unwrap();
     let clean = env.run(&["--trust", "config", "check"], None);
@@ -415,16 +425,15 @@ fn config_check_names_claude_code_hook_events_that_never_run() {
                     {"hooks": [{"type": "command", "command": "true"}]}],
   "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "true"}]}]}}"#,
     );
-    let check = env.run(&["--trust", "config", "check"], None);
-    assert_eq!(check.code, 1, "{}\n{}", check.stdout, check.stderr);
-    for want in [
-        "settings.json: PostCompact (1 matcher group(s)): a Claude Code hook event crush does not have; not run",
-        "settings.json: SubagentStart (2 matcher group(s)): a Claude Code hook event crush does not have; not run",
-        "configuration: 2 problems",
-    ] {
-        assert!(check.stdout.contains(want), "{want}\n{}", check.stdout);
-    }
-    assert!(!check.stdout.contains("PreToolUse"), "{}", check.stdout);
+    let out = check_finds(
+        &env,
+        &[
+            "settings.json: PostCompact (1 matcher group(s)): a Claude Code hook event crush does not have; not run",
+            "settings.json: SubagentStart (2 matcher group(s)): a Claude Code hook event crush does not have; not run",
+            "configuration: 2 problems",
+        ],
+    );
+    assert!(!out.contains("PreToolUse"), "{out}");
 }
 
 #[test]
