@@ -223,6 +223,7 @@ pub fn main() -> std::process::ExitCode {
 /// one of its own layer or above (tests excepted).
 #[cfg(test)]
 const LAYERS: &[&[&str]] = &[
+    &["wildcard"],
     &[
         "time", "env", "exit", "paths", "sha256", "visible", "fsutil", "stdio", "sandbox", "jq",
         "text",
