@@ -436,6 +436,39 @@ fn config_check_names_claude_code_hook_events_that_never_run() {
     assert!(!out.contains("PreToolUse"), "{out}");
 }
 
+/// Claude Code reads its settings' event names exactly: a published `preToolUse` group never
+/// runs there, so it does not run in crush either, and config check says what the name is.
+#[test]
+fn claude_code_event_names_are_read_exactly() {
+    let env = TestEnv::new();
+    env.write_project_file(
+        ".claude/settings.json",
+        r#"{"hooks": {"preToolUse": [{"matcher": "Bash", "hooks": [
+  {"type": "command", "command": "echo '{\"decision\": \"block\", \"reason\": \"no\"}'; exit 2"}]}]}}"#,
+    );
+    check_finds(
+        &env,
+        &[
+            "settings.json: preToolUse (1 matcher group(s); Claude Code's name is PreToolUse): a Claude Code hook event crush does not have; not run",
+        ],
+    );
+    let test = env.run(
+        &[
+            "--trust",
+            "hooks",
+            "test",
+            "PreToolUse",
+            "--tool",
+            "bash",
+            "--input",
+            r#"{"command":"ls"}"#,
+        ],
+        None,
+    );
+    test.assert_success();
+    assert!(!test.stdout.contains("deny"), "{}", test.stdout);
+}
+
 #[test]
 fn a_failing_script_fails_the_load() {
     for vars in shells() {
