@@ -452,19 +452,12 @@ fn claude_code_event_names_are_read_exactly() {
             "settings.json: preToolUse (1 matcher group(s); Claude Code's name is PreToolUse): a Claude Code hook event crush does not have; not run",
         ],
     );
-    let test = env.run(
-        &[
-            "--trust",
-            "hooks",
-            "test",
-            "PreToolUse",
-            "--tool",
-            "bash",
-            "--input",
-            r#"{"command":"ls"}"#,
-        ],
-        None,
-    );
+    let ls = r#"{"command":"ls"}"#;
+    let mut args: Vec<&str> = "--trust hooks test PreToolUse --tool bash --input"
+        .split(' ')
+        .collect();
+    args.push(ls);
+    let test = env.run(&args, None);
     test.assert_success();
     assert!(!test.stdout.contains("deny"), "{}", test.stdout);
 }
