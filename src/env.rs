@@ -113,32 +113,19 @@ pub(crate) fn tool_removals(allow: &[String]) -> Vec<String> {
 
 /// `pat` (with `*` and `?`) against a variable name, case-insensitively.
 fn name_matches(pat: &str, name: &str) -> bool {
-    let p: Vec<char> = pat.trim().to_ascii_uppercase().chars().collect();
+    use crate::wildcard::Part;
+    let p: Vec<Part> = pat
+        .trim()
+        .to_ascii_uppercase()
+        .chars()
+        .map(|c| match c {
+            '*' => Part::Star,
+            '?' => Part::One,
+            c => Part::Char(c),
+        })
+        .collect();
     let n: Vec<char> = name.to_ascii_uppercase().chars().collect();
-    // Iterative wildcard matching: the last `*` seen and where it started matching.
-    let (mut pi, mut ni) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while ni < n.len() {
-        match p.get(pi) {
-            Some('*') => {
-                star = Some((pi, ni));
-                pi += 1;
-            }
-            Some(&c) if c == '?' || c == n[ni] => {
-                pi += 1;
-                ni += 1;
-            }
-            _ => match star {
-                Some((sp, sn)) => {
-                    pi = sp + 1;
-                    ni = sn + 1;
-                    star = Some((sp, sn + 1));
-                }
-                None => return false,
-            },
-        }
-    }
-    p[pi..].iter().all(|&c| c == '*')
+    crate::wildcard::matches(&p, &n)
 }
 
 /// Shortest value `mask` hides: shorter ones would hide ordinary words.

@@ -53,6 +53,7 @@ mod text;
 mod time;
 mod tools;
 mod visible;
+mod wildcard;
 
 /// The crate's SHA-256, SigV4 and event-stream code, for the tests' fake AWS server, which
 /// signs-checks and frames with the very code crush uses (each is checked against published
@@ -222,6 +223,7 @@ pub fn main() -> std::process::ExitCode {
 /// one of its own layer or above (tests excepted).
 #[cfg(test)]
 const LAYERS: &[&[&str]] = &[
+    &["wildcard"],
     &[
         "time", "env", "exit", "paths", "sha256", "visible", "fsutil", "stdio", "sandbox", "jq",
         "text",

@@ -69,12 +69,22 @@ fn origin_json(o: &Origin) -> Value {
 
 /// `crush config check`: every warning of the load (unknown keys, keys Go Crush reads and crush
 /// ignores, crushrc lines that did nothing) and of the hooks it defines (crush.json's and
-/// Claude Code's settings files', checked where hooks are read), one a line, and the exit
+/// Claude Code's settings files', checked where hooks are read; Claude Code events crush does
+/// not have), one a line, and the exit
 /// status: 1 when there is any (crush(1) CONFIGURATION).
 pub(crate) fn config_check(loaded: &Loaded) -> (String, crate::exit::ExitCode) {
     let mut problems = loaded.warnings.clone();
     match crate::hooks::HookConfig::from_loaded(loaded) {
-        Ok((_, warnings)) => problems.extend(warnings),
+        Ok((cfg, warnings)) => {
+            problems.extend(warnings);
+            // A Claude Code hook of an event crush has no moment for never runs (crush(1)
+            // HOOKS, Not as in Claude Code): an ignored setting like any other.
+            problems.extend(
+                cfg.unsupported
+                    .iter()
+                    .map(|u| format!("{u}: a Claude Code hook event crush does not have; not run")),
+            );
+        }
         Err(p) => problems.extend(p.warnings.into_iter().chain(p.errors)),
     }
     if problems.is_empty() {

@@ -3,7 +3,8 @@
 //! and `.claude/settings.local.json`), applied to crush's tools (crush(1) SECURITY):
 //!
 //! - `Bash` any command; `Bash(npm test:*)` or `Bash(npm test *)` a command starting with
-//!   `npm test`; `Bash(npm test)` that command exactly.
+//!   `npm test`; `Bash(npm test)` that command exactly; a `*` elsewhere (`Bash(git push
+//!   --force*)`, `Bash(* --version)`) any text in its place, `\*` a star itself.
 //! - `Read(PATTERN)` the tools that read files (view, ls, grep, glob); `Edit(PATTERN)` the tools
 //!   that change them (edit, multiedit, write); `Write(PATTERN)` write. A pattern is
 //!   gitignore-like, as in Claude Code: `//abs` from `/`, `~/x` from the home directory, `/x`
@@ -49,6 +50,8 @@ enum Spec {
     Prefix(String),
     /// This bash command exactly.
     Exact(String),
+    /// A bash command this pattern covers: `*` any text, `\*` a star.
+    Wildcard(String),
     /// A file: the glob, absolute, without its leading `/`.
     Path(String),
     /// A fetched URL's host: this one or one under it.
@@ -239,17 +242,16 @@ impl Rule {
         let field = |k: &str| input.get(k).and_then(Value::as_str);
         match &self.spec {
             Spec::Any => true,
-            Spec::Prefix(p) | Spec::Exact(p) => {
+            Spec::Prefix(p) | Spec::Exact(p) | Spec::Wildcard(p) => {
                 let Some(cmd) = field("command") else {
                     return false;
                 };
-                let exact = matches!(self.spec, Spec::Exact(_));
                 let fits = |c: &str| {
                     let c = c.trim();
-                    if exact {
-                        c == p
-                    } else {
-                        c == p || c.starts_with(&format!("{p} "))
+                    match self.spec {
+                        Spec::Exact(_) => c == p,
+                        Spec::Wildcard(_) => wildcard_matches(p, c),
+                        _ => c == p || c.starts_with(&format!("{p} ")),
                     }
                 };
                 if effect == Effect::Allow {
@@ -280,6 +282,39 @@ impl Rule {
             }
         }
     }
+}
+
+/// Whether the whole of `text` is what `pattern` covers: each `*` any run of characters
+/// (spaces too), `\*` a star and `\\` a backslash, everything else itself.
+fn wildcard_matches(pattern: &str, text: &str) -> bool {
+    use crate::wildcard::Part;
+    let mut parts = Vec::new();
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '*' => parts.push(Part::Star),
+            '\\' => match chars.next() {
+                Some(e @ ('*' | '\\')) => parts.push(Part::Char(e)),
+                Some(e) => parts.extend([Part::Char('\\'), Part::Char(e)]),
+                None => parts.push(Part::Char('\\')),
+            },
+            c => parts.push(Part::Char(c)),
+        }
+    }
+    crate::wildcard::matches(&parts, &text.chars().collect::<Vec<_>>())
+}
+
+/// Whether a Bash rule's specifier has a `*` that is not escaped.
+fn has_star(spec: &str) -> bool {
+    let mut escaped = false;
+    for c in spec.chars() {
+        match c {
+            '\\' if !escaped => escaped = true,
+            '*' if !escaped => return true,
+            _ => escaped = false,
+        }
+    }
+    false
 }
 
 /// The commands of a shell line, split at the words that join commands.
@@ -346,13 +381,15 @@ fn parse(text: &str, base: &Path, cwd: &Path) -> Result<(String, Spec), &'static
         return Ok((tool.to_string(), Spec::Any));
     }
     let spec = match tool {
+        // As in Claude Code: `:*` or ` *` at the end is a command and its arguments (`ls *`
+        // covers `ls`, not `lsof`); another `*` is any text in its place.
         "Bash" => match inner
             .strip_suffix(":*")
             .or_else(|| inner.strip_suffix(" *"))
         {
-            Some(p) if !p.contains('*') => Spec::Prefix(p.trim().to_string()),
-            None if !inner.contains('*') => Spec::Exact(inner.to_string()),
-            _ => return Err("crush reads a * only at the end of a Bash rule"),
+            Some(p) if !has_star(p) => Spec::Prefix(p.trim().to_string()),
+            _ if has_star(inner) => Spec::Wildcard(inner.to_string()),
+            _ => Spec::Exact(inner.replace("\\*", "*")),
         },
         "Read" | "Edit" | "Write" => Spec::Path(glob(inner, base, cwd)),
         "WebFetch" => match inner.strip_prefix("domain:") {
@@ -497,17 +534,53 @@ mod tests {
     #[test]
     fn rules_crush_cannot_apply_are_named() {
         let (r, errors) = rules(json!({
-            "allow": ["WebFetch(https://x.y/*)", "Bash(npm * test)", "Bash"],
+            "allow": ["WebFetch(https://x.y/*)", "Grep(**)", "Bash"],
             "deny": "Bash",
         }));
         let all: Vec<String> = errors.iter().map(ToString::to_string).collect();
         assert_eq!(all.len(), 3, "{all:?}");
         assert!(all[0].contains("permissions.deny is not a list"), "{all:?}");
         assert!(all[1].contains("\"WebFetch(https://x.y/*)\" is not applied"));
-        assert!(all[2].contains("at the end of a Bash rule"));
+        assert!(all[2].contains("\"Grep(**)\" is not applied"));
         assert_eq!(
             effect(&r, "bash", json!({"command": "anything"})),
             Some(Effect::Allow)
         );
+    }
+
+    /// Published deny lists guard against force pushes and skipped git hooks with a `*` that
+    /// is not a trailing ` *`: glued to the last word, leading, or in the middle.
+    #[test]
+    fn bash_rules_with_a_star_anywhere_cover_what_claude_code_covers() {
+        let (r, errors) = rules(json!({
+            "deny": ["Bash(git push --force*)", "Bash(*--no-verify*)", "Bash(git push * --force*)",
+                     "Bash(echo \\*)"],
+            "ask": ["Bash(* --version)"],
+            "allow": ["Bash(npm --prefix * test)", "Bash(ls*)"],
+        }));
+        assert!(errors.is_empty(), "{errors:?}");
+        let bash = |c: &str| effect(&r, "bash", json!({ "command": c }));
+        assert_eq!(bash("git push --force"), Some(Effect::Deny));
+        assert_eq!(
+            bash("git push --force-with-lease origin"),
+            Some(Effect::Deny)
+        );
+        assert_eq!(bash("git push origin main --force"), Some(Effect::Deny));
+        assert_eq!(bash("git push origin main"), None);
+        assert_eq!(
+            bash("cd app && git commit -m x --no-verify"),
+            Some(Effect::Deny)
+        );
+        assert_eq!(bash("git commit -m x"), None);
+        // `\*` is a star itself, not any text.
+        assert_eq!(bash("echo *"), Some(Effect::Deny));
+        assert_eq!(bash("echo hi"), None);
+        assert_eq!(bash("node --version"), Some(Effect::Ask));
+        assert_eq!(bash("npm --prefix web test"), Some(Effect::Allow));
+        assert_eq!(bash("npm --prefix web run build"), None);
+        // A star glued to a word takes what follows it too; an allow rule still covers one
+        // command alone on its line.
+        assert_eq!(bash("lsof -i"), Some(Effect::Allow));
+        assert_eq!(bash("ls -la && rm -rf x"), None);
     }
 }

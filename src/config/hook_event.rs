@@ -45,6 +45,12 @@ events! {
 }
 
 impl Event {
+    /// The event named exactly `s`, as Claude Code's settings files name it (`PreToolUse`, not
+    /// `preToolUse`).
+    pub(crate) fn parse_exact(s: &str) -> Option<Event> {
+        EVENTS.into_iter().find(|e| e.name() == s)
+    }
+
     /// Case-insensitive; `_` and `-` ignored: `PreToolUse`, `pretooluse`, `pre_tool_use`.
     pub(crate) fn parse(s: &str) -> Option<Event> {
         let norm: String = s

@@ -471,16 +471,20 @@ fn parse_claude(c: &crate::config::claude::ClaudeHooks) -> (Vec<HookDef>, Proble
     let mut unsupported = Vec::new();
     if let Value::Object(events) = &c.hooks {
         for (key, list) in events {
-            if Event::parse(key).is_none() {
+            // Claude Code reads its event names exactly: `preToolUse` never runs there.
+            if Event::parse_exact(key).is_none() {
                 let n = list.as_array().map_or(0, Vec::len);
-                unsupported.push(format!("{origin}: {key} ({n} matcher group(s))"));
+                let hint = Event::parse(key)
+                    .map(|e| format!("; Claude Code's name is {}", e.name()))
+                    .unwrap_or_default();
+                unsupported.push(format!("{origin}: {key} ({n} matcher group(s){hint})"));
             }
         }
     }
     let known: Map<String, Value> = match &c.hooks {
         Value::Object(m) => m
             .iter()
-            .filter(|(k, _)| Event::parse(k).is_some())
+            .filter(|(k, _)| Event::parse_exact(k).is_some())
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect(),
         _ => Map::new(),

@@ -281,3 +281,39 @@ fn an_untrusted_projects_rules_do_nothing() {
     assert_eq!(out.code, 3, "{}", out.stderr);
     assert!(out.stderr.contains("refused bash"), "{}", out.stderr);
 }
+
+/// Published deny lists put the `*` where they like (`Bash(git push --force*)`,
+/// `Bash(*--no-verify*)`); such a rule refuses what it covers, `--yolo` or not, and
+/// `config check` has nothing to say about it.
+#[test]
+fn bash_rules_with_a_star_inside_deny_what_they_cover_even_with_yolo() {
+    let env = TestEnv::new();
+    fake_npm(&env);
+    write(
+        &env,
+        ".claude/settings.json",
+        &json!({"permissions": {"deny": ["Bash(*--no-verify*)", "Bash(npm publish --tag*)"]}}),
+    );
+    let (code, r) = results(
+        &env,
+        vec![
+            bash("npm run lint --no-verify"),
+            bash("npm publish --tag=next"),
+            bash("npm test"),
+        ],
+        &["-y"],
+    );
+    assert_eq!(code, 0, "{r:?}");
+    assert!(
+        r[0].contains("permissions.deny \"Bash(*--no-verify*)\""),
+        "{r:?}"
+    );
+    assert!(
+        r[1].contains("permissions.deny \"Bash(npm publish --tag*)\""),
+        "{r:?}"
+    );
+    assert!(r[2].contains("npm ran: test"), "{r:?}");
+    let check = env.run(&["--trust", "config", "check"], None);
+    check.assert_success();
+    assert!(!check.stdout.contains("not applied"), "{}", check.stdout);
+}

@@ -372,6 +372,17 @@ fn nested_unknown_keys_warn_with_line_and_nearest_key() {
     );
 }
 
+/// `crush --trust config check` in `env`: it exits 1 and its output has each of `wants`; the
+/// output.
+fn check_finds(env: &TestEnv, wants: &[&str]) -> String {
+    let check = env.run(&["--trust", "config", "check"], None);
+    assert_eq!(check.code, 1, "{}\n{}", check.stdout, check.stderr);
+    for want in wants {
+        assert!(check.stdout.contains(want), "{want}\n{}", check.stdout);
+    }
+    check.stdout
+}
+
 /// config check names what the hooks reader warns about too, in crush.json and in Claude Code's
 /// settings: before, it said "no problems found" while `crush hooks list` warned.
 #[test]
@@ -386,19 +397,69 @@ fn config_check_names_the_hooks_problems() {
         r#"{"hooks": {"PostToolUse": [{"matcher": "Edit|Write", "hooks": [
   {"type": "command", "command": ".claude/hooks/format.sh", "asyncRewake": true, "argz": []}]}]}}"#,
     );
-    let check = env.run(&["--trust", "config", "check"], None);
-    assert_eq!(check.code, 1, "{}\n{}", check.stdout, check.stderr);
-    for want in [
-        "crush.json: hooks.PreToolUse[0] (hook 'true'): unknown key 'comand' ignored",
-        "settings.json: hooks.PostToolUse[0].hooks[0] (hook '.claude/hooks/format.sh'): unknown key 'argz' ignored",
-        "configuration: 2 problems",
-    ] {
-        assert!(check.stdout.contains(want), "{want}\n{}", check.stdout);
-    }
+    check_finds(
+        &env,
+        &[
+            "crush.json: hooks.PreToolUse[0] (hook 'true'): unknown key 'comand' ignored",
+            "settings.json: hooks.PostToolUse[0].hooks[0] (hook '.claude/hooks/format.sh'): unknown key 'argz' ignored",
+            "configuration: 2 problems",
+        ],
+    );
     std::fs::remove_file(env.project().join("crush.json")).unwrap();
     std::fs::remove_file(env.project().join(".claude/settings.json")).unwrap();
     let clean = env.run(&["--trust", "config", "check"], None);
     clean.assert_success();
+}
+
+/// Published Claude Code settings hook events crush has no moment for (a compaction's end, a
+/// sub-agent's start, a settings change): config check names each one, as it names every other
+/// setting that does nothing, instead of "no problems found".
+#[test]
+fn config_check_names_claude_code_hook_events_that_never_run() {
+    let env = TestEnv::new();
+    env.write_project_file(
+        ".claude/settings.json",
+        r#"{"hooks": {
+  "PostCompact": [{"hooks": [{"type": "command", "command": "echo compacted"}]}],
+  "SubagentStart": [{"matcher": "", "hooks": [{"type": "command", "command": "true"}]},
+                    {"hooks": [{"type": "command", "command": "true"}]}],
+  "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "true"}]}]}}"#,
+    );
+    let out = check_finds(
+        &env,
+        &[
+            "settings.json: PostCompact (1 matcher group(s)): a Claude Code hook event crush does not have; not run",
+            "settings.json: SubagentStart (2 matcher group(s)): a Claude Code hook event crush does not have; not run",
+            "configuration: 2 problems",
+        ],
+    );
+    assert!(!out.contains("PreToolUse"), "{out}");
+}
+
+/// Claude Code reads its settings' event names exactly: a published `preToolUse` group never
+/// runs there, so it does not run in crush either, and config check says what the name is.
+#[test]
+fn claude_code_event_names_are_read_exactly() {
+    let env = TestEnv::new();
+    env.write_project_file(
+        ".claude/settings.json",
+        r#"{"hooks": {"preToolUse": [{"matcher": "Bash", "hooks": [
+  {"type": "command", "command": "echo '{\"decision\": \"block\", \"reason\": \"no\"}'; exit 2"}]}]}}"#,
+    );
+    check_finds(
+        &env,
+        &[
+            "settings.json: preToolUse (1 matcher group(s); Claude Code's name is PreToolUse): a Claude Code hook event crush does not have; not run",
+        ],
+    );
+    let ls = r#"{"command":"ls"}"#;
+    let mut args: Vec<&str> = "--trust hooks test PreToolUse --tool bash --input"
+        .split(' ')
+        .collect();
+    args.push(ls);
+    let test = env.run(&args, None);
+    test.assert_success();
+    assert!(!test.stdout.contains("deny"), "{}", test.stdout);
 }
 
 #[test]
