@@ -377,7 +377,8 @@ fn parse(text: &str, base: &Path, cwd: &Path) -> Result<(String, Spec), &'static
     if tool.is_empty() {
         return Err("a rule is TOOL or TOOL(SPECIFIER)");
     }
-    if inner.is_empty() || inner == "*" {
+    // `*` and `**` cover every call (published settings allow `Grep(**)`, `Glob(**)`).
+    if inner.chars().all(|c| c == '*') {
         return Ok((tool.to_string(), Spec::Any));
     }
     let spec = match tool {
@@ -534,16 +535,21 @@ mod tests {
     #[test]
     fn rules_crush_cannot_apply_are_named() {
         let (r, errors) = rules(json!({
-            "allow": ["WebFetch(https://x.y/*)", "Grep(**)", "Bash"],
+            "allow": ["WebFetch(https://x.y/*)", "Skill(x:*)", "Bash", "Glob(**)"],
             "deny": "Bash",
         }));
         let all: Vec<String> = errors.iter().map(ToString::to_string).collect();
         assert_eq!(all.len(), 3, "{all:?}");
         assert!(all[0].contains("permissions.deny is not a list"), "{all:?}");
         assert!(all[1].contains("\"WebFetch(https://x.y/*)\" is not applied"));
-        assert!(all[2].contains("\"Grep(**)\" is not applied"));
+        assert!(all[2].contains("\"Skill(x:*)\" is not applied"));
         assert_eq!(
             effect(&r, "bash", json!({"command": "anything"})),
+            Some(Effect::Allow)
+        );
+        // `**` is every call, as `*` is.
+        assert_eq!(
+            effect(&r, "glob", json!({"pattern": "**/*.rs"})),
             Some(Effect::Allow)
         );
     }
