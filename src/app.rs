@@ -171,6 +171,16 @@ pub(crate) fn working_dir(global: &Global) -> Result<PathBuf, AppError> {
 /// printed and the trust notice to stderr. The configuration's `.env` and `env` map stay in
 /// `loaded.env`, out of the process environment (see `env::Overlay`).
 pub(crate) fn load_config(global: &Global) -> Result<Loaded, AppError> {
+    load_config_with(global, true)
+}
+
+/// `load_config` without printing the configuration's warnings: for `crush config check`,
+/// whose report lists them.
+pub(crate) fn load_config_quietly(global: &Global) -> Result<Loaded, AppError> {
+    load_config_with(global, false)
+}
+
+fn load_config_with(global: &Global, warn: bool) -> Result<Loaded, AppError> {
     let cwd = working_dir(global)?;
     let mut runtime = json!({});
     if global.debug {
@@ -214,7 +224,7 @@ pub(crate) fn load_config(global: &Global) -> Result<Loaded, AppError> {
             );
         }
     }
-    for w in &loaded.warnings {
+    for w in loaded.warnings.iter().filter(|_| warn) {
         crate::ewriteln!("crush: warning: {}", crate::visible::text(w));
     }
     for out in &loaded.script_output {

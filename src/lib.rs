@@ -138,7 +138,7 @@ fn dispatch(cli: cli::Cli) -> Result<ExitCode, AppError> {
             *json,
         )),
         Command::ConfigCheck => {
-            let (text, code) = commands::config::config_check(&app::load_config(g)?);
+            let (text, code) = commands::config::config_check(&app::load_config_quietly(g)?);
             print(&text)?;
             Ok(code)
         }

@@ -352,6 +352,7 @@ fn nested_unknown_keys_warn_with_line_and_nearest_key() {
     );
     let check = env.run(&["config", "check"], None);
     assert_eq!(check.code, 1, "{}", check.stderr);
+    assert!(!check.stderr.contains("unknown key"), "{}", check.stderr);
     assert!(
         check.stdout.contains("configuration: 4 problems"),
         "{}",
@@ -379,6 +380,8 @@ fn check_finds(env: &TestEnv, wants: &[&str]) -> String {
     assert_eq!(check.code, 1, "{}\n{}", check.stdout, check.stderr);
     for want in wants {
         assert!(check.stdout.contains(want), "{want}\n{}", check.stdout);
+        // Once, in the report: not also as a start-up warning.
+        assert!(!check.stderr.contains(want), "{want}\n{}", check.stderr);
     }
     check.stdout
 }
