@@ -188,9 +188,11 @@ pub(crate) fn check(path: &Path, v: &Value, p: &Positions) -> Vec<String> {
     out
 }
 
+/// `dotted.key`, the key quoted as `config show` quotes it (`providers."llama.cpp"`).
 fn join(dotted: &str, key: &str) -> String {
+    let key = pos::key_segment(key);
     if dotted.is_empty() {
-        key.to_string()
+        key
     } else {
         format!("{dotted}.{key}")
     }
@@ -206,7 +208,13 @@ fn walk(shape: &Shape, v: &Value, ptr: &str, dotted: &str, warn: &mut dyn FnMut(
                     None => {
                         let hint = nearest(k, keys.iter().map(|(n, _)| *n))
                             .map(|n| join(dotted, n))
-                            .or_else(|| one_level_down(keys, k).map(|n| join(dotted, &n)))
+                            .or_else(|| {
+                                // Already a dotted path of known keys: joined, not quoted.
+                                one_level_down(keys, k).map(|n| match dotted {
+                                    "" => n,
+                                    _ => format!("{dotted}.{n}"),
+                                })
+                            })
                             .map(|n| format!(" (did you mean '{n}'?)"))
                             .unwrap_or_default();
                         warn(&p, format!("unknown key '{d}' ignored{hint}"));
@@ -361,6 +369,18 @@ mod tests {
         let w = warnings(json!({"tools": {"ls": {}, "glob": {"timeout": 10}}}));
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(w[0].contains("'tools' is read by Go Crush"), "{w:?}");
+    }
+
+    #[test]
+    fn a_key_path_quotes_an_id_with_a_dot_as_config_show_does() {
+        let v =
+            serde_json::json!({"providers": {"llama.cpp": {"models": [{"id": "m", "nmae": "x"}]}}});
+        let w = check(Path::new("/p/crush.json"), &v, &Positions::default());
+        assert!(
+            w.iter()
+                .any(|l| l.contains("providers.\"llama.cpp\".models[0].nmae")),
+            "{w:?}"
+        );
     }
 
     #[test]
