@@ -1,7 +1,10 @@
 //! The hook events (crush(1) HOOKS, Events): the one list of their names, how a name given in
 //! a configuration or on the command line is read, and what Claude Code's matchers test on
 //! each. The configuration (crushrc's `hook add`), the CLI and the hooks themselves all ask
-//! this enum; nothing else compares event names.
+//! this enum; nothing else compares event names. Also the exec form's text, which the trust
+//! review and the hooks both know a hook by.
+
+use serde_json::{Map, Value};
 
 /// Declares `Event` and `EVENTS` from one list of variants, so a new event is named once: its
 /// name is the variant's, and `EVENTS` (the order of `crush hooks list` and of the names in
@@ -145,6 +148,33 @@ impl BlockEffect {
 impl std::fmt::Display for Event {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+/// The text of a hook in exec form, `PROGRAM 'ARG' 'ARG'`: how it is shown, deduplicated and
+/// tied to the project files it runs (the trust review reads it as a command line).
+pub(crate) fn exec_form_text(program: &str, args: &[String]) -> String {
+    let mut s = program.to_string();
+    for a in args {
+        s.push_str(" '");
+        s.push_str(&a.replace('\'', "'\\''"));
+        s.push('\'');
+    }
+    s
+}
+
+/// A Claude Code handler's `args`: None when absent; Err with the value when it is not a list
+/// of strings.
+pub(crate) fn exec_args(e: &Map<String, Value>) -> Result<Option<Vec<String>>, &Value> {
+    match e.get("args") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Array(a)) if a.iter().all(Value::is_string) => Ok(Some(
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect(),
+        )),
+        Some(other) => Err(other),
     }
 }
 

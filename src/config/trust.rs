@@ -503,9 +503,9 @@ fn hook_commands(h: &Value) -> Vec<String> {
                 let command = i.get("command").and_then(Value::as_str)?.trim();
                 let args = i
                     .as_object()
-                    .and_then(|o| crate::hooks::config::exec_args(o).ok().flatten());
+                    .and_then(|o| super::hook_event::exec_args(o).ok().flatten());
                 Some(match args {
-                    Some(a) => crate::hooks::config::exec_form_text(command, &a),
+                    Some(a) => super::hook_event::exec_form_text(command, &a),
                     None => command.to_string(),
                 })
             })

@@ -16,6 +16,8 @@ use std::borrow::Cow;
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub(crate) use crate::config::hook_event::{exec_args, exec_form_text};
+
 /// The events live below the configuration, which names them too (crushrc's `hook add`).
 pub(crate) use crate::config::hook_event::{EVENTS, Event};
 
@@ -237,33 +239,6 @@ const HANDLER_KEYS: &[&str] = &[
     "args",
 ];
 
-/// The text of a hook in exec form, `PROGRAM 'ARG' 'ARG'`: how it is shown, deduplicated and
-/// tied to the project files it runs (the trust review reads it as a command line).
-pub(crate) fn exec_form_text(program: &str, args: &[String]) -> String {
-    let mut s = program.to_string();
-    for a in args {
-        s.push_str(" '");
-        s.push_str(&a.replace('\'', "'\\''"));
-        s.push('\'');
-    }
-    s
-}
-
-/// A handler's `args`: None when absent; an error naming the value when it is not a list of
-/// strings.
-pub(crate) fn exec_args(e: &Map<String, Value>) -> Result<Option<Vec<String>>, super::HookError> {
-    match e.get("args") {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Array(a)) if a.iter().all(Value::is_string) => Ok(Some(
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect(),
-        )),
-        Some(other) => Err(super::HookError::Args(other.clone())),
-    }
-}
-
 struct Raw<'a> {
     event: Event,
     entry: &'a Map<String, Value>,
@@ -338,7 +313,8 @@ fn build(raw: &Raw, origin: &str, p: &mut Problems) -> Option<HookDef> {
     let argv: Option<Vec<String>> = match exec_args(e) {
         Ok(None) => None,
         Ok(Some(args)) => Some(std::iter::once(command.clone()).chain(args).collect()),
-        Err(m) => {
+        Err(bad) => {
+            let m = super::HookError::Args(bad.clone());
             p.errors.push(format!("{here}: {m}"));
             return None;
         }
