@@ -58,22 +58,16 @@ pub(crate) fn dotted(ptr: &str) -> String {
         if !out.is_empty() {
             out.push('.');
         }
-        out.push_str(&key_segment(&seg));
+        if seg
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '$')
+        {
+            out.push_str(&seg);
+        } else {
+            out.push_str(&format!("{seg:?}"));
+        }
     }
     out
-}
-
-/// One key of a dotted path: as it is, or quoted when it holds a dot or another character
-/// that would make the path ambiguous (`"llama.cpp"`).
-pub(crate) fn key_segment(seg: &str) -> String {
-    if seg
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '$')
-    {
-        seg.to_string()
-    } else {
-        format!("{seg:?}")
-    }
 }
 
 struct Scanner<'a> {

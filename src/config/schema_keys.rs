@@ -188,9 +188,14 @@ pub(crate) fn check(path: &Path, v: &Value, p: &Positions) -> Vec<String> {
     out
 }
 
-/// `dotted.key`, the key quoted as `config show` quotes it (`providers."llama.cpp"`).
+/// `dotted.key`, a key holding a dot quoted as `config show` quotes it (`providers."llama.cpp"`);
+/// other characters stay as they are, for the warning's printer to make visible.
 fn join(dotted: &str, key: &str) -> String {
-    let key = pos::key_segment(key);
+    let key = if key.contains('.') {
+        format!("\"{key}\"")
+    } else {
+        key.to_string()
+    };
     if dotted.is_empty() {
         key
     } else {
