@@ -67,7 +67,10 @@ pub(crate) fn private_dir(dir: &Path) -> io::Result<()> {
             ),
         ));
     }
-    if meta.permissions().mode() & 0o777 != 0o700 {
+    // A sticky directory (/tmp, /var/tmp) is shared by design: its mode is left alone, and
+    // what crush keeps there is private by its own mode (0600 files).
+    let mode = meta.permissions().mode();
+    if mode & 0o1000 == 0 && mode & 0o777 != 0o700 {
         fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
     }
     Ok(())
@@ -260,6 +263,23 @@ mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
     use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_private_dir_is_made_0700_but_a_shared_sticky_one_is_left_as_it_is() {
+        use std::os::unix::fs::PermissionsExt;
+        let t = tempfile::tempdir().unwrap();
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+        let own = t.path().join("own");
+        fs::create_dir(&own).unwrap();
+        fs::set_permissions(&own, fs::Permissions::from_mode(0o755)).unwrap();
+        private_dir(&own).unwrap();
+        assert_eq!(mode(&own), 0o700);
+        let shared = t.path().join("shared");
+        fs::create_dir(&shared).unwrap();
+        fs::set_permissions(&shared, fs::Permissions::from_mode(0o1777)).unwrap();
+        private_dir(&shared).unwrap();
+        assert_eq!(mode(&shared), 0o1777, "a /tmp-like folder keeps its mode");
+    }
 
     #[test]
     fn only_regular_files_are_read_and_never_past_the_cap() {

@@ -311,13 +311,16 @@ mod tests {
             e.to_string(),
             format!("cannot create the directory {}: {io}", blocker.display())
         );
-        // A directory where the file should be: the rename over it fails.
-        let e = write_atomic(t.path(), b"{}").unwrap_err();
+        // A directory where the file should be: the rename over it fails (one inside the
+        // test's own directory, so the write never touches the system's temporary folder).
+        let target = t.path().join("dir");
+        std::fs::create_dir(&target).unwrap();
+        let e = write_atomic(&target, b"{}").unwrap_err();
         assert!(matches!(e, WriteError::File { .. }), "{e:?}");
         let io = e.source().unwrap().downcast_ref::<io::Error>().unwrap();
         assert_eq!(
             e.to_string(),
-            format!("cannot write {}: {io}", t.path().display())
+            format!("cannot write {}: {io}", target.display())
         );
     }
 
