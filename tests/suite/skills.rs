@@ -679,6 +679,42 @@ fn a_forked_skill_runs_in_a_child_session_and_only_its_answer_comes_back() {
     );
 }
 
+/// In the REPL too: the fork skill's text goes to the sub-agent only, and the next prompt's
+/// request carries the sub-agent's answer, not the skill.
+#[test]
+fn a_forked_skill_in_the_repl_leaves_only_its_answer_for_the_next_prompt() {
+    let server = FakeServer::with_script(vec![
+        Reply::text("The logs are quiet."),
+        Reply::text("Noted."),
+    ]);
+    title_route(&server);
+    let env = TestEnv::new();
+    env.use_server(&server, Dialect::OpenAi);
+    env.write_project_file(
+        ".claude/skills/digest/SKILL.md",
+        "---\ndescription: Digest logs.\ncontext: fork\n---\nRead $ARGUMENTS and tell what matters.\n",
+    );
+    let out = env.run(&["--trust"], Some("/digest the build logs\nand then?\n"));
+    out.assert_success();
+    assert!(out.stdout.contains("The logs are quiet."), "{}", out.stdout);
+    let turns = turn_requests(&server);
+    assert_eq!(turns.len(), 2, "{}", out.stderr);
+    assert!(turns[0].system_text().starts_with("You are a sub-agent"));
+    assert!(
+        turns[0]
+            .body_text
+            .contains("Read the build logs and tell what matters."),
+        "{}",
+        turns[0].body_text
+    );
+    let next = &turns[1].body_text;
+    assert!(
+        next.contains("The logs are quiet.") && next.contains("and then?"),
+        "{next}"
+    );
+    assert!(!next.contains("tell what matters"), "{next}");
+}
+
 #[test]
 fn a_forked_skill_runs_on_its_model_and_agent() {
     let server = FakeServer::with_script(vec![Reply::text("Reviewed.")]);
