@@ -717,7 +717,7 @@ pub(crate) fn run(global: &Global, args: &RunArgs) -> Result<ExitCode, AppError>
         Some(f) => {
             let spec = session
                 .agent
-                .sub_agent_spec(f.fork.agent.as_deref(), &f.fork.model)
+                .fork_spec(&f.fork)
                 .map_err(|e| AppError::Usage(format!("/{}: {e}", f.name)))?;
             if !attached.is_empty() {
                 return Err(AppError::Usage(format!(

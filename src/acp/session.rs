@@ -445,7 +445,7 @@ impl Session<'_> {
         let fork = match fork {
             Some(f) => Some(
                 self.agent
-                    .sub_agent_spec(f.agent.as_deref(), &f.model)
+                    .fork_spec(&f)
                     .map_err(|e| RpcError::invalid_params(e.to_string()))?,
             ),
             None => None,

@@ -376,6 +376,14 @@ impl Agent {
         })
     }
 
+    /// What a forked skill's sub-agent runs as (its `agent` and `model`).
+    pub(crate) fn fork_spec(
+        &self,
+        fork: &crate::skills::fork::Fork,
+    ) -> Result<ChildSpec, SubAgentError> {
+        self.sub_agent_spec(fork.agent.as_deref(), &fork.model)
+    }
+
     /// What a sub-agent of `kind` (None, or a name of Claude Code's built-in agents: crush's
     /// built-in one; else a custom agent's name) on `model` runs as. `model` Inherit keeps the
     /// custom agent's own `model`, else the parent's.

@@ -218,8 +218,7 @@ pub(crate) fn test(global: &Global, args: &HooksTestArgs) -> Result<(String, Exi
     }
     let c = &outcome.composed;
     // A deny on an event that cannot block stops nothing: say so, and exit as for no opinion.
-    let stops =
-        (c.decision == hooks::Decision::Deny && event.can_block()) || (c.halt && event.can_halt());
+    let stops = event.stops(c.decision == hooks::Decision::Deny, c.halt);
     out.push_str(&format!("decision: {}\n", c.verdict()));
     if c.blocked()
         && !stops

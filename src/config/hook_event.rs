@@ -116,6 +116,11 @@ impl Event {
     pub(crate) fn can_halt(self) -> bool {
         self.block_effect() != BlockEffect::ShownToUser
     }
+
+    /// Whether a verdict that denies (`deny`) or halts (`halt`) stops something on this event.
+    pub(crate) fn stops(self, deny: bool, halt: bool) -> bool {
+        (deny && self.can_block()) || (halt && self.can_halt())
+    }
 }
 
 /// What a hook's block does on an event.

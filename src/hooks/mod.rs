@@ -211,12 +211,8 @@ impl HookReport {
     /// when it did not deny, or its event can block.
     pub(crate) fn stops_nothing(&self) -> Option<&'static str> {
         let event = Event::parse(self.event)?;
-        let stopped = match self.decision {
-            "deny" => event.can_block(),
-            "halt" => event.can_halt(),
-            _ => return None,
-        };
-        if stopped {
+        let (deny, halt) = (self.decision == "deny", self.decision == "halt");
+        if !(deny || halt) || event.stops(deny, halt) {
             return None;
         }
         Some(match event.block_effect() {

@@ -112,7 +112,7 @@ impl Repl {
         };
         // A forked skill's agent and model, checked before anything runs.
         let spec = match entry.fork() {
-            Some(f) => match self.agent.sub_agent_spec(f.agent.as_deref(), &f.model) {
+            Some(f) => match self.agent.fork_spec(f) {
                 Ok(spec) => Some(spec),
                 Err(e) => return self.term.error(&format!("/{name}: {e}")),
             },

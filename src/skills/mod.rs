@@ -141,7 +141,7 @@ pub(crate) fn validate(s: &Skill, folder: &str) -> Vec<String> {
         }
         // The standard asks for lowercase; Go Crush also takes capitals (and a folder that
         // differs only in case), so a Go Crush user's skills keep working.
-        if !names_its_folder(&s.name, &s.name) {
+        if !valid_name(&s.name) {
             errs.push(format!(
                 "name `{}` must be letters, digits and single hyphens, not starting or ending with one",
                 s.name
@@ -247,29 +247,24 @@ pub(crate) fn parse_skill(
         });
     }
     // In Claude Code's folders a skill loads as Claude Code loads it: keys it does not read
-    // in a shape the standard refuses are dropped with a warning, and the skill is named
+    // in a shape the standard refuses are dropped with a note, and the skill is named
     // after its folder (crush(1) SKILLS AND COMMANDS).
     let claude = in_claude_code_folder(&location);
     let mut lenient = Vec::new();
-    let (compatibility, metadata_v) = if claude {
-        let compatibility = scalar(&doc, "compatibility").unwrap_or_else(|_| {
+    let compatibility = match scalar(&doc, "compatibility") {
+        Err(_) if claude => {
             lenient.push("compatibility is not text: ignored, as Claude Code does".to_string());
             None
-        });
-        let metadata_v = match doc.get("metadata").map(|f| &f.value) {
-            Some(Value::Map(_)) | Some(Value::Scalar(None)) | None => doc.get("metadata"),
-            Some(_) => {
-                lenient.push("metadata is not a map of text values: ignored".to_string());
-                None
-            }
-        };
-        (compatibility, metadata_v)
-    } else {
-        (scalar(&doc, "compatibility")?, doc.get("metadata"))
+        }
+        r => r?,
     };
-    let metadata = match metadata_v.map(|f| &f.value) {
+    let metadata = match doc.get("metadata").map(|f| &f.value) {
         None | Some(Value::Scalar(None)) => Vec::new(),
         Some(Value::Map(m)) => m.clone(),
+        Some(_) if claude => {
+            lenient.push("metadata is not a map of text values: ignored".to_string());
+            Vec::new()
+        }
         Some(_) => {
             return Err(SkillError::Invalid(
                 "metadata must map names to text values".into(),
@@ -328,13 +323,17 @@ pub(crate) fn parse_skill(
     })
 }
 
-/// Whether `name` passes `validate`'s name rules as the name of `folder`.
-fn names_its_folder(name: &str, folder: &str) -> bool {
+/// Letters, digits and single hyphens, not starting or ending with one (`validate`'s rule).
+fn valid_name(name: &str) -> bool {
     name.chars().all(|c| c == '-' || c.is_alphanumeric())
         && !name.starts_with('-')
         && !name.ends_with('-')
         && !name.contains("--")
-        && name.to_lowercase() == folder.to_lowercase()
+}
+
+/// Whether `name` passes `validate`'s name rules as the name of `folder`.
+fn names_its_folder(name: &str, folder: &str) -> bool {
+    valid_name(name) && name.to_lowercase() == folder.to_lowercase()
 }
 
 /// Whether the SKILL.md at `location` is under a `.claude/skills` folder (Claude Code's).

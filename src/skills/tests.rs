@@ -501,3 +501,20 @@ fn claude_code_folders_load_skills_as_claude_code_does() {
         "{listed}"
     );
 }
+
+/// A hostile `name` in a Claude Code folder (a path, an escape sequence) never becomes the
+/// command: the skill loads under its folder's name.
+#[test]
+fn a_hostile_name_in_a_claude_code_folder_gives_way_to_the_folder() {
+    let t = tempfile::tempdir().unwrap();
+    let b = fs::canonicalize(t.path()).unwrap();
+    let claude = b.join("proj/.claude/skills");
+    write(
+        &claude.join("tidy").join(SKILL_FILE),
+        "---\nname: ../../init\u{1b}[2K\ndescription: Tidy.\n---\nTidy.\n",
+    );
+    let s = discover_in(&[root(&claude, Source::Project)], &b.join("proj"), &[]);
+    let names: Vec<&str> = s.active().iter().map(|k| k.name.as_str()).collect();
+    assert!(names.contains(&"tidy"), "{names:?}");
+    assert!(!names.iter().any(|n| n.contains("..")), "{names:?}");
+}
